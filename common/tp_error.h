@@ -1,0 +1,63 @@
+/*
+ * tp_error.h — the one error convention of tpbench.
+ *
+ * Every fallible function returns a tp_rc: TP_OK or a code naming the class of
+ * failure. The human-readable reason (file, line, the failing call and the
+ * library's own error text) is kept in a per-thread buffer owned by this module
+ * and read with tp_last_error(). Like errno, the message is only meaningful
+ * right after a function returned something other than TP_OK.
+ */
+#ifndef TP_ERROR_H
+#define TP_ERROR_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tp_rc {
+  TP_OK = 0,
+  TP_EUSAGE,    /* bad input from the user: unknown option, value, combination */
+  TP_EREJECT,   /* a configuration that cannot run, with a reason */
+  TP_ENODEV,    /* no CUDA device, or fewer than asked for */
+  TP_ECUDA,     /* CUDA runtime or driver error */
+  TP_ENCCL,     /* NCCL error */
+  TP_ECUBLAS,   /* cuBLAS / cuBLASLt error */
+  TP_ECUPTI,    /* CUPTI error */
+  TP_ESQLITE,   /* SQLite error */
+  TP_EFOREIGN,  /* a database that is not tpbench's, or from a newer schema */
+  TP_EIO,       /* files, sockets, processes */
+  TP_EOOM,      /* out of (device) memory */
+  TP_ETIMEOUT,  /* a peer, a collective or a wait that did not finish in time */
+  TP_ENUMERICS, /* a result that does not match its reference */
+  TP_EINTERNAL  /* a broken invariant: a bug in tpbench */
+} tp_rc;
+
+/* Records "file:line: message" as this thread's last error and returns code. */
+tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Prefixes this thread's last error with more context, keeping the cause. */
+tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The message recorded by the last tp_fail on this thread ("" if none). */
+const char *tp_last_error(void);
+
+/* A short stable name for a code ("cuda", "usage", ...). */
+const char *tp_rc_name(tp_rc code);
+
+/* Clears this thread's last error. */
+void tp_clear_error(void);
+
+#define TP_FAIL(code, ...) tp_fail((code), __FILE__, __LINE__, __VA_ARGS__)
+
+#define TP_TRY(expr)                                                                               \
+  do {                                                                                             \
+    tp_rc tp_try_rc_ = (expr);                                                                     \
+    if (tp_try_rc_ != TP_OK) return tp_try_rc_;                                                    \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_ERROR_H */
