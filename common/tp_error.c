@@ -30,7 +30,16 @@ tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  snprintf(last_error, sizeof last_error, "%s: %s", prefix, cause);
+  size_t used = strlen(prefix);
+  memcpy(last_error, prefix, used);
+  size_t room = sizeof last_error - used - 1;
+  size_t cause_len = strnlen(cause, room > 2 ? room - 2 : 0);
+  if (room > 2) {
+    memcpy(last_error + used, ": ", 2);
+    memcpy(last_error + used + 2, cause, cause_len);
+    used += 2 + cause_len;
+  }
+  last_error[used] = '\0';
   return code;
 }
 
