@@ -1,0 +1,204 @@
+/*
+ * tp_gemm.c — cuBLASLt wrapper with a per-shape algorithm cache (see
+ * tp_gemm.h for the layout convention). The cache is owned by one tp_gemm
+ * (one per rank); it is a small open-addressed table because a benchmark
+ * runs a few dozen distinct shapes.
+ */
+#include "tp_gemm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_cuda_check.h"
+
+enum { GEMM_CACHE_SLOTS = 256, GEMM_HEURISTICS = 16 };
+
+typedef struct gemm_key {
+  int dt, trans_a, trans_b;
+  int64_t m, n, k, lda, ldb, ldc;
+  int beta_nonzero;
+  unsigned align; /* smallest alignment of the three pointers, capped at 256 */
+} gemm_key;
+
+typedef struct gemm_entry {
+  int used;
+  gemm_key key;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t a, b, c;
+  cublasLtMatmulAlgo_t algo;
+} gemm_entry;
+
+struct tp_gemm {
+  cublasLtHandle_t handle;
+  void *workspace;
+  size_t workspace_bytes;
+  gemm_entry cache[GEMM_CACHE_SLOTS];
+};
+
+tp_rc tp_gemm_create(size_t workspace_bytes, tp_gemm **out) {
+  tp_gemm *g = calloc(1, sizeof *g);
+  if (!g) return TP_FAIL(TP_EOOM, "out of host memory for the GEMM context");
+  cublasStatus_t st = cublasLtCreate(&g->handle);
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    free(g);
+    TP_CUBLAS(st);
+  }
+  g->workspace_bytes = workspace_bytes;
+  cudaError_t err = cudaMalloc(&g->workspace, workspace_bytes);
+  if (err != cudaSuccess) {
+    cublasLtDestroy(g->handle);
+    free(g);
+    TP_CUDA(err);
+  }
+  *out = g;
+  return TP_OK;
+}
+
+static void entry_release(gemm_entry *e) {
+  if (!e->used) return;
+  cublasLtMatmulDescDestroy(e->op);
+  cublasLtMatrixLayoutDestroy(e->a);
+  cublasLtMatrixLayoutDestroy(e->b);
+  cublasLtMatrixLayoutDestroy(e->c);
+  e->used = 0;
+}
+
+void tp_gemm_destroy(tp_gemm *gemm) {
+  if (!gemm) return;
+  for (int i = 0; i < GEMM_CACHE_SLOTS; ++i) entry_release(&gemm->cache[i]);
+  cudaFree(gemm->workspace);
+  cublasLtDestroy(gemm->handle);
+  free(gemm);
+}
+
+void tp_gemm_version(char *buf, size_t cap) {
+  size_t v = cublasLtGetVersion();
+  snprintf(buf, cap, "%zu.%zu.%zu", v / 10000, (v / 100) % 100, v % 100);
+}
+
+static unsigned pointer_alignment(const void *p) {
+  uintptr_t v = (uintptr_t)p;
+  unsigned align = 256;
+  while (align > 1 && v % align != 0) align /= 2;
+  return align;
+}
+
+static uint64_t key_hash(const gemm_key *k) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char *p = (const unsigned char *)k;
+  for (size_t i = 0; i < sizeof *k; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Column-major view (see tp_gemm.h): cuBLASLt computes Cᶜ[n, m] = op(Bᶜ) · op(Aᶜ). */
+static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
+  cudaDataType_t io = k->dt == TP_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  TP_CUBLAS(cublasLtMatmulDescCreate(&e->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t op_first = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_second = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TP_CUBLAS(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                                           sizeof op_first));
+  TP_CUBLAS(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                                           sizeof op_second));
+  /* First operand Bᶜ: row-major [n, k] (trans_b) is col-major k x n; [k, n] is n x k. */
+  uint64_t b_rows = k->trans_b ? (uint64_t)k->k : (uint64_t)k->n;
+  uint64_t b_cols = k->trans_b ? (uint64_t)k->n : (uint64_t)k->k;
+  uint64_t a_rows = k->trans_a ? (uint64_t)k->m : (uint64_t)k->k;
+  uint64_t a_cols = k->trans_a ? (uint64_t)k->k : (uint64_t)k->m;
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->a, io, b_rows, b_cols, k->ldb));
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->b, io, a_rows, a_cols, k->lda));
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->c, io, (uint64_t)k->n, (uint64_t)k->m, k->ldc));
+
+  cublasLtMatmulPreference_t pref;
+  TP_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint32_t align = k->align;
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->workspace_bytes,
+      sizeof g->workspace_bytes);
+  const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (size_t i = 0; i < sizeof aligns / sizeof aligns[0] && st == CUBLAS_STATUS_SUCCESS; ++i)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align);
+  cublasLtMatmulHeuristicResult_t found[GEMM_HEURISTICS];
+  int n_found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(g->handle, e->op, e->a, e->b, e->c, e->c, pref,
+                                        GEMM_HEURISTICS, found, &n_found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TP_CUBLAS(st);
+  if (n_found == 0)
+    return TP_FAIL(TP_ECUBLAS, "cuBLASLt found no algorithm for %s GEMM m=%lld n=%lld k=%lld",
+                   k->dt == TP_BF16 ? "bf16" : "fp32", (long long)k->m, (long long)k->n,
+                   (long long)k->k);
+  int pick = 0;
+  for (int i = 0; i < n_found; ++i) {
+    int32_t splits = 1;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             &splits, sizeof splits,
+                                             &written) == CUBLAS_STATUS_SUCCESS &&
+        splits <= 1) {
+      pick = i;
+      break;
+    }
+  }
+  e->algo = found[pick].algo;
+  e->key = *k;
+  e->used = 1;
+  return TP_OK;
+}
+
+static tp_rc entry_lookup(tp_gemm *g, const gemm_key *k, gemm_entry **out) {
+  uint64_t h = key_hash(k);
+  for (int probe = 0; probe < GEMM_CACHE_SLOTS; ++probe) {
+    gemm_entry *e = &g->cache[(h + (uint64_t)probe) % GEMM_CACHE_SLOTS];
+    if (e->used && memcmp(&e->key, k, sizeof *k) == 0) {
+      *out = e;
+      return TP_OK;
+    }
+    if (!e->used) {
+      tp_rc rc = entry_build(g, e, k);
+      if (rc != TP_OK) {
+        entry_release(e);
+        memset(e, 0, sizeof *e);
+        return rc;
+      }
+      *out = e;
+      return TP_OK;
+    }
+  }
+  return TP_FAIL(TP_EINTERNAL, "GEMM algorithm cache full (%d shapes)", GEMM_CACHE_SLOTS);
+}
+
+tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                  int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                  int64_t ldc, float beta, cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld",
+                   (long long)m, (long long)n, (long long)k);
+  gemm_key key;
+  memset(&key, 0, sizeof key); /* padding bytes take part in hashing and comparing */
+  key.dt = (int)dt;
+  key.trans_a = trans_a != 0;
+  key.trans_b = trans_b != 0;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.lda = lda;
+  key.ldb = ldb;
+  key.ldc = ldc;
+  key.beta_nonzero = beta != 0.0f;
+  unsigned align = pointer_alignment(a);
+  unsigned align_b = pointer_alignment(b), align_c = pointer_alignment(c);
+  if (align_b < align) align = align_b;
+  if (align_c < align) align = align_c;
+  key.align = align;
+  gemm_entry *e = NULL;
+  TP_TRY(entry_lookup(gemm, &key, &e));
+  const float alpha = 1.0f;
+  TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, b, e->a, a, e->b, &beta, c, e->c, c, e->c,
+                           &e->algo, gemm->workspace, gemm->workspace_bytes, stream));
+  return TP_OK;
+}

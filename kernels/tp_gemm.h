@@ -1,0 +1,39 @@
+/*
+ * tp_gemm.h — the one place where tpbench's row-major matrices meet
+ * cuBLASLt's column-major convention.
+ *
+ * tp_gemm_run computes, in row-major terms,
+ *     C[m, n] = op(A) · op(B)  (+ beta · C)
+ * where op(A) is A[m, k] (or Aᵀ of a stored [k, m] when trans_a) and op(B) is
+ * B[k, n] (or Bᵀ of a stored [n, k] when trans_b); lda/ldb/ldc are the
+ * row-major leading dimensions (elements per stored row). The forward of a
+ * linear layer, Y[T, N] = X[T, K] · W[N, K]ᵀ, is trans_a = 0, trans_b = 1.
+ *
+ * bf16 runs with fp32 accumulation; fp32 runs in full fp32 (no TF32).
+ * Algorithms come from cuBLASLt's heuristic, preferring ones without split-K
+ * so that a row's result does not depend on how many rows the call has: a
+ * GEMM over a chunk of rows gives the bits the whole GEMM gives. Chosen
+ * algorithms are cached per shape, so timed loops make no heuristic calls.
+ */
+#ifndef TP_GEMM_H
+#define TP_GEMM_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "../common/tp_error.h"
+#include "tp_dtype.h"
+
+typedef struct tp_gemm tp_gemm;
+
+tp_rc tp_gemm_create(size_t workspace_bytes, tp_gemm **out);
+void tp_gemm_destroy(tp_gemm *gemm);
+
+tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                  int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                  int64_t ldc, float beta, cudaStream_t stream);
+
+/* cuBLASLt's version, e.g. "13.0.2". */
+void tp_gemm_version(char *buf, size_t cap);
+
+#endif /* TP_GEMM_H */

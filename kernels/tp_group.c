@@ -1,0 +1,115 @@
+/*
+ * tp_group.c — creation and teardown of one rank's GPU state (tp_group.h).
+ */
+#include "tp_group.h"
+
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/tp_log.h"
+#include "tp_cuda_check.h"
+
+enum { GEMM_WORKSPACE_BYTES = 64 << 20 };
+
+static int env_is(const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v && strcmp(v, value) == 0;
+}
+
+static tp_rc query_multicast(tp_group *g) {
+  CUdevice dev;
+  CUresult r = cuDeviceGet(&dev, g->device);
+  int supported = 0;
+  if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev);
+  if (r != CUDA_SUCCESS) {
+    const char *msg = NULL;
+    cuGetErrorString(r, &msg);
+    return TP_FAIL(TP_ECUDA, "cuDeviceGetAttribute(MULTICAST_SUPPORTED): %s", msg ? msg : "?");
+  }
+  g->multicast_supported = supported;
+  g->multicast_disabled = env_is("NCCL_NVLS_ENABLE", "0") ||
+                          env_is("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1") ||
+                          env_is("NVSHMEM_DISABLE_NVLS", "1");
+  return TP_OK;
+}
+
+static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn exchange,
+                        void *ctx) {
+  TP_CUDA(cudaSetDevice(g->device));
+  struct cudaDeviceProp prop;
+  TP_CUDA(cudaGetDeviceProperties(&prop, g->device));
+  snprintf(g->device_name, sizeof g->device_name, "%s", prop.name);
+  g->sm_count = prop.multiProcessorCount;
+  TP_TRY(query_multicast(g));
+  int least = 0, greatest = 0;
+  TP_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  TP_CUDA(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking, least));
+  TP_CUDA(cudaStreamCreateWithPriority(&g->comm_stream, cudaStreamNonBlocking, greatest));
+  for (int i = 0; i < TP_EVENT_POOL; ++i)
+    TP_CUDA(cudaEventCreateWithFlags(&g->events[i], cudaEventDisableTiming));
+  TP_NCCL(ncclCommInitRank(&g->nccl, g->world, *nccl_id, g->rank), NULL);
+  TP_TRY(tp_symm_create(g->rank, g->world, exchange, ctx, &g->symm));
+  TP_TRY(tp_gemm_create(GEMM_WORKSPACE_BYTES, &g->gemm));
+  TP_LOGI("group", "rank %d/%d on device %d (%s, %d SMs), multicast %s%s", g->rank, g->world,
+          g->device, g->device_name, g->sm_count, g->multicast_supported ? "supported" : "absent",
+          g->multicast_disabled ? ", disabled by the environment" : "");
+  return TP_OK;
+}
+
+tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
+                      tp_exchange_fn exchange, void *exchange_ctx, tp_group **out) {
+  tp_group *g = calloc(1, sizeof *g);
+  if (!g) return TP_FAIL(TP_EOOM, "out of host memory for the TP group");
+  g->rank = rank;
+  g->world = world;
+  g->device = device;
+  g->wait_timeout_ns = 20ull * 1000 * 1000 * 1000;
+  tp_rc rc = group_init(g, nccl_id, exchange, exchange_ctx);
+  if (rc != TP_OK) {
+    tp_group_destroy(g);
+    return rc;
+  }
+  *out = g;
+  return TP_OK;
+}
+
+tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
+  if (bytes > g->scratch_bytes) {
+    TP_CUDA(cudaDeviceSynchronize());
+    if (g->scratch) TP_CUDA(cudaFree(g->scratch));
+    g->scratch = NULL;
+    g->scratch_bytes = 0;
+    TP_CUDA(cudaMalloc(&g->scratch, bytes));
+    g->scratch_bytes = bytes;
+  }
+  *out = g->scratch;
+  return TP_OK;
+}
+
+void tp_group_destroy(tp_group *g) {
+  if (!g) return;
+  if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
+  tp_gemm_destroy(g->gemm);
+  tp_symm_destroy(g->symm);
+  if (g->nccl) ncclCommDestroy(g->nccl);
+  for (int i = 0; i < TP_EVENT_POOL; ++i)
+    if (g->events[i]) cudaEventDestroy(g->events[i]);
+  if (g->main_stream) cudaStreamDestroy(g->main_stream);
+  if (g->comm_stream) cudaStreamDestroy(g->comm_stream);
+  if (g->scratch) cudaFree(g->scratch);
+  free(g);
+}
+
+void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, char *nccl,
+                 size_t nccl_cap, char *cublas, size_t cublas_cap) {
+  int rt = 0, drv = 0, nv = 0;
+  if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
+  if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
+  snprintf(cuda, cuda_cap, "%d.%d", rt / 1000, (rt % 1000) / 10);
+  snprintf(driver, driver_cap, "cuda %d.%d", drv / 1000, (drv % 1000) / 10);
+  if (ncclGetVersion(&nv) != ncclSuccess) nv = 0;
+  snprintf(nccl, nccl_cap, "%d.%d.%d", nv / 10000, (nv / 100) % 100, nv % 100);
+  tp_gemm_version(cublas, cublas_cap);
+}

@@ -1,0 +1,51 @@
+/*
+ * tp_group.h — everything one rank of a TP group holds on its GPU: the
+ * device, two streams (compute, and a higher-priority communication stream
+ * for the fused schedules), the NCCL communicator, the symmetric heap, the
+ * cuBLASLt context, a private scratch buffer for the stock path, and a pool
+ * of events to order chunks between the two streams.
+ */
+#ifndef TP_GROUP_H
+#define TP_GROUP_H
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "../common/tp_error.h"
+#include "tp_device.h"
+#include "tp_gemm.h"
+#include "tp_symm.h"
+
+enum { TP_EVENT_POOL = 2 * TP_MAX_WORLD * TP_MAX_CHUNKS + 4 };
+
+typedef struct tp_group {
+  int rank, world, device;
+  ncclComm_t nccl;
+  cudaStream_t main_stream; /* compute; the stock path runs everything here */
+  cudaStream_t comm_stream; /* transfers of the fused schedules, highest priority */
+  tp_symm *symm;
+  tp_gemm *gemm;
+  void *scratch; /* private (not symmetric) buffer: the stock path's gathered input or partials */
+  size_t scratch_bytes;
+  cudaEvent_t events[TP_EVENT_POOL];
+  int sm_count;
+  int multicast_supported; /* the device reports NVLink multicast */
+  int multicast_disabled;  /* the environment turns it off (NCCL_NVLS_ENABLE=0, ...) */
+  uint64_t wait_timeout_ns; /* device-side waits trap after this long */
+  char device_name[256];
+} tp_group;
+
+/* Collective over the group. The parent launcher must not have touched CUDA.
+ * exchange is an all-gather over the ranks (the bench's rendezvous). */
+tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
+                      tp_exchange_fn exchange, void *exchange_ctx, tp_group **out);
+void tp_group_destroy(tp_group *group);
+
+/* Grows the private scratch buffer to at least bytes (not collective). */
+tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
+
+/* Library versions as strings, for the run's record. */
+void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, char *nccl,
+                 size_t nccl_cap, char *cublas, size_t cublas_cap);
+
+#endif /* TP_GROUP_H */

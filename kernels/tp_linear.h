@@ -1,0 +1,105 @@
+/*
+ * tp_linear.h — the tensor-parallel projections, stock and fused.
+ *
+ * W ranks, T tokens in the step, S = T / W rows per rank. Activations keep
+ * the sequence outermost ([S, B, D] flattened to rows), so an all-gather
+ * concatenates whole per-rank row blocks and gathered row r·S + i is row i
+ * of rank r.
+ *
+ *   AG_LINEAR        x[S, K] → y[T, N/W] = AG(x) · w[N/W, K]ᵀ       (QKV)
+ *   AG_LINEAR_MULTI  the same for n_weights weights, one all-gather (w1/w3)
+ *   LINEAR_RS        x[T, K/W] → y[S, N] = RS(x · w[N, K/W]ᵀ)         (wo, w2)
+ *
+ * Backends: STOCK runs the NCCL collective and the cuBLASLt GEMM on the
+ * main stream, as a framework does. DIST fuses them over symmetric memory
+ * with a named schedule:
+ *   ce  — the copy engine pushes each chunk into the peer's workspace on the
+ *         comm stream, then raises the peer's flag; the GEMM consumes the
+ *         local shard at once and each peer chunk as its flag arrives (AG),
+ *         or computes each destination's partial while the previous one is
+ *         pushed and sums the W partials in rank order at the end (RS);
+ *   sm  — the same pipeline with a copy kernel on a few SMs;
+ *   ring, multimem — named; rejected with a reason where they cannot run.
+ * GEMM_ONLY and COMM_ONLY run the two halves of the stock path alone, on
+ * the same shapes, to give the bound max(GEMM, collective).
+ */
+#ifndef TP_LINEAR_H
+#define TP_LINEAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/tp_error.h"
+#include "tp_dtype.h"
+#include "tp_group.h"
+
+typedef enum { TP_OP_AG_LINEAR = 0, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS } tp_op_kind;
+typedef enum {
+  TP_BACKEND_STOCK = 0,
+  TP_BACKEND_DIST,
+  TP_BACKEND_GEMM_ONLY,
+  TP_BACKEND_COMM_ONLY
+} tp_backend;
+typedef enum {
+  TP_SCHED_AUTO = 0,
+  TP_SCHED_CE,
+  TP_SCHED_SM,
+  TP_SCHED_RING,
+  TP_SCHED_MULTIMEM,
+  TP_SCHED_NCCL /* what the stock path runs */
+} tp_schedule;
+
+enum { TP_MAX_WEIGHTS = 4 };
+
+const char *tp_op_kind_name(tp_op_kind kind);
+const char *tp_backend_name(tp_backend backend);
+const char *tp_schedule_name(tp_schedule schedule);
+/* Parses a schedule name; TP_EUSAGE for an unknown one. */
+tp_rc tp_schedule_parse(const char *name, tp_schedule *out);
+
+typedef struct tp_linear_desc {
+  tp_op_kind kind;
+  tp_dtype dtype;
+  int64_t tokens;       /* T: rows of the whole step */
+  int64_t in_features;  /* K of the unsharded weight */
+  int64_t out_features; /* N of the unsharded weight (each weight, for MULTI) */
+  int n_weights;        /* 1, or the weights sharing one input (MULTI) */
+} tp_linear_desc;
+
+typedef struct tp_linear_plan {
+  tp_linear_desc desc;
+  tp_backend backend;
+  tp_schedule schedule; /* what runs: resolved from AUTO */
+  int chunks;           /* chunks per rank's shard */
+  int sm_blocks;        /* blocks of the copy kernel (sm schedule) */
+  char reason[320];     /* why this schedule and chunk count */
+  int world, rank;
+  int64_t shard_rows;   /* S = T / W */
+  int64_t gemm_m, gemm_n, gemm_k; /* the whole GEMM one rank runs */
+  size_t workspace_bytes; /* symmetric (DIST) or private scratch (the rest) */
+  size_t comm_bytes;      /* bytes one rank sends per call */
+  double flops;           /* FLOP of one call over the whole group */
+} tp_linear_plan;
+
+/* Elements of each per-rank tensor of a plan. */
+size_t tp_linear_x_elems(const tp_linear_plan *plan);
+size_t tp_linear_w_elems(const tp_linear_plan *plan); /* each weight */
+size_t tp_linear_y_elems(const tp_linear_plan *plan); /* each output */
+
+/* Resolves the schedule (AUTO → a heuristic's choice, recorded with its
+ * reason) and checks the shape. TP_EREJECT with the reason in
+ * tp_last_error() when the combination cannot run here. chunks = 0: auto. */
+tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_desc *desc, tp_backend backend,
+                          tp_schedule requested, int chunks, tp_linear_plan *out);
+
+/* Makes sure the workspace/scratch the plan needs exists (collective for
+ * DIST: every rank must call it). */
+tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
+
+/* Enqueues one forward call on the group's main stream (the fused schedules
+ * fork to the comm stream and join back before returning). x, w[i], y[i] are
+ * this rank's tensors as laid out above. Host-asynchronous. */
+tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan, const void *x,
+                        const void *const *w, void *const *y);
+
+#endif /* TP_LINEAR_H */
