@@ -13,7 +13,7 @@ extern "C" {
 
 typedef enum { TP_BF16 = 0, TP_FP32 = 1 } tp_dtype;
 
-static inline size_t tp_dtype_size(tp_dtype dt) { return dt == TP_BF16 ? 2u : 4u; }
+static inline size_t tp_dtype_bytes(tp_dtype dt) { return dt == TP_BF16 ? 2u : 4u; }
 static inline const char *tp_dtype_name(tp_dtype dt) { return dt == TP_BF16 ? "bf16" : "fp32"; }
 
 #ifdef __cplusplus

@@ -25,11 +25,11 @@ enum {
   AUTO_MAX_CHUNKS = 4
 };
 
-const char *tp_op_kind_name(tp_op_kind kind) {
+const char *tp_linear_kind_name(tp_linear_kind kind) {
   switch (kind) {
-  case TP_OP_AG_LINEAR: return "ag_linear";
-  case TP_OP_AG_LINEAR_MULTI: return "ag_linear_multi";
-  case TP_OP_LINEAR_RS: return "linear_rs";
+  case TP_LINEAR_AG: return "ag_linear";
+  case TP_LINEAR_AG_MULTI: return "ag_linear_multi";
+  case TP_LINEAR_RS: return "linear_rs";
   }
   return "?";
 }
@@ -62,7 +62,7 @@ tp_rc tp_schedule_parse(const char *name, tp_schedule *out) {
   return TP_FAIL(TP_EUSAGE, "unknown schedule '%s' (valid: auto, ce, sm, ring, multimem)", name);
 }
 
-static int is_gather_side(tp_op_kind kind) { return kind != TP_OP_LINEAR_RS; }
+static int is_gather_side(tp_linear_kind kind) { return kind != TP_LINEAR_RS; }
 
 size_t tp_linear_x_elems(const tp_linear_plan *p) {
   if (is_gather_side(p->desc.kind)) return (size_t)(p->shard_rows * p->desc.in_features);
@@ -101,7 +101,7 @@ static tp_rc reject(tp_linear_plan *p, const char *fmt, const char *detail) {
 static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
   char num[64];
   if (d->n_weights < 1 || d->n_weights > TP_MAX_WEIGHTS ||
-      (d->kind != TP_OP_AG_LINEAR_MULTI && d->n_weights != 1)) {
+      (d->kind != TP_LINEAR_AG_MULTI && d->n_weights != 1)) {
     snprintf(num, sizeof num, "%d", d->n_weights);
     return reject(p, "unsupported number of weights: %s", num);
   }
@@ -119,7 +119,7 @@ static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) 
 
 static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
   p->shard_rows = d->tokens / world;
-  size_t e = tp_dtype_size(d->dtype);
+  size_t e = tp_dtype_bytes(d->dtype);
   if (is_gather_side(d->kind)) {
     p->gemm_m = d->tokens;
     p->gemm_n = d->out_features / world;
@@ -150,7 +150,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
   }
   if (requested == TP_SCHED_RING)
     return reject(p, "ring: %s", "not implemented yet (at TP=2 it equals the direct schedules)");
-  size_t e = tp_dtype_size(d->dtype);
+  size_t e = tp_dtype_bytes(d->dtype);
   size_t row_bytes = (size_t)(is_gather_side(d->kind) ? d->in_features : d->out_features) * e;
   char chunk_why[200] = "";
   if (chunks == 0) {
@@ -200,7 +200,7 @@ tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_back
   out->rank = g->rank;
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
-  size_t e = tp_dtype_size(desc->dtype);
+  size_t e = tp_dtype_bytes(desc->dtype);
   switch (backend) {
   case TP_BACKEND_DIST: return resolve_dist(g, requested, chunks, out);
   case TP_BACKEND_STOCK:
@@ -225,7 +225,7 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
   /* The halves timed alone read the scratch: give them real numbers, not zeros. */
-  TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch, p->workspace_bytes / tp_dtype_size(p->desc.dtype),
+  TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch, p->workspace_bytes / tp_dtype_bytes(p->desc.dtype),
                                 0x5eed0000ull + (uint64_t)g->rank, 1.0f, g->main_stream));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
@@ -239,7 +239,7 @@ static const char *cbyte_offset(const void *base, size_t off) { return (const ch
 /* y[rows] = x[rows] · wᵀ for each weight, row-major, y with leading dim n. */
 static tp_rc gemm_rows(tp_group *g, const tp_linear_plan *p, int64_t rows, const void *x,
                        const void *const *w, void *const *y, size_t y_row_offset) {
-  size_t e = tp_dtype_size(p->desc.dtype);
+  size_t e = tp_dtype_bytes(p->desc.dtype);
   for (int i = 0; i < p->desc.n_weights; ++i)
     TP_TRY(tp_gemm_run(g->gemm, p->desc.dtype, 0, 1, rows, p->gemm_n, p->gemm_k, x, p->gemm_k,
                        w[i], p->gemm_k, byte_offset(y[i], y_row_offset * (size_t)p->gemm_n * e),
@@ -314,7 +314,7 @@ static tp_rc dist_ag_forward(tp_group *g, const tp_linear_plan *p, const void *x
                              const void *const *w, void *const *y) {
   const int rank = g->rank, world = g->world, chunks = p->chunks;
   const int64_t S = p->shard_rows, R = S / chunks, K = p->desc.in_features;
-  const size_t row_bytes = (size_t)K * tp_dtype_size(p->desc.dtype);
+  const size_t row_bytes = (size_t)K * tp_dtype_bytes(p->desc.dtype);
   TP_TRY(fork_to_comm(g));
   for (int j = 0; j < chunks; ++j) {
     for (int step = 1; step < world; ++step) {
@@ -342,7 +342,7 @@ static tp_rc dist_rs_forward(tp_group *g, const tp_linear_plan *p, const void *x
                              const void *const *w, void *const *y) {
   const int rank = g->rank, world = g->world, chunks = p->chunks;
   const int64_t S = p->shard_rows, R = S / chunks, N = p->desc.out_features, Kl = p->gemm_k;
-  const size_t e = tp_dtype_size(p->desc.dtype);
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
   const size_t x_row = (size_t)Kl * e, out_row = (size_t)N * e, slot_bytes = (size_t)S * out_row;
   void *own = tp_symm_ptr(g->symm, rank);
   TP_TRY(fork_to_comm(g));

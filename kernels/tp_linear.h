@@ -33,7 +33,7 @@
 #include "tp_dtype.h"
 #include "tp_group.h"
 
-typedef enum { TP_OP_AG_LINEAR = 0, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS } tp_op_kind;
+typedef enum { TP_LINEAR_AG = 0, TP_LINEAR_AG_MULTI, TP_LINEAR_RS } tp_linear_kind;
 typedef enum {
   TP_BACKEND_STOCK = 0,
   TP_BACKEND_DIST,
@@ -51,14 +51,14 @@ typedef enum {
 
 enum { TP_MAX_WEIGHTS = 4 };
 
-const char *tp_op_kind_name(tp_op_kind kind);
+const char *tp_linear_kind_name(tp_linear_kind kind);
 const char *tp_backend_name(tp_backend backend);
 const char *tp_schedule_name(tp_schedule schedule);
 /* Parses a schedule name; TP_EUSAGE for an unknown one. */
 tp_rc tp_schedule_parse(const char *name, tp_schedule *out);
 
 typedef struct tp_linear_desc {
-  tp_op_kind kind;
+  tp_linear_kind kind;
   tp_dtype dtype;
   int64_t tokens;       /* T: rows of the whole step */
   int64_t in_features;  /* K of the unsharded weight */

@@ -1,0 +1,35 @@
+/*
+ * gpu_harness.h — runs a test body on every rank of a real TP group.
+ *
+ * The test process never touches CUDA itself: it counts devices in a forked
+ * child, then forks one worker per GPU; each worker joins a loopback
+ * rendezvous, builds its tp_group (NCCL, symmetric heap, cuBLASLt) and runs
+ * the body. The test passes when every worker exits 0.
+ */
+#ifndef GPU_HARNESS_H
+#define GPU_HARNESS_H
+
+#include "bench/rendezvous.h"
+#include "kernels/tp_group.h"
+
+enum { GPU_TEST_SKIP = 77 };
+
+typedef int (*gpu_body_fn)(tp_group *group, tp_rdzv *rdzv, void *ctx);
+
+/* Number of CUDA devices, counted in a child process (0 when none or no driver). */
+int gpu_device_count(void);
+
+/* Forks `world` workers running body; returns 0 when all of them returned 0. */
+int gpu_run_group(int world, gpu_body_fn body, void *ctx);
+
+/* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
+tp_rc gpu_exchange(void *ctx, const void *send, size_t bytes, void *recv);
+
+/* Host-side helpers for references. */
+uint16_t gpu_float_to_bf16(float v);
+float gpu_bf16_to_float(uint16_t v);
+/* Deterministic uniform values in [-scale, scale), rounded to dt. */
+void gpu_fill_host(tp_dtype dt, void *buf, size_t count, uint64_t seed, float scale);
+double gpu_host_value(tp_dtype dt, const void *buf, size_t index);
+
+#endif
