@@ -1,0 +1,869 @@
+/*
+ * tp_store.c — tpbench's SQLite database (see tp_store.h): opening and
+ * migrating it, recording runs and configurations, finding runs for readers.
+ *
+ * Opening is careful with files that are not ours. An existing file is first
+ * looked at through an immutable, read-only connection, which reads the file
+ * and nothing else: no locks, no -wal or -shm files. Only a file that is empty
+ * or tpbench's at a schema this binary knows is then opened read-write, and
+ * checked once more inside the migration transaction (a -wal left by a crash
+ * can hold what the main file does not show yet). WAL mode is switched on
+ * last, after the file has proved to be ours.
+ *
+ * Every write of a configuration is one transaction whose statements are
+ * prepared once per store and reused, so a long matrix costs one prepare per
+ * statement, not one per row.
+ */
+#include "store/tp_store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "common/tp_log.h"
+#include "schemas/tp_schemas.h"
+
+/* Long enough for a busy parallel writer (an import, a second run) to finish
+ * its transaction; short enough that a stuck lock is reported, not waited on. */
+enum { STORE_BUSY_TIMEOUT_MS = 10000 };
+
+struct tp_store {
+  sqlite3 *db;
+  char *path;
+  int version;
+  /* Statements of tp_store_put_config, prepared on first use. */
+  sqlite3_stmt *insert_config;
+  sqlite3_stmt *insert_result;
+  sqlite3_stmt *insert_sample;
+  sqlite3_stmt *insert_schedule;
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Records "path: what: sqlite's message (extended code)" at the caller's
+ * file and line; the macro keeps __FILE__/__LINE__ where the failure is. */
+static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path, const char *fmt,
+                         ...) __attribute__((format(printf, 5, 6)));
+
+static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path, const char *fmt,
+                         ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  const char *msg = db ? sqlite3_errmsg(db) : "out of memory";
+  int code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
+  return tp_fail(TP_ESQLITE, file, line, "%s: %s: %s (sqlite code %d)", path, what, msg, code);
+}
+
+#define SQL_FAIL(db, path, ...) sql_fail_at(__FILE__, __LINE__, (db), (path), __VA_ARGS__)
+
+/* ---- small SQLite helpers ---------------------------------------------- */
+
+static tp_rc exec_sql(sqlite3 *db, const char *path, const char *sql) {
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  if (rc == SQLITE_OK)
+    return TP_OK;
+  tp_rc out = TP_FAIL(TP_ESQLITE, "%s: %s: %s (sqlite code %d)", path, sql,
+                      err ? err : sqlite3_errstr(rc), sqlite3_extended_errcode(db));
+  sqlite3_free(err);
+  return out;
+}
+
+/* Runs a statement that yields one integer (a pragma, a count). */
+static tp_rc query_int(sqlite3 *db, const char *path, const char *sql, int64_t *value) {
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(db, path, "preparing \"%s\"", sql);
+  if (sqlite3_step(stmt) != SQLITE_ROW) {
+    tp_rc rc = SQL_FAIL(db, path, "reading \"%s\"", sql);
+    sqlite3_finalize(stmt);
+    return rc;
+  }
+  *value = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  return TP_OK;
+}
+
+/* Rolls back an open transaction after a failure, keeping the failure's
+ * message: a rollback that fails too is only logged. */
+static void rollback_quietly(sqlite3 *db, const char *path) {
+  if (sqlite3_get_autocommit(db))
+    return; /* SQLite already rolled it back */
+  int rc = sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != SQLITE_OK)
+    TP_LOGE("store", "%s: ROLLBACK failed: %s", path, sqlite3_errmsg(db));
+}
+
+/* Binds the parameters of one statement in order; the first failure sticks,
+ * so a run of binds is checked once. */
+typedef struct {
+  sqlite3_stmt *stmt;
+  int next;
+  int rc;
+} binder;
+
+static void bind_text(binder *b, const char *value) {
+  if (b->rc != SQLITE_OK)
+    return;
+  b->next++;
+  b->rc = value ? sqlite3_bind_text(b->stmt, b->next, value, -1, SQLITE_TRANSIENT)
+                : sqlite3_bind_null(b->stmt, b->next);
+}
+
+static void bind_int(binder *b, int64_t value) {
+  if (b->rc != SQLITE_OK)
+    return;
+  b->next++;
+  b->rc = sqlite3_bind_int64(b->stmt, b->next, value);
+}
+
+/* NaN means "not measured" and infinities are no measurement either: NULL. */
+static void bind_real(binder *b, double value) {
+  if (b->rc != SQLITE_OK)
+    return;
+  b->next++;
+  b->rc = isfinite(value) ? sqlite3_bind_double(b->stmt, b->next, value)
+                          : sqlite3_bind_null(b->stmt, b->next);
+}
+
+/* Checks the binds and steps a statement that returns no rows, then resets it
+ * so it can be reused (and releases what it holds even on failure). */
+static tp_rc bind_and_step(tp_store *s, binder *b, const char *what) {
+  tp_rc out = TP_OK;
+  if (b->rc != SQLITE_OK) {
+    out = SQL_FAIL(s->db, s->path, "binding %s", what);
+  } else if (b->next != sqlite3_bind_parameter_count(b->stmt)) {
+    out = TP_FAIL(TP_EINTERNAL, "%s: %s: bound %d of %d parameters", s->path, what, b->next,
+                  sqlite3_bind_parameter_count(b->stmt));
+  } else if (sqlite3_step(b->stmt) != SQLITE_DONE) {
+    out = SQL_FAIL(s->db, s->path, "%s", what);
+  }
+  sqlite3_reset(b->stmt); /* returns the step's error again: already reported */
+  sqlite3_clear_bindings(b->stmt);
+  return out;
+}
+
+static tp_rc prepare_once(tp_store *s, sqlite3_stmt **slot, const char *sql) {
+  if (*slot)
+    return TP_OK;
+  if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
+    *slot = NULL;
+    return SQL_FAIL(s->db, s->path, "preparing \"%s\"", sql);
+  }
+  return TP_OK;
+}
+
+/* ---- opening: who owns the file ----------------------------------------- */
+
+/* "file:" URI of a path, percent-encoding everything but unreserved
+ * characters and '/', so '?', '#' and '%' in a name stay part of the name. */
+static char *file_uri(const char *path, const char *query) {
+  size_t n = strlen(path);
+  size_t cap = 5 + 3 * n + strlen(query) + 1;
+  char *uri = malloc(cap);
+  if (!uri)
+    return NULL;
+  char *p = uri + sprintf(uri, "file:");
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+    int plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                strchr("/-._~", *c) != NULL;
+    p += plain ? sprintf(p, "%c", *c) : sprintf(p, "%%%02X", *c);
+  }
+  strcpy(p, query);
+  return uri;
+}
+
+/* What the header of a database says about its owner. */
+typedef struct {
+  int64_t app_id;
+  int64_t version;
+  int64_t n_objects; /* tables, indexes, views, triggers */
+} db_identity;
+
+static tp_rc read_identity(sqlite3 *db, const char *path, db_identity *id) {
+  TP_TRY(query_int(db, path, "PRAGMA application_id", &id->app_id));
+  TP_TRY(query_int(db, path, "PRAGMA user_version", &id->version));
+  TP_TRY(query_int(db, path, "SELECT count(*) FROM sqlite_master", &id->n_objects));
+  return TP_OK;
+}
+
+/* TP_OK for an empty database or tpbench's at a known version; otherwise
+ * TP_EFOREIGN saying whose it seems to be. */
+static tp_rc judge_identity(const char *path, const db_identity *id) {
+  int newest = tp_store_schema_version();
+  if (id->app_id == TP_STORE_APP_ID) {
+    if (id->version > newest)
+      return TP_FAIL(TP_EFOREIGN,
+                     "%s: schema version %lld is newer than this tpbench knows (%d); "
+                     "use a newer tpbench. The file was not changed",
+                     path, (long long)id->version, newest);
+    return TP_OK;
+  }
+  if (id->app_id != 0)
+    return TP_FAIL(TP_EFOREIGN,
+                   "%s: application_id 0x%08llx belongs to another program (tpbench's is "
+                   "0x%08x); not a tpbench database. The file was not changed",
+                   path, (unsigned long long)(uint32_t)id->app_id, TP_STORE_APP_ID);
+  if (id->n_objects != 0 || id->version != 0)
+    return TP_FAIL(TP_EFOREIGN,
+                   "%s: a SQLite database with %lld schema objects (user_version %lld) but "
+                   "without tpbench's application_id; not a tpbench database. The file was "
+                   "not changed",
+                   path, (long long)id->n_objects, (long long)id->version);
+  return TP_OK; /* empty: ours to fill */
+}
+
+/* Looks at an existing file without changing anything on disk: an immutable
+ * connection takes no locks and never creates -wal/-shm/-journal files. */
+static tp_rc sniff_existing_file(const char *path) {
+  char *uri = file_uri(path, "?immutable=1");
+  if (!uri)
+    return TP_FAIL(TP_EOOM, "%s: out of memory", path);
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) {
+    tp_rc out = TP_FAIL(TP_EIO, "%s: cannot open for reading: %s", path,
+                        db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_close(db);
+    return out;
+  }
+  db_identity id = {0};
+  tp_rc out = read_identity(db, path, &id);
+  if (out != TP_OK) {
+    int code = sqlite3_errcode(db);
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+      out = TP_FAIL(TP_EFOREIGN,
+                    "%s: not a SQLite database (%s); not a tpbench database. "
+                    "The file was not changed",
+                    path, sqlite3_errmsg(db));
+    else if (code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM)
+      out = TP_FAIL(TP_EIO, "%s: cannot read: %s", path, sqlite3_errmsg(db));
+  } else {
+    out = judge_identity(path, &id);
+  }
+  if (sqlite3_close(db) != SQLITE_OK && out == TP_OK)
+    out = TP_FAIL(TP_ESQLITE, "%s: closing the read-only look: %s", path, sqlite3_errmsg(db));
+  return out;
+}
+
+/* Refuses what cannot be a database file before SQLite sees it. Sets *exists. */
+static tp_rc check_path(const char *path, int create, int *exists) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno != ENOENT)
+      return TP_FAIL(TP_EIO, "%s: cannot open database: %s", path, strerror(errno));
+    if (!create)
+      return TP_FAIL(TP_EIO, "%s: no such database (run a benchmark first, or check the path)",
+                     path);
+    *exists = 0;
+    return TP_OK;
+  }
+  if (S_ISDIR(st.st_mode))
+    return TP_FAIL(TP_EIO, "%s: is a directory, not a database file", path);
+  if (!S_ISREG(st.st_mode))
+    return TP_FAIL(TP_EIO, "%s: not a regular file; a database must be one", path);
+  *exists = 1;
+  return TP_OK;
+}
+
+/* Migration i must have version i + 1: user_version counts applied ones. */
+static tp_rc check_migrations(void) {
+  for (int i = 0; i < tp_n_migrations; i++)
+    if (tp_migrations[i].version != i + 1 || !tp_migrations[i].sql)
+      return TP_FAIL(TP_EINTERNAL, "embedded migration %d (%s) is out of order", i,
+                     tp_migrations[i].name ? tp_migrations[i].name : "?");
+  return TP_OK;
+}
+
+/* ---- opening: read-write, migrate, WAL ---------------------------------- */
+
+static tp_rc open_read_write(tp_store *s, int create) {
+  char *uri = file_uri(s->path, "");
+  if (!uri)
+    return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(uri, &s->db, flags, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) {
+    int sys = s->db ? sqlite3_system_errno(s->db) : 0;
+    return TP_FAIL(TP_EIO, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
+                   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), sys ? ": " : "",
+                   sys ? strerror(sys) : "");
+  }
+  /* SQLite quietly falls back to read-only when the file is write-protected. */
+  if (sqlite3_db_readonly(s->db, "main") == 1)
+    return TP_FAIL(TP_EIO, "%s: cannot write the database (permission denied)", s->path);
+  if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "enabling extended result codes");
+  if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "setting the busy timeout");
+  TP_TRY(exec_sql(s->db, s->path, "PRAGMA foreign_keys = ON"));
+  int64_t fk = 0;
+  TP_TRY(query_int(s->db, s->path, "PRAGMA foreign_keys", &fk));
+  if (fk != 1)
+    return TP_FAIL(TP_ESQLITE, "%s: this SQLite cannot enforce foreign keys", s->path);
+  return TP_OK;
+}
+
+static tp_rc apply_migrations(tp_store *s, int64_t from) {
+  char sql[64];
+  if (from == 0) {
+    snprintf(sql, sizeof sql, "PRAGMA application_id = %d", TP_STORE_APP_ID);
+    TP_TRY(exec_sql(s->db, s->path, sql));
+  }
+  for (int i = (int)from; i < tp_n_migrations; i++) {
+    const tp_migration *m = &tp_migrations[i];
+    TP_LOGI("store", "%s: applying migration %s", s->path, m->name);
+    char *err = NULL;
+    if (sqlite3_exec(s->db, m->sql, NULL, NULL, &err) != SQLITE_OK) {
+      tp_rc rc = TP_FAIL(TP_ESQLITE, "%s: applying migration %s: %s", s->path, m->name,
+                         err ? err : sqlite3_errmsg(s->db));
+      sqlite3_free(err);
+      return rc;
+    }
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", m->version);
+    TP_TRY(exec_sql(s->db, s->path, sql));
+  }
+  return TP_OK;
+}
+
+/* Checks ownership again, now with the -wal in view, and migrates an empty or
+ * older database, all in one transaction: a failed migration leaves the file
+ * at its old version. */
+static tp_rc check_and_migrate(tp_store *s) {
+  TP_TRY(exec_sql(s->db, s->path, "BEGIN IMMEDIATE"));
+  db_identity id = {0};
+  tp_rc rc = read_identity(s->db, s->path, &id);
+  if (rc == TP_OK)
+    rc = judge_identity(s->path, &id);
+  if (rc == TP_OK && id.version < tp_store_schema_version())
+    rc = apply_migrations(s, id.version);
+  if (rc == TP_OK)
+    rc = exec_sql(s->db, s->path, "COMMIT");
+  if (rc != TP_OK) {
+    rollback_quietly(s->db, s->path);
+    return rc;
+  }
+  int64_t version = 0;
+  TP_TRY(query_int(s->db, s->path, "PRAGMA user_version", &version));
+  s->version = (int)version;
+  return TP_OK;
+}
+
+static tp_rc enable_wal(tp_store *s) {
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the WAL switch");
+  tp_rc out = TP_OK;
+  if (sqlite3_step(stmt) != SQLITE_ROW) {
+    out = SQL_FAIL(s->db, s->path, "switching to WAL mode");
+  } else {
+    const char *mode = (const char *)sqlite3_column_text(stmt, 0);
+    if (!mode || strcmp(mode, "wal") != 0)
+      out = TP_FAIL(TP_EIO,
+                    "%s: cannot use WAL mode (journal mode stays %s); is the directory "
+                    "writable?",
+                    s->path, mode ? mode : "unknown");
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+int tp_store_schema_version(void) { return tp_n_migrations; }
+
+int tp_store_version(const tp_store *store) { return store ? store->version : 0; }
+
+const char *tp_store_path(const tp_store *store) { return store ? store->path : ""; }
+
+tp_rc tp_store_open(const char *path, int create, tp_store **out) {
+  if (!out)
+    return TP_FAIL(TP_EINTERNAL, "tp_store_open: out is NULL");
+  *out = NULL;
+  if (!path || !*path)
+    return TP_FAIL(TP_EUSAGE, "no database path given");
+  TP_TRY(check_migrations());
+  int exists = 0;
+  TP_TRY(check_path(path, create, &exists));
+  if (exists)
+    TP_TRY(sniff_existing_file(path));
+
+  tp_store *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    return TP_FAIL(TP_EOOM, "%s: out of memory", path);
+  }
+  tp_rc rc = open_read_write(s, create);
+  if (rc == TP_OK)
+    rc = check_and_migrate(s);
+  if (rc == TP_OK)
+    rc = enable_wal(s);
+  if (rc != TP_OK) {
+    tp_store_close(s);
+    return rc;
+  }
+  *out = s;
+  return TP_OK;
+}
+
+void tp_store_close(tp_store *store) {
+  if (!store)
+    return;
+  sqlite3_finalize(store->insert_config);
+  sqlite3_finalize(store->insert_result);
+  sqlite3_finalize(store->insert_sample);
+  sqlite3_finalize(store->insert_schedule);
+  if (store->db && sqlite3_close(store->db) != SQLITE_OK)
+    TP_LOGE("store", "%s: close failed: %s", store->path, sqlite3_errmsg(store->db));
+  free(store->path);
+  free(store);
+}
+
+struct sqlite3 *tp_store_db(tp_store *store) {
+  return store ? store->db : NULL;
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_id) {
+  if (!store || !info || !run_id)
+    return TP_FAIL(TP_EINTERNAL, "tp_store_begin_run: NULL argument");
+  static const char sql[] =
+      "INSERT INTO runs (commit_sha, dirty, host, gpu_name, gpu_count, driver_version, "
+      "cuda_version, nccl_version, cublas_version, cupti_version, command_line, command, "
+      "warmup_iters, measure_iters) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(store->db, store->path, "preparing the run insert");
+  binder b = {stmt, 0, SQLITE_OK};
+  bind_text(&b, info->commit);
+  bind_int(&b, info->dirty != 0);
+  bind_text(&b, info->host);
+  bind_text(&b, info->gpu_name);
+  bind_int(&b, info->gpu_count);
+  bind_text(&b, info->driver_version);
+  bind_text(&b, info->cuda_version);
+  bind_text(&b, info->nccl_version);
+  bind_text(&b, info->cublas_version);
+  bind_text(&b, info->cupti_version);
+  bind_text(&b, info->command_line);
+  bind_text(&b, info->command);
+  bind_int(&b, info->warmup_iters);
+  bind_int(&b, info->measure_iters);
+  tp_rc rc = bind_and_step(store, &b, "recording the run");
+  sqlite3_finalize(stmt);
+  if (rc == TP_OK)
+    *run_id = sqlite3_last_insert_rowid(store->db);
+  return rc;
+}
+
+tp_rc tp_store_finish_run(tp_store *store, int64_t run_id) {
+  if (!store)
+    return TP_FAIL(TP_EINTERNAL, "tp_store_finish_run: NULL store");
+  static const char sql[] =
+      "UPDATE runs SET finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?";
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(store->db, store->path, "preparing the run update");
+  binder b = {stmt, 0, SQLITE_OK};
+  bind_int(&b, run_id);
+  tp_rc rc = bind_and_step(store, &b, "finishing the run");
+  sqlite3_finalize(stmt);
+  if (rc == TP_OK && sqlite3_changes(store->db) != 1)
+    rc = TP_FAIL(TP_EUSAGE, "%s: no run %lld to finish", store->path, (long long)run_id);
+  return rc;
+}
+
+/* The commit of run_id into *commit (malloc'd, NULL if none); *found = 0 if
+ * there is no such run. */
+static tp_rc run_commit(tp_store *s, int64_t run_id, int *found, char **commit) {
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(s->db, "SELECT commit_sha FROM runs WHERE id = ?", -1, &stmt, NULL) !=
+      SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the run lookup");
+  tp_rc out = TP_OK;
+  *found = 0;
+  *commit = NULL;
+  if (sqlite3_bind_int64(stmt, 1, run_id) != SQLITE_OK) {
+    out = SQL_FAIL(s->db, s->path, "binding the run id");
+  } else {
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+      *found = 1;
+      const char *c = (const char *)sqlite3_column_text(stmt, 0);
+      if (c && !(*commit = strdup(c)))
+        out = TP_FAIL(TP_EOOM, "out of memory");
+    } else if (rc != SQLITE_DONE) {
+      out = SQL_FAIL(s->db, s->path, "looking up run %lld", (long long)run_id);
+    }
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+static int has_prefix_nocase(const char *s, const char *prefix) {
+  if (!s)
+    return 0;
+  for (; *prefix; prefix++, s++) {
+    unsigned char a = (unsigned char)*s, b = (unsigned char)*prefix;
+    if (!a || (a | 0x20) != (b | 0x20))
+      return 0;
+  }
+  return 1;
+}
+
+static tp_rc find_run_by_id(tp_store *s, int64_t run_id, const char *commit, int64_t *out) {
+  int found = 0;
+  char *actual = NULL;
+  TP_TRY(run_commit(s, run_id, &found, &actual));
+  tp_rc rc = TP_OK;
+  if (!found)
+    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", s->path, (long long)run_id);
+  else if (commit && !has_prefix_nocase(actual, commit))
+    rc = TP_FAIL(TP_EUSAGE, "%s: run %lld is of commit %s, not %s", s->path, (long long)run_id,
+                 actual ? actual : "(unknown)", commit);
+  else
+    *out = run_id;
+  free(actual);
+  return rc;
+}
+
+/* The latest run whose commit starts with prefix; two different commits
+ * matching the prefix is an error, as git would say for an ambiguous one. */
+static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
+  static const char sql[] = "SELECT id, commit_sha FROM runs "
+                            "WHERE lower(substr(commit_sha, 1, length(?1))) = lower(?1) "
+                            "ORDER BY id DESC";
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the commit lookup");
+  tp_rc rc = TP_OK;
+  int64_t latest = 0;
+  char *first = NULL;
+  if (sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+    rc = SQL_FAIL(s->db, s->path, "binding the commit");
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
+    const char *commit = (const char *)sqlite3_column_text(stmt, 1);
+    if (!first) {
+      latest = sqlite3_column_int64(stmt, 0);
+      if (!(first = strdup(commit ? commit : "")))
+        rc = TP_FAIL(TP_EOOM, "out of memory");
+    } else if (commit && strcmp(commit, first) != 0) {
+      rc = TP_FAIL(TP_EUSAGE, "%s: commit prefix %s is ambiguous (%s, %s, ...)", s->path, prefix,
+                   first, commit);
+    }
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = SQL_FAIL(s->db, s->path, "looking up runs of commit %s", prefix);
+  if (rc == TP_OK && !first)
+    rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with %s", s->path, prefix);
+  if (rc == TP_OK)
+    *out = latest;
+  free(first);
+  sqlite3_finalize(stmt);
+  return rc;
+}
+
+tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int64_t *out) {
+  if (!store || !out)
+    return TP_FAIL(TP_EINTERNAL, "tp_store_find_run: NULL argument");
+  if (run_id < 0)
+    return TP_FAIL(TP_EUSAGE, "run id %lld is not valid", (long long)run_id);
+  if (commit && !*commit)
+    commit = NULL;
+  if (run_id > 0)
+    return find_run_by_id(store, run_id, commit, out);
+  if (commit)
+    return find_run_by_commit(store, commit, out);
+  int64_t latest = 0;
+  TP_TRY(query_int(store->db, store->path, "SELECT coalesce(max(id), 0) FROM runs", &latest));
+  if (latest == 0)
+    return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", store->path);
+  *out = latest;
+  return TP_OK;
+}
+
+/* ---- configuration keys ------------------------------------------------- */
+
+/* Writes into buf as far as cap allows while counting the whole length, so
+ * one pass both fills a fixed buffer and sizes an allocation. */
+typedef struct {
+  char *buf;
+  size_t cap;
+  size_t len;
+} key_writer;
+
+static void key_char(key_writer *w, char c) {
+  if (w->len + 1 < w->cap)
+    w->buf[w->len] = c;
+  w->len++;
+}
+
+static void key_name(key_writer *w, const char *name) {
+  if (w->len > 0)
+    key_char(w, ';');
+  for (; *name; name++)
+    key_char(w, *name);
+  key_char(w, '=');
+}
+
+/* Escapes the separators so a value can never fake another axis. */
+static void key_str(key_writer *w, const char *name, const char *value) {
+  key_name(w, name);
+  for (; value && *value; value++) {
+    if (*value == '\\' || *value == ';' || *value == '=')
+      key_char(w, '\\');
+    key_char(w, *value);
+  }
+}
+
+static void key_int(key_writer *w, const char *name, int64_t value) {
+  char digits[24];
+  snprintf(digits, sizeof digits, "%lld", (long long)value);
+  key_name(w, name);
+  for (const char *d = digits; *d; d++)
+    key_char(w, *d);
+}
+
+/* The order below is the stored format: append new axes, never reorder. */
+static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, size_t cap) {
+  key_writer w = {buf, cap, 0};
+  if (whole_config)
+    key_str(&w, "kind", a->kind);
+  key_str(&w, "model", a->model);
+  key_str(&w, "layer", a->layer);
+  key_str(&w, "proj", a->proj);
+  if (whole_config) {
+    key_str(&w, "backend", a->backend);
+    key_str(&w, "schedule", a->schedule);
+    key_int(&w, "chunks", a->chunks);
+  }
+  key_int(&w, "tp", a->tp);
+  key_int(&w, "batch", a->batch);
+  key_int(&w, "seqlen", a->seqlen);
+  key_int(&w, "tokens", a->tokens);
+  key_int(&w, "m", a->m);
+  key_int(&w, "n", a->n);
+  key_int(&w, "k", a->k);
+  key_int(&w, "n_weights", a->n_weights);
+  key_str(&w, "dtype", a->dtype);
+  key_int(&w, "sp", a->sp);
+  key_str(&w, "pass", a->pass);
+  key_int(&w, "graph", a->graph);
+  key_int(&w, "save_gathered", a->save_gathered);
+  if (cap > 0)
+    buf[w.len < cap ? w.len : cap - 1] = '\0';
+  return w.len;
+}
+
+size_t tp_config_key(const tp_config_axes *axes, char *buf, size_t cap) {
+  if (!axes || !buf || cap == 0)
+    return 0;
+  size_t len = write_key(axes, 1, buf, cap);
+  return len < cap ? len : cap - 1;
+}
+
+size_t tp_case_key(const tp_config_axes *axes, char *buf, size_t cap) {
+  if (!axes || !buf || cap == 0)
+    return 0;
+  size_t len = write_key(axes, 0, buf, cap);
+  return len < cap ? len : cap - 1;
+}
+
+/* The whole key, however long, in a malloc'd string (NULL when out of memory). */
+static char *key_dup(const tp_config_axes *axes, int whole_config) {
+  size_t len = write_key(axes, whole_config, NULL, 0);
+  char *key = malloc(len + 1);
+  if (key)
+    write_key(axes, whole_config, key, len + 1);
+  return key;
+}
+
+/* ---- configurations ----------------------------------------------------- */
+
+const char *tp_status_name(tp_config_status status) {
+  switch (status) {
+  case TP_STATUS_OK: return "ok";
+  case TP_STATUS_REJECTED: return "rejected";
+  case TP_STATUS_FAILED: return "failed";
+  case TP_STATUS_OOM: return "oom";
+  case TP_STATUS_TIMEOUT: return "timeout";
+  }
+  return "invalid";
+}
+
+/* Catches records a caller built wrongly before anything is written; what the
+ * data itself violates is left to the schema's constraints. */
+static tp_rc check_record(const tp_config_record *rec) {
+  if (!rec || !rec->axes)
+    return TP_FAIL(TP_EINTERNAL, "configuration record without axes");
+  if (rec->status < TP_STATUS_OK || rec->status > TP_STATUS_TIMEOUT)
+    return TP_FAIL(TP_EINTERNAL, "configuration status %d is not a tp_config_status",
+                   (int)rec->status);
+  if (rec->status == TP_STATUS_OK && !rec->result)
+    return TP_FAIL(TP_EINTERNAL, "an ok configuration needs its result");
+  if (rec->n_sample_sets < 0 || (rec->n_sample_sets > 0 && !rec->samples))
+    return TP_FAIL(TP_EINTERNAL, "%d sample sets without samples", rec->n_sample_sets);
+  for (int i = 0; i < rec->n_sample_sets; i++)
+    if (rec->samples[i].count < 0 || (rec->samples[i].count > 0 && !rec->samples[i].time_us))
+      return TP_FAIL(TP_EINTERNAL, "sample set %d: %d samples without times", i,
+                     rec->samples[i].count);
+  if (rec->n_schedules < 0 || (rec->n_schedules > 0 && !rec->schedules))
+    return TP_FAIL(TP_EINTERNAL, "%d schedules without entries", rec->n_schedules);
+  return TP_OK;
+}
+
+static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *rec,
+                           const char *key, const char *case_key, int64_t *id) {
+  TP_TRY(prepare_once(s, &s->insert_config,
+                      "INSERT INTO configs (run_id, config_key, case_key, kind, model, layer, "
+                      "proj, backend, schedule, chunks, tp, batch, seqlen, tokens, m, n, k, "
+                      "n_weights, dtype, sp, pass, graph, save_gathered, status, reason) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                      "?, ?, ?)"));
+  const tp_config_axes *a = rec->axes;
+  binder b = {s->insert_config, 0, SQLITE_OK};
+  bind_int(&b, run_id);
+  bind_text(&b, key);
+  bind_text(&b, case_key);
+  bind_text(&b, a->kind);
+  bind_text(&b, a->model);
+  bind_text(&b, a->layer);
+  bind_text(&b, a->proj);
+  bind_text(&b, a->backend);
+  bind_text(&b, a->schedule);
+  bind_int(&b, a->chunks);
+  bind_int(&b, a->tp);
+  bind_int(&b, a->batch);
+  bind_int(&b, a->seqlen);
+  bind_int(&b, a->tokens);
+  bind_int(&b, a->m);
+  bind_int(&b, a->n);
+  bind_int(&b, a->k);
+  bind_int(&b, a->n_weights);
+  bind_text(&b, a->dtype);
+  bind_int(&b, a->sp);
+  bind_text(&b, a->pass);
+  bind_int(&b, a->graph);
+  bind_int(&b, a->save_gathered);
+  bind_text(&b, tp_status_name(rec->status));
+  bind_text(&b, rec->reason);
+  TP_TRY(bind_and_step(s, &b, "inserting into configs"));
+  *id = sqlite3_last_insert_rowid(s->db);
+  return TP_OK;
+}
+
+static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
+  TP_TRY(prepare_once(s, &s->insert_result,
+                      "INSERT INTO results (config_id, n_samples, median_us, p10_us, p90_us, "
+                      "mean_us, min_us, max_us, cv, tokens_per_s, tflops, flops, bytes_moved, "
+                      "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  binder b = {s->insert_result, 0, SQLITE_OK};
+  bind_int(&b, config_id);
+  bind_int(&b, r->n_samples);
+  bind_real(&b, r->median_us);
+  bind_real(&b, r->p10_us);
+  bind_real(&b, r->p90_us);
+  bind_real(&b, r->mean_us);
+  bind_real(&b, r->min_us);
+  bind_real(&b, r->max_us);
+  bind_real(&b, r->cv);
+  bind_real(&b, r->tokens_per_s);
+  bind_real(&b, r->tflops);
+  bind_real(&b, r->flops);
+  bind_real(&b, r->bytes_moved);
+  bind_int(&b, r->workspace_bytes);
+  bind_int(&b, r->peak_mem_bytes);
+  bind_real(&b, r->max_abs_err);
+  bind_real(&b, r->rel_err);
+  bind_text(&b, r->numerics_ref);
+  return bind_and_step(s, &b, "inserting into results");
+}
+
+static tp_rc insert_samples(tp_store *s, int64_t config_id, const tp_samples *sets, int n_sets) {
+  if (n_sets == 0)
+    return TP_OK;
+  TP_TRY(prepare_once(s, &s->insert_sample,
+                      "INSERT INTO samples (config_id, rank, iter, time_us) VALUES (?, ?, ?, ?)"));
+  for (int set = 0; set < n_sets; set++) {
+    for (int iter = 0; iter < sets[set].count; iter++) {
+      binder b = {s->insert_sample, 0, SQLITE_OK};
+      bind_int(&b, config_id);
+      bind_int(&b, sets[set].rank);
+      bind_int(&b, iter);
+      bind_real(&b, sets[set].time_us[iter]);
+      TP_TRY(bind_and_step(s, &b, "inserting into samples"));
+    }
+  }
+  return TP_OK;
+}
+
+static tp_rc insert_schedules(tp_store *s, int64_t config_id, const tp_schedule_choice *choices,
+                              int n) {
+  if (n == 0)
+    return TP_OK;
+  TP_TRY(prepare_once(s, &s->insert_schedule,
+                      "INSERT INTO schedules (config_id, seq, op, schedule, engine, chunks, "
+                      "reason) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+  for (int i = 0; i < n; i++) {
+    binder b = {s->insert_schedule, 0, SQLITE_OK};
+    bind_int(&b, config_id);
+    bind_int(&b, i);
+    bind_text(&b, choices[i].op);
+    bind_text(&b, choices[i].schedule);
+    bind_text(&b, choices[i].engine);
+    bind_int(&b, choices[i].chunks);
+    bind_text(&b, choices[i].reason);
+    TP_TRY(bind_and_step(s, &b, "inserting into schedules"));
+  }
+  return TP_OK;
+}
+
+static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *rec, const char *key,
+                          const char *case_key, int64_t *id) {
+  TP_TRY(insert_config(s, run_id, rec, key, case_key, id));
+  if (rec->result)
+    TP_TRY(insert_result(s, *id, rec->result));
+  TP_TRY(insert_samples(s, *id, rec->samples, rec->n_sample_sets));
+  TP_TRY(insert_schedules(s, *id, rec->schedules, rec->n_schedules));
+  return TP_OK;
+}
+
+tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_record *rec,
+                          int64_t *config_id) {
+  if (!store)
+    return TP_FAIL(TP_EINTERNAL, "tp_store_put_config: NULL store");
+  TP_TRY(check_record(rec));
+  char *key = key_dup(rec->axes, 1);
+  char *case_key = key_dup(rec->axes, 0);
+  tp_rc rc = (key && case_key) ? TP_OK : TP_FAIL(TP_EOOM, "out of memory");
+  int64_t id = 0;
+  if (rc == TP_OK)
+    rc = exec_sql(store->db, store->path, "BEGIN IMMEDIATE");
+  if (rc == TP_OK) {
+    rc = write_record(store, run_id, rec, key, case_key, &id);
+    if (rc == TP_OK)
+      rc = exec_sql(store->db, store->path, "COMMIT");
+    if (rc != TP_OK)
+      rollback_quietly(store->db, store->path);
+  }
+  if (rc != TP_OK)
+    tp_fail_context(rc, "configuration %s of run %lld not written", key ? key : "?",
+                    (long long)run_id);
+  else if (config_id)
+    *config_id = id;
+  free(key);
+  free(case_key);
+  return rc;
+}
