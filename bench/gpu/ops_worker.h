@@ -1,0 +1,31 @@
+/*
+ * ops_worker.h — the op benchmark as one rank runs it: for every case of the
+ * expanded matrix, build the tensors, then for every configuration plan it,
+ * warm up, time a window of back-to-back iterations with one CUDA event
+ * between consecutive iterations (no host synchronisation inside the
+ * window), agree with the other ranks on the outcome, check numerics
+ * against stock, and (rank 0) write the configuration in one transaction.
+ */
+#ifndef TP_OPS_WORKER_H
+#define TP_OPS_WORKER_H
+
+#include "../ops_matrix.h"
+#include "worker_group.h"
+
+typedef struct tp_ops_options {
+  const char *db_path;
+  const char *command_line;
+  int warmup_iters;
+  int measure_iters;
+  int window_timeout_s; /* a window that does not finish in this time is a timeout */
+  int quiet;            /* no per-configuration progress lines */
+  const char *format;   /* table printed at the end: md, csv, json */
+} tp_ops_options;
+
+/* Runs the whole matrix on this rank. Returns TP_OK when every configuration
+ * ended (ok, rejected or failed, recorded); an error only when the worker
+ * cannot go on (a sticky CUDA error, a timeout, a lost peer). */
+tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
+                        const tp_ops_options *opts);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * worker_group.c — joining a TP group from a worker process (worker_group.h).
+ */
+#include "worker_group.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../common/tp_log.h"
+#include "../../kernels/tp_cuda_check.h"
+
+tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv) {
+  return tp_rdzv_allgather((tp_rdzv *)rdzv, send, bytes, recv);
+}
+
+tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
+                     int timeout_ms, tp_worker_ctx *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  out->world = world;
+  out->local_rank = local_rank;
+  char tag[32];
+  snprintf(tag, sizeof tag, "rank %d", rank);
+  tp_log_set_tag(tag);
+  TP_TRY(tp_rdzv_connect(addr, port, rank, world, timeout_ms, &out->rdzv));
+  int devices = 0;
+  TP_CUDA(cudaGetDeviceCount(&devices));
+  if (local_rank >= devices)
+    return TP_FAIL(TP_ENODEV, "local rank %d has no GPU: %d visible", local_rank, devices);
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (rank == 0) TP_NCCL(ncclGetUniqueId(&id), NULL);
+  TP_TRY(tp_rdzv_broadcast(out->rdzv, 0, &id, sizeof id));
+  TP_LOGI("launch", "rank %d/%d joining on device %d", rank, world, local_rank);
+  return tp_group_create(rank, world, local_rank, &id, tp_worker_exchange, out->rdzv, &out->group);
+}
+
+void tp_worker_leave(tp_worker_ctx *ctx) {
+  tp_group_destroy(ctx->group);
+  ctx->group = NULL;
+  if (ctx->rdzv) tp_rdzv_close(ctx->rdzv);
+  ctx->rdzv = NULL;
+}
+
+int tp_count_devices_in_child(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return 0;
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    _exit(n > 100 ? 100 : n);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
+  return WEXITSTATUS(status);
+}

@@ -1,0 +1,30 @@
+/*
+ * worker_group.h — how one worker process joins its TP group: the TCP
+ * rendezvous, the NCCL unique id from rank 0, then the GPU-side group
+ * (kernels/tp_group.h) on the device LOCAL_RANK names.
+ */
+#ifndef TP_WORKER_GROUP_H
+#define TP_WORKER_GROUP_H
+
+#include "../../kernels/tp_group.h"
+#include "../rendezvous.h"
+
+typedef struct tp_worker_ctx {
+  int rank, world, local_rank;
+  tp_rdzv *rdzv;
+  tp_group *group;
+} tp_worker_ctx;
+
+/* Joins: rendezvous at addr:port, NCCL id broadcast, group creation. */
+tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
+                     int timeout_ms, tp_worker_ctx *out);
+void tp_worker_leave(tp_worker_ctx *ctx);
+
+/* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
+tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
+
+/* Counts CUDA devices in a forked child so the caller stays free of CUDA
+ * (workers are forked later). 0 when there is no device or no driver. */
+int tp_count_devices_in_child(void);
+
+#endif
