@@ -1,0 +1,35 @@
+/*
+ * cmd_ops_unavailable.c — `tpbench ops` in a build without CUDA: the same
+ * options as the real command (ops_args.h), so usage errors and --help behave
+ * alike, and --list still prints the expanded matrix; a real run says that
+ * this build cannot use a GPU.
+ */
+#include <stdio.h>
+
+#include "commands.h"
+#include "ops_args.h"
+
+static int print_plan(const tp_ops_args *args) {
+  tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
+  tp_ops_matrix matrix;
+  if (tp_ops_expand(&spec, &matrix) != TP_OK) {
+    fprintf(stderr, "tpbench ops: %s\n", tp_cli_last_message());
+    return TP_EXIT_USAGE;
+  }
+  tp_ops_matrix_print(&matrix, stdout);
+  tp_ops_matrix_free(&matrix);
+  return TP_EXIT_OK;
+}
+
+int tp_cmd_ops(int argc, char **argv) {
+  tp_ops_args args;
+  tp_ops_args_defaults(&args);
+  int help = 0;
+  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
+  if (args.list) return print_plan(&args);
+  fprintf(stderr, "tpbench ops: this build has no CUDA support (configured with "
+                  "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used; --list "
+                  "still prints the plan\n");
+  return TP_EXIT_FAILURE;
+}

@@ -1,0 +1,23 @@
+/*
+ * commands.h — the subcommands of `tpbench <command> [options]`.
+ *
+ * Each takes the arguments after `tpbench` (argv[0] is the command's name)
+ * and returns the process exit status: 0 success, 1 failure, 2 usage error.
+ * main.c dispatches on the name.
+ */
+#ifndef TP_COMMANDS_H
+#define TP_COMMANDS_H
+
+/* `tpbench ops`: the op benchmark (stock vs dist_gemm TP linear ops).
+ * Implemented in bench/gpu/cmd_ops.c (or bench/cmd_ops.c) where the build
+ * has CUDA; otherwise bench/cmd_ops_unavailable.c parses the same options
+ * (ops_args.h), honours --list and reports that CUDA is missing. */
+int tp_cmd_ops(int argc, char **argv);
+
+/* `tpbench report`: the throughput table of a database (bench/cmd_report.c). */
+int tp_cmd_report(int argc, char **argv);
+
+/* Exit statuses every command uses. */
+enum { TP_EXIT_OK = 0, TP_EXIT_FAILURE = 1, TP_EXIT_USAGE = 2 };
+
+#endif /* TP_COMMANDS_H */

@@ -1,0 +1,58 @@
+/*
+ * main.c — `tpbench <command> [options]`: finds the subcommand and hands it
+ * the rest of the command line (commands.h). Also --help and --version,
+ * which names the git commit the binary was built from.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "tp_buildinfo.h"
+
+typedef struct command_entry {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command_entry;
+
+static const command_entry commands[] = {
+    {"ops", tp_cmd_ops, "time stock vs dist_gemm TP linear ops and store the results"},
+    {"report", tp_cmd_report, "print the throughput table of a database"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static void print_usage(FILE *out) {
+  fprintf(out, "Usage: tpbench <command> [options]\n\n"
+               "Benchmarks stock against dist_gemm (collective fused into the GEMM)\n"
+               "tensor-parallel layers and keeps the results in SQLite.\n\nCommands:\n");
+  for (int i = 0; i < N_COMMANDS; i++)
+    fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\n  tpbench <command> --help   options of a command\n"
+               "  tpbench --version          version and the git commit it was built from\n");
+}
+
+static void print_version(void) {
+  printf("tpbench %s (commit %s%s)\n", TPBENCH_VERSION, TP_BUILD_COMMIT,
+         TP_BUILD_DIRTY ? ", with uncommitted changes" : "");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return TP_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    print_usage(stdout);
+    return TP_EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    print_version();
+    return TP_EXIT_OK;
+  }
+  for (int i = 0; i < N_COMMANDS; i++)
+    if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "tpbench: unknown command '%s'\n\n", name);
+  print_usage(stderr);
+  return TP_EXIT_USAGE;
+}

@@ -1,0 +1,485 @@
+/*
+ * rendezvous_server.c — rank 0's side of the rendezvous: accept every rank,
+ * then answer collectives round by round (see rendezvous.h for the contract,
+ * rendezvous_wire.h for the messages).
+ *
+ * The server is one thread polling every socket. It never waits on one rank
+ * while another could report trouble: a rank that closes its socket, sends an
+ * out-of-step or disagreeing request, or keeps the others waiting beyond the
+ * timeout ends the job, and every rank still connected is told why, with the
+ * culprit's rank in the message. Rank 0's own client stops it through a pipe.
+ */
+#include "rendezvous_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../common/tp_log.h"
+#include "rendezvous_wire.h"
+
+enum { MAX_PENDING = 64, ERROR_SEND_MS = 1000 };
+
+typedef struct rdzv_peer {
+  int fd;      /* -1 until the rank has joined, and after it left */
+  int left;    /* closed its connection */
+  int arrived; /* its request of the current round is in */
+  rdzv_header req;
+  unsigned char *payload;
+  char name[24]; /* "rank 2" */
+} rdzv_peer;
+
+struct rdzv_server {
+  int listen_fd;
+  int wake[2]; /* rank 0's client writes here to stop the thread */
+  int world;
+  int timeout_ms;
+  int stopping;
+  int64_t join_deadline;
+  int64_t round_deadline; /* 0 while no request of the current round is in */
+  uint64_t seq;
+  rdzv_peer *peers;
+  pthread_t thread;
+};
+
+/* ---- listening -------------------------------------------------------- */
+
+static int bind_and_listen(const struct addrinfo *ai, int backlog, int *err) {
+  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+  if (fd < 0) {
+    *err = errno;
+    return -1;
+  }
+  int one = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0) return fd;
+  *err = errno;
+  close(fd);
+  return -1;
+}
+
+/* Binds the first address of host (NULL: every interface) that works. */
+static int listen_on_host(const char *host, int port, int backlog, int *err) {
+  char service[16];
+  snprintf(service, sizeof service, "%d", port);
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+  struct addrinfo *list = NULL;
+  int gai = getaddrinfo(host, service, &hints, &list);
+  if (gai != 0) {
+    *err = EADDRNOTAVAIL;
+    return -1;
+  }
+  int fd = -1;
+  for (const struct addrinfo *ai = list; ai && fd < 0; ai = ai->ai_next)
+    fd = bind_and_listen(ai, backlog, err);
+  freeaddrinfo(list);
+  return fd;
+}
+
+static tp_rc listen_on(const char *addr, int port, int backlog, int *out_fd) {
+  int err = 0;
+  int fd = listen_on_host(addr, port, backlog, &err);
+  /* MASTER_ADDR may name this host by an address it cannot bind (behind NAT,
+   * a cluster alias): listen everywhere then. */
+  if (fd < 0 && err == EADDRNOTAVAIL) fd = listen_on_host(NULL, port, backlog, &err);
+  if (fd < 0)
+    return TP_FAIL(TP_EIO, "rank 0 cannot listen on %s:%d: %s", addr, port, strerror(err));
+  *out_fd = fd;
+  return TP_OK;
+}
+
+/* ---- telling the ranks -------------------------------------------------- */
+
+static void send_error(int fd, tp_rc code, const char *text, const char *peer) {
+  rdzv_header h = {.type = RDZV_ERROR, .arg = (uint32_t)code, .len = strlen(text)};
+  /* Best effort: the peer may be gone too. */
+  (void)rdzv_send_msg(fd, &h, text, rdzv_now_ms() + ERROR_SEND_MS, peer);
+}
+
+static void send_error_to_all(rdzv_server *s, tp_rc code, const char *text) {
+  char copy[2048];
+  snprintf(copy, sizeof copy, "%s", text);
+  TP_LOGD("rdzv", "server gives up: %s", copy);
+  for (int r = 0; r < s->world; r++)
+    if (s->peers[r].fd >= 0) send_error(s->peers[r].fd, code, copy, s->peers[r].name);
+}
+
+static void drop_peer(rdzv_peer *peer) {
+  if (peer->fd >= 0) close(peer->fd);
+  peer->fd = -1;
+  free(peer->payload);
+  peer->payload = NULL;
+  peer->arrived = 0;
+}
+
+/* ---- joining ------------------------------------------------------------ */
+
+/* "2, 3" for the ranks that have not joined. */
+static void missing_ranks(const rdzv_server *s, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int r = 0; r < s->world && used < cap; r++)
+    if (s->peers[r].fd < 0)
+      used += (size_t)snprintf(buf + used, cap - used, "%s%d", used ? ", " : "", r);
+}
+
+/* Reads a joining process's hello; *fatal says whether a bad one ends the job
+ * (a real rank misconfigured) or only that connection (a stray one). */
+static tp_rc take_hello(rdzv_server *s, int fd, int *fatal) {
+  rdzv_header h;
+  *fatal = 0;
+  TP_TRY(rdzv_recv_header(fd, &h, s->join_deadline, "a joining process"));
+  if (h.type != RDZV_HELLO) return TP_FAIL(TP_EIO, "a joining process sent no hello");
+  *fatal = 1;
+  int rank = (int)h.arg, world = (int)h.arg2;
+  if (world != s->world)
+    return TP_FAIL(TP_EUSAGE, "rank %d was started with world size %d, rank 0 with %d", rank,
+                   world, s->world);
+  if (rank < 0 || rank >= s->world)
+    return TP_FAIL(TP_EUSAGE, "a process claims rank %d, outside world size %d", rank, s->world);
+  if (s->peers[rank].fd >= 0) return TP_FAIL(TP_EUSAGE, "two processes claim rank %d", rank);
+  s->peers[rank].fd = fd;
+  TP_LOGD("rdzv", "rank %d joined", rank);
+  return TP_OK;
+}
+
+static void accept_pending(rdzv_server *s, int *pending, int *n_pending) {
+  for (;;) {
+    int fd = accept(s->listen_fd, NULL, NULL);
+    if (fd < 0) return; /* EAGAIN: nothing more; other errors: retried by poll */
+    if (*n_pending >= MAX_PENDING || rdzv_socket_options(fd) != TP_OK) {
+      close(fd);
+      continue;
+    }
+    pending[(*n_pending)++] = fd;
+  }
+}
+
+/* Handles a readable pending connection; removes it from the list. */
+static tp_rc serve_pending(rdzv_server *s, int *pending, int *n_pending, int i) {
+  int fd = pending[i];
+  pending[i] = pending[--*n_pending];
+  int fatal = 0;
+  tp_rc rc = take_hello(s, fd, &fatal);
+  if (rc == TP_OK) return TP_OK;
+  if (fatal) send_error(fd, rc, rdzv_error_text(), "a joining process");
+  else TP_LOGD("rdzv", "dropped a connection: %s", rdzv_error_text());
+  close(fd);
+  return fatal ? rc : TP_OK;
+}
+
+static int count_joined(const rdzv_server *s) {
+  int n = 0;
+  for (int r = 0; r < s->world; r++) n += s->peers[r].fd >= 0;
+  return n;
+}
+
+static tp_rc join_loop(rdzv_server *s, int *pending, int *n_pending) {
+  while (count_joined(s) < s->world) {
+    int64_t left = s->join_deadline - rdzv_now_ms();
+    if (left <= 0) {
+      char missing[256];
+      missing_ranks(s, missing, sizeof missing);
+      return TP_FAIL(TP_ETIMEOUT, "timed out after %d ms waiting for rank(s) %s to join",
+                     s->timeout_ms, missing);
+    }
+    struct pollfd fds[2 + MAX_PENDING];
+    fds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    for (int i = 0; i < *n_pending; i++)
+      fds[2 + i] = (struct pollfd){.fd = pending[i], .events = POLLIN};
+    int n_fds = 2 + *n_pending;
+    if (poll(fds, (nfds_t)n_fds, (int)left) < 0) continue; /* EINTR */
+    if (fds[0].revents) {
+      s->stopping = 1;
+      return TP_OK;
+    }
+    /* Newest first, so removing one does not move an unvisited entry. */
+    for (int i = n_fds - 3; i >= 0; i--)
+      if (fds[2 + i].revents) TP_TRY(serve_pending(s, pending, n_pending, i));
+    if (fds[1].revents) accept_pending(s, pending, n_pending);
+  }
+  return TP_OK;
+}
+
+static tp_rc join_all(rdzv_server *s) {
+  int pending[MAX_PENDING];
+  int n_pending = 0;
+  tp_rc rc = join_loop(s, pending, &n_pending);
+  for (int i = 0; i < n_pending; i++) close(pending[i]);
+  if (rc != TP_OK || s->stopping) return rc;
+  /* Nobody else may join from now on. */
+  close(s->listen_fd);
+  s->listen_fd = -1;
+  for (int r = 0; r < s->world; r++) {
+    rdzv_header h = {.type = RDZV_WELCOME};
+    TP_TRY(rdzv_send_msg(s->peers[r].fd, &h, NULL, rdzv_now_ms() + s->timeout_ms,
+                         s->peers[r].name));
+  }
+  return TP_OK;
+}
+
+/* ---- collectives -------------------------------------------------------- */
+
+static int round_started(const rdzv_server *s) {
+  for (int r = 0; r < s->world; r++)
+    if (s->peers[r].arrived) return 1;
+  return 0;
+}
+
+static void describe_request(const rdzv_header *h, char *buf, size_t cap) {
+  if (h->type == RDZV_BROADCAST)
+    snprintf(buf, cap, "broadcast of %llu bytes from rank %u", (unsigned long long)h->count,
+             h->arg);
+  else if (h->type == RDZV_ALLGATHER)
+    snprintf(buf, cap, "allgather of %llu bytes", (unsigned long long)h->count);
+  else
+    snprintf(buf, cap, "%s", rdzv_type_name(h->type));
+}
+
+/* The collective the server waits on, for messages: "allgather #3". */
+static void current_round(const rdzv_server *s, char *buf, size_t cap) {
+  for (int r = 0; r < s->world; r++)
+    if (s->peers[r].arrived) {
+      snprintf(buf, cap, "%s #%llu", rdzv_type_name(s->peers[r].req.type),
+               (unsigned long long)s->seq);
+      return;
+    }
+  snprintf(buf, cap, "collective #%llu", (unsigned long long)s->seq);
+}
+
+static tp_rc check_request(const rdzv_server *s, int rank, const rdzv_header *h) {
+  if (h->type < RDZV_ALLGATHER || h->type > RDZV_BARRIER)
+    return TP_FAIL(TP_EIO, "rank %d sent a %s outside the join", rank, rdzv_type_name(h->type));
+  if (h->seq != s->seq)
+    return TP_FAIL(TP_EIO, "rank %d is out of step: it called collective #%llu, the job is at #%llu",
+                   rank, (unsigned long long)h->seq, (unsigned long long)s->seq);
+  uint64_t expected = h->type == RDZV_ALLGATHER ? h->count : 0;
+  if (h->type == RDZV_BROADCAST) {
+    if ((int)h->arg >= s->world)
+      return TP_FAIL(TP_EUSAGE, "rank %d broadcast from root %u, outside world size %d", rank,
+                     h->arg, s->world);
+    expected = (int)h->arg == rank ? h->count : 0;
+  }
+  if (h->len != expected)
+    return TP_FAIL(TP_EIO, "rank %d sent %llu bytes for a %s of %llu", rank,
+                   (unsigned long long)h->len, rdzv_type_name(h->type),
+                   (unsigned long long)h->count);
+  return TP_OK;
+}
+
+static tp_rc first_departed(const rdzv_server *s, int *rank) {
+  for (int r = 0; r < s->world; r++)
+    if (s->peers[r].left) {
+      *rank = r;
+      return TP_OK;
+    }
+  return TP_EINTERNAL;
+}
+
+/* Reads rank r's request (or notices that it left). */
+static tp_rc take_request(rdzv_server *s, int r) {
+  rdzv_peer *p = &s->peers[r];
+  char round[64];
+  rdzv_header h;
+  tp_rc rc = rdzv_recv_header(p->fd, &h, rdzv_now_ms() + s->timeout_ms, p->name);
+  if (rc == TP_EIO) {
+    current_round(s, round, sizeof round);
+    int waiting = round_started(s);
+    drop_peer(p);
+    p->left = 1;
+    TP_LOGD("rdzv", "rank %d left", r);
+    if (!waiting) return TP_OK;
+    return TP_FAIL(TP_EIO, "rank %d closed its connection (exited or crashed?) while the others "
+                   "waited in %s", r, round);
+  }
+  TP_TRY(rc);
+  int gone = -1;
+  if (first_departed(s, &gone) == TP_OK)
+    return TP_FAIL(TP_EIO, "rank %d has left the job: %s #%llu cannot complete", gone,
+                   rdzv_type_name(h.type), (unsigned long long)h.seq);
+  TP_TRY(check_request(s, r, &h));
+  if (h.len > 0) {
+    p->payload = malloc((size_t)h.len);
+    if (!p->payload) return TP_FAIL(TP_EOOM, "no memory for %llu bytes", (unsigned long long)h.len);
+    TP_TRY(rdzv_recv_all(p->fd, p->payload, (size_t)h.len, rdzv_now_ms() + s->timeout_ms,
+                         p->name));
+  }
+  p->req = h;
+  p->arrived = 1;
+  if (s->round_deadline == 0) s->round_deadline = rdzv_now_ms() + s->timeout_ms;
+  return TP_OK;
+}
+
+static int all_arrived(const rdzv_server *s) {
+  for (int r = 0; r < s->world; r++)
+    if (!s->peers[r].arrived) return 0;
+  return 1;
+}
+
+static tp_rc check_agreement(const rdzv_server *s) {
+  const rdzv_header *first = &s->peers[0].req;
+  for (int r = 1; r < s->world; r++) {
+    const rdzv_header *h = &s->peers[r].req;
+    int same_root = h->type != RDZV_BROADCAST || h->arg == first->arg;
+    if (h->type == first->type && h->count == first->count && same_root) continue;
+    char a[80], b[80];
+    describe_request(first, a, sizeof a);
+    describe_request(h, b, sizeof b);
+    return TP_FAIL(TP_EUSAGE, "ranks disagree at collective #%llu: rank 0 called %s, rank %d %s",
+                   (unsigned long long)s->seq, a, r, b);
+  }
+  return TP_OK;
+}
+
+static tp_rc send_reply(rdzv_server *s, int r) {
+  const rdzv_header *req = &s->peers[r].req;
+  int64_t deadline = rdzv_now_ms() + s->timeout_ms;
+  rdzv_header h = {.type = RDZV_REPLY, .seq = s->seq, .count = req->count};
+  const char *name = s->peers[r].name;
+  int fd = s->peers[r].fd;
+  if (req->type == RDZV_BROADCAST) {
+    h.len = req->count;
+    return rdzv_send_msg(fd, &h, s->peers[req->arg].payload, deadline, name);
+  }
+  if (req->type == RDZV_BARRIER) return rdzv_send_msg(fd, &h, NULL, deadline, name);
+  /* allgather: one header, then every rank's bytes in rank order. */
+  h.len = req->count * (uint64_t)s->world;
+  TP_TRY(rdzv_send_msg(fd, &h, NULL, deadline, name));
+  for (int src = 0; src < s->world && req->count > 0; src++)
+    TP_TRY(rdzv_send_all(fd, s->peers[src].payload, (size_t)req->count, deadline, name));
+  return TP_OK;
+}
+
+static tp_rc answer_round(rdzv_server *s) {
+  TP_TRY(check_agreement(s));
+  for (int r = 0; r < s->world; r++) TP_TRY(send_reply(s, r));
+  for (int r = 0; r < s->world; r++) {
+    free(s->peers[r].payload);
+    s->peers[r].payload = NULL;
+    s->peers[r].arrived = 0;
+  }
+  s->seq++;
+  s->round_deadline = 0;
+  return TP_OK;
+}
+
+static tp_rc round_timeout(const rdzv_server *s) {
+  char round[64], missing[256];
+  current_round(s, round, sizeof round);
+  size_t used = 0;
+  missing[0] = '\0';
+  for (int r = 0; r < s->world && used < sizeof missing; r++)
+    if (!s->peers[r].arrived)
+      used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%d", used ? ", " : "", r);
+  return TP_FAIL(TP_ETIMEOUT, "%s timed out after %d ms waiting for rank(s) %s", round,
+                 s->timeout_ms, missing);
+}
+
+/* Polls the ranks still owing a request; the first fds[0] is the wake pipe. */
+static int poll_waiting(rdzv_server *s, struct pollfd *fds, int *ranks, int timeout) {
+  int n = 1;
+  fds[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+  for (int r = 0; r < s->world; r++) {
+    if (s->peers[r].fd < 0 || s->peers[r].arrived) continue;
+    ranks[n] = r;
+    fds[n++] = (struct pollfd){.fd = s->peers[r].fd, .events = POLLIN};
+  }
+  return poll(fds, (nfds_t)n, timeout) < 0 ? -1 : n;
+}
+
+static tp_rc serve_rounds(rdzv_server *s) {
+  struct pollfd *fds = calloc((size_t)s->world + 1, sizeof *fds);
+  int *ranks = calloc((size_t)s->world + 1, sizeof *ranks);
+  tp_rc rc = fds && ranks ? TP_OK : TP_FAIL(TP_EOOM, "no memory for %d ranks", s->world);
+  while (rc == TP_OK && count_joined(s) > 0) {
+    int timeout = -1;
+    if (s->round_deadline) {
+      int64_t left = s->round_deadline - rdzv_now_ms();
+      if (left <= 0) {
+        rc = round_timeout(s);
+        break;
+      }
+      timeout = left > 1000000 ? 1000000 : (int)left;
+    }
+    int n = poll_waiting(s, fds, ranks, timeout);
+    if (n < 0 && errno != EINTR) rc = TP_FAIL(TP_EIO, "poll: %s", strerror(errno));
+    if (n < 0) continue;
+    if (fds[0].revents) {
+      s->stopping = 1;
+      if (round_started(s))
+        rc = TP_FAIL(TP_EIO, "rank 0 closed the rendezvous while other ranks waited");
+      break;
+    }
+    for (int i = 1; i < n && rc == TP_OK; i++)
+      if (fds[i].revents) rc = take_request(s, ranks[i]);
+    if (rc == TP_OK && all_arrived(s)) rc = answer_round(s);
+  }
+  free(fds);
+  free(ranks);
+  return rc;
+}
+
+/* ---- the thread ----------------------------------------------------------- */
+
+static void *server_main(void *arg) {
+  rdzv_server *s = arg;
+  tp_rc rc = join_all(s);
+  if (rc == TP_OK && !s->stopping) rc = serve_rounds(s);
+  if (rc != TP_OK) send_error_to_all(s, rc, rdzv_error_text());
+  for (int r = 0; r < s->world; r++) drop_peer(&s->peers[r]);
+  return NULL;
+}
+
+static void free_server(rdzv_server *s) {
+  if (s->listen_fd >= 0) close(s->listen_fd);
+  if (s->wake[0] >= 0) close(s->wake[0]);
+  if (s->wake[1] >= 0) close(s->wake[1]);
+  free(s->peers);
+  free(s);
+}
+
+tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms,
+                        rdzv_server **out) {
+  rdzv_server *s = calloc(1, sizeof *s);
+  if (!s) return TP_FAIL(TP_EOOM, "no memory for the rendezvous server");
+  s->listen_fd = s->wake[0] = s->wake[1] = -1;
+  s->world = world;
+  s->timeout_ms = timeout_ms;
+  s->join_deadline = rdzv_now_ms() + timeout_ms;
+  s->peers = calloc((size_t)world, sizeof *s->peers);
+  tp_rc rc = s->peers ? TP_OK : TP_FAIL(TP_EOOM, "no memory for %d ranks", world);
+  for (int r = 0; rc == TP_OK && r < world; r++) {
+    s->peers[r].fd = -1;
+    snprintf(s->peers[r].name, sizeof s->peers[r].name, "rank %d", r);
+  }
+  if (rc == TP_OK) rc = listen_on(addr, port, world + 16, &s->listen_fd);
+  if (rc == TP_OK && pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+    rc = TP_FAIL(TP_EIO, "pipe: %s", strerror(errno));
+  if (rc == TP_OK) {
+    int err = pthread_create(&s->thread, NULL, server_main, s);
+    if (err != 0) rc = TP_FAIL(TP_EIO, "cannot start the rendezvous thread: %s", strerror(err));
+  }
+  if (rc != TP_OK) {
+    free_server(s);
+    return rc;
+  }
+  *out = s;
+  return TP_OK;
+}
+
+void rdzv_server_stop(rdzv_server *s) {
+  if (!s) return;
+  char byte = 1;
+  /* The pipe is empty and non-blocking: this write cannot block. */
+  if (write(s->wake[1], &byte, 1) < 0) TP_LOGW("rdzv", "cannot wake the server: %s", strerror(errno));
+  pthread_join(s->thread, NULL);
+  free_server(s);
+}
