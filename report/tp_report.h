@@ -18,7 +18,7 @@
 
 typedef enum { TP_FMT_MARKDOWN = 0, TP_FMT_CSV, TP_FMT_JSON } tp_report_format;
 
-/* Parses "md"/"markdown", "csv", "json". */
+/* Parses "md"/"markdown", "csv", "json" (any case); TP_EUSAGE otherwise. */
 tp_rc tp_report_format_parse(const char *name, tp_report_format *out);
 
 typedef struct tp_report_filter {
@@ -30,7 +30,28 @@ typedef struct tp_report_filter {
   const char *dtype;
 } tp_report_filter;
 
-/* Prints the run's header (hardware, software, windows) and the table. */
+/* Prints the run's header (hardware, software, windows) and the table.
+ *
+ * One row per dist_gemm op configuration of the run (several when different
+ * schedules or chunks were requested), plus one per case that has a stock op
+ * but no dist_gemm configuration. A dist_gemm configuration that did not run
+ * keeps its row, with its status and reason. Times are medians; speedup =
+ * stock / dist_gemm; bound = max(GEMM alone, collective alone), blank unless
+ * both were measured; a blank cell is "-" in markdown, empty in CSV, null in
+ * JSON.
+ *
+ * Markdown: a header block (run, commit, time, host, GPUs, software,
+ * iterations, command line), a GitHub table, a summary line (over rows where
+ * stock and dist_gemm both ran: geometric-mean speedup, median and worst
+ * dist/bound, the row count) and the configurations that did not run.
+ * CSV (RFC 4180, CRLF line ends): one header line, then one line per row and
+ * nothing else, so any CSV reader takes it as is; each line carries run_id
+ * and commit instead of a header block. JSON: {"run": {...}, "rows": [...],
+ * "rejected": [...], "summary": {...}} with numbers at full precision.
+ *
+ * filter may be NULL (latest run, everything). TP_EUSAGE when the database
+ * has no runs, the run or commit does not exist, or nothing in the run
+ * matches the filter; TP_EIO when out cannot be written. */
 tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,
                            FILE *out);
 

@@ -1,0 +1,1094 @@
+/*
+ * tp_report.c — the throughput table (see tp_report.h): reads one run of a
+ * tpbench database, pairs every dist_gemm op with its case's stock op, GEMM
+ * alone and collective alone, derives speedup and bound, and writes markdown,
+ * CSV or JSON.
+ *
+ * The work is split in three passes so every format shows the same numbers:
+ * load (SQL: the throughput_rows view of schemas/001_init.sql names the
+ * configurations of each row, one query per configuration fills it in),
+ * derive (plain arithmetic on what was loaded, NaN where an input is
+ * missing), render (one writer per format; none of them computes anything).
+ */
+#include "report/tp_report.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+/* ---- what is loaded ----------------------------------------------------- */
+
+/* One configuration as the table needs it; present == 0 when the case has
+ * no such configuration. Doubles are NaN where the database holds NULL. */
+typedef struct {
+  int present;
+  int64_t id;
+  char *kind, *backend, *model, *layer, *proj, *schedule, *dtype, *pass, *status, *reason;
+  char *numerics_ref, *config_key;
+  char *ran; /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
+  int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
+  int has_result;
+  double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
+} config;
+
+/* One row of the table, with everything derived from its configurations. */
+typedef struct {
+  config dist, stock, gemm, comm;
+  double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
+  double workspace_mib, cv_pct;
+  int both_ok;        /* stock and dist_gemm both ran: the row counts in the summary */
+  const char *status; /* dist_gemm's status, or "missing" */
+  char *note;         /* why something is blank or did not run; NULL when nothing to say */
+} table_row;
+
+typedef struct {
+  int64_t id;
+  char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *cupti;
+  char *command_line, *command, *started_at, *finished_at;
+  int64_t dirty, gpu_count, warmup_iters, measure_iters; /* -1 where unknown */
+} run_header;
+
+typedef struct {
+  int rows;                 /* rows where stock and dist_gemm both ran */
+  double geomean_speedup;   /* over those rows */
+  int bound_rows;           /* of those, rows with a bound */
+  double median_dist_bound; /* median of dist/bound over bound_rows */
+  double worst_dist_bound;  /* largest dist/bound */
+} summary;
+
+typedef struct {
+  const tp_report_filter *filter;
+  run_header run;
+  table_row *rows;
+  size_t n_rows;
+  config *skipped; /* configurations of the run that did not run, with reasons */
+  size_t n_skipped;
+  summary sum;
+} report;
+
+/* ---- loading ------------------------------------------------------------ */
+
+typedef struct {
+  sqlite3 *db;
+  const char *path;
+  sqlite3_stmt *config_stmt;
+  sqlite3_stmt *schedule_stmt;
+} reader;
+
+#define READ_FAIL(r, what)                                                                         \
+  TP_FAIL(TP_ESQLITE, "%s: %s: %s", (r)->path, (what), sqlite3_errmsg((r)->db))
+
+static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "report: out of memory"); }
+
+static tp_rc dup_column(sqlite3_stmt *stmt, int col, char **out) {
+  const unsigned char *text = sqlite3_column_text(stmt, col);
+  *out = NULL;
+  if (!text)
+    return TP_OK;
+  *out = strdup((const char *)text);
+  return *out ? TP_OK : out_of_memory();
+}
+
+static double real_column(sqlite3_stmt *stmt, int col) {
+  return sqlite3_column_type(stmt, col) == SQLITE_NULL ? NAN : sqlite3_column_double(stmt, col);
+}
+
+static int64_t int_column(sqlite3_stmt *stmt, int col, int64_t if_null) {
+  return sqlite3_column_type(stmt, col) == SQLITE_NULL ? if_null : sqlite3_column_int64(stmt, col);
+}
+
+static tp_rc prepare(reader *r, const char *sql, sqlite3_stmt **stmt) {
+  if (sqlite3_prepare_v2(r->db, sql, -1, stmt, NULL) != SQLITE_OK) {
+    *stmt = NULL;
+    return READ_FAIL(r, "preparing a report query");
+  }
+  return TP_OK;
+}
+
+static void free_config(config *c) {
+  char **strings[] = {&c->kind,         &c->backend,    &c->model, &c->layer,  &c->proj,
+                      &c->schedule,     &c->dtype,      &c->pass,  &c->status, &c->reason,
+                      &c->numerics_ref, &c->config_key, &c->ran};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    free(*strings[i]);
+  memset(c, 0, sizeof *c);
+}
+
+/* Column order of config_stmt. */
+enum {
+  C_ID,
+  C_KIND,
+  C_BACKEND,
+  C_MODEL,
+  C_LAYER,
+  C_PROJ,
+  C_SCHEDULE,
+  C_CHUNKS,
+  C_TP,
+  C_BATCH,
+  C_SEQLEN,
+  C_TOKENS,
+  C_M,
+  C_N,
+  C_K,
+  C_NW,
+  C_DTYPE,
+  C_SP,
+  C_PASS,
+  C_GRAPH,
+  C_SAVE,
+  C_STATUS,
+  C_REASON,
+  C_KEY,
+  C_HAS_RESULT,
+  C_MEDIAN,
+  C_CV,
+  C_TOKS,
+  C_TFLOPS,
+  C_WS,
+  C_REL_ERR,
+  C_REF
+};
+
+static const char config_sql[] =
+    "SELECT config_id, kind, backend, model, layer, proj, schedule, chunks, tp, batch, seqlen, "
+    "tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
+    "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
+    "numerics_ref FROM config_results WHERE config_id = ?";
+
+static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
+  struct {
+    int col;
+    char **dst;
+  } texts[] = {{C_KIND, &c->kind},     {C_BACKEND, &c->backend}, {C_MODEL, &c->model},
+               {C_LAYER, &c->layer},   {C_PROJ, &c->proj},       {C_SCHEDULE, &c->schedule},
+               {C_DTYPE, &c->dtype},   {C_PASS, &c->pass},       {C_STATUS, &c->status},
+               {C_REASON, &c->reason}, {C_KEY, &c->config_key},  {C_REF, &c->numerics_ref}};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+    TP_TRY(dup_column(s, texts[i].col, texts[i].dst));
+  return TP_OK;
+}
+
+static void fill_config_numbers(sqlite3_stmt *s, config *c) {
+  c->id = sqlite3_column_int64(s, C_ID);
+  c->chunks = int_column(s, C_CHUNKS, 0);
+  c->tp = int_column(s, C_TP, 0);
+  c->batch = int_column(s, C_BATCH, 0);
+  c->seqlen = int_column(s, C_SEQLEN, 0);
+  c->tokens = int_column(s, C_TOKENS, 0);
+  c->m = int_column(s, C_M, 0);
+  c->n = int_column(s, C_N, 0);
+  c->k = int_column(s, C_K, 0);
+  c->n_weights = int_column(s, C_NW, 0);
+  c->sp = int_column(s, C_SP, 0);
+  c->graph = int_column(s, C_GRAPH, 0);
+  c->save_gathered = int_column(s, C_SAVE, 0);
+  c->has_result = int_column(s, C_HAS_RESULT, 0) != 0;
+  c->median_us = real_column(s, C_MEDIAN);
+  c->cv = real_column(s, C_CV);
+  c->tokens_per_s = real_column(s, C_TOKS);
+  c->tflops = real_column(s, C_TFLOPS);
+  c->workspace_bytes = real_column(s, C_WS);
+  c->rel_err = real_column(s, C_REL_ERR);
+}
+
+/* "ce x4+sm x2": what ran for each op, in op order. */
+static tp_rc load_schedules_ran(reader *r, config *c) {
+  sqlite3_stmt *s = r->schedule_stmt;
+  tp_rc rc = TP_OK;
+  size_t len = 0;
+  if (sqlite3_bind_int64(s, 1, c->id) != SQLITE_OK)
+    rc = READ_FAIL(r, "binding a config id");
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(s, 0);
+    int64_t chunks = sqlite3_column_int64(s, 1);
+    char label[128];
+    int n = chunks > 0 ? snprintf(label, sizeof label, "%s%s x%lld", len ? "+" : "",
+                                  name ? name : "?", (long long)chunks)
+                       : snprintf(label, sizeof label, "%s%s", len ? "+" : "", name ? name : "?");
+    if (n < 0)
+      n = 0;
+    if ((size_t)n >= sizeof label)
+      n = sizeof label - 1;
+    char *grown = realloc(c->ran, len + (size_t)n + 1);
+    if (!grown) {
+      rc = out_of_memory();
+      break;
+    }
+    memcpy(grown + len, label, (size_t)n + 1);
+    c->ran = grown;
+    len += (size_t)n;
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = READ_FAIL(r, "reading schedules");
+  sqlite3_reset(s);
+  return rc;
+}
+
+/* Fills c from configuration id; id 0 (SQL NULL) leaves it absent. */
+static tp_rc load_config(reader *r, int64_t id, config *c) {
+  memset(c, 0, sizeof *c);
+  if (id == 0)
+    return TP_OK;
+  sqlite3_stmt *s = r->config_stmt;
+  tp_rc rc = TP_OK;
+  if (sqlite3_bind_int64(s, 1, id) != SQLITE_OK) {
+    rc = READ_FAIL(r, "binding a config id");
+  } else {
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+      c->present = 1;
+      fill_config_numbers(s, c);
+      rc = fill_config_strings(s, c);
+    } else if (step == SQLITE_DONE) {
+      rc = TP_FAIL(TP_EINTERNAL, "%s: configuration %lld vanished while reading", r->path,
+                   (long long)id);
+    } else {
+      rc = READ_FAIL(r, "reading a configuration");
+    }
+  }
+  sqlite3_reset(s);
+  if (rc == TP_OK)
+    rc = load_schedules_ran(r, c);
+  return rc;
+}
+
+static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
+  sqlite3_stmt *s = NULL;
+  TP_TRY(prepare(r,
+                 "SELECT commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
+                 "cublas_version, cupti_version, command_line, command, started_at, finished_at, "
+                 "dirty, gpu_count, warmup_iters, measure_iters FROM runs WHERE id = ?",
+                 &s));
+  tp_rc rc = TP_OK;
+  h->id = run_id;
+  if (sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK) {
+    rc = READ_FAIL(r, "binding the run id");
+  } else if (sqlite3_step(s) != SQLITE_ROW) {
+    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", r->path, (long long)run_id);
+  } else {
+    char **texts[] = {&h->commit,       &h->host,    &h->gpu_name,   &h->driver,
+                      &h->cuda,         &h->nccl,    &h->cublas,     &h->cupti,
+                      &h->command_line, &h->command, &h->started_at, &h->finished_at};
+    for (int i = 0; rc == TP_OK && i < (int)(sizeof texts / sizeof texts[0]); i++)
+      rc = dup_column(s, i, texts[i]);
+    h->dirty = int_column(s, 12, -1);
+    h->gpu_count = int_column(s, 13, -1);
+    h->warmup_iters = int_column(s, 14, -1);
+    h->measure_iters = int_column(s, 15, -1);
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
+static void free_run(run_header *h) {
+  char *texts[] = {h->commit, h->host,  h->gpu_name,     h->driver,  h->cuda,       h->nccl,
+                   h->cublas, h->cupti, h->command_line, h->command, h->started_at, h->finished_at};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+    free(texts[i]);
+}
+
+/* Binds run id and the optional filters as ?1..?5 (NULL: any). */
+static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_report_filter *f) {
+  int rc = sqlite3_bind_int64(s, 1, run_id);
+  const char *values[] = {f->model, f->layer, f->pass, f->dtype};
+  for (int i = 0; rc == SQLITE_OK && i < 4; i++)
+    rc = values[i] ? sqlite3_bind_text(s, i + 2, values[i], -1, SQLITE_TRANSIENT)
+                   : sqlite3_bind_null(s, i + 2);
+  return rc == SQLITE_OK ? TP_OK : READ_FAIL(r, "binding the report filter");
+}
+
+#define FILTER_SQL                                                                                 \
+  "(?2 IS NULL OR model = ?2) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR pass = ?4) AND "   \
+  "(?5 IS NULL OR dtype = ?5)"
+
+static tp_rc load_rows(reader *r, report *rep) {
+  sqlite3_stmt *s = NULL;
+  TP_TRY(prepare(r,
+                 "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), coalesce(gemm_id, 0), "
+                 "coalesce(comm_id, 0) FROM throughput_rows WHERE run_id = ?1 AND " FILTER_SQL
+                 " ORDER BY order_key, dist_id",
+                 &s));
+  tp_rc rc = bind_filter(r, s, rep->run.id, rep->filter);
+  size_t cap = 0;
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (rep->n_rows == cap) {
+      size_t grown_cap = cap ? 2 * cap : 16;
+      table_row *grown = realloc(rep->rows, grown_cap * sizeof *grown);
+      if (!grown) {
+        rc = out_of_memory();
+        break;
+      }
+      rep->rows = grown;
+      cap = grown_cap;
+    }
+    table_row *row = &rep->rows[rep->n_rows++];
+    memset(row, 0, sizeof *row);
+    rc = load_config(r, sqlite3_column_int64(s, 0), &row->dist);
+    if (rc == TP_OK)
+      rc = load_config(r, sqlite3_column_int64(s, 1), &row->stock);
+    if (rc == TP_OK)
+      rc = load_config(r, sqlite3_column_int64(s, 2), &row->gemm);
+    if (rc == TP_OK)
+      rc = load_config(r, sqlite3_column_int64(s, 3), &row->comm);
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = READ_FAIL(r, "reading the throughput rows");
+  sqlite3_finalize(s);
+  return rc;
+}
+
+static tp_rc load_skipped(reader *r, report *rep) {
+  sqlite3_stmt *s = NULL;
+  TP_TRY(prepare(r,
+                 "SELECT id FROM configs WHERE run_id = ?1 AND status <> 'ok' AND " FILTER_SQL
+                 " ORDER BY id",
+                 &s));
+  tp_rc rc = bind_filter(r, s, rep->run.id, rep->filter);
+  size_t cap = 0;
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (rep->n_skipped == cap) {
+      size_t grown_cap = cap ? 2 * cap : 16;
+      config *grown = realloc(rep->skipped, grown_cap * sizeof *grown);
+      if (!grown) {
+        rc = out_of_memory();
+        break;
+      }
+      rep->skipped = grown;
+      cap = grown_cap;
+    }
+    rc = load_config(r, sqlite3_column_int64(s, 0), &rep->skipped[rep->n_skipped++]);
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = READ_FAIL(r, "reading configurations not run");
+  sqlite3_finalize(s);
+  return rc;
+}
+
+static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
+  reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL};
+  if (!r.db)
+    return TP_FAIL(TP_EINTERNAL, "report: store is not open");
+  tp_rc rc = prepare(&r, config_sql, &r.config_stmt);
+  if (rc == TP_OK)
+    rc = prepare(&r, "SELECT schedule, chunks FROM schedules WHERE config_id = ? ORDER BY seq",
+                 &r.schedule_stmt);
+  if (rc == TP_OK)
+    rc = load_run(&r, run_id, &rep->run);
+  if (rc == TP_OK)
+    rc = load_rows(&r, rep);
+  if (rc == TP_OK)
+    rc = load_skipped(&r, rep);
+  sqlite3_finalize(r.config_stmt);
+  sqlite3_finalize(r.schedule_stmt);
+  return rc;
+}
+
+static void free_report(report *rep) {
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    free_config(&rep->rows[i].dist);
+    free_config(&rep->rows[i].stock);
+    free_config(&rep->rows[i].gemm);
+    free_config(&rep->rows[i].comm);
+    free(rep->rows[i].note);
+  }
+  for (size_t i = 0; i < rep->n_skipped; i++)
+    free_config(&rep->skipped[i]);
+  free(rep->rows);
+  free(rep->skipped);
+  free_run(&rep->run);
+}
+
+/* ---- deriving ----------------------------------------------------------- */
+
+static int ran_ok(const config *c) {
+  return c->present && c->status && !strcmp(c->status, "ok") && c->has_result;
+}
+
+/* Median time in ms of a configuration that ran; NaN otherwise. */
+static double median_ms(const config *c) { return ran_ok(c) ? c->median_us / 1000.0 : NAN; }
+
+/* a / b, NaN unless both are finite and b > 0. */
+static double ratio(double a, double b) {
+  return (isfinite(a) && isfinite(b) && b > 0) ? a / b : NAN;
+}
+
+static char *format_note(const char *fmt, const char *a, const char *b) {
+  int n = snprintf(NULL, 0, fmt, a, b);
+  char *note = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (note)
+    snprintf(note, (size_t)n + 1, fmt, a, b);
+  return note;
+}
+
+/* The row's status and what explains its blanks. */
+static tp_rc derive_status(table_row *row) {
+  const config *d = &row->dist, *s = &row->stock;
+  if (!d->present) {
+    row->status = "missing";
+    row->note = strdup("no dist_gemm configuration for this case");
+  } else if (!ran_ok(d)) {
+    row->status = d->status ? d->status : "unknown";
+    if (!d->reason)
+      return TP_OK;
+    row->note = strdup(d->reason);
+  } else {
+    row->status = "ok";
+    if (!s->present)
+      row->note = strdup("no stock configuration for this case");
+    else if (!ran_ok(s))
+      row->note = format_note("stock %s: %s", s->status ? s->status : "unknown",
+                              s->reason ? s->reason : "no reason recorded");
+    else
+      return TP_OK;
+  }
+  return row->note ? TP_OK : out_of_memory();
+}
+
+static tp_rc derive_row(table_row *row) {
+  row->stock_ms = median_ms(&row->stock);
+  row->dist_ms = median_ms(&row->dist);
+  row->gemm_ms = median_ms(&row->gemm);
+  row->comm_ms = median_ms(&row->comm);
+  row->speedup = ratio(row->stock_ms, row->dist_ms);
+  /* Both references are needed: half a bound would flatter the fused op. */
+  row->bound_ms =
+      (isfinite(row->gemm_ms) && isfinite(row->comm_ms)) ? fmax(row->gemm_ms, row->comm_ms) : NAN;
+  row->dist_over_bound = ratio(row->dist_ms, row->bound_ms);
+  int dist_ran = ran_ok(&row->dist);
+  row->workspace_mib = dist_ran ? row->dist.workspace_bytes / (1024.0 * 1024.0) : NAN;
+  row->cv_pct = dist_ran ? row->dist.cv * 100.0 : NAN;
+  row->both_ok = isfinite(row->speedup) && row->speedup > 0;
+  return derive_status(row);
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static tp_rc derive_summary(report *rep) {
+  summary *sum = &rep->sum;
+  double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
+  if (!bounds)
+    return out_of_memory();
+  double log_sum = 0;
+  sum->worst_dist_bound = NAN;
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    const table_row *row = &rep->rows[i];
+    if (!row->both_ok)
+      continue;
+    sum->rows++;
+    log_sum += log(row->speedup);
+    if (!isfinite(row->dist_over_bound))
+      continue;
+    bounds[sum->bound_rows++] = row->dist_over_bound;
+  }
+  sum->geomean_speedup = sum->rows ? exp(log_sum / sum->rows) : NAN;
+  sum->median_dist_bound = NAN;
+  if (sum->bound_rows) {
+    size_t n = (size_t)sum->bound_rows;
+    qsort(bounds, n, sizeof *bounds, compare_doubles);
+    sum->median_dist_bound = n % 2 ? bounds[n / 2] : (bounds[n / 2 - 1] + bounds[n / 2]) / 2;
+    sum->worst_dist_bound = bounds[n - 1];
+  }
+  free(bounds);
+  return TP_OK;
+}
+
+static tp_rc derive_report(report *rep) {
+  for (size_t i = 0; i < rep->n_rows; i++)
+    TP_TRY(derive_row(&rep->rows[i]));
+  return derive_summary(rep);
+}
+
+/* ---- text helpers shared by markdown and CSV ---------------------------- */
+
+/* printf of a number with fixed decimals; "" when there is no number. */
+static const char *num(char *buf, size_t cap, double value, int decimals) {
+  if (!isfinite(value))
+    return "";
+  snprintf(buf, cap, "%.*f", decimals, value);
+  return buf;
+}
+
+static const char *sci(char *buf, size_t cap, double value) {
+  if (!isfinite(value))
+    return "";
+  snprintf(buf, cap, "%.2e", value);
+  return buf;
+}
+
+static const char *or_empty(const char *s) { return s ? s : ""; }
+
+/* The axes of a case, taken from whichever configuration the row has. */
+static const config *case_of(const table_row *row) {
+  return row->dist.present ? &row->dist : &row->stock;
+}
+
+/* What ran, or what was asked for when nothing ran. */
+static void schedule_label(const table_row *row, char *buf, size_t cap) {
+  const config *d = &row->dist;
+  if (d->ran)
+    snprintf(buf, cap, "%s", d->ran);
+  else if (d->present && d->schedule && d->chunks > 0)
+    snprintf(buf, cap, "%s x%lld (requested)", d->schedule, (long long)d->chunks);
+  else if (d->present && d->schedule)
+    snprintf(buf, cap, "%s (requested)", d->schedule);
+  else
+    buf[0] = '\0';
+}
+
+static void options_label(const config *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s%s", c->sp ? "sp" : "no-sp", c->graph ? " graph" : "",
+           c->save_gathered ? " save-gathered" : "");
+}
+
+static void describe_config(const config *c, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s %s %s %s %s tp=%lld tokens=%lld %s %s%s%s", or_empty(c->kind),
+           or_empty(c->backend), or_empty(c->model), or_empty(c->layer), or_empty(c->proj),
+           (long long)c->tp, (long long)c->tokens, or_empty(c->dtype), or_empty(c->pass),
+           c->schedule ? " schedule=" : "", or_empty(c->schedule));
+}
+
+/* ---- markdown ----------------------------------------------------------- */
+
+/* A table cell: '|' would end the cell and a newline the row. */
+static void md_cell(FILE *out, const char *text) {
+  fputs("| ", out);
+  for (const char *p = text ? text : ""; *p; p++) {
+    if (*p == '|')
+      fputs("\\|", out);
+    else if (*p == '\n' || *p == '\r')
+      fputc(' ', out);
+    else
+      fputc(*p, out);
+  }
+  fputc(' ', out);
+}
+
+/* A number cell; "-" marks a blank so a reader sees it is missing, not 0. */
+static void md_num(FILE *out, double value, int decimals) {
+  char buf[64];
+  const char *text = num(buf, sizeof buf, value, decimals);
+  md_cell(out, *text ? text : "-");
+}
+
+/* Inline code whose fence is longer than any run of backticks inside. */
+static void md_code(FILE *out, const char *text) {
+  size_t run = 0, longest = 0;
+  for (const char *p = text; *p; p++) {
+    run = *p == '`' ? run + 1 : 0;
+    if (run > longest)
+      longest = run;
+  }
+  for (size_t i = 0; i <= longest; i++)
+    fputc('`', out);
+  int pad = text[0] == '`' || (*text && text[strlen(text) - 1] == '`');
+  fprintf(out, "%s%s%s", pad ? " " : "", text, pad ? " " : "");
+  for (size_t i = 0; i <= longest; i++)
+    fputc('`', out);
+}
+
+static void md_count(FILE *out, int64_t value) {
+  if (value < 0)
+    fputs("?", out);
+  else
+    fprintf(out, "%lld", (long long)value);
+}
+
+static void md_header(FILE *out, const report *rep) {
+  const run_header *h = &rep->run;
+  fprintf(out, "## tpbench throughput: run %lld\n\n", (long long)h->id);
+  fputs("- **commit** ", out);
+  md_code(out, h->commit ? h->commit : "unknown");
+  fprintf(out, "%s\n", h->dirty == 1 ? " (dirty tree)" : "");
+  fprintf(out, "- **time** %s to %s (UTC)\n", h->started_at ? h->started_at : "?",
+          h->finished_at ? h->finished_at : "not finished");
+  fprintf(out, "- **host** %s: %s × ", h->host ? h->host : "?", h->gpu_name ? h->gpu_name : "?");
+  md_count(out, h->gpu_count);
+  fprintf(out, ", driver %s\n", h->driver ? h->driver : "?");
+  fprintf(out, "- **software** CUDA %s, NCCL %s, cuBLAS %s, CUPTI %s\n", h->cuda ? h->cuda : "?",
+          h->nccl ? h->nccl : "?", h->cublas ? h->cublas : "?", h->cupti ? h->cupti : "?");
+  fputs("- **iterations** ", out);
+  md_count(out, h->warmup_iters);
+  fputs(" warm-up, ", out);
+  md_count(out, h->measure_iters);
+  fputs(" measured\n", out);
+  fputs("- **command** ", out);
+  md_code(out, h->command_line ? h->command_line : "?");
+  fputc('\n', out);
+  const tp_report_filter *f = rep->filter;
+  if (f->model || f->layer || f->pass || f->dtype)
+    fprintf(out, "- **filter**%s%s%s%s%s%s%s%s\n", f->model ? " model=" : "", or_empty(f->model),
+            f->layer ? " layer=" : "", or_empty(f->layer), f->pass ? " pass=" : "",
+            or_empty(f->pass), f->dtype ? " dtype=" : "", or_empty(f->dtype));
+  fputc('\n', out);
+}
+
+static const char *const md_columns[] = {
+    "model",         "op",           "proj",       "tp",           "B×S",
+    "tokens",        "dtype",        "pass",       "options",      "schedule",
+    "stock ms",      "dist_gemm ms", "speedup",    "GEMM ms",      "comm ms",
+    "bound ms",      "dist/bound",   "dist tok/s", "dist TFLOP/s", "workspace MiB",
+    "rel err (ref)", "dist cv %",    "status"};
+enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
+
+static void md_table_head(FILE *out) {
+  for (int i = 0; i < MD_N_COLUMNS; i++)
+    md_cell(out, md_columns[i]);
+  fputs("|\n", out);
+  /* Numbers align right so their decimals line up. */
+  for (int i = 0; i < MD_N_COLUMNS; i++)
+    fputs(i >= MD_FIRST_NUMBER && i < MD_N_COLUMNS - 1 ? "|---:" : "|---", out);
+  fputs("|\n", out);
+}
+
+static void md_row(FILE *out, const table_row *row) {
+  const config *c = case_of(row);
+  char buf[512], num_buf[64];
+  md_cell(out, c->model);
+  md_cell(out, c->layer);
+  md_cell(out, c->proj);
+  snprintf(buf, sizeof buf, "%lld", (long long)c->tp);
+  md_cell(out, buf);
+  snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
+  md_cell(out, buf);
+  snprintf(buf, sizeof buf, "%lld", (long long)c->tokens);
+  md_cell(out, buf);
+  md_cell(out, c->dtype);
+  md_cell(out, c->pass);
+  options_label(c, buf, sizeof buf);
+  md_cell(out, buf);
+  schedule_label(row, buf, sizeof buf);
+  md_cell(out, buf);
+  md_num(out, row->stock_ms, 3);
+  md_num(out, row->dist_ms, 3);
+  md_num(out, row->speedup, 2);
+  md_num(out, row->gemm_ms, 3);
+  md_num(out, row->comm_ms, 3);
+  md_num(out, row->bound_ms, 3);
+  md_num(out, row->dist_over_bound, 2);
+  md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
+  md_num(out, ran_ok(&row->dist) ? row->dist.tflops : NAN, 1);
+  md_num(out, row->workspace_mib, 1);
+  if (ran_ok(&row->dist) && isfinite(row->dist.rel_err)) {
+    snprintf(buf, sizeof buf, "%s (%s)", sci(num_buf, sizeof num_buf, row->dist.rel_err),
+             row->dist.numerics_ref ? row->dist.numerics_ref : "?");
+    md_cell(out, buf);
+  } else {
+    md_cell(out, "-");
+  }
+  md_num(out, row->cv_pct, 1);
+  if (row->note)
+    snprintf(buf, sizeof buf, "%s: %s", row->status, row->note);
+  else
+    snprintf(buf, sizeof buf, "%s", row->status);
+  md_cell(out, buf);
+  fputs("|\n", out);
+}
+
+static void md_summary(FILE *out, const summary *sum) {
+  char a[64], b[64], c[64];
+  if (sum->rows == 0) {
+    fputs("\n**Summary**: no row has both stock and dist_gemm results.\n", out);
+    return;
+  }
+  fprintf(out,
+          "\n**Summary** over %d row%s with stock and dist_gemm results: geometric-mean "
+          "speedup %s",
+          sum->rows, sum->rows == 1 ? "" : "s", num(a, sizeof a, sum->geomean_speedup, 3));
+  if (sum->bound_rows)
+    fprintf(out, "; dist/bound median %s, worst %s (over %d row%s with a bound)",
+            num(b, sizeof b, sum->median_dist_bound, 2), num(c, sizeof c, sum->worst_dist_bound, 2),
+            sum->bound_rows, sum->bound_rows == 1 ? "" : "s");
+  fputs(".\n", out);
+}
+
+static void md_skipped(FILE *out, const report *rep) {
+  if (rep->n_skipped == 0)
+    return;
+  fprintf(out, "\n**Not run** (%zu configuration%s):\n\n", rep->n_skipped,
+          rep->n_skipped == 1 ? "" : "s");
+  char what[512];
+  for (size_t i = 0; i < rep->n_skipped; i++) {
+    const config *c = &rep->skipped[i];
+    describe_config(c, what, sizeof what);
+    fprintf(out, "- config %lld (%s): %s: %s\n", (long long)c->id, what, or_empty(c->status),
+            c->reason ? c->reason : "no reason recorded");
+  }
+}
+
+static void write_markdown(FILE *out, const report *rep) {
+  md_header(out, rep);
+  md_table_head(out);
+  for (size_t i = 0; i < rep->n_rows; i++)
+    md_row(out, &rep->rows[i]);
+  if (rep->n_rows == 0)
+    fputs("\n(no op configurations in this selection)\n", out);
+  md_summary(out, &rep->sum);
+  md_skipped(out, rep);
+}
+
+/* ---- CSV ---------------------------------------------------------------- */
+
+/* RFC 4180: a field with a comma, quote or line break is quoted, quotes
+ * doubled. */
+static void csv_field(FILE *out, const char *text, int first) {
+  if (!first)
+    fputc(',', out);
+  text = text ? text : "";
+  if (!strpbrk(text, ",\"\r\n")) {
+    fputs(text, out);
+    return;
+  }
+  fputc('"', out);
+  for (const char *p = text; *p; p++) {
+    if (*p == '"')
+      fputc('"', out);
+    fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+static void csv_num(FILE *out, double value, int decimals) {
+  char buf[64];
+  csv_field(out, num(buf, sizeof buf, value, decimals), 0);
+}
+
+static void csv_int(FILE *out, int64_t value) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", (long long)value);
+  csv_field(out, buf, 0);
+}
+
+static const char *const csv_columns[] = {"run_id",
+                                          "commit",
+                                          "model",
+                                          "layer",
+                                          "proj",
+                                          "tp",
+                                          "batch",
+                                          "seqlen",
+                                          "tokens",
+                                          "m",
+                                          "n",
+                                          "k",
+                                          "n_weights",
+                                          "dtype",
+                                          "pass",
+                                          "sp",
+                                          "graph",
+                                          "save_gathered",
+                                          "schedule_requested",
+                                          "chunks_requested",
+                                          "schedule",
+                                          "stock_ms",
+                                          "dist_ms",
+                                          "speedup",
+                                          "gemm_ms",
+                                          "comm_ms",
+                                          "bound_ms",
+                                          "dist_over_bound",
+                                          "dist_tokens_per_s",
+                                          "dist_tflops",
+                                          "workspace_mib",
+                                          "rel_err",
+                                          "numerics_ref",
+                                          "dist_cv_pct",
+                                          "status",
+                                          "reason"};
+
+static void csv_row(FILE *out, const report *rep, const table_row *row) {
+  const config *c = case_of(row);
+  const config *d = &row->dist;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%lld", (long long)rep->run.id);
+  csv_field(out, buf, 1);
+  csv_field(out, rep->run.commit, 0);
+  csv_field(out, c->model, 0);
+  csv_field(out, c->layer, 0);
+  csv_field(out, c->proj, 0);
+  int64_t ints[] = {c->tp, c->batch, c->seqlen, c->tokens, c->m, c->n, c->k, c->n_weights};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    csv_int(out, ints[i]);
+  csv_field(out, c->dtype, 0);
+  csv_field(out, c->pass, 0);
+  csv_int(out, c->sp);
+  csv_int(out, c->graph);
+  csv_int(out, c->save_gathered);
+  csv_field(out, d->present ? d->schedule : NULL, 0);
+  if (d->present)
+    csv_int(out, d->chunks);
+  else
+    csv_field(out, "", 0);
+  csv_field(out, d->ran, 0);
+  csv_num(out, row->stock_ms, 3);
+  csv_num(out, row->dist_ms, 3);
+  csv_num(out, row->speedup, 3);
+  csv_num(out, row->gemm_ms, 3);
+  csv_num(out, row->comm_ms, 3);
+  csv_num(out, row->bound_ms, 3);
+  csv_num(out, row->dist_over_bound, 3);
+  csv_num(out, ran_ok(d) ? d->tokens_per_s : NAN, 0);
+  csv_num(out, ran_ok(d) ? d->tflops : NAN, 2);
+  csv_num(out, row->workspace_mib, 2);
+  csv_field(out, ran_ok(d) ? sci(buf, sizeof buf, d->rel_err) : "", 0);
+  csv_field(out, ran_ok(d) ? d->numerics_ref : NULL, 0);
+  csv_num(out, row->cv_pct, 2);
+  csv_field(out, row->status, 0);
+  csv_field(out, row->note, 0);
+  fputs("\r\n", out);
+}
+
+static void write_csv(FILE *out, const report *rep) {
+  size_t n = sizeof csv_columns / sizeof csv_columns[0];
+  for (size_t i = 0; i < n; i++)
+    csv_field(out, csv_columns[i], i == 0);
+  fputs("\r\n", out);
+  for (size_t i = 0; i < rep->n_rows; i++)
+    csv_row(out, rep, &rep->rows[i]);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+/* Builds JSON values; the first failure (out of memory, a string that is not
+ * UTF-8) is remembered so the builder code stays straight-line. */
+typedef struct {
+  int failed;
+} json_builder;
+
+static void jset(json_builder *jb, json_t *obj, const char *key, json_t *value) {
+  if (!value || json_object_set_new(obj, key, value) != 0)
+    jb->failed = 1;
+}
+
+/* A string, or null; bytes that are not UTF-8 become '?' so the output stays
+ * valid JSON whatever a host name or command line held. */
+static json_t *jstr(const char *s) {
+  if (!s)
+    return json_null();
+  json_t *value = json_string(s);
+  if (value)
+    return value;
+  char *ascii = strdup(s);
+  if (!ascii)
+    return NULL;
+  for (char *p = ascii; *p; p++)
+    if ((unsigned char)*p >= 0x80)
+      *p = '?';
+  value = json_string(ascii);
+  free(ascii);
+  return value;
+}
+
+/* NaN and infinities have no JSON form: null. */
+static json_t *jreal(double value) { return isfinite(value) ? json_real(value) : json_null(); }
+
+static json_t *json_run(json_builder *jb, const run_header *h) {
+  json_t *o = json_object();
+  if (!o)
+    return NULL;
+  jset(jb, o, "id", json_integer(h->id));
+  jset(jb, o, "commit", jstr(h->commit));
+  jset(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
+  jset(jb, o, "started_at", jstr(h->started_at));
+  jset(jb, o, "finished_at", jstr(h->finished_at));
+  jset(jb, o, "host", jstr(h->host));
+  jset(jb, o, "gpu_name", jstr(h->gpu_name));
+  jset(jb, o, "gpu_count", h->gpu_count < 0 ? json_null() : json_integer(h->gpu_count));
+  jset(jb, o, "driver_version", jstr(h->driver));
+  jset(jb, o, "cuda_version", jstr(h->cuda));
+  jset(jb, o, "nccl_version", jstr(h->nccl));
+  jset(jb, o, "cublas_version", jstr(h->cublas));
+  jset(jb, o, "cupti_version", jstr(h->cupti));
+  jset(jb, o, "command", jstr(h->command));
+  jset(jb, o, "command_line", jstr(h->command_line));
+  jset(jb, o, "warmup_iters", h->warmup_iters < 0 ? json_null() : json_integer(h->warmup_iters));
+  jset(jb, o, "measure_iters", h->measure_iters < 0 ? json_null() : json_integer(h->measure_iters));
+  return o;
+}
+
+static json_t *jid(const config *c) { return c->present ? json_integer(c->id) : json_null(); }
+
+static void json_axes(json_builder *jb, json_t *o, const config *c) {
+  jset(jb, o, "model", jstr(c->model));
+  jset(jb, o, "layer", jstr(c->layer));
+  jset(jb, o, "proj", jstr(c->proj));
+  jset(jb, o, "tp", json_integer(c->tp));
+  jset(jb, o, "batch", json_integer(c->batch));
+  jset(jb, o, "seqlen", json_integer(c->seqlen));
+  jset(jb, o, "tokens", json_integer(c->tokens));
+  jset(jb, o, "m", json_integer(c->m));
+  jset(jb, o, "n", json_integer(c->n));
+  jset(jb, o, "k", json_integer(c->k));
+  jset(jb, o, "n_weights", json_integer(c->n_weights));
+  jset(jb, o, "dtype", jstr(c->dtype));
+  jset(jb, o, "pass", jstr(c->pass));
+  jset(jb, o, "sp", json_boolean(c->sp));
+  jset(jb, o, "graph", json_boolean(c->graph));
+  jset(jb, o, "save_gathered", json_boolean(c->save_gathered));
+}
+
+static json_t *json_row(json_builder *jb, const table_row *row) {
+  json_t *o = json_object();
+  if (!o)
+    return NULL;
+  const config *d = &row->dist;
+  int dist_ran = ran_ok(d);
+  json_axes(jb, o, case_of(row));
+  jset(jb, o, "schedule_requested", d->present ? jstr(d->schedule) : json_null());
+  jset(jb, o, "chunks_requested", d->present ? json_integer(d->chunks) : json_null());
+  jset(jb, o, "schedule", jstr(d->ran));
+  jset(jb, o, "stock_ms", jreal(row->stock_ms));
+  jset(jb, o, "dist_ms", jreal(row->dist_ms));
+  jset(jb, o, "speedup", jreal(row->speedup));
+  jset(jb, o, "gemm_ms", jreal(row->gemm_ms));
+  jset(jb, o, "comm_ms", jreal(row->comm_ms));
+  jset(jb, o, "bound_ms", jreal(row->bound_ms));
+  jset(jb, o, "dist_over_bound", jreal(row->dist_over_bound));
+  jset(jb, o, "dist_tokens_per_s", jreal(dist_ran ? d->tokens_per_s : NAN));
+  jset(jb, o, "dist_tflops", jreal(dist_ran ? d->tflops : NAN));
+  jset(jb, o, "workspace_mib", jreal(row->workspace_mib));
+  jset(jb, o, "rel_err", jreal(dist_ran ? d->rel_err : NAN));
+  jset(jb, o, "numerics_ref", dist_ran ? jstr(d->numerics_ref) : json_null());
+  jset(jb, o, "dist_cv_pct", jreal(row->cv_pct));
+  jset(jb, o, "status", jstr(row->status));
+  jset(jb, o, "reason", jstr(row->note));
+  jset(jb, o, "dist_config_id", jid(d));
+  jset(jb, o, "stock_config_id", jid(&row->stock));
+  jset(jb, o, "gemm_config_id", jid(&row->gemm));
+  jset(jb, o, "comm_config_id", jid(&row->comm));
+  jset(jb, o, "config_key", jstr(d->present ? d->config_key : row->stock.config_key));
+  return o;
+}
+
+static json_t *json_skipped(json_builder *jb, const config *c) {
+  json_t *o = json_object();
+  if (!o)
+    return NULL;
+  jset(jb, o, "config_id", json_integer(c->id));
+  jset(jb, o, "kind", jstr(c->kind));
+  jset(jb, o, "backend", jstr(c->backend));
+  json_axes(jb, o, c);
+  jset(jb, o, "schedule_requested", jstr(c->schedule));
+  jset(jb, o, "chunks_requested", json_integer(c->chunks));
+  jset(jb, o, "status", jstr(c->status));
+  jset(jb, o, "reason", jstr(c->reason));
+  jset(jb, o, "config_key", jstr(c->config_key));
+  return o;
+}
+
+static json_t *json_summary(json_builder *jb, const summary *sum) {
+  json_t *o = json_object();
+  if (!o)
+    return NULL;
+  jset(jb, o, "rows", json_integer(sum->rows));
+  jset(jb, o, "geomean_speedup", jreal(sum->geomean_speedup));
+  jset(jb, o, "bound_rows", json_integer(sum->bound_rows));
+  jset(jb, o, "median_dist_over_bound", jreal(sum->median_dist_bound));
+  jset(jb, o, "worst_dist_over_bound", jreal(sum->worst_dist_bound));
+  return o;
+}
+
+static void jappend(json_builder *jb, json_t *array, json_t *value) {
+  if (!value || json_array_append_new(array, value) != 0)
+    jb->failed = 1;
+}
+
+static tp_rc write_json(FILE *out, const report *rep) {
+  json_builder jb = {0};
+  json_t *root = json_object();
+  json_t *rows = json_array();
+  json_t *skipped = json_array();
+  if (!root || !rows || !skipped)
+    jb.failed = 1;
+  for (size_t i = 0; rows && i < rep->n_rows; i++)
+    jappend(&jb, rows, json_row(&jb, &rep->rows[i]));
+  for (size_t i = 0; skipped && i < rep->n_skipped; i++)
+    jappend(&jb, skipped, json_skipped(&jb, &rep->skipped[i]));
+  if (root) {
+    jset(&jb, root, "run", json_run(&jb, &rep->run));
+    jset(&jb, root, "rows", rows);
+    jset(&jb, root, "rejected", skipped);
+    jset(&jb, root, "summary", json_summary(&jb, &rep->sum));
+  } else {
+    json_decref(rows);
+    json_decref(skipped);
+  }
+  tp_rc rc = TP_OK;
+  if (jb.failed)
+    rc = TP_FAIL(TP_EOOM, "report: building the JSON document failed (out of memory)");
+  else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
+    rc = TP_FAIL(TP_EIO, "report: writing the JSON document failed");
+  json_decref(root);
+  return rc;
+}
+
+/* ---- entry points ------------------------------------------------------- */
+
+tp_rc tp_report_format_parse(const char *name, tp_report_format *out) {
+  if (!name || !out)
+    return TP_FAIL(TP_EUSAGE, "no report format given (md, csv, json)");
+  if (!strcasecmp(name, "md") || !strcasecmp(name, "markdown"))
+    *out = TP_FMT_MARKDOWN;
+  else if (!strcasecmp(name, "csv"))
+    *out = TP_FMT_CSV;
+  else if (!strcasecmp(name, "json"))
+    *out = TP_FMT_JSON;
+  else
+    return TP_FAIL(TP_EUSAGE, "unknown report format \"%s\" (md, csv, json)", name);
+  return TP_OK;
+}
+
+/* Nothing to show is an error, so a typo in a filter is not a blank table. */
+static tp_rc check_not_empty(tp_store *store, const report *rep) {
+  if (rep->n_rows > 0 || rep->n_skipped > 0)
+    return TP_OK;
+  const tp_report_filter *f = rep->filter;
+  return TP_FAIL(TP_EUSAGE, "%s: run %lld has no op configurations%s%s%s%s%s%s%s%s%s",
+                 tp_store_path(store), (long long)rep->run.id,
+                 (f->model || f->layer || f->pass || f->dtype) ? " matching the filter:" : "",
+                 f->model ? " model=" : "", or_empty(f->model), f->layer ? " layer=" : "",
+                 or_empty(f->layer), f->pass ? " pass=" : "", or_empty(f->pass),
+                 f->dtype ? " dtype=" : "", or_empty(f->dtype));
+}
+
+static tp_rc render(FILE *out, const report *rep, tp_report_format fmt) {
+  switch (fmt) {
+  case TP_FMT_MARKDOWN: write_markdown(out, rep); break;
+  case TP_FMT_CSV: write_csv(out, rep); break;
+  case TP_FMT_JSON: TP_TRY(write_json(out, rep)); break;
+  default: return TP_FAIL(TP_EUSAGE, "unknown report format %d", (int)fmt);
+  }
+  if (fflush(out) != 0 || ferror(out))
+    return TP_FAIL(TP_EIO, "report: writing the output failed");
+  return TP_OK;
+}
+
+tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,
+                           FILE *out) {
+  if (!store || !out)
+    return TP_FAIL(TP_EINTERNAL, "tp_report_throughput: NULL argument");
+  static const tp_report_filter no_filter = {0};
+  report rep = {0};
+  rep.filter = filter ? filter : &no_filter;
+  int64_t run_id = 0;
+  TP_TRY(tp_store_find_run(store, rep.filter->run_id, rep.filter->commit, &run_id));
+  tp_rc rc = load_report(store, run_id, &rep);
+  if (rc == TP_OK)
+    rc = check_not_empty(store, &rep);
+  if (rc == TP_OK)
+    rc = derive_report(&rep);
+  if (rc == TP_OK)
+    rc = render(out, &rep, fmt);
+  free_report(&rep);
+  return rc;
+}

@@ -1,0 +1,625 @@
+/*
+ * test_report.c — CPU tests of report/: the throughput table in markdown,
+ * CSV and JSON, built from a synthetic database whose expected numbers are
+ * known (speedups, geometric mean, dist/bound), plus filters and errors.
+ *
+ * The database (in a mkdtemp directory, removed afterwards) holds two runs.
+ * Run 2 has six table rows, in the order the cases were written:
+ *   A-ce, A-sm  ag_linear qkv: stock 2000 us, dist 1600 / 1800, GEMM 1200, comm 1500
+ *   B           linear_rs wo:  stock 1000, dist 800 (two ops ran), GEMM 700, comm 600
+ *   C           ag_linear_multi w13: stock 3000, dist rejected (reason with , " |)
+ *   D           llama3-70b linear_rs w2 fp32: stock 5000, dist 4000, GEMM failed
+ *   E           ag_linear qkv at 4096 tokens: stock only
+ * Run 1 (another commit) has one case: stock 3000, dist 2000.
+ * TP_TEST_KEEP=1 keeps the directory to look at the database by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "report/tp_report.h"
+#include "store/tp_store.h"
+
+#define COMMIT_1 "aaaa111122223333444455556666777788889999"
+#define COMMIT_2 "bbbb111122223333444455556666777788889999"
+#define REJECT_REASON "multicast unavailable, \"NVLS\" disabled | see docs"
+#define GEMM_FAILURE "cuBLASLt: no algorithm for this shape"
+
+typedef struct {
+  char dir[256];
+  char db[512];
+} fixture;
+
+/* ---- building the synthetic database ------------------------------------ */
+
+static tp_config_axes case_axes(const char *model, const char *layer, const char *proj,
+                                int64_t tokens, const char *dtype) {
+  tp_config_axes a = {.kind = "op",
+                      .model = model,
+                      .layer = layer,
+                      .proj = proj,
+                      .tp = 8,
+                      .batch = 2,
+                      .seqlen = (int)(tokens / 2),
+                      .tokens = tokens,
+                      .m = tokens,
+                      .n = 1024,
+                      .k = 4096,
+                      .n_weights = 1,
+                      .dtype = dtype,
+                      .sp = 1,
+                      .pass = "fwd"};
+  return a;
+}
+
+/* One configuration of the case: kind/backend/schedule vary, the case stays. */
+static void put(tp_store *store, int64_t run, tp_config_axes axes, const char *kind,
+                const char *backend, const char *schedule, int chunks, double median_us,
+                tp_config_status status, const char *reason, const tp_schedule_choice *ran,
+                int n_ran, double rel_err) {
+  axes.kind = kind;
+  axes.backend = backend;
+  axes.schedule = schedule;
+  axes.chunks = chunks;
+  tp_result r = {.n_samples = 3,
+                 .median_us = median_us,
+                 .p10_us = median_us * 0.98,
+                 .p90_us = median_us * 1.02,
+                 .mean_us = median_us,
+                 .min_us = median_us * 0.97,
+                 .max_us = median_us * 1.05,
+                 .cv = 0.015,
+                 .tokens_per_s = (double)axes.tokens / (median_us * 1e-6),
+                 .tflops = 123.4,
+                 .flops = 1e12,
+                 .bytes_moved = 1e8,
+                 .workspace_bytes = 48LL << 20,
+                 .peak_mem_bytes = 1LL << 32,
+                 .max_abs_err = 0.01,
+                 .rel_err = rel_err,
+                 .numerics_ref = "stock"};
+  double times[3] = {median_us * 0.99, median_us, median_us * 1.01};
+  tp_samples samples = {0, 3, times};
+  tp_config_record rec = {.axes = &axes,
+                          .status = status,
+                          .reason = reason,
+                          .result = status == TP_STATUS_OK ? &r : NULL,
+                          .samples = status == TP_STATUS_OK ? &samples : NULL,
+                          .n_sample_sets = status == TP_STATUS_OK,
+                          .schedules = ran,
+                          .n_schedules = n_ran};
+  if (tp_store_put_config(store, run, &rec, NULL) != TP_OK)
+    fail_msg("%s", tp_last_error());
+}
+
+static int64_t begin(tp_store *store, const char *commit) {
+  tp_run_info info = {.commit = commit,
+                      .dirty = 1,
+                      .host = "h200-node-3",
+                      .gpu_name = "NVIDIA H200",
+                      .gpu_count = 8,
+                      .driver_version = "550.54.15",
+                      .cuda_version = "12.4",
+                      .nccl_version = "2.21.5",
+                      .cublas_version = "12.4.5",
+                      .cupti_version = "2024.1.1",
+                      .command_line = "tpbench ops --model `llama3-8b`",
+                      .command = "ops",
+                      .warmup_iters = 10,
+                      .measure_iters = 50};
+  int64_t id = 0;
+  if (tp_store_begin_run(store, &info, &id) != TP_OK)
+    fail_msg("%s", tp_last_error());
+  return id;
+}
+
+static void build_run_1(tp_store *store) {
+  int64_t run = begin(store, COMMIT_1);
+  tp_config_axes a = case_axes("llama3-8b", "ag_linear", "qkv", 8192, "bf16");
+  tp_schedule_choice ce = {"ag_linear", "ce", "copy-engine", 4, "default"};
+  put(store, run, a, "op", "stock", NULL, 0, 3000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "op", "dist_gemm", "ce", 4, 2000, TP_STATUS_OK, NULL, &ce, 1, 1e-3);
+  assert_int_equal(tp_store_finish_run(store, run), TP_OK);
+}
+
+static void build_run_2(tp_store *store) {
+  int64_t run = begin(store, COMMIT_2);
+  tp_config_axes a = case_axes("llama3-8b", "ag_linear", "qkv", 8192, "bf16");
+  tp_schedule_choice ce4 = {"ag_linear", "ce", "copy-engine", 4, "large M"};
+  tp_schedule_choice sm2 = {"ag_linear", "sm", "sm-kernel", 2, "requested"};
+  put(store, run, a, "op", "stock", NULL, 0, 2000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "op", "dist_gemm", "ce", 4, 1600, TP_STATUS_OK, NULL, &ce4, 1, 2.5e-3);
+  put(store, run, a, "op", "dist_gemm", "sm", 2, 1800, TP_STATUS_OK, NULL, &sm2, 1, 2.5e-3);
+  put(store, run, a, "gemm", "cublaslt", NULL, 0, 1200, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "comm", "nccl", NULL, 0, 1500, TP_STATUS_OK, NULL, NULL, 0, NAN);
+
+  tp_config_axes b = case_axes("llama3-8b", "linear_rs", "wo", 8192, "bf16");
+  tp_schedule_choice two[2] = {{"linear_rs", "ce", "copy-engine", 2, "auto"},
+                               {"linear_rs.reduce", "sm", "sm-kernel", 0, "auto"}};
+  put(store, run, b, "op", "stock", NULL, 0, 1000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, b, "op", "dist_gemm", "auto", 0, 800, TP_STATUS_OK, NULL, two, 2, NAN);
+  put(store, run, b, "gemm", "cublaslt", NULL, 0, 700, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, b, "comm", "nccl", NULL, 0, 600, TP_STATUS_OK, NULL, NULL, 0, NAN);
+
+  tp_config_axes c = case_axes("llama3-8b", "ag_linear_multi", "w13", 8192, "bf16");
+  c.n_weights = 2;
+  put(store, run, c, "op", "stock", NULL, 0, 3000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, c, "op", "dist_gemm", "multimem", 0, 0, TP_STATUS_REJECTED, REJECT_REASON, NULL,
+      0, NAN);
+
+  tp_config_axes d = case_axes("llama3-70b", "linear_rs", "w2", 8192, "fp32");
+  tp_schedule_choice ce1 = {"linear_rs", "ce", "copy-engine", 1, "auto"};
+  put(store, run, d, "op", "stock", NULL, 0, 5000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, d, "op", "dist_gemm", "ce", 1, 4000, TP_STATUS_OK, NULL, &ce1, 1, 1e-6);
+  put(store, run, d, "gemm", "cublaslt", NULL, 0, 0, TP_STATUS_FAILED, GEMM_FAILURE, NULL, 0, NAN);
+  put(store, run, d, "comm", "nccl", NULL, 0, 2000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+
+  tp_config_axes e = case_axes("llama3-8b", "ag_linear", "qkv", 4096, "bf16");
+  put(store, run, e, "op", "stock", NULL, 0, 900, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  assert_int_equal(tp_store_finish_run(store, run), TP_OK);
+}
+
+static int make_fixture(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  if (!f)
+    return -1;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(f->dir, sizeof f->dir, "%s/tp_report_test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(f->dir))
+    return -1;
+  snprintf(f->db, sizeof f->db, "%s/report.db", f->dir);
+  tp_store *store = NULL;
+  if (tp_store_open(f->db, 1, &store) != TP_OK)
+    return -1;
+  build_run_1(store);
+  build_run_2(store);
+  tp_store_close(store);
+  *state = f;
+  return 0;
+}
+
+static int remove_fixture(void **state) {
+  fixture *f = *state;
+  if (getenv("TP_TEST_KEEP")) { /* to look at the database by hand */
+    fprintf(stderr, "kept %s\n", f->dir);
+    free(f);
+    return 0;
+  }
+  char path[600];
+  const char *names[] = {"report.db", "report.db-wal", "report.db-shm",
+                         "empty.db",  "empty.db-wal",  "empty.db-shm"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
+    unlink(path);
+  }
+  if (rmdir(f->dir) != 0)
+    fprintf(stderr, "could not remove %s\n", f->dir);
+  free(f);
+  return 0;
+}
+
+/* ---- running the report ------------------------------------------------- */
+
+/* The report as text (malloc'd) or NULL, with its return code. */
+static tp_rc run_report(const fixture *f, const tp_report_filter *filter, tp_report_format fmt,
+                        char **text) {
+  tp_store *store = NULL;
+  tp_rc rc = tp_store_open(f->db, 0, &store);
+  if (rc != TP_OK)
+    fail_msg("%s", tp_last_error());
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  rc = tp_report_throughput(store, filter, fmt, out);
+  fclose(out);
+  tp_store_close(store);
+  *text = buf;
+  return rc;
+}
+
+static char *report_ok(const fixture *f, const tp_report_filter *filter, tp_report_format fmt) {
+  char *text = NULL;
+  if (run_report(f, filter, fmt, &text) != TP_OK)
+    fail_msg("report: %s", tp_last_error());
+  return text;
+}
+
+static json_t *report_json(const fixture *f, const tp_report_filter *filter) {
+  char *text = report_ok(f, filter, TP_FMT_JSON);
+  json_error_t err;
+  json_t *root = json_loads(text, 0, &err);
+  if (!root)
+    fail_msg("invalid JSON at line %d: %s\n%s", err.line, err.text, text);
+  free(text);
+  return root;
+}
+
+static double jnum(const json_t *obj, const char *key) {
+  const json_t *v = json_object_get(obj, key);
+  if (!json_is_number(v))
+    fail_msg("%s is not a number", key);
+  return json_number_value(v);
+}
+
+static void assert_close(double actual, double expected) {
+  if (fabs(actual - expected) > 1e-12 * fabs(expected))
+    fail_msg("%.17g != %.17g", actual, expected);
+}
+
+static int count_char(const char *s, char c) {
+  int n = 0;
+  for (; *s; s++)
+    n += *s == c;
+  return n;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void test_json_rows_and_speedups(void **state) {
+  json_t *root = report_json(*state, NULL);
+  json_t *run = json_object_get(root, "run");
+  assert_int_equal(json_integer_value(json_object_get(run, "id")), 2);
+  assert_string_equal(json_string_value(json_object_get(run, "commit")), COMMIT_2);
+  assert_true(json_is_true(json_object_get(run, "dirty")));
+  assert_int_equal(json_integer_value(json_object_get(run, "gpu_count")), 8);
+  assert_int_equal(json_integer_value(json_object_get(run, "measure_iters")), 50);
+  assert_non_null(json_string_value(json_object_get(run, "finished_at")));
+
+  json_t *rows = json_object_get(root, "rows");
+  assert_int_equal(json_array_size(rows), 6);
+  /* The speedup is stock / dist_gemm of what was written. */
+  const double stock_us[] = {2000, 2000, 1000, 3000, 5000, 900};
+  const double dist_us[] = {1600, 1800, 800, NAN, 4000, NAN};
+  const char *ran[] = {"ce x4", "sm x2", "ce x2+sm", NULL, "ce x1", NULL};
+  for (size_t i = 0; i < 6; i++) {
+    json_t *row = json_array_get(rows, i);
+    assert_close(jnum(row, "stock_ms"), stock_us[i] / 1000);
+    if (isnan(dist_us[i])) {
+      assert_true(json_is_null(json_object_get(row, "speedup")));
+      assert_true(json_is_null(json_object_get(row, "dist_ms")));
+    } else {
+      assert_close(jnum(row, "speedup"), stock_us[i] / dist_us[i]);
+      assert_close(jnum(row, "dist_ms"), dist_us[i] / 1000);
+    }
+    const char *schedule = json_string_value(json_object_get(row, "schedule"));
+    if (ran[i])
+      assert_string_equal(schedule, ran[i]);
+    else
+      assert_null(schedule);
+  }
+  /* bound = max(GEMM, comm); dist/bound against it. */
+  json_t *a_ce = json_array_get(rows, 0);
+  assert_close(jnum(a_ce, "bound_ms"), 1.5);
+  assert_close(jnum(a_ce, "dist_over_bound"), 1600.0 / 1500.0);
+  assert_close(jnum(json_array_get(rows, 2), "bound_ms"), 0.7);
+  assert_close(jnum(a_ce, "workspace_mib"), 48.0);
+  assert_close(jnum(a_ce, "rel_err"), 2.5e-3);
+  assert_close(jnum(a_ce, "dist_tokens_per_s"), 8192 / 1.6e-3);
+  /* NaN written, null read. */
+  assert_true(json_is_null(json_object_get(json_array_get(rows, 2), "rel_err")));
+  /* A failed GEMM-alone leaves the bound unknown, not half-known. */
+  json_t *d = json_array_get(rows, 4);
+  assert_string_equal(json_string_value(json_object_get(d, "model")), "llama3-70b");
+  assert_true(json_is_null(json_object_get(d, "gemm_ms")));
+  assert_true(json_is_null(json_object_get(d, "bound_ms")));
+  assert_close(jnum(d, "comm_ms"), 2.0);
+  json_decref(root);
+}
+
+static void test_json_rejected_case_shows_reason(void **state) {
+  json_t *root = report_json(*state, NULL);
+  json_t *c = json_array_get(json_object_get(root, "rows"), 3);
+  assert_string_equal(json_string_value(json_object_get(c, "layer")), "ag_linear_multi");
+  assert_string_equal(json_string_value(json_object_get(c, "status")), "rejected");
+  assert_string_equal(json_string_value(json_object_get(c, "reason")), REJECT_REASON);
+  assert_string_equal(json_string_value(json_object_get(c, "schedule_requested")), "multimem");
+  json_t *e = json_array_get(json_object_get(root, "rows"), 5);
+  assert_string_equal(json_string_value(json_object_get(e, "status")), "missing");
+  assert_true(json_is_null(json_object_get(e, "dist_config_id")));
+
+  json_t *rejected = json_object_get(root, "rejected");
+  assert_int_equal(json_array_size(rejected), 2);
+  json_t *first = json_array_get(rejected, 0);
+  assert_string_equal(json_string_value(json_object_get(first, "backend")), "dist_gemm");
+  assert_string_equal(json_string_value(json_object_get(first, "reason")), REJECT_REASON);
+  json_t *second = json_array_get(rejected, 1);
+  assert_string_equal(json_string_value(json_object_get(second, "kind")), "gemm");
+  assert_string_equal(json_string_value(json_object_get(second, "status")), "failed");
+  assert_string_equal(json_string_value(json_object_get(second, "reason")), GEMM_FAILURE);
+  json_decref(root);
+}
+
+static void test_json_summary(void **state) {
+  json_t *root = report_json(*state, NULL);
+  json_t *sum = json_object_get(root, "summary");
+  /* Rows with both ok: A-ce 1.25, A-sm 10/9, B 1.25, D 1.25. */
+  double speedups[] = {2000.0 / 1600, 2000.0 / 1800, 1000.0 / 800, 5000.0 / 4000};
+  double log_sum = 0;
+  for (int i = 0; i < 4; i++)
+    log_sum += log(speedups[i]);
+  assert_int_equal(json_integer_value(json_object_get(sum, "rows")), 4);
+  assert_close(jnum(sum, "geomean_speedup"), exp(log_sum / 4));
+  /* dist/bound where both references ran: 16/15, 18/15, 8/7 (D has none). */
+  assert_int_equal(json_integer_value(json_object_get(sum, "bound_rows")), 3);
+  assert_close(jnum(sum, "median_dist_over_bound"), 800.0 / 700.0);
+  assert_close(jnum(sum, "worst_dist_over_bound"), 1800.0 / 1500.0);
+  json_decref(root);
+}
+
+/* ---- markdown ------------------------------------------------------------- */
+
+static void test_markdown(void **state) {
+  char *md = report_ok(*state, NULL, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "run 2"));
+  assert_non_null(strstr(md, COMMIT_2));
+  assert_non_null(strstr(md, "(dirty tree)"));
+  assert_non_null(strstr(md, "NVIDIA H200 × 8"));
+  assert_non_null(strstr(md, "driver 550.54.15"));
+  assert_non_null(strstr(md, "CUDA 12.4, NCCL 2.21.5, cuBLAS 12.4.5"));
+  assert_non_null(strstr(md, "10 warm-up, 50 measured"));
+  /* Backticks inside the command line get a longer fence. */
+  assert_non_null(strstr(md, "`` tpbench ops --model `llama3-8b` ``"));
+
+  /* Every table line has the same number of cell separators (escaped '|'
+   * inside a reason does not count), and there is one line per row. */
+  int table_lines = 0, separators = -1;
+  char *copy = strdup(md);
+  for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] != '|')
+      continue;
+    table_lines++;
+    int n = count_char(line, '|');
+    for (char *p = strstr(line, "\\|"); p; p = strstr(p + 2, "\\|"))
+      n--;
+    if (separators < 0)
+      separators = n;
+    if (n != separators)
+      fail_msg("ragged table line: %s", line);
+  }
+  free(copy);
+  assert_int_equal(table_lines, 2 + 6);
+  assert_int_equal(separators, 24);
+
+  assert_non_null(strstr(md, "| ce x4 | 2.000 | 1.600 | 1.25 | 1.200 | 1.500 | 1.500 | 1.07 |"));
+  assert_non_null(strstr(md, "| sm x2 | 2.000 | 1.800 | 1.11 |"));
+  assert_non_null(strstr(md, "| 2.50e-03 (stock) |"));
+  assert_non_null(strstr(md, "| multimem (requested) | 3.000 | - | - |"));
+  assert_non_null(
+      strstr(md, "| rejected: multicast unavailable, \"NVLS\" disabled \\| see docs |"));
+  assert_non_null(strstr(md, "| missing: no dist_gemm configuration for this case |"));
+  /* Rows keep the order the matrix ran. */
+  assert_true(strstr(md, "| ce x4 |") < strstr(md, "| sm x2 |"));
+  assert_true(strstr(md, "| sm x2 |") < strstr(md, "| ce x2+sm |"));
+
+  char expect[160];
+  double geomean = pow(1.25 * (2000.0 / 1800) * 1.25 * 1.25, 0.25);
+  snprintf(expect, sizeof expect, "geometric-mean speedup %.3f; dist/bound median 1.14, worst 1.20",
+           geomean);
+  assert_non_null(strstr(md, expect));
+  assert_non_null(strstr(md, "over 4 rows with stock and dist_gemm results"));
+  assert_non_null(strstr(md, "**Not run** (2 configurations)"));
+  assert_non_null(strstr(md, "failed: " GEMM_FAILURE));
+  free(md);
+}
+
+/* ---- CSV ------------------------------------------------------------------ */
+
+/* Splits one RFC 4180 record starting at *p; returns its field count and
+ * moves *p past the CRLF. Copies field number want (0-based) into field. */
+static int csv_record(const char **p, int want, char *field, size_t cap) {
+  int n = 0;
+  size_t len = 0;
+  const char *s = *p;
+  for (;;) {
+    int quoted = *s == '"';
+    if (quoted)
+      s++;
+    for (;;) {
+      if (quoted && s[0] == '"' && s[1] == '"') {
+        if (n == want && len + 1 < cap)
+          field[len++] = '"';
+        s += 2;
+      } else if (quoted && s[0] == '"') {
+        s++;
+        break;
+      } else if (!quoted && (*s == ',' || *s == '\r' || *s == '\n' || !*s)) {
+        break;
+      } else {
+        if (!*s)
+          fail_msg("unterminated quoted field");
+        if (n == want && len + 1 < cap)
+          field[len++] = *s;
+        s++;
+      }
+    }
+    if (n == want)
+      field[len] = '\0';
+    n++;
+    if (*s == ',') {
+      s++;
+      continue;
+    }
+    if (s[0] != '\r' || s[1] != '\n')
+      fail_msg("record does not end in CRLF");
+    *p = s + 2;
+    return n;
+  }
+}
+
+/* The index of a column, found by name in the header record. */
+static int csv_column(const char *csv, const char *name) {
+  char field[64];
+  for (int i = 0;; i++) {
+    const char *p = csv;
+    if (i >= csv_record(&p, i, field, sizeof field))
+      fail_msg("no column %s", name);
+    if (!strcmp(field, name))
+      return i;
+  }
+}
+
+static void test_csv(void **state) {
+  char *csv = report_ok(*state, NULL, TP_FMT_CSV);
+  /* No header block: the first line is the column header itself. */
+  assert_memory_equal(csv, "run_id,commit,model,", 20);
+  const char *p = csv;
+  char field[128];
+  int header_fields = csv_record(&p, 0, field, sizeof field);
+  assert_true(header_fields > 30);
+  int speedup = csv_column(csv, "speedup"), status = csv_column(csv, "status");
+  int reason = csv_column(csv, "reason"), schedule = csv_column(csv, "schedule");
+  char speedups[6][32], statuses[6][32], reasons[6][128], schedules[6][32];
+  int records = 0;
+  while (*p) {
+    assert_true(records < 6);
+    const char *start = p;
+    /* Every record has as many fields as the header, quoted commas or not. */
+    assert_int_equal(csv_record(&p, speedup, speedups[records], sizeof speedups[0]), header_fields);
+    const char *q = start;
+    csv_record(&q, status, statuses[records], sizeof statuses[0]);
+    q = start;
+    csv_record(&q, reason, reasons[records], sizeof reasons[0]);
+    q = start;
+    csv_record(&q, schedule, schedules[records], sizeof schedules[0]);
+    records++;
+  }
+  assert_int_equal(records, 6);
+  assert_string_equal(speedups[0], "1.250");
+  assert_string_equal(speedups[1], "1.111");
+  assert_string_equal(schedules[2], "ce x2+sm");
+  assert_string_equal(speedups[3], "");
+  assert_string_equal(statuses[3], "rejected");
+  assert_string_equal(reasons[3], REJECT_REASON);
+  assert_string_equal(statuses[5], "missing");
+  assert_non_null(strstr(csv, "\"multicast unavailable, \"\"NVLS\"\" disabled | see docs\""));
+  free(csv);
+}
+
+/* ---- filters and errors --------------------------------------------------- */
+
+static int json_rows(const fixture *f, const tp_report_filter *filter) {
+  json_t *root = report_json(f, filter);
+  int n = (int)json_array_size(json_object_get(root, "rows"));
+  json_decref(root);
+  return n;
+}
+
+static void test_filters(void **state) {
+  fixture *f = *state;
+  tp_report_filter filter = {.model = "llama3-70b"};
+  assert_int_equal(json_rows(f, &filter), 1);
+  filter = (tp_report_filter){.layer = "linear_rs"};
+  assert_int_equal(json_rows(f, &filter), 2);
+  filter = (tp_report_filter){.dtype = "fp32"};
+  assert_int_equal(json_rows(f, &filter), 1);
+  filter = (tp_report_filter){.model = "llama3-8b", .layer = "ag_linear", .pass = "fwd"};
+  assert_int_equal(json_rows(f, &filter), 3);
+
+  filter = (tp_report_filter){.run_id = 1};
+  json_t *root = report_json(f, &filter);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  assert_int_equal(json_array_size(json_object_get(root, "rows")), 1);
+  assert_close(jnum(row, "speedup"), 1.5);
+  assert_true(json_is_null(json_object_get(row, "bound_ms")));
+  json_decref(root);
+
+  filter = (tp_report_filter){.commit = "AAAA1111"};
+  root = report_json(f, &filter);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "run"), "id")), 1);
+  json_decref(root);
+  filter = (tp_report_filter){.commit = "bbbb"};
+  root = report_json(f, &filter);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "run"), "id")), 2);
+  json_decref(root);
+}
+
+static void expect_usage_error(const fixture *f, const tp_report_filter *filter,
+                               const char *in_message) {
+  char *text = NULL;
+  assert_int_equal(run_report(f, filter, TP_FMT_MARKDOWN, &text), TP_EUSAGE);
+  if (!strstr(tp_last_error(), in_message))
+    fail_msg("message lacks \"%s\": %s", in_message, tp_last_error());
+  assert_string_equal(text, ""); /* nothing half-written */
+  free(text);
+}
+
+static void test_errors(void **state) {
+  fixture *f = *state;
+  tp_report_filter filter = {.run_id = 99};
+  expect_usage_error(f, &filter, "no run 99");
+  filter = (tp_report_filter){.commit = "cccc"};
+  expect_usage_error(f, &filter, "cccc");
+  filter = (tp_report_filter){.run_id = 1, .commit = "bbbb"};
+  expect_usage_error(f, &filter, "not bbbb");
+  filter = (tp_report_filter){.pass = "bwd"};
+  expect_usage_error(f, &filter, "pass=bwd");
+
+  /* An empty database is an error, not an empty table. */
+  fixture empty = *f;
+  snprintf(empty.db, sizeof empty.db, "%s/empty.db", f->dir);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(empty.db, 1, &store), TP_OK);
+  tp_store_close(store);
+  expect_usage_error(&empty, NULL, "no runs");
+  /* So is a run that recorded nothing. */
+  assert_int_equal(tp_store_open(empty.db, 0, &store), TP_OK);
+  tp_run_info info = {.commit = "dddd"};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  tp_store_close(store);
+  expect_usage_error(&empty, NULL, "no op configurations");
+}
+
+static void test_write_failure(void **state) {
+  fixture *f = *state;
+  FILE *full = fopen("/dev/full", "w");
+  if (!full)
+    skip();
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(f->db, 0, &store), TP_OK);
+  assert_int_equal(tp_report_throughput(store, NULL, TP_FMT_MARKDOWN, full), TP_EIO);
+  assert_int_equal(tp_report_throughput(store, NULL, TP_FMT_JSON, full), TP_EIO);
+  tp_store_close(store);
+  fclose(full);
+}
+
+static void test_format_parse(void **state) {
+  (void)state;
+  tp_report_format fmt = TP_FMT_JSON;
+  assert_int_equal(tp_report_format_parse("md", &fmt), TP_OK);
+  assert_int_equal(fmt, TP_FMT_MARKDOWN);
+  assert_int_equal(tp_report_format_parse("Markdown", &fmt), TP_OK);
+  assert_int_equal(fmt, TP_FMT_MARKDOWN);
+  assert_int_equal(tp_report_format_parse("csv", &fmt), TP_OK);
+  assert_int_equal(fmt, TP_FMT_CSV);
+  assert_int_equal(tp_report_format_parse("json", &fmt), TP_OK);
+  assert_int_equal(fmt, TP_FMT_JSON);
+  assert_int_equal(tp_report_format_parse("xml", &fmt), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "xml"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_json_rows_and_speedups),
+      cmocka_unit_test(test_json_rejected_case_shows_reason),
+      cmocka_unit_test(test_json_summary),
+      cmocka_unit_test(test_markdown),
+      cmocka_unit_test(test_csv),
+      cmocka_unit_test(test_filters),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_write_failure),
+      cmocka_unit_test(test_format_parse),
+  };
+  return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);
+}
