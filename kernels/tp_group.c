@@ -4,6 +4,7 @@
 #include "tp_group.h"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +19,23 @@ static int env_is(const char *name, const char *value) {
   return v && strcmp(v, value) == 0;
 }
 
+/* The driver API is reached through the runtime's entry-point query, so the
+ * binary does not link libcuda and still starts (and says "no device") on a
+ * machine without a driver. */
 static tp_rc query_multicast(tp_group *g) {
-  CUdevice dev;
-  CUresult r = cuDeviceGet(&dev, g->device);
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  TP_CUDA(cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &fn, 12000, cudaEnableDefault,
+                                           &found));
+  if (found != cudaDriverEntryPointSuccess || !fn)
+    return TP_FAIL(TP_ECUDA, "the driver has no cuDeviceGetAttribute entry point");
+  PFN_cuDeviceGetAttribute_v2000 get_attribute;
+  memcpy(&get_attribute, &fn, sizeof get_attribute); /* ISO C has no object-to-function cast */
   int supported = 0;
-  if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev);
-  if (r != CUDA_SUCCESS) {
-    const char *msg = NULL;
-    cuGetErrorString(r, &msg);
-    return TP_FAIL(TP_ECUDA, "cuDeviceGetAttribute(MULTICAST_SUPPORTED): %s", msg ? msg : "?");
-  }
+  CUresult r = get_attribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, (CUdevice)g->device);
+  if (r != CUDA_SUCCESS)
+    return TP_FAIL(TP_ECUDA, "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED): CUresult %d",
+                   (int)r);
   g->multicast_supported = supported;
   g->multicast_disabled = env_is("NCCL_NVLS_ENABLE", "0") ||
                           env_is("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1") ||

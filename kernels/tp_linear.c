@@ -7,9 +7,19 @@
  *   RS: receive slots R[W][S, N] (slot r holds rank r's partial of this
  *       rank's rows), then staging P[W-1][S, N] for the partials this rank
  *       pushes out.
- * Signal slots: the flag of chunk j from rank r is TP_SIG_FLAGS + r·MAXC + j;
- * its copy-kernel block counter TP_SIG_COUNTERS + d·MAXC + j (d: the peer
- * pushed to).
+ *   AG backward: receive slots R[W][S, K] and staging P[W-1][S, K] of the
+ *       dx reduce-scatter, then (unless the input was saved) G[T, K].
+ *   RS backward: gathered gradient G[T, N].
+ * Signal slots: a transfer has a phase (0 or 1; the AG backward runs two at
+ * once) and a chunk; the flag of chunk j of phase f from rank r is
+ * TP_SIG_FLAGS + r·64 + f·32 + j; its copy-kernel block counter
+ * TP_SIG_COUNTERS + d·64 + f·32 + j (d: the peer pushed to).
+ *
+ * Bits: a GEMM over a block of rows gives the bits the whole GEMM gives for
+ * those rows (tp_gemm.h), so every result that needs no cross-rank sum (the
+ * gather-side outputs, dW from a gathered operand, the RS-side dx) is
+ * bit-identical between stock and dist_gemm; only the reduce-scatter
+ * outputs differ in the order ranks are summed.
  */
 #include "tp_linear.h"
 
@@ -22,7 +32,8 @@ enum {
   SM_COPY_BLOCKS = 16,        /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */
   AUTO_CHUNK_MIN_BYTES = 8 << 20,
   AUTO_CHUNK_MIN_ROWS = 512,
-  AUTO_MAX_CHUNKS = 4
+  AUTO_MAX_CHUNKS = 4,
+  MAX_PHASE_CHUNKS = TP_MAX_CHUNKS / 2
 };
 
 const char *tp_linear_kind_name(tp_linear_kind kind) {
@@ -131,8 +142,40 @@ static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
     p->gemm_k = d->in_features / world;
     p->comm_bytes = (size_t)(p->shard_rows * d->out_features) * e * (size_t)(world - 1);
   }
+  /* The backward runs two GEMMs of the forward's size (dx and dw) and moves
+   * as much again: one reduce-scatter and, unless saved, one all-gather. */
   p->flops = 2.0 * (double)d->tokens * (double)d->out_features * (double)d->in_features *
-             (double)d->n_weights;
+             (double)d->n_weights * (d->backward ? 3.0 : 1.0);
+  if (d->backward) {
+    size_t fwd = p->comm_bytes;
+    size_t other = (size_t)(p->shard_rows * (is_gather_side(d->kind) ? d->in_features : d->out_features)) *
+                   e * (size_t)(world - 1);
+    p->comm_bytes = fwd + other + (is_gather_side(d->kind) && !d->save_gathered ? fwd : 0);
+  }
+}
+
+/* Symmetric bytes the fused schedules need: a max over the passes. */
+static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
+  const size_t e = tp_dtype_bytes(d->dtype);
+  const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
+  const size_t rs_slots = (size_t)world * (size_t)S, rs_staging = (size_t)(world - 1) * (size_t)S;
+  size_t fwd, bwd = 0;
+  if (is_gather_side(d->kind)) {
+    fwd = T * K * e;
+    if (d->backward) bwd = (rs_slots + rs_staging) * K * e + (d->save_gathered ? 0 : T * K * e);
+  } else {
+    fwd = (rs_slots + rs_staging) * N * e;
+    if (d->backward) bwd = T * N * e;
+  }
+  return fwd > bwd ? fwd : bwd;
+}
+
+/* Private bytes of the stock path (gathered input, full partials), max over passes. */
+static size_t stock_scratch(const tp_linear_desc *d) {
+  const size_t e = tp_dtype_bytes(d->dtype);
+  const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
+  if (is_gather_side(d->kind)) return (d->backward ? 2 : 1) * T * K * e;
+  return T * N * e;
 }
 
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
@@ -158,8 +201,8 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
   } else {
     char num[96];
     snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
-    if (chunks > TP_MAX_CHUNKS || chunks < 1)
-      return reject(p, "chunks outside 1..64 (%s)", num);
+    if (chunks > MAX_PHASE_CHUNKS || chunks < 1)
+      return reject(p, "chunks outside 1..32 (%s)", num);
     if (p->shard_rows % chunks != 0)
       return reject(p, "rows per rank not divisible by chunks (%s)", num);
     snprintf(chunk_why, sizeof chunk_why, "%d chunk(s) as requested", chunks);
@@ -183,11 +226,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
     snprintf(p->reason, sizeof p->reason, "%s as requested; %s", tp_schedule_name(requested),
              chunk_why);
   }
-  if (is_gather_side(d->kind))
-    p->workspace_bytes = (size_t)(d->tokens * d->in_features) * e;
-  else
-    p->workspace_bytes = (size_t)(d->tokens * d->out_features) * e +
-                         (size_t)(g->world - 1) * (size_t)(p->shard_rows * d->out_features) * e;
+  p->workspace_bytes = dist_workspace(d, g->world, p->shard_rows);
   return TP_OK;
 }
 
@@ -201,6 +240,12 @@ tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_back
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
   size_t e = tp_dtype_bytes(desc->dtype);
+  if (desc->save_gathered) {
+    if (!is_gather_side(desc->kind) || !desc->backward)
+      return reject(out, "save_gathered: %s",
+                    "only the all-gather side's backward reuses a gathered input");
+    out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * e;
+  }
   switch (backend) {
   case TP_BACKEND_DIST: return resolve_dist(g, requested, chunks, out);
   case TP_BACKEND_STOCK:
@@ -212,9 +257,7 @@ tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_back
              backend == TP_BACKEND_GEMM_ONLY ? "cuBLASLt GEMM alone"
              : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
                                                : "NCCL collective, then cuBLASLt GEMM, one stream");
-    out->workspace_bytes = is_gather_side(desc->kind)
-                               ? (size_t)(desc->tokens * desc->in_features) * e
-                               : (size_t)(desc->tokens * desc->out_features) * e;
+    out->workspace_bytes = stock_scratch(desc);
     return TP_OK;
   }
   return TP_FAIL(TP_EINTERNAL, "unknown backend %d", (int)backend);
@@ -233,48 +276,125 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
 
 static ncclDataType_t nccl_type(tp_dtype dt) { return dt == TP_BF16 ? ncclBfloat16 : ncclFloat32; }
 
-static char *byte_offset(void *base, size_t off) { return (char *)base + off; }
-static const char *cbyte_offset(const void *base, size_t off) { return (const char *)base + off; }
+static char *at(void *base, size_t bytes) { return (char *)base + bytes; }
+static const char *cat(const void *base, size_t bytes) { return (const char *)base + bytes; }
 
-/* y[rows] = x[rows] · wᵀ for each weight, row-major, y with leading dim n. */
-static tp_rc gemm_rows(tp_group *g, const tp_linear_plan *p, int64_t rows, const void *x,
-                       const void *const *w, void *const *y, size_t y_row_offset) {
-  size_t e = tp_dtype_bytes(p->desc.dtype);
+/* Row-major C[m, n] (ldc) = op(A) · op(B) (+ beta C) on the main stream. */
+static tp_rc gemm(tp_group *g, const tp_linear_plan *p, int trans_a, int trans_b, int64_t m,
+                  int64_t n, int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                  void *c, int64_t ldc, float beta) {
+  return tp_gemm_run(g->gemm, p->desc.dtype, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                     beta, g->main_stream);
+}
+
+/* ---- the GEMMs of each op, on a block of rows ---------------------------------------- */
+
+/* Forward: y_i[rows] = x[rows] · w_iᵀ. x_rows points at the block's first row. */
+static tp_rc fwd_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                      int64_t rows, const void *x_rows, void *const *out, size_t out_row0) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
   for (int i = 0; i < p->desc.n_weights; ++i)
-    TP_TRY(tp_gemm_run(g->gemm, p->desc.dtype, 0, 1, rows, p->gemm_n, p->gemm_k, x, p->gemm_k,
-                       w[i], p->gemm_k, byte_offset(y[i], y_row_offset * (size_t)p->gemm_n * e),
-                       p->gemm_n, 0.0f, g->main_stream));
+    TP_TRY(gemm(g, p, 0, 1, rows, p->gemm_n, p->gemm_k, x_rows, p->gemm_k, t->w[i], p->gemm_k,
+                at(out[i], out_row0 * (size_t)p->gemm_n * e), p->gemm_n, 0.0f));
   return TP_OK;
 }
 
-static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const void *x,
-                           const void *const *w, void *const *y) {
+/* Gather-side backward partial: Σ_i dy_i[rows] · w_i → out[rows, K]. */
+static tp_rc dgrad_partial_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                                int64_t row0, int64_t rows, void *out) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  for (int i = 0; i < p->desc.n_weights; ++i)
+    TP_TRY(gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n, cat(t->dy[i], (size_t)row0 * (size_t)p->gemm_n * e),
+                p->gemm_n, t->w[i], p->gemm_k, out, p->gemm_k, i == 0 ? 0.0f : 1.0f));
+  return TP_OK;
+}
+
+/* Weight gradient from a whole gathered operand: dw_i = dy_iᵀ · gathered
+ * (gather side), dw = gatheredᵀ · x (RS side). One GEMM over all T rows. */
+static tp_rc wgrad(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                   const void *gathered) {
+  const int64_t T = p->desc.tokens;
+  if (is_gather_side(p->desc.kind)) {
+    for (int i = 0; i < p->desc.n_weights; ++i)
+      TP_TRY(gemm(g, p, 1, 0, p->gemm_n, p->gemm_k, T, t->dy[i], p->gemm_n, gathered, p->gemm_k,
+                  t->dw[i], p->gemm_k, 0.0f));
+    return TP_OK;
+  }
+  return gemm(g, p, 1, 0, p->gemm_n, p->gemm_k, T, gathered, p->gemm_n, t->x, p->gemm_k, t->dw[0],
+              p->gemm_k, 0.0f);
+}
+
+/* RS-side backward: dx[rows] = gathered_dy[rows] · w. */
+static tp_rc rs_dgrad_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                           int64_t rows, const void *dy_rows, size_t dx_row0) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  return gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n, dy_rows, p->gemm_n, t->w[0], p->gemm_k,
+              at(t->dx, dx_row0 * (size_t)p->gemm_k * e), p->gemm_k, 0.0f);
+}
+
+/* ---- stock: NCCL and cuBLASLt on one stream ---------------------------------------- */
+
+static int runs_gemm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
+static int runs_comm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_GEMM_ONLY; }
+
+static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
   if (is_gather_side(p->desc.kind)) {
-    size_t shard = tp_linear_x_elems(p);
-    if (p->backend != TP_BACKEND_GEMM_ONLY)
-      TP_NCCL(ncclAllGather(x, g->scratch, shard, nt, g->nccl, s), g->nccl);
-    if (p->backend != TP_BACKEND_COMM_ONLY) TP_TRY(gemm_rows(g, p, p->gemm_m, g->scratch, w, y, 0));
+    void *gathered = t->saved ? t->saved : g->scratch;
+    if (runs_comm(p))
+      TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
+    if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, gathered, t->y, 0));
     return TP_OK;
   }
-  if (p->backend != TP_BACKEND_COMM_ONLY) {
-    void *partial[1] = {g->scratch};
-    TP_TRY(gemm_rows(g, p, p->gemm_m, x, w, partial, 0));
-  }
-  if (p->backend != TP_BACKEND_GEMM_ONLY)
-    TP_NCCL(ncclReduceScatter(g->scratch, y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
+  void *partial[1] = {g->scratch};
+  if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, partial, 0));
+  if (runs_comm(p))
+    TP_NCCL(ncclReduceScatter(g->scratch, t->y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
             g->nccl);
   return TP_OK;
 }
 
-/* Pushes bytes from a local buffer into peer `dst`'s memory and raises its flag `slot`. */
+static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  cudaStream_t s = g->main_stream;
+  ncclDataType_t nt = nccl_type(p->desc.dtype);
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  if (is_gather_side(p->desc.kind)) {
+    void *partial = g->scratch;
+    void *gathered = t->saved ? t->saved : at(g->scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
+    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, partial));
+    if (runs_comm(p)) {
+      TP_NCCL(ncclReduceScatter(partial, t->dx, tp_linear_x_elems(p), nt, ncclSum, g->nccl, s), g->nccl);
+      if (!t->saved)
+        TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
+    }
+    if (runs_gemm(p)) TP_TRY(wgrad(g, p, t, gathered));
+    return TP_OK;
+  }
+  void *gathered = g->scratch;
+  if (runs_comm(p))
+    TP_NCCL(ncclAllGather(t->dy[0], gathered, tp_linear_y_elems(p), nt, g->nccl, s), g->nccl);
+  if (runs_gemm(p)) {
+    TP_TRY(rs_dgrad_rows(g, p, t, p->desc.tokens, gathered, 0));
+    TP_TRY(wgrad(g, p, t, gathered));
+  }
+  return TP_OK;
+}
+
+/* ---- fused: transfers on the comm stream, flags between ranks ------------------------- */
+
+static int flag_slot(int src, int phase, int chunk) {
+  return TP_SIG_FLAGS + src * TP_MAX_CHUNKS + phase * MAX_PHASE_CHUNKS + chunk;
+}
+
+/* Pushes bytes from a local buffer into peer dst's memory, then raises the
+ * flag of (this rank, phase, chunk) in dst's pad. */
 static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
-                        const void *src_ptr, size_t bytes, int chunk) {
+                        const void *src_ptr, size_t bytes, int phase, int chunk) {
   tp_pad_set pads = tp_symm_pads(g->symm);
-  int slot = TP_SIG_FLAGS + g->rank * TP_MAX_CHUNKS + chunk;
+  const int slot = flag_slot(g->rank, phase, chunk);
   if (p->schedule == TP_SCHED_SM) {
-    int counter = TP_SIG_COUNTERS + dst * TP_MAX_CHUNKS + chunk;
+    int counter = TP_SIG_COUNTERS + dst * TP_MAX_CHUNKS + phase * MAX_PHASE_CHUNKS + chunk;
     TP_CUDA(tp_launch_copy_signal(dst_ptr, src_ptr, bytes, p->sm_blocks, pads.pad[g->rank],
                                   counter, pads.pad[dst], slot, g->comm_stream));
     return TP_OK;
@@ -284,10 +404,11 @@ static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst
   return TP_OK;
 }
 
-static tp_rc wait_chunk(tp_group *g, int src, int chunk) {
+/* The main stream waits for (src, phase, chunk) to land here. */
+static tp_rc wait_chunk(tp_group *g, int src, int phase, int chunk) {
   tp_pad_set pads = tp_symm_pads(g->symm);
-  TP_CUDA(tp_launch_wait(pads.pad[g->rank], TP_SIG_FLAGS + src * TP_MAX_CHUNKS + chunk, src,
-                         g->wait_timeout_ns, g->main_stream));
+  TP_CUDA(tp_launch_wait(pads.pad[g->rank], flag_slot(src, phase, chunk), src, g->wait_timeout_ns,
+                         g->main_stream));
   return TP_OK;
 }
 
@@ -310,79 +431,178 @@ static tp_rc join_from_comm(tp_group *g) {
   return TP_OK;
 }
 
-static tp_rc dist_ag_forward(tp_group *g, const tp_linear_plan *p, const void *x,
-                             const void *const *w, void *const *y) {
-  const int rank = g->rank, world = g->world, chunks = p->chunks;
-  const int64_t S = p->shard_rows, R = S / chunks, K = p->desc.in_features;
-  const size_t row_bytes = (size_t)K * tp_dtype_bytes(p->desc.dtype);
-  TP_TRY(fork_to_comm(g));
-  for (int j = 0; j < chunks; ++j) {
+/* Pushes this rank's rows [S, row_bytes] into every peer's buffer at
+ * gather_offset + rank·S rows, chunk by chunk; all chunks for every peer
+ * are queued at once (chunk-major, so every peer gets chunk 0 first). */
+static tp_rc push_gather(tp_group *g, const tp_linear_plan *p, const void *rows_local,
+                         size_t row_bytes, size_t gather_offset, int phase) {
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / p->chunks;
+  for (int j = 0; j < p->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
-      void *to = byte_offset(tp_symm_ptr(g->symm, dst), (size_t)(rank * S + j * R) * row_bytes);
-      TP_TRY(push_chunk(g, p, dst, to, cbyte_offset(x, (size_t)(j * R) * row_bytes),
-                        (size_t)R * row_bytes, j));
+      void *to = at(tp_symm_ptr(g->symm, dst), gather_offset + (size_t)(rank * S + j * R) * row_bytes);
+      TP_TRY(push_chunk(g, p, dst, to, cat(rows_local, (size_t)(j * R) * row_bytes),
+                        (size_t)R * row_bytes, phase, j));
     }
-  }
-  /* The local shard needs no transfer: its GEMM overlaps the first pushes. */
-  TP_TRY(gemm_rows(g, p, S, x, w, y, (size_t)(rank * S)));
-  const void *gathered = tp_symm_ptr(g->symm, rank);
-  for (int j = 0; j < chunks; ++j) {
-    for (int step = 1; step < world; ++step) {
-      int src = (rank - step + world) % world;
-      TP_TRY(wait_chunk(g, src, j));
-      size_t row0 = (size_t)(src * S + j * R);
-      TP_TRY(gemm_rows(g, p, R, cbyte_offset(gathered, row0 * row_bytes), w, y, row0));
-    }
-  }
-  return join_from_comm(g);
+  return TP_OK;
 }
 
-static tp_rc dist_rs_forward(tp_group *g, const tp_linear_plan *p, const void *x,
-                             const void *const *w, void *const *y) {
+/* Waits for every peer chunk of a gather (same order as pushed). */
+static tp_rc wait_gather(tp_group *g, const tp_linear_plan *p, int phase) {
+  for (int j = 0; j < p->chunks; ++j)
+    for (int step = 1; step < g->world; ++step)
+      TP_TRY(wait_chunk(g, (g->rank - step + g->world) % g->world, phase, j));
+  return TP_OK;
+}
+
+/* Computes and pushes the partial of every peer's rows, then the local
+ * partial into slot `rank`, waits for the peers' partials and sums the W
+ * slots in rank order into out [S, width]. partial(dst_row0, rows, dst)
+ * writes the partial of rows [dst_row0, +rows) of the full [T, width] result. */
+typedef tp_rc (*partial_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                            int64_t row0, int64_t rows, void *out);
+
+static tp_rc fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                                  partial_fn partial, int64_t width, void *out, int phase) {
   const int rank = g->rank, world = g->world, chunks = p->chunks;
-  const int64_t S = p->shard_rows, R = S / chunks, N = p->desc.out_features, Kl = p->gemm_k;
-  const size_t e = tp_dtype_bytes(p->desc.dtype);
-  const size_t x_row = (size_t)Kl * e, out_row = (size_t)N * e, slot_bytes = (size_t)S * out_row;
+  const int64_t S = p->shard_rows, R = S / chunks;
+  const size_t row = (size_t)width * tp_dtype_bytes(p->desc.dtype), slot = (size_t)S * row;
   void *own = tp_symm_ptr(g->symm, rank);
-  TP_TRY(fork_to_comm(g));
   for (int step = 1; step < world; ++step) {
     int dst = (rank + step) % world;
-    void *staging = byte_offset(own, (size_t)world * slot_bytes + (size_t)(step - 1) * slot_bytes);
+    void *staging = at(own, (size_t)world * slot + (size_t)(step - 1) * slot);
     for (int j = 0; j < chunks; ++j) {
-      size_t row0 = (size_t)(dst * S + j * R);
-      void *part[1] = {byte_offset(staging, (size_t)(j * R) * out_row)};
-      TP_TRY(gemm_rows(g, p, R, cbyte_offset(x, row0 * x_row), w, part, 0));
+      void *part = at(staging, (size_t)(j * R) * row);
+      TP_TRY(partial(g, p, t, dst * S + j * R, R, part));
       cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS + j];
       TP_CUDA(cudaEventRecord(ready, g->main_stream));
       TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-      void *to = byte_offset(tp_symm_ptr(g->symm, dst),
-                             (size_t)rank * slot_bytes + (size_t)(j * R) * out_row);
-      TP_TRY(push_chunk(g, p, dst, to, part[0], (size_t)R * out_row, j));
+      void *to = at(tp_symm_ptr(g->symm, dst), (size_t)rank * slot + (size_t)(j * R) * row);
+      TP_TRY(push_chunk(g, p, dst, to, part, (size_t)R * row, phase, j));
     }
   }
-  /* The local partial goes straight into its own receive slot. */
-  void *own_slot[1] = {byte_offset(own, (size_t)rank * slot_bytes)};
-  TP_TRY(gemm_rows(g, p, S, cbyte_offset(x, (size_t)(rank * S) * x_row), w, own_slot, 0));
-  for (int j = 0; j < chunks; ++j)
-    for (int step = 1; step < world; ++step) TP_TRY(wait_chunk(g, (rank - step + world) % world, j));
+  /* The local partial goes last, straight into its own receive slot. */
+  TP_TRY(partial(g, p, t, rank * S, S, at(own, (size_t)rank * slot)));
+  TP_TRY(wait_gather(g, p, phase));
   const void *slots[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) slots[r] = cbyte_offset(own, (size_t)r * slot_bytes);
-  TP_CUDA(tp_launch_reduce_sum(p->desc.dtype, y[0], slots, world, (size_t)(S * N), g->main_stream));
+  for (int r = 0; r < world; ++r) slots[r] = cat(own, (size_t)r * slot);
+  TP_CUDA(tp_launch_reduce_sum(p->desc.dtype, out, slots, world, (size_t)(S * width), g->main_stream));
+  return TP_OK;
+}
+
+static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                         int64_t row0, int64_t rows, void *out) {
+  void *outs[1] = {out};
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  return fwd_rows(g, p, t, rows, cat(t->x, (size_t)row0 * (size_t)p->gemm_k * e), outs, 0);
+}
+
+/* Copies the local rows into the own slot of a gathered buffer, so a GEMM
+ * over the whole gathered operand can run as one call. */
+static tp_rc place_own_rows(tp_group *g, const tp_linear_plan *p, void *gathered,
+                            const void *rows_local, size_t row_bytes) {
+  size_t off = (size_t)(g->rank * p->shard_rows) * row_bytes;
+  TP_CUDA(cudaMemcpyAsync(at(gathered, off), rows_local, (size_t)p->shard_rows * row_bytes,
+                          cudaMemcpyDeviceToDevice, g->main_stream));
+  return TP_OK;
+}
+
+static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  TP_TRY(fork_to_comm(g));
+  if (!is_gather_side(p->desc.kind)) {
+    TP_TRY(fused_reduce_scatter(g, p, t, fwd_partial, p->desc.out_features, t->y[0], 0));
+    return join_from_comm(g);
+  }
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / p->chunks;
+  const size_t row = (size_t)p->desc.in_features * e;
+  void *gathered = tp_symm_ptr(g->symm, rank);
+  TP_TRY(push_gather(g, p, t->x, row, 0, 0));
+  /* The local shard needs no transfer: its GEMM overlaps the first pushes. */
+  TP_TRY(fwd_rows(g, p, t, S, t->x, t->y, (size_t)(rank * S)));
+  for (int j = 0; j < p->chunks; ++j)
+    for (int step = 1; step < world; ++step) {
+      int src = (rank - step + world) % world;
+      TP_TRY(wait_chunk(g, src, 0, j));
+      size_t row0 = (size_t)(src * S + j * R);
+      TP_TRY(fwd_rows(g, p, t, R, cat(gathered, row0 * row), t->y, row0));
+    }
+  if (t->saved) {
+    TP_TRY(place_own_rows(g, p, gathered, t->x, row));
+    TP_CUDA(cudaMemcpyAsync(t->saved, gathered, (size_t)p->desc.tokens * row,
+                            cudaMemcpyDeviceToDevice, g->main_stream));
+  }
   return join_from_comm(g);
 }
 
-tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const void *x, const void *const *w,
-                        void *const *y) {
-  if (p->backend != TP_BACKEND_DIST) {
-    if (g->scratch_bytes < p->workspace_bytes)
-      return TP_FAIL(TP_EINTERNAL, "scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
-                     g->scratch_bytes, p->workspace_bytes);
-    return stock_forward(g, p, x, w, y);
+static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / p->chunks, T = p->desc.tokens;
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  TP_TRY(fork_to_comm(g));
+  if (is_gather_side(p->desc.kind)) {
+    /* The input's all-gather for dW (phase 0) moves while dx is computed and
+     * reduce-scattered (phase 1). */
+    const size_t row = (size_t)p->gemm_k * e;
+    const size_t gather_off = (size_t)(world * S + (world - 1) * S) * row;
+    void *gathered = t->saved ? t->saved : at(tp_symm_ptr(g->symm, rank), gather_off);
+    if (!t->saved) TP_TRY(push_gather(g, p, t->x, row, gather_off, 0));
+    TP_TRY(fused_reduce_scatter(g, p, t, dgrad_partial_rows, p->gemm_k, t->dx, 1));
+    if (!t->saved) {
+      TP_TRY(place_own_rows(g, p, gathered, t->x, row));
+      TP_TRY(wait_gather(g, p, 0));
+    }
+    TP_TRY(wgrad(g, p, t, gathered));
+    return join_from_comm(g);
   }
-  if (tp_symm_size(g->symm) < p->workspace_bytes)
-    return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
-                   tp_symm_size(g->symm), p->workspace_bytes);
-  if (is_gather_side(p->desc.kind)) return dist_ag_forward(g, p, x, w, y);
-  return dist_rs_forward(g, p, x, w, y);
+  /* RS side: gather dy; dx rows as chunks arrive; dW over the whole. */
+  const size_t row = (size_t)p->gemm_n * e;
+  void *gathered = tp_symm_ptr(g->symm, rank);
+  TP_TRY(push_gather(g, p, t->dy[0], row, 0, 0));
+  TP_TRY(rs_dgrad_rows(g, p, t, S, t->dy[0], (size_t)(rank * S)));
+  for (int j = 0; j < p->chunks; ++j)
+    for (int step = 1; step < world; ++step) {
+      int src = (rank - step + world) % world;
+      TP_TRY(wait_chunk(g, src, 0, j));
+      size_t row0 = (size_t)(src * S + j * R);
+      TP_TRY(rs_dgrad_rows(g, p, t, R, cat(gathered, row0 * row), row0));
+    }
+  TP_TRY(place_own_rows(g, p, gathered, t->dy[0], row));
+  (void)T;
+  TP_TRY(wgrad(g, p, t, gathered));
+  return join_from_comm(g);
+}
+
+static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (p->desc.save_gathered && !t->saved)
+    return TP_FAIL(TP_EINTERNAL, "plan saves the gathered input but no buffer was given");
+  if (p->backend == TP_BACKEND_DIST) {
+    if (tp_symm_size(g->symm) < p->workspace_bytes)
+      return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
+                     tp_symm_size(g->symm), p->workspace_bytes);
+  } else if (g->scratch_bytes < p->workspace_bytes) {
+    return TP_FAIL(TP_EINTERNAL, "scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
+                   g->scratch_bytes, p->workspace_bytes);
+  }
+  return TP_OK;
+}
+
+tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  TP_TRY(check_ready(g, p, t));
+  return p->backend == TP_BACKEND_DIST ? dist_forward(g, p, t) : stock_forward(g, p, t);
+}
+
+tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (!p->desc.backward)
+    return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
+  TP_TRY(check_ready(g, p, t));
+  return p->backend == TP_BACKEND_DIST ? dist_backward(g, p, t) : stock_backward(g, p, t);
+}
+
+tp_rc tp_linear_step(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  TP_TRY(tp_linear_forward(g, p, t));
+  if (p->desc.backward) TP_TRY(tp_linear_backward(g, p, t));
+  return TP_OK;
 }

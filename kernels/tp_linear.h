@@ -64,6 +64,9 @@ typedef struct tp_linear_desc {
   int64_t in_features;  /* K of the unsharded weight */
   int64_t out_features; /* N of the unsharded weight (each weight, for MULTI) */
   int n_weights;        /* 1, or the weights sharing one input (MULTI) */
+  int backward;         /* the plan also runs the backward pass */
+  int save_gathered;    /* all-gather side: keep AG(x) from the forward for dW (memory for
+                           one all-gather less); 0: gather x again in the backward */
 } tp_linear_desc;
 
 typedef struct tp_linear_plan {
@@ -76,9 +79,10 @@ typedef struct tp_linear_plan {
   int world, rank;
   int64_t shard_rows;   /* S = T / W */
   int64_t gemm_m, gemm_n, gemm_k; /* the whole GEMM one rank runs */
-  size_t workspace_bytes; /* symmetric (DIST) or private scratch (the rest) */
-  size_t comm_bytes;      /* bytes one rank sends per call */
-  double flops;           /* FLOP of one call over the whole group */
+  size_t workspace_bytes; /* symmetric (DIST) or private scratch (the rest), max over passes */
+  size_t saved_bytes;     /* the caller's buffer for AG(x) when save_gathered, else 0 */
+  size_t comm_bytes;      /* bytes one rank sends per step (forward, plus backward if planned) */
+  double flops;           /* FLOP of one step over the whole group */
 } tp_linear_plan;
 
 /* Elements of each per-rank tensor of a plan. */
@@ -96,10 +100,30 @@ tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_desc *desc, tp_
  * DIST: every rank must call it). */
 tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
 
-/* Enqueues one forward call on the group's main stream (the fused schedules
- * fork to the comm stream and join back before returning). x, w[i], y[i] are
- * this rank's tensors as laid out above. Host-asynchronous. */
-tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan, const void *x,
-                        const void *const *w, void *const *y);
+/* This rank's tensors of one op. Gradients have their tensor's shape:
+ * dy[i] like y[i], dx like x, dw[i] like w[i]. saved: T x K elements when
+ * the plan saves the gathered input, else NULL. */
+typedef struct tp_linear_tensors {
+  const void *x;
+  const void *w[TP_MAX_WEIGHTS];
+  void *y[TP_MAX_WEIGHTS];
+  const void *dy[TP_MAX_WEIGHTS];
+  void *dx;
+  void *dw[TP_MAX_WEIGHTS];
+  void *saved;
+} tp_linear_tensors;
+
+/* Enqueues the forward on the group's main stream (the fused schedules fork
+ * to the comm stream and join back before returning). Host-asynchronous.
+ * GEMM_ONLY / COMM_ONLY run only the GEMMs / only the collectives. */
+tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+
+/* Enqueues the backward: dx from dy (the reduction over the sharded
+ * dimension goes through the op's collective) and dw[i] from dy[i] and the
+ * gathered input. Needs a plan made with desc.backward. */
+tp_rc tp_linear_backward(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+
+/* forward, then backward if the plan has one: one training step of the op. */
+tp_rc tp_linear_step(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
 
 #endif /* TP_LINEAR_H */

@@ -31,11 +31,17 @@ typedef struct rank_outcome {
   char msg[OUTCOME_MSG];
 } rank_outcome;
 
+/* This rank's tensors of one case, with a copy of stock's outputs (y, dx,
+ * dw) to check dist_gemm against. */
 typedef struct case_buffers {
-  void *x, *w[TP_MAX_WEIGHTS], *y[TP_MAX_WEIGHTS], *y_stock[TP_MAX_WEIGHTS];
+  void *x, *w[TP_MAX_WEIGHTS], *y[TP_MAX_WEIGHTS], *dy[TP_MAX_WEIGHTS], *dx, *dw[TP_MAX_WEIGHTS];
+  void *saved;
+  void *stock_y[TP_MAX_WEIGHTS], *stock_dx, *stock_dw[TP_MAX_WEIGHTS];
   int have_stock;
-  double *acc; /* 5 doubles per weight, device: compare accumulators */
+  double *acc; /* 5 doubles per compared tensor, device: compare accumulators */
 } case_buffers;
+
+enum { MAX_COMPARED = 2 * TP_MAX_WEIGHTS + 1 };
 
 typedef struct worker_state {
   tp_worker_ctx *ctx;
@@ -149,18 +155,25 @@ static tp_linear_desc case_desc(const tp_ops_case *c) {
   d.in_features = c->proj.k;
   d.out_features = c->proj.n;
   d.n_weights = c->proj.n_weights;
+  d.backward = strcmp(c->pass, "fwd") != 0;
   return d;
 }
 
 static void free_buffers(case_buffers *b) {
-  cudaFree(b->x);
-  cudaFree(b->acc);
+  void *all[] = {b->x, b->dx, b->saved, b->stock_dx, b->acc};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) cudaFree(all[i]);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
-    cudaFree(b->w[i]);
-    cudaFree(b->y[i]);
-    cudaFree(b->y_stock[i]);
+    void *per[] = {b->w[i], b->y[i], b->dy[i], b->dw[i], b->stock_y[i], b->stock_dw[i]};
+    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) cudaFree(per[j]);
   }
   memset(b, 0, sizeof *b);
+}
+
+static tp_rc alloc_random(void **buf, tp_dtype dt, size_t count, uint64_t seed, float scale,
+                          cudaStream_t s) {
+  TP_CUDA(cudaMalloc(buf, count * tp_dtype_bytes(dt)));
+  TP_CUDA(tp_launch_fill_random(dt, *buf, count, seed, scale, s));
+  return TP_OK;
 }
 
 /* Allocates the case's tensors and fills inputs and weights with random
@@ -170,17 +183,25 @@ static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index,
   const tp_dtype dt = p->desc.dtype;
   const size_t e = tp_dtype_bytes(dt);
   const uint64_t seed = ((uint64_t)case_index << 20) ^ ((uint64_t)g->rank << 8);
-  TP_CUDA(cudaMalloc(&b->x, tp_linear_x_elems(p) * e));
-  TP_CUDA(tp_launch_fill_random(dt, b->x, tp_linear_x_elems(p), seed + 1, 1.0f, g->main_stream));
+  const size_t nx = tp_linear_x_elems(p), nw = tp_linear_w_elems(p), ny = tp_linear_y_elems(p);
+  cudaStream_t s = g->main_stream;
+  TP_TRY(alloc_random(&b->x, dt, nx, seed + 1, 1.0f, s));
+  /* Weights scaled by 1/sqrt(K) keep outputs near unit size. */
   const float w_scale = 1.0f / sqrtf((float)p->gemm_k);
   for (int i = 0; i < p->desc.n_weights; ++i) {
-    TP_CUDA(cudaMalloc(&b->w[i], tp_linear_w_elems(p) * e));
-    TP_CUDA(tp_launch_fill_random(dt, b->w[i], tp_linear_w_elems(p), seed + 2 + (uint64_t)i,
-                                  w_scale, g->main_stream));
-    TP_CUDA(cudaMalloc(&b->y[i], tp_linear_y_elems(p) * e));
-    TP_CUDA(cudaMalloc(&b->y_stock[i], tp_linear_y_elems(p) * e));
+    TP_TRY(alloc_random(&b->w[i], dt, nw, seed + 2 + (uint64_t)i, w_scale, s));
+    TP_CUDA(cudaMalloc(&b->y[i], ny * e));
+    TP_CUDA(cudaMalloc(&b->stock_y[i], ny * e));
+    if (!p->desc.backward) continue;
+    TP_TRY(alloc_random(&b->dy[i], dt, ny, seed + 10 + (uint64_t)i, 1.0f, s));
+    TP_CUDA(cudaMalloc(&b->dw[i], nw * e));
+    TP_CUDA(cudaMalloc(&b->stock_dw[i], nw * e));
   }
-  TP_CUDA(cudaMalloc(&b->acc, 5 * TP_MAX_WEIGHTS * sizeof(double)));
+  if (p->desc.backward) {
+    TP_CUDA(cudaMalloc(&b->dx, nx * e));
+    TP_CUDA(cudaMalloc(&b->stock_dx, nx * e));
+  }
+  TP_CUDA(cudaMalloc((void **)&b->acc, 5 * MAX_COMPARED * sizeof(double)));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
 }
@@ -207,10 +228,26 @@ static tp_rc wait_event(cudaEvent_t ev, int timeout_s, const char *what) {
   }
 }
 
+static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b) {
+  tp_linear_tensors t;
+  memset(&t, 0, sizeof t);
+  t.x = b->x;
+  t.dx = b->dx;
+  t.saved = p->desc.save_gathered ? b->saved : NULL;
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    t.w[i] = b->w[i];
+    t.y[i] = b->y[i];
+    t.dy[i] = b->dy[i];
+    t.dw[i] = b->dw[i];
+  }
+  return t;
+}
+
 static tp_rc run_iters(tp_group *g, const tp_linear_plan *p, case_buffers *b, int n,
                        cudaEvent_t *marks) {
+  tp_linear_tensors t = tensors_of(p, b);
   for (int i = 0; i < n; ++i) {
-    TP_TRY(tp_linear_forward(g, p, b->x, (const void *const *)b->w, b->y));
+    TP_TRY(tp_linear_step(g, p, &t));
     if (marks) TP_CUDA(cudaEventRecord(marks[i + 1], g->main_stream));
   }
   return TP_OK;
@@ -247,15 +284,24 @@ typedef struct numerics {
 static tp_rc compare_with_stock(worker_state *ws, const tp_linear_plan *p, case_buffers *b,
                                 numerics *out) {
   tp_group *g = ws->ctx->group;
-  double host[5 * TP_MAX_WEIGHTS];
+  double host[5 * MAX_COMPARED];
+  const void *ours[MAX_COMPARED], *theirs[MAX_COMPARED];
+  size_t counts[MAX_COMPARED];
+  int n = 0;
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    ours[n] = b->y[i], theirs[n] = b->stock_y[i], counts[n++] = tp_linear_y_elems(p);
+    if (p->desc.backward)
+      ours[n] = b->dw[i], theirs[n] = b->stock_dw[i], counts[n++] = tp_linear_w_elems(p);
+  }
+  if (p->desc.backward) ours[n] = b->dx, theirs[n] = b->stock_dx, counts[n++] = tp_linear_x_elems(p);
   TP_CUDA(cudaMemsetAsync(b->acc, 0, sizeof host, g->main_stream));
-  for (int i = 0; i < p->desc.n_weights; ++i)
-    TP_CUDA(tp_launch_compare(p->desc.dtype, b->y[i], b->y_stock[i], tp_linear_y_elems(p),
-                              b->acc + 5 * i, g->main_stream));
+  for (int i = 0; i < n; ++i)
+    TP_CUDA(tp_launch_compare(p->desc.dtype, ours[i], theirs[i], counts[i], b->acc + 5 * i,
+                              g->main_stream));
   TP_CUDA(cudaMemcpyAsync(host, b->acc, sizeof host, cudaMemcpyDeviceToHost, g->main_stream));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   numerics mine = {0};
-  for (int i = 0; i < p->desc.n_weights; ++i) {
+  for (int i = 0; i < n; ++i) {
     mine.diff2 += host[5 * i];
     mine.ref2 += host[5 * i + 1];
     mine.max_abs = fmax(mine.max_abs, host[5 * i + 2]);
@@ -272,6 +318,22 @@ static tp_rc compare_with_stock(worker_state *ws, const tp_linear_plan *p, case_
     out->differ += all[r].differ;
     out->nonfinite += all[r].nonfinite;
   }
+  return TP_OK;
+}
+
+/* Copies stock's outputs aside: the dist_gemm runs of the case are checked against them. */
+static tp_rc keep_stock_outputs(tp_group *g, const tp_linear_plan *p, case_buffers *b) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  cudaStream_t s = g->main_stream;
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    TP_CUDA(cudaMemcpyAsync(b->stock_y[i], b->y[i], tp_linear_y_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+    if (p->desc.backward)
+      TP_CUDA(cudaMemcpyAsync(b->stock_dw[i], b->dw[i], tp_linear_w_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+  }
+  if (p->desc.backward)
+    TP_CUDA(cudaMemcpyAsync(b->stock_dx, b->dx, tp_linear_x_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+  TP_CUDA(cudaStreamSynchronize(s));
+  b->have_stock = 1;
   return TP_OK;
 }
 
@@ -333,7 +395,8 @@ static tp_rc fill_result(worker_state *ws, const tp_ops_config *cfg, config_outc
   res->flops = cfg->flops;
   res->tflops = cfg->flops > 0 ? cfg->flops / (double)ws->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
   res->bytes_moved = (double)oc->plan.comm_bytes;
-  res->workspace_bytes = (int64_t)oc->plan.workspace_bytes;
+  /* the symmetric workspace (or stock scratch) plus a saved gathered input */
+  res->workspace_bytes = (int64_t)(oc->plan.workspace_bytes + oc->plan.saved_bytes);
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) res->peak_mem_bytes = (int64_t)(total_b - free_b);
   res->max_abs_err = NAN;
@@ -346,6 +409,11 @@ static void set_failure(config_outcome *oc, tp_rc rc, const char *reason) {
   oc->status = status_of(rc);
   snprintf(oc->reason, sizeof oc->reason, "%s", reason);
   oc->have_result = 0;
+}
+
+static tp_rc alloc_saved(case_buffers *b, size_t bytes) {
+  TP_CUDA(cudaMalloc(&b->saved, bytes));
+  return TP_OK;
 }
 
 /* Runs one configuration on every rank. Returns an error only when the
@@ -364,10 +432,12 @@ static tp_rc run_config(worker_state *ws, const tp_ops_case *c, const tp_ops_con
   if (cfg->role == TP_OPS_DIST_GEMM && cfg->axes.schedule)
     TP_TRY(tp_schedule_parse(cfg->axes.schedule, &requested));
   tp_linear_desc desc = case_desc(c);
+  desc.save_gathered = cfg->axes.save_gathered;
   tp_rc rc = tp_linear_plan_make(g, &desc, backend_of(cfg->role), requested, cfg->axes.chunks,
                                  &oc->plan);
   oc->have_plan = rc == TP_OK;
   if (rc == TP_OK) rc = tp_linear_prepare(g, &oc->plan);
+  if (rc == TP_OK && oc->plan.saved_bytes && !b->saved) rc = alloc_saved(b, oc->plan.saved_bytes);
   TP_TRY(agree(ws, rc, &agreed, reason, sizeof reason));
   if (agreed != TP_OK) {
     set_failure(oc, agreed, reason);
@@ -389,11 +459,7 @@ static tp_rc run_config(worker_state *ws, const tp_ops_case *c, const tp_ops_con
   TP_TRY(fill_result(ws, cfg, oc));
   oc->status = TP_STATUS_OK;
   if (cfg->role == TP_OPS_STOCK) {
-    for (int i = 0; i < desc.n_weights; ++i)
-      TP_CUDA(cudaMemcpyAsync(b->y_stock[i], b->y[i], tp_linear_y_elems(&oc->plan) * tp_dtype_bytes(desc.dtype),
-                              cudaMemcpyDeviceToDevice, g->main_stream));
-    TP_CUDA(cudaStreamSynchronize(g->main_stream));
-    b->have_stock = 1;
+    TP_TRY(keep_stock_outputs(g, &oc->plan, b));
   } else if (cfg->role == TP_OPS_DIST_GEMM && b->have_stock) {
     numerics nm;
     TP_TRY(compare_with_stock(ws, &oc->plan, b, &nm));
