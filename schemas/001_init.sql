@@ -69,7 +69,9 @@ CREATE TABLE configs (
 CREATE INDEX configs_by_key ON configs (config_key);
 CREATE INDEX configs_by_run_case ON configs (run_id, case_key, kind);
 
--- The statistics of a configuration's measurement window.
+-- The statistics of a configuration's measurement window: every ok
+-- configuration has one; one that ran but failed afterwards (numerics out of
+-- tolerance) may keep its own, so the failure can be inspected.
 CREATE TABLE results (
   config_id       INTEGER PRIMARY KEY REFERENCES configs (id) ON DELETE CASCADE,
   n_samples       INTEGER NOT NULL,

@@ -367,6 +367,35 @@ static void test_failed_migration_rolls_back(void **state) {
   raw_close(db);
 }
 
+/* '?', '#' and '%' would start a query, a fragment or an escape in a URI. */
+static void test_odd_file_name(void **state) {
+  scratch *s = *state;
+  tp_store *store = open_new(s, "odd ?name#1 %41.db");
+  tp_store_close(store);
+  assert_true(file_exists(path_in(s, "odd ?name#1 %41.db")));
+  assert_false(file_exists(path_in(s, "odd ")));
+  assert_int_equal(tp_store_open(path_in(s, "odd ?name#1 %41.db"), 0, &store), TP_OK);
+  tp_store_close(store);
+}
+
+/* Two handles on one file (a report while a run writes): both work. */
+static void test_two_handles(void **state) {
+  scratch *s = *state;
+  tp_store *writer = open_new(s, "shared.db");
+  tp_store *reader = NULL;
+  assert_int_equal(tp_store_open(path_in(s, "shared.db"), 0, &reader), TP_OK);
+  int64_t run = begin_demo_run(writer);
+  tp_config_axes axes = demo_axes();
+  tp_config_record rec = {.axes = &axes, .status = TP_STATUS_OOM, .reason = "out of memory"};
+  assert_int_equal(tp_store_put_config(reader, run, &rec, NULL), TP_OK);
+  assert_int_equal(count(writer, "SELECT count(*) FROM configs WHERE status = 'oom'"), 1);
+  int64_t found = 0;
+  assert_int_equal(tp_store_find_run(reader, 0, NULL, &found), TP_OK);
+  assert_int_equal(found, run);
+  tp_store_close(reader);
+  tp_store_close(writer);
+}
+
 /* ---- foreign files ------------------------------------------------------ */
 
 static void test_foreign_text_file(void **state) {
@@ -756,6 +785,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_older_version_is_migrated, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_failed_migration_rolls_back, make_scratch,
                                       remove_scratch),
+      cmocka_unit_test_setup_teardown(test_odd_file_name, make_scratch, remove_scratch),
+      cmocka_unit_test_setup_teardown(test_two_handles, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_foreign_text_file, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_foreign_large_binary_file, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_foreign_other_app_id, make_scratch, remove_scratch),
