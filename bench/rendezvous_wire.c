@@ -113,8 +113,7 @@ static uint64_t get_u64(const unsigned char *p) {
   return (uint64_t)get_u32(p) << 32 | get_u32(p + 4);
 }
 
-tp_rc rdzv_send_msg(int fd, const rdzv_header *h, const void *payload, int64_t deadline,
-                    const char *peer) {
+tp_rc rdzv_send_header(int fd, const rdzv_header *h, int64_t deadline, const char *peer) {
   unsigned char raw[RDZV_HEADER_BYTES];
   put_u32(raw, RDZV_MAGIC);
   put_u32(raw + 4, h->type);
@@ -124,7 +123,8 @@ tp_rc rdzv_send_msg(int fd, const rdzv_header *h, const void *payload, int64_t d
   put_u64(raw + 24, h->count);
   put_u64(raw + 32, h->len);
   TP_TRY(rdzv_send_all(fd, raw, sizeof raw, deadline, peer));
-  if (h->len == 0) return TP_OK;
+  /* No payload: the header announces a body the caller streams itself. */
+  if (h->len == 0 || payload == NULL) return TP_OK;
   return rdzv_send_all(fd, payload, (size_t)h->len, deadline, peer);
 }
 

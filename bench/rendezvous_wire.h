@@ -54,7 +54,11 @@ tp_rc rdzv_socket_options(int fd);
 tp_rc rdzv_send_all(int fd, const void *buf, size_t len, int64_t deadline, const char *peer);
 tp_rc rdzv_recv_all(int fd, void *buf, size_t len, int64_t deadline, const char *peer);
 
-/* Sends a header (h->len gives the payload size) and its payload. */
+/* Sends a header alone; the h->len payload bytes must follow. */
+tp_rc rdzv_send_header(int fd, const rdzv_header *h, int64_t deadline, const char *peer);
+
+/* Sends a header (h->len gives the payload size) and its payload; with
+ * payload NULL only the header, and the caller streams the h->len bytes. */
 tp_rc rdzv_send_msg(int fd, const rdzv_header *h, const void *payload, int64_t deadline,
                     const char *peer);
 
