@@ -1,0 +1,162 @@
+/*
+ * classify.c — kernel and copy names to categories, by one ordered rule table.
+ *
+ * The overlap math (overlap.c) needs to know which intervals are
+ * communication and which are compute, and the schedule evidence
+ * (evidence.c) needs to count NCCL kernels and tpbench's SM copy kernel. Both
+ * ask this file, and this file asks one table: to teach tpbench a new kernel
+ * family, add a row. Rows are tried top to bottom and the first match wins,
+ * so the order carries meaning: communication first (an NCCL or tpbench
+ * kernel is never compute), attention before GEMM (FlashAttention-3 runs as
+ * "cutlass::device_kernel<flash::...>", which is attention, not a GEMM), GEMM
+ * before elementwise (cuBLAS's split-K reduction is part of the GEMM).
+ *
+ * CUPTI reports kernel names mangled ("_Z31ncclDevKernel_AllGather_RING_LL
+ * 24ncclDevKernelArgsStorageILm4096EE"); profilers show them demangled
+ * ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)").
+ * Rules match substrings, so one rule serves both spellings. tpbench's own
+ * kernels have short generic names ("wait_kernel"), so they match as whole
+ * identifiers: not preceded by a letter or '_' (a mangled length prefix is
+ * digits) and not followed by a lowercase letter, digit or '_'.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "collectors/tp_collector.h"
+
+typedef enum {
+  MATCH_SUBSTR,  /* case-sensitive substring */
+  MATCH_NOCASE,  /* case-insensitive substring */
+  MATCH_IDENT    /* substring that is a whole identifier */
+} match_mode;
+
+typedef struct rule {
+  const char *pattern;
+  match_mode mode;
+  tp_event_category category;
+  tp_kernel_role role;
+} rule;
+
+/* THE table. Examples of real names each row exists for are in
+ * tests/cpu/test_collectors.c. */
+static const rule rules[] = {
+    /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before. */
+    {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
+    /* tpbench's symmetric-memory kernels (kernels/tp_copy.cu, kernels/tp_signal.cu). */
+    {"copy_signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_COPY},
+    {"reduce_sum_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {"barrier_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    {"signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    {"wait_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    /* Attention: flash (FA2 "flash_fwd_kernel", FA3 "FlashAttnFwdSm90"), xformers and
+     * PyTorch memory-efficient (fmha_cutlassF, AttentionKernel), cuDNN SDPA, softmax. */
+    {"flash", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"fmha", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"sdpa", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"attention", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"softmax", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    /* GEMM: cuBLAS(Lt) Hopper ("sm90_xmma_gemm_*", "nvjet_*"), Ampere ("ampere_*gemm*",
+     * "sm80_xmma_*"), CUTLASS, split-K reduction ("splitKreduce_kernel"), GEMV. */
+    {"gemm", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"gemv", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"xmma", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"nvjet", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"cutlass", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"cublas", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"splitKreduce", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"ampere_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"sm80_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"sm90_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    /* Elementwise: PyTorch's elementwise loops, Triton pointwise ("triton_poi_"), fills,
+     * tpbench's fill/poison/cast kernels. */
+    {"elementwise", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"vectorized", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"triton_poi_", MATCH_SUBSTR, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"fill", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"poison", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"to_fp32_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+};
+
+static int ident_char(char ch) { return isalpha((unsigned char)ch) || ch == '_'; }
+
+/* True when the match at name[at, at+len) is a whole identifier (see the header). */
+static int ident_bounded(const char *name, size_t at, size_t len) {
+  if (at > 0 && ident_char(name[at - 1])) return 0;
+  char next = name[at + len];
+  return !(islower((unsigned char)next) || isdigit((unsigned char)next) || next == '_');
+}
+
+static int starts_nocase(const char *s, const char *pat) {
+  for (; *pat; ++s, ++pat)
+    if (tolower((unsigned char)*s) != tolower((unsigned char)*pat)) return 0;
+  return 1;
+}
+
+static int rule_matches(const rule *r, const char *name) {
+  size_t len = strlen(r->pattern);
+  switch (r->mode) {
+  case MATCH_SUBSTR:
+    return strstr(name, r->pattern) != NULL;
+  case MATCH_NOCASE:
+    for (const char *p = name; *p; ++p)
+      if (starts_nocase(p, r->pattern)) return 1;
+    return 0;
+  case MATCH_IDENT:
+    for (const char *p = name; (p = strstr(p, r->pattern)) != NULL; ++p)
+      if (ident_bounded(name, (size_t)(p - name), len)) return 1;
+    return 0;
+  }
+  return 0;
+}
+
+tp_kernel_class tp_classify_kernel_ex(const char *name) {
+  tp_kernel_class out = {TP_CAT_OTHER, TP_ROLE_NONE, ""};
+  if (!name || !*name) return out;
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; ++i) {
+    if (rule_matches(&rules[i], name)) {
+      out.category = rules[i].category;
+      out.role = rules[i].role;
+      out.rule = rules[i].pattern;
+      return out;
+    }
+  }
+  return out;
+}
+
+tp_event_category tp_classify_kernel(const char *name) { return tp_classify_kernel_ex(name).category; }
+
+tp_event_category tp_classify_copy(tp_copy_kind kind) {
+  return kind == TP_COPY_PTOP ? TP_CAT_COMM : TP_CAT_OTHER;
+}
+
+const char *tp_category_name(tp_event_category category) {
+  switch (category) {
+  case TP_CAT_COMM: return "comm";
+  case TP_CAT_GEMM: return "gemm";
+  case TP_CAT_ATTENTION: return "attention";
+  case TP_CAT_ELEMENTWISE: return "elementwise";
+  case TP_CAT_OTHER: return "other";
+  case TP_CAT_RANGE: return "range";
+  }
+  return "invalid";
+}
+
+const char *tp_event_kind_name(tp_event_kind kind) {
+  switch (kind) {
+  case TP_EV_KERNEL: return "kernel";
+  case TP_EV_MEMCPY: return "memcpy";
+  case TP_EV_MEMSET: return "memset";
+  case TP_EV_SYNC: return "sync";
+  case TP_EV_RANGE: return "range";
+  }
+  return "invalid";
+}
+
+const char *tp_copy_kind_name(tp_copy_kind kind) {
+  static const char *const names[] = {"none", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                      "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  if ((unsigned)kind < sizeof names / sizeof names[0]) return names[kind];
+  return "invalid";
+}

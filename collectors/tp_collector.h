@@ -1,0 +1,257 @@
+/*
+ * tp_collector.h — what the GPUs did, as events, and what follows from them.
+ *
+ * The collectors/ stage sits between the kernels and the store (DESIGN.md,
+ * "Observing"). It is split along the seams of a trace pipeline:
+ *
+ *   collect  cupti_collector.c  owns CUPTI: activity kinds, buffers, flushes,
+ *                               NVTX injection; the only file with cupti.h.
+ *   process  cupti_collector.c  turns raw records into tp_event (names interned,
+ *                               NVTX start/end markers paired into ranges).
+ *            classify.c         kernel name -> category, one rule table.
+ *            overlap.c          per-rank, per-window comm/compute union math.
+ *            evidence.c         does the trace show the schedule that was run?
+ *            clock.c            CUPTI clock vs CLOCK_REALTIME offset.
+ *   annotate nvtx_ranges.c      tp_nvtx_push/pop in the "tpbench" domain.
+ *
+ * Everything except the collector itself is pure C (library tp_collect_core,
+ * tested on the CPU); the collector is library tp_collectors, built only with
+ * TPBENCH_WITH_CUDA. Export (store, Chrome trace) belongs to store/ and
+ * report/, which consume tp_event and never see CUPTI.
+ *
+ * Timestamps are nanoseconds on CUPTI's clock, which on Linux is
+ * CLOCK_REALTIME unless a tool registered another (collectors/README.md).
+ */
+#ifndef TP_COLLECTOR_H
+#define TP_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tp_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A result that must be looked at: a mismatch or a lost record is never ignored. */
+#define TP_MUST_CHECK __attribute__((warn_unused_result))
+
+/* ---- events --------------------------------------------------------------- */
+
+typedef enum { TP_EV_KERNEL, TP_EV_MEMCPY, TP_EV_MEMSET, TP_EV_SYNC, TP_EV_RANGE } tp_event_kind;
+
+typedef enum {
+  TP_CAT_COMM,        /* NCCL kernels, tpbench copy/reduce/signal kernels, peer copies */
+  TP_CAT_GEMM,        /* cuBLAS, cuBLASLt, CUTLASS */
+  TP_CAT_ATTENTION,   /* flash/fused attention, softmax */
+  TP_CAT_ELEMENTWISE, /* pointwise kernels, fills, casts */
+  TP_CAT_OTHER,       /* anything else, local copies, memsets, synchronisation */
+  TP_CAT_RANGE        /* NVTX ranges: annotations, not work */
+} tp_event_category;
+enum { TP_CAT_COUNT = TP_CAT_RANGE + 1 };
+
+/* Direction of a copy, CUPTI's kinds in tpbench's words (H host, D device,
+ * A CUDA array, P peer device). */
+typedef enum {
+  TP_COPY_NONE = 0, /* not a copy, or unknown */
+  TP_COPY_HTOD,
+  TP_COPY_DTOH,
+  TP_COPY_HTOA,
+  TP_COPY_ATOH,
+  TP_COPY_ATOA,
+  TP_COPY_ATOD,
+  TP_COPY_DTOA,
+  TP_COPY_DTOD,
+  TP_COPY_HTOH,
+  TP_COPY_PTOP
+} tp_copy_kind;
+
+/* stream of an event that runs on no stream (NVTX ranges, some syncs). */
+#define TP_STREAM_NONE UINT32_MAX
+
+typedef struct tp_event {
+  int rank;             /* the collector's rank */
+  int device;           /* CUDA device ordinal; -1 for host-side events (ranges) */
+  uint32_t stream;      /* CUPTI stream id, or TP_STREAM_NONE */
+  tp_event_kind kind;
+  tp_event_category category;
+  const char *name;     /* interned, owned by the collector (or the caller for synthetic
+                           events); never NULL: copies and syncs get a fixed label */
+  uint64_t start_ns, end_ns; /* [start, end), CUPTI clock */
+  uint64_t bytes;       /* copies and memsets; 0 otherwise */
+  uint32_t correlation; /* CUPTI correlation id (the launching API call); NVTX: marker id */
+  tp_copy_kind copy_kind;
+  int peer_device;      /* the other device of a peer copy; -1 otherwise */
+} tp_event;
+
+const char *tp_event_kind_name(tp_event_kind kind);
+/* "comm", "gemm", "attention", "elementwise", "other", "range". */
+const char *tp_category_name(tp_event_category category);
+/* "HtoD", "DtoD", "PtoP", ...; "none" for TP_COPY_NONE. */
+const char *tp_copy_kind_name(tp_copy_kind kind);
+
+/* ---- classification (classify.c) ------------------------------------------ */
+
+/* What a classification rule says a kernel is, beyond its category: the
+ * schedule evidence counts kernels by these roles. */
+typedef enum {
+  TP_ROLE_NONE = 0,
+  TP_ROLE_NCCL,       /* an NCCL device kernel */
+  TP_ROLE_TP_COPY,    /* tpbench's SM copy kernel (schedule "sm") */
+  TP_ROLE_TP_REDUCE,  /* tpbench's cross-rank sum */
+  TP_ROLE_TP_SIGNAL   /* tpbench's barrier / signal / wait kernels */
+} tp_kernel_role;
+
+typedef struct tp_kernel_class {
+  tp_event_category category;
+  tp_kernel_role role;
+  const char *rule; /* the matching rule's pattern, for messages; "" when none matched */
+} tp_kernel_class;
+
+/* Classifies a kernel by its name as CUPTI reports it (mangled or demangled:
+ * rules match substrings, so both work). NULL or "" is TP_CAT_OTHER. Rules
+ * are tried in table order; the first match wins. */
+tp_event_category tp_classify_kernel(const char *name);
+tp_kernel_class tp_classify_kernel_ex(const char *name);
+
+/* Category of a copy: peer-to-peer copies are communication, others "other". */
+tp_event_category tp_classify_copy(tp_copy_kind kind);
+
+/* ---- overlap (overlap.c) --------------------------------------------------- */
+
+typedef struct tp_overlap {
+  uint64_t window_ns;       /* win_end - win_start */
+  uint64_t comm_ns;         /* |U comm| inside the window */
+  uint64_t compute_ns;      /* |U compute| inside the window */
+  uint64_t overlap_ns;      /* |U comm  n  U compute| */
+  uint64_t exposed_comm_ns; /* comm_ns - overlap_ns */
+  double overlap_pct;       /* 100 * overlap / comm; 0 when comm_ns == 0 (check comm_ns) */
+  size_t n_comm, n_compute; /* events that contributed (after clipping) */
+} tp_overlap;
+
+/* Overlap of communication and compute for one rank in the window
+ * [win_start, win_end). Only events of `rank` count. Communication is every
+ * event of category TP_CAT_COMM (kernels and peer copies); compute is every
+ * kernel of another category (gemm, attention, elementwise, other). Ranges,
+ * syncs, memsets and local copies count as neither. Intervals are clipped to
+ * the window, unioned per class across streams, and intersected. Events with
+ * end <= start contribute nothing. Returns TP_EUSAGE for win_end < win_start
+ * or ev == NULL with n > 0, TP_EOOM if scratch memory fails; *out is filled
+ * only on TP_OK. */
+TP_MUST_CHECK tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_start,
+                                       uint64_t win_end, tp_overlap *out);
+
+/* ---- schedule evidence (evidence.c) ---------------------------------------- */
+
+typedef enum { TP_VERDICT_CONFIRMED, TP_VERDICT_MISMATCH } tp_verdict;
+
+typedef struct tp_evidence {
+  tp_verdict verdict;
+  size_t expected;        /* iterations * transfers_per_iteration */
+  size_t peer_copies;     /* memcpy events of kind PtoP */
+  size_t dtod_copies;     /* memcpy events of kind DtoD (reported in a mismatch message) */
+  size_t copy_kernels;    /* tpbench SM copy kernel launches */
+  size_t nccl_kernels;    /* NCCL kernel launches */
+  char message[512];      /* what was expected and what was seen */
+} tp_evidence;
+
+/* Says whether the events of one rank's traced window [win_start, win_end)
+ * show the schedule that was recorded as run:
+ *   "ce"   peer copies == expected, and no SM copy kernel;
+ *   "sm"   SM copy kernel launches == expected, and no peer copy;
+ *   "nccl" (stock) NCCL kernels == expected, and neither peer copies nor
+ *          SM copy kernels.
+ * expected = iterations * transfers_per_iteration (both >= 1). Only events
+ * that start inside the window are counted. Fills *out in every case where
+ * the arguments are valid. Returns TP_OK when the trace confirms the
+ * schedule; TP_EINTERNAL with out->message as the error text (also in
+ * tp_last_error) on a mismatch; TP_EUSAGE for an unknown schedule, counts
+ * < 1, events of more than one rank, or NULL pointers. */
+TP_MUST_CHECK tp_rc tp_schedule_evidence(const tp_event *ev, size_t n, uint64_t win_start,
+                                         uint64_t win_end, const char *schedule, int iterations,
+                                         int transfers_per_iteration, tp_evidence *out);
+
+/* ---- clocks (clock.c) -------------------------------------------------------- */
+
+/* Offset between a tracer's clock and CLOCK_REALTIME:
+ *   realtime_ns = tracer_ns - offset_ns, known to +- uncertainty_ns. */
+typedef struct tp_clock_offset {
+  int64_t offset_ns;
+  uint64_t uncertainty_ns; /* half the tightest bracket of realtime reads */
+  uint64_t realtime_ns;    /* when it was measured */
+} tp_clock_offset;
+
+/* Measures the offset of `read_clock` (a tracer clock in ns) to CLOCK_REALTIME
+ * by bracketing `samples` (>= 1) reads between two CLOCK_REALTIME reads and
+ * keeping the tightest bracket. Returns TP_EUSAGE for bad arguments, TP_EIO if
+ * CLOCK_REALTIME or the tracer clock cannot be read (read_clock returns 0). */
+TP_MUST_CHECK tp_rc tp_clock_offset_measure(uint64_t (*read_clock)(void *ctx), void *ctx,
+                                            int samples, tp_clock_offset *out);
+
+/* ---- the CUPTI collector (cupti_collector.c, needs TPBENCH_WITH_CUDA) ---------- */
+
+typedef struct tp_collector tp_collector;
+
+typedef struct tp_collector_stats {
+  uint64_t records;          /* activity records processed since start */
+  uint64_t dropped;          /* records CUPTI dropped since start (buffers full) */
+  uint64_t dropped_window;   /* ... in the last window */
+  uint64_t outside_window;   /* events discarded because they lay outside every window */
+  uint64_t unpaired_markers; /* NVTX end markers without a start, and starts never ended */
+  uint64_t unknown_records;  /* records of kinds the collector does not convert */
+  uint64_t untimed_records;  /* records CUPTI could not time (start = end = 0), skipped */
+  size_t buffers;            /* activity buffers handed to CUPTI since start */
+  int nvtx_injected;         /* 1 if NVTX ranges reach CUPTI */
+  tp_clock_offset clock;     /* CUPTI clock vs CLOCK_REALTIME, measured at start */
+} tp_collector_stats;
+
+/* Starts the one collector of this process for `rank`. Call it before the
+ * CUDA work of interest and before the first NVTX call of the process (any
+ * tp_nvtx_* call): it points NVTX_INJECTION64_PATH at the libcupti already
+ * loaded (unless the variable is set), enables CUPTI_ACTIVITY_KIND_MARKER and
+ * only then lets NVTX initialise, and verifies that the "tpbench" domain is
+ * attached. Registers the activity buffer callbacks and measures the clock
+ * offset. Device activity kinds are enabled only inside windows, so untraced
+ * iterations pay nothing for them. Returns TP_EUSAGE if a collector is
+ * already running or NVTX was used before, TP_ECUPTI on a CUPTI failure (with
+ * CUPTI's text), TP_EOOM. */
+TP_MUST_CHECK tp_rc tp_collector_start(int rank, tp_collector **out);
+
+/* Opens a traced window: enables CONCURRENT_KERNEL, MEMCPY, MEMCPY2
+ * (peer-to-peer), MEMSET and SYNCHRONIZATION and takes the window's start
+ * timestamp. Discards nothing and flushes nothing, so it is cheap; still,
+ * call it outside timed regions. TP_EUSAGE if a window is already open. */
+TP_MUST_CHECK tp_rc tp_collector_window_begin(tp_collector *c);
+
+/* Closes the window. The caller must have waited for the window's GPU work
+ * (cudaDeviceSynchronize or equivalent) first. Takes the end timestamp,
+ * disables the device kinds, flushes every CUPTI buffer (forced), converts
+ * the records and returns, sorted by start_ns, the events that intersect the
+ * window: kernels, copies, memsets, syncs, and NVTX ranges (paired). Events
+ * wholly outside the window (e.g. ranges of untraced iterations) are counted
+ * in stats.outside_window and discarded. The array and names belong to the
+ * collector: the array is valid until the next window_end or stop, names
+ * until stop. Returns TP_ECUPTI when CUPTI dropped records during the window
+ * (the trace is incomplete; *events and *n are still set so the caller can
+ * store them marked incomplete), or on a CUPTI failure. */
+TP_MUST_CHECK tp_rc tp_collector_window_end(tp_collector *c, tp_event **events, size_t *n);
+
+/* The bounds of the last closed window, CUPTI clock. */
+void tp_collector_window_bounds(const tp_collector *c, uint64_t *start_ns, uint64_t *end_ns);
+
+/* Counters since start (see tp_collector_stats). */
+void tp_collector_get_stats(const tp_collector *c, tp_collector_stats *out);
+
+/* CUPTI's clock now, in ns (the clock of every event). 0 if unavailable. */
+uint64_t tp_collector_now(void);
+
+/* Disables every kind, flushes, frees buffers, events and names. Reports
+ * (as a warning) records dropped and ranges never closed. NULL is a no-op. */
+void tp_collector_stop(tp_collector *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_COLLECTOR_H */
