@@ -352,7 +352,7 @@ static tp_rc send_reply(rdzv_server *s, int r) {
   if (req->type == RDZV_BARRIER) return rdzv_send_msg(fd, &h, NULL, deadline, name);
   /* allgather: one header, then every rank's bytes in rank order. */
   h.len = req->count * (uint64_t)s->world;
-  TP_TRY(rdzv_send_msg(fd, &h, NULL, deadline, name));
+  TP_TRY(rdzv_send_header(fd, &h, deadline, name));
   for (int src = 0; src < s->world && req->count > 0; src++)
     TP_TRY(rdzv_send_all(fd, s->peers[src].payload, (size_t)req->count, deadline, name));
   return TP_OK;

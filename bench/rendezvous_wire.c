@@ -122,7 +122,12 @@ tp_rc rdzv_send_header(int fd, const rdzv_header *h, int64_t deadline, const cha
   put_u64(raw + 16, h->seq);
   put_u64(raw + 24, h->count);
   put_u64(raw + 32, h->len);
-  TP_TRY(rdzv_send_all(fd, raw, sizeof raw, deadline, peer));
+  return rdzv_send_all(fd, raw, sizeof raw, deadline, peer);
+}
+
+tp_rc rdzv_send_msg(int fd, const rdzv_header *h, const void *payload, int64_t deadline,
+                    const char *peer) {
+  TP_TRY(rdzv_send_header(fd, h, deadline, peer));
   /* No payload: the header announces a body the caller streams itself. */
   if (h->len == 0 || payload == NULL) return TP_OK;
   return rdzv_send_all(fd, payload, (size_t)h->len, deadline, peer);

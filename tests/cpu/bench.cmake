@@ -1,0 +1,12 @@
+# CPU tests of bench/: statistics, presets, matrix expansion, option parsing,
+# rendezvous and launcher (forked processes on loopback), and the tpbench
+# binary itself.
+foreach(part stats presets ops_matrix cli rendezvous launcher)
+  tp_add_cpu_test(test_bench_${part} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_${part}.c
+                  LIBS tp_bench_cpu)
+endforeach()
+
+tp_add_cpu_test(test_bench_tpbench SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_tpbench.c
+                LIBS tp_store)
+target_compile_definitions(test_bench_tpbench PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_bench_tpbench tpbench)

@@ -1,0 +1,201 @@
+/*
+ * test_bench_cli.c — bench/cli: both value forms, flags, whole numbers and
+ * their ranges, string choices, comma lists (replacing the default, empty
+ * items, too many), positional arguments and `--`, unknown options, missing
+ * values, and --help printing every option with its default.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/cli.h"
+
+typedef struct parsed {
+  int iters;
+  long long seed;
+  const char *db;
+  const char *format;
+  int quiet;
+  tp_str_list models;
+  tp_int_list tokens;
+} parsed;
+
+static void defaults(parsed *p) {
+  memset(p, 0, sizeof *p);
+  p->iters = 50;
+  p->seed = -1;
+  p->db = "tpbench.db";
+  p->format = "md";
+  assert_int_equal(tp_str_list_set(&p->models, "8b,70b"), TP_OK);
+  assert_int_equal(tp_int_list_set(&p->tokens, "4096", 1, 1 << 30), TP_OK);
+}
+
+/* Parses a NULL-terminated argument list (after the command name). */
+static tp_rc parse(parsed *p, const char **positional, int max_pos, int *n_pos, int *help,
+                   ...) {
+  const tp_option options[] = {
+      {"iters", TP_OPT_INT, &p->iters, "N", "timed iterations", 1, 1000, NULL},
+      {"seed", TP_OPT_INT64, &p->seed, "N", "random seed", 0, 0, NULL},
+      {"db", TP_OPT_STRING, &p->db, "PATH", "database", 0, 0, NULL},
+      {"format", TP_OPT_STRING, &p->format, "FMT", "table format", 0, 0, "md|csv|json"},
+      {"quiet", TP_OPT_FLAG, &p->quiet, NULL, "fewer lines", 0, 0, NULL},
+      {"models", TP_OPT_STR_LIST, &p->models, NULL, "models", 0, 0, NULL},
+      {"tokens", TP_OPT_INT_LIST, &p->tokens, NULL, "tokens per step", 1, 1 << 30, NULL},
+  };
+  const tp_command cmd = {"demo", "tpbench demo [options]", "A command for tests.", options,
+                          (int)(sizeof options / sizeof options[0])};
+  char *argv[32] = {"demo"};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, help);
+  for (const char *a; (a = va_arg(ap, const char *)) != NULL;) argv[argc++] = (char *)a;
+  va_end(ap);
+  int unused_help = 0;
+  return tp_cli_parse(&cmd, argc, argv, positional, max_pos, n_pos, help ? help : &unused_help);
+}
+
+static void test_value_forms(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "7", "--db=x.db", "--quiet",
+                         "--format=json", "--seed", "-3", NULL),
+                   TP_OK);
+  assert_int_equal(p.iters, 7);
+  assert_string_equal(p.db, "x.db");
+  assert_string_equal(p.format, "json");
+  assert_int_equal(p.quiet, 1);
+  assert_int_equal(p.seed, -3);
+  /* --name=value with an '=' inside the value keeps the rest whole */
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--db=a=b", "--iters=9", NULL), TP_OK);
+  assert_string_equal(p.db, "a=b");
+  assert_int_equal(p.iters, 9);
+}
+
+static void test_whole_numbers(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "abc", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--iters: 'abc' is not a whole number"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "12x", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "1e3", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", " 5", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "0", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--iters: 0 is out of range [1, 1000]"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--seed", "99999999999999999999", NULL),
+                   TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "out of range"));
+  assert_int_equal(p.iters, 50); /* untouched by the failures */
+  long long v = 0;
+  assert_int_equal(tp_parse_int("N", "+12", 0, 20, &v), TP_OK);
+  assert_int_equal(v, 12);
+}
+
+static void test_unknown_and_missing(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--bogus", "1", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown option '--bogus'"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iter", "1", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "-x", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--iters needs a value"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--quiet=1", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "takes no value"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--format", "xml", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "'xml' is not one of md|csv|json"));
+}
+
+static void test_lists(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  assert_int_equal(p.models.count, 2);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "debug,1b,405b", "--tokens=8,16",
+                         NULL),
+                   TP_OK);
+  assert_int_equal(p.models.count, 3); /* replaced, not appended */
+  assert_string_equal(tp_str_list_at(&p.models, 0), "debug");
+  assert_string_equal(tp_str_list_at(&p.models, 2), "405b");
+  assert_int_equal(p.tokens.count, 2);
+  assert_int_equal(p.tokens.items[1], 16);
+  /* A list survives being copied by assignment. */
+  tp_str_list copy = p.models;
+  memset(&p.models, 0, sizeof p.models);
+  assert_string_equal(tp_str_list_at(&copy, 1), "1b");
+
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "8b,,70b", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--models: empty item in list '8b,,70b'"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "8b,", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", "8,x", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--tokens: 'x' is not a whole number"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", "8,0", NULL), TP_EUSAGE);
+  assert_int_equal(p.tokens.count, 2); /* untouched by the failures */
+  char many[256] = "1";
+  for (int i = 0; i < TP_LIST_MAX; i++) strcat(many, ",1");
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", many, NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "at most"));
+}
+
+static void test_positional(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  const char *pos[2] = {0};
+  int n = -1;
+  assert_int_equal(parse(&p, NULL, 0, &n, NULL, "stray", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unexpected argument 'stray'"));
+  assert_int_equal(parse(&p, pos, 2, &n, NULL, "a", "--iters", "3", "--", "--b", NULL), TP_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(pos[0], "a");
+  assert_string_equal(pos[1], "--b");
+  assert_int_equal(p.iters, 3);
+}
+
+static void test_help(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  int help = 0;
+  assert_int_equal(parse(&p, NULL, 0, NULL, &help, "--iters", "5", "--help", "--bogus", NULL),
+                   TP_OK);
+  assert_int_equal(help, 1);
+  const tp_option options[] = {
+      {"iters", TP_OPT_INT, &p.iters, "N", "timed iterations", 1, 1000, NULL},
+      {"models", TP_OPT_STR_LIST, &p.models, NULL, "models", 0, 0, NULL},
+      {"format", TP_OPT_STRING, &p.format, "FMT", "table format", 0, 0, "md|csv|json"},
+      {"quiet", TP_OPT_FLAG, &p.quiet, NULL, "fewer lines", 0, 0, NULL},
+  };
+  const tp_command cmd = {"demo", "tpbench demo [options]", "A command for tests.", options, 4};
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  tp_cli_print_help(&cmd, f);
+  char text[4096] = {0};
+  rewind(f);
+  assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+  fclose(f);
+  assert_non_null(strstr(text, "Usage: tpbench demo [options]"));
+  assert_non_null(strstr(text, "--iters N"));
+  assert_non_null(strstr(text, "[default: 5]")); /* the current value is the default shown */
+  assert_non_null(strstr(text, "[default: 8b,70b]"));
+  assert_non_null(strstr(text, "(one of md|csv|json) [default: md]"));
+  assert_non_null(strstr(text, "--quiet"));
+  assert_non_null(strstr(text, "--help"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_value_forms),  cmocka_unit_test(test_whole_numbers),
+      cmocka_unit_test(test_unknown_and_missing), cmocka_unit_test(test_lists),
+      cmocka_unit_test(test_positional),   cmocka_unit_test(test_help),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,346 @@
+/*
+ * test_bench_launcher.c — bench/launcher: workers forked with the right
+ * environment (ranks, rendezvous, multicast off); the first failure (an exit
+ * status or a signal) reported in one line, the others stopped at once and
+ * the failing status returned; a worker that ignores SIGTERM killed after
+ * the grace period; SIGINT to the parent forwarded; no orphans when the
+ * parent is killed; the external launcher's environment, well-formed and
+ * not; and tp_run_in_child.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <sys/prctl.h>
+
+#include "bench/launcher.h"
+#include "bench_testutil.h"
+
+enum { WORKERS = 3, MAX_WORKERS = 8 };
+
+/* What workers report back through shared memory. */
+typedef struct board {
+  int ran[MAX_WORKERS];
+  pid_t pid[MAX_WORKERS];
+  int env_ok[MAX_WORKERS];
+} board;
+
+static board *shared_board(void) {
+  static board *b;
+  if (!b) b = tu_shared(sizeof *b);
+  assert_non_null(b);
+  memset(b, 0, sizeof *b);
+  return b;
+}
+
+static void clear_external_env(void) {
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("LOCAL_RANK");
+  unsetenv("MASTER_ADDR");
+  unsetenv("MASTER_PORT");
+}
+
+static int env_is(const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v && strcmp(v, value) == 0;
+}
+
+static int env_int_is(const char *name, int value) {
+  char text[16];
+  snprintf(text, sizeof text, "%d", value);
+  return env_is(name, text);
+}
+
+/* Checks the environment a forked worker must see. */
+static int worker_env_ok(const tp_launch_env *env) {
+  return env->world == WORKERS && !env->external && env->local_rank == env->rank &&
+         env_int_is("RANK", env->rank) && env_int_is("WORLD_SIZE", WORKERS) &&
+         env_int_is("LOCAL_RANK", env->rank) && env_is("MASTER_ADDR", "127.0.0.1") &&
+         strcmp(env->master_addr, "127.0.0.1") == 0 && env->master_port > 0 &&
+         env_int_is("MASTER_PORT", env->master_port) && env_is("NCCL_NVLS_ENABLE", "0") &&
+         env_is("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1") && env_is("NVSHMEM_DISABLE_NVLS", "1");
+}
+
+static int record(const tp_launch_env *env, board *b) {
+  b->ran[env->rank] = 1;
+  b->pid[env->rank] = getpid();
+  b->env_ok[env->rank] = worker_env_ok(env);
+  return 0;
+}
+
+static int all_succeed(const tp_launch_env *env, void *ctx) { return record(env, ctx); }
+
+static void test_all_succeed(void **state) {
+  (void)state;
+  clear_external_env();
+  unsetenv("NCCL_NVLS_ENABLE");
+  board *b = shared_board();
+  assert_int_equal(tp_launch(WORKERS, all_succeed, b), 0);
+  for (int r = 0; r < WORKERS; r++) {
+    assert_true(b->ran[r]);
+    assert_true(b->env_ok[r]);
+    assert_int_not_equal(b->pid[r], getpid()); /* each in its own process */
+  }
+  assert_int_not_equal(b->pid[0], b->pid[1]);
+  /* The parent's environment is left alone. */
+  assert_null(getenv("RANK"));
+  assert_null(getenv("NCCL_NVLS_ENABLE"));
+}
+
+/* Rank 1 fails at once; the others would sleep for 30 s. */
+static int one_fails(const tp_launch_env *env, void *ctx) {
+  record(env, ctx);
+  if (env->rank == 1) return 3;
+  tu_sleep_ms(30000);
+  return 0;
+}
+
+static void test_one_fails(void **state) {
+  (void)state;
+  clear_external_env();
+  board *b = shared_board();
+  tu_capture cap;
+  int64_t start = tu_now_ms();
+  tu_capture_begin(&cap);
+  int status = tp_launch(WORKERS, one_fails, b);
+  char *err = tu_capture_end(&cap);
+  int64_t took = tu_now_ms() - start;
+  assert_int_equal(status, 3);
+  assert_non_null(err);
+  if (!strstr(err, "tpbench: rank 1 failed: exit status 3\n")) fail_msg("stderr: %s", err);
+  free(err);
+  /* The sleepers were stopped, not waited for. */
+  if (took > 5000) fail_msg("the launcher took %lld ms", (long long)took);
+  for (int r = 0; r < WORKERS; r++) assert_int_equal(kill(b->pid[r], 0), -1);
+}
+
+static int one_killed(const tp_launch_env *env, void *ctx) {
+  record(env, ctx);
+  if (env->rank == 2) kill(getpid(), SIGKILL);
+  tu_sleep_ms(30000);
+  return 0;
+}
+
+static void test_one_killed(void **state) {
+  (void)state;
+  clear_external_env();
+  tu_capture cap;
+  tu_capture_begin(&cap);
+  int status = tp_launch(WORKERS, one_killed, shared_board());
+  char *err = tu_capture_end(&cap);
+  assert_int_equal(status, 128 + SIGKILL);
+  if (!strstr(err, "tpbench: rank 2 failed: killed by signal SIGKILL")) fail_msg("%s", err);
+  free(err);
+}
+
+/* Rank 0 fails; rank 1 ignores SIGTERM and must be killed after the grace. */
+static int stubborn(const tp_launch_env *env, void *ctx) {
+  record(env, ctx);
+  if (env->rank == 0) {
+    tu_sleep_ms(200); /* let rank 1 install its SIG_IGN first */
+    return 1;
+  }
+  signal(SIGTERM, SIG_IGN);
+  tu_sleep_ms(60000);
+  return 0;
+}
+
+static void test_stubborn_worker_killed(void **state) {
+  (void)state;
+  clear_external_env();
+  tu_capture cap;
+  int64_t start = tu_now_ms();
+  tu_capture_begin(&cap);
+  int status = tp_launch(2, stubborn, shared_board());
+  char *err = tu_capture_end(&cap);
+  int64_t took = tu_now_ms() - start;
+  assert_int_equal(status, 1);
+  if (!strstr(err, "rank 1 did not stop")) fail_msg("%s", err);
+  free(err);
+  assert_true(took >= TP_LAUNCH_KILL_GRACE_MS);
+  assert_true(took < TP_LAUNCH_KILL_GRACE_MS + 4000);
+}
+
+static int sleeper(const tp_launch_env *env, void *ctx) {
+  record(env, ctx);
+  tu_sleep_ms(30000);
+  return 0;
+}
+
+/* Runs tp_launch(2, sleeper) in a child of the test, so that the test
+ * process is not the one signalled; returns that child's pid once both
+ * workers are up. */
+static pid_t start_launcher(board *b) {
+  pid_t launcher = fork();
+  assert_true(launcher >= 0);
+  if (launcher == 0) {
+    FILE *quiet = freopen("/dev/null", "w", stderr);
+    (void)quiet;
+    _exit(tp_launch(2, sleeper, b));
+  }
+  int64_t deadline = tu_now_ms() + 10000;
+  while (!(b->ran[0] && b->ran[1]) && tu_now_ms() < deadline) tu_sleep_ms(10);
+  assert_true(b->ran[0] && b->ran[1]);
+  return launcher;
+}
+
+static void test_sigint_forwarded(void **state) {
+  (void)state;
+  clear_external_env();
+  board *b = shared_board();
+  pid_t launcher = start_launcher(b);
+  int64_t start = tu_now_ms();
+  kill(launcher, SIGINT);
+  int status = tu_wait_child(launcher, 10000);
+  assert_int_not_equal(status, -1);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 128 + SIGINT);
+  assert_true(tu_now_ms() - start < 3000);
+  /* Reaped by the launcher: gone, not zombies. */
+  for (int r = 0; r < 2; r++) assert_int_equal(kill(b->pid[r], 0), -1);
+}
+
+static void test_no_orphans(void **state) {
+  (void)state;
+  clear_external_env();
+  /* Orphans come to this process instead of init, so it can watch them die. */
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  board *b = shared_board();
+  pid_t launcher = start_launcher(b);
+  kill(launcher, SIGKILL);
+  assert_int_not_equal(tu_wait_child(launcher, 5000), -1);
+  for (int r = 0; r < 2; r++) {
+    int status = tu_wait_child(b->pid[r], 5000);
+    assert_int_not_equal(status, -1); /* died without being killed by the test */
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+typedef struct external_seen {
+  pid_t pid;
+  tp_launch_env env;
+  int calls;
+} external_seen;
+
+static int external_worker(const tp_launch_env *env, void *ctx) {
+  external_seen *seen = ctx;
+  seen->pid = getpid();
+  seen->env = *env;
+  seen->calls++;
+  return 7;
+}
+
+static void test_external_launcher(void **state) {
+  (void)state;
+  clear_external_env();
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("MASTER_ADDR", "node17", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  unsetenv("NCCL_NVLS_ENABLE");
+  external_seen seen = {0};
+  /* n_workers is ignored: the job's size comes from WORLD_SIZE. */
+  assert_int_equal(tp_launch(2, external_worker, &seen), 7);
+  assert_int_equal(seen.calls, 1);
+  assert_int_equal(seen.pid, getpid()); /* in this process, nothing forked */
+  assert_int_equal(seen.env.rank, 1);
+  assert_int_equal(seen.env.world, 4);
+  assert_int_equal(seen.env.local_rank, 1); /* LOCAL_RANK defaults to RANK */
+  assert_string_equal(seen.env.master_addr, "node17");
+  assert_int_equal(seen.env.master_port, 29500);
+  assert_int_equal(seen.env.external, 1);
+  assert_true(env_is("NCCL_NVLS_ENABLE", "0"));
+  setenv("LOCAL_RANK", "0", 1);
+  assert_int_equal(tp_launch(2, external_worker, &seen), 7);
+  assert_int_equal(seen.env.local_rank, 0);
+  clear_external_env();
+}
+
+/* A malformed external environment: usage status 2, fn never runs. */
+static void expect_bad_env(const char *rank, const char *world, const char *addr,
+                           const char *port, const char *needle) {
+  clear_external_env();
+  if (rank) setenv("RANK", rank, 1);
+  if (world) setenv("WORLD_SIZE", world, 1);
+  if (addr) setenv("MASTER_ADDR", addr, 1);
+  if (port) setenv("MASTER_PORT", port, 1);
+  external_seen seen = {0};
+  tu_capture cap;
+  tu_capture_begin(&cap);
+  int status = tp_launch(2, external_worker, &seen);
+  char *err = tu_capture_end(&cap);
+  assert_int_equal(status, TP_LAUNCH_USAGE_STATUS);
+  assert_int_equal(seen.calls, 0);
+  if (!strstr(err, needle)) fail_msg("'%s' not in '%s'", needle, err);
+  free(err);
+  clear_external_env();
+}
+
+static void test_external_malformed(void **state) {
+  (void)state;
+  expect_bad_env("1", NULL, "h", "1", "RANK is set but WORLD_SIZE is not");
+  expect_bad_env(NULL, "2", "h", "1", "WORLD_SIZE is set but RANK is not");
+  expect_bad_env("2", "2", "h", "1", "RANK: 2 is out of range [0, 1]");
+  expect_bad_env("x", "2", "h", "1", "RANK: 'x' is not a whole number");
+  expect_bad_env("0", "0", "h", "1", "WORLD_SIZE: 0 is out of range");
+  expect_bad_env("0", "2", NULL, "1", "MASTER_ADDR is not set");
+  expect_bad_env("0", "2", "h", NULL, "MASTER_PORT is not set");
+  expect_bad_env("0", "2", "h", "70000", "MASTER_PORT: 70000 is out of range");
+}
+
+static int child_global;
+
+static int child_returns_42(void *ctx) {
+  child_global = *(int *)ctx; /* changes the child's copy only */
+  return 42;
+}
+
+static int child_dies(void *ctx) {
+  (void)ctx;
+  kill(getpid(), SIGKILL);
+  return 0;
+}
+
+static int child_reports(void *ctx, void *out, size_t cap, size_t *len) {
+  (void)ctx;
+  snprintf(out, cap, "4 GPUs");
+  *len = strlen(out) + 1;
+  return 0;
+}
+
+static void test_run_in_child(void **state) {
+  (void)state;
+  int value = 5, status = -1;
+  assert_int_equal(tp_run_in_child(child_returns_42, &value, &status), TP_OK);
+  assert_int_equal(status, 42);
+  assert_int_equal(child_global, 0);
+  assert_int_equal(tp_run_in_child(child_dies, NULL, &status), TP_OK);
+  assert_int_equal(status, 128 + SIGKILL);
+  char out[32] = {0};
+  size_t len = 0;
+  assert_int_equal(tp_run_in_child_output(child_reports, NULL, out, sizeof out, &len, &status),
+                   TP_OK);
+  assert_int_equal(status, 0);
+  assert_int_equal(len, 7);
+  assert_string_equal(out, "4 GPUs");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_all_succeed),
+      cmocka_unit_test(test_one_fails),
+      cmocka_unit_test(test_one_killed),
+      cmocka_unit_test(test_stubborn_worker_killed),
+      cmocka_unit_test(test_sigint_forwarded),
+      cmocka_unit_test(test_no_orphans),
+      cmocka_unit_test(test_external_launcher),
+      cmocka_unit_test(test_external_malformed),
+      cmocka_unit_test(test_run_in_child),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,252 @@
+/*
+ * test_bench_ops_matrix.c — bench/ops_matrix: the default expansion (24
+ * cases of 4 configurations), the axes and shapes each configuration
+ * carries, TP 4 and 8, every rejection rule with its reason, and usage
+ * errors for names the tool does not know.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "bench_testutil.h"
+#include "bench/ops_matrix.h"
+
+/* A spec with the defaults, then the given lists replaced ("" leaves one). */
+static tp_ops_spec spec_with(const char *models, const char *projs, const char *tokens,
+                             const char *tp, const char *schedules, const char *chunks) {
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  if (models[0]) assert_int_equal(tp_str_list_set(&s.models, models), TP_OK);
+  if (projs[0]) assert_int_equal(tp_str_list_set(&s.projs, projs), TP_OK);
+  if (tokens[0]) assert_int_equal(tp_int_list_set(&s.tokens, tokens, 0, 1LL << 40), TP_OK);
+  if (tp[0]) assert_int_equal(tp_int_list_set(&s.tp, tp, 0, 100000), TP_OK);
+  if (schedules[0]) assert_int_equal(tp_str_list_set(&s.schedules, schedules), TP_OK);
+  if (chunks[0]) assert_int_equal(tp_int_list_set(&s.chunks, chunks, -5, 1000), TP_OK);
+  return s;
+}
+
+static const tp_ops_config *find(const tp_ops_matrix *m, const char *model, const char *proj,
+                                 int64_t tokens, int tp, tp_ops_role role) {
+  for (int i = 0; i < m->n_configs; i++) {
+    const tp_ops_config *c = &m->configs[i];
+    if (strcmp(c->axes.model, model) == 0 && strcmp(c->axes.proj, proj) == 0 &&
+        c->axes.tokens == tokens && c->axes.tp == tp && c->role == role)
+      return c;
+  }
+  fail_msg("no %s %s tokens=%lld tp=%d role %d", model, proj, (long long)tokens, tp, (int)role);
+  return NULL;
+}
+
+static void test_default_expansion(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 24); /* 2 models x 4 projs x 3 tokens */
+  assert_int_equal(m.n_configs, 96);
+  assert_int_equal(tp_ops_runnable(&m), 96);
+  assert_int_equal(tp_ops_max_tp(&m), 2);
+  static const tp_ops_role order[] = {TP_OPS_STOCK, TP_OPS_DIST_GEMM, TP_OPS_GEMM, TP_OPS_COMM};
+  static const char *const kinds[] = {"op", "op", "gemm", "comm"};
+  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  for (int ci = 0; ci < m.n_cases; ci++) {
+    const tp_ops_case *c = &m.cases[ci];
+    assert_int_equal(c->n_configs, 4);
+    assert_int_equal(c->first_config, 4 * ci);
+    for (int j = 0; j < 4; j++) {
+      const tp_ops_config *cfg = &m.configs[c->first_config + j];
+      assert_int_equal(cfg->role, order[j]);
+      assert_int_equal(cfg->case_index, ci);
+      assert_string_equal(cfg->axes.kind, kinds[j]);
+      assert_string_equal(cfg->axes.backend, backends[j]);
+    }
+  }
+  /* Outermost axis first: the first case is 8b qkv 4096, the last 70b w2 16384. */
+  assert_string_equal(m.cases[0].model->name, "llama3-8b");
+  assert_string_equal(m.cases[0].proj.name, "qkv");
+  assert_int_equal(m.cases[0].tokens, 4096);
+  assert_string_equal(m.cases[23].model->name, "llama3-70b");
+  assert_string_equal(m.cases[23].proj.name, "w2");
+  assert_int_equal(m.cases[23].tokens, 16384);
+  tp_ops_matrix_free(&m);
+  assert_null(m.configs);
+}
+
+static void test_axes_and_shapes(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+
+  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_DIST_GEMM);
+  assert_string_equal(qkv->axes.layer, "ag_linear");
+  assert_string_equal(qkv->axes.schedule, "auto");
+  assert_int_equal(qkv->axes.chunks, 0);
+  assert_string_equal(qkv->axes.dtype, "bf16");
+  assert_string_equal(qkv->axes.pass, "fwd");
+  assert_int_equal(qkv->axes.sp, 1);
+  assert_int_equal(qkv->axes.m, 4096);
+  assert_int_equal(qkv->axes.n, 3072); /* 6144 / 2 */
+  assert_int_equal(qkv->axes.k, 4096);
+  assert_int_equal(qkv->axes.n_weights, 1);
+  tu_assert_near(qkv->flops, 206158430208.0, 0);
+  assert_null(find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_STOCK)->axes.schedule);
+
+  const tp_ops_config *wo = find(&m, "llama3-8b", "wo", 8192, 2, TP_OPS_STOCK);
+  assert_string_equal(wo->axes.layer, "linear_rs");
+  assert_int_equal(wo->axes.m, 8192);
+  assert_int_equal(wo->axes.n, 4096);
+  assert_int_equal(wo->axes.k, 2048); /* 4096 / 2 */
+
+  const tp_ops_config *w13 = find(&m, "llama3-70b", "w13", 16384, 2, TP_OPS_GEMM);
+  assert_string_equal(w13->axes.layer, "ag_linear_multi");
+  assert_int_equal(w13->axes.n, 14336); /* 28672 / 2, per weight */
+  assert_int_equal(w13->axes.k, 8192);
+  assert_int_equal(w13->axes.n_weights, 2);
+  tu_assert_near(w13->flops, 2.0 * 16384 * 28672 * 8192 * 2, 0);
+
+  const tp_ops_config *comm = find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_COMM);
+  tu_assert_near(comm->flops, 0, 0);
+  assert_int_equal(comm->comm_bytes, 4096LL * 4096 * 2); /* gathered T x K in bf16 */
+  const tp_ops_config *rs = find(&m, "llama3-8b", "w2", 4096, 2, TP_OPS_COMM);
+  assert_int_equal(rs->comm_bytes, 4096LL * 4096 * 2); /* full T x N partial in bf16 */
+  tp_ops_matrix_free(&m);
+}
+
+static void test_tp4_and_tp8(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("", "", "", "4,8", "", "");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 48);
+  assert_int_equal(tp_ops_runnable(&m), 192);
+  assert_int_equal(tp_ops_max_tp(&m), 8);
+  const tp_ops_config *w2 = find(&m, "llama3-70b", "w2", 8192, 8, TP_OPS_DIST_GEMM);
+  assert_int_equal(w2->axes.m, 8192);
+  assert_int_equal(w2->axes.n, 8192);
+  assert_int_equal(w2->axes.k, 3584); /* 28672 / 8 */
+  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 16384, 4, TP_OPS_STOCK);
+  assert_int_equal(qkv->axes.n, 1536); /* 6144 / 4 */
+  assert_int_equal(qkv->axes.k, 4096);
+  tp_ops_matrix_free(&m);
+}
+
+static void test_schedules_times_chunks(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "", "ce,sm,multimem", "0,2,4");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 1);
+  assert_int_equal(m.n_configs, 3 + 9);
+  /* multimem is the GPU side's to judge: not rejected here. */
+  assert_int_equal(tp_ops_runnable(&m), 12);
+  assert_string_equal(m.configs[1].axes.schedule, "ce");
+  assert_int_equal(m.configs[2].axes.chunks, 2);
+  assert_string_equal(m.configs[9].axes.schedule, "multimem");
+  assert_int_equal(m.configs[9].axes.chunks, 4);
+  tp_ops_matrix_free(&m);
+}
+
+static void test_rejections(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  /* tokens not divisible by TP: every configuration of the case */
+  tp_ops_spec s = spec_with("8b", "qkv", "4100", "8", "", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(tp_ops_runnable(&m), 0);
+  for (int i = 0; i < m.n_configs; i++)
+    assert_string_equal(m.configs[i].reason, "tokens 4100 not divisible by TP 8");
+  assert_int_equal(tp_ops_max_tp(&m), 0);
+  tp_ops_matrix_free(&m);
+
+  /* tokens per rank not divisible by chunks: dist_gemm only */
+  s = spec_with("8b", "wo", "4096", "2", "", "3");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_false(m.configs[0].rejected);
+  assert_true(m.configs[1].rejected);
+  assert_string_equal(m.configs[1].reason, "tokens per rank 2048 not divisible by chunks 3");
+  assert_false(m.configs[2].rejected);
+  assert_false(m.configs[3].rejected);
+  tp_ops_matrix_free(&m);
+
+  /* TP 1: dist_gemm and the collective alone have nothing to do */
+  s = spec_with("8b", "qkv,w2", "4096", "1", "", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_STOCK)->rejected);
+  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_GEMM)->rejected);
+  assert_string_equal(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_DIST_GEMM)->reason,
+                      "dist_gemm needs TP > 1: nothing to gather");
+  assert_string_equal(find(&m, "llama3-8b", "w2", 4096, 1, TP_OPS_DIST_GEMM)->reason,
+                      "dist_gemm needs TP > 1: nothing to reduce-scatter");
+  assert_true(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_COMM)->rejected);
+  tp_ops_matrix_free(&m);
+
+  /* features not divisible by TP: out features on the gather side, in on the scatter side */
+  s = spec_with("debug", "qkv,wo", "3072", "3", "", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_string_equal(find(&m, "debug", "qkv", 3072, 3, TP_OPS_STOCK)->reason,
+                      "out features 512 not divisible by TP 3");
+  assert_string_equal(find(&m, "debug", "wo", 3072, 3, TP_OPS_GEMM)->reason,
+                      "in features 256 not divisible by TP 3");
+  tp_ops_matrix_free(&m);
+}
+
+static void expect_usage(tp_ops_spec s, const char *needle) {
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
+  assert_null(m.configs);
+  if (!strstr(tp_last_error(), needle)) fail_msg("'%s' not in '%s'", needle, tp_last_error());
+}
+
+static void test_usage_errors(void **state) {
+  (void)state;
+  expect_usage(spec_with("8b,7b", "", "", "", "", ""), "unknown model '7b'");
+  expect_usage(spec_with("", "", "", "", "fast", ""),
+               "unknown schedule 'fast' (valid: auto, ce, sm, ring, multimem)");
+  expect_usage(spec_with("", "w1", "", "", "", ""), "unknown proj 'w1' (valid: qkv, wo, w13, w2)");
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_str_list_set(&s.dtypes, "fp8"), TP_OK);
+  expect_usage(s, "unknown dtype 'fp8' (valid: bf16, fp32)");
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_str_list_set(&s.passes, "back"), TP_OK);
+  expect_usage(s, "unknown pass 'back'");
+  expect_usage(spec_with("8b,llama3-8b", "", "", "", "", ""), "listed twice");
+  expect_usage(spec_with("", "", "0", "", "", ""), "tokens: 0 is out of range");
+  expect_usage(spec_with("", "", "", "0", "", ""), "tp: 0 is out of range");
+  expect_usage(spec_with("", "", "", "", "", "-1"), "chunks: -1 is out of range");
+}
+
+static void test_plan_print(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("8b", "qkv", "4100", "1,2", "", "");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  tp_ops_matrix_print(&m, f);
+  char text[8192] = {0};
+  rewind(f);
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  assert_true(got > 0);
+  assert_non_null(strstr(text, "dist_gemm needs TP > 1"));
+  assert_non_null(strstr(text, "8 configurations, 6 to run, 2 rejected"));
+  tp_ops_matrix_free(&m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_default_expansion), cmocka_unit_test(test_axes_and_shapes),
+      cmocka_unit_test(test_tp4_and_tp8),       cmocka_unit_test(test_schedules_times_chunks),
+      cmocka_unit_test(test_rejections),        cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_plan_print),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
