@@ -1,0 +1,5 @@
+# CPU tests of collectors/: overlap math, classification, schedule evidence,
+# clock offset, NVTX bookkeeping. Links only the pure-C core and the NVTX
+# wrapper, so it builds and runs with TPBENCH_WITH_CUDA=OFF.
+tp_add_cpu_test(test_collectors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collectors.c
+                LIBS tp_collect_core tp_nvtx m)

@@ -1,0 +1,595 @@
+/*
+ * test_collectors.c — CPU tests of collectors/' pure-C parts: the overlap math
+ * (disjoint, nested, touching, several streams, several ranks, clipping,
+ * empty, what counts as comm and compute, and a brute-force cross-check on
+ * random traces), kernel classification on real kernel names, the schedule
+ * evidence verdicts, the clock-offset measurement and the NVTX wrapper's
+ * bookkeeping. No GPU, no CUPTI.
+ *
+ * Kernel names below were taken from public traces and sources (profiler
+ * tables, Nsight and PyTorch profiler outputs, test suites of trace tools);
+ * tpbench's own mangled names were produced by nvcc 13.0 from kernels/tp_copy.cu and kernels/tp_signal.cu.
+ * Names marked "synthetic" exist only to probe a rule's edge.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "collectors/tp_collector.h"
+#include "collectors/tp_nvtx.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static tp_event kernel(int rank, uint32_t stream, tp_event_category cat, uint64_t s, uint64_t e) {
+  tp_event ev = {0};
+  ev.rank = rank;
+  ev.device = rank;
+  ev.stream = stream;
+  ev.kind = TP_EV_KERNEL;
+  ev.category = cat;
+  ev.name = cat == TP_CAT_COMM ? "ncclDevKernel_AllGather_RING_LL" : "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
+  ev.start_ns = s;
+  ev.end_ns = e;
+  ev.peer_device = -1;
+  return ev;
+}
+
+static tp_event named_kernel(const char *name, uint64_t s, uint64_t e) {
+  tp_event ev = kernel(0, 7, tp_classify_kernel(name), s, e);
+  ev.name = name;
+  return ev;
+}
+
+static tp_event copy(int rank, tp_copy_kind kind, uint64_t s, uint64_t e) {
+  tp_event ev = kernel(rank, 13, tp_classify_copy(kind), s, e);
+  ev.kind = TP_EV_MEMCPY;
+  ev.copy_kind = kind;
+  ev.name = "memcpy";
+  ev.bytes = 1 << 20;
+  return ev;
+}
+
+static tp_event other_kind(int rank, tp_event_kind kind, tp_event_category cat, uint64_t s, uint64_t e) {
+  tp_event ev = kernel(rank, 7, cat, s, e);
+  ev.kind = kind;
+  ev.name = "x";
+  return ev;
+}
+
+static tp_overlap overlap_of(const tp_event *ev, size_t n, int rank, uint64_t ws, uint64_t we) {
+  tp_overlap o;
+  memset(&o, 0xAB, sizeof o);
+  assert_int_equal(tp_overlap_compute(ev, n, rank, ws, we, &o), TP_OK);
+  return o;
+}
+
+static void assert_overlap(const tp_overlap *o, uint64_t comm, uint64_t compute, uint64_t overlap) {
+  assert_int_equal(o->comm_ns, comm);
+  assert_int_equal(o->compute_ns, compute);
+  assert_int_equal(o->overlap_ns, overlap);
+  assert_int_equal(o->exposed_comm_ns, comm - overlap);
+  double pct = comm ? 100.0 * (double)overlap / (double)comm : 0.0;
+  assert_true(fabs(o->overlap_pct - pct) < 1e-9);
+}
+
+/* ---- overlap ---------------------------------------------------------------- */
+
+static void test_overlap_empty(void **state) {
+  (void)state;
+  tp_overlap o = overlap_of(NULL, 0, 0, 100, 200);
+  assert_overlap(&o, 0, 0, 0);
+  assert_int_equal(o.window_ns, 100);
+  assert_int_equal(o.n_comm, 0);
+  assert_int_equal(o.n_compute, 0);
+  /* an empty window is valid too */
+  o = overlap_of(NULL, 0, 0, 50, 50);
+  assert_int_equal(o.window_ns, 0);
+}
+
+static void test_overlap_disjoint(void **state) {
+  (void)state;
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 10), kernel(0, 2, TP_CAT_GEMM, 20, 30)};
+  tp_overlap o = overlap_of(ev, 2, 0, 0, 100);
+  assert_overlap(&o, 10, 10, 0);
+  assert_true(o.overlap_pct == 0.0);
+}
+
+static void test_overlap_nested(void **state) {
+  (void)state;
+  /* a long collective hides two GEMMs; a nested comm kernel inside the collective adds nothing */
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 100), kernel(0, 1, TP_CAT_COMM, 40, 60),
+                   kernel(0, 2, TP_CAT_GEMM, 10, 20), kernel(0, 2, TP_CAT_ATTENTION, 30, 40)};
+  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
+  assert_overlap(&o, 100, 20, 20);
+  assert_true(fabs(o.overlap_pct - 20.0) < 1e-9);
+  assert_int_equal(o.n_comm, 2);
+  assert_int_equal(o.n_compute, 2);
+  /* and the other way round: compute fully covers communication: 100% hidden */
+  tp_event ev2[] = {kernel(0, 2, TP_CAT_GEMM, 0, 100), kernel(0, 1, TP_CAT_COMM, 10, 30)};
+  o = overlap_of(ev2, 2, 0, 0, 100);
+  assert_overlap(&o, 20, 100, 20);
+  assert_int_equal(o.exposed_comm_ns, 0);
+  assert_true(fabs(o.overlap_pct - 100.0) < 1e-9);
+}
+
+static void test_overlap_touching(void **state) {
+  (void)state;
+  /* half-open intervals: [0,10) and [10,20) merge into 20 ns, and a GEMM
+   * starting where the comm ends overlaps nothing */
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 10), kernel(0, 1, TP_CAT_COMM, 10, 20),
+                   kernel(0, 2, TP_CAT_GEMM, 20, 30), kernel(0, 3, TP_CAT_ELEMENTWISE, 30, 35)};
+  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
+  assert_overlap(&o, 20, 15, 0);
+}
+
+static void test_overlap_several_streams(void **state) {
+  (void)state;
+  /* comm on two streams [0,50) u [25,75) = 75; compute on two streams
+   * [40,60) u [50,100) = [40,100) = 60; overlap [40,75) = 35 */
+  tp_event ev[] = {kernel(0, 11, TP_CAT_COMM, 0, 50), kernel(0, 12, TP_CAT_COMM, 25, 75),
+                   kernel(0, 13, TP_CAT_GEMM, 40, 60), kernel(0, 14, TP_CAT_GEMM, 50, 100)};
+  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
+  assert_overlap(&o, 75, 60, 35);
+  /* unsorted input gives the same answer */
+  tp_event rev[] = {ev[3], ev[1], ev[2], ev[0]};
+  tp_overlap o2 = overlap_of(rev, 4, 0, 0, 100);
+  assert_overlap(&o2, 75, 60, 35);
+}
+
+static void test_overlap_several_ranks(void **state) {
+  (void)state;
+  /* rank 0: comm fully exposed; rank 1: comm fully hidden. Mixing them would
+   * wrongly report rank 0's comm as hidden under rank 1's GEMM. */
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 40), kernel(1, 1, TP_CAT_COMM, 0, 40),
+                   kernel(1, 2, TP_CAT_GEMM, 0, 50), kernel(0, 2, TP_CAT_GEMM, 60, 80)};
+  tp_overlap o0 = overlap_of(ev, 4, 0, 0, 100);
+  assert_overlap(&o0, 40, 20, 0);
+  tp_overlap o1 = overlap_of(ev, 4, 1, 0, 100);
+  assert_overlap(&o1, 40, 50, 40);
+  tp_overlap o2 = overlap_of(ev, 4, 2, 0, 100);
+  assert_overlap(&o2, 0, 0, 0);
+}
+
+static void test_overlap_clipping(void **state) {
+  (void)state;
+  /* window [50,150): comm [0,100) -> [50,100) = 50; GEMM [90,200) ->
+   * [90,150) = 60; overlap [90,100) = 10; an event wholly outside is ignored */
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 100), kernel(0, 2, TP_CAT_GEMM, 90, 200),
+                   kernel(0, 2, TP_CAT_GEMM, 0, 50), kernel(0, 1, TP_CAT_COMM, 150, 170)};
+  tp_overlap o = overlap_of(ev, 4, 0, 50, 150);
+  assert_overlap(&o, 50, 60, 10);
+  assert_int_equal(o.window_ns, 100);
+  assert_int_equal(o.n_comm, 1);
+  assert_int_equal(o.n_compute, 1);
+}
+
+static void test_overlap_what_counts(void **state) {
+  (void)state;
+  /* peer copies are comm; local copies, memsets, syncs and ranges are
+   * neither; a comm kernel is never compute; zero-length and inverted
+   * intervals contribute nothing */
+  tp_event ev[] = {
+      copy(0, TP_COPY_PTOP, 0, 30),
+      copy(0, TP_COPY_DTOD, 100, 200),
+      other_kind(0, TP_EV_MEMSET, TP_CAT_OTHER, 100, 200),
+      other_kind(0, TP_EV_SYNC, TP_CAT_OTHER, 0, 300),
+      other_kind(0, TP_EV_RANGE, TP_CAT_RANGE, 0, 300),
+      kernel(0, 3, TP_CAT_OTHER, 20, 40),
+      kernel(0, 3, TP_CAT_GEMM, 50, 50),
+      kernel(0, 3, TP_CAT_GEMM, 80, 60),
+      named_kernel("_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_", 60, 70),
+  };
+  tp_overlap o = overlap_of(ev, sizeof ev / sizeof ev[0], 0, 0, 300);
+  assert_overlap(&o, 40, 20, 10);
+  assert_int_equal(o.n_comm, 2);
+  assert_int_equal(o.n_compute, 1);
+}
+
+static void test_overlap_bad_arguments(void **state) {
+  (void)state;
+  tp_overlap o;
+  tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 10)};
+  assert_int_equal(tp_overlap_compute(ev, 1, 0, 200, 100, &o), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "before start"));
+  assert_int_equal(tp_overlap_compute(NULL, 3, 0, 0, 100, &o), TP_EUSAGE);
+  assert_int_equal(tp_overlap_compute(ev, 1, 0, 0, 100, NULL), TP_EUSAGE);
+}
+
+/* A deterministic generator, so a failure reproduces. */
+static uint64_t next_rand(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+enum { TIMELINE = 240 };
+
+/* The same quantities by brute force: one flag per nanosecond. */
+static void brute_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, uint64_t we, uint64_t *comm,
+                          uint64_t *compute, uint64_t *both) {
+  unsigned char c[TIMELINE] = {0}, k[TIMELINE] = {0};
+  for (size_t i = 0; i < n; ++i) {
+    if (ev[i].rank != rank) continue;
+    int is_comm = ev[i].category == TP_CAT_COMM && ev[i].kind != TP_EV_RANGE;
+    int is_comp = ev[i].kind == TP_EV_KERNEL && ev[i].category != TP_CAT_COMM;
+    for (uint64_t t = ev[i].start_ns; t < ev[i].end_ns && t < TIMELINE; ++t) {
+      if (t < ws || t >= we) continue;
+      if (is_comm) c[t] = 1;
+      if (is_comp) k[t] = 1;
+    }
+  }
+  *comm = *compute = *both = 0;
+  for (int t = 0; t < TIMELINE; ++t) {
+    *comm += c[t];
+    *compute += k[t];
+    *both += c[t] && k[t];
+  }
+}
+
+static tp_event random_event(uint64_t *seed) {
+  uint64_t s = next_rand(seed) % (TIMELINE - 10);
+  uint64_t len = next_rand(seed) % 40;
+  int rank = (int)(next_rand(seed) % 2);
+  uint32_t stream = (uint32_t)(next_rand(seed) % 4);
+  switch (next_rand(seed) % 7) {
+  case 0: return copy(rank, TP_COPY_PTOP, s, s + len);
+  case 1: return copy(rank, TP_COPY_DTOD, s, s + len);
+  case 2: return other_kind(rank, TP_EV_RANGE, TP_CAT_RANGE, s, s + len);
+  case 3: return kernel(rank, stream, TP_CAT_COMM, s, s + len);
+  case 4: return kernel(rank, stream, TP_CAT_ELEMENTWISE, s, s + len);
+  default: return kernel(rank, stream, TP_CAT_GEMM, s, s + len);
+  }
+}
+
+static void test_overlap_matches_brute_force(void **state) {
+  (void)state;
+  uint64_t seed = 0x1234567887654321ull;
+  tp_event ev[48];
+  for (int round = 0; round < 500; ++round) {
+    size_t n = (size_t)(next_rand(&seed) % 48);
+    for (size_t i = 0; i < n; ++i) ev[i] = random_event(&seed);
+    uint64_t ws = next_rand(&seed) % TIMELINE, we = ws + next_rand(&seed) % (TIMELINE - ws + 1);
+    for (int rank = 0; rank < 2; ++rank) {
+      uint64_t comm, compute, both;
+      brute_overlap(ev, n, rank, ws, we, &comm, &compute, &both);
+      tp_overlap o = overlap_of(ev, n, rank, ws, we);
+      if (o.comm_ns != comm || o.compute_ns != compute || o.overlap_ns != both)
+        fail_msg("round %d rank %d window [%llu,%llu): got comm %llu compute %llu overlap %llu, brute force %llu %llu %llu",
+                 round, rank, (unsigned long long)ws, (unsigned long long)we, (unsigned long long)o.comm_ns,
+                 (unsigned long long)o.compute_ns, (unsigned long long)o.overlap_ns, (unsigned long long)comm,
+                 (unsigned long long)compute, (unsigned long long)both);
+      assert_int_equal(o.exposed_comm_ns, comm - both);
+    }
+  }
+}
+
+/* ---- classification -------------------------------------------------------- */
+
+typedef struct name_case {
+  const char *name;
+  tp_event_category category;
+  tp_kernel_role role;
+} name_case;
+
+static const name_case names[] = {
+    /* NCCL 2.19+ device kernels, demangled and mangled as CUPTI reports them */
+    {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", TP_CAT_COMM,
+     TP_ROLE_NCCL},
+    {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL128", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclDevKernel_Generic", TP_CAT_COMM, TP_ROLE_NCCL},
+    /* NCCL before 2.19 */
+    {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", TP_CAT_COMM, TP_ROLE_NCCL},
+    /* tpbench's kernels as nvcc 13.0 mangles them (anonymous namespace) */
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_", TP_CAT_COMM,
+     TP_ROLE_TP_COPY},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelI13__nv_bfloat16EEvPT_NS_8src_listEim",
+     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelIfEEvPT_NS_8src_listEim", TP_CAT_COMM,
+     TP_ROLE_TP_REDUCE},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim", TP_CAT_COMM,
+     TP_ROLE_TP_SIGNAL},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    /* ... and demangled */
+    {"(anonymous namespace)::copy_signal_kernel(uint4*, const uint4*, unsigned long, unsigned int*, unsigned int*)",
+     TP_CAT_COMM, TP_ROLE_TP_COPY},
+    {"void (anonymous namespace)::reduce_sum_kernel<__nv_bfloat16>(T1 *, (anonymous namespace)::src_list, int, unsigned long)",
+     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    /* tpbench's helper kernels are not communication */
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118fill_random_kernelIfEEvPT_mmf", TP_CAT_ELEMENTWISE,
+     TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b113poison_kernelI13__nv_bfloat16EEvPT_m", TP_CAT_ELEMENTWISE,
+     TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114to_fp32_kernelI13__nv_bfloat16EEvPKT_Pfm",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114compare_kernelIfEEvPKT_S3_mPd", TP_CAT_OTHER, TP_ROLE_NONE},
+    /* cuBLAS / cuBLASLt */
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+     TP_CAT_GEMM, TP_ROLE_NONE},
+    {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"nvjet_tst_128x128_64x6_2x1_v_bz_splitK_NTT", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"nvjet_sm100_qrsss_256x256_128x4_2x1_2cta_v_bz_NTT", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"ampere_sgemm_32x32_sliced1x4_nn", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"volta_sgemm_32x32_sliced1x4_nt", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float const*, float const*, "
+     "float*, float const*, float const*, float const*)",
+     TP_CAT_GEMM, TP_ROLE_NONE},
+    /* CUTLASS */
+    {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x64_32x4_nn_align8", TP_CAT_GEMM, TP_ROLE_NONE},
+    /* attention: FA3 is a CUTLASS device kernel with "sm90_" in it, and must still be attention */
+    {"void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
+     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<176>, cute::C<128> >, 128, "
+     "cutlass::bfloat16_t, float, cutlass::arch::Sm90, false",
+     TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"flash_fwd_splitkv_mla_kernel", TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"cudnn_generated_fort_native_sdpa_sm100_flash_bprop_f16", TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half, "
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, int)",
+     TP_CAT_ATTENTION, TP_ROLE_NONE},
+    /* elementwise */
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+     "at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorItera",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"triton_poi_fused_mul_silu_2", TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    /* other */
+    {"void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, int, unsigned int, (int)2, (int)2, "
+     "(int)-2>(at::cuda::detail::TensorInfo<T1, T3>, at::cuda::detail::TensorInfo<const T1, T3>, at::cuda::",
+     TP_CAT_OTHER, TP_ROLE_NONE},
+    {"_rope_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"_ce_bwd_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"", TP_CAT_OTHER, TP_ROLE_NONE},
+    /* synthetic: tpbench's short names only count as whole identifiers */
+    {"prewait_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"_Z12wait_kernelsPj", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"my_signal_kernel_v2(int)", TP_CAT_OTHER, TP_ROLE_NONE},
+};
+
+static void test_classify_names(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
+    tp_kernel_class k = tp_classify_kernel_ex(names[i].name);
+    if (k.category != names[i].category || k.role != names[i].role)
+      fail_msg("'%s': got %s (role %d, rule '%s'), expected %s (role %d)", names[i].name,
+               tp_category_name(k.category), (int)k.role, k.rule, tp_category_name(names[i].category),
+               (int)names[i].role);
+    assert_int_equal(tp_classify_kernel(names[i].name), names[i].category);
+    if (k.category != TP_CAT_OTHER) assert_true(k.rule[0] != '\0');
+  }
+  assert_int_equal(tp_classify_kernel(NULL), TP_CAT_OTHER);
+}
+
+static void test_classify_copies_and_labels(void **state) {
+  (void)state;
+  assert_int_equal(tp_classify_copy(TP_COPY_PTOP), TP_CAT_COMM);
+  assert_int_equal(tp_classify_copy(TP_COPY_DTOD), TP_CAT_OTHER);
+  assert_int_equal(tp_classify_copy(TP_COPY_HTOD), TP_CAT_OTHER);
+  assert_string_equal(tp_category_name(TP_CAT_COMM), "comm");
+  assert_string_equal(tp_category_name(TP_CAT_GEMM), "gemm");
+  assert_string_equal(tp_category_name(TP_CAT_ATTENTION), "attention");
+  assert_string_equal(tp_category_name(TP_CAT_ELEMENTWISE), "elementwise");
+  assert_string_equal(tp_category_name(TP_CAT_OTHER), "other");
+  assert_string_equal(tp_category_name(TP_CAT_RANGE), "range");
+  assert_string_equal(tp_category_name((tp_event_category)99), "invalid");
+  assert_string_equal(tp_copy_kind_name(TP_COPY_PTOP), "PtoP");
+  assert_string_equal(tp_copy_kind_name(TP_COPY_DTOD), "DtoD");
+  assert_string_equal(tp_copy_kind_name(TP_COPY_NONE), "none");
+  assert_string_equal(tp_copy_kind_name((tp_copy_kind)42), "invalid");
+  assert_string_equal(tp_event_kind_name(TP_EV_MEMCPY), "memcpy");
+  assert_string_equal(tp_event_kind_name(TP_EV_RANGE), "range");
+}
+
+/* ---- schedule evidence ------------------------------------------------------ */
+
+#define COPY_SIGNAL "_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_"
+#define BARRIER "_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim"
+#define NCCL_AG "_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE"
+#define GEMM "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
+
+/* A trace of `iters` iterations with `per` transfers each, in the shape of schedule s. */
+static size_t build_trace(tp_event *ev, const char *s, int iters, int per, uint64_t t0) {
+  size_t n = 0;
+  for (int it = 0; it < iters; ++it) {
+    uint64_t base = t0 + (uint64_t)it * 1000;
+    ev[n++] = named_kernel(BARRIER, base, base + 5);
+    for (int j = 0; j < per; ++j) {
+      uint64_t s0 = base + 10 + (uint64_t)j * 100;
+      if (!strcmp(s, "ce")) ev[n++] = copy(0, TP_COPY_PTOP, s0, s0 + 50);
+      else if (!strcmp(s, "sm")) ev[n++] = named_kernel(COPY_SIGNAL, s0, s0 + 50);
+      else ev[n++] = named_kernel(NCCL_AG, s0, s0 + 50);
+      ev[n++] = named_kernel(GEMM, s0 + 20, s0 + 90);
+    }
+  }
+  return n;
+}
+
+static void test_evidence_confirms_each_schedule(void **state) {
+  (void)state;
+  static const char *const scheds[] = {"ce", "sm", "nccl"};
+  tp_event ev[64];
+  for (size_t k = 0; k < 3; ++k) {
+    size_t n = build_trace(ev, scheds[k], 3, 2, 1000);
+    tp_evidence e;
+    tp_rc rc = tp_schedule_evidence(ev, n, 1000, 4000, scheds[k], 3, 2, &e);
+    if (rc != TP_OK) fail_msg("%s: %s", scheds[k], tp_last_error());
+    assert_int_equal(e.verdict, TP_VERDICT_CONFIRMED);
+    assert_int_equal(e.expected, 6);
+    assert_non_null(strstr(e.message, "confirmed"));
+  }
+}
+
+static void test_evidence_wrong_count_is_an_error(void **state) {
+  (void)state;
+  tp_event ev[64];
+  size_t n = build_trace(ev, "ce", 3, 2, 1000);
+  tp_evidence e;
+  /* one transfer missing */
+  assert_int_equal(tp_schedule_evidence(ev, n - 2, 1000, 4000, "ce", 3, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.verdict, TP_VERDICT_MISMATCH);
+  assert_int_equal(e.peer_copies, 5);
+  assert_non_null(strstr(e.message, "NOT confirmed"));
+  assert_non_null(strstr(e.message, "expected 6 peer-to-peer copies"));
+  assert_non_null(strstr(e.message, "found 5"));
+  assert_non_null(strstr(tp_last_error(), "found 5"));
+  /* one transfer too many is wrong as well */
+  assert_int_equal(tp_schedule_evidence(ev, n, 1000, 4000, "ce", 3, 1, &e), TP_EINTERNAL);
+}
+
+static void test_evidence_foreign_fingerprints(void **state) {
+  (void)state;
+  tp_event ev[64];
+  tp_evidence e;
+  /* ce with the right copy count, but an SM copy kernel ran too */
+  size_t n = build_trace(ev, "ce", 2, 2, 0);
+  ev[n++] = named_kernel(COPY_SIGNAL, 500, 510);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "ce", 2, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.copy_kernels, 1);
+  /* sm with a peer copy in it */
+  n = build_trace(ev, "sm", 2, 2, 0);
+  ev[n++] = copy(0, TP_COPY_PTOP, 500, 510);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "sm", 2, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.peer_copies, 1);
+  /* stock that is really the sm schedule: no NCCL kernels at all */
+  n = build_trace(ev, "sm", 2, 2, 0);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "nccl", 2, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.nccl_kernels, 0);
+  assert_int_equal(e.copy_kernels, 4);
+  /* local DtoD copies do not count as ce evidence, and the message says what was seen */
+  n = build_trace(ev, "ce", 2, 2, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (ev[i].kind == TP_EV_MEMCPY) ev[i].copy_kind = TP_COPY_DTOD;
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "ce", 2, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.peer_copies, 0);
+  assert_int_equal(e.dtod_copies, 4);
+  assert_non_null(strstr(e.message, "DtoD"));
+}
+
+static void test_evidence_counts_only_the_window(void **state) {
+  (void)state;
+  tp_event ev[64];
+  tp_evidence e;
+  /* warm-up iteration at t=0..1000, measured window [1000, 3000): two iterations */
+  size_t n = build_trace(ev, "sm", 3, 2, 0);
+  assert_int_equal(tp_schedule_evidence(ev, n, 1000, 3000, "sm", 2, 2, &e), TP_OK);
+  assert_int_equal(e.copy_kernels, 4);
+  /* the same trace judged over everything has one iteration too many */
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 3000, "sm", 2, 2, &e), TP_EINTERNAL);
+  /* an empty trace never confirms */
+  assert_int_equal(tp_schedule_evidence(NULL, 0, 0, 3000, "nccl", 1, 1, &e), TP_EINTERNAL);
+  assert_int_equal(e.verdict, TP_VERDICT_MISMATCH);
+}
+
+static void test_evidence_usage_errors(void **state) {
+  (void)state;
+  tp_event ev[64];
+  tp_evidence e;
+  size_t n = build_trace(ev, "ce", 1, 1, 0);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, "ring", 1, 1, &e), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown schedule 'ring'"));
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, "ce", 0, 1, &e), TP_EUSAGE);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, "ce", 1, 0, &e), TP_EUSAGE);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, NULL, 1, 1, &e), TP_EUSAGE);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, "ce", 1, 1, NULL), TP_EUSAGE);
+  ev[1].rank = 1;
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 1000, "ce", 1, 1, &e), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "mixed"));
+}
+
+/* ---- clock offset ------------------------------------------------------------- */
+
+static uint64_t realtime_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A tracer clock that runs `*ctx` ns off CLOCK_REALTIME. */
+static uint64_t shifted_clock(void *ctx) { return (uint64_t)((int64_t)realtime_now() + *(int64_t *)ctx); }
+
+static uint64_t broken_clock(void *ctx) {
+  (void)ctx;
+  return 0;
+}
+
+static void test_clock_offset(void **state) {
+  (void)state;
+  static const int64_t shifts[] = {5000000000ll, -3000000000ll, 0};
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t shift = shifts[i];
+    tp_clock_offset off;
+    assert_int_equal(tp_clock_offset_measure(shifted_clock, &shift, 8, &off), TP_OK);
+    int64_t err = off.offset_ns - shift;
+    if (err < 0) err = -err;
+    /* the tracer read happened inside the bracket, so the midpoint is off by at most half of it */
+    if ((uint64_t)err > off.uncertainty_ns)
+      fail_msg("shift %lld: measured %lld +- %llu", (long long)shift, (long long)off.offset_ns,
+               (unsigned long long)off.uncertainty_ns);
+    assert_true(off.uncertainty_ns < 50000000ull); /* a bracket of two clock reads, not 50 ms */
+    assert_true(off.realtime_ns > 0);
+  }
+  tp_clock_offset off;
+  assert_int_equal(tp_clock_offset_measure(broken_clock, NULL, 4, &off), TP_EIO);
+  assert_int_equal(tp_clock_offset_measure(shifted_clock, NULL, 0, &off), TP_EUSAGE);
+  assert_int_equal(tp_clock_offset_measure(NULL, NULL, 4, &off), TP_EUSAGE);
+}
+
+/* ---- NVTX wrapper --------------------------------------------------------------- */
+
+static void test_nvtx_bookkeeping(void **state) {
+  (void)state;
+  /* No tool is attached in a CPU test: ranges are no-ops, but the first call
+   * is remembered, which is what lets the collector refuse a late start. */
+  unsetenv("NVTX_INJECTION64_PATH");
+  assert_int_equal(tp_nvtx_used(), 0);
+  tp_nvtx_push("iteration");
+  assert_int_equal(tp_nvtx_used(), 1);
+  tp_nvtx_push(NULL);
+  tp_nvtx_pop();
+  tp_nvtx_pop();
+  assert_int_equal(tp_nvtx_attach(), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_overlap_empty),
+      cmocka_unit_test(test_overlap_disjoint),
+      cmocka_unit_test(test_overlap_nested),
+      cmocka_unit_test(test_overlap_touching),
+      cmocka_unit_test(test_overlap_several_streams),
+      cmocka_unit_test(test_overlap_several_ranks),
+      cmocka_unit_test(test_overlap_clipping),
+      cmocka_unit_test(test_overlap_what_counts),
+      cmocka_unit_test(test_overlap_bad_arguments),
+      cmocka_unit_test(test_overlap_matches_brute_force),
+      cmocka_unit_test(test_classify_names),
+      cmocka_unit_test(test_classify_copies_and_labels),
+      cmocka_unit_test(test_evidence_confirms_each_schedule),
+      cmocka_unit_test(test_evidence_wrong_count_is_an_error),
+      cmocka_unit_test(test_evidence_foreign_fingerprints),
+      cmocka_unit_test(test_evidence_counts_only_the_window),
+      cmocka_unit_test(test_evidence_usage_errors),
+      cmocka_unit_test(test_clock_offset),
+      cmocka_unit_test(test_nvtx_bookkeeping),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
