@@ -618,10 +618,12 @@ tp_rc tp_collector_window_end(tp_collector *c, tp_event **events, size_t *n) {
   if (!c->window_open) return TP_FAIL(TP_EUSAGE, "tp_collector_window_end: no window is open");
   c->win_end = tp_collector_now();
   c->window_open = 0;
-  disable_window_kinds();
   c->n_events = 0;
   uint64_t dropped_total = 0;
+  /* Flush while the kinds are still on, then stop tracing: nothing after the
+   * window is recorded, and nothing of the window is left in CUPTI. */
   tp_rc rc = flush_and_convert(c, &dropped_total);
+  disable_window_kinds();
   keep_window(c);
   c->stats.dropped_window = dropped_total - c->dropped_seen;
   c->stats.dropped = dropped_total;

@@ -3,3 +3,10 @@
 # wrapper, so it builds and runs with TPBENCH_WITH_CUDA=OFF.
 tp_add_cpu_test(test_collectors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collectors.c
                 LIBS tp_collect_core tp_nvtx m)
+
+# The collector's refusals (late start after NVTX use, NULL arguments) return
+# before any CUPTI call, so they are checked here too, where CUDA is built.
+if(TPBENCH_WITH_CUDA)
+  tp_add_cpu_test(test_collector_guard SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_guard.c
+                  LIBS tp_collectors)
+endif()

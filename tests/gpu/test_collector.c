@@ -1,0 +1,274 @@
+/*
+ * test_collector.c — GPU test of the CUPTI collector (collectors/cupti_collector.c).
+ *
+ * One process, device 0: start the collector before any CUDA or NVTX call,
+ * open a window, and inside an NVTX range launch a small kernel, a
+ * device-to-device cudaMemcpyAsync and a memset, then synchronise the
+ * stream. The window must come back with each of them as an event with a
+ * sane interval inside the window, the right kind, category, device, stream,
+ * byte count and name; the range must enclose the launches on the host
+ * timeline; no record may be dropped and the NVTX injection must be live.
+ * Then: work done between windows must not show up in the next window; a
+ * peer copy (only with two or more devices) must come back as PtoP
+ * communication; and the collector must restart cleanly in the same process.
+ *
+ * Devices are counted in a forked child so this process meets CUDA only
+ * after the collector is running. Exit 77 (skipped) without a device.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collectors/tp_collector.h"
+#include "collectors/tp_nvtx.h"
+
+cudaError_t collector_test_launch_fill(float *buf, size_t n, float value, cudaStream_t stream);
+
+enum { ELEMS = 1 << 20, SKIP = 77 };
+static const size_t BYTES = (size_t)ELEMS * sizeof(float);
+
+#define CHECK_CUDA(call)                                                                           \
+  do {                                                                                             \
+    cudaError_t err_ = (call);                                                                     \
+    if (err_ != cudaSuccess) fail_msg("%s: %s", #call, cudaGetErrorString(err_));                  \
+  } while (0)
+
+#define CHECK_TP(call)                                                                             \
+  do {                                                                                             \
+    tp_rc rc_ = (call);                                                                            \
+    if (rc_ != TP_OK) fail_msg("%s: %s: %s", #call, tp_rc_name(rc_), tp_last_error());             \
+  } while (0)
+
+static int device_count;
+static tp_collector *collector;
+static float *buf_a, *buf_b;
+static cudaStream_t stream;
+
+/* Counts devices in a child so that this process's first CUDA call comes later. */
+static int count_devices(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return 0;
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    _exit(n > 100 ? 100 : n);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
+  return WEXITSTATUS(status);
+}
+
+static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind kind, const char *name_part) {
+  for (size_t i = 0; i < n; ++i)
+    if (ev[i].kind == kind && (!name_part || strstr(ev[i].name, name_part))) return &ev[i];
+  return NULL;
+}
+
+static void print_events(const tp_event *ev, size_t n, uint64_t ws) {
+  for (size_t i = 0; i < n; ++i)
+    printf("  %-6s %-11s dev %2d stream %10u +%9llu ns %8llu ns %9llu B corr %u copy %s  %.70s\n",
+           tp_event_kind_name(ev[i].kind), tp_category_name(ev[i].category), ev[i].device, ev[i].stream,
+           (unsigned long long)(ev[i].start_ns - ws), (unsigned long long)(ev[i].end_ns - ev[i].start_ns),
+           (unsigned long long)ev[i].bytes, ev[i].correlation, tp_copy_kind_name(ev[i].copy_kind), ev[i].name);
+}
+
+/* Every event lies in the window, is well formed and the list is sorted. */
+static void assert_sane(const tp_event *ev, size_t n, uint64_t ws, uint64_t we) {
+  for (size_t i = 0; i < n; ++i) {
+    const tp_event *e = &ev[i];
+    assert_non_null(e->name);
+    assert_int_equal(e->rank, 3);
+    assert_true(e->start_ns <= e->end_ns);
+    assert_true(e->end_ns >= ws && e->start_ns <= we);
+    assert_true(e->end_ns - e->start_ns < 10000000000ull); /* nothing here takes 10 s */
+    assert_int_equal(e->kind == TP_EV_RANGE, e->category == TP_CAT_RANGE);
+    if (i > 0) assert_true(ev[i - 1].start_ns <= e->start_ns);
+  }
+}
+
+static void test_window_events(void **state) {
+  (void)state;
+  CHECK_TP(tp_collector_start(3, &collector));
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaMalloc((void **)&buf_a, BYTES));
+  CHECK_CUDA(cudaMalloc((void **)&buf_b, BYTES));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 1.0f, stream)); /* load the module first */
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  CHECK_TP(tp_collector_window_begin(collector));
+  tp_nvtx_push("test-iteration");
+  CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 2.0f, stream));
+  CHECK_CUDA(cudaMemcpyAsync(buf_b, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
+  CHECK_CUDA(cudaMemsetAsync(buf_a, 0, BYTES / 2, stream));
+  tp_nvtx_pop();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  tp_event *ev = NULL;
+  size_t n = 0;
+  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
+  uint64_t ws, we;
+  tp_collector_window_bounds(collector, &ws, &we);
+  printf("window 1: %zu events over %llu ns\n", n, (unsigned long long)(we - ws));
+  print_events(ev, n, ws);
+  assert_true(we > ws);
+  assert_sane(ev, n, ws, we);
+
+  const tp_event *k = find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel");
+  const tp_event *m = find_event(ev, n, TP_EV_MEMCPY, NULL);
+  const tp_event *s = find_event(ev, n, TP_EV_MEMSET, NULL);
+  const tp_event *r = find_event(ev, n, TP_EV_RANGE, "test-iteration");
+  const tp_event *y = find_event(ev, n, TP_EV_SYNC, NULL);
+  assert_non_null(k);
+  assert_non_null(m);
+  assert_non_null(s);
+  assert_non_null(r);
+  assert_non_null(y);
+  assert_int_equal(k->category, TP_CAT_ELEMENTWISE);
+  assert_int_equal(k->device, 0);
+  assert_true(k->end_ns - k->start_ns >= 10000); /* it sleeps 20 us */
+  assert_true(k->correlation != 0);
+  assert_int_equal(m->copy_kind, TP_COPY_DTOD);
+  assert_int_equal(m->category, TP_CAT_OTHER);
+  assert_int_equal(m->bytes, BYTES);
+  assert_int_equal(m->stream, k->stream);
+  assert_true(m->start_ns >= k->end_ns); /* one stream: in order */
+  assert_true(m->correlation != 0 && m->correlation != k->correlation);
+  assert_int_equal(s->bytes, BYTES / 2);
+  assert_true(s->start_ns >= m->end_ns);
+  assert_string_equal(r->name, "test-iteration");
+  assert_int_equal(r->device, -1);
+  assert_true(r->start_ns <= k->start_ns); /* launched inside the range, ran after the push */
+  assert_true(r->end_ns <= y->end_ns);     /* popped before the synchronise returned */
+
+  tp_overlap o;
+  CHECK_TP(tp_overlap_compute(ev, n, 3, ws, we, &o));
+  assert_int_equal(o.comm_ns, 0);
+  assert_true(o.compute_ns >= k->end_ns - k->start_ns);
+
+  tp_collector_stats st;
+  tp_collector_get_stats(collector, &st);
+  printf("stats: records %llu dropped %llu untimed %llu unknown %llu buffers %zu nvtx %d; "
+         "CUPTI clock - CLOCK_REALTIME = %lld ns +- %llu ns\n",
+         (unsigned long long)st.records, (unsigned long long)st.dropped, (unsigned long long)st.untimed_records,
+         (unsigned long long)st.unknown_records, st.buffers, st.nvtx_injected, (long long)st.clock.offset_ns,
+         (unsigned long long)st.clock.uncertainty_ns);
+  assert_int_equal(st.dropped, 0);
+  assert_int_equal(st.dropped_window, 0);
+  assert_int_equal(st.nvtx_injected, 1);
+  assert_true(st.buffers >= 1);
+  assert_true(st.clock.uncertainty_ns < 1000000);
+  /* Linux CUPTI stamps with CLOCK_REALTIME unless a tool registered another clock */
+  assert_true(st.clock.offset_ns < 10000000 && st.clock.offset_ns > -10000000);
+}
+
+static void test_between_windows_is_not_traced(void **state) {
+  (void)state;
+  assert_non_null(collector);
+  tp_collector_stats before;
+  tp_collector_get_stats(collector, &before);
+  /* untraced work: device kinds are off, the range falls outside every window */
+  tp_nvtx_push("between-windows");
+  CHECK_CUDA(cudaMemcpyAsync(buf_b, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
+  tp_nvtx_pop();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  CHECK_TP(tp_collector_window_begin(collector));
+  assert_int_equal(tp_collector_window_begin(collector), TP_EUSAGE); /* already open */
+  CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 3.0f, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  tp_event *ev = NULL;
+  size_t n = 0;
+  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
+  uint64_t ws, we;
+  tp_collector_window_bounds(collector, &ws, &we);
+  printf("window 2: %zu events\n", n);
+  print_events(ev, n, ws);
+  assert_sane(ev, n, ws, we);
+  assert_non_null(find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel"));
+  assert_null(find_event(ev, n, TP_EV_MEMCPY, NULL));
+  assert_null(find_event(ev, n, TP_EV_RANGE, "between-windows"));
+  tp_collector_stats after;
+  tp_collector_get_stats(collector, &after);
+  assert_true(after.outside_window > before.outside_window);
+  assert_int_equal(tp_collector_window_end(collector, &ev, &n), TP_EUSAGE); /* none open */
+}
+
+static void test_peer_copy(void **state) {
+  (void)state;
+  if (device_count < 2) {
+    printf("peer copy: one device only, not exercised\n");
+    skip();
+  }
+  float *peer = NULL;
+  CHECK_CUDA(cudaSetDevice(1));
+  CHECK_CUDA(cudaMalloc((void **)&peer, BYTES));
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_TP(tp_collector_window_begin(collector));
+  CHECK_CUDA(cudaMemcpyPeerAsync(peer, 1, buf_a, 0, BYTES, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  tp_event *ev = NULL;
+  size_t n = 0;
+  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
+  uint64_t ws, we;
+  tp_collector_window_bounds(collector, &ws, &we);
+  print_events(ev, n, ws);
+  const tp_event *p = find_event(ev, n, TP_EV_MEMCPY, NULL);
+  assert_non_null(p);
+  assert_int_equal(p->copy_kind, TP_COPY_PTOP);
+  assert_int_equal(p->category, TP_CAT_COMM);
+  assert_int_equal(p->bytes, BYTES);
+  assert_int_equal(p->peer_device, 1);
+  tp_evidence e;
+  CHECK_TP(tp_schedule_evidence(ev, n, ws, we + 1, "ce", 1, 1, &e));
+  CHECK_CUDA(cudaFree(peer));
+}
+
+static void test_restart(void **state) {
+  (void)state;
+  tp_collector *second = NULL;
+  assert_int_equal(tp_collector_start(0, &second), TP_EUSAGE); /* one per process */
+  tp_collector_stop(collector);
+  collector = NULL;
+  CHECK_TP(tp_collector_start(3, &collector)); /* NVTX was set up by this process's collector */
+  CHECK_TP(tp_collector_window_begin(collector));
+  tp_nvtx_push("after-restart");
+  CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 4.0f, stream));
+  tp_nvtx_pop();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  tp_event *ev = NULL;
+  size_t n = 0;
+  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
+  assert_non_null(find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel"));
+  assert_non_null(find_event(ev, n, TP_EV_RANGE, "after-restart"));
+  tp_collector_stop(collector);
+  collector = NULL;
+  CHECK_CUDA(cudaFree(buf_a));
+  CHECK_CUDA(cudaFree(buf_b));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+}
+
+int main(void) {
+  device_count = count_devices();
+  if (device_count == 0) {
+    printf("gpu_collector: no CUDA device, skipping\n");
+    return SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_window_events),
+      cmocka_unit_test(test_between_windows_is_not_traced),
+      cmocka_unit_test(test_peer_copy),
+      cmocka_unit_test(test_restart),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
