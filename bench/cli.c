@@ -91,8 +91,7 @@ tp_rc tp_str_list_set(tp_str_list *list, const char *text) {
 static tp_rc parse_int_list(const char *what, const char *text, long long min, long long max,
                             tp_int_list *list) {
   tp_str_list words;
-  if (tp_str_list_set(&words, text) != TP_OK)
-    return fail_prefixed(what);
+  if (tp_str_list_set(&words, text) != TP_OK) return fail_prefixed(what);
   tp_int_list parsed = {.count = words.count};
   for (int i = 0; i < words.count; i++)
     TP_TRY(tp_parse_int(what, tp_str_list_at(&words, i), min, max, &parsed.items[i]));
@@ -150,8 +149,8 @@ static void format_value(const tp_option *opt, char *buf, size_t cap) {
     const tp_str_list *list = opt->dest;
     size_t used = 0;
     for (int i = 0; i < list->count && used < cap; i++)
-      used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "," : "",
-                               tp_str_list_at(list, i));
+      used +=
+          (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "," : "", tp_str_list_at(list, i));
     break;
   }
   case TP_OPT_INT_LIST: {
@@ -204,8 +203,8 @@ static int is_choice(const char *choices, const char *word) {
   return 0;
 }
 
-static void int_range(const tp_option *opt, long long type_min, long long type_max,
-                      long long *min, long long *max) {
+static void int_range(const tp_option *opt, long long type_min, long long type_max, long long *min,
+                      long long *max) {
   int unset = opt->min == 0 && opt->max == 0;
   *min = unset ? type_min : opt->min;
   *max = unset ? type_max : opt->max;
@@ -233,8 +232,7 @@ static tp_rc store_value(const tp_option *opt, const char *value) {
     return TP_OK;
   case TP_OPT_STR_LIST: {
     tp_str_list list;
-    if (tp_str_list_set(&list, value) != TP_OK)
-      return fail_prefixed(what);
+    if (tp_str_list_set(&list, value) != TP_OK) return fail_prefixed(what);
     for (int i = 0; opt->choices && i < list.count; i++)
       if (!is_choice(opt->choices, tp_str_list_at(&list, i)))
         return TP_FAIL(TP_EUSAGE, "%s: '%s' is not one of %s", what, tp_str_list_at(&list, i),

@@ -19,8 +19,8 @@
 
 #include "../common/tp_error.h"
 
-#define TP_LIST_MAX 32       /* items in one comma list */
-#define TP_LIST_STORAGE 512  /* bytes of text in one string list */
+#define TP_LIST_MAX 32      /* items in one comma list */
+#define TP_LIST_STORAGE 512 /* bytes of text in one string list */
 
 /* A list of strings. Items are stored as offsets into the list's own storage,
  * so the struct may be copied by assignment. Read items with tp_str_list_at. */
@@ -61,7 +61,7 @@ typedef enum {
 } tp_opt_type;
 
 typedef struct tp_option {
-  const char *name;    /* long name without the dashes: "iters" */
+  const char *name; /* long name without the dashes: "iters" */
   tp_opt_type type;
   void *dest;          /* see tp_opt_type */
   const char *metavar; /* value placeholder in --help ("N", "PATH"); NULL: one per type */

@@ -28,8 +28,8 @@ static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
       {"run", TP_OPT_INT64, &a->run, "ID", "run to show; 0 = the latest (of --commit)", 0,
        INT64_MAX, NULL},
-      {"commit", TP_OPT_STRING, &a->commit, "SHA", "runs of this commit (a prefix will do)", 0,
-       0, NULL},
+      {"commit", TP_OPT_STRING, &a->commit, "SHA", "runs of this commit (a prefix will do)", 0, 0,
+       NULL},
       {"model", TP_OPT_STRING, &a->model, "NAME", "only this model (8b, llama3-8b, ...)", 0, 0,
        NULL},
       {"layer", TP_OPT_STRING, &a->layer, "NAME", "only this op or layer (ag_linear, ...)", 0, 0,
@@ -71,9 +71,12 @@ static int print_report(const report_args *a) {
     fprintf(stderr, "tpbench report: cannot open '%s': %s\n", a->db, tp_cli_last_message());
     return TP_EXIT_FAILURE;
   }
-  tp_report_filter filter = {.run_id = a->run, .commit = a->commit,
-                             .model = canonical_model(a->model), .layer = a->layer,
-                             .pass = a->pass, .dtype = a->dtype};
+  tp_report_filter filter = {.run_id = a->run,
+                             .commit = a->commit,
+                             .model = canonical_model(a->model),
+                             .layer = a->layer,
+                             .pass = a->pass,
+                             .dtype = a->dtype};
   tp_rc rc = tp_report_throughput(store, &filter, fmt, stdout);
   if (rc != TP_OK) fprintf(stderr, "tpbench report: %s\n", tp_cli_last_message());
   tp_store_close(store);

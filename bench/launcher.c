@@ -128,8 +128,8 @@ static void die_with_parent(pid_t parent) {
 static _Noreturn void worker_main(const worker_job *job, int rank) {
   die_with_parent(job->parent);
   sigprocmask(SIG_SETMASK, &job->child_mask, NULL);
-  tp_launch_env env = {.rank = rank, .world = job->world, .local_rank = rank,
-                       .master_port = job->port};
+  tp_launch_env env = {
+      .rank = rank, .world = job->world, .local_rank = rank, .master_port = job->port};
   snprintf(env.master_addr, sizeof env.master_addr, "127.0.0.1");
   set_int_env("RANK", rank);
   set_int_env("WORLD_SIZE", job->world);
@@ -152,9 +152,9 @@ typedef struct supervisor {
   int alive;
   int failed_rank; /* first failure, -1 if none */
   int failed_status;
-  int interrupted_by;   /* SIGINT or SIGTERM received by the parent, 0 if none */
-  int64_t kill_at_ms;   /* when survivors get SIGKILL; 0 while not stopping */
-  int killed;           /* SIGKILL sent */
+  int interrupted_by; /* SIGINT or SIGTERM received by the parent, 0 if none */
+  int64_t kill_at_ms; /* when survivors get SIGKILL; 0 while not stopping */
+  int killed;         /* SIGKILL sent */
 } supervisor;
 
 static int64_t now_ms(void) {
@@ -343,8 +343,8 @@ static size_t read_all(int fd, void *buf, size_t cap) {
   }
 }
 
-static _Noreturn void child_main(int (*fn)(void *, void *, size_t, size_t *), void *ctx,
-                                 void *out, size_t out_cap, int pipe_fd, pid_t parent) {
+static _Noreturn void child_main(int (*fn)(void *, void *, size_t, size_t *), void *ctx, void *out,
+                                 size_t out_cap, int pipe_fd, pid_t parent) {
   die_with_parent(parent);
   size_t len = 0;
   int status = exit_status_of(fn(ctx, out, out_cap, &len));

@@ -33,16 +33,16 @@ static void common_options(tp_ops_args *a, tp_option *o) {
   tp_ops_spec *s = &a->spec;
   const tp_option table[N_COMMON] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write", 0, 0, NULL},
-      {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)",
-       0, 64, NULL},
-      {"models", TP_OPT_STR_LIST, &s->models, "LIST", "model presets (debug,1b,8b,70b,405b)", 0,
-       0, NULL},
-      {"projs", TP_OPT_STR_LIST, &s->projs, "LIST", "projections (qkv,wo,w13,w2)", 0, 0, NULL},
-      {"tokens", TP_OPT_INT_LIST, &s->tokens, "LIST", "tokens per step, whole TP group", 1,
-       1 << 24, NULL},
-      {"dtype", TP_OPT_STR_LIST, &s->dtypes, "LIST", "element types", 0, 0, "bf16|fp32"},
-      {"tp", TP_OPT_INT_LIST, &s->tp, "LIST", "TP degrees (default: the number of workers)", 1,
+      {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0,
        64, NULL},
+      {"models", TP_OPT_STR_LIST, &s->models, "LIST", "model presets (debug,1b,8b,70b,405b)", 0, 0,
+       NULL},
+      {"projs", TP_OPT_STR_LIST, &s->projs, "LIST", "projections (qkv,wo,w13,w2)", 0, 0, NULL},
+      {"tokens", TP_OPT_INT_LIST, &s->tokens, "LIST", "tokens per step, whole TP group", 1, 1 << 24,
+       NULL},
+      {"dtype", TP_OPT_STR_LIST, &s->dtypes, "LIST", "element types", 0, 0, "bf16|fp32"},
+      {"tp", TP_OPT_INT_LIST, &s->tp, "LIST", "TP degrees (default: the number of workers)", 1, 64,
+       NULL},
       {"schedule", TP_OPT_STR_LIST, &s->schedules, "LIST", "dist_gemm schedules", 0, 0,
        "auto|ce|sm|ring|multimem"},
       {"chunks", TP_OPT_INT_LIST, &s->chunks, "LIST",
@@ -58,8 +58,8 @@ static void common_options(tp_ops_args *a, tp_option *o) {
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
-      {"list", TP_OPT_FLAG, &a->list, NULL, "print the expanded matrix and exit (no GPU needed)",
-       0, 0, NULL},
+      {"list", TP_OPT_FLAG, &a->list, NULL, "print the expanded matrix and exit (no GPU needed)", 0,
+       0, NULL},
   };
   memcpy(o, table, sizeof table);
 }

@@ -174,8 +174,7 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
     return 1;
   }
   if (c->proj.op != TP_OP_LINEAR_RS && c->proj.n % c->tp != 0) {
-    snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n,
-             c->tp);
+    snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n, c->tp);
     return 1;
   }
   return 0;
@@ -335,8 +334,7 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
   if (cfg->role == TP_OPS_DIST_GEMM)
     snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
-  else
-    snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+  else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {

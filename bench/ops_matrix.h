@@ -52,9 +52,9 @@ typedef struct tp_ops_case {
   tp_projection proj; /* global shapes */
   int64_t tokens;
   int tp;
-  const char *dtype;  /* canonical, static */
-  const char *pass;   /* canonical, static */
-  int first_config;   /* index of its first configuration in the matrix */
+  const char *dtype; /* canonical, static */
+  const char *pass;  /* canonical, static */
+  int first_config;  /* index of its first configuration in the matrix */
   int n_configs;
 } tp_ops_case;
 
@@ -62,11 +62,11 @@ typedef struct tp_ops_config {
   tp_config_axes axes; /* strings are static: the matrix outlives the spec */
   tp_ops_role role;
   int case_index;
-  int rejected;        /* 1: not to be run; reason says why */
+  int rejected; /* 1: not to be run; reason says why */
   char reason[160];
-  double flops;        /* per iteration, all ranks and weights, this pass; 0 for comm */
-  int64_t comm_bytes;  /* the whole collective buffer: gathered input (T x K) for the
-                          all-gather ops, full-size partial output (T x N) for linear_rs */
+  double flops;       /* per iteration, all ranks and weights, this pass; 0 for comm */
+  int64_t comm_bytes; /* the whole collective buffer: gathered input (T x K) for the
+                         all-gather ops, full-size partial output (T x N) for linear_rs */
 } tp_ops_config;
 
 typedef struct tp_ops_matrix {

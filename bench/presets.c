@@ -68,14 +68,10 @@ tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj, tp_pr
   tp_projection p;
   if (strcmp(proj, "qkv") == 0)
     p = (tp_projection){"qkv", TP_OP_AG_LINEAR, q_width + 2 * kv_width, dim, 1};
-  else if (strcmp(proj, "wo") == 0)
-    p = (tp_projection){"wo", TP_OP_LINEAR_RS, dim, q_width, 1};
-  else if (strcmp(proj, "w13") == 0)
-    p = (tp_projection){"w13", TP_OP_AG_LINEAR_MULTI, ffn, dim, 2};
-  else if (strcmp(proj, "w2") == 0)
-    p = (tp_projection){"w2", TP_OP_LINEAR_RS, dim, ffn, 1};
-  else
-    return TP_FAIL(TP_EUSAGE, "unknown projection '%s' (valid: qkv, wo, w13, w2)", proj);
+  else if (strcmp(proj, "wo") == 0) p = (tp_projection){"wo", TP_OP_LINEAR_RS, dim, q_width, 1};
+  else if (strcmp(proj, "w13") == 0) p = (tp_projection){"w13", TP_OP_AG_LINEAR_MULTI, ffn, dim, 2};
+  else if (strcmp(proj, "w2") == 0) p = (tp_projection){"w2", TP_OP_LINEAR_RS, dim, ffn, 1};
+  else return TP_FAIL(TP_EUSAGE, "unknown projection '%s' (valid: qkv, wo, w13, w2)", proj);
   *out = p;
   return TP_OK;
 }

@@ -20,9 +20,9 @@ typedef struct tp_model_preset {
   const char *name; /* canonical: "debug", "llama3-1b", "llama3-8b", ... */
   int dim;          /* model (hidden) width */
   int n_heads;
-  int n_kv_heads;   /* grouped-query attention: heads sharing K and V */
+  int n_kv_heads; /* grouped-query attention: heads sharing K and V */
   int head_dim;
-  int ffn_hidden;   /* SwiGLU inner width (w1 and w3 each) */
+  int ffn_hidden; /* SwiGLU inner width (w1 and w3 each) */
   int n_layers;
   int vocab;
 } tp_model_preset;
@@ -46,9 +46,9 @@ const char *tp_op_kind_name(tp_op_kind kind);
 typedef struct tp_projection {
   const char *name; /* "qkv", "wo", "w13", "w2" */
   tp_op_kind op;
-  int64_t n;        /* global out features, per weight */
-  int64_t k;        /* global in features */
-  int n_weights;    /* weights sharing one input: 2 for w13 (w1 and w3), else 1 */
+  int64_t n;     /* global out features, per weight */
+  int64_t k;     /* global in features */
+  int n_weights; /* weights sharing one input: 2 for w13 (w1 and w3), else 1 */
 } tp_projection;
 
 /* The projections of one layer, in layer order: qkv, wo, w13, w2. */

@@ -29,6 +29,7 @@ enum {
   GRACE_MS = 500,       /* extra wait for the server's verdict past the timeout */
   RETRY_MS = 50,        /* pause between connection attempts */
   ATTEMPT_MS = 1000,    /* one connection attempt at most */
+  VERDICT_MS = 200,     /* wait for the server's error after a failed send */
   MAX_ERROR_TEXT = 4096 /* longest error text accepted from the server */
 };
 
@@ -37,7 +38,7 @@ struct tp_rdzv {
   int fd;
   int broken; /* a collective failed: the connection's state is unknown */
   uint64_t seq;
-  char server[160]; /* "the rendezvous server (rank 0 at host:port)" */
+  char server[160];           /* "the rendezvous server (rank 0 at host:port)" */
   rdzv_server *server_thread; /* rank 0 only */
 };
 
@@ -48,8 +49,7 @@ int tp_rdzv_world(const tp_rdzv *rdzv) { return rdzv->world; }
 
 static void sleep_ms(int64_t ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* True if a connection ended at its own port: a client retrying a local port
@@ -134,8 +134,8 @@ static tp_rc server_error(tp_rdzv *z, const rdzv_header *h, int64_t deadline) {
 
 /* Waits for the answer of type `expect` to request seq; its payload, which
  * must be reply_len bytes, goes to reply. */
-static tp_rc await_answer(tp_rdzv *z, uint32_t expect, uint64_t seq, void *reply,
-                          size_t reply_len, int64_t deadline, const char *what) {
+static tp_rc await_answer(tp_rdzv *z, uint32_t expect, uint64_t seq, void *reply, size_t reply_len,
+                          int64_t deadline, const char *what) {
   rdzv_header h;
   tp_rc rc = rdzv_recv_header(z->fd, &h, deadline, z->server);
   if (rc == TP_ETIMEOUT)
@@ -151,18 +151,29 @@ static tp_rc await_answer(tp_rdzv *z, uint32_t expect, uint64_t seq, void *reply
   return rdzv_recv_all(z->fd, reply, reply_len, deadline, z->server);
 }
 
+/* A request could not be sent: the server may have given up on the job and
+ * said why before closing. Its verdict names the rank at fault, so it beats
+ * the bare send error when it is there to read. */
+static tp_rc pending_verdict(tp_rdzv *z, tp_rc send_rc, const char *what) {
+  char send_error[1024];
+  snprintf(send_error, sizeof send_error, "%s", rdzv_error_text());
+  rdzv_header h;
+  int64_t deadline = rdzv_now_ms() + VERDICT_MS;
+  if (rdzv_recv_header(z->fd, &h, deadline, z->server) == TP_OK && h.type == RDZV_ERROR)
+    return server_error(z, &h, deadline);
+  return TP_FAIL(send_rc, "rank %d: %s: %s", z->rank, what, send_error);
+}
+
 /* One collective: send the request, wait for the answer. */
 static tp_rc request(tp_rdzv *z, const rdzv_header *req, const void *payload, void *reply,
                      size_t reply_len) {
   if (z->broken)
-    return TP_FAIL(TP_EIO, "rank %d: the rendezvous already failed; no more collectives",
-                   z->rank);
+    return TP_FAIL(TP_EIO, "rank %d: the rendezvous already failed; no more collectives", z->rank);
   char what[64];
-  snprintf(what, sizeof what, "%s #%llu", rdzv_type_name(req->type),
-           (unsigned long long)req->seq);
+  snprintf(what, sizeof what, "%s #%llu", rdzv_type_name(req->type), (unsigned long long)req->seq);
   int64_t deadline = rdzv_now_ms() + z->timeout_ms;
   tp_rc rc = rdzv_send_msg(z->fd, req, payload, deadline, z->server);
-  if (rc != TP_OK) rc = tp_fail_context(rc, "rank %d: %s", z->rank, what);
+  if (rc != TP_OK) rc = pending_verdict(z, rc, what);
   if (rc == TP_OK)
     rc = await_answer(z, RDZV_REPLY, req->seq, reply, reply_len, deadline + GRACE_MS, what);
   if (rc != TP_OK) {

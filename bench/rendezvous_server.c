@@ -140,8 +140,8 @@ static tp_rc take_hello(rdzv_server *s, int fd, int *fatal) {
   *fatal = 1;
   int rank = (int)h.arg, world = (int)h.arg2;
   if (world != s->world)
-    return TP_FAIL(TP_EUSAGE, "rank %d was started with world size %d, rank 0 with %d", rank,
-                   world, s->world);
+    return TP_FAIL(TP_EUSAGE, "rank %d was started with world size %d, rank 0 with %d", rank, world,
+                   s->world);
   if (rank < 0 || rank >= s->world)
     return TP_FAIL(TP_EUSAGE, "a process claims rank %d, outside world size %d", rank, s->world);
   if (s->peers[rank].fd >= 0) return TP_FAIL(TP_EUSAGE, "two processes claim rank %d", rank);
@@ -220,8 +220,8 @@ static tp_rc join_all(rdzv_server *s) {
   s->listen_fd = -1;
   for (int r = 0; r < s->world; r++) {
     rdzv_header h = {.type = RDZV_WELCOME};
-    TP_TRY(rdzv_send_msg(s->peers[r].fd, &h, NULL, rdzv_now_ms() + s->timeout_ms,
-                         s->peers[r].name));
+    TP_TRY(
+        rdzv_send_msg(s->peers[r].fd, &h, NULL, rdzv_now_ms() + s->timeout_ms, s->peers[r].name));
   }
   return TP_OK;
 }
@@ -240,8 +240,7 @@ static void describe_request(const rdzv_header *h, char *buf, size_t cap) {
              h->arg);
   else if (h->type == RDZV_ALLGATHER)
     snprintf(buf, cap, "allgather of %llu bytes", (unsigned long long)h->count);
-  else
-    snprintf(buf, cap, "%s", rdzv_type_name(h->type));
+  else snprintf(buf, cap, "%s", rdzv_type_name(h->type));
 }
 
 /* The collective the server waits on, for messages: "allgather #3". */
@@ -259,8 +258,9 @@ static tp_rc check_request(const rdzv_server *s, int rank, const rdzv_header *h)
   if (h->type < RDZV_ALLGATHER || h->type > RDZV_BARRIER)
     return TP_FAIL(TP_EIO, "rank %d sent a %s outside the join", rank, rdzv_type_name(h->type));
   if (h->seq != s->seq)
-    return TP_FAIL(TP_EIO, "rank %d is out of step: it called collective #%llu, the job is at #%llu",
-                   rank, (unsigned long long)h->seq, (unsigned long long)s->seq);
+    return TP_FAIL(TP_EIO,
+                   "rank %d is out of step: it called collective #%llu, the job is at #%llu", rank,
+                   (unsigned long long)h->seq, (unsigned long long)s->seq);
   uint64_t expected = h->type == RDZV_ALLGATHER ? h->count : 0;
   if (h->type == RDZV_BROADCAST) {
     if ((int)h->arg >= s->world)
@@ -297,8 +297,10 @@ static tp_rc take_request(rdzv_server *s, int r) {
     p->left = 1;
     TP_LOGD("rdzv", "rank %d left", r);
     if (!waiting) return TP_OK;
-    return TP_FAIL(TP_EIO, "rank %d closed its connection (exited or crashed?) while the others "
-                   "waited in %s", r, round);
+    return TP_FAIL(TP_EIO,
+                   "rank %d closed its connection (exited or crashed?) while the others "
+                   "waited in %s",
+                   r, round);
   }
   TP_TRY(rc);
   int gone = -1;
@@ -309,8 +311,7 @@ static tp_rc take_request(rdzv_server *s, int r) {
   if (h.len > 0) {
     p->payload = malloc((size_t)h.len);
     if (!p->payload) return TP_FAIL(TP_EOOM, "no memory for %llu bytes", (unsigned long long)h.len);
-    TP_TRY(rdzv_recv_all(p->fd, p->payload, (size_t)h.len, rdzv_now_ms() + s->timeout_ms,
-                         p->name));
+    TP_TRY(rdzv_recv_all(p->fd, p->payload, (size_t)h.len, rdzv_now_ms() + s->timeout_ms, p->name));
   }
   p->req = h;
   p->arrived = 1;
@@ -429,11 +430,47 @@ static tp_rc serve_rounds(rdzv_server *s) {
 
 /* ---- the thread ----------------------------------------------------------- */
 
+/* After an error: stop sending, then read and discard what the ranks still
+ * send until they close or ERROR_SEND_MS pass. Closing a socket with unread
+ * data would reset the connection, and a reset can destroy the error
+ * message on its way to a rank that was sending a request just then. */
+static void drain_peers(rdzv_server *s) {
+  struct pollfd fds[64];
+  int64_t deadline = rdzv_now_ms() + ERROR_SEND_MS;
+  for (int r = 0; r < s->world; r++)
+    if (s->peers[r].fd >= 0) shutdown(s->peers[r].fd, SHUT_WR);
+  for (int first = 0; first < s->world; first += 64) {
+    int n = 0, ranks[64];
+    for (int r = first; r < s->world && r < first + 64; r++)
+      if (s->peers[r].fd >= 0) {
+        ranks[n] = r;
+        fds[n++] = (struct pollfd){.fd = s->peers[r].fd, .events = POLLIN};
+      }
+    int open = n;
+    while (open > 0) {
+      int64_t left = deadline - rdzv_now_ms();
+      if (left <= 0 || poll(fds, (nfds_t)n, (int)left) < 0) break;
+      for (int i = 0; i < n; i++) {
+        if (fds[i].fd < 0 || !fds[i].revents) continue;
+        char discard[4096];
+        ssize_t got = recv(fds[i].fd, discard, sizeof discard, 0);
+        if (got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR))) continue;
+        drop_peer(&s->peers[ranks[i]]);
+        fds[i].fd = -1;
+        open--;
+      }
+    }
+  }
+}
+
 static void *server_main(void *arg) {
   rdzv_server *s = arg;
   tp_rc rc = join_all(s);
   if (rc == TP_OK && !s->stopping) rc = serve_rounds(s);
-  if (rc != TP_OK) send_error_to_all(s, rc, rdzv_error_text());
+  if (rc != TP_OK) {
+    send_error_to_all(s, rc, rdzv_error_text());
+    drain_peers(s);
+  }
   for (int r = 0; r < s->world; r++) drop_peer(&s->peers[r]);
   return NULL;
 }
@@ -446,8 +483,7 @@ static void free_server(rdzv_server *s) {
   free(s);
 }
 
-tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms,
-                        rdzv_server **out) {
+tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms, rdzv_server **out) {
   rdzv_server *s = calloc(1, sizeof *s);
   if (!s) return TP_FAIL(TP_EOOM, "no memory for the rendezvous server");
   s->listen_fd = s->wake[0] = s->wake[1] = -1;
@@ -479,7 +515,8 @@ void rdzv_server_stop(rdzv_server *s) {
   if (!s) return;
   char byte = 1;
   /* The pipe is empty and non-blocking: this write cannot block. */
-  if (write(s->wake[1], &byte, 1) < 0) TP_LOGW("rdzv", "cannot wake the server: %s", strerror(errno));
+  if (write(s->wake[1], &byte, 1) < 0)
+    TP_LOGW("rdzv", "cannot wake the server: %s", strerror(errno));
   pthread_join(s->thread, NULL);
   free_server(s);
 }

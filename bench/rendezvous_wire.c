@@ -40,8 +40,7 @@ const char *rdzv_error_text(void) {
 
 tp_rc rdzv_socket_options(int fd) {
   int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-      fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
     return TP_FAIL(TP_EIO, "fcntl on a rendezvous socket: %s", strerror(errno));
   int one = 1;
   /* Fails harmlessly on non-TCP sockets; messages are small and latency-bound. */
@@ -137,8 +136,7 @@ tp_rc rdzv_recv_header(int fd, rdzv_header *h, int64_t deadline, const char *pee
   unsigned char raw[RDZV_HEADER_BYTES];
   TP_TRY(rdzv_recv_all(fd, raw, sizeof raw, deadline, peer));
   if (get_u32(raw) != RDZV_MAGIC)
-    return TP_FAIL(TP_EFOREIGN, "%s sent something that is not a tpbench rendezvous message",
-                   peer);
+    return TP_FAIL(TP_EFOREIGN, "%s sent something that is not a tpbench rendezvous message", peer);
   h->type = get_u32(raw + 4);
   h->arg = get_u32(raw + 8);
   h->arg2 = get_u32(raw + 12);

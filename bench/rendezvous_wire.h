@@ -25,8 +25,8 @@ enum rdzv_type {
   RDZV_ALLGATHER, /* count = bytes per rank; payload = this rank's bytes */
   RDZV_BROADCAST, /* arg = root; count = bytes; payload only from the root */
   RDZV_BARRIER,
-  RDZV_REPLY,     /* server → client: the collective's result */
-  RDZV_ERROR      /* server → client: arg = tp_rc; payload = the message text */
+  RDZV_REPLY, /* server → client: the collective's result */
+  RDZV_ERROR  /* server → client: arg = tp_rc; payload = the message text */
 };
 
 typedef struct rdzv_header {

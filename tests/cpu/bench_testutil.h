@@ -25,8 +25,7 @@
 #define tu_assert_near(a, b, eps)                                                                  \
   do {                                                                                             \
     double tu_a_ = (a), tu_b_ = (b);                                                               \
-    if (!(fabs(tu_a_ - tu_b_) <= (eps)))                                                           \
-      fail_msg("%s = %.17g, expected %.17g", #a, tu_a_, tu_b_);                                    \
+    if (!(fabs(tu_a_ - tu_b_) <= (eps))) fail_msg("%s = %.17g, expected %.17g", #a, tu_a_, tu_b_); \
   } while (0)
 
 static inline int64_t tu_now_ms(void) {
@@ -37,8 +36,7 @@ static inline int64_t tu_now_ms(void) {
 
 static inline void tu_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* Waits for pid up to timeout_ms; kills it (SIGKILL) when late. Returns the

@@ -36,8 +36,7 @@ static void defaults(parsed *p) {
 }
 
 /* Parses a NULL-terminated argument list (after the command name). */
-static tp_rc parse(parsed *p, const char **positional, int max_pos, int *n_pos, int *help,
-                   ...) {
+static tp_rc parse(parsed *p, const char **positional, int max_pos, int *n_pos, int *help, ...) {
   const tp_option options[] = {
       {"iters", TP_OPT_INT, &p->iters, "N", "timed iterations", 1, 1000, NULL},
       {"seed", TP_OPT_INT64, &p->seed, "N", "random seed", 0, 0, NULL},
@@ -119,9 +118,8 @@ static void test_lists(void **state) {
   parsed p;
   defaults(&p);
   assert_int_equal(p.models.count, 2);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "debug,1b,405b", "--tokens=8,16",
-                         NULL),
-                   TP_OK);
+  assert_int_equal(
+      parse(&p, NULL, 0, NULL, NULL, "--models", "debug,1b,405b", "--tokens=8,16", NULL), TP_OK);
   assert_int_equal(p.models.count, 3); /* replaced, not appended */
   assert_string_equal(tp_str_list_at(&p.models, 0), "debug");
   assert_string_equal(tp_str_list_at(&p.models, 2), "405b");
@@ -193,9 +191,9 @@ static void test_help(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_value_forms),  cmocka_unit_test(test_whole_numbers),
+      cmocka_unit_test(test_value_forms),         cmocka_unit_test(test_whole_numbers),
       cmocka_unit_test(test_unknown_and_missing), cmocka_unit_test(test_lists),
-      cmocka_unit_test(test_positional),   cmocka_unit_test(test_help),
+      cmocka_unit_test(test_positional),          cmocka_unit_test(test_help),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,8 +12,8 @@
 
 #include <string.h>
 
-#include "bench_testutil.h"
 #include "bench/presets.h"
+#include "bench_testutil.h"
 
 typedef struct expected_model {
   const char *alias;
@@ -124,8 +124,10 @@ static void test_unknown_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_find_by_name_and_alias), cmocka_unit_test(test_figures),
-      cmocka_unit_test(test_projections),            cmocka_unit_test(test_flops),
+      cmocka_unit_test(test_find_by_name_and_alias),
+      cmocka_unit_test(test_figures),
+      cmocka_unit_test(test_projections),
+      cmocka_unit_test(test_flops),
       cmocka_unit_test(test_unknown_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench_testutil.h"
 #include "bench/stats.h"
+#include "bench_testutil.h"
 
 #define EPS 1e-9
 
@@ -123,10 +123,14 @@ static void test_slowest_rank(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_odd_count),    cmocka_unit_test(test_even_count),
-      cmocka_unit_test(test_single_sample), cmocka_unit_test(test_cv),
-      cmocka_unit_test(test_quantile_endpoints), cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_geomean),      cmocka_unit_test(test_slowest_rank),
+      cmocka_unit_test(test_odd_count),
+      cmocka_unit_test(test_even_count),
+      cmocka_unit_test(test_single_sample),
+      cmocka_unit_test(test_cv),
+      cmocka_unit_test(test_quantile_endpoints),
+      cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_geomean),
+      cmocka_unit_test(test_slowest_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

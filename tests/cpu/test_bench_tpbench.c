@@ -63,8 +63,7 @@ static run_result run_tpbench(const char *first, ...) {
   }
   int wstatus = tu_wait_child(pid, 60000);
   assert_int_not_equal(wstatus, -1);
-  run_result r = {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), NULL,
-                  NULL};
+  run_result r = {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), NULL, NULL};
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
@@ -169,26 +168,52 @@ static void test_report_missing_db(void **state) {
 static void write_small_db(const char *path) {
   tp_store *store = NULL;
   assert_int_equal(tp_store_open(path, 1, &store), TP_OK);
-  tp_run_info info = {.commit = "0123456789abcdef0123456789abcdef01234567", .host = "test",
-                      .gpu_name = "none", .gpu_count = 2, .command_line = "tpbench ops",
-                      .command = "ops", .warmup_iters = 1, .measure_iters = 3};
+  tp_run_info info = {.commit = "0123456789abcdef0123456789abcdef01234567",
+                      .host = "test",
+                      .gpu_name = "none",
+                      .gpu_count = 2,
+                      .command_line = "tpbench ops",
+                      .command = "ops",
+                      .warmup_iters = 1,
+                      .measure_iters = 3};
   int64_t run = 0;
   assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
   const char *backends[] = {"stock", "dist_gemm"};
   const double times[][3] = {{100, 110, 120}, {80, 90, 100}};
   for (int b = 0; b < 2; b++) {
-    tp_config_axes axes = {.kind = "op", .model = "llama3-8b", .layer = "ag_linear",
-                           .proj = "qkv", .backend = backends[b], .tp = 2, .tokens = 4096,
-                           .m = 4096, .n = 3072, .k = 4096, .n_weights = 1, .dtype = "bf16",
-                           .sp = 1, .pass = "fwd"};
+    tp_config_axes axes = {.kind = "op",
+                           .model = "llama3-8b",
+                           .layer = "ag_linear",
+                           .proj = "qkv",
+                           .backend = backends[b],
+                           .tp = 2,
+                           .tokens = 4096,
+                           .m = 4096,
+                           .n = 3072,
+                           .k = 4096,
+                           .n_weights = 1,
+                           .dtype = "bf16",
+                           .sp = 1,
+                           .pass = "fwd"};
     if (b == 1) axes.schedule = "auto";
-    tp_result res = {.n_samples = 3, .median_us = times[b][1], .p10_us = times[b][0],
-                     .p90_us = times[b][2], .mean_us = times[b][1], .min_us = times[b][0],
-                     .max_us = times[b][2], .cv = 0.1, .tokens_per_s = 4096 / times[b][1] * 1e6,
-                     .max_abs_err = 0, .rel_err = 0, .numerics_ref = "stock"};
+    tp_result res = {.n_samples = 3,
+                     .median_us = times[b][1],
+                     .p10_us = times[b][0],
+                     .p90_us = times[b][2],
+                     .mean_us = times[b][1],
+                     .min_us = times[b][0],
+                     .max_us = times[b][2],
+                     .cv = 0.1,
+                     .tokens_per_s = 4096 / times[b][1] * 1e6,
+                     .max_abs_err = 0,
+                     .rel_err = 0,
+                     .numerics_ref = "stock"};
     tp_samples samples = {.rank = 0, .count = 3, .time_us = times[b]};
-    tp_config_record rec = {.axes = &axes, .status = TP_STATUS_OK, .result = &res,
-                            .samples = &samples, .n_sample_sets = 1};
+    tp_config_record rec = {.axes = &axes,
+                            .status = TP_STATUS_OK,
+                            .result = &res,
+                            .samples = &samples,
+                            .n_sample_sets = 1};
     int64_t id = 0;
     assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_OK);
   }
@@ -219,9 +244,9 @@ static void test_report_table(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unknown_command),  cmocka_unit_test(test_help),
-      cmocka_unit_test(test_version),          cmocka_unit_test(test_ops_usage_errors),
-      cmocka_unit_test(test_ops_list),         cmocka_unit_test(test_report_missing_db),
+      cmocka_unit_test(test_unknown_command), cmocka_unit_test(test_help),
+      cmocka_unit_test(test_version),         cmocka_unit_test(test_ops_usage_errors),
+      cmocka_unit_test(test_ops_list),        cmocka_unit_test(test_report_missing_db),
       cmocka_unit_test(test_report_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
