@@ -10,7 +10,10 @@
  * timeline; no record may be dropped and the NVTX injection must be live.
  * Then: work done between windows must not show up in the next window; a
  * peer copy (only with two or more devices) must come back as PtoP
- * communication; and the collector must restart cleanly in the same process.
+ * communication, both from cudaMemcpyPeerAsync and, as the "ce" schedule
+ * does it, from a cudaMemcpyAsync into memory another process exported over
+ * CUDA IPC (the exporter is this binary re-executed with --ipc-exporter);
+ * and the collector must restart cleanly in the same process.
  *
  * Devices are counted in a forked child so this process meets CUDA only
  * after the collector is running. Exit 77 (skipped) without a device.
@@ -28,6 +31,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <errno.h>
 
 #include "collectors/tp_collector.h"
 #include "collectors/tp_nvtx.h"
@@ -136,7 +141,7 @@ static void test_window_events(void **state) {
   assert_non_null(y);
   assert_int_equal(k->category, TP_CAT_ELEMENTWISE);
   assert_int_equal(k->device, 0);
-  assert_true(k->end_ns - k->start_ns >= 10000); /* it sleeps 20 us */
+  assert_true(k->end_ns - k->start_ns >= 10000); /* it spins 20 us */
   assert_true(k->correlation != 0);
   assert_int_equal(m->copy_kind, TP_COPY_DTOD);
   assert_int_equal(m->category, TP_CAT_OTHER);
@@ -210,10 +215,21 @@ static void test_peer_copy(void **state) {
     printf("peer copy: one device only, not exercised\n");
     skip();
   }
+  /* Without peer access CUDA stages the copy through the host, and CUPTI
+   * (rightly) reports a DtoH and an HtoD: enable it, as NCCL and IPC do. */
+  int can = 0;
+  CHECK_CUDA(cudaDeviceCanAccessPeer(&can, 0, 1));
+  if (!can) {
+    printf("peer copy: device 0 cannot access device 1, not exercised\n");
+    skip();
+  }
   float *peer = NULL;
   CHECK_CUDA(cudaSetDevice(1));
   CHECK_CUDA(cudaMalloc((void **)&peer, BYTES));
   CHECK_CUDA(cudaSetDevice(0));
+  cudaError_t pe = cudaDeviceEnablePeerAccess(1, 0);
+  if (pe == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+  else CHECK_CUDA(pe);
   CHECK_TP(tp_collector_window_begin(collector));
   CHECK_CUDA(cudaMemcpyPeerAsync(peer, 1, buf_a, 0, BYTES, stream));
   CHECK_CUDA(cudaStreamSynchronize(stream));
@@ -231,7 +247,87 @@ static void test_peer_copy(void **state) {
   assert_int_equal(p->peer_device, 1);
   tp_evidence e;
   CHECK_TP(tp_schedule_evidence(ev, n, ws, we + 1, "ce", 1, 1, &e));
+  CHECK_CUDA(cudaDeviceDisablePeerAccess(1));
   CHECK_CUDA(cudaFree(peer));
+}
+
+/* --ipc-exporter mode: device 1 memory, its IPC handle written to stdout;
+ * held until stdin closes (the importer is done with it). */
+static int run_ipc_exporter(void) {
+  float *p = NULL;
+  cudaIpcMemHandle_t h;
+  if (cudaSetDevice(1) != cudaSuccess || cudaMalloc((void **)&p, BYTES) != cudaSuccess ||
+      cudaIpcGetMemHandle(&h, p) != cudaSuccess)
+    return 1;
+  if (write(1, &h, sizeof h) != (ssize_t)sizeof h) return 1;
+  char b;
+  while (read(0, &b, 1) > 0) {
+  }
+  cudaFree(p);
+  return 0;
+}
+
+/* Starts the exporter (fork + exec, so the child starts CUDA afresh). */
+static pid_t spawn_exporter(int *to_child, cudaIpcMemHandle_t *h) {
+  int in[2], out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    execl("/proc/self/exe", "gpu_collector", "--ipc-exporter", (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  size_t got = 0;
+  while (got < sizeof *h) {
+    ssize_t r = read(out[0], (char *)h + got, sizeof *h - got);
+    if (r <= 0 && errno != EINTR) break;
+    if (r > 0) got += (size_t)r;
+  }
+  close(out[0]);
+  *to_child = in[1];
+  return got == sizeof *h ? pid : -1;
+}
+
+static void test_ipc_peer_copy(void **state) {
+  (void)state;
+  if (device_count < 2) {
+    printf("IPC peer copy: one device only, not exercised\n");
+    skip();
+  }
+  cudaIpcMemHandle_t h;
+  int to_child = -1;
+  pid_t pid = spawn_exporter(&to_child, &h);
+  assert_true(pid > 0);
+  float *peer = NULL;
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaIpcOpenMemHandle((void **)&peer, h, cudaIpcMemLazyEnablePeerAccess));
+  CHECK_TP(tp_collector_window_begin(collector));
+  CHECK_CUDA(cudaMemcpyAsync(peer, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  tp_event *ev = NULL;
+  size_t n = 0;
+  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
+  uint64_t ws, we;
+  tp_collector_window_bounds(collector, &ws, &we);
+  printf("IPC copy window:\n");
+  print_events(ev, n, ws);
+  CHECK_CUDA(cudaIpcCloseMemHandle(peer));
+  close(to_child);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const tp_event *p = find_event(ev, n, TP_EV_MEMCPY, NULL);
+  assert_non_null(p);
+  printf("IPC copy reported as %s, category %s, peer device %d\n", tp_copy_kind_name(p->copy_kind),
+         tp_category_name(p->category), p->peer_device);
+  assert_int_equal(p->copy_kind, TP_COPY_PTOP);
+  assert_int_equal(p->category, TP_CAT_COMM);
 }
 
 static void test_restart(void **state) {
@@ -258,7 +354,8 @@ static void test_restart(void **state) {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--ipc-exporter") == 0) return run_ipc_exporter();
   device_count = count_devices();
   if (device_count == 0) {
     printf("gpu_collector: no CUDA device, skipping\n");
@@ -268,6 +365,7 @@ int main(void) {
       cmocka_unit_test(test_window_events),
       cmocka_unit_test(test_between_windows_is_not_traced),
       cmocka_unit_test(test_peer_copy),
+      cmocka_unit_test(test_ipc_peer_copy),
       cmocka_unit_test(test_restart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
