@@ -26,7 +26,7 @@ fi
 } 2>&1 | tee "$out/host.txt"
 
 echo "== gpu tests"
-(cd "$build" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$out/gpu-tests.txt"
+(cd "$build" && ctest -L gpu -V --timeout 600) 2>&1 | tee "$out/gpu-tests.txt"
 tests_rc=${PIPESTATUS[0]}
 
 echo "== ops"

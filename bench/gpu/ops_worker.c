@@ -22,6 +22,7 @@
 #include "../../report/tp_report.h"
 #include "../../store/tp_store.h"
 #include "../stats.h"
+#include "tp_buildinfo.h"
 
 enum { OUTCOME_MSG = 400 };
 
@@ -96,13 +97,13 @@ static void read_driver_version(char *buf, size_t cap) {
   if (!f) return;
   char line[512];
   if (fgets(line, sizeof line, f)) {
-    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <date>" */
-    const char *mark = strstr(line, "Kernel Module");
-    if (mark) {
-      mark += strlen("Kernel Module");
-      while (*mark == ' ') ++mark;
-      size_t n = strcspn(mark, " \n");
-      snprintf(buf, cap, "%.*s", (int)n, mark);
+    /* "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64 ... 580.159.04  <date>":
+     * the version is the first word made of digits and dots with a dot in it. */
+    for (char *word = strtok(line, " \t\n"); word; word = strtok(NULL, " \t\n")) {
+      if (strspn(word, "0123456789.") == strlen(word) && strchr(word, '.') && word[0] != '.') {
+        snprintf(buf, cap, "%s", word);
+        break;
+      }
     }
   }
   fclose(f);
@@ -117,10 +118,8 @@ static tp_rc begin_run(worker_state *ws) {
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
   host[sizeof host - 1] = '\0';
   tp_run_info info = {0};
-#ifdef TP_BUILD_COMMIT
   info.commit = TP_BUILD_COMMIT;
   info.dirty = TP_BUILD_DIRTY;
-#endif
   info.host = host;
   info.gpu_name = ws->ctx->group->device_name;
   info.gpu_count = ws->ctx->world;
