@@ -90,7 +90,7 @@ tp_rc tp_str_list_set(tp_str_list *list, const char *text) {
 /* Parses a comma list of whole numbers; "what" names it in messages. */
 static tp_rc parse_int_list(const char *what, const char *text, long long min, long long max,
                             tp_int_list *list) {
-  tp_str_list words;
+  tp_str_list words = {0};
   if (tp_str_list_set(&words, text) != TP_OK) return fail_prefixed(what);
   tp_int_list parsed = {.count = words.count};
   for (int i = 0; i < words.count; i++)
@@ -231,7 +231,7 @@ static tp_rc store_value(const tp_option *opt, const char *value) {
     *(const char **)opt->dest = value;
     return TP_OK;
   case TP_OPT_STR_LIST: {
-    tp_str_list list;
+    tp_str_list list = {0};
     if (tp_str_list_set(&list, value) != TP_OK) return fail_prefixed(what);
     for (int i = 0; opt->choices && i < list.count; i++)
       if (!is_choice(opt->choices, tp_str_list_at(&list, i)))

@@ -91,7 +91,7 @@ tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_ext
                         tp_ops_args *args, int *help_shown) {
   if (n_extra < 0 || (n_extra > 0 && !extra))
     return TP_FAIL(TP_EINTERNAL, "%d extra options without a table", n_extra);
-  tp_option *options = calloc((size_t)(N_COMMON + n_extra), sizeof *options);
+  tp_option *options = calloc((size_t)N_COMMON + (size_t)n_extra, sizeof *options);
   if (!options) return TP_FAIL(TP_EOOM, "no memory for the option table");
   common_options(args, options);
   if (n_extra > 0) memcpy(options + N_COMMON, extra, (size_t)n_extra * sizeof *extra);

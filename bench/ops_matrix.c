@@ -294,6 +294,7 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   TP_TRY(resolve_spec(spec, &r));
   int64_t n_cases = (int64_t)r.n_models * r.n_projs * r.n_tokens * r.n_dtypes * r.n_tp * r.n_passes;
   int64_t per_case = 3 + (int64_t)r.n_schedules * r.n_chunks;
+  if (n_cases < 1) return TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (n_cases * per_case > MAX_CONFIGS)
     return TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
                    (long long)(n_cases * per_case), MAX_CONFIGS);

@@ -121,89 +121,90 @@ static tp_rc connect_until(const char *addr, int port, int64_t deadline, int tim
 /* ---- requests ------------------------------------------------------------- */
 
 /* Reads the server's error text and turns it into this rank's error. */
-static tp_rc server_error(tp_rdzv *z, const rdzv_header *h, int64_t deadline) {
+static tp_rc server_error(tp_rdzv *rdzv, const rdzv_header *h, int64_t deadline) {
   if (h->len > MAX_ERROR_TEXT)
-    return TP_FAIL(TP_EIO, "rank %d: %s sent an error of %llu bytes", z->rank, z->server,
+    return TP_FAIL(TP_EIO, "rank %d: %s sent an error of %llu bytes", rdzv->rank, rdzv->server,
                    (unsigned long long)h->len);
   char text[MAX_ERROR_TEXT + 1];
-  TP_TRY(rdzv_recv_all(z->fd, text, (size_t)h->len, deadline, z->server));
+  TP_TRY(rdzv_recv_all(rdzv->fd, text, (size_t)h->len, deadline, rdzv->server));
   text[h->len] = '\0';
   tp_rc code = h->arg > TP_OK && h->arg <= TP_EINTERNAL ? (tp_rc)h->arg : TP_EIO;
-  return TP_FAIL(code, "rank %d: rendezvous failed: %s", z->rank, text);
+  return TP_FAIL(code, "rank %d: rendezvous failed: %s", rdzv->rank, text);
 }
 
 /* Waits for the answer of type `expect` to request seq; its payload, which
  * must be reply_len bytes, goes to reply. */
-static tp_rc await_answer(tp_rdzv *z, uint32_t expect, uint64_t seq, void *reply, size_t reply_len,
-                          int64_t deadline, const char *what) {
+static tp_rc await_answer(tp_rdzv *rdzv, uint32_t expect, uint64_t seq, void *reply,
+                          size_t reply_len, int64_t deadline, const char *what) {
   rdzv_header h;
-  tp_rc rc = rdzv_recv_header(z->fd, &h, deadline, z->server);
+  tp_rc rc = rdzv_recv_header(rdzv->fd, &h, deadline, rdzv->server);
   if (rc == TP_ETIMEOUT)
     return TP_FAIL(TP_ETIMEOUT, "rank %d: %s timed out after %d ms waiting for the other ranks",
-                   z->rank, what, z->timeout_ms);
-  if (rc != TP_OK) return tp_fail_context(rc, "rank %d: %s", z->rank, what);
-  if (h.type == RDZV_ERROR) return server_error(z, &h, deadline);
+                   rdzv->rank, what, rdzv->timeout_ms);
+  if (rc != TP_OK) return tp_fail_context(rc, "rank %d: %s", rdzv->rank, what);
+  if (h.type == RDZV_ERROR) return server_error(rdzv, &h, deadline);
   if (h.type != expect || h.seq != seq || h.len != reply_len)
-    return TP_FAIL(TP_EIO, "rank %d: %s: %s answered a %s #%llu of %llu bytes", z->rank, what,
-                   z->server, rdzv_type_name(h.type), (unsigned long long)h.seq,
+    return TP_FAIL(TP_EIO, "rank %d: %s: %s answered a %s #%llu of %llu bytes", rdzv->rank, what,
+                   rdzv->server, rdzv_type_name(h.type), (unsigned long long)h.seq,
                    (unsigned long long)h.len);
   if (reply_len == 0) return TP_OK;
-  return rdzv_recv_all(z->fd, reply, reply_len, deadline, z->server);
+  return rdzv_recv_all(rdzv->fd, reply, reply_len, deadline, rdzv->server);
 }
 
 /* A request could not be sent: the server may have given up on the job and
  * said why before closing. Its verdict names the rank at fault, so it beats
  * the bare send error when it is there to read. */
-static tp_rc pending_verdict(tp_rdzv *z, tp_rc send_rc, const char *what) {
+static tp_rc pending_verdict(tp_rdzv *rdzv, tp_rc send_rc, const char *what) {
   char send_error[1024];
   snprintf(send_error, sizeof send_error, "%s", rdzv_error_text());
   rdzv_header h;
   int64_t deadline = rdzv_now_ms() + VERDICT_MS;
-  if (rdzv_recv_header(z->fd, &h, deadline, z->server) == TP_OK && h.type == RDZV_ERROR)
-    return server_error(z, &h, deadline);
-  return TP_FAIL(send_rc, "rank %d: %s: %s", z->rank, what, send_error);
+  if (rdzv_recv_header(rdzv->fd, &h, deadline, rdzv->server) == TP_OK && h.type == RDZV_ERROR)
+    return server_error(rdzv, &h, deadline);
+  return TP_FAIL(send_rc, "rank %d: %s: %s", rdzv->rank, what, send_error);
 }
 
 /* One collective: send the request, wait for the answer. */
-static tp_rc request(tp_rdzv *z, const rdzv_header *req, const void *payload, void *reply,
+static tp_rc request(tp_rdzv *rdzv, const rdzv_header *req, const void *payload, void *reply,
                      size_t reply_len) {
-  if (z->broken)
-    return TP_FAIL(TP_EIO, "rank %d: the rendezvous already failed; no more collectives", z->rank);
+  if (rdzv->broken)
+    return TP_FAIL(TP_EIO, "rank %d: the rendezvous already failed; no more collectives",
+                   rdzv->rank);
   char what[64];
   snprintf(what, sizeof what, "%s #%llu", rdzv_type_name(req->type), (unsigned long long)req->seq);
-  int64_t deadline = rdzv_now_ms() + z->timeout_ms;
-  tp_rc rc = rdzv_send_msg(z->fd, req, payload, deadline, z->server);
-  if (rc != TP_OK) rc = pending_verdict(z, rc, what);
+  int64_t deadline = rdzv_now_ms() + rdzv->timeout_ms;
+  tp_rc rc = rdzv_send_msg(rdzv->fd, req, payload, deadline, rdzv->server);
+  if (rc != TP_OK) rc = pending_verdict(rdzv, rc, what);
   if (rc == TP_OK)
-    rc = await_answer(z, RDZV_REPLY, req->seq, reply, reply_len, deadline + GRACE_MS, what);
+    rc = await_answer(rdzv, RDZV_REPLY, req->seq, reply, reply_len, deadline + GRACE_MS, what);
   if (rc != TP_OK) {
-    z->broken = 1;
+    rdzv->broken = 1;
     return rc;
   }
-  z->seq++;
+  rdzv->seq++;
   return TP_OK;
 }
 
-tp_rc tp_rdzv_allgather(tp_rdzv *z, const void *send, size_t bytes, void *recv) {
-  if (bytes > RDZV_MAX_PAYLOAD / (uint64_t)z->world)
-    return TP_FAIL(TP_EUSAGE, "allgather of %zu bytes x %d ranks is too large", bytes, z->world);
-  rdzv_header h = {.type = RDZV_ALLGATHER, .seq = z->seq, .count = bytes, .len = bytes};
-  return request(z, &h, send, recv, bytes * (size_t)z->world);
+tp_rc tp_rdzv_allgather(tp_rdzv *rdzv, const void *send, size_t bytes, void *recv) {
+  if (bytes > RDZV_MAX_PAYLOAD / (uint64_t)rdzv->world)
+    return TP_FAIL(TP_EUSAGE, "allgather of %zu bytes x %d ranks is too large", bytes, rdzv->world);
+  rdzv_header h = {.type = RDZV_ALLGATHER, .seq = rdzv->seq, .count = bytes, .len = bytes};
+  return request(rdzv, &h, send, recv, bytes * (size_t)rdzv->world);
 }
 
-tp_rc tp_rdzv_broadcast(tp_rdzv *z, int root, void *buf, size_t bytes) {
-  if (root < 0 || root >= z->world)
-    return TP_FAIL(TP_EUSAGE, "broadcast root %d outside world size %d", root, z->world);
+tp_rc tp_rdzv_broadcast(tp_rdzv *rdzv, int root, void *buf, size_t bytes) {
+  if (root < 0 || root >= rdzv->world)
+    return TP_FAIL(TP_EUSAGE, "broadcast root %d outside world size %d", root, rdzv->world);
   if (bytes > RDZV_MAX_PAYLOAD)
     return TP_FAIL(TP_EUSAGE, "broadcast of %zu bytes is too large", bytes);
-  rdzv_header h = {.type = RDZV_BROADCAST, .arg = (uint32_t)root, .seq = z->seq, .count = bytes};
-  h.len = root == z->rank ? bytes : 0;
-  return request(z, &h, buf, buf, bytes);
+  rdzv_header h = {.type = RDZV_BROADCAST, .arg = (uint32_t)root, .seq = rdzv->seq, .count = bytes};
+  h.len = root == rdzv->rank ? bytes : 0;
+  return request(rdzv, &h, buf, buf, bytes);
 }
 
-tp_rc tp_rdzv_barrier(tp_rdzv *z) {
-  rdzv_header h = {.type = RDZV_BARRIER, .seq = z->seq};
-  return request(z, &h, NULL, NULL, 0);
+tp_rc tp_rdzv_barrier(tp_rdzv *rdzv) {
+  rdzv_header h = {.type = RDZV_BARRIER, .seq = rdzv->seq};
+  return request(rdzv, &h, NULL, NULL, 0);
 }
 
 /* ---- joining and leaving ---------------------------------------------------- */
@@ -218,38 +219,40 @@ static tp_rc check_args(const char *addr, int port, int rank, int world, int tim
   return TP_OK;
 }
 
-static tp_rc join(tp_rdzv *z, const char *addr, int port, int64_t deadline) {
-  if (z->rank == 0)
-    TP_TRY(rdzv_server_start(addr, port, z->world, z->timeout_ms, &z->server_thread));
-  TP_TRY(connect_until(addr, port, deadline, z->timeout_ms, z->server, &z->fd));
-  TP_LOGD("rdzv", "rank %d connected to %s:%d", z->rank, addr, port);
-  rdzv_header hello = {.type = RDZV_HELLO, .arg = (uint32_t)z->rank, .arg2 = (uint32_t)z->world};
-  TP_TRY(rdzv_send_msg(z->fd, &hello, NULL, deadline, z->server));
-  return await_answer(z, RDZV_WELCOME, 0, NULL, 0, deadline + GRACE_MS, "joining");
+static tp_rc join(tp_rdzv *rdzv, const char *addr, int port, int64_t deadline) {
+  if (rdzv->rank == 0)
+    TP_TRY(rdzv_server_start(addr, port, rdzv->world, rdzv->timeout_ms, &rdzv->server_thread));
+  TP_TRY(connect_until(addr, port, deadline, rdzv->timeout_ms, rdzv->server, &rdzv->fd));
+  TP_LOGD("rdzv", "rank %d connected to %s:%d", rdzv->rank, addr, port);
+  rdzv_header hello = {
+      .type = RDZV_HELLO, .arg = (uint32_t)rdzv->rank, .arg2 = (uint32_t)rdzv->world};
+  TP_TRY(rdzv_send_msg(rdzv->fd, &hello, NULL, deadline, rdzv->server));
+  return await_answer(rdzv, RDZV_WELCOME, 0, NULL, 0, deadline + GRACE_MS, "joining");
 }
 
 tp_rc tp_rdzv_connect(const char *addr, int port, int rank, int world, int timeout_ms,
                       tp_rdzv **out) {
   *out = NULL;
   TP_TRY(check_args(addr, port, rank, world, timeout_ms));
-  tp_rdzv *z = calloc(1, sizeof *z);
-  if (!z) return TP_FAIL(TP_EOOM, "no memory for the rendezvous");
-  *z = (tp_rdzv){.rank = rank, .world = world, .timeout_ms = timeout_ms, .fd = -1};
-  snprintf(z->server, sizeof z->server, "the rendezvous server (rank 0 at %s:%d)", addr, port);
-  tp_rc rc = join(z, addr, port, rdzv_now_ms() + timeout_ms);
+  tp_rdzv *rdzv = calloc(1, sizeof *rdzv);
+  if (!rdzv) return TP_FAIL(TP_EOOM, "no memory for the rendezvous");
+  *rdzv = (tp_rdzv){.rank = rank, .world = world, .timeout_ms = timeout_ms, .fd = -1};
+  snprintf(rdzv->server, sizeof rdzv->server, "the rendezvous server (rank 0 at %s:%d)", addr,
+           port);
+  tp_rc rc = join(rdzv, addr, port, rdzv_now_ms() + timeout_ms);
   if (rc != TP_OK) {
-    tp_rdzv_close(z);
+    tp_rdzv_close(rdzv);
     return rc;
   }
-  *out = z;
+  *out = rdzv;
   return TP_OK;
 }
 
-void tp_rdzv_close(tp_rdzv *z) {
-  if (!z) return;
-  if (z->fd >= 0) close(z->fd);
-  rdzv_server_stop(z->server_thread);
-  free(z);
+void tp_rdzv_close(tp_rdzv *rdzv) {
+  if (!rdzv) return;
+  if (rdzv->fd >= 0) close(rdzv->fd);
+  rdzv_server_stop(rdzv->server_thread);
+  free(rdzv);
 }
 
 tp_rc tp_find_free_port(int *port) {

@@ -399,7 +399,12 @@ static int poll_waiting(rdzv_server *s, struct pollfd *fds, int *ranks, int time
 static tp_rc serve_rounds(rdzv_server *s) {
   struct pollfd *fds = calloc((size_t)s->world + 1, sizeof *fds);
   int *ranks = calloc((size_t)s->world + 1, sizeof *ranks);
-  tp_rc rc = fds && ranks ? TP_OK : TP_FAIL(TP_EOOM, "no memory for %d ranks", s->world);
+  if (!fds || !ranks) {
+    free(fds);
+    free(ranks);
+    return TP_FAIL(TP_EOOM, "no memory for %d ranks", s->world);
+  }
+  tp_rc rc = TP_OK;
   while (rc == TP_OK && count_joined(s) > 0) {
     int timeout = -1;
     if (s->round_deadline) {
@@ -491,8 +496,12 @@ tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms, r
   s->timeout_ms = timeout_ms;
   s->join_deadline = rdzv_now_ms() + timeout_ms;
   s->peers = calloc((size_t)world, sizeof *s->peers);
-  tp_rc rc = s->peers ? TP_OK : TP_FAIL(TP_EOOM, "no memory for %d ranks", world);
-  for (int r = 0; rc == TP_OK && r < world; r++) {
+  if (!s->peers) {
+    free_server(s);
+    return TP_FAIL(TP_EOOM, "no memory for %d ranks", world);
+  }
+  tp_rc rc = TP_OK;
+  for (int r = 0; r < world; r++) {
     s->peers[r].fd = -1;
     snprintf(s->peers[r].name, sizeof s->peers[r].name, "rank %d", r);
   }
