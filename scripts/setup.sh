@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# setup.sh — installs the Debian packages tpbench is built and checked with,
+# only those missing (a second run installs nothing), as root or through
+# sudo. The CUDA toolkit (with NCCL and CUPTI inside it) is not installed
+# here: it is expected at /usr/local/cuda; without nvcc the build is
+# configured with -DTPBENCH_WITH_CUDA=OFF, and this script says so.
+#
+# TPBENCH_SETUP_CHROMIUM=1 adds chromium, which only the dashboard check needs.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev clang-format clang-tidy)
+if [ "${TPBENCH_SETUP_CHROMIUM:-0}" = 1 ]; then packages+=(chromium); fi
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+missing=()
+for p in "${packages[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: the build's packages are installed"
+else
+  if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    echo "setup: installing ${missing[*]} needs root (or sudo)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update
+  "${as_root[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if nvcc=$(tp_nvcc); then
+  echo "setup: CUDA compiler $nvcc ($("$nvcc" --version | tail -n 1))"
+else
+  echo "setup: nvcc not found (PATH, /usr/local/cuda/bin): building with -DTPBENCH_WITH_CUDA=OFF," \
+       "so tpbench ops cannot run and the GPU tests are not built"
+fi
