@@ -26,9 +26,9 @@
 #include "collectors/tp_collector.h"
 
 typedef enum {
-  MATCH_SUBSTR,  /* case-sensitive substring */
-  MATCH_NOCASE,  /* case-insensitive substring */
-  MATCH_IDENT    /* substring that is a whole identifier */
+  MATCH_SUBSTR, /* case-sensitive substring */
+  MATCH_NOCASE, /* case-insensitive substring */
+  MATCH_IDENT   /* substring that is a whole identifier */
 } match_mode;
 
 typedef struct rule {
@@ -97,8 +97,7 @@ static int starts_nocase(const char *s, const char *pat) {
 static int rule_matches(const rule *r, const char *name) {
   size_t len = strlen(r->pattern);
   switch (r->mode) {
-  case MATCH_SUBSTR:
-    return strstr(name, r->pattern) != NULL;
+  case MATCH_SUBSTR: return strstr(name, r->pattern) != NULL;
   case MATCH_NOCASE:
     for (const char *p = name; *p; ++p)
       if (starts_nocase(p, r->pattern)) return 1;
@@ -125,7 +124,9 @@ tp_kernel_class tp_classify_kernel_ex(const char *name) {
   return out;
 }
 
-tp_event_category tp_classify_kernel(const char *name) { return tp_classify_kernel_ex(name).category; }
+tp_event_category tp_classify_kernel(const char *name) {
+  return tp_classify_kernel_ex(name).category;
+}
 
 tp_event_category tp_classify_copy(tp_copy_kind kind) {
   return kind == TP_COPY_PTOP ? TP_CAT_COMM : TP_CAT_OTHER;

@@ -48,7 +48,7 @@
       const char *tp_cupti_msg_ = NULL;                                                            \
       if (cuptiGetResultString(tp_cupti_err_, &tp_cupti_msg_) != CUPTI_SUCCESS)                    \
         tp_cupti_msg_ = NULL;                                                                      \
-      return TP_FAIL(TP_ECUPTI, "%s failed: %s (%d)", #call,                                      \
+      return TP_FAIL(TP_ECUPTI, "%s failed: %s (%d)", #call,                                       \
                      tp_cupti_msg_ ? tp_cupti_msg_ : "unknown CUPTI error", (int)tp_cupti_err_);   \
     }                                                                                              \
   } while (0)
@@ -222,7 +222,8 @@ static tp_rc push_event(tp_collector *c, const tp_event *e) {
 static void note_context(tp_collector *c, uint32_t context, uint32_t device) {
   for (size_t i = 0; i < c->n_ctx; ++i)
     if (c->ctx[i].context == context) return;
-  if (!reserve((void **)&c->ctx, &c->cap_ctx, c->n_ctx, sizeof *c->ctx)) return; /* device stays -1 */
+  if (!reserve((void **)&c->ctx, &c->cap_ctx, c->n_ctx, sizeof *c->ctx))
+    return; /* device stays -1 */
   c->ctx[c->n_ctx++] = (ctx_device){context, device};
 }
 
@@ -262,7 +263,7 @@ static tp_copy_kind copy_kind_of(uint8_t cupti_kind) {
 
 /* Fixed labels of copies, so the name column is never empty. */
 static const char *copy_label(tp_copy_kind kind) {
-  static const char *const labels[] = {"memcpy", "memcpy HtoD", "memcpy DtoH", "memcpy HtoA",
+  static const char *const labels[] = {"memcpy",      "memcpy HtoD", "memcpy DtoH", "memcpy HtoA",
                                        "memcpy AtoH", "memcpy AtoA", "memcpy AtoD", "memcpy DtoA",
                                        "memcpy DtoD", "memcpy HtoH", "memcpy PtoP"};
   return (unsigned)kind < sizeof labels / sizeof labels[0] ? labels[kind] : "memcpy";
@@ -417,13 +418,16 @@ static tp_rc convert_record(tp_collector *c, const CUpti_Activity *r) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     return convert_kernel(c, (const CUpti_ActivityKernel10 *)(const void *)r);
-  case CUPTI_ACTIVITY_KIND_MEMCPY: return convert_memcpy(c, (const CUpti_ActivityMemcpy6 *)(const void *)r);
+  case CUPTI_ACTIVITY_KIND_MEMCPY:
+    return convert_memcpy(c, (const CUpti_ActivityMemcpy6 *)(const void *)r);
   case CUPTI_ACTIVITY_KIND_MEMCPY2:
     return convert_peer_copy(c, (const CUpti_ActivityMemcpyPtoP4 *)(const void *)r);
-  case CUPTI_ACTIVITY_KIND_MEMSET: return convert_memset(c, (const CUpti_ActivityMemset4 *)(const void *)r);
+  case CUPTI_ACTIVITY_KIND_MEMSET:
+    return convert_memset(c, (const CUpti_ActivityMemset4 *)(const void *)r);
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
     return convert_sync(c, (const CUpti_ActivitySynchronization2 *)(const void *)r);
-  case CUPTI_ACTIVITY_KIND_MARKER: return convert_marker(c, (const CUpti_ActivityMarker2 *)(const void *)r);
+  case CUPTI_ACTIVITY_KIND_MARKER:
+    return convert_marker(c, (const CUpti_ActivityMarker2 *)(const void *)r);
   default: ++c->stats.unknown_records; return TP_OK;
   }
 }
@@ -504,8 +508,9 @@ static tp_rc setup_nvtx_injection(int *injected) {
   } else {
     char resolved[PATH_MAX];
     if (!realpath(current, resolved) || strcmp(resolved, cupti_path) != 0) {
-      TP_LOGW(LOG, "NVTX_INJECTION64_PATH=%s is another tool, not %s: NVTX ranges will not reach "
-                   "the collector",
+      TP_LOGW(LOG,
+              "NVTX_INJECTION64_PATH=%s is another tool, not %s: NVTX ranges will not reach "
+              "the collector",
               current, cupti_path);
       *injected = 0;
     }
@@ -555,12 +560,14 @@ static tp_rc start_tracing(tp_collector *c) {
   TP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   atomic_store(&nvtx_prepared, 1);
   if (!tp_nvtx_attach())
-    return TP_FAIL(TP_ECUPTI, "NVTX did not attach to a tool (NVTX_INJECTION64_PATH=%s): ranges would be lost",
+    return TP_FAIL(TP_ECUPTI,
+                   "NVTX did not attach to a tool (NVTX_INJECTION64_PATH=%s): ranges would be lost",
                    getenv("NVTX_INJECTION64_PATH"));
   c->stats.nvtx_injected = injected;
   TP_TRY(tp_clock_offset_measure(read_cupti_clock, NULL, CLOCK_SAMPLES, &c->stats.clock));
-  TP_LOGI(LOG, "collector started: rank %d, CUPTI clock - CLOCK_REALTIME = %lld ns (+- %llu)", c->rank,
-          (long long)c->stats.clock.offset_ns, (unsigned long long)c->stats.clock.uncertainty_ns);
+  TP_LOGI(LOG, "collector started: rank %d, CUPTI clock - CLOCK_REALTIME = %lld ns (+- %llu)",
+          c->rank, (long long)c->stats.clock.offset_ns,
+          (unsigned long long)c->stats.clock.uncertainty_ns);
   return TP_OK;
 }
 
@@ -568,10 +575,12 @@ tp_rc tp_collector_start(int rank, tp_collector **out) {
   if (!out) return TP_FAIL(TP_EUSAGE, "tp_collector_start: NULL output");
   *out = NULL;
   if (tp_nvtx_used() && !atomic_load(&nvtx_prepared))
-    return TP_FAIL(TP_EUSAGE, "NVTX was used before the collector started, so its ranges cannot reach "
-                              "CUPTI: start the collector before the first tp_nvtx_push");
+    return TP_FAIL(TP_EUSAGE,
+                   "NVTX was used before the collector started, so its ranges cannot reach "
+                   "CUPTI: start the collector before the first tp_nvtx_push");
   if (atomic_exchange(&collector_running, 1))
-    return TP_FAIL(TP_EUSAGE, "a collector is already running in this process (CUPTI has one client)");
+    return TP_FAIL(TP_EUSAGE,
+                   "a collector is already running in this process (CUPTI has one client)");
   tp_collector *c = calloc(1, sizeof *c);
   if (!c) {
     atomic_store(&collector_running, 0);
@@ -594,7 +603,8 @@ tp_rc tp_collector_start(int rank, tp_collector **out) {
 
 tp_rc tp_collector_window_begin(tp_collector *c) {
   if (!c) return TP_FAIL(TP_EUSAGE, "tp_collector_window_begin: NULL collector");
-  if (c->window_open) return TP_FAIL(TP_EUSAGE, "tp_collector_window_begin: a window is already open");
+  if (c->window_open)
+    return TP_FAIL(TP_EUSAGE, "tp_collector_window_begin: a window is already open");
   TP_TRY(enable_window_kinds());
   c->win_start = tp_collector_now();
   c->window_open = 1;
@@ -632,7 +642,8 @@ tp_rc tp_collector_window_end(tp_collector *c, tp_event **events, size_t *n) {
   *n = c->n_events;
   if (rc != TP_OK) return rc;
   if (c->stats.dropped_window > 0)
-    return TP_FAIL(TP_ECUPTI, "CUPTI dropped %llu activity records in this window: the trace is incomplete",
+    return TP_FAIL(TP_ECUPTI,
+                   "CUPTI dropped %llu activity records in this window: the trace is incomplete",
                    (unsigned long long)c->stats.dropped_window);
   return TP_OK;
 }
@@ -668,7 +679,8 @@ void tp_collector_stop(tp_collector *c) {
             c->n_open, (unsigned long long)c->stats.unpaired_markers);
   pthread_mutex_lock(&queue.lock);
   if (queue.alloc_failures > 0)
-    TP_LOGW(LOG, "collector stop: %zu activity buffers could not be allocated", queue.alloc_failures);
+    TP_LOGW(LOG, "collector stop: %zu activity buffers could not be allocated",
+            queue.alloc_failures);
   pthread_mutex_unlock(&queue.lock);
   free(c->events);
   free(c->open);

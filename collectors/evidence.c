@@ -72,7 +72,8 @@ static void write_message(const sched_name *s, int iterations, int per_iter, tp_
   size_t got = primary_count(s->id, out);
   const char *hint = "";
   if (s->id == SCHED_CE && out->peer_copies == 0 && out->dtod_copies >= out->expected)
-    hint = "; no PtoP record but enough DtoD copies: does this driver report IPC peer copies as DtoD?";
+    hint =
+        "; no PtoP record but enough DtoD copies: does this driver report IPC peer copies as DtoD?";
   snprintf(out->message, sizeof out->message,
            "schedule %s %s: expected %zu %s (%d iterations x %d), found %zu; window holds %zu PtoP "
            "copies, %zu DtoD copies, %zu copy_signal_kernel launches, %zu NCCL kernels%s",
@@ -86,14 +87,19 @@ static tp_rc check_args(const tp_event *ev, size_t n, const char *schedule, int 
   if (!out || !schedule || (n > 0 && !ev))
     return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: NULL argument");
   if (iterations < 1 || per_iter < 1)
-    return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: iterations (%d) and transfers per iteration (%d) must be >= 1",
-                   iterations, per_iter);
+    return TP_FAIL(
+        TP_EUSAGE,
+        "tp_schedule_evidence: iterations (%d) and transfers per iteration (%d) must be >= 1",
+        iterations, per_iter);
   if (!find_sched(schedule))
-    return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: unknown schedule '%s' (valid: ce, sm, nccl)", schedule);
+    return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: unknown schedule '%s' (valid: ce, sm, nccl)",
+                   schedule);
   for (size_t i = 1; i < n; ++i)
     if (ev[i].rank != ev[0].rank)
-      return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: events of ranks %d and %d mixed; pass one rank's events",
-                     ev[0].rank, ev[i].rank);
+      return TP_FAIL(
+          TP_EUSAGE,
+          "tp_schedule_evidence: events of ranks %d and %d mixed; pass one rank's events",
+          ev[0].rank, ev[i].rank);
   return TP_OK;
 }
 

@@ -21,7 +21,9 @@ typedef struct span {
   uint64_t start, end;
 } span;
 
-static int is_comm(const tp_event *e) { return e->category == TP_CAT_COMM && e->kind != TP_EV_RANGE; }
+static int is_comm(const tp_event *e) {
+  return e->category == TP_CAT_COMM && e->kind != TP_EV_RANGE;
+}
 
 static int is_compute(const tp_event *e) {
   return e->kind == TP_EV_KERNEL && e->category != TP_CAT_COMM && e->category != TP_CAT_RANGE;
@@ -75,8 +77,8 @@ static uint64_t intersect_len(const span *a, size_t na, const span *b, size_t nb
   return sum;
 }
 
-tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_start, uint64_t win_end,
-                         tp_overlap *out) {
+tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_start,
+                         uint64_t win_end, tp_overlap *out) {
   if (!out || (n > 0 && !ev))
     return TP_FAIL(TP_EUSAGE, "tp_overlap_compute: NULL %s", out ? "events" : "output");
   if (win_end < win_start)
@@ -97,7 +99,8 @@ tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_st
     const tp_event *e = &ev[i];
     if (e->rank != rank) continue;
     if (is_comm(e)) nc += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &comm[nc]);
-    else if (is_compute(e)) nk += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &comp[nk]);
+    else if (is_compute(e))
+      nk += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &comp[nk]);
   }
   tp_overlap r = {0};
   r.window_ns = win_end - win_start;

@@ -71,18 +71,18 @@ typedef enum {
 #define TP_STREAM_NONE UINT32_MAX
 
 typedef struct tp_event {
-  int rank;             /* the collector's rank */
-  int device;           /* CUDA device ordinal; -1 for host-side events (ranges) */
-  uint32_t stream;      /* CUPTI stream id, or TP_STREAM_NONE */
+  int rank;        /* the collector's rank */
+  int device;      /* CUDA device ordinal; -1 for host-side events (ranges) */
+  uint32_t stream; /* CUPTI stream id, or TP_STREAM_NONE */
   tp_event_kind kind;
   tp_event_category category;
-  const char *name;     /* interned, owned by the collector (or the caller for synthetic
-                           events); never NULL: copies and syncs get a fixed label */
+  const char *name;          /* interned, owned by the collector (or the caller for synthetic
+                                events); never NULL: copies and syncs get a fixed label */
   uint64_t start_ns, end_ns; /* [start, end), CUPTI clock */
-  uint64_t bytes;       /* copies and memsets; 0 otherwise */
-  uint32_t correlation; /* CUPTI correlation id (the launching API call); NVTX: marker id */
+  uint64_t bytes;            /* copies and memsets; 0 otherwise */
+  uint32_t correlation;      /* CUPTI correlation id (the launching API call); NVTX: marker id */
   tp_copy_kind copy_kind;
-  int peer_device;      /* the other device of a peer copy; -1 otherwise */
+  int peer_device; /* the other device of a peer copy; -1 otherwise */
 } tp_event;
 
 const char *tp_event_kind_name(tp_event_kind kind);
@@ -97,10 +97,10 @@ const char *tp_copy_kind_name(tp_copy_kind kind);
  * schedule evidence counts kernels by these roles. */
 typedef enum {
   TP_ROLE_NONE = 0,
-  TP_ROLE_NCCL,       /* an NCCL device kernel */
-  TP_ROLE_TP_COPY,    /* tpbench's SM copy kernel (schedule "sm") */
-  TP_ROLE_TP_REDUCE,  /* tpbench's cross-rank sum */
-  TP_ROLE_TP_SIGNAL   /* tpbench's barrier / signal / wait kernels */
+  TP_ROLE_NCCL,      /* an NCCL device kernel */
+  TP_ROLE_TP_COPY,   /* tpbench's SM copy kernel (schedule "sm") */
+  TP_ROLE_TP_REDUCE, /* tpbench's cross-rank sum */
+  TP_ROLE_TP_SIGNAL  /* tpbench's barrier / signal / wait kernels */
 } tp_kernel_role;
 
 typedef struct tp_kernel_class {
@@ -148,12 +148,12 @@ typedef enum { TP_VERDICT_CONFIRMED, TP_VERDICT_MISMATCH } tp_verdict;
 
 typedef struct tp_evidence {
   tp_verdict verdict;
-  size_t expected;        /* iterations * transfers_per_iteration */
-  size_t peer_copies;     /* memcpy events of kind PtoP */
-  size_t dtod_copies;     /* memcpy events of kind DtoD (reported in a mismatch message) */
-  size_t copy_kernels;    /* tpbench SM copy kernel launches */
-  size_t nccl_kernels;    /* NCCL kernel launches */
-  char message[512];      /* what was expected and what was seen */
+  size_t expected;     /* iterations * transfers_per_iteration */
+  size_t peer_copies;  /* memcpy events of kind PtoP */
+  size_t dtod_copies;  /* memcpy events of kind DtoD (reported in a mismatch message) */
+  size_t copy_kernels; /* tpbench SM copy kernel launches */
+  size_t nccl_kernels; /* NCCL kernel launches */
+  char message[512];   /* what was expected and what was seen */
 } tp_evidence;
 
 /* Says whether the events of one rank's traced window [win_start, win_end)
@@ -191,6 +191,9 @@ TP_MUST_CHECK tp_rc tp_clock_offset_measure(uint64_t (*read_clock)(void *ctx), v
 
 /* ---- the CUPTI collector (cupti_collector.c, needs TPBENCH_WITH_CUDA) ---------- */
 
+/* The collector is driven from one thread (the worker's): start, windows and
+ * stop must not race each other. CUPTI's own threads only touch the buffer
+ * queue, which has its own lock. */
 typedef struct tp_collector tp_collector;
 
 typedef struct tp_collector_stats {
@@ -226,7 +229,7 @@ TP_MUST_CHECK tp_rc tp_collector_window_begin(tp_collector *c);
 
 /* Closes the window. The caller must have waited for the window's GPU work
  * (cudaDeviceSynchronize or equivalent) first. Takes the end timestamp,
- * disables the device kinds, flushes every CUPTI buffer (forced), converts
+ * flushes every CUPTI buffer (forced), disables the device kinds, converts
  * the records and returns, sorted by start_ns, the events that intersect the
  * window: kernels, copies, memsets, syncs, and NVTX ranges (paired). Events
  * wholly outside the window (e.g. ranges of untraced iterations) are counted

@@ -8,8 +8,8 @@
  *
  * Kernel names below were taken from public traces and sources (profiler
  * tables, Nsight and PyTorch profiler outputs, test suites of trace tools);
- * tpbench's own mangled names were produced by nvcc 13.0 from kernels/tp_copy.cu and kernels/tp_signal.cu.
- * Names marked "synthetic" exist only to probe a rule's edge.
+ * tpbench's own mangled names were produced by nvcc 13.0 from kernels/tp_copy.cu and
+ * kernels/tp_signal.cu. Names marked "synthetic" exist only to probe a rule's edge.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -36,7 +36,8 @@ static tp_event kernel(int rank, uint32_t stream, tp_event_category cat, uint64_
   ev.stream = stream;
   ev.kind = TP_EV_KERNEL;
   ev.category = cat;
-  ev.name = cat == TP_CAT_COMM ? "ncclDevKernel_AllGather_RING_LL" : "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
+  ev.name = cat == TP_CAT_COMM ? "ncclDevKernel_AllGather_RING_LL"
+                               : "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
   ev.start_ns = s;
   ev.end_ns = e;
   ev.peer_device = -1;
@@ -58,7 +59,8 @@ static tp_event copy(int rank, tp_copy_kind kind, uint64_t s, uint64_t e) {
   return ev;
 }
 
-static tp_event other_kind(int rank, tp_event_kind kind, tp_event_category cat, uint64_t s, uint64_t e) {
+static tp_event other_kind(int rank, tp_event_kind kind, tp_event_category cat, uint64_t s,
+                           uint64_t e) {
   tp_event ev = kernel(rank, 7, cat, s, e);
   ev.kind = kind;
   ev.name = "x";
@@ -186,7 +188,9 @@ static void test_overlap_what_counts(void **state) {
       kernel(0, 3, TP_CAT_OTHER, 20, 40),
       kernel(0, 3, TP_CAT_GEMM, 50, 50),
       kernel(0, 3, TP_CAT_GEMM, 80, 60),
-      named_kernel("_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_", 60, 70),
+      named_kernel(
+          "_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_",
+          60, 70),
   };
   tp_overlap o = overlap_of(ev, sizeof ev / sizeof ev[0], 0, 0, 300);
   assert_overlap(&o, 40, 20, 10);
@@ -215,8 +219,8 @@ static uint64_t next_rand(uint64_t *s) {
 enum { TIMELINE = 240 };
 
 /* The same quantities by brute force: one flag per nanosecond. */
-static void brute_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, uint64_t we, uint64_t *comm,
-                          uint64_t *compute, uint64_t *both) {
+static void brute_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, uint64_t we,
+                          uint64_t *comm, uint64_t *compute, uint64_t *both) {
   unsigned char c[TIMELINE] = {0}, k[TIMELINE] = {0};
   for (size_t i = 0; i < n; ++i) {
     if (ev[i].rank != rank) continue;
@@ -264,9 +268,11 @@ static void test_overlap_matches_brute_force(void **state) {
       brute_overlap(ev, n, rank, ws, we, &comm, &compute, &both);
       tp_overlap o = overlap_of(ev, n, rank, ws, we);
       if (o.comm_ns != comm || o.compute_ns != compute || o.overlap_ns != both)
-        fail_msg("round %d rank %d window [%llu,%llu): got comm %llu compute %llu overlap %llu, brute force %llu %llu %llu",
-                 round, rank, (unsigned long long)ws, (unsigned long long)we, (unsigned long long)o.comm_ns,
-                 (unsigned long long)o.compute_ns, (unsigned long long)o.overlap_ns, (unsigned long long)comm,
+        fail_msg("round %d rank %d window [%llu,%llu): got comm %llu compute %llu overlap %llu, "
+                 "brute force %llu %llu %llu",
+                 round, rank, (unsigned long long)ws, (unsigned long long)we,
+                 (unsigned long long)o.comm_ns, (unsigned long long)o.compute_ns,
+                 (unsigned long long)o.overlap_ns, (unsigned long long)comm,
                  (unsigned long long)compute, (unsigned long long)both);
       assert_int_equal(o.exposed_comm_ns, comm - both);
     }
@@ -283,43 +289,54 @@ typedef struct name_case {
 
 static const name_case names[] = {
     /* NCCL 2.19+ device kernels, demangled and mangled as CUPTI reports them */
-    {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)", TP_CAT_COMM,
+    {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM,
      TP_ROLE_NCCL},
+    {"_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", TP_CAT_COMM,
+     TP_ROLE_NCCL},
+    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM,
+     TP_ROLE_NCCL},
+    {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+     TP_CAT_COMM, TP_ROLE_NCCL},
     {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
     {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL128", TP_CAT_COMM, TP_ROLE_NCCL},
     {"ncclDevKernel_Generic", TP_CAT_COMM, TP_ROLE_NCCL},
     /* NCCL before 2.19 */
     {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", TP_CAT_COMM,
+     TP_ROLE_NCCL},
     /* tpbench's kernels as nvcc 13.0 mangles them (anonymous namespace) */
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_", TP_CAT_COMM,
-     TP_ROLE_TP_COPY},
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelI13__nv_bfloat16EEvPT_NS_8src_listEim",
-     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelIfEEvPT_NS_8src_listEim", TP_CAT_COMM,
-     TP_ROLE_TP_REDUCE},
-    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim", TP_CAT_COMM,
-     TP_ROLE_TP_SIGNAL},
-    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
-    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
-    /* ... and demangled */
-    {"(anonymous namespace)::copy_signal_kernel(uint4*, const uint4*, unsigned long, unsigned int*, unsigned int*)",
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_",
      TP_CAT_COMM, TP_ROLE_TP_COPY},
-    {"void (anonymous namespace)::reduce_sum_kernel<__nv_bfloat16>(T1 *, (anonymous namespace)::src_list, int, unsigned long)",
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelI13__nv_bfloat16EEvPT_NS_"
+     "8src_listEim",
+     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelIfEEvPT_NS_8src_listEim",
+     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim",
+     TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_COMM,
+     TP_ROLE_TP_SIGNAL},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_COMM,
+     TP_ROLE_TP_SIGNAL},
+    /* ... and demangled */
+    {"(anonymous namespace)::copy_signal_kernel(uint4*, const uint4*, unsigned long, unsigned "
+     "int*, unsigned int*)",
+     TP_CAT_COMM, TP_ROLE_TP_COPY},
+    {"void (anonymous namespace)::reduce_sum_kernel<__nv_bfloat16>(T1 *, (anonymous "
+     "namespace)::src_list, int, unsigned long)",
      TP_CAT_COMM, TP_ROLE_TP_REDUCE},
     /* tpbench's helper kernels are not communication */
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118fill_random_kernelIfEEvPT_mmf", TP_CAT_ELEMENTWISE,
-     TP_ROLE_NONE},
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b113poison_kernelI13__nv_bfloat16EEvPT_m", TP_CAT_ELEMENTWISE,
-     TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118fill_random_kernelIfEEvPT_mmf",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b113poison_kernelI13__nv_bfloat16EEvPT_m",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114to_fp32_kernelI13__nv_bfloat16EEvPKT_Pfm",
      TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114compare_kernelIfEEvPKT_S3_mPd", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114compare_kernelIfEEvPKT_S3_mPd",
+     TP_CAT_OTHER, TP_ROLE_NONE},
     /* cuBLAS / cuBLASLt */
-    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas",
      TP_CAT_GEMM, TP_ROLE_NONE},
     {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", TP_CAT_GEMM, TP_ROLE_NONE},
     {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", TP_CAT_GEMM, TP_ROLE_NONE},
@@ -328,33 +345,44 @@ static const name_case names[] = {
     {"ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn", TP_CAT_GEMM, TP_ROLE_NONE},
     {"ampere_sgemm_32x32_sliced1x4_nn", TP_CAT_GEMM, TP_ROLE_NONE},
     {"volta_sgemm_32x32_sliced1x4_nt", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float const*, float const*, "
+    {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float "
+     "const*, float const*, "
      "float*, float const*, float const*, float const*)",
      TP_CAT_GEMM, TP_ROLE_NONE},
     /* CUTLASS */
-    {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x64_32x4_nn_align8", TP_CAT_GEMM, TP_ROLE_NONE},
+    {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", TP_CAT_GEMM,
+     TP_ROLE_NONE},
+    {"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x64_32x4_nn_align8", TP_CAT_GEMM,
+     TP_ROLE_NONE},
     /* attention: FA3 is a CUTLASS device kernel with "sm90_" in it, and must still be attention */
-    {"void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, "
-     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<176>, cute::C<128> >, 128, "
+    {"void "
+     "cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+     "CollectiveMainloopFwdSm90<2, "
+     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<176>, "
+     "cute::C<128> >, 128, "
      "cutlass::bfloat16_t, float, cutlass::arch::Sm90, false",
      TP_CAT_ATTENTION, TP_ROLE_NONE},
     {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", TP_CAT_ATTENTION, TP_ROLE_NONE},
     {"flash_fwd_splitkv_mla_kernel", TP_CAT_ATTENTION, TP_ROLE_NONE},
     {"cudnn_generated_fort_native_sdpa_sm100_flash_bprop_f16", TP_CAT_ATTENTION, TP_ROLE_NONE},
     {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half, "
-     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, int)",
+     "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, "
+     "int)",
      TP_CAT_ATTENTION, TP_ROLE_NONE},
     /* elementwise */
-    {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+     "std::array<char*, 1ul> >(int, "
      "at::native::FillFunctor<float>, std::array<char*, 1ul>)",
      TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorItera",
+    {"void "
+     "at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorItera",
      TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     {"triton_poi_fused_mul_silu_2", TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     /* other */
-    {"void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, int, unsigned int, (int)2, (int)2, "
-     "(int)-2>(at::cuda::detail::TensorInfo<T1, T3>, at::cuda::detail::TensorInfo<const T1, T3>, at::cuda::",
+    {"void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, int, unsigned "
+     "int, (int)2, (int)2, "
+     "(int)-2>(at::cuda::detail::TensorInfo<T1, T3>, at::cuda::detail::TensorInfo<const T1, T3>, "
+     "at::cuda::",
      TP_CAT_OTHER, TP_ROLE_NONE},
     {"_rope_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
     {"_ce_bwd_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
@@ -371,8 +399,8 @@ static void test_classify_names(void **state) {
     tp_kernel_class k = tp_classify_kernel_ex(names[i].name);
     if (k.category != names[i].category || k.role != names[i].role)
       fail_msg("'%s': got %s (role %d, rule '%s'), expected %s (role %d)", names[i].name,
-               tp_category_name(k.category), (int)k.role, k.rule, tp_category_name(names[i].category),
-               (int)names[i].role);
+               tp_category_name(k.category), (int)k.role, k.rule,
+               tp_category_name(names[i].category), (int)names[i].role);
     assert_int_equal(tp_classify_kernel(names[i].name), names[i].category);
     if (k.category != TP_CAT_OTHER) assert_true(k.rule[0] != '\0');
   }
@@ -401,7 +429,8 @@ static void test_classify_copies_and_labels(void **state) {
 
 /* ---- schedule evidence ------------------------------------------------------ */
 
-#define COPY_SIGNAL "_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_"
+#define COPY_SIGNAL                                                                                \
+  "_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_"
 #define BARRIER "_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim"
 #define NCCL_AG "_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE"
 #define GEMM "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
@@ -524,7 +553,9 @@ static uint64_t realtime_now(void) {
 }
 
 /* A tracer clock that runs `*ctx` ns off CLOCK_REALTIME. */
-static uint64_t shifted_clock(void *ctx) { return (uint64_t)((int64_t)realtime_now() + *(int64_t *)ctx); }
+static uint64_t shifted_clock(void *ctx) {
+  return (uint64_t)((int64_t)realtime_now() + *(int64_t *)ctx);
+}
 
 static uint64_t broken_clock(void *ctx) {
   (void)ctx;

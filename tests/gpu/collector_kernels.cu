@@ -22,11 +22,11 @@ __global__ void collector_test_fill_kernel(float *buf, size_t n, float value) {
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     buf[i] = value;
   /* __nanosleep is only a hint (it may sleep for less); spin on the global timer instead */
-  while (global_ns() - t0 < 20000) {
-  }
+  while (global_ns() - t0 < 20000) {}
 }
 
-extern "C" cudaError_t collector_test_launch_fill(float *buf, size_t n, float value, cudaStream_t stream) {
+extern "C" cudaError_t collector_test_launch_fill(float *buf, size_t n, float value,
+                                                  cudaStream_t stream) {
   collector_test_fill_kernel<<<64, 256, 0, stream>>>(buf, n, value);
   return cudaGetLastError();
 }

@@ -74,7 +74,8 @@ static int count_devices(void) {
   return WEXITSTATUS(status);
 }
 
-static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind kind, const char *name_part) {
+static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind kind,
+                                  const char *name_part) {
   for (size_t i = 0; i < n; ++i)
     if (ev[i].kind == kind && (!name_part || strstr(ev[i].name, name_part))) return &ev[i];
   return NULL;
@@ -83,9 +84,10 @@ static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind ki
 static void print_events(const tp_event *ev, size_t n, uint64_t ws) {
   for (size_t i = 0; i < n; ++i)
     printf("  %-6s %-11s dev %2d stream %10u +%9llu ns %8llu ns %9llu B corr %u copy %s  %.70s\n",
-           tp_event_kind_name(ev[i].kind), tp_category_name(ev[i].category), ev[i].device, ev[i].stream,
-           (unsigned long long)(ev[i].start_ns - ws), (unsigned long long)(ev[i].end_ns - ev[i].start_ns),
-           (unsigned long long)ev[i].bytes, ev[i].correlation, tp_copy_kind_name(ev[i].copy_kind), ev[i].name);
+           tp_event_kind_name(ev[i].kind), tp_category_name(ev[i].category), ev[i].device,
+           ev[i].stream, (unsigned long long)(ev[i].start_ns - ws),
+           (unsigned long long)(ev[i].end_ns - ev[i].start_ns), (unsigned long long)ev[i].bytes,
+           ev[i].correlation, tp_copy_kind_name(ev[i].copy_kind), ev[i].name);
 }
 
 /* Every event lies in the window, is well formed and the list is sorted. */
@@ -165,8 +167,9 @@ static void test_window_events(void **state) {
   tp_collector_get_stats(collector, &st);
   printf("stats: records %llu dropped %llu untimed %llu unknown %llu buffers %zu nvtx %d; "
          "CUPTI clock - CLOCK_REALTIME = %lld ns +- %llu ns\n",
-         (unsigned long long)st.records, (unsigned long long)st.dropped, (unsigned long long)st.untimed_records,
-         (unsigned long long)st.unknown_records, st.buffers, st.nvtx_injected, (long long)st.clock.offset_ns,
+         (unsigned long long)st.records, (unsigned long long)st.dropped,
+         (unsigned long long)st.untimed_records, (unsigned long long)st.unknown_records, st.buffers,
+         st.nvtx_injected, (long long)st.clock.offset_ns,
          (unsigned long long)st.clock.uncertainty_ns);
   assert_int_equal(st.dropped, 0);
   assert_int_equal(st.dropped_window, 0);
@@ -261,8 +264,7 @@ static int run_ipc_exporter(void) {
     return 1;
   if (write(1, &h, sizeof h) != (ssize_t)sizeof h) return 1;
   char b;
-  while (read(0, &b, 1) > 0) {
-  }
+  while (read(0, &b, 1) > 0) {}
   cudaFree(p);
   return 0;
 }
@@ -362,10 +364,8 @@ int main(int argc, char **argv) {
     return SKIP;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_window_events),
-      cmocka_unit_test(test_between_windows_is_not_traced),
-      cmocka_unit_test(test_peer_copy),
-      cmocka_unit_test(test_ipc_peer_copy),
+      cmocka_unit_test(test_window_events), cmocka_unit_test(test_between_windows_is_not_traced),
+      cmocka_unit_test(test_peer_copy),     cmocka_unit_test(test_ipc_peer_copy),
       cmocka_unit_test(test_restart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
