@@ -71,16 +71,17 @@ typedef enum {
 #define TP_STREAM_NONE UINT32_MAX
 
 typedef struct tp_event {
-  int rank;        /* the collector's rank */
-  int device;      /* CUDA device ordinal; -1 for host-side events (ranges) */
-  uint32_t stream; /* CUPTI stream id, or TP_STREAM_NONE */
-  tp_event_kind kind;
-  tp_event_category category;
+  /* 64-bit members first: the struct has no padding (it is stored by the million) */
   const char *name;          /* interned, owned by the collector (or the caller for synthetic
                                 events); never NULL: copies and syncs get a fixed label */
   uint64_t start_ns, end_ns; /* [start, end), CUPTI clock */
   uint64_t bytes;            /* copies and memsets; 0 otherwise */
-  uint32_t correlation;      /* CUPTI correlation id (the launching API call); NVTX: marker id */
+  int rank;                  /* the collector's rank */
+  int device;                /* CUDA device ordinal; -1 for host-side events (ranges) */
+  uint32_t stream;           /* CUPTI stream id, or TP_STREAM_NONE */
+  tp_event_kind kind;
+  tp_event_category category;
+  uint32_t correlation; /* CUPTI correlation id (the launching API call); NVTX: marker id */
   tp_copy_kind copy_kind;
   int peer_device; /* the other device of a peer copy; -1 otherwise */
 } tp_event;

@@ -564,7 +564,7 @@ static uint64_t broken_clock(void *ctx) {
 
 static void test_clock_offset(void **state) {
   (void)state;
-  static const int64_t shifts[] = {5000000000ll, -3000000000ll, 0};
+  static const int64_t shifts[] = {5000000000LL, -3000000000LL, 0};
   for (size_t i = 0; i < 3; ++i) {
     int64_t shift = shifts[i];
     tp_clock_offset off;
