@@ -266,6 +266,11 @@ static tp_rc fork_workers(const worker_job *job, supervisor *sv) {
   return TP_OK;
 }
 
+static int is_ignored(int sig) {
+  struct sigaction current;
+  return sigaction(sig, NULL, &current) == 0 && current.sa_handler == SIG_IGN;
+}
+
 static int run_workers(int n_workers, tp_worker_fn fn, void *ctx) {
   if (n_workers < 1) {
     fprintf(stderr, "tpbench: %d workers asked for; at least 1 is needed\n", n_workers);
@@ -289,8 +294,10 @@ static int run_workers(int n_workers, tp_worker_fn fn, void *ctx) {
   sigset_t watched;
   sigemptyset(&watched);
   sigaddset(&watched, SIGCHLD);
-  sigaddset(&watched, SIGINT);
-  sigaddset(&watched, SIGTERM);
+  /* An ignored interrupt stays ignored (a shell's background job ignores
+   * SIGINT, and so do the workers, which inherit that). */
+  if (!is_ignored(SIGINT)) sigaddset(&watched, SIGINT);
+  if (!is_ignored(SIGTERM)) sigaddset(&watched, SIGTERM);
   sigprocmask(SIG_BLOCK, &watched, &job.child_mask);
 
   int status = 1;

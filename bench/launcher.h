@@ -15,7 +15,9 @@
  * the worker function's return value. When a worker fails (non-zero exit or a
  * signal) the parent prints one line, stops the others (SIGTERM, then SIGKILL
  * after a grace period) and returns the failing worker's status. SIGINT and
- * SIGTERM sent to the parent are forwarded to the workers.
+ * SIGTERM sent to the parent are forwarded to the workers (SIGKILL follows
+ * after the grace period); one the parent ignores, as a shell's background
+ * job ignores SIGINT, stays ignored.
  *
  * In every process tpbench starts, and in an externally started one, NVLink
  * multicast stays off: NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1,

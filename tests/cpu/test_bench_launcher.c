@@ -174,11 +174,12 @@ static int sleeper(const tp_launch_env *env, void *ctx) {
 
 /* Runs tp_launch(2, sleeper) in a child of the test, so that the test
  * process is not the one signalled; returns that child's pid once both
- * workers are up. */
-static pid_t start_launcher(board *b) {
+ * workers are up. ignore_sigint: the launcher starts with SIGINT ignored. */
+static pid_t start_launcher(board *b, int ignore_sigint) {
   pid_t launcher = fork();
   assert_true(launcher >= 0);
   if (launcher == 0) {
+    if (ignore_sigint) signal(SIGINT, SIG_IGN);
     FILE *quiet = freopen("/dev/null", "w", stderr);
     (void)quiet;
     _exit(tp_launch(2, sleeper, b));
@@ -193,7 +194,7 @@ static void test_sigint_forwarded(void **state) {
   (void)state;
   clear_external_env();
   board *b = shared_board();
-  pid_t launcher = start_launcher(b);
+  pid_t launcher = start_launcher(b, 0);
   int64_t start = tu_now_ms();
   kill(launcher, SIGINT);
   int status = tu_wait_child(launcher, 10000);
@@ -205,13 +206,32 @@ static void test_sigint_forwarded(void **state) {
   for (int r = 0; r < 2; r++) assert_int_equal(kill(b->pid[r], 0), -1);
 }
 
+static void test_ignored_sigint_stays_ignored(void **state) {
+  (void)state;
+  clear_external_env();
+  board *b = shared_board();
+  pid_t launcher = start_launcher(b, 1);
+  kill(launcher, SIGINT);
+  tu_sleep_ms(500);
+  int status = 0;
+  assert_int_equal(waitpid(launcher, &status, WNOHANG), 0); /* still running */
+  for (int r = 0; r < 2; r++) assert_int_equal(kill(b->pid[r], 0), 0);
+  int64_t start = tu_now_ms();
+  kill(launcher, SIGTERM);
+  status = tu_wait_child(launcher, 10000);
+  assert_int_not_equal(status, -1);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 128 + SIGTERM);
+  assert_true(tu_now_ms() - start < 3000);
+}
+
 static void test_no_orphans(void **state) {
   (void)state;
   clear_external_env();
   /* Orphans come to this process instead of init, so it can watch them die. */
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   board *b = shared_board();
-  pid_t launcher = start_launcher(b);
+  pid_t launcher = start_launcher(b, 0);
   kill(launcher, SIGKILL);
   assert_int_not_equal(tu_wait_child(launcher, 5000), -1);
   for (int r = 0; r < 2; r++) {
@@ -334,10 +354,15 @@ static void test_run_in_child(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_all_succeed),       cmocka_unit_test(test_one_fails),
-      cmocka_unit_test(test_one_killed),        cmocka_unit_test(test_stubborn_worker_killed),
-      cmocka_unit_test(test_sigint_forwarded),  cmocka_unit_test(test_no_orphans),
-      cmocka_unit_test(test_external_launcher), cmocka_unit_test(test_external_malformed),
+      cmocka_unit_test(test_all_succeed),
+      cmocka_unit_test(test_one_fails),
+      cmocka_unit_test(test_one_killed),
+      cmocka_unit_test(test_stubborn_worker_killed),
+      cmocka_unit_test(test_sigint_forwarded),
+      cmocka_unit_test(test_ignored_sigint_stays_ignored),
+      cmocka_unit_test(test_no_orphans),
+      cmocka_unit_test(test_external_launcher),
+      cmocka_unit_test(test_external_malformed),
       cmocka_unit_test(test_run_in_child),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
