@@ -87,8 +87,7 @@ static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "report: out of memor
 static tp_rc dup_column(sqlite3_stmt *stmt, int col, char **out) {
   const unsigned char *text = sqlite3_column_text(stmt, col);
   *out = NULL;
-  if (!text)
-    return TP_OK;
+  if (!text) return TP_OK;
   *out = strdup((const char *)text);
   return *out ? TP_OK : out_of_memory();
 }
@@ -113,8 +112,7 @@ static void free_config(config *c) {
   char **strings[] = {&c->kind,         &c->backend,    &c->model, &c->layer,  &c->proj,
                       &c->schedule,     &c->dtype,      &c->pass,  &c->status, &c->reason,
                       &c->numerics_ref, &c->config_key, &c->ran};
-  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
-    free(*strings[i]);
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
   memset(c, 0, sizeof *c);
 }
 
@@ -201,8 +199,7 @@ static tp_rc load_schedules_ran(reader *r, config *c) {
   sqlite3_stmt *s = r->schedule_stmt;
   tp_rc rc = TP_OK;
   size_t len = 0;
-  if (sqlite3_bind_int64(s, 1, c->id) != SQLITE_OK)
-    rc = READ_FAIL(r, "binding a config id");
+  if (sqlite3_bind_int64(s, 1, c->id) != SQLITE_OK) rc = READ_FAIL(r, "binding a config id");
   int step = SQLITE_DONE;
   while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(s, 0);
@@ -211,10 +208,8 @@ static tp_rc load_schedules_ran(reader *r, config *c) {
     int n = chunks > 0 ? snprintf(label, sizeof label, "%s%s x%lld", len ? "+" : "",
                                   name ? name : "?", (long long)chunks)
                        : snprintf(label, sizeof label, "%s%s", len ? "+" : "", name ? name : "?");
-    if (n < 0)
-      n = 0;
-    if ((size_t)n >= sizeof label)
-      n = sizeof label - 1;
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof label) n = sizeof label - 1;
     char *grown = realloc(c->ran, len + (size_t)n + 1);
     if (!grown) {
       rc = out_of_memory();
@@ -224,8 +219,7 @@ static tp_rc load_schedules_ran(reader *r, config *c) {
     c->ran = grown;
     len += (size_t)n;
   }
-  if (rc == TP_OK && step != SQLITE_DONE)
-    rc = READ_FAIL(r, "reading schedules");
+  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, "reading schedules");
   sqlite3_reset(s);
   return rc;
 }
@@ -233,8 +227,7 @@ static tp_rc load_schedules_ran(reader *r, config *c) {
 /* Fills c from configuration id; id 0 (SQL NULL) leaves it absent. */
 static tp_rc load_config(reader *r, int64_t id, config *c) {
   memset(c, 0, sizeof *c);
-  if (id == 0)
-    return TP_OK;
+  if (id == 0) return TP_OK;
   sqlite3_stmt *s = r->config_stmt;
   tp_rc rc = TP_OK;
   if (sqlite3_bind_int64(s, 1, id) != SQLITE_OK) {
@@ -253,8 +246,7 @@ static tp_rc load_config(reader *r, int64_t id, config *c) {
     }
   }
   sqlite3_reset(s);
-  if (rc == TP_OK)
-    rc = load_schedules_ran(r, c);
+  if (rc == TP_OK) rc = load_schedules_ran(r, c);
   return rc;
 }
 
@@ -289,8 +281,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
 static void free_run(run_header *h) {
   char *texts[] = {h->commit, h->host,  h->gpu_name,     h->driver,  h->cuda,       h->nccl,
                    h->cublas, h->cupti, h->command_line, h->command, h->started_at, h->finished_at};
-  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-    free(texts[i]);
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) free(texts[i]);
 }
 
 /* Binds run id and the optional filters as ?1..?5 (NULL: any). */
@@ -331,15 +322,11 @@ static tp_rc load_rows(reader *r, report *rep) {
     table_row *row = &rep->rows[rep->n_rows++];
     memset(row, 0, sizeof *row);
     rc = load_config(r, sqlite3_column_int64(s, 0), &row->dist);
-    if (rc == TP_OK)
-      rc = load_config(r, sqlite3_column_int64(s, 1), &row->stock);
-    if (rc == TP_OK)
-      rc = load_config(r, sqlite3_column_int64(s, 2), &row->gemm);
-    if (rc == TP_OK)
-      rc = load_config(r, sqlite3_column_int64(s, 3), &row->comm);
+    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 1), &row->stock);
+    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 2), &row->gemm);
+    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 3), &row->comm);
   }
-  if (rc == TP_OK && step != SQLITE_DONE)
-    rc = READ_FAIL(r, "reading the throughput rows");
+  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, "reading the throughput rows");
   sqlite3_finalize(s);
   return rc;
 }
@@ -366,26 +353,21 @@ static tp_rc load_skipped(reader *r, report *rep) {
     }
     rc = load_config(r, sqlite3_column_int64(s, 0), &rep->skipped[rep->n_skipped++]);
   }
-  if (rc == TP_OK && step != SQLITE_DONE)
-    rc = READ_FAIL(r, "reading configurations not run");
+  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, "reading configurations not run");
   sqlite3_finalize(s);
   return rc;
 }
 
 static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
   reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL};
-  if (!r.db)
-    return TP_FAIL(TP_EINTERNAL, "report: store is not open");
+  if (!r.db) return TP_FAIL(TP_EINTERNAL, "report: store is not open");
   tp_rc rc = prepare(&r, config_sql, &r.config_stmt);
   if (rc == TP_OK)
     rc = prepare(&r, "SELECT schedule, chunks FROM schedules WHERE config_id = ? ORDER BY seq",
                  &r.schedule_stmt);
-  if (rc == TP_OK)
-    rc = load_run(&r, run_id, &rep->run);
-  if (rc == TP_OK)
-    rc = load_rows(&r, rep);
-  if (rc == TP_OK)
-    rc = load_skipped(&r, rep);
+  if (rc == TP_OK) rc = load_run(&r, run_id, &rep->run);
+  if (rc == TP_OK) rc = load_rows(&r, rep);
+  if (rc == TP_OK) rc = load_skipped(&r, rep);
   sqlite3_finalize(r.config_stmt);
   sqlite3_finalize(r.schedule_stmt);
   return rc;
@@ -399,8 +381,7 @@ static void free_report(report *rep) {
     free_config(&rep->rows[i].comm);
     free(rep->rows[i].note);
   }
-  for (size_t i = 0; i < rep->n_skipped; i++)
-    free_config(&rep->skipped[i]);
+  for (size_t i = 0; i < rep->n_skipped; i++) free_config(&rep->skipped[i]);
   free(rep->rows);
   free(rep->skipped);
   free_run(&rep->run);
@@ -423,8 +404,7 @@ static double ratio(double a, double b) {
 static char *format_note(const char *fmt, const char *a, const char *b) {
   int n = snprintf(NULL, 0, fmt, a, b);
   char *note = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (note)
-    snprintf(note, (size_t)n + 1, fmt, a, b);
+  if (note) snprintf(note, (size_t)n + 1, fmt, a, b);
   return note;
 }
 
@@ -436,18 +416,15 @@ static tp_rc derive_status(table_row *row) {
     row->note = strdup("no dist_gemm configuration for this case");
   } else if (!ran_ok(d)) {
     row->status = d->status ? d->status : "unknown";
-    if (!d->reason)
-      return TP_OK;
+    if (!d->reason) return TP_OK;
     row->note = strdup(d->reason);
   } else {
     row->status = "ok";
-    if (!s->present)
-      row->note = strdup("no stock configuration for this case");
+    if (!s->present) row->note = strdup("no stock configuration for this case");
     else if (!ran_ok(s))
       row->note = format_note("stock %s: %s", s->status ? s->status : "unknown",
                               s->reason ? s->reason : "no reason recorded");
-    else
-      return TP_OK;
+    else return TP_OK;
   }
   return row->note ? TP_OK : out_of_memory();
 }
@@ -477,18 +454,15 @@ static int compare_doubles(const void *a, const void *b) {
 static tp_rc derive_summary(report *rep) {
   summary *sum = &rep->sum;
   double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
-  if (!bounds)
-    return out_of_memory();
+  if (!bounds) return out_of_memory();
   double log_sum = 0;
   sum->worst_dist_bound = NAN;
   for (size_t i = 0; i < rep->n_rows; i++) {
     const table_row *row = &rep->rows[i];
-    if (!row->both_ok)
-      continue;
+    if (!row->both_ok) continue;
     sum->rows++;
     log_sum += log(row->speedup);
-    if (!isfinite(row->dist_over_bound))
-      continue;
+    if (!isfinite(row->dist_over_bound)) continue;
     bounds[sum->bound_rows++] = row->dist_over_bound;
   }
   sum->geomean_speedup = sum->rows ? exp(log_sum / sum->rows) : NAN;
@@ -504,8 +478,7 @@ static tp_rc derive_summary(report *rep) {
 }
 
 static tp_rc derive_report(report *rep) {
-  for (size_t i = 0; i < rep->n_rows; i++)
-    TP_TRY(derive_row(&rep->rows[i]));
+  for (size_t i = 0; i < rep->n_rows; i++) TP_TRY(derive_row(&rep->rows[i]));
   return derive_summary(rep);
 }
 
@@ -513,15 +486,13 @@ static tp_rc derive_report(report *rep) {
 
 /* printf of a number with fixed decimals; "" when there is no number. */
 static const char *num(char *buf, size_t cap, double value, int decimals) {
-  if (!isfinite(value))
-    return "";
+  if (!isfinite(value)) return "";
   snprintf(buf, cap, "%.*f", decimals, value);
   return buf;
 }
 
 static const char *sci(char *buf, size_t cap, double value) {
-  if (!isfinite(value))
-    return "";
+  if (!isfinite(value)) return "";
   snprintf(buf, cap, "%.2e", value);
   return buf;
 }
@@ -536,14 +507,11 @@ static const config *case_of(const table_row *row) {
 /* What ran, or what was asked for when nothing ran. */
 static void schedule_label(const table_row *row, char *buf, size_t cap) {
   const config *d = &row->dist;
-  if (d->ran)
-    snprintf(buf, cap, "%s", d->ran);
+  if (d->ran) snprintf(buf, cap, "%s", d->ran);
   else if (d->present && d->schedule && d->chunks > 0)
     snprintf(buf, cap, "%s x%lld (requested)", d->schedule, (long long)d->chunks);
-  else if (d->present && d->schedule)
-    snprintf(buf, cap, "%s (requested)", d->schedule);
-  else
-    buf[0] = '\0';
+  else if (d->present && d->schedule) snprintf(buf, cap, "%s (requested)", d->schedule);
+  else buf[0] = '\0';
 }
 
 static void options_label(const config *c, char *buf, size_t cap) {
@@ -564,12 +532,9 @@ static void describe_config(const config *c, char *buf, size_t cap) {
 static void md_cell(FILE *out, const char *text) {
   fputs("| ", out);
   for (const char *p = text ? text : ""; *p; p++) {
-    if (*p == '|')
-      fputs("\\|", out);
-    else if (*p == '\n' || *p == '\r')
-      fputc(' ', out);
-    else
-      fputc(*p, out);
+    if (*p == '|') fputs("\\|", out);
+    else if (*p == '\n' || *p == '\r') fputc(' ', out);
+    else fputc(*p, out);
   }
   fputc(' ', out);
 }
@@ -586,22 +551,17 @@ static void md_code(FILE *out, const char *text) {
   size_t run = 0, longest = 0;
   for (const char *p = text; *p; p++) {
     run = *p == '`' ? run + 1 : 0;
-    if (run > longest)
-      longest = run;
+    if (run > longest) longest = run;
   }
-  for (size_t i = 0; i <= longest; i++)
-    fputc('`', out);
+  for (size_t i = 0; i <= longest; i++) fputc('`', out);
   int pad = text[0] == '`' || (*text && text[strlen(text) - 1] == '`');
   fprintf(out, "%s%s%s", pad ? " " : "", text, pad ? " " : "");
-  for (size_t i = 0; i <= longest; i++)
-    fputc('`', out);
+  for (size_t i = 0; i <= longest; i++) fputc('`', out);
 }
 
 static void md_count(FILE *out, int64_t value) {
-  if (value < 0)
-    fputs("?", out);
-  else
-    fprintf(out, "%lld", (long long)value);
+  if (value < 0) fputs("?", out);
+  else fprintf(out, "%lld", (long long)value);
 }
 
 static void md_header(FILE *out, const report *rep) {
@@ -642,8 +602,7 @@ static const char *const md_columns[] = {
 enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
 
 static void md_table_head(FILE *out) {
-  for (int i = 0; i < MD_N_COLUMNS; i++)
-    md_cell(out, md_columns[i]);
+  for (int i = 0; i < MD_N_COLUMNS; i++) md_cell(out, md_columns[i]);
   fputs("|\n", out);
   /* Numbers align right so their decimals line up. */
   for (int i = 0; i < MD_N_COLUMNS; i++)
@@ -687,10 +646,8 @@ static void md_row(FILE *out, const table_row *row) {
     md_cell(out, "-");
   }
   md_num(out, row->cv_pct, 1);
-  if (row->note)
-    snprintf(buf, sizeof buf, "%s: %s", row->status, row->note);
-  else
-    snprintf(buf, sizeof buf, "%s", row->status);
+  if (row->note) snprintf(buf, sizeof buf, "%s: %s", row->status, row->note);
+  else snprintf(buf, sizeof buf, "%s", row->status);
   md_cell(out, buf);
   fputs("|\n", out);
 }
@@ -713,8 +670,7 @@ static void md_summary(FILE *out, const summary *sum) {
 }
 
 static void md_skipped(FILE *out, const report *rep) {
-  if (rep->n_skipped == 0)
-    return;
+  if (rep->n_skipped == 0) return;
   fprintf(out, "\n**Not run** (%zu configuration%s):\n\n", rep->n_skipped,
           rep->n_skipped == 1 ? "" : "s");
   char what[512];
@@ -729,10 +685,8 @@ static void md_skipped(FILE *out, const report *rep) {
 static void write_markdown(FILE *out, const report *rep) {
   md_header(out, rep);
   md_table_head(out);
-  for (size_t i = 0; i < rep->n_rows; i++)
-    md_row(out, &rep->rows[i]);
-  if (rep->n_rows == 0)
-    fputs("\n(no op configurations in this selection)\n", out);
+  for (size_t i = 0; i < rep->n_rows; i++) md_row(out, &rep->rows[i]);
+  if (rep->n_rows == 0) fputs("\n(no op configurations in this selection)\n", out);
   md_summary(out, &rep->sum);
   md_skipped(out, rep);
 }
@@ -742,8 +696,7 @@ static void write_markdown(FILE *out, const report *rep) {
 /* RFC 4180: a field with a comma, quote or line break is quoted, quotes
  * doubled. */
 static void csv_field(FILE *out, const char *text, int first) {
-  if (!first)
-    fputc(',', out);
+  if (!first) fputc(',', out);
   text = text ? text : "";
   if (!strpbrk(text, ",\"\r\n")) {
     fputs(text, out);
@@ -751,8 +704,7 @@ static void csv_field(FILE *out, const char *text, int first) {
   }
   fputc('"', out);
   for (const char *p = text; *p; p++) {
-    if (*p == '"')
-      fputc('"', out);
+    if (*p == '"') fputc('"', out);
     fputc(*p, out);
   }
   fputc('"', out);
@@ -817,18 +769,15 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
   csv_field(out, c->layer, 0);
   csv_field(out, c->proj, 0);
   int64_t ints[] = {c->tp, c->batch, c->seqlen, c->tokens, c->m, c->n, c->k, c->n_weights};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-    csv_int(out, ints[i]);
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) csv_int(out, ints[i]);
   csv_field(out, c->dtype, 0);
   csv_field(out, c->pass, 0);
   csv_int(out, c->sp);
   csv_int(out, c->graph);
   csv_int(out, c->save_gathered);
   csv_field(out, d->present ? d->schedule : NULL, 0);
-  if (d->present)
-    csv_int(out, d->chunks);
-  else
-    csv_field(out, "", 0);
+  if (d->present) csv_int(out, d->chunks);
+  else csv_field(out, "", 0);
   csv_field(out, d->ran, 0);
   csv_num(out, row->stock_ms, 3);
   csv_num(out, row->dist_ms, 3);
@@ -850,11 +799,9 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
 
 static void write_csv(FILE *out, const report *rep) {
   size_t n = sizeof csv_columns / sizeof csv_columns[0];
-  for (size_t i = 0; i < n; i++)
-    csv_field(out, csv_columns[i], i == 0);
+  for (size_t i = 0; i < n; i++) csv_field(out, csv_columns[i], i == 0);
   fputs("\r\n", out);
-  for (size_t i = 0; i < rep->n_rows; i++)
-    csv_row(out, rep, &rep->rows[i]);
+  for (size_t i = 0; i < rep->n_rows; i++) csv_row(out, rep, &rep->rows[i]);
 }
 
 /* ---- JSON --------------------------------------------------------------- */
@@ -866,24 +813,19 @@ typedef struct {
 } json_builder;
 
 static void jset(json_builder *jb, json_t *obj, const char *key, json_t *value) {
-  if (!value || json_object_set_new(obj, key, value) != 0)
-    jb->failed = 1;
+  if (!value || json_object_set_new(obj, key, value) != 0) jb->failed = 1;
 }
 
 /* A string, or null; bytes that are not UTF-8 become '?' so the output stays
  * valid JSON whatever a host name or command line held. */
 static json_t *jstr(const char *s) {
-  if (!s)
-    return json_null();
+  if (!s) return json_null();
   json_t *value = json_string(s);
-  if (value)
-    return value;
+  if (value) return value;
   char *ascii = strdup(s);
-  if (!ascii)
-    return NULL;
+  if (!ascii) return NULL;
   for (char *p = ascii; *p; p++)
-    if ((unsigned char)*p >= 0x80)
-      *p = '?';
+    if ((unsigned char)*p >= 0x80) *p = '?';
   value = json_string(ascii);
   free(ascii);
   return value;
@@ -894,8 +836,7 @@ static json_t *jreal(double value) { return isfinite(value) ? json_real(value) :
 
 static json_t *json_run(json_builder *jb, const run_header *h) {
   json_t *o = json_object();
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   jset(jb, o, "id", json_integer(h->id));
   jset(jb, o, "commit", jstr(h->commit));
   jset(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
@@ -939,8 +880,7 @@ static void json_axes(json_builder *jb, json_t *o, const config *c) {
 
 static json_t *json_row(json_builder *jb, const table_row *row) {
   json_t *o = json_object();
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   const config *d = &row->dist;
   int dist_ran = ran_ok(d);
   json_axes(jb, o, case_of(row));
@@ -972,8 +912,7 @@ static json_t *json_row(json_builder *jb, const table_row *row) {
 
 static json_t *json_skipped(json_builder *jb, const config *c) {
   json_t *o = json_object();
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   jset(jb, o, "config_id", json_integer(c->id));
   jset(jb, o, "kind", jstr(c->kind));
   jset(jb, o, "backend", jstr(c->backend));
@@ -988,8 +927,7 @@ static json_t *json_skipped(json_builder *jb, const config *c) {
 
 static json_t *json_summary(json_builder *jb, const summary *sum) {
   json_t *o = json_object();
-  if (!o)
-    return NULL;
+  if (!o) return NULL;
   jset(jb, o, "rows", json_integer(sum->rows));
   jset(jb, o, "geomean_speedup", jreal(sum->geomean_speedup));
   jset(jb, o, "bound_rows", json_integer(sum->bound_rows));
@@ -999,8 +937,7 @@ static json_t *json_summary(json_builder *jb, const summary *sum) {
 }
 
 static void jappend(json_builder *jb, json_t *array, json_t *value) {
-  if (!value || json_array_append_new(array, value) != 0)
-    jb->failed = 1;
+  if (!value || json_array_append_new(array, value) != 0) jb->failed = 1;
 }
 
 static tp_rc write_json(FILE *out, const report *rep) {
@@ -1008,10 +945,8 @@ static tp_rc write_json(FILE *out, const report *rep) {
   json_t *root = json_object();
   json_t *rows = json_array();
   json_t *skipped = json_array();
-  if (!root || !rows || !skipped)
-    jb.failed = 1;
-  for (size_t i = 0; rows && i < rep->n_rows; i++)
-    jappend(&jb, rows, json_row(&jb, &rep->rows[i]));
+  if (!root || !rows || !skipped) jb.failed = 1;
+  for (size_t i = 0; rows && i < rep->n_rows; i++) jappend(&jb, rows, json_row(&jb, &rep->rows[i]));
   for (size_t i = 0; skipped && i < rep->n_skipped; i++)
     jappend(&jb, skipped, json_skipped(&jb, &rep->skipped[i]));
   if (root) {
@@ -1024,8 +959,7 @@ static tp_rc write_json(FILE *out, const report *rep) {
     json_decref(skipped);
   }
   tp_rc rc = TP_OK;
-  if (jb.failed)
-    rc = TP_FAIL(TP_EOOM, "report: building the JSON document failed (out of memory)");
+  if (jb.failed) rc = TP_FAIL(TP_EOOM, "report: building the JSON document failed (out of memory)");
   else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
     rc = TP_FAIL(TP_EIO, "report: writing the JSON document failed");
   json_decref(root);
@@ -1035,23 +969,17 @@ static tp_rc write_json(FILE *out, const report *rep) {
 /* ---- entry points ------------------------------------------------------- */
 
 tp_rc tp_report_format_parse(const char *name, tp_report_format *out) {
-  if (!name || !out)
-    return TP_FAIL(TP_EUSAGE, "no report format given (md, csv, json)");
-  if (!strcasecmp(name, "md") || !strcasecmp(name, "markdown"))
-    *out = TP_FMT_MARKDOWN;
-  else if (!strcasecmp(name, "csv"))
-    *out = TP_FMT_CSV;
-  else if (!strcasecmp(name, "json"))
-    *out = TP_FMT_JSON;
-  else
-    return TP_FAIL(TP_EUSAGE, "unknown report format \"%s\" (md, csv, json)", name);
+  if (!name || !out) return TP_FAIL(TP_EUSAGE, "no report format given (md, csv, json)");
+  if (!strcasecmp(name, "md") || !strcasecmp(name, "markdown")) *out = TP_FMT_MARKDOWN;
+  else if (!strcasecmp(name, "csv")) *out = TP_FMT_CSV;
+  else if (!strcasecmp(name, "json")) *out = TP_FMT_JSON;
+  else return TP_FAIL(TP_EUSAGE, "unknown report format \"%s\" (md, csv, json)", name);
   return TP_OK;
 }
 
 /* Nothing to show is an error, so a typo in a filter is not a blank table. */
 static tp_rc check_not_empty(tp_store *store, const report *rep) {
-  if (rep->n_rows > 0 || rep->n_skipped > 0)
-    return TP_OK;
+  if (rep->n_rows > 0 || rep->n_skipped > 0) return TP_OK;
   const tp_report_filter *f = rep->filter;
   return TP_FAIL(TP_EUSAGE, "%s: run %lld has no op configurations%s%s%s%s%s%s%s%s%s",
                  tp_store_path(store), (long long)rep->run.id,
@@ -1068,27 +996,22 @@ static tp_rc render(FILE *out, const report *rep, tp_report_format fmt) {
   case TP_FMT_JSON: TP_TRY(write_json(out, rep)); break;
   default: return TP_FAIL(TP_EUSAGE, "unknown report format %d", (int)fmt);
   }
-  if (fflush(out) != 0 || ferror(out))
-    return TP_FAIL(TP_EIO, "report: writing the output failed");
+  if (fflush(out) != 0 || ferror(out)) return TP_FAIL(TP_EIO, "report: writing the output failed");
   return TP_OK;
 }
 
 tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,
                            FILE *out) {
-  if (!store || !out)
-    return TP_FAIL(TP_EINTERNAL, "tp_report_throughput: NULL argument");
+  if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_report_throughput: NULL argument");
   static const tp_report_filter no_filter = {0};
   report rep = {0};
   rep.filter = filter ? filter : &no_filter;
   int64_t run_id = 0;
   TP_TRY(tp_store_find_run(store, rep.filter->run_id, rep.filter->commit, &run_id));
   tp_rc rc = load_report(store, run_id, &rep);
-  if (rc == TP_OK)
-    rc = check_not_empty(store, &rep);
-  if (rc == TP_OK)
-    rc = derive_report(&rep);
-  if (rc == TP_OK)
-    rc = render(out, &rep, fmt);
+  if (rc == TP_OK) rc = check_not_empty(store, &rep);
+  if (rc == TP_OK) rc = derive_report(&rep);
+  if (rc == TP_OK) rc = render(out, &rep, fmt);
   free_report(&rep);
   return rc;
 }

@@ -22,9 +22,9 @@ typedef enum { TP_FMT_MARKDOWN = 0, TP_FMT_CSV, TP_FMT_JSON } tp_report_format;
 tp_rc tp_report_format_parse(const char *name, tp_report_format *out);
 
 typedef struct tp_report_filter {
-  int64_t run_id;      /* 0: the latest run (or the run of commit, if given) */
-  const char *commit;  /* prefix of a commit sha, or NULL */
-  const char *model;   /* NULL: any */
+  int64_t run_id;     /* 0: the latest run (or the run of commit, if given) */
+  const char *commit; /* prefix of a commit sha, or NULL */
+  const char *model;  /* NULL: any */
   const char *layer;
   const char *pass;
   const char *dtype;

@@ -70,8 +70,7 @@ static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *pa
 static tp_rc exec_sql(sqlite3 *db, const char *path, const char *sql) {
   char *err = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-  if (rc == SQLITE_OK)
-    return TP_OK;
+  if (rc == SQLITE_OK) return TP_OK;
   tp_rc out = TP_FAIL(TP_ESQLITE, "%s: %s: %s (sqlite code %d)", path, sql,
                       err ? err : sqlite3_errstr(rc), sqlite3_extended_errcode(db));
   sqlite3_free(err);
@@ -96,11 +95,9 @@ static tp_rc query_int(sqlite3 *db, const char *path, const char *sql, int64_t *
 /* Rolls back an open transaction after a failure, keeping the failure's
  * message: a rollback that fails too is only logged. */
 static void rollback_quietly(sqlite3 *db, const char *path) {
-  if (sqlite3_get_autocommit(db))
-    return; /* SQLite already rolled it back */
+  if (sqlite3_get_autocommit(db)) return; /* SQLite already rolled it back */
   int rc = sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-  if (rc != SQLITE_OK)
-    TP_LOGE("store", "%s: ROLLBACK failed: %s", path, sqlite3_errmsg(db));
+  if (rc != SQLITE_OK) TP_LOGE("store", "%s: ROLLBACK failed: %s", path, sqlite3_errmsg(db));
 }
 
 /* Binds the parameters of one statement in order; the first failure sticks,
@@ -112,24 +109,21 @@ typedef struct {
 } binder;
 
 static void bind_text(binder *b, const char *value) {
-  if (b->rc != SQLITE_OK)
-    return;
+  if (b->rc != SQLITE_OK) return;
   b->next++;
   b->rc = value ? sqlite3_bind_text(b->stmt, b->next, value, -1, SQLITE_TRANSIENT)
                 : sqlite3_bind_null(b->stmt, b->next);
 }
 
 static void bind_int(binder *b, int64_t value) {
-  if (b->rc != SQLITE_OK)
-    return;
+  if (b->rc != SQLITE_OK) return;
   b->next++;
   b->rc = sqlite3_bind_int64(b->stmt, b->next, value);
 }
 
 /* NaN means "not measured" and infinities are no measurement either: NULL. */
 static void bind_real(binder *b, double value) {
-  if (b->rc != SQLITE_OK)
-    return;
+  if (b->rc != SQLITE_OK) return;
   b->next++;
   b->rc = isfinite(value) ? sqlite3_bind_double(b->stmt, b->next, value)
                           : sqlite3_bind_null(b->stmt, b->next);
@@ -153,8 +147,7 @@ static tp_rc bind_and_step(tp_store *s, binder *b, const char *what) {
 }
 
 static tp_rc prepare_once(tp_store *s, sqlite3_stmt **slot, const char *sql) {
-  if (*slot)
-    return TP_OK;
+  if (*slot) return TP_OK;
   if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
     *slot = NULL;
     return SQL_FAIL(s->db, s->path, "preparing \"%s\"", sql);
@@ -170,8 +163,7 @@ static char *file_uri(const char *path, const char *query) {
   size_t n = strlen(path);
   size_t cap = 5 + 3 * n + strlen(query) + 1;
   char *uri = malloc(cap);
-  if (!uri)
-    return NULL;
+  if (!uri) return NULL;
   char *p = uri + sprintf(uri, "file:");
   for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
     int plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
@@ -226,8 +218,7 @@ static tp_rc judge_identity(const char *path, const db_identity *id) {
  * connection takes no locks and never creates -wal/-shm/-journal files. */
 static tp_rc sniff_existing_file(const char *path) {
   char *uri = file_uri(path, "?immutable=1");
-  if (!uri)
-    return TP_FAIL(TP_EOOM, "%s: out of memory", path);
+  if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", path);
   sqlite3 *db = NULL;
   int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
@@ -268,8 +259,7 @@ static tp_rc check_path(const char *path, int create, int *exists) {
     *exists = 0;
     return TP_OK;
   }
-  if (S_ISDIR(st.st_mode))
-    return TP_FAIL(TP_EIO, "%s: is a directory, not a database file", path);
+  if (S_ISDIR(st.st_mode)) return TP_FAIL(TP_EIO, "%s: is a directory, not a database file", path);
   if (!S_ISREG(st.st_mode))
     return TP_FAIL(TP_EIO, "%s: not a regular file; a database must be one", path);
   *exists = 1;
@@ -289,8 +279,7 @@ static tp_rc check_migrations(void) {
 
 static tp_rc open_read_write(tp_store *s, int create) {
   char *uri = file_uri(s->path, "");
-  if (!uri)
-    return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
+  if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | (create ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(uri, &s->db, flags, NULL);
   free(uri);
@@ -310,8 +299,7 @@ static tp_rc open_read_write(tp_store *s, int create) {
   TP_TRY(exec_sql(s->db, s->path, "PRAGMA foreign_keys = ON"));
   int64_t fk = 0;
   TP_TRY(query_int(s->db, s->path, "PRAGMA foreign_keys", &fk));
-  if (fk != 1)
-    return TP_FAIL(TP_ESQLITE, "%s: this SQLite cannot enforce foreign keys", s->path);
+  if (fk != 1) return TP_FAIL(TP_ESQLITE, "%s: this SQLite cannot enforce foreign keys", s->path);
   return TP_OK;
 }
 
@@ -353,12 +341,9 @@ static tp_rc check_and_migrate(tp_store *s) {
   }
   TP_TRY(exec_sql(s->db, s->path, "BEGIN IMMEDIATE"));
   tp_rc rc = read_identity(s->db, s->path, &id);
-  if (rc == TP_OK)
-    rc = judge_identity(s->path, &id);
-  if (rc == TP_OK && id.version < newest)
-    rc = apply_migrations(s, id.version);
-  if (rc == TP_OK)
-    rc = exec_sql(s->db, s->path, "COMMIT");
+  if (rc == TP_OK) rc = judge_identity(s->path, &id);
+  if (rc == TP_OK && id.version < newest) rc = apply_migrations(s, id.version);
+  if (rc == TP_OK) rc = exec_sql(s->db, s->path, "COMMIT");
   if (rc != TP_OK) {
     rollback_quietly(s->db, s->path);
     return rc;
@@ -395,16 +380,13 @@ int tp_store_version(const tp_store *store) { return store ? store->version : 0;
 const char *tp_store_path(const tp_store *store) { return store ? store->path : ""; }
 
 tp_rc tp_store_open(const char *path, int create, tp_store **out) {
-  if (!out)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_open: out is NULL");
+  if (!out) return TP_FAIL(TP_EINTERNAL, "tp_store_open: out is NULL");
   *out = NULL;
-  if (!path || !*path)
-    return TP_FAIL(TP_EUSAGE, "no database path given");
+  if (!path || !*path) return TP_FAIL(TP_EUSAGE, "no database path given");
   TP_TRY(check_migrations());
   int exists = 0;
   TP_TRY(check_path(path, create, &exists));
-  if (exists)
-    TP_TRY(sniff_existing_file(path));
+  if (exists) TP_TRY(sniff_existing_file(path));
 
   tp_store *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
@@ -412,10 +394,8 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
     return TP_FAIL(TP_EOOM, "%s: out of memory", path);
   }
   tp_rc rc = open_read_write(s, create);
-  if (rc == TP_OK)
-    rc = check_and_migrate(s);
-  if (rc == TP_OK)
-    rc = enable_wal(s);
+  if (rc == TP_OK) rc = check_and_migrate(s);
+  if (rc == TP_OK) rc = enable_wal(s);
   if (rc != TP_OK) {
     tp_store_close(s);
     return rc;
@@ -425,8 +405,7 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
 }
 
 void tp_store_close(tp_store *store) {
-  if (!store)
-    return;
+  if (!store) return;
   sqlite3_finalize(store->insert_config);
   sqlite3_finalize(store->insert_result);
   sqlite3_finalize(store->insert_sample);
@@ -444,8 +423,7 @@ struct sqlite3 *tp_store_db(tp_store *store) {
 /* ---- runs --------------------------------------------------------------- */
 
 tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_id) {
-  if (!store || !info || !run_id)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_begin_run: NULL argument");
+  if (!store || !info || !run_id) return TP_FAIL(TP_EINTERNAL, "tp_store_begin_run: NULL argument");
   static const char sql[] =
       "INSERT INTO runs (commit_sha, dirty, host, gpu_name, gpu_count, driver_version, "
       "cuda_version, nccl_version, cublas_version, cupti_version, command_line, command, "
@@ -470,14 +448,12 @@ tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_
   bind_int(&b, info->measure_iters);
   tp_rc rc = bind_and_step(store, &b, "recording the run");
   sqlite3_finalize(stmt);
-  if (rc == TP_OK)
-    *run_id = sqlite3_last_insert_rowid(store->db);
+  if (rc == TP_OK) *run_id = sqlite3_last_insert_rowid(store->db);
   return rc;
 }
 
 tp_rc tp_store_finish_run(tp_store *store, int64_t run_id) {
-  if (!store)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_finish_run: NULL store");
+  if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_finish_run: NULL store");
   static const char sql[] =
       "UPDATE runs SET finished_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE id = ?";
   sqlite3_stmt *stmt = NULL;
@@ -509,8 +485,7 @@ static tp_rc run_commit(tp_store *s, int64_t run_id, int *found, char **commit) 
     if (rc == SQLITE_ROW) {
       *found = 1;
       const char *c = (const char *)sqlite3_column_text(stmt, 0);
-      if (c && !(*commit = strdup(c)))
-        out = TP_FAIL(TP_EOOM, "out of memory");
+      if (c && !(*commit = strdup(c))) out = TP_FAIL(TP_EOOM, "out of memory");
     } else if (rc != SQLITE_DONE) {
       out = SQL_FAIL(s->db, s->path, "looking up run %lld", (long long)run_id);
     }
@@ -520,12 +495,10 @@ static tp_rc run_commit(tp_store *s, int64_t run_id, int *found, char **commit) 
 }
 
 static int has_prefix_nocase(const char *s, const char *prefix) {
-  if (!s)
-    return 0;
+  if (!s) return 0;
   for (; *prefix; prefix++, s++) {
     unsigned char a = (unsigned char)*s, b = (unsigned char)*prefix;
-    if (!a || (a | 0x20) != (b | 0x20))
-      return 0;
+    if (!a || (a | 0x20) != (b | 0x20)) return 0;
   }
   return 1;
 }
@@ -535,13 +508,11 @@ static tp_rc find_run_by_id(tp_store *s, int64_t run_id, const char *commit, int
   char *actual = NULL;
   TP_TRY(run_commit(s, run_id, &found, &actual));
   tp_rc rc = TP_OK;
-  if (!found)
-    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", s->path, (long long)run_id);
+  if (!found) rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", s->path, (long long)run_id);
   else if (commit && !has_prefix_nocase(actual, commit))
     rc = TP_FAIL(TP_EUSAGE, "%s: run %lld is of commit %s, not %s", s->path, (long long)run_id,
                  actual ? actual : "(unknown)", commit);
-  else
-    *out = run_id;
+  else *out = run_id;
   free(actual);
   return rc;
 }
@@ -565,8 +536,7 @@ static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
     const char *commit = (const char *)sqlite3_column_text(stmt, 1);
     if (!first) {
       latest = sqlite3_column_int64(stmt, 0);
-      if (!(first = strdup(commit ? commit : "")))
-        rc = TP_FAIL(TP_EOOM, "out of memory");
+      if (!(first = strdup(commit ? commit : ""))) rc = TP_FAIL(TP_EOOM, "out of memory");
     } else if (commit && strcmp(commit, first) != 0) {
       rc = TP_FAIL(TP_EUSAGE, "%s: commit prefix %s is ambiguous (%s, %s, ...)", s->path, prefix,
                    first, commit);
@@ -576,28 +546,21 @@ static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
     rc = SQL_FAIL(s->db, s->path, "looking up runs of commit %s", prefix);
   if (rc == TP_OK && !first)
     rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with %s", s->path, prefix);
-  if (rc == TP_OK)
-    *out = latest;
+  if (rc == TP_OK) *out = latest;
   free(first);
   sqlite3_finalize(stmt);
   return rc;
 }
 
 tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int64_t *out) {
-  if (!store || !out)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_find_run: NULL argument");
-  if (run_id < 0)
-    return TP_FAIL(TP_EUSAGE, "run id %lld is not valid", (long long)run_id);
-  if (commit && !*commit)
-    commit = NULL;
-  if (run_id > 0)
-    return find_run_by_id(store, run_id, commit, out);
-  if (commit)
-    return find_run_by_commit(store, commit, out);
+  if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_store_find_run: NULL argument");
+  if (run_id < 0) return TP_FAIL(TP_EUSAGE, "run id %lld is not valid", (long long)run_id);
+  if (commit && !*commit) commit = NULL;
+  if (run_id > 0) return find_run_by_id(store, run_id, commit, out);
+  if (commit) return find_run_by_commit(store, commit, out);
   int64_t latest = 0;
   TP_TRY(query_int(store->db, store->path, "SELECT coalesce(max(id), 0) FROM runs", &latest));
-  if (latest == 0)
-    return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", store->path);
+  if (latest == 0) return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", store->path);
   *out = latest;
   return TP_OK;
 }
@@ -613,16 +576,13 @@ typedef struct {
 } key_writer;
 
 static void key_char(key_writer *w, char c) {
-  if (w->len + 1 < w->cap)
-    w->buf[w->len] = c;
+  if (w->len + 1 < w->cap) w->buf[w->len] = c;
   w->len++;
 }
 
 static void key_name(key_writer *w, const char *name) {
-  if (w->len > 0)
-    key_char(w, ';');
-  for (; *name; name++)
-    key_char(w, *name);
+  if (w->len > 0) key_char(w, ';');
+  for (; *name; name++) key_char(w, *name);
   key_char(w, '=');
 }
 
@@ -630,8 +590,7 @@ static void key_name(key_writer *w, const char *name) {
 static void key_str(key_writer *w, const char *name, const char *value) {
   key_name(w, name);
   for (; value && *value; value++) {
-    if (*value == '\\' || *value == ';' || *value == '=')
-      key_char(w, '\\');
+    if (*value == '\\' || *value == ';' || *value == '=') key_char(w, '\\');
     key_char(w, *value);
   }
 }
@@ -640,15 +599,13 @@ static void key_int(key_writer *w, const char *name, int64_t value) {
   char digits[24];
   snprintf(digits, sizeof digits, "%lld", (long long)value);
   key_name(w, name);
-  for (const char *d = digits; *d; d++)
-    key_char(w, *d);
+  for (const char *d = digits; *d; d++) key_char(w, *d);
 }
 
 /* The order below is the stored format: append new axes, never reorder. */
 static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, size_t cap) {
   key_writer w = {buf, cap, 0};
-  if (whole_config)
-    key_str(&w, "kind", a->kind);
+  if (whole_config) key_str(&w, "kind", a->kind);
   key_str(&w, "model", a->model);
   key_str(&w, "layer", a->layer);
   key_str(&w, "proj", a->proj);
@@ -670,21 +627,18 @@ static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, si
   key_str(&w, "pass", a->pass);
   key_int(&w, "graph", a->graph);
   key_int(&w, "save_gathered", a->save_gathered);
-  if (cap > 0)
-    buf[w.len < cap ? w.len : cap - 1] = '\0';
+  if (cap > 0) buf[w.len < cap ? w.len : cap - 1] = '\0';
   return w.len;
 }
 
 size_t tp_config_key(const tp_config_axes *axes, char *buf, size_t cap) {
-  if (!axes || !buf || cap == 0)
-    return 0;
+  if (!axes || !buf || cap == 0) return 0;
   size_t len = write_key(axes, 1, buf, cap);
   return len < cap ? len : cap - 1;
 }
 
 size_t tp_case_key(const tp_config_axes *axes, char *buf, size_t cap) {
-  if (!axes || !buf || cap == 0)
-    return 0;
+  if (!axes || !buf || cap == 0) return 0;
   size_t len = write_key(axes, 0, buf, cap);
   return len < cap ? len : cap - 1;
 }
@@ -693,8 +647,7 @@ size_t tp_case_key(const tp_config_axes *axes, char *buf, size_t cap) {
 static char *key_dup(const tp_config_axes *axes, int whole_config) {
   size_t len = write_key(axes, whole_config, NULL, 0);
   char *key = malloc(len + 1);
-  if (key)
-    write_key(axes, whole_config, key, len + 1);
+  if (key) write_key(axes, whole_config, key, len + 1);
   return key;
 }
 
@@ -714,8 +667,7 @@ const char *tp_status_name(tp_config_status status) {
 /* Catches records a caller built wrongly before anything is written; what the
  * data itself violates is left to the schema's constraints. */
 static tp_rc check_record(const tp_config_record *rec) {
-  if (!rec || !rec->axes)
-    return TP_FAIL(TP_EINTERNAL, "configuration record without axes");
+  if (!rec || !rec->axes) return TP_FAIL(TP_EINTERNAL, "configuration record without axes");
   if (rec->status < TP_STATUS_OK || rec->status > TP_STATUS_TIMEOUT)
     return TP_FAIL(TP_EINTERNAL, "configuration status %d is not a tp_config_status",
                    (int)rec->status);
@@ -801,8 +753,7 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
 }
 
 static tp_rc insert_samples(tp_store *s, int64_t config_id, const tp_samples *sets, int n_sets) {
-  if (n_sets == 0)
-    return TP_OK;
+  if (n_sets == 0) return TP_OK;
   TP_TRY(prepare_once(s, &s->insert_sample,
                       "INSERT INTO samples (config_id, rank, iter, time_us) VALUES (?, ?, ?, ?)"));
   for (int set = 0; set < n_sets; set++) {
@@ -820,8 +771,7 @@ static tp_rc insert_samples(tp_store *s, int64_t config_id, const tp_samples *se
 
 static tp_rc insert_schedules(tp_store *s, int64_t config_id, const tp_schedule_choice *choices,
                               int n) {
-  if (n == 0)
-    return TP_OK;
+  if (n == 0) return TP_OK;
   TP_TRY(prepare_once(s, &s->insert_schedule,
                       "INSERT INTO schedules (config_id, seq, op, schedule, engine, chunks, "
                       "reason) VALUES (?, ?, ?, ?, ?, ?, ?)"));
@@ -842,8 +792,7 @@ static tp_rc insert_schedules(tp_store *s, int64_t config_id, const tp_schedule_
 static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *rec, const char *key,
                           const char *case_key, int64_t *id) {
   TP_TRY(insert_config(s, run_id, rec, key, case_key, id));
-  if (rec->result)
-    TP_TRY(insert_result(s, *id, rec->result));
+  if (rec->result) TP_TRY(insert_result(s, *id, rec->result));
   TP_TRY(insert_samples(s, *id, rec->samples, rec->n_sample_sets));
   TP_TRY(insert_schedules(s, *id, rec->schedules, rec->n_schedules));
   return TP_OK;
@@ -851,27 +800,22 @@ static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *r
 
 tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_record *rec,
                           int64_t *config_id) {
-  if (!store)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_put_config: NULL store");
+  if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_put_config: NULL store");
   TP_TRY(check_record(rec));
   char *key = key_dup(rec->axes, 1);
   char *case_key = key_dup(rec->axes, 0);
   tp_rc rc = (key && case_key) ? TP_OK : TP_FAIL(TP_EOOM, "out of memory");
   int64_t id = 0;
-  if (rc == TP_OK)
-    rc = exec_sql(store->db, store->path, "BEGIN IMMEDIATE");
+  if (rc == TP_OK) rc = exec_sql(store->db, store->path, "BEGIN IMMEDIATE");
   if (rc == TP_OK) {
     rc = write_record(store, run_id, rec, key, case_key, &id);
-    if (rc == TP_OK)
-      rc = exec_sql(store->db, store->path, "COMMIT");
-    if (rc != TP_OK)
-      rollback_quietly(store->db, store->path);
+    if (rc == TP_OK) rc = exec_sql(store->db, store->path, "COMMIT");
+    if (rc != TP_OK) rollback_quietly(store->db, store->path);
   }
   if (rc != TP_OK)
     tp_fail_context(rc, "configuration %s of run %lld not written", key ? key : "?",
                     (long long)run_id);
-  else if (config_id)
-    *config_id = id;
+  else if (config_id) *config_id = id;
   free(key);
   free(case_key);
   return rc;

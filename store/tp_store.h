@@ -52,8 +52,8 @@ const char *tp_store_path(const tp_store *store);
 
 /* What describes one invocation of tpbench on one machine. */
 typedef struct tp_run_info {
-  const char *commit;       /* git commit the binary was built from */
-  int dirty;                /* 1 if the tree had uncommitted changes */
+  const char *commit; /* git commit the binary was built from */
+  int dirty;          /* 1 if the tree had uncommitted changes */
   const char *host;
   const char *gpu_name;
   int gpu_count;
@@ -63,7 +63,7 @@ typedef struct tp_run_info {
   const char *cublas_version;
   const char *cupti_version;
   const char *command_line;
-  const char *command;      /* tpbench subcommand: ops, run, link */
+  const char *command; /* tpbench subcommand: ops, run, link */
   int warmup_iters;
   int measure_iters;
 } tp_run_info;
@@ -86,23 +86,24 @@ tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int
 /* Every axis of a configuration. Strings may be NULL where an axis does not
  * apply; integers are 0 then. */
 typedef struct tp_config_axes {
-  const char *kind;     /* "op" (a TP op), "gemm" (GEMM alone), "comm" (collective alone), "layer" */
-  const char *model;    /* "llama3-8b", ... */
-  const char *layer;    /* op or layer: "ag_linear", "ag_linear_multi", "linear_rs", "attention", ... */
-  const char *proj;     /* projection: "qkv", "wo", "w13", "w2" */
+  const char *kind;  /* "op" (a TP op), "gemm" (GEMM alone), "comm" (collective alone), "layer" */
+  const char *model; /* "llama3-8b", ... */
+  const char
+      *layer;       /* op or layer: "ag_linear", "ag_linear_multi", "linear_rs", "attention", ... */
+  const char *proj; /* projection: "qkv", "wo", "w13", "w2" */
   const char *backend;  /* "stock" or "dist_gemm"; for kind gemm/comm: "cublaslt" or "nccl" */
   const char *schedule; /* requested: "auto", "ce", "sm", "ring", "multimem", or NULL */
   int chunks;           /* requested chunks per shard, 0 = auto */
   int tp;
   int batch;
   int seqlen;
-  int64_t tokens;       /* tokens in the step (global) */
-  int64_t m, n, k;      /* the GEMM shape as run by one rank (M rows, N out, K in) */
-  int n_weights;        /* weights sharing one input (2 for w1/w3) */
-  const char *dtype;    /* "bf16", "fp32" */
-  int sp;               /* sequence parallelism on */
-  const char *pass;     /* "fwd", "bwd", "fwd+bwd" */
-  int graph;            /* CUDA graph replay */
+  int64_t tokens;    /* tokens in the step (global) */
+  int64_t m, n, k;   /* the GEMM shape as run by one rank (M rows, N out, K in) */
+  int n_weights;     /* weights sharing one input (2 for w1/w3) */
+  const char *dtype; /* "bf16", "fp32" */
+  int sp;            /* sequence parallelism on */
+  const char *pass;  /* "fwd", "bwd", "fwd+bwd" */
+  int graph;         /* CUDA graph replay */
   int save_gathered;
 } tp_config_axes;
 
@@ -138,16 +139,16 @@ const char *tp_status_name(tp_config_status status);
 typedef struct tp_result {
   int n_samples;
   double median_us, p10_us, p90_us, mean_us, min_us, max_us;
-  double cv;                 /* coefficient of variation: stddev / mean */
+  double cv; /* coefficient of variation: stddev / mean */
   double tokens_per_s;
-  double tflops;             /* from the configuration's own FLOP count */
-  double flops;              /* FLOP per iteration (whole TP group) */
-  double bytes_moved;        /* bytes of communication per iteration, per rank */
-  int64_t workspace_bytes;   /* symmetric workspace (dist_gemm) or collective buffers (stock) */
-  int64_t peak_mem_bytes;    /* device memory in use at the peak, rank 0 */
-  double max_abs_err;        /* against the reference (NaN where not checked) */
-  double rel_err;            /* ||out - ref|| / ||ref|| */
-  const char *numerics_ref;  /* what the error is measured against: "stock", "reference" */
+  double tflops;            /* from the configuration's own FLOP count */
+  double flops;             /* FLOP per iteration (whole TP group) */
+  double bytes_moved;       /* bytes of communication per iteration, per rank */
+  int64_t workspace_bytes;  /* symmetric workspace (dist_gemm) or collective buffers (stock) */
+  int64_t peak_mem_bytes;   /* device memory in use at the peak, rank 0 */
+  double max_abs_err;       /* against the reference (NaN where not checked) */
+  double rel_err;           /* ||out - ref|| / ||ref|| */
+  const char *numerics_ref; /* what the error is measured against: "stock", "reference" */
 } tp_result;
 
 /* Per-iteration times of one rank. */
@@ -163,7 +164,7 @@ typedef struct tp_schedule_choice {
   const char *schedule; /* "ce", "sm", "ring", "nccl" (stock) */
   const char *engine;   /* "copy-engine", "sm-kernel", "nccl" */
   int chunks;
-  const char *reason;   /* why the heuristic (or the user) chose it */
+  const char *reason; /* why the heuristic (or the user) chose it */
 } tp_schedule_choice;
 
 /* One finished configuration, written in one transaction. result, samples
@@ -171,7 +172,7 @@ typedef struct tp_schedule_choice {
 typedef struct tp_config_record {
   const tp_config_axes *axes;
   tp_config_status status;
-  const char *reason;          /* why rejected/failed, NULL when ok */
+  const char *reason; /* why rejected/failed, NULL when ok */
   const tp_result *result;
   const tp_samples *samples;
   int n_sample_sets;

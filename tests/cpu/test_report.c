@@ -98,8 +98,7 @@ static void put(tp_store *store, int64_t run, tp_config_axes axes, const char *k
                           .n_sample_sets = status == TP_STATUS_OK,
                           .schedules = ran,
                           .n_schedules = n_ran};
-  if (tp_store_put_config(store, run, &rec, NULL) != TP_OK)
-    fail_msg("%s", tp_last_error());
+  if (tp_store_put_config(store, run, &rec, NULL) != TP_OK) fail_msg("%s", tp_last_error());
 }
 
 static int64_t begin(tp_store *store, const char *commit) {
@@ -118,8 +117,7 @@ static int64_t begin(tp_store *store, const char *commit) {
                       .warmup_iters = 10,
                       .measure_iters = 50};
   int64_t id = 0;
-  if (tp_store_begin_run(store, &info, &id) != TP_OK)
-    fail_msg("%s", tp_last_error());
+  if (tp_store_begin_run(store, &info, &id) != TP_OK) fail_msg("%s", tp_last_error());
   return id;
 }
 
@@ -171,16 +169,13 @@ static void build_run_2(tp_store *store) {
 
 static int make_fixture(void **state) {
   fixture *f = calloc(1, sizeof *f);
-  if (!f)
-    return -1;
+  if (!f) return -1;
   const char *tmp = getenv("TMPDIR");
   snprintf(f->dir, sizeof f->dir, "%s/tp_report_test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(f->dir))
-    return -1;
+  if (!mkdtemp(f->dir)) return -1;
   snprintf(f->db, sizeof f->db, "%s/report.db", f->dir);
   tp_store *store = NULL;
-  if (tp_store_open(f->db, 1, &store) != TP_OK)
-    return -1;
+  if (tp_store_open(f->db, 1, &store) != TP_OK) return -1;
   build_run_1(store);
   build_run_2(store);
   tp_store_close(store);
@@ -202,8 +197,7 @@ static int remove_fixture(void **state) {
     snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
     unlink(path);
   }
-  if (rmdir(f->dir) != 0)
-    fprintf(stderr, "could not remove %s\n", f->dir);
+  if (rmdir(f->dir) != 0) fprintf(stderr, "could not remove %s\n", f->dir);
   free(f);
   return 0;
 }
@@ -215,8 +209,7 @@ static tp_rc run_report(const fixture *f, const tp_report_filter *filter, tp_rep
                         char **text) {
   tp_store *store = NULL;
   tp_rc rc = tp_store_open(f->db, 0, &store);
-  if (rc != TP_OK)
-    fail_msg("%s", tp_last_error());
+  if (rc != TP_OK) fail_msg("%s", tp_last_error());
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
@@ -230,8 +223,7 @@ static tp_rc run_report(const fixture *f, const tp_report_filter *filter, tp_rep
 
 static char *report_ok(const fixture *f, const tp_report_filter *filter, tp_report_format fmt) {
   char *text = NULL;
-  if (run_report(f, filter, fmt, &text) != TP_OK)
-    fail_msg("report: %s", tp_last_error());
+  if (run_report(f, filter, fmt, &text) != TP_OK) fail_msg("report: %s", tp_last_error());
   return text;
 }
 
@@ -239,16 +231,14 @@ static json_t *report_json(const fixture *f, const tp_report_filter *filter) {
   char *text = report_ok(f, filter, TP_FMT_JSON);
   json_error_t err;
   json_t *root = json_loads(text, 0, &err);
-  if (!root)
-    fail_msg("invalid JSON at line %d: %s\n%s", err.line, err.text, text);
+  if (!root) fail_msg("invalid JSON at line %d: %s\n%s", err.line, err.text, text);
   free(text);
   return root;
 }
 
 static double jnum(const json_t *obj, const char *key) {
   const json_t *v = json_object_get(obj, key);
-  if (!json_is_number(v))
-    fail_msg("%s is not a number", key);
+  if (!json_is_number(v)) fail_msg("%s is not a number", key);
   return json_number_value(v);
 }
 
@@ -259,8 +249,7 @@ static void assert_close(double actual, double expected) {
 
 static int count_char(const char *s, char c) {
   int n = 0;
-  for (; *s; s++)
-    n += *s == c;
+  for (; *s; s++) n += *s == c;
   return n;
 }
 
@@ -293,10 +282,8 @@ static void test_json_rows_and_speedups(void **state) {
       assert_close(jnum(row, "dist_ms"), dist_us[i] / 1000);
     }
     const char *schedule = json_string_value(json_object_get(row, "schedule"));
-    if (ran[i])
-      assert_string_equal(schedule, ran[i]);
-    else
-      assert_null(schedule);
+    if (ran[i]) assert_string_equal(schedule, ran[i]);
+    else assert_null(schedule);
   }
   /* bound = max(GEMM, comm); dist/bound against it. */
   json_t *a_ce = json_array_get(rows, 0);
@@ -346,8 +333,7 @@ static void test_json_summary(void **state) {
   /* Rows with both ok: A-ce 1.25, A-sm 10/9, B 1.25, D 1.25. */
   double speedups[] = {2000.0 / 1600, 2000.0 / 1800, 1000.0 / 800, 5000.0 / 4000};
   double log_sum = 0;
-  for (int i = 0; i < 4; i++)
-    log_sum += log(speedups[i]);
+  for (int i = 0; i < 4; i++) log_sum += log(speedups[i]);
   assert_int_equal(json_integer_value(json_object_get(sum, "rows")), 4);
   assert_close(jnum(sum, "geomean_speedup"), exp(log_sum / 4));
   /* dist/bound where both references ran: 16/15, 18/15, 8/7 (D has none). */
@@ -376,16 +362,12 @@ static void test_markdown(void **state) {
   int table_lines = 0, separators = -1;
   char *copy = strdup(md);
   for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
-    if (line[0] != '|')
-      continue;
+    if (line[0] != '|') continue;
     table_lines++;
     int n = count_char(line, '|');
-    for (char *p = strstr(line, "\\|"); p; p = strstr(p + 2, "\\|"))
-      n--;
-    if (separators < 0)
-      separators = n;
-    if (n != separators)
-      fail_msg("ragged table line: %s", line);
+    for (char *p = strstr(line, "\\|"); p; p = strstr(p + 2, "\\|")) n--;
+    if (separators < 0) separators = n;
+    if (n != separators) fail_msg("ragged table line: %s", line);
   }
   free(copy);
   assert_int_equal(table_lines, 2 + 6);
@@ -423,12 +405,10 @@ static int csv_record(const char **p, int want, char *field, size_t cap) {
   const char *s = *p;
   for (;;) {
     int quoted = *s == '"';
-    if (quoted)
-      s++;
+    if (quoted) s++;
     for (;;) {
       if (quoted && s[0] == '"' && s[1] == '"') {
-        if (n == want && len + 1 < cap)
-          field[len++] = '"';
+        if (n == want && len + 1 < cap) field[len++] = '"';
         s += 2;
       } else if (quoted && s[0] == '"') {
         s++;
@@ -436,22 +416,18 @@ static int csv_record(const char **p, int want, char *field, size_t cap) {
       } else if (!quoted && (*s == ',' || *s == '\r' || *s == '\n' || !*s)) {
         break;
       } else {
-        if (!*s)
-          fail_msg("unterminated quoted field");
-        if (n == want && len + 1 < cap)
-          field[len++] = *s;
+        if (!*s) fail_msg("unterminated quoted field");
+        if (n == want && len + 1 < cap) field[len++] = *s;
         s++;
       }
     }
-    if (n == want)
-      field[len] = '\0';
+    if (n == want) field[len] = '\0';
     n++;
     if (*s == ',') {
       s++;
       continue;
     }
-    if (s[0] != '\r' || s[1] != '\n')
-      fail_msg("record does not end in CRLF");
+    if (s[0] != '\r' || s[1] != '\n') fail_msg("record does not end in CRLF");
     *p = s + 2;
     return n;
   }
@@ -462,10 +438,8 @@ static int csv_column(const char *csv, const char *name) {
   char field[64];
   for (int i = 0;; i++) {
     const char *p = csv;
-    if (i >= csv_record(&p, i, field, sizeof field))
-      fail_msg("no column %s", name);
-    if (!strcmp(field, name))
-      return i;
+    if (i >= csv_record(&p, i, field, sizeof field)) fail_msg("no column %s", name);
+    if (!strcmp(field, name)) return i;
   }
 }
 
@@ -584,8 +558,7 @@ static void test_errors(void **state) {
 static void test_write_failure(void **state) {
   fixture *f = *state;
   FILE *full = fopen("/dev/full", "w");
-  if (!full)
-    skip();
+  if (!full) skip();
   tp_store *store = NULL;
   assert_int_equal(tp_store_open(f->db, 0, &store), TP_OK);
   assert_int_equal(tp_report_throughput(store, NULL, TP_FMT_MARKDOWN, full), TP_EIO);

@@ -33,8 +33,7 @@ typedef struct {
 
 static int make_scratch(void **state) {
   scratch *s = calloc(1, sizeof *s);
-  if (!s)
-    return -1;
+  if (!s) return -1;
   const char *tmp = getenv("TMPDIR");
   snprintf(s->dir, sizeof s->dir, "%s/tp_store_test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(s->dir)) {
@@ -52,8 +51,7 @@ static int remove_scratch(void **state) {
     struct dirent *e;
     char p[600];
     while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-        continue;
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       snprintf(p, sizeof p, "%s/%s", s->dir, e->d_name);
       struct stat st;
       if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -115,8 +113,7 @@ static sqlite3 *raw_open(const char *path) {
 static void raw_exec(sqlite3 *db, const char *sql) {
   char *err = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-  if (rc != SQLITE_OK)
-    fail_msg("%s: %s", sql, err);
+  if (rc != SQLITE_OK) fail_msg("%s: %s", sql, err);
 }
 
 static int64_t raw_int(sqlite3 *db, const char *sql) {
@@ -136,8 +133,7 @@ static int64_t count(tp_store *store, const char *sql) { return raw_int(tp_store
 static tp_store *open_new(scratch *s, const char *name) {
   tp_store *store = NULL;
   tp_rc rc = tp_store_open(path_in(s, name), 1, &store);
-  if (rc != TP_OK)
-    fail_msg("open: %s", tp_last_error());
+  if (rc != TP_OK) fail_msg("open: %s", tp_last_error());
   return store;
 }
 
@@ -161,8 +157,7 @@ static void assert_refused_untouched(const char *path, const char *expect_in_mes
   const char *suffixes[] = {"-wal", "-shm", "-journal"};
   for (size_t i = 0; i < 3; i++) {
     snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
-    if (file_exists(side))
-      fail_msg("%s was created", side);
+    if (file_exists(side)) fail_msg("%s was created", side);
   }
 }
 
@@ -234,8 +229,7 @@ static tp_result demo_result(void) {
 
 static int64_t begin_demo_run(tp_store *store) {
   int64_t run = 0;
-  if (tp_store_begin_run(store, &demo_run, &run) != TP_OK)
-    fail_msg("%s", tp_last_error());
+  if (tp_store_begin_run(store, &demo_run, &run) != TP_OK) fail_msg("%s", tp_last_error());
   assert_true(run > 0);
   return run;
 }
@@ -410,8 +404,7 @@ static void test_foreign_large_binary_file(void **state) {
   const char *path = path_in(s, "blob.bin");
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
-  for (int i = 0; i < 10000; i++)
-    fputc((i * 7919) & 0xff, f);
+  for (int i = 0; i < 10000; i++) fputc((i * 7919) & 0xff, f);
   fclose(f);
   assert_refused_untouched(path, "not a SQLite database");
 }
@@ -469,8 +462,7 @@ static void test_unwritable_paths(void **state) {
 
 static void test_read_only_file(void **state) {
   scratch *s = *state;
-  if (geteuid() == 0)
-    skip(); /* root writes through any file mode */
+  if (geteuid() == 0) skip(); /* root writes through any file mode */
   tp_store *store = open_new(s, "ro.db");
   tp_store_close(store);
   const char *path = path_in(s, "ro.db");
@@ -507,8 +499,7 @@ static void test_config_key_every_axis_matters(void **state) {
   (void)state;
   enum { N = 20 };
   tp_config_axes variants[N];
-  for (int i = 0; i < N; i++)
-    variants[i] = demo_axes();
+  for (int i = 0; i < N; i++) variants[i] = demo_axes();
   variants[0].kind = "gemm";
   variants[1].model = "llama3-70b";
   variants[2].layer = "linear_rs";
@@ -532,12 +523,10 @@ static void test_config_key_every_axis_matters(void **state) {
   char keys[N + 1][512];
   tp_config_axes base = demo_axes();
   tp_config_key(&base, keys[N], sizeof keys[N]);
-  for (int i = 0; i < N; i++)
-    tp_config_key(&variants[i], keys[i], sizeof keys[i]);
+  for (int i = 0; i < N; i++) tp_config_key(&variants[i], keys[i], sizeof keys[i]);
   for (int i = 0; i <= N; i++)
     for (int j = i + 1; j <= N; j++)
-      if (!strcmp(keys[i], keys[j]))
-        fail_msg("variants %d and %d share key %s", i, j, keys[i]);
+      if (!strcmp(keys[i], keys[j])) fail_msg("variants %d and %d share key %s", i, j, keys[i]);
 
   /* The case key ignores exactly kind, backend, schedule and chunks. */
   char base_case[512], case_key[512];
@@ -545,8 +534,7 @@ static void test_config_key_every_axis_matters(void **state) {
   for (int i = 0; i < N; i++) {
     tp_case_key(&variants[i], case_key, sizeof case_key);
     int ignored = i == 0 || i == 4 || i == 5 || i == 6;
-    if (ignored != !strcmp(case_key, base_case))
-      fail_msg("case key and axis %d disagree", i);
+    if (ignored != !strcmp(case_key, base_case)) fail_msg("case key and axis %d disagree", i);
   }
 }
 
