@@ -28,6 +28,7 @@
 
 #include "common/tp_log.h"
 #include "schemas/tp_schemas.h"
+#include "store/tp_store_internal.h"
 
 /* Long enough for a busy parallel writer (an import, a second run) to finish
  * its transaction; short enough that a stuck lock is reported, not waited on. */
@@ -216,7 +217,7 @@ static tp_rc judge_identity(const char *path, const db_identity *id) {
 
 /* Looks at an existing file without changing anything on disk: an immutable
  * connection takes no locks and never creates -wal/-shm/-journal files. */
-static tp_rc sniff_existing_file(const char *path) {
+static tp_rc sniff_existing_file(const char *path, int64_t *version) {
   char *uri = file_uri(path, "?immutable=1");
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", path);
   sqlite3 *db = NULL;
@@ -241,6 +242,7 @@ static tp_rc sniff_existing_file(const char *path) {
       out = TP_FAIL(TP_EIO, "%s: cannot read: %s", path, sqlite3_errmsg(db));
   } else {
     out = judge_identity(path, &id);
+    *version = id.version;
   }
   if (sqlite3_close(db) != SQLITE_OK && out == TP_OK)
     out = TP_FAIL(TP_ESQLITE, "%s: closing the read-only look: %s", path, sqlite3_errmsg(db));
@@ -375,6 +377,19 @@ static tp_rc enable_wal(tp_store *s) {
 
 int tp_store_schema_version(void) { return tp_n_migrations; }
 
+tp_rc tp_store_probe(const char *path, int *version) {
+  if (!path || !*path) return TP_FAIL(TP_EUSAGE, "no database path given");
+  TP_TRY(check_migrations());
+  int exists = 0;
+  TP_TRY(check_path(path, 0, &exists));
+  int64_t found = 0;
+  TP_TRY(sniff_existing_file(path, &found));
+  if (version) *version = (int)found;
+  return TP_OK;
+}
+
+char *tp_store_file_uri(const char *path, const char *query) { return file_uri(path, query); }
+
 int tp_store_version(const tp_store *store) { return store ? store->version : 0; }
 
 const char *tp_store_path(const tp_store *store) { return store ? store->path : ""; }
@@ -386,7 +401,8 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
   TP_TRY(check_migrations());
   int exists = 0;
   TP_TRY(check_path(path, create, &exists));
-  if (exists) TP_TRY(sniff_existing_file(path));
+  int64_t version = 0;
+  if (exists) TP_TRY(sniff_existing_file(path, &version));
 
   tp_store *s = calloc(1, sizeof *s);
   if (!s || !(s->path = strdup(path))) {
@@ -820,3 +836,20 @@ tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_recor
   free(case_key);
   return rc;
 }
+
+/* ---- shared with the store's other files (tp_store_internal.h) ---------- */
+
+tp_rc tp_store_sql_fail(const char *file, int line, tp_store *store, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return sql_fail_at(file, line, store->db, store->path, "%s", what);
+}
+
+tp_rc tp_store_exec(tp_store *store, const char *sql) {
+  return exec_sql(store->db, store->path, sql);
+}
+
+void tp_store_rollback(tp_store *store) { rollback_quietly(store->db, store->path); }

@@ -193,6 +193,150 @@ tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_recor
 /* Underlying handle for modules that read (report/). */
 struct sqlite3 *tp_store_db(tp_store *store);
 
+/* ---- traces (schemas/002_trace.sql; store/tp_store_trace.c) --------------
+ *
+ * The store takes trace records by name (kind, category, copy kind), so it
+ * needs no collector header: collectors/' tp_event_kind_name,
+ * tp_category_name and tp_copy_kind_name give the names, and the fields
+ * below mirror tp_event one for one. */
+
+#define TP_TRACE_NO_STREAM UINT32_MAX /* stream of an event on no stream */
+
+/* One activity record of a traced window. */
+typedef struct tp_trace_event {
+  const char *name;          /* kernel, copy label or NVTX range; never NULL */
+  const char *kind;          /* "kernel", "memcpy", "memset", "sync", "range" */
+  const char *category;      /* "comm", "gemm", "attention", "elementwise", "other", "range" */
+  const char *copy_kind;     /* "HtoD", "DtoD", "PtoP", ...; NULL or "none": not a copy */
+  uint64_t start_ns, end_ns; /* [start, end), tracer clock; end >= start, both < 2^63 */
+  uint64_t bytes;            /* copies and memsets; 0 otherwise */
+  int rank;
+  int device;      /* CUDA device ordinal; -1 for host-side events (ranges) */
+  uint32_t stream; /* CUPTI stream id, or TP_TRACE_NO_STREAM */
+  uint32_t correlation;
+  int peer_device; /* the other device of a peer copy; -1 otherwise */
+} tp_trace_event;
+
+/* Communication against compute for one rank in one iteration window
+ * (collectors/' tp_overlap). */
+typedef struct tp_trace_overlap {
+  int rank;
+  int window; /* 0, 1, ...: the traced iterations in order */
+  uint64_t window_start_ns, window_end_ns;
+  uint64_t comm_ns, compute_ns, overlap_ns, exposed_ns; /* exposed = comm - overlap */
+  double overlap_pct; /* 100 * overlap / comm; stored as NULL when comm_ns == 0 */
+} tp_trace_overlap;
+
+/* Everything traced for one configuration, every rank. */
+typedef struct tp_trace_record {
+  const tp_trace_event *events;
+  size_t n_events;
+  const tp_trace_overlap *overlap;
+  size_t n_overlap;
+  int traced_iters;             /* iterations inside the traced window */
+  double traced_median_us;      /* median iteration time while tracing (NaN: unknown) */
+  double untraced_median_us;    /* the measurement window's median (NaN: unknown) */
+  int evidence_ok;              /* 1: the trace shows the schedule recorded as run */
+  const char *evidence_message; /* what was expected and seen; required when !evidence_ok */
+  uint64_t dropped_records;     /* records the tracer lost in the window */
+  int64_t clock_offset_ns;      /* tracer clock - CLOCK_REALTIME, rank 0 */
+} tp_trace_record;
+
+/* Writes the trace of configuration config_id in one transaction (BEGIN
+ * IMMEDIATE ... COMMIT): every event (names interned in the strings table),
+ * every overlap row and the traces row, whose overhead is
+ * traced_median_us / untraced_median_us - 1 (NULL unless both are finite and
+ * untraced > 0); or nothing at all. A configuration has at most one trace: a
+ * second call for it fails and writes nothing. Errors: TP_EINTERNAL for a
+ * malformed record (NULL name, unknown kind or category, end < start, times
+ * at or past 2^63, exposed != comm - overlap, a failed evidence without its
+ * message); TP_ESQLITE for a database error or a violated constraint (no
+ * such configuration, a second trace); the transaction is rolled back. */
+tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec);
+
+/* The traces row of a configuration and a summary of its overlap rows. */
+typedef struct tp_trace_info {
+  int64_t config_id;
+  int traced_iters;
+  double traced_median_us, untraced_median_us, overhead; /* NaN where NULL */
+  int evidence_ok;
+  char evidence_message[512]; /* "" when none; truncated if longer */
+  uint64_t dropped_records;
+  int64_t clock_offset_ns;
+  int64_t n_events;
+  int n_ranks;               /* ranks with events */
+  int n_windows;             /* overlap rows (all ranks and windows) */
+  double overlap_pct_median; /* median over the rows with comm > 0; NaN if none */
+  double exposed_ns_median;  /* median exposed communication over all rows; NaN if none */
+  double comm_ns_median;     /* median communication over all rows; NaN if none */
+} tp_trace_info;
+
+/* Reads the trace summary of config_id: *found = 1 and *out filled when the
+ * configuration has a traces row, *found = 0 (and *out zeroed) when it has
+ * none or does not exist. TP_ESQLITE on a database error. */
+tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found, tp_trace_info *out);
+
+/* Calls fn(ctx, ev) for every event of config_id, ordered by rank, then
+ * start time, then id. ev and its strings are valid during the call only.
+ * A non-TP_OK return from fn stops the walk and is returned. */
+typedef tp_rc (*tp_trace_event_fn)(void *ctx, const tp_trace_event *ev);
+tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_event_fn fn,
+                                void *ctx);
+
+/* The overlap rows of config_id ordered by rank and window, in a malloc'd
+ * array (*rows NULL when *n is 0; free() it). overlap_pct is NaN where NULL. */
+tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overlap **rows,
+                             size_t *n);
+
+/* ---- reading configurations (store/tp_store_trace.c) -------------------- */
+
+/* Resolves which configuration a reader means. config_id > 0: that one
+ * (TP_EUSAGE if it does not exist). Otherwise key (a canonical config key,
+ * tp_config_key): the latest configuration with that key, within run run_id
+ * when run_id > 0, preferring one that has a trace when prefer_traced is set;
+ * TP_EUSAGE when no configuration has that key (in that run). Neither id nor
+ * key: TP_EUSAGE. */
+tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, int64_t run_id,
+                           int prefer_traced, int64_t *out);
+
+/* The per-iteration times of config_id as the statistics use them: for each
+ * iteration, the slowest rank's time (iterations where no rank has a time are
+ * left out), in iteration order, in a malloc'd array (*times NULL when *n is
+ * 0; free() it). */
+tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times, size_t *n);
+
+/* ---- merging databases (store/tp_store_import.c) ------------------------ */
+
+/* TP_OK when path is a tpbench database this binary can read (any schema
+ * version up to tp_store_schema_version()); TP_EIO when it is missing or
+ * unreadable, TP_EFOREIGN when it is not tpbench's or has a newer schema.
+ * Reads through an immutable connection: the file is never changed and no
+ * -wal/-shm/-journal file is made. *version (may be NULL) receives the
+ * file's schema version. */
+tp_rc tp_store_probe(const char *path, int *version);
+
+/* What an import did. */
+typedef struct tp_import_stats {
+  int runs_seen;     /* runs in the source */
+  int runs_imported; /* ... copied into the store */
+  int runs_present;  /* ... already in the store (same uuid): skipped */
+  int64_t configs, samples, events;
+} tp_import_stats;
+
+/* Copies every run of the tpbench database at src_path that the store does
+ * not hold yet, with its configurations, results, samples, schedules and
+ * traces (events, strings, overlap), in one transaction: all or nothing.
+ * Runs are matched by runs.uuid (for a source still at schema version 1, by
+ * the label migration 002 would give them), so importing the same file again
+ * adds nothing. Rows get new ids in the store; everything else is copied as
+ * is. The source is opened read-only and never changed.
+ *
+ * Errors: TP_EFOREIGN when the source is not a tpbench database or has a
+ * newer schema (checked before anything is written: the store is untouched);
+ * TP_EIO when it is missing or unreadable; TP_EUSAGE when it is the store's
+ * own file; TP_ESQLITE on a database error (rolled back). stats may be NULL. */
+tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,2 +1,6 @@
 # CPU tests of store/ (and the embedded schemas/).
 tp_add_cpu_test(test_store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_store.c LIBS tp_store)
+# The second migration, traces, configuration readers and import, on a copy
+# of the real H200 database in tests/data.
+tp_add_cpu_test(test_store_trace SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_store_trace.c
+                LIBS tp_store)

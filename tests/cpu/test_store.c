@@ -275,10 +275,12 @@ static void test_create_and_migrate(void **state) {
   assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type='view' AND name IN "
                                "('config_results','case_references','throughput_rows')"),
                    3);
-  /* Later migrations own the trace tables. */
-  assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                               "('events','strings','overlap')"),
-                   0);
+  /* 002_trace: the trace tables and the runs' uuid. */
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                               "('events','strings','overlap','traces')"),
+                   4);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name='uuid'"),
+                   1);
   assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type='index' AND name IN "
                                "('configs_by_key','configs_by_run_case')"),
                    2);

@@ -1,0 +1,393 @@
+/*
+ * tp_store_import.c — merging another tpbench database into the store
+ * (tp_store_import in tp_store.h): how the results of a Slurm job array, each
+ * job with its own database, end up in one file.
+ *
+ * The source is looked at first through tp_store_probe (immutable, read-only:
+ * a foreign file or a newer schema is refused before the store is touched),
+ * then ATTACHed read-only, so the whole copy is SQL inside one transaction of
+ * the store's connection: either every new run arrives with everything it
+ * holds, or nothing does.
+ *
+ * A run is the unit of identity. Its uuid (schemas/002_trace.sql) travels
+ * with it; a run already in the store is skipped whole, which is what makes a
+ * second import of the same file a no-op. Rows get new ids here: a temporary
+ * table maps each imported configuration's source id to its new id, and the
+ * tables below configurations are copied through that map in one statement
+ * each. Trace names are matched by text, since string ids differ between
+ * files.
+ *
+ * When a migration adds a column to a copied table, add it to the column
+ * lists below: the copy names its columns so a source at an older version
+ * (without the newer columns) still imports.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "store/tp_store_internal.h"
+
+/* The identity a run has, or would have got from migration 002. */
+#define RUN_IDENTITY_V1                                                                            \
+  "'v1:' || id || ':' || coalesce(commit_sha, '') || '@' || coalesce(host, '') || ':' || "         \
+  "started_at"
+
+static const char run_columns[] =
+    "commit_sha, dirty, host, gpu_name, gpu_count, driver_version, cuda_version, nccl_version, "
+    "cublas_version, cupti_version, command_line, command, warmup_iters, measure_iters, "
+    "started_at, finished_at";
+
+static const char config_columns[] =
+    "config_key, case_key, kind, model, layer, proj, backend, schedule, chunks, tp, batch, "
+    "seqlen, tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
+    "recorded_at";
+
+/* Copies of the tables below configs, through the id map. */
+static const char copy_results[] =
+    "INSERT INTO main.results (config_id, n_samples, median_us, p10_us, p90_us, mean_us, min_us, "
+    "max_us, cv, tokens_per_s, tflops, flops, bytes_moved, workspace_bytes, peak_mem_bytes, "
+    "max_abs_err, rel_err, numerics_ref) "
+    "SELECT m.new_id, r.n_samples, r.median_us, r.p10_us, r.p90_us, r.mean_us, r.min_us, "
+    "r.max_us, r.cv, r.tokens_per_s, r.tflops, r.flops, r.bytes_moved, r.workspace_bytes, "
+    "r.peak_mem_bytes, r.max_abs_err, r.rel_err, r.numerics_ref "
+    "FROM tp_src.results r JOIN temp.tp_import_map m ON m.old_id = r.config_id";
+
+static const char copy_samples[] =
+    "INSERT INTO main.samples (config_id, rank, iter, time_us) "
+    "SELECT m.new_id, s.rank, s.iter, s.time_us "
+    "FROM tp_src.samples s JOIN temp.tp_import_map m ON m.old_id = s.config_id";
+
+static const char copy_schedules[] =
+    "INSERT INTO main.schedules (config_id, seq, op, schedule, engine, chunks, reason) "
+    "SELECT m.new_id, s.seq, s.op, s.schedule, s.engine, s.chunks, s.reason "
+    "FROM tp_src.schedules s JOIN temp.tp_import_map m ON m.old_id = s.config_id";
+
+static const char copy_strings[] =
+    "INSERT OR IGNORE INTO main.strings (text) "
+    "SELECT s.text FROM tp_src.strings s WHERE s.id IN "
+    "(SELECT e.name_id FROM tp_src.events e JOIN temp.tp_import_map m ON m.old_id = e.config_id) "
+    "ORDER BY s.id";
+
+static const char copy_events[] =
+    "INSERT INTO main.events (config_id, rank, device, stream, kind, category, name_id, "
+    "start_ns, end_ns, bytes, correlation, copy_kind, peer_device) "
+    "SELECT m.new_id, e.rank, e.device, e.stream, e.kind, e.category, ms.id, e.start_ns, "
+    "e.end_ns, e.bytes, e.correlation, e.copy_kind, e.peer_device "
+    "FROM tp_src.events e JOIN temp.tp_import_map m ON m.old_id = e.config_id "
+    "JOIN tp_src.strings ss ON ss.id = e.name_id JOIN main.strings ms ON ms.text = ss.text "
+    "ORDER BY e.id";
+
+static const char copy_overlap[] =
+    "INSERT INTO main.overlap (config_id, rank, window, window_start_ns, window_end_ns, comm_ns, "
+    "compute_ns, overlap_ns, exposed_ns, overlap_pct) "
+    "SELECT m.new_id, o.rank, o.window, o.window_start_ns, o.window_end_ns, o.comm_ns, "
+    "o.compute_ns, o.overlap_ns, o.exposed_ns, o.overlap_pct "
+    "FROM tp_src.overlap o JOIN temp.tp_import_map m ON m.old_id = o.config_id";
+
+static const char copy_traces[] =
+    "INSERT INTO main.traces (config_id, traced_iters, traced_median_us, untraced_median_us, "
+    "overhead, evidence_ok, evidence_message, dropped_records, clock_offset_ns, recorded_at) "
+    "SELECT m.new_id, t.traced_iters, t.traced_median_us, t.untraced_median_us, t.overhead, "
+    "t.evidence_ok, t.evidence_message, t.dropped_records, t.clock_offset_ns, t.recorded_at "
+    "FROM tp_src.traces t JOIN temp.tp_import_map m ON m.old_id = t.config_id";
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static tp_rc prepare(tp_store *s, const char *sql, sqlite3_stmt **stmt) {
+  if (sqlite3_prepare_v2(tp_store_db(s), sql, -1, stmt, NULL) != SQLITE_OK) {
+    *stmt = NULL;
+    return TP_STORE_SQL_FAIL(s, "import: preparing \"%.60s...\"", sql);
+  }
+  return TP_OK;
+}
+
+/* Runs one statement that yields at most one integer (0 when no row). */
+static tp_rc query_int(tp_store *s, const char *sql, int64_t *value) {
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(s, sql, &st));
+  int step = sqlite3_step(st);
+  *value = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return TP_STORE_SQL_FAIL(s, "import: \"%.60s...\"", sql);
+  return TP_OK;
+}
+
+/* Runs a copy statement and adds the rows it wrote to *count (may be NULL). */
+static tp_rc copy_rows(tp_store *s, const char *sql, int64_t *count) {
+  TP_TRY(tp_store_exec(s, sql));
+  if (count) *count += sqlite3_changes64(tp_store_db(s));
+  return TP_OK;
+}
+
+/* Importing a file into itself would find every run present; refusing says
+ * so plainly instead. */
+static tp_rc check_not_same_file(tp_store *s, const char *src_path) {
+  struct stat a, b;
+  if (stat(src_path, &a) == 0 && stat(tp_store_path(s), &b) == 0 && a.st_dev == b.st_dev &&
+      a.st_ino == b.st_ino)
+    return TP_FAIL(TP_EUSAGE, "%s: cannot import a database into itself", src_path);
+  return TP_OK;
+}
+
+/* ---- attaching the source ------------------------------------------------ */
+
+static tp_rc attach_source(tp_store *s, const char *src_path) {
+  char *uri = tp_store_file_uri(src_path, "?mode=ro");
+  if (!uri) return TP_FAIL(TP_EOOM, "import: out of memory");
+  sqlite3_stmt *st = NULL;
+  tp_rc rc = prepare(s, "ATTACH DATABASE ? AS tp_src", &st);
+  if (rc == TP_OK) {
+    int step = sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
+    step = step == SQLITE_OK ? sqlite3_step(st) : step;
+    if (step != SQLITE_DONE)
+      rc = TP_FAIL(TP_EIO, "%s: cannot open for import: %s", src_path,
+                   sqlite3_errmsg(tp_store_db(s)));
+  }
+  sqlite3_finalize(st);
+  free(uri);
+  return rc;
+}
+
+static void detach_source(tp_store *s) {
+  /* A failed DETACH leaves the attachment until the store closes: harmless. */
+  (void)sqlite3_exec(tp_store_db(s), "DETACH DATABASE tp_src", NULL, NULL, NULL);
+}
+
+/* The source's identity once more, now read inside the transaction and with
+ * its -wal in view (the probe looked at the main file only). */
+static tp_rc check_source_again(tp_store *s, const char *src_path, int64_t *version) {
+  int64_t app_id = 0;
+  TP_TRY(query_int(s, "PRAGMA tp_src.application_id", &app_id));
+  TP_TRY(query_int(s, "PRAGMA tp_src.user_version", version));
+  if (*version == 0) return TP_OK; /* empty: nothing to import */
+  if (app_id != TP_STORE_APP_ID)
+    return TP_FAIL(TP_EFOREIGN, "%s: not a tpbench database (application_id 0x%08llx)", src_path,
+                   (unsigned long long)(uint32_t)app_id);
+  if (*version > tp_store_schema_version())
+    return TP_FAIL(TP_EFOREIGN,
+                   "%s: schema version %lld is newer than this tpbench knows (%d); use a newer "
+                   "tpbench",
+                   src_path, (long long)*version, tp_store_schema_version());
+  return TP_OK;
+}
+
+/* ---- copying runs and configurations ------------------------------------ */
+
+typedef struct {
+  tp_store *store;
+  sqlite3_stmt *present;      /* is a uuid in the store? */
+  sqlite3_stmt *insert_run;   /* copy one run, giving its uuid */
+  sqlite3_stmt *list_configs; /* configurations of one source run */
+  sqlite3_stmt *insert_config;
+  sqlite3_stmt *map;
+  tp_import_stats *stats;
+} importer;
+
+static tp_rc prepare_importer(importer *im) {
+  tp_store *s = im->store;
+  char sql[1024];
+  TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", &im->present));
+  snprintf(sql, sizeof sql,
+           "INSERT INTO main.runs (%s, uuid) SELECT %s, ?2 FROM tp_src.runs "
+           "WHERE id = ?1",
+           run_columns, run_columns);
+  TP_TRY(prepare(s, sql, &im->insert_run));
+  TP_TRY(
+      prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id", &im->list_configs));
+  snprintf(sql, sizeof sql,
+           "INSERT INTO main.configs (run_id, %s) SELECT ?2, %s "
+           "FROM tp_src.configs WHERE id = ?1",
+           config_columns, config_columns);
+  TP_TRY(prepare(s, sql, &im->insert_config));
+  return prepare(s, "INSERT INTO temp.tp_import_map (old_id, new_id) VALUES (?, ?)", &im->map);
+}
+
+static void finalize_importer(importer *im) {
+  sqlite3_finalize(im->present);
+  sqlite3_finalize(im->insert_run);
+  sqlite3_finalize(im->list_configs);
+  sqlite3_finalize(im->insert_config);
+  sqlite3_finalize(im->map);
+}
+
+/* Steps a statement whose parameters are bound (bind_rc: the binds' result). */
+static tp_rc step_reset(importer *im, sqlite3_stmt *st, int bind_rc, const char *what) {
+  tp_rc rc = TP_OK;
+  if (bind_rc != SQLITE_OK || sqlite3_step(st) != SQLITE_DONE)
+    rc = TP_STORE_SQL_FAIL(im->store, "import: %s", what);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc;
+}
+
+static tp_rc uuid_present(importer *im, const char *uuid, int *present) {
+  int step = sqlite3_bind_text(im->present, 1, uuid, -1, SQLITE_STATIC);
+  step = step == SQLITE_OK ? sqlite3_step(im->present) : step;
+  sqlite3_reset(im->present);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return TP_STORE_SQL_FAIL(im->store, "import: looking up run %s", uuid);
+  *present = step == SQLITE_ROW;
+  return TP_OK;
+}
+
+static tp_rc copy_config(importer *im, int64_t old_id, int64_t new_run) {
+  sqlite3_int64 new_id = 0;
+  int b = sqlite3_bind_int64(im->insert_config, 1, old_id);
+  b = b ? b : sqlite3_bind_int64(im->insert_config, 2, new_run);
+  TP_TRY(step_reset(im, im->insert_config, b, "copying a configuration"));
+  new_id = sqlite3_last_insert_rowid(tp_store_db(im->store));
+  b = sqlite3_bind_int64(im->map, 1, old_id);
+  b = b ? b : sqlite3_bind_int64(im->map, 2, new_id);
+  TP_TRY(step_reset(im, im->map, b, "mapping a configuration id"));
+  im->stats->configs++;
+  return TP_OK;
+}
+
+static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid) {
+  int b = sqlite3_bind_int64(im->insert_run, 1, old_run);
+  b = b ? b : sqlite3_bind_text(im->insert_run, 2, uuid, -1, SQLITE_STATIC);
+  TP_TRY(step_reset(im, im->insert_run, b, "copying a run"));
+  int64_t new_run = sqlite3_last_insert_rowid(tp_store_db(im->store));
+  /* Collect the ids first: the list statement must not stay open while the
+   * same connection inserts. */
+  int64_t *ids = NULL;
+  size_t n = 0, cap = 0;
+  tp_rc rc = TP_OK;
+  int step = sqlite3_bind_int64(im->list_configs, 1, old_run);
+  while (rc == TP_OK && step == SQLITE_OK &&
+         (step = sqlite3_step(im->list_configs)) == SQLITE_ROW) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 64;
+      int64_t *grown = realloc(ids, cap * sizeof *grown);
+      if (!grown) {
+        rc = TP_FAIL(TP_EOOM, "import: out of memory");
+        break;
+      }
+      ids = grown;
+    }
+    ids[n++] = sqlite3_column_int64(im->list_configs, 0);
+    step = SQLITE_OK;
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = TP_STORE_SQL_FAIL(im->store, "import: listing the configurations of run %lld",
+                           (long long)old_run);
+  sqlite3_reset(im->list_configs);
+  for (size_t i = 0; rc == TP_OK && i < n; i++) rc = copy_config(im, ids[i], new_run);
+  free(ids);
+  return rc;
+}
+
+/* A run's identity and id, read from the source before any copy starts. */
+typedef struct {
+  int64_t id;
+  char *uuid;
+} source_run;
+
+static void free_runs(source_run *runs, size_t n) {
+  for (size_t i = 0; i < n; i++) free(runs[i].uuid);
+  free(runs);
+}
+
+static tp_rc list_source_runs(tp_store *s, int64_t version, source_run **out, size_t *n) {
+  const char *sql = version >= 2 ? "SELECT id, coalesce(uuid, " RUN_IDENTITY_V1
+                                   ") FROM tp_src.runs ORDER BY id"
+                                 : "SELECT id, " RUN_IDENTITY_V1 " FROM tp_src.runs ORDER BY id";
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(s, sql, &st));
+  source_run *runs = NULL;
+  size_t count = 0, cap = 0;
+  tp_rc rc = TP_OK;
+  int step = SQLITE_OK;
+  while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (count == cap) {
+      cap = cap ? 2 * cap : 16;
+      source_run *grown = realloc(runs, cap * sizeof *grown);
+      if (!grown) {
+        rc = TP_FAIL(TP_EOOM, "import: out of memory");
+        break;
+      }
+      runs = grown;
+    }
+    const char *uuid = (const char *)sqlite3_column_text(st, 1);
+    runs[count].id = sqlite3_column_int64(st, 0);
+    runs[count].uuid = strdup(uuid ? uuid : "");
+    if (!runs[count++].uuid) rc = TP_FAIL(TP_EOOM, "import: out of memory");
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = TP_STORE_SQL_FAIL(s, "import: listing the source's runs");
+  sqlite3_finalize(st);
+  if (rc != TP_OK) {
+    free_runs(runs, count);
+    return rc;
+  }
+  *out = runs;
+  *n = count;
+  return TP_OK;
+}
+
+static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats) {
+  source_run *runs = NULL;
+  size_t n = 0;
+  TP_TRY(list_source_runs(s, version, &runs, &n));
+  importer im = {.store = s, .stats = stats};
+  tp_rc rc = prepare_importer(&im);
+  for (size_t i = 0; rc == TP_OK && i < n; i++) {
+    int present = 0;
+    stats->runs_seen++;
+    rc = uuid_present(&im, runs[i].uuid, &present);
+    if (rc == TP_OK && present) stats->runs_present++;
+    else if (rc == TP_OK) rc = copy_run(&im, runs[i].id, runs[i].uuid);
+    if (rc == TP_OK && !present) stats->runs_imported++;
+  }
+  finalize_importer(&im);
+  free_runs(runs, n);
+  return rc;
+}
+
+/* Everything below configurations, for every configuration copied. */
+static tp_rc copy_details(tp_store *s, int64_t version, tp_import_stats *stats) {
+  TP_TRY(copy_rows(s, copy_results, NULL));
+  TP_TRY(copy_rows(s, copy_samples, &stats->samples));
+  TP_TRY(copy_rows(s, copy_schedules, NULL));
+  if (version < 2) return TP_OK; /* the source has no traces */
+  TP_TRY(copy_rows(s, copy_strings, NULL));
+  TP_TRY(copy_rows(s, copy_events, &stats->events));
+  TP_TRY(copy_rows(s, copy_overlap, NULL));
+  return copy_rows(s, copy_traces, NULL);
+}
+
+static tp_rc import_attached(tp_store *s, const char *src_path, tp_import_stats *stats) {
+  int64_t version = 0;
+  TP_TRY(check_source_again(s, src_path, &version));
+  if (version == 0) return TP_OK;
+  TP_TRY(tp_store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS tp_import_map "
+                          "(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);"
+                          "DELETE FROM temp.tp_import_map"));
+  TP_TRY(copy_new_runs(s, version, stats));
+  if (stats->runs_imported == 0) return TP_OK;
+  return copy_details(s, version, stats);
+}
+
+tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats) {
+  tp_import_stats local = {0};
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  if (!store || !src_path) return TP_FAIL(TP_EINTERNAL, "tp_store_import: NULL argument");
+  TP_TRY(tp_store_probe(src_path, NULL));
+  TP_TRY(check_not_same_file(store, src_path));
+  TP_TRY(attach_source(store, src_path));
+  tp_rc rc = tp_store_exec(store, "BEGIN IMMEDIATE");
+  if (rc == TP_OK) {
+    rc = import_attached(store, src_path, stats);
+    if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT");
+    if (rc != TP_OK) tp_store_rollback(store);
+  }
+  detach_source(store);
+  if (rc != TP_OK) {
+    tp_fail_context(rc, "nothing imported from %s", src_path);
+    memset(stats, 0, sizeof *stats);
+  }
+  return rc;
+}
