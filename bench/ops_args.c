@@ -27,7 +27,7 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
   return spec;
 }
 
-enum { N_COMMON = 16 };
+enum { N_COMMON = 17 };
 
 static void common_options(tp_ops_args *a, tp_option *o) {
   tp_ops_spec *s = &a->spec;
@@ -47,8 +47,11 @@ static void common_options(tp_ops_args *a, tp_option *o) {
        "auto|ce|sm|ring|multimem"},
       {"chunks", TP_OPT_INT_LIST, &s->chunks, "LIST",
        "chunks per rank's shard (0: the schedule decides)", 0, 64, NULL},
-      {"pass", TP_OPT_STRING, &a->pass, "LIST", "passes (fwd; the backward comes later)", 0, 0,
-       NULL},
+      {"pass", TP_OPT_STR_LIST, &s->passes, "LIST", "passes timed per iteration", 0, 0,
+       "fwd|bwd|fwd+bwd"},
+      {"save-gathered", TP_OPT_STR_LIST, &s->save_gathered, "LIST",
+       "all-gather ops' backward: reuse the forward's gathered input (on) or gather again (off)", 0,
+       0, "off|on"},
       {"warmup", TP_OPT_INT, &a->warmup, "N", "warm-up iterations per configuration", 0, 100000,
        NULL},
       {"iters", TP_OPT_INT, &a->iters, "N", "measured iterations per configuration", 1, 100000,
@@ -73,10 +76,6 @@ static tp_rc usage(const char *msg) {
  * mistake there is a usage error of the command line like any other. */
 static tp_rc check_matrix(const tp_ops_args *args) {
   char msg[1024];
-  if (args->pass && strcmp(args->pass, "fwd") != 0) {
-    snprintf(msg, sizeof msg, "--pass %s: only fwd is implemented in this build", args->pass);
-    return usage(msg);
-  }
   tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
   tp_ops_matrix matrix;
   if (tp_ops_expand(&spec, &matrix) != TP_OK) {

@@ -19,7 +19,6 @@ typedef struct tp_ops_args {
   tp_ops_spec spec;   /* spec.tp.count == 0: not given, the job's worker count */
   int gpus;           /* workers to start; 0 = every visible GPU */
   const char *db;     /* database file; default "tpbench.db" */
-  const char *pass;   /* passes (only fwd so far); NULL = fwd */
   int warmup;         /* untimed iterations before the window; default 10 */
   int iters;          /* timed iterations; default 50 */
   int timeout_s;      /* seconds before a window counts as hung; default 120 */
@@ -39,7 +38,7 @@ void tp_ops_args_defaults(tp_ops_args *args);
  * on entry. extra (n_extra entries, may be NULL/0) are further options with
  * destinations of the caller's. --help prints every option and sets
  * *help_shown (return TP_OK; exit 0). TP_EUSAGE, message on stderr, for a
- * mistake (exit 2), including a pass other than fwd and an unknown name or a
+ * mistake (exit 2), including an unknown name or a
  * bad number in the matrix lists (checked by expanding them once, with
  * TP_OPS_LIST_DEFAULT_TP standing in for an unset --tp).
  */

@@ -20,6 +20,7 @@ typedef struct dtype_info {
 static const dtype_info dtype_table[] = {{"bf16", 2}, {"fp32", 4}};
 static const char *const schedule_table[] = {"auto", "ce", "sm", "ring", "multimem"};
 static const char *const pass_table[] = {"fwd", "bwd", "fwd+bwd"};
+static const char *const on_off_table[] = {"off", "on"};
 
 /* Bounds that keep every product below (bytes, FLOPs, counts) far from overflow. */
 #define MAX_TOKENS (1LL << 30)
@@ -37,7 +38,8 @@ typedef struct resolved_spec {
   int64_t tokens[TP_LIST_MAX];
   int tp[TP_LIST_MAX];
   int chunks[TP_LIST_MAX];
-  int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks;
+  const char *save_gathered[TP_LIST_MAX];
+  int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save;
 } resolved_spec;
 
 void tp_ops_spec_defaults(tp_ops_spec *spec) {
@@ -51,6 +53,7 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   (void)tp_str_list_set(&spec->schedules, "auto");
   (void)tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX);
   (void)tp_str_list_set(&spec->passes, "fwd");
+  (void)tp_str_list_set(&spec->save_gathered, "off");
 }
 
 int tp_dtype_size(const char *dtype) {
@@ -157,6 +160,8 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
                        r->schedules, &r->n_schedules));
   TP_TRY(resolve_names(&spec->passes, pass_table, COUNT_OF(pass_table), "pass", r->passes,
                        &r->n_passes));
+  TP_TRY(resolve_names(&spec->save_gathered, on_off_table, COUNT_OF(on_off_table), "save_gathered",
+                       r->save_gathered, &r->n_save));
   return resolve_numbers(spec, r);
 }
 
@@ -175,6 +180,13 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
   }
   if (c->proj.op != TP_OP_LINEAR_RS && c->proj.n % c->tp != 0) {
     snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n, c->tp);
+    return 1;
+  }
+  if (c->save_gathered && (c->proj.op == TP_OP_LINEAR_RS || strcmp(c->pass, "fwd") == 0)) {
+    snprintf(reason, cap,
+             "save_gathered=on applies to the backward of an all-gather op "
+             "(qkv, w13); %s %s has none to save",
+             c->proj.name, c->pass);
     return 1;
   }
   return 0;
@@ -225,6 +237,7 @@ static tp_config_axes case_axes(const tp_ops_case *c) {
   a.dtype = c->dtype;
   a.sp = 1; /* the ops take and give sequence-sharded activations */
   a.pass = c->pass;
+  a.save_gathered = c->save_gathered;
   return a;
 }
 
@@ -275,7 +288,8 @@ static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
       for (int ti = 0; ti < r->n_tokens; ti++)
         for (int di = 0; di < r->n_dtypes; di++)
           for (int wi = 0; wi < r->n_tp; wi++)
-            for (int si = 0; si < r->n_passes; si++, ci++) {
+            for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, ci++) {
+              int si = pass_save / r->n_save;
               tp_ops_case *c = &m->cases[ci];
               c->model = r->models[mi];
               /* Names were checked while resolving: this cannot fail. */
@@ -284,6 +298,7 @@ static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
               c->dtype = r->dtypes[di];
               c->tp = r->tp[wi];
               c->pass = r->passes[si];
+              c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
               expand_case(r, c, ci, m->configs, &next);
             }
 }
@@ -292,7 +307,8 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   memset(out, 0, sizeof *out);
   resolved_spec r;
   TP_TRY(resolve_spec(spec, &r));
-  int64_t n_cases = (int64_t)r.n_models * r.n_projs * r.n_tokens * r.n_dtypes * r.n_tp * r.n_passes;
+  int64_t n_cases =
+      (int64_t)r.n_models * r.n_projs * r.n_tokens * r.n_dtypes * r.n_tp * r.n_passes * r.n_save;
   int64_t per_case = 3 + (int64_t)r.n_schedules * r.n_chunks;
   if (n_cases < 1) return TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (n_cases * per_case > MAX_CONFIGS)
@@ -339,18 +355,18 @@ static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
-  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-5s %-7s %-28s %7s %6s %6s  %s\n", "case", "model",
-          "proj", "layer", "tokens", "tp", "dtype", "pass", "configuration", "m", "n", "k",
-          "status");
+  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-5s %-7s %-5s %-28s %7s %6s %6s  %s\n", "case",
+          "model", "proj", "layer", "tokens", "tp", "dtype", "pass", "saved", "configuration", "m",
+          "n", "k", "status");
   for (int i = 0; i < matrix->n_configs; i++) {
     const tp_ops_config *cfg = &matrix->configs[i];
     const tp_config_axes *a = &cfg->axes;
     char what[64];
     describe_config(cfg, what, sizeof what);
-    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-5s %-7s %-28s %7lld %6lld %6lld  %s%s\n",
+    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-5s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
             cfg->case_index, a->model, a->proj, a->layer, (long long)a->tokens, a->tp, a->dtype,
-            a->pass, what, (long long)a->m, (long long)a->n, (long long)a->k,
-            cfg->rejected ? "rejected: " : "ok", cfg->rejected ? cfg->reason : "");
+            a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m, (long long)a->n,
+            (long long)a->k, cfg->rejected ? "rejected: " : "ok", cfg->rejected ? cfg->reason : "");
   }
   fprintf(out, "%d configurations, %d to run, %d rejected\n", matrix->n_configs,
           tp_ops_runnable(matrix), matrix->n_configs - tp_ops_runnable(matrix));

@@ -2,7 +2,8 @@
  * ops_matrix.h — the configurations of the op benchmark (`tpbench ops`),
  * expanded from the user's lists and checked before any GPU work.
  *
- * A case is one point of models × projs × tokens × dtypes × tp × passes. Each
+ * A case is one point of models × projs × tokens × dtypes × tp × passes ×
+ * save_gathered. Each
  * case yields, in this order: the stock op (NCCL + cuBLASLt), one dist_gemm op
  * per requested schedule × chunks, the GEMM alone and the collective alone
  * (the two references that bound a fused op). A configuration that cannot
@@ -35,6 +36,7 @@ typedef struct tp_ops_spec {
   tp_str_list schedules; /* dist_gemm schedules; default auto */
   tp_int_list chunks;    /* chunks per shard, 0 = the schedule decides; default 0 */
   tp_str_list passes;    /* fwd, bwd, fwd+bwd; default fwd */
+  tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
 } tp_ops_spec;
 
 /* Fills spec with the defaults above. */
@@ -54,6 +56,7 @@ typedef struct tp_ops_case {
   int tp;
   const char *dtype; /* canonical, static */
   const char *pass;  /* canonical, static */
+  int save_gathered; /* 1: the backward reuses the forward's gathered input */
   int first_config;  /* index of its first configuration in the matrix */
   int n_configs;
 } tp_ops_case;

@@ -48,7 +48,8 @@ const char *tp_rc_name(tp_rc code);
 /* Clears this thread's last error. */
 void tp_clear_error(void);
 
-#define TP_FAIL(code, ...) tp_fail((code), __FILE__, __LINE__, __VA_ARGS__)
+/* A comma expression, so static analysers see that a failure is never TP_OK. */
+#define TP_FAIL(code, ...) ((void)tp_fail((code), __FILE__, __LINE__, __VA_ARGS__), (code))
 
 #define TP_TRY(expr)                                                                               \
   do {                                                                                             \

@@ -98,8 +98,8 @@ template <typename T> __device__ __forceinline__ bool same_bits(T a, T b);
 template <> __device__ __forceinline__ bool same_bits<float>(float a, float b) {
   return __float_as_uint(a) == __float_as_uint(b);
 }
-template <> __device__ __forceinline__ bool same_bits<__nv_bfloat16>(__nv_bfloat16 a,
-                                                                     __nv_bfloat16 b) {
+template <>
+__device__ __forceinline__ bool same_bits<__nv_bfloat16>(__nv_bfloat16 a, __nv_bfloat16 b) {
   return __bfloat16_as_ushort(a) == __bfloat16_as_ushort(b);
 }
 
@@ -107,7 +107,8 @@ __device__ void atomic_max_double(double *addr, double v) {
   unsigned long long *p = reinterpret_cast<unsigned long long *>(addr);
   unsigned long long old = *p;
   while (__longlong_as_double(static_cast<long long>(old)) < v) {
-    unsigned long long prev = atomicCAS(p, old, static_cast<unsigned long long>(__double_as_longlong(v)));
+    unsigned long long prev =
+        atomicCAS(p, old, static_cast<unsigned long long>(__double_as_longlong(v)));
     if (prev == old) break;
     old = prev;
   }
@@ -162,8 +163,8 @@ unsigned int grid_for(size_t count, int threads) {
 } // namespace
 
 extern "C" cudaError_t tp_launch_copy_signal(void *dst, const void *src, size_t bytes, int blocks,
-                                             uint32_t *own_pad, int counter_slot,
-                                             uint32_t *dst_pad, int slot, cudaStream_t stream) {
+                                             uint32_t *own_pad, int counter_slot, uint32_t *dst_pad,
+                                             int slot, cudaStream_t stream) {
   if (bytes % 16 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(src) % 16 != 0 || blocks < 1)
     return cudaErrorInvalidValue;
@@ -194,18 +195,15 @@ extern "C" cudaError_t tp_launch_fill_random(tp_dtype dt, void *buf, size_t coun
   if (dt == TP_BF16)
     fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(buf), count, seed,
                                                  scale);
-  else
-    fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<float *>(buf), count, seed, scale);
+  else fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<float *>(buf), count, seed, scale);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tp_launch_poison(tp_dtype dt, void *buf, size_t count,
-                                        cudaStream_t stream) {
+extern "C" cudaError_t tp_launch_poison(tp_dtype dt, void *buf, size_t count, cudaStream_t stream) {
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     poison_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(buf), count);
-  else
-    poison_kernel<<<grid, 256, 0, stream>>>(static_cast<float *>(buf), count);
+  else poison_kernel<<<grid, 256, 0, stream>>>(static_cast<float *>(buf), count);
   return cudaGetLastError();
 }
 
@@ -226,7 +224,6 @@ extern "C" cudaError_t tp_launch_to_fp32(tp_dtype dt, const void *src, float *ds
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     to_fp32_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(src), dst, count);
-  else
-    to_fp32_kernel<<<grid, 256, 0, stream>>>(static_cast<const float *>(src), dst, count);
+  else to_fp32_kernel<<<grid, 256, 0, stream>>>(static_cast<const float *>(src), dst, count);
   return cudaGetLastError();
 }

@@ -21,7 +21,7 @@
     cudaError_t tp_cuda_err_ = (call);                                                             \
     if (tp_cuda_err_ != cudaSuccess) {                                                             \
       (void)cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */       \
-      return TP_FAIL(tp_cuda_err_ == cudaErrorMemoryAllocation ? TP_EOOM : TP_ECUDA,              \
+      return TP_FAIL(tp_cuda_err_ == cudaErrorMemoryAllocation ? TP_EOOM : TP_ECUDA,               \
                      "%s failed: %s (%s)", #call, cudaGetErrorString(tp_cuda_err_),                \
                      cudaGetErrorName(tp_cuda_err_));                                              \
     }                                                                                              \
@@ -34,7 +34,7 @@
     ncclResult_t tp_nccl_err_ = (call);                                                            \
     if (tp_nccl_err_ != ncclSuccess && tp_nccl_err_ != ncclInProgress) {                           \
       const char *tp_nccl_last_ = (comm) ? ncclGetLastError(comm) : "";                            \
-      return TP_FAIL(TP_ENCCL, "%s failed: %s%s%s", #call, ncclGetErrorString(tp_nccl_err_),      \
+      return TP_FAIL(TP_ENCCL, "%s failed: %s%s%s", #call, ncclGetErrorString(tp_nccl_err_),       \
                      tp_nccl_last_[0] ? ": " : "", tp_nccl_last_);                                 \
     }                                                                                              \
   } while (0)

@@ -29,8 +29,8 @@ enum {
   TP_MAX_WORLD = 16,
   TP_MAX_CHUNKS = 64,
   /* Signal pad layout, in 32-bit slots. */
-  TP_SIG_BARRIER = 0,                                   /* [src] */
-  TP_SIG_FLAGS = 64,                                    /* [src * TP_MAX_CHUNKS + chunk] */
+  TP_SIG_BARRIER = 0,                                            /* [src] */
+  TP_SIG_FLAGS = 64,                                             /* [src * TP_MAX_CHUNKS + chunk] */
   TP_SIG_COUNTERS = TP_SIG_FLAGS + TP_MAX_WORLD * TP_MAX_CHUNKS, /* block counters of copies */
   TP_SIG_SLOTS = TP_SIG_COUNTERS + TP_MAX_WORLD * TP_MAX_CHUNKS
 };
@@ -56,8 +56,8 @@ cudaError_t tp_launch_wait(uint32_t *own_pad, int slot, int waited_rank, uint64_
  * dst, typically dst in a peer's memory, with `blocks` blocks; the last block
  * to finish raises dst_pad[slot], using own_pad[counter_slot] to count blocks. */
 cudaError_t tp_launch_copy_signal(void *dst, const void *src, size_t bytes, int blocks,
-                                  uint32_t *own_pad, int counter_slot, uint32_t *dst_pad,
-                                  int slot, cudaStream_t stream);
+                                  uint32_t *own_pad, int counter_slot, uint32_t *dst_pad, int slot,
+                                  cudaStream_t stream);
 
 /* out[i] = sum over r = 0..n_src-1, in that order, of src[r][i], accumulated
  * in fp32 and rounded once. */

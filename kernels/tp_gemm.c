@@ -19,6 +19,10 @@ typedef struct gemm_key {
   int64_t m, n, k, lda, ldb, ldc;
   int beta_nonzero;
   unsigned align; /* smallest alignment of the three pointers, capped at 256 */
+  /* tp_gemm_run_batched only; tp_gemm_run leaves them zero. */
+  int c_dt_plus1;                       /* 0: C has dt; else C's tp_dtype + 1 */
+  int64_t batch;                        /* 0: one GEMM; else the batch count */
+  int64_t stride_a, stride_b, stride_c; /* elements between consecutive batch members */
 } gemm_key;
 
 typedef struct gemm_entry {
@@ -91,6 +95,26 @@ static uint64_t key_hash(const gemm_key *k) {
   return h;
 }
 
+static cudaDataType_t cuda_type(int dt) { return dt == TP_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+/* Strided batches (tp_gemm_run_batched): cuBLASLt's first operand is the
+ * row-major B, its second the row-major A. */
+static tp_rc layouts_set_batch(gemm_entry *e, const gemm_key *k) {
+  const int32_t count = (int32_t)k->batch;
+  const struct {
+    cublasLtMatrixLayout_t layout;
+    int64_t stride;
+  } sets[] = {{e->a, k->stride_b}, {e->b, k->stride_a}, {e->c, k->stride_c}};
+  for (size_t i = 0; i < sizeof sets / sizeof sets[0]; ++i) {
+    TP_CUBLAS(cublasLtMatrixLayoutSetAttribute(sets[i].layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                               &count, sizeof count));
+    TP_CUBLAS(cublasLtMatrixLayoutSetAttribute(sets[i].layout,
+                                               CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                               &sets[i].stride, sizeof sets[i].stride));
+  }
+  return TP_OK;
+}
+
 /* Column-major view (see tp_gemm.h): cuBLASLt computes Cᶜ[n, m] = op(Bᶜ) · op(Aᶜ). */
 static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
   cudaDataType_t io = k->dt == TP_BF16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -108,14 +132,16 @@ static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
   uint64_t a_cols = k->trans_a ? (uint64_t)k->k : (uint64_t)k->m;
   TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->a, io, b_rows, b_cols, k->ldb));
   TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->b, io, a_rows, a_cols, k->lda));
-  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->c, io, (uint64_t)k->n, (uint64_t)k->m, k->ldc));
+  cudaDataType_t c_io = k->c_dt_plus1 ? cuda_type(k->c_dt_plus1 - 1) : io;
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->c, c_io, (uint64_t)k->n, (uint64_t)k->m, k->ldc));
+  if (k->batch > 0) TP_TRY(layouts_set_batch(e, k));
 
   cublasLtMatmulPreference_t pref;
   TP_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   uint32_t align = k->align;
-  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->workspace_bytes,
-      sizeof g->workspace_bytes);
+  cublasStatus_t st =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &g->workspace_bytes, sizeof g->workspace_bytes);
   const cublasLtMatmulPreferenceAttributes_t aligns[] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -150,11 +176,19 @@ static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
   return TP_OK;
 }
 
+static int key_equal(const gemm_key *a, const gemm_key *b) {
+  return a->dt == b->dt && a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->m == b->m &&
+         a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldb == b->ldb && a->ldc == b->ldc &&
+         a->beta_nonzero == b->beta_nonzero && a->align == b->align &&
+         a->c_dt_plus1 == b->c_dt_plus1 && a->batch == b->batch && a->stride_a == b->stride_a &&
+         a->stride_b == b->stride_b && a->stride_c == b->stride_c;
+}
+
 static tp_rc entry_lookup(tp_gemm *g, const gemm_key *k, gemm_entry **out) {
   uint64_t h = key_hash(k);
   for (int probe = 0; probe < GEMM_CACHE_SLOTS; ++probe) {
     gemm_entry *e = &g->cache[(h + (uint64_t)probe) % GEMM_CACHE_SLOTS];
-    if (e->used && memcmp(&e->key, k, sizeof *k) == 0) {
+    if (e->used && key_equal(&e->key, k)) {
       *out = e;
       return TP_OK;
     }
@@ -176,8 +210,8 @@ tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t 
                   int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                   int64_t ldc, float beta, cudaStream_t stream) {
   if (m <= 0 || n <= 0 || k <= 0)
-    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld",
-                   (long long)m, (long long)n, (long long)k);
+    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld", (long long)m,
+                   (long long)n, (long long)k);
   gemm_key key;
   memset(&key, 0, sizeof key); /* padding bytes take part in hashing and comparing */
   key.dt = (int)dt;
@@ -200,5 +234,68 @@ tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t 
   const float alpha = 1.0f;
   TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, b, e->a, a, e->b, &beta, c, e->c, c, e->c,
                            &e->algo, gemm->workspace, gemm->workspace_bytes, stream));
+  return TP_OK;
+}
+
+/* ---- strided-batched GEMMs (tp_gemm_run_batched) ------------------------------------------ */
+
+/* Largest power of two (capped at 256) dividing an offset in bytes: a batch
+ * member's pointer is base + i·stride, so the stride limits its alignment. */
+static unsigned offset_alignment(uint64_t bytes) {
+  unsigned align = 256;
+  while (align > 1 && bytes % align != 0) align /= 2;
+  return align;
+}
+
+static unsigned min_alignment(const unsigned *aligns, size_t n) {
+  unsigned out = 256;
+  for (size_t i = 0; i < n; ++i)
+    if (aligns[i] < out) out = aligns[i];
+  return out;
+}
+
+tp_rc tp_gemm_run_batched(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m,
+                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                          int64_t ldb, void *c, int64_t ldc, float beta, const tp_gemm_batch *batch,
+                          cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || k <= 0 || batch->count <= 0 || batch->count > INT32_MAX)
+    return TP_FAIL(TP_EINTERNAL,
+                   "batched GEMM with an empty or huge dimension m=%lld n=%lld "
+                   "k=%lld batch=%lld",
+                   (long long)m, (long long)n, (long long)k, (long long)batch->count);
+  if (batch->c_dtype != dt && !(dt == TP_BF16 && batch->c_dtype == TP_FP32))
+    return TP_FAIL(TP_EINTERNAL, "batched GEMM: C in %s from %s inputs is not supported",
+                   tp_dtype_name(batch->c_dtype), tp_dtype_name(dt));
+  gemm_key key;
+  memset(&key, 0, sizeof key); /* padding bytes take part in hashing and comparing */
+  key.dt = (int)dt;
+  key.trans_a = trans_a != 0;
+  key.trans_b = trans_b != 0;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.lda = lda;
+  key.ldb = ldb;
+  key.ldc = ldc;
+  key.beta_nonzero = beta != 0.0f;
+  key.c_dt_plus1 = batch->c_dtype == dt ? 0 : (int)batch->c_dtype + 1;
+  key.batch = batch->count;
+  key.stride_a = batch->stride_a;
+  key.stride_b = batch->stride_b;
+  key.stride_c = batch->stride_c;
+  const uint64_t e = tp_dtype_bytes(dt), e_c = tp_dtype_bytes(batch->c_dtype);
+  const unsigned aligns[] = {pointer_alignment(a),
+                             pointer_alignment(b),
+                             pointer_alignment(c),
+                             offset_alignment((uint64_t)batch->stride_a * e),
+                             offset_alignment((uint64_t)batch->stride_b * e),
+                             offset_alignment((uint64_t)batch->stride_c * e_c)};
+  key.align = min_alignment(aligns, sizeof aligns / sizeof aligns[0]);
+  gemm_entry *entry = NULL;
+  TP_TRY(entry_lookup(gemm, &key, &entry));
+  const float alpha = batch->alpha;
+  TP_CUBLAS(cublasLtMatmul(gemm->handle, entry->op, &alpha, b, entry->a, a, entry->b, &beta, c,
+                           entry->c, c, entry->c, &entry->algo, gemm->workspace,
+                           gemm->workspace_bytes, stream));
   return TP_OK;
 }

@@ -33,6 +33,28 @@ tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t 
                   int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                   int64_t ldc, float beta, cudaStream_t stream);
 
+/* The batch of tp_gemm_run_batched. Strides are in elements of the
+ * operand's own type (A and B: the input dtype; C: c_dtype). */
+typedef struct tp_gemm_batch {
+  int64_t count;                        /* batch members, 1 .. INT32_MAX */
+  int64_t stride_a, stride_b, stride_c; /* member i of A starts at a + i·stride_a, ... */
+  tp_dtype c_dtype; /* C's element type: dt, or TP_FP32 with bf16 inputs (fp32 output) */
+  float alpha;      /* C_i = alpha · op(A_i) · op(B_i) + beta · C_i */
+} tp_gemm_batch;
+
+/* Strided-batched tp_gemm_run: for i in [0, batch->count),
+ *     C_i[m, n] = alpha · op(A_i) · op(B_i) + beta · C_i
+ * with tp_gemm_run's row-major convention (trans flags, leading dimensions
+ * in elements per stored row) applied to every member, and the same
+ * algorithm cache (keyed by the strides and C's type as well). The
+ * alignment cuBLASLt is told about covers every member, not just the first.
+ * A leading dimension larger than the row lets a member be a strided view,
+ * e.g. rows B apart for one batch element of seq-major activations. */
+tp_rc tp_gemm_run_batched(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m,
+                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                          int64_t ldb, void *c, int64_t ldc, float beta, const tp_gemm_batch *batch,
+                          cudaStream_t stream);
+
 /* cuBLASLt's version, e.g. "13.0.2". */
 void tp_gemm_version(char *buf, size_t cap);
 

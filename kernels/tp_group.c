@@ -32,9 +32,11 @@ static tp_rc query_multicast(tp_group *g) {
   PFN_cuDeviceGetAttribute_v2000 get_attribute;
   memcpy(&get_attribute, &fn, sizeof get_attribute); /* ISO C has no object-to-function cast */
   int supported = 0;
-  CUresult r = get_attribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, (CUdevice)g->device);
+  CUresult r =
+      get_attribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, (CUdevice)g->device);
   if (r != CUDA_SUCCESS)
-    return TP_FAIL(TP_ECUDA, "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED): CUresult %d",
+    return TP_FAIL(TP_ECUDA,
+                   "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED): CUresult %d",
                    (int)r);
   g->multicast_supported = supported;
   g->multicast_disabled = env_is("NCCL_NVLS_ENABLE", "0") ||

@@ -29,8 +29,8 @@ typedef struct tp_group {
   size_t scratch_bytes;
   cudaEvent_t events[TP_EVENT_POOL];
   int sm_count;
-  int multicast_supported; /* the device reports NVLink multicast */
-  int multicast_disabled;  /* the environment turns it off (NCCL_NVLS_ENABLE=0, ...) */
+  int multicast_supported;  /* the device reports NVLink multicast */
+  int multicast_disabled;   /* the environment turns it off (NCCL_NVLS_ENABLE=0, ...) */
   uint64_t wait_timeout_ns; /* device-side waits trap after this long */
   char device_name[256];
 } tp_group;

@@ -29,7 +29,7 @@
 #include "tp_cuda_check.h"
 
 enum {
-  SM_COPY_BLOCKS = 16,        /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */
+  SM_COPY_BLOCKS = 16, /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */
   AUTO_CHUNK_MIN_BYTES = 8 << 20,
   AUTO_CHUNK_MIN_ROWS = 512,
   AUTO_MAX_CHUNKS = 4,
@@ -148,8 +148,9 @@ static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
              (double)d->n_weights * (d->backward ? 3.0 : 1.0);
   if (d->backward) {
     size_t fwd = p->comm_bytes;
-    size_t other = (size_t)(p->shard_rows * (is_gather_side(d->kind) ? d->in_features : d->out_features)) *
-                   e * (size_t)(world - 1);
+    size_t other =
+        (size_t)(p->shard_rows * (is_gather_side(d->kind) ? d->in_features : d->out_features)) * e *
+        (size_t)(world - 1);
     p->comm_bytes = fwd + other + (is_gather_side(d->kind) && !d->save_gathered ? fwd : 0);
   }
 }
@@ -178,8 +179,7 @@ static size_t stock_scratch(const tp_linear_desc *d) {
   return T * N * e;
 }
 
-static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
-                          tp_linear_plan *p) {
+static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   const tp_linear_desc *d = &p->desc;
   if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
   if (requested == TP_SCHED_MULTIMEM) {
@@ -201,8 +201,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks,
   } else {
     char num[96];
     snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
-    if (chunks > MAX_PHASE_CHUNKS || chunks < 1)
-      return reject(p, "chunks outside 1..32 (%s)", num);
+    if (chunks > MAX_PHASE_CHUNKS || chunks < 1) return reject(p, "chunks outside 1..32 (%s)", num);
     if (p->shard_rows % chunks != 0)
       return reject(p, "rows per rank not divisible by chunks (%s)", num);
     snprintf(chunk_why, sizeof chunk_why, "%d chunk(s) as requested", chunks);
@@ -254,7 +253,7 @@ tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_back
     out->schedule = TP_SCHED_NCCL;
     out->chunks = 1;
     snprintf(out->reason, sizeof out->reason, "%s",
-             backend == TP_BACKEND_GEMM_ONLY ? "cuBLASLt GEMM alone"
+             backend == TP_BACKEND_GEMM_ONLY   ? "cuBLASLt GEMM alone"
              : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
                                                : "NCCL collective, then cuBLASLt GEMM, one stream");
     out->workspace_bytes = stock_scratch(desc);
@@ -268,7 +267,8 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
   /* The halves timed alone read the scratch: give them real numbers, not zeros. */
-  TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch, p->workspace_bytes / tp_dtype_bytes(p->desc.dtype),
+  TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch,
+                                p->workspace_bytes / tp_dtype_bytes(p->desc.dtype),
                                 0x5eed0000ull + (uint64_t)g->rank, 1.0f, g->main_stream));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
@@ -304,8 +304,9 @@ static tp_rc dgrad_partial_rows(tp_group *g, const tp_linear_plan *p, const tp_l
                                 int64_t row0, int64_t rows, void *out) {
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   for (int i = 0; i < p->desc.n_weights; ++i)
-    TP_TRY(gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n, cat(t->dy[i], (size_t)row0 * (size_t)p->gemm_n * e),
-                p->gemm_n, t->w[i], p->gemm_k, out, p->gemm_k, i == 0 ? 0.0f : 1.0f));
+    TP_TRY(gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n,
+                cat(t->dy[i], (size_t)row0 * (size_t)p->gemm_n * e), p->gemm_n, t->w[i], p->gemm_k,
+                out, p->gemm_k, i == 0 ? 0.0f : 1.0f));
   return TP_OK;
 }
 
@@ -347,7 +348,7 @@ static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear
     if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, gathered, t->y, 0));
     return TP_OK;
   }
-  void *partial[1] = {g->scratch};
+  void *partial[TP_MAX_WEIGHTS] = {g->scratch}; /* one weight on the row-parallel side */
   if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, partial, 0));
   if (runs_comm(p))
     TP_NCCL(ncclReduceScatter(g->scratch, t->y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
@@ -364,7 +365,8 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
     void *gathered = t->saved ? t->saved : at(g->scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
     if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, partial));
     if (runs_comm(p)) {
-      TP_NCCL(ncclReduceScatter(partial, t->dx, tp_linear_x_elems(p), nt, ncclSum, g->nccl, s), g->nccl);
+      TP_NCCL(ncclReduceScatter(partial, t->dx, tp_linear_x_elems(p), nt, ncclSum, g->nccl, s),
+              g->nccl);
       if (!t->saved)
         TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
     }
@@ -395,8 +397,8 @@ static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst
   const int slot = flag_slot(g->rank, phase, chunk);
   if (p->schedule == TP_SCHED_SM) {
     int counter = TP_SIG_COUNTERS + dst * TP_MAX_CHUNKS + phase * MAX_PHASE_CHUNKS + chunk;
-    TP_CUDA(tp_launch_copy_signal(dst_ptr, src_ptr, bytes, p->sm_blocks, pads.pad[g->rank],
-                                  counter, pads.pad[dst], slot, g->comm_stream));
+    TP_CUDA(tp_launch_copy_signal(dst_ptr, src_ptr, bytes, p->sm_blocks, pads.pad[g->rank], counter,
+                                  pads.pad[dst], slot, g->comm_stream));
     return TP_OK;
   }
   TP_CUDA(cudaMemcpyAsync(dst_ptr, src_ptr, bytes, cudaMemcpyDeviceToDevice, g->comm_stream));
@@ -441,7 +443,8 @@ static tp_rc push_gather(tp_group *g, const tp_linear_plan *p, const void *rows_
   for (int j = 0; j < p->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
-      void *to = at(tp_symm_ptr(g->symm, dst), gather_offset + (size_t)(rank * S + j * R) * row_bytes);
+      void *to =
+          at(tp_symm_ptr(g->symm, dst), gather_offset + (size_t)(rank * S + j * R) * row_bytes);
       TP_TRY(push_chunk(g, p, dst, to, cat(rows_local, (size_t)(j * R) * row_bytes),
                         (size_t)R * row_bytes, phase, j));
     }
@@ -487,13 +490,14 @@ static tp_rc fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp
   TP_TRY(wait_gather(g, p, phase));
   const void *slots[TP_MAX_WORLD];
   for (int r = 0; r < world; ++r) slots[r] = cat(own, (size_t)r * slot);
-  TP_CUDA(tp_launch_reduce_sum(p->desc.dtype, out, slots, world, (size_t)(S * width), g->main_stream));
+  TP_CUDA(
+      tp_launch_reduce_sum(p->desc.dtype, out, slots, world, (size_t)(S * width), g->main_stream));
   return TP_OK;
 }
 
 static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                          int64_t row0, int64_t rows, void *out) {
-  void *outs[1] = {out};
+  void *outs[TP_MAX_WEIGHTS] = {out}; /* the row-parallel side has one weight */
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   return fwd_rows(g, p, t, rows, cat(t->x, (size_t)row0 * (size_t)p->gemm_k * e), outs, 0);
 }
@@ -595,8 +599,7 @@ tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_te
 }
 
 tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  if (!p->desc.backward)
-    return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
+  if (!p->desc.backward) return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
   TP_TRY(check_ready(g, p, t));
   return p->backend == TP_BACKEND_DIST ? dist_backward(g, p, t) : stock_backward(g, p, t);
 }

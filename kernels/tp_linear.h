@@ -77,7 +77,7 @@ typedef struct tp_linear_plan {
   int sm_blocks;        /* blocks of the copy kernel (sm schedule) */
   char reason[320];     /* why this schedule and chunk count */
   int world, rank;
-  int64_t shard_rows;   /* S = T / W */
+  int64_t shard_rows;             /* S = T / W */
   int64_t gemm_m, gemm_n, gemm_k; /* the whole GEMM one rank runs */
   size_t workspace_bytes; /* symmetric (DIST) or private scratch (the rest), max over passes */
   size_t saved_bytes;     /* the caller's buffer for AG(x) when save_gathered, else 0 */

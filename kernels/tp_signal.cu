@@ -78,8 +78,8 @@ __global__ void wait_kernel(uint32_t *own_pad, int slot, int waited_rank, uint64
 
 } // namespace
 
-extern "C" cudaError_t tp_launch_barrier(tp_pad_set pads, int rank, int world,
-                                         uint64_t timeout_ns, cudaStream_t stream) {
+extern "C" cudaError_t tp_launch_barrier(tp_pad_set pads, int rank, int world, uint64_t timeout_ns,
+                                         cudaStream_t stream) {
   barrier_kernel<<<1, 32, 0, stream>>>(pads, rank, world, timeout_ns);
   return cudaGetLastError();
 }

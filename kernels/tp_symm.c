@@ -74,7 +74,8 @@ tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx, tp
   /* Every rank's pad is zeroed before anyone may signal into it. */
   rc = TP_OK;
   cudaError_t err = cudaDeviceSynchronize();
-  if (err != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaDeviceSynchronize: %s", cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    rc = TP_FAIL(TP_ECUDA, "cudaDeviceSynchronize: %s", cudaGetErrorString(err));
   char token = 1, tokens[TP_MAX_WORLD];
   if (rc == TP_OK) rc = exchange(ctx, &token, 1, tokens);
   if (rc != TP_OK) {
@@ -98,7 +99,8 @@ tp_rc tp_symm_reserve(tp_symm *s, size_t bytes) {
   TP_TRY(s->exchange(s->ctx, &mine, sizeof mine, all));
   for (int p = 0; p < s->world; ++p)
     if (all[p] != mine)
-      return TP_FAIL(TP_EINTERNAL, "ranks disagree on the workspace size: rank %d asks %llu, rank %d asks %llu",
+      return TP_FAIL(TP_EINTERNAL,
+                     "ranks disagree on the workspace size: rank %d asks %llu, rank %d asks %llu",
                      s->rank, (unsigned long long)mine, p, (unsigned long long)all[p]);
   /* Nobody may still be reading or writing the old buffer. */
   TP_CUDA(cudaDeviceSynchronize());

@@ -22,7 +22,7 @@ fi
 {
   echo "== host"; hostname; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   echo "== topology"; nvidia-smi topo -m
-  echo "== libraries"; ldd "$build/bench/tpbench" | grep -E "cuda|cublas|nccl|cupti|sqlite|jansson|cmocka" || true
+  echo "== libraries"; ldd "$build/tpbench" | grep -E "cuda|cublas|nccl|cupti|sqlite|jansson|cmocka" || true
 } 2>&1 | tee "$out/host.txt"
 
 echo "== gpu tests"
@@ -30,7 +30,7 @@ echo "== gpu tests"
 tests_rc=${PIPESTATUS[0]}
 
 echo "== ops"
-"$build/bench/tpbench" ops --db "$out/tpbench.db" "$@" 2>"$out/ops-progress.txt" | tee "$out/ops-table.md"
+"$build/tpbench" ops --db "$out/tpbench.db" "$@" 2>"$out/ops-progress.txt" | tee "$out/ops-table.md"
 ops_rc=${PIPESTATUS[0]}
 tail -n 5 "$out/ops-progress.txt"
 echo "gpu tests exit $tests_rc, ops exit $ops_rc"

@@ -16,6 +16,7 @@
 #include "../cli.h"
 #include "../commands.h"
 #include "../launcher.h"
+#include "../ops_args.h"
 #include "../ops_matrix.h"
 #include "ops_worker.h"
 #include "worker_group.h"
@@ -77,56 +78,40 @@ static int check_database(const char *path) {
   return 0;
 }
 
-static int external_launcher(void) { return getenv("RANK") && getenv("WORLD_SIZE"); }
+/* Number of workers of this job: WORLD_SIZE under an external launcher,
+ * else --gpus or every GPU, counted in a child. 0 with a message on failure. */
+static int job_world(int gpus) {
+  tp_launch_env env;
+  int external = 0;
+  if (tp_launch_env_from_environment(&env, &external) != TP_OK) {
+    fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
+    return -EXIT_USAGE;
+  }
+  if (external) return env.world;
+  int devices = tp_count_devices_in_child();
+  if (devices == 0) {
+    fprintf(stderr, "tpbench ops: no CUDA device found: this command needs at least one GPU\n");
+    return -1;
+  }
+  if (gpus > devices) {
+    fprintf(stderr, "tpbench ops: --gpus %d asks for more GPUs than the %d visible\n", gpus,
+            devices);
+    return -1;
+  }
+  return gpus > 0 ? gpus : devices;
+}
 
 int tp_cmd_ops(int argc, char **argv) {
-  tp_ops_spec spec;
-  tp_ops_spec_defaults(&spec);
+  tp_ops_args args;
+  tp_ops_args_defaults(&args);
+  int help = 0;
+  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return EXIT_USAGE;
+  if (help) return 0;
   ops_job job;
   memset(&job, 0, sizeof job);
-  job.opts.db_path = "tpbench.db";
-  job.opts.warmup_iters = 10;
-  job.opts.measure_iters = 50;
-  job.opts.window_timeout_s = 120;
-  job.opts.format = "md";
-  int gpus = 0, list_only = 0;
-  spec.tp.count = 0; /* unset: the job's worker count */
-  const char *pass_list = NULL;
-  tp_option options[] = {
-      {"db", TP_OPT_STRING, &job.opts.db_path, "PATH", "SQLite database to write", 0, 0, NULL},
-      {"gpus", TP_OPT_INT, &gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0, 64, NULL},
-      {"models", TP_OPT_STR_LIST, &spec.models, "LIST", "model presets (debug,1b,8b,70b,405b)", 0, 0, NULL},
-      {"projs", TP_OPT_STR_LIST, &spec.projs, "LIST", "projections (qkv,wo,w13,w2)", 0, 0, NULL},
-      {"tokens", TP_OPT_INT_LIST, &spec.tokens, "LIST", "tokens per step, whole TP group", 1, 1 << 24, NULL},
-      {"dtype", TP_OPT_STR_LIST, &spec.dtypes, "LIST", "element types", 0, 0, "bf16|fp32"},
-      {"tp", TP_OPT_INT_LIST, &spec.tp, "LIST", "TP degrees (default: the number of workers)", 1, 64, NULL},
-      {"schedule", TP_OPT_STR_LIST, &spec.schedules, "LIST", "dist_gemm schedules", 0, 0,
-       "auto|ce|sm|ring|multimem"},
-      {"chunks", TP_OPT_INT_LIST, &spec.chunks, "LIST", "chunks per rank's shard (0: the schedule decides)", 0, 64, NULL},
-      {"pass", TP_OPT_STRING, &pass_list, "LIST", "passes (fwd; the backward comes with its issue)", 0, 0, NULL},
-      {"warmup", TP_OPT_INT, &job.opts.warmup_iters, "N", "warm-up iterations per configuration", 0, 100000, NULL},
-      {"iters", TP_OPT_INT, &job.opts.measure_iters, "N", "measured iterations per configuration", 1, 100000, NULL},
-      {"timeout", TP_OPT_INT, &job.opts.window_timeout_s, "S", "seconds before a window counts as hung", 1, 86400, NULL},
-      {"format", TP_OPT_STRING, &job.opts.format, "FMT", "table format printed at the end", 0, 0, "md|csv|json"},
-      {"quiet", TP_OPT_FLAG, &job.opts.quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
-      {"list", TP_OPT_FLAG, &list_only, NULL, "print the expanded matrix and exit (no GPU needed)", 0, 0, NULL},
-  };
-  tp_command cmd = {"ops", "tpbench ops [options]",
-                    "Times the TP projections stock vs dist_gemm, plus the GEMM alone and the "
-                    "collective alone on the same shapes, into the database; prints the table.",
-                    options, (int)(sizeof options / sizeof options[0])};
-  int help = 0, n_pos = 0;
-  tp_rc rc = tp_cli_parse(&cmd, argc, argv, NULL, 0, &n_pos, &help);
-  if (rc != TP_OK) return EXIT_USAGE;
-  if (help) return 0;
-  if (pass_list && strcmp(pass_list, "fwd") != 0) {
-    fprintf(stderr, "tpbench ops: --pass %s: only fwd is implemented in this build\n", pass_list);
-    return EXIT_USAGE;
-  }
-  if (list_only) {
-    if (spec.tp.count == 0) tp_int_list_set(&spec.tp, "2", 1, 64);
-    rc = tp_ops_expand(&spec, &job.matrix);
-    if (rc != TP_OK) {
+  if (args.list) {
+    tp_ops_spec spec = tp_ops_args_spec(&args, TP_OPS_LIST_DEFAULT_TP);
+    if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
       fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
       return EXIT_USAGE;
     }
@@ -134,40 +119,28 @@ int tp_cmd_ops(int argc, char **argv) {
     tp_ops_matrix_free(&job.matrix);
     return 0;
   }
-  int world = gpus;
-  if (external_launcher()) {
-    world = atoi(getenv("WORLD_SIZE"));
-  } else {
-    int devices = tp_count_devices_in_child();
-    if (devices == 0) {
-      fprintf(stderr, "tpbench ops: no CUDA device found: this command needs at least one GPU\n");
-      return 1;
-    }
-    if (gpus > devices) {
-      fprintf(stderr, "tpbench ops: --gpus %d asks for more GPUs than the %d visible\n", gpus, devices);
-      return 1;
-    }
-    if (world == 0) world = devices;
-  }
-  if (spec.tp.count == 0) {
-    spec.tp.count = 1;
-    spec.tp.items[0] = world > 0 ? world : 1;
-  }
-  rc = tp_ops_expand(&spec, &job.matrix);
-  if (rc != TP_OK) {
+  int world = job_world(args.gpus);
+  if (world <= 0) return world == -EXIT_USAGE ? EXIT_USAGE : 1;
+  tp_ops_spec spec = tp_ops_args_spec(&args, world);
+  if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
     fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
     return EXIT_USAGE;
   }
   reject_other_tp(&job.matrix, world);
-  int check = check_database(job.opts.db_path);
+  int check = check_database(args.db);
   if (check != 0) {
     tp_ops_matrix_free(&job.matrix);
     return check;
   }
+  job.opts.db_path = args.db;
+  job.opts.warmup_iters = args.warmup;
+  job.opts.measure_iters = args.iters;
+  job.opts.window_timeout_s = args.timeout_s;
+  job.opts.format = args.format;
+  job.opts.quiet = args.quiet;
   char *line = join_args(argc, argv);
   job.opts.command_line = line ? line : "tpbench ops";
-  int status;
-  status = tp_launch(world, ops_worker_main, &job);
+  int status = tp_launch(world, ops_worker_main, &job);
   free(line);
   tp_ops_matrix_free(&job.matrix);
   return status;

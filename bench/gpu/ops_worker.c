@@ -82,8 +82,7 @@ static tp_rc agree(worker_state *ws, tp_rc local, tp_rc *agreed, char *reason, s
     *agreed = (tp_rc)all[r].rc;
     if (ws->ctx->world > 1 && all[r].rc != TP_EREJECT)
       snprintf(reason, cap, "rank %d: %s", r, all[r].msg);
-    else
-      snprintf(reason, cap, "%s", all[r].msg);
+    else snprintf(reason, cap, "%s", all[r].msg);
     break;
   }
   return TP_OK;
@@ -177,8 +176,7 @@ static tp_rc alloc_random(void **buf, tp_dtype dt, size_t count, uint64_t seed, 
 
 /* Allocates the case's tensors and fills inputs and weights with random
  * values (never zeros), seeded per case, rank and tensor. */
-static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index,
-                           case_buffers *b) {
+static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index, case_buffers *b) {
   const tp_dtype dt = p->desc.dtype;
   const size_t e = tp_dtype_bytes(dt);
   const uint64_t seed = ((uint64_t)case_index << 20) ^ ((uint64_t)g->rank << 8);
@@ -200,7 +198,7 @@ static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index,
     TP_CUDA(cudaMalloc(&b->dx, nx * e));
     TP_CUDA(cudaMalloc(&b->stock_dx, nx * e));
   }
-  TP_CUDA(cudaMalloc((void **)&b->acc, 5 * MAX_COMPARED * sizeof(double)));
+  TP_CUDA(cudaMalloc((void **)&b->acc, (size_t)5 * MAX_COMPARED * sizeof(double)));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
 }
@@ -242,11 +240,14 @@ static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b) {
   return t;
 }
 
-static tp_rc run_iters(tp_group *g, const tp_linear_plan *p, case_buffers *b, int n,
+/* One timed iteration is the pass the case names: the forward, the backward
+ * alone (its forward ran once before the window), or both. */
+static tp_rc run_iters(tp_group *g, const tp_linear_plan *p, case_buffers *b, int bwd_only, int n,
                        cudaEvent_t *marks) {
   tp_linear_tensors t = tensors_of(p, b);
   for (int i = 0; i < n; ++i) {
-    TP_TRY(tp_linear_step(g, p, &t));
+    if (bwd_only) TP_TRY(tp_linear_backward(g, p, &t));
+    else TP_TRY(tp_linear_step(g, p, &t));
     if (marks) TP_CUDA(cudaEventRecord(marks[i + 1], g->main_stream));
   }
   return TP_OK;
@@ -254,15 +255,19 @@ static tp_rc run_iters(tp_group *g, const tp_linear_plan *p, case_buffers *b, in
 
 /* Warm-up, a host barrier so every rank starts the window together, then the
  * timed window: one event before the first iteration and one after each. */
-static tp_rc time_window(worker_state *ws, const tp_linear_plan *p, case_buffers *b) {
+static tp_rc time_window(worker_state *ws, const tp_linear_plan *p, case_buffers *b, int bwd_only) {
   tp_group *g = ws->ctx->group;
   const int iters = ws->opts->measure_iters;
-  TP_TRY(run_iters(g, p, b, ws->opts->warmup_iters, NULL));
+  if (bwd_only) {
+    tp_linear_tensors t = tensors_of(p, b);
+    TP_TRY(tp_linear_forward(g, p, &t));
+  }
+  TP_TRY(run_iters(g, p, b, bwd_only, ws->opts->warmup_iters, NULL));
   TP_CUDA(cudaEventRecord(ws->events[0], g->main_stream));
   TP_TRY(wait_event(ws->events[0], ws->opts->window_timeout_s, "the warm-up window"));
   TP_TRY(tp_rdzv_barrier(ws->ctx->rdzv));
   TP_CUDA(cudaEventRecord(ws->events[0], g->main_stream));
-  TP_TRY(run_iters(g, p, b, iters, ws->events));
+  TP_TRY(run_iters(g, p, b, bwd_only, iters, ws->events));
   TP_TRY(wait_event(ws->events[iters], ws->opts->window_timeout_s, "the measurement window"));
   for (int i = 0; i < iters; ++i) {
     float ms = 0.0f;
@@ -292,20 +297,21 @@ static tp_rc compare_with_stock(worker_state *ws, const tp_linear_plan *p, case_
     if (p->desc.backward)
       ours[n] = b->dw[i], theirs[n] = b->stock_dw[i], counts[n++] = tp_linear_w_elems(p);
   }
-  if (p->desc.backward) ours[n] = b->dx, theirs[n] = b->stock_dx, counts[n++] = tp_linear_x_elems(p);
+  if (p->desc.backward)
+    ours[n] = b->dx, theirs[n] = b->stock_dx, counts[n++] = tp_linear_x_elems(p);
   TP_CUDA(cudaMemsetAsync(b->acc, 0, sizeof host, g->main_stream));
   for (int i = 0; i < n; ++i)
-    TP_CUDA(tp_launch_compare(p->desc.dtype, ours[i], theirs[i], counts[i], b->acc + 5 * i,
-                              g->main_stream));
+    TP_CUDA(tp_launch_compare(p->desc.dtype, ours[i], theirs[i], counts[i],
+                              b->acc + (size_t)5 * (size_t)i, g->main_stream));
   TP_CUDA(cudaMemcpyAsync(host, b->acc, sizeof host, cudaMemcpyDeviceToHost, g->main_stream));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   numerics mine = {0};
   for (int i = 0; i < n; ++i) {
-    mine.diff2 += host[5 * i];
-    mine.ref2 += host[5 * i + 1];
-    mine.max_abs = fmax(mine.max_abs, host[5 * i + 2]);
-    mine.differ += host[5 * i + 3];
-    mine.nonfinite += host[5 * i + 4];
+    mine.diff2 += host[(size_t)5 * (size_t)i];
+    mine.ref2 += host[(size_t)5 * (size_t)i + 1];
+    mine.max_abs = fmax(mine.max_abs, host[(size_t)5 * (size_t)i + 2]);
+    mine.differ += host[(size_t)5 * (size_t)i + 3];
+    mine.nonfinite += host[(size_t)5 * (size_t)i + 4];
   }
   numerics all[TP_MAX_WORLD];
   TP_TRY(tp_rdzv_allgather(ws->ctx->rdzv, &mine, sizeof mine, all));
@@ -325,12 +331,15 @@ static tp_rc keep_stock_outputs(tp_group *g, const tp_linear_plan *p, case_buffe
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   cudaStream_t s = g->main_stream;
   for (int i = 0; i < p->desc.n_weights; ++i) {
-    TP_CUDA(cudaMemcpyAsync(b->stock_y[i], b->y[i], tp_linear_y_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+    TP_CUDA(cudaMemcpyAsync(b->stock_y[i], b->y[i], tp_linear_y_elems(p) * e,
+                            cudaMemcpyDeviceToDevice, s));
     if (p->desc.backward)
-      TP_CUDA(cudaMemcpyAsync(b->stock_dw[i], b->dw[i], tp_linear_w_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+      TP_CUDA(cudaMemcpyAsync(b->stock_dw[i], b->dw[i], tp_linear_w_elems(p) * e,
+                              cudaMemcpyDeviceToDevice, s));
   }
   if (p->desc.backward)
-    TP_CUDA(cudaMemcpyAsync(b->stock_dx, b->dx, tp_linear_x_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+    TP_CUDA(
+        cudaMemcpyAsync(b->stock_dx, b->dx, tp_linear_x_elems(p) * e, cudaMemcpyDeviceToDevice, s));
   TP_CUDA(cudaStreamSynchronize(s));
   b->have_stock = 1;
   return TP_OK;
@@ -392,12 +401,14 @@ static tp_rc fill_result(worker_state *ws, const tp_ops_config *cfg, config_outc
   res->cv = st.cv;
   res->tokens_per_s = (double)cfg->axes.tokens / (st.median * 1e-6);
   res->flops = cfg->flops;
-  res->tflops = cfg->flops > 0 ? cfg->flops / (double)ws->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
+  res->tflops =
+      cfg->flops > 0 ? cfg->flops / (double)ws->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
   res->bytes_moved = (double)oc->plan.comm_bytes;
   /* the symmetric workspace (or stock scratch) plus a saved gathered input */
   res->workspace_bytes = (int64_t)(oc->plan.workspace_bytes + oc->plan.saved_bytes);
   size_t free_b = 0, total_b = 0;
-  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) res->peak_mem_bytes = (int64_t)(total_b - free_b);
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+    res->peak_mem_bytes = (int64_t)(total_b - free_b);
   res->max_abs_err = NAN;
   res->rel_err = NAN;
   oc->have_result = 1;
@@ -432,8 +443,8 @@ static tp_rc run_config(worker_state *ws, const tp_ops_case *c, const tp_ops_con
     TP_TRY(tp_schedule_parse(cfg->axes.schedule, &requested));
   tp_linear_desc desc = case_desc(c);
   desc.save_gathered = cfg->axes.save_gathered;
-  tp_rc rc = tp_linear_plan_make(g, &desc, backend_of(cfg->role), requested, cfg->axes.chunks,
-                                 &oc->plan);
+  tp_rc rc =
+      tp_linear_plan_make(g, &desc, backend_of(cfg->role), requested, cfg->axes.chunks, &oc->plan);
   oc->have_plan = rc == TP_OK;
   if (rc == TP_OK) rc = tp_linear_prepare(g, &oc->plan);
   if (rc == TP_OK && oc->plan.saved_bytes && !b->saved) rc = alloc_saved(b, oc->plan.saved_bytes);
@@ -442,7 +453,7 @@ static tp_rc run_config(worker_state *ws, const tp_ops_case *c, const tp_ops_con
     set_failure(oc, agreed, reason);
     return TP_OK;
   }
-  rc = time_window(ws, &oc->plan, b);
+  rc = time_window(ws, &oc->plan, b, strcmp(c->pass, "bwd") == 0);
   if (rc == TP_ETIMEOUT || rc == TP_ECUDA) {
     /* The device may be wedged: record and stop this worker. */
     set_failure(oc, rc, tp_last_error());
@@ -565,7 +576,7 @@ static tp_rc run_case(worker_state *ws, const tp_ops_matrix *m, int ci) {
 
 static tp_rc setup_state(worker_state *ws) {
   const int iters = ws->opts->measure_iters;
-  ws->events = calloc((size_t)iters + 1, sizeof *ws->events);
+  ws->events = calloc((size_t)iters + 1, sizeof(cudaEvent_t));
   ws->samples_us = calloc((size_t)iters, sizeof(double));
   ws->all_samples_us = calloc((size_t)iters * (size_t)ws->ctx->world, sizeof(double));
   if (!ws->events || !ws->samples_us || !ws->all_samples_us)
@@ -608,10 +619,8 @@ tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
   if (rc == TP_OK && ctx->rank == 0) rc = begin_run(&ws);
   /* Every rank learns whether the others could start. */
   tp_rc exch = agree(&ws, rc, &agreed, reason, sizeof reason);
-  if (exch != TP_OK)
-    rc = exch;
-  else if (agreed != TP_OK)
-    rc = TP_FAIL(agreed, "%s", reason);
+  if (exch != TP_OK) rc = exch;
+  else if (agreed != TP_OK) rc = TP_FAIL(agreed, "%s", reason);
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) rc = run_case(&ws, matrix, ci);
   if (ctx->rank == 0 && ws.store && ws.run_id) {
     tp_rc fin = rc == TP_OK ? tp_store_finish_run(ws.store, ws.run_id) : TP_OK;

@@ -122,10 +122,8 @@ void gpu_fill_host(tp_dtype dt, void *buf, size_t count, uint64_t seed, float sc
     state ^= state << 17;
     float u = (float)(state >> 40) / 16777216.0f;
     float v = (2.0f * u - 1.0f) * scale;
-    if (dt == TP_BF16)
-      ((uint16_t *)buf)[i] = gpu_float_to_bf16(v);
-    else
-      ((float *)buf)[i] = v;
+    if (dt == TP_BF16) ((uint16_t *)buf)[i] = gpu_float_to_bf16(v);
+    else ((float *)buf)[i] = v;
   }
 }
 

@@ -46,8 +46,9 @@ typedef struct host_case {
   int rank, world, gather, n_w;
   size_t e, x_elems, w_elems, y_elems;
   int64_t T, K, N, S_l;
-  void *x_full, *w_full[MAXW], *dy_full[MAXW]; /* x [B,SEQ,K] natural; w [N,K]; dy [T,N] seq-major */
-  void *x, *w[MAXW], *dy[MAXW];                /* this rank's shards */
+  void *x_full, *w_full[MAXW],
+      *dy_full[MAXW];           /* x [B,SEQ,K] natural; w [N,K]; dy [T,N] seq-major */
+  void *x, *w[MAXW], *dy[MAXW]; /* this rank's shards */
   double *ref_y[MAXW], *ref_dx, *ref_dw[MAXW];
 } host_case;
 
@@ -75,8 +76,13 @@ static void *copy_rows(const host_case *c, const void *src, size_t src_ld, size_
            cols * c->e);
   return out;
 }
-static size_t identity_row(const host_case *c, size_t r) { (void)c; return r; }
-static size_t own_block_row(const host_case *c, size_t r) { return (size_t)(c->rank * c->S_l * BATCH) + r; }
+static size_t identity_row(const host_case *c, size_t r) {
+  (void)c;
+  return r;
+}
+static size_t own_block_row(const host_case *c, size_t r) {
+  return (size_t)(c->rank * c->S_l * BATCH) + r;
+}
 
 static void make_shards(host_case *c) {
   const int64_t W = c->world, T = c->T, K = c->K, N = c->N;
@@ -90,9 +96,10 @@ static void make_shards(host_case *c) {
     for (int i = 0; i < c->n_w; ++i) {
       size_t w_bytes = (size_t)(N / W) * (size_t)K * c->e;
       c->w[i] = malloc(w_bytes);
-      memcpy(c->w[i], (char *)c->w_full[i] + (size_t)(c->rank * (N / W)) * (size_t)K * c->e, w_bytes);
-      c->dy[i] = copy_rows(c, c->dy_full[i], (size_t)N, (size_t)(c->rank * (N / W)), (size_t)(N / W),
-                           (size_t)T, identity_row);
+      memcpy(c->w[i], (char *)c->w_full[i] + (size_t)(c->rank * (N / W)) * (size_t)K * c->e,
+             w_bytes);
+      c->dy[i] = copy_rows(c, c->dy_full[i], (size_t)N, (size_t)(c->rank * (N / W)),
+                           (size_t)(N / W), (size_t)T, identity_row);
     }
   } else {
     c->x = copy_rows(c, x_rows, (size_t)K, (size_t)(c->rank * (K / W)), (size_t)(K / W), (size_t)T,
@@ -172,11 +179,12 @@ static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank,
   c->N = c->gather ? D_LARGE : D_SMALL;
   c->S_l = SEQ / world;
   c->desc = (tp_linear_desc){kind, dt, c->T, c->K, c->N, c->n_w, 1, 0};
-  c->x_full = malloc((size_t)(BATCH * SEQ * c->K) * c->e);
-  gpu_fill_host(dt, c->x_full, (size_t)(BATCH * SEQ * c->K), 11, 1.0f);
+  c->x_full = malloc((size_t)BATCH * SEQ * (size_t)c->K * c->e);
+  gpu_fill_host(dt, c->x_full, (size_t)BATCH * SEQ * (size_t)c->K, 11, 1.0f);
   for (int i = 0; i < c->n_w; ++i) {
     c->w_full[i] = malloc((size_t)(c->N * c->K) * c->e);
-    gpu_fill_host(dt, c->w_full[i], (size_t)(c->N * c->K), 100 + (uint64_t)i, 1.0f / sqrtf((float)c->K));
+    gpu_fill_host(dt, c->w_full[i], (size_t)(c->N * c->K), 100 + (uint64_t)i,
+                  1.0f / sqrtf((float)c->K));
     c->dy_full[i] = malloc((size_t)(c->T * c->N) * c->e);
     gpu_fill_host(dt, c->dy_full[i], (size_t)(c->T * c->N), 200 + (uint64_t)i, 1.0f);
   }
@@ -285,7 +293,8 @@ static int run_plan(tp_group *g, const host_case *c, const tp_linear_plan *p, de
   }
   cudaError_t err = cudaStreamSynchronize(g->main_stream);
   if (err != cudaSuccess || bad) {
-    fprintf(stderr, "rank %d: %s: %s\n", g->rank, tp_backend_name(p->backend), cudaGetErrorString(err));
+    fprintf(stderr, "rank %d: %s: %s\n", g->rank, tp_backend_name(p->backend),
+            cudaGetErrorString(err));
     return 1;
   }
   o->dx = download(d->dx, tp_linear_x_elems(p) * c->e);
@@ -296,7 +305,8 @@ static int run_plan(tp_group *g, const host_case *c, const tp_linear_plan *p, de
   return 0;
 }
 
-static double rel_err_ref(const host_case *c, const void *out, const double *ref, size_t n, int *bad) {
+static double rel_err_ref(const host_case *c, const void *out, const double *ref, size_t n,
+                          int *bad) {
   double d2 = 0, r2 = 0;
   *bad = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -311,7 +321,8 @@ static double rel_err_ref(const host_case *c, const void *out, const double *ref
   return sqrt(d2 / (r2 > 0 ? r2 : 1));
 }
 
-static double rel_err_pair(const host_case *c, const void *a, const void *b, size_t n, size_t *differ) {
+static double rel_err_pair(const host_case *c, const void *a, const void *b, size_t n,
+                           size_t *differ) {
   double d2 = 0, r2 = 0;
   *differ = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -343,8 +354,8 @@ static const variant VARIANTS[] = {
     {TP_BACKEND_DIST, TP_SCHED_SM, 4, 1},
 };
 
-static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *p,
-                         const outputs *o, const outputs *stock) {
+static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *p, const outputs *o,
+                         const outputs *stock) {
   const double tol_ref = c->dt == TP_BF16 ? TOL_REF_BF16 : TOL_REF_FP32;
   const double tol_sum = c->dt == TP_BF16 ? TOL_SUM_BF16 : TOL_SUM_FP32;
   int failures = 0;
@@ -352,9 +363,14 @@ static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *
     for (int k = 0; k < N_OUTPUTS; ++k) {
       if (k == T_DX && i > 0) continue; /* one dx for all weights */
       const void *out = k == T_Y ? o->y[i] : k == T_DX ? o->dx : o->dw[i];
-      const void *st = stock ? (k == T_Y ? stock->y[i] : k == T_DX ? stock->dx : stock->dw[i]) : NULL;
+      const void *st = stock ? (k == T_Y    ? stock->y[i]
+                                : k == T_DX ? stock->dx
+                                            : stock->dw[i])
+                             : NULL;
       const double *ref = k == T_Y ? c->ref_y[i] : k == T_DX ? c->ref_dx : c->ref_dw[i];
-      size_t n = k == T_Y ? tp_linear_y_elems(p) : k == T_DX ? tp_linear_x_elems(p) : tp_linear_w_elems(p);
+      size_t n = k == T_Y    ? tp_linear_y_elems(p)
+                 : k == T_DX ? tp_linear_x_elems(p)
+                             : tp_linear_w_elems(p);
       int bad = 0;
       double err = rel_err_ref(c, out, ref, n, &bad);
       int ok = bad == 0 && err <= tol_ref;
@@ -371,12 +387,13 @@ static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *
           rule = "no rank sum: bit-identical to stock";
         }
       }
-      printf("rank %d: %-15s %s %-9s %-4s x%d save=%d %-2s[%d]: vs fp64 %.2e (tol %.0e) unwritten %d; "
-             "vs stock %.2e, %zu differ (%s): %s\n",
-             g->rank, tp_linear_kind_name(c->desc.kind), tp_dtype_name(c->dt),
-             tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
-             p->desc.save_gathered, OUTPUT_NAMES[k], i, err, tol_ref, bad, vs, differ, rule,
-             ok ? "ok" : "FAIL");
+      printf(
+          "rank %d: %-15s %s %-9s %-4s x%d save=%d %-2s[%d]: vs fp64 %.2e (tol %.0e) unwritten %d; "
+          "vs stock %.2e, %zu differ (%s): %s\n",
+          g->rank, tp_linear_kind_name(c->desc.kind), tp_dtype_name(c->dt),
+          tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
+          p->desc.save_gathered, OUTPUT_NAMES[k], i, err, tol_ref, bad, vs, differ, rule,
+          ok ? "ok" : "FAIL");
       failures += !ok;
     }
   return failures;
@@ -387,7 +404,8 @@ static int check_rejections(tp_group *g, const tp_linear_desc *desc) {
   int failures = 0;
   if (g->world > 1) {
     tp_rc rc = tp_linear_plan_make(g, desc, TP_BACKEND_DIST, TP_SCHED_MULTIMEM, 0, &p);
-    if (rc != TP_EREJECT || (strstr(p.reason, "multicast") == NULL && strstr(p.reason, "multimem") == NULL)) {
+    if (rc != TP_EREJECT ||
+        (strstr(p.reason, "multicast") == NULL && strstr(p.reason, "multimem") == NULL)) {
       fprintf(stderr, "rank %d: multimem not rejected with a reason ('%s')\n", g->rank, p.reason);
       failures++;
     }
@@ -405,7 +423,8 @@ static int check_rejections(tp_group *g, const tp_linear_desc *desc) {
     fprintf(stderr, "rank 0: dist_gemm at TP 1 was accepted\n");
     failures++;
   }
-  printf("rank %d: rejections checked (%d failure(s)); multimem said: %s\n", g->rank, failures, p.reason);
+  printf("rank %d: rejections checked (%d failure(s)); multimem said: %s\n", g->rank, failures,
+         p.reason);
   return failures;
 }
 
@@ -466,7 +485,9 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
 
 static int world_size;
 
-static void run_kind(tp_linear_kind kind) { assert_int_equal(gpu_run_group(world_size, body, &kind), 0); }
+static void run_kind(tp_linear_kind kind) {
+  assert_int_equal(gpu_run_group(world_size, body, &kind), 0);
+}
 static void test_ag_linear(void **state) {
   (void)state;
   run_kind(TP_LINEAR_AG);
