@@ -68,8 +68,7 @@ bool valid_dtype(tp_dtype dt) { return dt == TP_BF16 || dt == TP_FP32; }
 /* Rows become blocks of a one-block-per-row kernel: gridDim.x's limit. */
 bool valid_rows(int64_t rows) { return rows >= 1 && rows <= INT32_MAX; }
 
-/* ---- RMSNorm ----------------------------------------------------------------------------------
- */
+/* ---- RMSNorm -------------------------------------------------------------------------------- */
 
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
@@ -177,8 +176,7 @@ cudaError_t rmsnorm_bwd(const void *dy, const void *x, const void *g, const floa
   return cudaGetLastError();
 }
 
-/* ---- RoPE -------------------------------------------------------------------------------------
- */
+/* ---- RoPE ----------------------------------------------------------------------------------- */
 
 __global__ void rope_table_kernel(float *table, int64_t seq, int64_t half, double theta) {
   const size_t count = static_cast<size_t>(seq) * static_cast<size_t>(half);
@@ -237,8 +235,7 @@ bool valid_rope(const void *qkv, const float *table, int64_t seq, int64_t batch,
          head_dim % 2 == 0;
 }
 
-/* ---- attention: layout copies and causal softmax ----------------------------------------------
- */
+/* ---- attention: layout copies and causal softmax -------------------------------------------- */
 
 /* One thread per element of the head-major side; head_dim is innermost on
  * both sides, so consecutive threads touch consecutive addresses. */
@@ -331,8 +328,7 @@ cudaError_t softmax_bwd(const void *p, const float *dp, void *ds, int64_t rows, 
   return cudaGetLastError();
 }
 
-/* ---- SwiGLU -----------------------------------------------------------------------------------
- */
+/* ---- SwiGLU --------------------------------------------------------------------------------- */
 
 __device__ __forceinline__ float sigmoid(float a) { return 1.0f / (1.0f + expf(-a)); }
 
@@ -380,8 +376,7 @@ cudaError_t swiglu_bwd(const void *dh, const void *a, const void *b, void *da, v
 
 } // namespace
 
-/* ---- C launchers ------------------------------------------------------------------------------
- */
+/* ---- C launchers ---------------------------------------------------------------------------- */
 
 extern "C" cudaError_t tp_launch_rmsnorm_fwd(tp_dtype dt, const void *x, const void *g, void *y,
                                              float *inv_rms, int64_t rows, int64_t dim, float eps,
