@@ -85,6 +85,23 @@ cudaError_t tp_launch_compare(tp_dtype dt, const void *a, const void *b, size_t 
 cudaError_t tp_launch_to_fp32(tp_dtype dt, const void *src, float *dst, size_t count,
                               cudaStream_t stream);
 
+/* y[r, c] += bias[c] for rows x cols (row-major, contiguous). */
+cudaError_t tp_launch_add_bias(tp_dtype dt, void *y, const void *bias, size_t rows, size_t cols,
+                               cudaStream_t stream);
+
+/* Floats of the partial-sum buffer tp_launch_column_partials needs. */
+size_t tp_bias_partial_floats(size_t rows, size_t cols);
+
+/* Column sums of dy [rows, cols] over fixed blocks of rows: partial is
+ * [ceil(rows / 256), cols] fp32. */
+cudaError_t tp_launch_column_partials(tp_dtype dt, const void *dy, size_t rows, size_t cols,
+                                      float *partial, cudaStream_t stream);
+
+/* out[c] = sum over sources s (in order), then rows r, of srcs[s][r·cols + c]:
+ * fp32 sums, one rounding to dt. Sources may be peers' memory. */
+cudaError_t tp_launch_sum_f32_rows(tp_dtype dt, void *out, const float *const *srcs, int n_src,
+                                   size_t rows_each, size_t cols, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

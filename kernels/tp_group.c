@@ -98,6 +98,19 @@ tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
   return TP_OK;
 }
 
+tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
+  if (bytes > g->bias_scratch_bytes) {
+    TP_CUDA(cudaDeviceSynchronize());
+    if (g->bias_scratch) TP_CUDA(cudaFree(g->bias_scratch));
+    g->bias_scratch = NULL;
+    g->bias_scratch_bytes = 0;
+    TP_CUDA(cudaMalloc((void **)&g->bias_scratch, bytes));
+    g->bias_scratch_bytes = bytes;
+  }
+  *out = g->bias_scratch;
+  return TP_OK;
+}
+
 void tp_group_destroy(tp_group *g) {
   if (!g) return;
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
@@ -109,6 +122,7 @@ void tp_group_destroy(tp_group *g) {
   if (g->main_stream) cudaStreamDestroy(g->main_stream);
   if (g->comm_stream) cudaStreamDestroy(g->comm_stream);
   if (g->scratch) cudaFree(g->scratch);
+  if (g->bias_scratch) cudaFree(g->bias_scratch);
   free(g);
 }
 

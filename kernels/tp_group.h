@@ -27,6 +27,8 @@ typedef struct tp_group {
   tp_gemm *gemm;
   void *scratch; /* private (not symmetric) buffer: the stock path's gathered input or partials */
   size_t scratch_bytes;
+  float *bias_scratch; /* private fp32 partial sums of bias gradients */
+  size_t bias_scratch_bytes;
   cudaEvent_t events[TP_EVENT_POOL];
   int sm_count;
   int multicast_supported;  /* the device reports NVLink multicast */
@@ -43,6 +45,9 @@ void tp_group_destroy(tp_group *group);
 
 /* Grows the private scratch buffer to at least bytes (not collective). */
 tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
+
+/* Grows the private fp32 buffer of the bias-gradient sums to at least bytes. */
+tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
 
 /* Library versions as strings, for the run's record. */
 void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, char *nccl,

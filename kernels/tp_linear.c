@@ -80,6 +80,8 @@ size_t tp_linear_x_elems(const tp_linear_plan *p) {
   return (size_t)(p->desc.tokens * (p->desc.in_features / p->world));
 }
 
+size_t tp_linear_b_elems(const tp_linear_plan *p) { return (size_t)p->gemm_n; }
+
 size_t tp_linear_w_elems(const tp_linear_plan *p) { return (size_t)(p->gemm_n * p->gemm_k); }
 
 size_t tp_linear_y_elems(const tp_linear_plan *p) {
@@ -166,7 +168,8 @@ static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
     if (d->backward) bwd = (rs_slots + rs_staging) * K * e + (d->save_gathered ? 0 : T * K * e);
   } else {
     fwd = (rs_slots + rs_staging) * N * e;
-    if (d->backward) bwd = T * N * e;
+    /* the bias gradient's per-rank column sums, fp32, after the gathered dy */
+    if (d->backward) bwd = T * N * e + (d->bias ? N * sizeof(float) : 0);
   }
   return fwd > bwd ? fwd : bwd;
 }
@@ -262,7 +265,18 @@ tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_back
   return TP_FAIL(TP_EINTERNAL, "unknown backend %d", (int)backend);
 }
 
+/* fp32 floats of bias-gradient partial sums a backward needs on this rank. */
+static size_t bias_partial_floats(const tp_linear_plan *p) {
+  if (!p->desc.bias || !p->desc.backward) return 0;
+  size_t rows = (size_t)(is_gather_side(p->desc.kind) ? p->desc.tokens : p->shard_rows);
+  /* the row partials, then one summed row */
+  return tp_bias_partial_floats(rows, (size_t)p->gemm_n) + (size_t)p->gemm_n;
+}
+
 tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
+  float *unused = NULL;
+  if (bias_partial_floats(p))
+    TP_TRY(tp_group_bias_scratch(g, bias_partial_floats(p) * sizeof(float), &unused));
   if (p->backend == TP_BACKEND_DIST) return tp_symm_reserve(g->symm, p->workspace_bytes);
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
@@ -333,10 +347,68 @@ static tp_rc rs_dgrad_rows(tp_group *g, const tp_linear_plan *p, const tp_linear
               at(t->dx, dx_row0 * (size_t)p->gemm_k * e), p->gemm_k, 0.0f);
 }
 
-/* ---- stock: NCCL and cuBLASLt on one stream ---------------------------------------- */
-
 static int runs_gemm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
 static int runs_comm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_GEMM_ONLY; }
+
+/* ---- biases ------------------------------------------------------------------------- */
+
+/* Forward: adds each weight's bias to its finished output (after the
+ * reduce-scatter on the row-parallel side), the same kernel in both
+ * backends so their bits stay comparable. */
+static tp_rc add_biases(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (!p->desc.bias || !runs_gemm(p)) return TP_OK;
+  size_t rows = (size_t)(is_gather_side(p->desc.kind) ? p->desc.tokens : p->shard_rows);
+  for (int i = 0; i < p->desc.n_weights; ++i)
+    TP_CUDA(tp_launch_add_bias(p->desc.dtype, t->y[i], t->b[i], rows, (size_t)p->gemm_n,
+                               g->main_stream));
+  return TP_OK;
+}
+
+/* fp32 column sums of dy [rows, cols] into out (cols floats), via the
+ * group's partial-sum scratch: fixed row blocks, summed in order. */
+static tp_rc column_sums_f32(tp_group *g, const tp_linear_plan *p, const void *dy, size_t rows,
+                             float *out) {
+  const size_t cols = (size_t)p->gemm_n;
+  float *partial = g->bias_scratch;
+  TP_CUDA(tp_launch_column_partials(p->desc.dtype, dy, rows, cols, partial, g->main_stream));
+  const float *srcs[1] = {partial};
+  TP_CUDA(tp_launch_sum_f32_rows(TP_FP32, out, srcs, 1, tp_bias_partial_floats(rows, cols) / cols,
+                                 cols, g->main_stream));
+  return TP_OK;
+}
+
+/* The summed row of the scratch, after the partials. */
+static float *bias_vector(tp_group *g, const tp_linear_plan *p, size_t rows) {
+  return g->bias_scratch + tp_bias_partial_floats(rows, (size_t)p->gemm_n);
+}
+
+/* Column-parallel: db_i = column sums of dy_i over all T rows: local, no communication. */
+static tp_rc bias_grads_local(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  const size_t rows = (size_t)p->desc.tokens;
+  float *vec = bias_vector(g, p, rows);
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    TP_TRY(column_sums_f32(g, p, t->dy[i], rows, vec));
+    const float *srcs[1] = {vec};
+    TP_CUDA(tp_launch_sum_f32_rows(p->desc.dtype, t->db[i], srcs, 1, 1, (size_t)p->gemm_n,
+                                   g->main_stream));
+  }
+  return TP_OK;
+}
+
+/* Row-parallel, stock: local column sums, an NCCL all-reduce, one rounding. */
+static tp_rc bias_grads_rs_stock(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  const size_t rows = (size_t)p->shard_rows, cols = (size_t)p->gemm_n;
+  float *vec = bias_vector(g, p, rows);
+  if (runs_gemm(p)) TP_TRY(column_sums_f32(g, p, t->dy[0], rows, vec));
+  if (runs_comm(p))
+    TP_NCCL(ncclAllReduce(vec, vec, cols, ncclFloat32, ncclSum, g->nccl, g->main_stream), g->nccl);
+  const float *srcs[1] = {vec};
+  if (runs_gemm(p))
+    TP_CUDA(tp_launch_sum_f32_rows(p->desc.dtype, t->db[0], srcs, 1, 1, cols, g->main_stream));
+  return TP_OK;
+}
+
+/* ---- stock: NCCL and cuBLASLt on one stream ---------------------------------------- */
 
 static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   cudaStream_t s = g->main_stream;
@@ -346,14 +418,14 @@ static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear
     if (runs_comm(p))
       TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
     if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, gathered, t->y, 0));
-    return TP_OK;
+    return add_biases(g, p, t);
   }
   void *partial[TP_MAX_WEIGHTS] = {g->scratch}; /* one weight on the row-parallel side */
   if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, partial, 0));
   if (runs_comm(p))
     TP_NCCL(ncclReduceScatter(g->scratch, t->y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
             g->nccl);
-  return TP_OK;
+  return add_biases(g, p, t);
 }
 
 static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
@@ -371,6 +443,7 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
         TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
     }
     if (runs_gemm(p)) TP_TRY(wgrad(g, p, t, gathered));
+    if (p->desc.bias && runs_gemm(p)) TP_TRY(bias_grads_local(g, p, t));
     return TP_OK;
   }
   void *gathered = g->scratch;
@@ -380,6 +453,7 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
     TP_TRY(rs_dgrad_rows(g, p, t, p->desc.tokens, gathered, 0));
     TP_TRY(wgrad(g, p, t, gathered));
   }
+  if (p->desc.bias) TP_TRY(bias_grads_rs_stock(g, p, t));
   return TP_OK;
 }
 
@@ -411,6 +485,28 @@ static tp_rc wait_chunk(tp_group *g, int src, int phase, int chunk) {
   tp_pad_set pads = tp_symm_pads(g->symm);
   TP_CUDA(tp_launch_wait(pads.pad[g->rank], flag_slot(src, phase, chunk), src, g->wait_timeout_ns,
                          g->main_stream));
+  return TP_OK;
+}
+
+/* Row-parallel, fused: each rank's fp32 column sums go into its own
+ * workspace at vec_offset; flags tell the peers; every rank then sums the W
+ * vectors, read from the peers' memory, in rank order. */
+static tp_rc bias_grads_rs_dist(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                                size_t vec_offset) {
+  const size_t cols = (size_t)p->gemm_n;
+  float *mine = (float *)at(tp_symm_ptr(g->symm, g->rank), vec_offset);
+  TP_TRY(column_sums_f32(g, p, t->dy[0], (size_t)p->shard_rows, mine));
+  tp_pad_set pads = tp_symm_pads(g->symm);
+  for (int step = 1; step < g->world; ++step) {
+    int dst = (g->rank + step) % g->world;
+    TP_CUDA(tp_launch_signal(pads.pad[dst], flag_slot(g->rank, 1, 0), g->main_stream));
+  }
+  for (int step = 1; step < g->world; ++step)
+    TP_TRY(wait_chunk(g, (g->rank - step + g->world) % g->world, 1, 0));
+  const float *srcs[TP_MAX_WORLD];
+  for (int r = 0; r < g->world; ++r)
+    srcs[r] = (const float *)at(tp_symm_ptr(g->symm, r), vec_offset);
+  TP_CUDA(tp_launch_sum_f32_rows(p->desc.dtype, t->db[0], srcs, g->world, 1, cols, g->main_stream));
   return TP_OK;
 }
 
@@ -517,6 +613,7 @@ static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_
   TP_TRY(fork_to_comm(g));
   if (!is_gather_side(p->desc.kind)) {
     TP_TRY(fused_reduce_scatter(g, p, t, fwd_partial, p->desc.out_features, t->y[0], 0));
+    TP_TRY(add_biases(g, p, t));
     return join_from_comm(g);
   }
   const int rank = g->rank, world = g->world;
@@ -538,6 +635,7 @@ static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_
     TP_CUDA(cudaMemcpyAsync(t->saved, gathered, (size_t)p->desc.tokens * row,
                             cudaMemcpyDeviceToDevice, g->main_stream));
   }
+  TP_TRY(add_biases(g, p, t));
   return join_from_comm(g);
 }
 
@@ -559,6 +657,7 @@ static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear
       TP_TRY(wait_gather(g, p, 0));
     }
     TP_TRY(wgrad(g, p, t, gathered));
+    if (p->desc.bias) TP_TRY(bias_grads_local(g, p, t));
     return join_from_comm(g);
   }
   /* RS side: gather dy; dx rows as chunks arrive; dW over the whole. */
@@ -574,12 +673,14 @@ static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear
       TP_TRY(rs_dgrad_rows(g, p, t, R, cat(gathered, row0 * row), row0));
     }
   TP_TRY(place_own_rows(g, p, gathered, t->dy[0], row));
-  (void)T;
   TP_TRY(wgrad(g, p, t, gathered));
+  if (p->desc.bias) TP_TRY(bias_grads_rs_dist(g, p, t, (size_t)T * row));
   return join_from_comm(g);
 }
 
 static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (p->desc.bias && g->bias_scratch_bytes < bias_partial_floats(p) * sizeof(float))
+    return TP_FAIL(TP_EINTERNAL, "bias scratch too small: call tp_linear_prepare");
   if (p->desc.save_gathered && !t->saved)
     return TP_FAIL(TP_EINTERNAL, "plan saves the gathered input but no buffer was given");
   if (p->backend == TP_BACKEND_DIST) {

@@ -67,6 +67,8 @@ typedef struct tp_linear_desc {
   int backward;         /* the plan also runs the backward pass */
   int save_gathered;    /* all-gather side: keep AG(x) from the forward for dW (memory for
                            one all-gather less); 0: gather x again in the backward */
+  int bias;             /* each weight has a bias: column-parallel b[N/W] (sharded like the
+                           weight), row-parallel b[N] (replicated, added after the sum) */
 } tp_linear_desc;
 
 typedef struct tp_linear_plan {
@@ -89,6 +91,7 @@ typedef struct tp_linear_plan {
 size_t tp_linear_x_elems(const tp_linear_plan *plan);
 size_t tp_linear_w_elems(const tp_linear_plan *plan); /* each weight */
 size_t tp_linear_y_elems(const tp_linear_plan *plan); /* each output */
+size_t tp_linear_b_elems(const tp_linear_plan *plan); /* each bias */
 
 /* Resolves the schedule (AUTO → a heuristic's choice, recorded with its
  * reason) and checks the shape. TP_EREJECT with the reason in
@@ -110,6 +113,8 @@ typedef struct tp_linear_tensors {
   const void *dy[TP_MAX_WEIGHTS];
   void *dx;
   void *dw[TP_MAX_WEIGHTS];
+  const void *b[TP_MAX_WEIGHTS]; /* biases, when the plan has them */
+  void *db[TP_MAX_WEIGHTS];      /* their gradients */
   void *saved;
 } tp_linear_tensors;
 

@@ -11,7 +11,8 @@
  * against stock: bit-identical where no cross-rank sum is involved (the
  * gather side's y and dw, the scatter side's dx and dw), within a stated
  * tolerance where ranks are summed (the scatter side's y, the gather side's
- * dx). multimem, ring and impossible shapes must be rejected with a reason.
+ * dx, and the scatter side's bias gradient, which sums over ranks); with and
+ * without a bias. multimem, ring and impossible shapes must be rejected with a reason.
  * Exit 77 (skipped) without a GPU.
  */
 #include <math.h>
@@ -37,8 +38,8 @@ static const double TOL_REF_BF16 = 1e-2, TOL_REF_FP32 = 1e-5;
 /* Reduced outputs, dist_gemm against stock: only the rank-sum order differs. */
 static const double TOL_SUM_BF16 = 1e-2, TOL_SUM_FP32 = 1e-6;
 
-typedef enum { T_Y = 0, T_DX, T_DW, N_OUTPUTS } output_kind;
-static const char *const OUTPUT_NAMES[] = {"y", "dx", "dw"};
+typedef enum { T_Y = 0, T_DX, T_DW, T_DB, N_OUTPUTS } output_kind;
+static const char *const OUTPUT_NAMES[] = {"y", "dx", "dw", "db"};
 
 typedef struct host_case {
   tp_dtype dt;
@@ -46,10 +47,10 @@ typedef struct host_case {
   int rank, world, gather, n_w;
   size_t e, x_elems, w_elems, y_elems;
   int64_t T, K, N, S_l;
-  void *x_full, *w_full[MAXW],
-      *dy_full[MAXW];           /* x [B,SEQ,K] natural; w [N,K]; dy [T,N] seq-major */
-  void *x, *w[MAXW], *dy[MAXW]; /* this rank's shards */
-  double *ref_y[MAXW], *ref_dx, *ref_dw[MAXW];
+  /* x [B,SEQ,K] natural layout; w [N,K]; dy [T,N] seq-major rows; b [N] */
+  void *x_full, *w_full[MAXW], *dy_full[MAXW], *b_full[MAXW];
+  void *x, *w[MAXW], *dy[MAXW], *b[MAXW]; /* this rank's shards */
+  double *ref_y[MAXW], *ref_dx, *ref_dw[MAXW], *ref_db[MAXW];
 } host_case;
 
 static size_t bsk(const host_case *c, int64_t b, int64_t s, int64_t k) {
@@ -112,6 +113,18 @@ static void make_shards(host_case *c) {
   free(x_rows);
 }
 
+static double bv(const host_case *c, int i, int64_t n) {
+  return c->desc.bias ? gpu_host_value(c->dt, c->b_full[i], (size_t)n) : 0.0;
+}
+
+/* db over all T rows of the full gradient, for columns [col0, col0 + cols). */
+static double *reference_db(const host_case *c, int i, int64_t col0, int64_t cols) {
+  double *db = calloc((size_t)cols, sizeof(double));
+  for (int64_t n = 0; n < cols; ++n)
+    for (int64_t row = 0; row < c->T; ++row) db[n] += dyv(c, i, row, col0 + n);
+  return db;
+}
+
 static void make_reference(host_case *c) {
   const int64_t W = c->world, T = c->T, K = c->K, N = c->N, r = c->rank;
   const int64_t rows_local = c->S_l * BATCH, row0 = r * rows_local;
@@ -125,7 +138,7 @@ static void make_reference(host_case *c) {
         for (int64_t n = 0; n < Nl; ++n) {
           double acc = 0;
           for (int64_t k = 0; k < K; ++k) acc += xv(c, row, k) * wv(c, i, r * Nl + n, k);
-          c->ref_y[i][row * Nl + n] = acc;
+          c->ref_y[i][row * Nl + n] = acc + bv(c, i, r * Nl + n);
         }
       for (int64_t row = 0; row < rows_local; ++row)
         for (int64_t k = 0; k < K; ++k) {
@@ -139,6 +152,7 @@ static void make_reference(host_case *c) {
           for (int64_t row = 0; row < T; ++row) acc += dyv(c, i, row, r * Nl + n) * xv(c, row, k);
           c->ref_dw[i][n * K + k] = acc;
         }
+      c->ref_db[i] = reference_db(c, i, r * Nl, Nl);
     }
     return;
   }
@@ -150,7 +164,7 @@ static void make_reference(host_case *c) {
     for (int64_t n = 0; n < N; ++n) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k) acc += xv(c, row0 + row, k) * wv(c, 0, n, k);
-      c->ref_y[0][row * N + n] = acc;
+      c->ref_y[0][row * N + n] = acc + bv(c, 0, n);
     }
   for (int64_t row = 0; row < T; ++row)
     for (int64_t k = 0; k < Kl; ++k) {
@@ -164,9 +178,11 @@ static void make_reference(host_case *c) {
       for (int64_t row = 0; row < T; ++row) acc += dyv(c, 0, row, n) * xv(c, row, r * Kl + k);
       c->ref_dw[0][n * Kl + k] = acc;
     }
+  c->ref_db[0] = reference_db(c, 0, 0, N);
 }
 
-static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank, int world) {
+static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank, int world,
+                       int bias) {
   memset(c, 0, sizeof *c);
   c->dt = dt;
   c->rank = rank;
@@ -178,7 +194,7 @@ static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank,
   c->K = c->gather ? D_SMALL : D_LARGE;
   c->N = c->gather ? D_LARGE : D_SMALL;
   c->S_l = SEQ / world;
-  c->desc = (tp_linear_desc){kind, dt, c->T, c->K, c->N, c->n_w, 1, 0};
+  c->desc = (tp_linear_desc){kind, dt, c->T, c->K, c->N, c->n_w, 1, 0, bias};
   c->x_full = malloc((size_t)BATCH * SEQ * (size_t)c->K * c->e);
   gpu_fill_host(dt, c->x_full, (size_t)BATCH * SEQ * (size_t)c->K, 11, 1.0f);
   for (int i = 0; i < c->n_w; ++i) {
@@ -187,6 +203,13 @@ static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank,
                   1.0f / sqrtf((float)c->K));
     c->dy_full[i] = malloc((size_t)(c->T * c->N) * c->e);
     gpu_fill_host(dt, c->dy_full[i], (size_t)(c->T * c->N), 200 + (uint64_t)i, 1.0f);
+    c->b_full[i] = malloc((size_t)c->N * c->e);
+    gpu_fill_host(dt, c->b_full[i], (size_t)c->N, 300 + (uint64_t)i, 0.5f);
+    /* column-parallel: this rank's slice; row-parallel: the whole (replicated) bias */
+    size_t b_cols = (size_t)(c->gather ? c->N / world : c->N);
+    c->b[i] = malloc(b_cols * c->e);
+    memcpy(c->b[i], (char *)c->b_full[i] + (size_t)(c->gather ? rank * (c->N / world) : 0) * c->e,
+           b_cols * c->e);
   }
   make_shards(c);
   make_reference(c);
@@ -203,13 +226,16 @@ static void free_case(host_case *c) {
     free(c->dy[i]);
     free(c->ref_y[i]);
     free(c->ref_dw[i]);
+    free(c->b_full[i]);
+    free(c->b[i]);
+    free(c->ref_db[i]);
   }
 }
 
 /* ---- device side --------------------------------------------------------------- */
 
 typedef struct dev_case {
-  void *x, *w[MAXW], *dy[MAXW], *y[MAXW], *dx, *dw[MAXW], *saved;
+  void *x, *w[MAXW], *dy[MAXW], *y[MAXW], *dx, *dw[MAXW], *b[MAXW], *db[MAXW], *saved;
 } dev_case;
 
 static int dev_copy_in(void **dst, const void *src, size_t bytes) {
@@ -227,6 +253,8 @@ static int upload(const host_case *c, const tp_linear_plan *p, dev_case *d) {
     bad |= dev_copy_in(&d->dy[i], c->dy[i], tp_linear_y_elems(p) * c->e);
     bad |= cudaMalloc(&d->y[i], tp_linear_y_elems(p) * c->e) != cudaSuccess;
     bad |= cudaMalloc(&d->dw[i], tp_linear_w_elems(p) * c->e) != cudaSuccess;
+    bad |= dev_copy_in(&d->b[i], c->b[i], tp_linear_b_elems(p) * c->e);
+    bad |= cudaMalloc(&d->db[i], tp_linear_b_elems(p) * c->e) != cudaSuccess;
   }
   return bad;
 }
@@ -240,12 +268,14 @@ static void release(dev_case *d) {
     cudaFree(d->dy[i]);
     cudaFree(d->y[i]);
     cudaFree(d->dw[i]);
+    cudaFree(d->b[i]);
+    cudaFree(d->db[i]);
   }
 }
 
 /* Host copies of one run's outputs: y[i], dx, dw[i]. */
 typedef struct outputs {
-  void *y[MAXW], *dx, *dw[MAXW];
+  void *y[MAXW], *dx, *dw[MAXW], *db[MAXW];
 } outputs;
 
 static void free_outputs(outputs *o) {
@@ -253,6 +283,7 @@ static void free_outputs(outputs *o) {
   for (int i = 0; i < MAXW; ++i) {
     free(o->y[i]);
     free(o->dw[i]);
+    free(o->db[i]);
   }
   memset(o, 0, sizeof *o);
 }
@@ -282,6 +313,9 @@ static int run_plan(tp_group *g, const host_case *c, const tp_linear_plan *p, de
     t.dy[i] = d->dy[i];
     t.y[i] = d->y[i];
     t.dw[i] = d->dw[i];
+    t.b[i] = d->b[i];
+    t.db[i] = d->db[i];
+    bad |= tp_launch_poison(c->dt, d->db[i], tp_linear_b_elems(p), g->main_stream) != cudaSuccess;
     bad |= tp_launch_poison(c->dt, d->y[i], tp_linear_y_elems(p), g->main_stream) != cudaSuccess;
     bad |= tp_launch_poison(c->dt, d->dw[i], tp_linear_w_elems(p), g->main_stream) != cudaSuccess;
   }
@@ -301,6 +335,7 @@ static int run_plan(tp_group *g, const host_case *c, const tp_linear_plan *p, de
   for (int i = 0; i < c->n_w; ++i) {
     o->y[i] = download(d->y[i], tp_linear_y_elems(p) * c->e);
     o->dw[i] = download(d->dw[i], tp_linear_w_elems(p) * c->e);
+    o->db[i] = download(d->db[i], tp_linear_b_elems(p) * c->e);
   }
   return 0;
 }
@@ -336,7 +371,7 @@ static double rel_err_pair(const host_case *c, const void *a, const void *b, siz
 
 /* Whether an output involves a sum over ranks (and so may differ from stock in rounding). */
 static int is_rank_summed(const host_case *c, output_kind k) {
-  return c->gather ? k == T_DX : k == T_Y;
+  return c->gather ? k == T_DX : (k == T_Y || k == T_DB);
 }
 
 typedef struct variant {
@@ -428,9 +463,9 @@ static int check_rejections(tp_group *g, const tp_linear_desc *desc) {
   return failures;
 }
 
-static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt) {
+static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias) {
   host_case c;
-  build_case(&c, kind, dt, g->rank, g->world);
+  build_case(&c, kind, dt, g->rank, g->world, bias);
   tp_linear_plan shape;
   if (tp_linear_plan_make(g, &c.desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &shape) != TP_OK) {
     fprintf(stderr, "rank %d: plan: %s\n", g->rank, tp_last_error());
@@ -478,7 +513,9 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt) {
 static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   tp_linear_kind kind = *(const tp_linear_kind *)ctx;
-  int failures = run_dtype(g, kind, TP_BF16) + run_dtype(g, kind, TP_FP32);
+  int failures = 0;
+  for (int bias = 0; bias <= 1; ++bias)
+    failures += run_dtype(g, kind, TP_BF16, bias) + run_dtype(g, kind, TP_FP32, bias);
   fflush(stdout);
   return failures ? 1 : 0;
 }

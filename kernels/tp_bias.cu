@@ -1,0 +1,123 @@
+/*
+ * tp_bias.cu — bias of the TP projections: the forward adds a bias row to
+ * every output row; the backward sums the output gradient over rows. The
+ * sums are deterministic (a fixed split of the rows, partial sums added in
+ * order, fp32 throughout), so stock and dist_gemm get the same bits from
+ * the same gradient.
+ */
+#include <cuda_bf16.h>
+
+#include "tp_device.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = 256;
+
+template <typename T> __device__ __forceinline__ float load_f32(const T *p, size_t i);
+template <> __device__ __forceinline__ float load_f32<float>(const float *p, size_t i) {
+  return p[i];
+}
+template <>
+__device__ __forceinline__ float load_f32<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
+  return __bfloat162float(p[i]);
+}
+template <typename T> __device__ __forceinline__ void store_f32(T *p, size_t i, float v);
+template <> __device__ __forceinline__ void store_f32<float>(float *p, size_t i, float v) {
+  p[i] = v;
+}
+template <>
+__device__ __forceinline__ void store_f32<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+
+template <typename T>
+__global__ void add_bias_kernel(T *y, const T *bias, size_t rows, size_t cols) {
+  size_t total = rows * cols;
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += stride)
+    store_f32(y, i, load_f32(y, i) + load_f32(bias, i % cols));
+}
+
+/* partial[blockIdx.y][col] = sum of rows [y·kRowsPerBlock, +kRowsPerBlock) of column col. */
+template <typename T>
+__global__ void column_partial_kernel(const T *dy, size_t rows, size_t cols, size_t ld,
+                                      float *partial) {
+  size_t col = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  size_t row0 = static_cast<size_t>(blockIdx.y) * kRowsPerBlock;
+  size_t row1 = row0 + kRowsPerBlock < rows ? row0 + kRowsPerBlock : rows;
+  float acc = 0.0f;
+  for (size_t r = row0; r < row1; ++r) acc += load_f32(dy, r * ld + col);
+  partial[static_cast<size_t>(blockIdx.y) * cols + col] = acc;
+}
+
+struct f32_sources {
+  const float *p[TP_MAX_WORLD];
+};
+
+/* out[col] = sum over s of src[s][col·stride_rows...]: sources in order, fp32, one rounding. */
+template <typename T>
+__global__ void sum_sources_kernel(T *out, f32_sources srcs, int n_src, size_t n_rows_each,
+                                   size_t cols) {
+  size_t col = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  float acc = 0.0f;
+  for (int s = 0; s < n_src; ++s)
+    for (size_t r = 0; r < n_rows_each; ++r) acc += srcs.p[s][r * cols + col];
+  store_f32(out, col, acc);
+}
+
+unsigned int blocks_for(size_t n, int threads) {
+  size_t b = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+  if (b > 8192) b = 8192;
+  return b == 0 ? 1u : static_cast<unsigned int>(b);
+}
+
+} // namespace
+
+extern "C" size_t tp_bias_partial_floats(size_t rows, size_t cols) {
+  return ((rows + kRowsPerBlock - 1) / kRowsPerBlock) * cols;
+}
+
+extern "C" cudaError_t tp_launch_add_bias(tp_dtype dt, void *y, const void *bias, size_t rows,
+                                          size_t cols, cudaStream_t stream) {
+  unsigned int grid = blocks_for(rows * cols, kThreads);
+  if (dt == TP_BF16)
+    add_bias_kernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<__nv_bfloat16 *>(y), static_cast<const __nv_bfloat16 *>(bias), rows, cols);
+  else
+    add_bias_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float *>(y),
+                                                   static_cast<const float *>(bias), rows, cols);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t tp_launch_column_partials(tp_dtype dt, const void *dy, size_t rows,
+                                                 size_t cols, float *partial, cudaStream_t stream) {
+  dim3 grid(static_cast<unsigned int>((cols + kThreads - 1) / kThreads),
+            static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  if (dt == TP_BF16)
+    column_partial_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16 *>(dy),
+                                                         rows, cols, cols, partial);
+  else
+    column_partial_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const float *>(dy), rows, cols,
+                                                         cols, partial);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t tp_launch_sum_f32_rows(tp_dtype dt, void *out, const float *const *srcs,
+                                              int n_src, size_t rows_each, size_t cols,
+                                              cudaStream_t stream) {
+  if (n_src < 1 || n_src > TP_MAX_WORLD) return cudaErrorInvalidValue;
+  f32_sources list{};
+  for (int s = 0; s < n_src; ++s) list.p[s] = srcs[s];
+  unsigned int grid = static_cast<unsigned int>((cols + kThreads - 1) / kThreads);
+  if (dt == TP_BF16)
+    sum_sources_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16 *>(out), list,
+                                                      n_src, rows_each, cols);
+  else
+    sum_sources_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float *>(out), list, n_src,
+                                                      rows_each, cols);
+  return cudaGetLastError();
+}
