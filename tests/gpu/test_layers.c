@@ -45,8 +45,17 @@ enum {
   FFN = 352,
   ROWS = SEQ * BATCH,
   QKV_W = (HQ + 2 * HKV) * HEAD_DIM,
+  Q_COLS = HQ * HEAD_DIM,         /* dQ columns of dQKV; O's width */
+  KV_COLS = HKV * HEAD_DIM,       /* K's (or V's) columns of QKV */
+  V_COL0 = (HQ + HKV) * HEAD_DIM, /* V's first column */
   MAX_DEV = 32
 };
+/* Element counts, in size_t. */
+#define N_X ((size_t)ROWS * DIM)             /* RMSNorm rows */
+#define N_QKV ((size_t)ROWS * QKV_W)         /* the QKV buffer */
+#define N_O ((size_t)ROWS * Q_COLS)          /* attention output */
+#define N_P ((size_t)BATCH * HQ * SEQ * SEQ) /* P */
+#define N_FFN ((size_t)ROWS * FFN)           /* SwiGLU tensors */
 
 /* One rounding of each stored bf16 value (2^-9 relative at most, ~1e-3 as a
  * norm) with margin; fp32 elementwise and row pieces keep ~1e-7. */
@@ -182,11 +191,11 @@ typedef struct norm_ref {
 } norm_ref;
 
 static norm_ref rmsnorm_reference(const double *x, const double *g, const double *dy) {
-  norm_ref r = {calloc(ROWS * DIM, sizeof(double)), calloc(ROWS, sizeof(double)),
-                calloc(ROWS * DIM, sizeof(double)), calloc(DIM, sizeof(double))};
+  norm_ref r = {calloc(N_X, sizeof(double)), calloc(ROWS, sizeof(double)),
+                calloc(N_X, sizeof(double)), calloc(DIM, sizeof(double))};
   const double eps = (double)TP_RMSNORM_EPS;
   for (int row = 0; row < ROWS; ++row) {
-    const double *xr = x + row * DIM, *dyr = dy + row * DIM;
+    const double *xr = x + (size_t)row * DIM, *dyr = dy + (size_t)row * DIM;
     double ss = 0, dot = 0;
     for (int j = 0; j < DIM; ++j) ss += xr[j] * xr[j];
     const double inv = 1.0 / sqrt(ss / DIM + eps);
@@ -221,16 +230,16 @@ static void norm_out_free(norm_out *o) {
 /* Poisons the outputs, runs forward and backward, downloads. */
 static int rmsnorm_run(tp_dtype dt, const norm_dev *d, norm_out *o) {
   const size_t e = tp_dtype_bytes(dt);
-  int bad = poison(dt, d->y, ROWS * DIM) | poison(dt, d->dx, ROWS * DIM) | poison(dt, d->dg, DIM) |
+  int bad = poison(dt, d->y, N_X) | poison(dt, d->dx, N_X) | poison(dt, d->dg, DIM) |
             poison(TP_FP32, d->inv, ROWS);
   bad |= tp_launch_rmsnorm_fwd(dt, d->x, d->g, d->y, d->inv, ROWS, DIM, TP_RMSNORM_EPS, 0) !=
          cudaSuccess;
   bad |= tp_launch_rmsnorm_bwd(dt, d->dy, d->x, d->g, d->inv, d->dx, d->dg, d->ws, ROWS, DIM, 0) !=
          cudaSuccess;
   if (bad || !sync_ok("rmsnorm")) return 1;
-  o->y = download(d->y, ROWS * DIM * e);
+  o->y = download(d->y, N_X * e);
   o->inv = download(d->inv, ROWS * sizeof(float));
-  o->dx = download(d->dx, ROWS * DIM * e);
+  o->dx = download(d->dx, N_X * e);
   o->dg = download(d->dg, DIM * e);
   return 0;
 }
@@ -239,31 +248,31 @@ static int rmsnorm_run(tp_dtype dt, const norm_dev *d, norm_out *o) {
 static int rmsnorm_in_place(tp_dtype dt, dev_pool *pool, const norm_dev *d, const void *dy_host,
                             const norm_out *first) {
   const size_t e = tp_dtype_bytes(dt);
-  void *dyx = dev_upload(pool, dy_host, ROWS * DIM * e);
+  void *dyx = dev_upload(pool, dy_host, N_X * e);
   if (!dyx || tp_launch_rmsnorm_bwd(dt, dyx, d->x, d->g, d->inv, dyx, d->dg, d->ws, ROWS, DIM, 0) !=
                   cudaSuccess)
     return 1;
   if (!sync_ok("rmsnorm")) return 1;
-  void *dx = download(dyx, ROWS * DIM * e);
+  void *dx = download(dyx, N_X * e);
   int failures = check_same("rmsnorm", "bwd", dt, "dx", "dx = dy in place vs out of place", dx,
-                            first->dx, ROWS * DIM, e);
+                            first->dx, N_X, e);
   free(dx);
   return failures;
 }
 
 static int rmsnorm_case(tp_dtype dt) {
   const size_t e = tp_dtype_bytes(dt);
-  void *x = host_random(dt, ROWS * DIM, 11, 2.0f), *g = host_random(dt, DIM, 12, 1.0f);
-  void *dy = host_random(dt, ROWS * DIM, 13, 1.0f);
-  double *xd = to_double(dt, x, ROWS * DIM), *gd = to_double(dt, g, DIM);
-  double *dyd = to_double(dt, dy, ROWS * DIM);
+  void *x = host_random(dt, N_X, 11, 2.0f), *g = host_random(dt, DIM, 12, 1.0f);
+  void *dy = host_random(dt, N_X, 13, 1.0f);
+  double *xd = to_double(dt, x, N_X), *gd = to_double(dt, g, DIM);
+  double *dyd = to_double(dt, dy, N_X);
   norm_ref ref = rmsnorm_reference(xd, gd, dyd);
   dev_pool pool = {0};
-  norm_dev d = {dev_upload(&pool, x, ROWS * DIM * e),
+  norm_dev d = {dev_upload(&pool, x, N_X * e),
                 dev_upload(&pool, g, DIM * e),
-                dev_upload(&pool, dy, ROWS * DIM * e),
-                dev_alloc(&pool, ROWS * DIM * e),
-                dev_alloc(&pool, ROWS * DIM * e),
+                dev_upload(&pool, dy, N_X * e),
+                dev_alloc(&pool, N_X * e),
+                dev_alloc(&pool, N_X * e),
                 dev_alloc(&pool, DIM * e),
                 dev_alloc(&pool, ROWS * sizeof(float)),
                 dev_alloc(&pool, tp_rmsnorm_bwd_workspace_bytes(ROWS, DIM))};
@@ -271,13 +280,13 @@ static int rmsnorm_case(tp_dtype dt) {
   int failures = pool.failed || rmsnorm_run(dt, &d, &o1) || rmsnorm_run(dt, &d, &o2);
   if (!failures) {
     const double tol = tol_elt(dt);
-    failures += check("rmsnorm", "fwd", dt, "y", dt, o1.y, ref.y, ROWS * DIM, tol);
+    failures += check("rmsnorm", "fwd", dt, "y", dt, o1.y, ref.y, N_X, tol);
     failures += check("rmsnorm", "fwd", dt, "inv_rms", TP_FP32, o1.inv, ref.inv, ROWS, TOL_INV_RMS);
-    failures += check("rmsnorm", "bwd", dt, "dx", dt, o1.dx, ref.dx, ROWS * DIM, tol);
+    failures += check("rmsnorm", "bwd", dt, "dx", dt, o1.dx, ref.dx, N_X, tol);
     failures += check("rmsnorm", "bwd", dt, "dg", dt, o1.dg, ref.dg, DIM, tol);
-    failures += check_same("rmsnorm", "fwd", dt, "y", "two runs", o1.y, o2.y, ROWS * DIM, e);
+    failures += check_same("rmsnorm", "fwd", dt, "y", "two runs", o1.y, o2.y, N_X, e);
     failures += check_same("rmsnorm", "fwd", dt, "inv_rms", "two runs", o1.inv, o2.inv, ROWS, 4);
-    failures += check_same("rmsnorm", "bwd", dt, "dx", "two runs", o1.dx, o2.dx, ROWS * DIM, e);
+    failures += check_same("rmsnorm", "bwd", dt, "dx", "two runs", o1.dx, o2.dx, N_X, e);
     failures += check_same("rmsnorm", "bwd", dt, "dg", "two runs", o1.dg, o2.dg, DIM, e);
     failures += rmsnorm_in_place(dt, &pool, &d, dy, &o1);
   } else {
@@ -304,11 +313,12 @@ static int rmsnorm_case(tp_dtype dt) {
 /* Rotates the Q and K heads of rows [ROWS, QKV_W] by +angle (sign 1) or
  * −angle (sign −1); position of row r is r / BATCH. V is copied. */
 static double *rope_reference(const double *in, int sign) {
-  double *out = malloc(ROWS * QKV_W * sizeof *out);
-  memcpy(out, in, ROWS * QKV_W * sizeof *out);
+  double *out = malloc(N_QKV * sizeof *out);
+  memcpy(out, in, N_QKV * sizeof *out);
   const int half = HEAD_DIM / 2;
   for (int r = 0; r < ROWS; ++r) {
-    const double s = (double)(r / BATCH);
+    const int pos = r / BATCH; /* rows are (seq, batch) */
+    const double s = pos;
     for (int h = 0; h < HQ + HKV; ++h)
       for (int i = 0; i < half; ++i) {
         const double angle = s * pow(TP_ROPE_THETA, -2.0 * i / HEAD_DIM);
@@ -323,7 +333,7 @@ static double *rope_reference(const double *in, int sign) {
 
 /* V columns must come back exactly as they went in. */
 static int rope_v_untouched(const char *pass, tp_dtype dt, const void *out, const void *in) {
-  const size_t e = tp_dtype_bytes(dt), v0 = (HQ + HKV) * HEAD_DIM, vn = HKV * HEAD_DIM;
+  const size_t e = tp_dtype_bytes(dt), v0 = V_COL0, vn = KV_COLS;
   size_t differ = 0;
   for (size_t r = 0; r < ROWS; ++r)
     differ += elems_differ((const char *)out + (r * QKV_W + v0) * e,
@@ -337,7 +347,7 @@ static int rope_v_untouched(const char *pass, tp_dtype dt, const void *out, cons
 /* Uploads `in`, rotates it on the device (forward or backward) and downloads. */
 static void *rope_run(tp_dtype dt, dev_pool *pool, const float *table, const void *in,
                       int backward) {
-  const size_t bytes = ROWS * QKV_W * tp_dtype_bytes(dt);
+  const size_t bytes = N_QKV * tp_dtype_bytes(dt);
   void *dev = dev_upload(pool, in, bytes);
   if (!dev) return NULL;
   cudaError_t err = backward ? tp_launch_rope_bwd(dt, dev, table, SEQ, BATCH, HQ, HKV, HEAD_DIM, 0)
@@ -348,8 +358,8 @@ static void *rope_run(tp_dtype dt, dev_pool *pool, const float *table, const voi
 
 static int rope_pass(tp_dtype dt, dev_pool *pool, const float *table, int backward) {
   const char *pass = backward ? "bwd" : "fwd";
-  void *in = host_random(dt, ROWS * QKV_W, backward ? 22 : 21, 1.0f);
-  double *ind = to_double(dt, in, ROWS * QKV_W);
+  void *in = host_random(dt, N_QKV, backward ? 22 : 21, 1.0f);
+  double *ind = to_double(dt, in, N_QKV);
   double *ref = rope_reference(ind, backward ? -1 : 1);
   void *o1 = rope_run(dt, pool, table, in, backward), *o2 = rope_run(dt, pool, table, in, backward);
   int failures = 0;
@@ -358,10 +368,9 @@ static int rope_pass(tp_dtype dt, dev_pool *pool, const float *table, int backwa
     failures = 1;
   } else {
     failures += check_cols("rope", pass, dt, backward ? "dQ,dK" : "Q,K", dt, o1, ref, ROWS, QKV_W,
-                           0, (HQ + HKV) * HEAD_DIM, tol_elt(dt));
+                           0, V_COL0, tol_elt(dt));
     failures += rope_v_untouched(pass, dt, o1, in);
-    failures +=
-        check_same("rope", pass, dt, "qkv", "two runs", o1, o2, ROWS * QKV_W, tp_dtype_bytes(dt));
+    failures += check_same("rope", pass, dt, "qkv", "two runs", o1, o2, N_QKV, tp_dtype_bytes(dt));
   }
   free(o1);
   free(o2);
@@ -395,7 +404,7 @@ typedef struct attn_ref {
 /* Forward and backward of one (b, h) in float64, straight from the math. */
 static void attention_reference_head(const double *qkv, const double *dout, int b, int h,
                                      attn_ref *r) {
-  const int kv = h / (HQ / HKV), d = HEAD_DIM, od = HQ * HEAD_DIM;
+  const int kv = h / (HQ / HKV), d = HEAD_DIM, od = Q_COLS;
   const size_t qc = (size_t)h * d, kc = (size_t)(HQ + kv) * d, vc = (size_t)(HQ + HKV + kv) * d;
   const double scale = 1.0 / sqrt((double)d);
   double dp[SEQ];
@@ -437,8 +446,8 @@ static void attention_reference_head(const double *qkv, const double *dout, int 
 }
 
 static attn_ref attention_reference(const double *qkv, const double *dout) {
-  attn_ref r = {calloc((size_t)BATCH * HQ * SEQ * SEQ, sizeof(double)),
-                calloc(ROWS * HQ * HEAD_DIM, sizeof(double)), calloc(ROWS * QKV_W, sizeof(double))};
+  attn_ref r = {calloc(N_P, sizeof(double)), calloc(N_O, sizeof(double)),
+                calloc(N_QKV, sizeof(double))};
   for (int b = 0; b < BATCH; ++b)
     for (int h = 0; h < HQ; ++h) attention_reference_head(qkv, dout, b, h, &r);
   return r;
@@ -467,8 +476,8 @@ static void attn_out_free(attn_out *o) {
 static int attention_run(const attn_dev *d, attn_out *o) {
   const tp_dtype dt = d->shape.dtype;
   const size_t e = tp_dtype_bytes(dt), p_elems = tp_attention_saved_bytes(&d->shape) / e;
-  int bad = poison(dt, d->out, ROWS * HQ * HEAD_DIM) | poison(dt, d->p, p_elems) |
-            poison(dt, d->dqkv, ROWS * QKV_W) | poison(TP_BF16, d->ws, d->ws_bytes / 2);
+  int bad = poison(dt, d->out, N_O) | poison(dt, d->p, p_elems) | poison(dt, d->dqkv, N_QKV) |
+            poison(TP_BF16, d->ws, d->ws_bytes / 2);
   if (bad) return 1;
   if (tp_attention_forward(d->gemm, &d->shape, d->qkv, d->out, d->p, d->ws, 0) != TP_OK ||
       tp_attention_backward(d->gemm, &d->shape, d->qkv, d->p, d->dout, d->dqkv, d->ws, 0) !=
@@ -477,9 +486,9 @@ static int attention_run(const attn_dev *d, attn_out *o) {
     return 1;
   }
   if (!sync_ok("attention")) return 1;
-  o->o = download(d->out, ROWS * HQ * HEAD_DIM * e);
+  o->o = download(d->out, N_O * e);
   o->p = download(d->p, p_elems * e);
-  o->dqkv = download(d->dqkv, ROWS * QKV_W * e);
+  o->dqkv = download(d->dqkv, N_QKV * e);
   return 0;
 }
 
@@ -487,15 +496,14 @@ static int attention_check_ref(tp_dtype dt, const attn_out *o, const attn_ref *r
   const double tol = dt == TP_BF16 ? TOL_ATTN_BF16 : TOL_ATTN_FP32;
   const double tol_p = dt == TP_BF16 ? TOL_P_BF16 : TOL_P_FP32;
   int failures = 0;
+  failures += check("attention", "fwd", dt, "P", dt, o->p, r->p, N_P, tol_p);
+  failures += check("attention", "fwd", dt, "O", dt, o->o, r->o, N_O, tol);
   failures +=
-      check("attention", "fwd", dt, "P", dt, o->p, r->p, (size_t)BATCH * HQ * SEQ * SEQ, tol_p);
-  failures += check("attention", "fwd", dt, "O", dt, o->o, r->o, ROWS * HQ * HEAD_DIM, tol);
-  failures += check_cols("attention", "bwd", dt, "dQ", dt, o->dqkv, r->dqkv, ROWS, QKV_W, 0,
-                         HQ * HEAD_DIM, tol);
-  failures += check_cols("attention", "bwd", dt, "dK", dt, o->dqkv, r->dqkv, ROWS, QKV_W,
-                         HQ * HEAD_DIM, HKV * HEAD_DIM, tol);
-  failures += check_cols("attention", "bwd", dt, "dV", dt, o->dqkv, r->dqkv, ROWS, QKV_W,
-                         (HQ + HKV) * HEAD_DIM, HKV * HEAD_DIM, tol);
+      check_cols("attention", "bwd", dt, "dQ", dt, o->dqkv, r->dqkv, ROWS, QKV_W, 0, Q_COLS, tol);
+  failures += check_cols("attention", "bwd", dt, "dK", dt, o->dqkv, r->dqkv, ROWS, QKV_W, Q_COLS,
+                         KV_COLS, tol);
+  failures += check_cols("attention", "bwd", dt, "dV", dt, o->dqkv, r->dqkv, ROWS, QKV_W, V_COL0,
+                         KV_COLS, tol);
   /* Above the diagonal P must be exactly zero, not merely small. */
   size_t nonzero = 0;
   for (int b = 0; b < BATCH; ++b)
@@ -533,19 +541,16 @@ static int attention_causal(attn_dev *d, const void *qkv_host, const attn_out *b
   const tp_dtype dt = d->shape.dtype;
   const size_t e = tp_dtype_bytes(dt);
   const int ps = SEQ / 2, pb = 1;
-  void *qkv2 = malloc(ROWS * QKV_W * e);
-  memcpy(qkv2, qkv_host, ROWS * QKV_W * e);
+  void *qkv2 = malloc(N_QKV * e);
+  memcpy(qkv2, qkv_host, N_QKV * e);
   gpu_fill_host(dt, (char *)qkv2 + ((size_t)ps * BATCH + pb) * QKV_W * e, QKV_W, 99, 2.0f);
   attn_out o = {0};
-  int failures =
-      cudaMemcpy(d->qkv, qkv2, ROWS * QKV_W * e, cudaMemcpyHostToDevice) != cudaSuccess ||
-      attention_run(d, &o);
+  int failures = cudaMemcpy(d->qkv, qkv2, N_QKV * e, cudaMemcpyHostToDevice) != cudaSuccess ||
+                 attention_run(d, &o);
   if (!failures) {
     int o_changed = 0, dq_changed = 0;
-    size_t o_diff =
-        causal_differ(base->o, o.o, e, HQ * HEAD_DIM, 0, HQ * HEAD_DIM, ps, pb, &o_changed);
-    size_t dq_diff =
-        causal_differ(base->dqkv, o.dqkv, e, QKV_W, 0, HQ * HEAD_DIM, ps, pb, &dq_changed);
+    size_t o_diff = causal_differ(base->o, o.o, e, Q_COLS, 0, Q_COLS, ps, pb, &o_changed);
+    size_t dq_diff = causal_differ(base->dqkv, o.dqkv, e, QKV_W, 0, Q_COLS, ps, pb, &dq_changed);
     /* Batch isolation of the backward: every dQKV column of the other batch elements. */
     int unused = 0;
     size_t dkv_diff = causal_differ(base->dqkv, o.dqkv, e, QKV_W, 0, QKV_W, -1, pb, &unused);
@@ -565,21 +570,20 @@ static int attention_causal(attn_dev *d, const void *qkv_host, const attn_out *b
 
 static int attention_case(tp_dtype dt) {
   const size_t e = tp_dtype_bytes(dt);
-  void *qkv = host_random(dt, ROWS * QKV_W, 31, 2.0f);
-  void *dout = host_random(dt, ROWS * HQ * HEAD_DIM, 32, 1.0f);
-  double *qkvd = to_double(dt, qkv, ROWS * QKV_W),
-         *doutd = to_double(dt, dout, ROWS * HQ * HEAD_DIM);
+  void *qkv = host_random(dt, N_QKV, 31, 2.0f);
+  void *dout = host_random(dt, N_O, 32, 1.0f);
+  double *qkvd = to_double(dt, qkv, N_QKV), *doutd = to_double(dt, dout, N_O);
   attn_ref ref = attention_reference(qkvd, doutd);
   dev_pool pool = {0};
   attn_dev d;
   memset(&d, 0, sizeof d);
   d.shape = (tp_attention_shape){dt, SEQ, BATCH, HQ, HKV, HEAD_DIM};
   d.ws_bytes = tp_attention_workspace_bytes(&d.shape, 1);
-  d.qkv = dev_upload(&pool, qkv, ROWS * QKV_W * e);
-  d.dout = dev_upload(&pool, dout, ROWS * HQ * HEAD_DIM * e);
-  d.out = dev_alloc(&pool, ROWS * HQ * HEAD_DIM * e);
+  d.qkv = dev_upload(&pool, qkv, N_QKV * e);
+  d.dout = dev_upload(&pool, dout, N_O * e);
+  d.out = dev_alloc(&pool, N_O * e);
   d.p = dev_alloc(&pool, tp_attention_saved_bytes(&d.shape));
-  d.dqkv = dev_alloc(&pool, ROWS * QKV_W * e);
+  d.dqkv = dev_alloc(&pool, N_QKV * e);
   d.ws = dev_alloc(&pool, d.ws_bytes);
   int failures = pool.failed;
   if (!failures && tp_gemm_create(32u << 20, &d.gemm) != TP_OK) {
@@ -590,12 +594,9 @@ static int attention_case(tp_dtype dt) {
   if (!failures) failures = attention_run(&d, &o1) || attention_run(&d, &o2);
   if (!failures) {
     failures += attention_check_ref(dt, &o1, &ref);
-    failures +=
-        check_same("attention", "fwd", dt, "O", "two runs", o1.o, o2.o, ROWS * HQ * HEAD_DIM, e);
-    failures += check_same("attention", "fwd", dt, "P", "two runs", o1.p, o2.p,
-                           (size_t)BATCH * HQ * SEQ * SEQ, e);
-    failures +=
-        check_same("attention", "bwd", dt, "dQKV", "two runs", o1.dqkv, o2.dqkv, ROWS * QKV_W, e);
+    failures += check_same("attention", "fwd", dt, "O", "two runs", o1.o, o2.o, N_O, e);
+    failures += check_same("attention", "fwd", dt, "P", "two runs", o1.p, o2.p, N_P, e);
+    failures += check_same("attention", "bwd", dt, "dQKV", "two runs", o1.dqkv, o2.dqkv, N_QKV, e);
     failures += attention_causal(&d, qkv, &o1);
   }
   attn_out_free(&o1);
@@ -615,7 +616,7 @@ static int attention_case(tp_dtype dt) {
 /* ---- SwiGLU --------------------------------------------------------------------------------- */
 
 static int swiglu_case(tp_dtype dt) {
-  const size_t n = ROWS * FFN, e = tp_dtype_bytes(dt);
+  const size_t n = N_FFN, e = tp_dtype_bytes(dt);
   void *a = host_random(dt, n, 41, 4.0f), *b = host_random(dt, n, 42, 1.0f);
   void *dh = host_random(dt, n, 43, 1.0f);
   double *ad = to_double(dt, a, n), *bd = to_double(dt, b, n), *dhd = to_double(dt, dh, n);
