@@ -85,6 +85,7 @@ typedef struct tp_linear_plan {
   size_t saved_bytes;     /* the caller's buffer for AG(x) when save_gathered, else 0 */
   size_t comm_bytes;      /* bytes one rank sends per step (forward, plus backward if planned) */
   double flops;           /* FLOP of one step over the whole group */
+  char nvtx_fwd[96], nvtx_bwd[96]; /* NVTX range names: "ag_linear.fwd dist_gemm ce x4" */
 } tp_linear_plan;
 
 /* Elements of each per-rank tensor of a plan. */
@@ -127,6 +128,12 @@ tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan, const tp_li
  * dimension goes through the op's collective) and dw[i] from dy[i] and the
  * gathered input. Needs a plan made with desc.backward. */
 tp_rc tp_linear_backward(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+
+/* Transfers one rank issues per call of the passes asked for (fwd, bwd):
+ * dist_gemm — chunk pushes to peers (copy-engine copies or copy-kernel
+ * launches); stock and COMM_ONLY — NCCL collective calls; GEMM_ONLY — 0.
+ * What a trace of the schedule must show (collectors' schedule evidence). */
+int tp_linear_transfers(const tp_linear_plan *plan, int fwd, int bwd);
 
 /* forward, then backward if the plan has one: one training step of the op. */
 tp_rc tp_linear_step(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../collectors/tp_collector.h"
 #include "../../store/tp_store.h"
 #include "../cli.h"
 #include "../commands.h"
@@ -31,12 +32,20 @@ typedef struct ops_job {
 static int ops_worker_main(const tp_launch_env *env, void *arg) {
   ops_job *job = arg;
   tp_worker_ctx ctx;
-  tp_rc rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world,
-                            env->local_rank, RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK) rc = tp_ops_worker_run(&ctx, &job->matrix, &job->opts);
+  memset(&ctx, 0, sizeof ctx);
+  tp_collector *collector = NULL;
+  tp_rc rc = TP_OK;
+  /* The collector (and NVTX's injection) must be in place before any NVTX
+   * call and before the GPU work it is to see. */
+  if (job->opts.trace) rc = tp_collector_start(env->rank, &collector);
+  if (rc == TP_OK)
+    rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world, env->local_rank,
+                        RENDEZVOUS_TIMEOUT_MS, &ctx);
+  if (rc == TP_OK) rc = tp_ops_worker_run(&ctx, &job->matrix, &job->opts, collector);
   if (rc != TP_OK)
     fprintf(stderr, "tpbench ops: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
   tp_worker_leave(&ctx);
+  if (collector) tp_collector_stop(collector);
   return rc == TP_OK ? 0 : 1;
 }
 
@@ -104,11 +113,19 @@ static int job_world(int gpus) {
 int tp_cmd_ops(int argc, char **argv) {
   tp_ops_args args;
   tp_ops_args_defaults(&args);
-  int help = 0;
-  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return EXIT_USAGE;
-  if (help) return 0;
   ops_job job;
   memset(&job, 0, sizeof job);
+  job.opts.trace_iters = 5;
+  const tp_option tracing[] = {
+      {"trace", TP_OPT_FLAG, &job.opts.trace, NULL,
+       "after each measured window, a traced window (CUPTI): timeline, overlap, schedule evidence",
+       0, 0, NULL},
+      {"trace-iters", TP_OPT_INT, &job.opts.trace_iters, "N", "iterations of the traced window", 1,
+       1000, NULL},
+  };
+  int help = 0;
+  if (tp_ops_args_parse(argc, argv, tracing, 2, &args, &help) != TP_OK) return EXIT_USAGE;
+  if (help) return 0;
   if (args.list) {
     tp_ops_spec spec = tp_ops_args_spec(&args, TP_OPS_LIST_DEFAULT_TP);
     if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {

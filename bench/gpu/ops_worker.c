@@ -22,6 +22,7 @@
 #include "../../report/tp_report.h"
 #include "../../store/tp_store.h"
 #include "../stats.h"
+#include "ops_trace.h"
 #include "tp_buildinfo.h"
 
 enum { OUTCOME_MSG = 400 };
@@ -46,6 +47,7 @@ enum { MAX_COMPARED = 2 * TP_MAX_WEIGHTS + 1 };
 
 typedef struct worker_state {
   tp_worker_ctx *ctx;
+  tp_collector *collector; /* NULL: no traced windows */
   const tp_ops_options *opts;
   tp_store *store; /* rank 0 only */
   int64_t run_id;
@@ -371,6 +373,8 @@ static const char *engine_of(const tp_linear_plan *p) {
 }
 
 typedef struct config_outcome {
+  tp_ops_trace trace;
+  int have_trace;
   tp_config_status status;
   char reason[OUTCOME_MSG + 32];
   tp_result result;
@@ -423,6 +427,48 @@ static void set_failure(config_outcome *oc, tp_rc rc, const char *reason) {
 
 static tp_rc alloc_saved(case_buffers *b, size_t bytes) {
   TP_CUDA(cudaMalloc(&b->saved, bytes));
+  return TP_OK;
+}
+
+typedef struct traced_step {
+  tp_group *g;
+  const tp_linear_plan *p;
+  case_buffers *b;
+  int bwd_only;
+} traced_step;
+
+static tp_rc one_step(void *arg) {
+  traced_step *s = arg;
+  return run_iters(s->g, s->p, s->b, s->bwd_only, 1, NULL);
+}
+
+/* The schedule a trace must show, or NULL where nothing moves (GEMM alone). */
+static const char *evidence_schedule(const tp_linear_plan *p) {
+  if (p->backend == TP_BACKEND_GEMM_ONLY) return NULL;
+  if (p->backend == TP_BACKEND_DIST) return tp_schedule_name(p->schedule);
+  return "nccl";
+}
+
+/* The traced window after the measured one; a schedule the trace does not
+ * confirm turns the configuration into a failure, its timing kept. */
+static tp_rc trace_config(worker_state *ws, const tp_ops_case *c, case_buffers *b,
+                          config_outcome *oc) {
+  const int bwd_only = strcmp(c->pass, "bwd") == 0, fwd = !bwd_only,
+            bwd = strcmp(c->pass, "fwd") != 0;
+  traced_step step = {ws->ctx->group, &oc->plan, b, bwd_only};
+  tp_ops_trace *t = &oc->trace;
+  memset(t, 0, sizeof *t);
+  t->iters = ws->opts->trace_iters;
+  t->schedule = evidence_schedule(&oc->plan);
+  t->transfers_per_iter = tp_linear_transfers(&oc->plan, fwd, bwd);
+  if (t->transfers_per_iter == 0) t->schedule = NULL;
+  t->untraced_median_us = oc->result.median_us;
+  TP_TRY(tp_ops_trace_window(ws->ctx, ws->collector, one_step, &step, t));
+  oc->have_trace = ws->ctx->rank == 0;
+  if (oc->have_trace && !t->record.evidence_ok) {
+    oc->status = TP_STATUS_FAILED;
+    snprintf(oc->reason, sizeof oc->reason, "schedule evidence: %s", t->record.evidence_message);
+  }
   return TP_OK;
 }
 
@@ -484,6 +530,13 @@ static tp_rc run_config(worker_state *ws, const tp_ops_case *c, const tp_ops_con
                nm.nonfinite, oc->result.rel_err, tol);
     }
   }
+  if (ws->collector) {
+    rc = trace_config(ws, c, b, oc);
+    if (rc != TP_OK) {
+      set_failure(oc, rc, tp_last_error());
+      return rc; /* a tracer that fails mid-run leaves the ranks out of step */
+    }
+  }
   return TP_OK;
 }
 
@@ -515,7 +568,9 @@ static tp_rc record(worker_state *ws, const tp_ops_config *cfg, const config_out
   rec.schedules = oc->have_plan ? &choice : NULL;
   rec.n_schedules = oc->have_plan ? 1 : 0;
   int64_t id = 0;
-  return tp_store_put_config(ws->store, ws->run_id, &rec, &id);
+  TP_TRY(tp_store_put_config(ws->store, ws->run_id, &rec, &id));
+  if (oc->have_trace) TP_TRY(tp_store_put_trace(ws->store, id, &oc->trace.record));
+  return TP_OK;
 }
 
 static void progress(worker_state *ws, const tp_ops_case *c, const tp_ops_config *cfg,
@@ -561,6 +616,7 @@ static tp_rc run_case(worker_state *ws, const tp_ops_matrix *m, int ci) {
     }
     progress(ws, c, cfg, &oc);
     tp_rc stored = record(ws, cfg, &oc);
+    tp_ops_trace_free(&oc.trace);
     if (stop != TP_OK) {
       free_buffers(&b);
       return stop;
@@ -606,11 +662,12 @@ static tp_rc print_table(worker_state *ws) {
   return TP_OK;
 }
 
-tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
-                        const tp_ops_options *opts) {
+tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
+                        tp_collector *collector) {
   worker_state ws;
   memset(&ws, 0, sizeof ws);
   ws.ctx = ctx;
+  ws.collector = collector;
   ws.opts = opts;
   ws.total = matrix->n_configs;
   tp_rc rc = setup_state(&ws);

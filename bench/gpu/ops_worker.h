@@ -9,6 +9,7 @@
 #ifndef TP_OPS_WORKER_H
 #define TP_OPS_WORKER_H
 
+#include "../../collectors/tp_collector.h"
 #include "../ops_matrix.h"
 #include "worker_group.h"
 
@@ -20,12 +21,14 @@ typedef struct tp_ops_options {
   int window_timeout_s; /* a window that does not finish in this time is a timeout */
   int quiet;            /* no per-configuration progress lines */
   const char *format;   /* table printed at the end: md, csv, json */
+  int trace;            /* after each window, a traced window with the CUPTI collector */
+  int trace_iters;      /* iterations of the traced window */
 } tp_ops_options;
 
 /* Runs the whole matrix on this rank. Returns TP_OK when every configuration
  * ended (ok, rejected or failed, recorded); an error only when the worker
  * cannot go on (a sticky CUDA error, a timeout, a lost peer). */
-tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
-                        const tp_ops_options *opts);
+tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
+                        tp_collector *collector);
 
 #endif
