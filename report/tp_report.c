@@ -20,6 +20,8 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "report/tp_report_util.h"
+
 /* ---- what is loaded ----------------------------------------------------- */
 
 /* One configuration as the table needs it; present == 0 when the case has
@@ -33,6 +35,8 @@ typedef struct {
   int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
+  int has_trace; /* a traces row (schemas/002_trace.sql): trace below is filled */
+  tp_trace_info trace;
 } config;
 
 /* One row of the table, with everything derived from its configurations. */
@@ -40,15 +44,19 @@ typedef struct {
   config dist, stock, gemm, comm;
   double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
   double workspace_mib, cv_pct;
-  int both_ok;        /* stock and dist_gemm both ran: the row counts in the summary */
-  const char *status; /* dist_gemm's status, or "missing" */
-  char *note;         /* why something is blank or did not run; NULL when nothing to say */
+  /* From the dist_gemm configuration's trace; NaN where it has none. */
+  double overlap_pct, exposed_ms, overhead_pct;
+  char evidence[1100]; /* "ok", the mismatch message, "stock: ..."; "" without a trace */
+  int both_ok;         /* stock and dist_gemm both ran: the row counts in the summary */
+  const char *status;  /* dist_gemm's status, or "missing" */
+  char *note;          /* why something is blank or did not run; NULL when nothing to say */
 } table_row;
 
 typedef struct {
   int64_t id;
   char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *cupti;
   char *command_line, *command, *started_at, *finished_at;
+  char *uuid; /* the run's identity across databases (tpbench import) */
   int64_t dirty, gpu_count, warmup_iters, measure_iters; /* -1 where unknown */
 } run_header;
 
@@ -68,6 +76,7 @@ typedef struct {
   config *skipped; /* configurations of the run that did not run, with reasons */
   size_t n_skipped;
   summary sum;
+  int any_trace; /* a row has a trace: markdown shows the trace columns */
 } report;
 
 /* ---- loading ------------------------------------------------------------ */
@@ -77,6 +86,7 @@ typedef struct {
   const char *path;
   sqlite3_stmt *config_stmt;
   sqlite3_stmt *schedule_stmt;
+  tp_store *store;
 } reader;
 
 #define READ_FAIL(r, what)                                                                         \
@@ -247,6 +257,7 @@ static tp_rc load_config(reader *r, int64_t id, config *c) {
   }
   sqlite3_reset(s);
   if (rc == TP_OK) rc = load_schedules_ran(r, c);
+  if (rc == TP_OK) rc = tp_store_trace_info(r->store, id, &c->has_trace, &c->trace);
   return rc;
 }
 
@@ -255,7 +266,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
   TP_TRY(prepare(r,
                  "SELECT commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
                  "cublas_version, cupti_version, command_line, command, started_at, finished_at, "
-                 "dirty, gpu_count, warmup_iters, measure_iters FROM runs WHERE id = ?",
+                 "dirty, gpu_count, warmup_iters, measure_iters, uuid FROM runs WHERE id = ?",
                  &s));
   tp_rc rc = TP_OK;
   h->id = run_id;
@@ -273,6 +284,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
     h->gpu_count = int_column(s, 13, -1);
     h->warmup_iters = int_column(s, 14, -1);
     h->measure_iters = int_column(s, 15, -1);
+    if (rc == TP_OK) rc = dup_column(s, 16, &h->uuid);
   }
   sqlite3_finalize(s);
   return rc;
@@ -282,6 +294,7 @@ static void free_run(run_header *h) {
   char *texts[] = {h->commit, h->host,  h->gpu_name,     h->driver,  h->cuda,       h->nccl,
                    h->cublas, h->cupti, h->command_line, h->command, h->started_at, h->finished_at};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) free(texts[i]);
+  free(h->uuid);
 }
 
 /* Binds run id and the optional filters as ?1..?5 (NULL: any). */
@@ -359,7 +372,7 @@ static tp_rc load_skipped(reader *r, report *rep) {
 }
 
 static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
-  reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL};
+  reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL, store};
   if (!r.db) return TP_FAIL(TP_EINTERNAL, "report: store is not open");
   tp_rc rc = prepare(&r, config_sql, &r.config_stmt);
   if (rc == TP_OK)
@@ -429,7 +442,31 @@ static tp_rc derive_status(table_row *row) {
   return row->note ? TP_OK : out_of_memory();
 }
 
+/* The trace columns: the dist_gemm configuration's overlap, exposed
+ * communication and tracing cost; evidence also speaks for the stock op,
+ * whose trace must show NCCL and nothing else. */
+static void derive_trace(table_row *row) {
+  const config *d = &row->dist, *s = &row->stock;
+  row->overlap_pct = row->exposed_ms = row->overhead_pct = NAN;
+  row->evidence[0] = '\0';
+  if (d->has_trace) {
+    row->overlap_pct = d->trace.overlap_pct_median;
+    row->exposed_ms = d->trace.exposed_ns_median / 1e6;
+    row->overhead_pct = d->trace.overhead * 100.0;
+  }
+  int dist_bad = d->has_trace && !d->trace.evidence_ok;
+  int stock_bad = s->has_trace && !s->trace.evidence_ok;
+  if (dist_bad && stock_bad)
+    snprintf(row->evidence, sizeof row->evidence, "%s; stock: %s", d->trace.evidence_message,
+             s->trace.evidence_message);
+  else if (dist_bad) snprintf(row->evidence, sizeof row->evidence, "%s", d->trace.evidence_message);
+  else if (stock_bad)
+    snprintf(row->evidence, sizeof row->evidence, "stock: %s", s->trace.evidence_message);
+  else if (d->has_trace || s->has_trace) snprintf(row->evidence, sizeof row->evidence, "ok");
+}
+
 static tp_rc derive_row(table_row *row) {
+  derive_trace(row);
   row->stock_ms = median_ms(&row->stock);
   row->dist_ms = median_ms(&row->dist);
   row->gemm_ms = median_ms(&row->gemm);
@@ -444,11 +481,6 @@ static tp_rc derive_row(table_row *row) {
   row->cv_pct = dist_ran ? row->dist.cv * 100.0 : NAN;
   row->both_ok = isfinite(row->speedup) && row->speedup > 0;
   return derive_status(row);
-}
-
-static int compare_doubles(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static tp_rc derive_summary(report *rep) {
@@ -469,8 +501,7 @@ static tp_rc derive_summary(report *rep) {
   sum->median_dist_bound = NAN;
   if (sum->bound_rows) {
     size_t n = (size_t)sum->bound_rows;
-    qsort(bounds, n, sizeof *bounds, compare_doubles);
-    sum->median_dist_bound = n % 2 ? bounds[n / 2] : (bounds[n / 2 - 1] + bounds[n / 2]) / 2;
+    sum->median_dist_bound = tp_median(bounds, n); /* sorts: the worst is last */
     sum->worst_dist_bound = bounds[n - 1];
   }
   free(bounds);
@@ -478,24 +509,14 @@ static tp_rc derive_summary(report *rep) {
 }
 
 static tp_rc derive_report(report *rep) {
-  for (size_t i = 0; i < rep->n_rows; i++) TP_TRY(derive_row(&rep->rows[i]));
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    TP_TRY(derive_row(&rep->rows[i]));
+    if (rep->rows[i].evidence[0]) rep->any_trace = 1;
+  }
   return derive_summary(rep);
 }
 
 /* ---- text helpers shared by markdown and CSV ---------------------------- */
-
-/* printf of a number with fixed decimals; "" when there is no number. */
-static const char *num(char *buf, size_t cap, double value, int decimals) {
-  if (!isfinite(value)) return "";
-  snprintf(buf, cap, "%.*f", decimals, value);
-  return buf;
-}
-
-static const char *sci(char *buf, size_t cap, double value) {
-  if (!isfinite(value)) return "";
-  snprintf(buf, cap, "%.2e", value);
-  return buf;
-}
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
 
@@ -528,37 +549,6 @@ static void describe_config(const config *c, char *buf, size_t cap) {
 
 /* ---- markdown ----------------------------------------------------------- */
 
-/* A table cell: '|' would end the cell and a newline the row. */
-static void md_cell(FILE *out, const char *text) {
-  fputs("| ", out);
-  for (const char *p = text ? text : ""; *p; p++) {
-    if (*p == '|') fputs("\\|", out);
-    else if (*p == '\n' || *p == '\r') fputc(' ', out);
-    else fputc(*p, out);
-  }
-  fputc(' ', out);
-}
-
-/* A number cell; "-" marks a blank so a reader sees it is missing, not 0. */
-static void md_num(FILE *out, double value, int decimals) {
-  char buf[64];
-  const char *text = num(buf, sizeof buf, value, decimals);
-  md_cell(out, *text ? text : "-");
-}
-
-/* Inline code whose fence is longer than any run of backticks inside. */
-static void md_code(FILE *out, const char *text) {
-  size_t run = 0, longest = 0;
-  for (const char *p = text; *p; p++) {
-    run = *p == '`' ? run + 1 : 0;
-    if (run > longest) longest = run;
-  }
-  for (size_t i = 0; i <= longest; i++) fputc('`', out);
-  int pad = text[0] == '`' || (*text && text[strlen(text) - 1] == '`');
-  fprintf(out, "%s%s%s", pad ? " " : "", text, pad ? " " : "");
-  for (size_t i = 0; i <= longest; i++) fputc('`', out);
-}
-
 static void md_count(FILE *out, int64_t value) {
   if (value < 0) fputs("?", out);
   else fprintf(out, "%lld", (long long)value);
@@ -568,7 +558,7 @@ static void md_header(FILE *out, const report *rep) {
   const run_header *h = &rep->run;
   fprintf(out, "## tpbench throughput: run %lld\n\n", (long long)h->id);
   fputs("- **commit** ", out);
-  md_code(out, h->commit ? h->commit : "unknown");
+  tp_md_code(out, h->commit ? h->commit : "unknown");
   fprintf(out, "%s\n", h->dirty == 1 ? " (dirty tree)" : "");
   fprintf(out, "- **time** %s to %s (UTC)\n", h->started_at ? h->started_at : "?",
           h->finished_at ? h->finished_at : "not finished");
@@ -583,7 +573,7 @@ static void md_header(FILE *out, const report *rep) {
   md_count(out, h->measure_iters);
   fputs(" measured\n", out);
   fputs("- **command** ", out);
-  md_code(out, h->command_line ? h->command_line : "?");
+  tp_md_code(out, h->command_line ? h->command_line : "?");
   fputc('\n', out);
   const tp_report_filter *f = rep->filter;
   if (f->model || f->layer || f->pass || f->dtype)
@@ -601,54 +591,70 @@ static const char *const md_columns[] = {
     "rel err (ref)", "dist cv %",    "status"};
 enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
 
-static void md_table_head(FILE *out) {
-  for (int i = 0; i < MD_N_COLUMNS; i++) md_cell(out, md_columns[i]);
+/* With traces, these go before "status": three numbers, then the evidence. */
+static const char *const md_trace_columns[] = {"overlap %", "exposed comm ms", "trace overhead %",
+                                               "evidence"};
+enum { MD_N_TRACE_COLUMNS = sizeof md_trace_columns / sizeof md_trace_columns[0] };
+
+static void md_table_head(FILE *out, int with_trace) {
+  for (int i = 0; i < MD_N_COLUMNS - 1; i++) tp_md_cell(out, md_columns[i]);
+  for (int i = 0; with_trace && i < MD_N_TRACE_COLUMNS; i++) tp_md_cell(out, md_trace_columns[i]);
+  tp_md_cell(out, md_columns[MD_N_COLUMNS - 1]);
   fputs("|\n", out);
   /* Numbers align right so their decimals line up. */
-  for (int i = 0; i < MD_N_COLUMNS; i++)
-    fputs(i >= MD_FIRST_NUMBER && i < MD_N_COLUMNS - 1 ? "|---:" : "|---", out);
-  fputs("|\n", out);
+  for (int i = 0; i < MD_N_COLUMNS - 1; i++) fputs(i >= MD_FIRST_NUMBER ? "|---:" : "|---", out);
+  for (int i = 0; with_trace && i < MD_N_TRACE_COLUMNS; i++)
+    fputs(i < MD_N_TRACE_COLUMNS - 1 ? "|---:" : "|---", out);
+  fputs("|---|\n", out);
 }
 
-static void md_row(FILE *out, const table_row *row) {
+static void md_trace_cells(FILE *out, const table_row *row) {
+  tp_md_num(out, row->overlap_pct, 1);
+  tp_md_num(out, row->exposed_ms, 3);
+  tp_md_num(out, row->overhead_pct, 1);
+  tp_md_cell(out, row->evidence[0] ? row->evidence : "-");
+}
+
+static void md_row(FILE *out, const table_row *row, int with_trace) {
   const config *c = case_of(row);
   char buf[512], num_buf[64];
-  md_cell(out, c->model);
-  md_cell(out, c->layer);
-  md_cell(out, c->proj);
+  tp_md_cell(out, c->model);
+  tp_md_cell(out, c->layer);
+  tp_md_cell(out, c->proj);
   snprintf(buf, sizeof buf, "%lld", (long long)c->tp);
-  md_cell(out, buf);
+  tp_md_cell(out, buf);
   snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
-  md_cell(out, buf);
+  tp_md_cell(out, buf);
   snprintf(buf, sizeof buf, "%lld", (long long)c->tokens);
-  md_cell(out, buf);
-  md_cell(out, c->dtype);
-  md_cell(out, c->pass);
+  tp_md_cell(out, buf);
+  tp_md_cell(out, c->dtype);
+  tp_md_cell(out, c->pass);
   options_label(c, buf, sizeof buf);
-  md_cell(out, buf);
+  tp_md_cell(out, buf);
   schedule_label(row, buf, sizeof buf);
-  md_cell(out, buf);
-  md_num(out, row->stock_ms, 3);
-  md_num(out, row->dist_ms, 3);
-  md_num(out, row->speedup, 2);
-  md_num(out, row->gemm_ms, 3);
-  md_num(out, row->comm_ms, 3);
-  md_num(out, row->bound_ms, 3);
-  md_num(out, row->dist_over_bound, 2);
-  md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
-  md_num(out, ran_ok(&row->dist) ? row->dist.tflops : NAN, 1);
-  md_num(out, row->workspace_mib, 1);
+  tp_md_cell(out, buf);
+  tp_md_num(out, row->stock_ms, 3);
+  tp_md_num(out, row->dist_ms, 3);
+  tp_md_num(out, row->speedup, 2);
+  tp_md_num(out, row->gemm_ms, 3);
+  tp_md_num(out, row->comm_ms, 3);
+  tp_md_num(out, row->bound_ms, 3);
+  tp_md_num(out, row->dist_over_bound, 2);
+  tp_md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
+  tp_md_num(out, ran_ok(&row->dist) ? row->dist.tflops : NAN, 1);
+  tp_md_num(out, row->workspace_mib, 1);
   if (ran_ok(&row->dist) && isfinite(row->dist.rel_err)) {
-    snprintf(buf, sizeof buf, "%s (%s)", sci(num_buf, sizeof num_buf, row->dist.rel_err),
+    snprintf(buf, sizeof buf, "%s (%s)", tp_fmt_sci(num_buf, sizeof num_buf, row->dist.rel_err),
              row->dist.numerics_ref ? row->dist.numerics_ref : "?");
-    md_cell(out, buf);
+    tp_md_cell(out, buf);
   } else {
-    md_cell(out, "-");
+    tp_md_cell(out, "-");
   }
-  md_num(out, row->cv_pct, 1);
+  tp_md_num(out, row->cv_pct, 1);
+  if (with_trace) md_trace_cells(out, row);
   if (row->note) snprintf(buf, sizeof buf, "%s: %s", row->status, row->note);
   else snprintf(buf, sizeof buf, "%s", row->status);
-  md_cell(out, buf);
+  tp_md_cell(out, buf);
   fputs("|\n", out);
 }
 
@@ -661,11 +667,12 @@ static void md_summary(FILE *out, const summary *sum) {
   fprintf(out,
           "\n**Summary** over %d row%s with stock and dist_gemm results: geometric-mean "
           "speedup %s",
-          sum->rows, sum->rows == 1 ? "" : "s", num(a, sizeof a, sum->geomean_speedup, 3));
+          sum->rows, sum->rows == 1 ? "" : "s", tp_fmt_num(a, sizeof a, sum->geomean_speedup, 3));
   if (sum->bound_rows)
     fprintf(out, "; dist/bound median %s, worst %s (over %d row%s with a bound)",
-            num(b, sizeof b, sum->median_dist_bound, 2), num(c, sizeof c, sum->worst_dist_bound, 2),
-            sum->bound_rows, sum->bound_rows == 1 ? "" : "s");
+            tp_fmt_num(b, sizeof b, sum->median_dist_bound, 2),
+            tp_fmt_num(c, sizeof c, sum->worst_dist_bound, 2), sum->bound_rows,
+            sum->bound_rows == 1 ? "" : "s");
   fputs(".\n", out);
 }
 
@@ -684,276 +691,225 @@ static void md_skipped(FILE *out, const report *rep) {
 
 static void write_markdown(FILE *out, const report *rep) {
   md_header(out, rep);
-  md_table_head(out);
-  for (size_t i = 0; i < rep->n_rows; i++) md_row(out, &rep->rows[i]);
+  md_table_head(out, rep->any_trace);
+  for (size_t i = 0; i < rep->n_rows; i++) md_row(out, &rep->rows[i], rep->any_trace);
   if (rep->n_rows == 0) fputs("\n(no op configurations in this selection)\n", out);
   md_summary(out, &rep->sum);
+  if (rep->any_trace)
+    fputs("\nTrace columns (dist_gemm, from its traced window): overlap % and exposed comm are "
+          "medians over ranks and iterations; trace overhead = traced / untraced median - 1; "
+          "evidence says whether the trace shows the schedule that was recorded as run.\n",
+          out);
   md_skipped(out, rep);
 }
 
 /* ---- CSV ---------------------------------------------------------------- */
 
-/* RFC 4180: a field with a comma, quote or line break is quoted, quotes
- * doubled. */
-static void csv_field(FILE *out, const char *text, int first) {
-  if (!first) fputc(',', out);
-  text = text ? text : "";
-  if (!strpbrk(text, ",\"\r\n")) {
-    fputs(text, out);
-    return;
-  }
-  fputc('"', out);
-  for (const char *p = text; *p; p++) {
-    if (*p == '"') fputc('"', out);
-    fputc(*p, out);
-  }
-  fputc('"', out);
-}
+static const char *const csv_columns[] = {
+    "run_id", "commit", "model", "layer", "proj", "tp", "batch", "seqlen", "tokens", "m", "n", "k",
+    "n_weights", "dtype", "pass", "sp", "graph", "save_gathered", "schedule_requested",
+    "chunks_requested", "schedule", "stock_ms", "dist_ms", "speedup", "gemm_ms", "comm_ms",
+    "bound_ms", "dist_over_bound", "dist_tokens_per_s", "dist_tflops", "workspace_mib", "rel_err",
+    "numerics_ref", "dist_cv_pct", "status", "reason",
+    /* appended: the trace, then the run */
+    "overlap_pct", "exposed_comm_ms", "trace_overhead_pct", "evidence", "host", "gpu_name",
+    "gpu_count", "driver_version", "cuda_version", "nccl_version", "cublas_version",
+    "cupti_version", "warmup_iters", "measure_iters"};
 
-static void csv_num(FILE *out, double value, int decimals) {
-  char buf[64];
-  csv_field(out, num(buf, sizeof buf, value, decimals), 0);
+/* What the markdown header says of the run, on every line: a CSV reader
+ * sees one table, and rows of several runs can be concatenated. */
+static void csv_run_fields(FILE *out, const run_header *h) {
+  tp_csv_field(out, h->host, 0);
+  tp_csv_field(out, h->gpu_name, 0);
+  if (h->gpu_count >= 0) tp_csv_int(out, h->gpu_count);
+  else tp_csv_field(out, "", 0);
+  const char *versions[] = {h->driver, h->cuda, h->nccl, h->cublas, h->cupti};
+  for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
+    tp_csv_field(out, versions[i], 0);
+  if (h->warmup_iters >= 0) tp_csv_int(out, h->warmup_iters);
+  else tp_csv_field(out, "", 0);
+  if (h->measure_iters >= 0) tp_csv_int(out, h->measure_iters);
+  else tp_csv_field(out, "", 0);
 }
-
-static void csv_int(FILE *out, int64_t value) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", (long long)value);
-  csv_field(out, buf, 0);
-}
-
-static const char *const csv_columns[] = {"run_id",
-                                          "commit",
-                                          "model",
-                                          "layer",
-                                          "proj",
-                                          "tp",
-                                          "batch",
-                                          "seqlen",
-                                          "tokens",
-                                          "m",
-                                          "n",
-                                          "k",
-                                          "n_weights",
-                                          "dtype",
-                                          "pass",
-                                          "sp",
-                                          "graph",
-                                          "save_gathered",
-                                          "schedule_requested",
-                                          "chunks_requested",
-                                          "schedule",
-                                          "stock_ms",
-                                          "dist_ms",
-                                          "speedup",
-                                          "gemm_ms",
-                                          "comm_ms",
-                                          "bound_ms",
-                                          "dist_over_bound",
-                                          "dist_tokens_per_s",
-                                          "dist_tflops",
-                                          "workspace_mib",
-                                          "rel_err",
-                                          "numerics_ref",
-                                          "dist_cv_pct",
-                                          "status",
-                                          "reason"};
 
 static void csv_row(FILE *out, const report *rep, const table_row *row) {
   const config *c = case_of(row);
   const config *d = &row->dist;
   char buf[512];
   snprintf(buf, sizeof buf, "%lld", (long long)rep->run.id);
-  csv_field(out, buf, 1);
-  csv_field(out, rep->run.commit, 0);
-  csv_field(out, c->model, 0);
-  csv_field(out, c->layer, 0);
-  csv_field(out, c->proj, 0);
+  tp_csv_field(out, buf, 1);
+  tp_csv_field(out, rep->run.commit, 0);
+  tp_csv_field(out, c->model, 0);
+  tp_csv_field(out, c->layer, 0);
+  tp_csv_field(out, c->proj, 0);
   int64_t ints[] = {c->tp, c->batch, c->seqlen, c->tokens, c->m, c->n, c->k, c->n_weights};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) csv_int(out, ints[i]);
-  csv_field(out, c->dtype, 0);
-  csv_field(out, c->pass, 0);
-  csv_int(out, c->sp);
-  csv_int(out, c->graph);
-  csv_int(out, c->save_gathered);
-  csv_field(out, d->present ? d->schedule : NULL, 0);
-  if (d->present) csv_int(out, d->chunks);
-  else csv_field(out, "", 0);
-  csv_field(out, d->ran, 0);
-  csv_num(out, row->stock_ms, 3);
-  csv_num(out, row->dist_ms, 3);
-  csv_num(out, row->speedup, 3);
-  csv_num(out, row->gemm_ms, 3);
-  csv_num(out, row->comm_ms, 3);
-  csv_num(out, row->bound_ms, 3);
-  csv_num(out, row->dist_over_bound, 3);
-  csv_num(out, ran_ok(d) ? d->tokens_per_s : NAN, 0);
-  csv_num(out, ran_ok(d) ? d->tflops : NAN, 2);
-  csv_num(out, row->workspace_mib, 2);
-  csv_field(out, ran_ok(d) ? sci(buf, sizeof buf, d->rel_err) : "", 0);
-  csv_field(out, ran_ok(d) ? d->numerics_ref : NULL, 0);
-  csv_num(out, row->cv_pct, 2);
-  csv_field(out, row->status, 0);
-  csv_field(out, row->note, 0);
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) tp_csv_int(out, ints[i]);
+  tp_csv_field(out, c->dtype, 0);
+  tp_csv_field(out, c->pass, 0);
+  tp_csv_int(out, c->sp);
+  tp_csv_int(out, c->graph);
+  tp_csv_int(out, c->save_gathered);
+  tp_csv_field(out, d->present ? d->schedule : NULL, 0);
+  if (d->present) tp_csv_int(out, d->chunks);
+  else tp_csv_field(out, "", 0);
+  tp_csv_field(out, d->ran, 0);
+  tp_csv_num(out, row->stock_ms, 3);
+  tp_csv_num(out, row->dist_ms, 3);
+  tp_csv_num(out, row->speedup, 3);
+  tp_csv_num(out, row->gemm_ms, 3);
+  tp_csv_num(out, row->comm_ms, 3);
+  tp_csv_num(out, row->bound_ms, 3);
+  tp_csv_num(out, row->dist_over_bound, 3);
+  tp_csv_num(out, ran_ok(d) ? d->tokens_per_s : NAN, 0);
+  tp_csv_num(out, ran_ok(d) ? d->tflops : NAN, 2);
+  tp_csv_num(out, row->workspace_mib, 2);
+  tp_csv_field(out, ran_ok(d) ? tp_fmt_sci(buf, sizeof buf, d->rel_err) : "", 0);
+  tp_csv_field(out, ran_ok(d) ? d->numerics_ref : NULL, 0);
+  tp_csv_num(out, row->cv_pct, 2);
+  tp_csv_field(out, row->status, 0);
+  tp_csv_field(out, row->note, 0);
+  tp_csv_num(out, row->overlap_pct, 2);
+  tp_csv_num(out, row->exposed_ms, 4);
+  tp_csv_num(out, row->overhead_pct, 2);
+  tp_csv_field(out, row->evidence, 0);
+  csv_run_fields(out, &rep->run);
   fputs("\r\n", out);
 }
 
 static void write_csv(FILE *out, const report *rep) {
   size_t n = sizeof csv_columns / sizeof csv_columns[0];
-  for (size_t i = 0; i < n; i++) csv_field(out, csv_columns[i], i == 0);
+  for (size_t i = 0; i < n; i++) tp_csv_field(out, csv_columns[i], i == 0);
   fputs("\r\n", out);
   for (size_t i = 0; i < rep->n_rows; i++) csv_row(out, rep, &rep->rows[i]);
 }
 
 /* ---- JSON --------------------------------------------------------------- */
 
-/* Builds JSON values; the first failure (out of memory, a string that is not
- * UTF-8) is remembered so the builder code stays straight-line. */
-typedef struct {
-  int failed;
-} json_builder;
-
-static void jset(json_builder *jb, json_t *obj, const char *key, json_t *value) {
-  if (!value || json_object_set_new(obj, key, value) != 0) jb->failed = 1;
-}
-
-/* A string, or null; bytes that are not UTF-8 become '?' so the output stays
- * valid JSON whatever a host name or command line held. */
-static json_t *jstr(const char *s) {
-  if (!s) return json_null();
-  json_t *value = json_string(s);
-  if (value) return value;
-  char *ascii = strdup(s);
-  if (!ascii) return NULL;
-  for (char *p = ascii; *p; p++)
-    if ((unsigned char)*p >= 0x80) *p = '?';
-  value = json_string(ascii);
-  free(ascii);
-  return value;
-}
-
-/* NaN and infinities have no JSON form: null. */
-static json_t *jreal(double value) { return isfinite(value) ? json_real(value) : json_null(); }
-
-static json_t *json_run(json_builder *jb, const run_header *h) {
+static json_t *json_run(tp_json_builder *jb, const run_header *h) {
   json_t *o = json_object();
   if (!o) return NULL;
-  jset(jb, o, "id", json_integer(h->id));
-  jset(jb, o, "commit", jstr(h->commit));
-  jset(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
-  jset(jb, o, "started_at", jstr(h->started_at));
-  jset(jb, o, "finished_at", jstr(h->finished_at));
-  jset(jb, o, "host", jstr(h->host));
-  jset(jb, o, "gpu_name", jstr(h->gpu_name));
-  jset(jb, o, "gpu_count", h->gpu_count < 0 ? json_null() : json_integer(h->gpu_count));
-  jset(jb, o, "driver_version", jstr(h->driver));
-  jset(jb, o, "cuda_version", jstr(h->cuda));
-  jset(jb, o, "nccl_version", jstr(h->nccl));
-  jset(jb, o, "cublas_version", jstr(h->cublas));
-  jset(jb, o, "cupti_version", jstr(h->cupti));
-  jset(jb, o, "command", jstr(h->command));
-  jset(jb, o, "command_line", jstr(h->command_line));
-  jset(jb, o, "warmup_iters", h->warmup_iters < 0 ? json_null() : json_integer(h->warmup_iters));
-  jset(jb, o, "measure_iters", h->measure_iters < 0 ? json_null() : json_integer(h->measure_iters));
+  tp_json_set(jb, o, "id", json_integer(h->id));
+  tp_json_set(jb, o, "uuid", tp_json_str(h->uuid));
+  tp_json_set(jb, o, "commit", tp_json_str(h->commit));
+  tp_json_set(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
+  tp_json_set(jb, o, "started_at", tp_json_str(h->started_at));
+  tp_json_set(jb, o, "finished_at", tp_json_str(h->finished_at));
+  tp_json_set(jb, o, "host", tp_json_str(h->host));
+  tp_json_set(jb, o, "gpu_name", tp_json_str(h->gpu_name));
+  tp_json_set(jb, o, "gpu_count", h->gpu_count < 0 ? json_null() : json_integer(h->gpu_count));
+  tp_json_set(jb, o, "driver_version", tp_json_str(h->driver));
+  tp_json_set(jb, o, "cuda_version", tp_json_str(h->cuda));
+  tp_json_set(jb, o, "nccl_version", tp_json_str(h->nccl));
+  tp_json_set(jb, o, "cublas_version", tp_json_str(h->cublas));
+  tp_json_set(jb, o, "cupti_version", tp_json_str(h->cupti));
+  tp_json_set(jb, o, "command", tp_json_str(h->command));
+  tp_json_set(jb, o, "command_line", tp_json_str(h->command_line));
+  tp_json_set(jb, o, "warmup_iters",
+              h->warmup_iters < 0 ? json_null() : json_integer(h->warmup_iters));
+  tp_json_set(jb, o, "measure_iters",
+              h->measure_iters < 0 ? json_null() : json_integer(h->measure_iters));
   return o;
 }
 
 static json_t *jid(const config *c) { return c->present ? json_integer(c->id) : json_null(); }
 
-static void json_axes(json_builder *jb, json_t *o, const config *c) {
-  jset(jb, o, "model", jstr(c->model));
-  jset(jb, o, "layer", jstr(c->layer));
-  jset(jb, o, "proj", jstr(c->proj));
-  jset(jb, o, "tp", json_integer(c->tp));
-  jset(jb, o, "batch", json_integer(c->batch));
-  jset(jb, o, "seqlen", json_integer(c->seqlen));
-  jset(jb, o, "tokens", json_integer(c->tokens));
-  jset(jb, o, "m", json_integer(c->m));
-  jset(jb, o, "n", json_integer(c->n));
-  jset(jb, o, "k", json_integer(c->k));
-  jset(jb, o, "n_weights", json_integer(c->n_weights));
-  jset(jb, o, "dtype", jstr(c->dtype));
-  jset(jb, o, "pass", jstr(c->pass));
-  jset(jb, o, "sp", json_boolean(c->sp));
-  jset(jb, o, "graph", json_boolean(c->graph));
-  jset(jb, o, "save_gathered", json_boolean(c->save_gathered));
+static void json_axes(tp_json_builder *jb, json_t *o, const config *c) {
+  tp_json_set(jb, o, "model", tp_json_str(c->model));
+  tp_json_set(jb, o, "layer", tp_json_str(c->layer));
+  tp_json_set(jb, o, "proj", tp_json_str(c->proj));
+  tp_json_set(jb, o, "tp", json_integer(c->tp));
+  tp_json_set(jb, o, "batch", json_integer(c->batch));
+  tp_json_set(jb, o, "seqlen", json_integer(c->seqlen));
+  tp_json_set(jb, o, "tokens", json_integer(c->tokens));
+  tp_json_set(jb, o, "m", json_integer(c->m));
+  tp_json_set(jb, o, "n", json_integer(c->n));
+  tp_json_set(jb, o, "k", json_integer(c->k));
+  tp_json_set(jb, o, "n_weights", json_integer(c->n_weights));
+  tp_json_set(jb, o, "dtype", tp_json_str(c->dtype));
+  tp_json_set(jb, o, "pass", tp_json_str(c->pass));
+  tp_json_set(jb, o, "sp", json_boolean(c->sp));
+  tp_json_set(jb, o, "graph", json_boolean(c->graph));
+  tp_json_set(jb, o, "save_gathered", json_boolean(c->save_gathered));
 }
 
-static json_t *json_row(json_builder *jb, const table_row *row) {
+static json_t *json_row(tp_json_builder *jb, const table_row *row) {
   json_t *o = json_object();
   if (!o) return NULL;
   const config *d = &row->dist;
   int dist_ran = ran_ok(d);
   json_axes(jb, o, case_of(row));
-  jset(jb, o, "schedule_requested", d->present ? jstr(d->schedule) : json_null());
-  jset(jb, o, "chunks_requested", d->present ? json_integer(d->chunks) : json_null());
-  jset(jb, o, "schedule", jstr(d->ran));
-  jset(jb, o, "stock_ms", jreal(row->stock_ms));
-  jset(jb, o, "dist_ms", jreal(row->dist_ms));
-  jset(jb, o, "speedup", jreal(row->speedup));
-  jset(jb, o, "gemm_ms", jreal(row->gemm_ms));
-  jset(jb, o, "comm_ms", jreal(row->comm_ms));
-  jset(jb, o, "bound_ms", jreal(row->bound_ms));
-  jset(jb, o, "dist_over_bound", jreal(row->dist_over_bound));
-  jset(jb, o, "dist_tokens_per_s", jreal(dist_ran ? d->tokens_per_s : NAN));
-  jset(jb, o, "dist_tflops", jreal(dist_ran ? d->tflops : NAN));
-  jset(jb, o, "workspace_mib", jreal(row->workspace_mib));
-  jset(jb, o, "rel_err", jreal(dist_ran ? d->rel_err : NAN));
-  jset(jb, o, "numerics_ref", dist_ran ? jstr(d->numerics_ref) : json_null());
-  jset(jb, o, "dist_cv_pct", jreal(row->cv_pct));
-  jset(jb, o, "status", jstr(row->status));
-  jset(jb, o, "reason", jstr(row->note));
-  jset(jb, o, "dist_config_id", jid(d));
-  jset(jb, o, "stock_config_id", jid(&row->stock));
-  jset(jb, o, "gemm_config_id", jid(&row->gemm));
-  jset(jb, o, "comm_config_id", jid(&row->comm));
-  jset(jb, o, "config_key", jstr(d->present ? d->config_key : row->stock.config_key));
+  tp_json_set(jb, o, "schedule_requested", d->present ? tp_json_str(d->schedule) : json_null());
+  tp_json_set(jb, o, "chunks_requested", d->present ? json_integer(d->chunks) : json_null());
+  tp_json_set(jb, o, "schedule", tp_json_str(d->ran));
+  tp_json_set(jb, o, "stock_ms", tp_json_real(row->stock_ms));
+  tp_json_set(jb, o, "dist_ms", tp_json_real(row->dist_ms));
+  tp_json_set(jb, o, "speedup", tp_json_real(row->speedup));
+  tp_json_set(jb, o, "gemm_ms", tp_json_real(row->gemm_ms));
+  tp_json_set(jb, o, "comm_ms", tp_json_real(row->comm_ms));
+  tp_json_set(jb, o, "bound_ms", tp_json_real(row->bound_ms));
+  tp_json_set(jb, o, "dist_over_bound", tp_json_real(row->dist_over_bound));
+  tp_json_set(jb, o, "dist_tokens_per_s", tp_json_real(dist_ran ? d->tokens_per_s : NAN));
+  tp_json_set(jb, o, "dist_tflops", tp_json_real(dist_ran ? d->tflops : NAN));
+  tp_json_set(jb, o, "workspace_mib", tp_json_real(row->workspace_mib));
+  tp_json_set(jb, o, "rel_err", tp_json_real(dist_ran ? d->rel_err : NAN));
+  tp_json_set(jb, o, "numerics_ref", dist_ran ? tp_json_str(d->numerics_ref) : json_null());
+  tp_json_set(jb, o, "dist_cv_pct", tp_json_real(row->cv_pct));
+  tp_json_set(jb, o, "status", tp_json_str(row->status));
+  tp_json_set(jb, o, "reason", tp_json_str(row->note));
+  tp_json_set(jb, o, "overlap_pct", tp_json_real(row->overlap_pct));
+  tp_json_set(jb, o, "exposed_comm_ms", tp_json_real(row->exposed_ms));
+  tp_json_set(jb, o, "trace_overhead_pct", tp_json_real(row->overhead_pct));
+  tp_json_set(jb, o, "evidence", row->evidence[0] ? tp_json_str(row->evidence) : json_null());
+  tp_json_set(jb, o, "traced", json_boolean(row->dist.has_trace));
+  tp_json_set(jb, o, "dist_config_id", jid(d));
+  tp_json_set(jb, o, "stock_config_id", jid(&row->stock));
+  tp_json_set(jb, o, "gemm_config_id", jid(&row->gemm));
+  tp_json_set(jb, o, "comm_config_id", jid(&row->comm));
+  tp_json_set(jb, o, "config_key", tp_json_str(d->present ? d->config_key : row->stock.config_key));
   return o;
 }
 
-static json_t *json_skipped(json_builder *jb, const config *c) {
+static json_t *json_skipped(tp_json_builder *jb, const config *c) {
   json_t *o = json_object();
   if (!o) return NULL;
-  jset(jb, o, "config_id", json_integer(c->id));
-  jset(jb, o, "kind", jstr(c->kind));
-  jset(jb, o, "backend", jstr(c->backend));
+  tp_json_set(jb, o, "config_id", json_integer(c->id));
+  tp_json_set(jb, o, "kind", tp_json_str(c->kind));
+  tp_json_set(jb, o, "backend", tp_json_str(c->backend));
   json_axes(jb, o, c);
-  jset(jb, o, "schedule_requested", jstr(c->schedule));
-  jset(jb, o, "chunks_requested", json_integer(c->chunks));
-  jset(jb, o, "status", jstr(c->status));
-  jset(jb, o, "reason", jstr(c->reason));
-  jset(jb, o, "config_key", jstr(c->config_key));
+  tp_json_set(jb, o, "schedule_requested", tp_json_str(c->schedule));
+  tp_json_set(jb, o, "chunks_requested", json_integer(c->chunks));
+  tp_json_set(jb, o, "status", tp_json_str(c->status));
+  tp_json_set(jb, o, "reason", tp_json_str(c->reason));
+  tp_json_set(jb, o, "config_key", tp_json_str(c->config_key));
   return o;
 }
 
-static json_t *json_summary(json_builder *jb, const summary *sum) {
+static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
   json_t *o = json_object();
   if (!o) return NULL;
-  jset(jb, o, "rows", json_integer(sum->rows));
-  jset(jb, o, "geomean_speedup", jreal(sum->geomean_speedup));
-  jset(jb, o, "bound_rows", json_integer(sum->bound_rows));
-  jset(jb, o, "median_dist_over_bound", jreal(sum->median_dist_bound));
-  jset(jb, o, "worst_dist_over_bound", jreal(sum->worst_dist_bound));
+  tp_json_set(jb, o, "rows", json_integer(sum->rows));
+  tp_json_set(jb, o, "geomean_speedup", tp_json_real(sum->geomean_speedup));
+  tp_json_set(jb, o, "bound_rows", json_integer(sum->bound_rows));
+  tp_json_set(jb, o, "median_dist_over_bound", tp_json_real(sum->median_dist_bound));
+  tp_json_set(jb, o, "worst_dist_over_bound", tp_json_real(sum->worst_dist_bound));
   return o;
-}
-
-static void jappend(json_builder *jb, json_t *array, json_t *value) {
-  if (!value || json_array_append_new(array, value) != 0) jb->failed = 1;
 }
 
 static tp_rc write_json(FILE *out, const report *rep) {
-  json_builder jb = {0};
+  tp_json_builder jb = {0};
   json_t *root = json_object();
   json_t *rows = json_array();
   json_t *skipped = json_array();
   if (!root || !rows || !skipped) jb.failed = 1;
-  for (size_t i = 0; rows && i < rep->n_rows; i++) jappend(&jb, rows, json_row(&jb, &rep->rows[i]));
+  for (size_t i = 0; rows && i < rep->n_rows; i++)
+    tp_json_append(&jb, rows, json_row(&jb, &rep->rows[i]));
   for (size_t i = 0; skipped && i < rep->n_skipped; i++)
-    jappend(&jb, skipped, json_skipped(&jb, &rep->skipped[i]));
+    tp_json_append(&jb, skipped, json_skipped(&jb, &rep->skipped[i]));
   if (root) {
-    jset(&jb, root, "run", json_run(&jb, &rep->run));
-    jset(&jb, root, "rows", rows);
-    jset(&jb, root, "rejected", skipped);
-    jset(&jb, root, "summary", json_summary(&jb, &rep->sum));
+    tp_json_set(&jb, root, "run", json_run(&jb, &rep->run));
+    tp_json_set(&jb, root, "rows", rows);
+    tp_json_set(&jb, root, "rejected", skipped);
+    tp_json_set(&jb, root, "summary", json_summary(&jb, &rep->sum));
   } else {
     json_decref(rows);
     json_decref(skipped);

@@ -40,13 +40,24 @@ typedef struct tp_report_filter {
  * both were measured; a blank cell is "-" in markdown, empty in CSV, null in
  * JSON.
  *
+ * Trace columns, from the dist_gemm configuration's trace (schemas/
+ * 002_trace.sql): overlap % (median over ranks and iteration windows with
+ * communication), exposed comm ms (median over ranks and windows), trace
+ * overhead % (traced / untraced median - 1) and evidence ("ok", or the
+ * mismatch message; a stock trace that contradicts NCCL adds "stock: ...").
+ * Markdown shows them, before "status", only when some row has a trace; CSV
+ * and JSON always carry them (blank/null without a trace), so their shape
+ * does not depend on the data.
+ *
  * Markdown: a header block (run, commit, time, host, GPUs, software,
  * iterations, command line), a GitHub table, a summary line (over rows where
  * stock and dist_gemm both ran: geometric-mean speedup, median and worst
  * dist/bound, the row count) and the configurations that did not run.
  * CSV (RFC 4180, CRLF line ends): one header line, then one line per row and
- * nothing else, so any CSV reader takes it as is; each line carries run_id
- * and commit instead of a header block. JSON: {"run": {...}, "rows": [...],
+ * nothing else, so any CSV reader takes it as is; each line carries run_id,
+ * commit and, in its last columns, the run's host, GPUs, software versions
+ * and warm-up/measured iterations instead of a header block. JSON: {"run":
+ * {...}, "rows": [...],
  * "rejected": [...], "summary": {...}} with numbers at full precision.
  *
  * filter may be NULL (latest run, everything). TP_EUSAGE when the database

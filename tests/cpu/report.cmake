@@ -1,3 +1,6 @@
 # CPU tests of report/ (the throughput table on a synthetic database).
 tp_add_cpu_test(test_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report.c LIBS tp_report)
 target_include_directories(test_report PRIVATE ${JANSSON_INCLUDE_DIR})
+# Regression tracking: the Mann-Whitney test, compare's verdicts, history and
+# trends (synthetic samples, and a synthesised copy of the real H200 run).
+tp_add_cpu_test(test_compare SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compare.c LIBS tp_report m)

@@ -1,0 +1,154 @@
+/*
+ * tp_report_util.c — shared writers of report/ (see tp_report_util.h). Every
+ * output of tpbench (the throughput table, compare, history, the trace
+ * export, the dashboard's data) escapes and prints through these, so a value
+ * looks the same in each.
+ */
+#include "report/tp_report_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals) {
+  if (!isfinite(value)) return "";
+  snprintf(buf, cap, "%.*f", decimals, value);
+  return buf;
+}
+
+const char *tp_fmt_sci(char *buf, size_t cap, double value) {
+  if (!isfinite(value)) return "";
+  snprintf(buf, cap, "%.2e", value);
+  return buf;
+}
+
+/* ---- markdown ----------------------------------------------------------- */
+
+void tp_md_cell(FILE *out, const char *text) {
+  fputs("| ", out);
+  for (const char *p = text ? text : ""; *p; p++) {
+    if (*p == '|') fputs("\\|", out);
+    else if (*p == '\n' || *p == '\r') fputc(' ', out);
+    else fputc(*p, out);
+  }
+  fputc(' ', out);
+}
+
+/* "-" marks a blank so a reader sees it is missing, not 0. */
+void tp_md_num(FILE *out, double value, int decimals) {
+  char buf[64];
+  const char *text = tp_fmt_num(buf, sizeof buf, value, decimals);
+  tp_md_cell(out, *text ? text : "-");
+}
+
+void tp_md_code(FILE *out, const char *text) {
+  size_t run = 0, longest = 0;
+  for (const char *p = text; *p; p++) {
+    run = *p == '`' ? run + 1 : 0;
+    if (run > longest) longest = run;
+  }
+  for (size_t i = 0; i <= longest; i++) fputc('`', out);
+  int pad = text[0] == '`' || (*text && text[strlen(text) - 1] == '`');
+  fprintf(out, "%s%s%s", pad ? " " : "", text, pad ? " " : "");
+  for (size_t i = 0; i <= longest; i++) fputc('`', out);
+}
+
+/* ---- CSV ---------------------------------------------------------------- */
+
+void tp_csv_field(FILE *out, const char *text, int first) {
+  if (!first) fputc(',', out);
+  text = text ? text : "";
+  if (!strpbrk(text, ",\"\r\n")) {
+    fputs(text, out);
+    return;
+  }
+  fputc('"', out);
+  for (const char *p = text; *p; p++) {
+    if (*p == '"') fputc('"', out);
+    fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+void tp_csv_num(FILE *out, double value, int decimals) {
+  char buf[64];
+  tp_csv_field(out, tp_fmt_num(buf, sizeof buf, value, decimals), 0);
+}
+
+void tp_csv_int(FILE *out, int64_t value) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", (long long)value);
+  tp_csv_field(out, buf, 0);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+void tp_json_set(tp_json_builder *jb, json_t *obj, const char *key, json_t *value) {
+  if (!value || json_object_set_new(obj, key, value) != 0) jb->failed = 1;
+}
+
+void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value) {
+  if (!value || json_array_append_new(array, value) != 0) jb->failed = 1;
+}
+
+json_t *tp_json_str(const char *s) {
+  if (!s) return json_null();
+  json_t *value = json_string(s);
+  if (value) return value;
+  char *ascii = strdup(s);
+  if (!ascii) return NULL;
+  for (char *p = ascii; *p; p++)
+    if ((unsigned char)*p >= 0x80) *p = '?';
+  value = json_string(ascii);
+  free(ascii);
+  return value;
+}
+
+json_t *tp_json_real(double value) { return isfinite(value) ? json_real(value) : json_null(); }
+
+/* ---- labels and statistics ---------------------------------------------- */
+
+/* Appends " text" (or "text" at the start) when text is set. */
+static void append_word(char *buf, size_t cap, size_t *len, const char *text) {
+  if (!text || !*text || *len >= cap) return;
+  int n = snprintf(buf + *len, cap - *len, "%s%s", *len ? " " : "", text);
+  if (n > 0) *len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1;
+}
+
+void tp_config_label(char *buf, size_t cap, const char *kind, const char *backend,
+                     const char *model, const char *layer, const char *proj, int64_t tokens,
+                     const char *dtype, const char *pass, int64_t tp, const char *schedule,
+                     int64_t chunks) {
+  if (cap == 0) return;
+  buf[0] = '\0';
+  size_t len = 0;
+  char word[64];
+  append_word(buf, cap, &len, model);
+  append_word(buf, cap, &len, layer);
+  append_word(buf, cap, &len, proj);
+  snprintf(word, sizeof word, "T=%lld", (long long)tokens);
+  append_word(buf, cap, &len, word);
+  append_word(buf, cap, &len, dtype);
+  append_word(buf, cap, &len, pass);
+  snprintf(word, sizeof word, "tp=%lld", (long long)tp);
+  append_word(buf, cap, &len, word);
+  if (kind && !strcmp(kind, "gemm")) append_word(buf, cap, &len, "GEMM alone");
+  else if (kind && !strcmp(kind, "comm")) append_word(buf, cap, &len, "collective alone");
+  else append_word(buf, cap, &len, backend);
+  append_word(buf, cap, &len, schedule);
+  if (chunks > 0) {
+    snprintf(word, sizeof word, "x%lld", (long long)chunks);
+    append_word(buf, cap, &len, word);
+  }
+}
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double tp_median(double *v, size_t n) {
+  if (n == 0) return NAN;
+  qsort(v, n, sizeof *v, compare_doubles);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -1,0 +1,80 @@
+/*
+ * tp_report_util.h — the small writers every report/ output shares (and
+ * dashboards/, which embeds report output): markdown cells, RFC 4180 CSV
+ * fields, JSON values built with jansson, numbers that print blank when
+ * missing, a configuration's one-line label, a median.
+ *
+ * Conventions all of them keep: a missing number (NaN, infinity) is "-" in
+ * markdown, an empty CSV field and JSON null, never 0; text is escaped for
+ * its format, whatever bytes it holds.
+ */
+#ifndef TP_REPORT_UTIL_H
+#define TP_REPORT_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* printf of a number with fixed decimals into buf; "" when not finite. */
+const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals);
+
+/* Scientific notation with two decimals; "" when not finite. */
+const char *tp_fmt_sci(char *buf, size_t cap, double value);
+
+/* ---- markdown ---- */
+
+/* "| text " with '|' escaped and line breaks turned into spaces. */
+void tp_md_cell(FILE *out, const char *text);
+
+/* A number cell; "-" when there is no number. */
+void tp_md_num(FILE *out, double value, int decimals);
+
+/* Inline code whose fence is longer than any run of backticks inside. */
+void tp_md_code(FILE *out, const char *text);
+
+/* ---- CSV (RFC 4180) ---- */
+
+/* A field, preceded by ',' unless first; quoted when it holds a comma, a
+ * quote or a line break, quotes doubled. NULL is an empty field. */
+void tp_csv_field(FILE *out, const char *text, int first);
+void tp_csv_num(FILE *out, double value, int decimals);
+void tp_csv_int(FILE *out, int64_t value);
+
+/* ---- JSON ---- */
+
+/* Remembers the first failure (out of memory) so builder code stays
+ * straight-line: check failed once at the end. */
+typedef struct tp_json_builder {
+  int failed;
+} tp_json_builder;
+
+/* obj[key] = value, taking the reference; a NULL value marks a failure. */
+void tp_json_set(tp_json_builder *jb, json_t *obj, const char *key, json_t *value);
+
+/* Appends value to array, taking the reference; NULL marks a failure. */
+void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value);
+
+/* A string, or null for NULL; bytes that are not UTF-8 become '?' so the
+ * output stays valid JSON. NULL only when out of memory. */
+json_t *tp_json_str(const char *s);
+
+/* A number, or null when not finite (JSON has no NaN). */
+json_t *tp_json_real(double value);
+
+/* ---- labels and statistics ---- */
+
+/* What a person calls a configuration, in one line:
+ * "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2" (kind gemm
+ * and comm say "GEMM alone" / "collective alone" instead of a backend).
+ * NULL strings are left out. */
+void tp_config_label(char *buf, size_t cap, const char *kind, const char *backend,
+                     const char *model, const char *layer, const char *proj, int64_t tokens,
+                     const char *dtype, const char *pass, int64_t tp, const char *schedule,
+                     int64_t chunks);
+
+/* Median of v[0..n), sorting v in place; NaN for n == 0. */
+double tp_median(double *v, size_t n);
+
+#endif /* TP_REPORT_UTIL_H */
