@@ -10,3 +10,7 @@ if(TPBENCH_WITH_CUDA)
   tp_add_cpu_test(test_collector_guard SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_guard.c
                   LIBS tp_collectors)
 endif()
+
+# The rules against names captured on the H200 pair (tests/data/h200_kernel_names.tsv).
+tp_add_cpu_test(test_classify_h200 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_classify_h200.c
+                LIBS tp_collect_core tp_nvtx)
