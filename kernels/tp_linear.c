@@ -77,7 +77,8 @@ tp_rc tp_schedule_parse(const char *name, tp_schedule *out) {
 static int is_gather_side(tp_linear_kind kind) { return kind != TP_LINEAR_RS; }
 
 size_t tp_linear_x_elems(const tp_linear_plan *p) {
-  if (is_gather_side(p->desc.kind)) return (size_t)(p->shard_rows * p->desc.in_features);
+  if (is_gather_side(p->desc.kind))
+    return (size_t)((p->desc.sp_off ? p->desc.tokens : p->shard_rows) * p->desc.in_features);
   return (size_t)(p->desc.tokens * (p->desc.in_features / p->world));
 }
 
@@ -87,7 +88,7 @@ size_t tp_linear_w_elems(const tp_linear_plan *p) { return (size_t)(p->gemm_n * 
 
 size_t tp_linear_y_elems(const tp_linear_plan *p) {
   if (is_gather_side(p->desc.kind)) return (size_t)(p->desc.tokens * p->gemm_n);
-  return (size_t)(p->shard_rows * p->desc.out_features);
+  return (size_t)((p->desc.sp_off ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
 }
 
 /* Largest chunk count <= cap that divides rows, keeps chunks >= min bytes and rows. */
@@ -186,6 +187,9 @@ static size_t stock_scratch(const tp_linear_desc *d) {
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   const tp_linear_desc *d = &p->desc;
   if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
+  if (d->sp_off)
+    return reject(p, "dist_gemm needs sequence parallelism: %s",
+                  "with SP off the input is replicated and there is nothing to gather");
   if (requested == TP_SCHED_MULTIMEM) {
     if (!g->multicast_supported)
       return reject(p, "multimem: %s", "this device does not report NVLink multicast support");
@@ -261,9 +265,17 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   out->rank = g->rank;
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
+  if (desc->sp_off) {
+    /* a ring all-reduce sends 2 (W-1)/W of the buffer per rank */
+    size_t buf = (size_t)(desc->tokens *
+                          (is_gather_side(desc->kind) ? desc->in_features : desc->out_features)) *
+                 tp_dtype_bytes(desc->dtype);
+    int has = is_gather_side(desc->kind) ? desc->backward : 1;
+    out->comm_bytes = has ? 2 * buf * (size_t)(g->world - 1) / (size_t)g->world : 0;
+  }
   size_t e = tp_dtype_bytes(desc->dtype);
   if (desc->save_gathered) {
-    if (!is_gather_side(desc->kind) || !desc->backward)
+    if (!is_gather_side(desc->kind) || !desc->backward || desc->sp_off)
       return reject(out, "save_gathered: %s",
                     "only the all-gather side's backward reuses a gathered input");
     out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * e;
@@ -288,7 +300,8 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
 /* fp32 floats of bias-gradient partial sums a backward needs on this rank. */
 static size_t bias_partial_floats(const tp_linear_plan *p) {
   if (!p->desc.bias || !p->desc.backward) return 0;
-  size_t rows = (size_t)(is_gather_side(p->desc.kind) ? p->desc.tokens : p->shard_rows);
+  size_t rows =
+      (size_t)(is_gather_side(p->desc.kind) || p->desc.sp_off ? p->desc.tokens : p->shard_rows);
   /* the row partials, then one summed row */
   return tp_bias_partial_floats(rows, (size_t)p->gemm_n) + (size_t)p->gemm_n;
 }
@@ -377,7 +390,8 @@ static int runs_comm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_
  * backends so their bits stay comparable. */
 static tp_rc add_biases(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   if (!p->desc.bias || !runs_gemm(p)) return TP_OK;
-  size_t rows = (size_t)(is_gather_side(p->desc.kind) ? p->desc.tokens : p->shard_rows);
+  size_t rows =
+      (size_t)(is_gather_side(p->desc.kind) || p->desc.sp_off ? p->desc.tokens : p->shard_rows);
   for (int i = 0; i < p->desc.n_weights; ++i)
     TP_CUDA(tp_launch_add_bias(p->desc.dtype, t->y[i], t->b[i], rows, (size_t)p->gemm_n,
                                g->main_stream));
@@ -430,9 +444,46 @@ static tp_rc bias_grads_rs_stock(tp_group *g, const tp_linear_plan *p, const tp_
 
 /* ---- stock: NCCL and cuBLASLt on one stream ---------------------------------------- */
 
+/* Sequence parallelism off: the gather side needs no collective in the
+ * forward (its input is replicated); the scatter side all-reduces its output. */
+static tp_rc stock_forward_no_sp(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (is_gather_side(p->desc.kind)) {
+    if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, t->y, 0));
+    return add_biases(g, p, t);
+  }
+  if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, t->y, 0));
+  if (runs_comm(p))
+    TP_NCCL(ncclAllReduce(t->y[0], t->y[0], tp_linear_y_elems(p), nccl_type(p->desc.dtype), ncclSum,
+                          g->nccl, g->main_stream),
+            g->nccl);
+  return add_biases(g, p, t);
+}
+
+/* ... and in the backward the gather side all-reduces dx, the scatter side
+ * needs nothing: its gradient arrives replicated. */
+static tp_rc stock_backward_no_sp(tp_group *g, const tp_linear_plan *p,
+                                  const tp_linear_tensors *t) {
+  if (is_gather_side(p->desc.kind)) {
+    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, t->dx));
+    if (runs_comm(p))
+      TP_NCCL(ncclAllReduce(t->dx, t->dx, tp_linear_x_elems(p), nccl_type(p->desc.dtype), ncclSum,
+                            g->nccl, g->main_stream),
+              g->nccl);
+    if (runs_gemm(p)) TP_TRY(wgrad(g, p, t, t->x));
+    if (p->desc.bias && runs_gemm(p)) TP_TRY(bias_grads_local(g, p, t));
+    return TP_OK;
+  }
+  if (!runs_gemm(p)) return TP_OK;
+  TP_TRY(rs_dgrad_rows(g, p, t, p->desc.tokens, t->dy[0], 0));
+  TP_TRY(wgrad(g, p, t, t->dy[0]));
+  if (p->desc.bias) TP_TRY(bias_grads_local(g, p, t));
+  return TP_OK;
+}
+
 static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
+  if (p->desc.sp_off) return stock_forward_no_sp(g, p, t);
   if (is_gather_side(p->desc.kind)) {
     void *gathered = t->saved ? t->saved : g->scratch;
     if (runs_comm(p))
@@ -452,6 +503,7 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
   const size_t e = tp_dtype_bytes(p->desc.dtype);
+  if (p->desc.sp_off) return stock_backward_no_sp(g, p, t);
   if (is_gather_side(p->desc.kind)) {
     void *partial = g->scratch;
     void *gathered = t->saved ? t->saved : at(g->scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
@@ -735,6 +787,8 @@ int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
   const int gather = is_gather_side(p->desc.kind);
   bwd = bwd && p->desc.backward;
   if (p->backend == TP_BACKEND_GEMM_ONLY) return 0;
+  if (p->desc.sp_off) /* one all-reduce: the scatter side's forward, the gather side's backward */
+    return p->backend == TP_BACKEND_GEMM_ONLY ? 0 : gather ? (bwd ? 1 : 0) : (fwd ? 1 : 0);
   if (p->backend != TP_BACKEND_DIST) {
     int calls = fwd ? 1 : 0;
     if (bwd) calls += gather ? (p->desc.save_gathered ? 1 : 2) : 1 + (p->desc.bias ? 1 : 0);

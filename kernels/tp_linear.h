@@ -67,6 +67,9 @@ typedef struct tp_linear_desc {
   int backward;         /* the plan also runs the backward pass */
   int save_gathered;    /* all-gather side: keep AG(x) from the forward for dW (memory for
                            one all-gather less); 0: gather x again in the backward */
+  int sp_off;           /* sequence parallelism off (stock only): activations replicated
+                           between layers, x [T, K] on the gather side, y [T, N] all-reduced
+                           on the scatter side */
   int bias;             /* each weight has a bias: column-parallel b[N/W] (sharded like the
                            weight), row-parallel b[N] (replicated, added after the sum) */
 } tp_linear_desc;

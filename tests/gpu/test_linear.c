@@ -81,9 +81,13 @@ static size_t identity_row(const host_case *c, size_t r) {
   (void)c;
   return r;
 }
-static size_t own_block_row(const host_case *c, size_t r) {
-  return (size_t)(c->rank * c->S_l * BATCH) + r;
+/* Rows a rank holds between layers: its sequence block, or all of them with SP off. */
+static int64_t local_rows(const host_case *c) { return c->desc.sp_off ? c->T : c->S_l * BATCH; }
+static int64_t local_row0(const host_case *c) {
+  return c->desc.sp_off ? 0 : c->rank * local_rows(c);
 }
+
+static size_t own_block_row(const host_case *c, size_t r) { return (size_t)local_row0(c) + r; }
 
 static void make_shards(host_case *c) {
   const int64_t W = c->world, T = c->T, K = c->K, N = c->N;
@@ -93,7 +97,7 @@ static void make_shards(host_case *c) {
     memcpy((char *)x_rows + (size_t)row * (size_t)K * c->e,
            (char *)c->x_full + bsk(c, row_b(row), row_s(row), 0) * c->e, (size_t)K * c->e);
   if (c->gather) {
-    c->x = copy_rows(c, x_rows, (size_t)K, 0, (size_t)K, (size_t)(c->S_l * BATCH), own_block_row);
+    c->x = copy_rows(c, x_rows, (size_t)K, 0, (size_t)K, (size_t)local_rows(c), own_block_row);
     for (int i = 0; i < c->n_w; ++i) {
       size_t w_bytes = (size_t)(N / W) * (size_t)K * c->e;
       c->w[i] = malloc(w_bytes);
@@ -107,8 +111,8 @@ static void make_shards(host_case *c) {
                      identity_row);
     c->w[0] = copy_rows(c, c->w_full[0], (size_t)K, (size_t)(c->rank * (K / W)), (size_t)(K / W),
                         (size_t)N, identity_row);
-    c->dy[0] = copy_rows(c, c->dy_full[0], (size_t)N, 0, (size_t)N, (size_t)(c->S_l * BATCH),
-                         own_block_row);
+    c->dy[0] =
+        copy_rows(c, c->dy_full[0], (size_t)N, 0, (size_t)N, (size_t)local_rows(c), own_block_row);
   }
   free(x_rows);
 }
@@ -127,7 +131,7 @@ static double *reference_db(const host_case *c, int i, int64_t col0, int64_t col
 
 static void make_reference(host_case *c) {
   const int64_t W = c->world, T = c->T, K = c->K, N = c->N, r = c->rank;
-  const int64_t rows_local = c->S_l * BATCH, row0 = r * rows_local;
+  const int64_t rows_local = local_rows(c), row0 = local_row0(c);
   if (c->gather) {
     const int64_t Nl = N / W;
     c->ref_dx = calloc((size_t)(rows_local * K), sizeof(double));
@@ -182,7 +186,7 @@ static void make_reference(host_case *c) {
 }
 
 static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank, int world,
-                       int bias) {
+                       int bias, int sp_off) {
   memset(c, 0, sizeof *c);
   c->dt = dt;
   c->rank = rank;
@@ -194,7 +198,15 @@ static void build_case(host_case *c, tp_linear_kind kind, tp_dtype dt, int rank,
   c->K = c->gather ? D_SMALL : D_LARGE;
   c->N = c->gather ? D_LARGE : D_SMALL;
   c->S_l = SEQ / world;
-  c->desc = (tp_linear_desc){kind, dt, c->T, c->K, c->N, c->n_w, 1, 0, bias};
+  c->desc = (tp_linear_desc){.kind = kind,
+                             .dtype = dt,
+                             .tokens = c->T,
+                             .in_features = c->K,
+                             .out_features = c->N,
+                             .n_weights = c->n_w,
+                             .backward = 1,
+                             .sp_off = sp_off,
+                             .bias = bias};
   c->x_full = malloc((size_t)BATCH * SEQ * (size_t)c->K * c->e);
   gpu_fill_host(dt, c->x_full, (size_t)BATCH * SEQ * (size_t)c->K, 11, 1.0f);
   for (int i = 0; i < c->n_w; ++i) {
@@ -422,13 +434,12 @@ static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *
           rule = "no rank sum: bit-identical to stock";
         }
       }
-      printf(
-          "rank %d: %-15s %s %-9s %-4s x%d save=%d %-2s[%d]: vs fp64 %.2e (tol %.0e) unwritten %d; "
-          "vs stock %.2e, %zu differ (%s): %s\n",
-          g->rank, tp_linear_kind_name(c->desc.kind), tp_dtype_name(c->dt),
-          tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
-          p->desc.save_gathered, OUTPUT_NAMES[k], i, err, tol_ref, bad, vs, differ, rule,
-          ok ? "ok" : "FAIL");
+      printf("rank %d: %-15s %s %-9s %-4s x%d sp=%s save=%d bias=%d %-2s[%d]: vs fp64 %.2e (tol "
+             "%.0e) unwritten %d; vs stock %.2e, %zu differ (%s): %s\n",
+             g->rank, tp_linear_kind_name(c->desc.kind), tp_dtype_name(c->dt),
+             tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
+             p->desc.sp_off ? "off" : "on", p->desc.save_gathered, p->desc.bias, OUTPUT_NAMES[k], i,
+             err, tol_ref, bad, vs, differ, rule, ok ? "ok" : "FAIL");
       failures += !ok;
     }
   return failures;
@@ -463,9 +474,9 @@ static int check_rejections(tp_group *g, const tp_linear_desc *desc) {
   return failures;
 }
 
-static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias) {
+static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, int sp_off) {
   host_case c;
-  build_case(&c, kind, dt, g->rank, g->world, bias);
+  build_case(&c, kind, dt, g->rank, g->world, bias, sp_off);
   tp_linear_plan shape;
   if (tp_linear_plan_make(g, &c.desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &shape) != TP_OK) {
     fprintf(stderr, "rank %d: plan: %s\n", g->rank, tp_last_error());
@@ -479,10 +490,19 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias) {
   for (size_t v = 0; v < sizeof VARIANTS / sizeof VARIANTS[0] && !failures; ++v) {
     tp_linear_desc desc = c.desc;
     desc.save_gathered = VARIANTS[v].save_gathered && c.gather;
-    if (VARIANTS[v].save_gathered && !c.gather) continue;
+    if (VARIANTS[v].save_gathered && (!c.gather || sp_off)) continue;
     tp_linear_plan p;
     tp_rc rc = tp_linear_plan_make(g, &desc, VARIANTS[v].backend, VARIANTS[v].schedule,
                                    VARIANTS[v].chunks, &p);
+    if (sp_off && VARIANTS[v].backend == TP_BACKEND_DIST) {
+      /* dist_gemm without sequence parallelism is refused, never run as something else */
+      int ok = g->world == 1 || (rc == TP_EREJECT && strstr(p.reason, "sequence parallelism"));
+      printf("rank %d: %s sp=off dist_gemm %s: %s: %s\n", g->rank, tp_linear_kind_name(kind),
+             tp_schedule_name(VARIANTS[v].schedule), rc == TP_EREJECT ? p.reason : "accepted",
+             ok ? "ok" : "FAIL");
+      failures += !ok;
+      continue;
+    }
     if (rc == TP_EREJECT && g->world == 1 && VARIANTS[v].backend == TP_BACKEND_DIST) continue;
     if (rc != TP_OK) {
       fprintf(stderr, "rank %d: plan: %s\n", g->rank, tp_last_error());
@@ -503,7 +523,7 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias) {
       free_outputs(&o);
     }
   }
-  failures += check_rejections(g, &c.desc);
+  if (!sp_off) failures += check_rejections(g, &c.desc);
   free_outputs(&stock);
   release(&d);
   free_case(&c);
@@ -515,7 +535,9 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   tp_linear_kind kind = *(const tp_linear_kind *)ctx;
   int failures = 0;
   for (int bias = 0; bias <= 1; ++bias)
-    failures += run_dtype(g, kind, TP_BF16, bias) + run_dtype(g, kind, TP_FP32, bias);
+    failures += run_dtype(g, kind, TP_BF16, bias, 0) + run_dtype(g, kind, TP_FP32, bias, 0);
+  /* sequence parallelism off: stock only, with a bias */
+  failures += run_dtype(g, kind, TP_BF16, 1, 1) + run_dtype(g, kind, TP_FP32, 1, 1);
   fflush(stdout);
   return failures ? 1 : 0;
 }
