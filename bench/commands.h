@@ -17,6 +17,22 @@ int tp_cmd_ops(int argc, char **argv);
 /* `tpbench report`: the throughput table of a database (bench/cmd_report.c). */
 int tp_cmd_report(int argc, char **argv);
 
+/* `tpbench compare BASE HEAD` (bench/cmd_compare.c). Exits 0 when nothing
+ * regressed, 1 when something did, 2 on bad input or any error. */
+int tp_cmd_compare(int argc, char **argv);
+
+/* `tpbench history` (bench/cmd_history.c). */
+int tp_cmd_history(int argc, char **argv);
+
+/* `tpbench trace` (bench/cmd_trace.c). */
+int tp_cmd_trace(int argc, char **argv);
+
+/* `tpbench import` (bench/cmd_import.c). */
+int tp_cmd_import(int argc, char **argv);
+
+/* `tpbench dashboard` (bench/cmd_dashboard.c). */
+int tp_cmd_dashboard(int argc, char **argv);
+
 /* Exit statuses every command uses. */
 enum { TP_EXIT_OK = 0, TP_EXIT_FAILURE = 1, TP_EXIT_USAGE = 2 };
 

@@ -18,6 +18,11 @@ typedef struct command_entry {
 static const command_entry commands[] = {
     {"ops", tp_cmd_ops, "time stock vs dist_gemm TP linear ops and store the results"},
     {"report", tp_cmd_report, "print the throughput table of a database"},
+    {"compare", tp_cmd_compare, "which configurations got slower between two commits or runs"},
+    {"history", tp_cmd_history, "one configuration's median and spread across commits"},
+    {"trace", tp_cmd_trace, "a configuration's GPU timeline as Chrome trace JSON (Perfetto)"},
+    {"import", tp_cmd_import, "merge runs from other databases"},
+    {"dashboard", tp_cmd_dashboard, "write a static, offline HTML dashboard of a database"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -10,3 +10,12 @@ tp_add_cpu_test(test_bench_tpbench SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_
                 LIBS tp_store)
 target_compile_definitions(test_bench_tpbench PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_bench_tpbench tpbench)
+
+# The regression-tracking and trace commands (compare, history, trace,
+# import, dashboard) run as a user runs them, on a copy of the real H200
+# database with synthesised runs.
+tp_add_cpu_test(test_commands SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_commands.c LIBS tp_store)
+target_include_directories(test_commands PRIVATE ${JANSSON_INCLUDE_DIR})
+target_link_libraries(test_commands PRIVATE ${JANSSON_STATIC})
+target_compile_definitions(test_commands PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_commands tpbench)

@@ -4,3 +4,7 @@ target_include_directories(test_report PRIVATE ${JANSSON_INCLUDE_DIR})
 # Regression tracking: the Mann-Whitney test, compare's verdicts, history and
 # trends (synthetic samples, and a synthesised copy of the real H200 run).
 tp_add_cpu_test(test_compare SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compare.c LIBS tp_report m)
+# What report/ makes of traces: the table's trace columns and the Chrome
+# trace export (synthesised traces on a copy of the real H200 run).
+tp_add_cpu_test(test_report_trace SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_trace.c
+                LIBS tp_report m)

@@ -1,0 +1,111 @@
+/*
+ * cmd_compare.c — `tpbench compare BASE HEAD`: which configurations got
+ * slower between two commits or runs (report/tp_compare.h does the work).
+ * Needs no GPU.
+ *
+ * The exit status is for CI: 0 nothing regressed, 1 something regressed,
+ * 2 anything else (usage, a side that names no run, a missing database, an
+ * error), so a gate never mistakes a broken invocation for a regression or
+ * a pass.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../report/tp_compare.h"
+#include "cli.h"
+#include "commands.h"
+
+enum { EXIT_REGRESSED = 1, EXIT_BAD = 2 };
+
+typedef struct compare_args {
+  const char *db;
+  const char *format;
+  const char *threshold; /* percent */
+  const char *alpha;
+  const char *sides[2];
+  int n_sides;
+} compare_args;
+
+static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"threshold", TP_OPT_STRING, &a->threshold, "PCT",
+       "smallest change of the median, in percent, that counts", 0, 0, NULL},
+      {"alpha", TP_OPT_STRING, &a->alpha, "P", "significance level of the Mann-Whitney test", 0, 0,
+       NULL},
+  };
+  const tp_command cmd = {
+      .name = "compare",
+      .usage = "tpbench compare BASE HEAD [options]",
+      .summary =
+          "Compares every configuration measured at BASE and at HEAD (each a commit, a prefix\n"
+          "will do, or run:N for one run). Per configuration: the ratio of median per-iteration\n"
+          "times (slowest rank), a two-sided Mann-Whitney U test of the iterations, and a\n"
+          "minimum effect; verdicts regressed, improved, unchanged, new, missing. When a commit\n"
+          "has several runs, each configuration comes from the latest run that ran it.\n"
+          "Markdown output is ready for a pull-request comment.\n"
+          "Exit status: 0 no regression, 1 a regression, 2 bad input or an error.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, a->sides, 2, &a->n_sides, help);
+}
+
+/* A number in (lo, hi) from text; what names it in the message. */
+static int parse_number(const char *what, const char *text, double lo, double hi, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double value = strtod(text, &end);
+  if (end == text || *end || errno || !isfinite(value) || value < lo || value >= hi) {
+    fprintf(stderr, "tpbench compare: %s: '%s' is not a number in [%g, %g)\n", what, text, lo, hi);
+    return -1;
+  }
+  *out = value;
+  return 0;
+}
+
+static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_report_format fmt) {
+  if (access(a->db, F_OK) != 0) {
+    fprintf(stderr, "tpbench compare: no database at '%s' (pass --db)\n", a->db);
+    return EXIT_BAD;
+  }
+  tp_store *store = NULL;
+  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+    fprintf(stderr, "tpbench compare: cannot open '%s': %s\n", a->db, tp_cli_last_message());
+    return EXIT_BAD;
+  }
+  tp_compare_summary sum = {0};
+  tp_rc rc = tp_report_compare(store, a->sides[0], a->sides[1], opt, fmt, stdout, &sum);
+  if (rc != TP_OK) fprintf(stderr, "tpbench compare: %s\n", tp_cli_last_message());
+  tp_store_close(store);
+  if (rc != TP_OK) return EXIT_BAD;
+  return sum.regressed > 0 ? EXIT_REGRESSED : TP_EXIT_OK;
+}
+
+int tp_cmd_compare(int argc, char **argv) {
+  compare_args a = {.db = "tpbench.db", .format = "md", .threshold = "3", .alpha = "0.01"};
+  int help = 0;
+  if (parse_args(argc, argv, &a, &help) != TP_OK) return EXIT_BAD;
+  if (help) return TP_EXIT_OK;
+  if (a.n_sides != 2) {
+    fprintf(stderr, "tpbench compare: needs BASE and HEAD (commits or run:N)\n"
+                    "Try 'tpbench compare --help'.\n");
+    return EXIT_BAD;
+  }
+  tp_compare_options opt = {0};
+  double pct = 0;
+  if (parse_number("--threshold", a.threshold, 0, 100, &pct) != 0 ||
+      parse_number("--alpha", a.alpha, 1e-12, 1, &opt.alpha) != 0)
+    return EXIT_BAD;
+  opt.threshold = pct / 100.0;
+  tp_report_format fmt;
+  if (tp_report_format_parse(a.format, &fmt) != TP_OK) {
+    fprintf(stderr, "tpbench compare: %s\n", tp_cli_last_message());
+    return EXIT_BAD;
+  }
+  return run_compare(&a, &opt, fmt);
+}

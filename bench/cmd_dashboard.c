@@ -1,0 +1,75 @@
+/*
+ * cmd_dashboard.c — `tpbench dashboard`: writes the static, offline HTML
+ * dashboard of a database (dashboards/tp_dashboard.h does the work). Needs
+ * no GPU.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "../dashboards/tp_dashboard.h"
+#include "cli.h"
+#include "commands.h"
+
+typedef struct dashboard_args {
+  const char *db;
+  const char *out;
+  long long max_events;
+} dashboard_args;
+
+static tp_rc parse_args(int argc, char **argv, dashboard_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"out", TP_OPT_STRING, &a->out, "DIR", "directory for index.html (created if missing)", 0, 0,
+       NULL},
+      {"max-events", TP_OPT_INT64, &a->max_events, "N", "events per timeline the page carries", 1,
+       10000000, NULL},
+  };
+  const tp_command cmd = {
+      .name = "dashboard",
+      .usage = "tpbench dashboard --out DIR [options]",
+      .summary = "Writes DIR/index.html, one self-contained page that works offline: per run the\n"
+                 "throughput table with speedup and bound charts, a timeline per traced\n"
+                 "configuration (lanes per rank and stream, hover for details) and trends across\n"
+                 "commits. Open it in any browser; nothing is fetched.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
+}
+
+static int write_dashboard(const dashboard_args *a) {
+  if (access(a->db, F_OK) != 0) {
+    fprintf(stderr, "tpbench dashboard: no database at '%s' (pass --db)\n", a->db);
+    return TP_EXIT_FAILURE;
+  }
+  tp_store *store = NULL;
+  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+    fprintf(stderr, "tpbench dashboard: cannot open '%s': %s\n", a->db, tp_cli_last_message());
+    return TP_EXIT_FAILURE;
+  }
+  tp_dashboard_options opt = {.max_trace_events = (size_t)a->max_events};
+  tp_dashboard_stats st;
+  tp_rc rc = tp_dashboard_write(store, a->out, &opt, &st);
+  tp_store_close(store);
+  if (rc != TP_OK) {
+    fprintf(stderr, "tpbench dashboard: %s\n", tp_cli_last_message());
+    return rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+  }
+  printf("%s/index.html: %d run%s, %d trace%s, %d configurations in the trends (%zu bytes)\n",
+         a->out, st.runs, st.runs == 1 ? "" : "s", st.traces, st.traces == 1 ? "" : "s", st.series,
+         st.bytes);
+  return TP_EXIT_OK;
+}
+
+int tp_cmd_dashboard(int argc, char **argv) {
+  dashboard_args a = {.db = "tpbench.db", .max_events = TP_DASHBOARD_MAX_EVENTS};
+  int help = 0;
+  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
+  if (!a.out) {
+    fprintf(stderr, "tpbench dashboard: --out DIR is required\nTry 'tpbench dashboard --help'.\n");
+    return TP_EXIT_USAGE;
+  }
+  return write_dashboard(&a);
+}

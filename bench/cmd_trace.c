@@ -1,0 +1,113 @@
+/*
+ * cmd_trace.c — `tpbench trace`: one configuration's GPU timeline as Chrome
+ * trace JSON, for Perfetto or chrome://tracing (report/tp_trace_export.h
+ * writes it). Needs no GPU.
+ *
+ * Exit status: 2 when the configuration does not exist (a wrong id or key is
+ * the user's mistake), 1 when it exists but was not traced, 0 otherwise.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../report/tp_trace_export.h"
+#include "cli.h"
+#include "commands.h"
+
+typedef struct trace_args {
+  const char *db;
+  const char *key;
+  const char *out;
+  long long config;
+  long long run;
+} trace_args;
+
+static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"config", TP_OPT_INT64, &a->config, "ID", "configuration id", 0, INT64_MAX, NULL},
+      {"key", TP_OPT_STRING, &a->key, "KEY", "configuration key: its latest traced configuration",
+       0, 0, NULL},
+      {"run", TP_OPT_INT64, &a->run, "ID", "with --key: within this run; 0 = any", 0, INT64_MAX,
+       NULL},
+      {"out", TP_OPT_STRING, &a->out, "FILE", "where to write the JSON; - = standard output", 0, 0,
+       NULL},
+  };
+  const tp_command cmd = {
+      .name = "trace",
+      .usage = "tpbench trace (--config ID | --key KEY) [options]",
+      .summary = "Writes the traced window of one configuration as Chrome trace JSON, which\n"
+                 "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per rank, a\n"
+                 "track per CUDA stream, NVTX ranges on their own track, events coloured by\n"
+                 "category with bytes, copy kind, correlation id and schedule in their args.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
+}
+
+/* Writes to a temporary beside the target, renamed into place when whole,
+ * so a failed export never leaves half a file where the last one was. */
+static tp_rc write_to_file(tp_store *store, int64_t id, const char *path) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+    return TP_FAIL(TP_EUSAGE, "--out: path too long");
+  FILE *f = fopen(tmp, "w");
+  if (!f) return TP_FAIL(TP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+  tp_rc rc = tp_report_chrome_trace(store, id, f);
+  if (fclose(f) != 0 && rc == TP_OK) rc = TP_FAIL(TP_EIO, "%s: writing failed", tmp);
+  if (rc == TP_OK && rename(tmp, path) != 0)
+    rc = TP_FAIL(TP_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+  if (rc != TP_OK) unlink(tmp);
+  return rc;
+}
+
+static int export_trace(const trace_args *a) {
+  if (access(a->db, F_OK) != 0) {
+    fprintf(stderr, "tpbench trace: no database at '%s' (pass --db)\n", a->db);
+    return TP_EXIT_FAILURE;
+  }
+  tp_store *store = NULL;
+  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+    fprintf(stderr, "tpbench trace: cannot open '%s': %s\n", a->db, tp_cli_last_message());
+    return TP_EXIT_FAILURE;
+  }
+  int64_t id = 0;
+  int found = 0;
+  tp_trace_info info;
+  int status = TP_EXIT_OK;
+  tp_rc rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
+  if (rc == TP_OK) rc = tp_store_trace_info(store, id, &found, &info);
+  if (rc != TP_OK) {
+    fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    status = rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+  } else if (!found) {
+    fprintf(stderr,
+            "tpbench trace: configuration %lld has no trace (it ran without tracing; "
+            "traces are recorded by 'tpbench ops' with tracing on)\n",
+            (long long)id);
+    status = TP_EXIT_FAILURE;
+  } else {
+    rc = (!a->out || !strcmp(a->out, "-")) ? tp_report_chrome_trace(store, id, stdout)
+                                           : write_to_file(store, id, a->out);
+    if (rc != TP_OK) fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    status = rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+  }
+  tp_store_close(store);
+  return status;
+}
+
+int tp_cmd_trace(int argc, char **argv) {
+  trace_args a = {.db = "tpbench.db", .out = "-"};
+  int help = 0;
+  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
+  if ((a.key != NULL) == (a.config > 0)) {
+    fprintf(stderr, "tpbench trace: give exactly one of --config and --key\n"
+                    "Try 'tpbench trace --help'.\n");
+    return TP_EXIT_USAGE;
+  }
+  return export_trace(&a);
+}

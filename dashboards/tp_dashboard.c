@@ -1,0 +1,320 @@
+/*
+ * tp_dashboard.c — the dashboard generator (see tp_dashboard.h).
+ *
+ * It has no figures of its own: every number on the page is what report/
+ * prints for the same database (the throughput table's JSON, the trends,
+ * the Chrome trace export), captured in memory, parsed back and put
+ * together into one JSON document. So the dashboard and the command-line
+ * reports cannot disagree.
+ *
+ * The document goes inside <script type="application/json">: every '<' in
+ * it is written as \u003c (it can only occur inside JSON strings), so no
+ * kernel name or command line can close the script element early.
+ */
+#include "dashboards/tp_dashboard.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "dashboards/tp_dashboard_assets.h"
+#include "report/tp_history.h"
+#include "report/tp_report.h"
+#include "report/tp_report_util.h"
+#include "report/tp_trace_export.h"
+
+static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "dashboard: out of memory"); }
+
+/* ---- capturing report output ------------------------------------------------- */
+
+typedef tp_rc (*report_fn)(tp_store *store, int64_t id, FILE *out);
+
+/* Runs a report into memory and parses it. *value is NULL when the report
+ * failed (its rc returned) and on parse errors (TP_EINTERNAL: the report
+ * wrote something that is not JSON, a bug). */
+static tp_rc capture(tp_store *store, report_fn fn, int64_t id, json_t **value) {
+  char *text = NULL;
+  size_t len = 0;
+  *value = NULL;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return out_of_memory();
+  tp_rc rc = fn(store, id, mem);
+  if (fclose(mem) != 0 && rc == TP_OK) rc = out_of_memory();
+  if (rc == TP_OK) {
+    json_error_t err;
+    *value = json_loadb(text, len, 0, &err);
+    if (!*value)
+      rc = TP_FAIL(TP_EINTERNAL, "dashboard: report output is not JSON: %s (line %d)", err.text,
+                   err.line);
+  }
+  free(text);
+  return rc;
+}
+
+static tp_rc throughput_json(tp_store *store, int64_t run_id, FILE *out) {
+  tp_report_filter filter = {.run_id = run_id};
+  return tp_report_throughput(store, &filter, TP_FMT_JSON, out);
+}
+
+static tp_rc trends_json(tp_store *store, int64_t unused, FILE *out) {
+  (void)unused;
+  return tp_report_trends(store, out);
+}
+
+/* ---- listing what to show -------------------------------------------------------- */
+
+/* The ids a one-column query returns, in order. */
+static tp_rc list_ids(tp_store *store, const char *sql, int64_t **ids, size_t *n) {
+  sqlite3_stmt *st = NULL;
+  *ids = NULL;
+  *n = 0;
+  if (sqlite3_prepare_v2(tp_store_db(store), sql, -1, &st, NULL) != SQLITE_OK)
+    return TP_FAIL(TP_ESQLITE, "%s: dashboard: %s", tp_store_path(store),
+                   sqlite3_errmsg(tp_store_db(store)));
+  size_t cap = 0;
+  tp_rc rc = TP_OK;
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 16;
+      int64_t *grown = realloc(*ids, cap * sizeof *grown);
+      if (!grown) {
+        rc = out_of_memory();
+        break;
+      }
+      *ids = grown;
+    }
+    (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = TP_FAIL(TP_ESQLITE, "%s: dashboard: %s", tp_store_path(store),
+                 sqlite3_errmsg(tp_store_db(store)));
+  sqlite3_finalize(st);
+  if (rc != TP_OK) {
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+/* ---- the document ---------------------------------------------------------------------- */
+
+typedef struct {
+  tp_store *store;
+  size_t max_events;
+  tp_dashboard_stats *stats;
+  tp_json_builder jb;
+} builder;
+
+/* One table per run, oldest first; a run without op configurations (a
+ * GEMM-only run, say) has no table and is left out. */
+static tp_rc add_runs(builder *b, json_t *list) {
+  int64_t *ids = NULL;
+  size_t n = 0;
+  TP_TRY(list_ids(b->store, "SELECT id FROM runs ORDER BY started_at, id", &ids, &n));
+  if (n == 0) {
+    free(ids);
+    return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", tp_store_path(b->store));
+  }
+  tp_rc rc = TP_OK;
+  for (size_t i = 0; rc == TP_OK && i < n; i++) {
+    json_t *table = NULL;
+    rc = capture(b->store, throughput_json, ids[i], &table);
+    if (rc == TP_EUSAGE) { /* nothing to tabulate in this run */
+      tp_clear_error();
+      rc = TP_OK;
+      continue;
+    }
+    if (rc == TP_OK) {
+      tp_json_append(&b->jb, list, table);
+      b->stats->runs++;
+    }
+  }
+  free(ids);
+  return rc;
+}
+
+/* Keeps the metadata and the first max complete events of a trace. */
+static int truncate_events(json_t *trace, size_t max, size_t *shown) {
+  json_t *events = json_object_get(trace, "traceEvents");
+  size_t complete = 0, i = 0;
+  while (i < json_array_size(events)) {
+    json_t *ph = json_object_get(json_array_get(events, i), "ph");
+    int is_complete = json_is_string(ph) && !strcmp(json_string_value(ph), "X");
+    if (is_complete && complete == max) {
+      json_array_remove(events, i);
+      continue;
+    }
+    complete += is_complete;
+    i++;
+  }
+  *shown = complete;
+  return complete == max;
+}
+
+static tp_rc add_trace(builder *b, json_t *list, int64_t config_id) {
+  json_t *trace = NULL;
+  TP_TRY(capture(b->store, tp_report_chrome_trace, config_id, &trace));
+  size_t shown = 0;
+  int truncated = truncate_events(trace, b->max_events, &shown);
+  json_t *other = json_object_get(trace, "otherData");
+  json_t *entry = json_object();
+  if (!entry) {
+    json_decref(trace);
+    return out_of_memory();
+  }
+  tp_json_set(&b->jb, entry, "config_id", json_integer(config_id));
+  tp_json_set(&b->jb, entry, "run_id", json_deep_copy(json_object_get(other, "run_id")));
+  tp_json_set(&b->jb, entry, "label", json_deep_copy(json_object_get(other, "label")));
+  tp_json_set(&b->jb, entry, "truncated", json_boolean(truncated));
+  tp_json_set(&b->jb, entry, "shown_events", json_integer((json_int_t)shown));
+  tp_json_set(&b->jb, entry, "trace", trace);
+  tp_json_append(&b->jb, list, entry);
+  b->stats->traces++;
+  return TP_OK;
+}
+
+static tp_rc add_traces(builder *b, json_t *list) {
+  int64_t *ids = NULL;
+  size_t n = 0;
+  TP_TRY(list_ids(b->store,
+                  "SELECT t.config_id FROM traces t JOIN configs c ON c.id = t.config_id "
+                  "JOIN runs r ON r.id = c.run_id ORDER BY r.started_at DESC, t.config_id",
+                  &ids, &n));
+  tp_rc rc = TP_OK;
+  for (size_t i = 0; rc == TP_OK && i < n; i++) rc = add_trace(b, list, ids[i]);
+  free(ids);
+  return rc;
+}
+
+static void add_header(builder *b, json_t *doc) {
+  char when[32];
+  time_t now = time(NULL);
+  struct tm utc;
+  gmtime_r(&now, &utc);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  tp_json_set(&b->jb, doc, "generator", json_string("tpbench dashboard"));
+  tp_json_set(&b->jb, doc, "generated_at", json_string(when));
+  tp_json_set(&b->jb, doc, "database", tp_json_str(tp_store_path(b->store)));
+}
+
+static tp_rc build_document(builder *b, json_t **out) {
+  json_t *doc = json_object(), *runs = json_array(), *traces = json_array(), *trends = NULL;
+  tp_rc rc = doc && runs && traces ? TP_OK : out_of_memory();
+  if (rc == TP_OK) rc = add_runs(b, runs);
+  if (rc == TP_OK) rc = add_traces(b, traces);
+  if (rc == TP_OK) rc = capture(b->store, trends_json, 0, &trends);
+  if (rc != TP_OK) {
+    json_decref(doc);
+    json_decref(runs);
+    json_decref(traces);
+    return rc;
+  }
+  b->stats->series = (int)json_array_size(json_object_get(trends, "series"));
+  add_header(b, doc);
+  tp_json_set(&b->jb, doc, "runs", runs);
+  tp_json_set(&b->jb, doc, "traces", traces);
+  tp_json_set(&b->jb, doc, "trends", trends);
+  if (b->jb.failed) {
+    json_decref(doc);
+    return out_of_memory();
+  }
+  *out = doc;
+  return TP_OK;
+}
+
+/* ---- the page ------------------------------------------------------------------------------ */
+
+static const tp_dashboard_asset *asset(const char *name) {
+  for (int i = 0; i < tp_n_dashboard_assets; i++)
+    if (!strcmp(tp_dashboard_assets[i].name, name)) return &tp_dashboard_assets[i];
+  return NULL;
+}
+
+/* Writes the JSON with every '<' as \u003c. */
+static void write_data(FILE *f, const char *json) {
+  for (const char *p = json; *p; p++) {
+    if (*p == '<') fputs("\\u003c", f);
+    else fputc(*p, f);
+  }
+}
+
+/* The template with its three markers replaced; the markers must each occur
+ * once, in this order. */
+static tp_rc write_page(FILE *f, const char *data) {
+  const tp_dashboard_asset *page = asset("index.html"), *css = asset("dashboard.css"),
+                           *js = asset("dashboard.js");
+  if (!page || !css || !js) return TP_FAIL(TP_EINTERNAL, "dashboard: an embedded asset is missing");
+  static const char *const markers[] = {"/*TP_STYLE*/", "/*TP_DATA*/", "/*TP_SCRIPT*/"};
+  const char *from = page->data;
+  for (int i = 0; i < 3; i++) {
+    const char *at = strstr(from, markers[i]);
+    if (!at) return TP_FAIL(TP_EINTERNAL, "dashboard: template lacks %s", markers[i]);
+    fwrite(from, 1, (size_t)(at - from), f);
+    if (i == 0) fwrite(css->data, 1, css->size, f);
+    else if (i == 1) write_data(f, data);
+    else fwrite(js->data, 1, js->size, f);
+    from = at + strlen(markers[i]);
+  }
+  fputs(from, f);
+  return TP_OK;
+}
+
+static tp_rc make_dir(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EIO, "%s: not a directory", dir);
+    return TP_OK;
+  }
+  if (mkdir(dir, 0777) != 0)
+    return TP_FAIL(TP_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+  return TP_OK;
+}
+
+/* index.html.tmp, renamed over index.html once complete. */
+static tp_rc write_file(const char *dir, const char *data, size_t *bytes) {
+  char path[4096], tmp[4200];
+  if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
+    return TP_FAIL(TP_EIO, "%s: path too long", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return TP_FAIL(TP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+  tp_rc rc = write_page(f, data);
+  long size = ftell(f);
+  if (fclose(f) != 0 && rc == TP_OK) rc = TP_FAIL(TP_EIO, "%s: writing failed", tmp);
+  if (rc == TP_OK && rename(tmp, path) != 0)
+    rc = TP_FAIL(TP_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+  if (rc != TP_OK) unlink(tmp);
+  else *bytes = size > 0 ? (size_t)size : 0;
+  return rc;
+}
+
+tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
+                         tp_dashboard_stats *stats) {
+  if (!store || !out_dir || !*out_dir)
+    return TP_FAIL(TP_EINTERNAL, "tp_dashboard_write: NULL argument");
+  tp_dashboard_stats local = {0};
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  builder b = {store,
+               opt && opt->max_trace_events ? opt->max_trace_events : TP_DASHBOARD_MAX_EVENTS,
+               stats,
+               {0}};
+  json_t *doc = NULL;
+  TP_TRY(build_document(&b, &doc));
+  char *data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+  json_decref(doc);
+  if (!data) return out_of_memory();
+  tp_rc rc = make_dir(out_dir);
+  if (rc == TP_OK) rc = write_file(out_dir, data, &stats->bytes);
+  free(data);
+  return rc;
+}
