@@ -58,6 +58,33 @@ struct src_list {
   const void *p[TP_MAX_WORLD];
 };
 
+/* 16 bytes per access: 8 bf16 or 4 fp32 values, summed in fp32 per lane. */
+template <typename T> struct vec16 { static constexpr int n = 16 / static_cast<int>(sizeof(T)); };
+
+template <typename T>
+__global__ void reduce_sum_vec_kernel(uint4 *__restrict__ out, src_list srcs, int n_src,
+                                      size_t n_vec) {
+  constexpr int lanes = vec16<T>::n;
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_vec;
+       i += stride) {
+    float acc[lanes];
+#pragma unroll
+    for (int l = 0; l < lanes; ++l) acc[l] = 0.0f;
+    for (int r = 0; r < n_src; ++r) {
+      uint4 raw = static_cast<const uint4 *>(srcs.p[r])[i];
+      const T *v = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+      for (int l = 0; l < lanes; ++l) acc[l] += to_f32(v[l]);
+    }
+    uint4 packed;
+    T *o = reinterpret_cast<T *>(&packed);
+#pragma unroll
+    for (int l = 0; l < lanes; ++l) o[l] = from_f32<T>(acc[l]);
+    out[i] = packed;
+  }
+}
+
 template <typename T>
 __global__ void reduce_sum_kernel(T *__restrict__ out, src_list srcs, int n_src, size_t count) {
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -178,7 +205,23 @@ extern "C" cudaError_t tp_launch_reduce_sum(tp_dtype dt, void *out, const void *
                                             int n_src, size_t count, cudaStream_t stream) {
   if (n_src < 1 || n_src > TP_MAX_WORLD) return cudaErrorInvalidValue;
   src_list list{};
-  for (int r = 0; r < n_src; ++r) list.p[r] = srcs[r];
+  bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  for (int r = 0; r < n_src; ++r) {
+    list.p[r] = srcs[r];
+    aligned = aligned && reinterpret_cast<uintptr_t>(srcs[r]) % 16 == 0;
+  }
+  const size_t lanes = dt == TP_BF16 ? 8 : 4;
+  if (aligned && count % lanes == 0) {
+    size_t n_vec = count / lanes;
+    unsigned int vgrid = grid_for(n_vec, kReduceThreads);
+    if (dt == TP_BF16)
+      reduce_sum_vec_kernel<__nv_bfloat16>
+          <<<vgrid, kReduceThreads, 0, stream>>>(static_cast<uint4 *>(out), list, n_src, n_vec);
+    else
+      reduce_sum_vec_kernel<float>
+          <<<vgrid, kReduceThreads, 0, stream>>>(static_cast<uint4 *>(out), list, n_src, n_vec);
+    return cudaGetLastError();
+  }
   unsigned int grid = grid_for(count, kReduceThreads);
   if (dt == TP_BF16)
     reduce_sum_kernel<<<grid, kReduceThreads, 0, stream>>>(static_cast<__nv_bfloat16 *>(out), list,

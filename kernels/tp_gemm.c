@@ -206,9 +206,10 @@ static tp_rc entry_lookup(tp_gemm *g, const gemm_key *k, gemm_entry **out) {
   return TP_FAIL(TP_EINTERNAL, "GEMM algorithm cache full (%d shapes)", GEMM_CACHE_SLOTS);
 }
 
-tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                  int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
-                  int64_t ldc, float beta, cudaStream_t stream) {
+/* D = op(A)·op(B) + beta·C: C and D share a layout; C may be D. */
+static tp_rc gemm_run_cd(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                         int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                         const void *c, void *d, int64_t ldc, float beta, cudaStream_t stream) {
   if (m <= 0 || n <= 0 || k <= 0)
     return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld", (long long)m,
                    (long long)n, (long long)k);
@@ -225,16 +226,29 @@ tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t 
   key.ldc = ldc;
   key.beta_nonzero = beta != 0.0f;
   unsigned align = pointer_alignment(a);
-  unsigned align_b = pointer_alignment(b), align_c = pointer_alignment(c);
-  if (align_b < align) align = align_b;
-  if (align_c < align) align = align_c;
+  const unsigned others[] = {pointer_alignment(b), pointer_alignment(c), pointer_alignment(d)};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
+    if (others[i] < align) align = others[i];
   key.align = align;
   gemm_entry *e = NULL;
   TP_TRY(entry_lookup(gemm, &key, &e));
   const float alpha = 1.0f;
-  TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, b, e->a, a, e->b, &beta, c, e->c, c, e->c,
+  TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, b, e->a, a, e->b, &beta, c, e->c, d, e->c,
                            &e->algo, gemm->workspace, gemm->workspace_bytes, stream));
   return TP_OK;
+}
+
+tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                  int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                  int64_t ldc, float beta, cudaStream_t stream) {
+  return gemm_run_cd(gemm, dt, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, c, ldc, beta, stream);
+}
+
+tp_rc tp_gemm_run_acc(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                      int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                      const void *c_in, void *d, int64_t ldc, cudaStream_t stream) {
+  return gemm_run_cd(gemm, dt, trans_a, trans_b, m, n, k, a, lda, b, ldb, c_in, d, ldc, 1.0f,
+                     stream);
 }
 
 /* ---- strided-batched GEMMs (tp_gemm_run_batched) ------------------------------------------ */

@@ -42,6 +42,13 @@ typedef struct tp_gemm_batch {
   float alpha;      /* C_i = alpha · op(A_i) · op(B_i) + beta · C_i */
 } tp_gemm_batch;
 
+/* D[m, n] = op(A) · op(B) + C_in, with C_in and D in the same layout (ldc):
+ * the accumulation happens inside the GEMM's fp32 epilogue and D is
+ * rounded once. Used to add a received partial sum while computing one's own. */
+tp_rc tp_gemm_run_acc(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                      int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                      const void *c_in, void *d, int64_t ldc, cudaStream_t stream);
+
 /* Strided-batched tp_gemm_run: for i in [0, batch->count),
  *     C_i[m, n] = alpha · op(A_i) · op(B_i) + beta · C_i
  * with tp_gemm_run's row-major convention (trans flags, leading dimensions

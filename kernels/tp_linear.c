@@ -31,7 +31,6 @@
 
 enum {
   SM_COPY_BLOCKS = 16, /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */
-  AUTO_CHUNK_MIN_BYTES = 8 << 20,
   AUTO_CHUNK_MIN_ROWS = 512,
   AUTO_MAX_CHUNKS = 4,
   MAX_PHASE_CHUNKS = TP_MAX_CHUNKS / 2
@@ -91,21 +90,50 @@ size_t tp_linear_y_elems(const tp_linear_plan *p) {
   return (size_t)((p->desc.sp_off ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
 }
 
-/* Largest chunk count <= cap that divides rows, keeps chunks >= min bytes and rows. */
-static int auto_chunks(int64_t rows, size_t row_bytes, char *why, size_t why_cap) {
-  int best = 1;
-  for (int c = 2; c <= AUTO_MAX_CHUNKS; ++c) {
-    if (rows % c != 0) continue;
-    int64_t r = rows / c;
-    if (r < AUTO_CHUNK_MIN_ROWS || (size_t)r * row_bytes < AUTO_CHUNK_MIN_BYTES) continue;
-    best = c;
+/* Rates of the chunk-count model, measured on the reference H200 pair
+ * (../shared/GPU.md and tpbench ops): a copy-engine push moves about
+ * 350 GB/s at these sizes; cuBLASLt runs bf16 GEMMs at about 650 TFLOP/s
+ * and fp32 ones at about 50. */
+static const double MODEL_PUSH_BYTES_PER_S = 350e9;
+
+static double model_flop_rate(tp_dtype dt) { return dt == TP_BF16 ? 650e12 : 50e12; }
+
+/* Largest of 4, 2, 1 that divides rows and leaves at least min_rows per chunk. */
+static int most_chunks(int64_t rows, int64_t min_rows) {
+  for (int c = AUTO_MAX_CHUNKS; c > 1; c /= 2)
+    if (rows % c == 0 && rows / c >= min_rows) return c;
+  return 1;
+}
+
+/* All-gather side: if the whole shard moves while the local shard's GEMM
+ * runs, one chunk is best (chunk GEMMs only lose efficiency); otherwise
+ * chunk so that the GEMM can start on the first peer chunk early.
+ * Reduce-scatter side: the last chunk's transfer stays exposed, so more
+ * chunks expose less, as long as a chunk GEMM keeps enough rows. */
+static int auto_chunks(const tp_linear_desc *d, int world, int64_t rows, size_t row_bytes,
+                       char *why, size_t why_cap) {
+  const double push_s =
+      (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
+  if (is_gather_side(d->kind)) {
+    const double local_gemm_s = 2.0 * (double)rows * (double)(d->out_features / world) *
+                                (double)d->in_features * (double)d->n_weights /
+                                model_flop_rate(d->dtype);
+    int c = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, AUTO_CHUNK_MIN_ROWS);
+    snprintf(
+        why, why_cap,
+        "%d chunk(s): model says the shard's pushes take %.0f us against %.0f us of local-shard "
+        "GEMM (%s)",
+        c, push_s * 1e6, local_gemm_s * 1e6,
+        c == 1 ? "hidden whole" : "chunked so peer rows start early");
+    return c;
   }
-  snprintf(why, why_cap,
-           "%d chunk(s) of %lld rows (%.1f MiB): the most, up to %d, that keep a chunk >= %d MiB "
-           "and >= %d rows",
-           best, (long long)(rows / best), (double)((size_t)(rows / best) * row_bytes) / 1048576.0,
-           AUTO_MAX_CHUNKS, AUTO_CHUNK_MIN_BYTES >> 20, AUTO_CHUNK_MIN_ROWS);
-  return best;
+  int c = most_chunks(rows, 2 * AUTO_CHUNK_MIN_ROWS);
+  snprintf(
+      why, why_cap,
+      "%d chunk(s) of %lld rows: the last chunk's transfer (%.0f us of %.0f us) stays exposed; "
+      "chunks keep >= %d rows",
+      c, (long long)(rows / c), push_s * 1e6 / c, push_s * 1e6, 2 * AUTO_CHUNK_MIN_ROWS);
+  return c;
 }
 
 static tp_rc reject(tp_linear_plan *p, const char *fmt, const char *detail) {
@@ -205,7 +233,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   size_t row_bytes = (size_t)(is_gather_side(d->kind) ? d->in_features : d->out_features) * e;
   char chunk_why[200] = "";
   if (chunks == 0) {
-    chunks = auto_chunks(p->shard_rows, row_bytes, chunk_why, sizeof chunk_why);
+    chunks = auto_chunks(d, g->world, p->shard_rows, row_bytes, chunk_why, sizeof chunk_why);
   } else {
     char num[96];
     snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
@@ -225,8 +253,8 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   if (requested == TP_SCHED_AUTO) {
     p->schedule = TP_SCHED_CE;
     snprintf(p->reason, sizeof p->reason,
-             "auto: ce — the copy engine moves chunks without taking SMs from the GEMM "
-             "(default rule, not yet tuned from measurements); %s",
+             "auto: ce — the copy engine moves chunks without taking SMs from the GEMM (ce against "
+             "sm on the H200 pair: docs/PERF.md); %s",
              chunk_why);
   } else {
     p->schedule = requested;
@@ -348,12 +376,18 @@ static tp_rc fwd_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tens
 
 /* Gather-side backward partial: Σ_i dy_i[rows] · w_i → out[rows, K]. */
 static tp_rc dgrad_partial_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                                int64_t row0, int64_t rows, void *out) {
+                                int64_t row0, int64_t rows, const void *acc_in, void *out) {
   const size_t e = tp_dtype_bytes(p->desc.dtype);
-  for (int i = 0; i < p->desc.n_weights; ++i)
-    TP_TRY(gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n,
-                cat(t->dy[i], (size_t)row0 * (size_t)p->gemm_n * e), p->gemm_n, t->w[i], p->gemm_k,
-                out, p->gemm_k, i == 0 ? 0.0f : 1.0f));
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    const void *dy_rows = cat(t->dy[i], (size_t)row0 * (size_t)p->gemm_n * e);
+    if (i == 0 && acc_in)
+      TP_TRY(tp_gemm_run_acc(g->gemm, p->desc.dtype, 0, 0, rows, p->gemm_k, p->gemm_n, dy_rows,
+                             p->gemm_n, t->w[i], p->gemm_k, acc_in, out, p->gemm_k,
+                             g->main_stream));
+    else
+      TP_TRY(gemm(g, p, 0, 0, rows, p->gemm_k, p->gemm_n, dy_rows, p->gemm_n, t->w[i], p->gemm_k,
+                  out, p->gemm_k, i == 0 ? 0.0f : 1.0f));
+  }
   return TP_OK;
 }
 
@@ -464,7 +498,7 @@ static tp_rc stock_forward_no_sp(tp_group *g, const tp_linear_plan *p, const tp_
 static tp_rc stock_backward_no_sp(tp_group *g, const tp_linear_plan *p,
                                   const tp_linear_tensors *t) {
   if (is_gather_side(p->desc.kind)) {
-    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, t->dx));
+    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, NULL, t->dx));
     if (runs_comm(p))
       TP_NCCL(ncclAllReduce(t->dx, t->dx, tp_linear_x_elems(p), nccl_type(p->desc.dtype), ncclSum,
                             g->nccl, g->main_stream),
@@ -507,7 +541,7 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
   if (is_gather_side(p->desc.kind)) {
     void *partial = g->scratch;
     void *gathered = t->saved ? t->saved : at(g->scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
-    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, partial));
+    if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, NULL, partial));
     if (runs_comm(p)) {
       TP_NCCL(ncclReduceScatter(partial, t->dx, tp_linear_x_elems(p), nt, ncclSum, g->nccl, s),
               g->nccl);
@@ -632,42 +666,72 @@ static tp_rc wait_gather(tp_group *g, const tp_linear_plan *p, int phase) {
  * slots in rank order into out [S, width]. partial(dst_row0, rows, dst)
  * writes the partial of rows [dst_row0, +rows) of the full [T, width] result. */
 typedef tp_rc (*partial_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                            int64_t row0, int64_t rows, void *out);
+                            int64_t row0, int64_t rows, const void *acc_in, void *out);
 
+/* The local chunk j: once every peer's partial of chunk j has landed, the
+ * GEMM of the local rows adds them in its epilogue (fp32, one rounding)
+ * and writes the output rows directly: no separate reduction pass. With
+ * more than one peer, the peers' partials are first summed in rank order
+ * into this rank's own receive slot. */
+static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                         partial_fn partial, size_t row, void *out, int phase, int j) {
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / p->chunks;
+  const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
+  void *own = tp_symm_ptr(g->symm, rank);
+  for (int step = 1; step < world; ++step)
+    TP_TRY(wait_chunk(g, (rank - step + world) % world, phase, j));
+  const void *acc = cat(own, (size_t)((rank + 1) % world) * slot + chunk_off);
+  if (world > 2) {
+    const void *peers[TP_MAX_WORLD];
+    int n = 0;
+    for (int r = 0; r < world; ++r)
+      if (r != rank) peers[n++] = cat(own, (size_t)r * slot + chunk_off);
+    void *sum = at(own, (size_t)rank * slot + chunk_off);
+    TP_CUDA(tp_launch_reduce_sum(p->desc.dtype, sum, peers, n,
+                                 (size_t)R * row / tp_dtype_bytes(p->desc.dtype), g->main_stream));
+    acc = sum;
+  }
+  return partial(g, p, t, rank * S + j * R, R, acc, at(out, chunk_off));
+}
+
+/* Computes and pushes the partial of every peer's rows chunk by chunk, and
+ * one chunk behind, the local rows (local_chunk): a peer's chunk j has had a
+ * whole chunk GEMM's time to arrive before it is needed. partial(row0,
+ * rows, acc, dst) writes rows [row0, +rows) of the full [T, width] partial
+ * product (plus acc when given). */
 static tp_rc fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                                   partial_fn partial, int64_t width, void *out, int phase) {
   const int rank = g->rank, world = g->world, chunks = p->chunks;
   const int64_t S = p->shard_rows, R = S / chunks;
   const size_t row = (size_t)width * tp_dtype_bytes(p->desc.dtype), slot = (size_t)S * row;
   void *own = tp_symm_ptr(g->symm, rank);
-  for (int step = 1; step < world; ++step) {
-    int dst = (rank + step) % world;
-    void *staging = at(own, (size_t)world * slot + (size_t)(step - 1) * slot);
-    for (int j = 0; j < chunks; ++j) {
+  for (int j = 0; j < chunks; ++j) {
+    for (int step = 1; step < world; ++step) {
+      int dst = (rank + step) % world;
+      void *staging = at(own, (size_t)world * slot + (size_t)(step - 1) * slot);
       void *part = at(staging, (size_t)(j * R) * row);
-      TP_TRY(partial(g, p, t, dst * S + j * R, R, part));
+      TP_TRY(partial(g, p, t, dst * S + j * R, R, NULL, part));
       cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS + j];
       TP_CUDA(cudaEventRecord(ready, g->main_stream));
       TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
       void *to = at(tp_symm_ptr(g->symm, dst), (size_t)rank * slot + (size_t)(j * R) * row);
       TP_TRY(push_chunk(g, p, dst, to, part, (size_t)R * row, phase, j));
     }
+    if (j > 0) TP_TRY(local_chunk(g, p, t, partial, row, out, phase, j - 1));
   }
-  /* The local partial goes last, straight into its own receive slot. */
-  TP_TRY(partial(g, p, t, rank * S, S, at(own, (size_t)rank * slot)));
-  TP_TRY(wait_gather(g, p, phase));
-  const void *slots[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) slots[r] = cat(own, (size_t)r * slot);
-  TP_CUDA(
-      tp_launch_reduce_sum(p->desc.dtype, out, slots, world, (size_t)(S * width), g->main_stream));
-  return TP_OK;
+  return local_chunk(g, p, t, partial, row, out, phase, chunks - 1);
 }
 
 static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                         int64_t row0, int64_t rows, void *out) {
-  void *outs[TP_MAX_WEIGHTS] = {out}; /* the row-parallel side has one weight */
+                         int64_t row0, int64_t rows, const void *acc_in, void *out) {
   const size_t e = tp_dtype_bytes(p->desc.dtype);
-  return fwd_rows(g, p, t, rows, cat(t->x, (size_t)row0 * (size_t)p->gemm_k * e), outs, 0);
+  const void *x_rows = cat(t->x, (size_t)row0 * (size_t)p->gemm_k * e);
+  if (acc_in)
+    return tp_gemm_run_acc(g->gemm, p->desc.dtype, 0, 1, rows, p->gemm_n, p->gemm_k, x_rows,
+                           p->gemm_k, t->w[0], p->gemm_k, acc_in, out, p->gemm_n, g->main_stream);
+  void *outs[TP_MAX_WEIGHTS] = {out}; /* the row-parallel side has one weight */
+  return fwd_rows(g, p, t, rows, x_rows, outs, 0);
 }
 
 /* Copies the local rows into the own slot of a gathered buffer, so a GEMM

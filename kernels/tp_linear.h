@@ -14,10 +14,12 @@
  * main stream, as a framework does. DIST fuses them over symmetric memory
  * with a named schedule:
  *   ce  — the copy engine pushes each chunk into the peer's workspace on the
- *         comm stream, then raises the peer's flag; the GEMM consumes the
- *         local shard at once and each peer chunk as its flag arrives (AG),
- *         or computes each destination's partial while the previous one is
- *         pushed and sums the W partials in rank order at the end (RS);
+ *         comm stream, then raises the peer's flag. All-gather side: the GEMM
+ *         consumes the local shard at once and each peer chunk as its flag
+ *         arrives. Reduce-scatter side: each destination's partial chunk is
+ *         computed and pushed while the next is computed; one chunk behind,
+ *         the GEMM of the local rows adds the partials received for them in
+ *         its epilogue (fp32, one rounding) and writes the output directly;
  *   sm  — the same pipeline with a copy kernel on a few SMs;
  *   ring, multimem — named; rejected with a reason where they cannot run.
  * GEMM_ONLY and COMM_ONLY run the two halves of the stock path alone, on
