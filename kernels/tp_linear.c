@@ -115,7 +115,7 @@ static int auto_chunks(const tp_linear_desc *d, int world, int64_t rows, size_t 
   const double push_s =
       (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
   if (is_gather_side(d->kind)) {
-    const double local_gemm_s = 2.0 * (double)rows * (double)(d->out_features / world) *
+    const double local_gemm_s = 2.0 * (double)rows * ((double)d->out_features / world) *
                                 (double)d->in_features * (double)d->n_weights /
                                 model_flop_rate(d->dtype);
     int c = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, AUTO_CHUNK_MIN_ROWS);
@@ -127,7 +127,7 @@ static int auto_chunks(const tp_linear_desc *d, int world, int64_t rows, size_t 
         c == 1 ? "hidden whole" : "chunked so peer rows start early");
     return c;
   }
-  int c = most_chunks(rows, 2 * AUTO_CHUNK_MIN_ROWS);
+  int c = most_chunks(rows, 2 * (int64_t)AUTO_CHUNK_MIN_ROWS);
   snprintf(
       why, why_cap,
       "%d chunk(s) of %lld rows: the last chunk's transfer (%.0f us of %.0f us) stays exposed; "
