@@ -110,9 +110,14 @@ json_t *tp_json_real(double value) { return isfinite(value) ? json_real(value) :
 
 /* Appends " text" (or "text" at the start) when text is set. */
 static void append_word(char *buf, size_t cap, size_t *len, const char *text) {
-  if (!text || !*text || *len >= cap) return;
-  int n = snprintf(buf + *len, cap - *len, "%s%s", *len ? " " : "", text);
-  if (n > 0) *len += (size_t)n < cap - *len ? (size_t)n : cap - *len - 1;
+  if (!text || !*text || *len + 1 >= cap) return;
+  /* memcpy rather than snprintf: the label is cut at cap on purpose */
+  if (*len) buf[(*len)++] = ' ';
+  size_t room = cap - *len - 1, n = strlen(text);
+  if (n > room) n = room;
+  memcpy(buf + *len, text, n);
+  *len += n;
+  buf[*len] = '\0';
 }
 
 void tp_config_label(char *buf, size_t cap, const char *kind, const char *backend,
