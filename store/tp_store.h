@@ -99,8 +99,8 @@ typedef struct tp_config_axes {
   int seqlen;
   int64_t tokens;    /* tokens in the step (global) */
   int64_t m, n, k;   /* the GEMM shape as run by one rank (M rows, N out, K in) */
+  const char *dtype; /* "bf16", "fp32" (before n_weights: no padding in the struct) */
   int n_weights;     /* weights sharing one input (2 for w1/w3) */
-  const char *dtype; /* "bf16", "fp32" */
   int sp;            /* sequence parallelism on */
   const char *pass;  /* "fwd", "bwd", "fwd+bwd" */
   int graph;         /* CUDA graph replay */
@@ -111,8 +111,11 @@ typedef struct tp_config_axes {
  * fixed order, so the same configuration matches across commits. Returns
  * the length written (truncated to cap - 1).
  *
- * Format: "kind=op;model=llama3-8b;...;save_gathered=0", axes in the order of
- * tp_config_axes; a NULL string is written as empty (NULL and "" match);
+ * Format: "kind=op;model=llama3-8b;...;save_gathered=0", axes in this order:
+ * kind, model, layer, proj, backend, schedule, chunks, tp, batch, seqlen,
+ * tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered (the
+ * struct's order but for dtype, placed there to avoid padding); a NULL string
+ * is written as empty (NULL and "" match);
  * '\\', ';' and '=' inside a value are escaped with a backslash. The format
  * is stored in databases: axes may be appended, never reordered or renamed. */
 size_t tp_config_key(const tp_config_axes *axes, char *buf, size_t cap);

@@ -174,7 +174,11 @@ static const char *region(const char *id, const char **stop, const char *until) 
   char needle[64];
   snprintf(needle, sizeof needle, "id=\"%s\"", id);
   const char *at = strstr(fx.dom, needle);
-  if (!at) fail_msg("no element %s in the DOM", id);
+  if (!at) {
+    fail_msg("no element %s in the DOM", id);
+    *stop = "";
+    return ""; /* not reached: fail_msg does not return */
+  }
   snprintf(needle, sizeof needle, "id=\"%s\"", until);
   *stop = strstr(at, needle);
   if (!*stop) *stop = at + strlen(at);
