@@ -127,12 +127,15 @@ static int auto_chunks(const tp_linear_desc *d, int world, int64_t rows, size_t 
         c == 1 ? "hidden whole" : "chunked so peer rows start early");
     return c;
   }
-  int c = most_chunks(rows, 2 * (int64_t)AUTO_CHUNK_MIN_ROWS);
-  snprintf(
-      why, why_cap,
-      "%d chunk(s) of %lld rows: the last chunk's transfer (%.0f us of %.0f us) stays exposed; "
-      "chunks keep >= %d rows",
-      c, (long long)(rows / c), push_s * 1e6 / c, push_s * 1e6, 2 * AUTO_CHUNK_MIN_ROWS);
+  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel
+   * shapes: two chunks beat one on 11 (the first transfer hides under the
+   * second partial GEMM) and four on 10 (smaller chunk GEMMs lose more than
+   * they hide). */
+  int c = rows % 2 == 0 && rows / 2 >= AUTO_CHUNK_MIN_ROWS ? 2 : 1;
+  snprintf(why, why_cap,
+           "%d chunk(s) of %lld rows: the second partial GEMM hides the first chunk's transfer "
+           "(%.0f us); the last one (%.0f us) stays exposed",
+           c, (long long)(rows / c), push_s * 1e6 / c, push_s * 1e6 / c);
   return c;
 }
 
