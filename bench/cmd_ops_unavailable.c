@@ -33,3 +33,11 @@ int tp_cmd_ops(int argc, char **argv) {
                   "still prints the plan\n");
   return TP_EXIT_FAILURE;
 }
+
+int tp_cmd_link(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  fprintf(stderr, "tpbench link: this build has no CUDA support (configured with "
+                  "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used\n");
+  return TP_EXIT_FAILURE;
+}

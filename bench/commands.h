@@ -14,6 +14,10 @@
  * (ops_args.h), honours --list and reports that CUDA is missing. */
 int tp_cmd_ops(int argc, char **argv);
 
+/* `tpbench link`: peer bandwidth of each transport over a size sweep
+ * (bench/gpu/cmd_link.c; a stand-in without CUDA). */
+int tp_cmd_link(int argc, char **argv);
+
 /* `tpbench report`: the throughput table of a database (bench/cmd_report.c). */
 int tp_cmd_report(int argc, char **argv);
 

@@ -17,6 +17,7 @@ typedef struct command_entry {
 
 static const command_entry commands[] = {
     {"ops", tp_cmd_ops, "time stock vs dist_gemm TP linear ops and store the results"},
+    {"link", tp_cmd_link, "measure peer bandwidth: copy engine, SM copy, NCCL collectives"},
     {"report", tp_cmd_report, "print the throughput table of a database"},
     {"compare", tp_cmd_compare, "which configurations got slower between two commits or runs"},
     {"history", tp_cmd_history, "one configuration's median and spread across commits"},

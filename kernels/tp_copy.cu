@@ -31,6 +31,7 @@ __global__ void __launch_bounds__(kCopyThreads)
     dst[i + 3 * stride] = d;
   }
   for (; i < n_vec; i += stride) dst[i] = src[i];
+  if (dst_flag == nullptr) return; /* a plain copy (the link probe) */
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence_system(); /* this block's stores reach the peer before it is counted */
@@ -197,7 +198,7 @@ extern "C" cudaError_t tp_launch_copy_signal(void *dst, const void *src, size_t 
     return cudaErrorInvalidValue;
   copy_signal_kernel<<<blocks, kCopyThreads, 0, stream>>>(
       static_cast<uint4 *>(dst), static_cast<const uint4 *>(src), bytes / 16,
-      own_pad + counter_slot, dst_pad + slot);
+      own_pad ? own_pad + counter_slot : nullptr, dst_pad ? dst_pad + slot : nullptr);
   return cudaGetLastError();
 }
 

@@ -54,7 +54,8 @@ cudaError_t tp_launch_wait(uint32_t *own_pad, int slot, int waited_rank, uint64_
 
 /* Copies bytes (a multiple of 16, both pointers 16-byte aligned) from src to
  * dst, typically dst in a peer's memory, with `blocks` blocks; the last block
- * to finish raises dst_pad[slot], using own_pad[counter_slot] to count blocks. */
+ * to finish raises dst_pad[slot], using own_pad[counter_slot] to count blocks.
+ * With dst_pad NULL it only copies (own_pad is then unused). */
 cudaError_t tp_launch_copy_signal(void *dst, const void *src, size_t bytes, int blocks,
                                   uint32_t *own_pad, int counter_slot, uint32_t *dst_pad, int slot,
                                   cudaStream_t stream);
