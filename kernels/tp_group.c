@@ -45,6 +45,50 @@ static tp_rc query_multicast(tp_group *g) {
   return TP_OK;
 }
 
+static void *driver_entry(const char *name) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  return fn;
+}
+
+int tp_group_memops_usable(const tp_group *g, cudaStream_t stream) {
+  if (!g->write_value32 || !g->wait_value32) return 0;
+  enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return status == cudaStreamCaptureStatusNone;
+}
+
+static tp_rc check_cu(CUresult r, const char *call) {
+  if (r == CUDA_SUCCESS) return TP_OK;
+  return TP_FAIL(TP_ECUDA, "%s failed: CUresult %d", call, (int)r);
+}
+
+tp_rc tp_group_write_flag(const tp_group *g, cudaStream_t stream, uint32_t *flag, uint32_t value) {
+  PFN_cuStreamWriteValue32_v11070 write;
+  memcpy(&write, &g->write_value32, sizeof write);
+  return check_cu(
+      write((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT),
+      "cuStreamWriteValue32");
+}
+
+tp_rc tp_group_wait_flag(const tp_group *g, cudaStream_t stream, uint32_t *flag,
+                         uint32_t at_least) {
+  PFN_cuStreamWaitValue32_v11070 wait;
+  memcpy(&wait, &g->wait_value32, sizeof wait);
+  return check_cu(
+      wait((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, at_least, CU_STREAM_WAIT_VALUE_GEQ),
+      "cuStreamWaitValue32");
+}
+
 static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn exchange,
                         void *ctx) {
   TP_CUDA(cudaSetDevice(g->device));
@@ -53,6 +97,8 @@ static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn
   snprintf(g->device_name, sizeof g->device_name, "%s", prop.name);
   g->sm_count = prop.multiProcessorCount;
   TP_TRY(query_multicast(g));
+  g->write_value32 = driver_entry("cuStreamWriteValue32");
+  g->wait_value32 = driver_entry("cuStreamWaitValue32");
   int least = 0, greatest = 0;
   TP_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   TP_CUDA(cudaStreamCreateWithPriority(&g->main_stream, cudaStreamNonBlocking, least));

@@ -34,6 +34,8 @@ typedef struct tp_group {
   int multicast_supported;  /* the device reports NVLink multicast */
   int multicast_disabled;   /* the environment turns it off (NCCL_NVLS_ENABLE=0, ...) */
   uint64_t wait_timeout_ns; /* device-side waits trap after this long */
+  void *write_value32;      /* cuStreamWriteValue32 / cuStreamWaitValue32 from the driver, */
+  void *wait_value32;       /* NULL where the driver lacks them */
   char device_name[256];
 } tp_group;
 
@@ -48,6 +50,17 @@ tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
 
 /* Grows the private fp32 buffer of the bias-gradient sums to at least bytes. */
 tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
+
+/* Stream memory operations: a flag written or waited for by the stream's
+ * front end, with no kernel launch and no SM (cuStreamWriteValue32 with its
+ * default system-wide fence before the write; cuStreamWaitValue32 >=).
+ * tp_group_memops_usable is 0 where the driver lacks them or while `stream`
+ * is being captured into a CUDA graph (the kernel flags serve then). */
+int tp_group_memops_usable(const tp_group *group, cudaStream_t stream);
+tp_rc tp_group_write_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
+                          uint32_t value);
+tp_rc tp_group_wait_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
+                         uint32_t at_least);
 
 /* Library versions as strings, for the run's record. */
 void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, char *nccl,

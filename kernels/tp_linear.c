@@ -108,13 +108,13 @@ static int most_chunks(int64_t rows, int64_t min_rows) {
 /* All-gather side: if the whole shard moves while the local shard's GEMM
  * runs, one chunk is best (chunk GEMMs only lose efficiency); otherwise
  * chunk so that the GEMM can start on the first peer chunk early.
- * Reduce-scatter side: the last chunk's transfer stays exposed, so more
- * chunks expose less, as long as a chunk GEMM keeps enough rows. */
-static int auto_chunks(const tp_linear_desc *d, int world, int64_t rows, size_t row_bytes,
-                       char *why, size_t why_cap) {
+ * Reduce-scatter side: see below. gather says which pipeline is being
+ * chunked (the backward runs the other side's). */
+static int auto_chunks(const tp_linear_desc *d, int gather, int world, int64_t rows,
+                       size_t row_bytes, char *why, size_t why_cap) {
   const double push_s =
       (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
-  if (is_gather_side(d->kind)) {
+  if (gather) {
     const double local_gemm_s = 2.0 * (double)rows * ((double)d->out_features / world) *
                                 (double)d->in_features * (double)d->n_weights /
                                 model_flop_rate(d->dtype);
@@ -232,11 +232,19 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   }
   if (requested == TP_SCHED_RING)
     return reject(p, "ring: %s", "not implemented yet (at TP=2 it equals the direct schedules)");
-  size_t e = tp_dtype_bytes(d->dtype);
-  size_t row_bytes = (size_t)(is_gather_side(d->kind) ? d->in_features : d->out_features) * e;
-  char chunk_why[200] = "";
+  const size_t e = tp_dtype_bytes(d->dtype);
+  const int gather = is_gather_side(d->kind);
+  /* the forward moves the gathered input (K wide) or the partials (N wide);
+   * the backward the other one, through the other side's pipeline */
+  const size_t fwd_row = (size_t)(gather ? d->in_features : d->out_features) * e;
+  const size_t bwd_row = fwd_row; /* dx is K wide on the gather side, dy N wide on the other */
+  char chunk_why[420] = "", bwd_why[200] = "";
+  int bwd_chunks = chunks;
   if (chunks == 0) {
-    chunks = auto_chunks(d, g->world, p->shard_rows, row_bytes, chunk_why, sizeof chunk_why);
+    chunks = auto_chunks(d, gather, g->world, p->shard_rows, fwd_row, chunk_why, sizeof chunk_why);
+    bwd_chunks = d->backward ? auto_chunks(d, !gather, g->world, p->shard_rows, bwd_row, bwd_why,
+                                           sizeof bwd_why)
+                             : 1;
   } else {
     char num[96];
     snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
@@ -244,14 +252,21 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
     if (p->shard_rows % chunks != 0)
       return reject(p, "rows per rank not divisible by chunks (%s)", num);
     snprintf(chunk_why, sizeof chunk_why, "%d chunk(s) as requested", chunks);
+    snprintf(bwd_why, sizeof bwd_why, "%d chunk(s) as requested", chunks);
   }
-  size_t chunk_bytes = (size_t)(p->shard_rows / chunks) * row_bytes;
-  if (requested == TP_SCHED_SM && chunk_bytes % 16 != 0) {
+  const size_t chunk_bytes = (size_t)(p->shard_rows / chunks) * fwd_row;
+  const size_t bwd_chunk_bytes = (size_t)(p->shard_rows / bwd_chunks) * bwd_row;
+  if (requested == TP_SCHED_SM && (chunk_bytes % 16 != 0 || bwd_chunk_bytes % 16 != 0)) {
     char num[64];
-    snprintf(num, sizeof num, "%zu bytes", chunk_bytes);
+    snprintf(num, sizeof num, "%zu bytes", chunk_bytes % 16 ? chunk_bytes : bwd_chunk_bytes);
     return reject(p, "sm: chunk size not a multiple of 16 bytes (%s)", num);
   }
+  if (d->backward) {
+    size_t used = strlen(chunk_why);
+    snprintf(chunk_why + used, sizeof chunk_why - used, "; backward %s", bwd_why);
+  }
   p->chunks = chunks;
+  p->bwd_chunks = bwd_chunks;
   p->sm_blocks = SM_COPY_BLOCKS;
   if (requested == TP_SCHED_AUTO) {
     p->schedule = TP_SCHED_CE;
@@ -318,6 +333,7 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   case TP_BACKEND_COMM_ONLY:
     out->schedule = TP_SCHED_NCCL;
     out->chunks = 1;
+    out->bwd_chunks = 1;
     snprintf(out->reason, sizeof out->reason, "%s",
              backend == TP_BACKEND_GEMM_ONLY   ? "cuBLASLt GEMM alone"
              : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
@@ -585,13 +601,23 @@ static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst
     return TP_OK;
   }
   TP_CUDA(cudaMemcpyAsync(dst_ptr, src_ptr, bytes, cudaMemcpyDeviceToDevice, g->comm_stream));
+  /* The flag follows the copy in the stream's front end (fenced), with no
+   * kernel launch between the copy's end and the peer's wake-up. */
+  if (tp_group_memops_usable(g, g->comm_stream))
+    return tp_group_write_flag(g, g->comm_stream, pads.pad[dst] + slot, 1);
   TP_CUDA(tp_launch_signal(pads.pad[dst], slot, g->comm_stream));
   return TP_OK;
 }
 
-/* The main stream waits for (src, phase, chunk) to land here. */
+/* The main stream waits for (src, phase, chunk) to land here, then lowers
+ * the flag for its next use. */
 static tp_rc wait_chunk(tp_group *g, int src, int phase, int chunk) {
   tp_pad_set pads = tp_symm_pads(g->symm);
+  uint32_t *flag = pads.pad[g->rank] + flag_slot(src, phase, chunk);
+  if (tp_group_memops_usable(g, g->main_stream)) {
+    TP_TRY(tp_group_wait_flag(g, g->main_stream, flag, 1));
+    return tp_group_write_flag(g, g->main_stream, flag, 0);
+  }
   TP_CUDA(tp_launch_wait(pads.pad[g->rank], flag_slot(src, phase, chunk), src, g->wait_timeout_ns,
                          g->main_stream));
   return TP_OK;
@@ -642,10 +668,10 @@ static tp_rc join_from_comm(tp_group *g) {
  * gather_offset + rank·S rows, chunk by chunk; all chunks for every peer
  * are queued at once (chunk-major, so every peer gets chunk 0 first). */
 static tp_rc push_gather(tp_group *g, const tp_linear_plan *p, const void *rows_local,
-                         size_t row_bytes, size_t gather_offset, int phase) {
+                         size_t row_bytes, size_t gather_offset, int phase, int chunks) {
   const int rank = g->rank, world = g->world;
-  const int64_t S = p->shard_rows, R = S / p->chunks;
-  for (int j = 0; j < p->chunks; ++j)
+  const int64_t S = p->shard_rows, R = S / chunks;
+  for (int j = 0; j < chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
       void *to =
@@ -657,8 +683,8 @@ static tp_rc push_gather(tp_group *g, const tp_linear_plan *p, const void *rows_
 }
 
 /* Waits for every peer chunk of a gather (same order as pushed). */
-static tp_rc wait_gather(tp_group *g, const tp_linear_plan *p, int phase) {
-  for (int j = 0; j < p->chunks; ++j)
+static tp_rc wait_gather(tp_group *g, int phase, int chunks) {
+  for (int j = 0; j < chunks; ++j)
     for (int step = 1; step < g->world; ++step)
       TP_TRY(wait_chunk(g, (g->rank - step + g->world) % g->world, phase, j));
   return TP_OK;
@@ -677,9 +703,9 @@ typedef tp_rc (*partial_fn)(tp_group *g, const tp_linear_plan *p, const tp_linea
  * more than one peer, the peers' partials are first summed in rank order
  * into this rank's own receive slot. */
 static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                         partial_fn partial, size_t row, void *out, int phase, int j) {
+                         partial_fn partial, size_t row, void *out, int phase, int chunks, int j) {
   const int rank = g->rank, world = g->world;
-  const int64_t S = p->shard_rows, R = S / p->chunks;
+  const int64_t S = p->shard_rows, R = S / chunks;
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
   void *own = tp_symm_ptr(g->symm, rank);
   for (int step = 1; step < world; ++step)
@@ -704,8 +730,9 @@ static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_t
  * rows, acc, dst) writes rows [row0, +rows) of the full [T, width] partial
  * product (plus acc when given). */
 static tp_rc fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                                  partial_fn partial, int64_t width, void *out, int phase) {
-  const int rank = g->rank, world = g->world, chunks = p->chunks;
+                                  partial_fn partial, int64_t width, void *out, int phase,
+                                  int chunks) {
+  const int rank = g->rank, world = g->world;
   const int64_t S = p->shard_rows, R = S / chunks;
   const size_t row = (size_t)width * tp_dtype_bytes(p->desc.dtype), slot = (size_t)S * row;
   void *own = tp_symm_ptr(g->symm, rank);
@@ -721,9 +748,9 @@ static tp_rc fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp
       void *to = at(tp_symm_ptr(g->symm, dst), (size_t)rank * slot + (size_t)(j * R) * row);
       TP_TRY(push_chunk(g, p, dst, to, part, (size_t)R * row, phase, j));
     }
-    if (j > 0) TP_TRY(local_chunk(g, p, t, partial, row, out, phase, j - 1));
+    if (j > 0) TP_TRY(local_chunk(g, p, t, partial, row, out, phase, chunks, j - 1));
   }
-  return local_chunk(g, p, t, partial, row, out, phase, chunks - 1);
+  return local_chunk(g, p, t, partial, row, out, phase, chunks, chunks - 1);
 }
 
 static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
@@ -751,7 +778,7 @@ static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   TP_TRY(fork_to_comm(g));
   if (!is_gather_side(p->desc.kind)) {
-    TP_TRY(fused_reduce_scatter(g, p, t, fwd_partial, p->desc.out_features, t->y[0], 0));
+    TP_TRY(fused_reduce_scatter(g, p, t, fwd_partial, p->desc.out_features, t->y[0], 0, p->chunks));
     TP_TRY(add_biases(g, p, t));
     return join_from_comm(g);
   }
@@ -759,7 +786,7 @@ static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_
   const int64_t S = p->shard_rows, R = S / p->chunks;
   const size_t row = (size_t)p->desc.in_features * e;
   void *gathered = tp_symm_ptr(g->symm, rank);
-  TP_TRY(push_gather(g, p, t->x, row, 0, 0));
+  TP_TRY(push_gather(g, p, t->x, row, 0, 0, p->chunks));
   /* The local shard needs no transfer: its GEMM overlaps the first pushes. */
   TP_TRY(fwd_rows(g, p, t, S, t->x, t->y, (size_t)(rank * S)));
   for (int j = 0; j < p->chunks; ++j)
@@ -780,20 +807,22 @@ static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_
 
 static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   const int rank = g->rank, world = g->world;
-  const int64_t S = p->shard_rows, R = S / p->chunks, T = p->desc.tokens;
+  const int chunks = p->bwd_chunks;
+  const int64_t S = p->shard_rows, R = S / chunks, T = p->desc.tokens;
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   TP_TRY(fork_to_comm(g));
   if (is_gather_side(p->desc.kind)) {
     /* The input's all-gather for dW (phase 0) moves while dx is computed and
-     * reduce-scattered (phase 1). */
+     * reduce-scattered (phase 1); it moves whole (one chunk), since nothing
+     * consumes it before it is complete. */
     const size_t row = (size_t)p->gemm_k * e;
     const size_t gather_off = (size_t)(world * S + (world - 1) * S) * row;
     void *gathered = t->saved ? t->saved : at(tp_symm_ptr(g->symm, rank), gather_off);
-    if (!t->saved) TP_TRY(push_gather(g, p, t->x, row, gather_off, 0));
-    TP_TRY(fused_reduce_scatter(g, p, t, dgrad_partial_rows, p->gemm_k, t->dx, 1));
+    if (!t->saved) TP_TRY(push_gather(g, p, t->x, row, gather_off, 0, 1));
+    TP_TRY(fused_reduce_scatter(g, p, t, dgrad_partial_rows, p->gemm_k, t->dx, 1, chunks));
     if (!t->saved) {
       TP_TRY(place_own_rows(g, p, gathered, t->x, row));
-      TP_TRY(wait_gather(g, p, 0));
+      TP_TRY(wait_gather(g, 0, 1));
     }
     TP_TRY(wgrad(g, p, t, gathered));
     if (p->desc.bias) TP_TRY(bias_grads_local(g, p, t));
@@ -802,9 +831,9 @@ static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear
   /* RS side: gather dy; dx rows as chunks arrive; dW over the whole. */
   const size_t row = (size_t)p->gemm_n * e;
   void *gathered = tp_symm_ptr(g->symm, rank);
-  TP_TRY(push_gather(g, p, t->dy[0], row, 0, 0));
+  TP_TRY(push_gather(g, p, t->dy[0], row, 0, 0, chunks));
   TP_TRY(rs_dgrad_rows(g, p, t, S, t->dy[0], (size_t)(rank * S)));
-  for (int j = 0; j < p->chunks; ++j)
+  for (int j = 0; j < chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int src = (rank - step + world) % world;
       TP_TRY(wait_chunk(g, src, 0, j));
@@ -861,9 +890,10 @@ int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
     if (bwd) calls += gather ? (p->desc.save_gathered ? 1 : 2) : 1 + (p->desc.bias ? 1 : 0);
     return calls;
   }
-  const int phase = p->chunks * (p->world - 1);
-  int pushes = fwd ? phase : 0;
-  if (bwd) pushes += gather ? (p->desc.save_gathered ? phase : 2 * phase) : phase;
+  const int peers = p->world - 1;
+  int pushes = fwd ? p->chunks * peers : 0;
+  /* the gather side's backward: dx reduce-scatter, plus x gathered whole unless saved */
+  if (bwd) pushes += p->bwd_chunks * peers + (gather && !p->desc.save_gathered ? peers : 0);
   return pushes;
 }
 

@@ -80,9 +80,10 @@ typedef struct tp_linear_plan {
   tp_linear_desc desc;
   tp_backend backend;
   tp_schedule schedule; /* what runs: resolved from AUTO */
-  int chunks;           /* chunks per rank's shard */
+  int chunks;           /* chunks per rank's shard, forward collective */
+  int bwd_chunks;       /* ... the backward's collectives (the other side's pipeline) */
   int sm_blocks;        /* blocks of the copy kernel (sm schedule) */
-  char reason[320];     /* why this schedule and chunk count */
+  char reason[512];     /* why this schedule and chunk count */
   int world, rank;
   int64_t shard_rows;             /* S = T / W */
   int64_t gemm_m, gemm_n, gemm_k; /* the whole GEMM one rank runs */
