@@ -697,6 +697,7 @@ static tp_rc check_record(const tp_config_record *rec) {
                      rec->samples[i].count);
   if (rec->n_schedules < 0 || (rec->n_schedules > 0 && !rec->schedules))
     return TP_FAIL(TP_EINTERNAL, "%d schedules without entries", rec->n_schedules);
+  if (rec->trace) return tp_store_check_trace(rec->trace);
   return TP_OK;
 }
 
@@ -811,6 +812,7 @@ static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *r
   if (rec->result) TP_TRY(insert_result(s, *id, rec->result));
   TP_TRY(insert_samples(s, *id, rec->samples, rec->n_sample_sets));
   TP_TRY(insert_schedules(s, *id, rec->schedules, rec->n_schedules));
+  if (rec->trace) TP_TRY(tp_store_write_trace(s, *id, rec->trace));
   return TP_OK;
 }
 

@@ -170,8 +170,11 @@ typedef struct tp_schedule_choice {
   const char *reason; /* why the heuristic (or the user) chose it */
 } tp_schedule_choice;
 
+struct tp_trace_record; /* below, with the traces */
+
 /* One finished configuration, written in one transaction. result, samples
- * and schedules may be NULL/0 for a rejected or failed configuration. */
+ * and schedules may be NULL/0 for a rejected or failed configuration; trace
+ * is NULL unless the configuration was traced. */
 typedef struct tp_config_record {
   const tp_config_axes *axes;
   tp_config_status status;
@@ -181,11 +184,13 @@ typedef struct tp_config_record {
   int n_sample_sets;
   const tp_schedule_choice *schedules;
   int n_schedules;
+  const struct tp_trace_record *trace; /* written as tp_store_put_trace would, same transaction */
 } tp_config_record;
 
 /* Writes one configuration of run run_id in one transaction (BEGIN IMMEDIATE
  * ... COMMIT): the configs row, its results row (when rec->result is set),
- * every sample and every schedule choice, or nothing at all. Non-finite
+ * every sample, every schedule choice and its trace (when rec->trace is
+ * set: events, overlap rows, the traces row), or nothing at all. Non-finite
  * doubles (NaN, infinities) are stored as NULL. An ok status needs a result,
  * any other status needs a reason. config_id (may be NULL) receives the new
  * row's id. Errors: TP_EINTERNAL for a malformed record, TP_ESQLITE for a
@@ -245,8 +250,9 @@ typedef struct tp_trace_record {
   int64_t clock_offset_ns;      /* tracer clock - CLOCK_REALTIME, rank 0 */
 } tp_trace_record;
 
-/* Writes the trace of configuration config_id in one transaction (BEGIN
- * IMMEDIATE ... COMMIT): every event (names interned in the strings table),
+/* Writes the trace of a configuration already stored (tp_store_put_config
+ * with rec->trace does the same for one being stored), in one transaction
+ * (BEGIN IMMEDIATE ... COMMIT): every event (names interned in the strings table),
  * every overlap row and the traces row, whose overhead is
  * traced_median_us / untraced_median_us - 1 (NULL unless both are finite and
  * untraced > 0); or nothing at all. A configuration has at most one trace: a

@@ -29,4 +29,10 @@ tp_rc tp_store_exec(tp_store *store, const char *sql);
  * message (a failed rollback is only logged). */
 void tp_store_rollback(tp_store *store);
 
+/* The checks of tp_store_put_trace on a trace record (TP_EINTERNAL). */
+tp_rc tp_store_check_trace(const tp_trace_record *rec);
+
+/* The rows of tp_store_put_trace, inside the caller's transaction. */
+tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec);
+
 #endif /* TP_STORE_INTERNAL_H */

@@ -120,7 +120,7 @@ static tp_rc check_overlap(const tp_trace_overlap *o, size_t i) {
   return TP_OK;
 }
 
-static tp_rc check_trace(const tp_trace_record *rec) {
+tp_rc tp_store_check_trace(const tp_trace_record *rec) {
   if (!rec) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL record");
   if ((rec->n_events > 0 && !rec->events) || (rec->n_overlap > 0 && !rec->overlap))
     return TP_FAIL(TP_EINTERNAL, "trace record: counts without arrays");
@@ -321,15 +321,19 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
   return rc;
 }
 
-tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
-  if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL store");
-  TP_TRY(check_trace(rec));
-  TP_TRY(tp_store_exec(store, "BEGIN IMMEDIATE"));
+tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
   /* The traces row goes first: a second trace of one configuration fails on
    * its primary key before thousands of events are written for nothing. */
-  tp_rc rc = insert_trace_row(store, config_id, rec);
-  if (rc == TP_OK) rc = insert_events(store, config_id, rec);
-  if (rc == TP_OK) rc = insert_overlap(store, config_id, rec);
+  TP_TRY(insert_trace_row(store, config_id, rec));
+  TP_TRY(insert_events(store, config_id, rec));
+  return insert_overlap(store, config_id, rec);
+}
+
+tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
+  if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL store");
+  TP_TRY(tp_store_check_trace(rec));
+  TP_TRY(tp_store_exec(store, "BEGIN IMMEDIATE"));
+  tp_rc rc = tp_store_write_trace(store, config_id, rec);
   if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT");
   if (rc != TP_OK) {
     tp_store_rollback(store);

@@ -262,6 +262,61 @@ static void test_put_trace_is_atomic(void **state) {
   tp_store_close(store);
 }
 
+/* A configuration and its trace in one transaction: both or neither. */
+static void test_put_config_with_trace(void **state) {
+  scratch *s = *state;
+  tp_store *store = open_copy_of_real(s, "together.db");
+  tp_run_info info = {.commit = "c0ffee", .host = FX_SYNTHETIC_HOST};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  tp_config_axes axes = {.kind = "op",
+                         .model = "m",
+                         .layer = "ag_linear",
+                         .backend = "dist_gemm",
+                         .tp = 2,
+                         .tokens = 8,
+                         .m = 8,
+                         .n = 8,
+                         .k = 8,
+                         .dtype = "bf16"};
+  tp_result result = {.n_samples = 1, .median_us = 10, .max_abs_err = NAN, .rel_err = NAN};
+  tp_trace_event ev[2] = {{"gemm_kernel", "kernel", "gemm", NULL, 100, 200, 0, 0, 0, 7, 1, -1},
+                          {"memcpy PtoP", "memcpy", "comm", "PtoP", 150, 250, 64, 0, 0, 13, 2, 1}};
+  tp_trace_overlap ov = {0, 0, 100, 250, 100, 100, 50, 50, 50.0};
+  tp_trace_record trace = {.events = ev,
+                           .n_events = 2,
+                           .overlap = &ov,
+                           .n_overlap = 1,
+                           .traced_iters = 1,
+                           .traced_median_us = 11,
+                           .untraced_median_us = 10,
+                           .evidence_ok = 1};
+  tp_config_record rec = {
+      .axes = &axes, .status = TP_STATUS_OK, .result = &result, .trace = &trace};
+  int64_t id = 0;
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_OK);
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE config_id = %lld", (long long)id);
+  assert_int_equal(fx_int(store, sql), 2);
+  snprintf(sql, sizeof sql, "SELECT round(overhead, 6) * 10 FROM traces WHERE config_id = %lld",
+           (long long)id);
+  assert_true(fabs(fx_real(store, sql) - 1.0) < 1e-9);
+
+  /* A malformed trace refuses the whole configuration ... */
+  int64_t configs = fx_int(store, "SELECT count(*) FROM configs");
+  ev[1].category = "network";
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_EINTERNAL);
+  ev[1].category = "comm";
+  /* ... and a failure while writing the trace rolls the configuration back. */
+  assert_int_equal(fx_exec(store, "CREATE TEMP TRIGGER boom BEFORE INSERT ON overlap "
+                                  "BEGIN SELECT RAISE(ABORT, 'boom'); END"),
+                   0);
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_ESQLITE);
+  assert_int_equal(fx_int(store, "SELECT count(*) FROM configs"), configs);
+  assert_int_equal(fx_int(store, "SELECT count(*) FROM events"), 2);
+  tp_store_close(store);
+}
+
 /* ---- finding configurations and their samples ------------------------------ */
 
 static void test_find_config(void **state) {
@@ -494,6 +549,7 @@ int main(void) {
       cmocka_unit_test(test_read_events_and_overlap),
       cmocka_unit_test(test_put_trace_twice_and_bad_records),
       cmocka_unit_test(test_put_trace_is_atomic),
+      cmocka_unit_test(test_put_config_with_trace),
       cmocka_unit_test(test_find_config),
       cmocka_unit_test(test_iteration_times_take_the_slowest_rank),
       cmocka_unit_test(test_import_is_idempotent),
