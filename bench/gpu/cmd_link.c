@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../kernels/tp_cuda_check.h"
 #include "../../kernels/tp_device.h"
@@ -137,10 +138,13 @@ static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store
   TP_TRY(tp_store_open(job->db, 1, store));
   char cuda[32], drv[32], nccl[32], cublas[32];
   tp_versions(cuda, sizeof cuda, drv, sizeof drv, nccl, sizeof nccl, cublas, sizeof cublas);
+  char host[256] = "unknown";
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = '\0';
   tp_run_info info = {0};
   info.commit = TP_BUILD_COMMIT;
   info.dirty = TP_BUILD_DIRTY;
-  info.host = "";
+  info.host = host;
   info.gpu_name = ctx->group->device_name;
   info.gpu_count = ctx->world;
   info.driver_version = drv;
