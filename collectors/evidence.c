@@ -28,6 +28,8 @@ typedef struct sched_name {
 
 static const sched_name sched_names[] = {
     {"ce", SCHED_CE, "peer-to-peer copies"},
+    /* the ring moves its chunks with the copy engine too (neighbour pushes) */
+    {"ring", SCHED_CE, "peer-to-peer copies (ring)"},
     {"sm", SCHED_SM, "copy_signal_kernel launches"},
     {"nccl", SCHED_NCCL, "NCCL kernels"},
 };

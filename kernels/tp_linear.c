@@ -230,8 +230,10 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
                     "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 / NVSHMEM_DISABLE_NVLS=1)");
     return reject(p, "multimem: %s", "not implemented in this build");
   }
-  if (requested == TP_SCHED_RING)
-    return reject(p, "ring: %s", "not implemented yet (at TP=2 it equals the direct schedules)");
+  if (requested == TP_SCHED_RING && g->world > 2)
+    return reject(p, "ring: %s",
+                  "beyond TP 2 the ring must forward received chunks to the next neighbour, "
+                  "which is not built yet; ce and sm push to every peer directly");
   const size_t e = tp_dtype_bytes(d->dtype);
   const int gather = is_gather_side(d->kind);
   /* the forward moves the gathered input (K wide) or the partials (N wide);
@@ -273,6 +275,12 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
     snprintf(p->reason, sizeof p->reason,
              "auto: ce — the copy engine moves chunks without taking SMs from the GEMM (ce against "
              "sm on the H200 pair: docs/PERF.md); %s",
+             chunk_why);
+  } else if (requested == TP_SCHED_RING) {
+    p->schedule = TP_SCHED_RING;
+    snprintf(p->reason, sizeof p->reason,
+             "ring as requested: at TP 2 the ring's one neighbour is the one peer, so its "
+             "copy-engine pushes are the ce pipeline's; %s",
              chunk_why);
   } else {
     p->schedule = requested;

@@ -2,7 +2,7 @@
  * test_linear.c — GPU test of the TP projections, forward and backward.
  *
  * Every op (ag_linear, ag_linear_multi, linear_rs), dtype (bf16, fp32) and
- * schedule (stock; dist_gemm ce and sm at several chunk counts; auto), with
+ * schedule (stock; dist_gemm ce and sm at several chunk counts, ring, auto), with
  * the gathered input saved or gathered again, runs a training step (forward
  * then backward) on a real group of all visible GPUs: batch 3 with the
  * sequence sharded, so a flattening that mixes batches fails; random inputs;
@@ -398,7 +398,7 @@ static const variant VARIANTS[] = {
     {TP_BACKEND_DIST, TP_SCHED_AUTO, 0, 0},  {TP_BACKEND_DIST, TP_SCHED_CE, 1, 0},
     {TP_BACKEND_DIST, TP_SCHED_CE, 2, 1},    {TP_BACKEND_DIST, TP_SCHED_CE, 4, 0},
     {TP_BACKEND_DIST, TP_SCHED_SM, 1, 1},    {TP_BACKEND_DIST, TP_SCHED_SM, 3, 0},
-    {TP_BACKEND_DIST, TP_SCHED_SM, 4, 1},
+    {TP_BACKEND_DIST, TP_SCHED_SM, 4, 1},    {TP_BACKEND_DIST, TP_SCHED_RING, 2, 0},
 };
 
 static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *p, const outputs *o,
