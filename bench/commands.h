@@ -18,6 +18,15 @@ int tp_cmd_ops(int argc, char **argv);
  * (bench/gpu/cmd_link.c; a stand-in without CUDA). */
 int tp_cmd_link(int argc, char **argv);
 
+/* `tpbench run`: the layers (attention, FFN, transformer block), stock vs
+ * dist_gemm, over a matrix (bench/gpu/cmd_run.c; without CUDA,
+ * bench/cmd_run_unavailable.c parses the same options, run_args.h). */
+int tp_cmd_run(int argc, char **argv);
+
+/* `tpbench matrix`: run's configurations and rejections, no GPU needed
+ * (bench/cmd_matrix.c). */
+int tp_cmd_matrix(int argc, char **argv);
+
 /* `tpbench report`: the throughput table of a database (bench/cmd_report.c). */
 int tp_cmd_report(int argc, char **argv);
 

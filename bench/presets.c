@@ -1,6 +1,7 @@
 /*
- * presets.c — the Llama 3 shape table and the projection shapes derived
- * from it (see presets.h). Figures are those of the published model
+ * presets.c — the Llama 3 shape table, the projection shapes derived
+ * from it and the FLOP counts of the layers `tpbench run` times (see
+ * presets.h). Figures are those of the published model
  * configurations; debug is tpbench's own tiny shape for quick runs.
  */
 #include "presets.h"
@@ -78,4 +79,36 @@ tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj, tp_pr
 
 double tp_projection_flops(const tp_projection *proj, int64_t tokens) {
   return 2.0 * (double)tokens * (double)proj->n * (double)proj->k * proj->n_weights;
+}
+
+static const char *const layer_names[] = {"attention", "ffn", "block"};
+
+const char *const *tp_layer_names(int *count) {
+  *count = (int)(sizeof layer_names / sizeof layer_names[0]);
+  return layer_names;
+}
+
+static double attention_flops(const tp_model_preset *m, double batch, double seqlen) {
+  const double tokens = batch * seqlen, dim = m->dim, d = m->head_dim;
+  const double qkv = 2.0 * tokens * dim * (m->n_heads + 2.0 * m->n_kv_heads) * d;
+  const double core = 4.0 * batch * seqlen * seqlen * m->n_heads * d;
+  const double wo = 2.0 * tokens * m->n_heads * d * dim;
+  return qkv + core + wo;
+}
+
+static double ffn_flops(const tp_model_preset *m, double tokens) {
+  return 6.0 * tokens * (double)m->dim * (double)m->ffn_hidden;
+}
+
+tp_rc tp_layer_flops(const tp_model_preset *model, const char *layer, int64_t batch, int64_t seqlen,
+                     int backward, double *out) {
+  const double b = (double)batch, s = (double)seqlen;
+  double fwd = 0;
+  if (strcmp(layer, "attention") == 0) fwd = attention_flops(model, b, s);
+  else if (strcmp(layer, "ffn") == 0) fwd = ffn_flops(model, b * s);
+  else if (strcmp(layer, "block") == 0)
+    fwd = attention_flops(model, b, s) + ffn_flops(model, b * s);
+  else return TP_FAIL(TP_EUSAGE, "unknown layer '%s' (valid: attention, ffn, block)", layer);
+  *out = backward ? 3.0 * fwd : fwd;
+  return TP_OK;
 }

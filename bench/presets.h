@@ -66,4 +66,26 @@ tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj, tp_pr
  * for tokens tokens: 2 * tokens * N * K * n_weights. */
 double tp_projection_flops(const tp_projection *proj, int64_t tokens);
 
+/* The layers `tpbench run` times: "attention", "ffn" and "block" (both). */
+const char *const *tp_layer_names(int *count);
+
+/* FLOPs of one step of a layer over batch x seqlen tokens (T = batch·seqlen),
+ * the whole TP group together (the count does not depend on TP):
+ *   attention  2·T·D·(H + 2·Hkv)·d       QKV
+ *            + 4·batch·seqlen²·H·d        the attention core's Q·Kᵀ and P·V,
+ *                                         the full S×S products: NOT halved for
+ *                                         the causal mask, because the core
+ *                                         (kernels/tp_layers.h) computes them all
+ *            + 2·T·H·d·D                  wo
+ *   ffn        6·T·D·F                    w1 and w3 (2·T·D·F each), w2
+ *   block      attention + ffn
+ * (D dim, H heads, Hkv KV heads, d head_dim, F ffn_hidden). Element-wise work
+ * (RMSNorm, RoPE, softmax, SwiGLU, residual adds) is not counted. backward
+ * != 0 counts a forward and a backward: three times the forward, since the
+ * backward runs two products the size of each forward one (dX and dW of a
+ * projection; dP and dV, dQ and dK of the core). TP_EUSAGE for an unknown
+ * layer (*out untouched). */
+tp_rc tp_layer_flops(const tp_model_preset *model, const char *layer, int64_t batch, int64_t seqlen,
+                     int backward, double *out);
+
 #endif /* TP_PRESETS_H */

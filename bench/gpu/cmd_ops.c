@@ -19,6 +19,7 @@
 #include "../launcher.h"
 #include "../ops_args.h"
 #include "../ops_matrix.h"
+#include "job.h"
 #include "ops_worker.h"
 #include "worker_group.h"
 
@@ -62,54 +63,6 @@ static void reject_other_tp(tp_ops_matrix *m, int world) {
   }
 }
 
-static char *join_args(int argc, char **argv) {
-  size_t len = strlen("tpbench") + 1;
-  for (int i = 0; i < argc; ++i) len += strlen(argv[i]) + 1;
-  char *line = malloc(len);
-  if (!line) return NULL;
-  strcpy(line, "tpbench");
-  for (int i = 0; i < argc; ++i) {
-    strcat(line, " ");
-    strcat(line, argv[i]);
-  }
-  return line;
-}
-
-/* The database must be writable and tpbench's before any GPU time is spent. */
-static int check_database(const char *path) {
-  tp_store *store = NULL;
-  tp_rc rc = tp_store_open(path, 1, &store);
-  if (rc != TP_OK) {
-    fprintf(stderr, "tpbench ops: database %s: %s\n", path, tp_last_error());
-    return rc == TP_EFOREIGN || rc == TP_EIO || rc == TP_EUSAGE ? EXIT_USAGE : 1;
-  }
-  tp_store_close(store);
-  return 0;
-}
-
-/* Number of workers of this job: WORLD_SIZE under an external launcher,
- * else --gpus or every GPU, counted in a child. 0 with a message on failure. */
-static int job_world(int gpus) {
-  tp_launch_env env;
-  int external = 0;
-  if (tp_launch_env_from_environment(&env, &external) != TP_OK) {
-    fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
-    return -EXIT_USAGE;
-  }
-  if (external) return env.world;
-  int devices = tp_count_devices_in_child();
-  if (devices == 0) {
-    fprintf(stderr, "tpbench ops: no CUDA device found: this command needs at least one GPU\n");
-    return -1;
-  }
-  if (gpus > devices) {
-    fprintf(stderr, "tpbench ops: --gpus %d asks for more GPUs than the %d visible\n", gpus,
-            devices);
-    return -1;
-  }
-  return gpus > 0 ? gpus : devices;
-}
-
 int tp_cmd_ops(int argc, char **argv) {
   tp_ops_args args;
   tp_ops_args_defaults(&args);
@@ -136,7 +89,8 @@ int tp_cmd_ops(int argc, char **argv) {
     tp_ops_matrix_free(&job.matrix);
     return 0;
   }
-  int world = job_world(args.gpus);
+  int external = 0;
+  int world = tp_job_world("ops", args.gpus, &external);
   if (world <= 0) return world == -EXIT_USAGE ? EXIT_USAGE : 1;
   tp_ops_spec spec = tp_ops_args_spec(&args, world);
   if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
@@ -144,7 +98,7 @@ int tp_cmd_ops(int argc, char **argv) {
     return EXIT_USAGE;
   }
   reject_other_tp(&job.matrix, world);
-  int check = check_database(args.db);
+  int check = tp_job_check_database("ops", args.db);
   if (check != 0) {
     tp_ops_matrix_free(&job.matrix);
     return check;
@@ -155,7 +109,7 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.window_timeout_s = args.timeout_s;
   job.opts.format = args.format;
   job.opts.quiet = args.quiet;
-  char *line = join_args(argc, argv);
+  char *line = tp_job_command_line(argc, argv);
   job.opts.command_line = line ? line : "tpbench ops";
   int status = tp_launch(world, ops_worker_main, &job);
   free(line);

@@ -1,0 +1,26 @@
+/*
+ * cmd_matrix.c — `tpbench matrix`: the configurations `tpbench run` would
+ * run for a preset, a matrix file and --axis assignments, each rejected one
+ * with its reason. Pure CPU: it works in every build and on any machine;
+ * rules only a GPU host can decide are named at the end of the listing.
+ */
+#include <stdio.h>
+
+#include "commands.h"
+#include "run_args.h"
+
+int tp_cmd_matrix(int argc, char **argv) {
+  tp_run_args args;
+  tp_run_args_defaults(&args);
+  int help = 0;
+  if (tp_run_args_parse("matrix", argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
+  tp_run_matrix matrix;
+  if (tp_run_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix) != TP_OK) {
+    fprintf(stderr, "tpbench matrix: %s\n", tp_last_error());
+    return TP_EXIT_USAGE;
+  }
+  tp_run_matrix_print(&matrix, stdout);
+  tp_run_matrix_free(&matrix);
+  return TP_EXIT_OK;
+}

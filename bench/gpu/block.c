@@ -1,0 +1,332 @@
+/*
+ * block.c — planning, workspaces and tensors of the layers `tpbench run`
+ * times (see block.h); the forward and backward are in block_run.c.
+ *
+ * A plan is made per backend; the tensors per case, for the shape: the
+ * stock layer, each dist_gemm variant and the two references of a case all
+ * run on the same inputs and weights, which is what makes their outputs
+ * comparable.
+ */
+#include "block.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../kernels/tp_cuda_check.h"
+#include "../../kernels/tp_device.h"
+#include "../placement.h"
+
+static const char *const kind_names[] = {"attention", "ffn", "block"};
+static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
+
+tp_rc tp_block_kind_parse(const char *layer, tp_block_kind *out) {
+  for (int i = 0; i < 3; ++i)
+    if (strcmp(layer, kind_names[i]) == 0) {
+      *out = (tp_block_kind)i;
+      return TP_OK;
+    }
+  return TP_FAIL(TP_EUSAGE, "unknown layer '%s' (valid: attention, ffn, block)", layer);
+}
+
+const char *tp_block_kind_name(tp_block_kind kind) {
+  return (unsigned)kind < 3 ? kind_names[kind] : "?";
+}
+
+const char *tp_block_proj_name(tp_block_proj proj) {
+  return (unsigned)proj < TP_N_PROJ ? proj_names[proj] : "?";
+}
+
+/* ---- planning ------------------------------------------------------------------------ */
+
+static int has_attention(tp_block_kind k) { return k != TP_BLOCK_FFN; }
+static int has_ffn(tp_block_kind k) { return k != TP_BLOCK_ATTENTION; }
+
+/* Shapes the sharding needs; the matrix rejects these first, with the same words. */
+static tp_rc check_divisible(const tp_block_shape *s, int world) {
+  const int64_t tokens = s->batch * s->seq;
+  if (s->sp && s->seq % world != 0)
+    return TP_FAIL(TP_EREJECT, "seqlen %lld not divisible by TP %d", (long long)s->seq, world);
+  if (tokens % world != 0)
+    return TP_FAIL(TP_EREJECT, "tokens %lld not divisible by TP %d", (long long)tokens, world);
+  if (has_attention(s->kind) && (s->n_heads % world != 0 || s->n_kv_heads % world != 0))
+    return TP_FAIL(TP_EREJECT, "n_heads %lld and n_kv_heads %lld must both divide by TP %d",
+                   (long long)s->n_heads, (long long)s->n_kv_heads, world);
+  if (has_ffn(s->kind) && s->ffn_hidden % world != 0)
+    return TP_FAIL(TP_EREJECT, "ffn_hidden %lld not divisible by TP %d", (long long)s->ffn_hidden,
+                   world);
+  return TP_OK;
+}
+
+/* The composition this plan runs must hold its placement contracts. */
+static tp_rc check_placement(const tp_block_shape *s, tp_backend backend) {
+  const tp_layer_dims dims = {s->dim, (s->n_heads + 2 * s->n_kv_heads) * s->head_dim,
+                              s->n_heads * s->head_dim, s->ffn_hidden};
+  tp_composition comp;
+  TP_TRY(tp_composition_layer(tp_block_kind_name(s->kind), backend == TP_BACKEND_DIST, s->sp, &dims,
+                              &comp));
+  tp_rc rc = tp_composition_check(&comp);
+  return rc == TP_OK ? TP_OK : tp_fail_context(rc, "placement");
+}
+
+static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
+  tp_linear_desc d;
+  memset(&d, 0, sizeof d);
+  d.dtype = s->dtype;
+  d.tokens = s->batch * s->seq;
+  d.n_weights = 1;
+  d.backward = s->backward;
+  d.sp_off = !s->sp;
+  switch (proj) {
+  case TP_PROJ_QKV:
+    d.kind = TP_LINEAR_AG;
+    d.in_features = s->dim;
+    d.out_features = (s->n_heads + 2 * s->n_kv_heads) * s->head_dim;
+    break;
+  case TP_PROJ_WO:
+    d.kind = TP_LINEAR_RS;
+    d.in_features = s->n_heads * s->head_dim;
+    d.out_features = s->dim;
+    break;
+  case TP_PROJ_W13:
+    d.kind = TP_LINEAR_AG_MULTI;
+    d.in_features = s->dim;
+    d.out_features = s->ffn_hidden;
+    d.n_weights = 2;
+    break;
+  case TP_PROJ_W2:
+  default:
+    d.kind = TP_LINEAR_RS;
+    d.in_features = s->ffn_hidden;
+    d.out_features = s->dim;
+    break;
+  }
+  d.save_gathered = s->save_gathered && d.kind != TP_LINEAR_RS;
+  return d;
+}
+
+static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
+  if (lp->backend == TP_BACKEND_DIST) {
+    if (lp->workspace_bytes > p->symm_bytes) p->symm_bytes = lp->workspace_bytes;
+  } else if (lp->workspace_bytes > p->scratch_bytes) {
+    p->scratch_bytes = lp->workspace_bytes;
+  }
+  p->saved_bytes += lp->saved_bytes;
+  p->comm_bytes += lp->comm_bytes;
+}
+
+tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_backend backend,
+                         tp_schedule requested, int chunks, tp_block_plan *out) {
+  memset(out, 0, sizeof *out);
+  out->shape = *shape;
+  out->backend = backend;
+  out->world = g->world;
+  out->rank = g->rank;
+  TP_TRY(check_divisible(shape, g->world));
+  TP_TRY(check_placement(shape, backend));
+  out->tokens = shape->batch * shape->seq;
+  out->local_rows = shape->sp ? out->tokens / g->world : out->tokens;
+  out->hq = shape->n_heads / g->world;
+  out->hkv = shape->n_kv_heads / g->world;
+  out->ffn_local = shape->ffn_hidden / g->world;
+  out->has[TP_PROJ_QKV] = out->has[TP_PROJ_WO] = has_attention(shape->kind);
+  out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->kind);
+  out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
+                                   out->hq,      out->hkv,   shape->head_dim};
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!out->has[i]) continue;
+    tp_linear_desc d = proj_desc(shape, (tp_block_proj)i);
+    tp_rc rc =
+        tp_linear_plan_make(g, &d, backend, backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO,
+                            chunks, &out->proj[i]);
+    if (rc != TP_OK) return tp_fail_context(rc, "%s", proj_names[i]);
+    add_sizes(out, &out->proj[i]);
+  }
+  return TP_OK;
+}
+
+tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (p->has[i]) TP_TRY(tp_linear_prepare(g, &p->proj[i]));
+  return TP_OK;
+}
+
+int tp_block_transfers(const tp_block_plan *p) {
+  int n = 0;
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (p->has[i]) n += tp_linear_transfers(&p->proj[i], 1, p->shape.backward);
+  return n;
+}
+
+/* ---- tensors -------------------------------------------------------------------------- */
+
+/* What allocation needs besides the plan. */
+typedef struct allocator {
+  tp_dtype dt;
+  cudaStream_t stream;
+  uint64_t seed;  /* per case */
+  uint64_t rank;  /* mixed into the seeds of sharded tensors */
+  uint64_t count; /* tensors so far: each gets its own seed */
+} allocator;
+
+static tp_rc alloc_bytes(void **p, size_t bytes) {
+  TP_CUDA(cudaMalloc(p, bytes ? bytes : 1));
+  return TP_OK;
+}
+
+/* A tensor of n elements of the dtype, random in [-scale, scale). sharded:
+ * different numbers on every rank; else the same everywhere. */
+static tp_rc alloc_random(allocator *a, void **p, size_t n, float scale, int sharded) {
+  TP_TRY(alloc_bytes(p, n * tp_dtype_bytes(a->dt)));
+  uint64_t seed = a->seed * 1000003ull + ++a->count;
+  if (sharded) seed ^= (a->rank + 1) * 0x9E3779B97F4A7C15ull;
+  TP_CUDA(tp_launch_fill_random(a->dt, *p, n, seed, scale, a->stream));
+  return TP_OK;
+}
+
+static float weight_scale(int64_t in_features) { return 1.0f / sqrtf((float)in_features); }
+
+static tp_rc alloc_attention(allocator *al, const tp_block_plan *p, tp_block_attn *a, void *y) {
+  const tp_block_shape *s = &p->shape;
+  const size_t L = (size_t)p->local_rows, T = (size_t)p->tokens, D = (size_t)s->dim;
+  const size_t q = (size_t)(p->hq * s->head_dim), k = (size_t)tp_attention_qkv_width(&p->attn);
+  const float w_scale = weight_scale(s->dim), o_scale = weight_scale(s->n_heads * s->head_dim);
+  TP_TRY(alloc_random(al, &a->g, D, 1.0f, 0));
+  TP_TRY(alloc_random(al, &a->h, L * D, 1.0f, s->sp));
+  TP_TRY(alloc_bytes((void **)&a->inv_rms, L * sizeof(float)));
+  TP_TRY(alloc_random(al, &a->w_qkv, k * D, w_scale, 1));
+  TP_TRY(alloc_random(al, &a->qkv, T * k, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->probs, tp_attention_saved_bytes(&p->attn) / tp_dtype_bytes(al->dt),
+                      1.0f, 1));
+  TP_TRY(alloc_bytes(&a->ws, tp_attention_workspace_bytes(&p->attn, s->backward)));
+  TP_TRY(alloc_random(al, &a->o, T * q, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->w_o, D * q, o_scale, 1));
+  a->y = y;
+  if (!a->y) TP_TRY(alloc_random(al, &a->y, L * D, 1.0f, s->sp));
+  if (s->save_gathered) TP_TRY(alloc_random(al, &a->saved, T * D, 1.0f, 0));
+  if (!s->backward) return TP_OK;
+  TP_TRY(alloc_random(al, &a->dg, D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->dh, L * D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->dw_qkv, k * D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->dqkv, T * k, 1.0f, 1));
+  TP_TRY(alloc_random(al, &a->d_o, T * q, 1.0f, 1));
+  return alloc_random(al, &a->dw_o, D * q, 1.0f, 1);
+}
+
+static tp_rc alloc_ffn(allocator *al, const tp_block_plan *p, tp_block_ffn *f, void *y) {
+  const tp_block_shape *s = &p->shape;
+  const size_t L = (size_t)p->local_rows, T = (size_t)p->tokens, D = (size_t)s->dim;
+  const size_t fl = (size_t)p->ffn_local;
+  const float w_scale = weight_scale(s->dim), w2_scale = weight_scale(s->ffn_hidden);
+  TP_TRY(alloc_random(al, &f->g, D, 1.0f, 0));
+  TP_TRY(alloc_random(al, &f->h, L * D, 1.0f, s->sp));
+  TP_TRY(alloc_bytes((void **)&f->inv_rms, L * sizeof(float)));
+  TP_TRY(alloc_random(al, &f->w1, fl * D, w_scale, 1));
+  TP_TRY(alloc_random(al, &f->w3, fl * D, w_scale, 1));
+  TP_TRY(alloc_random(al, &f->a, T * fl, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->b, T * fl, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->m, T * fl, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->w2, D * fl, w2_scale, 1));
+  f->y = y;
+  if (!f->y) TP_TRY(alloc_random(al, &f->y, L * D, 1.0f, s->sp));
+  if (s->save_gathered) TP_TRY(alloc_random(al, &f->saved, T * D, 1.0f, 0));
+  if (!s->backward) return TP_OK;
+  TP_TRY(alloc_random(al, &f->dg, D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->dh, L * D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->dw1, fl * D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->dw3, fl * D, 1.0f, 1));
+  TP_TRY(alloc_random(al, &f->dm, T * fl, 1.0f, 1));
+  return alloc_random(al, &f->dw2, D * fl, 1.0f, 1);
+}
+
+static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_block_tensors *t) {
+  const tp_block_shape *s = &p->shape;
+  const size_t L = (size_t)p->local_rows, D = (size_t)s->dim;
+  /* Without sequence parallelism the activations are replicated: the same
+   * numbers on every rank, as a real replicated input would be. */
+  TP_TRY(alloc_random(al, &t->x, L * D, 1.0f, s->sp));
+  TP_TRY(alloc_random(al, &t->y, L * D, 1.0f, s->sp));
+  if (s->backward) {
+    TP_TRY(alloc_random(al, &t->dy, L * D, 1.0f, s->sp));
+    TP_TRY(alloc_random(al, &t->dx, L * D, 1.0f, s->sp));
+    TP_TRY(
+        alloc_bytes((void **)&t->norm_ws, tp_rmsnorm_bwd_workspace_bytes(p->local_rows, s->dim)));
+  }
+  const int full = s->kind == TP_BLOCK_FULL;
+  if (full) {
+    TP_TRY(alloc_random(al, &t->x1, L * D, 1.0f, s->sp));
+    if (s->backward) {
+      TP_TRY(alloc_random(al, &t->dx1, L * D, 1.0f, s->sp));
+      TP_TRY(alloc_random(al, &t->dx_part, L * D, 1.0f, s->sp));
+    }
+  }
+  if (has_attention(s->kind)) {
+    TP_TRY(alloc_bytes((void **)&t->rope_table, tp_rope_table_bytes(s->seq, s->head_dim)));
+    TP_CUDA(
+        tp_launch_rope_table(t->rope_table, s->seq, s->head_dim, TP_ROPE_THETA, g->main_stream));
+    TP_TRY(alloc_attention(al, p, &t->attn, full ? NULL : t->y));
+  }
+  if (has_ffn(s->kind)) TP_TRY(alloc_ffn(al, p, &t->ffn, full ? NULL : t->y));
+  TP_CUDA(cudaStreamSynchronize(g->main_stream));
+  return TP_OK;
+}
+
+tp_rc tp_block_alloc(tp_group *g, const tp_block_plan *p, uint64_t seed, tp_block_tensors *t) {
+  memset(t, 0, sizeof *t);
+  allocator al = {p->shape.dtype, g->main_stream, seed, (uint64_t)g->rank, 0};
+  tp_rc rc = alloc_all(g, p, &al, t);
+  if (rc != TP_OK) tp_block_free(t);
+  return rc;
+}
+
+static void free_all(void *const *ptrs, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (ptrs[i] && cudaFree(ptrs[i]) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void tp_block_free(tp_block_tensors *t) {
+  tp_block_attn *a = &t->attn;
+  tp_block_ffn *f = &t->ffn;
+  /* A part's output is the block's own y in the attention and FFN blocks. */
+  void *a_y = a->y == t->y ? NULL : a->y, *f_y = f->y == t->y ? NULL : f->y;
+  void *const attn[] = {a->g,  a->h,      a->inv_rms, a->w_qkv, a->qkv,   a->probs,
+                        a->ws, a->o,      a->w_o,     a_y,      a->saved, a->dg,
+                        a->dh, a->dw_qkv, a->dqkv,    a->d_o,   a->dw_o};
+  void *const ffn[] = {f->g, f->h,     f->inv_rms, f->w1, f->w3,  f->a,   f->b,  f->m,  f->w2,
+                       f_y,  f->saved, f->dg,      f->dh, f->dw1, f->dw3, f->dm, f->dw2};
+  void *const top[] = {t->x,   t->y,       t->dy,         t->dx,     t->x1,
+                       t->dx1, t->dx_part, t->rope_table, t->norm_ws};
+  free_all(attn, sizeof attn / sizeof attn[0]);
+  free_all(ffn, sizeof ffn / sizeof ffn[0]);
+  free_all(top, sizeof top / sizeof top[0]);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- outputs ------------------------------------------------------------------------------ */
+
+static void add_output(tp_block_output *out, int *n, const char *name, void *ptr, size_t count) {
+  if (*n < TP_BLOCK_MAX_OUTPUTS) out[(*n)++] = (tp_block_output){name, ptr, count};
+}
+
+int tp_block_outputs(const tp_block_plan *p, const tp_block_tensors *t, tp_block_output *out) {
+  const tp_block_shape *s = &p->shape;
+  const size_t L = (size_t)p->local_rows, D = (size_t)s->dim;
+  int n = 0;
+  add_output(out, &n, "y", t->y, L * D);
+  if (!s->backward) return n;
+  add_output(out, &n, "dx", t->dx, L * D);
+  if (has_attention(s->kind)) {
+    const size_t q = (size_t)(p->hq * s->head_dim), k = (size_t)tp_attention_qkv_width(&p->attn);
+    add_output(out, &n, "dw_qkv", t->attn.dw_qkv, k * D);
+    add_output(out, &n, "dw_o", t->attn.dw_o, D * q);
+    add_output(out, &n, "dg_attention_norm", t->attn.dg, D);
+  }
+  if (has_ffn(s->kind)) {
+    const size_t fl = (size_t)p->ffn_local;
+    add_output(out, &n, "dw1", t->ffn.dw1, fl * D);
+    add_output(out, &n, "dw3", t->ffn.dw3, fl * D);
+    add_output(out, &n, "dw2", t->ffn.dw2, D * fl);
+    add_output(out, &n, "dg_ffn_norm", t->ffn.dg, D);
+  }
+  return n;
+}

@@ -1,0 +1,169 @@
+/*
+ * block.h — the layers `tpbench run` times, composed from kernels/ APIs:
+ * the attention block (RMSNorm, fused QKV with grouped-query heads, RoPE,
+ * causal attention core, wo), the FFN block (RMSNorm, w1/w3 through one
+ * all-gather, SwiGLU, w2) and the transformer block of the two, each with
+ * its residual add. Forward and backward; stock or dist_gemm.
+ *
+ * Only the four TP projections (kernels/tp_linear.h) depend on the backend;
+ * everything else is the same code in every backend, so the difference
+ * measured is the TP path alone. GEMM_ONLY runs the block with its
+ * projections' GEMMs alone (everything but the collectives), COMM_ONLY runs
+ * the projections' collectives alone and nothing else: the two halves whose
+ * maximum bounds the block.
+ *
+ * Placement (bench/placement.h, checked when the plan is made). W ranks,
+ * B batch, S sequence, T = S·B tokens, rows in (seq, batch) order (row =
+ * s·B + b). With sequence parallelism (sp) the block's input, output and
+ * gradients are sequence-sharded: this rank holds rows [rank·T/W, +T/W) of
+ * [T, D]; RMSNorm runs on those rows; QKV's all-gather gives all T rows, and
+ * attention runs over the full sequence with the local heads (n_heads/W
+ * query heads, n_kv_heads/W KV heads); wo reduce-scatters back to the
+ * sequence shard (FFN likewise with F/W columns). With sp off (stock only)
+ * activations are replicated [T, D] on every rank and the row-parallel ops
+ * all-reduce.
+ *
+ * Local weight layouts (this rank's shard of the global weight):
+ *   w_qkv [(hq + 2·hkv)·d, D]  rows: its hq query heads of Wq, then its hkv
+ *                              heads of Wk, then of Wv (global rows
+ *                              r·hq·d.., H·d + r·hkv·d.., H·d + Hkv·d + r·hkv·d..)
+ *   w_o   [D, hq·d]            columns r·hq·d .. of the global [D, H·d]
+ *   w1,w3 [F/W, D]             rows r·F/W ..
+ *   w2    [D, F/W]             columns r·F/W ..
+ *   RMSNorm gains [D]          replicated; their gradients dg are this
+ *                              rank's partial sums with sp on (a framework
+ *                              all-reduces them with the data-parallel
+ *                              gradients), complete with sp off.
+ */
+#ifndef TP_BENCH_BLOCK_H
+#define TP_BENCH_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../kernels/tp_layers.h"
+#include "../../kernels/tp_linear.h"
+
+typedef enum { TP_BLOCK_ATTENTION = 0, TP_BLOCK_FFN, TP_BLOCK_FULL } tp_block_kind;
+
+/* "attention", "ffn", "block"; TP_EUSAGE otherwise. */
+tp_rc tp_block_kind_parse(const char *layer, tp_block_kind *out);
+const char *tp_block_kind_name(tp_block_kind kind);
+
+/* A block's global shape and options. */
+typedef struct tp_block_shape {
+  tp_block_kind kind;
+  tp_dtype dtype;
+  int64_t batch, seq;
+  int64_t dim, n_heads, n_kv_heads, head_dim, ffn_hidden;
+  int sp;            /* sequence parallelism */
+  int backward;      /* the plan runs the backward too */
+  int save_gathered; /* the all-gather side keeps AG(x) for its backward */
+} tp_block_shape;
+
+/* The block's TP projections, in layer order. */
+typedef enum { TP_PROJ_QKV = 0, TP_PROJ_WO, TP_PROJ_W13, TP_PROJ_W2, TP_N_PROJ } tp_block_proj;
+const char *tp_block_proj_name(tp_block_proj proj); /* "qkv", "wo", "w13", "w2" */
+
+typedef struct tp_block_plan {
+  tp_block_shape shape;
+  tp_backend backend;
+  int world, rank;
+  int64_t tokens;     /* T */
+  int64_t local_rows; /* rows of x, y, dy, dx on this rank: T/W with sp, T without */
+  int64_t hq, hkv;    /* local heads */
+  int64_t ffn_local;  /* F/W */
+  int has[TP_N_PROJ]; /* which projections the block has */
+  tp_linear_plan proj[TP_N_PROJ];
+  tp_attention_shape attn; /* the local heads over the whole sequence */
+  size_t symm_bytes;       /* symmetric workspace: max over the projections (dist_gemm) */
+  size_t scratch_bytes;    /* private scratch: max over the projections (the others) */
+  size_t saved_bytes;      /* gathered inputs kept for the backward: a sum */
+  size_t comm_bytes;       /* per rank per step: a sum over the projections */
+} tp_block_plan;
+
+/* Plans every projection for backend (schedule and chunks: dist_gemm's
+ * request) and checks the block's placement contracts. TP_EREJECT with the
+ * reason ("qkv: ...", "placement: ...") when it cannot run here. */
+tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape, tp_backend backend,
+                         tp_schedule requested, int chunks, tp_block_plan *out);
+
+/* Collective (dist_gemm grows the symmetric workspace on every rank):
+ * workspaces and scratch of every projection. */
+tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
+
+/* Transfers one rank issues per step (tp_linear_transfers summed). */
+int tp_block_transfers(const tp_block_plan *plan);
+
+/* This rank's tensors of a block (NULL where the block or pass has none).
+ * Shapes with L = local_rows, T tokens, D dim, q = hq·d, k = (hq + 2·hkv)·d
+ * (the local QKV width), f = F/W. Every tensor is allocated for the shape,
+ * whatever the backend; inputs, weights and gains are random, and so is the
+ * rest at first, so a GEMM-alone run never reads uninitialised memory. */
+typedef struct tp_block_attn {
+  void *g, *h;    /* [D] gain; [L, D] normed input */
+  float *inv_rms; /* [L] */
+  void *w_qkv;    /* [k, D] */
+  void *qkv;      /* [T, k] (rotated in place by RoPE) */
+  void *probs;    /* softmax P, tp_attention_saved_bytes */
+  void *ws;       /* the core's workspace (backward-sized when the plan has one) */
+  void *o;        /* [T, q] attention output */
+  void *w_o;      /* [D, q] */
+  void *y;        /* [L, D] wo's output */
+  void *saved;    /* [T, D] gathered h, when saved */
+  void *dg, *dh, *dw_qkv, *dqkv, *d_o, *dw_o; /* backward: like their tensors */
+} tp_block_attn;
+
+typedef struct tp_block_ffn {
+  void *g, *h;
+  float *inv_rms;
+  void *w1, *w3; /* [f, D] each */
+  void *a, *b;   /* [T, f]: w1's and w3's outputs; in the backward their gradients */
+  void *m;       /* [T, f] silu(a)·b */
+  void *w2;      /* [D, f] */
+  void *y;       /* [L, D] */
+  void *saved;   /* [T, D] */
+  void *dg, *dh, *dw1, *dw3, *dm, *dw2;
+} tp_block_ffn;
+
+typedef struct tp_block_tensors {
+  void *x, *y, *dy, *dx; /* [L, D]: the block's input, output and their gradients */
+  void *x1, *dx1;        /* the full block: x + attention(x), and its gradient */
+  void *dx_part;         /* the full block: a part's input gradient before the residual's */
+  float *rope_table;     /* cos/sin for positions [0, S) */
+  float *norm_ws;        /* RMSNorm backward's workspace */
+  tp_block_attn attn;
+  tp_block_ffn ffn;
+} tp_block_tensors;
+
+/* Allocates and fills the tensors for plan's shape (seed: per case; rank
+ * mixed in for sharded tensors, left out for replicated ones, so replicated
+ * activations without sp hold the same numbers on every rank). On failure
+ * everything allocated is freed (TP_EOOM when the device is full). */
+tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, uint64_t seed,
+                     tp_block_tensors *t);
+void tp_block_free(tp_block_tensors *t);
+
+/* Enqueued on the group's main stream; host-asynchronous. */
+tp_rc tp_block_forward(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+tp_rc tp_block_backward(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+
+/* One step: makes sure the workspace is there (as a framework's op grows
+ * it lazily; while frozen for graph capture a growth fails with
+ * TP_EREJECT), the forward, and the backward if planned. */
+tp_rc tp_block_step(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+
+/* The tensors a block's configurations are compared on: y; with backward
+ * also dx, every weight gradient and the RMSNorm gain gradients. */
+typedef struct tp_block_output {
+  const char *name;
+  void *ptr;
+  size_t count;
+} tp_block_output;
+
+enum { TP_BLOCK_MAX_OUTPUTS = 12 };
+
+/* Fills out (TP_BLOCK_MAX_OUTPUTS at most) and returns the count. */
+int tp_block_outputs(const tp_block_plan *plan, const tp_block_tensors *t, tp_block_output *out);
+
+#endif

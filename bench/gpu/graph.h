@@ -1,0 +1,35 @@
+/*
+ * graph.h — CUDA graph mode of a configuration: one step captured on the
+ * TP group's main stream and replayed back to back like the eager loop.
+ *
+ * Capture runs in thread-local mode; the fused ops fork to the comm stream
+ * and join back with events, which capture follows. The symmetric workspace
+ * is frozen while capturing (tp_symm_freeze): growing it would re-rendezvous
+ * and free the buffer the graph points into, so a step that asks for more
+ * than was reserved fails with TP_EREJECT instead. Any failure inside the
+ * capture ends it cleanly: no stream is left capturing and the group keeps
+ * working eagerly.
+ */
+#ifndef TP_BENCH_GRAPH_H
+#define TP_BENCH_GRAPH_H
+
+#include <cuda_runtime_api.h>
+
+#include "../../kernels/tp_group.h"
+
+/* One step of a configuration, enqueued on the group's main stream. */
+typedef tp_rc (*tp_graph_step_fn)(void *ctx);
+
+/* Captures one call of step and instantiates it into *out. On failure *out
+ * is NULL and the code is the step's own (TP_EREJECT for workspace growth)
+ * or TP_ECUDA for capture or instantiation, with "CUDA graph capture: "
+ * before the reason. Not collective itself; the ranks agree afterwards. */
+tp_rc tp_graph_capture(tp_group *group, tp_graph_step_fn step, void *ctx, cudaGraphExec_t *out);
+
+/* Enqueues one replay on the group's main stream. */
+tp_rc tp_graph_launch(tp_group *group, cudaGraphExec_t exec);
+
+/* NULL is fine. */
+void tp_graph_destroy(cudaGraphExec_t exec);
+
+#endif

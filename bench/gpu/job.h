@@ -1,0 +1,23 @@
+/*
+ * job.h — what the GPU commands (`ops`, `run`) do in the parent process
+ * before any worker starts, without touching CUDA: how many workers the job
+ * has, whether the database can take the results, and the command line to
+ * record. Messages start with "tpbench CMD:".
+ */
+#ifndef TP_BENCH_JOB_H
+#define TP_BENCH_JOB_H
+
+/* Workers of this job: WORLD_SIZE under an external launcher (*external =
+ * 1), else gpus or every visible GPU, counted in a child. On failure a
+ * message is printed and the return is -2 (usage: exit 2) or -1 (exit 1). */
+int tp_job_world(const char *cmd, int gpus, int *external);
+
+/* 0 when the database at path opens (created if missing) as tpbench's;
+ * else the exit status (2 for a foreign or unusable file, 1 otherwise),
+ * with a message. */
+int tp_job_check_database(const char *cmd, const char *path);
+
+/* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */
+char *tp_job_command_line(int argc, char **argv);
+
+#endif

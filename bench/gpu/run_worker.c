@@ -1,0 +1,297 @@
+/*
+ * run_worker.c — one rank's side of `tpbench run` (see run_worker.h).
+ *
+ * Each configuration is a layer item of the harness: a block (block.h)
+ * planned for the configuration's backend, stepped on the case's tensors.
+ * The case owns the tensors, so the stock layer, each dist_gemm variant and
+ * the GEMM-alone and collectives-alone references of a case run on the same
+ * numbers; the harness keeps the stock outputs and gradients and compares
+ * every dist_gemm configuration of the case against them.
+ */
+#include "run_worker.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../../kernels/tp_cuda_check.h"
+#include "block.h"
+#include "plan_info.h"
+
+enum { REASON_CAP = 416 };
+
+/* dist_gemm against stock, the worst output or gradient: bf16 rounds every
+ * stored activation to 2^-9 and the two backends sum the reduce-scatter's
+ * partials in a different order, which the layer's later ops (softmax and
+ * RMSNorm backward cancel) can amplify; a wrong result is off by O(1). */
+static const double TOL_BF16 = 5e-2, TOL_FP32 = 1e-3;
+
+/* ---- the layer as a harness item ------------------------------------------------------ */
+
+typedef struct layer_item {
+  const tp_run_case *c;
+  const tp_run_config *cfg;
+  tp_block_tensors *t;
+  tp_block_shape shape;
+  tp_block_plan plan;
+  int have_plan;
+  char ran[64]; /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
+} layer_item;
+
+static tp_backend backend_of(tp_run_role role) {
+  switch (role) {
+  case TP_RUN_STOCK: return TP_BACKEND_STOCK;
+  case TP_RUN_DIST_GEMM: return TP_BACKEND_DIST;
+  case TP_RUN_GEMM: return TP_BACKEND_GEMM_ONLY;
+  case TP_RUN_COMM: return TP_BACKEND_COMM_ONLY;
+  }
+  return TP_BACKEND_STOCK;
+}
+
+static tp_block_shape shape_of(const tp_run_case *c) {
+  const tp_model_preset *m = c->model;
+  tp_block_shape s;
+  memset(&s, 0, sizeof s);
+  /* The matrix resolved the layer name: this cannot fail. */
+  (void)tp_block_kind_parse(c->layer, &s.kind);
+  s.dtype = strcmp(c->dtype, "fp32") == 0 ? TP_FP32 : TP_BF16;
+  s.batch = c->batch;
+  s.seq = c->seqlen;
+  s.dim = m->dim;
+  s.n_heads = m->n_heads;
+  s.n_kv_heads = m->n_kv_heads;
+  s.head_dim = m->head_dim;
+  s.ffn_hidden = m->ffn_hidden;
+  s.sp = c->sp;
+  s.backward = strcmp(c->pass, "fwd") != 0;
+  s.save_gathered = c->save_gathered;
+  return s;
+}
+
+static tp_rc layer_plan(void *self, tp_group *g) {
+  layer_item *it = self;
+  tp_schedule requested = TP_SCHED_AUTO;
+  if (it->cfg->role == TP_RUN_DIST_GEMM && it->cfg->axes.schedule)
+    TP_TRY(tp_schedule_parse(it->cfg->axes.schedule, &requested));
+  tp_rc rc = tp_block_plan_make(g, &it->shape, backend_of(it->cfg->role), requested,
+                                it->cfg->axes.chunks, &it->plan);
+  it->have_plan = rc == TP_OK;
+  return rc;
+}
+
+static tp_rc layer_prepare(void *self, tp_group *g) {
+  layer_item *it = self;
+  return tp_block_prepare(g, &it->plan);
+}
+
+static tp_rc layer_step(void *self, tp_group *g) {
+  layer_item *it = self;
+  return tp_block_step(g, &it->plan, it->t);
+}
+
+static int layer_outputs(void *self, tp_item_output *out, int max) {
+  layer_item *it = self;
+  tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
+  int n = tp_block_outputs(&it->plan, it->t, blk);
+  if (n > max) n = max;
+  for (int i = 0; i < n; ++i) out[i] = (tp_item_output){blk[i].name, blk[i].ptr, blk[i].count};
+  return n;
+}
+
+/* The schedule every projection ran, or NULL when they differ. */
+static const char *common_schedule(const tp_block_plan *p) {
+  const char *name = NULL;
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!p->has[i]) continue;
+    const char *s = tp_schedule_name(p->proj[i].schedule);
+    if (name && strcmp(name, s) != 0) return NULL;
+    name = s;
+  }
+  return name;
+}
+
+/* "ce", or each projection's schedule joined by '+' when they differ. */
+static void describe_ran(layer_item *it) {
+  const tp_block_plan *p = &it->plan;
+  const char *common = common_schedule(p);
+  if (common) {
+    snprintf(it->ran, sizeof it->ran, "%s", common);
+    return;
+  }
+  size_t used = 0;
+  it->ran[0] = '\0';
+  for (int i = 0; i < TP_N_PROJ && used < sizeof it->ran; ++i) {
+    if (!p->has[i]) continue;
+    int n = snprintf(it->ran + used, sizeof it->ran - used, "%s%s", used ? "+" : "",
+                     tp_schedule_name(p->proj[i].schedule));
+    if (n > 0) used += (size_t)n;
+  }
+}
+
+static void layer_info(void *self, tp_item_info *info) {
+  layer_item *it = self;
+  const tp_block_plan *p = &it->plan;
+  memset(info, 0, sizeof *info);
+  info->dtype = it->shape.dtype;
+  if (!it->have_plan) return;
+  info->planned = 1;
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!p->has[i] || info->n_schedules == TP_ITEM_MAX_SCHEDULES) continue;
+    const tp_linear_plan *lp = &p->proj[i];
+    info->schedules[info->n_schedules++] =
+        (tp_schedule_choice){tp_block_proj_name((tp_block_proj)i), tp_schedule_name(lp->schedule),
+                             tp_plan_engine(lp), lp->chunks, lp->reason};
+  }
+  describe_ran(it);
+  info->schedule_label = it->ran;
+  info->bytes_moved = (double)p->comm_bytes;
+  info->workspace_bytes =
+      (int64_t)((p->backend == TP_BACKEND_DIST ? p->symm_bytes : p->scratch_bytes) +
+                p->saved_bytes);
+  /* One schedule must account for every transfer; mixed schedules are not judged. */
+  const int any = p->has[TP_PROJ_QKV] ? TP_PROJ_QKV : TP_PROJ_W13;
+  info->evidence_schedule = common_schedule(p) ? tp_plan_evidence(&p->proj[any]) : NULL;
+  info->transfers_per_step = tp_block_transfers(p);
+}
+
+static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, NULL,
+                                           layer_step, layer_outputs, layer_info};
+
+/* ---- the matrix ------------------------------------------------------------------------- */
+
+typedef struct run_state {
+  tp_harness *h;
+  tp_group *g;
+  const tp_run_matrix *m;
+  volatile tp_run_progress *progress;
+} run_state;
+
+static tp_numerics_role numerics_role(tp_run_role role) {
+  if (role == TP_RUN_STOCK) return TP_NUMERICS_REFERENCE;
+  return role == TP_RUN_DIST_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+}
+
+static tp_harness_config harness_config(const tp_run_case *c, const tp_run_config *cfg, char *label,
+                                        size_t cap) {
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->layer, c->pass,
+           (long long)c->tokens, c->dtype, cfg->axes.backend, c->graph ? " graph" : "");
+  tp_harness_config hc;
+  memset(&hc, 0, sizeof hc);
+  hc.axes = &cfg->axes;
+  hc.rejected = cfg->rejected;
+  hc.reason = cfg->reason;
+  hc.flops = cfg->flops;
+  hc.numerics = numerics_role(cfg->role);
+  hc.tolerance = strcmp(c->dtype, "fp32") == 0 ? TOL_FP32 : TOL_BF16;
+  hc.worst_output = 1;
+  hc.label = label;
+  return hc;
+}
+
+/* Rank 0 tells the parent where the job stands. */
+static void mark(run_state *st, int current, int next) {
+  if (st->g->rank != 0) return;
+  st->progress->current = current;
+  if (next >= 0) st->progress->next = next;
+}
+
+static tp_rc run_config(run_state *st, const tp_run_case *c, int i, tp_block_tensors *t,
+                        tp_rc agreed, const char *reason) {
+  const tp_run_config *cfg = &st->m->configs[i];
+  char label[128];
+  tp_harness_config hc = harness_config(c, cfg, label, sizeof label);
+  const int before = tp_harness_recorded(st->h);
+  mark(st, i, -1);
+  tp_rc rc;
+  if (agreed != TP_OK && !cfg->rejected) {
+    rc = tp_harness_skip(st->h, &hc, agreed, reason);
+  } else {
+    layer_item it;
+    memset(&it, 0, sizeof it);
+    it.c = c;
+    it.cfg = cfg;
+    it.t = t;
+    it.shape = shape_of(c);
+    tp_item item = {&layer_item_ops, &it};
+    rc = tp_harness_run(st->h, &hc, &item);
+  }
+  if (tp_harness_recorded(st->h) > before) mark(st, -1, i + 1);
+  return rc;
+}
+
+/* Configurations from..end of case ci, on tensors allocated for its shape. */
+static tp_rc run_case(run_state *st, int ci, int from) {
+  const tp_run_case *c = &st->m->cases[ci];
+  const int end = c->first_config + c->n_configs;
+  if (from < c->first_config) from = c->first_config;
+  int runnable = 0;
+  for (int i = from; i < end; ++i) runnable += !st->m->configs[i].rejected;
+  tp_block_shape shape = shape_of(c);
+  tp_block_plan sizes;
+  tp_block_tensors t;
+  memset(&t, 0, sizeof t);
+  tp_rc rc = TP_OK;
+  if (runnable) {
+    rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
+    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, (uint64_t)ci + 1, &t);
+  }
+  tp_rc agreed = TP_OK;
+  char reason[REASON_CAP];
+  rc = tp_harness_agree(st->h, rc, &agreed, reason, sizeof reason);
+  for (int i = from; rc == TP_OK && i < end; ++i) rc = run_config(st, c, i, &t, agreed, reason);
+  tp_block_free(&t);
+  tp_harness_case_end(st->h);
+  return rc;
+}
+
+/* dist_gemm maps every peer's memory: all GPUs of the job must reach each other. */
+static tp_rc peer_access(tp_worker_ctx *ctx, int *all_ok) {
+  int32_t dev = ctx->group->device, devs[TP_MAX_WORLD], mine = 1, oks[TP_MAX_WORLD];
+  TP_TRY(tp_rdzv_allgather(ctx->rdzv, &dev, sizeof dev, devs));
+  for (int r = 0; r < ctx->world; ++r) {
+    if (r == ctx->rank || devs[r] == dev) continue;
+    int can = 0;
+    TP_CUDA(cudaDeviceCanAccessPeer(&can, dev, devs[r]));
+    mine = mine && can;
+  }
+  TP_TRY(tp_rdzv_allgather(ctx->rdzv, &mine, sizeof mine, oks));
+  *all_ok = 1;
+  for (int r = 0; r < ctx->world; ++r) *all_ok = *all_ok && oks[r];
+  return TP_OK;
+}
+
+/* A configuration that took the last workers down is recorded, not retried. */
+static tp_rc record_lost(run_state *st, int i, const char *why) {
+  const tp_run_config *cfg = &st->m->configs[i];
+  const tp_run_case *c = &st->m->cases[cfg->case_index];
+  char label[128];
+  tp_harness_config hc = harness_config(c, cfg, label, sizeof label);
+  mark(st, i, -1);
+  TP_TRY(tp_harness_skip(st->h, &hc, TP_EINTERNAL, why));
+  mark(st, -1, i + 1);
+  return TP_OK;
+}
+
+tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
+                        const tp_run_worker_options *opts, tp_collector *collector,
+                        volatile tp_run_progress *progress) {
+  int peers_ok = 1;
+  TP_TRY(peer_access(ctx, &peers_ok));
+  if (!peers_ok) tp_run_reject_no_peer_access(matrix);
+  tp_harness_options ho = opts->harness;
+  ho.resume_run = progress->run_id;
+  tp_harness *h = NULL;
+  TP_TRY(tp_harness_open(ctx, collector, &ho, matrix->n_configs, &h));
+  if (ctx->rank == 0) progress->run_id = tp_harness_run_id(h);
+  tp_harness_set_done(h, opts->start);
+  run_state st = {h, ctx->group, matrix, progress};
+  int start = opts->start;
+  tp_rc rc = TP_OK;
+  if (opts->lost_reason && start < matrix->n_configs)
+    rc = record_lost(&st, start++, opts->lost_reason);
+  for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
+    const tp_run_case *c = &matrix->cases[ci];
+    if (c->first_config + c->n_configs <= start) continue;
+    rc = run_case(&st, ci, start);
+  }
+  return tp_harness_close(h, rc, 1);
+}
