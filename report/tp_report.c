@@ -5,7 +5,8 @@
  * CSV or JSON.
  *
  * The work is split in three passes so every format shows the same numbers:
- * load (SQL: the throughput_rows view of schemas/001_init.sql names the
+ * load (SQL: the throughput_rows view of schemas/001_init.sql, extended to
+ * the layers of `tpbench run` (ROWS_SQL), names the
  * configurations of each row, one query per configuration fills it in),
  * derive (plain arithmetic on what was loaded, NaN where an input is
  * missing), render (one writer per format; none of them computes anything).
@@ -311,12 +312,38 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
   "(?2 IS NULL OR model = ?2) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR pass = ?4) AND "   \
   "(?5 IS NULL OR dtype = ?5)"
 
+/* The throughput_rows view of schemas/001_init.sql, spelled out for the
+ * layers of `tpbench run` as well: they are kind 'layer' where the op
+ * benchmark's are kind 'op', and pair with their case's stock layer, GEMMs
+ * alone and collectives alone the same way. */
+#define ROWS_SQL                                                                                   \
+  "WITH refs AS (SELECT config_id, run_id, case_key, kind FROM (SELECT config_id, run_id, "        \
+  "case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END AS kind, row_number() OVER "           \
+  "(PARTITION BY run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END ORDER BY "       \
+  "status = 'ok' DESC, config_id DESC) AS pick FROM config_results WHERE (kind IN ('op', "         \
+  "'layer') AND backend = 'stock') OR (kind = 'gemm' AND backend = 'cublaslt') OR (kind = "        \
+  "'comm' AND backend = 'nccl')) WHERE pick = 1), "                                                \
+  "pairs AS (SELECT d.run_id, d.id AS dist_id, s.config_id AS stock_id, g.config_id AS gemm_id, "  \
+  "cm.config_id AS comm_id, d.model, d.layer, d.pass, d.dtype, (SELECT min(x.id) FROM configs x "  \
+  "WHERE x.run_id = d.run_id AND x.case_key = d.case_key) AS order_key FROM configs d "            \
+  "LEFT JOIN refs s ON s.run_id = d.run_id AND s.case_key = d.case_key AND s.kind = 'op' "         \
+  "LEFT JOIN refs g ON g.run_id = d.run_id AND g.case_key = d.case_key AND g.kind = 'gemm' "       \
+  "LEFT JOIN refs cm ON cm.run_id = d.run_id AND cm.case_key = d.case_key AND cm.kind = 'comm' "   \
+  "WHERE d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm' "                                   \
+  "UNION ALL SELECT s.run_id, NULL, s.config_id, g.config_id, cm.config_id, sc.model, sc.layer, "  \
+  "sc.pass, sc.dtype, (SELECT min(x.id) FROM configs x WHERE x.run_id = s.run_id AND x.case_key "  \
+  "= s.case_key) FROM refs s JOIN configs sc ON sc.id = s.config_id "                              \
+  "LEFT JOIN refs g ON g.run_id = s.run_id AND g.case_key = s.case_key AND g.kind = 'gemm' "       \
+  "LEFT JOIN refs cm ON cm.run_id = s.run_id AND cm.case_key = s.case_key AND cm.kind = 'comm' "   \
+  "WHERE s.kind = 'op' AND NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = s.run_id AND "     \
+  "d.case_key = s.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
+
 static tp_rc load_rows(reader *r, report *rep) {
   sqlite3_stmt *s = NULL;
   TP_TRY(prepare(r,
-                 "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), coalesce(gemm_id, 0), "
-                 "coalesce(comm_id, 0) FROM throughput_rows WHERE run_id = ?1 AND " FILTER_SQL
-                 " ORDER BY order_key, dist_id",
+                 ROWS_SQL "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), coalesce(gemm_id, "
+                          "0), coalesce(comm_id, 0) FROM pairs WHERE run_id = ?1 AND " FILTER_SQL
+                          " ORDER BY order_key, dist_id",
                  &s));
   tp_rc rc = bind_filter(r, s, rep->run.id, rep->filter);
   size_t cap = 0;
