@@ -1,0 +1,252 @@
+/*
+ * test_cmd_run.c — `tpbench matrix` and `tpbench run` as a user runs them,
+ * and the layers of `run` in the throughput table.
+ *
+ * matrix: the quick preset's plan, rejections with their reasons, usage
+ * errors (exit 2) for a bad axis, value or matrix file, a matrix file that
+ * works. run: --help, usage errors before any GPU is looked for, and on
+ * this machine (no GPU, or a build without CUDA) a failure that says why.
+ * report: a run written through the store the way `run` writes it (kind
+ * 'layer' for the stock and dist_gemm layers, 'gemm' and 'comm' for the
+ * references) gives a table row per dist_gemm layer with speedup and bound,
+ * and a row for a stock-only case (sequence parallelism off).
+ *
+ * TPBENCH_EXE is the path of the binary under test (set by CMake).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run_program.h"
+#include "store/tp_store.h"
+
+#ifndef TPBENCH_EXE
+#error "TPBENCH_EXE must name the tpbench binary"
+#endif
+
+/* Runs tpbench with a NULL-terminated argument list for at most 60 s. */
+static rp_result tpbench(const char *first, ...) {
+  char *argv[32] = {TPBENCH_EXE};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
+    argv[argc++] = (char *)a;
+  va_end(ap);
+  argv[argc] = NULL;
+  return rp_run(argv, 60);
+}
+
+static void expect(const rp_result *r, int status, const char *out_words, const char *err_words) {
+  if (r->status != status)
+    fail_msg("exit %d, expected %d; stderr: %s", r->status, status, r->err ? r->err : "");
+  if (out_words && !strstr(r->out, out_words))
+    fail_msg("'%s' missing from stdout: %.2000s", out_words, r->out);
+  if (err_words && !strstr(r->err, err_words))
+    fail_msg("'%s' missing from stderr: %s", err_words, r->err);
+}
+
+static void test_matrix_quick(void **state) {
+  (void)state;
+  rp_result r = tpbench("matrix", NULL);
+  expect(&r, 0, "48 cases, 192 configurations: 192 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "llama3-8b   block       2 1x4096"));
+  assert_non_null(strstr(r.out, "dist_gemm auto chunks=0"));
+  rp_free(&r);
+}
+
+static void test_matrix_rejections(void **state) {
+  (void)state;
+  rp_result r =
+      tpbench("matrix", "--axis", "model=debug", "--axis=layer=ffn", "--axis", "sp=on,off",
+              "--axis", "save_gathered=off,on", "--axis", "seqlen=2048", NULL);
+  expect(&r, 0, "rejected: dist_gemm needs sequence parallelism", NULL);
+  assert_non_null(strstr(r.out, "rejected: save_gathered=on keeps the forward's gathered input"));
+  assert_non_null(strstr(r.out, "rejected: save_gathered=on needs sequence parallelism"));
+  rp_free(&r);
+}
+
+static void test_matrix_usage_errors(void **state) {
+  (void)state;
+  rp_result r = tpbench("matrix", "--axis", "nope=1", NULL);
+  expect(&r, 2, NULL, "tpbench matrix: unknown axis 'nope'");
+  rp_free(&r);
+  r = tpbench("matrix", "--axis", "layer=mlp", NULL);
+  expect(&r, 2, NULL, "unknown value 'mlp'");
+  rp_free(&r);
+  r = tpbench("matrix", "--axis", NULL);
+  expect(&r, 2, NULL, "--axis needs a value");
+  rp_free(&r);
+  r = tpbench("matrix", "--matrix", "/nonexistent/m.json", NULL);
+  expect(&r, 2, NULL, "cannot read the matrix file /nonexistent/m.json");
+  rp_free(&r);
+  r = tpbench("matrix", "--preset", "huge", NULL);
+  expect(&r, 2, NULL, "--preset");
+  rp_free(&r);
+  r = tpbench("matrix", "--db", "x.db", NULL); /* run's options are not matrix's */
+  expect(&r, 2, NULL, "unknown option '--db'");
+  rp_free(&r);
+}
+
+static void test_matrix_file(void **state) {
+  (void)state;
+  char path[] = "/tmp/tpbench-cmd-matrix-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char *text = "{\"preset\": \"quick\", \"axes\": {\"model\": \"debug\", \"layer\": "
+                     "\"block\", \"graph\": false, \"pass\": \"fwd+bwd\"}}";
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  /* The file, then --axis on top of it. */
+  rp_result r = tpbench("matrix", "--matrix", path, "--axis", "seqlen=1024", NULL);
+  expect(&r, 0, "1 cases, 4 configurations: 4 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "debug       block       2 1x1024"));
+  rp_free(&r);
+  unlink(path);
+}
+
+static void test_run_options(void **state) {
+  (void)state;
+  rp_result r = tpbench("run", "--help", NULL);
+  expect(&r, 0, "--axis NAME=LIST", NULL);
+  assert_non_null(strstr(r.out, "--trace"));
+  rp_free(&r);
+  r = tpbench("run", "--axis", "pass=bwd", NULL);
+  expect(&r, 2, NULL, "tpbench run: axis pass: unknown value 'bwd' (valid: fwd, fwd+bwd)");
+  rp_free(&r);
+  r = tpbench("run", "--iters", "0", NULL);
+  expect(&r, 2, NULL, "--iters");
+  rp_free(&r);
+  /* This machine has no GPU (or the build no CUDA): a failure that says so. */
+  char db[] = "/tmp/tpbench-cmd-run-XXXXXX";
+  int fd = mkstemp(db);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(db);
+  r = tpbench("run", "--db", db, "--axis", "model=debug", NULL);
+  expect(&r, 1, NULL, "tpbench run: ");
+  assert_non_null(strstr(r.err, "CUDA"));
+  rp_free(&r);
+  unlink(db);
+}
+
+/* ---- layer rows in the throughput table ------------------------------------------------- */
+
+static tp_config_axes layer_axes(const char *kind, const char *backend, int sp) {
+  tp_config_axes a;
+  memset(&a, 0, sizeof a);
+  a.kind = kind;
+  a.model = "llama3-8b";
+  a.layer = "attention";
+  a.backend = backend;
+  a.tp = 2;
+  a.batch = 1;
+  a.seqlen = 4096;
+  a.tokens = 4096;
+  a.dtype = "bf16";
+  a.sp = sp;
+  a.pass = "fwd+bwd";
+  if (!strcmp(backend, "dist_gemm")) a.schedule = "auto";
+  return a;
+}
+
+static void put_ok(tp_store *store, int64_t run, tp_config_axes a, double median_us) {
+  double samples[3] = {median_us, median_us, median_us};
+  tp_samples set = {0, 3, samples};
+  tp_result res;
+  memset(&res, 0, sizeof res);
+  res.n_samples = 3;
+  res.median_us = res.p10_us = res.p90_us = res.mean_us = res.min_us = res.max_us = median_us;
+  res.tokens_per_s = 4096.0 / (median_us * 1e-6);
+  res.rel_err = !strcmp(a.backend, "dist_gemm") ? 1e-3 : NAN;
+  res.numerics_ref = !strcmp(a.backend, "dist_gemm") ? "stock" : NULL;
+  res.max_abs_err = 0;
+  tp_schedule_choice ran[2] = {{"qkv", "ce", "copy-engine", 2, "auto"},
+                               {"wo", "ce", "copy-engine", 2, "auto"}};
+  tp_config_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.axes = &a;
+  rec.status = TP_STATUS_OK;
+  rec.result = &res;
+  rec.samples = &set;
+  rec.n_sample_sets = 1;
+  if (!strcmp(a.backend, "dist_gemm")) {
+    rec.schedules = ran;
+    rec.n_schedules = 2;
+  }
+  assert_int_equal(tp_store_put_config(store, run, &rec, NULL), TP_OK);
+}
+
+static void put_rejected(tp_store *store, int64_t run, tp_config_axes a, const char *reason) {
+  tp_config_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.axes = &a;
+  rec.status = TP_STATUS_REJECTED;
+  rec.reason = reason;
+  assert_int_equal(tp_store_put_config(store, run, &rec, NULL), TP_OK);
+}
+
+static void test_report_layers(void **state) {
+  (void)state;
+  char db[] = "/tmp/tpbench-layers-XXXXXX";
+  int fd = mkstemp(db);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(db);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(db, 1, &store), TP_OK);
+  tp_run_info info;
+  memset(&info, 0, sizeof info);
+  info.commit = "abc";
+  info.host = "h200";
+  info.command = "run";
+  info.command_line = "tpbench run";
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  /* sp on: stock 4 ms, dist_gemm 2 ms, GEMMs alone 1.5 ms, collectives alone 1 ms */
+  put_ok(store, run, layer_axes("layer", "stock", 1), 4000);
+  put_ok(store, run, layer_axes("layer", "dist_gemm", 1), 2000);
+  put_ok(store, run, layer_axes("gemm", "cublaslt", 1), 1500);
+  put_ok(store, run, layer_axes("comm", "nccl", 1), 1000);
+  /* sp off: stock only */
+  put_ok(store, run, layer_axes("layer", "stock", 0), 5000);
+  put_rejected(store, run, layer_axes("layer", "dist_gemm", 0),
+               "dist_gemm needs sequence parallelism");
+  assert_int_equal(tp_store_finish_run(store, run), TP_OK);
+  tp_store_close(store);
+  rp_result r = tpbench("report", "--db", db, NULL);
+  expect(&r, 0, "| llama3-8b | attention |", NULL);
+  printf("%s\n", r.out);
+  assert_non_null(strstr(r.out, "| 4.000 | 2.000 | 2.00 | 1.500 | 1.000 | 1.500 | 1.33 |"));
+  assert_non_null(strstr(r.out, "ce x2+ce x2"));
+  assert_non_null(strstr(r.out, "no-sp"));
+  assert_non_null(strstr(r.out, "dist_gemm needs sequence parallelism"));
+  assert_non_null(strstr(r.out, "over 1 row with stock and dist_gemm results"));
+  rp_free(&r);
+  r = tpbench("report", "--db", db, "--layer", "attention", "--format", "csv", NULL);
+  expect(&r, 0, "attention", NULL);
+  rp_free(&r);
+  unlink(db);
+  char side[sizeof db + 8];
+  snprintf(side, sizeof side, "%s-wal", db);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", db);
+  unlink(side);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matrix_quick),        cmocka_unit_test(test_matrix_rejections),
+      cmocka_unit_test(test_matrix_usage_errors), cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_run_options),         cmocka_unit_test(test_report_layers),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,439 @@
+/*
+ * test_run_matrix.c — bench/run_matrix (the matrix of `tpbench run`): the
+ * quick and full presets, the order and axes of every configuration, the
+ * FLOP counts of the layers, every validity rule with its reason, the host
+ * rules `run` applies, usage errors for names and numbers the tool does not
+ * take, --axis assignments, and matrix files (JSON) good and bad.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/run_matrix.h"
+
+/* The quick preset, then "NAME=LIST" assignments (NULL-terminated). */
+static tp_run_spec spec_with(const char *first, ...) {
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a; a = va_arg(ap, const char *)) {
+    if (tp_run_spec_assign(&s, a) != TP_OK) fail_msg("%s: %s", a, tp_last_error());
+  }
+  va_end(ap);
+  return s;
+}
+
+static void expand_ok(const tp_run_spec *s, int tp_default, tp_run_matrix *m) {
+  if (tp_run_expand(s, tp_default, m) != TP_OK) fail_msg("expand: %s", tp_last_error());
+}
+
+/* The first configuration of role in a matrix (all cases alike). */
+static const tp_run_config *first_of(const tp_run_matrix *m, tp_run_role role) {
+  for (int i = 0; i < m->n_configs; ++i)
+    if (m->configs[i].role == role) return &m->configs[i];
+  fail_msg("no configuration of role %d", (int)role);
+  return NULL;
+}
+
+static void expect_reason(const tp_run_config *cfg, const char *words) {
+  if (!cfg->rejected) fail_msg("not rejected; expected '%s'", words);
+  if (!strstr(cfg->reason, words)) fail_msg("'%s' missing from: %s", words, cfg->reason);
+  printf("  %s %s: rejected: %s\n", cfg->axes.kind, cfg->axes.backend, cfg->reason);
+}
+
+static void test_quick_preset(void **state) {
+  (void)state;
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
+  tp_run_matrix m;
+  expand_ok(&s, 2, &m);
+  /* 2 models x 3 layers x 2 seqlens x 2 passes x 2 graph modes */
+  assert_int_equal(m.n_cases, 48);
+  assert_int_equal(m.n_configs, 192);
+  assert_int_equal(tp_run_runnable(&m), 192);
+  static const char *const kinds[] = {"layer", "layer", "gemm", "comm"};
+  static const tp_run_role roles[] = {TP_RUN_STOCK, TP_RUN_DIST_GEMM, TP_RUN_GEMM, TP_RUN_COMM};
+  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  for (int ci = 0; ci < m.n_cases; ++ci) {
+    const tp_run_case *c = &m.cases[ci];
+    assert_int_equal(c->n_configs, 4);
+    assert_int_equal(c->first_config, 4 * ci);
+    for (int j = 0; j < 4; ++j) {
+      const tp_run_config *cfg = &m.configs[c->first_config + j];
+      assert_int_equal(cfg->role, roles[j]);
+      assert_int_equal(cfg->case_index, ci);
+      assert_string_equal(cfg->axes.backend, backends[j]);
+      assert_string_equal(cfg->axes.kind, kinds[j]);
+      assert_int_equal(cfg->axes.tp, 2);
+      assert_int_equal(cfg->axes.batch, 1);
+      assert_int_equal(cfg->axes.tokens, cfg->axes.seqlen);
+      assert_int_equal(cfg->axes.sp, 1);
+      assert_string_equal(cfg->axes.dtype, "bf16");
+      assert_null(cfg->axes.proj);
+      assert_int_equal(cfg->axes.save_gathered, 0);
+    }
+    assert_string_equal(m.configs[c->first_config + 1].axes.schedule, "auto");
+    assert_null(m.configs[c->first_config].axes.schedule);
+  }
+  /* Outermost first: model, layer, ...; graph innermost. */
+  assert_string_equal(m.cases[0].model->name, "debug");
+  assert_string_equal(m.cases[0].layer, "attention");
+  assert_int_equal(m.cases[0].seqlen, 2048);
+  assert_string_equal(m.cases[0].pass, "fwd");
+  assert_int_equal(m.cases[0].graph, 0);
+  assert_int_equal(m.cases[1].graph, 1);
+  assert_string_equal(m.cases[2].pass, "fwd+bwd");
+  assert_int_equal(m.cases[4].seqlen, 4096);
+  assert_string_equal(m.cases[8].layer, "ffn");
+  assert_string_equal(m.cases[47].model->name, "llama3-8b");
+  assert_string_equal(m.cases[47].layer, "block");
+  /* debug attention, 2048 tokens: QKV 2·2048·256·512 + core 4·2048²·8·32 + wo 2·2048·256·256 */
+  assert_true(m.configs[0].flops == 536870912.0 + 4294967296.0 + 268435456.0);
+  assert_true(m.configs[8].flops == 3.0 * m.configs[0].flops); /* case 2: fwd+bwd */
+  assert_true(m.configs[3].flops == 0.0);                      /* the collectives alone */
+  assert_true(m.configs[2].flops == m.configs[0].flops);       /* the GEMMs alone */
+  tp_run_matrix_free(&m);
+  assert_null(m.configs);
+}
+
+static void test_full_preset(void **state) {
+  (void)state;
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_preset("full", &s), TP_OK);
+  tp_run_matrix m;
+  expand_ok(&s, 2, &m);
+  /* 5 models x 3 layers x 2 dtypes x 2 batches x 2 seqlens x sp x pass x save x graph;
+   * per case stock, dist_gemm auto/ce/sm, GEMMs alone, collectives alone */
+  assert_int_equal(m.n_cases, 1920);
+  assert_int_equal(m.n_configs, 1920 * 6);
+  int runnable = tp_run_runnable(&m);
+  printf("full: %d of %d configurations to run\n", runnable, m.n_configs);
+  assert_true(runnable > 0 && runnable < m.n_configs);
+  tp_run_matrix_free(&m);
+  assert_int_equal(tp_run_spec_preset("huge", &s), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "valid: quick, full"));
+}
+
+static void test_layer_flops(void **state) {
+  (void)state;
+  const tp_model_preset *debug = NULL, *b8 = NULL;
+  assert_int_equal(tp_preset_find("debug", &debug), TP_OK);
+  assert_int_equal(tp_preset_find("8b", &b8), TP_OK);
+  double f = 0;
+  assert_int_equal(tp_layer_flops(debug, "ffn", 1, 2048, 0, &f), TP_OK);
+  assert_true(f == 6.0 * 2048 * 256 * 768);
+  assert_int_equal(tp_layer_flops(debug, "ffn", 2, 1024, 1, &f), TP_OK);
+  assert_true(f == 3.0 * 6.0 * 2048 * 256 * 768);
+  /* The core counts batch·seqlen², not tokens²: two sequences of 1024 cost half of one of 2048. */
+  double one = 0, two = 0;
+  assert_int_equal(tp_layer_flops(debug, "attention", 1, 2048, 0, &one), TP_OK);
+  assert_int_equal(tp_layer_flops(debug, "attention", 2, 1024, 0, &two), TP_OK);
+  assert_true(one - two == 4.0 * 2048.0 * 2048 * 8 * 32 - 4.0 * 2 * 1024.0 * 1024 * 8 * 32);
+  /* 8B block, 4096 tokens: attention 618475290624 + FFN 1443109011456 */
+  assert_int_equal(tp_layer_flops(b8, "block", 1, 4096, 0, &f), TP_OK);
+  assert_true(f == 618475290624.0 + 1443109011456.0);
+  assert_int_equal(tp_layer_flops(b8, "moe", 1, 4096, 0, &f), TP_EUSAGE);
+  int n = 0;
+  const char *const *names = tp_layer_names(&n);
+  assert_int_equal(n, 3);
+  assert_string_equal(names[2], "block");
+}
+
+/* One case's configurations of a spec, expanded at tp_default. */
+static void one_case(tp_run_spec s, int tp_default, tp_run_matrix *m) {
+  expand_ok(&s, tp_default, m);
+  assert_int_equal(m->n_cases, 1);
+}
+
+static void test_case_rules(void **state) {
+  (void)state;
+  tp_run_matrix m;
+  one_case(
+      spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd", "graph=off", "tp=3", NULL), 2,
+      &m);
+  for (int i = 0; i < m.n_configs; ++i)
+    expect_reason(&m.configs[i], "seqlen 4096 not divisible by TP 3");
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=off", "tp=3",
+                     "sp=off", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_STOCK), "tokens 4096 not divisible by TP 3");
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=attention", "seqlen=4096", "pass=fwd", "graph=off", "tp=16",
+                     NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_STOCK), "n_kv_heads 8 not divisible by TP 16");
+  tp_run_matrix_free(&m);
+  /* The FFN has no heads: the same TP is fine there. */
+  one_case(
+      spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=off", "tp=16", NULL), 2,
+      &m);
+  assert_int_equal(tp_run_runnable(&m), 4);
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd", "graph=off", "tp=16",
+                     NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "n_heads 8 not divisible by TP 16");
+  tp_run_matrix_free(&m);
+  one_case(
+      spec_with("model=debug", "layer=ffn", "seqlen=2304", "pass=fwd", "graph=off", "tp=9", NULL),
+      2, &m);
+  expect_reason(first_of(&m, TP_RUN_GEMM), "ffn_hidden 768 not divisible by TP 9");
+  tp_run_matrix_free(&m);
+}
+
+static void test_save_gathered_rules(void **state) {
+  (void)state;
+  tp_run_matrix m;
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "save_gathered=on", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_STOCK), "save_gathered=on keeps the forward's gathered input");
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd+bwd", "graph=off",
+                     "save_gathered=on", "sp=off", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_STOCK), "save_gathered=on needs sequence parallelism");
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd+bwd", "graph=on",
+                     "save_gathered=on", NULL),
+           2, &m);
+  assert_int_equal(tp_run_runnable(&m), 4);
+  assert_int_equal(m.configs[0].axes.save_gathered, 1);
+  assert_int_equal(m.configs[0].axes.graph, 1);
+  tp_run_matrix_free(&m);
+}
+
+static void test_dist_gemm_rules(void **state) {
+  (void)state;
+  tp_run_matrix m;
+  one_case(spec_with("model=debug", "layer=attention", "seqlen=2048", "pass=fwd", "graph=off",
+                     "sp=off", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "dist_gemm needs sequence parallelism");
+  assert_false(first_of(&m, TP_RUN_STOCK)->rejected);
+  assert_false(first_of(&m, TP_RUN_GEMM)->rejected);
+  assert_false(first_of(&m, TP_RUN_COMM)->rejected);
+  assert_int_equal(first_of(&m, TP_RUN_STOCK)->axes.sp, 0);
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=attention", "seqlen=2048", "pass=fwd", "graph=off",
+                     "tp=1", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "dist_gemm needs TP > 1");
+  expect_reason(first_of(&m, TP_RUN_COMM), "TP 1 has no collective to time");
+  assert_false(first_of(&m, TP_RUN_STOCK)->rejected);
+  assert_false(first_of(&m, TP_RUN_GEMM)->rejected);
+  tp_run_matrix_free(&m);
+}
+
+static void test_empty_spec_is_usage(void **state) {
+  (void)state;
+  tp_run_spec empty;
+  memset(&empty, 0, sizeof empty);
+  tp_run_matrix m;
+  assert_int_equal(tp_run_expand(&empty, 2, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "axis model: no value given"));
+  assert_null(m.configs);
+}
+
+static void test_chunks_and_schedules(void **state) {
+  (void)state;
+  tp_run_matrix m;
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "chunks=0,3,4,33", "schedule=auto,ce,sm,ring,multimem", NULL),
+           2, &m);
+  /* stock, 5 schedules x 4 chunk counts, GEMMs, collectives */
+  assert_int_equal(m.n_configs, 1 + 20 + 2);
+  for (int i = 1; i <= 20; ++i) {
+    const tp_run_config *cfg = &m.configs[i];
+    assert_int_equal(cfg->role, TP_RUN_DIST_GEMM);
+    if (cfg->axes.chunks == 3) expect_reason(cfg, "tokens per rank 1024 not divisible by chunks 3");
+    else if (cfg->axes.chunks == 33) expect_reason(cfg, "chunks 33 outside 1..32");
+    else assert_false(cfg->rejected); /* multimem and ring: the kernels decide at plan time */
+  }
+  assert_string_equal(m.configs[1].axes.schedule, "auto");
+  assert_int_equal(m.configs[2].axes.chunks, 3);
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  tp_run_matrix_print(&m, f);
+  char *text = calloc(1, 65536);
+  rewind(f);
+  size_t got = fread(text, 1, 65535, f);
+  fclose(f);
+  assert_true(got > 0);
+  assert_non_null(strstr(text, "dist_gemm multimem chunks=4"));
+  assert_non_null(strstr(text, "the kernels decide at plan time"));
+  assert_non_null(strstr(text, "1 cases, 23 configurations: 13 to run, 10 rejected"));
+  free(text);
+  tp_run_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "backend=dist_gemm", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 3); /* no stock: dist_gemm and the two references */
+  assert_int_equal(m.configs[0].role, TP_RUN_DIST_GEMM);
+  tp_run_matrix_free(&m);
+}
+
+static void test_tp_default_and_list(void **state) {
+  (void)state;
+  tp_run_matrix m;
+  tp_run_spec s =
+      spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", NULL);
+  expand_ok(&s, 4, &m);
+  assert_int_equal(m.configs[0].axes.tp, 4);
+  tp_run_matrix_free(&m);
+  s = spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", "tp=1,2,4",
+                NULL);
+  expand_ok(&s, 8, &m);
+  assert_int_equal(m.n_cases, 3);
+  /* `run` on 2 GPUs rejects the other degrees, with the reason. */
+  int n = tp_run_reject_world(&m, 2);
+  assert_int_equal(n, 2 + 4); /* TP 1's dist_gemm and comm were rejected already */
+  expect_reason(&m.configs[0], "TP 1 needs a job of 1 workers; this one has 2 (--gpus 1)");
+  assert_false(m.configs[4].rejected);
+  expect_reason(&m.configs[8], "TP 4 needs a job of 4 workers");
+  n = tp_run_reject_no_peer_access(&m);
+  assert_int_equal(n, 1); /* the one dist_gemm left */
+  expect_reason(&m.configs[5], "dist_gemm needs peer access");
+  assert_false(m.configs[4].rejected);
+  tp_run_matrix_free(&m);
+}
+
+static void expect_usage(const char *assignment, const char *words) {
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
+  tp_rc rc = tp_run_spec_assign(&s, assignment);
+  tp_run_matrix m;
+  if (rc == TP_OK) rc = tp_run_expand(&s, 2, &m);
+  if (rc != TP_EUSAGE) fail_msg("%s: expected a usage error, got %s", assignment, tp_rc_name(rc));
+  if (!strstr(tp_last_error(), words))
+    fail_msg("%s: '%s' missing from: %s", assignment, words, tp_last_error());
+  printf("  %s: %s\n", assignment, tp_last_error());
+}
+
+static void test_usage_errors(void **state) {
+  (void)state;
+  expect_usage("colour=red", "unknown axis 'colour' (valid: model, layer, backend");
+  expect_usage("layer=mlp", "axis layer: unknown value 'mlp' (valid: attention, ffn, block)");
+  expect_usage("pass=bwd", "valid: fwd, fwd+bwd");
+  expect_usage("model=9b", "unknown model '9b'");
+  expect_usage("model=8b,llama3-8b", "axis model: 'llama3-8b' is listed twice");
+  expect_usage("seqlen=2048,2048", "axis seqlen: 2048 is listed twice");
+  expect_usage("tp=0", "axis tp:");
+  expect_usage("batch=0", "axis batch:");
+  expect_usage("chunks=65", "axis chunks:");
+  expect_usage("seqlen=abc", "axis seqlen:");
+  expect_usage("seqlen", "is not NAME=V1,V2");
+  expect_usage("=2048", "is not NAME=V1,V2");
+  expect_usage("seqlen=", "is not NAME=V1,V2");
+  expect_usage("dtype=bf16,,fp32", "axis dtype:");
+  expect_usage("batch=1048576", "is more than 1073741824 tokens");
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_preset("full", &s), TP_OK);
+  assert_int_equal(tp_run_spec_assign(&s, "seqlen=1,2,3"), TP_OK);
+  assert_int_equal(tp_run_spec_assign(&s, "batch=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
+                                          "20,21,22,23,24,25,26,27,28,29,30,31,32"),
+                   TP_OK);
+  tp_run_matrix m;
+  assert_int_equal(tp_run_expand(&s, 2, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "more than the 200000 accepted"));
+}
+
+/* ---- matrix files ---------------------------------------------------------------------- */
+
+static char *write_file(const char *text) {
+  char *path = strdup("/tmp/tpbench-matrix-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static tp_rc load_text(const char *text, const char *preset, tp_run_spec *s) {
+  char *path = write_file(text);
+  tp_rc rc = tp_run_spec_load(path, preset, s);
+  unlink(path);
+  free(path);
+  return rc;
+}
+
+static void test_matrix_file(void **state) {
+  (void)state;
+  tp_run_spec s;
+  const char *text =
+      "{\"preset\": \"full\", \"description\": \"FFN only, two lengths\",\n"
+      " \"axes\": {\"model\": \"debug\", \"layer\": [\"ffn\"], \"seqlen\": [128, 256],"
+      " \"sp\": true, \"graph\": [false, true], \"dtype\": \"bf16\"}}\n";
+  assert_int_equal(load_text(text, NULL, &s), TP_OK);
+  tp_run_matrix m;
+  expand_ok(&s, 2, &m);
+  /* full's batch 1,2, pass x2, save x2 remain; model, layer, seqlen, sp, graph, dtype from the file
+   */
+  assert_int_equal(m.n_cases, 2 * 2 * 2 * 2 * 2);
+  assert_int_equal(m.cases[0].seqlen, 128);
+  assert_string_equal(m.cases[0].layer, "ffn");
+  assert_int_equal(m.cases[0].sp, 1);
+  assert_int_equal(m.cases[1].graph, 1);
+  assert_int_equal(m.cases[0].n_configs, 6); /* full's three schedules */
+  tp_run_matrix_free(&m);
+  /* --preset wins over the file's preset. */
+  assert_int_equal(load_text(text, "quick", &s), TP_OK);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.cases[0].n_configs, 4);
+  tp_run_matrix_free(&m);
+  /* No preset at all: quick. */
+  assert_int_equal(load_text("{\"axes\": {\"seqlen\": 512}}", NULL, &s), TP_OK);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 24);
+  tp_run_matrix_free(&m);
+}
+
+static void expect_file_error(const char *text, tp_rc code, const char *words) {
+  tp_run_spec s;
+  tp_rc rc = load_text(text, NULL, &s);
+  if (rc != code) fail_msg("%s: expected %s, got %s", text, tp_rc_name(code), tp_rc_name(rc));
+  if (!strstr(tp_last_error(), words)) fail_msg("'%s' missing from: %s", words, tp_last_error());
+  printf("  %s\n", tp_last_error());
+}
+
+static void test_matrix_file_errors(void **state) {
+  (void)state;
+  expect_file_error("[1, 2]", TP_EUSAGE, "must hold one JSON object");
+  expect_file_error("{\"axis\": {}}", TP_EUSAGE, "unknown key \"axis\" (valid: preset, axes");
+  expect_file_error("{\"axes\": [1]}", TP_EUSAGE, "\"axes\" must be an object");
+  expect_file_error("{\"preset\": 3}", TP_EUSAGE, "\"preset\" must be a string");
+  expect_file_error("{\"preset\": \"huge\"}", TP_EUSAGE, "unknown preset 'huge'");
+  expect_file_error("{\"axes\": {\"seqlen\": {\"a\": 1}}}", TP_EUSAGE,
+                    "axes.seqlen: expected a string, a whole number, a boolean");
+  expect_file_error("{\"axes\": {\"seqlen\": [1.5]}}", TP_EUSAGE, "axes.seqlen: expected");
+  expect_file_error("{\"axes\": {\"seqlen\": []}}", TP_EUSAGE, "axes.seqlen: an empty list");
+  expect_file_error("{\"axes\": {\"colour\": \"red\"}}", TP_EUSAGE, "unknown axis 'colour'");
+  expect_file_error("{\"axes\": {\"seqlen\": [0]}}", TP_EUSAGE, "axis seqlen:");
+  expect_file_error("{\"axes\": {\"model\": \"8b\",}}", TP_EUSAGE, ":1:");
+  expect_file_error("{\"preset\": \"quick\", \"preset\": \"full\"}", TP_EUSAGE, "duplicate");
+  tp_run_spec s;
+  assert_int_equal(tp_run_spec_load("/nonexistent/matrix.json", NULL, &s), TP_EIO);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quick_preset),        cmocka_unit_test(test_full_preset),
+      cmocka_unit_test(test_layer_flops),         cmocka_unit_test(test_case_rules),
+      cmocka_unit_test(test_save_gathered_rules), cmocka_unit_test(test_dist_gemm_rules),
+      cmocka_unit_test(test_empty_spec_is_usage), cmocka_unit_test(test_chunks_and_schedules),
+      cmocka_unit_test(test_tp_default_and_list), cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_matrix_file),         cmocka_unit_test(test_matrix_file_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
