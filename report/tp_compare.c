@@ -96,6 +96,7 @@ typedef struct {
   int64_t id;
   char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *started_at;
   int64_t gpu_count, dirty;
+  int used; /* a configuration of the comparison comes from this run */
 } side_run;
 
 /* The configuration that stands for one key on one side. */
@@ -295,6 +296,14 @@ static tp_rc load_side(tp_store *store, const char *spec, side *s) {
   return load_configs(store, s);
 }
 
+/* The run that describes a side: its latest run that supplied a compared
+ * configuration, or its latest run when none did. */
+static const side_run *representative(const side *s) {
+  for (size_t i = s->n_runs; i-- > 0;)
+    if (s->runs[i].used) return &s->runs[i];
+  return &s->runs[s->n_runs - 1];
+}
+
 /* ---- pairing and judging ------------------------------------------------------ */
 
 typedef enum { V_REGRESSED, V_IMPROVED, V_NEW, V_MISSING, V_UNCHANGED } verdict;
@@ -418,6 +427,30 @@ static tp_rc pair_sides(comparison *c) {
   return TP_OK;
 }
 
+static void mark_run(side *s, int64_t run_id) {
+  for (size_t k = 0; k < s->n_runs; k++)
+    if (s->runs[k].id == run_id) s->runs[k].used = 1;
+}
+
+/* Which runs supplied the configurations measured on both sides: only they
+ * describe a side (a commit's `tpbench link` run, whose keys no other side
+ * has, says nothing about the op timings being compared). Without any such
+ * pair, every run that supplied a configuration. */
+static void mark_used_runs(comparison *c) {
+  int paired = 0;
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (!row->base || !row->head) continue;
+    paired = 1;
+    mark_run(&c->base, row->base->run_id);
+    mark_run(&c->head, row->head->run_id);
+  }
+  for (size_t i = 0; !paired && i < c->n_rows; i++) {
+    if (c->rows[i].base) mark_run(&c->base, c->rows[i].base->run_id);
+    if (c->rows[i].head) mark_run(&c->head, c->rows[i].head->run_id);
+  }
+}
+
 static tp_rc judge_all(tp_store *store, comparison *c) {
   for (size_t i = 0; i < c->n_rows; i++) {
     compare_row *row = &c->rows[i];
@@ -458,15 +491,20 @@ static int same_text(const char *a, const char *b) {
 static void md_side(FILE *out, const char *name, const side *s) {
   fprintf(out, "- **%s** ", name);
   tp_md_code(out, s->spec);
-  const side_run *r = &s->runs[s->n_runs - 1];
-  if (s->n_runs == 1) {
+  const side_run *r = representative(s);
+  size_t used = 0;
+  for (size_t i = 0; i < s->n_runs; i++) used += (size_t)s->runs[i].used;
+  if (used <= 1) {
     fprintf(out, ": run %lld", (long long)r->id);
   } else {
     fprintf(out, ": runs");
-    for (size_t i = 0; i < s->n_runs; i++)
-      fprintf(out, "%s %lld", i ? "," : "", (long long)s->runs[i].id);
+    for (size_t i = 0, k = 0; i < s->n_runs; i++)
+      if (s->runs[i].used) fprintf(out, "%s %lld", k++ ? "," : "", (long long)s->runs[i].id);
     fprintf(out, " (per configuration, the latest run that ran it)");
   }
+  if (used > 0 && used < s->n_runs)
+    fprintf(out, " [%zu more run%s of the commit had nothing to compare]", s->n_runs - used,
+            s->n_runs - used == 1 ? "" : "s");
   fputs(", commit ", out);
   tp_md_code(out, r->commit ? r->commit : "unknown");
   fprintf(out, "%s, %s, %s: %s × %lld, CUDA %s, NCCL %s, cuBLAS %s\n",
@@ -475,9 +513,10 @@ static void md_side(FILE *out, const char *name, const side *s) {
           or_q(r->cublas));
 }
 
-/* What makes the two sides not like for like, said before the numbers. */
+/* What makes the two sides not like for like, said before the numbers
+ * (between the runs that describe them). */
 static void md_warnings(FILE *out, const comparison *c) {
-  const side_run *b = &c->base.runs[c->base.n_runs - 1], *h = &c->head.runs[c->head.n_runs - 1];
+  const side_run *b = representative(&c->base), *h = representative(&c->head);
   if (!same_text(b->gpu_name, h->gpu_name) || b->gpu_count != h->gpu_count)
     fprintf(out, "\n> **Warning**: different GPUs (%s × %lld vs %s × %lld): not like for like.\n",
             or_q(b->gpu_name), (long long)b->gpu_count, or_q(h->gpu_name), (long long)h->gpu_count);
@@ -626,7 +665,7 @@ static json_t *json_side(tp_json_builder *jb, const side *s) {
     return NULL;
   }
   tp_json_set(jb, o, "spec", tp_json_str(s->spec));
-  tp_json_set(jb, o, "commit", tp_json_str(s->runs[s->n_runs - 1].commit));
+  tp_json_set(jb, o, "commit", tp_json_str(representative(s)->commit));
   for (size_t i = 0; i < s->n_runs; i++) {
     const side_run *r = &s->runs[i];
     json_t *run = json_object();
@@ -638,6 +677,7 @@ static json_t *json_side(tp_json_builder *jb, const side *s) {
       tp_json_set(jb, run, "host", tp_json_str(r->host));
       tp_json_set(jb, run, "gpu_name", tp_json_str(r->gpu_name));
       tp_json_set(jb, run, "gpu_count", json_integer(r->gpu_count));
+      tp_json_set(jb, run, "used", json_boolean(r->used));
     }
     tp_json_append(jb, runs, run);
   }
@@ -744,6 +784,7 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
   if (rc == TP_OK) rc = load_side(store, base, &c.base);
   if (rc == TP_OK) rc = load_side(store, head, &c.head);
   if (rc == TP_OK) rc = pair_sides(&c);
+  if (rc == TP_OK) mark_used_runs(&c);
   if (rc == TP_OK) rc = judge_all(store, &c);
   if (rc == TP_OK) {
     qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);

@@ -26,6 +26,8 @@
 #include "store/tp_store.h"
 
 #define FX_REAL_DB TP_TEST_DATA_DIR "/h200_pair_run1.db"
+/* The sample database of real runs at two commits (examples/README.md). */
+#define FX_SAMPLE_DB TP_TEST_DATA_DIR "/../../examples/tpbench-h200-sample.db"
 #define FX_SYNTHETIC_HOST "synthetic"
 #define FX_SYNTHETIC_NOTE "synthesised by tests/cpu/fixture_db.h from run 1: not measured"
 

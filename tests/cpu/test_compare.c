@@ -3,8 +3,9 @@
  * Mann–Whitney U test against values worked out by hand (and by an
  * independent implementation), compare's verdicts on synthetic samples whose
  * answer is known, how a commit with several runs is read, the outputs and
- * refusals, history and trends; and compare on the real H200 run against a
- * synthesised copy of it (fixture_db.h).
+ * refusals, history and trends; compare on the real H200 run against a
+ * synthesised copy of it (fixture_db.h); and on examples/' sample database
+ * of real runs at two commits, every verdict checked against the rule.
  *
  * The synthetic database (runs at commits aaaa…, bbbb…, cccc…): per
  * configuration 30 iterations on two ranks, rank 1 always 1% faster, so the
@@ -494,6 +495,71 @@ static void test_real_run_against_synthetic(void **state) {
   fx_rmdir(&d);
 }
 
+/* ---- the sample database of real runs (examples/) ------------------------------- */
+
+/* Whatever the figures, every verdict must follow the rule, and the head
+ * must be described by the runs that supplied its compared configurations. */
+static void test_sample_database(void **state) {
+  (void)state;
+  if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
+  fx_dir d;
+  assert_int_equal(fx_mkdir(&d, "tp_compare_sample"), 0);
+  fixture f;
+  fx_path(&d, "sample.db", f.db, sizeof f.db);
+  assert_int_equal(fx_copy(FX_SAMPLE_DB, f.db), 0);
+  tp_compare_summary sum;
+  json_t *root = compare_json(&f, "e92c4c5", "3a2b0c9", &sum);
+  json_t *rows = json_object_get(root, "rows");
+  int counted[5] = {0};
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    const char *v = json_string_value(json_object_get(row, "verdict"));
+    json_t *p = json_object_get(row, "p_value");
+    double ratio = json_real_value(json_object_get(row, "ratio"));
+    int significant = json_is_real(p) && json_real_value(p) < TP_COMPARE_DEFAULT_ALPHA;
+    if (!strcmp(v, "regressed")) {
+      assert_true(significant && ratio >= 1 + TP_COMPARE_DEFAULT_THRESHOLD);
+      counted[0]++;
+    } else if (!strcmp(v, "improved")) {
+      assert_true(significant && ratio <= 1 - TP_COMPARE_DEFAULT_THRESHOLD);
+      counted[1]++;
+    } else if (!strcmp(v, "unchanged")) {
+      assert_false(significant && fabs(ratio - 1) >= TP_COMPARE_DEFAULT_THRESHOLD &&
+                   json_real_value(json_object_get(row, "z")) * (ratio - 1) > 0);
+      counted[2]++;
+    } else if (!strcmp(v, "new")) {
+      assert_true(json_is_null(json_object_get(row, "base_config_id")) ||
+                  json_is_string(json_object_get(row, "note")));
+      counted[3]++;
+    } else {
+      assert_string_equal(v, "missing");
+      counted[4]++;
+    }
+  }
+  assert_int_equal(counted[0], sum.regressed);
+  assert_int_equal(counted[1], sum.improved);
+  assert_int_equal(counted[2], sum.unchanged);
+  assert_int_equal(counted[3], sum.added);
+  assert_int_equal(counted[4], sum.missing);
+  assert_true(sum.regressed + sum.improved + sum.unchanged > 100);
+  /* The commit's `tpbench link` run has no key in common: it does not
+   * describe the head. */
+  json_t *head_runs = json_object_get(json_object_get(root, "head"), "runs");
+  for (size_t i = 0; i < json_array_size(head_runs); i++) {
+    json_t *run = json_array_get(head_runs, i);
+    tp_store *s = NULL;
+    assert_int_equal(tp_store_open(f.db, 0, &s), TP_OK);
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT command = 'link' FROM runs WHERE id = %lld",
+             (long long)json_integer_value(json_object_get(run, "id")));
+    int is_link = (int)fx_int(s, sql);
+    tp_store_close(s);
+    assert_int_equal(json_is_true(json_object_get(run, "used")), !is_link);
+  }
+  json_decref(root);
+  fx_rmdir(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mann_whitney_by_hand),
@@ -505,6 +571,7 @@ int main(void) {
       cmocka_unit_test(test_trends),
       cmocka_unit_test(test_bad_sides_and_options),
       cmocka_unit_test(test_real_run_against_synthetic),
+      cmocka_unit_test(test_sample_database),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

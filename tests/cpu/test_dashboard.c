@@ -14,6 +14,8 @@
  *     with SQL from the same database;
  * and takes a screenshot (1400x1000) into the build directory:
  * dashboard-screenshot.png (plus dashboard-full.png, the whole page).
+ * Then the same page of examples/tpbench-h200-sample.db (real runs and
+ * traces) must draw without an error, one rect per stored event.
  *
  * Skipped (exit 77) when /usr/bin/chromium is missing; scripts/setup.sh
  * installs it with TPBENCH_SETUP_CHROMIUM=1.
@@ -60,14 +62,15 @@ static int64_t run2_config(tp_store *s, const char *schedule) {
   return fx_int(s, sql);
 }
 
-/* Chromium with the flags of a hermetic headless run, plus extra ones. */
-static rp_result chromium(const char *a, const char *b, const char *c) {
+/* Chromium with the flags of a hermetic headless run, plus extra ones, on
+ * the page at path. */
+static rp_result chromium_on(const char *path, const char *a, const char *b, const char *c) {
   char profile[600], url[800];
   fx_path(&fx.dir, "profile.XXXXXX", profile, sizeof profile);
   if (!mkdtemp(profile)) fail_msg("mkdtemp failed");
   char user_data[700];
   snprintf(user_data, sizeof user_data, "--user-data-dir=%s", profile);
-  snprintf(url, sizeof url, "file://%s", fx.page);
+  snprintf(url, sizeof url, "file://%s", path);
   char *argv[] = {CHROMIUM,
                   "--headless",
                   "--no-sandbox",
@@ -91,6 +94,10 @@ static rp_result chromium(const char *a, const char *b, const char *c) {
   for (size_t i = 0; i < sizeof argv / sizeof *argv; i++)
     if (argv[i] || i == sizeof argv / sizeof *argv - 1) compact[n++] = argv[i];
   return rp_run(compact, 120);
+}
+
+static rp_result chromium(const char *a, const char *b, const char *c) {
+  return chromium_on(fx.page, a, b, c);
 }
 
 static int setup(void **state) {
@@ -390,6 +397,44 @@ static void test_screenshot(void **state) {
   }
 }
 
+/* The sample database of real runs (examples/): real traces (two ranks,
+ * several streams, NVTX) draw without an error, as many rects as events. */
+static void test_sample_database_page(void **state) {
+  (void)state;
+  if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
+  char db[600], site[600], page[700];
+  fx_path(&fx.dir, "sample.db", db, sizeof db);
+  fx_path(&fx.dir, "sample-site", site, sizeof site);
+  snprintf(page, sizeof page, "%s/index.html", site);
+  assert_int_equal(fx_copy(FX_SAMPLE_DB, db), 0);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  tp_dashboard_stats st;
+  assert_int_equal(tp_dashboard_write(s, site, NULL, &st), TP_OK);
+  assert_true(st.traces > 0);
+  rp_result r = chromium_on(page, "--dump-dom", NULL, NULL);
+  assert_int_equal(r.status, 0);
+  assert_null(strstr(r.err, "Uncaught"));
+  assert_non_null(strstr(r.out, "<html lang=\"en\" data-status=\"ok\">"));
+  /* The timeline's <svg>: the first one whose class is "timeline". */
+  const char *end = NULL, *svg = r.out;
+  char cls[32] = "", id[32] = "";
+  while ((svg = next_tag(svg, "svg", &end)) &&
+         !(attr(svg, end, "class", cls, sizeof cls) && !strcmp(cls, "timeline")))
+    svg = end;
+  assert_non_null(svg);
+  assert_non_null(attr(svg, end, "data-config-id", id, sizeof id));
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE config_id = %s", id);
+  int64_t events = fx_int(s, sql);
+  int rects = 0;
+  for (const char *q = r.out; (q = strstr(q, "class=\"ev\"")); q++) rects++;
+  assert_int_equal(rects, events);
+  assert_true(events > 10);
+  rp_free(&r);
+  tp_store_close(s);
+}
+
 int main(void) {
   if (access(CHROMIUM, X_OK) != 0) {
     printf("skipped: %s is missing (TPBENCH_SETUP_CHROMIUM=1 bash scripts/setup.sh)\n", CHROMIUM);
@@ -402,6 +447,7 @@ int main(void) {
       cmocka_unit_test(test_timeline_holds_the_trace),
       cmocka_unit_test(test_trends_hold_the_medians),
       cmocka_unit_test(test_screenshot),
+      cmocka_unit_test(test_sample_database_page),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
