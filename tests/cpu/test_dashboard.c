@@ -159,6 +159,7 @@ static const char *next_tag(const char *p, const char *name, const char **end) {
 
 /* The value of attribute name in the tag [tag, end), or NULL; copied to buf. */
 static const char *attr(const char *tag, const char *end, const char *name, char *buf, size_t cap) {
+  if (!tag || !end) return NULL;
   char needle[64];
   snprintf(needle, sizeof needle, " %s=\"", name);
   const char *at = strstr(tag, needle);
