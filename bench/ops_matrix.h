@@ -28,14 +28,14 @@
 
 /* What the user asked for. Strings are names as typed (aliases allowed). */
 typedef struct tp_ops_spec {
-  tp_str_list models;    /* default 8b,70b */
-  tp_str_list projs;     /* default qkv,wo,w13,w2 */
-  tp_int_list tokens;    /* tokens per step, global; default 4096,8192,16384 */
-  tp_str_list dtypes;    /* default bf16 */
-  tp_int_list tp;        /* TP degrees; default 2 */
-  tp_str_list schedules; /* dist_gemm schedules; default auto */
-  tp_int_list chunks;    /* chunks per shard, 0 = the schedule decides; default 0 */
-  tp_str_list passes;    /* fwd, bwd, fwd+bwd; default fwd */
+  tp_str_list models;        /* default 8b,70b */
+  tp_str_list projs;         /* default qkv,wo,w13,w2 */
+  tp_int_list tokens;        /* tokens per step, global; default 4096,8192,16384 */
+  tp_str_list dtypes;        /* default bf16 */
+  tp_int_list tp;            /* TP degrees; default 2 */
+  tp_str_list schedules;     /* dist_gemm schedules; default auto */
+  tp_int_list chunks;        /* chunks per shard, 0 = the schedule decides; default 0 */
+  tp_str_list passes;        /* fwd, bwd, fwd+bwd; default fwd */
   tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
 } tp_ops_spec;
 
