@@ -1,0 +1,897 @@
+/*
+ * test_blocks.c — GPU test of the layers `tpbench run` times (bench/gpu/
+ * block.h): the attention block, the FFN block and the transformer block,
+ * forward and backward, bf16 and fp32, on a real TP group of the visible
+ * GPUs (a power of two, at most 8), against a single-device reference.
+ *
+ * The reference is the same block computed on every rank by a TP group of
+ * its own with one rank (TP=1 semantics: the unsharded weights, the whole
+ * sequence, no communication). Every TP variant (stock with and without
+ * sequence parallelism, with the gathered input saved, forward only;
+ * dist_gemm auto, ce x2 with the gathered input saved, sm x2, forward only)
+ * runs two steps back to back on the shards of the same tensors, its
+ * outputs poisoned with NaN first, and each rank compares its part with
+ * the reference's matching part: y and dx (its rows), dW of every
+ * projection (its rows or columns of the global weight), and the RMSNorm
+ * gain gradients (summed over ranks with sequence parallelism, where each
+ * rank holds a partial sum). dist_gemm is also compared with stock, with
+ * the tolerance `run` applies. The GEMMs alone and the collectives alone
+ * must run.
+ *
+ * The reference itself is checked two ways, so a mistake shared by TP and
+ * TP=1 is not missed: its forward against a float64 CPU forward of the
+ * block written from kernels/tp_layers.h's conventions, and (fp32) its
+ * backward against finite differences of its forward: for a random
+ * direction v, (L(p + εv) − L(p − εv)) / 2ε with L = Σ y·dy must match
+ * Σ dL/dp · v for the input and every weight and gain.
+ *
+ * CUDA graphs: a captured step replayed must give what the eager step gave;
+ * a capture whose step asks the frozen symmetric workspace to grow must
+ * fail with TP_EREJECT, leave no stream capturing, and the group must still
+ * run eagerly. A dist_gemm block without sequence parallelism is refused by
+ * its placement contracts.
+ *
+ * Tolerances are norm-wise relative errors, ||out − ref|| / ||ref||; a wrong
+ * shard, head, position or gradient path gives errors of order 1:
+ *   TP vs TP=1, dist_gemm vs stock  bf16 5e-2, fp32 1e-3 (sum orders differ:
+ *                                   the reduce-scatter's partials, GEMMs of
+ *                                   other shapes; bf16 rounds every stored
+ *                                   activation to 2^-9)
+ *   TP=1 forward vs float64 CPU     bf16 3e-2, fp32 1e-4
+ *   finite differences              1e-2 (fp32, ε = 1% of the tensor's rms)
+ * Each check prints one line ending in ok or FAIL. Exit 77 (skipped)
+ * without a GPU.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/gpu/block.h"
+#include "bench/gpu/graph.h"
+#include "gpu_harness.h"
+#include "kernels/tp_device.h"
+
+/* Small shapes that still exercise GQA (2 query heads per KV head), batch > 1
+ * (rows in (seq, batch) order) and TP up to 8. */
+enum { BATCH = 2, SEQ = 64, TOKENS = BATCH * SEQ, DIM = 128, HEADS = 16, KV_HEADS = 8, HD = 16 };
+enum { FFN = 384, QKV_W = (HEADS + 2 * KV_HEADS) * HD, Q_W = HEADS * HD, MAX_OUT = 12 };
+
+static const double TOL_TP_BF16 = 5e-2, TOL_TP_FP32 = 1e-3;
+static const double TOL_CPU_BF16 = 3e-2, TOL_CPU_FP32 = 1e-4;
+static const double TOL_FD = 1e-2;
+
+static double tol_tp(tp_dtype dt) { return dt == TP_BF16 ? TOL_TP_BF16 : TOL_TP_FP32; }
+
+/* ---- the full (unsharded) tensors, on the host ---------------------------------------------- */
+
+typedef struct model {
+  tp_dtype dt;
+  size_t e;
+  void *x, *dy, *g_attn, *g_ffn, *w_qkv, *w_o, *w1, *w3, *w2;
+} model;
+
+static void *host_random(tp_dtype dt, size_t count, uint64_t seed, float scale) {
+  void *p = malloc(count * tp_dtype_bytes(dt));
+  gpu_fill_host(dt, p, count, seed, scale);
+  return p;
+}
+
+static model model_make(tp_dtype dt) {
+  model m;
+  m.dt = dt;
+  m.e = tp_dtype_bytes(dt);
+  m.x = host_random(dt, (size_t)TOKENS * DIM, 1, 1.0f);
+  m.dy = host_random(dt, (size_t)TOKENS * DIM, 2, 1.0f);
+  m.g_attn = host_random(dt, DIM, 3, 1.0f);
+  m.g_ffn = host_random(dt, DIM, 4, 1.0f);
+  m.w_qkv = host_random(dt, (size_t)QKV_W * DIM, 5, 1.0f / sqrtf((float)DIM));
+  m.w_o = host_random(dt, (size_t)DIM * Q_W, 6, 1.0f / sqrtf((float)Q_W));
+  m.w1 = host_random(dt, (size_t)FFN * DIM, 7, 1.0f / sqrtf((float)DIM));
+  m.w3 = host_random(dt, (size_t)FFN * DIM, 8, 1.0f / sqrtf((float)DIM));
+  m.w2 = host_random(dt, (size_t)DIM * FFN, 9, 1.0f / sqrtf((float)FFN));
+  return m;
+}
+
+static void model_free(model *m) {
+  void *all[] = {m->x, m->dy, m->g_attn, m->g_ffn, m->w_qkv, m->w_o, m->w1, m->w3, m->w2};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) free(all[i]);
+}
+
+static tp_block_shape shape_of(tp_block_kind kind, tp_dtype dt, int sp, int backward, int save) {
+  tp_block_shape s = {kind, dt, BATCH, SEQ, DIM, HEADS, KV_HEADS, HD, FFN, sp, backward, save};
+  return s;
+}
+
+/* ---- moving shards -----------------------------------------------------------------------------
+ */
+
+/* Rows [row0, +rows) of a host matrix with cols columns into dev. */
+static int put_rows(void *dev, const void *host, size_t row0, size_t rows, size_t cols, size_t e) {
+  return cudaMemcpy(dev, (const char *)host + row0 * cols * e, rows * cols * e,
+                    cudaMemcpyHostToDevice) != cudaSuccess;
+}
+
+/* Columns [col0, +cols) of a host matrix [rows, ld] into dev [rows, cols]. */
+static int put_cols(void *dev, const void *host, size_t rows, size_t ld, size_t col0, size_t cols,
+                    size_t e) {
+  return cudaMemcpy2D(dev, cols * e, (const char *)host + col0 * e, ld * e, cols * e, rows,
+                      cudaMemcpyHostToDevice) != cudaSuccess;
+}
+
+/* This rank's shards of the model into a block's tensors (the layouts of block.h). */
+static int load_model(const tp_block_plan *p, const model *m, tp_block_tensors *t, int rank) {
+  const size_t e = m->e, L = (size_t)p->local_rows, r = (size_t)rank;
+  const size_t row0 = p->shape.sp ? r * L : 0;
+  int bad = put_rows(t->x, m->x, row0, L, DIM, e);
+  if (p->shape.backward) bad |= put_rows(t->dy, m->dy, row0, L, DIM, e);
+  if (p->has[TP_PROJ_QKV]) {
+    const size_t hq = (size_t)p->hq, hkv = (size_t)p->hkv;
+    char *w = t->attn.w_qkv;
+    bad |= put_rows(t->attn.g, m->g_attn, 0, 1, DIM, e);
+    bad |= put_rows(w, m->w_qkv, r * hq * HD, hq * HD, DIM, e);
+    w += hq * HD * DIM * e;
+    bad |= put_rows(w, m->w_qkv, (size_t)HEADS * HD + r * hkv * HD, hkv * HD, DIM, e);
+    w += hkv * HD * DIM * e;
+    bad |= put_rows(w, m->w_qkv, (size_t)(HEADS + KV_HEADS) * HD + r * hkv * HD, hkv * HD, DIM, e);
+    bad |= put_cols(t->attn.w_o, m->w_o, DIM, Q_W, r * hq * HD, hq * HD, e);
+  }
+  if (p->has[TP_PROJ_W13]) {
+    const size_t fl = (size_t)p->ffn_local;
+    bad |= put_rows(t->ffn.g, m->g_ffn, 0, 1, DIM, e);
+    bad |= put_rows(t->ffn.w1, m->w1, r * fl, fl, DIM, e);
+    bad |= put_rows(t->ffn.w3, m->w3, r * fl, fl, DIM, e);
+    bad |= put_cols(t->ffn.w2, m->w2, DIM, FFN, r * fl, fl, e);
+  }
+  return bad;
+}
+
+/* Host copies of a block's outputs, by name. */
+typedef struct outputs {
+  int n;
+  const char *name[MAX_OUT];
+  void *host[MAX_OUT];
+  size_t count[MAX_OUT];
+} outputs;
+
+static void outputs_free(outputs *o) {
+  for (int i = 0; i < o->n; ++i) free(o->host[i]);
+  memset(o, 0, sizeof *o);
+}
+
+static const void *output_named(const outputs *o, const char *name, size_t *count) {
+  for (int i = 0; i < o->n; ++i)
+    if (strcmp(o->name[i], name) == 0) {
+      if (count) *count = o->count[i];
+      return o->host[i];
+    }
+  return NULL;
+}
+
+static int poison_outputs(const tp_block_plan *p, tp_block_tensors *t, cudaStream_t s) {
+  tp_block_output out[TP_BLOCK_MAX_OUTPUTS];
+  int n = tp_block_outputs(p, t, out), bad = 0;
+  for (int i = 0; i < n; ++i)
+    bad |= tp_launch_poison(p->shape.dtype, out[i].ptr, out[i].count, s) != cudaSuccess;
+  return bad;
+}
+
+static int download(const tp_block_plan *p, const tp_block_tensors *t, outputs *o) {
+  tp_block_output out[TP_BLOCK_MAX_OUTPUTS];
+  memset(o, 0, sizeof *o);
+  o->n = tp_block_outputs(p, t, out);
+  const size_t e = tp_dtype_bytes(p->shape.dtype);
+  int bad = 0;
+  for (int i = 0; i < o->n; ++i) {
+    o->name[i] = out[i].name;
+    o->count[i] = out[i].count;
+    o->host[i] = malloc(out[i].count * e);
+    bad |=
+        cudaMemcpy(o->host[i], out[i].ptr, out[i].count * e, cudaMemcpyDeviceToHost) != cudaSuccess;
+  }
+  return bad;
+}
+
+/* Poisons the outputs, runs `steps` steps back to back, downloads. */
+static int run_block(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, int steps,
+                     outputs *o) {
+  if (poison_outputs(p, t, g->main_stream)) return 1;
+  for (int i = 0; i < steps; ++i) {
+    if (tp_block_step(g, p, t) != TP_OK) {
+      printf("rank %d: step: %s: FAIL\n", g->rank, tp_last_error());
+      return 1;
+    }
+  }
+  cudaError_t err = cudaStreamSynchronize(g->main_stream);
+  if (err != cudaSuccess) {
+    printf("rank %d: step: %s: FAIL\n", g->rank, cudaGetErrorString(err));
+    return 1;
+  }
+  return download(p, t, o);
+}
+
+/* ---- comparing with the reference
+ * ----------------------------------------------------------------- */
+
+/* A block of the reference matrix [*, ld] this rank's output covers. */
+typedef struct region {
+  size_t row0, rows, col0, cols;
+} region;
+
+/* The regions of output `name`, in the order the rank's output holds them. */
+static int regions_of(const char *name, const tp_block_plan *p, int rank, region *r, size_t *ld) {
+  const size_t R = (size_t)rank, L = (size_t)p->local_rows, hq = (size_t)p->hq;
+  const size_t hkv = (size_t)p->hkv, fl = (size_t)p->ffn_local;
+  *ld = DIM;
+  if (!strcmp(name, "y") || !strcmp(name, "dx")) {
+    r[0] = (region){p->shape.sp ? R * L : 0, L, 0, DIM};
+    return 1;
+  }
+  if (!strcmp(name, "dw_qkv")) {
+    r[0] = (region){R * hq * HD, hq * HD, 0, DIM};
+    r[1] = (region){(size_t)HEADS * HD + R * hkv * HD, hkv * HD, 0, DIM};
+    r[2] = (region){(size_t)(HEADS + KV_HEADS) * HD + R * hkv * HD, hkv * HD, 0, DIM};
+    return 3;
+  }
+  if (!strcmp(name, "dw_o")) {
+    *ld = Q_W;
+    r[0] = (region){0, DIM, R * hq * HD, hq * HD};
+    return 1;
+  }
+  if (!strcmp(name, "dw1") || !strcmp(name, "dw3")) {
+    r[0] = (region){R * fl, fl, 0, DIM};
+    return 1;
+  }
+  if (!strcmp(name, "dw2")) {
+    *ld = FFN;
+    r[0] = (region){0, DIM, R * fl, fl};
+    return 1;
+  }
+  r[0] = (region){0, 1, 0, DIM}; /* the gain gradients */
+  return 1;
+}
+
+typedef struct err_stats {
+  double rel;
+  size_t nonfinite, differ;
+} err_stats;
+
+static err_stats compare_regions(tp_dtype dt, const void *out, const void *ref, size_t ld,
+                                 const region *r, int n) {
+  err_stats st = {0, 0, 0};
+  double d2 = 0, r2 = 0;
+  size_t k = 0;
+  for (int i = 0; i < n; ++i)
+    for (size_t row = 0; row < r[i].rows; ++row)
+      for (size_t col = 0; col < r[i].cols; ++col, ++k) {
+        const double a = gpu_host_value(dt, out, k);
+        const double b = gpu_host_value(dt, ref, (r[i].row0 + row) * ld + r[i].col0 + col);
+        if (!isfinite(a)) {
+          st.nonfinite++;
+          continue;
+        }
+        st.differ += a != b;
+        d2 += (a - b) * (a - b);
+        r2 += b * b;
+      }
+  st.rel = sqrt(d2 / (r2 > 0 ? r2 : 1));
+  return st;
+}
+
+/* A gain gradient with sequence parallelism is a partial sum on each rank:
+ * the ranks' parts are summed (in float64) before the comparison. Without
+ * it every rank holds the whole gradient. */
+static err_stats compare_gain(tp_rdzv *rdzv, int world, int sp, tp_dtype dt, const void *out,
+                              const void *ref) {
+  double mine[DIM], all[TP_MAX_WORLD][DIM];
+  for (size_t i = 0; i < DIM; ++i) mine[i] = gpu_host_value(dt, out, i);
+  if (sp && tp_rdzv_allgather(rdzv, mine, sizeof mine, all) != TP_OK) {
+    err_stats bad = {INFINITY, DIM, DIM};
+    return bad;
+  }
+  err_stats st = {0, 0, 0};
+  double d2 = 0, r2 = 0;
+  for (size_t i = 0; i < DIM; ++i) {
+    double sum = sp ? 0 : mine[i];
+    for (int w = 0; sp && w < world; ++w) sum += all[w][i];
+    const double b = gpu_host_value(dt, ref, i);
+    if (!isfinite(sum)) {
+      st.nonfinite++;
+      continue;
+    }
+    d2 += (sum - b) * (sum - b);
+    r2 += b * b;
+  }
+  st.rel = sqrt(d2 / (r2 > 0 ? r2 : 1));
+  return st;
+}
+
+typedef struct variant {
+  const char *name;
+  tp_backend backend;
+  tp_schedule schedule;
+  int chunks, sp, save, backward;
+} variant;
+
+static const variant VARIANTS[] = {
+    {"stock", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 1, 0, 1},
+    {"stock save_gathered", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 1, 1, 1},
+    {"stock sp=off", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 0, 0, 1},
+    {"stock fwd", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 1, 0, 0},
+    {"dist_gemm auto", TP_BACKEND_DIST, TP_SCHED_AUTO, 0, 1, 0, 1},
+    {"dist_gemm ce x2 save_gathered", TP_BACKEND_DIST, TP_SCHED_CE, 2, 1, 1, 1},
+    {"dist_gemm sm x2", TP_BACKEND_DIST, TP_SCHED_SM, 2, 1, 0, 1},
+    {"dist_gemm fwd", TP_BACKEND_DIST, TP_SCHED_AUTO, 0, 1, 0, 0},
+};
+enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
+
+typedef struct layer_ctx {
+  tp_group *g, *ref;
+  tp_rdzv *rdzv;
+  tp_block_kind kind;
+  const model *m;
+  outputs ref_out;   /* the TP=1 reference */
+  outputs stock_out; /* the "stock" variant, for dist_gemm against stock */
+  int have_stock;
+} layer_ctx;
+
+static const char *kind_name(tp_block_kind k) { return tp_block_kind_name(k); }
+
+/* Every output of a variant against the reference (and dist_gemm against stock). */
+static int check_variant(layer_ctx *lc, const variant *v, const tp_block_plan *p,
+                         const outputs *o) {
+  const tp_dtype dt = lc->m->dt;
+  int failures = 0;
+  for (int i = 0; i < o->n; ++i) {
+    const void *ref = output_named(&lc->ref_out, o->name[i], NULL);
+    region r[3];
+    size_t ld = 0;
+    const int n = regions_of(o->name[i], p, lc->g->rank, r, &ld);
+    const int gain = !strncmp(o->name[i], "dg_", 3);
+    err_stats st = !ref   ? (err_stats){INFINITY, 0, 0}
+                   : gain ? compare_gain(lc->rdzv, lc->g->world, p->shape.sp, dt, o->host[i], ref)
+                          : compare_regions(dt, o->host[i], ref, ld, r, n);
+    int ok = st.nonfinite == 0 && st.rel <= tol_tp(dt);
+    char vs_stock[160] = "";
+    if (v->backend == TP_BACKEND_DIST && lc->have_stock) {
+      size_t count = 0;
+      const void *s = output_named(&lc->stock_out, o->name[i], &count);
+      region all = {0, 1, 0, count};
+      err_stats sv =
+          s ? compare_regions(dt, o->host[i], s, count, &all, 1) : (err_stats){INFINITY, 0, 0};
+      snprintf(vs_stock, sizeof vs_stock, "; vs stock %.2e, %zu of %zu differ", sv.rel, sv.differ,
+               count);
+      ok = ok && sv.rel <= tol_tp(dt);
+    }
+    printf("rank %d: %-9s %-4s %-29s %-17s vs TP=1: rel %.2e (tol %.0e), non-finite %zu%s: %s\n",
+           lc->g->rank, kind_name(lc->kind), tp_dtype_name(dt), v->name, o->name[i], st.rel,
+           tol_tp(dt), st.nonfinite, vs_stock, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
+
+static int run_variant(layer_ctx *lc, const variant *v) {
+  tp_group *g = lc->g;
+  tp_block_shape s = shape_of(lc->kind, lc->m->dt, v->sp, v->backward, v->save);
+  tp_block_plan p;
+  tp_rc rc = tp_block_plan_make(g, &s, v->backend, v->schedule, v->chunks, &p);
+  if (rc == TP_EREJECT && g->world == 1 && v->backend == TP_BACKEND_DIST) {
+    printf("rank %d: %-9s %s: skipped at TP 1 (%s)\n", g->rank, kind_name(lc->kind), v->name,
+           tp_last_error());
+    return 0;
+  }
+  tp_block_tensors t;
+  if (rc == TP_OK) rc = tp_block_prepare(g, &p);
+  if (rc == TP_OK) rc = tp_block_alloc(g, &p, 77, &t);
+  if (rc != TP_OK) {
+    printf("rank %d: %-9s %-4s %s: %s: FAIL\n", g->rank, kind_name(lc->kind),
+           tp_dtype_name(lc->m->dt), v->name, tp_last_error());
+    return 1;
+  }
+  outputs o;
+  memset(&o, 0, sizeof o);
+  int failures = load_model(&p, lc->m, &t, g->rank);
+  if (!failures) failures = run_block(g, &p, &t, 2, &o);
+  if (!failures) failures = check_variant(lc, v, &p, &o);
+  else printf("rank %d: %-9s %s: did not run: FAIL\n", g->rank, kind_name(lc->kind), v->name);
+  if (!failures && !strcmp(v->name, "stock")) {
+    lc->stock_out = o;
+    lc->have_stock = 1;
+  } else {
+    outputs_free(&o);
+  }
+  tp_block_free(&t);
+  return failures;
+}
+
+/* The GEMMs alone and the collectives alone run (their numbers mean nothing). */
+static int run_halves(layer_ctx *lc) {
+  int failures = 0;
+  const tp_backend halves[] = {TP_BACKEND_GEMM_ONLY, TP_BACKEND_COMM_ONLY};
+  for (int i = 0; i < 2; ++i) {
+    tp_group *g = lc->g;
+    tp_block_shape s = shape_of(lc->kind, lc->m->dt, 1, 1, 0);
+    tp_block_plan p;
+    tp_block_tensors t;
+    memset(&t, 0, sizeof t);
+    tp_rc rc = tp_block_plan_make(g, &s, halves[i], TP_SCHED_AUTO, 0, &p);
+    if (rc == TP_OK) rc = tp_block_prepare(g, &p);
+    if (rc == TP_OK) rc = tp_block_alloc(g, &p, 78, &t);
+    for (int k = 0; rc == TP_OK && k < 2; ++k) rc = tp_block_step(g, &p, &t);
+    if (rc == TP_OK && cudaStreamSynchronize(g->main_stream) != cudaSuccess)
+      rc = TP_FAIL(TP_ECUDA, "%s", cudaGetErrorString(cudaGetLastError()));
+    printf("rank %d: %-9s %-4s %-29s runs: %s\n", g->rank, kind_name(lc->kind),
+           tp_dtype_name(lc->m->dt), tp_backend_name(halves[i]),
+           rc == TP_OK ? "ok" : tp_last_error());
+    failures += rc != TP_OK;
+    tp_block_free(&t);
+  }
+  return failures;
+}
+
+/* ---- the reference and its own checks ----------------------------------------------------------
+ */
+
+static double *to_double(tp_dtype dt, const void *src, size_t n) {
+  double *d = malloc(n * sizeof *d);
+  for (size_t i = 0; i < n; ++i) d[i] = gpu_host_value(dt, src, i);
+  return d;
+}
+
+static void cpu_rmsnorm(const double *x, const double *g, double *y) {
+  for (size_t r = 0; r < TOKENS; ++r) {
+    double ss = 0;
+    for (size_t j = 0; j < DIM; ++j) ss += x[r * DIM + j] * x[r * DIM + j];
+    const double inv = 1.0 / sqrt(ss / DIM + (double)TP_RMSNORM_EPS);
+    for (size_t j = 0; j < DIM; ++j) y[r * DIM + j] = x[r * DIM + j] * inv * g[j];
+  }
+}
+
+/* y[rows, n] = x[rows, k] · w[n, k]ᵀ */
+static void cpu_linear(const double *x, const double *w, double *y, size_t n, size_t k) {
+  for (size_t r = 0; r < TOKENS; ++r)
+    for (size_t o = 0; o < n; ++o) {
+      double acc = 0;
+      for (size_t i = 0; i < k; ++i) acc += x[r * k + i] * w[o * k + i];
+      y[r * n + o] = acc;
+    }
+}
+
+/* RoPE on the Q and K heads; row r is at position r / BATCH. */
+static void cpu_rope(double *qkv) {
+  const size_t half = HD / 2;
+  for (size_t r = 0; r < TOKENS; ++r)
+    for (size_t h = 0; h < HEADS + KV_HEADS; ++h)
+      for (size_t i = 0; i < half; ++i) {
+        const size_t position = r / BATCH; /* rows are (seq, batch) */
+        const double angle = (double)position * pow(TP_ROPE_THETA, -2.0 * (double)i / HD);
+        const size_t lo = r * QKV_W + h * HD + i, hi = lo + half;
+        const double a = qkv[lo], b = qkv[hi];
+        qkv[lo] = a * cos(angle) - b * sin(angle);
+        qkv[hi] = b * cos(angle) + a * sin(angle);
+      }
+}
+
+/* Causal GQA attention: query head h reads KV head h / (HEADS / KV_HEADS). */
+static void cpu_attention(const double *qkv, double *o) {
+  double p[SEQ];
+  for (size_t b = 0; b < BATCH; ++b)
+    for (size_t h = 0; h < HEADS; ++h) {
+      const size_t kv = h / (HEADS / KV_HEADS);
+      const size_t qc = h * HD, kc = (HEADS + kv) * HD, vc = (HEADS + KV_HEADS + kv) * HD;
+      for (size_t s = 0; s < SEQ; ++s) {
+        const double *q = qkv + (s * BATCH + b) * QKV_W + qc;
+        double m = -INFINITY, sum = 0;
+        for (size_t j = 0; j <= s; ++j) {
+          const double *k = qkv + (j * BATCH + b) * QKV_W + kc;
+          double acc = 0;
+          for (size_t t = 0; t < HD; ++t) acc += q[t] * k[t];
+          p[j] = acc / sqrt((double)HD);
+          m = fmax(m, p[j]);
+        }
+        for (size_t j = 0; j <= s; ++j) sum += (p[j] = exp(p[j] - m));
+        double *out = o + (s * BATCH + b) * Q_W + qc;
+        for (size_t t = 0; t < HD; ++t) out[t] = 0;
+        for (size_t j = 0; j <= s; ++j)
+          for (size_t t = 0; t < HD; ++t)
+            out[t] += p[j] / sum * qkv[(j * BATCH + b) * QKV_W + vc + t];
+      }
+    }
+}
+
+typedef struct dmodel {
+  double *g_attn, *g_ffn, *w_qkv, *w_o, *w1, *w3, *w2;
+} dmodel;
+
+static void cpu_attention_block(const dmodel *m, const double *x, double *y) {
+  double *h = malloc((size_t)TOKENS * DIM * sizeof *h);
+  double *qkv = malloc((size_t)TOKENS * QKV_W * sizeof *qkv);
+  double *o = malloc((size_t)TOKENS * Q_W * sizeof *o);
+  cpu_rmsnorm(x, m->g_attn, h);
+  cpu_linear(h, m->w_qkv, qkv, QKV_W, DIM);
+  cpu_rope(qkv);
+  cpu_attention(qkv, o);
+  cpu_linear(o, m->w_o, y, DIM, Q_W);
+  free(h);
+  free(qkv);
+  free(o);
+}
+
+static void cpu_ffn_block(const dmodel *m, const double *x, double *y) {
+  double *h = malloc((size_t)TOKENS * DIM * sizeof *h);
+  double *a = malloc((size_t)TOKENS * FFN * sizeof *a);
+  double *b = malloc((size_t)TOKENS * FFN * sizeof *b);
+  cpu_rmsnorm(x, m->g_ffn, h);
+  cpu_linear(h, m->w1, a, FFN, DIM);
+  cpu_linear(h, m->w3, b, FFN, DIM);
+  for (size_t i = 0; i < (size_t)TOKENS * FFN; ++i) a[i] = a[i] / (1.0 + exp(-a[i])) * b[i];
+  cpu_linear(a, m->w2, y, DIM, FFN);
+  free(h);
+  free(a);
+  free(b);
+}
+
+/* The block's forward in float64 from the model's (rounded) values. */
+static double *cpu_forward(tp_block_kind kind, const model *m) {
+  const size_t n = (size_t)TOKENS * DIM;
+  dmodel d = {to_double(m->dt, m->g_attn, DIM),
+              to_double(m->dt, m->g_ffn, DIM),
+              to_double(m->dt, m->w_qkv, (size_t)QKV_W * DIM),
+              to_double(m->dt, m->w_o, (size_t)DIM * Q_W),
+              to_double(m->dt, m->w1, (size_t)FFN * DIM),
+              to_double(m->dt, m->w3, (size_t)FFN * DIM),
+              to_double(m->dt, m->w2, (size_t)DIM * FFN)};
+  double *x = to_double(m->dt, m->x, n), *y = malloc(n * sizeof *y);
+  if (kind == TP_BLOCK_ATTENTION) cpu_attention_block(&d, x, y);
+  else if (kind == TP_BLOCK_FFN) cpu_ffn_block(&d, x, y);
+  else {
+    double *part = malloc(n * sizeof *part), *x1 = malloc(n * sizeof *x1);
+    cpu_attention_block(&d, x, part);
+    for (size_t i = 0; i < n; ++i) x1[i] = x[i] + part[i];
+    cpu_ffn_block(&d, x1, part);
+    for (size_t i = 0; i < n; ++i) y[i] = x1[i] + part[i];
+    free(part);
+    free(x1);
+  }
+  double *all[] = {d.g_attn, d.g_ffn, d.w_qkv, d.w_o, d.w1, d.w3, d.w2, x};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) free(all[i]);
+  return y;
+}
+
+static int check_cpu_forward(const layer_ctx *lc) {
+  const tp_dtype dt = lc->m->dt;
+  const size_t n = (size_t)TOKENS * DIM;
+  double *ref = cpu_forward(lc->kind, lc->m);
+  const void *y = output_named(&lc->ref_out, "y", NULL);
+  double d2 = 0, r2 = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double a = gpu_host_value(dt, y, i);
+    if (!isfinite(a)) {
+      bad++;
+      continue;
+    }
+    d2 += (a - ref[i]) * (a - ref[i]);
+    r2 += ref[i] * ref[i];
+  }
+  free(ref);
+  const double rel = sqrt(d2 / (r2 > 0 ? r2 : 1)),
+               tol = dt == TP_BF16 ? TOL_CPU_BF16 : TOL_CPU_FP32;
+  const int ok = bad == 0 && rel <= tol;
+  printf("rank %d: %-9s %-4s TP=1 forward y vs float64 CPU forward: rel %.2e (tol %.0e), "
+         "non-finite %zu: %s\n",
+         lc->g->rank, kind_name(lc->kind), tp_dtype_name(dt), rel, tol, bad, ok ? "ok" : "FAIL");
+  return !ok;
+}
+
+/* L = Σ y·dy after a forward with the reference's current parameters. */
+static double loss(tp_group *ref, const tp_block_plan *p, tp_block_tensors *t, const float *dy) {
+  const size_t n = (size_t)TOKENS * DIM;
+  if (tp_block_forward(ref, p, t) != TP_OK ||
+      cudaStreamSynchronize(ref->main_stream) != cudaSuccess)
+    return NAN;
+  float *y = malloc(n * sizeof *y);
+  double l = NAN;
+  if (cudaMemcpy(y, t->y, n * sizeof *y, cudaMemcpyDeviceToHost) == cudaSuccess) {
+    l = 0;
+    for (size_t i = 0; i < n; ++i) l += (double)y[i] * (double)dy[i];
+  }
+  free(y);
+  return l;
+}
+
+typedef struct fd_param {
+  const char *name, *grad;
+  void *dev;
+  const float *host;
+  size_t count;
+} fd_param;
+
+/* Σ grad·v against (L(p + εv) − L(p − εv)) / 2ε, ε = 1% of the tensor's rms. */
+static int fd_one(layer_ctx *lc, const tp_block_plan *p, tp_block_tensors *t, const fd_param *f,
+                  uint64_t seed) {
+  const size_t n = f->count;
+  const float *grad = output_named(&lc->ref_out, f->grad, NULL);
+  float *v = malloc(n * sizeof *v), *moved = malloc(n * sizeof *moved);
+  gpu_fill_host(TP_FP32, v, n, seed, 1.0f);
+  double rms = 0, predicted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    rms += (double)f->host[i] * f->host[i];
+    predicted += grad ? (double)grad[i] * v[i] : NAN;
+  }
+  const double eps = 1e-2 * sqrt(rms / (double)n);
+  double l[2];
+  for (int side = 0; side < 2; ++side) {
+    for (size_t i = 0; i < n; ++i) moved[i] = (float)(f->host[i] + (side ? -eps : eps) * v[i]);
+    l[side] = cudaMemcpy(f->dev, moved, n * sizeof *moved, cudaMemcpyHostToDevice) == cudaSuccess
+                  ? loss(lc->ref, p, t, lc->m->dy)
+                  : NAN;
+  }
+  int restored =
+      cudaMemcpy(f->dev, f->host, n * sizeof *moved, cudaMemcpyHostToDevice) == cudaSuccess;
+  const double fd = (l[0] - l[1]) / (2.0 * eps);
+  const double rel = fabs(fd - predicted) / fmax(fabs(predicted), 1e-30);
+  const int ok = restored && isfinite(rel) && rel <= TOL_FD;
+  printf("rank %d: %-9s fp32 backward %-17s along a random direction %+.6e, finite differences "
+         "%+.6e: rel %.2e (tol %.0e): %s\n",
+         lc->g->rank, kind_name(lc->kind), f->grad, predicted, fd, rel, TOL_FD, ok ? "ok" : "FAIL");
+  free(v);
+  free(moved);
+  return !ok;
+}
+
+static int check_finite_differences(layer_ctx *lc, const tp_block_plan *p, tp_block_tensors *t) {
+  const model *m = lc->m;
+  fd_param params[8];
+  int n = 0;
+  params[n++] = (fd_param){"x", "dx", t->x, m->x, (size_t)TOKENS * DIM};
+  if (p->has[TP_PROJ_QKV]) {
+    params[n++] = (fd_param){"g", "dg_attention_norm", t->attn.g, m->g_attn, DIM};
+    params[n++] = (fd_param){"w_qkv", "dw_qkv", t->attn.w_qkv, m->w_qkv, (size_t)QKV_W * DIM};
+    params[n++] = (fd_param){"w_o", "dw_o", t->attn.w_o, m->w_o, (size_t)DIM * Q_W};
+  }
+  if (p->has[TP_PROJ_W13]) {
+    params[n++] = (fd_param){"g", "dg_ffn_norm", t->ffn.g, m->g_ffn, DIM};
+    params[n++] = (fd_param){"w1", "dw1", t->ffn.w1, m->w1, (size_t)FFN * DIM};
+    params[n++] = (fd_param){"w3", "dw3", t->ffn.w3, m->w3, (size_t)FFN * DIM};
+    params[n++] = (fd_param){"w2", "dw2", t->ffn.w2, m->w2, (size_t)DIM * FFN};
+  }
+  int failures = 0;
+  for (int i = 0; i < n; ++i) failures += fd_one(lc, p, t, &params[i], 1000 + (uint64_t)i);
+  return failures;
+}
+
+/* The TP=1 block on the whole model: its outputs become the reference. */
+static int run_reference(layer_ctx *lc) {
+  tp_block_shape s = shape_of(lc->kind, lc->m->dt, 1, 1, 0);
+  tp_block_plan p;
+  tp_block_tensors t;
+  tp_rc rc = tp_block_plan_make(lc->ref, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &p);
+  if (rc == TP_OK) rc = tp_block_prepare(lc->ref, &p);
+  if (rc == TP_OK) rc = tp_block_alloc(lc->ref, &p, 79, &t);
+  if (rc != TP_OK) {
+    printf("rank %d: %-9s reference: %s: FAIL\n", lc->g->rank, kind_name(lc->kind),
+           tp_last_error());
+    return 1;
+  }
+  int failures = load_model(&p, lc->m, &t, 0);
+  if (!failures) failures = run_block(lc->ref, &p, &t, 1, &lc->ref_out);
+  if (failures)
+    printf("rank %d: %-9s reference did not run: FAIL\n", lc->g->rank, kind_name(lc->kind));
+  if (!failures) failures += check_cpu_forward(lc);
+  if (!failures && lc->m->dt == TP_FP32) failures += check_finite_differences(lc, &p, &t);
+  tp_block_free(&t);
+  return failures;
+}
+
+static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m,
+                     tp_block_kind kind) {
+  layer_ctx lc;
+  memset(&lc, 0, sizeof lc);
+  lc.g = g;
+  lc.ref = ref;
+  lc.rdzv = rdzv;
+  lc.kind = kind;
+  lc.m = m;
+  int failures = run_reference(&lc);
+  for (int v = 0; v < N_VARIANTS; ++v) failures += run_variant(&lc, &VARIANTS[v]);
+  failures += run_halves(&lc);
+  outputs_free(&lc.ref_out);
+  outputs_free(&lc.stock_out);
+  return failures;
+}
+
+/* ---- CUDA graphs
+ * ----------------------------------------------------------------------------------- */
+
+typedef struct step_ctx {
+  tp_group *g;
+  const tp_block_plan *p;
+  tp_block_tensors *t;
+} step_ctx;
+
+static tp_rc step_fn(void *arg) {
+  step_ctx *s = arg;
+  return tp_block_step(s->g, s->p, s->t);
+}
+
+static int no_capture_left(tp_group *g) {
+  enum cudaStreamCaptureStatus a = cudaStreamCaptureStatusActive, b = cudaStreamCaptureStatusActive;
+  return cudaStreamIsCapturing(g->main_stream, &a) == cudaSuccess &&
+         cudaStreamIsCapturing(g->comm_stream, &b) == cudaSuccess &&
+         a == cudaStreamCaptureStatusNone && b == cudaStreamCaptureStatusNone;
+}
+
+/* A step captured and replayed twice gives what the eager step gave. */
+static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
+  tp_block_shape s = shape_of(TP_BLOCK_FULL, m->dt, 1, 1, 0);
+  tp_block_plan p;
+  tp_block_tensors t;
+  tp_rc rc = tp_block_plan_make(g, &s, backend, TP_SCHED_AUTO, 0, &p);
+  if (rc == TP_EREJECT && backend == TP_BACKEND_DIST && g->world == 1) return 0;
+  if (rc == TP_OK) rc = tp_block_prepare(g, &p);
+  if (rc == TP_OK) rc = tp_block_alloc(g, &p, 80, &t);
+  if (rc != TP_OK) {
+    printf("rank %d: graph %s: %s: FAIL\n", g->rank, tp_backend_name(backend), tp_last_error());
+    return 1;
+  }
+  outputs eager, replay;
+  memset(&eager, 0, sizeof eager);
+  memset(&replay, 0, sizeof replay);
+  int failures = load_model(&p, m, &t, g->rank) || run_block(g, &p, &t, 1, &eager);
+  step_ctx sc = {g, &p, &t};
+  cudaGraphExec_t exec = NULL;
+  if (!failures && tp_graph_capture(g, step_fn, &sc, &exec) != TP_OK) {
+    printf("rank %d: graph %s: capture: %s: FAIL\n", g->rank, tp_backend_name(backend),
+           tp_last_error());
+    failures = 1;
+  }
+  if (!failures) failures = poison_outputs(&p, &t, g->main_stream);
+  for (int i = 0; !failures && i < 2; ++i) failures = tp_graph_launch(g, exec) != TP_OK;
+  if (!failures) failures = cudaStreamSynchronize(g->main_stream) != cudaSuccess;
+  if (!failures) failures = download(&p, &t, &replay);
+  for (int i = 0; !failures && i < replay.n; ++i) {
+    region all = {0, 1, 0, replay.count[i]};
+    err_stats st = compare_regions(m->dt, replay.host[i], eager.host[i], replay.count[i], &all, 1);
+    const int ok = st.nonfinite == 0 && st.rel <= tol_tp(m->dt);
+    printf("rank %d: graph %-9s %-4s %-17s replay vs eager: rel %.2e (tol %.0e), %zu of %zu "
+           "differ, non-finite %zu: %s\n",
+           g->rank, tp_backend_name(backend), tp_dtype_name(m->dt), replay.name[i], st.rel,
+           tol_tp(m->dt), st.differ, replay.count[i], st.nonfinite, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  tp_graph_destroy(exec);
+  outputs_free(&eager);
+  outputs_free(&replay);
+  tp_block_free(&t);
+  return failures;
+}
+
+/* Growth of the frozen workspace during capture: TP_EREJECT, no stream left
+ * capturing, and the group still runs eagerly. */
+static int graph_growth(tp_group *g, const model *m) {
+  if (g->world == 1) {
+    printf("rank 0: graph workspace growth: skipped at TP 1 (no symmetric workspace)\n");
+    return 0;
+  }
+  tp_block_shape s = shape_of(TP_BLOCK_FFN, m->dt, 1, 1, 0);
+  tp_block_plan p;
+  tp_block_tensors t;
+  tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &p);
+  if (rc == TP_OK) rc = tp_block_prepare(g, &p);
+  if (rc == TP_OK) rc = tp_block_alloc(g, &p, 81, &t);
+  if (rc != TP_OK) {
+    printf("rank %d: graph growth: %s: FAIL\n", g->rank, tp_last_error());
+    return 1;
+  }
+  int failures = load_model(&p, m, &t, g->rank);
+  tp_block_plan bigger = p;
+  bigger.symm_bytes = tp_symm_size(g->symm) + 1;
+  step_ctx sc = {g, &bigger, &t};
+  cudaGraphExec_t exec = NULL;
+  rc = tp_graph_capture(g, step_fn, &sc, &exec);
+  const int refused = rc == TP_EREJECT && !exec && strstr(tp_last_error(), "CUDA graph capture") &&
+                      strstr(tp_last_error(), "frozen");
+  printf("rank %d: graph capture growing the frozen workspace: %s (%s): %s\n", g->rank,
+         tp_rc_name(rc), tp_last_error(), refused ? "ok" : "FAIL");
+  failures += !refused;
+  tp_graph_destroy(exec);
+  const int clean = no_capture_left(g);
+  printf("rank %d: graph after the failed capture: no stream capturing: %s\n", g->rank,
+         clean ? "ok" : "FAIL");
+  failures += !clean;
+  outputs o;
+  memset(&o, 0, sizeof o);
+  const int eager_ok = run_block(g, &p, &t, 1, &o) == 0;
+  printf("rank %d: graph after the failed capture: eager step runs: %s\n", g->rank,
+         eager_ok ? "ok" : "FAIL");
+  failures += !eager_ok;
+  outputs_free(&o);
+  tp_block_free(&t);
+  return failures;
+}
+
+/* dist_gemm without sequence parallelism breaks the placement contracts. */
+static int placement_refusal(tp_group *g) {
+  tp_block_shape s = shape_of(TP_BLOCK_FULL, TP_BF16, 0, 1, 0);
+  tp_block_plan p;
+  tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &p);
+  const int ok = rc == TP_EREJECT && strstr(tp_last_error(), "placement") &&
+                 strstr(tp_last_error(), "sequence-sharded");
+  printf("rank %d: dist_gemm block with sp=off refused: %s: %s\n", g->rank, tp_last_error(),
+         ok ? "ok" : "FAIL");
+  return !ok;
+}
+
+/* ---- the group
+ * ---------------------------------------------------------------------------------------- */
+
+static tp_rc one_rank_exchange(void *ctx, const void *send, size_t bytes, void *recv) {
+  (void)ctx;
+  memcpy(recv, send, bytes);
+  return TP_OK;
+}
+
+/* A TP group of one rank on this rank's device: the single-device reference. */
+static tp_group *reference_group(int device) {
+  ncclUniqueId id;
+  tp_group *ref = NULL;
+  if (ncclGetUniqueId(&id) != ncclSuccess) {
+    printf("reference group: ncclGetUniqueId failed: FAIL\n");
+    return NULL;
+  }
+  if (tp_group_create(0, 1, device, &id, one_rank_exchange, NULL, &ref) != TP_OK) {
+    printf("reference group: %s: FAIL\n", tp_last_error());
+    return NULL;
+  }
+  return ref;
+}
+
+static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)ctx;
+  tp_group *ref = reference_group(g->device);
+  if (!ref) return 1;
+  int failures = placement_refusal(g);
+  const tp_dtype dtypes[] = {TP_BF16, TP_FP32};
+  for (int d = 0; d < 2; ++d) {
+    model m = model_make(dtypes[d]);
+    for (int k = 0; k < 3; ++k) failures += run_layer(g, rdzv, ref, &m, (tp_block_kind)k);
+    failures += graph_replay(g, &m, TP_BACKEND_STOCK) + graph_replay(g, &m, TP_BACKEND_DIST);
+    if (dtypes[d] == TP_BF16) failures += graph_growth(g, &m);
+    model_free(&m);
+  }
+  tp_group_destroy(ref);
+  /* The group's device must be the current one again for the harness's teardown. */
+  if (cudaSetDevice(g->device) != cudaSuccess) failures++;
+  printf("rank %d: %d failure(s)\n", g->rank, failures);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+static int world_size;
+
+static void test_blocks(void **state) {
+  (void)state;
+  assert_int_equal(gpu_run_group(world_size, body, NULL), 0);
+}
+
+int main(void) {
+  int devices = gpu_device_count();
+  if (devices == 0) {
+    printf("no CUDA device: GPU test skipped\n");
+    return GPU_TEST_SKIP;
+  }
+  /* Heads and KV heads divide by powers of two up to 8. */
+  world_size = 1;
+  while (world_size * 2 <= devices && world_size * 2 <= 8) world_size *= 2;
+  printf("TP group of %d GPU(s) (%d visible)\n", world_size, devices);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
