@@ -1,7 +1,7 @@
 /*
  * ops_trace.h — the traced window of one configuration of `tpbench ops`:
  * after the untraced measurement, a few more iterations run with the CUPTI
- * collector on, each starting with a 4-byte memset on the main stream whose
+ * collector on, each starting with a 4099-byte memset on the main stream whose
  * GPU timestamp marks the iteration's start. Every rank turns its own
  * events into per-iteration overlap rows and a schedule-evidence verdict;
  * rank 0 gathers everything into one trace record for the store.
