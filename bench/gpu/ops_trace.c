@@ -143,8 +143,9 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
     free(bounds);
     return TP_FAIL(TP_EOOM, "no host memory for the traced window");
   }
-  tp_rc rc =
-      cudaMalloc(&marker, 256) == cudaSuccess ? TP_OK : TP_FAIL(TP_ECUDA, "cudaMalloc(marker)");
+  tp_rc rc = cudaMalloc(&marker, MARKER_BYTES) == cudaSuccess
+                 ? TP_OK
+                 : TP_FAIL(TP_ECUDA, "cudaMalloc(marker)");
   for (int i = 0; rc == TP_OK && i <= t->iters; ++i)
     if (cudaEventCreate(&marks[i]) != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaEventCreate");
   if (rc == TP_OK)
