@@ -52,6 +52,20 @@ static int ops_worker_main(const tp_launch_env *env, void *arg) {
 
 /* Configurations whose TP degree differs from the job's worker count cannot
  * run in this job: say so on each of them. */
+/* Token counts the op benchmark was asked for must split evenly over the TP
+ * degrees asked for: a mistake in the command line, reported before any GPU
+ * time is spent (exit 2), rather than a matrix of rejected rows. */
+static int check_tokens_divisible(const tp_ops_spec *spec) {
+  for (int i = 0; i < spec->tokens.count; ++i)
+    for (int j = 0; j < spec->tp.count; ++j)
+      if (spec->tp.items[j] > 0 && spec->tokens.items[i] % spec->tp.items[j] != 0) {
+        fprintf(stderr, "tpbench ops: --tokens %lld is not divisible by the TP degree %lld\n",
+                spec->tokens.items[i], spec->tp.items[j]);
+        return EXIT_USAGE;
+      }
+  return 0;
+}
+
 static void reject_other_tp(tp_ops_matrix *m, int world) {
   for (int i = 0; i < m->n_configs; ++i) {
     tp_ops_config *cfg = &m->configs[i];
@@ -89,10 +103,14 @@ int tp_cmd_ops(int argc, char **argv) {
     tp_ops_matrix_free(&job.matrix);
     return 0;
   }
+  if (args.spec.tp.count > 0 && check_tokens_divisible(&args.spec) != 0) return EXIT_USAGE;
+  int precheck = tp_job_precheck_database("ops", args.db);
+  if (precheck != 0) return precheck;
   int external = 0;
   int world = tp_job_world("ops", args.gpus, &external);
   if (world <= 0) return world == -EXIT_USAGE ? EXIT_USAGE : 1;
   tp_ops_spec spec = tp_ops_args_spec(&args, world);
+  if (check_tokens_divisible(&spec) != 0) return EXIT_USAGE;
   if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
     fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
     return EXIT_USAGE;

@@ -5,9 +5,11 @@
  */
 #include "job.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../store/tp_store.h"
 #include "../launcher.h"
@@ -34,6 +36,37 @@ int tp_job_world(const char *cmd, int gpus, int *external) {
     return -1;
   }
   return gpus > 0 ? gpus : devices;
+}
+
+int tp_job_precheck_database(const char *cmd, const char *path) {
+  if (access(path, F_OK) == 0) {
+    /* An existing file must be a tpbench database this binary can write. */
+    tp_store *store = NULL;
+    tp_rc rc = tp_store_open(path, 0, &store);
+    if (rc != TP_OK) {
+      fprintf(stderr, "tpbench %s: database %s: %s\n", cmd, path, tp_last_error());
+      return rc == TP_EFOREIGN || rc == TP_EIO || rc == TP_EUSAGE ? EXIT_USAGE : 1;
+    }
+    tp_store_close(store);
+    if (access(path, W_OK) != 0) {
+      fprintf(stderr, "tpbench %s: database %s is not writable: %s\n", cmd, path, strerror(errno));
+      return EXIT_USAGE;
+    }
+    return 0;
+  }
+  /* A new file: its folder must exist and be writable (nothing is created yet). */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  if (access(dir, W_OK) != 0) {
+    fprintf(stderr, "tpbench %s: cannot create database %s: folder %s: %s\n", cmd, path, dir,
+            strerror(errno));
+    return EXIT_USAGE;
+  }
+  return 0;
 }
 
 int tp_job_check_database(const char *cmd, const char *path) {

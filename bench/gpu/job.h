@@ -15,6 +15,11 @@ int tp_job_world(const char *cmd, int gpus, int *external);
 /* 0 when the database at path opens (created if missing) as tpbench's;
  * else the exit status (2 for a foreign or unusable file, 1 otherwise),
  * with a message. */
+/* Before any GPU is counted: an existing file must be a tpbench database
+ * and writable, a new one's folder writable; creates nothing. 0, or the
+ * exit status after a message on stderr. */
+int tp_job_precheck_database(const char *cmd, const char *path);
+
 int tp_job_check_database(const char *cmd, const char *path);
 
 /* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */

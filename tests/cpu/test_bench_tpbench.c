@@ -140,6 +140,44 @@ static void test_ops_usage_errors(void **state) {
   release(&r);
 }
 
+/* Bad input to the GPU build's ops is refused before any GPU is looked for
+ * (exit 2); the build without CUDA says so instead. */
+static void test_ops_bad_input(void **state) {
+  (void)state;
+  run_result r = run_tpbench("ops", "--tokens", "4095", "--tp", "2", NULL);
+  if (strstr(r.err, "no CUDA support")) {
+    release(&r);
+    skip();
+    return; /* skip() does not return; this tells the analyser so */
+  }
+  assert_int_equal(r.status, 2);
+  expect_in(r.err, "--tokens 4095 is not divisible by the TP degree 2");
+  release(&r);
+  r = run_tpbench("ops", "--db", "/nonexistent/dir/x.db", NULL);
+  assert_int_equal(r.status, 2);
+  expect_in(r.err, "cannot create database /nonexistent/dir/x.db");
+  release(&r);
+  char foreign[] = "/tmp/tpbench-foreign-XXXXXX";
+  int fd = mkstemp(foreign);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "not sqlite\n", 11), 11);
+  close(fd);
+  r = run_tpbench("ops", "--db", foreign, NULL);
+  assert_int_equal(r.status, 2);
+  expect_in(r.err, "not a tpbench database");
+  release(&r);
+  unlink(foreign);
+  /* a tiny matrix, so a machine with GPUs runs it in seconds instead of failing */
+  r = run_tpbench("ops", "--models", "debug", "--projs", "qkv", "--tokens", "64", "--iters", "1",
+                  "--warmup", "0", "--db", "/tmp/tpbench-nogpu-check.db", NULL);
+  if (r.status != 0) {
+    assert_int_equal(r.status, 1);
+    expect_in(r.err, "no CUDA device found");
+  }
+  release(&r);
+  unlink("/tmp/tpbench-nogpu-check.db");
+}
+
 static void test_ops_list(void **state) {
   (void)state;
   run_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
@@ -248,10 +286,10 @@ static void test_report_table(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unknown_command), cmocka_unit_test(test_help),
-      cmocka_unit_test(test_version),         cmocka_unit_test(test_ops_usage_errors),
-      cmocka_unit_test(test_ops_list),        cmocka_unit_test(test_report_missing_db),
-      cmocka_unit_test(test_report_table),
+      cmocka_unit_test(test_unknown_command),   cmocka_unit_test(test_help),
+      cmocka_unit_test(test_version),           cmocka_unit_test(test_ops_usage_errors),
+      cmocka_unit_test(test_ops_bad_input),     cmocka_unit_test(test_ops_list),
+      cmocka_unit_test(test_report_missing_db), cmocka_unit_test(test_report_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
