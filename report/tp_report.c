@@ -650,7 +650,10 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   tp_md_cell(out, c->proj);
   snprintf(buf, sizeof buf, "%lld", (long long)c->tp);
   tp_md_cell(out, buf);
-  snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
+  /* op rows have tokens only: no batch and sequence split */
+  if (c->batch > 0 && c->seqlen > 0)
+    snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
+  else snprintf(buf, sizeof buf, "-");
   tp_md_cell(out, buf);
   snprintf(buf, sizeof buf, "%lld", (long long)c->tokens);
   tp_md_cell(out, buf);
