@@ -206,15 +206,11 @@ static tp_rc entry_lookup(tp_gemm *g, const gemm_key *k, gemm_entry **out) {
   return TP_FAIL(TP_EINTERNAL, "GEMM algorithm cache full (%d shapes)", GEMM_CACHE_SLOTS);
 }
 
-/* D = op(A)·op(B) + beta·C: C and D share a layout; C may be D. */
-static tp_rc gemm_run_cd(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                         int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
-                         const void *c, void *d, int64_t ldc, float beta, cudaStream_t stream) {
-  if (m <= 0 || n <= 0 || k <= 0)
-    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld", (long long)m,
-                   (long long)n, (long long)k);
+/* The part of the cache key every GEMM has: types, transposes, shape, leading dimensions. */
+static gemm_key shape_key(tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                          int64_t lda, int64_t ldb, int64_t ldc, float beta) {
   gemm_key key;
-  memset(&key, 0, sizeof key); /* padding bytes take part in hashing and comparing */
+  memset(&key, 0, sizeof key); /* padding bytes take part in hashing */
   key.dt = (int)dt;
   key.trans_a = trans_a != 0;
   key.trans_b = trans_b != 0;
@@ -225,6 +221,17 @@ static tp_rc gemm_run_cd(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, i
   key.ldb = ldb;
   key.ldc = ldc;
   key.beta_nonzero = beta != 0.0f;
+  return key;
+}
+
+/* D = op(A)·op(B) + beta·C: C and D share a layout; C may be D. */
+static tp_rc gemm_run_cd(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
+                         int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                         const void *c, void *d, int64_t ldc, float beta, cudaStream_t stream) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld", (long long)m,
+                   (long long)n, (long long)k);
+  gemm_key key = shape_key(dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, beta);
   unsigned align = pointer_alignment(a);
   const unsigned others[] = {pointer_alignment(b), pointer_alignment(c), pointer_alignment(d)};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
@@ -280,18 +287,7 @@ tp_rc tp_gemm_run_batched(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, 
   if (batch->c_dtype != dt && !(dt == TP_BF16 && batch->c_dtype == TP_FP32))
     return TP_FAIL(TP_EINTERNAL, "batched GEMM: C in %s from %s inputs is not supported",
                    tp_dtype_name(batch->c_dtype), tp_dtype_name(dt));
-  gemm_key key;
-  memset(&key, 0, sizeof key); /* padding bytes take part in hashing and comparing */
-  key.dt = (int)dt;
-  key.trans_a = trans_a != 0;
-  key.trans_b = trans_b != 0;
-  key.m = m;
-  key.n = n;
-  key.k = k;
-  key.lda = lda;
-  key.ldb = ldb;
-  key.ldc = ldc;
-  key.beta_nonzero = beta != 0.0f;
+  gemm_key key = shape_key(dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, beta);
   key.c_dt_plus1 = batch->c_dtype == dt ? 0 : (int)batch->c_dtype + 1;
   key.batch = batch->count;
   key.stride_a = batch->stride_a;

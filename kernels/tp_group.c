@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../common/tp_log.h"
 #include "tp_cuda_check.h"
@@ -182,4 +184,18 @@ void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, c
   if (ncclGetVersion(&nv) != ncclSuccess) nv = 0;
   snprintf(nccl, nccl_cap, "%d.%d.%d", nv / 10000, (nv / 100) % 100, nv % 100);
   tp_gemm_version(cublas, cublas_cap);
+}
+
+int tp_count_devices_in_child(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return 0;
+  if (pid == 0) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+    _exit(n > 100 ? 100 : n);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
+  return WEXITSTATUS(status);
 }

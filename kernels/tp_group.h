@@ -62,6 +62,11 @@ tp_rc tp_group_write_flag(const tp_group *group, cudaStream_t stream, uint32_t *
 tp_rc tp_group_wait_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
                          uint32_t at_least);
 
+/* Counts CUDA devices in a forked child, so the caller stays free of CUDA
+ * (its workers are forked later, and a CUDA context does not survive a
+ * fork). 0 when there is no device or no driver. */
+int tp_count_devices_in_child(void);
+
 /* Library versions as strings, for the run's record. */
 void tp_versions(char *cuda, size_t cuda_cap, char *driver, size_t driver_cap, char *nccl,
                  size_t nccl_cap, char *cublas, size_t cublas_cap);

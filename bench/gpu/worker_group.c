@@ -44,17 +44,3 @@ void tp_worker_leave(tp_worker_ctx *ctx) {
   if (ctx->rdzv) tp_rdzv_close(ctx->rdzv);
   ctx->rdzv = NULL;
 }
-
-int tp_count_devices_in_child(void) {
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) return 0;
-  if (pid == 0) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    _exit(n > 100 ? 100 : n);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
-  return WEXITSTATUS(status);
-}

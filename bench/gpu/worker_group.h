@@ -23,8 +23,4 @@ void tp_worker_leave(tp_worker_ctx *ctx);
 /* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
 tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
 
-/* Counts CUDA devices in a forked child so the caller stays free of CUDA
- * (workers are forked later). 0 when there is no device or no driver. */
-int tp_count_devices_in_child(void);
-
 #endif

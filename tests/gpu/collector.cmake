@@ -4,4 +4,4 @@
 # Exits 77 (skipped) without a device.
 tp_add_gpu_test(gpu_collector
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector.c ${CMAKE_CURRENT_LIST_DIR}/collector_kernels.cu
-                LIBS tp_collectors CUDA::cudart TIMEOUT 120)
+                LIBS tp_collectors tp_kernels CUDA::cudart TIMEOUT 120)

@@ -14,18 +14,7 @@
 
 #include "common/tp_log.h"
 
-int gpu_device_count(void) {
-  pid_t pid = fork();
-  if (pid < 0) return 0;
-  if (pid == 0) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    _exit(n > 100 ? 100 : n);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
-  return WEXITSTATUS(status);
-}
+int gpu_device_count(void) { return tp_count_devices_in_child(); }
 
 tp_rc gpu_exchange(void *ctx, const void *send, size_t bytes, void *recv) {
   return tp_rdzv_allgather((tp_rdzv *)ctx, send, bytes, recv);

@@ -36,6 +36,7 @@
 
 #include "collectors/tp_collector.h"
 #include "collectors/tp_nvtx.h"
+#include "kernels/tp_group.h"
 
 cudaError_t collector_test_launch_fill(float *buf, size_t n, float value, cudaStream_t stream);
 
@@ -60,19 +61,6 @@ static float *buf_a, *buf_b;
 static cudaStream_t stream;
 
 /* Counts devices in a child so that this process's first CUDA call comes later. */
-static int count_devices(void) {
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) return 0;
-  if (pid == 0) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-    _exit(n > 100 ? 100 : n);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 0;
-  return WEXITSTATUS(status);
-}
 
 static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind kind,
                                   const char *name_part) {
@@ -358,7 +346,7 @@ static void test_restart(void **state) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--ipc-exporter") == 0) return run_ipc_exporter();
-  device_count = count_devices();
+  device_count = tp_count_devices_in_child();
   if (device_count == 0) {
     printf("gpu_collector: no CUDA device, skipping\n");
     return SKIP;
