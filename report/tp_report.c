@@ -36,7 +36,8 @@ typedef struct {
   int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
-  int has_trace; /* a traces row (schemas/002_trace.sql): trace below is filled */
+  double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
+  int has_trace;      /* a traces row (schemas/002_trace.sql): trace below is filled */
   tp_trace_info trace;
 } config;
 
@@ -44,6 +45,9 @@ typedef struct {
 typedef struct {
   config dist, stock, gemm, comm;
   double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
+  /* The stricter bound: max(GEMM alone, this rank's bytes at the peak copy-engine
+   * bandwidth the link probe measured on this host); NaN without a probe. */
+  double strict_bound_ms, dist_over_strict;
   double workspace_mib, cv_pct;
   /* From the dist_gemm configuration's trace; NaN where it has none. */
   double overlap_pct, exposed_ms, overhead_pct;
@@ -67,6 +71,8 @@ typedef struct {
   int bound_rows;           /* of those, rows with a bound */
   double median_dist_bound; /* median of dist/bound over bound_rows */
   double worst_dist_bound;  /* largest dist/bound */
+  int strict_rows;          /* rows with a strict bound */
+  double median_dist_strict, worst_dist_strict;
 } summary;
 
 typedef struct {
@@ -78,6 +84,8 @@ typedef struct {
   size_t n_skipped;
   summary sum;
   int any_trace; /* a row has a trace: markdown shows the trace columns */
+  double
+      peer_peak_gbps; /* peak copy-engine push of `tpbench link` on the run's host; NaN if none */
 } report;
 
 /* ---- loading ------------------------------------------------------------ */
@@ -160,14 +168,16 @@ enum {
   C_TFLOPS,
   C_WS,
   C_REL_ERR,
-  C_REF
+  C_REF,
+  C_BYTES
 };
 
 static const char config_sql[] =
     "SELECT config_id, kind, backend, model, layer, proj, schedule, chunks, tp, batch, seqlen, "
     "tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
-    "numerics_ref FROM config_results WHERE config_id = ?";
+    "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
+    "config_results.config_id) FROM config_results WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
   struct {
@@ -203,6 +213,7 @@ static void fill_config_numbers(sqlite3_stmt *s, config *c) {
   c->tflops = real_column(s, C_TFLOPS);
   c->workspace_bytes = real_column(s, C_WS);
   c->rel_err = real_column(s, C_REL_ERR);
+  c->bytes_moved = real_column(s, C_BYTES);
 }
 
 /* "ce x4+sm x2": what ran for each op, in op order. */
@@ -398,6 +409,28 @@ static tp_rc load_skipped(reader *r, report *rep) {
   return rc;
 }
 
+/* The highest copy-engine push bandwidth `tpbench link` measured on the
+ * run's host (any run of the database), for the stricter bound. */
+static tp_rc load_peer_peak(reader *r, report *rep) {
+  static const char sql[] =
+      "SELECT MAX(res.bytes_moved / res.median_us / 1e3) FROM configs c "
+      "JOIN results res ON res.config_id = c.id JOIN runs lr ON lr.id = c.run_id "
+      "WHERE c.kind = 'link' AND c.layer = 'ce_push' AND c.status = 'ok' AND res.median_us > 0 "
+      "AND lr.host IS (SELECT host FROM runs WHERE id = ?)";
+  sqlite3_stmt *st = NULL;
+  rep->peer_peak_gbps = NAN;
+  TP_TRY(prepare(r, sql, &st));
+  tp_rc rc = TP_OK;
+  if (sqlite3_bind_int64(st, 1, rep->run.id) != SQLITE_OK) rc = READ_FAIL(r, "binding a run id");
+  if (rc == TP_OK) {
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW) rep->peer_peak_gbps = real_column(st, 0);
+    else if (step != SQLITE_DONE) rc = READ_FAIL(r, "reading the link probe's peak");
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
 static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
   reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL, store};
   if (!r.db) return TP_FAIL(TP_EINTERNAL, "report: store is not open");
@@ -408,6 +441,7 @@ static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
   if (rc == TP_OK) rc = load_run(&r, run_id, &rep->run);
   if (rc == TP_OK) rc = load_rows(&r, rep);
   if (rc == TP_OK) rc = load_skipped(&r, rep);
+  if (rc == TP_OK) rc = load_peer_peak(&r, rep);
   sqlite3_finalize(r.config_stmt);
   sqlite3_finalize(r.schedule_stmt);
   return rc;
@@ -492,7 +526,7 @@ static void derive_trace(table_row *row) {
   else if (d->has_trace || s->has_trace) snprintf(row->evidence, sizeof row->evidence, "ok");
 }
 
-static tp_rc derive_row(table_row *row) {
+static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
   derive_trace(row);
   row->stock_ms = median_ms(&row->stock);
   row->dist_ms = median_ms(&row->dist);
@@ -503,6 +537,12 @@ static tp_rc derive_row(table_row *row) {
   row->bound_ms =
       (isfinite(row->gemm_ms) && isfinite(row->comm_ms)) ? fmax(row->gemm_ms, row->comm_ms) : NAN;
   row->dist_over_bound = ratio(row->dist_ms, row->bound_ms);
+  /* bytes over GB/s: bytes / (GB/s · 1e9) s = bytes / (GB/s · 1e6) ms */
+  double peak_ms = row->dist.bytes_moved / (peer_peak_gbps * 1e6);
+  row->strict_bound_ms = isfinite(row->gemm_ms) && isfinite(peak_ms) && ran_ok(&row->dist)
+                             ? fmax(row->gemm_ms, peak_ms)
+                             : NAN;
+  row->dist_over_strict = ratio(row->dist_ms, row->strict_bound_ms);
   int dist_ran = ran_ok(&row->dist);
   row->workspace_mib = dist_ran ? row->dist.workspace_bytes / (1024.0 * 1024.0) : NAN;
   row->cv_pct = dist_ran ? row->dist.cv * 100.0 : NAN;
@@ -510,8 +550,26 @@ static tp_rc derive_row(table_row *row) {
   return derive_status(row);
 }
 
+/* Median and worst of the finite dist/strict ratios of the rows in the summary. */
+static tp_rc summarise_strict(report *rep) {
+  summary *sum = &rep->sum;
+  double *v = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *v);
+  if (!v) return out_of_memory();
+  sum->median_dist_strict = sum->worst_dist_strict = NAN;
+  for (size_t i = 0; i < rep->n_rows; i++)
+    if (rep->rows[i].both_ok && isfinite(rep->rows[i].dist_over_strict))
+      v[sum->strict_rows++] = rep->rows[i].dist_over_strict;
+  if (sum->strict_rows) {
+    sum->median_dist_strict = tp_median(v, (size_t)sum->strict_rows); /* sorts */
+    sum->worst_dist_strict = v[sum->strict_rows - 1];
+  }
+  free(v);
+  return TP_OK;
+}
+
 static tp_rc derive_summary(report *rep) {
   summary *sum = &rep->sum;
+  TP_TRY(summarise_strict(rep));
   double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
   if (!bounds) return out_of_memory();
   double log_sum = 0;
@@ -537,7 +595,7 @@ static tp_rc derive_summary(report *rep) {
 
 static tp_rc derive_report(report *rep) {
   for (size_t i = 0; i < rep->n_rows; i++) {
-    TP_TRY(derive_row(&rep->rows[i]));
+    TP_TRY(derive_row(&rep->rows[i], rep->peer_peak_gbps));
     if (rep->rows[i].evidence[0]) rep->any_trace = 1;
   }
   return derive_summary(rep);
@@ -610,12 +668,19 @@ static void md_header(FILE *out, const report *rep) {
   fputc('\n', out);
 }
 
-static const char *const md_columns[] = {
-    "model",         "op",           "proj",       "tp",           "B×S",
-    "tokens",        "dtype",        "pass",       "options",      "schedule",
-    "stock ms",      "dist_gemm ms", "speedup",    "GEMM ms",      "comm ms",
-    "bound ms",      "dist/bound",   "dist tok/s", "dist TFLOP/s", "workspace MiB",
-    "rel err (ref)", "dist cv %",    "status"};
+static const char *const md_columns[] = {"model",         "op",
+                                         "proj",          "tp",
+                                         "B×S",           "tokens",
+                                         "dtype",         "pass",
+                                         "options",       "schedule",
+                                         "stock ms",      "dist_gemm ms",
+                                         "speedup",       "GEMM ms",
+                                         "comm ms",       "bound ms",
+                                         "dist/bound",    "strict bound ms",
+                                         "dist/strict",   "dist tok/s",
+                                         "dist TFLOP/s",  "workspace MiB",
+                                         "rel err (ref)", "dist cv %",
+                                         "status"};
 enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
 
 /* With traces, these go before "status": three numbers, then the evidence. */
@@ -670,6 +735,8 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   tp_md_num(out, row->comm_ms, 3);
   tp_md_num(out, row->bound_ms, 3);
   tp_md_num(out, row->dist_over_bound, 2);
+  tp_md_num(out, row->strict_bound_ms, 3);
+  tp_md_num(out, row->dist_over_strict, 2);
   tp_md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
   tp_md_num(out, ran_ok(&row->dist) ? row->dist.tflops : NAN, 1);
   tp_md_num(out, row->workspace_mib, 1);
@@ -703,6 +770,12 @@ static void md_summary(FILE *out, const summary *sum) {
             tp_fmt_num(b, sizeof b, sum->median_dist_bound, 2),
             tp_fmt_num(c, sizeof c, sum->worst_dist_bound, 2), sum->bound_rows,
             sum->bound_rows == 1 ? "" : "s");
+  if (sum->strict_rows)
+    fprintf(out,
+            "; against the stricter bound (GEMM alone or this rank's bytes at the link probe's "
+            "peak copy-engine bandwidth), median %s, worst %s",
+            tp_fmt_num(b, sizeof b, sum->median_dist_strict, 2),
+            tp_fmt_num(c, sizeof c, sum->worst_dist_strict, 2));
   fputs(".\n", out);
 }
 
@@ -744,7 +817,9 @@ static const char *const csv_columns[] = {
     /* appended: the trace, then the run */
     "overlap_pct", "exposed_comm_ms", "trace_overhead_pct", "evidence", "host", "gpu_name",
     "gpu_count", "driver_version", "cuda_version", "nccl_version", "cublas_version",
-    "cupti_version", "warmup_iters", "measure_iters"};
+    "cupti_version", "warmup_iters", "measure_iters",
+    /* appended: the stricter bound from the link probe */
+    "strict_bound_ms", "dist_over_strict"};
 
 /* What the markdown header says of the run, on every line: a CSV reader
  * sees one table, and rows of several runs can be concatenated. */
@@ -803,6 +878,8 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
   tp_csv_num(out, row->overhead_pct, 2);
   tp_csv_field(out, row->evidence, 0);
   csv_run_fields(out, &rep->run);
+  tp_csv_num(out, row->strict_bound_ms, 4);
+  tp_csv_num(out, row->dist_over_strict, 3);
   fputs("\r\n", out);
 }
 
@@ -878,6 +955,8 @@ static json_t *json_row(tp_json_builder *jb, const table_row *row) {
   tp_json_set(jb, o, "comm_ms", tp_json_real(row->comm_ms));
   tp_json_set(jb, o, "bound_ms", tp_json_real(row->bound_ms));
   tp_json_set(jb, o, "dist_over_bound", tp_json_real(row->dist_over_bound));
+  tp_json_set(jb, o, "strict_bound_ms", tp_json_real(row->strict_bound_ms));
+  tp_json_set(jb, o, "dist_over_strict", tp_json_real(row->dist_over_strict));
   tp_json_set(jb, o, "dist_tokens_per_s", tp_json_real(dist_ran ? d->tokens_per_s : NAN));
   tp_json_set(jb, o, "dist_tflops", tp_json_real(dist_ran ? d->tflops : NAN));
   tp_json_set(jb, o, "workspace_mib", tp_json_real(row->workspace_mib));
@@ -922,6 +1001,8 @@ static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
   tp_json_set(jb, o, "bound_rows", json_integer(sum->bound_rows));
   tp_json_set(jb, o, "median_dist_over_bound", tp_json_real(sum->median_dist_bound));
   tp_json_set(jb, o, "worst_dist_over_bound", tp_json_real(sum->worst_dist_bound));
+  tp_json_set(jb, o, "median_dist_over_strict", tp_json_real(sum->median_dist_strict));
+  tp_json_set(jb, o, "worst_dist_over_strict", tp_json_real(sum->worst_dist_strict));
   return o;
 }
 

@@ -371,9 +371,11 @@ static void test_markdown(void **state) {
   }
   free(copy);
   assert_int_equal(table_lines, 2 + 6);
-  assert_int_equal(separators, 24);
+  assert_int_equal(separators, 26);
 
-  assert_non_null(strstr(md, "| ce x4 | 2.000 | 1.600 | 1.25 | 1.200 | 1.500 | 1.500 | 1.07 |"));
+  /* no link probe in this database: the stricter bound stays blank */
+  assert_non_null(
+      strstr(md, "| ce x4 | 2.000 | 1.600 | 1.25 | 1.200 | 1.500 | 1.500 | 1.07 | - | - |"));
   assert_non_null(strstr(md, "| sm x2 | 2.000 | 1.800 | 1.11 |"));
   assert_non_null(strstr(md, "| 2.50e-03 (stock) |"));
   assert_non_null(strstr(md, "| multimem (requested) | 3.000 | - | - |"));
@@ -582,6 +584,60 @@ static void test_format_parse(void **state) {
   assert_non_null(strstr(tp_last_error(), "xml"));
 }
 
+/* The sample database holds a link probe of the same host: its op rows get a
+ * stricter bound, max(GEMM alone, bytes at the probe's copy-engine peak),
+ * which is never below the GEMM alone. */
+static void test_strict_bound_from_link_probe(void **state) {
+  (void)state;
+  const char *sample = TP_TEST_DATA_DIR "/../../examples/tpbench-h200-sample.db";
+  if (access(sample, R_OK) != 0) skip();
+  char dir[] = "/tmp/tp_report_strict_XXXXXX", path[256];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/sample.db", dir);
+  FILE *in = fopen(sample, "rb"), *out = fopen(path, "wb");
+  assert_non_null(in);
+  assert_non_null(out);
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, in)) > 0;)
+    assert_int_equal(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  assert_int_equal(fclose(out), 0);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(path, 0, &store), TP_OK);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  tp_report_filter filter = {0};
+  filter.run_id = 2;
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_JSON, mem), TP_OK);
+  fclose(mem);
+  tp_store_close(store);
+  json_error_t err;
+  json_t *root = json_loads(text, 0, &err);
+  assert_non_null(root);
+  json_t *rows = json_object_get(root, "rows");
+  int strict = 0;
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    json_t *sb = json_object_get(row, "strict_bound_ms");
+    if (!json_is_real(sb)) continue;
+    strict++;
+    assert_true(json_real_value(sb) + 1e-9 >= json_real_value(json_object_get(row, "gemm_ms")));
+  }
+  assert_true(strict >= 20);
+  assert_true(
+      json_is_real(json_object_get(json_object_get(root, "summary"), "median_dist_over_strict")));
+  json_decref(root);
+  free(text);
+  const char *suffixes[] = {"", "-wal", "-shm"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    char f[300];
+    snprintf(f, sizeof f, "%s%s", path, suffixes[i]);
+    (void)unlink(f);
+  }
+  assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_rows_and_speedups),
@@ -592,6 +648,7 @@ int main(void) {
       cmocka_unit_test(test_filters),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_write_failure),
+      cmocka_unit_test(test_strict_bound_from_link_probe),
       cmocka_unit_test(test_format_parse),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);
