@@ -33,6 +33,11 @@ enum {
   SM_COPY_BLOCKS = 16, /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */
   AUTO_CHUNK_MIN_ROWS = 512,
   AUTO_MAX_CHUNKS = 4,
+  /* Below this many bytes per rank and transfer, auto takes the stock path:
+   * on the H200 pair fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock
+   * (fixed costs: barrier, flags, copy dispatch), ops moving 8 MiB and more
+   * at 1.0-1.5x (docs/PERF.md). */
+  AUTO_FUSE_MIN_BYTES = 4 << 20,
   MAX_PHASE_CHUNKS = TP_MAX_CHUNKS / 2
 };
 
@@ -74,6 +79,12 @@ tp_rc tp_schedule_parse(const char *name, tp_schedule *out) {
 }
 
 static int is_gather_side(tp_linear_kind kind) { return kind != TP_LINEAR_RS; }
+
+/* dist_gemm plans run fused, except where auto chose the stock path (its
+ * schedule then says nccl, with the reason). */
+static int is_fused(const tp_linear_plan *p) {
+  return p->backend == TP_BACKEND_DIST && p->schedule != TP_SCHED_NCCL;
+}
 
 size_t tp_linear_x_elems(const tp_linear_plan *p) {
   if (is_gather_side(p->desc.kind))
@@ -241,6 +252,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   const size_t fwd_row = (size_t)(gather ? d->in_features : d->out_features) * e;
   const size_t bwd_row = fwd_row; /* dx is K wide on the gather side, dy N wide on the other */
   char chunk_why[420] = "", bwd_why[200] = "";
+  const int chunks_requested = chunks;
   int bwd_chunks = chunks;
   if (chunks == 0) {
     chunks = auto_chunks(d, gather, g->world, p->shard_rows, fwd_row, chunk_why, sizeof chunk_why);
@@ -270,6 +282,18 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   p->chunks = chunks;
   p->bwd_chunks = bwd_chunks;
   p->sm_blocks = SM_COPY_BLOCKS;
+  const size_t transfer_bytes = (size_t)p->shard_rows * fwd_row;
+  if (requested == TP_SCHED_AUTO && chunks_requested == 0 && transfer_bytes < AUTO_FUSE_MIN_BYTES) {
+    p->schedule = TP_SCHED_NCCL;
+    p->chunks = p->bwd_chunks = 1;
+    snprintf(p->reason, sizeof p->reason,
+             "auto: the stock path (NCCL collective, then the GEMM) — %.2f MiB per rank and "
+             "transfer is below the %d MiB where fusing paid off on the H200 pair; fixed costs "
+             "(barrier, flags, copy dispatch) would outweigh the overlap",
+             (double)transfer_bytes / 1048576.0, AUTO_FUSE_MIN_BYTES >> 20);
+    p->workspace_bytes = stock_scratch(d);
+    return TP_OK;
+  }
   if (requested == TP_SCHED_AUTO) {
     p->schedule = TP_SCHED_CE;
     snprintf(p->reason, sizeof p->reason,
@@ -365,7 +389,7 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   float *unused = NULL;
   if (bias_partial_floats(p))
     TP_TRY(tp_group_bias_scratch(g, bias_partial_floats(p) * sizeof(float), &unused));
-  if (p->backend == TP_BACKEND_DIST) return tp_symm_reserve(g->symm, p->workspace_bytes);
+  if (is_fused(p)) return tp_symm_reserve(g->symm, p->workspace_bytes);
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
   /* The halves timed alone read the scratch: give them real numbers, not zeros. */
@@ -859,7 +883,7 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
     return TP_FAIL(TP_EINTERNAL, "bias scratch too small: call tp_linear_prepare");
   if (p->desc.save_gathered && !t->saved)
     return TP_FAIL(TP_EINTERNAL, "plan saves the gathered input but no buffer was given");
-  if (p->backend == TP_BACKEND_DIST) {
+  if (is_fused(p)) {
     if (tp_symm_size(g->symm) < p->workspace_bytes)
       return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
                      tp_symm_size(g->symm), p->workspace_bytes);
@@ -873,7 +897,7 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
 tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   TP_TRY(check_ready(g, p, t));
   tp_nvtx_push(p->nvtx_fwd);
-  tp_rc rc = p->backend == TP_BACKEND_DIST ? dist_forward(g, p, t) : stock_forward(g, p, t);
+  tp_rc rc = is_fused(p) ? dist_forward(g, p, t) : stock_forward(g, p, t);
   tp_nvtx_pop();
   return rc;
 }
@@ -882,7 +906,7 @@ tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_t
   if (!p->desc.backward) return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
   TP_TRY(check_ready(g, p, t));
   tp_nvtx_push(p->nvtx_bwd);
-  tp_rc rc = p->backend == TP_BACKEND_DIST ? dist_backward(g, p, t) : stock_backward(g, p, t);
+  tp_rc rc = is_fused(p) ? dist_backward(g, p, t) : stock_backward(g, p, t);
   tp_nvtx_pop();
   return rc;
 }
@@ -893,7 +917,7 @@ int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
   if (p->backend == TP_BACKEND_GEMM_ONLY) return 0;
   if (p->desc.sp_off) /* one all-reduce: the scatter side's forward, the gather side's backward */
     return p->backend == TP_BACKEND_GEMM_ONLY ? 0 : gather ? (bwd ? 1 : 0) : (fwd ? 1 : 0);
-  if (p->backend != TP_BACKEND_DIST) {
+  if (!is_fused(p)) {
     int calls = fwd ? 1 : 0;
     if (bwd) calls += gather ? (p->desc.save_gathered ? 1 : 2) : 1 + (p->desc.bias ? 1 : 0);
     return calls;

@@ -106,7 +106,8 @@ static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
 }
 
 static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
-  if (lp->backend == TP_BACKEND_DIST) {
+  /* a dist_gemm projection for which auto chose the stock path uses the scratch */
+  if (lp->backend == TP_BACKEND_DIST && lp->schedule != TP_SCHED_NCCL) {
     if (lp->workspace_bytes > p->symm_bytes) p->symm_bytes = lp->workspace_bytes;
   } else if (lp->workspace_bytes > p->scratch_bytes) {
     p->scratch_bytes = lp->workspace_bytes;

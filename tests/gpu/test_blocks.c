@@ -734,7 +734,10 @@ static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
   tp_block_shape s = shape_of(TP_BLOCK_FULL, m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
-  tp_rc rc = tp_block_plan_make(g, &s, backend, TP_SCHED_AUTO, 0, &p);
+  /* ce, not auto: at these tiny shapes auto takes the stock path, and the
+   * fused pipeline is what must survive capture */
+  tp_rc rc = tp_block_plan_make(g, &s, backend,
+                                backend == TP_BACKEND_DIST ? TP_SCHED_CE : TP_SCHED_AUTO, 0, &p);
   if (rc == TP_EREJECT && backend == TP_BACKEND_DIST && g->world == 1) return 0;
   if (rc == TP_OK) rc = tp_block_prepare(g, &p);
   if (rc == TP_OK) rc = tp_block_alloc(g, &p, 80, &t);
@@ -784,7 +787,7 @@ static int graph_growth(tp_group *g, const model *m) {
   tp_block_shape s = shape_of(TP_BLOCK_FFN, m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
-  tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &p);
+  tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 0, &p);
   if (rc == TP_OK) rc = tp_block_prepare(g, &p);
   if (rc == TP_OK) rc = tp_block_alloc(g, &p, 81, &t);
   if (rc != TP_OK) {

@@ -509,6 +509,15 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, in
       failures++;
       break;
     }
+    if (VARIANTS[v].backend == TP_BACKEND_DIST && VARIANTS[v].schedule == TP_SCHED_AUTO) {
+      /* transfers of a few KiB: auto must take the recorded stock path, not fuse */
+      int ok = p.schedule == TP_SCHED_NCCL && strstr(p.reason, "stock path") != NULL;
+      printf("rank %d: %s %s dist_gemm auto at %zu bytes per transfer chose %s (%s): %s\n", g->rank,
+             tp_linear_kind_name(kind), tp_dtype_name(dt),
+             (size_t)p.shard_rows * (size_t)(c.gather ? c.K : c.N) * c.e,
+             tp_schedule_name(p.schedule), p.reason, ok ? "ok" : "FAIL");
+      failures += !ok;
+    }
     outputs o = {0};
     if (run_plan(g, &c, &p, &d, 3, &o)) {
       failures++;
