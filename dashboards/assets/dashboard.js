@@ -109,15 +109,24 @@
   /* A labeller for a set of rows that names only what varies among them, so
    * chart labels stay short ("8b qkv T=4096 ce" rather than every axis). */
   function compactLabeller(rows) {
-    var fields = ["model", "layer", "proj", "tokens", "dtype", "pass", "schedule_requested"];
+    var fields = ["model", "layer", "proj", "seqlen", "tokens", "dtype", "pass", "sp", "graph",
+      "save_gathered", "schedule_requested", "chunks_requested"];
     var varying = fields.filter(function (f) {
       return rows.some(function (r) { return r[f] !== rows[0][f]; });
     });
     if (varying.indexOf("proj") >= 0) varying = varying.filter(function (f) { return f !== "layer"; });
+    /* layers vary by sequence length; their tokens follow from it */
+    if (varying.indexOf("seqlen") >= 0) varying = varying.filter(function (f) { return f !== "tokens"; });
     return function (r) {
       var parts = varying.map(function (f) {
         var v = r[f];
         if (f === "tokens") return "T=" + v;
+        if (f === "seqlen") return v ? "S=" + v : "";
+        /* switches read as their name when on, nothing when off */
+        if (f === "graph") return v ? "graph" : "";
+        if (f === "save_gathered") return v ? "saved" : "";
+        if (f === "sp") return v ? "" : "sp=off";
+        if (f === "chunks_requested") return v ? "x" + v : "";
         if (f === "model" && typeof v === "string") return v.replace(/^llama3-/, "");
         return v;
       });
@@ -186,8 +195,8 @@
       host.appendChild(el("div", { "class": "empty" }, "no rows with these figures"));
       return;
     }
-    var barH = 9, gap = 5, groupH = series.length * barH + gap, left = 170, right = 40, top = 22;
-    var width = 640, height = top + shown.length * groupH + 24;
+    var barH = 9, gap = 5, groupH = series.length * barH + gap, left = 260, right = 40, top = 22;
+    var width = 720, height = top + shown.length * groupH + 24;
     var max = ref;
     shown.forEach(function (it) {
       series.forEach(function (s) {
