@@ -21,7 +21,7 @@
 #include "../commands.h"
 #include "../launcher.h"
 #include "../stats.h"
-#include "tp_buildinfo.h"
+#include "job.h"
 #include "worker_group.h"
 
 enum { RENDEZVOUS_TIMEOUT_MS = 120000, N_PROBES = 4 };
@@ -136,26 +136,8 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
 
 static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store, int64_t *run_id) {
   TP_TRY(tp_store_open(job->db, 1, store));
-  char cuda[32], drv[32], nccl[32], cublas[32];
-  tp_versions(cuda, sizeof cuda, drv, sizeof drv, nccl, sizeof nccl, cublas, sizeof cublas);
-  char host[256] = "unknown";
-  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = '\0';
-  tp_run_info info = {0};
-  info.commit = TP_BUILD_COMMIT;
-  info.dirty = TP_BUILD_DIRTY;
-  info.host = host;
-  info.gpu_name = ctx->group->device_name;
-  info.gpu_count = ctx->world;
-  info.driver_version = drv;
-  info.cuda_version = cuda;
-  info.nccl_version = nccl;
-  info.cublas_version = cublas;
-  info.command_line = job->command_line;
-  info.command = "link";
-  info.warmup_iters = job->warmup;
-  info.measure_iters = job->iters;
-  return tp_store_begin_run(*store, &info, run_id);
+  return tp_job_begin_run(*store, ctx->group, ctx->world, "link", job->command_line, job->warmup,
+                          job->iters, run_id);
 }
 
 static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
@@ -246,33 +228,12 @@ int tp_cmd_link(int argc, char **argv) {
   int help = 0, n_pos = 0;
   if (tp_cli_parse(&cmd, argc, argv, NULL, 0, &n_pos, &help) != TP_OK) return TP_EXIT_USAGE;
   if (help) return 0;
-  tp_launch_env env;
+  int precheck = tp_job_precheck_database("link", job.db);
+  if (precheck != 0) return precheck;
   int external = 0;
-  if (tp_launch_env_from_environment(&env, &external) != TP_OK) {
-    fprintf(stderr, "tpbench link: %s\n", tp_last_error());
-    return TP_EXIT_USAGE;
-  }
-  int world = external ? env.world : gpus;
-  if (!external) {
-    int devices = tp_count_devices_in_child();
-    if (devices == 0) {
-      fprintf(stderr, "tpbench link: no CUDA device found: this command needs GPUs\n");
-      return 1;
-    }
-    if (world == 0) world = devices;
-    if (world > devices) {
-      fprintf(stderr, "tpbench link: --gpus %d asks for more than the %d visible\n", world,
-              devices);
-      return 1;
-    }
-  }
-  size_t len = 16;
-  for (int i = 0; i < argc; ++i) len += strlen(argv[i]) + 1;
-  job.command_line = calloc(1, len);
-  if (job.command_line) {
-    strcpy(job.command_line, "tpbench");
-    for (int i = 0; i < argc; ++i) strcat(strcat(job.command_line, " "), argv[i]);
-  }
+  int world = tp_job_world("link", gpus, &external);
+  if (world <= 0) return world == -TP_EXIT_USAGE ? TP_EXIT_USAGE : 1;
+  job.command_line = tp_job_command_line(argc, argv);
   int status = tp_launch(world, link_worker, &job);
   free(job.command_line);
   return status;

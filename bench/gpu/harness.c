@@ -21,8 +21,8 @@
 #include "../../report/tp_report.h"
 #include "../stats.h"
 #include "graph.h"
+#include "job.h"
 #include "ops_trace.h"
-#include "tp_buildinfo.h"
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5 };
 
@@ -83,51 +83,15 @@ tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, 
 
 /* ---- the run ------------------------------------------------------------------------ */
 
-static void read_driver_version(char *buf, size_t cap) {
-  snprintf(buf, cap, "unknown");
-  FILE *f = fopen("/proc/driver/nvidia/version", "r");
-  if (!f) return;
-  char line[512];
-  if (fgets(line, sizeof line, f)) {
-    /* "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64 ... 580.159.04  <date>":
-     * the version is the first word made of digits and dots with a dot in it. */
-    for (char *word = strtok(line, " \t\n"); word; word = strtok(NULL, " \t\n")) {
-      if (strspn(word, "0123456789.") == strlen(word) && strchr(word, '.') && word[0] != '.') {
-        snprintf(buf, cap, "%s", word);
-        break;
-      }
-    }
-  }
-  fclose(f);
-}
-
 static tp_rc begin_run(tp_harness *h) {
   TP_TRY(tp_store_open(h->opts.db_path, 1, &h->store));
   if (h->opts.resume_run > 0) {
     h->run_id = h->opts.resume_run;
     return TP_OK;
   }
-  char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256];
-  tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
-              sizeof cublas);
-  read_driver_version(driver, sizeof driver);
-  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = '\0';
-  tp_run_info info = {0};
-  info.commit = TP_BUILD_COMMIT;
-  info.dirty = TP_BUILD_DIRTY;
-  info.host = host;
-  info.gpu_name = h->ctx->group->device_name;
-  info.gpu_count = h->ctx->world;
-  info.driver_version = driver;
-  info.cuda_version = cuda;
-  info.nccl_version = nccl;
-  info.cublas_version = cublas;
-  info.command_line = h->opts.command_line;
-  info.command = h->opts.command;
-  info.warmup_iters = h->opts.warmup_iters;
-  info.measure_iters = h->opts.measure_iters;
-  return tp_store_begin_run(h->store, &info, &h->run_id);
+  return tp_job_begin_run(h->store, h->ctx->group, h->ctx->world, h->opts.command,
+                          h->opts.command_line, h->opts.warmup_iters, h->opts.measure_iters,
+                          &h->run_id);
 }
 
 static tp_rc setup_state(tp_harness *h) {

@@ -13,6 +13,7 @@
 
 #include "../../store/tp_store.h"
 #include "../launcher.h"
+#include "tp_buildinfo.h"
 #include "worker_group.h"
 
 enum { EXIT_USAGE = 2 };
@@ -78,6 +79,51 @@ int tp_job_check_database(const char *cmd, const char *path) {
   }
   tp_store_close(store);
   return 0;
+}
+
+/* The driver version as the kernel module reports it. The line reads
+ * "NVRM version: NVIDIA UNIX [Open Kernel Module for] x86_64 ... 580.159.04
+ * <date>": the version is the first word of digits and dots with a dot in it. */
+static void read_driver_version(char *buf, size_t cap) {
+  snprintf(buf, cap, "unknown");
+  FILE *f = fopen("/proc/driver/nvidia/version", "r");
+  if (!f) return;
+  char line[512];
+  if (fgets(line, sizeof line, f)) {
+    for (char *word = strtok(line, " \t\n"); word; word = strtok(NULL, " \t\n")) {
+      if (strspn(word, "0123456789.") == strlen(word) && strchr(word, '.') && word[0] != '.') {
+        snprintf(buf, cap, "%s", word);
+        break;
+      }
+    }
+  }
+  fclose(f);
+}
+
+tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world, const char *command,
+                       const char *command_line, int warmup_iters, int measure_iters,
+                       int64_t *run_id) {
+  char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256];
+  tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
+              sizeof cublas);
+  read_driver_version(driver, sizeof driver);
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = '\0';
+  tp_run_info info = {0};
+  info.commit = TP_BUILD_COMMIT;
+  info.dirty = TP_BUILD_DIRTY;
+  info.host = host;
+  info.gpu_name = group->device_name;
+  info.gpu_count = world;
+  info.driver_version = driver;
+  info.cuda_version = cuda;
+  info.nccl_version = nccl;
+  info.cublas_version = cublas;
+  info.command_line = command_line;
+  info.command = command;
+  info.warmup_iters = warmup_iters;
+  info.measure_iters = measure_iters;
+  return tp_store_begin_run(store, &info, run_id);
 }
 
 char *tp_job_command_line(int argc, char **argv) {

@@ -7,6 +7,11 @@
 #ifndef TP_BENCH_JOB_H
 #define TP_BENCH_JOB_H
 
+#include <stdint.h>
+
+#include "../../kernels/tp_group.h"
+#include "../../store/tp_store.h"
+
 /* Workers of this job: WORLD_SIZE under an external launcher (*external =
  * 1), else gpus or every visible GPU, counted in a child. On failure a
  * message is printed and the return is -2 (usage: exit 2) or -1 (exit 1). */
@@ -21,6 +26,13 @@ int tp_job_world(const char *cmd, int gpus, int *external);
 int tp_job_precheck_database(const char *cmd, const char *path);
 
 int tp_job_check_database(const char *cmd, const char *path);
+
+/* Records a run in store (rank 0): the build's commit, the host, the GPUs,
+ * the driver (as the kernel module reports it) and library versions, the
+ * command and its windows. */
+tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world, const char *command,
+                       const char *command_line, int warmup_iters, int measure_iters,
+                       int64_t *run_id);
 
 /* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */
 char *tp_job_command_line(int argc, char **argv);
