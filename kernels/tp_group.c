@@ -133,28 +133,29 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
   return TP_OK;
 }
 
+/* A private device buffer that only grows: the old one is freed once nothing
+ * on the device can still use it. */
+static tp_rc grow_buffer(void **buf, size_t *have, size_t bytes) {
+  if (bytes <= *have) return TP_OK;
+  TP_CUDA(cudaDeviceSynchronize());
+  if (*buf) TP_CUDA(cudaFree(*buf));
+  *buf = NULL;
+  *have = 0;
+  TP_CUDA(cudaMalloc(buf, bytes));
+  *have = bytes;
+  return TP_OK;
+}
+
 tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
-  if (bytes > g->scratch_bytes) {
-    TP_CUDA(cudaDeviceSynchronize());
-    if (g->scratch) TP_CUDA(cudaFree(g->scratch));
-    g->scratch = NULL;
-    g->scratch_bytes = 0;
-    TP_CUDA(cudaMalloc(&g->scratch, bytes));
-    g->scratch_bytes = bytes;
-  }
+  TP_TRY(grow_buffer(&g->scratch, &g->scratch_bytes, bytes));
   *out = g->scratch;
   return TP_OK;
 }
 
 tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
-  if (bytes > g->bias_scratch_bytes) {
-    TP_CUDA(cudaDeviceSynchronize());
-    if (g->bias_scratch) TP_CUDA(cudaFree(g->bias_scratch));
-    g->bias_scratch = NULL;
-    g->bias_scratch_bytes = 0;
-    TP_CUDA(cudaMalloc((void **)&g->bias_scratch, bytes));
-    g->bias_scratch_bytes = bytes;
-  }
+  void *buf = g->bias_scratch;
+  TP_TRY(grow_buffer(&buf, &g->bias_scratch_bytes, bytes));
+  g->bias_scratch = buf;
   *out = g->bias_scratch;
   return TP_OK;
 }

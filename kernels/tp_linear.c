@@ -620,6 +620,18 @@ static int flag_slot(int src, int phase, int chunk) {
   return TP_SIG_FLAGS + src * TP_MAX_CHUNKS + phase * MAX_PHASE_CHUNKS + chunk;
 }
 
+/* Raises slot `slot` in peer dst's pad once everything before it on `stream`
+ * is done: a stream memory operation (fenced; no kernel launch between the
+ * work's end and the peer's wake-up), or the signal kernel while a graph is
+ * captured. */
+static tp_rc raise_flag(tp_group *g, cudaStream_t stream, int dst, int slot) {
+  tp_pad_set pads = tp_symm_pads(g->symm);
+  if (tp_group_memops_usable(g, stream))
+    return tp_group_write_flag(g, stream, pads.pad[dst] + slot, 1);
+  TP_CUDA(tp_launch_signal(pads.pad[dst], slot, stream));
+  return TP_OK;
+}
+
 /* Pushes bytes from a local buffer into peer dst's memory, then raises the
  * flag of (this rank, phase, chunk) in dst's pad. */
 static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
@@ -633,12 +645,7 @@ static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst
     return TP_OK;
   }
   TP_CUDA(cudaMemcpyAsync(dst_ptr, src_ptr, bytes, cudaMemcpyDeviceToDevice, g->comm_stream));
-  /* The flag follows the copy in the stream's front end (fenced), with no
-   * kernel launch between the copy's end and the peer's wake-up. */
-  if (tp_group_memops_usable(g, g->comm_stream))
-    return tp_group_write_flag(g, g->comm_stream, pads.pad[dst] + slot, 1);
-  TP_CUDA(tp_launch_signal(pads.pad[dst], slot, g->comm_stream));
-  return TP_OK;
+  return raise_flag(g, g->comm_stream, dst, slot);
 }
 
 /* The main stream waits for (src, phase, chunk) to land here, then lowers
@@ -663,10 +670,9 @@ static tp_rc bias_grads_rs_dist(tp_group *g, const tp_linear_plan *p, const tp_l
   const size_t cols = (size_t)p->gemm_n;
   float *mine = (float *)at(tp_symm_ptr(g->symm, g->rank), vec_offset);
   TP_TRY(column_sums_f32(g, p, t->dy[0], (size_t)p->shard_rows, mine));
-  tp_pad_set pads = tp_symm_pads(g->symm);
   for (int step = 1; step < g->world; ++step) {
     int dst = (g->rank + step) % g->world;
-    TP_CUDA(tp_launch_signal(pads.pad[dst], flag_slot(g->rank, 1, 0), g->main_stream));
+    TP_TRY(raise_flag(g, g->main_stream, dst, flag_slot(g->rank, 1, 0)));
   }
   for (int step = 1; step < g->world; ++step)
     TP_TRY(wait_chunk(g, (g->rank - step + g->world) % g->world, 1, 0));
