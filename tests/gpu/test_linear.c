@@ -409,15 +409,21 @@ static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *
   for (int i = 0; i < c->n_w; ++i)
     for (int k = 0; k < N_OUTPUTS; ++k) {
       if (k == T_DX && i > 0) continue; /* one dx for all weights */
-      const void *out = k == T_Y ? o->y[i] : k == T_DX ? o->dx : o->dw[i];
-      const void *st = stock ? (k == T_Y    ? stock->y[i]
-                                : k == T_DX ? stock->dx
-                                            : stock->dw[i])
-                             : NULL;
-      const double *ref = k == T_Y ? c->ref_y[i] : k == T_DX ? c->ref_dx : c->ref_dw[i];
-      size_t n = k == T_Y    ? tp_linear_y_elems(p)
-                 : k == T_DX ? tp_linear_x_elems(p)
-                             : tp_linear_w_elems(p);
+      if (k == T_DB && !c->desc.bias) continue;
+      const void *outs[N_OUTPUTS] = {o->y[i], o->dx, o->dw[i], o->db[i]};
+      const void *stocks[N_OUTPUTS] = {NULL, NULL, NULL, NULL};
+      if (stock) {
+        stocks[T_Y] = stock->y[i];
+        stocks[T_DX] = stock->dx;
+        stocks[T_DW] = stock->dw[i];
+        stocks[T_DB] = stock->db[i];
+      }
+      const double *refs[N_OUTPUTS] = {c->ref_y[i], c->ref_dx, c->ref_dw[i], c->ref_db[i]};
+      const size_t counts[N_OUTPUTS] = {tp_linear_y_elems(p), tp_linear_x_elems(p),
+                                        tp_linear_w_elems(p), tp_linear_b_elems(p)};
+      const void *out = outs[k], *st = stocks[k];
+      const double *ref = refs[k];
+      const size_t n = counts[k];
       int bad = 0;
       double err = rel_err_ref(c, out, ref, n, &bad);
       int ok = bad == 0 && err <= tol_ref;
