@@ -2,14 +2,21 @@
  * classify.c — kernel and copy names to categories, by one ordered rule table.
  *
  * The overlap math (overlap.c) needs to know which intervals are
- * communication and which are compute, and the schedule evidence
- * (evidence.c) needs to count NCCL kernels and tpbench's SM copy kernel. Both
- * ask this file, and this file asks one table: to teach tpbench a new kernel
- * family, add a row. Rows are tried top to bottom and the first match wins,
- * so the order carries meaning: communication first (an NCCL or tpbench
- * kernel is never compute), attention before GEMM (FlashAttention-3 runs as
+ * communication, which are synchronisation and which are compute, and the
+ * schedule evidence (evidence.c) needs to count NCCL kernels and tpbench's
+ * SM copy kernel. Both ask this file, and this file asks one table: to teach
+ * tpbench a new kernel family, add a row. Rows are tried top to bottom and
+ * the first match wins, so the order carries meaning: NCCL and tpbench's own
+ * kernels first (each of tpbench's kernels has its own row, so every one is
+ * filed deliberately; tests/cpu/test_classify_h200.c fails on a kernel in
+ * kernels/ without one), attention before GEMM (FlashAttention-3 runs as
  * "cutlass::device_kernel<flash::...>", which is attention, not a GEMM), GEMM
  * before elementwise (cuBLAS's split-K reduction is part of the GEMM).
+ *
+ * Communication means bytes moving: NCCL kernels, peer copies, the SM copy
+ * kernel, and the reductions of partials that peers pushed (reduce_sum*).
+ * Waiting is not moving: the barrier, signal and wait kernels spin on flags
+ * and are "sync", so they neither count as communication nor as compute.
  *
  * CUPTI reports kernel names mangled ("_Z31ncclDevKernel_AllGather_RING_LL
  * 24ncclDevKernelArgsStorageILm4096EE"); profilers show them demangled
@@ -44,12 +51,45 @@ static const rule rules[] = {
     /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before. */
     {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
     {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
-    /* tpbench's symmetric-memory kernels (kernels/tp_copy.cu, kernels/tp_signal.cu). */
+    /* tpbench's kernels, every one (kernels/tp_copy.cu, tp_signal.cu, tp_bias.cu,
+     * tp_layers.cu). Moving bytes: the SM copy into a peer's memory, and the sums of
+     * the partials peers pushed (reduce-scatter side, W > 2; reduce_sum_vec_kernel is
+     * the 16-byte path actually launched for aligned sizes). */
     {"copy_signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_COPY},
+    {"reduce_sum_vec_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
     {"reduce_sum_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
-    {"barrier_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
-    {"signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
-    {"wait_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
+    /* Waiting: spin on flags in peers' pads until they are raised. */
+    {"barrier_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+    {"signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+    {"wait_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+    /* Compute of the layers: norms, rotary embedding, SwiGLU, bias. sum_sources_kernel
+     * sums fp32 column partials: local everywhere but in the fused row-parallel bias
+     * gradient, where it reads W vectors of one row each from the peers (a few KiB);
+     * the name cannot tell the two apart, so it is filed with the local majority. */
+    {"rmsnorm_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rmsnorm_bwd_dx_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rmsnorm_dg_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rmsnorm_dg_final_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rope_table_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rope_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"swiglu_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"swiglu_bwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"add_bias_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"column_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"sum_sources_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    /* The attention core's own kernels (its GEMMs are cuBLASLt's). */
+    {"attention_heads_copy_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"attention_softmax_fwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"attention_softmax_bwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    /* Buffers: random fills, NaN poisoning, casts for the checks; the numerics
+     * comparison runs outside timed windows and is none of the layer's work. */
+    {"fill_random_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"poison_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"to_fp32_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"compare_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_ROLE_NONE},
+    /* The test knob's fixed slowdown inside a fused op (off by default): it stands
+     * for slower work of the op, so it counts as compute, not as waiting. */
+    {"delay_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_ROLE_NONE},
     /* Attention: flash (FA2 "flash_fwd_kernel", FA3 "FlashAttnFwdSm90"), xformers and
      * PyTorch memory-efficient (fmha_cutlassF, AttentionKernel), cuDNN SDPA, softmax. */
     {"flash", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
@@ -76,7 +116,6 @@ static const rule rules[] = {
     {"triton_poi_", MATCH_SUBSTR, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     {"fill", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     {"poison", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"to_fp32_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
 };
 
 static int ident_char(char ch) { return isalpha((unsigned char)ch) || ch == '_'; }
@@ -132,9 +171,12 @@ tp_event_category tp_classify_copy(tp_copy_kind kind) {
   return kind == TP_COPY_PTOP ? TP_CAT_COMM : TP_CAT_OTHER;
 }
 
+tp_event_category tp_classify_sync(void) { return TP_CAT_SYNC; }
+
 const char *tp_category_name(tp_event_category category) {
   switch (category) {
   case TP_CAT_COMM: return "comm";
+  case TP_CAT_SYNC: return "sync";
   case TP_CAT_GEMM: return "gemm";
   case TP_CAT_ATTENTION: return "attention";
   case TP_CAT_ELEMENTWISE: return "elementwise";

@@ -6,6 +6,10 @@
  *   compute      = |U compute intervals|
  *   overlap      = |U comm  n  U compute|
  *   exposed_comm = comm - overlap,   overlap% = overlap / comm.
+ *   sync         = |U sync intervals|   (reported beside overlap)
+ * Communication is bytes moving (classify.c); barrier, signal and wait
+ * kernels and CUPTI's synchronisation records are sync: spinning on a flag
+ * hides nothing and exposes nothing, so it is neither comm nor compute.
  * Unions, not sums: two NCCL kernels on two streams at once are one stretch
  * of busy link, and a GEMM split over two streams is one stretch of busy SMs.
  * Intervals are half-open [start, end), so touching intervals merge without a
@@ -26,7 +30,12 @@ static int is_comm(const tp_event *e) {
 }
 
 static int is_compute(const tp_event *e) {
-  return e->kind == TP_EV_KERNEL && e->category != TP_CAT_COMM && e->category != TP_CAT_RANGE;
+  return e->kind == TP_EV_KERNEL && e->category != TP_CAT_COMM && e->category != TP_CAT_SYNC &&
+         e->category != TP_CAT_RANGE;
+}
+
+static int is_sync(const tp_event *e) {
+  return e->category == TP_CAT_SYNC && e->kind != TP_EV_RANGE;
 }
 
 /* Clips [s, e) to [lo, hi); returns 0 when nothing of it is left. */
@@ -84,35 +93,41 @@ tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_st
   if (win_end < win_start)
     return TP_FAIL(TP_EUSAGE, "tp_overlap_compute: window end %llu before start %llu",
                    (unsigned long long)win_end, (unsigned long long)win_start);
-  span *comm = NULL, *comp = NULL;
+  span *comm = NULL, *comp = NULL, *sync = NULL;
   if (n > 0) {
     comm = malloc(n * sizeof *comm);
     comp = malloc(n * sizeof *comp);
-    if (!comm || !comp) {
+    sync = malloc(n * sizeof *sync);
+    if (!comm || !comp || !sync) {
       free(comm);
       free(comp);
+      free(sync);
       return TP_FAIL(TP_EOOM, "tp_overlap_compute: no memory for %zu intervals", n);
     }
   }
-  size_t nc = 0, nk = 0;
+  size_t nc = 0, nk = 0, ns = 0;
   for (size_t i = 0; i < n; ++i) {
     const tp_event *e = &ev[i];
     if (e->rank != rank) continue;
     if (is_comm(e)) nc += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &comm[nc]);
     else if (is_compute(e))
       nk += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &comp[nk]);
+    else if (is_sync(e)) ns += (size_t)clip(e->start_ns, e->end_ns, win_start, win_end, &sync[ns]);
   }
   tp_overlap r = {0};
   r.window_ns = win_end - win_start;
   r.n_comm = nc;
   r.n_compute = nk;
+  r.n_sync = ns;
   size_t rc = merge_runs(comm, nc, &r.comm_ns);
   size_t rk = merge_runs(comp, nk, &r.compute_ns);
+  (void)merge_runs(sync, ns, &r.sync_ns);
   r.overlap_ns = intersect_len(comm, rc, comp, rk);
   r.exposed_comm_ns = r.comm_ns - r.overlap_ns;
   r.overlap_pct = r.comm_ns ? 100.0 * (double)r.overlap_ns / (double)r.comm_ns : 0.0;
   free(comm);
   free(comp);
+  free(sync);
   *out = r;
   return TP_OK;
 }

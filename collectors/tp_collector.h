@@ -42,11 +42,14 @@ extern "C" {
 typedef enum { TP_EV_KERNEL, TP_EV_MEMCPY, TP_EV_MEMSET, TP_EV_SYNC, TP_EV_RANGE } tp_event_kind;
 
 typedef enum {
-  TP_CAT_COMM,        /* NCCL kernels, tpbench copy/reduce/signal kernels, peer copies */
+  TP_CAT_COMM,        /* bytes moving: NCCL kernels, peer copies, tpbench's SM copy kernel and
+                         the reductions of partials peers delivered */
+  TP_CAT_SYNC,        /* waiting, not moving: tpbench's barrier/signal/wait kernels and CUPTI
+                         synchronisation records (stream waits, syncs) */
   TP_CAT_GEMM,        /* cuBLAS, cuBLASLt, CUTLASS */
   TP_CAT_ATTENTION,   /* flash/fused attention, softmax */
-  TP_CAT_ELEMENTWISE, /* pointwise kernels, fills, casts */
-  TP_CAT_OTHER,       /* anything else, local copies, memsets, synchronisation */
+  TP_CAT_ELEMENTWISE, /* pointwise kernels, norms, fills, casts */
+  TP_CAT_OTHER,       /* anything else, local copies, memsets */
   TP_CAT_RANGE        /* NVTX ranges: annotations, not work */
 } tp_event_category;
 enum { TP_CAT_COUNT = TP_CAT_RANGE + 1 };
@@ -76,6 +79,8 @@ typedef struct tp_event {
                                 events); never NULL: copies and syncs get a fixed label */
   uint64_t start_ns, end_ns; /* [start, end), CUPTI clock */
   uint64_t bytes;            /* copies and memsets; 0 otherwise */
+  uint64_t launch_ns;        /* device work: when the host API call that issued it started
+                                (CUPTI clock, the clock of NVTX ranges); 0 when unknown */
   int rank;                  /* the collector's rank */
   int device;                /* CUDA device ordinal; -1 for host-side events (ranges) */
   uint32_t stream;           /* CUPTI stream id, or TP_STREAM_NONE */
@@ -87,7 +92,7 @@ typedef struct tp_event {
 } tp_event;
 
 const char *tp_event_kind_name(tp_event_kind kind);
-/* "comm", "gemm", "attention", "elementwise", "other", "range". */
+/* "comm", "sync", "gemm", "attention", "elementwise", "other", "range". */
 const char *tp_category_name(tp_event_category category);
 /* "HtoD", "DtoD", "PtoP", ...; "none" for TP_COPY_NONE. */
 const char *tp_copy_kind_name(tp_copy_kind kind);
@@ -101,7 +106,7 @@ typedef enum {
   TP_ROLE_NCCL,      /* an NCCL device kernel */
   TP_ROLE_TP_COPY,   /* tpbench's SM copy kernel (schedule "sm") */
   TP_ROLE_TP_REDUCE, /* tpbench's cross-rank sum */
-  TP_ROLE_TP_SIGNAL  /* tpbench's barrier / signal / wait kernels */
+  TP_ROLE_TP_SIGNAL  /* tpbench's barrier / signal / wait kernels (category sync) */
 } tp_kernel_role;
 
 typedef struct tp_kernel_class {
@@ -119,6 +124,10 @@ tp_kernel_class tp_classify_kernel_ex(const char *name);
 /* Category of a copy: peer-to-peer copies are communication, others "other". */
 tp_event_category tp_classify_copy(tp_copy_kind kind);
 
+/* Category of a CUPTI synchronisation record (stream wait, stream or
+ * context sync): always TP_CAT_SYNC. */
+tp_event_category tp_classify_sync(void);
+
 /* ---- overlap (overlap.c) --------------------------------------------------- */
 
 typedef struct tp_overlap {
@@ -128,18 +137,22 @@ typedef struct tp_overlap {
   uint64_t overlap_ns;      /* |U comm  n  U compute| */
   uint64_t exposed_comm_ns; /* comm_ns - overlap_ns */
   double overlap_pct;       /* 100 * overlap / comm; 0 when comm_ns == 0 (check comm_ns) */
+  uint64_t sync_ns;         /* |U sync| inside the window: time spent waiting, beside overlap */
   size_t n_comm, n_compute; /* events that contributed (after clipping) */
+  size_t n_sync;
 } tp_overlap;
 
 /* Overlap of communication and compute for one rank in the window
  * [win_start, win_end). Only events of `rank` count. Communication is every
  * event of category TP_CAT_COMM (kernels and peer copies); compute is every
- * kernel of another category (gemm, attention, elementwise, other). Ranges,
- * syncs, memsets and local copies count as neither. Intervals are clipped to
- * the window, unioned per class across streams, and intersected. Events with
- * end <= start contribute nothing. Returns TP_EUSAGE for win_end < win_start
- * or ev == NULL with n > 0, TP_EOOM if scratch memory fails; *out is filled
- * only on TP_OK. */
+ * kernel of category gemm, attention, elementwise or other; sync is every
+ * event of category TP_CAT_SYNC (barrier/wait/signal kernels and CUPTI sync
+ * records), measured on its own and never comm nor compute. Ranges, memsets
+ * and local copies count as none of them. Intervals are clipped to the
+ * window, unioned per class across streams, and comm is intersected with
+ * compute. Events with end <= start contribute nothing. Returns TP_EUSAGE
+ * for win_end < win_start or ev == NULL with n > 0, TP_EOOM if scratch
+ * memory fails; *out is filled only on TP_OK. */
 TP_MUST_CHECK tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_start,
                                        uint64_t win_end, tp_overlap *out);
 
@@ -158,9 +171,9 @@ typedef struct tp_evidence {
 } tp_evidence;
 
 /* Says whether the events of one rank's traced window [win_start, win_end)
- * show the schedule that was recorded as run:
- *   "ce"   peer copies == expected, and no SM copy kernel;
- *   "sm"   SM copy kernel launches == expected, and no peer copy;
+ * show the schedule that was recorded as run, over the whole window:
+ *   "ce"   peer copies == expected, and no SM copy kernel nor NCCL kernel;
+ *   "sm"   SM copy kernel launches == expected, and no peer copy nor NCCL kernel;
  *   "nccl" (stock) NCCL kernels == expected, and neither peer copies nor
  *          SM copy kernels.
  * expected = iterations * transfers_per_iteration (both >= 1). Only events
@@ -168,10 +181,71 @@ typedef struct tp_evidence {
  * the arguments are valid. Returns TP_OK when the trace confirms the
  * schedule; TP_EINTERNAL with out->message as the error text (also in
  * tp_last_error) on a mismatch; TP_EUSAGE for an unknown schedule, counts
- * < 1, events of more than one rank, or NULL pointers. */
+ * < 1, events of more than one rank, or NULL pointers. tp_ops_evidence
+ * below judges each op of a configuration inside its own NVTX ranges. */
 TP_MUST_CHECK tp_rc tp_schedule_evidence(const tp_event *ev, size_t n, uint64_t win_start,
                                          uint64_t win_end, const char *schedule, int iterations,
                                          int transfers_per_iteration, tp_evidence *out);
+
+/* A verdict that can say it did not look. */
+typedef enum { TP_EVIDENCE_OK, TP_EVIDENCE_FAILED, TP_EVIDENCE_NOT_CHECKED } tp_evidence_state;
+
+/* "ok", "failed", "not checked" (the store's words). */
+const char *tp_evidence_state_name(tp_evidence_state state);
+
+/* The verdict of several: failed if any failed, else not checked if any was
+ * not checked, else ok. */
+tp_evidence_state tp_evidence_combine(tp_evidence_state a, tp_evidence_state b);
+
+/* One op of a configuration and what its own NVTX ranges must show. */
+typedef struct tp_op_evidence {
+  /* in */
+  const char *op;           /* for messages: "qkv", "linear_rs" */
+  const char *schedule;     /* "ce", "ring" (copy-engine pushes), "sm", "nccl" (stock path) or
+                               "none" (the GEMM alone: no transfer at all) */
+  const char *range_prefix; /* the op's ranges are the NVTX ranges whose name starts with this */
+  const char *range_suffix; /* ... and ends with this ("" or NULL: any ending) */
+  /* out */
+  tp_evidence_state state;
+  size_t ranges;                                  /* the op's ranges in the window */
+  size_t peer_copies, copy_kernels, nccl_kernels; /* launched inside those ranges */
+  char message[256];                              /* what was expected and seen, or why not */
+} tp_op_evidence;
+
+/* Where and what to judge. */
+typedef struct tp_evidence_window {
+  uint64_t start_ns, end_ns;   /* the collector's window: ranges starting outside are ignored */
+  int iterations;              /* traced iterations, >= 1 */
+  int transfers_per_iteration; /* of all ops together, each counted by its own schedule */
+  const char *not_checked;     /* non-NULL: the trace cannot be judged (iteration markers
+                                  missing, records dropped): every op is not checked with
+                                  this reason */
+} tp_evidence_window;
+
+/* Judges each op of one rank's traced window inside its own NVTX ranges.
+ * Device work belongs to an op when the API call that issued it
+ * (tp_event.launch_ns) started inside one of the op's ranges. Per op:
+ *   not checked  w->not_checked is set; or no range of the op in the window
+ *                (a CUDA graph replay opens none); or a transfer's launch
+ *                time is unknown, so it cannot be placed
+ *   failed       a forbidden transfer inside its ranges:
+ *                  ce/ring  peer copies required; NCCL and SM copy kernels forbidden
+ *                  sm       SM copy kernels required; NCCL kernels, peer copies forbidden
+ *                  nccl     NCCL kernels required; peer copies, SM copy kernels forbidden
+ *                  none     every transfer forbidden
+ *                or the required transfers of all ops together (an event in the
+ *                ranges of two ops counts once) differ from iterations *
+ *                transfers_per_iteration (an op of a stock layer without sequence
+ *                parallelism may move nothing in its forward, so the count is judged
+ *                over the configuration, and every op that moves data fails with it),
+ *                or transfers were launched outside every op's range
+ *   ok           otherwise: never by default.
+ * *overall is the combination over the ops (not checked when n_ops == 0).
+ * Returns TP_OK whatever the verdicts; TP_EUSAGE for NULL pointers, an
+ * unknown schedule, iterations < 1, transfers < 0, or events of several
+ * ranks. */
+TP_MUST_CHECK tp_rc tp_ops_evidence(const tp_event *ev, size_t n, const tp_evidence_window *w,
+                                    tp_op_evidence *ops, size_t n_ops, tp_evidence_state *overall);
 
 /* ---- clocks (clock.c) -------------------------------------------------------- */
 
@@ -253,6 +327,10 @@ uint64_t tp_collector_now(void);
 /* Disables every kind, flushes, frees buffers, events and names. Reports
  * (as a warning) records dropped and ranges never closed. NULL is a no-op. */
 void tp_collector_stop(tp_collector *c);
+
+/* CUPTI's API version as "api N" (cuptiGetVersion), for the run header.
+ * TP_ECUPTI with CUPTI's text if it cannot be read. */
+TP_MUST_CHECK tp_rc tp_collector_cupti_version(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -14,3 +14,5 @@ endif()
 # The rules against names captured on the H200 pair (tests/data/h200_kernel_names.tsv).
 tp_add_cpu_test(test_classify_h200 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_classify_h200.c
                 LIBS tp_collect_core tp_nvtx)
+# ... and every __global__ kernel in kernels/ has a rule of its own.
+target_compile_definitions(test_classify_h200 PRIVATE TP_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

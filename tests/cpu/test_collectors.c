@@ -2,9 +2,10 @@
  * test_collectors.c — CPU tests of collectors/' pure-C parts: the overlap math
  * (disjoint, nested, touching, several streams, several ranks, clipping,
  * empty, what counts as comm and compute, and a brute-force cross-check on
- * random traces), kernel classification on real kernel names, the schedule
- * evidence verdicts, the clock-offset measurement and the NVTX wrapper's
- * bookkeeping. No GPU, no CUPTI.
+ * random traces; synchronisation apart from both), kernel classification on
+ * real kernel names, the schedule evidence verdicts (over a window, and per
+ * op inside its NVTX ranges: ok, failed, not checked), the clock-offset
+ * measurement and the NVTX wrapper's bookkeeping and gate. No GPU, no CUPTI.
  *
  * Kernel names below were taken from public traces and sources (profiler
  * tables, Nsight and PyTorch profiler outputs, test suites of trace tools);
@@ -36,8 +37,9 @@ static tp_event kernel(int rank, uint32_t stream, tp_event_category cat, uint64_
   ev.stream = stream;
   ev.kind = TP_EV_KERNEL;
   ev.category = cat;
-  ev.name = cat == TP_CAT_COMM ? "ncclDevKernel_AllGather_RING_LL"
-                               : "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
+  ev.name = cat == TP_CAT_COMM   ? "ncclDevKernel_AllGather_RING_LL"
+            : cat == TP_CAT_SYNC ? "barrier_kernel"
+                                 : "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
   ev.start_ns = s;
   ev.end_ns = e;
   ev.peer_device = -1;
@@ -82,6 +84,8 @@ static void assert_overlap(const tp_overlap *o, uint64_t comm, uint64_t compute,
   double pct = comm ? 100.0 * (double)overlap / (double)comm : 0.0;
   assert_true(fabs(o->overlap_pct - pct) < 1e-9);
 }
+
+#define GEMM_K "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
 
 /* ---- overlap ---------------------------------------------------------------- */
 
@@ -176,14 +180,14 @@ static void test_overlap_clipping(void **state) {
 
 static void test_overlap_what_counts(void **state) {
   (void)state;
-  /* peer copies are comm; local copies, memsets, syncs and ranges are
-   * neither; a comm kernel is never compute; zero-length and inverted
-   * intervals contribute nothing */
+  /* peer copies are comm; local copies, memsets, sync records and ranges are
+   * neither comm nor compute (sync records count as sync); a comm kernel is
+   * never compute; zero-length and inverted intervals contribute nothing */
   tp_event ev[] = {
       copy(0, TP_COPY_PTOP, 0, 30),
       copy(0, TP_COPY_DTOD, 100, 200),
       other_kind(0, TP_EV_MEMSET, TP_CAT_OTHER, 100, 200),
-      other_kind(0, TP_EV_SYNC, TP_CAT_OTHER, 0, 300),
+      other_kind(0, TP_EV_SYNC, TP_CAT_SYNC, 0, 300),
       other_kind(0, TP_EV_RANGE, TP_CAT_RANGE, 0, 300),
       kernel(0, 3, TP_CAT_OTHER, 20, 40),
       kernel(0, 3, TP_CAT_GEMM, 50, 50),
@@ -196,6 +200,40 @@ static void test_overlap_what_counts(void **state) {
   assert_overlap(&o, 40, 20, 10);
   assert_int_equal(o.n_comm, 2);
   assert_int_equal(o.n_compute, 1);
+  assert_int_equal(o.sync_ns, 300);
+  assert_int_equal(o.n_sync, 1);
+}
+
+#define BARRIER_K                                                                                  \
+  "_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim"
+#define WAIT_K "_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim"
+#define REDUCE_VEC_K                                                                               \
+  "_ZN43_GLOBAL__N__52d7e809_10_tp_copy_cu_fcb292b121reduce_sum_vec_kernelI13__nv_bfloat16EEvP5"   \
+  "uint4NS_8src_listEim"
+
+static void test_overlap_sync_is_neither(void **state) {
+  (void)state;
+  /* A peer copy [100, 200) hidden half under a GEMM [150, 250): 100 comm, 50
+   * overlap. A barrier spinning over the whole window on another stream, and
+   * a wait kernel in the middle, change neither comm nor compute nor overlap:
+   * they are sync, reported beside. Before sync had its own category the
+   * barrier counted as communication (comm 1000, overlap 100). */
+  tp_event base[] = {copy(0, TP_COPY_PTOP, 100, 200), named_kernel(GEMM_K, 150, 250)};
+  tp_overlap before = overlap_of(base, 2, 0, 0, 1000);
+  tp_event more[] = {base[0], base[1], named_kernel(BARRIER_K, 0, 1000),
+                     named_kernel(WAIT_K, 400, 600)};
+  assert_int_equal(more[2].category, TP_CAT_SYNC);
+  tp_overlap after = overlap_of(more, 4, 0, 0, 1000);
+  assert_overlap(&before, 100, 100, 50);
+  assert_overlap(&after, 100, 100, 50);
+  assert_int_equal(after.sync_ns, 1000);
+  assert_int_equal(after.n_sync, 2);
+  assert_int_equal(before.sync_ns, 0);
+  /* the reduction of peers' partials moves bytes: it is communication */
+  tp_event red[] = {named_kernel(REDUCE_VEC_K, 300, 340), named_kernel(GEMM_K, 320, 400)};
+  assert_int_equal(red[0].category, TP_CAT_COMM);
+  tp_overlap o = overlap_of(red, 2, 0, 0, 1000);
+  assert_overlap(&o, 40, 80, 20);
 }
 
 static void test_overlap_bad_arguments(void **state) {
@@ -225,7 +263,8 @@ static void brute_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, u
   for (size_t i = 0; i < n; ++i) {
     if (ev[i].rank != rank) continue;
     int is_comm = ev[i].category == TP_CAT_COMM && ev[i].kind != TP_EV_RANGE;
-    int is_comp = ev[i].kind == TP_EV_KERNEL && ev[i].category != TP_CAT_COMM;
+    int is_comp = ev[i].kind == TP_EV_KERNEL && ev[i].category != TP_CAT_COMM &&
+                  ev[i].category != TP_CAT_SYNC;
     for (uint64_t t = ev[i].start_ns; t < ev[i].end_ns && t < TIMELINE; ++t) {
       if (t < ws || t >= we) continue;
       if (is_comm) c[t] = 1;
@@ -245,7 +284,8 @@ static tp_event random_event(uint64_t *seed) {
   uint64_t len = next_rand(seed) % 40;
   int rank = (int)(next_rand(seed) % 2);
   uint32_t stream = (uint32_t)(next_rand(seed) % 4);
-  switch (next_rand(seed) % 7) {
+  switch (next_rand(seed) % 8) {
+  case 7: return kernel(rank, stream, TP_CAT_SYNC, s, s + len);
   case 0: return copy(rank, TP_COPY_PTOP, s, s + len);
   case 1: return copy(rank, TP_COPY_DTOD, s, s + len);
   case 2: return other_kind(rank, TP_EV_RANGE, TP_CAT_RANGE, s, s + len);
@@ -312,12 +352,25 @@ static const name_case names[] = {
      TP_CAT_COMM, TP_ROLE_TP_REDUCE},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelIfEEvPT_NS_8src_listEim",
      TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {REDUCE_VEC_K, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    /* barriers, signals and waits spin on flags: synchronisation, not communication */
     {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim",
-     TP_CAT_COMM, TP_ROLE_TP_SIGNAL},
-    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_COMM,
+     TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_SYNC,
      TP_ROLE_TP_SIGNAL},
-    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_COMM,
+    {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_SYNC,
      TP_ROLE_TP_SIGNAL},
+    /* the layers' own kernels (synthetic mangling in nvcc's form) */
+    {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222218rmsnorm_fwd_kernelI13__nv_bfloat16EEvPKT_"
+     "S4_PS2_lf",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222211rope_kernelIfEEvPT_PKflll",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222228attention_softmax_fwd_kernelIfEEvPKfPT_l",
+     TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"_ZN43_GLOBAL__N__33333333_11_tp_bias_cu_4444444418sum_sources_kernelIfEEvPT_NS_11f32_"
+     "sourcesEimm",
+     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
     /* ... and demangled */
     {"(anonymous namespace)::copy_signal_kernel(uint4*, const uint4*, unsigned long, unsigned "
      "int*, unsigned int*)",
@@ -413,6 +466,8 @@ static void test_classify_copies_and_labels(void **state) {
   assert_int_equal(tp_classify_copy(TP_COPY_DTOD), TP_CAT_OTHER);
   assert_int_equal(tp_classify_copy(TP_COPY_HTOD), TP_CAT_OTHER);
   assert_string_equal(tp_category_name(TP_CAT_COMM), "comm");
+  assert_string_equal(tp_category_name(TP_CAT_SYNC), "sync");
+  assert_int_equal(tp_classify_sync(), TP_CAT_SYNC);
   assert_string_equal(tp_category_name(TP_CAT_GEMM), "gemm");
   assert_string_equal(tp_category_name(TP_CAT_ATTENTION), "attention");
   assert_string_equal(tp_category_name(TP_CAT_ELEMENTWISE), "elementwise");
@@ -498,6 +553,14 @@ static void test_evidence_foreign_fingerprints(void **state) {
   ev[n++] = copy(0, TP_COPY_PTOP, 500, 510);
   assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "sm", 2, 2, &e), TP_EINTERNAL);
   assert_int_equal(e.peer_copies, 1);
+  /* a fused schedule with an NCCL kernel in its window: a stock fallback hiding in it */
+  n = build_trace(ev, "ce", 2, 2, 0);
+  ev[n++] = named_kernel(NCCL_AG, 500, 510);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "ce", 2, 2, &e), TP_EINTERNAL);
+  assert_int_equal(e.nccl_kernels, 1);
+  n = build_trace(ev, "sm", 2, 2, 0);
+  ev[n++] = named_kernel(NCCL_AG, 500, 510);
+  assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "sm", 2, 2, &e), TP_EINTERNAL);
   /* stock that is really the sm schedule: no NCCL kernels at all */
   n = build_trace(ev, "sm", 2, 2, 0);
   assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "nccl", 2, 2, &e), TP_EINTERNAL);
@@ -546,6 +609,214 @@ static void test_evidence_usage_errors(void **state) {
   assert_non_null(strstr(tp_last_error(), "mixed"));
 }
 
+/* ---- schedule evidence per op, inside its NVTX ranges --------------------------------- */
+
+#define CE_FWD "ag_linear.fwd dist_gemm ce x2"
+#define RS_STOCK_FWD "linear_rs.fwd dist_gemm nccl x1"
+
+/* A transfer of schedule `what` ("ce", "sm", "nccl") launched by the host at
+ * `at`, running on the device 5 us later (the host runs ahead). */
+static tp_event transfer(const char *what, uint64_t at) {
+  uint64_t s0 = at + 5000;
+  tp_event e = !strcmp(what, "ce")   ? copy(0, TP_COPY_PTOP, s0, s0 + 50)
+               : !strcmp(what, "sm") ? named_kernel(COPY_SIGNAL, s0, s0 + 50)
+                                     : named_kernel(NCCL_AG, s0, s0 + 50);
+  e.launch_ns = at;
+  return e;
+}
+
+static tp_event range_named(const char *name, uint64_t s, uint64_t e) {
+  tp_event r = other_kind(0, TP_EV_RANGE, TP_CAT_RANGE, s, e);
+  r.device = -1;
+  r.name = name;
+  return r;
+}
+
+/* One op's range [t, t+100) with `transfers` of `what` and a GEMM launched inside. */
+static size_t op_in_range(tp_event *ev, const char *range, const char *what, int transfers,
+                          uint64_t t) {
+  size_t n = 0;
+  ev[n++] = range_named(range, t, t + 100);
+  for (int j = 0; j < transfers; ++j) ev[n++] = transfer(what, t + 10 + (uint64_t)j);
+  ev[n] = named_kernel(GEMM, t + 5100, t + 5200);
+  ev[n++].launch_ns = t + 50;
+  return n;
+}
+
+static tp_op_evidence op_spec(const char *op, const char *schedule, const char *prefix,
+                              const char *suffix) {
+  tp_op_evidence o;
+  memset(&o, 0, sizeof o);
+  o.op = op;
+  o.schedule = schedule;
+  o.range_prefix = prefix;
+  o.range_suffix = suffix;
+  o.state = TP_EVIDENCE_OK; /* must be overwritten: nothing is ok by default */
+  return o;
+}
+
+static const tp_evidence_window WINDOW = {0, 1000000, 2, 2, NULL};
+
+static tp_evidence_state judge(const tp_event *ev, size_t n, const tp_evidence_window *w,
+                               tp_op_evidence *ops, size_t n_ops) {
+  tp_evidence_state overall = TP_EVIDENCE_OK;
+  assert_int_equal(tp_ops_evidence(ev, n, w, ops, n_ops, &overall), TP_OK);
+  return overall;
+}
+
+static void test_op_evidence_ce_ok(void **state) {
+  (void)state;
+  tp_event ev[32];
+  size_t n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
+  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
+  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_OK);
+  assert_int_equal(op.state, TP_EVIDENCE_OK);
+  assert_int_equal(op.ranges, 2);
+  assert_int_equal(op.peer_copies, 4);
+  assert_string_equal(tp_evidence_state_name(op.state), "ok");
+}
+
+static void test_op_evidence_nccl_inside_ce_fails(void **state) {
+  (void)state;
+  tp_event ev[32];
+  size_t n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
+  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
+  ev[n++] = transfer("nccl", 2020); /* planted: an NCCL kernel launched inside the fused op */
+  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+  assert_int_equal(op.nccl_kernels, 1);
+  assert_non_null(strstr(op.message, "no NCCL kernel"));
+  assert_non_null(strstr(op.message, "1 NCCL kernels"));
+  /* an SM copy kernel inside a ce op fails it as well */
+  ev[n - 1] = transfer("sm", 2020);
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+  assert_int_equal(op.copy_kernels, 1);
+}
+
+static void test_op_evidence_ce_without_copies_fails(void **state) {
+  (void)state;
+  tp_event ev[32];
+  size_t n = op_in_range(ev, CE_FWD, "ce", 0, 1000);
+  n += op_in_range(ev + n, CE_FWD, "ce", 0, 2000);
+  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+  assert_int_equal(op.ranges, 2);
+  assert_non_null(strstr(op.message, "must launch 4 transfers"));
+  assert_non_null(strstr(op.message, "found 0"));
+  /* a copy missing is as wrong as all of them */
+  n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
+  n += op_in_range(ev + n, CE_FWD, "ce", 1, 2000);
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+}
+
+static void test_op_evidence_stock_with_peer_copy_fails(void **state) {
+  (void)state;
+  tp_event ev[32];
+  const char *range = "linear_rs.fwd stock nccl x1";
+  size_t n = op_in_range(ev, range, "nccl", 2, 1000);
+  n += op_in_range(ev + n, range, "nccl", 2, 2000);
+  tp_op_evidence op = op_spec("linear_rs", "nccl", "linear_rs.", " nccl x1");
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_OK);
+  ev[n++] = transfer("ce", 1030);
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+  assert_int_equal(op.peer_copies, 1);
+  assert_non_null(strstr(op.message, "no peer copy"));
+  /* the GEMM alone must show no transfer at all */
+  tp_event gemm_only[8];
+  size_t g = op_in_range(gemm_only, "linear_rs.fwd gemm_only nccl x1", "ce", 0, 1000);
+  tp_op_evidence alone = op_spec("linear_rs", "none", "linear_rs.", " nccl x1");
+  tp_evidence_window w = WINDOW;
+  w.transfers_per_iteration = 0;
+  assert_int_equal(judge(gemm_only, g, &w, &alone, 1), TP_EVIDENCE_OK);
+  gemm_only[g++] = transfer("nccl", 1010);
+  assert_int_equal(judge(gemm_only, g, &w, &alone, 1), TP_EVIDENCE_FAILED);
+}
+
+static void test_op_evidence_mixed_layer_op_by_op(void **state) {
+  (void)state;
+  /* qkv fused with ce (2 pushes per iteration), wo on the stock path (1 NCCL
+   * kernel): 3 transfers per iteration, each op in its own ranges */
+  tp_event ev[48];
+  size_t n = 0;
+  for (uint64_t it = 0; it < 2; ++it) {
+    n += op_in_range(ev + n, CE_FWD, "ce", 2, 1000 + it * 1000);
+    n += op_in_range(ev + n, RS_STOCK_FWD, "nccl", 1, 1500 + it * 1000);
+  }
+  tp_op_evidence ops[2] = {op_spec("qkv", "ce", "ag_linear.", " ce x2"),
+                           op_spec("wo", "nccl", "linear_rs.", " nccl x1")};
+  tp_evidence_window w = WINDOW;
+  w.transfers_per_iteration = 3;
+  assert_int_equal(judge(ev, n, &w, ops, 2), TP_EVIDENCE_OK);
+  assert_int_equal(ops[0].state, TP_EVIDENCE_OK);
+  assert_int_equal(ops[1].state, TP_EVIDENCE_OK);
+  assert_int_equal(ops[0].peer_copies, 4);
+  assert_int_equal(ops[0].nccl_kernels, 0); /* wo's NCCL kernels are not qkv's */
+  assert_int_equal(ops[1].nccl_kernels, 2);
+  /* an NCCL kernel planted in qkv's range fails qkv, and only qkv */
+  ev[n++] = transfer("nccl", 2030);
+  assert_int_equal(judge(ev, n, &w, ops, 2), TP_EVIDENCE_FAILED);
+  assert_int_equal(ops[0].state, TP_EVIDENCE_FAILED);
+  assert_int_equal(ops[1].state, TP_EVIDENCE_OK);
+  /* a transfer launched outside every op's range fails the configuration */
+  ev[n - 1] = transfer("nccl", 1300);
+  assert_int_equal(judge(ev, n, &w, ops, 2), TP_EVIDENCE_FAILED);
+  assert_non_null(strstr(ops[0].message, "outside every op's range"));
+}
+
+static void test_op_evidence_not_checked(void **state) {
+  (void)state;
+  tp_event ev[32];
+  /* events without any NVTX range (a graph replay): not checked, never ok */
+  size_t n = 0;
+  for (int j = 0; j < 4; ++j) ev[n++] = transfer("ce", 1000 + (uint64_t)j);
+  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_NOT_CHECKED);
+  assert_int_equal(op.state, TP_EVIDENCE_NOT_CHECKED);
+  assert_non_null(strstr(op.message, "no NVTX range"));
+  /* a range of another op does not stand in for this one */
+  n = op_in_range(ev, RS_STOCK_FWD, "nccl", 2, 1000);
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_NOT_CHECKED);
+  /* the window cannot be judged (markers missing): every op says why */
+  n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
+  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
+  tp_evidence_window w = WINDOW;
+  w.not_checked = "iteration markers: 1 of 2 seen";
+  tp_op_evidence two[2] = {op, op_spec("wo", "nccl", "linear_rs.", "")};
+  assert_int_equal(judge(ev, n, &w, two, 2), TP_EVIDENCE_NOT_CHECKED);
+  assert_int_equal(two[1].state, TP_EVIDENCE_NOT_CHECKED);
+  assert_non_null(strstr(two[0].message, "iteration markers: 1 of 2 seen"));
+  /* a transfer whose launch was not recorded cannot be placed */
+  ev[1].launch_ns = 0;
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_NOT_CHECKED);
+  assert_non_null(strstr(op.message, "no launch record"));
+  /* no ops at all is no evidence */
+  assert_int_equal(judge(ev, n, &WINDOW, NULL, 0), TP_EVIDENCE_NOT_CHECKED);
+}
+
+static void test_op_evidence_combine_and_usage(void **state) {
+  (void)state;
+  assert_int_equal(tp_evidence_combine(TP_EVIDENCE_OK, TP_EVIDENCE_OK), TP_EVIDENCE_OK);
+  assert_int_equal(tp_evidence_combine(TP_EVIDENCE_OK, TP_EVIDENCE_NOT_CHECKED),
+                   TP_EVIDENCE_NOT_CHECKED);
+  assert_int_equal(tp_evidence_combine(TP_EVIDENCE_NOT_CHECKED, TP_EVIDENCE_FAILED),
+                   TP_EVIDENCE_FAILED);
+  assert_string_equal(tp_evidence_state_name(TP_EVIDENCE_NOT_CHECKED), "not checked");
+  assert_string_equal(tp_evidence_state_name(TP_EVIDENCE_FAILED), "failed");
+  tp_event ev[8];
+  size_t n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
+  tp_op_evidence op = op_spec("x", "multimem", "ag_linear.", "");
+  tp_evidence_state overall;
+  assert_int_equal(tp_ops_evidence(ev, n, &WINDOW, &op, 1, &overall), TP_EUSAGE);
+  op.schedule = "ce";
+  tp_evidence_window w = WINDOW;
+  w.iterations = 0;
+  assert_int_equal(tp_ops_evidence(ev, n, &w, &op, 1, &overall), TP_EUSAGE);
+  assert_int_equal(tp_ops_evidence(ev, n, NULL, &op, 1, &overall), TP_EUSAGE);
+  ev[1].rank = 1;
+  assert_int_equal(tp_ops_evidence(ev, n, &WINDOW, &op, 1, &overall), TP_EUSAGE);
+}
+
 /* ---- clock offset ------------------------------------------------------------- */
 
 static uint64_t realtime_now(void) {
@@ -588,6 +859,35 @@ static void test_clock_offset(void **state) {
 
 /* ---- NVTX wrapper --------------------------------------------------------------- */
 
+static void test_nvtx_gate(void **state) {
+  (void)state;
+  /* No collector: every range is recorded (external profilers keep working). */
+  assert_int_equal(tp_nvtx_recording(), 1);
+  tp_nvtx_push("outer");
+  assert_int_equal(tp_nvtx_open_ranges(), 1);
+  tp_nvtx_pop();
+  /* A collector attached: nothing outside its windows. */
+  tp_nvtx_gate(1);
+  assert_int_equal(tp_nvtx_recording(), 0);
+  tp_nvtx_push("untraced iteration"); /* skipped */
+  assert_int_equal(tp_nvtx_open_ranges(), 0);
+  tp_nvtx_window(1);
+  assert_int_equal(tp_nvtx_recording(), 1);
+  tp_nvtx_push("traced op"); /* recorded */
+  assert_int_equal(tp_nvtx_open_ranges(), 1);
+  tp_nvtx_pop(); /* pops the recorded one */
+  assert_int_equal(tp_nvtx_open_ranges(), 0);
+  tp_nvtx_pop(); /* the skipped push's pop stays skipped though the window is open */
+  assert_int_equal(tp_nvtx_open_ranges(), 0);
+  tp_nvtx_push("spans the window's end");
+  tp_nvtx_window(0);
+  assert_int_equal(tp_nvtx_recording(), 0);
+  tp_nvtx_pop(); /* its push was recorded, so its pop is too */
+  assert_int_equal(tp_nvtx_open_ranges(), 0);
+  tp_nvtx_gate(0);
+  assert_int_equal(tp_nvtx_recording(), 1);
+}
+
 static void test_nvtx_bookkeeping(void **state) {
   (void)state;
   /* No tool is attached in a CPU test: ranges are no-ops, but the first call
@@ -612,6 +912,7 @@ int main(void) {
       cmocka_unit_test(test_overlap_several_ranks),
       cmocka_unit_test(test_overlap_clipping),
       cmocka_unit_test(test_overlap_what_counts),
+      cmocka_unit_test(test_overlap_sync_is_neither),
       cmocka_unit_test(test_overlap_bad_arguments),
       cmocka_unit_test(test_overlap_matches_brute_force),
       cmocka_unit_test(test_classify_names),
@@ -621,8 +922,16 @@ int main(void) {
       cmocka_unit_test(test_evidence_foreign_fingerprints),
       cmocka_unit_test(test_evidence_counts_only_the_window),
       cmocka_unit_test(test_evidence_usage_errors),
+      cmocka_unit_test(test_op_evidence_ce_ok),
+      cmocka_unit_test(test_op_evidence_nccl_inside_ce_fails),
+      cmocka_unit_test(test_op_evidence_ce_without_copies_fails),
+      cmocka_unit_test(test_op_evidence_stock_with_peer_copy_fails),
+      cmocka_unit_test(test_op_evidence_mixed_layer_op_by_op),
+      cmocka_unit_test(test_op_evidence_not_checked),
+      cmocka_unit_test(test_op_evidence_combine_and_usage),
       cmocka_unit_test(test_clock_offset),
       cmocka_unit_test(test_nvtx_bookkeeping),
+      cmocka_unit_test(test_nvtx_gate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
