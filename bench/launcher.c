@@ -67,6 +67,14 @@ tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present) {
   if (!getenv("MASTER_PORT"))
     return TP_FAIL(TP_EUSAGE, "MASTER_PORT is not set: the external launcher must set it");
   TP_TRY(env_int("MASTER_PORT", 1, 65535, &env->master_port));
+  int have_secret = 0;
+  TP_TRY(tp_rdzv_secret_from_environment(&env->secret, &have_secret));
+  if (!have_secret)
+    return TP_FAIL(TP_EUSAGE,
+                   "no job secret: under an external launcher every rank needs the same secret "
+                   "so that only the job can join its rendezvous; set TPBENCH_JOB_SECRET to 64 "
+                   "hex digits (e.g. from `openssl rand -hex 32`) or TPBENCH_JOB_SECRET_FILE to a "
+                   "file holding them that only its owner can read (chmod 600)");
   env->external = 1;
   *present = 1;
   return TP_OK;
@@ -103,6 +111,7 @@ static int run_external(const tp_launch_env *env, tp_worker_fn fn, void *ctx) {
   snprintf(tag, sizeof tag, "rank %d", env->rank);
   tp_log_set_tag(tag);
   tp_launch_disable_multicast();
+  tp_rdzv_set_job_secret(&env->secret);
   TP_LOGI("launch", "joining an external launcher: rank %d of %d, local rank %d, master %s:%d",
           env->rank, env->world, env->local_rank, env->master_addr, env->master_port);
   return exit_status_of(fn(env, ctx));
@@ -116,7 +125,8 @@ typedef struct worker_job {
   int world;
   int port;
   pid_t parent;
-  sigset_t child_mask; /* the caller's signal mask, restored in each child */
+  sigset_t child_mask;   /* the caller's signal mask, restored in each child */
+  tp_rdzv_secret secret; /* fresh for this job; reaches the children by fork */
 } worker_job;
 
 /* Dies with the parent. If the parent died before prctl took effect the
@@ -128,9 +138,18 @@ static void die_with_parent(pid_t parent) {
 static _Noreturn void worker_main(const worker_job *job, int rank) {
   die_with_parent(job->parent);
   sigprocmask(SIG_SETMASK, &job->child_mask, NULL);
-  tp_launch_env env = {
-      .rank = rank, .world = job->world, .local_rank = rank, .master_port = job->port};
+  tp_launch_env env = {.rank = rank,
+                       .world = job->world,
+                       .local_rank = rank,
+                       .master_port = job->port,
+                       .secret = job->secret};
   snprintf(env.master_addr, sizeof env.master_addr, "127.0.0.1");
+  /* A single-node job: the rendezvous stays on loopback, keyed by this
+   * job's own secret whatever the environment says. */
+  unsetenv("TPBENCH_RDZV_BIND");
+  unsetenv("TPBENCH_JOB_SECRET");
+  unsetenv("TPBENCH_JOB_SECRET_FILE");
+  tp_rdzv_set_job_secret(&job->secret);
   set_int_env("RANK", rank);
   set_int_env("WORLD_SIZE", job->world);
   set_int_env("LOCAL_RANK", rank);
@@ -277,7 +296,7 @@ static int run_workers(int n_workers, tp_worker_fn fn, void *ctx) {
     return TP_LAUNCH_USAGE_STATUS;
   }
   worker_job job = {.fn = fn, .ctx = ctx, .world = n_workers, .parent = getpid()};
-  if (tp_find_free_port(&job.port) != TP_OK) {
+  if (tp_find_free_port(&job.port) != TP_OK || tp_rdzv_secret_generate(&job.secret) != TP_OK) {
     fprintf(stderr, "tpbench: %s\n", tp_cli_last_message());
     return 1;
   }
@@ -285,6 +304,7 @@ static int run_workers(int n_workers, tp_worker_fn fn, void *ctx) {
   sv.pids = calloc((size_t)n_workers, sizeof *sv.pids);
   if (!sv.pids) {
     fprintf(stderr, "tpbench: no memory for %d workers\n", n_workers);
+    explicit_bzero(&job.secret, sizeof job.secret);
     return 1;
   }
   /* Children must be reapable (not auto-reaped by SIG_IGN), and the watched
@@ -308,6 +328,7 @@ static int run_workers(int n_workers, tp_worker_fn fn, void *ctx) {
   sigprocmask(SIG_SETMASK, &job.child_mask, NULL);
   sigaction(SIGCHLD, &old_chld, NULL);
   free(sv.pids);
+  explicit_bzero(&job.secret, sizeof job.secret);
   return status;
 }
 
@@ -318,7 +339,11 @@ int tp_launch(int n_workers, tp_worker_fn fn, void *ctx) {
     fprintf(stderr, "tpbench: %s\n", tp_cli_last_message());
     return TP_LAUNCH_USAGE_STATUS;
   }
-  if (present) return run_external(&env, fn, ctx);
+  if (present) {
+    int status = run_external(&env, fn, ctx);
+    explicit_bzero(&env.secret, sizeof env.secret);
+    return status;
+  }
   return run_workers(n_workers, fn, ctx);
 }
 

@@ -5,12 +5,18 @@
  * External: when RANK and WORLD_SIZE are both set, this process is one rank
  * of a job someone else started; tp_launch runs the worker function once,
  * here, as that rank. LOCAL_RANK defaults to RANK (the GPU to use on this
- * host); MASTER_ADDR and MASTER_PORT are required.
+ * host); MASTER_ADDR and MASTER_PORT are required, and so is the job's
+ * secret, which every rank must share: TPBENCH_JOB_SECRET (hex) or
+ * TPBENCH_JOB_SECRET_FILE (a file only its owner can read). Without one the
+ * process refuses to start, saying how to set it.
  *
  * Own workers: otherwise tp_launch picks a free port and fork()s the workers.
  * The parent only supervises and must never touch CUDA (a CUDA context does
  * not survive fork()); each child gets RANK, WORLD_SIZE, LOCAL_RANK,
- * MASTER_ADDR=127.0.0.1 and MASTER_PORT in its environment, dies with the
+ * MASTER_ADDR=127.0.0.1 and MASTER_PORT in its environment and a fresh
+ * random job secret (tp_rdzv_set_job_secret: inherited through fork, never
+ * written to the environment or a file; the rendezvous listens on loopback
+ * only, TPBENCH_RDZV_BIND is cleared), dies with the
  * parent (PR_SET_PDEATHSIG), tags its log lines with its rank and exits with
  * the worker function's return value. When a worker fails (non-zero exit or a
  * signal) the parent prints one line, stops the others (SIGTERM, then SIGKILL
@@ -29,6 +35,7 @@
 #include <stddef.h>
 
 #include "../common/tp_error.h"
+#include "rendezvous.h"
 
 /* Who this worker is and where the job's rendezvous lives. */
 typedef struct tp_launch_env {
@@ -37,7 +44,8 @@ typedef struct tp_launch_env {
   int local_rank; /* the GPU index on this host */
   char master_addr[64];
   int master_port;
-  int external; /* 1: started by an external launcher, 0: forked by tpbench */
+  int external;          /* 1: started by an external launcher, 0: forked by tpbench */
+  tp_rdzv_secret secret; /* the job's, shared by every rank */
 } tp_launch_env;
 
 /* A worker: returns its process exit status (0 success; 1..255 failure). */
@@ -55,7 +63,9 @@ typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
  *    this process; n_workers is ignored (the job's size is WORLD_SIZE).
  *    A missing or malformed variable (only one of RANK and WORLD_SIZE set,
  *    RANK outside [0, WORLD_SIZE), no MASTER_ADDR, MASTER_PORT outside
- *    1..65535, ...) prints why to stderr and returns TP_LAUNCH_USAGE_STATUS.
+ *    1..65535, no job secret or a bad one, ...) prints why to stderr and
+ *    returns TP_LAUNCH_USAGE_STATUS. The secret is installed
+ *    (tp_rdzv_set_job_secret) before fn runs.
  *  - otherwise n_workers (>= 1) forked workers: 0 if all exited 0; else the
  *    first failing worker's exit status, or 128 + signal number if it was
  *    killed (the shell's convention); 128 + SIGINT/SIGTERM when the parent was
@@ -65,10 +75,10 @@ typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
  */
 int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
 
-/* Reads the external launcher's environment into *env: TP_OK and
- * *present = 1 if RANK and WORLD_SIZE are both set, TP_OK and *present = 0
- * if neither is, TP_EUSAGE (with the reason) if they are half set or
- * malformed. */
+/* Reads the external launcher's environment, the job secret included, into
+ * *env: TP_OK and *present = 1 if RANK and WORLD_SIZE are both set, TP_OK
+ * and *present = 0 if neither is, TP_EUSAGE (with the reason) if they are
+ * half set or malformed, or no valid secret is given. */
 tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present);
 
 /* Sets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and

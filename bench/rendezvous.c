@@ -7,6 +7,12 @@
  * answer is either the result or an error the server composed, which names
  * the rank at fault. The client's own deadline is the timeout plus a short
  * grace, so that the server's more informative answer normally wins.
+ *
+ * Joining is a handshake (rendezvous_auth.h): the client answers the
+ * server's challenge and sends nothing more until the server's first sealed
+ * message proves that it holds the job's secret too. An attempt that fails
+ * short of a sealed verdict (the connection dropped, a silent or impostor
+ * server) is retried until the deadline: a busy server may have dropped it.
  */
 #include "rendezvous.h"
 
@@ -22,6 +28,7 @@
 #include <unistd.h>
 
 #include "../common/tp_log.h"
+#include "rendezvous_auth.h"
 #include "rendezvous_server.h"
 #include "rendezvous_wire.h"
 
@@ -30,12 +37,14 @@ enum {
   RETRY_MS = 50,        /* pause between connection attempts */
   ATTEMPT_MS = 1000,    /* one connection attempt at most */
   VERDICT_MS = 200,     /* wait for the server's error after a failed send */
+  HANDSHAKE_MS = 3000,  /* one join attempt's challenge and verdict at most */
   MAX_ERROR_TEXT = 4096 /* longest error text accepted from the server */
 };
 
 struct tp_rdzv {
   int rank, world, timeout_ms;
-  int fd;
+  rdzv_channel ch; /* ch.fd is -1 while not connected */
+  tp_rdzv_secret secret;
   int broken; /* a collective failed: the connection's state is unknown */
   uint64_t seq;
   char server[160];           /* "the rendezvous server (rank 0 at host:port)" */
@@ -126,7 +135,8 @@ static tp_rc server_error(tp_rdzv *rdzv, const rdzv_header *h, int64_t deadline)
     return TP_FAIL(TP_EIO, "rank %d: %s sent an error of %llu bytes", rdzv->rank, rdzv->server,
                    (unsigned long long)h->len);
   char text[MAX_ERROR_TEXT + 1];
-  TP_TRY(rdzv_recv_all(rdzv->fd, text, (size_t)h->len, deadline, rdzv->server));
+  TP_TRY(rdzv_channel_recv_body(&rdzv->ch, text, (size_t)h->len, deadline));
+  TP_TRY(rdzv_channel_recv_end(&rdzv->ch, deadline));
   text[h->len] = '\0';
   tp_rc code = h->arg > TP_OK && h->arg <= TP_EINTERNAL ? (tp_rc)h->arg : TP_EIO;
   return TP_FAIL(code, "rank %d: rendezvous failed: %s", rdzv->rank, text);
@@ -137,7 +147,7 @@ static tp_rc server_error(tp_rdzv *rdzv, const rdzv_header *h, int64_t deadline)
 static tp_rc await_answer(tp_rdzv *rdzv, uint32_t expect, uint64_t seq, void *reply,
                           size_t reply_len, int64_t deadline, const char *what) {
   rdzv_header h;
-  tp_rc rc = rdzv_recv_header(rdzv->fd, &h, deadline, rdzv->server);
+  tp_rc rc = rdzv_channel_recv_header(&rdzv->ch, &h, deadline);
   if (rc == TP_ETIMEOUT)
     return TP_FAIL(TP_ETIMEOUT, "rank %d: %s timed out after %d ms waiting for the other ranks",
                    rdzv->rank, what, rdzv->timeout_ms);
@@ -147,8 +157,11 @@ static tp_rc await_answer(tp_rdzv *rdzv, uint32_t expect, uint64_t seq, void *re
     return TP_FAIL(TP_EIO, "rank %d: %s: %s answered a %s #%llu of %llu bytes", rdzv->rank, what,
                    rdzv->server, rdzv_type_name(h.type), (unsigned long long)h.seq,
                    (unsigned long long)h.len);
-  if (reply_len == 0) return TP_OK;
-  return rdzv_recv_all(rdzv->fd, reply, reply_len, deadline, rdzv->server);
+  TP_TRY(rdzv_channel_recv_body(&rdzv->ch, reply, reply_len, deadline));
+  tp_rc sealed = rdzv_channel_recv_end(&rdzv->ch, deadline);
+  /* Bytes that fail the check are nobody's answer: leave none behind. */
+  if (sealed != TP_OK && reply_len > 0) memset(reply, 0, reply_len);
+  return sealed;
 }
 
 /* A request could not be sent: the server may have given up on the job and
@@ -159,7 +172,7 @@ static tp_rc pending_verdict(tp_rdzv *rdzv, tp_rc send_rc, const char *what) {
   snprintf(send_error, sizeof send_error, "%s", rdzv_error_text());
   rdzv_header h;
   int64_t deadline = rdzv_now_ms() + VERDICT_MS;
-  if (rdzv_recv_header(rdzv->fd, &h, deadline, rdzv->server) == TP_OK && h.type == RDZV_ERROR)
+  if (rdzv_channel_recv_header(&rdzv->ch, &h, deadline) == TP_OK && h.type == RDZV_ERROR)
     return server_error(rdzv, &h, deadline);
   return TP_FAIL(send_rc, "rank %d: %s: %s", rdzv->rank, what, send_error);
 }
@@ -173,7 +186,7 @@ static tp_rc request(tp_rdzv *rdzv, const rdzv_header *req, const void *payload,
   char what[64];
   snprintf(what, sizeof what, "%s #%llu", rdzv_type_name(req->type), (unsigned long long)req->seq);
   int64_t deadline = rdzv_now_ms() + rdzv->timeout_ms;
-  tp_rc rc = rdzv_send_msg(rdzv->fd, req, payload, deadline, rdzv->server);
+  tp_rc rc = rdzv_channel_send(&rdzv->ch, req, payload, deadline);
   if (rc != TP_OK) rc = pending_verdict(rdzv, rc, what);
   if (rc == TP_OK)
     rc = await_answer(rdzv, RDZV_REPLY, req->seq, reply, reply_len, deadline + GRACE_MS, what);
@@ -219,27 +232,102 @@ static tp_rc check_args(const char *addr, int port, int rank, int world, int tim
   return TP_OK;
 }
 
-static tp_rc join(tp_rdzv *rdzv, const char *addr, int port, int64_t deadline) {
+/* Answers the server's challenge on fd: the hello, then a channel. */
+static tp_rc answer_challenge(tp_rdzv *rdzv, int fd, int64_t deadline) {
+  unsigned char
+      raw[RDZV_HELLO_BYTES > RDZV_CHALLENGE_BYTES ? RDZV_HELLO_BYTES : RDZV_CHALLENGE_BYTES];
+  rdzv_challenge challenge;
+  TP_TRY(rdzv_recv_all(fd, raw, RDZV_CHALLENGE_BYTES, deadline, rdzv->server));
+  if (rdzv_parse_challenge(raw, RDZV_CHALLENGE_BYTES, &challenge) != TP_OK)
+    return tp_fail_context(TP_EFOREIGN, "%s sent a malformed challenge", rdzv->server);
+  rdzv_hello hello = {.rank = (uint32_t)rdzv->rank, .world = (uint32_t)rdzv->world};
+  TP_TRY(rdzv_random(hello.nonce, sizeof hello.nonce));
+  rdzv_hello_mac(&rdzv->secret, challenge.nonce, &hello, hello.mac);
+  rdzv_build_hello(&hello, raw);
+  TP_TRY(rdzv_send_all(fd, raw, RDZV_HELLO_BYTES, deadline, rdzv->server));
+  rdzv_channel_init(&rdzv->ch, fd, &rdzv->secret, challenge.nonce, &hello, 0, rdzv->server);
+  return TP_OK;
+}
+
+/* Waits for the server's sealed verdict on the hello. *final is set when it
+ * is a refusal the server proved to be its own: trying again cannot help. */
+static tp_rc await_accept(tp_rdzv *rdzv, int64_t deadline, int *final) {
+  rdzv_header h;
+  TP_TRY(rdzv_channel_recv_header(&rdzv->ch, &h, deadline));
+  if (h.type == RDZV_ERROR) {
+    tp_rc rc = server_error(rdzv, &h, deadline);
+    /* The server refuses with TP_EUSAGE, sealed; anything else (a failed
+     * check, a broken connection) may be anyone's doing: not final. */
+    *final = rc == TP_EUSAGE;
+    return rc;
+  }
+  if (h.type != RDZV_ACCEPT || h.len != 0 || h.arg != (uint32_t)rdzv->rank)
+    return TP_FAIL(TP_EFOREIGN, "%s answered the hello with a %s", rdzv->server,
+                   rdzv_type_name(h.type));
+  if (rdzv_channel_recv_end(&rdzv->ch, deadline) != TP_OK)
+    return TP_FAIL(TP_EFOREIGN, "%s could not prove that it holds the job's secret", rdzv->server);
+  return TP_OK;
+}
+
+/* One attempt to join, up to the server's acceptance. */
+static tp_rc try_join(tp_rdzv *rdzv, int fd, int64_t deadline, int *final) {
+  int64_t attempt = rdzv_now_ms() + HANDSHAKE_MS;
+  if (attempt > deadline) attempt = deadline;
+  TP_TRY(answer_challenge(rdzv, fd, attempt));
+  return await_accept(rdzv, attempt, final);
+}
+
+static void disconnect(tp_rdzv *rdzv, int fd) {
+  rdzv_channel_wipe(&rdzv->ch);
+  rdzv->ch.fd = -1;
+  close(fd);
+}
+
+static tp_rc join(tp_rdzv *rdzv, const char *addr, const char *bind_addr, int port,
+                  int64_t deadline) {
   if (rdzv->rank == 0)
-    TP_TRY(rdzv_server_start(addr, port, rdzv->world, rdzv->timeout_ms, &rdzv->server_thread));
-  TP_TRY(connect_until(addr, port, deadline, rdzv->timeout_ms, rdzv->server, &rdzv->fd));
-  TP_LOGD("rdzv", "rank %d connected to %s:%d", rdzv->rank, addr, port);
-  rdzv_header hello = {
-      .type = RDZV_HELLO, .arg = (uint32_t)rdzv->rank, .arg2 = (uint32_t)rdzv->world};
-  TP_TRY(rdzv_send_msg(rdzv->fd, &hello, NULL, deadline, rdzv->server));
+    TP_TRY(rdzv_server_start(bind_addr, port, rdzv->world, rdzv->timeout_ms, &rdzv->secret,
+                             &rdzv->server_thread));
+  /* Why an attempt failed, a server's failed proof kept over a mere timeout:
+   * it says more about what went on. */
+  char why[1024] = "";
+  for (;;) {
+    int fd = -1, final = 0;
+    tp_rc rc = connect_until(addr, port, deadline, rdzv->timeout_ms, rdzv->server, &fd);
+    if (rc != TP_OK && (rc != TP_ETIMEOUT || !why[0])) return rc;
+    if (rc == TP_OK) {
+      rc = try_join(rdzv, fd, deadline, &final);
+      if (rc == TP_OK) break;
+      disconnect(rdzv, fd);
+      if (final) return rc;
+    }
+    if (rc == TP_EFOREIGN || !why[0]) snprintf(why, sizeof why, "%s", rdzv_error_text());
+    if (rdzv_now_ms() >= deadline)
+      return TP_FAIL(TP_ETIMEOUT, "rank %d could not join %s within %d ms (%s)", rdzv->rank,
+                     rdzv->server, rdzv->timeout_ms, why);
+    TP_LOGD("rdzv", "rank %d: join attempt failed, trying again: %s", rdzv->rank,
+            rdzv_error_text());
+    sleep_ms(RETRY_MS);
+  }
   return await_answer(rdzv, RDZV_WELCOME, 0, NULL, 0, deadline + GRACE_MS, "joining");
 }
 
-tp_rc tp_rdzv_connect(const char *addr, int port, int rank, int world, int timeout_ms,
-                      tp_rdzv **out) {
+tp_rc tp_rdzv_connect_secret(const char *addr, int port, int rank, int world, int timeout_ms,
+                             const tp_rdzv_secret *secret, tp_rdzv **out) {
   *out = NULL;
   TP_TRY(check_args(addr, port, rank, world, timeout_ms));
+  if (!secret || secret->len < TP_RDZV_SECRET_MIN || secret->len > TP_RDZV_SECRET_MAX)
+    return TP_FAIL(TP_EUSAGE, "no valid job secret for the rendezvous");
+  /* Every interface only when the user says so. */
+  const char *bind_addr = getenv("TPBENCH_RDZV_BIND");
+  if (!bind_addr || !bind_addr[0]) bind_addr = addr;
   tp_rdzv *rdzv = calloc(1, sizeof *rdzv);
   if (!rdzv) return TP_FAIL(TP_EOOM, "no memory for the rendezvous");
-  *rdzv = (tp_rdzv){.rank = rank, .world = world, .timeout_ms = timeout_ms, .fd = -1};
+  *rdzv = (tp_rdzv){.rank = rank, .world = world, .timeout_ms = timeout_ms, .secret = *secret};
+  rdzv->ch.fd = -1;
   snprintf(rdzv->server, sizeof rdzv->server, "the rendezvous server (rank 0 at %s:%d)", addr,
            port);
-  tp_rc rc = join(rdzv, addr, port, rdzv_now_ms() + timeout_ms);
+  tp_rc rc = join(rdzv, addr, bind_addr, port, rdzv_now_ms() + timeout_ms);
   if (rc != TP_OK) {
     tp_rdzv_close(rdzv);
     return rc;
@@ -248,10 +336,27 @@ tp_rc tp_rdzv_connect(const char *addr, int port, int rank, int world, int timeo
   return TP_OK;
 }
 
+tp_rc tp_rdzv_connect(const char *addr, int port, int rank, int world, int timeout_ms,
+                      tp_rdzv **out) {
+  *out = NULL;
+  const tp_rdzv_secret *secret = tp_rdzv_job_secret();
+  if (!secret) {
+    TP_TRY(check_args(addr, port, rank, world, timeout_ms));
+    return TP_FAIL(TP_EUSAGE,
+                   "no job secret: the rendezvous admits only processes that hold the job's "
+                   "secret; under an external launcher set TPBENCH_JOB_SECRET to the same 64 hex "
+                   "digits on every rank (e.g. from `openssl rand -hex 32`) or "
+                   "TPBENCH_JOB_SECRET_FILE to a file only its owner can read");
+  }
+  return tp_rdzv_connect_secret(addr, port, rank, world, timeout_ms, secret, out);
+}
+
 void tp_rdzv_close(tp_rdzv *rdzv) {
   if (!rdzv) return;
-  if (rdzv->fd >= 0) close(rdzv->fd);
+  if (rdzv->ch.fd >= 0) close(rdzv->ch.fd);
   rdzv_server_stop(rdzv->server_thread);
+  rdzv_channel_wipe(&rdzv->ch);
+  sodium_memzero(&rdzv->secret, sizeof rdzv->secret);
   free(rdzv);
 }
 
@@ -261,7 +366,7 @@ tp_rc tp_find_free_port(int *port) {
   int one = 1;
   (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof sa;
   tp_rc rc = TP_OK;
   if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||

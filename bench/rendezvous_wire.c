@@ -1,6 +1,6 @@
 /*
- * rendezvous_wire.c — header encoding and deadline-bounded socket I/O of the
- * rendezvous (see rendezvous_wire.h).
+ * rendezvous_wire.c — header encoding, the pure parsers of handshake bytes
+ * and deadline-bounded socket I/O of the rendezvous (see rendezvous_wire.h).
  */
 #include "rendezvous_wire.h"
 
@@ -28,6 +28,8 @@ const char *rdzv_type_name(uint32_t type) {
   case RDZV_BARRIER: return "barrier";
   case RDZV_REPLY: return "reply";
   case RDZV_ERROR: return "error";
+  case RDZV_CHALLENGE: return "challenge";
+  case RDZV_ACCEPT: return "accept";
   default: return "unknown message";
   }
 }
@@ -112,8 +114,7 @@ static uint64_t get_u64(const unsigned char *p) {
   return (uint64_t)get_u32(p) << 32 | get_u32(p + 4);
 }
 
-tp_rc rdzv_send_header(int fd, const rdzv_header *h, int64_t deadline, const char *peer) {
-  unsigned char raw[RDZV_HEADER_BYTES];
+void rdzv_header_encode(const rdzv_header *h, unsigned char raw[RDZV_HEADER_BYTES]) {
   put_u32(raw, RDZV_MAGIC);
   put_u32(raw + 4, h->type);
   put_u32(raw + 8, h->arg);
@@ -121,32 +122,83 @@ tp_rc rdzv_send_header(int fd, const rdzv_header *h, int64_t deadline, const cha
   put_u64(raw + 16, h->seq);
   put_u64(raw + 24, h->count);
   put_u64(raw + 32, h->len);
-  return rdzv_send_all(fd, raw, sizeof raw, deadline, peer);
 }
 
-tp_rc rdzv_send_msg(int fd, const rdzv_header *h, const void *payload, int64_t deadline,
-                    const char *peer) {
-  TP_TRY(rdzv_send_header(fd, h, deadline, peer));
-  /* No payload: the header announces a body the caller streams itself. */
-  if (h->len == 0 || payload == NULL) return TP_OK;
-  return rdzv_send_all(fd, payload, (size_t)h->len, deadline, peer);
-}
-
-tp_rc rdzv_recv_header(int fd, rdzv_header *h, int64_t deadline, const char *peer) {
-  unsigned char raw[RDZV_HEADER_BYTES];
-  TP_TRY(rdzv_recv_all(fd, raw, sizeof raw, deadline, peer));
+tp_rc rdzv_header_decode(const unsigned char *raw, size_t len, rdzv_header *h) {
+  if (len != RDZV_HEADER_BYTES)
+    return TP_FAIL(TP_EFOREIGN, "a rendezvous header of %zu bytes, not %d", len, RDZV_HEADER_BYTES);
   if (get_u32(raw) != RDZV_MAGIC)
-    return TP_FAIL(TP_EFOREIGN, "%s sent something that is not a tpbench rendezvous message", peer);
+    return TP_FAIL(TP_EFOREIGN, "not a tpbench rendezvous message (magic 0x%08x)", get_u32(raw));
   h->type = get_u32(raw + 4);
   h->arg = get_u32(raw + 8);
   h->arg2 = get_u32(raw + 12);
   h->seq = get_u64(raw + 16);
   h->count = get_u64(raw + 24);
   h->len = get_u64(raw + 32);
-  if (h->type < RDZV_HELLO || h->type > RDZV_ERROR)
-    return TP_FAIL(TP_EFOREIGN, "%s sent an unknown message type %u", peer, h->type);
+  if (h->type < RDZV_HELLO || h->type > RDZV_ACCEPT)
+    return TP_FAIL(TP_EFOREIGN, "an unknown rendezvous message type %u", h->type);
   if (h->len > RDZV_MAX_PAYLOAD)
-    return TP_FAIL(TP_EFOREIGN, "%s announced %llu bytes, more than the %llu accepted", peer,
+    return TP_FAIL(TP_EFOREIGN,
+                   "a rendezvous message announcing %llu bytes, more than the %llu "
+                   "accepted",
                    (unsigned long long)h->len, (unsigned long long)RDZV_MAX_PAYLOAD);
+  return TP_OK;
+}
+
+void rdzv_build_challenge(const rdzv_challenge *c, unsigned char out[RDZV_CHALLENGE_BYTES]) {
+  rdzv_header h = {.type = RDZV_CHALLENGE, .arg = RDZV_VERSION, .len = RDZV_NONCE_BYTES};
+  rdzv_header_encode(&h, out);
+  memcpy(out + RDZV_HEADER_BYTES, c->nonce, RDZV_NONCE_BYTES);
+}
+
+void rdzv_build_hello(const rdzv_hello *hello, unsigned char out[RDZV_HELLO_BYTES]) {
+  rdzv_header h = {.type = RDZV_HELLO,
+                   .arg = hello->rank,
+                   .arg2 = hello->world,
+                   .count = RDZV_VERSION,
+                   .len = RDZV_NONCE_BYTES + RDZV_MAC_BYTES};
+  rdzv_header_encode(&h, out);
+  memcpy(out + RDZV_HEADER_BYTES, hello->nonce, RDZV_NONCE_BYTES);
+  memcpy(out + RDZV_HEADER_BYTES + RDZV_NONCE_BYTES, hello->mac, RDZV_MAC_BYTES);
+}
+
+/* The header of a handshake message of type `type` and `bytes` in all. */
+static tp_rc parse_handshake_header(const unsigned char *msg, size_t len, uint32_t type,
+                                    size_t bytes, rdzv_header *h) {
+  if (len != bytes)
+    return TP_FAIL(TP_EFOREIGN, "a rendezvous %s of %zu bytes, not %zu", rdzv_type_name(type), len,
+                   bytes);
+  TP_TRY(rdzv_header_decode(msg, RDZV_HEADER_BYTES, h));
+  if (h->type != type)
+    return TP_FAIL(TP_EFOREIGN, "a rendezvous %s where a %s was due", rdzv_type_name(h->type),
+                   rdzv_type_name(type));
+  if (h->len != bytes - RDZV_HEADER_BYTES)
+    return TP_FAIL(TP_EFOREIGN, "a rendezvous %s announcing %llu bytes, not %zu",
+                   rdzv_type_name(type), (unsigned long long)h->len, bytes - RDZV_HEADER_BYTES);
+  return TP_OK;
+}
+
+tp_rc rdzv_parse_challenge(const unsigned char *msg, size_t len, rdzv_challenge *out) {
+  rdzv_header h;
+  TP_TRY(parse_handshake_header(msg, len, RDZV_CHALLENGE, RDZV_CHALLENGE_BYTES, &h));
+  if (h.arg != RDZV_VERSION)
+    return TP_FAIL(TP_EFOREIGN, "the rendezvous server speaks protocol version %u, this build %u",
+                   h.arg, RDZV_VERSION);
+  memcpy(out->nonce, msg + RDZV_HEADER_BYTES, RDZV_NONCE_BYTES);
+  return TP_OK;
+}
+
+tp_rc rdzv_parse_hello(const unsigned char *msg, size_t len, rdzv_hello *out) {
+  rdzv_header h;
+  TP_TRY(parse_handshake_header(msg, len, RDZV_HELLO, RDZV_HELLO_BYTES, &h));
+  if (h.count != RDZV_VERSION)
+    return TP_FAIL(TP_EFOREIGN, "a joiner speaking protocol version %llu, this build %u",
+                   (unsigned long long)h.count, RDZV_VERSION);
+  if (h.arg2 < 1 || h.arg2 > RDZV_MAX_WORLD || h.arg >= h.arg2)
+    return TP_FAIL(TP_EFOREIGN, "a joiner claiming rank %u of world size %u", h.arg, h.arg2);
+  out->rank = h.arg;
+  out->world = h.arg2;
+  memcpy(out->nonce, msg + RDZV_HEADER_BYTES, RDZV_NONCE_BYTES);
+  memcpy(out->mac, msg + RDZV_HEADER_BYTES + RDZV_NONCE_BYTES, RDZV_MAC_BYTES);
   return TP_OK;
 }

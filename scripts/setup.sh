@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev clang-format clang-tidy)
+packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev clang-format clang-tidy)
 if [ "${TPBENCH_SETUP_CHROMIUM:-1}" = 1 ]; then packages+=(chromium); fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

@@ -5,7 +5,10 @@
  * the failing status returned; a worker that ignores SIGTERM killed after
  * the grace period; SIGINT to the parent forwarded; no orphans when the
  * parent is killed; the external launcher's environment, well-formed and
- * not; and tp_run_in_child.
+ * not; and tp_run_in_child. The job secret: every forked worker holds the
+ * same fresh one (never from the environment), and they rendezvous with it;
+ * an external launcher's rank refuses to start without one, or with a
+ * secret file others can read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,7 @@
 #include <cmocka.h>
 
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "bench/launcher.h"
 #include "bench_testutil.h"
@@ -25,6 +29,8 @@ typedef struct board {
   int ran[MAX_WORKERS];
   pid_t pid[MAX_WORKERS];
   int env_ok[MAX_WORKERS];
+  unsigned char secret[MAX_WORKERS][TP_RDZV_SECRET_GENERATED];
+  int joined[MAX_WORKERS]; /* rendezvous and allgather went through */
 } board;
 
 static board *shared_board(void) {
@@ -41,7 +47,12 @@ static void clear_external_env(void) {
   unsetenv("LOCAL_RANK");
   unsetenv("MASTER_ADDR");
   unsetenv("MASTER_PORT");
+  unsetenv("TPBENCH_JOB_SECRET");
+  unsetenv("TPBENCH_JOB_SECRET_FILE");
 }
+
+static const char ENV_SECRET_HEX[] =
+    "0101010101010101010101010101010101010101010101010101010101010101";
 
 static int env_is(const char *name, const char *value) {
   const char *v = getenv(name);
@@ -54,6 +65,15 @@ static int env_int_is(const char *name, int value) {
   return env_is(name, text);
 }
 
+static int secret_ok(const tp_launch_env *env);
+
+/* The bytes of ENV_SECRET_HEX: all 0x01. */
+static int is_env_secret(const tp_rdzv_secret *s) {
+  for (size_t i = 0; i < s->len; i++)
+    if (s->bytes[i] != 1) return 0;
+  return 1;
+}
+
 /* Checks the environment a forked worker must see. */
 static int worker_env_ok(const tp_launch_env *env) {
   return env->world == WORKERS && !env->external && env->local_rank == env->rank &&
@@ -61,13 +81,25 @@ static int worker_env_ok(const tp_launch_env *env) {
          env_int_is("LOCAL_RANK", env->rank) && env_is("MASTER_ADDR", "127.0.0.1") &&
          strcmp(env->master_addr, "127.0.0.1") == 0 && env->master_port > 0 &&
          env_int_is("MASTER_PORT", env->master_port) && env_is("NCCL_NVLS_ENABLE", "0") &&
-         env_is("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1") && env_is("NVSHMEM_DISABLE_NVLS", "1");
+         env_is("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1") && env_is("NVSHMEM_DISABLE_NVLS", "1") &&
+         secret_ok(env);
+}
+
+/* The worker holds the job's secret: installed, generated, never in the
+ * environment, and the rendezvous bound to loopback whatever it says. */
+static int secret_ok(const tp_launch_env *env) {
+  const tp_rdzv_secret *installed = tp_rdzv_job_secret();
+  return installed && installed->len == TP_RDZV_SECRET_GENERATED &&
+         env->secret.len == installed->len &&
+         memcmp(env->secret.bytes, installed->bytes, installed->len) == 0 &&
+         !getenv("TPBENCH_JOB_SECRET") && !getenv("TPBENCH_RDZV_BIND") && !is_env_secret(installed);
 }
 
 static int record(const tp_launch_env *env, board *b) {
   b->ran[env->rank] = 1;
   b->pid[env->rank] = getpid();
   b->env_ok[env->rank] = worker_env_ok(env);
+  memcpy(b->secret[env->rank], env->secret.bytes, TP_RDZV_SECRET_GENERATED);
   return 0;
 }
 
@@ -77,17 +109,54 @@ static void test_all_succeed(void **state) {
   (void)state;
   clear_external_env();
   unsetenv("NCCL_NVLS_ENABLE");
+  /* Neither reaches the workers of a job tpbench starts itself. */
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  setenv("TPBENCH_RDZV_BIND", "0.0.0.0", 1);
   board *b = shared_board();
   assert_int_equal(tp_launch(WORKERS, all_succeed, b), 0);
   for (int r = 0; r < WORKERS; r++) {
     assert_true(b->ran[r]);
     assert_true(b->env_ok[r]);
     assert_int_not_equal(b->pid[r], getpid()); /* each in its own process */
+    assert_memory_equal(b->secret[r], b->secret[0], TP_RDZV_SECRET_GENERATED);
   }
   assert_int_not_equal(b->pid[0], b->pid[1]);
   /* The parent's environment is left alone. */
   assert_null(getenv("RANK"));
   assert_null(getenv("NCCL_NVLS_ENABLE"));
+  assert_non_null(getenv("TPBENCH_RDZV_BIND"));
+  unsetenv("TPBENCH_RDZV_BIND");
+  unsetenv("TPBENCH_JOB_SECRET");
+  /* Each job makes its own secret. */
+  unsigned char first[TP_RDZV_SECRET_GENERATED];
+  memcpy(first, b->secret[0], sizeof first);
+  b = shared_board();
+  assert_int_equal(tp_launch(WORKERS, all_succeed, b), 0);
+  assert_memory_not_equal(b->secret[0], first, sizeof first);
+}
+
+/* The workers find each other through the authenticated rendezvous. */
+static int rendezvous_worker(const tp_launch_env *env, void *ctx) {
+  board *b = ctx;
+  tp_rdzv *z = NULL;
+  if (tp_rdzv_connect(env->master_addr, env->master_port, env->rank, env->world, 10000, &z) !=
+      TP_OK) {
+    fprintf(stderr, "rank %d: %s\n", env->rank, tp_last_error());
+    return 1;
+  }
+  int mine = 100 + env->rank, all[WORKERS] = {0};
+  tp_rc rc = tp_rdzv_allgather(z, &mine, sizeof mine, all);
+  tp_rdzv_close(z);
+  b->joined[env->rank] = rc == TP_OK && all[0] == 100 && all[WORKERS - 1] == 99 + WORKERS;
+  return rc == TP_OK ? 0 : 1;
+}
+
+static void test_workers_rendezvous_with_the_secret(void **state) {
+  (void)state;
+  clear_external_env();
+  board *b = shared_board();
+  assert_int_equal(tp_launch(WORKERS, rendezvous_worker, b), 0);
+  for (int r = 0; r < WORKERS; r++) assert_true(b->joined[r]);
 }
 
 /* Rank 1 fails at once; the others would sleep for 30 s. */
@@ -264,6 +333,7 @@ static void test_external_launcher(void **state) {
   setenv("WORLD_SIZE", "4", 1);
   setenv("MASTER_ADDR", "node17", 1);
   setenv("MASTER_PORT", "29500", 1);
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
   unsetenv("NCCL_NVLS_ENABLE");
   external_seen seen = {0};
   /* n_workers is ignored: the job's size comes from WORLD_SIZE. */
@@ -277,6 +347,11 @@ static void test_external_launcher(void **state) {
   assert_int_equal(seen.env.master_port, 29500);
   assert_int_equal(seen.env.external, 1);
   assert_true(env_is("NCCL_NVLS_ENABLE", "0"));
+  /* The secret from the environment is the one the rendezvous uses. */
+  assert_int_equal(seen.env.secret.len, 32);
+  assert_int_equal(seen.env.secret.bytes[31], 0x01);
+  assert_non_null(tp_rdzv_job_secret());
+  assert_memory_equal(tp_rdzv_job_secret()->bytes, seen.env.secret.bytes, 32);
   setenv("LOCAL_RANK", "0", 1);
   assert_int_equal(tp_launch(2, external_worker, &seen), 7);
   assert_int_equal(seen.env.local_rank, 0);
@@ -313,6 +388,41 @@ static void test_external_malformed(void **state) {
   expect_bad_env("0", "2", NULL, "1", "MASTER_ADDR is not set");
   expect_bad_env("0", "2", "h", NULL, "MASTER_PORT is not set");
   expect_bad_env("0", "2", "h", "70000", "MASTER_PORT: 70000 is out of range");
+}
+
+/* An external launcher's rank without the job's secret, or with a secret
+ * file others can read, refuses to start and says how to set one. */
+static void test_external_needs_secret(void **state) {
+  (void)state;
+  expect_bad_env("0", "2", "h", "29500", "set TPBENCH_JOB_SECRET to 64 hex digits");
+  char path[] = "/tmp/tp_secret_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, ENV_SECRET_HEX, strlen(ENV_SECRET_HEX)),
+                   (ssize_t)strlen(ENV_SECRET_HEX));
+  close(fd);
+  assert_int_equal(chmod(path, 0644), 0);
+  clear_external_env();
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_ADDR", "h", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  setenv("TPBENCH_JOB_SECRET_FILE", path, 1);
+  external_seen seen = {0};
+  tu_capture cap;
+  tu_capture_begin(&cap);
+  int status = tp_launch(2, external_worker, &seen);
+  char *err = tu_capture_end(&cap);
+  assert_int_equal(status, TP_LAUNCH_USAGE_STATUS);
+  assert_int_equal(seen.calls, 0);
+  if (!strstr(err, "chmod 600")) fail_msg("no advice in '%s'", err);
+  free(err);
+  /* Owner-only: accepted. */
+  assert_int_equal(chmod(path, 0600), 0);
+  assert_int_equal(tp_launch(2, external_worker, &seen), 7);
+  assert_int_equal(seen.env.secret.len, 32);
+  clear_external_env();
+  unlink(path);
 }
 
 static int child_global;
@@ -363,6 +473,8 @@ int main(void) {
       cmocka_unit_test(test_no_orphans),
       cmocka_unit_test(test_external_launcher),
       cmocka_unit_test(test_external_malformed),
+      cmocka_unit_test(test_external_needs_secret),
+      cmocka_unit_test(test_workers_rendezvous_with_the_secret),
       cmocka_unit_test(test_run_in_child),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,13 @@ static int free_port(void) {
 
 int gpu_run_group(int world, gpu_body_fn body, void *ctx) {
   int port = free_port();
+  /* The ranks inherit one fresh job secret, as tpbench's launcher hands it. */
+  tp_rdzv_secret secret;
+  if (tp_rdzv_secret_generate(&secret) != TP_OK) {
+    fprintf(stderr, "job secret: %s\n", tp_last_error());
+    return 1;
+  }
+  tp_rdzv_set_job_secret(&secret);
   pid_t pids[16];
   fflush(NULL);
   for (int r = 0; r < world; ++r) {
