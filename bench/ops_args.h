@@ -22,6 +22,9 @@ typedef struct tp_ops_args {
   int warmup;         /* untimed iterations before the window; default 10 */
   int iters;          /* timed iterations; default 50 */
   int timeout_s;      /* seconds before a window counts as hung; default 120 */
+  int rounds;         /* rounds per case; default 3 */
+  const char *order;  /* "rotate" (default) or "shuffle" */
+  int seed;           /* the shuffle's seed; default 1 */
   const char *format; /* table printed at the end: md, csv, json; default md */
   int quiet;          /* no progress lines */
   int list;           /* print the expanded matrix and stop; needs no GPU */

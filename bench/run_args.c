@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ASSIGNMENTS = 64, N_MATRIX_OPTIONS = 3, N_RUN_OPTIONS = 9 };
+enum { MAX_ASSIGNMENTS = 64, N_MATRIX_OPTIONS = 3, N_RUN_OPTIONS = 12 };
 
 void tp_run_args_defaults(tp_run_args *args) {
   memset(args, 0, sizeof *args);
@@ -22,6 +22,9 @@ void tp_run_args_defaults(tp_run_args *args) {
   args->timeout_s = 120;
   args->format = "md";
   args->trace_iters = 5;
+  args->rounds = 3;
+  args->order = "rotate";
+  args->seed = 1;
 }
 
 static tp_rc usage(const char *cmd, const char *msg) {
@@ -84,6 +87,13 @@ static void run_options(tp_run_args *a, tp_option *o) {
        NULL},
       {"timeout", TP_OPT_INT, &a->timeout_s, "S", "seconds before a window counts as hung", 1,
        86400, NULL},
+      {"rounds", TP_OPT_INT, &a->rounds, "N",
+       "rounds per case: each runs every configuration of the case once, back to back", 1, 64,
+       NULL},
+      {"order", TP_OPT_STRING, &a->order, "HOW",
+       "order of a case's configurations per round: rotated by one, or shuffled (seeded)", 0, 0,
+       "rotate|shuffle"},
+      {"seed", TP_OPT_INT, &a->seed, "N", "seed of the shuffled order", 0, 1 << 30, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},

@@ -31,6 +31,9 @@ typedef struct tp_run_args {
   int quiet;          /* no progress lines */
   int trace;          /* a traced window (CUPTI) after each measured one */
   int trace_iters;    /* its iterations; default 5 */
+  int rounds;         /* rounds per case; default 3 */
+  const char *order;  /* "rotate" (default) or "shuffle" */
+  int seed;           /* the shuffle's seed; default 1 */
 } tp_run_args;
 
 void tp_run_args_defaults(tp_run_args *args);

@@ -46,6 +46,9 @@ cudaError_t tp_launch_barrier(tp_pad_set pads, int rank, int world, uint64_t tim
                               cudaStream_t stream);
 
 /* Raises slot `slot` in the pad of rank `dst` (release, system scope). */
+/* One thread spinning for ns nanoseconds (a test-only slowdown). */
+cudaError_t tp_launch_delay(uint64_t ns, cudaStream_t stream);
+
 cudaError_t tp_launch_signal(uint32_t *dst_pad, int slot, cudaStream_t stream);
 
 /* Waits until `slot` of this rank's own pad is raised, then lowers it. */

@@ -47,6 +47,21 @@ static tp_rc query_multicast(tp_group *g) {
   return TP_OK;
 }
 
+/* The test knob that slows every fused op down by a fixed time, so that
+ * compare can be shown to catch a known regression. Off unless set to a
+ * whole number of microseconds (1..100000); anything else is refused. */
+static tp_rc read_test_delay(tp_group *g) {
+  const char *v = getenv("TPBENCH_TEST_DIST_DELAY_US");
+  g->test_delay_ns = 0;
+  if (!v || !*v) return TP_OK;
+  char *end = NULL;
+  long us = strtol(v, &end, 10);
+  if (*end != '\0' || us < 1 || us > 100000)
+    return TP_FAIL(TP_EUSAGE, "TPBENCH_TEST_DIST_DELAY_US=%s: expected microseconds, 1..100000", v);
+  g->test_delay_ns = (uint64_t)us * 1000u;
+  return TP_OK;
+}
+
 static void *driver_entry(const char *name) {
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -99,6 +114,7 @@ static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn
   snprintf(g->device_name, sizeof g->device_name, "%s", prop.name);
   g->sm_count = prop.multiProcessorCount;
   TP_TRY(query_multicast(g));
+  TP_TRY(read_test_delay(g));
   g->write_value32 = driver_entry("cuStreamWriteValue32");
   g->wait_value32 = driver_entry("cuStreamWaitValue32");
   int least = 0, greatest = 0;

@@ -222,8 +222,7 @@ static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
 static size_t stock_scratch(const tp_linear_desc *d) {
   const size_t e = tp_dtype_bytes(d->dtype);
   const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
-  if (is_gather_side(d->kind)) return (d->backward ? 2 : 1) * T * K * e;
-  return T * N * e;
+  return (d->backward ? 2 : 1) * (is_gather_side(d->kind) ? T * K : T * N) * e;
 }
 
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
@@ -565,21 +564,29 @@ static tp_rc stock_backward_no_sp(tp_group *g, const tp_linear_plan *p,
   return TP_OK;
 }
 
+/* The stock path's scratch: the caller's own (t->scratch: a reference whose
+ * halves must read what the other half delivered, untouched by other ops)
+ * or the group's. */
+static void *scratch_of(const tp_group *g, const tp_linear_tensors *t) {
+  return t->scratch ? t->scratch : g->scratch;
+}
+
 static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
   if (p->desc.sp_off) return stock_forward_no_sp(g, p, t);
+  void *scratch = scratch_of(g, t);
   if (is_gather_side(p->desc.kind)) {
-    void *gathered = t->saved ? t->saved : g->scratch;
+    void *gathered = t->saved ? t->saved : scratch;
     if (runs_comm(p))
       TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
     if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, gathered, t->y, 0));
     return add_biases(g, p, t);
   }
-  void *partial[TP_MAX_WEIGHTS] = {g->scratch}; /* one weight on the row-parallel side */
+  void *partial[TP_MAX_WEIGHTS] = {scratch}; /* one weight on the row-parallel side */
   if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, partial, 0));
   if (runs_comm(p))
-    TP_NCCL(ncclReduceScatter(g->scratch, t->y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
+    TP_NCCL(ncclReduceScatter(scratch, t->y[0], tp_linear_y_elems(p), nt, ncclSum, g->nccl, s),
             g->nccl);
   return add_biases(g, p, t);
 }
@@ -589,9 +596,13 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
   ncclDataType_t nt = nccl_type(p->desc.dtype);
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   if (p->desc.sp_off) return stock_backward_no_sp(g, p, t);
+  /* Regions of one op never alias inside a step: the gathered input (or
+   * gradient) has its own, so the GEMMs of a reference run alone read what
+   * the collective delivered, not a partial written since. */
+  void *scratch = scratch_of(g, t);
   if (is_gather_side(p->desc.kind)) {
-    void *partial = g->scratch;
-    void *gathered = t->saved ? t->saved : at(g->scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
+    void *gathered = t->saved ? t->saved : scratch; /* where the forward gathered it */
+    void *partial = at(scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
     if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, NULL, partial));
     if (runs_comm(p)) {
       TP_NCCL(ncclReduceScatter(partial, t->dx, tp_linear_x_elems(p), nt, ncclSum, g->nccl, s),
@@ -603,7 +614,7 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
     if (p->desc.bias && runs_gemm(p)) TP_TRY(bias_grads_local(g, p, t));
     return TP_OK;
   }
-  void *gathered = g->scratch;
+  void *gathered = at(scratch, (size_t)(p->desc.tokens * p->gemm_n) * e); /* past the partial */
   if (runs_comm(p))
     TP_NCCL(ncclAllGather(t->dy[0], gathered, tp_linear_y_elems(p), nt, g->nccl, s), g->nccl);
   if (runs_gemm(p)) {
@@ -893,7 +904,7 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
     if (tp_symm_size(g->symm) < p->workspace_bytes)
       return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
                      tp_symm_size(g->symm), p->workspace_bytes);
-  } else if (g->scratch_bytes < p->workspace_bytes) {
+  } else if (!t->scratch && g->scratch_bytes < p->workspace_bytes) {
     return TP_FAIL(TP_EINTERNAL, "scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
                    g->scratch_bytes, p->workspace_bytes);
   }
@@ -903,6 +914,8 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
 tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   TP_TRY(check_ready(g, p, t));
   tp_nvtx_push(p->nvtx_fwd);
+  /* the test knob's fixed slowdown of every fused op (off unless set) */
+  if (is_fused(p) && g->test_delay_ns) TP_CUDA(tp_launch_delay(g->test_delay_ns, g->main_stream));
   tp_rc rc = is_fused(p) ? dist_forward(g, p, t) : stock_forward(g, p, t);
   tp_nvtx_pop();
   return rc;

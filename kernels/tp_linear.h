@@ -123,6 +123,11 @@ typedef struct tp_linear_tensors {
   const void *b[TP_MAX_WEIGHTS]; /* biases, when the plan has them */
   void *db[TP_MAX_WEIGHTS];      /* their gradients */
   void *saved;
+  /* Stock-path scratch of the caller's own (workspace_bytes), NULL: the
+   * group's. The GEMM-alone and collective-alone references give each op its
+   * own, filled by a stock step before their windows, so each half reads
+   * exactly what the other half delivers in the stock op. */
+  void *scratch;
 } tp_linear_tensors;
 
 /* Enqueues the forward on the group's main stream (the fused schedules fork

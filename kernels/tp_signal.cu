@@ -49,6 +49,12 @@ __device__ void lower_slot(uint32_t *slot, int rank, int peer, uint64_t deadline
   }
 }
 
+/* Spins for ns on the global timer: the test knob's fixed slowdown. */
+__global__ void delay_kernel(uint64_t ns) {
+  const uint64_t until = global_timer_ns() + ns;
+  while (global_timer_ns() < until) {}
+}
+
 __global__ void barrier_kernel(tp_pad_set pads, int rank, int world, uint64_t timeout_ns) {
   int peer = static_cast<int>(threadIdx.x);
   if (peer >= world || peer == rank) return;
@@ -77,6 +83,11 @@ __global__ void wait_kernel(uint32_t *own_pad, int slot, int waited_rank, uint64
 }
 
 } // namespace
+
+extern "C" cudaError_t tp_launch_delay(uint64_t ns, cudaStream_t stream) {
+  delay_kernel<<<1, 1, 0, stream>>>(ns);
+  return cudaGetLastError();
+}
 
 extern "C" cudaError_t tp_launch_barrier(tp_pad_set pads, int rank, int world, uint64_t timeout_ns,
                                          cudaStream_t stream) {

@@ -134,6 +134,10 @@ typedef struct tp_block_tensors {
   float *norm_ws;        /* RMSNorm backward's workspace */
   tp_block_attn attn;
   tp_block_ffn ffn;
+  /* Each projection's own stock-path scratch (NULL: the group's, shared by
+   * all): set by a reference configuration while it runs, so its GEMMs read
+   * what its projection's collective delivered, not another op's data. */
+  void *proj_scratch[TP_N_PROJ];
 } tp_block_tensors;
 
 /* Allocates and fills the tensors for plan's shape (seed: per case; rank

@@ -21,9 +21,12 @@
 /* Everything but the collectives runs unless only the collectives are timed. */
 static int runs_local(const tp_block_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
 
-static tp_linear_tensors no_tensors(void) {
+/* A projection's tensors, starting with its own stock-path scratch when the
+ * configuration gave it one (the references: tp_block_tensors.proj_scratch). */
+static tp_linear_tensors proj_tensors(const tp_block_tensors *bt, tp_block_proj proj) {
   tp_linear_tensors t;
   memset(&t, 0, sizeof t);
+  t.scratch = bt->proj_scratch[proj];
   return t;
 }
 
@@ -59,7 +62,7 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   const tp_attention_shape *as = &p->attn;
   const int local = runs_local(p);
   if (local) TP_TRY(rmsnorm_fwd(g, p, x, a->g, a->h, a->inv_rms));
-  tp_linear_tensors qkv = no_tensors();
+  tp_linear_tensors qkv = proj_tensors(t, TP_PROJ_QKV);
   qkv.x = a->h;
   qkv.w[0] = a->w_qkv;
   qkv.y[0] = a->qkv;
@@ -70,7 +73,7 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
                                as->hkv, as->head_dim, g->main_stream));
     TP_TRY(tp_attention_forward(g->gemm, as, a->qkv, a->o, a->probs, a->ws, g->main_stream));
   }
-  tp_linear_tensors wo = no_tensors();
+  tp_linear_tensors wo = proj_tensors(t, TP_PROJ_WO);
   wo.x = a->o;
   wo.w[0] = a->w_o;
   wo.y[0] = y;
@@ -82,7 +85,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   tp_block_attn *a = &t->attn;
   const tp_attention_shape *as = &p->attn;
   const int local = runs_local(p);
-  tp_linear_tensors wo = no_tensors();
+  tp_linear_tensors wo = proj_tensors(t, TP_PROJ_WO);
   wo.x = a->o;
   wo.w[0] = a->w_o;
   wo.dy[0] = dy;
@@ -97,7 +100,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
     TP_CUDA(tp_launch_rope_bwd(as->dtype, a->dqkv, t->rope_table, as->seq, as->batch, as->hq,
                                as->hkv, as->head_dim, g->main_stream));
   }
-  tp_linear_tensors qkv = no_tensors();
+  tp_linear_tensors qkv = proj_tensors(t, TP_PROJ_QKV);
   qkv.x = a->h;
   qkv.w[0] = a->w_qkv;
   qkv.dy[0] = a->dqkv;
@@ -118,7 +121,7 @@ static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   tp_block_ffn *f = &t->ffn;
   const int local = runs_local(p);
   if (local) TP_TRY(rmsnorm_fwd(g, p, x, f->g, f->h, f->inv_rms));
-  tp_linear_tensors w13 = no_tensors();
+  tp_linear_tensors w13 = proj_tensors(t, TP_PROJ_W13);
   w13.x = f->h;
   w13.w[0] = f->w1;
   w13.w[1] = f->w3;
@@ -128,7 +131,7 @@ static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_W13], &w13));
   if (local)
     TP_CUDA(tp_launch_swiglu_fwd(p->shape.dtype, f->a, f->b, f->m, ffn_elems(p), g->main_stream));
-  tp_linear_tensors w2 = no_tensors();
+  tp_linear_tensors w2 = proj_tensors(t, TP_PROJ_W2);
   w2.x = f->m;
   w2.w[0] = f->w2;
   w2.y[0] = y;
@@ -139,7 +142,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
                      const void *dy, void *dx) {
   tp_block_ffn *f = &t->ffn;
   const int local = runs_local(p);
-  tp_linear_tensors w2 = no_tensors();
+  tp_linear_tensors w2 = proj_tensors(t, TP_PROJ_W2);
   w2.x = f->m;
   w2.w[0] = f->w2;
   w2.dy[0] = dy;
@@ -151,7 +154,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   if (local)
     TP_CUDA(tp_launch_swiglu_bwd(p->shape.dtype, f->dm, f->a, f->b, f->a, f->b, ffn_elems(p),
                                  g->main_stream));
-  tp_linear_tensors w13 = no_tensors();
+  tp_linear_tensors w13 = proj_tensors(t, TP_PROJ_W13);
   w13.x = f->h;
   w13.w[0] = f->w1;
   w13.w[1] = f->w3;

@@ -72,10 +72,11 @@ static int launch_until_done(run_job *job, int world, int external) {
     const int start = job->opts.start;
     pr->next = start;
     pr->current = -1;
+    pr->recorded = 0;
     status = tp_launch(world, run_worker_main, job);
     if (status == 0 || external || interrupted(status)) return status;
     if (pr->next >= job->matrix.n_configs) return status; /* all recorded: it failed at the end */
-    const int recorded_any = pr->next > start;
+    const int recorded_any = pr->recorded > 0;
     if ((attempt > 0 && !recorded_any) || attempt == MAX_RESTARTS) {
       fprintf(stderr,
               "tpbench run: giving up at configuration %d of %d: new workers made no progress; "
@@ -85,7 +86,9 @@ static int launch_until_done(run_job *job, int world, int external) {
     }
     job->opts.start = pr->next;
     job->opts.lost_reason = NULL;
-    if (pr->current == pr->next) {
+    job->opts.lost_index = -1;
+    if (pr->current >= pr->next) { /* died inside a case, running `current` */
+      job->opts.lost_index = pr->current;
       snprintf(lost, sizeof lost,
                "the workers died while running this configuration (exit status %d); new workers "
                "went on after it",
@@ -111,6 +114,9 @@ static void fill_options(const tp_run_args *args, const char *line, tp_run_worke
   h->quiet = args->quiet;
   h->format = args->format;
   h->trace_iters = args->trace_iters;
+  h->rounds = args->rounds;
+  h->shuffle = strcmp(args->order, "shuffle") == 0;
+  h->seed = (uint64_t)args->seed;
 }
 
 int tp_cmd_run(int argc, char **argv) {

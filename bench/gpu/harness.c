@@ -1,11 +1,12 @@
 /*
- * harness.c — one configuration on every rank, measured and recorded (see
- * harness.h for the order of the item's functions).
+ * harness.c — the configurations of one case on every rank, measured in
+ * rounds and recorded (see harness.h for the phases).
  *
- * Every rank walks the same configurations in the same order; the ranks
- * meet over the rendezvous after each step that can fail (prepare, capture,
- * the timed window, numerics) so they agree on the outcome before anyone
- * enters the next collective. Rank 0 alone touches the database.
+ * Every rank walks the same configurations in the same order (the round
+ * orders come from the same seed everywhere); the ranks meet over the
+ * rendezvous after each step that can fail (prepare, capture, each window,
+ * numerics) so they agree on the outcome before anyone enters the next
+ * collective. Rank 0 alone touches the database.
  */
 #include "harness.h"
 
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/tp_bootstrap.h"
 #include "../../kernels/tp_cuda_check.h"
 #include "../../kernels/tp_device.h"
 #include "../../report/tp_report.h"
@@ -24,7 +26,7 @@
 #include "job.h"
 #include "ops_trace.h"
 
-enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5 };
+enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 
 struct tp_harness {
   tp_worker_ctx *ctx;
@@ -33,16 +35,18 @@ struct tp_harness {
   tp_store *store; /* rank 0 only */
   int64_t run_id;
   cudaEvent_t *events;
-  double *samples_us;     /* measure_iters, this rank */
-  double *all_samples_us; /* world * measure_iters, gathered */
-  double *acc;            /* device: ACC_DOUBLES per compared output */
+  double *window_us; /* measure_iters: this rank's last window */
+  double *host_us;   /* measure_iters: host time issuing each step of it */
+  double *acc;       /* device: ACC_DOUBLES per compared output */
   int done, total;
   int recorded; /* configurations written (rank 0) */
-  /* The case's reference outputs (a REFERENCE configuration's copies). */
+  int cases;    /* cases run so far: seeds each case's shuffles */
+  /* The case's reference outputs (the REFERENCE configuration's copies). */
   void *ref[TP_ITEM_MAX_OUTPUTS];
   size_t ref_cap[TP_ITEM_MAX_OUTPUTS]; /* bytes allocated */
   size_t ref_count[TP_ITEM_MAX_OUTPUTS];
   int n_ref, have_ref;
+  char no_ref_why[REASON_CAP]; /* why the checks of the case cannot run */
 };
 
 /* What one rank says about a step; all ranks exchange it. */
@@ -89,17 +93,24 @@ static tp_rc begin_run(tp_harness *h) {
     h->run_id = h->opts.resume_run;
     return TP_OK;
   }
-  return tp_job_begin_run(h->store, h->ctx->group, h->ctx->world, h->opts.command,
-                          h->opts.command_line, h->opts.warmup_iters, h->opts.measure_iters,
-                          &h->run_id);
+  tp_job_run_desc d;
+  memset(&d, 0, sizeof d);
+  d.command = h->opts.command;
+  d.command_line = h->opts.command_line;
+  d.warmup_iters = h->opts.warmup_iters;
+  d.measure_iters = h->opts.measure_iters;
+  d.rounds = h->opts.rounds;
+  d.order_policy = h->opts.shuffle ? "shuffle" : "rotate";
+  d.order_seed = (int64_t)h->opts.seed;
+  return tp_job_begin_run(h->store, h->ctx->group, h->ctx->world, &d, &h->run_id);
 }
 
 static tp_rc setup_state(tp_harness *h) {
   const int iters = h->opts.measure_iters;
   h->events = calloc((size_t)iters + 1, sizeof(cudaEvent_t));
-  h->samples_us = calloc((size_t)iters, sizeof(double));
-  h->all_samples_us = calloc((size_t)iters * (size_t)h->ctx->world, sizeof(double));
-  if (!h->events || !h->samples_us || !h->all_samples_us)
+  h->window_us = calloc((size_t)iters, sizeof(double));
+  h->host_us = calloc((size_t)iters, sizeof(double));
+  if (!h->events || !h->window_us || !h->host_us)
     return TP_FAIL(TP_EOOM, "no host memory for %d iterations", iters);
   for (int i = 0; i <= iters; ++i) TP_CUDA(cudaEventCreate(&h->events[i]));
   TP_CUDA(cudaMalloc((void **)&h->acc, sizeof(double) * ACC_DOUBLES * TP_ITEM_MAX_OUTPUTS));
@@ -109,6 +120,8 @@ static tp_rc setup_state(tp_harness *h) {
 tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harness_options *opts,
                       int total, tp_harness **out) {
   *out = NULL;
+  if (opts->rounds < 1 || opts->rounds > TP_HARNESS_MAX_ROUNDS)
+    return TP_FAIL(TP_EUSAGE, "rounds must be 1..%d, not %d", TP_HARNESS_MAX_ROUNDS, opts->rounds);
   tp_harness *h = calloc(1, sizeof *h);
   if (!h) return TP_FAIL(TP_EOOM, "no host memory for the harness");
   h->ctx = ctx;
@@ -137,7 +150,7 @@ void tp_harness_set_done(tp_harness *h, int done) { h->done = done; }
 
 int tp_harness_recorded(const tp_harness *h) { return h->recorded; }
 
-void tp_harness_case_end(tp_harness *h) {
+static void free_references(tp_harness *h) {
   for (int i = 0; i < TP_ITEM_MAX_OUTPUTS; ++i) {
     cudaFree(h->ref[i]);
     h->ref[i] = NULL;
@@ -166,13 +179,13 @@ tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish) {
     if (rc == TP_OK) rc = fin;
     if (rc == TP_OK) rc = print_table(h);
   }
-  tp_harness_case_end(h);
+  free_references(h);
   if (h->events)
     for (int i = 0; i <= h->opts.measure_iters; ++i)
       if (h->events[i]) cudaEventDestroy(h->events[i]);
   free(h->events);
-  free(h->samples_us);
-  free(h->all_samples_us);
+  free(h->window_us);
+  free(h->host_us);
   cudaFree(h->acc);
   if (h->store) tp_store_close(h->store);
   free(h);
@@ -214,63 +227,452 @@ static tp_rc one_step(void *arg) {
   return s->item->ops->step(s->item->self, s->g);
 }
 
-static tp_rc run_steps(stepper *s, int n, cudaEvent_t *marks) {
+/* n steps; with marks, an event after each and the host time each took to issue. */
+static tp_rc run_steps(stepper *s, int n, cudaEvent_t *marks, double *host_us) {
   for (int i = 0; i < n; ++i) {
+    const double t0 = now_s();
     TP_TRY(one_step(s));
     if (marks) TP_CUDA(cudaEventRecord(marks[i + 1], s->g->main_stream));
+    if (host_us) host_us[i] = 1e6 * (now_s() - t0);
   }
   return TP_OK;
 }
 
-/* Warm-up, a host barrier so every rank starts the window together, then the
- * timed window: one event before the first step and one after each. */
+static tp_rc run_before(stepper *s) {
+  if (!s->item->ops->before) return TP_OK;
+  return s->item->ops->before(s->item->self, s->g);
+}
+
+/* `before`, warm-up, a host barrier so every rank starts the window
+ * together, then the timed window: one event before the first step and one
+ * after each. */
 static tp_rc time_window(tp_harness *h, stepper *s) {
   tp_group *g = h->ctx->group;
   const int iters = h->opts.measure_iters;
-  TP_TRY(run_steps(s, h->opts.warmup_iters, NULL));
+  TP_TRY(run_before(s));
+  TP_TRY(run_steps(s, h->opts.warmup_iters, NULL, NULL));
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
   TP_TRY(wait_event(h->events[0], h->opts.window_timeout_s, "the warm-up window"));
   TP_TRY(tp_rdzv_barrier(h->ctx->rdzv));
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  TP_TRY(run_steps(s, iters, h->events));
+  TP_TRY(run_steps(s, iters, h->events, h->host_us));
   TP_TRY(wait_event(h->events[iters], h->opts.window_timeout_s, "the measurement window"));
   for (int i = 0; i < iters; ++i) {
     float ms = 0.0f;
     TP_CUDA(cudaEventElapsedTime(&ms, h->events[i], h->events[i + 1]));
-    h->samples_us[i] = 1000.0 * (double)ms;
+    h->window_us[i] = 1000.0 * (double)ms;
   }
   return TP_OK;
 }
 
-/* Graph mode, first part: eager warm-up steps, which plan algorithms and
- * fill caches (capture must not), waited for. */
-static tp_rc eager_warmup(tp_harness *h, stepper *s) {
-  stepper eager = {s->g, s->item, NULL};
-  TP_TRY(run_steps(&eager, h->opts.warmup_iters, NULL));
-  TP_CUDA(cudaEventRecord(h->events[0], s->g->main_stream));
-  return wait_event(h->events[0], h->opts.window_timeout_s, "the eager warm-up before capture");
+/* Records events[0] on the main stream and waits for it (within the timeout). */
+static tp_rc record_and_wait(tp_harness *h, tp_group *g, const char *what) {
+  TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
+  return wait_event(h->events[0], h->opts.window_timeout_s, what);
 }
 
-/* Graph mode, second part: one step captured. The graph's own warm-up
- * replays happen in time_window. */
-static tp_rc capture_step(stepper *s) {
-  stepper eager = {s->g, s->item, NULL};
-  return tp_graph_capture(s->g, one_step, &eager, &s->graph);
+/* ---- one configuration's state through the phases ------------------------------------- */
+
+typedef struct outcome {
+  tp_ops_trace trace;
+  int have_trace;
+  tp_config_status status;
+  char reason[REASON_CAP];
+  tp_result result;
+  int have_result;
+  tp_item_info info;
+} outcome;
+
+typedef struct entry_state {
+  tp_harness_entry *e;
+  stepper s;
+  outcome oc;
+  int active; /* prepared and still being measured */
+  /* samples of every rank: [rank][round * iters + i] */
+  double *times, *host;
+  int *round_of; /* rounds * iters */
+  int n_rounds;  /* rounds measured */
+  tp_window windows[TP_HARNESS_MAX_ROUNDS];
+  tp_check checks[TP_ITEM_MAX_OUTPUTS];
+  char check_reasons[TP_ITEM_MAX_OUTPUTS][192];
+  char check_names[TP_ITEM_MAX_OUTPUTS][32];
+  int n_checks;
+  int64_t peak_in_use;
+} entry_state;
+
+static void set_failure(outcome *oc, tp_rc rc, const char *reason) {
+  oc->status = status_of(rc);
+  snprintf(oc->reason, sizeof oc->reason, "%s", reason);
+  oc->have_result = 0;
 }
 
-/* ---- numerics ------------------------------------------------------------------------ */
+/* Device memory in use now; the configuration's high-water mark keeps the largest. */
+static void note_memory(entry_state *es) {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  int64_t used = (int64_t)(total_b - free_b);
+  if (used > es->peak_in_use) es->peak_in_use = used;
+}
 
-typedef struct numerics {
-  double diff2, ref2, max_abs, differ, nonfinite;
-} numerics;
+static tp_rc alloc_samples(tp_harness *h, entry_state *es) {
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)h->opts.measure_iters;
+  const size_t all = per_rank * (size_t)h->ctx->world;
+  es->times = calloc(all, sizeof(double));
+  es->host = calloc(all, sizeof(double));
+  es->round_of = calloc(per_rank, sizeof(int));
+  if (!es->times || !es->host || !es->round_of)
+    return TP_FAIL(TP_EOOM, "no host memory for %zu samples", all);
+  return TP_OK;
+}
 
-/* Copies the item's outputs aside: the CHECK configurations of the case are
- * compared against them. */
-static tp_rc keep_reference(tp_harness *h, const tp_item *item, tp_dtype dt) {
-  tp_item_output out[TP_ITEM_MAX_OUTPUTS];
+static void free_entry(entry_state *es) {
+  free(es->times);
+  free(es->host);
+  free(es->round_of);
+  tp_graph_destroy(es->s.graph);
+  tp_ops_trace_free(&es->oc.trace);
+}
+
+/* A device that timed out or raised a CUDA error may be wedged. */
+static int is_fatal(tp_rc rc) { return rc == TP_ETIMEOUT || rc == TP_ECUDA; }
+
+/* ---- phase 1: plan and prepare every configuration --------------------------------------- */
+
+static tp_rc plan_and_prepare(tp_group *g, const tp_item *item) {
+  TP_TRY(item->ops->plan(item->self, g));
+  return item->ops->prepare(item->self, g);
+}
+
+static tp_rc prepare_all(tp_harness *h, entry_state *es, int n) {
+  char reason[REASON_CAP];
+  for (int i = 0; i < n; ++i) {
+    if (es[i].e->cfg.rejected) {
+      set_failure(&es[i].oc, TP_EREJECT, es[i].e->cfg.reason ? es[i].e->cfg.reason : "rejected");
+      continue;
+    }
+    if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es[i].e->cfg.index;
+    tp_rc rc = plan_and_prepare(h->ctx->group, &es[i].e->item);
+    es[i].e->item.ops->info(es[i].e->item.self, &es[i].oc.info);
+    if (rc == TP_OK) rc = alloc_samples(h, &es[i]);
+    tp_rc agreed = TP_OK;
+    TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
+    if (agreed != TP_OK) {
+      set_failure(&es[i].oc, agreed, reason);
+      continue;
+    }
+    es[i].active = 1;
+    note_memory(&es[i]);
+  }
+  return TP_OK;
+}
+
+/* ---- phase 2: graphs ------------------------------------------------------------------ */
+
+/* Eager warm-up steps (which plan algorithms and fill caches; capture must
+ * not), waited for, then one step captured; the ranks agree. A capture that
+ * failed (workspace growth while frozen, an uncapturable call) is recorded
+ * as a failed configuration, never a crash or a hang. */
+static tp_rc capture(tp_harness *h, entry_state *es) {
+  stepper eager = {es->s.g, es->s.item, NULL};
+  tp_rc rc = run_before(&eager);
+  if (rc == TP_OK) rc = run_steps(&eager, h->opts.warmup_iters, NULL, NULL);
+  if (rc == TP_OK) rc = record_and_wait(h, es->s.g, "the eager warm-up before capture");
+  if (is_fatal(rc)) {
+    set_failure(&es->oc, rc, tp_last_error());
+    return rc;
+  }
+  if (rc == TP_OK) rc = tp_graph_capture(es->s.g, one_step, &eager, &es->s.graph);
+  char reason[REASON_CAP];
+  tp_rc agreed = TP_OK;
+  TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
+  if (agreed != TP_OK) {
+    set_failure(&es->oc, agreed == TP_EOOM ? TP_EOOM : TP_EINTERNAL, reason);
+    es->active = 0;
+  }
+  return TP_OK;
+}
+
+/* ---- phase 3: rounds -------------------------------------------------------------------- */
+
+/* The order of round r over the n active positions: rotated by r, or a
+ * Fisher-Yates shuffle seeded by (seed, case, round) — the same on every rank. */
+static void round_order(const tp_harness *h, int round, int n, int *order) {
+  for (int i = 0; i < n; ++i) order[i] = h->opts.shuffle ? i : (i + round) % n;
+  if (!h->opts.shuffle) return;
+  uint64_t st = h->opts.seed ^ ((uint64_t)h->cases << 32) ^ (uint64_t)(round + 1) * 0x9e37ull;
+  for (int i = n - 1; i > 0; --i) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    int j = (int)((st >> 33) % (uint64_t)(i + 1));
+    int t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+static double median_of(const double *x, int n) {
+  tp_stats st;
+  return tp_stats_compute(x, n, &st) == TP_OK ? st.median : NAN;
+}
+
+/* Gathers this window's samples from every rank into the entry. */
+static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position) {
+  const int iters = h->opts.measure_iters, world = h->ctx->world;
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)iters;
+  const size_t bytes = sizeof(double) * (size_t)iters;
+  double *all = malloc(bytes * (size_t)world * 2);
+  if (!all) return TP_FAIL(TP_EOOM, "no host memory for a window's samples");
+  double *mine = malloc(bytes * 2);
+  if (!mine) {
+    free(all);
+    return TP_FAIL(TP_EOOM, "no host memory for a window's samples");
+  }
+  memcpy(mine, h->window_us, bytes);
+  memcpy(mine + iters, h->host_us, bytes);
+  tp_rc rc = tp_rdzv_allgather(h->ctx->rdzv, mine, bytes * 2, all);
+  const size_t at = (size_t)es->n_rounds * (size_t)iters;
+  for (int r = 0; rc == TP_OK && r < world; ++r) {
+    memcpy(es->times + (size_t)r * per_rank + at, all + (size_t)r * 2 * (size_t)iters, bytes);
+    memcpy(es->host + (size_t)r * per_rank + at, all + ((size_t)r * 2 + 1) * (size_t)iters, bytes);
+  }
+  free(mine);
+  free(all);
+  TP_TRY(rc);
+  double *slowest = malloc(bytes);
+  if (!slowest) return TP_FAIL(TP_EOOM, "no host memory");
+  for (int i = 0; i < iters; ++i) {
+    es->round_of[at + (size_t)i] = round;
+    double worst = 0.0;
+    for (int r = 0; r < world; ++r) {
+      double t = es->times[(size_t)r * per_rank + at + (size_t)i];
+      if (t > worst) worst = t;
+    }
+    slowest[i] = worst;
+  }
+  es->windows[es->n_rounds] = (tp_window){round, position, median_of(slowest, iters)};
+  free(slowest);
+  es->n_rounds++;
+  return TP_OK;
+}
+
+/* One window of one configuration in round `round`. Fatal errors stop the
+ * worker; others end the configuration. */
+static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int position) {
+  if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es->e->cfg.index;
+  tp_rc rc = time_window(h, &es->s);
+  note_memory(es);
+  if (is_fatal(rc)) {
+    set_failure(&es->oc, rc, tp_last_error());
+    return rc;
+  }
+  char reason[REASON_CAP];
+  tp_rc agreed = TP_OK;
+  TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
+  if (agreed != TP_OK) {
+    set_failure(&es->oc, agreed, reason);
+    es->active = 0;
+    return TP_OK;
+  }
+  return keep_window(h, es, round, position);
+}
+
+static tp_rc run_rounds(tp_harness *h, entry_state *es, int n) {
+  int order[TP_HARNESS_MAX_CASE];
+  for (int round = 0; round < h->opts.rounds; ++round) {
+    int live[TP_HARNESS_MAX_CASE], n_live = 0;
+    for (int i = 0; i < n; ++i)
+      if (es[i].active) live[n_live++] = i;
+    round_order(h, round, n_live, order);
+    for (int k = 0; k < n_live; ++k) {
+      entry_state *e = &es[live[order[k]]];
+      if (!e->active) continue;
+      TP_TRY(measure_window(h, e, round, k));
+    }
+  }
+  return TP_OK;
+}
+
+/* ---- statistics --------------------------------------------------------------------- */
+
+/* Share of iterations in which some rank took longer to issue the step than
+ * the GPU took to run it: the GPU waited on that rank's host. */
+static double host_stall_frac(const tp_harness *h, const entry_state *es, int n) {
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)h->opts.measure_iters;
+  int stalls = 0;
+  for (int i = 0; i < n; ++i)
+    for (int r = 0; r < h->ctx->world; ++r) {
+      size_t k = (size_t)r * per_rank + (size_t)i;
+      if (es->host[k] > es->times[k]) {
+        stalls++;
+        break;
+      }
+    }
+  return n > 0 ? (double)stalls / n : NAN;
+}
+
+static double rank_skew(const tp_harness *h, const entry_state *es, int n) {
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)h->opts.measure_iters;
+  double lo = INFINITY, hi = 0.0;
+  for (int r = 0; r < h->ctx->world; ++r) {
+    double m = median_of(es->times + (size_t)r * per_rank, n);
+    if (m < lo) lo = m;
+    if (m > hi) hi = m;
+  }
+  return lo > 0 && isfinite(lo) ? hi / lo - 1.0 : NAN;
+}
+
+static tp_rc fill_result(tp_harness *h, entry_state *es) {
+  const int n = es->n_rounds * h->opts.measure_iters;
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)h->opts.measure_iters;
+  double *slowest = malloc(sizeof(double) * (size_t)n);
+  if (!slowest) return TP_FAIL(TP_EOOM, "no host memory for samples");
+  const double *per_rank_ptr[TP_MAX_WORLD];
+  for (int r = 0; r < h->ctx->world; ++r) per_rank_ptr[r] = es->times + (size_t)r * per_rank;
+  tp_rc rc = tp_stats_slowest_rank(per_rank_ptr, h->ctx->world, n, slowest);
+  tp_stats st;
+  if (rc == TP_OK) rc = tp_stats_compute(slowest, n, &st);
+  tp_interval iv = {NAN, NAN, NAN, 0};
+  tp_round_series series = {slowest, es->round_of, n};
+  if (rc == TP_OK) rc = tp_boot_median(&series, h->opts.rounds, 0.95, h->opts.seed + 1, &iv);
+  free(slowest);
+  TP_TRY(rc);
+  const tp_harness_config *cfg = &es->e->cfg;
+  tp_result *res = &es->oc.result;
+  res->n_samples = st.n;
+  res->median_us = st.median;
+  res->p10_us = st.p10;
+  res->p90_us = st.p90;
+  res->mean_us = st.mean;
+  res->min_us = st.min;
+  res->max_us = st.max;
+  res->cv = st.cv;
+  res->tokens_per_s = (double)cfg->axes->tokens / (st.median * 1e-6);
+  res->flops = cfg->flops;
+  res->tflops =
+      cfg->flops > 0 ? cfg->flops / (double)h->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
+  res->bytes_moved = es->oc.info.bytes_moved;
+  res->workspace_bytes = es->oc.info.workspace_bytes;
+  res->peak_mem_bytes = es->peak_in_use;
+  res->max_abs_err = NAN;
+  res->rel_err = NAN;
+  res->n_rounds = es->n_rounds;
+  res->ci_lo_us = iv.lo;
+  res->ci_hi_us = iv.hi;
+  res->rank_skew = rank_skew(h, es, n);
+  res->host_stall_frac = host_stall_frac(h, es, n);
+  res->fused = es->oc.info.fused;
+  es->oc.have_result = 1;
+  es->oc.status = TP_STATUS_OK;
+  return TP_OK;
+}
+
+/* ---- phase 4: numerics ------------------------------------------------------------------ */
+
+/* Poison, `before`, one step (or graph replay), waited for. */
+static tp_rc numerics_step(tp_harness *h, entry_state *es, tp_item_output *out, int *n_out) {
+  tp_group *g = h->ctx->group;
+  const tp_item *item = es->s.item;
   int n = item->ops->outputs(item->self, out, TP_ITEM_MAX_OUTPUTS);
+  for (int i = 0; i < n; ++i)
+    TP_CUDA(tp_launch_poison(es->oc.info.dtype, (void *)out[i].ptr, out[i].count, g->main_stream));
+  TP_TRY(run_before(&es->s));
+  TP_TRY(one_step(&es->s));
+  TP_TRY(record_and_wait(h, g, "the numerics step"));
+  *n_out = n;
+  return TP_OK;
+}
+
+/* Measures out[i] against against[i] (NULL: against itself, to count
+ * non-finite elements) on every rank, summed over ranks into m[]. */
+static tp_rc measure_outputs(tp_harness *h, tp_dtype dt, const tp_item_output *out,
+                             void *const *against, int n, tp_output_measure *m) {
+  tp_group *g = h->ctx->group;
+  double host[ACC_DOUBLES * TP_ITEM_MAX_OUTPUTS];
+  TP_CUDA(cudaMemsetAsync(h->acc, 0, sizeof host, g->main_stream));
+  for (int i = 0; i < n; ++i) {
+    if (out[i].rule == TP_RULE_SKIP) continue;
+    const void *b = against ? against[i] : out[i].ptr;
+    TP_CUDA(tp_launch_compare(dt, out[i].ptr, b, out[i].count,
+                              h->acc + (size_t)ACC_DOUBLES * (size_t)i, g->main_stream));
+  }
+  TP_CUDA(cudaMemcpyAsync(host, h->acc, sizeof host, cudaMemcpyDeviceToHost, g->main_stream));
+  TP_CUDA(cudaStreamSynchronize(g->main_stream));
+  tp_output_measure mine[TP_ITEM_MAX_OUTPUTS], all[TP_MAX_WORLD][TP_ITEM_MAX_OUTPUTS];
+  memset(mine, 0, sizeof mine);
+  for (int i = 0; i < n; ++i) {
+    const double *a = host + (size_t)ACC_DOUBLES * (size_t)i;
+    mine[i] = (tp_output_measure){a[0], a[1], a[2], a[3], a[4], (double)out[i].count};
+  }
+  TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, mine, sizeof mine, all));
+  memset(m, 0, sizeof(tp_output_measure) * (size_t)n);
+  for (int r = 0; r < h->ctx->world; ++r)
+    for (int i = 0; i < n; ++i) {
+      m[i].diff2 += all[r][i].diff2;
+      m[i].ref2 += all[r][i].ref2;
+      m[i].max_abs = fmax(m[i].max_abs, all[r][i].max_abs);
+      m[i].differ += all[r][i].differ;
+      m[i].nonfinite += all[r][i].nonfinite;
+      m[i].elements += all[r][i].elements;
+    }
+  return TP_OK;
+}
+
+static void add_check(entry_state *es, const tp_item_output *o, const tp_output_measure *m,
+                      const tp_output_verdict *v) {
+  const int k = es->n_checks++;
+  snprintf(es->check_names[k], sizeof es->check_names[k], "%s", o->name);
+  snprintf(es->check_reasons[k], sizeof es->check_reasons[k], "%s", v->reason);
+  es->checks[k] = (tp_check){es->check_names[k],
+                             v->rule,
+                             v->status,
+                             m ? (int64_t)m->elements : (int64_t)o->count,
+                             m ? (int64_t)m->nonfinite : -1,
+                             m ? (int64_t)m->differ : -1,
+                             v->rel_err,
+                             m ? m->max_abs : NAN,
+                             v->tolerance,
+                             v->reason[0] ? es->check_reasons[k] : NULL};
+  if (es->checks[k].nonfinite < 0) es->checks[k].nonfinite = 0;
+  if (es->checks[k].differ < 0) es->checks[k].differ = 0;
+}
+
+/* The configuration's numerics from its checks: failed, else not checked, else ok. */
+static void settle_numerics(entry_state *es, const char *fallback) {
+  const char *verdict = "ok";
+  const char *why = NULL;
+  double worst = NAN, worst_abs = 0.0;
+  for (int k = 0; k < es->n_checks; ++k) {
+    const tp_check *c = &es->checks[k];
+    if (strcmp(c->status, "failed") == 0 && strcmp(verdict, "failed") != 0) {
+      verdict = "failed";
+      why = c->reason;
+    } else if (strcmp(c->status, "not checked") == 0 && strcmp(verdict, "ok") == 0) {
+      verdict = "not checked";
+      why = c->reason;
+    }
+    if (isfinite(c->rel_err) && !(worst >= c->rel_err)) worst = c->rel_err;
+    if (isfinite(c->max_abs_err) && c->max_abs_err > worst_abs) worst_abs = c->max_abs_err;
+  }
+  if (es->n_checks == 0) {
+    verdict = "not checked";
+    why = fallback;
+  }
+  tp_result *res = &es->oc.result;
+  res->numerics = verdict;
+  res->numerics_reason = why;
+  res->rel_err = worst;
+  res->max_abs_err = worst_abs;
+  if (strcmp(verdict, "failed") == 0) {
+    es->oc.status = TP_STATUS_FAILED;
+    snprintf(es->oc.reason, sizeof es->oc.reason, "numerics: %s", why ? why : "failed");
+  }
+}
+
+/* Copies the reference's outputs aside once they are known to be finite. */
+static tp_rc keep_reference(tp_harness *h, const tp_item_output *out, int n, tp_dtype dt) {
   cudaStream_t s = h->ctx->group->main_stream;
-  h->have_ref = 0;
   for (int i = 0; i < n; ++i) {
     size_t bytes = out[i].count * tp_dtype_bytes(dt);
     if (h->ref_cap[i] < bytes) {
@@ -289,136 +691,80 @@ static tp_rc keep_reference(tp_harness *h, const tp_item *item, tp_dtype dt) {
   return TP_OK;
 }
 
-/* Compares this rank's outputs with the kept reference and sums each
- * output's comparison over all ranks into per[] (n entries). */
-static tp_rc compare_reference(tp_harness *h, const tp_item *item, tp_dtype dt, numerics *per,
-                               tp_item_output *out, int *n_out) {
-  tp_group *g = h->ctx->group;
-  int n = item->ops->outputs(item->self, out, TP_ITEM_MAX_OUTPUTS);
-  if (n != h->n_ref)
-    return TP_FAIL(TP_EINTERNAL, "%d outputs to compare, the reference kept %d", n, h->n_ref);
-  double host[ACC_DOUBLES * TP_ITEM_MAX_OUTPUTS];
-  TP_CUDA(cudaMemsetAsync(h->acc, 0, sizeof host, g->main_stream));
-  for (int i = 0; i < n; ++i) {
-    if (out[i].count != h->ref_count[i])
-      return TP_FAIL(TP_EINTERNAL, "output %s has %zu elements, its reference %zu", out[i].name,
-                     out[i].count, h->ref_count[i]);
-    TP_CUDA(tp_launch_compare(dt, out[i].ptr, h->ref[i], out[i].count,
-                              h->acc + (size_t)ACC_DOUBLES * (size_t)i, g->main_stream));
-  }
-  TP_CUDA(cudaMemcpyAsync(host, h->acc, sizeof host, cudaMemcpyDeviceToHost, g->main_stream));
-  TP_CUDA(cudaStreamSynchronize(g->main_stream));
-  numerics mine[TP_ITEM_MAX_OUTPUTS], all[TP_MAX_WORLD][TP_ITEM_MAX_OUTPUTS];
-  memset(mine, 0, sizeof mine);
-  for (int i = 0; i < n; ++i) {
-    const double *a = host + (size_t)ACC_DOUBLES * (size_t)i;
-    mine[i] = (numerics){a[0], a[1], a[2], a[3], a[4]};
-  }
-  TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, mine, sizeof mine, all));
-  memset(per, 0, sizeof(numerics) * (size_t)n);
-  for (int r = 0; r < h->ctx->world; ++r)
-    for (int i = 0; i < n; ++i) {
-      per[i].diff2 += all[r][i].diff2;
-      per[i].ref2 += all[r][i].ref2;
-      per[i].max_abs = fmax(per[i].max_abs, all[r][i].max_abs);
-      per[i].differ += all[r][i].differ;
-      per[i].nonfinite += all[r][i].nonfinite;
-    }
-  *n_out = n;
-  return TP_OK;
-}
-
-static double rel_of(const numerics *nm) {
-  return sqrt(nm->diff2 / (nm->ref2 > 0 ? nm->ref2 : 1.0));
-}
-
-typedef struct outcome {
-  tp_ops_trace trace;
-  int have_trace;
-  tp_config_status status;
-  char reason[OUTCOME_MSG + 64];
-  tp_result result;
-  int have_result;
-  tp_item_info info;
-} outcome;
-
-/* Judges a CHECK configuration against the case's reference. */
-static tp_rc check_numerics(tp_harness *h, const tp_harness_config *cfg, const tp_item *item,
-                            outcome *oc) {
-  numerics per[TP_ITEM_MAX_OUTPUTS], pooled = {0};
+static tp_rc reference_numerics(tp_harness *h, entry_state *es) {
   tp_item_output out[TP_ITEM_MAX_OUTPUTS];
+  tp_output_measure m[TP_ITEM_MAX_OUTPUTS];
   int n = 0;
-  TP_TRY(compare_reference(h, item, oc->info.dtype, per, out, &n));
-  int worst = 0;
+  TP_TRY(numerics_step(h, es, out, &n));
+  TP_TRY(measure_outputs(h, es->oc.info.dtype, out, NULL, n, m));
+  int finite = 1;
   for (int i = 0; i < n; ++i) {
-    pooled.diff2 += per[i].diff2;
-    pooled.ref2 += per[i].ref2;
-    pooled.max_abs = fmax(pooled.max_abs, per[i].max_abs);
-    pooled.differ += per[i].differ;
-    pooled.nonfinite += per[i].nonfinite;
-    if (rel_of(&per[i]) > rel_of(&per[worst])) worst = i;
+    tp_output_verdict v;
+    tp_numerics_judge_reference(out[i].name, &m[i], &v);
+    add_check(es, &out[i], &m[i], &v);
+    if (strcmp(v.status, "ok") != 0) {
+      finite = 0;
+      snprintf(h->no_ref_why, sizeof h->no_ref_why, "the case's reference (stock) failed: %s",
+               v.reason);
+    }
   }
-  const int by_worst = cfg->worst_output && n > 0;
-  oc->result.rel_err = by_worst ? rel_of(&per[worst]) : rel_of(&pooled);
-  oc->result.max_abs_err = pooled.max_abs;
-  oc->result.numerics_ref = "stock";
-  if (pooled.nonfinite > 0 || oc->result.rel_err > cfg->tolerance) {
-    oc->status = TP_STATUS_FAILED;
-    if (by_worst)
-      snprintf(oc->reason, sizeof oc->reason,
-               "numerics: %.0f non-finite outputs, rel err %.3e in %s against stock (tolerance "
-               "%.0e)",
-               pooled.nonfinite, oc->result.rel_err, out[worst].name, cfg->tolerance);
-    else
-      snprintf(oc->reason, sizeof oc->reason,
-               "numerics: %.0f non-finite outputs, rel err %.3e against stock (tolerance %.0e)",
-               pooled.nonfinite, oc->result.rel_err, cfg->tolerance);
-  }
+  settle_numerics(es, "the reference has no outputs to keep");
+  es->oc.result.numerics = strcmp(es->oc.result.numerics, "ok") == 0 ? "reference" : "failed";
+  if (finite) TP_TRY(keep_reference(h, out, n, es->oc.info.dtype));
   return TP_OK;
 }
 
-/* ---- one configuration ---------------------------------------------------------------- */
-
-static tp_rc fill_result(tp_harness *h, const tp_harness_config *cfg, outcome *oc) {
-  double *slowest = malloc(sizeof(double) * (size_t)h->opts.measure_iters);
-  if (!slowest) return TP_FAIL(TP_EOOM, "no host memory for samples");
-  const double *per_rank[TP_MAX_WORLD];
-  for (int r = 0; r < h->ctx->world; ++r)
-    per_rank[r] = h->all_samples_us + (size_t)r * (size_t)h->opts.measure_iters;
-  tp_rc rc = tp_stats_slowest_rank(per_rank, h->ctx->world, h->opts.measure_iters, slowest);
-  tp_stats st;
-  if (rc == TP_OK) rc = tp_stats_compute(slowest, h->opts.measure_iters, &st);
-  free(slowest);
-  TP_TRY(rc);
-  tp_result *res = &oc->result;
-  res->n_samples = st.n;
-  res->median_us = st.median;
-  res->p10_us = st.p10;
-  res->p90_us = st.p90;
-  res->mean_us = st.mean;
-  res->min_us = st.min;
-  res->max_us = st.max;
-  res->cv = st.cv;
-  res->tokens_per_s = (double)cfg->axes->tokens / (st.median * 1e-6);
-  res->flops = cfg->flops;
-  res->tflops =
-      cfg->flops > 0 ? cfg->flops / (double)h->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
-  res->bytes_moved = oc->info.bytes_moved;
-  res->workspace_bytes = oc->info.workspace_bytes;
-  size_t free_b = 0, total_b = 0;
-  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
-    res->peak_mem_bytes = (int64_t)(total_b - free_b);
-  res->max_abs_err = NAN;
-  res->rel_err = NAN;
-  oc->have_result = 1;
+static tp_rc check_numerics(tp_harness *h, entry_state *es) {
+  tp_item_output out[TP_ITEM_MAX_OUTPUTS];
+  tp_output_measure m[TP_ITEM_MAX_OUTPUTS];
+  int n = 0;
+  TP_TRY(numerics_step(h, es, out, &n));
+  const int usable = h->have_ref && n == h->n_ref;
+  if (usable) TP_TRY(measure_outputs(h, es->oc.info.dtype, out, h->ref, n, m));
+  for (int i = 0; i < n; ++i) {
+    tp_output_verdict v;
+    if (out[i].rule == TP_RULE_SKIP) {
+      tp_numerics_not_checked(out[i].rule, out[i].skip_why, &v);
+      add_check(es, &out[i], NULL, &v);
+      continue;
+    }
+    if (!usable || out[i].count != h->ref_count[i]) {
+      tp_numerics_not_checked(out[i].rule,
+                              h->no_ref_why[0] ? h->no_ref_why : "the case has no reference", &v);
+      add_check(es, &out[i], NULL, &v);
+      continue;
+    }
+    double tol = tp_numerics_tolerance(es->oc.info.dtype, out[i].reduction_len, out[i].summed_ranks,
+                                       out[i].depth);
+    tp_numerics_judge(out[i].name, out[i].rule, tol, &m[i], &v);
+    add_check(es, &out[i], &m[i], &v);
+  }
+  settle_numerics(es, h->no_ref_why[0] ? h->no_ref_why : "the case has no reference");
+  es->oc.result.numerics_ref = "stock";
   return TP_OK;
 }
 
-static void set_failure(outcome *oc, tp_rc rc, const char *reason) {
-  oc->status = status_of(rc);
-  snprintf(oc->reason, sizeof oc->reason, "%s", reason);
-  oc->have_result = 0;
+/* Reference first (whatever its place in the case), then every CHECK. */
+static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
+  free_references(h);
+  snprintf(h->no_ref_why, sizeof h->no_ref_why, "%s", "the case's stock configuration did not run");
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < n; ++i) {
+      entry_state *e = &es[i];
+      const tp_numerics_role want = pass == 0 ? TP_NUMERICS_REFERENCE : TP_NUMERICS_CHECK;
+      if (e->e->cfg.numerics != want || !e->oc.have_result) continue;
+      if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = e->e->cfg.index;
+      tp_rc rc = want == TP_NUMERICS_REFERENCE ? reference_numerics(h, e) : check_numerics(h, e);
+      if (is_fatal(rc)) {
+        set_failure(&e->oc, rc, tp_last_error());
+        return rc;
+      }
+      TP_TRY(rc);
+    }
+  return TP_OK;
 }
+
+/* ---- phase 5: traces -------------------------------------------------------------------- */
 
 /* The traced window after the measured one; a schedule the trace does not
  * confirm turns the configuration into a failure, its timing kept. */
@@ -439,67 +785,13 @@ static tp_rc trace_config(tp_harness *h, stepper *s, outcome *oc) {
   return TP_OK;
 }
 
-/* Plans and prepares on this rank; the caller agrees. */
-static tp_rc plan_and_prepare(tp_group *g, const tp_item *item) {
-  TP_TRY(item->ops->plan(item->self, g));
-  return item->ops->prepare(item->self, g);
-}
-
-/* A device that timed out or raised a CUDA error may be wedged. */
-static int is_fatal(tp_rc rc) { return rc == TP_ETIMEOUT || rc == TP_ECUDA; }
-
-/* Graph mode: warm-up and capture, then the ranks agree. A capture that
- * failed on any rank (workspace growth while frozen, an uncapturable call)
- * is recorded as a failed configuration, never a crash or a hang: nothing
- * of it ran. *skip is set when the configuration ends here. */
-static tp_rc graph_phase(tp_harness *h, stepper *s, outcome *oc, int *skip) {
-  char reason[OUTCOME_MSG + 16];
-  tp_rc agreed = TP_OK;
-  tp_rc rc = eager_warmup(h, s);
-  if (is_fatal(rc)) {
-    set_failure(oc, rc, tp_last_error());
-    return rc;
-  }
-  if (rc == TP_OK) rc = capture_step(s);
-  TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
-  if (agreed != TP_OK) {
-    set_failure(oc, agreed == TP_EOOM ? TP_EOOM : TP_EINTERNAL, reason);
-    *skip = 1;
-  }
-  return TP_OK;
-}
-
-/* Measures a prepared configuration: [capture,] window, samples, result,
- * numerics, trace. Returns an error only when the worker must stop. */
-static tp_rc measure(tp_harness *h, const tp_harness_config *cfg, stepper *s, outcome *oc) {
-  char reason[OUTCOME_MSG + 16];
-  tp_rc agreed = TP_OK, rc = TP_OK;
-  if (s->item->ops->before) rc = s->item->ops->before(s->item->self, s->g);
-  if (rc == TP_OK && cfg->axes->graph) {
-    int skip = 0;
-    TP_TRY(graph_phase(h, s, oc, &skip));
-    if (skip) return TP_OK;
-  }
-  if (rc == TP_OK) rc = time_window(h, s);
-  if (is_fatal(rc)) {
-    /* The device may be wedged: record and stop this worker. */
-    set_failure(oc, rc, tp_last_error());
-    return rc;
-  }
-  TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
-  if (agreed != TP_OK) {
-    set_failure(oc, agreed, reason);
-    return TP_OK;
-  }
-  TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, h->samples_us,
-                           sizeof(double) * (size_t)h->opts.measure_iters, h->all_samples_us));
-  TP_TRY(fill_result(h, cfg, oc));
-  oc->status = TP_STATUS_OK;
-  if (cfg->numerics == TP_NUMERICS_REFERENCE) TP_TRY(keep_reference(h, s->item, oc->info.dtype));
-  else if (cfg->numerics == TP_NUMERICS_CHECK && h->have_ref)
-    TP_TRY(check_numerics(h, cfg, s->item, oc));
-  if (h->collector) {
-    rc = trace_config(h, s, oc);
+static tp_rc run_traces(tp_harness *h, entry_state *es, int n) {
+  for (int i = 0; i < n; ++i) {
+    outcome *oc = &es[i].oc;
+    if (!oc->have_result) continue;
+    if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es[i].e->cfg.index;
+    tp_rc rc = run_before(&es[i].s);
+    if (rc == TP_OK) rc = trace_config(h, &es[i].s, oc);
     if (rc != TP_OK) {
       set_failure(oc, rc, tp_last_error());
       return rc; /* a tracer that fails mid-run leaves the ranks out of step */
@@ -510,17 +802,18 @@ static tp_rc measure(tp_harness *h, const tp_harness_config *cfg, stepper *s, ou
 
 /* ---- recording ------------------------------------------------------------------------ */
 
-static tp_rc record(tp_harness *h, const tp_harness_config *cfg, const outcome *oc) {
+static tp_rc record(tp_harness *h, entry_state *es) {
   if (h->ctx->rank != 0) return TP_OK;
+  const outcome *oc = &es->oc;
+  const int n = es->n_rounds * h->opts.measure_iters;
+  const size_t per_rank = (size_t)h->opts.rounds * (size_t)h->opts.measure_iters;
   tp_samples sets[TP_MAX_WORLD];
-  for (int r = 0; r < h->ctx->world; ++r) {
-    sets[r].rank = r;
-    sets[r].count = h->opts.measure_iters;
-    sets[r].time_us = h->all_samples_us + (size_t)r * (size_t)h->opts.measure_iters;
-  }
+  for (int r = 0; r < h->ctx->world; ++r)
+    sets[r] = (tp_samples){r, n, es->times + (size_t)r * per_rank, es->round_of,
+                           es->host + (size_t)r * per_rank};
   const int planned = oc->info.planned && oc->info.n_schedules > 0;
   tp_config_record rec = {0};
-  rec.axes = cfg->axes;
+  rec.axes = es->e->cfg.axes;
   rec.status = oc->status;
   rec.reason = oc->status == TP_STATUS_OK && !oc->reason[0] ? NULL : oc->reason;
   rec.result = oc->have_result ? &oc->result : NULL;
@@ -528,6 +821,10 @@ static tp_rc record(tp_harness *h, const tp_harness_config *cfg, const outcome *
   rec.n_sample_sets = oc->have_result ? h->ctx->world : 0;
   rec.schedules = planned ? oc->info.schedules : NULL;
   rec.n_schedules = planned ? oc->info.n_schedules : 0;
+  rec.windows = oc->have_result ? es->windows : NULL;
+  rec.n_windows = oc->have_result ? es->n_rounds : 0;
+  rec.checks = es->n_checks ? es->checks : NULL;
+  rec.n_checks = es->n_checks;
   int64_t id = 0;
   TP_TRY(tp_store_put_config(h->store, h->run_id, &rec, &id));
   h->recorded++;
@@ -535,52 +832,80 @@ static tp_rc record(tp_harness *h, const tp_harness_config *cfg, const outcome *
   return TP_OK;
 }
 
-static void progress(tp_harness *h, const tp_harness_config *cfg, const outcome *oc) {
+static void progress(tp_harness *h, const entry_state *es) {
   h->done++;
   if (h->ctx->rank != 0 || h->opts.quiet) return;
-  const char *what = cfg->label ? cfg->label : "";
+  const outcome *oc = &es->oc;
+  const char *what = es->e->cfg.label ? es->e->cfg.label : "";
   if (oc->status == TP_STATUS_OK)
-    fprintf(stderr, "[%3d/%d] %-52s %-9s %10.1f us  cv %.3f\n", h->done, h->total, what,
-            oc->info.schedule_label ? oc->info.schedule_label : "", oc->result.median_us,
-            oc->result.cv);
+    fprintf(stderr, "[%3d/%d] %-52s %-9s %10.1f us [%.1f, %.1f] %d rounds%s%s\n", h->done, h->total,
+            what, oc->info.schedule_label ? oc->info.schedule_label : "", oc->result.median_us,
+            oc->result.ci_lo_us, oc->result.ci_hi_us, oc->result.n_rounds,
+            oc->result.numerics ? "  numerics " : "",
+            oc->result.numerics ? oc->result.numerics : "");
   else
     fprintf(stderr, "[%3d/%d] %-52s %s: %s\n", h->done, h->total, what, tp_status_name(oc->status),
             oc->reason);
 }
 
-/* Progress, record, and the trace's memory; the first error wins. */
-static tp_rc finish_config(tp_harness *h, const tp_harness_config *cfg, outcome *oc, tp_rc stop) {
-  progress(h, cfg, oc);
-  tp_rc stored = record(h, cfg, oc);
-  tp_ops_trace_free(&oc->trace);
-  return stop != TP_OK ? stop : stored;
+/* Results, progress and records of the whole case; the first error wins. */
+static tp_rc finish_case(tp_harness *h, entry_state *es, int n, tp_rc stop) {
+  for (int i = 0; i < n; ++i) {
+    entry_state *e = &es[i];
+    if (e->oc.status == TP_STATUS_OK && !e->oc.have_result)
+      set_failure(&e->oc, stop != TP_OK ? stop : TP_EINTERNAL,
+                  stop != TP_OK ? "not measured: the case stopped before this configuration ran"
+                                : "not measured");
+    progress(h, e);
+    tp_rc stored = record(h, e);
+    if (stop == TP_OK) stop = stored;
+  }
+  return stop;
 }
 
-tp_rc tp_harness_run(tp_harness *h, const tp_harness_config *cfg, const tp_item *item) {
-  outcome oc;
-  memset(&oc, 0, sizeof oc);
-  if (cfg->rejected) {
-    set_failure(&oc, TP_EREJECT, cfg->reason ? cfg->reason : "rejected");
-    return finish_config(h, cfg, &oc, TP_OK);
+/* Phases 1-5 (harness.h); returns an error only when the worker must stop. */
+static tp_rc run_phases(tp_harness *h, entry_state *es, int n) {
+  TP_TRY(prepare_all(h, es, n));
+  if (es[0].e->cfg.axes->graph)
+    for (int i = 0; i < n; ++i)
+      if (es[i].active) TP_TRY(capture(h, &es[i]));
+  TP_TRY(run_rounds(h, es, n));
+  for (int i = 0; i < n; ++i)
+    if (es[i].active && es[i].n_rounds > 0) TP_TRY(fill_result(h, &es[i]));
+  TP_TRY(run_numerics(h, es, n));
+  if (h->collector) TP_TRY(run_traces(h, es, n));
+  return TP_OK;
+}
+
+tp_rc tp_harness_run_case(tp_harness *h, tp_harness_entry *entries, int n) {
+  if (n < 1 || n > TP_HARNESS_MAX_CASE)
+    return TP_FAIL(TP_EINTERNAL, "a case of %d configurations (at most %d)", n,
+                   TP_HARNESS_MAX_CASE);
+  entry_state *es = calloc((size_t)n, sizeof *es);
+  if (!es) return TP_FAIL(TP_EOOM, "no host memory for a case");
+  for (int i = 0; i < n; ++i) {
+    es[i].e = &entries[i];
+    es[i].s = (stepper){h->ctx->group, &entries[i].item, NULL};
+    es[i].oc.status = TP_STATUS_OK;
   }
-  stepper s = {h->ctx->group, item, NULL};
-  tp_rc rc = plan_and_prepare(s.g, item);
-  item->ops->info(item->self, &oc.info);
-  char reason[OUTCOME_MSG + 16];
-  tp_rc agreed = TP_OK;
-  tp_rc stop = tp_harness_agree(h, rc, &agreed, reason, sizeof reason);
-  if (stop == TP_OK && agreed != TP_OK) set_failure(&oc, agreed, reason);
-  else if (stop == TP_OK) stop = measure(h, cfg, &s, &oc);
-  /* A worker that stops before its configuration had an outcome records why. */
-  if (stop != TP_OK && oc.status == TP_STATUS_OK && !oc.have_result)
-    set_failure(&oc, stop, tp_last_error());
-  tp_graph_destroy(s.graph);
-  return finish_config(h, cfg, &oc, stop);
+  /* A worker that must stop still records every configuration of the case. */
+  tp_rc stop = finish_case(h, es, n, run_phases(h, es, n));
+  for (int i = 0; i < n; ++i) free_entry(&es[i]);
+  free(es);
+  free_references(h);
+  h->cases++;
+  if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = -1;
+  return stop;
 }
 
 tp_rc tp_harness_skip(tp_harness *h, const tp_harness_config *cfg, tp_rc rc, const char *reason) {
-  outcome oc;
-  memset(&oc, 0, sizeof oc);
-  set_failure(&oc, rc, reason);
-  return finish_config(h, cfg, &oc, TP_OK);
+  tp_harness_entry entry;
+  memset(&entry, 0, sizeof entry);
+  entry.cfg = *cfg;
+  entry_state es;
+  memset(&es, 0, sizeof es);
+  es.e = &entry;
+  set_failure(&es.oc, rc, reason);
+  progress(h, &es);
+  return record(h, &es);
 }

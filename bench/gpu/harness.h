@@ -1,34 +1,36 @@
 /*
  * harness.h — what `tpbench ops` and `tpbench run` share: the measurement
- * of one configuration on every rank of the TP group, and its record.
+ * of the configurations of one case on every rank of the TP group, and
+ * their records.
  *
  * In the nccl-tests manner, the harness knows nothing of what runs: a
  * configuration is an *item*, a table of functions (tp_item_ops) over the
- * item's own state, and the harness calls them in a fixed order:
+ * item's own state. A case (one shape: its stock op or layer, each dist_gemm
+ * variant, the GEMMs alone and the collectives alone) runs in phases:
  *
- *   plan       does it apply here? TP_EREJECT with the reason if not (a
- *              shape the kernels refuse, a schedule this host cannot run);
- *              not collective
- *   prepare    workspaces and buffers (collective: the symmetric workspace
- *              grows on every rank together)
- *              -- the ranks agree: any rank's failure is everyone's --
- *   [graph]    warm-up, then one step captured into a CUDA graph (graph.h)
- *              -- the ranks agree --
- *   before     once (NULL: nothing), e.g. the forward a backward window needs
- *   step       warm-up, then a timed window of back-to-back steps (or graph
- *              replays) with one CUDA event between consecutive ones and no
- *              host synchronisation inside; a hung window becomes a timeout
- *              -- the ranks agree; samples gathered; slowest rank per step --
- *   outputs    the tensors compared across the configurations of a case: a
- *              configuration marked REFERENCE keeps copies of them, a later
- *              CHECK one of the same case is compared against the copies
- *              (every rank, summed over ranks) and fails above its tolerance
- *   info       what the record needs: schedules that ran and why, bytes
- *              moved, workspace, what a trace must show
- *   [trace]    a traced window (ops_trace.h) when a collector is given
+ *   plan, prepare  every configuration of the case, before any is timed
+ *                  (the symmetric workspace grows once to the case's
+ *                  largest request; graphs captured afterwards stay valid)
+ *                  -- the ranks agree: any rank's failure is everyone's --
+ *   [graph]        each configuration's step captured into a CUDA graph
+ *   rounds         R rounds; each round runs every configuration once, in an
+ *                  order that rotates (or is shuffled, seeded) per round, as
+ *                  a back-to-back window: `before` (what the window needs,
+ *                  e.g. the forward of a backward window, or the data a
+ *                  reference's skipped half would have delivered), warm-up,
+ *                  a host barrier, then the timed steps with one CUDA event
+ *                  between consecutive ones and no host synchronisation
+ *                  -- the ranks agree; samples gathered --
+ *   numerics       every compared output poisoned (NaN), `before`, one
+ *                  step; the REFERENCE configuration's outputs must be
+ *                  finite and are kept, each CHECK configuration's outputs
+ *                  are judged one by one against them (numerics.h)
+ *   [trace]        a traced window per configuration, in its own phase, so
+ *                  the collector is off during every timed window
  *
  * Rank 0 writes each configuration (axes, status, reason, result, every
- * sample, schedules, trace) in one transaction, and prints a progress line.
+ * sample with its round, the windows, the checks, schedules, trace) in one
+ * transaction, and prints a progress line.
  */
 #ifndef TP_BENCH_HARNESS_H
 #define TP_BENCH_HARNESS_H
@@ -39,15 +41,23 @@
 #include "../../collectors/tp_collector.h"
 #include "../../kernels/tp_dtype.h"
 #include "../../store/tp_store.h"
+#include "../numerics.h"
 #include "worker_group.h"
 
-enum { TP_ITEM_MAX_OUTPUTS = 16, TP_ITEM_MAX_SCHEDULES = 8 };
+enum { TP_ITEM_MAX_OUTPUTS = 16, TP_ITEM_MAX_SCHEDULES = 8, TP_HARNESS_MAX_ROUNDS = 64 };
 
-/* One tensor an item's configurations are compared on (this rank's part). */
+/* One tensor an item's configurations are compared on (this rank's part).
+ * Every configuration of a case lists the same outputs in the same order;
+ * one that does not compute an output says so with TP_RULE_SKIP. */
 typedef struct tp_item_output {
-  const char *name; /* "y", "dw_qkv": names the worst one in a failure */
+  const char *name; /* "y", "dw", "dx", "y1": unique within the item */
   const void *ptr;  /* device memory of the item's dtype */
   size_t count;     /* elements */
+  tp_output_rule rule;
+  int64_t reduction_len; /* longest dot product behind an element (TOLERANCE) */
+  int summed_ranks;      /* ranks whose partials meet in an element (1: none) */
+  int depth;             /* 1: an op's own output; 5: through a layer (numerics.h) */
+  const char *skip_why;  /* TP_RULE_SKIP: why this configuration does not compute it */
 } tp_item_output;
 
 /* What an item tells the record once it ran (or tried to). */
@@ -61,13 +71,16 @@ typedef struct tp_item_info {
   const char *evidence_schedule; /* what a trace must show ("ce", "sm", "nccl"); NULL: nothing */
   int transfers_per_step;        /* ... and how many transfers of it */
   tp_dtype dtype;                /* of the outputs */
+  tp_fused fused;                /* dist_gemm: did every op fuse? */
 } tp_item_info;
 
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */
   tp_rc (*plan)(void *self, tp_group *group);
   tp_rc (*prepare)(void *self, tp_group *group);
-  tp_rc (*before)(void *self, tp_group *group); /* may be NULL */
+  /* Before every window and the numerics step (NULL: nothing): what the
+   * window needs that it does not make itself. Its work is not timed. */
+  tp_rc (*before)(void *self, tp_group *group);
   tp_rc (*step)(void *self, tp_group *group);
   /* Fills out[0..max) and returns how many (0: nothing to compare). */
   int (*outputs)(void *self, tp_item_output *out, int max);
@@ -80,9 +93,9 @@ typedef struct tp_item {
 } tp_item;
 
 typedef enum {
-  TP_NUMERICS_NONE = 0,  /* not compared (the GEMMs or the collectives alone) */
-  TP_NUMERICS_REFERENCE, /* keep the outputs: the case's reference (stock) */
-  TP_NUMERICS_CHECK      /* compare against the case's reference, if it ran */
+  TP_NUMERICS_NONE = 0,  /* not compared (the collectives alone) */
+  TP_NUMERICS_REFERENCE, /* outputs must be finite and are kept: the case's reference (stock) */
+  TP_NUMERICS_CHECK      /* each output judged against the reference's (not checked without one) */
 } tp_numerics_role;
 
 /* One configuration as the harness sees it. */
@@ -92,10 +105,15 @@ typedef struct tp_harness_config {
   const char *reason;
   double flops; /* per step, the whole group; 0 when not counted */
   tp_numerics_role numerics;
-  double tolerance;  /* CHECK: the largest relative error that passes */
-  int worst_output;  /* CHECK: record the worst output's relative error (else all pooled) */
   const char *label; /* the progress line's description */
+  int index;         /* the configuration's index in its matrix (progress) */
 } tp_harness_config;
+
+/* A configuration with the item that runs it. */
+typedef struct tp_harness_entry {
+  tp_harness_config cfg;
+  tp_item item;
+} tp_harness_entry;
 
 typedef struct tp_harness_options {
   const char *command; /* the run's subcommand: "ops", "run" */
@@ -108,6 +126,11 @@ typedef struct tp_harness_options {
   const char *format;   /* table printed at the end: md, csv, json */
   int trace_iters;      /* iterations of a traced window (with a collector) */
   int64_t resume_run;   /* > 0: record into this run (a restarted job) instead of a new one */
+  int rounds;           /* rounds per case (>= 1) */
+  int shuffle;          /* 0: the order rotates by one per round; 1: seeded shuffle */
+  uint64_t seed;        /* the shuffle's seed */
+  volatile int *current_config; /* rank 0 writes the index of the configuration being run, -1
+                                   between cases (NULL: nobody asks) */
 } tp_harness_options;
 
 typedef struct tp_harness tp_harness;
@@ -134,18 +157,17 @@ void tp_harness_set_done(tp_harness *h, int done);
  * exchange's own. */
 tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, size_t cap);
 
-/* Runs one configuration on every rank and records it. TP_OK when it ended
- * (ok, rejected, failed, oom, timeout: recorded); an error only when this
- * worker cannot go on (a sticky CUDA error, a timeout, a lost peer, the
- * database), after recording what it could. */
-tp_rc tp_harness_run(tp_harness *h, const tp_harness_config *cfg, const tp_item *item);
+/* Runs the configurations of one case on every rank (the phases above) and
+ * records each. TP_OK when all ended (ok, rejected, failed, oom, timeout:
+ * recorded); an error only when this worker cannot go on (a sticky CUDA
+ * error, a timeout, a lost peer, the database), after recording every
+ * configuration of the case with what became of it. n <= TP_HARNESS_MAX_CASE. */
+enum { TP_HARNESS_MAX_CASE = 32 };
+tp_rc tp_harness_run_case(tp_harness *h, tp_harness_entry *entries, int n);
 
 /* Records a configuration that could not be tried (its case failed): rc
  * gives the status, reason the text. */
 tp_rc tp_harness_skip(tp_harness *h, const tp_harness_config *cfg, tp_rc rc, const char *reason);
-
-/* The case ends: the kept reference outputs are freed. */
-void tp_harness_case_end(tp_harness *h);
 
 /* Ends the run: when rc is TP_OK and finish is set, rank 0 marks the run
  * finished and prints the throughput table of it. Frees h (NULL is fine).

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../collectors/tp_collector.h"
 #include "../../store/tp_store.h"
 #include "../launcher.h"
 #include "tp_buildinfo.h"
@@ -100,10 +101,10 @@ static void read_driver_version(char *buf, size_t cap) {
   fclose(f);
 }
 
-tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world, const char *command,
-                       const char *command_line, int warmup_iters, int measure_iters,
-                       int64_t *run_id) {
-  char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256];
+tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
+                       const tp_job_run_desc *desc, int64_t *run_id) {
+  char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256], cupti[32];
+  char knobs[96];
   tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
               sizeof cublas);
   read_driver_version(driver, sizeof driver);
@@ -119,10 +120,19 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world, const 
   info.cuda_version = cuda;
   info.nccl_version = nccl;
   info.cublas_version = cublas;
-  info.command_line = command_line;
-  info.command = command;
-  info.warmup_iters = warmup_iters;
-  info.measure_iters = measure_iters;
+  info.command_line = desc->command_line;
+  info.command = desc->command;
+  info.warmup_iters = desc->warmup_iters;
+  info.measure_iters = desc->measure_iters;
+  info.rounds = desc->rounds;
+  info.order_policy = desc->order_policy;
+  info.order_seed = desc->order_seed;
+  info.cupti_version = tp_collector_cupti_version(cupti, sizeof cupti) == TP_OK ? cupti : NULL;
+  if (group->test_delay_ns > 0) {
+    snprintf(knobs, sizeof knobs, "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op)",
+             (unsigned long long)(group->test_delay_ns / 1000));
+    info.test_knobs = knobs;
+  }
   return tp_store_begin_run(store, &info, run_id);
 }
 

@@ -27,12 +27,22 @@ int tp_job_precheck_database(const char *cmd, const char *path);
 
 int tp_job_check_database(const char *cmd, const char *path);
 
+/* What a command says about its run beyond the machine. */
+typedef struct tp_job_run_desc {
+  const char *command; /* "ops", "run", "link" */
+  const char *command_line;
+  int warmup_iters, measure_iters;
+  int rounds;               /* 0: not measured in rounds (link) */
+  const char *order_policy; /* "rotate", "shuffle"; NULL with rounds 0 */
+  int64_t order_seed;
+} tp_job_run_desc;
+
 /* Records a run in store (rank 0): the build's commit, the host, the GPUs,
- * the driver (as the kernel module reports it) and library versions, the
- * command and its windows. */
-tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world, const char *command,
-                       const char *command_line, int warmup_iters, int measure_iters,
-                       int64_t *run_id);
+ * the driver (as the kernel module reports it) and library versions (CUPTI
+ * too), the command, its windows, rounds and order, and any test-only
+ * slowdown in force (tp_group's TPBENCH_TEST_DIST_DELAY_US). */
+tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
+                       const tp_job_run_desc *desc, int64_t *run_id);
 
 /* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */
 char *tp_job_command_line(int argc, char **argv);

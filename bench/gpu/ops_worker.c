@@ -6,7 +6,13 @@
  * tensors. The case owns the tensors (random inputs and weights, seeded per
  * case, rank and tensor), so the stock op, each dist_gemm variant and the
  * two references of a case run on the same numbers; the harness keeps the
- * stock outputs and compares dist_gemm against them.
+ * stock outputs and judges dist_gemm's, output by output, against them.
+ *
+ * The references (the GEMM alone, the collective alone) each keep a private
+ * scratch that a stock step fills before every window: the GEMM alone then
+ * reads the gathered input the all-gather delivers, the collective alone
+ * reduces the partial the GEMM makes — the same data as the stock op, which
+ * the GEMM alone proves by matching stock's gather-side outputs bit for bit.
  */
 #include "ops_worker.h"
 
@@ -100,8 +106,14 @@ typedef struct op_item {
   case_buffers *b;
   tp_linear_plan plan;
   int have_plan;
-  int bwd_only; /* pass bwd: the window times the backward alone */
+  int bwd_only;         /* pass bwd: the window times the backward alone */
+  tp_linear_plan stock; /* references: the stock op that fills their scratch */
+  void *scratch;        /* references: their own stock-path scratch */
 } op_item;
+
+static int is_reference(const op_item *it) {
+  return it->cfg->role == TP_OPS_GEMM || it->cfg->role == TP_OPS_COMM;
+}
 
 static tp_backend backend_of(tp_ops_role role) {
   switch (role) {
@@ -113,9 +125,10 @@ static tp_backend backend_of(tp_ops_role role) {
   return TP_BACKEND_STOCK;
 }
 
-static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b) {
+static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b, void *scratch) {
   tp_linear_tensors t;
   memset(&t, 0, sizeof t);
+  t.scratch = scratch;
   t.x = b->x;
   t.dx = b->dx;
   t.saved = p->desc.save_gathered ? b->saved : NULL;
@@ -137,6 +150,8 @@ static tp_rc op_plan(void *self, tp_group *g) {
   desc.save_gathered = it->cfg->axes.save_gathered;
   tp_rc rc = tp_linear_plan_make(g, &desc, backend_of(it->cfg->role), requested,
                                  it->cfg->axes.chunks, &it->plan);
+  if (rc == TP_OK && is_reference(it))
+    rc = tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
   it->have_plan = rc == TP_OK;
   return rc;
 }
@@ -146,14 +161,24 @@ static tp_rc op_prepare(void *self, tp_group *g) {
   TP_TRY(tp_linear_prepare(g, &it->plan));
   if (it->plan.saved_bytes && !it->b->saved)
     TP_CUDA(cudaMalloc(&it->b->saved, it->plan.saved_bytes));
+  if (is_reference(it)) {
+    TP_TRY(tp_linear_prepare(g, &it->stock));
+    TP_CUDA(cudaMalloc(&it->scratch, it->stock.workspace_bytes));
+  }
   return TP_OK;
 }
 
-/* A backward window needs the forward's state once. */
+/* What a window needs and does not make: for a reference, its scratch
+ * filled by one stock step (the data the skipped half delivers); for a
+ * backward window, the forward's state. */
 static tp_rc op_before(void *self, tp_group *g) {
   op_item *it = self;
+  if (is_reference(it)) {
+    tp_linear_tensors st = tensors_of(&it->stock, it->b, it->scratch);
+    TP_TRY(tp_linear_step(g, &it->stock, &st));
+  }
   if (!it->bwd_only) return TP_OK;
-  tp_linear_tensors t = tensors_of(&it->plan, it->b);
+  tp_linear_tensors t = tensors_of(&it->plan, it->b, it->scratch);
   return tp_linear_forward(g, &it->plan, &t);
 }
 
@@ -161,21 +186,42 @@ static tp_rc op_before(void *self, tp_group *g) {
  * alone (its forward ran once before the window), or both. */
 static tp_rc op_step(void *self, tp_group *g) {
   op_item *it = self;
-  tp_linear_tensors t = tensors_of(&it->plan, it->b);
+  tp_linear_tensors t = tensors_of(&it->plan, it->b, it->scratch);
   return it->bwd_only ? tp_linear_backward(g, &it->plan, &t) : tp_linear_step(g, &it->plan, &t);
+}
+
+/* How one output is judged: bit for bit where no rank's partials meet in it
+ * (the gather side's y and dW, the scatter side's dx and dW), else within
+ * the tolerance for ranks summed; a GEMM alone computes only the former. */
+static tp_item_output output_of(const op_item *it, const char *name, const void *ptr, size_t count,
+                                int summed, int64_t k) {
+  const int world = it->plan.world;
+  tp_item_output o = {
+      name, ptr, count, summed ? TP_RULE_TOLERANCE : TP_RULE_EXACT, k, summed ? world : 1, 1, NULL};
+  if (it->cfg->role == TP_OPS_GEMM && summed) {
+    o.rule = TP_RULE_SKIP;
+    o.skip_why = "the GEMM alone does not sum the ranks' partials";
+  }
+  return o;
 }
 
 /* y (and dw) per weight, then dx: the tensors stock and dist_gemm must agree on. */
 static int op_outputs(void *self, tp_item_output *out, int max) {
+  static const char *y_names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  static const char *dw_names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
   op_item *it = self;
   const tp_linear_plan *p = &it->plan;
+  const int gather = p->desc.kind != TP_LINEAR_RS, sp = !p->desc.sp_off;
   int n = 0;
   for (int i = 0; i < p->desc.n_weights && n + 2 <= max; ++i) {
-    out[n++] = (tp_item_output){"y", it->b->y[i], tp_linear_y_elems(p)};
-    if (p->desc.backward) out[n++] = (tp_item_output){"dw", it->b->dw[i], tp_linear_w_elems(p)};
+    /* y: summed on the scatter side (reduce-scatter, or all-reduce without SP) */
+    out[n++] = output_of(it, y_names[i], it->b->y[i], tp_linear_y_elems(p), !gather, p->gemm_k);
+    if (p->desc.backward)
+      out[n++] = output_of(it, dw_names[i], it->b->dw[i], tp_linear_w_elems(p), 0, p->gemm_m);
   }
+  /* dx: summed on the gather side; on the scatter side only without SP (replicated dy) */
   if (p->desc.backward && n < max)
-    out[n++] = (tp_item_output){"dx", it->b->dx, tp_linear_x_elems(p)};
+    out[n++] = output_of(it, "dx", it->b->dx, tp_linear_x_elems(p), gather || !sp, p->gemm_n);
   return n;
 }
 
@@ -195,6 +241,11 @@ static void op_info(void *self, tp_item_info *info) {
   info->workspace_bytes = (int64_t)(p->workspace_bytes + p->saved_bytes);
   info->evidence_schedule = tp_plan_evidence(p);
   info->transfers_per_step = tp_linear_transfers(p, !it->bwd_only, strcmp(it->c->pass, "fwd") != 0);
+  if (it->cfg->role == TP_OPS_DIST_GEMM)
+    info->fused = p->backend == TP_BACKEND_DIST && p->schedule != TP_SCHED_NCCL
+                      ? TP_FUSED_ALL
+                      : TP_FUSED_STOCK_PATH;
+  if (is_reference(it)) info->workspace_bytes += (int64_t)it->stock.workspace_bytes;
 }
 
 static const tp_item_ops op_item_ops = {"op",    op_plan,    op_prepare, op_before,
@@ -202,18 +253,14 @@ static const tp_item_ops op_item_ops = {"op",    op_plan,    op_prepare, op_befo
 
 /* ---- the matrix ------------------------------------------------------------------- */
 
-/* Bounds for dist_gemm against stock: bf16 rounds the output to 2^-9. */
-static double numerics_tolerance(const char *dtype) {
-  return strcmp(dtype, "fp32") == 0 ? 1e-5 : 1e-2;
-}
-
 static tp_numerics_role numerics_role(tp_ops_role role) {
   if (role == TP_OPS_STOCK) return TP_NUMERICS_REFERENCE;
-  return role == TP_OPS_DIST_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+  /* the GEMM alone is checked too: its gather-side outputs must equal stock's */
+  return role == TP_OPS_DIST_GEMM || role == TP_OPS_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
 
-static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, char *label,
-                                        size_t cap) {
+static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
+                                        char *label, size_t cap) {
   snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.layer,
            (long long)c->tokens, c->dtype, cfg->axes.backend);
   tp_harness_config hc;
@@ -223,13 +270,22 @@ static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_confi
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
   hc.numerics = numerics_role(cfg->role);
-  hc.tolerance = numerics_tolerance(c->dtype);
   hc.label = label;
+  hc.index = index;
   return hc;
+}
+
+enum { LABEL_CAP = 128 };
+
+static void free_items(op_item *items, int n) {
+  for (int i = 0; i < n; ++i) cudaFree(items[i].scratch);
 }
 
 static tp_rc run_case(tp_harness *h, tp_group *g, const tp_ops_matrix *m, int ci) {
   const tp_ops_case *c = &m->cases[ci];
+  if (c->n_configs > TP_HARNESS_MAX_CASE)
+    return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, c->n_configs,
+                   TP_HARNESS_MAX_CASE);
   case_buffers b;
   memset(&b, 0, sizeof b);
   tp_linear_plan shape;
@@ -241,25 +297,30 @@ static tp_rc run_case(tp_harness *h, tp_group *g, const tp_ops_matrix *m, int ci
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
   rc = tp_harness_agree(h, rc, &agreed, reason, sizeof reason);
+  op_item items[TP_HARNESS_MAX_CASE];
+  tp_harness_entry entries[TP_HARNESS_MAX_CASE];
+  char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
+  memset(items, 0, sizeof items);
   for (int i = 0; rc == TP_OK && i < c->n_configs; ++i) {
-    const tp_ops_config *cfg = &m->configs[c->first_config + i];
-    char label[128];
-    tp_harness_config hc = harness_config(c, cfg, label, sizeof label);
-    if (agreed != TP_OK && !cfg->rejected) {
-      rc = tp_harness_skip(h, &hc, agreed, reason);
-      continue;
-    }
-    op_item it;
-    memset(&it, 0, sizeof it);
-    it.c = c;
-    it.cfg = cfg;
-    it.b = &b;
-    it.bwd_only = strcmp(c->pass, "bwd") == 0;
-    tp_item item = {&op_item_ops, &it};
-    rc = tp_harness_run(h, &hc, &item);
+    const int index = c->first_config + i;
+    const tp_ops_config *cfg = &m->configs[index];
+    entries[i].cfg = harness_config(c, cfg, index, labels[i], LABEL_CAP);
+    items[i].c = c;
+    items[i].cfg = cfg;
+    items[i].b = &b;
+    items[i].bwd_only = strcmp(c->pass, "bwd") == 0;
+    entries[i].item = (tp_item){&op_item_ops, &items[i]};
   }
+  if (rc == TP_OK && agreed != TP_OK) {
+    for (int i = 0; rc == TP_OK && i < c->n_configs; ++i)
+      rc = entries[i].cfg.rejected
+               ? tp_harness_skip(h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
+               : tp_harness_skip(h, &entries[i].cfg, agreed, reason);
+  } else if (rc == TP_OK) {
+    rc = tp_harness_run_case(h, entries, c->n_configs);
+  }
+  free_items(items, c->n_configs);
   free_buffers(&b);
-  tp_harness_case_end(h);
   return rc;
 }
 
@@ -276,6 +337,9 @@ tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const t
   ho.quiet = opts->quiet;
   ho.format = opts->format;
   ho.trace_iters = opts->trace_iters;
+  ho.rounds = opts->rounds;
+  ho.shuffle = opts->shuffle;
+  ho.seed = opts->seed;
   tp_harness *h = NULL;
   TP_TRY(tp_harness_open(ctx, opts->trace ? collector : NULL, &ho, matrix->n_configs, &h));
   tp_rc rc = TP_OK;

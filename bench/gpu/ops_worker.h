@@ -9,6 +9,8 @@
 #ifndef TP_OPS_WORKER_H
 #define TP_OPS_WORKER_H
 
+#include <stdint.h>
+
 #include "../../collectors/tp_collector.h"
 #include "../ops_matrix.h"
 #include "worker_group.h"
@@ -23,6 +25,9 @@ typedef struct tp_ops_options {
   const char *format;   /* table printed at the end: md, csv, json */
   int trace;            /* after each window, a traced window with the CUPTI collector */
   int trace_iters;      /* iterations of the traced window */
+  int rounds;           /* rounds per case */
+  int shuffle;          /* 1: shuffled order per round, else rotated */
+  uint64_t seed;
 } tp_ops_options;
 
 /* Runs the whole matrix on this rank. Returns TP_OK when every configuration

@@ -5,8 +5,16 @@
  * planned for the configuration's backend, stepped on the case's tensors.
  * The case owns the tensors, so the stock layer, each dist_gemm variant and
  * the GEMM-alone and collectives-alone references of a case run on the same
- * numbers; the harness keeps the stock outputs and gradients and compares
- * every dist_gemm configuration of the case against them.
+ * numbers; the harness keeps the stock outputs and gradients and judges
+ * every dist_gemm configuration of the case against them, one by one. The
+ * references give each projection a private scratch that one stock step
+ * fills before each window, so the GEMMs alone read the gathered inputs the
+ * stock layer's collectives deliver (not another op's leftovers), and the
+ * collectives alone move the partials its GEMMs make.
+ *
+ * A case is measured whole (rounds interleave its configurations), so a
+ * job whose workers died goes on with new ones from the first configuration
+ * of the case that was not recorded, leaving out the one that was running.
  */
 #include "run_worker.h"
 
@@ -19,11 +27,8 @@
 
 enum { REASON_CAP = 416 };
 
-/* dist_gemm against stock, the worst output or gradient: bf16 rounds every
- * stored activation to 2^-9 and the two backends sum the reduce-scatter's
- * partials in a different order, which the layer's later ops (softmax and
- * RMSNorm backward cancel) can amplify; a wrong result is off by O(1). */
-static const double TOL_BF16 = 5e-2, TOL_FP32 = 1e-3;
+/* Outputs through a layer: the tolerance's depth factor (bench/numerics.h). */
+enum { LAYER_DEPTH = 5 };
 
 /* ---- the layer as a harness item ------------------------------------------------------ */
 
@@ -34,8 +39,14 @@ typedef struct layer_item {
   tp_block_shape shape;
   tp_block_plan plan;
   int have_plan;
-  char ran[64]; /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
+  char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
+  tp_block_plan stock; /* references: the stock layer that fills their scratch */
+  void *scratch[TP_N_PROJ]; /* references: each projection's own */
 } layer_item;
+
+static int is_reference(const layer_item *it) {
+  return it->cfg->role == TP_RUN_GEMM || it->cfg->role == TP_RUN_COMM;
+}
 
 static tp_backend backend_of(tp_run_role role) {
   switch (role) {
@@ -74,27 +85,69 @@ static tp_rc layer_plan(void *self, tp_group *g) {
     TP_TRY(tp_schedule_parse(it->cfg->axes.schedule, &requested));
   tp_rc rc = tp_block_plan_make(g, &it->shape, backend_of(it->cfg->role), requested,
                                 it->cfg->axes.chunks, &it->plan);
+  if (rc == TP_OK && is_reference(it))
+    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
   it->have_plan = rc == TP_OK;
   return rc;
 }
 
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
-  return tp_block_prepare(g, &it->plan);
+  TP_TRY(tp_block_prepare(g, &it->plan));
+  if (!is_reference(it)) return TP_OK;
+  TP_TRY(tp_block_prepare(g, &it->stock));
+  for (int k = 0; k < TP_N_PROJ; ++k)
+    if (it->stock.has[k]) TP_CUDA(cudaMalloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
+  return TP_OK;
+}
+
+static void free_scratch(layer_item *it) {
+  for (int k = 0; k < TP_N_PROJ; ++k) {
+    cudaFree(it->scratch[k]);
+    it->scratch[k] = NULL;
+  }
+}
+
+/* A step of plan with this item's private scratches in place. */
+static tp_rc step_with_scratch(layer_item *it, tp_group *g, const tp_block_plan *plan) {
+  memcpy(it->t->proj_scratch, it->scratch, sizeof it->scratch);
+  tp_rc rc = tp_block_step(g, plan, it->t);
+  memset(it->t->proj_scratch, 0, sizeof it->t->proj_scratch);
+  return rc;
+}
+
+/* A reference's window needs its scratches filled as the stock layer fills them. */
+static tp_rc layer_before(void *self, tp_group *g) {
+  layer_item *it = self;
+  return is_reference(it) ? step_with_scratch(it, g, &it->stock) : TP_OK;
 }
 
 static tp_rc layer_step(void *self, tp_group *g) {
   layer_item *it = self;
-  return tp_block_step(g, &it->plan, it->t);
+  return step_with_scratch(it, g, &it->plan);
 }
 
+/* Every output through a layer is judged within the tolerance for W ranks
+ * summed and the layer's depth; the longest reduction is the FFN's hidden
+ * width or the model width. */
 static int layer_outputs(void *self, tp_item_output *out, int max) {
   layer_item *it = self;
   tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
   int n = tp_block_outputs(&it->plan, it->t, blk);
   if (n > max) n = max;
-  for (int i = 0; i < n; ++i) out[i] = (tp_item_output){blk[i].name, blk[i].ptr, blk[i].count};
+  const int64_t k = it->shape.ffn_hidden > it->shape.dim ? it->shape.ffn_hidden : it->shape.dim;
+  for (int i = 0; i < n; ++i)
+    out[i] = (tp_item_output){blk[i].name, blk[i].ptr,     blk[i].count, TP_RULE_TOLERANCE,
+                              k,           it->plan.world, LAYER_DEPTH,  NULL};
   return n;
+}
+
+/* dist_gemm: did every projection fuse? */
+static tp_fused fused_of(const layer_item *it) {
+  if (it->cfg->role != TP_RUN_DIST_GEMM) return TP_FUSED_NA;
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (it->plan.has[i] && it->plan.proj[i].schedule == TP_SCHED_NCCL) return TP_FUSED_STOCK_PATH;
+  return TP_FUSED_ALL;
 }
 
 /* The schedule every projection ran, or NULL when they differ. */
@@ -145,13 +198,14 @@ static void layer_info(void *self, tp_item_info *info) {
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
   info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
+  info->fused = fused_of(it);
   /* One schedule must account for every transfer; mixed schedules are not judged. */
   const int any = p->has[TP_PROJ_QKV] ? TP_PROJ_QKV : TP_PROJ_W13;
   info->evidence_schedule = common_schedule(p) ? tp_plan_evidence(&p->proj[any]) : NULL;
   info->transfers_per_step = tp_block_transfers(p);
 }
 
-static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, NULL,
+static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
                                            layer_step, layer_outputs, layer_info};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
@@ -168,8 +222,8 @@ static tp_numerics_role numerics_role(tp_run_role role) {
   return role == TP_RUN_DIST_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
 
-static tp_harness_config harness_config(const tp_run_case *c, const tp_run_config *cfg, char *label,
-                                        size_t cap) {
+static tp_harness_config harness_config(const tp_run_case *c, const tp_run_config *cfg, int index,
+                                        char *label, size_t cap) {
   snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->layer, c->pass,
            (long long)c->tokens, c->dtype, cfg->axes.backend, c->graph ? " graph" : "");
   tp_harness_config hc;
@@ -179,54 +233,53 @@ static tp_harness_config harness_config(const tp_run_case *c, const tp_run_confi
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
   hc.numerics = numerics_role(cfg->role);
-  hc.tolerance = strcmp(c->dtype, "fp32") == 0 ? TOL_FP32 : TOL_BF16;
-  hc.worst_output = 1;
   hc.label = label;
+  hc.index = index;
   return hc;
 }
 
-/* Rank 0 tells the parent where the job stands. */
-static void mark(run_state *st, int current, int next) {
+/* Rank 0 tells the parent where the job stands: next = the first
+ * configuration not recorded (the harness sets current itself). */
+static void mark_next(run_state *st, int next) {
   if (st->g->rank != 0) return;
-  st->progress->current = current;
-  if (next >= 0) st->progress->next = next;
+  st->progress->next = next;
+  st->progress->current = -1;
+  st->progress->recorded = tp_harness_recorded(st->h);
 }
 
-static tp_rc run_config(run_state *st, const tp_run_case *c, int i, tp_block_tensors *t,
-                        tp_rc agreed, const char *reason) {
-  const tp_run_config *cfg = &st->m->configs[i];
-  char label[128];
-  tp_harness_config hc = harness_config(c, cfg, label, sizeof label);
-  const int before = tp_harness_recorded(st->h);
-  mark(st, i, -1);
-  tp_rc rc;
-  if (agreed != TP_OK && !cfg->rejected) {
-    rc = tp_harness_skip(st->h, &hc, agreed, reason);
-  } else {
-    layer_item it;
-    memset(&it, 0, sizeof it);
-    it.c = c;
-    it.cfg = cfg;
-    it.t = t;
-    it.shape = shape_of(c);
-    tp_item item = {&layer_item_ops, &it};
-    rc = tp_harness_run(st->h, &hc, &item);
-  }
-  if (tp_harness_recorded(st->h) > before) mark(st, -1, i + 1);
-  return rc;
-}
+enum { LABEL_CAP = 128 };
 
-/* Configurations from..end of case ci, on tensors allocated for its shape. */
-static tp_rc run_case(run_state *st, int ci, int from) {
+/* The configurations from..end of case ci but `skip`, on tensors allocated
+ * for its shape, measured together. */
+static tp_rc run_case(run_state *st, int ci, int from, int skip) {
   const tp_run_case *c = &st->m->cases[ci];
   const int end = c->first_config + c->n_configs;
   if (from < c->first_config) from = c->first_config;
-  int runnable = 0;
-  for (int i = from; i < end; ++i) runnable += !st->m->configs[i].rejected;
-  tp_block_shape shape = shape_of(c);
-  tp_block_plan sizes;
+  if (end - from > TP_HARNESS_MAX_CASE)
+    return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, end - from,
+                   TP_HARNESS_MAX_CASE);
+  tp_harness_entry entries[TP_HARNESS_MAX_CASE];
+  layer_item items[TP_HARNESS_MAX_CASE];
+  char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
+  memset(items, 0, sizeof items);
+  int n = 0, runnable = 0;
   tp_block_tensors t;
   memset(&t, 0, sizeof t);
+  for (int i = from; i < end; ++i) {
+    if (i == skip) continue;
+    const tp_run_config *cfg = &st->m->configs[i];
+    entries[n].cfg = harness_config(c, cfg, i, labels[n], LABEL_CAP);
+    items[n].c = c;
+    items[n].cfg = cfg;
+    items[n].t = &t;
+    items[n].shape = shape_of(c);
+    entries[n].item = (tp_item){&layer_item_ops, &items[n]};
+    runnable += !cfg->rejected;
+    n++;
+  }
+  if (n == 0) return TP_OK;
+  tp_block_shape shape = shape_of(c);
+  tp_block_plan sizes;
   tp_rc rc = TP_OK;
   if (runnable) {
     rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
@@ -235,9 +288,18 @@ static tp_rc run_case(run_state *st, int ci, int from) {
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
   rc = tp_harness_agree(st->h, rc, &agreed, reason, sizeof reason);
-  for (int i = from; rc == TP_OK && i < end; ++i) rc = run_config(st, c, i, &t, agreed, reason);
+  if (rc == TP_OK && agreed != TP_OK) {
+    for (int i = 0; rc == TP_OK && i < n; ++i)
+      rc = entries[i].cfg.rejected
+               ? tp_harness_skip(st->h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
+               : tp_harness_skip(st->h, &entries[i].cfg, agreed, reason);
+  } else if (rc == TP_OK) {
+    rc = tp_harness_run_case(st->h, entries, n);
+  }
+  /* every configuration of the case is recorded once run_case returns, even on error */
+  mark_next(st, end);
+  for (int i = 0; i < n; ++i) free_scratch(&items[i]);
   tp_block_free(&t);
-  tp_harness_case_end(st->h);
   return rc;
 }
 
@@ -261,12 +323,9 @@ static tp_rc peer_access(tp_worker_ctx *ctx, int *all_ok) {
 static tp_rc record_lost(run_state *st, int i, const char *why) {
   const tp_run_config *cfg = &st->m->configs[i];
   const tp_run_case *c = &st->m->cases[cfg->case_index];
-  char label[128];
-  tp_harness_config hc = harness_config(c, cfg, label, sizeof label);
-  mark(st, i, -1);
-  TP_TRY(tp_harness_skip(st->h, &hc, TP_EINTERNAL, why));
-  mark(st, -1, i + 1);
-  return TP_OK;
+  char label[LABEL_CAP];
+  tp_harness_config hc = harness_config(c, cfg, i, label, sizeof label);
+  return tp_harness_skip(st->h, &hc, TP_EINTERNAL, why);
 }
 
 tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
@@ -277,19 +336,23 @@ tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
   if (!peers_ok) tp_run_reject_no_peer_access(matrix);
   tp_harness_options ho = opts->harness;
   ho.resume_run = progress->run_id;
+  ho.current_config = &progress->current;
   tp_harness *h = NULL;
   TP_TRY(tp_harness_open(ctx, collector, &ho, matrix->n_configs, &h));
   if (ctx->rank == 0) progress->run_id = tp_harness_run_id(h);
   tp_harness_set_done(h, opts->start);
   run_state st = {h, ctx->group, matrix, progress};
-  int start = opts->start;
+  const int start = opts->start;
+  const int lost = opts->lost_reason ? opts->lost_index : -1;
   tp_rc rc = TP_OK;
-  if (opts->lost_reason && start < matrix->n_configs)
-    rc = record_lost(&st, start++, opts->lost_reason);
+  if (lost >= 0 && lost < matrix->n_configs) {
+    rc = record_lost(&st, lost, opts->lost_reason);
+    if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
+  }
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
     const tp_run_case *c = &matrix->cases[ci];
     if (c->first_config + c->n_configs <= start) continue;
-    rc = run_case(&st, ci, start);
+    rc = run_case(&st, ci, start, lost);
   }
   return tp_harness_close(h, rc, 1);
 }

@@ -18,15 +18,17 @@
  * 0 writes it. */
 typedef struct tp_run_progress {
   int64_t run_id; /* 0 until the run began */
-  int next;       /* the first configuration not recorded yet */
-  int current;    /* the configuration being run; -1 between configurations */
+  int next;       /* the first configuration not recorded yet (a case's first) */
+  int current;    /* the configuration being run; -1 between cases */
+  int recorded;   /* configurations these workers recorded so far */
 } tp_run_progress;
 
 typedef struct tp_run_worker_options {
   tp_harness_options harness; /* command "run"; resume_run is set from progress */
-  int start;                  /* the first configuration to run */
-  const char *lost_reason;    /* non-NULL: configuration `start` killed the last workers;
-                                 record it failed with this reason and go on after it */
+  int start;                  /* the first configuration to run (a case's first, or later) */
+  const char *lost_reason;    /* non-NULL: configuration lost_index killed the last workers;
+                                 record it failed with this reason and leave it out */
+  int lost_index;
 } tp_run_worker_options;
 
 /* Runs configurations start.. of the matrix on this rank (collective).

@@ -254,7 +254,7 @@ static inline int fx_copy_config(tp_store *s, sqlite3_stmt *st, int64_t run, fx_
   r.flops = sqlite3_column_double(st, 22);
   r.workspace_bytes = sqlite3_column_int64(st, 23);
   r.max_abs_err = r.rel_err = NAN;
-  tp_samples sets[RANKS] = {{0, ITERS, times}, {1, ITERS, times + ITERS}};
+  tp_samples sets[RANKS] = {{0, ITERS, times, NULL, NULL}, {1, ITERS, times + ITERS, NULL, NULL}};
   tp_schedule_choice ran = {a.layer, a.backend && !strcmp(a.backend, "dist_gemm") ? "ce" : "nccl",
                             "synthetic", 2, FX_SYNTHETIC_NOTE};
   tp_config_record rec = {.axes = &a,
@@ -345,7 +345,7 @@ static inline tp_rc fx_put_trace(tp_store *s, int64_t config_id, int iters, int 
                                  base + 120000,         8388608,  r,      r,      13,
                                  (uint32_t)(2000 + it), 1 - r};
       ov[r * iters + it] =
-          (tp_trace_overlap){r, it, base, base + 150000, 40000, 100000, 30000, 10000, 75.0};
+          (tp_trace_overlap){r, it, base, base + 150000, 40000, 100000, 30000, 10000, 75.0, 5000};
     }
   }
   tp_trace_record rec = {.events = ev,
@@ -365,6 +365,263 @@ static inline tp_rc fx_put_trace(tp_store *s, int64_t config_id, int iters, int 
   free(ev);
   free(ov);
   return rc;
+}
+
+/* ---- synthetic runs measured in rounds (schemas/003_trust.sql) ---------------------------
+ *
+ * A made-up machine for compare's statistics, with the noise the H200 pair
+ * shows (all of it SYNTHESISED, none measured): per-iteration jitter, a
+ * drift of the whole run (every configuration of a run scaled alike), a
+ * drift per case and round (the configurations of one round share it),
+ * window-to-window noise, a small drift per run and configuration, and
+ * host stalls of one rank (an iteration's slowest rank is what counts).
+ * Each configuration's iterations are generated and reduced to what the
+ * database keeps of them: the result (median over every round), one
+ * `windows` row per round (its median and position in the round's order)
+ * and runs.rounds; per-iteration samples are not stored. */
+
+typedef struct fx_noise {
+  double jitter;       /* per iteration and rank: uniform +-jitter (relative) */
+  double window_noise; /* per configuration and round: uniform +- */
+  double round_drift;  /* per case and round, shared by its configurations: uniform +- */
+  double config_drift; /* per run and configuration: uniform +- */
+  double stall_prob;   /* per iteration and rank: a host stall */
+  double stall_extra;  /* a stall adds up to this much (relative), uniform */
+} fx_noise;
+
+/* The noise the statistical tests of compare use (a judgement of what the
+ * H200 pair shows, not a measurement of it). */
+static const fx_noise FX_H200_LIKE_NOISE = {0.02, 0.005, 0.02, 0.003, 0.02, 1.0};
+
+/* One configuration of a synthetic run: its axes, its true time on an
+ * undrifted machine, and whether a dist_gemm one fused (1), took the stock
+ * path (0) or is not dist_gemm (-1). */
+typedef struct fx_synth_config {
+  tp_config_axes axes;
+  double level_us;
+  int fused;
+} fx_synth_config;
+
+/* A run of the synthetic machine. factor (may be NULL) scales a
+ * configuration's true time (a code change); drift scales every
+ * configuration of the run (the machine). */
+typedef struct fx_synth_run {
+  const char *commit;
+  const char *started_at; /* "2026-12-01T10:00:00Z"; NULL: now */
+  const char *gpu_name;   /* NULL: "NVIDIA H200" */
+  int gpu_count;          /* 0: 2 */
+  const char *driver;     /* NULL: "580.159.04" */
+  const char *test_knobs; /* NULL: none */
+  int rounds;             /* 0: 3 */
+  int iters;              /* 0: 20 */
+  double drift;           /* 0: 1 */
+  uint64_t seed;
+  const fx_noise *noise; /* NULL: FX_H200_LIKE_NOISE */
+  double (*factor)(const fx_synth_config *c, void *ctx);
+  void *ctx;
+} fx_synth_run;
+
+enum { FX_SYNTH_MAX_CONFIGS = 64, FX_SYNTH_RANKS = 2 };
+
+static inline void fx_synth_axes(fx_synth_config *c, const char *kind, const char *model,
+                                 const char *layer, const char *proj, const char *backend,
+                                 const char *schedule, const char *pass) {
+  c->axes = (tp_config_axes){.kind = kind,
+                             .model = model,
+                             .layer = layer,
+                             .proj = proj,
+                             .backend = backend,
+                             .schedule = schedule,
+                             .tp = 2,
+                             .tokens = 8192,
+                             .m = 8192,
+                             .n = 4096,
+                             .k = 4096,
+                             .n_weights = 1,
+                             .dtype = "bf16",
+                             .sp = 1,
+                             .pass = pass};
+}
+
+/* The case set of the statistical tests: per model (8b, 70b) three op
+ * cases (ag_linear qkv, ag_linear w13, linear_rs w2: stock, dist_gemm ce,
+ * dist_gemm sm, GEMM alone, collective alone) and one layer case (ffn
+ * fwd+bwd: stock, dist_gemm auto, GEMM alone, collective alone); the 8b qkv
+ * case also has a dist_gemm auto that took the stock path. Returns the
+ * count written to out (at most FX_SYNTH_MAX_CONFIGS). */
+static inline size_t fx_synth_standard_cases(fx_synth_config *out) {
+  static const char *const models[] = {"llama3-8b", "llama3-70b"};
+  static const struct {
+    const char *layer, *proj;
+    double gemm_us, comm_us;
+  } ops[] = {{"ag_linear", "qkv", 400, 260},
+             {"ag_linear", "w13", 1500, 700},
+             {"linear_rs", "w2", 800, 650}};
+  size_t n = 0;
+  for (int m = 0; m < 2; m++) {
+    double scale = m ? 4.0 : 1.0;
+    for (int o = 0; o < 3; o++) {
+      double g = ops[o].gemm_us * scale, c = ops[o].comm_us * scale;
+      const char *layer = ops[o].layer, *proj = ops[o].proj;
+      fx_synth_axes(&out[n], "op", models[m], layer, proj, "stock", NULL, "fwd");
+      out[n].level_us = g + 0.9 * c;
+      out[n++].fused = -1;
+      fx_synth_axes(&out[n], "op", models[m], layer, proj, "dist_gemm", "ce", "fwd");
+      out[n].level_us = fmax(g, c) * 1.08;
+      out[n++].fused = 1;
+      fx_synth_axes(&out[n], "op", models[m], layer, proj, "dist_gemm", "sm", "fwd");
+      out[n].level_us = fmax(g, c) * 1.15;
+      out[n++].fused = 1;
+      if (m == 0 && o == 0) {
+        fx_synth_axes(&out[n], "op", models[m], layer, proj, "dist_gemm", "auto", "fwd");
+        out[n].level_us = g + 0.9 * c;
+        out[n++].fused = 0;
+      }
+      fx_synth_axes(&out[n], "gemm", models[m], layer, proj, "cublaslt", NULL, "fwd");
+      out[n].level_us = g;
+      out[n++].fused = -1;
+      fx_synth_axes(&out[n], "comm", models[m], layer, proj, "nccl", NULL, "fwd");
+      out[n].level_us = c;
+      out[n++].fused = -1;
+    }
+    double g = 9000 * scale, c = 5000 * scale;
+    fx_synth_axes(&out[n], "layer", models[m], "ffn", NULL, "stock", NULL, "fwd+bwd");
+    out[n].level_us = g + 0.9 * c;
+    out[n++].fused = -1;
+    fx_synth_axes(&out[n], "layer", models[m], "ffn", NULL, "dist_gemm", "auto", "fwd+bwd");
+    out[n].level_us = fmax(g, c) * 1.12;
+    out[n++].fused = 1;
+    fx_synth_axes(&out[n], "gemm", models[m], "ffn", NULL, "cublaslt", NULL, "fwd+bwd");
+    out[n].level_us = g;
+    out[n++].fused = -1;
+    fx_synth_axes(&out[n], "comm", models[m], "ffn", NULL, "nccl", NULL, "fwd+bwd");
+    out[n].level_us = c;
+    out[n++].fused = -1;
+  }
+  return n;
+}
+
+/* Uniform in [-1, 1). */
+static inline double fx_signed(uint64_t *rng) { return 2.0 * fx_uniform(rng) - 1.0; }
+
+/* One round of one configuration: `iters` iterations, the slowest rank of
+ * each, into t. */
+static inline void fx_synth_window(const fx_noise *nz, double level, int iters, uint64_t *rng,
+                                   double *t) {
+  for (int i = 0; i < iters; i++) {
+    double slowest = 0;
+    for (int r = 0; r < FX_SYNTH_RANKS; r++) {
+      double x = level * (1.0 + nz->jitter * fx_signed(rng));
+      if (fx_uniform(rng) < nz->stall_prob) x *= 1.0 + nz->stall_extra * fx_uniform(rng);
+      slowest = fmax(slowest, x);
+    }
+    t[i] = slowest;
+  }
+}
+
+/* Stores one configuration with its result and round windows (the rounds'
+ * rows in one transaction of their own: put_config opens its own). */
+static inline int fx_synth_put(tp_store *s, int64_t run, const fx_synth_config *c,
+                               const double *all, int rounds, int iters, const int *position) {
+  double *sorted = malloc((size_t)iters * sizeof *sorted);
+  tp_result res = {0};
+  fx_result_from(all, rounds * iters, &res);
+  res.max_abs_err = res.rel_err = NAN;
+  tp_config_record rec = {.axes = &c->axes, .status = TP_STATUS_OK, .result = &res};
+  int64_t id = 0;
+  int rc = sorted && tp_store_put_config(s, run, &rec, &id) == TP_OK ? 0 : -1;
+  char sql[4096];
+  int len = snprintf(sql, sizeof sql,
+                     "BEGIN; UPDATE results SET n_rounds = %d, fused = %s WHERE config_id = %lld;",
+                     rounds,
+                     c->fused < 0 ? "NULL"
+                     : c->fused   ? "1"
+                                  : "0",
+                     (long long)id);
+  for (int k = 0; rc == 0 && k < rounds; k++) {
+    memcpy(sorted, all + (size_t)k * (size_t)iters, (size_t)iters * sizeof *sorted);
+    qsort(sorted, (size_t)iters, sizeof *sorted, fx_cmp);
+    len += snprintf(sql + len, sizeof sql - (size_t)len,
+                    " INSERT INTO windows (config_id, round, position, median_us) VALUES (%lld, "
+                    "%d, %d, %.17g);",
+                    (long long)id, k, position[k], fx_pct(sorted, iters, 0.5));
+    if (len >= (int)sizeof sql - 16) rc = -1;
+  }
+  if (rc == 0) snprintf(sql + len, sizeof sql - (size_t)len, " COMMIT;");
+  if (rc == 0) rc = fx_exec(s, sql);
+  free(sorted);
+  return rc;
+}
+
+/* The case of configs[i]: the index of the first configuration with the
+ * same model, layer, proj and pass (the configurations of a case are
+ * adjacent in fx_synth_standard_cases). */
+static inline size_t fx_synth_case_of(const fx_synth_config *configs, size_t i) {
+  while (i > 0) {
+    const tp_config_axes *a = &configs[i - 1].axes, *b = &configs[i].axes;
+    int same = !strcmp(a->model, b->model) && !strcmp(a->layer, b->layer) &&
+               !strcmp(a->pass, b->pass) &&
+               ((!a->proj && !b->proj) || (a->proj && b->proj && !strcmp(a->proj, b->proj)));
+    if (!same) break;
+    i--;
+  }
+  return i;
+}
+
+/* Writes a run of the synthetic machine holding every configuration of
+ * configs[0..n); returns its id, or -1. The rounds of a case rotate its
+ * configurations' order. */
+static inline int64_t fx_put_synth_run(tp_store *s, const fx_synth_run *spec,
+                                       const fx_synth_config *configs, size_t n) {
+  const fx_noise *nz = spec->noise ? spec->noise : &FX_H200_LIKE_NOISE;
+  int rounds = spec->rounds > 0 ? spec->rounds : 3, iters = spec->iters > 0 ? spec->iters : 20;
+  tp_run_info info = {.commit = spec->commit,
+                      .host = FX_SYNTHETIC_HOST,
+                      .gpu_name = spec->gpu_name ? spec->gpu_name : "NVIDIA H200",
+                      .gpu_count = spec->gpu_count > 0 ? spec->gpu_count : 2,
+                      .driver_version = spec->driver ? spec->driver : "580.159.04",
+                      .cuda_version = "13.0",
+                      .nccl_version = "2.28.3",
+                      .cublas_version = "13.1.0",
+                      .command_line = "synthesised by tests/cpu/fixture_db.h: not measured",
+                      .command = "ops",
+                      .warmup_iters = 5,
+                      .measure_iters = iters};
+  int64_t run = 0;
+  if (n > FX_SYNTH_MAX_CONFIGS || tp_store_begin_run(s, &info, &run) != TP_OK) return -1;
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "UPDATE runs SET rounds = %d, order_policy = 'rotate', test_knobs = %s%s%s%s%s%s "
+           "WHERE id = %lld",
+           rounds, spec->test_knobs ? "'" : "", spec->test_knobs ? spec->test_knobs : "NULL",
+           spec->test_knobs ? "'" : "", spec->started_at ? ", started_at = '" : "",
+           spec->started_at ? spec->started_at : "", spec->started_at ? "'" : "", (long long)run);
+  if (fx_exec(s, sql) != 0) return -1;
+  uint64_t rng = spec->seed ? spec->seed : 1;
+  double drift = spec->drift > 0 ? spec->drift : 1.0;
+  double case_drift[FX_SYNTH_MAX_CONFIGS][16];
+  for (size_t i = 0; i < n; i++)
+    for (int k = 0; k < rounds && k < 16; k++)
+      case_drift[i][k] = 1.0 + nz->round_drift * fx_signed(&rng);
+  double *all = malloc((size_t)(rounds * iters) * sizeof *all);
+  int rc = all && rounds <= 16 ? 0 : -1;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    size_t first = fx_synth_case_of(configs, i), size = i - first + 1;
+    while (first + size < n && fx_synth_case_of(configs, first + size) == first) size++;
+    double level = configs[i].level_us * drift * (1.0 + nz->config_drift * fx_signed(&rng));
+    if (spec->factor) level *= spec->factor(&configs[i], spec->ctx);
+    int position[16];
+    for (int k = 0; k < rounds; k++) {
+      double window_level =
+          level * case_drift[first][k] * (1.0 + nz->window_noise * fx_signed(&rng));
+      fx_synth_window(nz, window_level, iters, &rng, all + (size_t)k * (size_t)iters);
+      position[k] = (int)((i - first + (size_t)k) % size);
+    }
+    rc = fx_synth_put(s, run, &configs[i], all, rounds, iters, position);
+  }
+  free(all);
+  if (rc != 0 || tp_store_finish_run(s, run) != TP_OK) return -1;
+  return run;
 }
 
 #endif /* TP_FIXTURE_DB_H */

@@ -160,7 +160,7 @@ static tp_config_axes layer_axes(const char *kind, const char *backend, int sp) 
 
 static void put_ok(tp_store *store, int64_t run, tp_config_axes a, double median_us) {
   double samples[3] = {median_us, median_us, median_us};
-  tp_samples set = {0, 3, samples};
+  tp_samples set = {0, 3, samples, NULL, NULL};
   tp_result res;
   memset(&res, 0, sizeof res);
   res.n_samples = 3;

@@ -11,6 +11,9 @@
  *   D           llama3-70b linear_rs w2 fp32: stock 5000, dist 4000, GEMM failed
  *   E           ag_linear qkv at 4096 tokens: stock only
  * Run 1 (another commit) has one case: stock 3000, dist 2000.
+ * A third database (hostile.db) stores what an attacker would (formulas,
+ * newlines, table pipes, <script>) in every text field: markdown, CSV and
+ * JSON of the table and of history must keep it inert.
  * TP_TEST_KEEP=1 keeps the directory to look at the database by hand.
  */
 #include <setjmp.h>
@@ -27,7 +30,9 @@
 
 #include <jansson.h>
 
+#include "report/tp_history.h"
 #include "report/tp_report.h"
+#include "report/tp_report_util.h"
 #include "store/tp_store.h"
 
 #define COMMIT_1 "aaaa111122223333444455556666777788889999"
@@ -89,7 +94,7 @@ static void put(tp_store *store, int64_t run, tp_config_axes axes, const char *k
                  .rel_err = rel_err,
                  .numerics_ref = "stock"};
   double times[3] = {median_us * 0.99, median_us, median_us * 1.01};
-  tp_samples samples = {0, 3, times};
+  tp_samples samples = {0, 3, times, NULL, NULL};
   tp_config_record rec = {.axes = &axes,
                           .status = status,
                           .reason = reason,
@@ -191,8 +196,9 @@ static int remove_fixture(void **state) {
     return 0;
   }
   char path[600];
-  const char *names[] = {"report.db", "report.db-wal", "report.db-shm",
-                         "empty.db",  "empty.db-wal",  "empty.db-shm"};
+  const char *names[] = {"report.db",  "report.db-wal",  "report.db-shm",
+                         "empty.db",   "empty.db-wal",   "empty.db-shm",
+                         "hostile.db", "hostile.db-wal", "hostile.db-shm"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
     unlink(path);
@@ -584,6 +590,179 @@ static void test_format_parse(void **state) {
   assert_non_null(strstr(tp_last_error(), "xml"));
 }
 
+/* ---- injection: stored text is outside input ------------------------------------------ */
+
+/* A reason that tries to end its cell, add rows and a heading, open a code
+ * span and a link, and bring a script into a pull-request comment. */
+#define HOSTILE_REASON                                                                             \
+  "bad\n| x | y |\n## Owned <script>alert(1)</script> `code` [link](http://x) &amp; \\| \x01"      \
+  "end"
+
+/* The escaping helpers on their own: formulas quoted with a leading "'",
+ * numbers (negative ones too) left as they are; markdown text that cannot
+ * leave its cell. */
+static void test_escape_helpers(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } csv[] = {
+      {"=1+1", "\"'=1+1\""},
+      {"@SUM(A1)", "\"'@SUM(A1)\""},
+      {"-2+3", "\"'-2+3\""},
+      {"+cmd", "\"'+cmd\""},
+      {"-", "\"'-\""},
+      {"\tx", "\"'\tx\""},
+      {"\rx", "\"'\rx\""},
+      {"=a,\"b\"", "\"'=a,\"\"b\"\"\""},
+      {"-1.5", "-1.5"},
+      {"+3", "+3"},
+      {"-2.50e-03", "-2.50e-03"},
+      {"1e-05", "1e-05"},
+      {"-.5", "-.5"},
+      {"a=1", "a=1"},
+      {"-1.5x", "\"'-1.5x\""},
+      {"-1e", "\"'-1e\""},
+  };
+  for (size_t i = 0; i < sizeof csv / sizeof csv[0]; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    tp_csv_field(out, csv[i].in, 1);
+    fclose(out);
+    if (strcmp(buf, csv[i].out) != 0)
+      fail_msg("csv %s -> %s, expected %s", csv[i].in, buf, csv[i].out);
+    free(buf);
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  tp_csv_num(out, -1.5, 3);
+  tp_md_text(out, "a|b\nc<d>&`e`[f]\\");
+  tp_md_code(out, "x\ny<z>");
+  fclose(out);
+  assert_string_equal(buf, ",-1.500a\\|b c&lt;d&gt;&amp;\\`e\\`\\[f\\]\\\\`x y<z>`");
+  free(buf);
+}
+
+/* Pipes not preceded by an odd number of backslashes: the cell borders. */
+static int cell_borders(const char *line, size_t len) {
+  int n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (line[i] != '|') continue;
+    size_t slashes = 0;
+    while (slashes < i && line[i - 1 - slashes] == '\\') slashes++;
+    n += slashes % 2 == 0;
+  }
+  return n;
+}
+
+/* No table line has more or fewer cells than the header, no heading or
+ * list item comes from stored text, no raw tag. */
+static void expect_contained_markdown(const char *md, int table_lines, int list_lines) {
+  assert_null(strstr(md, "<script"));
+  assert_null(strstr(md, "<br"));
+  assert_non_null(strstr(md, "&lt;script&gt;"));
+  int tables = 0, lists = 0, borders = -1;
+  for (const char *line = md; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (len >= 2 && !strncmp(line, "##", 2) && memmem(line, len, "Owned", 5))
+      fail_msg("injected heading");
+    if (len >= 1 && line[0] == '|') {
+      int n = cell_borders(line, len);
+      if (borders >= 0 && n != borders) fail_msg("ragged table line: %.*s", (int)len, line);
+      borders = n;
+      tables++;
+    }
+    if (len >= 9 && !strncmp(line, "- config ", 9)) lists++;
+    line = end ? end + 1 : line + len;
+  }
+  assert_int_equal(tables, table_lines);
+  assert_int_equal(lists, list_lines);
+}
+
+/* Every CSV field that starts like a formula is a plain number. */
+static void expect_no_formulas(const char *csv, int records) {
+  const char *p = csv;
+  int n = 0;
+  while (*p) {
+    char field[512];
+    const char *start = p;
+    int fields = csv_record(&p, 0, field, sizeof field);
+    for (int i = 0; i < fields; i++) {
+      const char *q = start;
+      csv_record(&q, i, field, sizeof field);
+      if (tp_csv_is_formula(field)) fail_msg("field %d of record %d is a formula: %s", i, n, field);
+    }
+    n++;
+  }
+  assert_int_equal(n, records);
+}
+
+static char *text_of(tp_store *store, const tp_history_query *history, tp_report_format fmt) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_non_null(out);
+  tp_rc rc = history ? tp_report_history(store, history, fmt, out)
+                     : tp_report_throughput(store, NULL, fmt, out);
+  fclose(out);
+  if (rc != TP_OK) fail_msg("%s", tp_last_error());
+  return buf;
+}
+
+/* Host, GPU, driver, command line, model, layer, projection and reason
+ * hold what an attacker would store; no output format lets it out. */
+static void test_injection(void **state) {
+  fixture *f = *state;
+  char db[600];
+  snprintf(db, sizeof db, "%s/hostile.db", f->dir);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(db, 1, &store), TP_OK);
+  tp_run_info info = {.commit = "=HYPERLINK(\"http://x\")",
+                      .host = "=cmd|' /C calc'!A0",
+                      .gpu_name = "<script>alert(1)</script>",
+                      .gpu_count = 2,
+                      .driver_version = "550\n## Owned driver",
+                      .command_line = "tpbench ops\n| a | b |",
+                      .command = "ops"};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  tp_config_axes a = case_axes("=1+1", "@SUM(A1)", "-2+3", 8192, "bf16");
+  put(store, run, a, "op", "stock", NULL, 0, 2000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "op", "dist_gemm", "ce", 2, 0, TP_STATUS_REJECTED, HOSTILE_REASON, NULL, 0,
+      NAN);
+  put(store, run, a, "gemm", "cublaslt", NULL, 0, 0, TP_STATUS_FAILED, "+" HOSTILE_REASON, NULL, 0,
+      NAN);
+  assert_int_equal(tp_store_finish_run(store, run), TP_OK);
+
+  char *md = text_of(store, NULL, TP_FMT_MARKDOWN);
+  expect_contained_markdown(md, 2 + 1, 2);
+  free(md);
+  char *csv = text_of(store, NULL, TP_FMT_CSV);
+  expect_no_formulas(csv, 1 + 1);
+  assert_non_null(strstr(csv, ",\"'=1+1\",\"'@SUM(A1)\",\"'-2+3\","));
+  free(csv);
+  char *json = text_of(store, NULL, TP_FMT_JSON);
+  json_error_t err;
+  json_t *root = json_loads(json, 0, &err);
+  if (!root) fail_msg("invalid JSON: %s", err.text);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  assert_string_equal(json_string_value(json_object_get(row, "reason")), HOSTILE_REASON);
+  json_decref(root);
+  free(json);
+
+  /* history of the rejected configuration (id 2): title, cells, CSV */
+  tp_history_query q = {.config_id = 2};
+  md = text_of(store, &q, TP_FMT_MARKDOWN);
+  expect_contained_markdown(md, 2 + 1, 0);
+  free(md);
+  csv = text_of(store, &q, TP_FMT_CSV);
+  expect_no_formulas(csv, 1 + 1);
+  free(csv);
+  tp_store_close(store);
+}
+
 /* The sample database holds a link probe of the same host: its op rows get a
  * stricter bound, max(GEMM alone, bytes at the probe's copy-engine peak),
  * which is never below the GEMM alone. */
@@ -650,6 +829,8 @@ int main(void) {
       cmocka_unit_test(test_write_failure),
       cmocka_unit_test(test_strict_bound_from_link_probe),
       cmocka_unit_test(test_format_parse),
+      cmocka_unit_test(test_escape_helpers),
+      cmocka_unit_test(test_injection),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);
 }
