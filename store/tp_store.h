@@ -214,7 +214,8 @@ struct sqlite3 *tp_store_db(tp_store *store);
 typedef struct tp_trace_event {
   const char *name;          /* kernel, copy label or NVTX range; never NULL */
   const char *kind;          /* "kernel", "memcpy", "memset", "sync", "range" */
-  const char *category;      /* "comm", "gemm", "attention", "elementwise", "other", "range" */
+  const char *category;      /* "comm", "sync", "gemm", "attention", "elementwise", "other",
+                                "range" */
   const char *copy_kind;     /* "HtoD", "DtoD", "PtoP", ...; NULL or "none": not a copy */
   uint64_t start_ns, end_ns; /* [start, end), tracer clock; end >= start, both < 2^63 */
   uint64_t bytes;            /* copies and memsets; 0 otherwise */
@@ -245,7 +246,7 @@ typedef struct tp_trace_record {
   double traced_median_us;      /* median iteration time while tracing (NaN: unknown) */
   double untraced_median_us;    /* the measurement window's median (NaN: unknown) */
   int evidence_ok;              /* 1: the trace shows the schedule recorded as run */
-  const char *evidence_message; /* what was expected and seen; required when !evidence_ok */
+  const char *evidence_message; /* what was expected and seen; required unless evidence is ok */
   uint64_t dropped_records;     /* records the tracer lost in the window */
   int64_t clock_offset_ns;      /* tracer clock - CLOCK_REALTIME, rank 0 */
 } tp_trace_record;
@@ -258,9 +259,12 @@ typedef struct tp_trace_record {
  * untraced > 0); or nothing at all. A configuration has at most one trace: a
  * second call for it fails and writes nothing. Errors: TP_EINTERNAL for a
  * malformed record (NULL name, unknown kind or category, end < start, times
- * at or past 2^63, exposed != comm - overlap, a failed evidence without its
- * message); TP_ESQLITE for a database error or a violated constraint (no
- * such configuration, a second trace); the transaction is rolled back. */
+ * at or past 2^63, exposed != comm - overlap, an evidence other than ok
+ * without its message, an unknown evidence word, an op's evidence for a
+ * schedules row the configuration does not have); TP_ESQLITE for a database
+ * error or a violated constraint (no such configuration, a second trace);
+ * the transaction is rolled back. Per-op evidence goes into the
+ * configuration's schedules rows (evidence, evidence_message). */
 tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec);
 
 /* The traces row of a configuration and a summary of its overlap rows. */
@@ -294,8 +298,18 @@ tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_eve
 
 /* The overlap rows of config_id ordered by rank and window, in a malloc'd
  * array (*rows NULL when *n is 0; free() it). overlap_pct is NaN where NULL. */
+  uint64_t sync_ns;   /* |U sync| (barriers, waits, signals, stream waits): beside overlap,
+                         never in comm (0 on rows written before schemas/003) */
 tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overlap **rows,
                              size_t *n);
+/* The schedule evidence of one op of the configuration: its schedules row
+ * (seq, the order in tp_config_record.schedules) gets evidence and message. */
+typedef struct tp_trace_op_evidence {
+  int seq;
+  const char *evidence; /* "ok", "failed", "not checked" */
+  const char *message;  /* what was expected and seen, or why not checked; required unless ok */
+} tp_trace_op_evidence;
+
 
 /* ---- reading configurations (store/tp_store_trace.c) -------------------- */
 
@@ -309,6 +323,13 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
                            int prefer_traced, int64_t *out);
 
 /* The per-iteration times of config_id as the statistics use them: for each
+  /* Evidence in three states (schemas/003): "ok", "failed" (an op failed) or
+   * "not checked" (no op failed, one could not be checked). When set it
+   * decides, and traces.evidence_ok is stored as 1 only for "ok"; NULL keeps
+   * the two states of evidence_ok. */
+  const char *evidence;
+  const tp_trace_op_evidence *op_evidence; /* per op; may be NULL/0 */
+  size_t n_op_evidence;
  * iteration, the slowest rank's time (iterations where no rank has a time are
  * left out), in iteration order, in a malloc'd array (*times NULL when *n is
  * 0; free() it). */
@@ -330,6 +351,7 @@ typedef struct tp_import_stats {
   int runs_imported; /* ... copied into the store */
   int runs_present;  /* ... already in the store (same uuid): skipped */
   int64_t configs, samples, events;
+  char evidence[16];          /* "ok", "failed", "not checked" (before schemas/003: from evidence_ok) */
 } tp_import_stats;
 
 /* Copies every run of the tpbench database at src_path that the store does
@@ -339,6 +361,8 @@ typedef struct tp_import_stats {
  * the label migration 002 would give them), so importing the same file again
  * adds nothing. Rows get new ids in the store; everything else is copied as
  * is. The source is opened read-only and never changed.
+  double sync_ns_median;     /* median synchronisation over the rows that recorded it; NaN if
+                                none (traces before schemas/003 counted it as communication) */
  *
  * Errors: TP_EFOREIGN when the source is not a tpbench database or has a
  * newer schema (checked before anything is written: the store is untouched);

@@ -78,11 +78,13 @@ static int is_one_of(const char *word, const char *const *names, size_t n) {
 }
 
 static const char *const event_kinds[] = {"kernel", "memcpy", "memset", "sync", "range"};
-static const char *const categories[] = {"comm",        "gemm",  "attention",
+static const char *const categories[] = {"comm",        "sync",  "gemm", "attention",
                                          "elementwise", "other", "range"};
 enum {
   N_KINDS = sizeof event_kinds / sizeof *event_kinds,
-  N_CATS = sizeof categories / sizeof *categories
+static const char *const evidence_words[] = {"ok", "failed", "not checked"};
+  N_CATS = sizeof categories / sizeof *categories,
+  N_EVIDENCE = sizeof evidence_words / sizeof *evidence_words
 };
 
 static tp_rc check_event(const tp_trace_event *e, size_t i) {
@@ -94,7 +96,7 @@ static tp_rc check_event(const tp_trace_event *e, size_t i) {
                    i, e->name, e->kind ? e->kind : "(null)");
   if (!is_one_of(e->category, categories, N_CATS))
     return TP_FAIL(TP_EINTERNAL,
-                   "trace event %zu (%s): category \"%s\" is not one of comm, gemm, "
+                   "trace event %zu (%s): category \"%s\" is not one of comm, sync, gemm, "
                    "attention, elementwise, other, range",
                    i, e->name, e->category ? e->category : "(null)");
   if (e->start_ns > (uint64_t)INT64_MAX || e->end_ns > (uint64_t)INT64_MAX ||
@@ -113,7 +115,7 @@ static tp_rc check_overlap(const tp_trace_overlap *o, size_t i) {
                    "%llu",
                    i, o->rank, o->window, (unsigned long long)o->exposed_ns,
                    (unsigned long long)o->comm_ns, (unsigned long long)o->overlap_ns);
-  uint64_t values[] = {o->window_start_ns, o->window_end_ns, o->comm_ns, o->compute_ns};
+  uint64_t values[] = {o->window_start_ns, o->window_end_ns, o->comm_ns, o->compute_ns, o->sync_ns};
   for (size_t k = 0; k < sizeof values / sizeof *values; k++)
     if (values[k] > (uint64_t)INT64_MAX)
       return TP_FAIL(TP_EINTERNAL, "overlap row %zu: a time at or past 2^63", i);
@@ -122,12 +124,42 @@ static tp_rc check_overlap(const tp_trace_overlap *o, size_t i) {
 
 tp_rc tp_store_check_trace(const tp_trace_record *rec) {
   if (!rec) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL record");
+/* The record's evidence in the store's words: its three-state word, or the
+ * two states of evidence_ok for writers that do not set it. */
+static const char *evidence_word(const tp_trace_record *rec) {
+  if (rec->evidence) return rec->evidence;
+  return rec->evidence_ok ? "ok" : "failed";
+}
+
+static int is_ok(const char *word) { return strcmp(word, "ok") == 0; }
+
+static tp_rc check_evidence(const tp_trace_record *rec) {
+  const char *word = evidence_word(rec);
+  if (!is_one_of(word, evidence_words, N_EVIDENCE))
+    return TP_FAIL(TP_EINTERNAL,
+                   "trace record: evidence \"%s\" is not one of ok, failed, not checked", word);
+  if (!is_ok(word) && (!rec->evidence_message || !*rec->evidence_message))
+    return TP_FAIL(TP_EINTERNAL, "trace record: evidence \"%s\" needs its message", word);
+  if (rec->n_op_evidence > 0 && !rec->op_evidence)
+    return TP_FAIL(TP_EINTERNAL, "trace record: op evidence count without its array");
+  for (size_t i = 0; i < rec->n_op_evidence; i++) {
+    const tp_trace_op_evidence *op = &rec->op_evidence[i];
+    if (op->seq < 0 || !is_one_of(op->evidence, evidence_words, N_EVIDENCE))
+      return TP_FAIL(TP_EINTERNAL, "trace record: op evidence %zu (seq %d): evidence \"%s\"", i,
+                     op->seq, op->evidence ? op->evidence : "(null)");
+    if (!is_ok(op->evidence) && (!op->message || !*op->message))
+      return TP_FAIL(TP_EINTERNAL,
+                     "trace record: op evidence %zu (seq %d) \"%s\" needs its message", i, op->seq,
+                     op->evidence);
+  }
+  return TP_OK;
+}
+
   if ((rec->n_events > 0 && !rec->events) || (rec->n_overlap > 0 && !rec->overlap))
     return TP_FAIL(TP_EINTERNAL, "trace record: counts without arrays");
   if (rec->traced_iters < 0)
     return TP_FAIL(TP_EINTERNAL, "trace record: %d traced iterations", rec->traced_iters);
-  if (!rec->evidence_ok && (!rec->evidence_message || !*rec->evidence_message))
-    return TP_FAIL(TP_EINTERNAL, "trace record: a failed schedule check needs its message");
+  TP_TRY(check_evidence(rec));
   if (rec->dropped_records > (uint64_t)INT64_MAX)
     return TP_FAIL(TP_EINTERNAL, "trace record: dropped record count out of range");
   for (size_t i = 0; i < rec->n_events; i++) TP_TRY(check_event(&rec->events[i], i));
@@ -271,8 +303,8 @@ static tp_rc insert_overlap(tp_store *s, int64_t config_id, const tp_trace_recor
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(s,
                  "INSERT INTO overlap (config_id, rank, window, window_start_ns, window_end_ns, "
-                 "comm_ns, compute_ns, overlap_ns, exposed_ns, overlap_pct) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "comm_ns, compute_ns, overlap_ns, exposed_ns, overlap_pct, sync_ns) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  &st));
   tp_rc rc = TP_OK;
   for (size_t i = 0; rc == TP_OK && i < rec->n_overlap; i++) {
@@ -290,6 +322,7 @@ static tp_rc insert_overlap(tp_store *s, int64_t config_id, const tp_trace_recor
     b = b ? b : bind_real_or_null(st, 10, o->comm_ns > 0 ? o->overlap_pct : NAN);
     rc = step_done(s, st, b, "inserting into overlap");
   }
+    b = b ? b : sqlite3_bind_int64(st, 11, (int64_t)o->sync_ns);
   sqlite3_finalize(st);
   return rc;
 }
@@ -299,7 +332,7 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
   TP_TRY(prepare(s,
                  "INSERT INTO traces (config_id, traced_iters, traced_median_us, "
                  "untraced_median_us, overhead, evidence_ok, evidence_message, dropped_records, "
-                 "clock_offset_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "clock_offset_ns, evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  &st));
   double traced = rec->traced_median_us, untraced = rec->untraced_median_us;
   double overhead =
@@ -309,7 +342,9 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
   b = b ? b : bind_real_or_null(st, 3, traced);
   b = b ? b : bind_real_or_null(st, 4, untraced);
   b = b ? b : bind_real_or_null(st, 5, overhead);
-  b = b ? b : sqlite3_bind_int(st, 6, rec->evidence_ok ? 1 : 0);
+  const char *word = evidence_word(rec);
+  /* evidence_ok, for readers of version 2: 1 only for "ok" */
+  b = b ? b : sqlite3_bind_int(st, 6, is_ok(word));
   b = b ? b
         : bind_text_or_null(st, 7,
                             rec->evidence_message && *rec->evidence_message ? rec->evidence_message
@@ -318,15 +353,43 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
   b = b ? b : sqlite3_bind_int64(st, 9, rec->clock_offset_ns);
   tp_rc rc = step_done(s, st, b, "inserting into traces");
   sqlite3_finalize(st);
+  b = b ? b : sqlite3_bind_text(st, 10, word, -1, SQLITE_STATIC);
   return rc;
 }
 
 tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
   /* The traces row goes first: a second trace of one configuration fails on
+/* Each op's verdict into the configuration's schedules row of that op. */
+static tp_rc update_schedules(tp_store *s, int64_t config_id, const tp_trace_record *rec) {
+  if (rec->n_op_evidence == 0) return TP_OK;
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(s,
+                 "UPDATE schedules SET evidence = ?, evidence_message = ? "
+                 "WHERE config_id = ? AND seq = ?",
+                 &st));
+  tp_rc rc = TP_OK;
+  for (size_t i = 0; rc == TP_OK && i < rec->n_op_evidence; i++) {
+    const tp_trace_op_evidence *op = &rec->op_evidence[i];
+    int b = sqlite3_bind_text(st, 1, op->evidence, -1, SQLITE_STATIC);
+    b = b ? b : bind_text_or_null(st, 2, op->message && *op->message ? op->message : NULL);
+    b = b ? b : sqlite3_bind_int64(st, 3, config_id);
+    b = b ? b : sqlite3_bind_int(st, 4, op->seq);
+    rc = step_done(s, st, b, "recording an op's evidence in schedules");
+    if (rc == TP_OK && sqlite3_changes(tp_store_db(s)) != 1)
+      rc = TP_FAIL(TP_EINTERNAL,
+                   "trace record: evidence for op %d, but configuration %lld has no schedules row "
+                   "%d",
+                   op->seq, (long long)config_id, op->seq);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
    * its primary key before thousands of events are written for nothing. */
   TP_TRY(insert_trace_row(store, config_id, rec));
   TP_TRY(insert_events(store, config_id, rec));
   return insert_overlap(store, config_id, rec);
+  TP_TRY(update_schedules(store, config_id, rec));
 }
 
 tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
@@ -354,7 +417,8 @@ static tp_rc read_trace_row(tp_store *s, int64_t config_id, int *found, tp_trace
                  "SELECT traced_iters, traced_median_us, untraced_median_us, overhead, "
                  "evidence_ok, evidence_message, dropped_records, coalesce(clock_offset_ns, 0), "
                  "(SELECT count(*) FROM events e WHERE e.config_id = t.config_id), "
-                 "(SELECT count(DISTINCT rank) FROM events e WHERE e.config_id = t.config_id) "
+                 "(SELECT count(DISTINCT rank) FROM events e WHERE e.config_id = t.config_id), "
+                 "coalesce(evidence, CASE evidence_ok WHEN 1 THEN 'ok' ELSE 'failed' END) "
                  "FROM traces t WHERE config_id = ?",
                  &st));
   tp_rc rc = TP_OK;
@@ -376,6 +440,7 @@ static tp_rc read_trace_row(tp_store *s, int64_t config_id, int *found, tp_trace
   } else if (step != SQLITE_DONE) {
     rc = TP_STORE_SQL_FAIL(s, "reading the trace of configuration %lld", (long long)config_id);
   }
+    copy_text(out->evidence, sizeof out->evidence, sqlite3_column_text(st, 10));
   sqlite3_finalize(st);
   return rc;
 }
@@ -383,6 +448,39 @@ static tp_rc read_trace_row(tp_store *s, int64_t config_id, int *found, tp_trace
 /* Medians of the overlap rows: overlap % over rows that had communication,
  * exposed and total communication over all rows. */
 static tp_rc summarise_overlap(tp_store *s, int64_t config_id, tp_trace_info *out) {
+/* Median synchronisation over the overlap rows that recorded it (NULL before
+ * schemas/003, when barriers and waits counted as communication). */
+static tp_rc summarise_sync(tp_store *s, int64_t config_id, tp_trace_info *out) {
+  sqlite3_stmt *st = NULL;
+  TP_TRY(
+      prepare(s, "SELECT sync_ns FROM overlap WHERE config_id = ? AND sync_ns IS NOT NULL", &st));
+  double *values = NULL;
+  size_t n = 0, cap = 0;
+  tp_rc rc = TP_OK;
+  int step = sqlite3_bind_int64(st, 1, config_id);
+  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (n == cap) {
+      size_t grown_cap = cap ? 2 * cap : 16;
+      double *grown = realloc(values, grown_cap * sizeof *grown);
+      if (!grown) {
+        rc = out_of_memory();
+        break;
+      }
+      values = grown;
+      cap = grown_cap;
+    }
+    values[n++] = (double)sqlite3_column_int64(st, 0);
+    step = SQLITE_OK;
+  }
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = TP_STORE_SQL_FAIL(s, "reading the synchronisation of configuration %lld",
+                           (long long)config_id);
+  sqlite3_finalize(st);
+  out->sync_ns_median = rc == TP_OK ? median_of(values, n) : NAN;
+  free(values);
+  return rc;
+}
+
   tp_trace_overlap *rows = NULL;
   size_t n = 0;
   TP_TRY(tp_store_trace_overlap(s, config_id, &rows, &n));
@@ -403,7 +501,7 @@ static tp_rc summarise_overlap(tp_store *s, int64_t config_id, tp_trace_info *ou
   out->comm_ns_median = median_of(values, n);
   free(values);
   free(rows);
-  return TP_OK;
+  return summarise_sync(s, config_id, out);
 }
 
 tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found, tp_trace_info *out) {
@@ -470,8 +568,8 @@ tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overla
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(store,
                  "SELECT rank, window, coalesce(window_start_ns, 0), coalesce(window_end_ns, 0), "
-                 "comm_ns, compute_ns, overlap_ns, exposed_ns, overlap_pct FROM overlap "
-                 "WHERE config_id = ? ORDER BY rank, window",
+                 "comm_ns, compute_ns, overlap_ns, exposed_ns, overlap_pct, "
+                 "coalesce(sync_ns, 0) FROM overlap WHERE config_id = ? ORDER BY rank, window",
                  &st));
   tp_rc rc = TP_OK;
   size_t cap = 0;
@@ -492,6 +590,7 @@ tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overla
     step = SQLITE_OK;
   }
   if (rc == TP_OK && step != SQLITE_DONE)
+    o->sync_ns = (uint64_t)sqlite3_column_int64(st, 9);
     rc =
         TP_STORE_SQL_FAIL(store, "reading the overlap of configuration %lld", (long long)config_id);
   sqlite3_finalize(st);

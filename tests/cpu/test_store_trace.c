@@ -227,7 +227,7 @@ static void test_put_trace_twice_and_bad_records(void **state) {
   assert_int_equal(tp_store_put_trace(store, other, &rec), TP_EINTERNAL);
   e.start_ns = 10;
   e.end_ns = 20;
-  tp_trace_overlap o = {0, 0, 0, 100, 40, 60, 30, 9, 75.0};
+  tp_trace_overlap o = {0, 0, 0, 100, 40, 60, 30, 9, 75.0, 0};
   rec.overlap = &o;
   rec.n_overlap = 1;
   assert_int_equal(tp_store_put_trace(store, other, &rec), TP_EINTERNAL); /* 9 != 40 - 30 */
@@ -283,7 +283,7 @@ static void test_put_config_with_trace(void **state) {
   tp_result result = {.n_samples = 1, .median_us = 10, .max_abs_err = NAN, .rel_err = NAN};
   tp_trace_event ev[2] = {{"gemm_kernel", "kernel", "gemm", NULL, 100, 200, 0, 0, 0, 7, 1, -1},
                           {"memcpy PtoP", "memcpy", "comm", "PtoP", 150, 250, 64, 0, 0, 13, 2, 1}};
-  tp_trace_overlap ov = {0, 0, 100, 250, 100, 100, 50, 50, 50.0};
+  tp_trace_overlap ov = {0, 0, 100, 250, 100, 100, 50, 50, 50.0, 0};
   tp_trace_record trace = {.events = ev,
                            .n_events = 2,
                            .overlap = &ov,
@@ -315,6 +315,104 @@ static void test_put_config_with_trace(void **state) {
   assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_ESQLITE);
   assert_int_equal(fx_int(store, "SELECT count(*) FROM configs"), configs);
   assert_int_equal(fx_int(store, "SELECT count(*) FROM events"), 2);
+  tp_store_close(store);
+}
+
+/* Evidence in three states, per op into the schedules rows, and sync beside overlap. */
+static void test_put_trace_evidence_per_op(void **state) {
+  scratch *s = *state;
+  tp_store *store = open_copy_of_real(s, "evidence.db");
+  tp_run_info info = {.commit = "c0ffee", .host = FX_SYNTHETIC_HOST};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  tp_config_axes axes = {.kind = "layer",
+                         .model = "m",
+                         .layer = "attention",
+                         .backend = "dist_gemm",
+                         .tp = 2,
+                         .tokens = 8,
+                         .dtype = "bf16"};
+  tp_result result = {.n_samples = 1, .median_us = 10, .max_abs_err = NAN, .rel_err = NAN};
+  tp_schedule_choice ops[2] = {{"qkv", "ce", "copy-engine", 2, "forced"},
+                               {"wo", "nccl", "nccl", 1, "auto: the stock path"}};
+  tp_trace_event ev[2] = {{"barrier_kernel", "kernel", "sync", NULL, 100, 125, 0, 0, 0, 7, 1, -1},
+                          {"memcpy PtoP", "memcpy", "comm", "PtoP", 150, 250, 64, 0, 0, 13, 2, 1}};
+  tp_trace_overlap ov = {0, 0, 100, 250, 100, 0, 0, 100, NAN, 25};
+  tp_trace_op_evidence verdicts[2] = {
+      {0, "ok", "qkv (ce): 2 ranges, 4 peer-to-peer copies"},
+      {1, "not checked", "wo: no NVTX range \"linear_rs....nccl x1\" in the traced window"}};
+  tp_trace_record trace = {.events = ev,
+                           .n_events = 2,
+                           .overlap = &ov,
+                           .n_overlap = 1,
+                           .traced_iters = 1,
+                           .traced_median_us = 11,
+                           .untraced_median_us = 10,
+                           .evidence_ok = 1, /* ignored: evidence decides */
+                           .evidence = "not checked",
+                           .evidence_message = "rank 0: wo: no NVTX range",
+                           .op_evidence = verdicts,
+                           .n_op_evidence = 2};
+  tp_config_record rec = {.axes = &axes,
+                          .status = TP_STATUS_OK,
+                          .result = &result,
+                          .schedules = ops,
+                          .n_schedules = 2,
+                          .trace = &trace};
+  int64_t id = 0;
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_OK);
+  char sql[320];
+  snprintf(sql, sizeof sql,
+           "SELECT evidence = 'not checked' AND evidence_ok = 0 FROM traces "
+           "WHERE config_id = %lld",
+           (long long)id);
+  assert_int_equal(fx_int(store, sql), 1);
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM schedules WHERE config_id = %lld AND ((seq = 0 "
+           "AND evidence = 'ok') OR (seq = 1 AND evidence = 'not checked' AND "
+           "evidence_message LIKE 'wo: no NVTX%%'))",
+           (long long)id);
+  assert_int_equal(fx_int(store, sql), 2);
+  snprintf(sql, sizeof sql, "SELECT sync_ns FROM overlap WHERE config_id = %lld", (long long)id);
+  assert_int_equal(fx_int(store, sql), 25);
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM events WHERE category = 'sync' AND config_id = "
+           "%lld",
+           (long long)id);
+  assert_int_equal(fx_int(store, sql), 1);
+  int found = 0;
+  tp_trace_info ti;
+  assert_int_equal(tp_store_trace_info(store, id, &found, &ti), TP_OK);
+  assert_int_equal(found, 1);
+  assert_string_equal(ti.evidence, "not checked");
+  assert_int_equal(ti.evidence_ok, 0);
+  assert_true(fabs(ti.sync_ns_median - 25.0) < 1e-9);
+
+  /* refused, writing nothing: a verdict other than ok without its message, an
+   * unknown word, evidence for an op the configuration does not have */
+  int64_t configs = fx_int(store, "SELECT count(*) FROM configs");
+  verdicts[1].message = "";
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_EINTERNAL);
+  verdicts[1].message = "why";
+  trace.evidence = "probably";
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_EINTERNAL);
+  trace.evidence = "failed";
+  trace.evidence_message = NULL;
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_EINTERNAL);
+  trace.evidence_message = "rank 1: qkv failed";
+  verdicts[1].seq = 5;
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_EINTERNAL);
+  assert_non_null(strstr(tp_last_error(), "no schedules row 5"));
+  assert_int_equal(fx_int(store, "SELECT count(*) FROM configs"), configs);
+  /* a record of a version-2 writer (no evidence word) keeps its two states */
+  verdicts[1].seq = 1;
+  trace.evidence = NULL;
+  trace.n_op_evidence = 0;
+  trace.evidence_ok = 0;
+  assert_int_equal(tp_store_put_config(store, run, &rec, &id), TP_OK);
+  snprintf(sql, sizeof sql, "SELECT evidence = 'failed' FROM traces WHERE config_id = %lld",
+           (long long)id);
+  assert_int_equal(fx_int(store, sql), 1);
   tp_store_close(store);
 }
 
@@ -551,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_put_trace_twice_and_bad_records),
       cmocka_unit_test(test_put_trace_is_atomic),
       cmocka_unit_test(test_put_config_with_trace),
+      cmocka_unit_test(test_put_trace_evidence_per_op),
       cmocka_unit_test(test_find_config),
       cmocka_unit_test(test_iteration_times_take_the_slowest_rank),
       cmocka_unit_test(test_import_is_idempotent),
