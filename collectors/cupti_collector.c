@@ -13,15 +13,21 @@
  *  process  At window end, after the flush, the queued buffers are taken in
  *           one step and converted outside the lock: kernel, copy, memset and
  *           sync records become tp_event with interned names; NVTX start and
- *           end markers are paired by id into ranges. Records whose interval
- *           misses the window are counted and dropped.
+ *           end markers are paired by id into ranges; API records are kept
+ *           as correlation id -> launch time and stamped onto the device
+ *           events (tp_event.launch_ns). Records whose interval misses the
+ *           window are counted and dropped.
  *
- * Device activity kinds (CONCURRENT_KERNEL, never the serialising KERNEL;
- * MEMCPY; MEMCPY2 for peer-to-peer; MEMSET; SYNCHRONIZATION) are enabled
- * only between window_begin and window_end, so untraced, timed iterations do
- * not pay for tracing. MARKER (NVTX) is enabled at start and stays on: NVTX
- * attaches to a tool once, at its first call, and CUPTI must be listening
- * then. How NVTX reaches CUPTI is described at setup_nvtx_injection().
+ * Every activity kind (CONCURRENT_KERNEL, never the serialising KERNEL;
+ * MEMCPY; MEMCPY2 for peer-to-peer; MEMSET; SYNCHRONIZATION; RUNTIME and
+ * DRIVER, whose API records give each kernel and copy the host time of its
+ * launch; MARKER for NVTX) is enabled only between window_begin and
+ * window_end, so untraced, timed iterations do not pay for tracing. MARKER
+ * is on for a moment at start as well: NVTX attaches to a tool once, at its
+ * first call, and CUPTI is listening then; right after, it is disabled and
+ * tpbench's own NVTX calls are gated off outside windows (tp_nvtx_gate), so
+ * an untraced window makes no NVTX call into CUPTI at all. How NVTX reaches
+ * CUPTI is described at setup_nvtx_injection().
  *
  * CUPTI allows one activity client per process, so there is one collector
  * per process; its buffer queue is file-global because the callbacks carry
@@ -145,6 +151,12 @@ typedef struct ctx_device {
   uint32_t context, device;
 } ctx_device;
 
+/* A runtime or driver API call: when the host issued the work of `correlation`. */
+typedef struct api_call {
+  uint32_t correlation;
+  uint64_t start_ns;
+} api_call;
+
 struct tp_collector {
   int rank;
   int window_open;
@@ -157,6 +169,8 @@ struct tp_collector {
   size_t n_open, cap_open;
   ctx_device *ctx;
   size_t n_ctx, cap_ctx;
+  api_call *calls; /* the window's API calls, by correlation id after sorting */
+  size_t n_calls, cap_calls;
   tp_collector_stats stats;
 };
 
@@ -354,6 +368,7 @@ static const char *sync_label(CUpti_ActivitySynchronizationType type) {
 static tp_rc convert_sync(tp_collector *c, const CUpti_ActivitySynchronization2 *s) {
   if (untimed(c, s->start, s->end)) return TP_OK;
   tp_event e = base_event(c, TP_EV_SYNC);
+  e.category = tp_classify_sync();
   e.name = sync_label(s->type);
   e.device = context_device(c, s->contextId);
   e.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? TP_STREAM_NONE : s->streamId;
@@ -412,6 +427,33 @@ static tp_rc convert_marker(tp_collector *c, const CUpti_ActivityMarker2 *m) {
   return TP_OK;
 }
 
+static tp_rc convert_api(tp_collector *c, const CUpti_ActivityAPI *a) {
+  if (!reserve((void **)&c->calls, &c->cap_calls, c->n_calls, sizeof *c->calls))
+    return TP_FAIL(TP_EOOM, "collector: no memory for %zu API records", c->n_calls + 1);
+  c->calls[c->n_calls++] = (api_call){a->correlationId, a->start};
+  return TP_OK;
+}
+
+static int call_cmp(const void *a, const void *b) {
+  const api_call *x = a, *y = b;
+  return (x->correlation > y->correlation) - (x->correlation < y->correlation);
+}
+
+/* Stamps every device event with the start of the API call that issued it
+ * (left 0 when the call was not recorded, e.g. issued before the window). */
+static void stamp_launches(tp_collector *c) {
+  if (c->n_calls > 1) qsort(c->calls, c->n_calls, sizeof *c->calls, call_cmp);
+  for (size_t i = 0; i < c->n_events; ++i) {
+    tp_event *e = &c->events[i];
+    if (e->kind == TP_EV_RANGE || e->correlation == 0) continue;
+    api_call key = {e->correlation, 0};
+    const api_call *hit =
+        c->n_calls ? bsearch(&key, c->calls, c->n_calls, sizeof key, call_cmp) : NULL;
+    if (hit) e->launch_ns = hit->start_ns;
+  }
+  c->n_calls = 0;
+}
+
 static tp_rc convert_record(tp_collector *c, const CUpti_Activity *r) {
   ++c->stats.records;
   switch (r->kind) {
@@ -428,6 +470,9 @@ static tp_rc convert_record(tp_collector *c, const CUpti_Activity *r) {
     return convert_sync(c, (const CUpti_ActivitySynchronization2 *)(const void *)r);
   case CUPTI_ACTIVITY_KIND_MARKER:
     return convert_marker(c, (const CUpti_ActivityMarker2 *)(const void *)r);
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER:
+    return convert_api(c, (const CUpti_ActivityAPI *)(const void *)r);
   default: ++c->stats.unknown_records; return TP_OK;
   }
 }
@@ -521,9 +566,15 @@ static tp_rc setup_nvtx_injection(int *injected) {
 
 /* ---- public ----------------------------------------------------------------- */
 
-static const CUpti_ActivityKind window_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+/* Every kind the collector records, all of them only inside windows. */
+static const CUpti_ActivityKind window_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                  CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                  CUPTI_ACTIVITY_KIND_MEMCPY2,
+                                                  CUPTI_ACTIVITY_KIND_MEMSET,
+                                                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                                  CUPTI_ACTIVITY_KIND_RUNTIME,
+                                                  CUPTI_ACTIVITY_KIND_DRIVER,
+                                                  CUPTI_ACTIVITY_KIND_MARKER};
 enum { N_WINDOW_KINDS = sizeof window_kinds / sizeof window_kinds[0] };
 
 uint64_t tp_collector_now(void) {
@@ -557,12 +608,16 @@ static tp_rc start_tracing(tp_collector *c) {
   TP_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   int injected = 0;
   TP_TRY(setup_nvtx_injection(&injected));
+  /* CUPTI listens while NVTX attaches, then records nothing until a window. */
   TP_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MARKER));
   atomic_store(&nvtx_prepared, 1);
-  if (!tp_nvtx_attach())
+  int attached = tp_nvtx_attach();
+  TP_CUPTI(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER));
+  if (!attached)
     return TP_FAIL(TP_ECUPTI,
                    "NVTX did not attach to a tool (NVTX_INJECTION64_PATH=%s): ranges would be lost",
                    getenv("NVTX_INJECTION64_PATH"));
+  tp_nvtx_gate(1);
   c->stats.nvtx_injected = injected;
   TP_TRY(tp_clock_offset_measure(read_cupti_clock, NULL, CLOCK_SAMPLES, &c->stats.clock));
   TP_LOGI(LOG, "collector started: rank %d, CUPTI clock - CLOCK_REALTIME = %lld ns (+- %llu)",
@@ -593,6 +648,7 @@ tp_rc tp_collector_start(int rank, tp_collector **out) {
   tp_rc rc = start_tracing(c);
   if (rc != TP_OK) {
     (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
+    tp_nvtx_gate(0);
     free(c);
     atomic_store(&collector_running, 0);
     return rc;
@@ -608,6 +664,8 @@ tp_rc tp_collector_window_begin(tp_collector *c) {
   TP_TRY(enable_window_kinds());
   c->win_start = tp_collector_now();
   c->window_open = 1;
+  c->n_calls = 0;
+  tp_nvtx_window(1);
   return TP_OK;
 }
 
@@ -626,6 +684,7 @@ tp_rc tp_collector_window_end(tp_collector *c, tp_event **events, size_t *n) {
   *events = NULL;
   *n = 0;
   if (!c->window_open) return TP_FAIL(TP_EUSAGE, "tp_collector_window_end: no window is open");
+  tp_nvtx_window(0);
   c->win_end = tp_collector_now();
   c->window_open = 0;
   c->n_events = 0;
@@ -634,6 +693,7 @@ tp_rc tp_collector_window_end(tp_collector *c, tp_event **events, size_t *n) {
    * window is recorded, and nothing of the window is left in CUPTI. */
   tp_rc rc = flush_and_convert(c, &dropped_total);
   disable_window_kinds();
+  stamp_launches(c);
   keep_window(c);
   c->stats.dropped_window = dropped_total - c->dropped_seen;
   c->stats.dropped = dropped_total;
@@ -665,8 +725,9 @@ void tp_collector_get_stats(const tp_collector *c, tp_collector_stats *out) {
 
 void tp_collector_stop(tp_collector *c) {
   if (!c) return;
+  tp_nvtx_window(0);
+  tp_nvtx_gate(0); /* NVTX calls reach whatever tool is attached again */
   disable_window_kinds();
-  (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
   uint64_t dropped_total = 0;
   c->n_events = 0;
   if (flush_and_convert(c, &dropped_total) != TP_OK)
@@ -685,7 +746,21 @@ void tp_collector_stop(tp_collector *c) {
   free(c->events);
   free(c->open);
   free(c->ctx);
+  free(c->calls);
   strtab_free(&c->names);
   free(c);
   atomic_store(&collector_running, 0);
+}
+
+tp_rc tp_collector_cupti_version(char *buf, size_t cap) {
+  uint32_t version = 0;
+  CUptiResult r = cuptiGetVersion(&version);
+  if (r != CUPTI_SUCCESS) {
+    const char *msg = NULL;
+    cuptiGetResultString(r, &msg);
+    return TP_FAIL(TP_ECUPTI, "cuptiGetVersion: %s", msg ? msg : "unknown CUPTI error");
+  }
+  /* CUPTI's API version (CUPTI_API_VERSION), not the toolkit's */
+  snprintf(buf, cap, "api %u", version);
+  return TP_OK;
 }

@@ -4,7 +4,8 @@
  * These paths return before any CUPTI call, so they run without a GPU: a
  * collector started after NVTX was already used would lose every range
  * silently, so it must refuse with a usage error that says why; NULL
- * arguments are usage errors; stop(NULL) and stats of NULL are harmless.
+ * arguments are usage errors; stop(NULL) and stats of NULL are harmless; a
+ * refused start leaves tpbench's NVTX ranges open to external profilers.
  * Built only with TPBENCH_WITH_CUDA (it links libcupti).
  */
 #include <setjmp.h>
@@ -48,6 +49,13 @@ static void test_refuses_after_nvtx_use(void **state) {
   assert_non_null(strstr(tp_last_error(), "before the collector started"));
   /* and it did not set the injection variable behind the caller's back */
   assert_null(getenv("NVTX_INJECTION64_PATH"));
+  /* nor close the NVTX gate: without a running collector every range still
+   * goes to whatever tool is attached (an external profiler) */
+  assert_int_equal(tp_nvtx_recording(), 1);
+  tp_nvtx_push("external-profiler");
+  assert_int_equal(tp_nvtx_open_ranges(), 1);
+  tp_nvtx_pop();
+  assert_int_equal(tp_nvtx_open_ranges(), 0);
 }
 
 int main(void) {

@@ -8,7 +8,11 @@
  * sane interval inside the window, the right kind, category, device, stream,
  * byte count and name; the range must enclose the launches on the host
  * timeline; no record may be dropped and the NVTX injection must be live.
- * Then: work done between windows must not show up in the next window; a
+ * Each kernel and copy carries the host time of its launch, inside the
+ * range it was launched from. Then: work done between windows (an untraced
+ * window with the collector attached) must reach CUPTI not at all — no
+ * record buffered, no NVTX range recorded — while a traced window right
+ * after still records kernels and ranges; a
  * peer copy (only with two or more devices) must come back as PtoP
  * communication, both from cudaMemcpyPeerAsync and, as the "ce" schedule
  * does it, from a cudaMemcpyAsync into memory another process exported over
@@ -145,6 +149,11 @@ static void test_window_events(void **state) {
   assert_int_equal(r->device, -1);
   assert_true(r->start_ns <= k->start_ns); /* launched inside the range, ran after the push */
   assert_true(r->end_ns <= y->end_ns);     /* popped before the synchronise returned */
+  /* the launches are placed in the range by their API calls' host times */
+  assert_true(k->launch_ns >= r->start_ns && k->launch_ns < r->end_ns);
+  assert_true(m->launch_ns >= k->launch_ns && m->launch_ns < r->end_ns);
+  assert_true(k->launch_ns <= k->start_ns);
+  assert_int_equal(y->category, TP_CAT_SYNC);
 
   tp_overlap o;
   CHECK_TP(tp_overlap_compute(ev, n, 3, ws, we, &o));
@@ -173,15 +182,22 @@ static void test_between_windows_is_not_traced(void **state) {
   assert_non_null(collector);
   tp_collector_stats before;
   tp_collector_get_stats(collector, &before);
-  /* untraced work: device kinds are off, the range falls outside every window */
+  /* untraced work with the collector attached: every kind is off and
+   * tpbench's NVTX calls stop before NVTX, so nothing of it reaches CUPTI */
+  assert_int_equal(tp_nvtx_recording(), 0);
   tp_nvtx_push("between-windows");
+  assert_int_equal(tp_nvtx_open_ranges(), 0); /* the push made no NVTX call */
+  CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 5.0f, stream));
   CHECK_CUDA(cudaMemcpyAsync(buf_b, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
   tp_nvtx_pop();
   CHECK_CUDA(cudaStreamSynchronize(stream));
 
   CHECK_TP(tp_collector_window_begin(collector));
   assert_int_equal(tp_collector_window_begin(collector), TP_EUSAGE); /* already open */
+  assert_int_equal(tp_nvtx_recording(), 1);
+  tp_nvtx_push("traced-after");
   CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 3.0f, stream));
+  tp_nvtx_pop();
   CHECK_CUDA(cudaStreamSynchronize(stream));
   tp_event *ev = NULL;
   size_t n = 0;
@@ -191,12 +207,20 @@ static void test_between_windows_is_not_traced(void **state) {
   printf("window 2: %zu events\n", n);
   print_events(ev, n, ws);
   assert_sane(ev, n, ws, we);
-  assert_non_null(find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel"));
+  const tp_event *k = find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel");
+  const tp_event *r = find_event(ev, n, TP_EV_RANGE, "traced-after");
+  assert_non_null(k);
+  assert_non_null(r);
+  assert_true(k->launch_ns >= r->start_ns && k->launch_ns < r->end_ns);
   assert_null(find_event(ev, n, TP_EV_MEMCPY, NULL));
   assert_null(find_event(ev, n, TP_EV_RANGE, "between-windows"));
   tp_collector_stats after;
   tp_collector_get_stats(collector, &after);
-  assert_true(after.outside_window > before.outside_window);
+  /* Nothing was buffered outside the window: every record CUPTI handed over
+   * at this window's flush lay inside it (before, the untraced range was
+   * recorded and discarded here, and cost the untraced window its time). */
+  assert_int_equal(after.outside_window, before.outside_window);
+  assert_int_equal(after.unpaired_markers, before.unpaired_markers);
   assert_int_equal(tp_collector_window_end(collector, &ev, &n), TP_EUSAGE); /* none open */
 }
 
