@@ -766,19 +766,21 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
 
 /* ---- phase 5: traces -------------------------------------------------------------------- */
 
-/* The traced window after the measured one; a schedule the trace does not
- * confirm turns the configuration into a failure, its timing kept. */
+/* The traced window after the measured one. Each recorded op is judged in
+ * its own NVTX ranges; evidence "failed" turns the configuration into a
+ * failure, its timing kept; "not checked" does not, and is recorded with
+ * its reason beside the trace. */
 static tp_rc trace_config(tp_harness *h, stepper *s, outcome *oc) {
   tp_ops_trace *t = &oc->trace;
   memset(t, 0, sizeof *t);
   t->iters = h->opts.trace_iters;
-  t->schedule = oc->info.evidence_schedule;
+  t->ops = oc->info.planned ? oc->info.schedules : NULL;
+  t->n_ops = oc->info.planned ? oc->info.n_schedules : 0;
   t->transfers_per_iter = oc->info.transfers_per_step;
-  if (t->transfers_per_iter == 0) t->schedule = NULL;
   t->untraced_median_us = oc->result.median_us;
   TP_TRY(tp_ops_trace_window(h->ctx, h->collector, one_step, s, t));
   oc->have_trace = h->ctx->rank == 0;
-  if (oc->have_trace && !t->record.evidence_ok) {
+  if (oc->have_trace && strcmp(t->record.evidence, "failed") == 0) {
     oc->status = TP_STATUS_FAILED;
     snprintf(oc->reason, sizeof oc->reason, "schedule evidence: %s", t->record.evidence_message);
   }

@@ -2,7 +2,7 @@
  * ops_trace.c — the traced window of a configuration (see ops_trace.h).
  *
  * Each rank packs what it saw (events with their names, its overlap rows,
- * its evidence verdict and its traced iteration times) into one blob; the
+ * its evidence verdict per op and its traced iteration times) into one blob; the
  * blobs are exchanged over the rendezvous (padded to the largest, since an
  * all-gather moves equal sizes) and rank 0 unpacks them into the store's
  * trace record. Names point into the gathered buffer, which the trace owns.
@@ -32,9 +32,10 @@ typedef struct wire_event {
 
 typedef struct wire_head {
   uint32_t n_events, n_overlap, n_samples, names_bytes;
-  int32_t evidence_ok, has_evidence;
+  int32_t n_ops;
+  int32_t op_state[TP_TRACE_MAX_OPS]; /* tp_evidence_state */
   uint64_t dropped;
-  char evidence[704];
+  char op_message[TP_TRACE_MAX_OPS][TP_TRACE_OP_MSG];
 } wire_head;
 
 /* What one rank measured in the window, before packing. */
@@ -45,9 +46,9 @@ typedef struct rank_view {
   size_t n_overlap;
   double *samples;
   int n_samples;
-  int evidence_ok, has_evidence;
+  tp_op_evidence ops[TP_TRACE_MAX_OPS];
+  int n_ops;
   uint64_t dropped;
-  char evidence[704];
 } rank_view;
 
 static int by_start(const void *a, const void *b) {
@@ -57,7 +58,8 @@ static int by_start(const void *a, const void *b) {
 
 /* Iteration windows from the marker memsets: [marker_i, marker_i+1), the
  * last ending with this rank's last device event. Falls back to one window
- * (and says so) when the markers are not all there. */
+ * when the markers are not all there, and says so in note: the evidence is
+ * then not checked, with that reason. */
 static tp_rc iteration_windows(const tp_event *ev, size_t n, int device, int iters,
                                uint64_t *bounds, int *n_windows, char *note, size_t cap) {
   size_t found = 0;
@@ -72,7 +74,10 @@ static tp_rc iteration_windows(const tp_event *ev, size_t n, int device, int ite
   if (first == UINT64_MAX)
     return TP_FAIL(TP_ECUPTI, "the traced window recorded no device activity");
   if (found != (size_t)iters) {
-    snprintf(note, cap, "iteration markers: %zu of %d seen, one window used; ", found, iters);
+    snprintf(note, cap,
+             "iteration markers: %zu of %d seen (overlap measured over one window), so the "
+             "iterations cannot be told apart",
+             found, iters);
     bounds[0] = first;
     bounds[1] = last;
     *n_windows = 1;
@@ -100,7 +105,68 @@ static tp_rc compute_overlap(const tp_event *ev, size_t n, int rank, const uint6
     o->overlap_ns = ov.overlap_ns;
     o->exposed_ns = ov.exposed_comm_ns;
     o->overlap_pct = ov.comm_ns ? ov.overlap_pct : NAN;
+    o->sync_ns = ov.sync_ns;
   }
+  return TP_OK;
+}
+
+/* The NVTX range prefix of an op: its tp_linear kind. The layers record
+ * their projections by name (bench/gpu/block.c, proj_desc: qkv is an
+ * all-gather linear, w13 the two-weight one, wo and w2 reduce-scatter
+ * ones); `ops` records the kind itself. */
+static const char *range_kind(const char *op) {
+  static const char *const by_proj[][2] = {
+      {"qkv", "ag_linear"}, {"w13", "ag_linear_multi"}, {"wo", "linear_rs"}, {"w2", "linear_rs"}};
+  for (size_t i = 0; i < sizeof by_proj / sizeof by_proj[0]; ++i)
+    if (strcmp(op, by_proj[i][0]) == 0) return by_proj[i][1];
+  return op;
+}
+
+/* What an op's trace must show: "none" for the GEMM alone, else its schedule. */
+static const char *evidence_schedule(const tp_schedule_choice *c) {
+  if (c->engine && strcmp(c->engine, "cublaslt") == 0) return "none";
+  return c->schedule;
+}
+
+static int known_schedule(const char *s) {
+  return !strcmp(s, "ce") || !strcmp(s, "ring") || !strcmp(s, "sm") || !strcmp(s, "nccl") ||
+         !strcmp(s, "none");
+}
+
+/* Range names of the ops, kept alive while they are judged. */
+typedef struct op_names {
+  char prefix[TP_TRACE_MAX_OPS][64], suffix[TP_TRACE_MAX_OPS][48];
+} op_names;
+
+/* Judges every op of the configuration on this rank (tp_ops_evidence). */
+static tp_rc judge_ops(const tp_ops_trace *t, const tp_event *ev, size_t n, uint64_t ws,
+                       uint64_t we, const char *not_checked, rank_view *v) {
+  op_names names;
+  tp_op_evidence ops[TP_TRACE_MAX_OPS];
+  int judged[TP_TRACE_MAX_OPS], n_judged = 0;
+  v->n_ops = t->n_ops < TP_TRACE_MAX_OPS ? t->n_ops : TP_TRACE_MAX_OPS;
+  for (int i = 0; i < v->n_ops; ++i) {
+    const tp_schedule_choice *c = &t->ops[i];
+    tp_op_evidence *o = &v->ops[i];
+    memset(o, 0, sizeof *o);
+    o->op = c->op;
+    o->schedule = evidence_schedule(c);
+    o->state = TP_EVIDENCE_NOT_CHECKED;
+    if (!known_schedule(o->schedule)) {
+      snprintf(o->message, sizeof o->message, "%s: no rule for schedule %s", c->op, o->schedule);
+      continue;
+    }
+    snprintf(names.prefix[i], sizeof names.prefix[i], "%s.", range_kind(c->op));
+    snprintf(names.suffix[i], sizeof names.suffix[i], " %s x%d", c->schedule, c->chunks);
+    ops[n_judged] = *o;
+    ops[n_judged].range_prefix = names.prefix[i];
+    ops[n_judged].range_suffix = names.suffix[i];
+    judged[n_judged++] = i;
+  }
+  tp_evidence_window w = {ws, we, t->iters, t->transfers_per_iter, not_checked};
+  tp_evidence_state overall;
+  TP_TRY(tp_ops_evidence(ev, n, &w, ops, (size_t)n_judged, &overall));
+  for (int k = 0; k < n_judged; ++k) v->ops[judged[k]] = ops[k];
   return TP_OK;
 }
 
@@ -159,23 +225,21 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
   }
   v->n_samples = t->iters;
   int n_windows = 0;
-  char note[128] = "";
+  char note[160] = "";
   if (rc == TP_OK)
     rc = iteration_windows(v->events, v->n_events, g->device, t->iters, bounds, &n_windows, note,
                            sizeof note);
   if (rc == TP_OK)
     rc = compute_overlap(v->events, v->n_events, g->rank, bounds, n_windows, v->overlap);
   v->n_overlap = rc == TP_OK ? (size_t)n_windows : 0;
-  if (rc == TP_OK && t->schedule && t->transfers_per_iter > 0) {
+  if (rc == TP_OK) {
     uint64_t ws = 0, we = 0;
     tp_collector_window_bounds(c, &ws, &we);
-    tp_evidence evd;
-    tp_rc verdict = tp_schedule_evidence(v->events, v->n_events, ws, we, t->schedule, t->iters,
-                                         t->transfers_per_iter, &evd);
-    v->has_evidence = 1;
-    v->evidence_ok = verdict == TP_OK;
-    snprintf(v->evidence, sizeof v->evidence, "rank %d: %s%s", g->rank, note, evd.message);
-    if (verdict != TP_OK && verdict != TP_EINTERNAL) rc = verdict;
+    char dropped[96];
+    snprintf(dropped, sizeof dropped, "CUPTI dropped %llu records in the window",
+             (unsigned long long)v->dropped);
+    const char *not_checked = v->dropped ? dropped : note[0] ? note : NULL;
+    rc = judge_ops(t, v->events, v->n_events, ws, we, not_checked, v);
   }
   for (int i = 0; i <= t->iters; ++i)
     if (marks[i]) cudaEventDestroy(marks[i]);
@@ -198,10 +262,12 @@ static unsigned char *pack(const rank_view *v, size_t *size) {
   h.n_events = (uint32_t)v->n_events;
   h.n_overlap = (uint32_t)v->n_overlap;
   h.n_samples = (uint32_t)v->n_samples;
-  h.evidence_ok = v->evidence_ok;
-  h.has_evidence = v->has_evidence;
+  h.n_ops = v->n_ops;
+  for (int i = 0; i < v->n_ops; ++i) {
+    h.op_state[i] = (int32_t)v->ops[i].state;
+    snprintf(h.op_message[i], sizeof h.op_message[i], "%s", v->ops[i].message);
+  }
   h.dropped = v->dropped;
-  snprintf(h.evidence, sizeof h.evidence, "%s", v->evidence);
   for (size_t i = 0; i < v->n_events; ++i) h.names_bytes += (uint32_t)strlen(v->events[i].name) + 1;
   *size = blob_size(&h);
   unsigned char *blob = calloc(1, *size);
@@ -240,6 +306,65 @@ static unsigned char *pack(const rank_view *v, size_t *size) {
   return blob;
 }
 
+/* ---- evidence over ranks ------------------------------------------------------------ */
+
+/* The state a merged verdict holds ("ok", "failed", "not checked"). */
+static tp_evidence_state state_of(const char *word) {
+  if (word && strcmp(word, "ok") == 0) return TP_EVIDENCE_OK;
+  if (word && strcmp(word, "failed") == 0) return TP_EVIDENCE_FAILED;
+  return TP_EVIDENCE_NOT_CHECKED;
+}
+
+static int n_ops_of(const tp_ops_trace *t) {
+  return t->n_ops < TP_TRACE_MAX_OPS ? t->n_ops : TP_TRACE_MAX_OPS;
+}
+
+static void merge_ops_begin(tp_ops_trace *t) {
+  for (int i = 0; i < n_ops_of(t); ++i) {
+    t->op_evidence[i] = (tp_trace_op_evidence){i, NULL, t->op_messages[i]};
+    t->op_messages[i][0] = '\0';
+  }
+}
+
+/* Rank r's verdicts: an op takes the worst state over the ranks, and the
+ * message of the first rank that reported it. A rank that judged fewer ops
+ * than recorded leaves the rest not checked. */
+static void merge_ops_rank(tp_ops_trace *t, const wire_head *h, int r) {
+  for (int i = 0; i < n_ops_of(t); ++i) {
+    tp_evidence_state mine =
+        i < h->n_ops ? (tp_evidence_state)h->op_state[i] : TP_EVIDENCE_NOT_CHECKED;
+    const char *why = i < h->n_ops ? h->op_message[i] : "not judged on this rank";
+    tp_evidence_state was = r == 0 ? TP_EVIDENCE_OK : state_of(t->op_evidence[i].evidence);
+    tp_evidence_state now = tp_evidence_combine(was, mine);
+    if (r == 0 || now != was)
+      snprintf(t->op_messages[i], sizeof t->op_messages[i], "rank %d: %s", r, why);
+    t->op_evidence[i].evidence = tp_evidence_state_name(now);
+  }
+}
+
+/* The configuration's evidence: the worst of its ops', with the messages of
+ * the ops that decide it (all of them when it is ok). */
+static void merge_ops_end(tp_ops_trace *t, tp_trace_record *rec) {
+  tp_evidence_state all = n_ops_of(t) ? TP_EVIDENCE_OK : TP_EVIDENCE_NOT_CHECKED;
+  for (int i = 0; i < n_ops_of(t); ++i)
+    all = tp_evidence_combine(all, state_of(t->op_evidence[i].evidence));
+  size_t used = 0;
+  t->evidence[0] = '\0';
+  for (int i = 0; i < n_ops_of(t); ++i) {
+    if (state_of(t->op_evidence[i].evidence) != all) continue;
+    int n = snprintf(t->evidence + used, sizeof t->evidence - used, "%s%s", used ? " | " : "",
+                     t->op_messages[i]);
+    if (n > 0 && used + (size_t)n < sizeof t->evidence) used += (size_t)n;
+  }
+  if (n_ops_of(t) == 0)
+    snprintf(t->evidence, sizeof t->evidence, "no op of this configuration was recorded");
+  rec->evidence = tp_evidence_state_name(all);
+  rec->evidence_ok = all == TP_EVIDENCE_OK;
+  rec->evidence_message = t->evidence;
+  rec->op_evidence = t->op_evidence;
+  rec->n_op_evidence = (size_t)n_ops_of(t);
+}
+
 /* Unpacks every rank's blob into the trace record (rank 0). */
 static tp_rc unpack_all(tp_ops_trace *t, const unsigned char *all, size_t stride, int world) {
   size_t n_events = 0, n_overlap = 0;
@@ -256,9 +381,8 @@ static tp_rc unpack_all(tp_ops_trace *t, const unsigned char *all, size_t stride
     return TP_FAIL(TP_EOOM, "no host memory for the gathered trace");
   }
   size_t ei = 0, oi = 0;
-  int all_ok = 1, any = 0;
-  size_t used = 0;
   uint64_t dropped = 0;
+  merge_ops_begin(t);
   for (int r = 0; r < world; ++r) {
     const unsigned char *p = all + (size_t)r * stride;
     wire_head h;
@@ -289,13 +413,7 @@ static tp_rc unpack_all(tp_ops_trace *t, const unsigned char *all, size_t stride
     for (uint32_t i = 0; i < h.n_samples && i < (uint32_t)t->iters; ++i)
       slowest[i] = fmax(slowest[i], samples[i]);
     dropped += h.dropped;
-    if (h.has_evidence) {
-      any = 1;
-      all_ok = all_ok && h.evidence_ok;
-      int n = snprintf(t->evidence + used, sizeof t->evidence - used, "%s%s", used ? " | " : "",
-                       h.evidence);
-      if (n > 0 && used + (size_t)n < sizeof t->evidence) used += (size_t)n;
-    }
+    merge_ops_rank(t, &h, r);
   }
   tp_stats st;
   tp_rc rc = tp_stats_compute(slowest, t->iters, &st);
@@ -310,9 +428,8 @@ static tp_rc unpack_all(tp_ops_trace *t, const unsigned char *all, size_t stride
   rec->traced_iters = t->iters;
   rec->traced_median_us = st.median;
   rec->untraced_median_us = t->untraced_median_us;
-  rec->evidence_ok = any ? all_ok : 1;
-  rec->evidence_message = any ? t->evidence : "no transfers expected (GEMM alone)";
   rec->dropped_records = dropped;
+  merge_ops_end(t, rec);
   return TP_OK;
 }
 

@@ -3,8 +3,13 @@
  * after the untraced measurement, a few more iterations run with the CUPTI
  * collector on, each starting with a 4099-byte memset on the main stream whose
  * GPU timestamp marks the iteration's start. Every rank turns its own
- * events into per-iteration overlap rows and a schedule-evidence verdict;
- * rank 0 gathers everything into one trace record for the store.
+ * events into per-iteration overlap rows (with synchronisation beside them)
+ * and a schedule-evidence verdict per op of the configuration, each judged
+ * inside its own NVTX ranges (collectors/' tp_ops_evidence): ok, failed or
+ * not checked with the reason. Rank 0 gathers everything into one trace
+ * record for the store: an op failed on any rank fails, else one not
+ * checked on any rank is not checked; the configuration's evidence is the
+ * worst of its ops'.
  */
 #ifndef TP_OPS_TRACE_H
 #define TP_OPS_TRACE_H
@@ -17,18 +22,27 @@
 /* Runs one step of the configuration (forward, backward or both). */
 typedef tp_rc (*tp_trace_step_fn)(void *ctx);
 
+enum { TP_TRACE_MAX_OPS = 8, TP_TRACE_OP_MSG = 256 };
+
 typedef struct tp_ops_trace {
   /* inputs */
-  int iters;              /* traced iterations */
-  const char *schedule;   /* "ce", "sm", "nccl"; NULL: no evidence (GEMM alone) */
-  int transfers_per_iter; /* what the evidence must find */
+  int iters; /* traced iterations */
+  /* The configuration's ops as recorded (op, schedule, engine, chunks): each
+   * is judged inside its NVTX ranges, "<kind>.fwd|bwd <backend> <schedule>
+   * x<chunks>" (kernels/tp_linear.c); engine "cublaslt" (the GEMM alone)
+   * must show no transfer at all. At most TP_TRACE_MAX_OPS. */
+  const tp_schedule_choice *ops;
+  int n_ops;
+  int transfers_per_iter; /* all ops together, each counted by its own schedule */
   double untraced_median_us;
   /* outputs, gathered on rank 0 (owned here; freed by tp_ops_trace_free) */
-  tp_trace_record record;
+  tp_trace_record record; /* record.evidence: "ok", "failed", "not checked" */
   tp_trace_event *events;
   tp_trace_overlap *overlap;
-  char *names;         /* every event's name, back to back */
-  char evidence[1024]; /* every rank's verdict message */
+  char *names; /* every event's name, back to back */
+  tp_trace_op_evidence op_evidence[TP_TRACE_MAX_OPS];
+  char op_messages[TP_TRACE_MAX_OPS][TP_TRACE_OP_MSG + 16];
+  char evidence[1024]; /* the verdicts that decide the configuration's, rank by rank */
 } tp_ops_trace;
 
 /* Runs the traced window on every rank (collective). On rank 0, trace->record
