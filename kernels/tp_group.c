@@ -176,8 +176,24 @@ tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
   return TP_OK;
 }
 
+void tp_group_abort(tp_group *g) {
+  if (!g || g->aborted) return;
+  g->aborted = 1;
+  if (!g->nccl) return;
+  ncclResult_t r = ncclCommAbort(g->nccl);
+  if (r != ncclSuccess) TP_LOGW("group", "ncclCommAbort: %s", ncclGetErrorString(r));
+  else TP_LOGW("group", "rank %d: NCCL communicator aborted after a timeout", g->rank);
+  g->nccl = NULL;
+}
+
 void tp_group_destroy(tp_group *g) {
   if (!g) return;
+  /* After an abort the device may never drain (a wait on a dead peer): the
+   * process's exit tears the context down instead of a synchronise that hangs. */
+  if (g->aborted) {
+    free(g);
+    return;
+  }
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
   tp_gemm_destroy(g->gemm);
   tp_symm_destroy(g->symm);

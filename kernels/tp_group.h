@@ -40,6 +40,7 @@ typedef struct tp_group {
   /* Test only: every fused op spins this long on the main stream (from
    * TPBENCH_TEST_DIST_DELAY_US; 0 = off). The run records it (runs.test_knobs). */
   uint64_t test_delay_ns;
+  int aborted; /* tp_group_abort ran: the group can only be destroyed */
 } tp_group;
 
 /* Collective over the group. The parent launcher must not have touched CUDA.
@@ -47,6 +48,12 @@ typedef struct tp_group {
 tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
                       tp_exchange_fn exchange, void *exchange_ctx, tp_group **out);
 void tp_group_destroy(tp_group *group);
+
+/* After a hung window: aborts the NCCL communicator (ncclCommAbort, which
+ * also ends NCCL kernels in flight) so no rank blocks in a collective, and
+ * marks the group so tp_group_destroy frees only host memory instead of
+ * synchronising a device that may never drain. Not collective. */
+void tp_group_abort(tp_group *group);
 
 /* Grows the private scratch buffer to at least bytes (not collective). */
 tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);

@@ -723,11 +723,8 @@ static tp_rc check_numerics(tp_harness *h, entry_state *es) {
   if (usable) TP_TRY(measure_outputs(h, es->oc.info.dtype, out, h->ref, n, m));
   for (int i = 0; i < n; ++i) {
     tp_output_verdict v;
-    if (out[i].rule == TP_RULE_SKIP) {
-      tp_numerics_not_checked(out[i].rule, out[i].skip_why, &v);
-      add_check(es, &out[i], NULL, &v);
-      continue;
-    }
+    /* an output this configuration does not compute is no check: not recorded */
+    if (out[i].rule == TP_RULE_SKIP) continue;
     if (!usable || out[i].count != h->ref_count[i]) {
       tp_numerics_not_checked(out[i].rule,
                               h->no_ref_why[0] ? h->no_ref_why : "the case has no reference", &v);
@@ -739,7 +736,8 @@ static tp_rc check_numerics(tp_harness *h, entry_state *es) {
     tp_numerics_judge(out[i].name, out[i].rule, tol, &m[i], &v);
     add_check(es, &out[i], &m[i], &v);
   }
-  settle_numerics(es, h->no_ref_why[0] ? h->no_ref_why : "the case has no reference");
+  settle_numerics(es, !usable && h->no_ref_why[0] ? h->no_ref_why
+                                                  : "it computes none of the compared outputs");
   es->oc.result.numerics_ref = "stock";
   return TP_OK;
 }
@@ -890,8 +888,11 @@ tp_rc tp_harness_run_case(tp_harness *h, tp_harness_entry *entries, int n) {
     es[i].s = (stepper){h->ctx->group, &entries[i].item, NULL};
     es[i].oc.status = TP_STATUS_OK;
   }
-  /* A worker that must stop still records every configuration of the case. */
-  tp_rc stop = finish_case(h, es, n, run_phases(h, es, n));
+  /* A hung window aborts the communicator before anything else can block on
+   * it; the worker then records every configuration of the case and stops. */
+  tp_rc phases = run_phases(h, es, n);
+  if (phases == TP_ETIMEOUT) tp_group_abort(h->ctx->group);
+  tp_rc stop = finish_case(h, es, n, phases);
   for (int i = 0; i < n; ++i) free_entry(&es[i]);
   free(es);
   free_references(h);
