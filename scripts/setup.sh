@@ -14,6 +14,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev clang-format clang-tidy)
+# clang and its compiler-rt (libFuzzer, the sanitizers) build the fuzz targets (scripts/fuzz.sh).
+packages+=(clang libclang-rt-dev)
 if [ "${TPBENCH_SETUP_CHROMIUM:-1}" = 1 ]; then packages+=(chromium); fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh — every check of the project, in order: set-up; configure, build and
 # run all tests in build/ (GPU tests skip where there is no GPU); the CPU
-# tests again under AddressSanitizer and UBSan in build-asan/; clang-format
+# tests again under AddressSanitizer and UBSan in build-asan/; each libFuzzer
+# target of tests/fuzz/ for 20 s in build-fuzz/ (scripts/fuzz.sh); clang-format
 # over the C/CUDA sources; clang-tidy over the host C sources of
 # build/compile_commands.json. A failing step does not stop the later ones;
 # the summary lists the failures and the exit status is non-zero if any.
@@ -39,6 +40,9 @@ build_asan() {
 }
 test_asan() { (cd build-asan && ctest --output-on-failure -L cpu); }
 
+# Keeps the fuzz targets alive: a short, fixed budget each (scripts/fuzz.sh).
+fuzz_short() { bash scripts/fuzz.sh 20; }
+
 format_check() {
   git ls-files -z --cached --others --exclude-standard -- '*.c' '*.h' '*.cu' '*.cuh' |
     xargs -0 -r clang-format --dry-run --Werror
@@ -62,6 +66,7 @@ tidy_check() {
 # Tests run only where their build succeeded.
 if step "build (build/)" build_plain; then step "tests (build/)" test_plain; fi
 if step "build (build-asan/)" build_asan; then step "sanitizer tests (build-asan/)" test_asan; fi
+step "fuzz (build-fuzz/)" fuzz_short
 step "clang-format" format_check
 step "clang-tidy" tidy_check
 
