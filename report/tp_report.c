@@ -51,7 +51,9 @@ typedef struct {
   double workspace_mib, cv_pct;
   /* From the dist_gemm configuration's trace; NaN where it has none. */
   double overlap_pct, exposed_ms, overhead_pct;
-  char evidence[1100]; /* "ok", the mismatch message, "stock: ..."; "" without a trace */
+  double sync_ms;      /* median time in barriers, waits and signals per window, beside overlap */
+  char evidence[1100]; /* "ok", "failed: ...", "not checked: ...", "not traced"; then
+                          "; stock: ..." when the stock op's trace is not ok; "" without a trace */
   int both_ok;         /* stock and dist_gemm both ran: the row counts in the summary */
   const char *status;  /* dist_gemm's status, or "missing" */
   char *note;          /* why something is blank or did not run; NULL when nothing to say */
@@ -503,27 +505,43 @@ static tp_rc derive_status(table_row *row) {
   return row->note ? TP_OK : out_of_memory();
 }
 
-/* The trace columns: the dist_gemm configuration's overlap, exposed
- * communication and tracing cost; evidence also speaks for the stock op,
- * whose trace must show NCCL and nothing else. */
+/* "ok", "failed" or "not checked". */
+static const char *evidence_state(const tp_trace_info *t) {
+  return t->evidence[0] ? t->evidence : t->evidence_ok ? "ok" : "failed";
+}
+
+/* "ok", or the state and what decided it ("failed: ...", "not checked: ..."). */
+static void describe_evidence(char *out, size_t cap, const tp_trace_info *t) {
+  const char *state = evidence_state(t);
+  if (strcmp(state, "ok") == 0 || !t->evidence_message[0]) snprintf(out, cap, "%s", state);
+  else snprintf(out, cap, "%s: %s", state, t->evidence_message);
+}
+
+/* The trace columns: the dist_gemm configuration's overlap (of real
+ * communication: bytes moving), its synchronisation beside it, exposed
+ * communication and tracing cost. Evidence is the dist_gemm configuration's
+ * own: a row whose dist_gemm configuration was not traced says "not traced",
+ * never ok on the stock op's word; the stock op's evidence is added when it
+ * is not ok (its trace must show NCCL and nothing else). */
 static void derive_trace(table_row *row) {
   const config *d = &row->dist, *s = &row->stock;
-  row->overlap_pct = row->exposed_ms = row->overhead_pct = NAN;
+  row->overlap_pct = row->exposed_ms = row->overhead_pct = row->sync_ms = NAN;
   row->evidence[0] = '\0';
   if (d->has_trace) {
     row->overlap_pct = d->trace.overlap_pct_median;
     row->exposed_ms = d->trace.exposed_ns_median / 1e6;
     row->overhead_pct = d->trace.overhead * 100.0;
+    row->sync_ms = d->trace.sync_ns_median / 1e6;
   }
-  int dist_bad = d->has_trace && !d->trace.evidence_ok;
-  int stock_bad = s->has_trace && !s->trace.evidence_ok;
-  if (dist_bad && stock_bad)
-    snprintf(row->evidence, sizeof row->evidence, "%s; stock: %s", d->trace.evidence_message,
-             s->trace.evidence_message);
-  else if (dist_bad) snprintf(row->evidence, sizeof row->evidence, "%s", d->trace.evidence_message);
-  else if (stock_bad)
-    snprintf(row->evidence, sizeof row->evidence, "stock: %s", s->trace.evidence_message);
-  else if (d->has_trace || s->has_trace) snprintf(row->evidence, sizeof row->evidence, "ok");
+  char dist[540] = "", stock[540] = "";
+  if (d->has_trace) describe_evidence(dist, sizeof dist, &d->trace);
+  else if (d->present && s->has_trace) snprintf(dist, sizeof dist, "not traced");
+  if (s->has_trace && strcmp(evidence_state(&s->trace), "ok") != 0)
+    describe_evidence(stock, sizeof stock, &s->trace);
+  if (stock[0])
+    snprintf(row->evidence, sizeof row->evidence, "%s; stock: %s", dist[0] ? dist : "not traced",
+             stock);
+  else snprintf(row->evidence, sizeof row->evidence, "%s", dist);
 }
 
 static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
@@ -684,8 +702,8 @@ static const char *const md_columns[] = {"model",         "op",
 enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
 
 /* With traces, these go before "status": three numbers, then the evidence. */
-static const char *const md_trace_columns[] = {"overlap %", "exposed comm ms", "trace overhead %",
-                                               "evidence"};
+static const char *const md_trace_columns[] = {"overlap %", "sync ms", "exposed comm ms",
+                                               "trace overhead %", "evidence"};
 enum { MD_N_TRACE_COLUMNS = sizeof md_trace_columns / sizeof md_trace_columns[0] };
 
 static void md_table_head(FILE *out, int with_trace) {
@@ -717,6 +735,7 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   tp_md_cell(out, buf);
   /* op rows have tokens only: no batch and sequence split */
   if (c->batch > 0 && c->seqlen > 0)
+  tp_md_num(out, row->sync_ms, 3);
     snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
   else snprintf(buf, sizeof buf, "-");
   tp_md_cell(out, buf);
@@ -799,9 +818,11 @@ static void write_markdown(FILE *out, const report *rep) {
   if (rep->n_rows == 0) fputs("\n(no op configurations in this selection)\n", out);
   md_summary(out, &rep->sum);
   if (rep->any_trace)
-    fputs("\nTrace columns (dist_gemm, from its traced window): overlap % and exposed comm are "
-          "medians over ranks and iterations; trace overhead = traced / untraced median - 1; "
-          "evidence says whether the trace shows the schedule that was recorded as run.\n",
+    fputs("\nTrace columns (dist_gemm, from its traced window): overlap % (of communication: "
+          "bytes moving), sync (barriers, waits, signals: beside it, in neither) and exposed comm "
+          "are medians over ranks and iterations; trace overhead = traced / untraced median - 1; "
+          "evidence says whether each op's trace, inside its own NVTX ranges, shows the schedule "
+          "recorded as run: ok, failed or not checked (with the reason), or not traced.\n",
           out);
   md_skipped(out, rep);
 }
@@ -819,7 +840,9 @@ static const char *const csv_columns[] = {
     "gpu_count", "driver_version", "cuda_version", "nccl_version", "cublas_version",
     "cupti_version", "warmup_iters", "measure_iters",
     /* appended: the stricter bound from the link probe */
-    "strict_bound_ms", "dist_over_strict"};
+    "strict_bound_ms", "dist_over_strict",
+    /* appended: synchronisation beside overlap */
+    "sync_ms"};
 
 /* What the markdown header says of the run, on every line: a CSV reader
  * sees one table, and rows of several runs can be concatenated. */
@@ -898,6 +921,7 @@ static json_t *json_run(tp_json_builder *jb, const run_header *h) {
   tp_json_set(jb, o, "id", json_integer(h->id));
   tp_json_set(jb, o, "uuid", tp_json_str(h->uuid));
   tp_json_set(jb, o, "commit", tp_json_str(h->commit));
+  tp_csv_num(out, row->sync_ms, 4);
   tp_json_set(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
   tp_json_set(jb, o, "started_at", tp_json_str(h->started_at));
   tp_json_set(jb, o, "finished_at", tp_json_str(h->finished_at));
@@ -986,6 +1010,7 @@ static json_t *json_skipped(tp_json_builder *jb, const config *c) {
   tp_json_set(jb, o, "backend", tp_json_str(c->backend));
   json_axes(jb, o, c);
   tp_json_set(jb, o, "schedule_requested", tp_json_str(c->schedule));
+  tp_json_set(jb, o, "sync_ms", tp_json_real(row->sync_ms));
   tp_json_set(jb, o, "chunks_requested", json_integer(c->chunks));
   tp_json_set(jb, o, "status", tp_json_str(c->status));
   tp_json_set(jb, o, "reason", tp_json_str(c->reason));

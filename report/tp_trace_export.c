@@ -242,7 +242,9 @@ static tp_rc write_event(void *ctx, const tp_trace_event *e) {
   json_t *o = json_object();
   if (!o) return out_of_memory();
   tp_json_set(&jb, o, "name", tp_json_str(e->name));
-  tp_json_set(&jb, o, "cat", tp_json_str(e->category));
+  /* CUPTI's synchronisation records are "sync" even where a trace written
+   * before schemas/003 stored them as "other" */
+  tp_json_set(&jb, o, "cat", tp_json_str(strcmp(e->kind, "sync") == 0 ? "sync" : e->category));
   tp_json_set(&jb, o, "ph", json_string("X"));
   tp_json_set(&jb, o, "pid", json_integer(e->rank));
   tp_json_set(&jb, o, "tid", json_integer(tid_of(w->l, e)));

@@ -104,10 +104,11 @@ static void test_trace_columns_json(void **state) {
 static void test_trace_columns_markdown_and_csv(void **state) {
   fixture *f = *state;
   char *md = throughput(f, TP_FMT_MARKDOWN);
-  assert_non_null(strstr(md, "| overlap % | exposed comm ms | trace overhead % | evidence | "
-                             "status |"));
-  assert_non_null(strstr(md, "| 75.0 | 0.010 | 10.0 | ok | ok |"));
-  assert_non_null(strstr(md, "| ce: expected 8 peer copies, saw 0 (and 8 SM copy kernels) |"));
+  assert_non_null(strstr(md, "| overlap % | sync ms | exposed comm ms | trace overhead % | "
+                             "evidence | status |"));
+  assert_non_null(strstr(md, "| 75.0 | 0.005 | 0.010 | 10.0 | ok | ok |"));
+  assert_non_null(
+      strstr(md, "| failed: ce: expected 8 peer copies, saw 0 (and 8 SM copy kernels) |"));
   assert_non_null(strstr(md, "Trace columns"));
   /* The run's hardware and windows are printed with the table. */
   assert_non_null(strstr(md, "- **host** vm: NVIDIA H200 × 2, driver for"));
@@ -121,10 +122,10 @@ static void test_trace_columns_markdown_and_csv(void **state) {
   assert_non_null(strstr(header, ",overlap_pct,exposed_comm_ms,trace_overhead_pct,evidence,host,"
                                  "gpu_name,gpu_count,driver_version,cuda_version,nccl_version,"
                                  "cublas_version,cupti_version,warmup_iters,measure_iters,"
-                                 "strict_bound_ms,dist_over_strict"));
-  /* ... then the stricter bound, blank here: this database has no link probe */
+                                 "strict_bound_ms,dist_over_strict,sync_ms"));
+  /* ... then the stricter bound, blank here: this database has no link probe, then sync */
   assert_non_null(strstr(csv, ",75.00,0.0100,10.00,ok,vm,NVIDIA H200,2,for,13.0,2.28.3,13.1.0,,5,"
-                              "30,,\r\n"));
+                              "30,,,0.0050\r\n"));
   free(csv);
 }
 
@@ -252,6 +253,48 @@ static void test_chrome_trace_refusals(void **state) {
   assert_non_null(strstr(tp_last_error(), "no configuration 999999"));
 }
 
+/* Evidence is the dist_gemm configuration's own: with only the stock op
+ * traced, an untraced dist_gemm row says "not traced", never ok; a stock op
+ * whose evidence was not checked is shown beside; sync records export as
+ * "sync". (Runs last: it traces the stock op of the first case.) */
+static void test_evidence_is_never_ok_by_proxy(void **state) {
+  fixture *f = *state;
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(f->db, 0, &s), TP_OK);
+  const uint64_t t0 = 1764503776000000000ULL;
+  tp_trace_event ev[2] = {
+      {"barrier_kernel", "kernel", "sync", NULL, t0, t0 + 500, 0, 0, 0, 7, 1, -1},
+      {"sync stream", "sync", "other", NULL, t0 + 600, t0 + 900, 0, 0, 0, 7, 2, -1}};
+  tp_trace_record rec = {.events = ev,
+                         .n_events = 2,
+                         .traced_iters = 1,
+                         .traced_median_us = NAN,
+                         .untraced_median_us = NAN,
+                         .evidence = "not checked",
+                         .evidence_message = "rank 0: linear: no NVTX range"};
+  assert_int_equal(tp_store_put_trace(s, 1, &rec), TP_OK); /* configuration 1: the stock op */
+  tp_store_close(s);
+  char *text = throughput(f, TP_FMT_JSON);
+  json_t *root = json_loads(text, 0, NULL);
+  free(text);
+  json_t *rows = json_object_get(root, "rows");
+  const char *untraced = json_string_value(json_object_get(row_of(rows, f->untraced), "evidence"));
+  assert_non_null(untraced);
+  assert_non_null(strstr(untraced, "not traced; stock: not checked: rank 0: linear"));
+  assert_string_equal(json_string_value(json_object_get(row_of(rows, f->traced), "evidence")),
+                      "ok; stock: not checked: rank 0: linear: no NVTX range");
+  json_decref(root);
+  json_t *trace = export_trace(f, 1, TP_OK);
+  json_t *events = json_object_get(trace, "traceEvents");
+  int syncs = 0;
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    const char *cat = json_string_value(json_object_get(json_array_get(events, i), "cat"));
+    syncs += cat && strcmp(cat, "sync") == 0;
+  }
+  assert_int_equal(syncs, 2);
+  json_decref(trace);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_trace_columns_json),
@@ -259,6 +302,7 @@ int main(void) {
       cmocka_unit_test(test_chrome_trace_structure),
       cmocka_unit_test(test_chrome_trace_times),
       cmocka_unit_test(test_chrome_trace_refusals),
+      cmocka_unit_test(test_evidence_is_never_ok_by_proxy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
