@@ -226,6 +226,11 @@ static tp_rc store_value(const tp_option *opt, const char *value) {
     int_range(opt, LLONG_MIN, LLONG_MAX, &min, &max);
     return tp_parse_int(what, value, min, max, (long long *)opt->dest);
   case TP_OPT_STRING:
+    /* No string option means anything when empty: `--db ''` is a slip of
+     * the shell, better said than taken for a file name. */
+    if (!*value)
+      return TP_FAIL(TP_EUSAGE, "%s: the value is empty (give a %s)", what,
+                     opt->metavar ? opt->metavar : default_metavar(opt->type));
     if (opt->choices && !is_choice(opt->choices, value))
       return TP_FAIL(TP_EUSAGE, "%s: '%s' is not one of %s", what, value, opt->choices);
     *(const char **)opt->dest = value;

@@ -8,7 +8,7 @@
  * `--name value` and `--name=value`; flags take no value; lists are
  * comma-separated and replace the default as a whole; `--` ends the options.
  *
- * A mistake (unknown option, missing or malformed value) is printed to stderr
+ * A mistake (unknown option, missing, empty or malformed value) is printed to stderr
  * as "tpbench CMD: message" with a pointer to --help, recorded as this
  * thread's last error and returned as TP_EUSAGE; the caller exits with status 2.
  */

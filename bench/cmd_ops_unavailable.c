@@ -2,11 +2,13 @@
  * cmd_ops_unavailable.c — `tpbench ops` in a build without CUDA: the same
  * options as the real command (ops_args.h), so usage errors and --help behave
  * alike, and --list still prints the expanded matrix; a real run says that
- * this build cannot use a GPU.
+ * this build cannot use a GPU. `tpbench link` likewise parses its options
+ * (link_args.h) before saying so.
  */
 #include <stdio.h>
 
 #include "commands.h"
+#include "link_args.h"
 #include "ops_args.h"
 
 static int print_plan(const tp_ops_args *args) {
@@ -34,9 +36,13 @@ int tp_cmd_ops(int argc, char **argv) {
   return TP_EXIT_FAILURE;
 }
 
+/* Parses first, so --help and a mistake answer as in a CUDA build. */
 int tp_cmd_link(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
+  tp_link_args args;
+  tp_link_args_defaults(&args);
+  int help = 0;
+  if (tp_link_args_parse(argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
   fprintf(stderr, "tpbench link: this build has no CUDA support (configured with "
                   "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used\n");
   return TP_EXIT_FAILURE;

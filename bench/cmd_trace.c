@@ -4,14 +4,16 @@
  * writes it). Needs no GPU.
  *
  * Exit status: 2 when the configuration does not exist (a wrong id or key is
- * the user's mistake), 1 when it exists but was not traced, 0 otherwise.
+ * the user's mistake) or --out names something that may not be replaced (a
+ * device, a FIFO, a folder, the database), 1 when it exists but was not
+ * traced or the file cannot be written, 0 otherwise.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../report/tp_output.h"
 #include "../report/tp_trace_export.h"
 #include "cli.h"
 #include "commands.h"
@@ -48,20 +50,18 @@ static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-/* Writes to a temporary beside the target, renamed into place when whole,
- * so a failed export never leaves half a file where the last one was. */
-static tp_rc write_to_file(tp_store *store, int64_t id, const char *path) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return TP_FAIL(TP_EUSAGE, "--out: path too long");
-  FILE *f = fopen(tmp, "w");
-  if (!f) return TP_FAIL(TP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-  tp_rc rc = tp_report_chrome_trace(store, id, f);
-  if (fclose(f) != 0 && rc == TP_OK) rc = TP_FAIL(TP_EIO, "%s: writing failed", tmp);
-  if (rc == TP_OK && rename(tmp, path) != 0)
-    rc = TP_FAIL(TP_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
-  if (rc != TP_OK) unlink(tmp);
-  return rc;
+/* Writes through a private temporary renamed into place when whole
+ * (report/tp_output.h): a failed export never leaves half a file, and a
+ * target that is a device, a FIFO, a folder or the database is refused. */
+static tp_rc write_to_file(tp_store *store, int64_t id, const char *path, const char *db) {
+  tp_output out;
+  TP_TRY(tp_output_open(path, db, &out));
+  tp_rc rc = tp_report_chrome_trace(store, id, out.file);
+  if (rc != TP_OK) {
+    tp_output_abort(&out);
+    return rc;
+  }
+  return tp_output_commit(&out, db);
 }
 
 static int export_trace(const trace_args *a) {
@@ -91,9 +91,9 @@ static int export_trace(const trace_args *a) {
     status = TP_EXIT_FAILURE;
   } else {
     rc = (!a->out || !strcmp(a->out, "-")) ? tp_report_chrome_trace(store, id, stdout)
-                                           : write_to_file(store, id, a->out);
+                                           : write_to_file(store, id, a->out, a->db);
     if (rc != TP_OK) fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
-    status = rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+    status = rc == TP_OK ? TP_EXIT_OK : rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
   }
   tp_store_close(store);
   return status;

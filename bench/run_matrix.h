@@ -78,7 +78,9 @@ tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment);
  * An axis value is a string, a whole number, a boolean (true "on", false
  * "off") or an array of them. TP_EIO when the file cannot be read; TP_EUSAGE
  * (with the line and column for a syntax error) for anything else wrong:
- * not an object, an unknown key or axis, a value of another type.
+ * not an object, an unknown key or axis, a value of another type, a string
+ * that is empty, holds a comma or is over 127 characters, a path that is
+ * not a regular file (a FIFO is refused without blocking), over 1 MiB.
  */
 tp_rc tp_run_spec_load(const char *path, const char *preset, tp_run_spec *spec);
 

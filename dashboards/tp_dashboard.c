@@ -26,6 +26,7 @@
 
 #include "dashboards/tp_dashboard_assets.h"
 #include "report/tp_history.h"
+#include "report/tp_output.h"
 #include "report/tp_report.h"
 #include "report/tp_report_util.h"
 #include "report/tp_trace_export.h"
@@ -271,7 +272,7 @@ static tp_rc write_page(FILE *f, const char *data) {
 static tp_rc make_dir(const char *dir) {
   struct stat st;
   if (stat(dir, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EIO, "%s: not a directory", dir);
+    if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EUSAGE, "%s: not a directory", dir);
     return TP_OK;
   }
   if (mkdir(dir, 0777) != 0)
@@ -279,28 +280,31 @@ static tp_rc make_dir(const char *dir) {
   return TP_OK;
 }
 
-/* index.html.tmp, renamed over index.html once complete. */
-static tp_rc write_file(const char *dir, const char *data, size_t *bytes) {
-  char path[4096], tmp[4200];
+/* index.html through a private temporary renamed into place when complete
+ * (report/tp_output.h): two dashboards writing the same folder leave one
+ * whole page, and an index.html that is not a regular file, or is the
+ * database, is refused. */
+static tp_rc write_file(const char *dir, const char *db, const char *data, size_t *bytes) {
+  char path[4096];
   if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
-    return TP_FAIL(TP_EIO, "%s: path too long", dir);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return TP_FAIL(TP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-  tp_rc rc = write_page(f, data);
-  long size = ftell(f);
-  if (fclose(f) != 0 && rc == TP_OK) rc = TP_FAIL(TP_EIO, "%s: writing failed", tmp);
-  if (rc == TP_OK && rename(tmp, path) != 0)
-    rc = TP_FAIL(TP_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
-  if (rc != TP_OK) unlink(tmp);
-  else *bytes = size > 0 ? (size_t)size : 0;
+    return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
+  tp_output out;
+  TP_TRY(tp_output_open(path, db, &out));
+  tp_rc rc = write_page(out.file, data);
+  long size = ftell(out.file);
+  if (rc != TP_OK) {
+    tp_output_abort(&out);
+    return rc;
+  }
+  rc = tp_output_commit(&out, db);
+  if (rc == TP_OK) *bytes = size > 0 ? (size_t)size : 0;
   return rc;
 }
 
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats) {
-  if (!store || !out_dir || !*out_dir)
-    return TP_FAIL(TP_EINTERNAL, "tp_dashboard_write: NULL argument");
+  if (!store || !out_dir) return TP_FAIL(TP_EINTERNAL, "tp_dashboard_write: NULL argument");
+  if (!*out_dir) return TP_FAIL(TP_EUSAGE, "an empty output folder: name one");
   tp_dashboard_stats local = {0};
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
@@ -314,7 +318,7 @@ tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboar
   json_decref(doc);
   if (!data) return out_of_memory();
   tp_rc rc = make_dir(out_dir);
-  if (rc == TP_OK) rc = write_file(out_dir, data, &stats->bytes);
+  if (rc == TP_OK) rc = write_file(out_dir, tp_store_path(store), data, &stats->bytes);
   free(data);
   return rc;
 }

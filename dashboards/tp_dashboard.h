@@ -37,10 +37,12 @@ typedef struct tp_dashboard_stats {
 } tp_dashboard_stats;
 
 /* Writes out_dir/index.html (creating out_dir, one level, if missing; an
- * existing index.html is replaced only once the new one is complete). Runs
- * without op configurations are left out of the tables. opt and stats may
- * be NULL. TP_EIO when out_dir is not a directory or cannot be written;
- * TP_EUSAGE when the database holds no runs. */
+ * existing index.html is replaced only once the new one is complete, by a
+ * rename: report/tp_output.h). Runs without op configurations are left out
+ * of the tables. opt and stats may be NULL. TP_EUSAGE when the database
+ * holds no runs, out_dir is empty or not a directory, or index.html exists
+ * and is not a regular file or is the database; TP_EIO when it cannot be
+ * written. */
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats);
 

@@ -186,7 +186,9 @@ static void md_pct(FILE *out, double fraction) {
 }
 
 static void md_history(FILE *out, const history *h) {
-  fprintf(out, "## tpbench history: %s\n\n", h->label);
+  fputs("## tpbench history: ", out);
+  tp_md_text(out, h->label);
+  fputs("\n\n", out);
   tp_md_code(out, h->key);
   fputs("\n\nMedian, p10, p90 and cv of the slowest rank's per-iteration times, oldest run first."
         "\n\n| run | commit | started (UTC) | host | GPUs | status | iterations | median ms | "

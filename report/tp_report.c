@@ -657,20 +657,31 @@ static void md_count(FILE *out, int64_t value) {
   else fprintf(out, "%lld", (long long)value);
 }
 
+/* "label value" and the rest of a header line: stored text goes through
+ * tp_md_text, so a host name or version cannot add lines or markup. */
+static void md_words(FILE *out, const char *before, const char *text, const char *missing) {
+  fputs(before, out);
+  tp_md_text(out, text ? text : missing);
+}
+
 static void md_header(FILE *out, const report *rep) {
   const run_header *h = &rep->run;
   fprintf(out, "## tpbench throughput: run %lld\n\n", (long long)h->id);
   fputs("- **commit** ", out);
   tp_md_code(out, h->commit ? h->commit : "unknown");
   fprintf(out, "%s\n", h->dirty == 1 ? " (dirty tree)" : "");
-  fprintf(out, "- **time** %s to %s (UTC)\n", h->started_at ? h->started_at : "?",
-          h->finished_at ? h->finished_at : "not finished");
-  fprintf(out, "- **host** %s: %s × ", h->host ? h->host : "?", h->gpu_name ? h->gpu_name : "?");
+  md_words(out, "- **time** ", h->started_at, "?");
+  md_words(out, " to ", h->finished_at, "not finished");
+  md_words(out, " (UTC)\n- **host** ", h->host, "?");
+  md_words(out, ": ", h->gpu_name, "?");
+  fputs(" × ", out);
   md_count(out, h->gpu_count);
-  fprintf(out, ", driver %s\n", h->driver ? h->driver : "?");
-  fprintf(out, "- **software** CUDA %s, NCCL %s, cuBLAS %s, CUPTI %s\n", h->cuda ? h->cuda : "?",
-          h->nccl ? h->nccl : "?", h->cublas ? h->cublas : "?", h->cupti ? h->cupti : "?");
-  fputs("- **iterations** ", out);
+  md_words(out, ", driver ", h->driver, "?");
+  md_words(out, "\n- **software** CUDA ", h->cuda, "?");
+  md_words(out, ", NCCL ", h->nccl, "?");
+  md_words(out, ", cuBLAS ", h->cublas, "?");
+  md_words(out, ", CUPTI ", h->cupti, "?");
+  fputs("\n- **iterations** ", out);
   md_count(out, h->warmup_iters);
   fputs(" warm-up, ", out);
   md_count(out, h->measure_iters);
@@ -679,10 +690,14 @@ static void md_header(FILE *out, const report *rep) {
   tp_md_code(out, h->command_line ? h->command_line : "?");
   fputc('\n', out);
   const tp_report_filter *f = rep->filter;
-  if (f->model || f->layer || f->pass || f->dtype)
-    fprintf(out, "- **filter**%s%s%s%s%s%s%s%s\n", f->model ? " model=" : "", or_empty(f->model),
-            f->layer ? " layer=" : "", or_empty(f->layer), f->pass ? " pass=" : "",
-            or_empty(f->pass), f->dtype ? " dtype=" : "", or_empty(f->dtype));
+  if (f->model || f->layer || f->pass || f->dtype) {
+    fputs("- **filter**", out);
+    if (f->model) md_words(out, " model=", f->model, "");
+    if (f->layer) md_words(out, " layer=", f->layer, "");
+    if (f->pass) md_words(out, " pass=", f->pass, "");
+    if (f->dtype) md_words(out, " dtype=", f->dtype, "");
+    fputc('\n', out);
+  }
   fputc('\n', out);
 }
 
@@ -720,6 +735,7 @@ static void md_table_head(FILE *out, int with_trace) {
 
 static void md_trace_cells(FILE *out, const table_row *row) {
   tp_md_num(out, row->overlap_pct, 1);
+  tp_md_num(out, row->sync_ms, 3);
   tp_md_num(out, row->exposed_ms, 3);
   tp_md_num(out, row->overhead_pct, 1);
   tp_md_cell(out, row->evidence[0] ? row->evidence : "-");
@@ -735,7 +751,6 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   tp_md_cell(out, buf);
   /* op rows have tokens only: no batch and sequence split */
   if (c->batch > 0 && c->seqlen > 0)
-  tp_md_num(out, row->sync_ms, 3);
     snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
   else snprintf(buf, sizeof buf, "-");
   tp_md_cell(out, buf);
@@ -806,8 +821,11 @@ static void md_skipped(FILE *out, const report *rep) {
   for (size_t i = 0; i < rep->n_skipped; i++) {
     const config *c = &rep->skipped[i];
     describe_config(c, what, sizeof what);
-    fprintf(out, "- config %lld (%s): %s: %s\n", (long long)c->id, what, or_empty(c->status),
-            c->reason ? c->reason : "no reason recorded");
+    fprintf(out, "- config %lld (", (long long)c->id);
+    tp_md_text(out, what);
+    md_words(out, "): ", c->status, "");
+    md_words(out, ": ", c->reason, "no reason recorded");
+    fputc('\n', out);
   }
 }
 
@@ -903,6 +921,7 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
   csv_run_fields(out, &rep->run);
   tp_csv_num(out, row->strict_bound_ms, 4);
   tp_csv_num(out, row->dist_over_strict, 3);
+  tp_csv_num(out, row->sync_ms, 4);
   fputs("\r\n", out);
 }
 
@@ -921,7 +940,6 @@ static json_t *json_run(tp_json_builder *jb, const run_header *h) {
   tp_json_set(jb, o, "id", json_integer(h->id));
   tp_json_set(jb, o, "uuid", tp_json_str(h->uuid));
   tp_json_set(jb, o, "commit", tp_json_str(h->commit));
-  tp_csv_num(out, row->sync_ms, 4);
   tp_json_set(jb, o, "dirty", h->dirty < 0 ? json_null() : json_boolean(h->dirty));
   tp_json_set(jb, o, "started_at", tp_json_str(h->started_at));
   tp_json_set(jb, o, "finished_at", tp_json_str(h->finished_at));
@@ -992,6 +1010,7 @@ static json_t *json_row(tp_json_builder *jb, const table_row *row) {
   tp_json_set(jb, o, "overlap_pct", tp_json_real(row->overlap_pct));
   tp_json_set(jb, o, "exposed_comm_ms", tp_json_real(row->exposed_ms));
   tp_json_set(jb, o, "trace_overhead_pct", tp_json_real(row->overhead_pct));
+  tp_json_set(jb, o, "sync_ms", tp_json_real(row->sync_ms));
   tp_json_set(jb, o, "evidence", row->evidence[0] ? tp_json_str(row->evidence) : json_null());
   tp_json_set(jb, o, "traced", json_boolean(row->dist.has_trace));
   tp_json_set(jb, o, "dist_config_id", jid(d));
@@ -1010,7 +1029,6 @@ static json_t *json_skipped(tp_json_builder *jb, const config *c) {
   tp_json_set(jb, o, "backend", tp_json_str(c->backend));
   json_axes(jb, o, c);
   tp_json_set(jb, o, "schedule_requested", tp_json_str(c->schedule));
-  tp_json_set(jb, o, "sync_ms", tp_json_real(row->sync_ms));
   tp_json_set(jb, o, "chunks_requested", json_integer(c->chunks));
   tp_json_set(jb, o, "status", tp_json_str(c->status));
   tp_json_set(jb, o, "reason", tp_json_str(c->reason));

@@ -24,13 +24,24 @@ const char *tp_fmt_sci(char *buf, size_t cap, double value) {
 
 /* ---- markdown ----------------------------------------------------------- */
 
+/* Stored text is outside input (a host name, a reason, a command line), and
+ * markdown output is pasted into pull requests: nothing in it may end a
+ * cell or a line, open a code span or link, or reach the page as HTML. */
+void tp_md_text(FILE *out, const char *text) {
+  for (const char *p = text ? text : ""; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c < 0x20 || c == 0x7f) fputc(' ', out); /* line breaks, tabs, escapes */
+    else if (c == '<') fputs("&lt;", out);
+    else if (c == '>') fputs("&gt;", out);
+    else if (c == '&') fputs("&amp;", out);
+    else if (strchr("\\|`[]", c)) fprintf(out, "\\%c", c);
+    else fputc(c, out);
+  }
+}
+
 void tp_md_cell(FILE *out, const char *text) {
   fputs("| ", out);
-  for (const char *p = text ? text : ""; *p; p++) {
-    if (*p == '|') fputs("\\|", out);
-    else if (*p == '\n' || *p == '\r') fputc(' ', out);
-    else fputc(*p, out);
-  }
+  tp_md_text(out, text);
   fputc(' ', out);
 }
 
@@ -41,6 +52,8 @@ void tp_md_num(FILE *out, double value, int decimals) {
   tp_md_cell(out, *text ? text : "-");
 }
 
+/* Inside a code span nothing is markup (HTML included), so only what ends
+ * the span's line is replaced. */
 void tp_md_code(FILE *out, const char *text) {
   size_t run = 0, longest = 0;
   for (const char *p = text; *p; p++) {
@@ -49,20 +62,53 @@ void tp_md_code(FILE *out, const char *text) {
   }
   for (size_t i = 0; i <= longest; i++) fputc('`', out);
   int pad = text[0] == '`' || (*text && text[strlen(text) - 1] == '`');
-  fprintf(out, "%s%s%s", pad ? " " : "", text, pad ? " " : "");
+  if (pad) fputc(' ', out);
+  for (const char *p = text; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    fputc(c < 0x20 || c == 0x7f ? ' ' : c, out);
+  }
+  if (pad) fputc(' ', out);
   for (size_t i = 0; i <= longest; i++) fputc('`', out);
 }
 
 /* ---- CSV ---------------------------------------------------------------- */
 
+/* A whole decimal number as the writers print it: [+-]digits[.digits][e[+-]digits].
+ * A spreadsheet reads it as a number, never as a formula. */
+static int is_plain_number(const char *s) {
+  if (*s == '+' || *s == '-') s++;
+  size_t digits = strspn(s, "0123456789");
+  s += digits;
+  if (*s == '.') {
+    size_t frac = strspn(s + 1, "0123456789");
+    digits += frac;
+    s += 1 + frac;
+  }
+  if (digits == 0) return 0;
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    size_t exp = strspn(s, "0123456789");
+    if (exp == 0) return 0;
+    s += exp;
+  }
+  return *s == '\0';
+}
+
+int tp_csv_is_formula(const char *text) {
+  return text && *text && strchr("=+-@\t\r", *text) && !is_plain_number(text);
+}
+
 void tp_csv_field(FILE *out, const char *text, int first) {
   if (!first) fputc(',', out);
   text = text ? text : "";
-  if (!strpbrk(text, ",\"\r\n")) {
+  int formula = tp_csv_is_formula(text);
+  if (!formula && !strpbrk(text, ",\"\r\n")) {
     fputs(text, out);
     return;
   }
   fputc('"', out);
+  if (formula) fputc('\'', out); /* read as text, not run */
   for (const char *p = text; *p; p++) {
     if (*p == '"') fputc('"', out);
     fputc(*p, out);

@@ -25,20 +25,33 @@ const char *tp_fmt_sci(char *buf, size_t cap, double value);
 
 /* ---- markdown ---- */
 
-/* "| text " with '|' escaped and line breaks turned into spaces. */
+/* Text for a markdown line or cell, whatever bytes it holds: control
+ * characters (line breaks included) become spaces, '<' '>' '&' entities,
+ * and '\\' '|' '`' '[' ']' are backslash-escaped, so stored text can add no
+ * row, line, code span, link or HTML tag. NULL is empty. */
+void tp_md_text(FILE *out, const char *text);
+
+/* "| text " with text escaped as tp_md_text. */
 void tp_md_cell(FILE *out, const char *text);
 
 /* A number cell; "-" when there is no number. */
 void tp_md_num(FILE *out, double value, int decimals);
 
-/* Inline code whose fence is longer than any run of backticks inside. */
+/* Inline code whose fence is longer than any run of backticks inside;
+ * control characters (line breaks) become spaces. */
 void tp_md_code(FILE *out, const char *text);
 
 /* ---- CSV (RFC 4180) ---- */
 
 /* A field, preceded by ',' unless first; quoted when it holds a comma, a
- * quote or a line break, quotes doubled. NULL is an empty field. */
+ * quote or a line break, quotes doubled. NULL is an empty field. Text a
+ * spreadsheet would run as a formula (tp_csv_is_formula) is written quoted
+ * with a leading "'", so it shows as text. */
 void tp_csv_field(FILE *out, const char *text, int first);
+
+/* Whether text starts like a formula ('=', '+', '-', '@', tab, CR) and is
+ * not a plain decimal number ("-1.5", "2.5e-03" stay numbers). */
+int tp_csv_is_formula(const char *text);
 void tp_csv_num(FILE *out, double value, int decimals);
 void tp_csv_int(FILE *out, int64_t value);
 

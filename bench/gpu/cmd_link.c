@@ -20,6 +20,7 @@
 #include "../cli.h"
 #include "../commands.h"
 #include "../launcher.h"
+#include "../link_args.h"
 #include "../stats.h"
 #include "job.h"
 #include "worker_group.h"
@@ -210,24 +211,17 @@ static int link_worker(const tp_launch_env *env, void *arg) {
 }
 
 int tp_cmd_link(int argc, char **argv) {
-  link_job job = {.db = "tpbench.db", .iters = 20, .warmup = 3, .sm_blocks = 16};
-  int gpus = 0;
-  (void)tp_int_list_set(&job.sizes_mib, "8,32,128,256", 1, 4096);
-  const tp_option options[] = {
-      {"db", TP_OPT_STRING, &job.db, "PATH", "SQLite database to write", 0, 0, NULL},
-      {"gpus", TP_OPT_INT, &gpus, "N", "workers, one per GPU (0: every visible GPU)", 0, 64, NULL},
-      {"sizes", TP_OPT_INT_LIST, &job.sizes_mib, "LIST", "MiB each rank sends", 1, 4096, NULL},
-      {"iters", TP_OPT_INT, &job.iters, "N", "timed transfers per point", 1, 10000, NULL},
-      {"warmup", TP_OPT_INT, &job.warmup, "N", "untimed transfers per point", 0, 10000, NULL},
-      {"sm-blocks", TP_OPT_INT, &job.sm_blocks, "N", "blocks of the copy kernel", 1, 1024, NULL},
-  };
-  tp_command cmd = {"link", "tpbench link [options]",
-                    "Measures peer bandwidth of the copy engine, an SM copy kernel and NCCL's "
-                    "all-gather and reduce-scatter over a sweep of sizes; stores every point.",
-                    options, (int)(sizeof options / sizeof options[0])};
-  int help = 0, n_pos = 0;
-  if (tp_cli_parse(&cmd, argc, argv, NULL, 0, &n_pos, &help) != TP_OK) return TP_EXIT_USAGE;
+  tp_link_args args;
+  tp_link_args_defaults(&args);
+  int help = 0;
+  if (tp_link_args_parse(argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
   if (help) return 0;
+  link_job job = {.db = args.db,
+                  .sizes_mib = args.sizes_mib,
+                  .iters = args.iters,
+                  .warmup = args.warmup,
+                  .sm_blocks = args.sm_blocks};
+  const int gpus = args.gpus;
   int precheck = tp_job_precheck_database("link", job.db);
   if (precheck != 0) return precheck;
   int external = 0;

@@ -2,7 +2,7 @@
  * test_bench_cli.c — bench/cli: both value forms, flags, whole numbers and
  * their ranges, string choices, comma lists (replacing the default, empty
  * items, too many), positional arguments and `--`, unknown options, missing
- * values, and --help printing every option with its default.
+ * and empty values, and --help printing every option with its default.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +111,13 @@ static void test_unknown_and_missing(void **state) {
   assert_non_null(strstr(tp_last_error(), "takes no value"));
   assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--format", "xml", NULL), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "'xml' is not one of md|csv|json"));
+  /* An empty string is a usage error in both forms, the default kept
+   * (`--db ''` once reached the store and failed with exit 1). */
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--db", "", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "--db: the value is empty (give a PATH)"));
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--db=", NULL), TP_EUSAGE);
+  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--format=", NULL), TP_EUSAGE);
+  assert_string_equal(p.db, "tpbench.db");
 }
 
 static void test_lists(void **state) {

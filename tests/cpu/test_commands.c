@@ -4,7 +4,11 @@
  * (0 / 1 regression / 2 bad input), history, trace (2 for a configuration
  * that does not exist, 1 for one without a trace), import (twice is a no-op;
  * a foreign file is refused and the target stays byte-identical) and
- * dashboard's usage. --help of each.
+ * dashboard's usage. --help of each. Output paths: trace --out and the
+ * dashboard refuse a FIFO, a link to a device, a folder and the database
+ * (exit 2, nothing changed), never write through a planted link, and
+ * racing dashboards leave one whole page. Empty paths and link's options
+ * are usage errors in every build.
  *
  * The database is a copy of the real H200 run plus two runs synthesised
  * from it (fixture_db.h): an exact copy (commit feed0001) and one 10% slower
@@ -16,8 +20,11 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <jansson.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "fixture_db.h"
 #include "run_program.h"
@@ -232,15 +239,233 @@ static void test_dashboard_command(void **state) {
              f->db, "--out", dir);
   assert_true(exists(page));
   RUN_EXPECT(2, NULL, "--out DIR is required", "dashboard", "--db", f->db);
-  RUN_EXPECT(1, NULL, "not a directory", "dashboard", "--db", f->db, "--out", f->db);
+  RUN_EXPECT(2, NULL, "not a directory", "dashboard", "--db", f->db, "--out", f->db);
   RUN_EXPECT(0, "offline", NULL, "dashboard", "--help");
+}
+
+/* ---- output paths -------------------------------------------------------------------------------
+ */
+
+/* The database's bytes and inode, to show a refused command left it alone. */
+typedef struct {
+  unsigned char *bytes;
+  size_t len;
+  ino_t ino;
+} snapshot;
+
+static snapshot take_snapshot(const char *path) {
+  snapshot s = {0};
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  s.ino = st.st_ino;
+  s.bytes = fx_read_all(path, &s.len);
+  assert_non_null(s.bytes);
+  return s;
+}
+
+static void expect_unchanged(const char *path, snapshot *before) {
+  snapshot after = take_snapshot(path);
+  assert_int_equal(after.ino, before->ino);
+  assert_int_equal(after.len, before->len);
+  assert_memory_equal(after.bytes, before->bytes, before->len);
+  free(after.bytes);
+  free(before->bytes);
+  before->bytes = NULL;
+}
+
+static int is_fifo(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* trace --out once replaced whatever was at the path: a FIFO (or blocked
+ * on it), a device through a link, the database itself; and wrote through
+ * a link planted at its predictable temporary name. Each is refused now
+ * (exit 2), nothing changed, and quickly. */
+static void test_trace_out_refuses(void **state) {
+  fixture *f = *state;
+  char id[32], fifo[600], devlink[600], wal[700], planted[600], victim[600], out[600];
+  snprintf(id, sizeof id, "%lld", (long long)f->traced);
+  snapshot db = take_snapshot(f->db);
+
+  fx_path(&f->dir, "trace.fifo", fifo, sizeof fifo);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  time_t start = time(NULL);
+  RUN_EXPECT(2, NULL, "is a FIFO", "trace", "--db", f->db, "--config", id, "--out", fifo);
+  assert_true(time(NULL) - start < 10);
+  assert_true(is_fifo(fifo));
+
+  fx_path(&f->dir, "null.json", devlink, sizeof devlink);
+  assert_int_equal(symlink("/dev/null", devlink), 0);
+  RUN_EXPECT(2, NULL, "is a device (through a symbolic link)", "trace", "--db", f->db, "--config",
+             id, "--out", devlink);
+  char target[64] = "";
+  assert_true(readlink(devlink, target, sizeof target - 1) > 0);
+  assert_string_equal(target, "/dev/null");
+
+  RUN_EXPECT(2, NULL, "this is the database", "trace", "--db", f->db, "--config", id, "--out",
+             f->db);
+  snprintf(wal, sizeof wal, "%s-wal", f->db);
+  RUN_EXPECT(2, NULL, "side file", "trace", "--db", f->db, "--config", id, "--out", wal);
+  RUN_EXPECT(2, NULL, "is a folder", "trace", "--db", f->db, "--config", id, "--out", f->dir.path);
+  expect_unchanged(f->db, &db);
+
+  /* A link at the name the old code wrote through is left alone. */
+  fx_path(&f->dir, "victim", victim, sizeof victim);
+  FILE *v = fopen(victim, "w");
+  assert_non_null(v);
+  fputs("not yours", v);
+  fclose(v);
+  fx_path(&f->dir, "planted.json", out, sizeof out);
+  fx_path(&f->dir, "planted.json.tmp", planted, sizeof planted);
+  assert_int_equal(symlink(victim, planted), 0);
+  RUN_EXPECT(0, NULL, NULL, "trace", "--db", f->db, "--config", id, "--out", out);
+  size_t len = 0;
+  unsigned char *text = fx_read_all(victim, &len);
+  assert_int_equal(len, 9);
+  assert_memory_equal(text, "not yours", 9);
+  free(text);
+  text = fx_read_all(out, &len);
+  assert_true(len > 1000 && text[0] == '{');
+  free(text);
+}
+
+/* The same for the dashboard's index.html, and dashboards racing on one
+ * folder leave one whole page (not one glued to another). */
+static void test_dashboard_out_refuses(void **state) {
+  fixture *f = *state;
+  char dir[600], page[700], solo[600], solo_page[700];
+  fx_path(&f->dir, "raced", dir, sizeof dir);
+  snprintf(page, sizeof page, "%s/index.html", dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snapshot db = take_snapshot(f->db);
+
+  assert_int_equal(mkfifo(page, 0600), 0);
+  RUN_EXPECT(2, NULL, "is a FIFO", "dashboard", "--db", f->db, "--out", dir);
+  assert_true(is_fifo(page));
+  unlink(page);
+  assert_int_equal(symlink(f->db, page), 0);
+  RUN_EXPECT(2, NULL, "this is the database", "dashboard", "--db", f->db, "--out", dir);
+  unlink(page);
+  expect_unchanged(f->db, &db);
+
+  fx_path(&f->dir, "solo", solo, sizeof solo);
+  snprintf(solo_page, sizeof solo_page, "%s/index.html", solo);
+  RUN_EXPECT(0, NULL, NULL, "dashboard", "--db", f->db, "--out", solo);
+  struct stat want, got;
+  assert_int_equal(stat(solo_page, &want), 0);
+
+  enum { RACERS = 3 };
+  pid_t pids[RACERS];
+  for (int i = 0; i < RACERS; i++) {
+    pids[i] = fork();
+    assert_true(pids[i] >= 0);
+    if (pids[i] == 0) {
+      rp_result r = tpbench("dashboard", "--db", f->db, "--out", dir, NULL);
+      _exit(r.status);
+    }
+  }
+  for (int i = 0; i < RACERS; i++) {
+    int status = 0;
+    assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  assert_int_equal(stat(page, &got), 0);
+  assert_int_equal(got.st_size, want.st_size);
+  /* nothing but the page is left in the folder */
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e = readdir(d); e; e = readdir(d))
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  closedir(d);
+  assert_int_equal(n, 1);
+}
+
+/* The README's compare examples run on the sample database they name (one
+ * named a commit the sample does not hold): each gives a verdict, 0 or 1,
+ * never 2 (on a copy brought to the current schema where the sample is
+ * older). */
+static void test_readme_compare_examples(void **state) {
+  fixture *f = *state;
+  char sample[600];
+  fx_path(&f->dir, "sample.db", sample, sizeof sample);
+  if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
+  assert_int_equal(fx_copy(FX_SAMPLE_DB, sample), 0);
+  size_t len = 0;
+  unsigned char *bytes = fx_read_all(TP_TEST_DATA_DIR "/../../README.md", &len);
+  assert_non_null(bytes);
+  char *readme = strndup((const char *)bytes, len);
+  free(bytes);
+  assert_non_null(readme);
+  int examples = 0;
+  char *lines = NULL;
+  for (char *line = strtok_r(readme, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
+    if (strncmp(line, "tpbench compare ", 16) != 0) continue;
+    char *argv[32] = {TPBENCH_EXE};
+    int argc = 1;
+    char *save = NULL;
+    for (char *w = strtok_r(line + 8, " ", &save); w && argc < 31; w = strtok_r(NULL, " ", &save)) {
+      if (w[0] == '#') break;
+      argv[argc++] = strcmp(w, "examples/tpbench-h200-sample.db") ? w : sample;
+    }
+    argv[argc] = NULL;
+    rp_result r = rp_run(argv, 120);
+    if (r.status == 2 && strstr(r.err, "tpbench migrate")) {
+      /* a sample of an older schema: bring the copy up to date, then again */
+      rp_free(&r);
+      RUN_EXPECT(0, NULL, NULL, "migrate", "--db", sample);
+      r = rp_run(argv, 120);
+    }
+    if (r.status != 0 && r.status != 1)
+      fail_msg("README example '%s %s %s' exits %d: %s", argv[1], argv[2], argv[3], r.status,
+               r.err);
+    rp_free(&r);
+    examples++;
+  }
+  free(readme);
+  assert_int_equal(examples, 2);
+}
+
+/* ---- usage errors: empty paths, link without CUDA
+ * ------------------------------------------------ */
+
+static void test_empty_paths_are_usage_errors(void **state) {
+  fixture *f = *state;
+  RUN_EXPECT(2, NULL, "--out: the value is empty", "trace", "--db", f->db, "--config", "1", "--out",
+             "");
+  RUN_EXPECT(2, NULL, "--out: the value is empty", "dashboard", "--db", f->db, "--out", "");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "dashboard", "--db", "", "--out", "x");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "report", "--db", "");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "history", "--db", "", "--config", "1");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "compare", "a", "b", "--db", "");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "trace", "--db", "", "--config", "1");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "import", "x.db", "--db", "");
+}
+
+/* link parses its options first in every build: --help is 0, a mistake 2
+ * (a build without CUDA answered 1 to both). */
+static void test_link_parses_first(void **state) {
+  (void)state;
+  RUN_EXPECT(0, "--sizes LIST", NULL, "link", "--help");
+  RUN_EXPECT(2, NULL, "unknown option '--bogus'", "link", "--bogus");
+  RUN_EXPECT(2, NULL, "--iters", "link", "--iters", "0");
+  RUN_EXPECT(2, NULL, "--db: the value is empty", "link", "--db", "");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_compare_exit_status), cmocka_unit_test(test_history_command),
-      cmocka_unit_test(test_trace_command),       cmocka_unit_test(test_import_command),
+      cmocka_unit_test(test_compare_exit_status),
+      cmocka_unit_test(test_history_command),
+      cmocka_unit_test(test_trace_command),
+      cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_dashboard_command),
+      cmocka_unit_test(test_trace_out_refuses),
+      cmocka_unit_test(test_dashboard_out_refuses),
+      cmocka_unit_test(test_empty_paths_are_usage_errors),
+      cmocka_unit_test(test_link_parses_first),
+      cmocka_unit_test(test_readme_compare_examples),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,7 +3,8 @@
  * quick and full presets, the order and axes of every configuration, the
  * FLOP counts of the layers, every validity rule with its reason, the host
  * rules `run` applies, usage errors for names and numbers the tool does not
- * take, --axis assignments, and matrix files (JSON) good and bad.
+ * take, --axis assignments, and matrix files (JSON) good and bad: strings
+ * never cut, FIFOs and other non-files refused without blocking.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/run_matrix.h"
@@ -426,6 +429,69 @@ static void test_matrix_file_errors(void **state) {
   assert_int_equal(tp_run_spec_load("/nonexistent/matrix.json", NULL, &s), TP_EIO);
 }
 
+/* A string value was once cut at 127 characters: 124 zeros and "2048junk"
+ * planned seqlen 204. Over-long, empty and comma-holding strings are
+ * refused now; a value of exactly 127 characters is still judged as one. */
+static void test_matrix_file_strings(void **state) {
+  (void)state;
+  char text[512], value[200];
+  memset(value, '0', 124);
+  snprintf(value + 124, sizeof value - 124, "2048junk");
+  snprintf(text, sizeof text, "{\"axes\": {\"seqlen\": [\"%s\"]}}", value);
+  expect_file_error(text, TP_EUSAGE,
+                    "axes.seqlen: the value \"00000000000000000000...\" is 132 "
+                    "characters long, at most 127");
+  memset(value, '0', 123);
+  snprintf(value + 123, sizeof value - 123, "2048");
+  snprintf(text, sizeof text, "{\"axes\": {\"seqlen\": \"%s\"}}", value);
+  tp_run_spec s;
+  assert_int_equal(load_text(text, NULL, &s), TP_OK); /* 127 characters: 2048 */
+  tp_run_matrix m;
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.cases[0].seqlen, 2048);
+  tp_run_matrix_free(&m);
+  expect_file_error("{\"axes\": {\"model\": \"8b,70b\"}}", TP_EUSAGE,
+                    "axes.model: \"8b,70b\" holds a comma");
+  expect_file_error("{\"axes\": {\"model\": [\"\"]}}", TP_EUSAGE, "axes.model: an empty string");
+}
+
+/* --matrix naming a FIFO blocked forever in open(); a FIFO, a folder or a
+ * device is refused at once, and a file over 1 MiB is refused. */
+static void test_matrix_file_not_regular(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tpbench-matrix-fifo-XXXXXX", fifo[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(fifo, sizeof fifo, "%s/matrix.json", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  tp_run_spec s;
+  alarm(10); /* a blocking open ends the test instead of hanging it */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(tp_run_spec_load(fifo, NULL, &s), TP_EUSAGE);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  alarm(0);
+  assert_true(t1.tv_sec - t0.tv_sec < 1 || (t1.tv_sec - t0.tv_sec == 1 && t1.tv_nsec < t0.tv_nsec));
+  assert_non_null(strstr(tp_last_error(), "is not a regular file"));
+  unlink(fifo);
+  rmdir(dir);
+  assert_int_equal(tp_run_spec_load("/tmp", NULL, &s), TP_EUSAGE);
+  assert_int_equal(tp_run_spec_load("/dev/zero", NULL, &s), TP_EUSAGE);
+
+  /* 1 MiB of spaces and then the object: too large to read. */
+  char *path = strdup("/tmp/tpbench-matrix-big-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  assert_non_null(f);
+  for (int i = 0; i < (1 << 20); i++) fputc(' ', f);
+  fputs("{}", f);
+  fclose(f);
+  assert_int_equal(tp_run_spec_load(path, NULL, &s), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "larger than 1048576 bytes"));
+  unlink(path);
+  free(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quick_preset),        cmocka_unit_test(test_full_preset),
@@ -434,6 +500,7 @@ int main(void) {
       cmocka_unit_test(test_empty_spec_is_usage), cmocka_unit_test(test_chunks_and_schedules),
       cmocka_unit_test(test_tp_default_and_list), cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_matrix_file),         cmocka_unit_test(test_matrix_file_errors),
+      cmocka_unit_test(test_matrix_file_strings), cmocka_unit_test(test_matrix_file_not_regular),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
