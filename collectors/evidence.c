@@ -19,7 +19,6 @@
  * that could not look says so, it never passes. Kernels are recognised by
  * classify.c's roles, so kernel names live in one table only.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,16 +261,9 @@ static void place_transfers(const tp_event *ev, size_t n, const tp_evidence_wind
   }
 }
 
-static void set_verdict(tp_op_evidence *op, tp_evidence_state state, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_verdict(tp_op_evidence *op, tp_evidence_state state, const char *fmt, ...) {
-  op->state = state;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(op->message, sizeof op->message, fmt, ap);
-  va_end(ap);
-}
+/* Sets an op's state and its message (printf-style). */
+#define SET_VERDICT(op, st, ...)                                                                   \
+  ((op)->state = (st), (void)snprintf((op)->message, sizeof(op)->message, __VA_ARGS__))
 
 /* The verdict of one op, from its counts and the window's tally. */
 static void judge_op(tp_op_evidence *op, const op_ranges *rg, const tally *t, size_t expected,
@@ -281,33 +273,33 @@ static void judge_op(tp_op_evidence *op, const op_ranges *rg, const tally *t, si
   const size_t seen = op->peer_copies + op->copy_kernels + op->nccl_kernels;
   const char *suffix = op->range_suffix ? op->range_suffix : "";
   if (rg->n == 0)
-    set_verdict(op, TP_EVIDENCE_NOT_CHECKED,
+    SET_VERDICT(op, TP_EVIDENCE_NOT_CHECKED,
                 "%s: no NVTX range \"%s...%s\" in the traced window (a CUDA graph replay opens "
                 "none)",
                 op->op, op->range_prefix, suffix);
   else if (seen > count_of(op, need))
-    set_verdict(op, TP_EVIDENCE_FAILED,
+    SET_VERDICT(op, TP_EVIDENCE_FAILED,
                 "%s (%s): expected %s and %s inside its %zu ranges; seen %zu peer copies, %zu SM "
                 "copy kernels, %zu NCCL kernels",
                 op->op, s->name, s->what, forbidden_text(s->id), rg->n, op->peer_copies,
                 op->copy_kernels, op->nccl_kernels);
   else if (t->unplaced > 0)
-    set_verdict(op, TP_EVIDENCE_NOT_CHECKED,
+    SET_VERDICT(op, TP_EVIDENCE_NOT_CHECKED,
                 "%s: %zu transfers have no launch record, so they cannot be placed in an op's "
                 "range",
                 op->op, t->unplaced);
   else if (need != FP_NONE && t->required != expected)
-    set_verdict(op, TP_EVIDENCE_FAILED,
+    SET_VERDICT(op, TP_EVIDENCE_FAILED,
                 "%s (%s): the configuration's ops must launch %zu transfers in their ranges (%d "
                 "iterations x %d), found %zu; this op: %zu %s",
                 op->op, s->name, expected, w->iterations, w->transfers_per_iteration, t->required,
                 count_of(op, need), s->what);
   else if (t->outside > 0)
-    set_verdict(op, TP_EVIDENCE_FAILED,
+    SET_VERDICT(op, TP_EVIDENCE_FAILED,
                 "%s (%s): %zu transfers were launched outside every op's range", op->op, s->name,
                 t->outside);
   else
-    set_verdict(op, TP_EVIDENCE_OK, "%s (%s): %zu ranges, %zu %s, %s", op->op, s->name, rg->n,
+    SET_VERDICT(op, TP_EVIDENCE_OK, "%s (%s): %zu ranges, %zu %s, %s", op->op, s->name, rg->n,
                 count_of(op, need), s->what, forbidden_text(s->id));
 }
 
@@ -350,7 +342,7 @@ tp_rc tp_ops_evidence(const tp_event *ev, size_t n, const tp_evidence_window *w,
   for (size_t k = 0; k < n_ops; ++k) reset_op(&ops[k]);
   if (w->not_checked) {
     for (size_t k = 0; k < n_ops; ++k)
-      set_verdict(&ops[k], TP_EVIDENCE_NOT_CHECKED, "%s: %s", ops[k].op, w->not_checked);
+      SET_VERDICT(&ops[k], TP_EVIDENCE_NOT_CHECKED, "%s: %s", ops[k].op, w->not_checked);
     if (n_ops) *overall = TP_EVIDENCE_NOT_CHECKED;
     return TP_OK;
   }
