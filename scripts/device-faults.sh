@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# device-faults.sh — fault tests on a lent GPU machine: a worker killed
+# mid-matrix (SIGKILL) and an interrupt (SIGINT) during `tpbench run`; each
+# must end within --timeout plus a few seconds with what was measured intact
+# (PRAGMA integrity_check) and the lost configuration recorded.
+#
+# usage: scripts/device-faults.sh BUILD_DIR   (logs under $OUT/faults)
+set -uo pipefail
+build=${1:?usage: device-faults.sh BUILD_DIR}
+out=${OUT:-/tmp/tpbench-out}/faults
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+bin=$build/tpbench
+args=(run --gpus 1 --timeout 20 --iters 20 --warmup 3 --axis model=8b --axis seqlen=2048,4096
+      --axis pass=fwd,fwd+bwd --axis graph=off)
+
+summary() { # db
+  echo "integrity: $(sqlite3 "$1" 'PRAGMA integrity_check' 2>&1)"
+  sqlite3 "$1" "SELECT status, count(*) FROM configs GROUP BY status" 2>&1
+  sqlite3 "$1" "SELECT reason FROM configs WHERE reason LIKE '%died%' OR reason LIKE '%interrupt%'" 2>&1
+}
+
+# 1. a worker killed while it runs a configuration
+"$bin" "${args[@]}" --db "$out/kill.db" > "$out/kill.md" 2> "$out/kill.err" &
+parent=$!
+sleep 25
+worker=$(pgrep -P "$parent" | head -n 1)
+t0=$(date +%s)
+[ -n "$worker" ] && kill -9 "$worker" && echo "killed worker $worker"
+wait "$parent"; echo "run after a killed worker: exit $? in $(( $(date +%s) - t0 )) s"
+summary "$out/kill.db"
+
+# 2. an interrupt
+"$bin" "${args[@]}" --db "$out/int.db" > "$out/int.md" 2> "$out/int.err" &
+parent=$!
+sleep 20
+t0=$(date +%s)
+kill -INT "$parent"
+wait "$parent"; echo "run after SIGINT: exit $? in $(( $(date +%s) - t0 )) s"
+summary "$out/int.db"
+tail -n 3 "$out"/*.err
