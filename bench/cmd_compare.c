@@ -74,7 +74,7 @@ static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_
     return EXIT_BAD;
   }
   tp_store *store = NULL;
-  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
     fprintf(stderr, "tpbench compare: cannot open '%s': %s\n", a->db, tp_cli_last_message());
     return EXIT_BAD;
   }

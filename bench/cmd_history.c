@@ -45,7 +45,7 @@ static int show_history(const history_args *a, tp_report_format fmt) {
     return TP_EXIT_FAILURE;
   }
   tp_store *store = NULL;
-  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
     fprintf(stderr, "tpbench history: cannot open '%s': %s\n", a->db, tp_cli_last_message());
     return TP_EXIT_FAILURE;
   }

@@ -70,7 +70,7 @@ static int export_trace(const trace_args *a) {
     return TP_EXIT_FAILURE;
   }
   tp_store *store = NULL;
-  if (tp_store_open(a->db, 0, &store) != TP_OK) {
+  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
     fprintf(stderr, "tpbench trace: cannot open '%s': %s\n", a->db, tp_cli_last_message());
     return TP_EXIT_FAILURE;
   }

@@ -46,6 +46,10 @@ int tp_cmd_import(int argc, char **argv);
 /* `tpbench dashboard` (bench/cmd_dashboard.c). */
 int tp_cmd_dashboard(int argc, char **argv);
 
+/* `tpbench migrate`: an older database up to this binary's schema
+ * (bench/cmd_migrate.c). */
+int tp_cmd_migrate(int argc, char **argv);
+
 /* Exit statuses every command uses. */
 enum { TP_EXIT_OK = 0, TP_EXIT_FAILURE = 1, TP_EXIT_USAGE = 2 };
 

@@ -26,6 +26,7 @@ static const command_entry commands[] = {
     {"trace", tp_cmd_trace, "a configuration's GPU timeline as Chrome trace JSON (Perfetto)"},
     {"import", tp_cmd_import, "merge runs from other databases"},
     {"dashboard", tp_cmd_dashboard, "write a static, offline HTML dashboard of a database"},
+    {"migrate", tp_cmd_migrate, "bring a database of an older tpbench up to this schema"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -5,10 +5,15 @@
  * Opening is careful with files that are not ours. An existing file is first
  * looked at through an immutable, read-only connection, which reads the file
  * and nothing else: no locks, no -wal or -shm files. Only a file that is empty
- * or tpbench's at a schema this binary knows is then opened read-write, and
- * checked once more inside the migration transaction (a -wal left by a crash
- * can hold what the main file does not show yet). WAL mode is switched on
- * last, after the file has proved to be ours.
+ * or tpbench's at a schema this binary knows, whose schema is the one the
+ * migrations make (tp_store_vet.c), is then opened read-write, and checked
+ * once more inside the migration transaction (a -wal left by a crash can hold
+ * what the main file does not show yet). WAL mode is switched on last, after
+ * the file has proved to be ours.
+ *
+ * Readers open with tp_store_open_readonly instead: never created, migrated
+ * or switched to WAL, nothing left beside the file, every query under a time
+ * limit.
  *
  * Every write of a configuration is one transaction whose statements are
  * prepared once per store and reused, so a long matrix costs one prepare per
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -38,6 +44,7 @@ struct tp_store {
   sqlite3 *db;
   char *path;
   int version;
+  tp_query_limit limit; /* on every query of a store opened read-only */
   /* Statements of tp_store_put_config, prepared on first use. */
   sqlite3_stmt *insert_config;
   sqlite3_stmt *insert_result;
@@ -48,12 +55,15 @@ struct tp_store {
 /* ---- errors ------------------------------------------------------------ */
 
 /* Records "path: what: sqlite's message (extended code)" at the caller's
- * file and line; the macro keeps __FILE__/__LINE__ where the failure is. */
-static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path, const char *fmt,
-                         ...) __attribute__((format(printf, 5, 6)));
+ * file and line; the macro keeps __FILE__/__LINE__ where the failure is.
+ * guard (may be NULL): the store's query guard, which says why it stopped a
+ * statement in place of SQLite's "interrupted". */
+static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path,
+                         const tp_query_limit *guard, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 
-static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path, const char *fmt,
-                         ...) {
+static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *path,
+                         const tp_query_limit *guard, const char *fmt, ...) {
   char what[512];
   va_list ap;
   va_start(ap, fmt);
@@ -61,30 +71,34 @@ static tp_rc sql_fail_at(const char *file, int line, sqlite3 *db, const char *pa
   va_end(ap);
   const char *msg = db ? sqlite3_errmsg(db) : "out of memory";
   int code = db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM;
+  char why[160];
+  const char *reason = guard ? tp_query_limit_reason(guard, why, sizeof why) : NULL;
+  if (code == SQLITE_INTERRUPT && reason)
+    return tp_fail(TP_ETIMEOUT, file, line, "%s: %s %s", path, what, reason);
   return tp_fail(TP_ESQLITE, file, line, "%s: %s: %s (sqlite code %d)", path, what, msg, code);
 }
 
-#define SQL_FAIL(db, path, ...) sql_fail_at(__FILE__, __LINE__, (db), (path), __VA_ARGS__)
+#define SQL_FAIL(db, path, ...) sql_fail_at(__FILE__, __LINE__, (db), (path), NULL, __VA_ARGS__)
+/* The same for a reader's query on the store's own connection. */
+#define STORE_FAIL(s, ...)                                                                         \
+  sql_fail_at(__FILE__, __LINE__, (s)->db, (s)->path, &(s)->limit, __VA_ARGS__)
 
 /* ---- small SQLite helpers ---------------------------------------------- */
 
-static tp_rc exec_sql(sqlite3 *db, const char *path, const char *sql) {
-  char *err = NULL;
-  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-  if (rc == SQLITE_OK) return TP_OK;
-  tp_rc out = TP_FAIL(TP_ESQLITE, "%s: %s: %s (sqlite code %d)", path, sql,
-                      err ? err : sqlite3_errstr(rc), sqlite3_extended_errcode(db));
-  sqlite3_free(err);
-  return out;
+/* Runs SQL without results; `what` says what it does, for the message. */
+static tp_rc exec_sql(sqlite3 *db, const char *path, const char *sql, const char *what) {
+  if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK) return TP_OK;
+  return SQL_FAIL(db, path, "%s", what);
 }
 
 /* Runs a statement that yields one integer (a pragma, a count). */
-static tp_rc query_int(sqlite3 *db, const char *path, const char *sql, int64_t *value) {
+static tp_rc query_int(sqlite3 *db, const char *path, const char *sql, const char *what,
+                       int64_t *value) {
   sqlite3_stmt *stmt = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK)
-    return SQL_FAIL(db, path, "preparing \"%s\"", sql);
+    return SQL_FAIL(db, path, "%s", what);
   if (sqlite3_step(stmt) != SQLITE_ROW) {
-    tp_rc rc = SQL_FAIL(db, path, "reading \"%s\"", sql);
+    tp_rc rc = SQL_FAIL(db, path, "%s", what);
     sqlite3_finalize(stmt);
     return rc;
   }
@@ -147,11 +161,13 @@ static tp_rc bind_and_step(tp_store *s, binder *b, const char *what) {
   return out;
 }
 
+/* Only SQL of this file goes through here: a failure means the schema is
+ * not the one it was written for, which the message says without the SQL. */
 static tp_rc prepare_once(tp_store *s, sqlite3_stmt **slot, const char *sql) {
   if (*slot) return TP_OK;
   if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
     *slot = NULL;
-    return SQL_FAIL(s->db, s->path, "preparing \"%s\"", sql);
+    return SQL_FAIL(s->db, s->path, "preparing to write a configuration");
   }
   return TP_OK;
 }
@@ -182,11 +198,16 @@ typedef struct {
   int64_t n_objects; /* tables, indexes, views, triggers */
 } db_identity;
 
-static tp_rc read_identity(sqlite3 *db, const char *path, db_identity *id) {
-  TP_TRY(query_int(db, path, "PRAGMA application_id", &id->app_id));
-  TP_TRY(query_int(db, path, "PRAGMA user_version", &id->version));
-  TP_TRY(query_int(db, path, "SELECT count(*) FROM sqlite_master", &id->n_objects));
-  return TP_OK;
+/* Reads the identity of schema ("main" or an attached name: an internal
+ * constant, never user input). */
+static tp_rc read_identity(sqlite3 *db, const char *schema, const char *path, db_identity *id) {
+  char sql[96];
+  snprintf(sql, sizeof sql, "PRAGMA \"%s\".application_id", schema);
+  TP_TRY(query_int(db, path, sql, "reading the application id", &id->app_id));
+  snprintf(sql, sizeof sql, "PRAGMA \"%s\".user_version", schema);
+  TP_TRY(query_int(db, path, sql, "reading the schema version", &id->version));
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\".sqlite_schema", schema);
+  return query_int(db, path, sql, "counting the schema's objects", &id->n_objects);
 }
 
 /* TP_OK for an empty database or tpbench's at a known version; otherwise
@@ -198,6 +219,12 @@ static tp_rc judge_identity(const char *path, const db_identity *id) {
       return TP_FAIL(TP_EFOREIGN,
                      "%s: schema version %lld is newer than this tpbench knows (%d); "
                      "use a newer tpbench. The file was not changed",
+                     path, (long long)id->version, newest);
+    /* No migration makes a negative version: the header was damaged or forged. */
+    if (id->version < 0)
+      return TP_FAIL(TP_EFOREIGN,
+                     "%s: schema version %lld is not one tpbench ever wrote (versions run from "
+                     "1 to %d); the file is damaged or not tpbench's. The file was not changed",
                      path, (long long)id->version, newest);
     return TP_OK;
   }
@@ -215,6 +242,34 @@ static tp_rc judge_identity(const char *path, const db_identity *id) {
   return TP_OK; /* empty: ours to fill */
 }
 
+/* Identity, then the schema itself (tp_store_internal.h). */
+static tp_rc check_identity(sqlite3 *db, const char *schema, const char *path, db_identity *id) {
+  TP_TRY(read_identity(db, schema, path, id));
+  TP_TRY(judge_identity(path, id));
+  if (id->app_id != TP_STORE_APP_ID) return TP_OK; /* empty */
+  return tp_store_vet_schema(db, schema, path, id->version);
+}
+
+tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path, int64_t *version) {
+  db_identity id = {0};
+  TP_TRY(check_identity(db, schema, path, &id));
+  *version = id.version;
+  return TP_OK;
+}
+
+/* A failure to read the identity, said as what it means for the file. */
+static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
+  int code = sqlite3_errcode(db);
+  if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+    return TP_FAIL(TP_EFOREIGN,
+                   "%s: not a SQLite database (%s); not a tpbench database. "
+                   "The file was not changed",
+                   path, sqlite3_errmsg(db));
+  if (code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM)
+    return TP_FAIL(TP_EIO, "%s: cannot read: %s", path, sqlite3_errmsg(db));
+  return rc;
+}
+
 /* Looks at an existing file without changing anything on disk: an immutable
  * connection takes no locks and never creates -wal/-shm/-journal files. */
 static tp_rc sniff_existing_file(const char *path, int64_t *version) {
@@ -229,21 +284,19 @@ static tp_rc sniff_existing_file(const char *path, int64_t *version) {
     sqlite3_close(db);
     return out;
   }
+  tp_query_limit limit;
+  tp_query_limit_start(&limit, db, path, 0);
   db_identity id = {0};
-  tp_rc out = read_identity(db, path, &id);
+  tp_rc out = read_identity(db, "main", path, &id);
   if (out != TP_OK) {
-    int code = sqlite3_errcode(db);
-    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-      out = TP_FAIL(TP_EFOREIGN,
-                    "%s: not a SQLite database (%s); not a tpbench database. "
-                    "The file was not changed",
-                    path, sqlite3_errmsg(db));
-    else if (code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM)
-      out = TP_FAIL(TP_EIO, "%s: cannot read: %s", path, sqlite3_errmsg(db));
+    out = explain_unreadable(db, path, out);
   } else {
     out = judge_identity(path, &id);
+    if (out == TP_OK && id.app_id == TP_STORE_APP_ID)
+      out = tp_store_vet_schema(db, "main", path, id.version);
     *version = id.version;
   }
+  tp_query_limit_stop(&limit);
   if (sqlite3_close(db) != SQLITE_OK && out == TP_OK)
     out = TP_FAIL(TP_ESQLITE, "%s: closing the read-only look: %s", path, sqlite3_errmsg(db));
   return out;
@@ -298,18 +351,21 @@ static tp_rc open_read_write(tp_store *s, int create) {
     return SQL_FAIL(s->db, s->path, "enabling extended result codes");
   if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)
     return SQL_FAIL(s->db, s->path, "setting the busy timeout");
-  TP_TRY(exec_sql(s->db, s->path, "PRAGMA foreign_keys = ON"));
+  TP_TRY(exec_sql(s->db, s->path, "PRAGMA foreign_keys = ON", "turning on foreign keys"));
   int64_t fk = 0;
-  TP_TRY(query_int(s->db, s->path, "PRAGMA foreign_keys", &fk));
+  TP_TRY(query_int(s->db, s->path, "PRAGMA foreign_keys", "checking foreign keys", &fk));
   if (fk != 1) return TP_FAIL(TP_ESQLITE, "%s: this SQLite cannot enforce foreign keys", s->path);
   return TP_OK;
 }
 
 static tp_rc apply_migrations(tp_store *s, int64_t from) {
+  if (from < 0 || from > tp_n_migrations) /* judge_identity refuses these first */
+    return TP_FAIL(TP_EINTERNAL, "%s: no migration starts at schema version %lld", s->path,
+                   (long long)from);
   char sql[64];
   if (from == 0) {
     snprintf(sql, sizeof sql, "PRAGMA application_id = %d", TP_STORE_APP_ID);
-    TP_TRY(exec_sql(s->db, s->path, sql));
+    TP_TRY(exec_sql(s->db, s->path, sql, "marking the file as tpbench's (application_id)"));
   }
   for (int i = (int)from; i < tp_n_migrations; i++) {
     const tp_migration *m = &tp_migrations[i];
@@ -322,7 +378,7 @@ static tp_rc apply_migrations(tp_store *s, int64_t from) {
       return rc;
     }
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d", m->version);
-    TP_TRY(exec_sql(s->db, s->path, sql));
+    TP_TRY(exec_sql(s->db, s->path, sql, "recording the schema version"));
   }
   return TP_OK;
 }
@@ -335,23 +391,22 @@ static tp_rc apply_migrations(tp_store *s, int64_t from) {
 static tp_rc check_and_migrate(tp_store *s) {
   const int newest = tp_store_schema_version();
   db_identity id = {0};
-  TP_TRY(read_identity(s->db, s->path, &id));
-  TP_TRY(judge_identity(s->path, &id));
+  TP_TRY(check_identity(s->db, "main", s->path, &id));
   if (id.app_id == TP_STORE_APP_ID && id.version == newest) {
     s->version = newest;
     return TP_OK;
   }
-  TP_TRY(exec_sql(s->db, s->path, "BEGIN IMMEDIATE"));
-  tp_rc rc = read_identity(s->db, s->path, &id);
-  if (rc == TP_OK) rc = judge_identity(s->path, &id);
+  TP_TRY(exec_sql(s->db, s->path, "BEGIN IMMEDIATE",
+                  "starting the migration (is another tpbench writing?)"));
+  tp_rc rc = check_identity(s->db, "main", s->path, &id);
   if (rc == TP_OK && id.version < newest) rc = apply_migrations(s, id.version);
-  if (rc == TP_OK) rc = exec_sql(s->db, s->path, "COMMIT");
+  if (rc == TP_OK) rc = exec_sql(s->db, s->path, "COMMIT", "committing the migration");
   if (rc != TP_OK) {
     rollback_quietly(s->db, s->path);
     return rc;
   }
   int64_t version = 0;
-  TP_TRY(query_int(s->db, s->path, "PRAGMA user_version", &version));
+  TP_TRY(query_int(s->db, s->path, "PRAGMA user_version", "reading the schema version", &version));
   s->version = (int)version;
   return TP_OK;
 }
@@ -416,6 +471,75 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
     tp_store_close(s);
     return rc;
   }
+  *out = s;
+  return TP_OK;
+}
+
+/* ---- opening for reading only ------------------------------------------- */
+
+/* What the immutable look found, said for a reader: only a tpbench database
+ * at the newest schema can be read without changing it. */
+static tp_rc check_readable_version(const char *path, int64_t version) {
+  const int newest = tp_store_schema_version();
+  if (version == 0)
+    return TP_FAIL(TP_EFOREIGN, "%s: an empty database, not one tpbench wrote; nothing to read",
+                   path);
+  if (version < newest)
+    return TP_FAIL(TP_EUSAGE,
+                   "%s: schema version %lld is older than this tpbench reads (%d); run 'tpbench "
+                   "migrate --db %s' to bring it up to date (older tpbench builds cannot read it "
+                   "afterwards). The file was not changed",
+                   path, (long long)version, newest, path);
+  return TP_OK;
+}
+
+static tp_rc open_for_reading(tp_store *s) {
+  tp_read_mode mode = tp_store_read_mode(s->path);
+  char *uri = file_uri(s->path, tp_store_read_query(mode));
+  if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
+  int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK)
+    return TP_FAIL(TP_EIO, "%s: cannot open the database for reading: %s", s->path,
+                   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+  if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "enabling extended result codes");
+  if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "setting the busy timeout");
+  /* Belt and braces: the connection is read-only already. */
+  TP_TRY(exec_sql(s->db, s->path, "PRAGMA query_only = 1", "making the connection read-only"));
+  tp_query_limit_start(&s->limit, s->db, s->path, mode == TP_READ_IMMUTABLE);
+  return TP_OK;
+}
+
+tp_rc tp_store_open_readonly(const char *path, tp_store **out) {
+  if (!out) return TP_FAIL(TP_EINTERNAL, "tp_store_open_readonly: out is NULL");
+  *out = NULL;
+  if (!path || !*path) return TP_FAIL(TP_EUSAGE, "no database path given");
+  TP_TRY(check_migrations());
+  int exists = 0;
+  TP_TRY(check_path(path, 0, &exists));
+  struct stat st;
+  if (stat(path, &st) == 0 && st.st_size == 0)
+    return TP_FAIL(TP_EFOREIGN, "%s: an empty file, not a tpbench database; nothing to read", path);
+  int64_t version = 0;
+  TP_TRY(sniff_existing_file(path, &version));
+  TP_TRY(check_readable_version(path, version));
+
+  tp_store *s = calloc(1, sizeof *s);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    return TP_FAIL(TP_EOOM, "%s: out of memory", path);
+  }
+  /* Once more through the connection that reads: it sees the -wal too. */
+  tp_rc rc = open_for_reading(s);
+  if (rc == TP_OK) rc = tp_store_check_identity(s->db, "main", path, &version);
+  if (rc == TP_OK) rc = check_readable_version(path, version);
+  if (rc != TP_OK) {
+    tp_store_close(s);
+    return rc;
+  }
+  s->version = (int)version;
   *out = s;
   return TP_OK;
 }
@@ -490,12 +614,12 @@ static tp_rc run_commit(tp_store *s, int64_t run_id, int *found, char **commit) 
   sqlite3_stmt *stmt = NULL;
   if (sqlite3_prepare_v2(s->db, "SELECT commit_sha FROM runs WHERE id = ?", -1, &stmt, NULL) !=
       SQLITE_OK)
-    return SQL_FAIL(s->db, s->path, "preparing the run lookup");
+    return STORE_FAIL(s, "preparing the run lookup");
   tp_rc out = TP_OK;
   *found = 0;
   *commit = NULL;
   if (sqlite3_bind_int64(stmt, 1, run_id) != SQLITE_OK) {
-    out = SQL_FAIL(s->db, s->path, "binding the run id");
+    out = STORE_FAIL(s, "binding the run id");
   } else {
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_ROW) {
@@ -503,7 +627,7 @@ static tp_rc run_commit(tp_store *s, int64_t run_id, int *found, char **commit) 
       const char *c = (const char *)sqlite3_column_text(stmt, 0);
       if (c && !(*commit = strdup(c))) out = TP_FAIL(TP_EOOM, "out of memory");
     } else if (rc != SQLITE_DONE) {
-      out = SQL_FAIL(s->db, s->path, "looking up run %lld", (long long)run_id);
+      out = STORE_FAIL(s, "looking up run %lld", (long long)run_id);
     }
   }
   sqlite3_finalize(stmt);
@@ -541,12 +665,12 @@ static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
                             "ORDER BY id DESC";
   sqlite3_stmt *stmt = NULL;
   if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
-    return SQL_FAIL(s->db, s->path, "preparing the commit lookup");
+    return STORE_FAIL(s, "preparing the commit lookup");
   tp_rc rc = TP_OK;
   int64_t latest = 0;
   char *first = NULL;
   if (sqlite3_bind_text(stmt, 1, prefix, -1, SQLITE_TRANSIENT) != SQLITE_OK)
-    rc = SQL_FAIL(s->db, s->path, "binding the commit");
+    rc = STORE_FAIL(s, "binding the commit");
   int step = SQLITE_DONE;
   while (rc == TP_OK && (step = sqlite3_step(stmt)) == SQLITE_ROW) {
     const char *commit = (const char *)sqlite3_column_text(stmt, 1);
@@ -559,7 +683,7 @@ static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
     }
   }
   if (rc == TP_OK && step != SQLITE_DONE)
-    rc = SQL_FAIL(s->db, s->path, "looking up runs of commit %s", prefix);
+    rc = STORE_FAIL(s, "looking up runs of commit %s", prefix);
   if (rc == TP_OK && !first)
     rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with %s", s->path, prefix);
   if (rc == TP_OK) *out = latest;
@@ -574,8 +698,14 @@ tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int
   if (commit && !*commit) commit = NULL;
   if (run_id > 0) return find_run_by_id(store, run_id, commit, out);
   if (commit) return find_run_by_commit(store, commit, out);
-  int64_t latest = 0;
-  TP_TRY(query_int(store->db, store->path, "SELECT coalesce(max(id), 0) FROM runs", &latest));
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(store->db, "SELECT coalesce(max(id), 0) FROM runs", -1, &stmt, NULL) !=
+      SQLITE_OK)
+    return STORE_FAIL(store, "preparing to find the latest run");
+  int step = sqlite3_step(stmt);
+  int64_t latest = step == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+  sqlite3_finalize(stmt);
+  if (step != SQLITE_ROW) return STORE_FAIL(store, "finding the latest run");
   if (latest == 0) return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", store->path);
   *out = latest;
   return TP_OK;
@@ -824,15 +954,17 @@ tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_recor
   char *case_key = key_dup(rec->axes, 0);
   tp_rc rc = (key && case_key) ? TP_OK : TP_FAIL(TP_EOOM, "out of memory");
   int64_t id = 0;
-  if (rc == TP_OK) rc = exec_sql(store->db, store->path, "BEGIN IMMEDIATE");
+  if (rc == TP_OK)
+    rc = exec_sql(store->db, store->path, "BEGIN IMMEDIATE",
+                  "starting to write a configuration (is another tpbench writing?)");
   if (rc == TP_OK) {
     rc = write_record(store, run_id, rec, key, case_key, &id);
-    if (rc == TP_OK) rc = exec_sql(store->db, store->path, "COMMIT");
+    if (rc == TP_OK) rc = exec_sql(store->db, store->path, "COMMIT", "committing a configuration");
     if (rc != TP_OK) rollback_quietly(store->db, store->path);
   }
   if (rc != TP_OK)
-    tp_fail_context(rc, "configuration %s of run %lld not written", key ? key : "?",
-                    (long long)run_id);
+    TP_STORE_CONTEXT(rc, "configuration %s of run %lld not written", key ? key : "?",
+                     (long long)run_id);
   else if (config_id) *config_id = id;
   free(key);
   free(case_key);
@@ -847,11 +979,26 @@ tp_rc tp_store_sql_fail(const char *file, int line, tp_store *store, const char 
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return sql_fail_at(file, line, store->db, store->path, "%s", what);
+  return sql_fail_at(file, line, store->db, store->path, &store->limit, "%s", what);
 }
 
-tp_rc tp_store_exec(tp_store *store, const char *sql) {
-  return exec_sql(store->db, store->path, sql);
+tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what) {
+  return exec_sql(store->db, store->path, sql, what);
+}
+
+tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ...) {
+  char prefix[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  /* tp_fail writes "file:line: " before every message; the cause keeps only
+   * its sentence. Copied first: the buffer is also tp_fail's destination. */
+  char cause[2048];
+  const char *last = tp_last_error();
+  const char *sep = strstr(last, ": ");
+  snprintf(cause, sizeof cause, "%s", sep ? sep + 2 : last);
+  return tp_fail(rc, file, line, "%s: %s", prefix, cause);
 }
 
 void tp_store_rollback(tp_store *store) { rollback_quietly(store->db, store->path); }

@@ -40,6 +40,25 @@ typedef struct tp_store tp_store;
  * Either way *out is NULL on failure and tp_last_error() names the file. */
 tp_rc tp_store_open(const char *path, int create, tp_store **out);
 
+/* Opens an existing database for reading only, as report, compare, history,
+ * trace and dashboard do: never creates, migrates or changes its journal
+ * mode, and leaves no -wal/-shm/-journal file it did not find, even when the
+ * reader is killed (SQLite's mode=ro; immutable=1 for a WAL file without
+ * -wal, which mode=ro would leave a -wal and -shm beside, so a database in a
+ * read-only file or folder or on a full disk is still readable). The schema
+ * is checked against the migrations' (a view where tpbench has a table is
+ * refused) and every query is guarded: one that runs longer than a limit
+ * (5 s plus a second per 4 MiB of the file) or, on an immutable connection,
+ * that finds the file changed by a writer fails with SQLITE_INTERRUPT; the
+ * store's own readers then return TP_ETIMEOUT saying which.
+ *
+ * Errors, the file untouched each time: missing, a directory or not a
+ * regular file: TP_EIO; empty (0 bytes or no tables), not tpbench's, a
+ * schema version below 0 or above tp_store_schema_version(), or a schema
+ * unlike the migrations': TP_EFOREIGN; an older schema version: TP_EUSAGE,
+ * naming `tpbench migrate`. Writing through the store fails. */
+tp_rc tp_store_open_readonly(const char *path, tp_store **out);
+
 /* Closes the store (NULL is fine); the last close checkpoints the WAL. */
 void tp_store_close(tp_store *store);
 

@@ -4,10 +4,15 @@
  * job with its own database, end up in one file.
  *
  * The source is looked at first through tp_store_probe (immutable, read-only:
- * a foreign file or a newer schema is refused before the store is touched),
- * then ATTACHed read-only, so the whole copy is SQL inside one transaction of
- * the store's connection: either every new run arrives with everything it
- * holds, or nothing does.
+ * a foreign file, a newer schema or a schema unlike the migrations' is
+ * refused before the store is touched), then ATTACHed read-only, so the whole
+ * copy is SQL inside one transaction of the store's connection: either every
+ * new run arrives with everything it holds, or nothing does. The source is
+ * read so that nothing is left beside it (tp_store_read_mode): a WAL file
+ * without -wal is attached immutable, watched by the guard while it is read
+ * and checked once more before the commit, since an immutable attachment
+ * would not see a writer that started meanwhile. Every statement runs under
+ * the guard's time limit, so a hostile source cannot hang the import.
  *
  * A run is the unit of identity. Its uuid (schemas/002_trace.sql) travels
  * with it; a run already in the store is skipped whole, which is what makes a
@@ -21,6 +26,7 @@
  * lists below: the copy names its columns so a source at an older version
  * (without the newer columns) still imports.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,29 +100,21 @@ static const char copy_traces[] =
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static tp_rc prepare(tp_store *s, const char *sql, sqlite3_stmt **stmt) {
+/* Only this file's SQL goes through here; a failure names what was being
+ * prepared (the SQL stays out of messages). */
+static tp_rc prepare(tp_store *s, const char *sql, const char *what, sqlite3_stmt **stmt) {
   if (sqlite3_prepare_v2(tp_store_db(s), sql, -1, stmt, NULL) != SQLITE_OK) {
     *stmt = NULL;
-    return TP_STORE_SQL_FAIL(s, "import: preparing \"%.60s...\"", sql);
+    return TP_STORE_SQL_FAIL(s, "import: preparing %s", what);
   }
   return TP_OK;
 }
 
-/* Runs one statement that yields at most one integer (0 when no row). */
-static tp_rc query_int(tp_store *s, const char *sql, int64_t *value) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s, sql, &st));
-  int step = sqlite3_step(st);
-  *value = step == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_finalize(st);
-  if (step != SQLITE_ROW && step != SQLITE_DONE)
-    return TP_STORE_SQL_FAIL(s, "import: \"%.60s...\"", sql);
-  return TP_OK;
-}
-
 /* Runs a copy statement and adds the rows it wrote to *count (may be NULL). */
-static tp_rc copy_rows(tp_store *s, const char *sql, int64_t *count) {
-  TP_TRY(tp_store_exec(s, sql));
+static tp_rc copy_rows(tp_store *s, const char *sql, const char *what, int64_t *count) {
+  char phrase[96];
+  snprintf(phrase, sizeof phrase, "import: copying %s", what);
+  TP_TRY(tp_store_exec(s, sql, phrase));
   if (count) *count += sqlite3_changes64(tp_store_db(s));
   return TP_OK;
 }
@@ -133,11 +131,11 @@ static tp_rc check_not_same_file(tp_store *s, const char *src_path) {
 
 /* ---- attaching the source ------------------------------------------------ */
 
-static tp_rc attach_source(tp_store *s, const char *src_path) {
-  char *uri = tp_store_file_uri(src_path, "?mode=ro");
+static tp_rc attach_source(tp_store *s, const char *src_path, tp_read_mode mode) {
+  char *uri = tp_store_file_uri(src_path, tp_store_read_query(mode));
   if (!uri) return TP_FAIL(TP_EOOM, "import: out of memory");
   sqlite3_stmt *st = NULL;
-  tp_rc rc = prepare(s, "ATTACH DATABASE ? AS tp_src", &st);
+  tp_rc rc = prepare(s, "ATTACH DATABASE ? AS tp_src", "to attach the source", &st);
   if (rc == TP_OK) {
     int step = sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
     step = step == SQLITE_OK ? sqlite3_step(st) : step;
@@ -155,22 +153,43 @@ static void detach_source(tp_store *s) {
   (void)sqlite3_exec(tp_store_db(s), "DETACH DATABASE tp_src", NULL, NULL, NULL);
 }
 
-/* The source's identity once more, now read inside the transaction and with
- * its -wal in view (the probe looked at the main file only). */
-static tp_rc check_source_again(tp_store *s, const char *src_path, int64_t *version) {
-  int64_t app_id = 0;
-  TP_TRY(query_int(s, "PRAGMA tp_src.application_id", &app_id));
-  TP_TRY(query_int(s, "PRAGMA tp_src.user_version", version));
-  if (*version == 0) return TP_OK; /* empty: nothing to import */
-  if (app_id != TP_STORE_APP_ID)
-    return TP_FAIL(TP_EFOREIGN, "%s: not a tpbench database (application_id 0x%08llx)", src_path,
-                   (unsigned long long)(uint32_t)app_id);
-  if (*version > tp_store_schema_version())
-    return TP_FAIL(TP_EFOREIGN,
-                   "%s: schema version %lld is newer than this tpbench knows (%d); use a newer "
-                   "tpbench",
-                   src_path, (long long)*version, tp_store_schema_version());
+/* What says whether the source changed under an immutable attachment. */
+typedef struct {
+  struct stat main;
+  int has_wal;
+} source_stamp;
+
+static tp_rc stamp_source(const char *src_path, source_stamp *stamp) {
+  char wal[4096];
+  struct stat st;
+  if (stat(src_path, &stamp->main) != 0)
+    return TP_FAIL(TP_EIO, "%s: cannot read: %s", src_path, strerror(errno));
+  stamp->has_wal =
+      snprintf(wal, sizeof wal, "%s-wal", src_path) < (int)sizeof wal && stat(wal, &st) == 0;
   return TP_OK;
+}
+
+/* A writer that started on the source during the copy shows as a -wal or a
+ * changed main file; what was read may then be torn, so nothing is kept. */
+static tp_rc check_source_unchanged(const char *src_path, const source_stamp *before) {
+  source_stamp now;
+  TP_TRY(stamp_source(src_path, &now));
+  if (now.has_wal == before->has_wal && now.main.st_ino == before->main.st_ino &&
+      now.main.st_size == before->main.st_size &&
+      now.main.st_mtim.tv_sec == before->main.st_mtim.tv_sec &&
+      now.main.st_mtim.tv_nsec == before->main.st_mtim.tv_nsec)
+    return TP_OK;
+  return TP_FAIL(TP_EIO,
+                 "%s: another program wrote to it while it was being imported; nothing was "
+                 "imported, try again when it is done",
+                 src_path);
+}
+
+/* The source's identity and schema once more, now read inside the
+ * transaction and with its -wal in view (the probe looked at the main file
+ * only). *version is 0 for an empty source: nothing to import. */
+static tp_rc check_source_again(tp_store *s, const char *src_path, int64_t *version) {
+  return tp_store_check_identity(tp_store_db(s), "tp_src", src_path, version);
 }
 
 /* ---- copying runs and configurations ------------------------------------ */
@@ -188,20 +207,21 @@ typedef struct {
 static tp_rc prepare_importer(importer *im) {
   tp_store *s = im->store;
   char sql[1024];
-  TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", &im->present));
+  TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", "the run lookup", &im->present));
   snprintf(sql, sizeof sql,
            "INSERT INTO main.runs (%s, uuid) SELECT %s, ?2 FROM tp_src.runs "
            "WHERE id = ?1",
            run_columns, run_columns);
-  TP_TRY(prepare(s, sql, &im->insert_run));
-  TP_TRY(
-      prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id", &im->list_configs));
+  TP_TRY(prepare(s, sql, "the run copy", &im->insert_run));
+  TP_TRY(prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id",
+                 "the configuration list", &im->list_configs));
   snprintf(sql, sizeof sql,
            "INSERT INTO main.configs (run_id, %s) SELECT ?2, %s "
            "FROM tp_src.configs WHERE id = ?1",
            config_columns, config_columns);
-  TP_TRY(prepare(s, sql, &im->insert_config));
-  return prepare(s, "INSERT INTO temp.tp_import_map (old_id, new_id) VALUES (?, ?)", &im->map);
+  TP_TRY(prepare(s, sql, "the configuration copy", &im->insert_config));
+  return prepare(s, "INSERT INTO temp.tp_import_map (old_id, new_id) VALUES (?, ?)",
+                 "the configuration id map", &im->map);
 }
 
 static void finalize_importer(importer *im) {
@@ -295,7 +315,7 @@ static tp_rc list_source_runs(tp_store *s, int64_t version, source_run **out, si
                                    ") FROM tp_src.runs ORDER BY id"
                                  : "SELECT id, " RUN_IDENTITY_V1 " FROM tp_src.runs ORDER BY id";
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s, sql, &st));
+  TP_TRY(prepare(s, sql, "the source's run list", &st));
   source_run *runs = NULL;
   size_t count = 0, cap = 0;
   tp_rc rc = TP_OK;
@@ -348,26 +368,41 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
 
 /* Everything below configurations, for every configuration copied. */
 static tp_rc copy_details(tp_store *s, int64_t version, tp_import_stats *stats) {
-  TP_TRY(copy_rows(s, copy_results, NULL));
-  TP_TRY(copy_rows(s, copy_samples, &stats->samples));
-  TP_TRY(copy_rows(s, copy_schedules, NULL));
+  TP_TRY(copy_rows(s, copy_results, "results", NULL));
+  TP_TRY(copy_rows(s, copy_samples, "samples", &stats->samples));
+  TP_TRY(copy_rows(s, copy_schedules, "schedules", NULL));
   if (version < 2) return TP_OK; /* the source has no traces */
-  TP_TRY(copy_rows(s, copy_strings, NULL));
-  TP_TRY(copy_rows(s, copy_events, &stats->events));
-  TP_TRY(copy_rows(s, copy_overlap, NULL));
-  return copy_rows(s, copy_traces, NULL);
+  TP_TRY(copy_rows(s, copy_strings, "trace names", NULL));
+  TP_TRY(copy_rows(s, copy_events, "trace events", &stats->events));
+  TP_TRY(copy_rows(s, copy_overlap, "overlap rows", NULL));
+  return copy_rows(s, copy_traces, "traces", NULL);
 }
 
 static tp_rc import_attached(tp_store *s, const char *src_path, tp_import_stats *stats) {
   int64_t version = 0;
   TP_TRY(check_source_again(s, src_path, &version));
   if (version == 0) return TP_OK;
-  TP_TRY(tp_store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS tp_import_map "
-                          "(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);"
-                          "DELETE FROM temp.tp_import_map"));
+  TP_TRY(tp_store_exec(s,
+                       "CREATE TEMP TABLE IF NOT EXISTS tp_import_map "
+                       "(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);"
+                       "DELETE FROM temp.tp_import_map",
+                       "import: making the table of new configuration ids"));
   TP_TRY(copy_new_runs(s, version, stats));
   if (stats->runs_imported == 0) return TP_OK;
   return copy_details(s, version, stats);
+}
+
+/* The import proper, on an attached source and under the time limit. */
+static tp_rc import_in_transaction(tp_store *store, const char *src_path, tp_read_mode mode,
+                                   const source_stamp *before, tp_import_stats *stats) {
+  tp_rc rc = tp_store_exec(store, "BEGIN IMMEDIATE",
+                           "import: starting the transaction (is another tpbench writing?)");
+  if (rc != TP_OK) return rc;
+  rc = import_attached(store, src_path, stats);
+  if (rc == TP_OK && mode == TP_READ_IMMUTABLE) rc = check_source_unchanged(src_path, before);
+  if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT", "import: committing");
+  if (rc != TP_OK) tp_store_rollback(store);
+  return rc;
 }
 
 tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats) {
@@ -377,16 +412,20 @@ tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *st
   if (!store || !src_path) return TP_FAIL(TP_EINTERNAL, "tp_store_import: NULL argument");
   TP_TRY(tp_store_probe(src_path, NULL));
   TP_TRY(check_not_same_file(store, src_path));
-  TP_TRY(attach_source(store, src_path));
-  tp_rc rc = tp_store_exec(store, "BEGIN IMMEDIATE");
-  if (rc == TP_OK) {
-    rc = import_attached(store, src_path, stats);
-    if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT");
-    if (rc != TP_OK) tp_store_rollback(store);
-  }
+  tp_read_mode mode = tp_store_read_mode(src_path);
+  source_stamp before;
+  TP_TRY(stamp_source(src_path, &before));
+  TP_TRY(attach_source(store, src_path, mode));
+  tp_query_limit guard;
+  tp_query_limit_start(&guard, tp_store_db(store), src_path, mode == TP_READ_IMMUTABLE);
+  tp_rc rc = import_in_transaction(store, src_path, mode, &before, stats);
+  tp_query_limit_stop(&guard);
   detach_source(store);
+  char why[160];
+  const char *reason = tp_query_limit_reason(&guard, why, sizeof why);
+  if (rc != TP_OK && reason) rc = TP_FAIL(TP_ETIMEOUT, "reading it %s", reason);
   if (rc != TP_OK) {
-    tp_fail_context(rc, "nothing imported from %s", src_path);
+    TP_STORE_CONTEXT(rc, "nothing imported from %s", src_path);
     memset(stats, 0, sizeof *stats);
   }
   return rc;

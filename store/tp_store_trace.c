@@ -26,10 +26,12 @@
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "store: out of memory"); }
 
+/* Only this file's SQL goes through here, on the trace and configuration
+ * tables: SQLite's message names what is missing, the SQL stays out. */
 static tp_rc prepare(tp_store *s, const char *sql, sqlite3_stmt **stmt) {
   if (sqlite3_prepare_v2(tp_store_db(s), sql, -1, stmt, NULL) != SQLITE_OK) {
     *stmt = NULL;
-    return TP_STORE_SQL_FAIL(s, "preparing \"%.80s...\"", sql);
+    return TP_STORE_SQL_FAIL(s, "preparing a statement on the trace or configuration tables");
   }
   return TP_OK;
 }
@@ -395,12 +397,13 @@ static tp_rc update_schedules(tp_store *s, int64_t config_id, const tp_trace_rec
 tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
   if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL store");
   TP_TRY(tp_store_check_trace(rec));
-  TP_TRY(tp_store_exec(store, "BEGIN IMMEDIATE"));
+  TP_TRY(tp_store_exec(store, "BEGIN IMMEDIATE",
+                       "starting to write a trace (is another tpbench writing?)"));
   tp_rc rc = tp_store_write_trace(store, config_id, rec);
-  if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT");
+  if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT", "committing a trace");
   if (rc != TP_OK) {
     tp_store_rollback(store);
-    tp_fail_context(rc, "trace of configuration %lld not written", (long long)config_id);
+    TP_STORE_CONTEXT(rc, "trace of configuration %lld not written", (long long)config_id);
   }
   return rc;
 }
