@@ -4,9 +4,9 @@
  * Needs no GPU.
  *
  * The exit status is for CI: 0 nothing regressed, 1 something regressed,
- * 2 anything else (usage, a side that names no run, a missing database, an
- * error), so a gate never mistakes a broken invocation for a regression or
- * a pass.
+ * 2 anything else (usage, a side that names no run, a missing database,
+ * runs on different hardware, an error), so a gate never mistakes a broken
+ * invocation or an unfair comparison for a regression or a pass.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,30 +25,54 @@ typedef struct compare_args {
   const char *format;
   const char *threshold; /* percent */
   const char *alpha;
+  int gate_references;
+  int allow_mixed_hardware;
+  tp_compare_filter filter;
   const char *sides[2];
   int n_sides;
 } compare_args;
 
 static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
+  tp_compare_filter *f = &a->filter;
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
       {"threshold", TP_OPT_STRING, &a->threshold, "PCT",
-       "smallest change of the median, in percent, that counts", 0, 0, NULL},
-      {"alpha", TP_OPT_STRING, &a->alpha, "P", "significance level of the Mann-Whitney test", 0, 0,
-       NULL},
+       "smallest change of a ratio (or time), in percent, that counts", 0, 0, NULL},
+      {"alpha", TP_OPT_STRING, &a->alpha, "Q",
+       "false discovery rate of the gated tests (Benjamini-Hochberg)", 0, 0, NULL},
+      {"gate-references", TP_OPT_FLAG, &a->gate_references, NULL,
+       "gate the times of stock, GEMM-alone and collective-alone rows too", 0, 0, NULL},
+      {"allow-mixed-hardware", TP_OPT_FLAG, &a->allow_mixed_hardware, NULL,
+       "compare runs on different GPUs, GPU counts or drivers (refused otherwise)", 0, 0, NULL},
+      {"model", TP_OPT_STRING, &f->model, "NAME", "only configurations of this model", 0, 0, NULL},
+      {"layer", TP_OPT_STRING, &f->layer, "NAME", "only this op or layer", 0, 0, NULL},
+      {"pass", TP_OPT_STRING, &f->pass, "PASS", "only this pass", 0, 0, "fwd|bwd|fwd+bwd"},
+      {"dtype", TP_OPT_STRING, &f->dtype, "TYPE", "only this data type", 0, 0, NULL},
+      {"backend", TP_OPT_STRING, &f->backend, "NAME",
+       "only this backend (stock, dist_gemm, cublaslt, nccl, ...)", 0, 0, NULL},
+      {"kind", TP_OPT_STRING, &f->kind, "KIND", "only this kind of configuration", 0, 0,
+       "op|layer|gemm|comm|link"},
   };
   const tp_command cmd = {
       .name = "compare",
       .usage = "tpbench compare BASE HEAD [options]",
       .summary =
-          "Compares every configuration measured at BASE and at HEAD (each a commit, a prefix\n"
-          "will do, or run:N for one run). Per configuration: the ratio of median per-iteration\n"
-          "times (slowest rank), a two-sided Mann-Whitney U test of the iterations, and a\n"
-          "minimum effect; verdicts regressed, improved, unchanged, new, missing. When a commit\n"
-          "has several runs, each configuration comes from the latest run that ran it.\n"
+          "Compares every configuration measured at BASE and at HEAD. Each side is a commit (a\n"
+          "prefix will do; all its runs), run:N, or a comma list of them.\n"
+          "Gated, per dist_gemm configuration: dist/stock and dist/bound (bound = max(GEMM\n"
+          "alone, collective alone)), taken round by round inside each run so machine drift\n"
+          "cancels, compared across the sides with Welch's t test on the log ratios (every\n"
+          "round one sample; a run without rounds is one sample); raw times only when each\n"
+          "side has two runs or more. Benjamini-Hochberg over all gated tests at --alpha;\n"
+          "flagged when the adjusted p < alpha and the change is at least --threshold.\n"
+          "Reference rows are information unless --gate-references. A configuration ok in\n"
+          "BASE that failed, timed out or ran out of memory in HEAD regressed; when a side\n"
+          "has several runs, the latest run of each configuration decides its status.\n"
+          "Runs on different GPUs or drivers are refused unless --allow-mixed-hardware.\n"
           "Markdown output is ready for a pull-request comment.\n"
-          "Exit status: 0 no regression, 1 a regression, 2 bad input or an error.",
+          "Exit status: 0 no regression, 1 a regression, 2 bad input, mixed hardware or an\n"
+          "error.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -87,16 +111,18 @@ static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_
 }
 
 int tp_cmd_compare(int argc, char **argv) {
-  compare_args a = {.db = "tpbench.db", .format = "md", .threshold = "3", .alpha = "0.01"};
+  compare_args a = {.db = "tpbench.db", .format = "md", .threshold = "2", .alpha = "0.05"};
   int help = 0;
   if (parse_args(argc, argv, &a, &help) != TP_OK) return EXIT_BAD;
   if (help) return TP_EXIT_OK;
   if (a.n_sides != 2) {
-    fprintf(stderr, "tpbench compare: needs BASE and HEAD (commits or run:N)\n"
+    fprintf(stderr, "tpbench compare: needs BASE and HEAD (commits, run:N, or comma lists)\n"
                     "Try 'tpbench compare --help'.\n");
     return EXIT_BAD;
   }
-  tp_compare_options opt = {0};
+  tp_compare_options opt = {.gate_references = a.gate_references,
+                            .allow_mixed_hardware = a.allow_mixed_hardware,
+                            .filter = a.filter};
   double pct = 0;
   if (parse_number("--threshold", a.threshold, 0, 100, &pct) != 0 ||
       parse_number("--alpha", a.alpha, 1e-12, 1, &opt.alpha) != 0)

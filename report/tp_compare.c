@@ -1,25 +1,32 @@
 /*
  * tp_compare.c — `tpbench compare` (see tp_compare.h): which configurations
- * got slower between two commits or runs, with a test that knows noise from
- * change.
+ * got slower between two commits or runs, with a test that tells machine
+ * drift and noise from change.
  *
- * Like the throughput table it works in passes: resolve (each side's runs,
- * then per config key the configuration that stands for it), pair (merge the
- * two key-sorted lists), judge (per pair: the slowest rank's per-iteration
- * times, the ratio of medians, the Mann–Whitney test, the verdict), render
+ * It works in passes: resolve (each side's runs, every configuration of
+ * them with the references of its case, every round's window), group (per
+ * config key and side: the latest entry decides the status, the ok entries
+ * give samples), pair (merge the two key-sorted lists, apply the filter),
+ * check the hardware, judge (per row and measure: samples, Welch's test;
+ * then Benjamini–Hochberg over the family; then verdicts), render
  * (markdown, CSV or JSON; none computes anything).
  *
- * Why Mann–Whitney: per-iteration GPU times are not normal (a long right
- * tail from clock and scheduling hiccups, occasional outliers many times the
- * median), so a t-test would be dominated by the tail. A rank test only asks
- * whether one side's iterations tend to be slower, which is the question.
- * The effect-size floor keeps a real but negligible shift (thousands of
- * samples make 0.5% significant) from failing a build.
+ * Why ratios within a round: the H200 pair drifts 5-15 % between runs on
+ * unchanged code, far more than a window's noise. A round runs every
+ * configuration of a case back to back, so dist_gemm and its references see
+ * the same clocks; their ratio keeps the code's effect and drops the
+ * machine's. Why Welch on logs: a ratio's noise is multiplicative, round
+ * medians are close to normal (a median of tens of iterations), and the
+ * test needs no equal variances. Per-iteration times are never samples: the
+ * iterations of one window are correlated and would make any drift look
+ * significant.
  */
 #include "report/tp_compare.h"
 
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,91 +37,193 @@
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "compare: out of memory"); }
 
-/* ---- the Mann–Whitney U test ---------------------------------------------- */
+/* ---- Student's t ------------------------------------------------------------ */
 
-typedef struct {
-  double value;
-  int first; /* 1: from sample a */
-} ranked;
-
-static int compare_ranked(const void *x, const void *y) {
-  double a = ((const ranked *)x)->value, b = ((const ranked *)y)->value;
-  return (a > b) - (a < b);
-}
-
-/* Sum of the mid-ranks of sample a, and sum over tie groups of t^3 - t. */
-static void rank_sums(ranked *all, size_t n, double *rank_sum_a, double *tie_term) {
-  *rank_sum_a = 0;
-  *tie_term = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && all[j].value == all[i].value) j++;
-    double t = (double)(j - i);
-    double mid_rank = (double)(i + 1 + j) / 2.0; /* ranks i+1 .. j, averaged */
-    for (size_t k = i; k < j; k++)
-      if (all[k].first) *rank_sum_a += mid_rank;
-    *tie_term += t * t * t - t;
-    i = j;
+/* The continued fraction of the regularized incomplete beta function,
+ * evaluated with the modified Lentz method; converges fast for
+ * x < (a + 1) / (a + b + 2), where the caller uses it. */
+static double beta_fraction(double a, double b, double x) {
+  const double tiny = 1e-300, eps = 1e-15;
+  double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+  if (fabs(d) < tiny) d = tiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 500; m++) {
+    double dm = m, two_m = 2.0 * m;
+    double even = dm * (b - dm) * x / ((a + two_m - 1.0) * (a + two_m));
+    d = 1.0 + even * d;
+    c = 1.0 + even / c;
+    d = 1.0 / (fabs(d) < tiny ? tiny : d);
+    c = fabs(c) < tiny ? tiny : c;
+    h *= d * c;
+    double odd = -(a + dm) * (a + b + dm) * x / ((a + two_m) * (a + two_m + 1.0));
+    d = 1.0 + odd * d;
+    c = 1.0 + odd / c;
+    d = 1.0 / (fabs(d) < tiny ? tiny : d);
+    c = fabs(c) < tiny ? tiny : c;
+    double step = d * c;
+    h *= step;
+    if (fabs(step - 1.0) < eps) break;
   }
+  return h;
 }
 
-tp_rc tp_mann_whitney_test(const double *a, size_t na, const double *b, size_t nb,
-                           tp_mann_whitney *out) {
-  if (!a || !b || !out || na == 0 || nb == 0)
-    return TP_FAIL(TP_EUSAGE, "Mann-Whitney test: both samples need values (%zu, %zu)", na, nb);
-  size_t n = na + nb;
-  ranked *all = malloc(n * sizeof *all);
-  if (!all) return out_of_memory();
+/* I_x(a, b), the regularized incomplete beta function, for a, b > 0. */
+static double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  double log_front = lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x);
+  if (x < (a + 1.0) / (a + b + 2.0)) return exp(log_front) * beta_fraction(a, b, x) / a;
+  return 1.0 - exp(log_front) * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+/* P(|T| >= |t|): the two tails of Student's t. */
+static double t_two_sided(double t, double df) {
+  if (!isfinite(t)) return 0;
+  return incomplete_beta(df / 2.0, 0.5, df / (df + t * t));
+}
+
+double tp_student_t_cdf(double t, double df) {
+  if (isnan(t) || !(df > 0)) return NAN;
+  double tail = t_two_sided(t, df) / 2.0;
+  return t > 0 ? 1.0 - tail : tail;
+}
+
+/* The t with P(T <= t) = 0.975, by bisection (the CDF is monotone). */
+static double t_quantile_975(double df) {
+  double lo = 0, hi = 16;
+  while (tp_student_t_cdf(hi, df) < 0.975 && hi < 1e12) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
+    double mid = (lo + hi) / 2;
+    if (tp_student_t_cdf(mid, df) < 0.975) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+/* ---- Welch's test --------------------------------------------------------------- */
+
+static tp_rc mean_and_variance(const double *v, size_t n, const char *which, double *mean,
+                               double *var) {
+  if (!v || n < 2)
+    return TP_FAIL(TP_EUSAGE, "Welch test: sample %s needs two values or more (%zu)", which, n);
+  double sum = 0;
   for (size_t i = 0; i < n; i++) {
-    all[i].value = i < na ? a[i] : b[i - na];
-    all[i].first = i < na;
-    if (isnan(all[i].value)) {
-      free(all);
-      return TP_FAIL(TP_EUSAGE, "Mann-Whitney test: sample value %zu is NaN", i);
-    }
+    if (!isfinite(v[i]))
+      return TP_FAIL(TP_EUSAGE, "Welch test: value %zu of sample %s is not finite", i, which);
+    sum += v[i];
   }
-  qsort(all, n, sizeof *all, compare_ranked);
-  double rank_sum_a = 0, tie_term = 0;
-  rank_sums(all, n, &rank_sum_a, &tie_term);
-  free(all);
-  double dna = (double)na, dnb = (double)nb, dn = (double)n;
-  out->u = rank_sum_a - dna * (dna + 1) / 2;
-  out->mean = dna * dnb / 2;
-  double var = dna * dnb / 12.0 * ((dn + 1) - (n > 1 ? tie_term / (dn * (dn - 1)) : 0));
-  out->sigma = var > 0 ? sqrt(var) : 0;
-  double diff = out->u - out->mean;
-  double corrected = fabs(diff) <= 0.5 ? 0 : diff - copysign(0.5, diff);
-  out->z = out->sigma > 0 ? corrected / out->sigma : 0;
-  out->p = out->sigma > 0 ? erfc(fabs(out->z) / sqrt(2.0)) : 1.0;
+  *mean = sum / (double)n;
+  double sq = 0;
+  for (size_t i = 0; i < n; i++) sq += (v[i] - *mean) * (v[i] - *mean);
+  *var = sq / (double)(n - 1);
   return TP_OK;
 }
 
-/* ---- the sides --------------------------------------------------------------- */
+tp_rc tp_welch_test(const double *a, size_t na, const double *b, size_t nb, tp_welch *out) {
+  if (!out) return TP_FAIL(TP_EINTERNAL, "tp_welch_test: NULL result");
+  double mean_a = 0, var_a = 0, mean_b = 0, var_b = 0;
+  TP_TRY(mean_and_variance(a, na, "a", &mean_a, &var_a));
+  TP_TRY(mean_and_variance(b, nb, "b", &mean_b, &var_b));
+  double qa = var_a / (double)na, qb = var_b / (double)nb;
+  out->diff = mean_b - mean_a;
+  out->se = sqrt(qa + qb);
+  if (!(out->se > 0)) {
+    /* No spread on either side: the difference is what it is. */
+    out->df = (double)(na + nb - 2);
+    out->t = 0;
+    out->p = out->diff == 0 ? 1.0 : 0.0;
+    out->ci_lo = out->ci_hi = out->diff;
+    return TP_OK;
+  }
+  out->df = (qa + qb) * (qa + qb) / (qa * qa / (double)(na - 1) + qb * qb / (double)(nb - 1));
+  out->t = out->diff / out->se;
+  out->p = t_two_sided(out->t, out->df);
+  double half = t_quantile_975(out->df) * out->se;
+  out->ci_lo = out->diff - half;
+  out->ci_hi = out->diff + half;
+  return TP_OK;
+}
+
+/* ---- Benjamini–Hochberg ------------------------------------------------------------ */
+
+typedef struct {
+  double p;
+  size_t at;
+} ranked_p;
+
+static int compare_ranked_p(const void *x, const void *y) {
+  double a = ((const ranked_p *)x)->p, b = ((const ranked_p *)y)->p;
+  return (a > b) - (a < b);
+}
+
+tp_rc tp_bh_adjust(const double *p, size_t n, double *adjusted) {
+  if (n == 0) return TP_OK;
+  if (!p || !adjusted) return TP_FAIL(TP_EINTERNAL, "tp_bh_adjust: NULL argument");
+  ranked_p *order = malloc(n * sizeof *order);
+  if (!order) return out_of_memory();
+  for (size_t i = 0; i < n; i++) order[i] = (ranked_p){isnan(p[i]) ? 1.0 : p[i], i};
+  qsort(order, n, sizeof *order, compare_ranked_p);
+  double running = 1.0;
+  for (size_t rank = n; rank-- > 0;) {
+    double scaled = order[rank].p * (double)n / (double)(rank + 1);
+    if (scaled < running) running = scaled;
+    adjusted[order[rank].at] = running;
+  }
+  free(order);
+  return TP_OK;
+}
+
+/* ---- the sides: runs --------------------------------------------------------------- */
 
 /* One run of a side, as the header shows it. */
 typedef struct {
   int64_t id;
-  char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *started_at;
-  int64_t gpu_count, dirty;
-  int used; /* a configuration of the comparison comes from this run */
+  char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *started_at, *command;
+  char *test_knobs, *order_policy;
+  int64_t gpu_count, dirty, rounds; /* rounds: 0 when the run predates them */
+  int used;                         /* supplied a configuration that both sides have */
 } side_run;
 
-/* The configuration that stands for one key on one side. */
+/* One configuration of one run of a side, with its case's references in
+ * the same run (config ids, 0: none). */
+typedef enum { REF_STOCK, REF_GEMM, REF_COMM, N_REFS } ref_role;
+
 typedef struct {
-  int64_t config_id, run_id;
-  char *key, *status, *reason;
+  int64_t id;
+  size_t run; /* index into the side's runs */
+  char *key, *kind, *backend, *model, *layer, *pass, *dtype, *status, *failure;
   char label[256];
-  double result_median_us; /* results.median_us; NaN without a result */
-} side_config;
+  double median_us; /* NaN without a result */
+  int fused;        /* results.fused: 1, 0, or -1 (not recorded) */
+  int ok;           /* status ok, numerics and evidence not failed */
+  int64_t ref[N_REFS];
+} entry;
+
+/* A round's median of one configuration. */
+typedef struct {
+  int64_t config_id, round;
+  double median_us;
+} window;
+
+/* The entries of one config key on one side: sorted[first .. first + count)
+ * of the side's by-key index, latest run first. */
+typedef struct {
+  size_t first, count;
+} key_group;
 
 typedef struct {
   const char *spec; /* what the user wrote */
-  int64_t run_id;   /* "run:N": N; otherwise 0 */
-  char *commit;     /* the full commit a prefix names; NULL for "run:N" */
-  side_run *runs;
+  side_run *runs;   /* sorted by start time, then id */
   size_t n_runs;
-  side_config *configs; /* sorted by key */
-  size_t n_configs;
+  entry *entries;
+  size_t n_entries;
+  entry **by_key; /* the entries by key, latest run first */
+  entry **by_id;  /* the entries by config id */
+  key_group *keys;
+  size_t n_keys;
+  window *windows; /* by config id, then round */
+  size_t n_windows;
 } side;
 
 static char *dup_text(sqlite3_stmt *st, int col) {
@@ -122,27 +231,33 @@ static char *dup_text(sqlite3_stmt *st, int col) {
   return t ? strdup((const char *)t) : NULL;
 }
 
+static void free_run(side_run *r) {
+  char *texts[] = {r->commit, r->host,       r->gpu_name, r->driver,     r->cuda,        r->nccl,
+                   r->cublas, r->started_at, r->command,  r->test_knobs, r->order_policy};
+  for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) free(texts[k]);
+}
+
+static void free_entry(entry *e) {
+  char *texts[] = {e->key,  e->kind,  e->backend, e->model,  e->layer,
+                   e->pass, e->dtype, e->status,  e->failure};
+  for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) free(texts[k]);
+}
+
 static void free_side(side *s) {
-  for (size_t i = 0; i < s->n_runs; i++) {
-    side_run *r = &s->runs[i];
-    char *texts[] = {r->commit, r->host, r->gpu_name, r->driver,
-                     r->cuda,   r->nccl, r->cublas,   r->started_at};
-    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) free(texts[k]);
-  }
-  for (size_t i = 0; i < s->n_configs; i++) {
-    free(s->configs[i].key);
-    free(s->configs[i].status);
-    free(s->configs[i].reason);
-  }
+  for (size_t i = 0; i < s->n_runs; i++) free_run(&s->runs[i]);
+  for (size_t i = 0; i < s->n_entries; i++) free_entry(&s->entries[i]);
   free(s->runs);
-  free(s->configs);
-  free(s->commit);
+  free(s->entries);
+  free(s->by_key);
+  free(s->by_id);
+  free(s->keys);
+  free(s->windows);
 }
 
 static tp_rc prepare(tp_store *store, const char *sql, sqlite3_stmt **st) {
   if (sqlite3_prepare_v2(tp_store_db(store), sql, -1, st, NULL) != SQLITE_OK) {
     *st = NULL;
-    return TP_FAIL(TP_ESQLITE, "%s: compare: %s", tp_store_path(store),
+    return TP_FAIL(TP_ESQLITE, "%s: compare: sqlite3_prepare_v2: %s", tp_store_path(store),
                    sqlite3_errmsg(tp_store_db(store)));
   }
   return TP_OK;
@@ -153,55 +268,7 @@ static tp_rc sql_error(tp_store *store, const char *what) {
                  sqlite3_errmsg(tp_store_db(store)));
 }
 
-/* "run:N" into s->run_id; anything else is a commit (prefix). */
-static tp_rc parse_spec(const char *spec, side *s) {
-  if (!spec || !*spec) return TP_FAIL(TP_EUSAGE, "compare: an empty commit or run");
-  s->spec = spec;
-  if (strncmp(spec, "run:", 4) != 0) return TP_OK;
-  const char *digits = spec + 4;
-  char *end = NULL;
-  long long id = isdigit((unsigned char)*digits) ? strtoll(digits, &end, 10) : 0;
-  if (!end || *end || id <= 0)
-    return TP_FAIL(TP_EUSAGE, "compare: '%s' is not run:N with a run id N >= 1", spec);
-  s->run_id = id;
-  return TP_OK;
-}
-
-/* The one commit a prefix names (ambiguity is an error, as in git). */
-static tp_rc resolve_commit(tp_store *store, side *s) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(store,
-                 "SELECT DISTINCT commit_sha FROM runs WHERE commit_sha IS NOT NULL AND "
-                 "lower(substr(commit_sha, 1, length(?1))) = lower(?1) ORDER BY commit_sha",
-                 &st));
-  tp_rc rc = TP_OK;
-  int step = sqlite3_bind_text(st, 1, s->spec, -1, SQLITE_STATIC);
-  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (s->commit) {
-      rc = TP_FAIL(TP_EUSAGE, "%s: commit prefix %s is ambiguous (%s, %s, ...)",
-                   tp_store_path(store), s->spec, s->commit, sqlite3_column_text(st, 0));
-      break;
-    }
-    if (!(s->commit = dup_text(st, 0))) rc = out_of_memory();
-    step = SQLITE_OK;
-  }
-  if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "looking up the commit");
-  if (rc == TP_OK && !s->commit)
-    rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with '%s' (use run:N for a run id)",
-                 tp_store_path(store), s->spec);
-  sqlite3_finalize(st);
-  return rc;
-}
-
-/* Binds the side's selector as ?1 (run id, 0 for a commit) and ?2 (commit). */
-static int bind_side(sqlite3_stmt *st, const side *s) {
-  int rc = sqlite3_bind_int64(st, 1, s->run_id);
-  if (rc != SQLITE_OK) return rc;
-  return s->commit ? sqlite3_bind_text(st, 2, s->commit, -1, SQLITE_STATIC)
-                   : sqlite3_bind_null(st, 2);
-}
-
-#define SIDE_SQL "((?1 > 0 AND r.id = ?1) OR (?1 = 0 AND r.commit_sha = ?2))"
+static tp_rc bind_error(tp_store *store) { return sql_error(store, "sqlite3_bind"); }
 
 static tp_rc grow(void **items, size_t *cap, size_t n, size_t size) {
   if (n < *cap) return TP_OK;
@@ -213,186 +280,410 @@ static tp_rc grow(void **items, size_t *cap, size_t n, size_t size) {
   return TP_OK;
 }
 
-static tp_rc load_runs(tp_store *store, side *s) {
+/* "run:N" into *run_id; anything else is a commit (prefix): *run_id 0. */
+static tp_rc parse_element(const char *text, int64_t *run_id) {
+  *run_id = 0;
+  if (!*text) return TP_FAIL(TP_EUSAGE, "compare: an empty commit or run");
+  if (strncmp(text, "run:", 4) != 0) return TP_OK;
+  const char *digits = text + 4;
+  char *end = NULL;
+  long long id = isdigit((unsigned char)*digits) ? strtoll(digits, &end, 10) : 0;
+  if (!end || *end || id <= 0)
+    return TP_FAIL(TP_EUSAGE, "compare: '%s' is not run:N with a run id N >= 1", text);
+  *run_id = id;
+  return TP_OK;
+}
+
+/* The one commit a prefix names (ambiguity is an error, as in git). */
+static tp_rc resolve_commit(tp_store *store, const char *prefix, char **commit) {
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(store,
-                 "SELECT r.id, commit_sha, host, gpu_name, driver_version, cuda_version, "
-                 "nccl_version, cublas_version, started_at, coalesce(gpu_count, -1), dirty "
-                 "FROM runs r WHERE " SIDE_SQL " ORDER BY started_at, r.id",
+                 "SELECT DISTINCT commit_sha FROM runs WHERE commit_sha IS NOT NULL AND "
+                 "lower(substr(commit_sha, 1, length(?1))) = lower(?1) ORDER BY commit_sha",
                  &st));
-  tp_rc rc = TP_OK;
-  size_t cap = 0;
-  int step = bind_side(st, s);
-  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    rc = grow((void **)&s->runs, &cap, s->n_runs, sizeof *s->runs);
-    if (rc != TP_OK) break;
-    side_run *r = &s->runs[s->n_runs++];
-    memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
-    char **texts[] = {&r->commit, &r->host, &r->gpu_name, &r->driver,
-                      &r->cuda,   &r->nccl, &r->cublas,   &r->started_at};
-    for (int k = 0; k < (int)(sizeof texts / sizeof *texts); k++) *texts[k] = dup_text(st, k + 1);
-    r->gpu_count = sqlite3_column_int64(st, 9);
-    r->dirty = sqlite3_column_int64(st, 10);
-    step = SQLITE_OK;
+  tp_rc rc =
+      sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC) == SQLITE_OK ? TP_OK : bind_error(store);
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*commit) {
+      rc = TP_FAIL(TP_EUSAGE, "%s: commit prefix %s is ambiguous (%s, %s, ...)",
+                   tp_store_path(store), prefix, *commit, sqlite3_column_text(st, 0));
+      break;
+    }
+    if (!(*commit = dup_text(st, 0))) rc = out_of_memory();
   }
-  if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "reading runs");
-  if (rc == TP_OK && s->n_runs == 0)
-    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", tp_store_path(store), (long long)s->run_id);
+  if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "looking up the commit");
+  if (rc == TP_OK && !*commit)
+    rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with '%s' (use run:N for a run id)",
+                 tp_store_path(store), prefix);
   sqlite3_finalize(st);
+  if (rc != TP_OK) {
+    free(*commit);
+    *commit = NULL;
+  }
   return rc;
 }
 
-/* Per key, rows come ordered best first: ok before not, then the latest run;
- * the first row of each key stands for it. */
-static const char configs_sql[] =
-    "SELECT c.id, c.run_id, c.config_key, c.status, c.reason, c.kind, c.backend, c.model, "
-    "c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, c.chunks, res.median_us "
-    "FROM configs c JOIN runs r ON r.id = c.run_id LEFT JOIN results res ON res.config_id = c.id "
-    "WHERE " SIDE_SQL " ORDER BY c.config_key, c.status = 'ok' DESC, r.started_at DESC, c.id DESC";
+static const char runs_sql[] =
+    "SELECT id, commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
+    "cublas_version, started_at, command, test_knobs, order_policy, coalesce(gpu_count, -1), "
+    "dirty, coalesce(rounds, 0) FROM runs WHERE (?1 > 0 AND id = ?1) OR (?1 = 0 AND "
+    "commit_sha = ?2) ORDER BY started_at, id";
 
-static tp_rc add_config(sqlite3_stmt *st, side *s, size_t *cap) {
-  TP_TRY(grow((void **)&s->configs, cap, s->n_configs, sizeof *s->configs));
-  side_config *c = &s->configs[s->n_configs++];
-  memset(c, 0, sizeof *c);
-  c->config_id = sqlite3_column_int64(st, 0);
-  c->run_id = sqlite3_column_int64(st, 1);
-  c->key = dup_text(st, 2);
-  c->status = dup_text(st, 3);
-  c->reason = dup_text(st, 4);
-  tp_config_label(
-      c->label, sizeof c->label, (const char *)sqlite3_column_text(st, 5),
-      (const char *)sqlite3_column_text(st, 6), (const char *)sqlite3_column_text(st, 7),
-      (const char *)sqlite3_column_text(st, 8), (const char *)sqlite3_column_text(st, 9),
-      sqlite3_column_int64(st, 10), (const char *)sqlite3_column_text(st, 11),
-      (const char *)sqlite3_column_text(st, 12), sqlite3_column_int64(st, 13),
-      (const char *)sqlite3_column_text(st, 14), sqlite3_column_int64(st, 15));
-  c->result_median_us =
-      sqlite3_column_type(st, 16) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 16);
-  return c->key && c->status ? TP_OK : out_of_memory();
+static void read_run(sqlite3_stmt *st, side_run *r) {
+  memset(r, 0, sizeof *r);
+  r->id = sqlite3_column_int64(st, 0);
+  char **texts[] = {&r->commit,  &r->host,       &r->gpu_name,    &r->driver,
+                    &r->cuda,    &r->nccl,       &r->cublas,      &r->started_at,
+                    &r->command, &r->test_knobs, &r->order_policy};
+  for (int k = 0; k < (int)(sizeof texts / sizeof *texts); k++) *texts[k] = dup_text(st, k + 1);
+  r->gpu_count = sqlite3_column_int64(st, 12);
+  r->dirty = sqlite3_column_int64(st, 13);
+  r->rounds = sqlite3_column_int64(st, 14);
 }
 
-static tp_rc load_configs(tp_store *store, side *s) {
+/* Appends the runs one element of a side names (a run, or a commit's). */
+static tp_rc load_element_runs(tp_store *store, const char *text, side *s, size_t *cap) {
+  int64_t run_id = 0;
+  char *commit = NULL;
+  TP_TRY(parse_element(text, &run_id));
+  if (run_id == 0) TP_TRY(resolve_commit(store, text, &commit));
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(store, configs_sql, &st));
-  tp_rc rc = TP_OK;
+  tp_rc rc = prepare(store, runs_sql, &st);
+  if (rc == TP_OK && (sqlite3_bind_int64(st, 1, run_id) != SQLITE_OK ||
+                      sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC) != SQLITE_OK))
+    rc = bind_error(store);
+  size_t before = s->n_runs;
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = grow((void **)&s->runs, cap, s->n_runs, sizeof *s->runs);
+    if (rc == TP_OK) read_run(st, &s->runs[s->n_runs++]);
+  }
+  if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "reading runs");
+  if (rc == TP_OK && s->n_runs == before)
+    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", tp_store_path(store), (long long)run_id);
+  sqlite3_finalize(st);
+  free(commit);
+  return rc;
+}
+
+static int compare_runs(const void *x, const void *y) {
+  const side_run *a = x, *b = y;
+  int order = strcmp(a->started_at ? a->started_at : "", b->started_at ? b->started_at : "");
+  if (order) return order;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* Every run the comma-separated spec names, oldest first, each once. */
+static tp_rc load_runs(tp_store *store, side *s) {
+  char *list = strdup(s->spec);
+  if (!list) return out_of_memory();
   size_t cap = 0;
-  int step = bind_side(st, s);
-  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    const char *key = (const char *)sqlite3_column_text(st, 2);
-    int repeat = s->n_configs > 0 && key && !strcmp(s->configs[s->n_configs - 1].key, key);
-    if (!repeat) rc = add_config(st, s, &cap);
-    step = SQLITE_OK;
+  tp_rc rc = TP_OK;
+  char *rest = list;
+  for (char *item = strsep(&rest, ","); rc == TP_OK && item; item = strsep(&rest, ","))
+    rc = load_element_runs(store, item, s, &cap);
+  free(list);
+  TP_TRY(rc);
+  qsort(s->runs, s->n_runs, sizeof *s->runs, compare_runs);
+  size_t kept = 0;
+  for (size_t i = 0; i < s->n_runs; i++) {
+    if (kept > 0 && s->runs[kept - 1].id == s->runs[i].id) free_run(&s->runs[i]);
+    else s->runs[kept++] = s->runs[i];
+  }
+  s->n_runs = kept;
+  return TP_OK;
+}
+
+/* ---- the sides: configurations and windows ------------------------------------------ */
+
+/* Every configuration of run ?1 with its case's stock, GEMM-alone and
+ * collective-alone configurations in that run (picked as the throughput
+ * table picks them: an ok one first, then the latest). */
+static const char entries_sql[] =
+    "WITH roles AS (SELECT id, case_key, status, CASE WHEN kind IN ('op', 'layer') AND backend = "
+    "'stock' THEN 1 WHEN kind = 'gemm' AND backend = 'cublaslt' THEN 2 WHEN kind = 'comm' AND "
+    "backend = 'nccl' THEN 3 ELSE 0 END AS role FROM configs WHERE run_id = ?1), "
+    "picked AS (SELECT id, case_key, role FROM (SELECT id, case_key, role, row_number() OVER "
+    "(PARTITION BY case_key, role ORDER BY status = 'ok' DESC, id DESC) AS pick FROM roles WHERE "
+    "role > 0) WHERE pick = 1) "
+    "SELECT c.id, c.config_key, c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, "
+    "c.pass, c.tp, c.schedule, c.chunks, c.status, c.reason, res.median_us, res.numerics, "
+    "res.numerics_reason, res.fused, t.evidence, t.evidence_message, "
+    "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 1), 0), "
+    "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 2), 0), "
+    "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 3), 0) "
+    "FROM configs c LEFT JOIN results res ON res.config_id = c.id LEFT JOIN traces t ON "
+    "t.config_id = c.id WHERE c.run_id = ?1 ORDER BY c.id";
+
+static const char *column_text(sqlite3_stmt *st, int col) {
+  return (const char *)sqlite3_column_text(st, col);
+}
+
+/* Why an entry is not ok, or NULL when it is: its status, else its
+ * numerics, else its schedule evidence. */
+static char *failure_of(sqlite3_stmt *st) {
+  const char *status = column_text(st, 13), *reason = column_text(st, 14);
+  char buf[600];
+  if (status && strcmp(status, "ok") != 0)
+    snprintf(buf, sizeof buf, "%s: %s", status, reason ? reason : "no reason recorded");
+  else if (column_text(st, 16) && !strcmp(column_text(st, 16), "failed"))
+    snprintf(buf, sizeof buf, "numerics failed: %s",
+             column_text(st, 17) ? column_text(st, 17) : "no reason recorded");
+  else if (column_text(st, 19) && !strcmp(column_text(st, 19), "failed"))
+    snprintf(buf, sizeof buf, "schedule evidence failed: %s",
+             column_text(st, 20) ? column_text(st, 20) : "no message recorded");
+  else return NULL;
+  return strdup(buf);
+}
+
+static tp_rc read_entry(sqlite3_stmt *st, size_t run, entry *e) {
+  memset(e, 0, sizeof *e);
+  e->id = sqlite3_column_int64(st, 0);
+  e->run = run;
+  char **texts[] = {&e->key, &e->kind, &e->backend, &e->model, &e->layer};
+  for (int k = 0; k < 5; k++) *texts[k] = dup_text(st, k + 1);
+  e->dtype = dup_text(st, 8);
+  e->pass = dup_text(st, 9);
+  e->status = dup_text(st, 13);
+  e->failure = failure_of(st);
+  e->ok = e->status && !strcmp(e->status, "ok") && !e->failure;
+  tp_config_label(e->label, sizeof e->label, e->kind, e->backend, e->model, e->layer,
+                  column_text(st, 6), sqlite3_column_int64(st, 7), e->dtype, e->pass,
+                  sqlite3_column_int64(st, 10), column_text(st, 11), sqlite3_column_int64(st, 12));
+  e->median_us = sqlite3_column_type(st, 15) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 15);
+  e->fused = sqlite3_column_type(st, 18) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 18);
+  for (int r = 0; r < N_REFS; r++) e->ref[r] = sqlite3_column_int64(st, 21 + r);
+  if (!e->key || !e->status || (!e->ok && !e->failure)) return out_of_memory();
+  return TP_OK;
+}
+
+static tp_rc load_run_entries(tp_store *store, side *s, size_t run, size_t *cap) {
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(store, entries_sql, &st));
+  tp_rc rc = sqlite3_bind_int64(st, 1, s->runs[run].id) == SQLITE_OK ? TP_OK : bind_error(store);
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = grow((void **)&s->entries, cap, s->n_entries, sizeof *s->entries);
+    if (rc == TP_OK) rc = read_entry(st, run, &s->entries[s->n_entries++]);
   }
   if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "reading configurations");
   sqlite3_finalize(st);
   return rc;
 }
 
-static tp_rc load_side(tp_store *store, const char *spec, side *s) {
-  TP_TRY(parse_spec(spec, s));
-  if (s->run_id == 0) TP_TRY(resolve_commit(store, s));
-  TP_TRY(load_runs(store, s));
-  return load_configs(store, s);
-}
-
-/* The run that describes a side: its latest run that supplied a compared
- * configuration, or its latest run when none did. */
-static const side_run *representative(const side *s) {
-  for (size_t i = s->n_runs; i-- > 0;)
-    if (s->runs[i].used) return &s->runs[i];
-  return &s->runs[s->n_runs - 1];
-}
-
-/* ---- pairing and judging ------------------------------------------------------ */
-
-typedef enum { V_REGRESSED, V_IMPROVED, V_NEW, V_MISSING, V_UNCHANGED } verdict;
-static const char *const verdict_names[] = {"regressed", "improved", "new", "missing", "unchanged"};
-
-typedef struct {
-  const side_config *base, *head; /* either may be NULL */
-  verdict v;
-  double base_median_us, head_median_us, ratio;
-  size_t n_base, n_head;
-  int tested;
-  tp_mann_whitney mw;
-  char note[400];
-} compare_row;
-
-static int ran(const side_config *c) { return c && !strcmp(c->status, "ok"); }
-
-/* A side's median of per-iteration times (*n of them); the stored median
- * when there are no samples. */
-static tp_rc side_times(tp_store *store, const side_config *c, double **times, size_t *n,
-                        double *median) {
-  TP_TRY(tp_store_iteration_times(store, c->config_id, times, n));
-  if (*n == 0) {
-    *median = c->result_median_us;
-    return TP_OK;
+static tp_rc load_run_windows(tp_store *store, side *s, size_t run, size_t *cap) {
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(store,
+                 "SELECT w.config_id, w.round, w.median_us FROM windows w JOIN configs c ON c.id "
+                 "= w.config_id WHERE c.run_id = ?1 AND w.median_us IS NOT NULL",
+                 &st));
+  tp_rc rc = sqlite3_bind_int64(st, 1, s->runs[run].id) == SQLITE_OK ? TP_OK : bind_error(store);
+  int step = SQLITE_DONE;
+  while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = grow((void **)&s->windows, cap, s->n_windows, sizeof *s->windows);
+    if (rc == TP_OK)
+      s->windows[s->n_windows++] = (window){
+          sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_double(st, 2)};
   }
-  double *sorted = malloc(*n * sizeof *sorted);
-  if (!sorted) return out_of_memory();
-  memcpy(sorted, *times, *n * sizeof *sorted);
-  *median = tp_median(sorted, *n);
-  free(sorted);
-  return TP_OK;
-}
-
-/* The test's direction must agree with the medians': z > 0 says the head's
- * iterations tend to be slower. */
-static verdict judge(const compare_row *row, const tp_compare_options *opt) {
-  if (!row->tested || !(row->mw.p < opt->alpha)) return V_UNCHANGED;
-  if (row->ratio >= 1.0 + opt->threshold && row->mw.z > 0) return V_REGRESSED;
-  if (row->ratio <= 1.0 - opt->threshold && row->mw.z < 0) return V_IMPROVED;
-  return V_UNCHANGED;
-}
-
-static tp_rc compare_pair(tp_store *store, compare_row *row, const tp_compare_options *opt) {
-  double *a = NULL, *b = NULL;
-  tp_rc rc = side_times(store, row->base, &a, &row->n_base, &row->base_median_us);
-  if (rc == TP_OK) rc = side_times(store, row->head, &b, &row->n_head, &row->head_median_us);
-  row->ratio =
-      (isfinite(row->base_median_us) && isfinite(row->head_median_us) && row->base_median_us > 0)
-          ? row->head_median_us / row->base_median_us
-          : NAN;
-  if (rc == TP_OK && row->n_base > 0 && row->n_head > 0) {
-    /* U of the head: the pairs where the head's iteration was the slower. */
-    rc = tp_mann_whitney_test(b, row->n_head, a, row->n_base, &row->mw);
-    row->tested = rc == TP_OK;
-  } else if (rc == TP_OK) {
-    snprintf(row->note, sizeof row->note, "no per-iteration samples on the %s side: not tested",
-             row->n_base == 0 ? "base" : "head");
-  }
-  free(a);
-  free(b);
-  if (rc == TP_OK) row->v = judge(row, opt);
+  if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "reading round windows");
+  sqlite3_finalize(st);
   return rc;
 }
 
-/* Verdicts without a test: one side missing or not run. */
-static void judge_unpaired(compare_row *row) {
-  const side_config *b = row->base, *h = row->head;
-  if (ran(b) && ran(h)) return;
-  if (ran(b)) {
-    row->v = V_MISSING;
-    if (h)
-      snprintf(row->note, sizeof row->note, "head: %s: %s", h->status,
-               h->reason ? h->reason : "no reason recorded");
-    else snprintf(row->note, sizeof row->note, "not measured in head");
-  } else if (ran(h)) {
-    row->v = V_NEW;
-    if (b)
-      snprintf(row->note, sizeof row->note, "base: %s: %s", b->status,
-               b->reason ? b->reason : "no reason recorded");
-    else snprintf(row->note, sizeof row->note, "not measured in base");
-  } else {
-    /* Neither side ran it (rejected both times, say): nothing changed. */
-    row->v = b && h ? V_UNCHANGED : (b ? V_MISSING : V_NEW);
-    const side_config *c = h ? h : b;
-    snprintf(row->note, sizeof row->note, "did not run: %s: %s", c->status,
-             c->reason ? c->reason : "no reason recorded");
-  }
+static int compare_windows(const void *x, const void *y) {
+  const window *a = x, *b = y;
+  if (a->config_id != b->config_id)
+    return (a->config_id > b->config_id) - (a->config_id < b->config_id);
+  return (a->round > b->round) - (a->round < b->round);
 }
+
+static int compare_by_key(const void *x, const void *y) {
+  const entry *a = *(const entry *const *)x, *b = *(const entry *const *)y;
+  int order = strcmp(a->key, b->key);
+  if (order) return order;
+  if (a->run != b->run) return a->run < b->run ? 1 : -1; /* latest run first */
+  return (a->id < b->id) - (a->id > b->id);
+}
+
+static int compare_by_id(const void *x, const void *y) {
+  int64_t a = (*(const entry *const *)x)->id, b = (*(const entry *const *)y)->id;
+  return (a > b) - (a < b);
+}
+
+/* The by-key and by-id indexes and the key groups (once every entry is
+ * loaded: the indexes point into the entries array). */
+static tp_rc index_side(side *s) {
+  size_t n = s->n_entries ? s->n_entries : 1;
+  s->by_key = malloc(n * sizeof(entry *));
+  s->by_id = malloc(n * sizeof(entry *));
+  s->keys = malloc(n * sizeof *s->keys);
+  if (!s->by_key || !s->by_id || !s->keys) return out_of_memory();
+  for (size_t i = 0; i < s->n_entries; i++) s->by_key[i] = s->by_id[i] = &s->entries[i];
+  qsort(s->by_key, s->n_entries, sizeof(entry *), compare_by_key);
+  qsort(s->by_id, s->n_entries, sizeof(entry *), compare_by_id);
+  if (s->n_windows) qsort(s->windows, s->n_windows, sizeof *s->windows, compare_windows);
+  const char *group_key = NULL;
+  for (size_t i = 0; i < s->n_entries; i++) {
+    const char *key = s->by_key[i]->key;
+    if (group_key && !strcmp(group_key, key)) {
+      s->keys[s->n_keys - 1].count++;
+    } else {
+      s->keys[s->n_keys++] = (key_group){i, 1};
+      group_key = key;
+    }
+  }
+  return TP_OK;
+}
+
+static tp_rc load_side(tp_store *store, const char *spec, side *s) {
+  if (!spec) return TP_FAIL(TP_EUSAGE, "compare: an empty commit or run");
+  s->spec = spec;
+  TP_TRY(load_runs(store, s));
+  size_t entry_cap = 0, window_cap = 0;
+  for (size_t r = 0; r < s->n_runs; r++) {
+    TP_TRY(load_run_entries(store, s, r, &entry_cap));
+    TP_TRY(load_run_windows(store, s, r, &window_cap));
+  }
+  return index_side(s);
+}
+
+/* ---- lookups -------------------------------------------------------------------------- */
+
+static const entry *entry_by_id(const side *s, int64_t id) {
+  size_t lo = 0, hi = s->n_entries;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int64_t at = s->by_id[mid]->id;
+    if (at == id) return s->by_id[mid];
+    if (at < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
+}
+
+/* The windows of one configuration: *n of them from the returned one. */
+static const window *windows_of(const side *s, int64_t config_id, size_t *n) {
+  *n = 0;
+  if (!s->n_windows) return NULL;
+  size_t lo = 0, hi = s->n_windows;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->windows[mid].config_id < config_id) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t end = lo;
+  while (end < s->n_windows && s->windows[end].config_id == config_id) end++;
+  *n = end - lo;
+  return s->windows + lo;
+}
+
+/* The median of round `round` among w[0..n), or NaN. */
+static double round_median(const window *w, size_t n, int64_t round) {
+  for (size_t i = 0; i < n; i++)
+    if (w[i].round == round) return w[i].median_us;
+  return NAN;
+}
+
+static const entry *group_entry(const side *s, const key_group *g, size_t i) {
+  return s->by_key[g->first + i];
+}
+
+/* ---- samples ----------------------------------------------------------------------------- */
+
+typedef enum { M_VS_STOCK, M_VS_BOUND, M_TIME, N_MEASURES } measure;
+static const char *const measure_names[] = {"dist/stock", "dist/bound", "time"};
+static const char *const measure_keys[] = {"vs_stock", "vs_bound", "time"};
+
+typedef struct {
+  double *v;
+  size_t n, cap;
+} samples;
+
+static tp_rc push(samples *s, double value) {
+  TP_TRY(grow((void **)&s->v, &s->cap, s->n, sizeof *s->v));
+  s->v[s->n++] = value;
+  return TP_OK;
+}
+
+/* The references a measure divides by: the stock configuration, or GEMM
+ * alone and collective alone (the bound is the larger). */
+static size_t measure_refs(measure m, const side *s, const entry *e, const entry **refs) {
+  if (m == M_VS_STOCK) {
+    refs[0] = e->ref[REF_STOCK] ? entry_by_id(s, e->ref[REF_STOCK]) : NULL;
+    return 1;
+  }
+  refs[0] = e->ref[REF_GEMM] ? entry_by_id(s, e->ref[REF_GEMM]) : NULL;
+  refs[1] = e->ref[REF_COMM] ? entry_by_id(s, e->ref[REF_COMM]) : NULL;
+  return 2;
+}
+
+/* log(e / max(refs)) per round both ran in; for a run without rounds (no
+ * common round), one sample from the results' medians. */
+static tp_rc ratio_samples(const side *s, const entry *e, measure m, samples *out) {
+  const entry *refs[2] = {NULL, NULL};
+  size_t n_refs = measure_refs(m, s, e, refs);
+  for (size_t r = 0; r < n_refs; r++)
+    if (!refs[r] || !refs[r]->ok) return TP_OK;
+  size_t n_own = 0, n_ref[2] = {0, 0};
+  const window *own = windows_of(s, e->id, &n_own), *ref_w[2] = {NULL, NULL};
+  for (size_t r = 0; r < n_refs; r++) ref_w[r] = windows_of(s, refs[r]->id, &n_ref[r]);
+  size_t before = out->n;
+  for (size_t i = 0; i < n_own; i++) {
+    double denominator = 0;
+    for (size_t r = 0; r < n_refs; r++)
+      denominator = fmax(denominator, round_median(ref_w[r], n_ref[r], own[i].round));
+    if (own[i].median_us > 0 && denominator > 0 && isfinite(denominator))
+      TP_TRY(push(out, log(own[i].median_us / denominator)));
+  }
+  if (out->n > before) return TP_OK;
+  double denominator = 0;
+  for (size_t r = 0; r < n_refs; r++) denominator = fmax(denominator, refs[r]->median_us);
+  if (e->median_us > 0 && denominator > 0 && isfinite(denominator))
+    TP_TRY(push(out, log(e->median_us / denominator)));
+  return TP_OK;
+}
+
+/* A measure's samples on one side: over every ok entry of the key (every
+ * run where it ran); time: one per run, the run's median. */
+static tp_rc side_samples(const side *s, const key_group *g, measure m, int subject, samples *out) {
+  for (size_t i = 0; i < g->count; i++) {
+    const entry *e = group_entry(s, g, i);
+    if (!e->ok) continue;
+    if (m == M_TIME) {
+      if (e->median_us > 0) TP_TRY(push(out, log(e->median_us)));
+    } else if (subject) {
+      TP_TRY(ratio_samples(s, e, m, out));
+    }
+  }
+  return TP_OK;
+}
+
+/* ---- rows -------------------------------------------------------------------------------- */
+
+typedef enum { V_REGRESSED, V_IMPROVED, V_NEW, V_MISSING, V_UNCHANGED, V_INFORMATION } verdict;
+static const char *const verdict_names[] = {"regressed", "improved",  "new",
+                                            "missing",   "unchanged", "information"};
+
+typedef struct {
+  size_t n_base, n_head;
+  double base, head;           /* geometric means (a ratio, or µs); NaN without samples */
+  double change, ci_lo, ci_hi; /* head / base - 1, and its 95 % interval */
+  int tested, gated;
+  double p, p_adj; /* NaN when not tested / not gated */
+  verdict v;       /* V_REGRESSED, V_IMPROVED or V_UNCHANGED */
+} measured;
+
+typedef struct {
+  const key_group *base, *head; /* either may be NULL */
+  const entry *base_latest, *head_latest;
+  int subject; /* a dist_gemm op or layer: its ratios are gated */
+  int failure; /* ok in base, failed in head */
+  measured m[N_MEASURES];
+  verdict v;
+  double worst; /* the change that decided a regressed/improved verdict (sorting) */
+  char note[700];
+} compare_row;
 
 typedef struct {
   side base, head;
@@ -400,15 +691,42 @@ typedef struct {
   size_t n_rows;
   tp_compare_options opt;
   tp_compare_summary sum;
+  int mixed_hardware; /* allowed by the options, warned about */
 } comparison;
 
-static tp_rc add_row(comparison *c, size_t *cap, const side_config *b, const side_config *h) {
+static const entry *row_entry(const compare_row *row) {
+  return row->head_latest ? row->head_latest : row->base_latest;
+}
+
+static int is_subject(const entry *e) {
+  return e->backend && !strcmp(e->backend, "dist_gemm") && e->kind &&
+         (!strcmp(e->kind, "op") || !strcmp(e->kind, "layer"));
+}
+
+static int matches(const char *want, const char *have) {
+  return !want || !*want || (have && !strcmp(want, have));
+}
+
+static int passes_filter(const tp_compare_filter *f, const entry *e) {
+  return matches(f->model, e->model) && matches(f->layer, e->layer) && matches(f->pass, e->pass) &&
+         matches(f->dtype, e->dtype) && matches(f->backend, e->backend) &&
+         matches(f->kind, e->kind);
+}
+
+static tp_rc add_row(comparison *c, size_t *cap, const key_group *b, const key_group *h) {
+  compare_row row = {.base = b, .head = h};
+  row.base_latest = b ? group_entry(&c->base, b, 0) : NULL;
+  row.head_latest = h ? group_entry(&c->head, h, 0) : NULL;
+  if (!passes_filter(&c->opt.filter, row_entry(&row))) return TP_OK;
+  row.subject = is_subject(row_entry(&row));
+  for (int m = 0; m < N_MEASURES; m++) {
+    measured *x = &row.m[m];
+    x->base = x->head = x->change = x->ci_lo = x->ci_hi = x->p = x->p_adj = NAN;
+    x->v = V_UNCHANGED;
+  }
+  row.worst = NAN;
   TP_TRY(grow((void **)&c->rows, cap, c->n_rows, sizeof *c->rows));
-  compare_row *row = &c->rows[c->n_rows++];
-  memset(row, 0, sizeof *row);
-  row->base = b;
-  row->head = h;
-  row->base_median_us = row->head_median_us = row->ratio = NAN;
+  c->rows[c->n_rows++] = row;
   return TP_OK;
 }
 
@@ -416,162 +734,451 @@ static tp_rc add_row(comparison *c, size_t *cap, const side_config *b, const sid
 static tp_rc pair_sides(comparison *c) {
   size_t i = 0, j = 0, cap = 0;
   const side *b = &c->base, *h = &c->head;
-  while (i < b->n_configs || j < h->n_configs) {
-    int order = i == b->n_configs   ? 1
-                : j == h->n_configs ? -1
-                                    : strcmp(b->configs[i].key, h->configs[j].key);
-    const side_config *bc = order <= 0 ? &b->configs[i++] : NULL;
-    const side_config *hc = order >= 0 ? &h->configs[j++] : NULL;
-    TP_TRY(add_row(c, &cap, bc, hc));
+  while (i < b->n_keys || j < h->n_keys) {
+    int order = i == b->n_keys   ? 1
+                : j == h->n_keys ? -1
+                                 : strcmp(group_entry(b, &b->keys[i], 0)->key,
+                                          group_entry(h, &h->keys[j], 0)->key);
+    const key_group *bk = order <= 0 ? &b->keys[i++] : NULL;
+    const key_group *hk = order >= 0 ? &h->keys[j++] : NULL;
+    TP_TRY(add_row(c, &cap, bk, hk));
   }
   return TP_OK;
 }
 
-static void mark_run(side *s, int64_t run_id) {
-  for (size_t k = 0; k < s->n_runs; k++)
-    if (s->runs[k].id == run_id) s->runs[k].used = 1;
+/* ---- hardware ---------------------------------------------------------------------------- */
+
+static void mark_group_runs(side *s, const key_group *g) {
+  for (size_t i = 0; i < g->count; i++) s->runs[group_entry(s, g, i)->run].used = 1;
 }
 
-/* Which runs supplied the configurations measured on both sides: only they
- * describe a side (a commit's `tpbench link` run, whose keys no other side
- * has, says nothing about the op timings being compared). Without any such
- * pair, every run that supplied a configuration. */
+/* Which runs supplied configurations both sides have: only they describe a
+ * side (a commit's `tpbench link` run, whose keys no other side has, says
+ * nothing about the timings compared). Without any such pair, every run
+ * that supplied a shown configuration. */
 static void mark_used_runs(comparison *c) {
   int paired = 0;
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
     if (!row->base || !row->head) continue;
     paired = 1;
-    mark_run(&c->base, row->base->run_id);
-    mark_run(&c->head, row->head->run_id);
+    mark_group_runs(&c->base, row->base);
+    mark_group_runs(&c->head, row->head);
   }
   for (size_t i = 0; !paired && i < c->n_rows; i++) {
-    if (c->rows[i].base) mark_run(&c->base, c->rows[i].base->run_id);
-    if (c->rows[i].head) mark_run(&c->head, c->rows[i].head->run_id);
+    if (c->rows[i].base) mark_group_runs(&c->base, c->rows[i].base);
+    if (c->rows[i].head) mark_group_runs(&c->head, c->rows[i].head);
   }
 }
 
-static tp_rc judge_all(tp_store *store, comparison *c) {
-  for (size_t i = 0; i < c->n_rows; i++) {
-    compare_row *row = &c->rows[i];
-    if (ran(row->base) && ran(row->head)) TP_TRY(compare_pair(store, row, &c->opt));
-    else judge_unpaired(row);
-    int *counts[] = {&c->sum.regressed, &c->sum.improved, &c->sum.added, &c->sum.missing,
-                     &c->sum.unchanged};
-    (*counts[row->v])++;
+static const char *or_q(const char *s) { return s ? s : "?"; }
+
+/* Unknown (NULL) matches anything: an old run that did not record a field
+ * cannot be told apart, and is not refused for it. */
+static int same_known(const char *a, const char *b) { return !a || !b || !strcmp(a, b); }
+
+static int same_hardware(const side_run *a, const side_run *b) {
+  return same_known(a->gpu_name, b->gpu_name) && same_known(a->driver, b->driver) &&
+         (a->gpu_count < 0 || b->gpu_count < 0 || a->gpu_count == b->gpu_count);
+}
+
+/* The first used run whose hardware differs from the first used run's. */
+static tp_rc check_hardware(comparison *c) {
+  const side_run *first = NULL;
+  side *sides[] = {&c->base, &c->head};
+  for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < sides[k]->n_runs; i++) {
+      const side_run *r = &sides[k]->runs[i];
+      if (!r->used) continue;
+      if (!first) {
+        first = r;
+        continue;
+      }
+      if (same_hardware(first, r)) continue;
+      if (c->opt.allow_mixed_hardware) {
+        c->mixed_hardware = 1;
+        return TP_OK;
+      }
+      return TP_FAIL(TP_EUSAGE,
+                     "compare: refused: the runs ran on different hardware (run %lld: %s x %lld, "
+                     "driver %s; run %lld: %s x %lld, driver %s); timings of different GPUs or "
+                     "drivers are not comparable (--allow-mixed-hardware compares them anyway)",
+                     (long long)first->id, or_q(first->gpu_name), (long long)first->gpu_count,
+                     or_q(first->driver), (long long)r->id, or_q(r->gpu_name),
+                     (long long)r->gpu_count, or_q(r->driver));
+    }
   }
   return TP_OK;
 }
 
-/* Regressed worst first, then improved best first, new, missing, unchanged
- * (each in key order). */
+/* ---- judging ------------------------------------------------------------------------------- */
+
+static double geometric_mean(const samples *s) {
+  if (s->n == 0) return NAN;
+  double sum = 0;
+  for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+  return exp(sum / (double)s->n);
+}
+
+/* One measure of a row where both sides ran: samples, means, Welch. */
+static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
+  samples b = {0}, h = {0};
+  measured *x = &row->m[m];
+  tp_rc rc = side_samples(&c->base, row->base, m, row->subject, &b);
+  if (rc == TP_OK) rc = side_samples(&c->head, row->head, m, row->subject, &h);
+  x->n_base = b.n;
+  x->n_head = h.n;
+  x->base = geometric_mean(&b);
+  x->head = geometric_mean(&h);
+  x->change = x->head / x->base - 1.0;
+  if (rc == TP_OK && b.n >= 2 && h.n >= 2) {
+    tp_welch w;
+    rc = tp_welch_test(b.v, b.n, h.v, h.n, &w);
+    if (rc == TP_OK) {
+      x->tested = 1;
+      x->p = w.p;
+      x->ci_lo = expm1(w.ci_lo);
+      x->ci_hi = expm1(w.ci_hi);
+      x->gated = row->subject || c->opt.gate_references;
+    }
+  }
+  free(b.v);
+  free(h.v);
+  return rc;
+}
+
+static void append_note(compare_row *row, const char *text) {
+  size_t used = strlen(row->note);
+  snprintf(row->note + used, sizeof row->note - used, "%s%s", used ? "; " : "", text);
+}
+
+/* What the row's label leaves out: the stock path, samples too few to test. */
+static void describe_row(compare_row *row) {
+  const entry *e = row_entry(row);
+  if (row->subject && e->fused == 0) append_note(row, "dist_gemm took the stock path");
+  if (row->subject && row->base_latest && row->head_latest && row->base_latest->fused >= 0 &&
+      row->head_latest->fused >= 0 && row->base_latest->fused != row->head_latest->fused)
+    append_note(row, row->head_latest->fused ? "path changed: stock path in base, fused in head"
+                                             : "path changed: fused in base, stock path in head");
+  if (!row->base_latest || !row->head_latest || !row->base_latest->ok || !row->head_latest->ok)
+    return;
+  const measured *r = &row->m[M_VS_STOCK];
+  if (row->subject && !r->tested) {
+    char buf[200];
+    if (r->n_base == 0 || r->n_head == 0)
+      snprintf(buf, sizeof buf, "no ratio on the %s side (a reference did not run)",
+               r->n_base == 0 ? "base" : "head");
+    else
+      snprintf(buf, sizeof buf,
+               "ratios not tested: %zu / %zu samples (a run without rounds is one sample; two "
+               "or more per side are needed)",
+               r->n_base, r->n_head);
+    append_note(row, buf);
+  }
+}
+
+static int is_hard_failure(const entry *e) {
+  return !e->ok && e->status && strcmp(e->status, "rejected") != 0;
+}
+
+/* Verdicts that need no test: one side missing or not ok. */
+static void judge_unpaired(compare_row *row) {
+  const entry *b = row->base_latest, *h = row->head_latest;
+  char buf[700];
+  if (b && b->ok) {
+    if (h && is_hard_failure(h)) {
+      row->v = V_REGRESSED;
+      row->failure = 1;
+      snprintf(buf, sizeof buf, "ok in base, in head %s", h->failure);
+    } else if (h) {
+      row->v = V_MISSING;
+      snprintf(buf, sizeof buf, "head: %s", h->failure);
+    } else {
+      row->v = V_MISSING;
+      snprintf(buf, sizeof buf, "not measured in head");
+    }
+  } else if (h && h->ok) {
+    row->v = V_NEW;
+    if (b) snprintf(buf, sizeof buf, "base: %s", b->failure);
+    else snprintf(buf, sizeof buf, "not measured in base");
+  } else {
+    /* Neither side ran it (failed or rejected both times, say). */
+    const entry *either = h ? h : b;
+    if (!either) return; /* a row has a side: pair_sides makes none without */
+    row->v = b && h ? V_UNCHANGED : (b ? V_MISSING : V_NEW);
+    snprintf(buf, sizeof buf, "did not run: %s", either->failure);
+  }
+  append_note(row, buf);
+}
+
+static tp_rc measure_all(comparison *c) {
+  for (size_t i = 0; i < c->n_rows; i++) {
+    compare_row *row = &c->rows[i];
+    int both_ok =
+        row->base_latest && row->head_latest && row->base_latest->ok && row->head_latest->ok;
+    if (!both_ok) continue;
+    for (int m = 0; m < N_MEASURES; m++) {
+      if (m != M_TIME && !row->subject) continue;
+      TP_TRY(measure_row(c, row, (measure)m));
+    }
+  }
+  return TP_OK;
+}
+
+/* Benjamini–Hochberg over every gated test of the comparison. */
+static tp_rc adjust_family(comparison *c) {
+  measured **family = NULL;
+  size_t n = 0, cap = 0;
+  tp_rc rc = TP_OK;
+  for (size_t i = 0; rc == TP_OK && i < c->n_rows; i++)
+    for (int m = 0; rc == TP_OK && m < N_MEASURES; m++) {
+      if (!c->rows[i].m[m].gated) continue;
+      rc = grow((void **)&family, &cap, n, sizeof(measured *));
+      if (rc == TP_OK) family[n++] = &c->rows[i].m[m];
+    }
+  c->sum.tests = (int)n;
+  double *p = NULL, *adjusted = NULL;
+  if (rc == TP_OK && n > 0) {
+    p = malloc(n * sizeof *p);
+    adjusted = malloc(n * sizeof *adjusted);
+    if (!p || !adjusted) rc = out_of_memory();
+  }
+  for (size_t k = 0; rc == TP_OK && k < n; k++) p[k] = family[k]->p;
+  if (rc == TP_OK && n > 0) rc = tp_bh_adjust(p, n, adjusted);
+  for (size_t k = 0; rc == TP_OK && k < n; k++) family[k]->p_adj = adjusted[k];
+  free(family);
+  free(p);
+  free(adjusted);
+  return rc;
+}
+
+/* Flagged: adjusted p below alpha and a change of at least the threshold;
+ * larger is slower for every measure. */
+static void judge_measures(const tp_compare_options *opt, compare_row *row) {
+  int regressed = 0, improved = 0, gated = 0;
+  for (int m = 0; m < N_MEASURES; m++) {
+    measured *x = &row->m[m];
+    if (!x->gated) continue;
+    gated = 1;
+    if (!(x->p_adj < opt->alpha)) continue;
+    if (x->change >= opt->threshold) x->v = V_REGRESSED;
+    else if (x->change <= -opt->threshold) x->v = V_IMPROVED;
+    if (x->v == V_REGRESSED && !(x->change <= row->worst)) row->worst = x->change;
+    regressed |= x->v == V_REGRESSED;
+    improved |= x->v == V_IMPROVED;
+  }
+  if (improved && !regressed)
+    for (int m = 0; m < N_MEASURES; m++)
+      if (row->m[m].v == V_IMPROVED && !(row->m[m].change >= row->worst))
+        row->worst = row->m[m].change;
+  row->v = regressed ? V_REGRESSED : improved ? V_IMPROVED : gated ? V_UNCHANGED : V_INFORMATION;
+}
+
+static void count_verdict(tp_compare_summary *sum, const compare_row *row) {
+  int *counts[] = {&sum->regressed, &sum->improved,  &sum->added,
+                   &sum->missing,   &sum->unchanged, &sum->information};
+  (*counts[row->v])++;
+  sum->failed += row->failure;
+}
+
+static tp_rc judge_all(comparison *c) {
+  TP_TRY(measure_all(c));
+  TP_TRY(adjust_family(c));
+  for (size_t i = 0; i < c->n_rows; i++) {
+    compare_row *row = &c->rows[i];
+    int both_ok =
+        row->base_latest && row->head_latest && row->base_latest->ok && row->head_latest->ok;
+    if (both_ok) judge_measures(&c->opt, row);
+    else judge_unpaired(row);
+    describe_row(row);
+    count_verdict(&c->sum, row);
+  }
+  return TP_OK;
+}
+
+/* Regressed first (failures, then the largest change), improved (the
+ * largest gain first), new, missing, unchanged, information; ties in key
+ * order. */
 static int compare_rows(const void *x, const void *y) {
   const compare_row *a = x, *b = y;
   if (a->v != b->v) return (int)a->v - (int)b->v;
-  if (a->v == V_REGRESSED && a->ratio != b->ratio) return a->ratio < b->ratio ? 1 : -1;
-  if (a->v == V_IMPROVED && a->ratio != b->ratio) return a->ratio < b->ratio ? -1 : 1;
-  const side_config *ca = a->head ? a->head : a->base, *cb = b->head ? b->head : b->base;
-  return strcmp(ca->key, cb->key);
+  if (a->v == V_REGRESSED && a->failure != b->failure) return b->failure - a->failure;
+  if (a->v == V_REGRESSED && a->worst != b->worst) return a->worst < b->worst ? 1 : -1;
+  if (a->v == V_IMPROVED && a->worst != b->worst) return a->worst < b->worst ? -1 : 1;
+  return strcmp(row_entry(a)->key, row_entry(b)->key);
 }
 
-/* ---- rendering: shared -------------------------------------------------------- */
+/* ---- rendering: shared ------------------------------------------------------------------ */
 
-static const side_config *any_config(const compare_row *row) {
-  return row->head ? row->head : row->base;
+static size_t used_runs(const side *s) {
+  size_t used = 0;
+  for (size_t i = 0; i < s->n_runs; i++) used += (size_t)s->runs[i].used;
+  return used;
 }
 
-static const char *or_q(const char *s) { return s ? s : "?"; }
+/* The run that describes a side: its latest used run, or its latest. */
+static const side_run *representative(const side *s) {
+  for (size_t i = s->n_runs; i-- > 0;)
+    if (s->runs[i].used) return &s->runs[i];
+  return &s->runs[s->n_runs - 1];
+}
 
 static int same_text(const char *a, const char *b) {
   return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-/* ---- markdown ----------------------------------------------------------------- */
+/* A change as a signed percentage: "+5.1%"; "-" when unknown. */
+static const char *fmt_change(char *buf, size_t cap, double change) {
+  if (isfinite(change)) snprintf(buf, cap, "%+.1f%%", change * 100.0);
+  else snprintf(buf, cap, "-");
+  return buf;
+}
+
+static const char *fmt_p(char *buf, size_t cap, double p) {
+  if (!isfinite(p)) snprintf(buf, cap, "-");
+  else if (p < 1e-4) snprintf(buf, cap, "<0.0001");
+  else snprintf(buf, cap, "%.4f", p);
+  return buf;
+}
+
+/* The row's label, "(stock path)" when dist_gemm did not fuse. */
+static void row_label(char *buf, size_t cap, const compare_row *row) {
+  const entry *e = row_entry(row);
+  snprintf(buf, cap, "%s%s", e->label, row->subject && e->fused == 0 ? " (stock path)" : "");
+}
+
+/* ---- markdown ------------------------------------------------------------------------------ */
+
+static void md_runs(FILE *out, const side *s) {
+  size_t used = used_runs(s), k = 0;
+  fprintf(out, ": run%s", used > 1 ? "s" : "");
+  for (size_t i = 0; i < s->n_runs; i++) {
+    const side_run *r = &s->runs[i];
+    if (!r->used && used > 0) continue;
+    fprintf(out, "%s %lld", k++ ? "," : "", (long long)r->id);
+    if (r->rounds > 0) fprintf(out, " (%lld rounds)", (long long)r->rounds);
+    else fputs(" (before rounds: one sample)", out);
+  }
+  if (used > 0 && used < s->n_runs)
+    fprintf(out, " [%zu more run%s named had nothing to compare]", s->n_runs - used,
+            s->n_runs - used == 1 ? "" : "s");
+}
 
 static void md_side(FILE *out, const char *name, const side *s) {
   fprintf(out, "- **%s** ", name);
   tp_md_code(out, s->spec);
+  md_runs(out, s);
   const side_run *r = representative(s);
-  size_t used = 0;
-  for (size_t i = 0; i < s->n_runs; i++) used += (size_t)s->runs[i].used;
-  if (used <= 1) {
-    fprintf(out, ": run %lld", (long long)r->id);
-  } else {
-    fprintf(out, ": runs");
-    for (size_t i = 0, k = 0; i < s->n_runs; i++)
-      if (s->runs[i].used) fprintf(out, "%s %lld", k++ ? "," : "", (long long)s->runs[i].id);
-    fprintf(out, " (per configuration, the latest run that ran it)");
-  }
-  if (used > 0 && used < s->n_runs)
-    fprintf(out, " [%zu more run%s of the commit had nothing to compare]", s->n_runs - used,
-            s->n_runs - used == 1 ? "" : "s");
   fputs(", commit ", out);
   tp_md_code(out, r->commit ? r->commit : "unknown");
-  fprintf(out, "%s, %s, %s: %s × %lld, CUDA %s, NCCL %s, cuBLAS %s\n",
+  fprintf(out, "%s, %s, %s: %s × %lld, driver %s, CUDA %s, NCCL %s, cuBLAS %s\n",
           r->dirty == 1 ? " (dirty tree)" : "", or_q(r->started_at), or_q(r->host),
-          or_q(r->gpu_name), (long long)r->gpu_count, or_q(r->cuda), or_q(r->nccl),
+          or_q(r->gpu_name), (long long)r->gpu_count, or_q(r->driver), or_q(r->cuda), or_q(r->nccl),
           or_q(r->cublas));
 }
 
-/* What makes the two sides not like for like, said before the numbers
- * (between the runs that describe them). */
-static void md_warnings(FILE *out, const comparison *c) {
-  const side_run *b = representative(&c->base), *h = representative(&c->head);
-  if (!same_text(b->gpu_name, h->gpu_name) || b->gpu_count != h->gpu_count)
-    fprintf(out, "\n> **Warning**: different GPUs (%s × %lld vs %s × %lld): not like for like.\n",
-            or_q(b->gpu_name), (long long)b->gpu_count, or_q(h->gpu_name), (long long)h->gpu_count);
-  if (!same_text(b->host, h->host))
-    fprintf(out, "\n> **Note**: different hosts (%s vs %s).\n", or_q(b->host), or_q(h->host));
-  if (!same_text(b->driver, h->driver) || !same_text(b->cuda, h->cuda) ||
-      !same_text(b->nccl, h->nccl) || !same_text(b->cublas, h->cublas))
-    fputs("\n> **Note**: driver or library versions differ between the sides.\n", out);
-  if (b->dirty == 1 || h->dirty == 1)
-    fputs("\n> **Note**: a side was built from a tree with uncommitted changes.\n", out);
+static void md_knobs(FILE *out, const side *s) {
+  for (size_t i = 0; i < s->n_runs; i++)
+    if (s->runs[i].used && s->runs[i].test_knobs && *s->runs[i].test_knobs)
+      fprintf(out,
+              "\n> **Note**: run %lld ran with test knobs on (%s): a deliberate slowdown, "
+              "not the code as shipped.\n",
+              (long long)s->runs[i].id, s->runs[i].test_knobs);
 }
 
-static void md_change(FILE *out, double ratio) {
-  char buf[64];
-  if (isfinite(ratio)) snprintf(buf, sizeof buf, "%+.1f%%", (ratio - 1.0) * 100.0);
+/* What makes the two sides not like for like, said before the numbers. */
+static void md_warnings(FILE *out, const comparison *c) {
+  const side_run *b = representative(&c->base), *h = representative(&c->head);
+  if (c->mixed_hardware)
+    fputs("\n> **Warning**: the runs ran on different GPUs or drivers "
+          "(--allow-mixed-hardware): not like for like.\n",
+          out);
+  if (!same_text(b->host, h->host))
+    fprintf(out, "\n> **Note**: different hosts (%s vs %s).\n", or_q(b->host), or_q(h->host));
+  if (!same_text(b->cuda, h->cuda) || !same_text(b->nccl, h->nccl) ||
+      !same_text(b->cublas, h->cublas))
+    fputs("\n> **Note**: library versions differ between the sides.\n", out);
+  if (b->dirty == 1 || h->dirty == 1)
+    fputs("\n> **Note**: a side was built from a tree with uncommitted changes.\n", out);
+  md_knobs(out, &c->base);
+  md_knobs(out, &c->head);
+}
+
+static void md_value(FILE *out, measure m, double value) {
+  if (m == M_TIME) tp_md_num(out, value / 1000.0, 3);
+  else tp_md_num(out, value, 3);
+}
+
+static void md_interval(FILE *out, const measured *x) {
+  char lo[32], hi[32], buf[80];
+  if (x->tested)
+    snprintf(buf, sizeof buf, "%s … %s", fmt_change(lo, sizeof lo, x->ci_lo),
+             fmt_change(hi, sizeof hi, x->ci_hi));
   else snprintf(buf, sizeof buf, "-");
   tp_md_cell(out, buf);
 }
 
-static void md_p(FILE *out, const compare_row *row) {
-  char buf[64];
-  if (!row->tested) snprintf(buf, sizeof buf, "-");
-  else if (row->mw.p < 1e-4) snprintf(buf, sizeof buf, "<0.0001");
-  else snprintf(buf, sizeof buf, "%.4f", row->mw.p);
-  tp_md_cell(out, buf);
+/* One line of a regressed or improved configuration: the failure, or each
+ * measure that moved. */
+static void md_flagged_row(FILE *out, const compare_row *row, verdict v) {
+  char label[sizeof row->note + 300], buf[64];
+  row_label(label, sizeof label, row);
+  if (row->failure) {
+    size_t used = strlen(label);
+    snprintf(label + used, sizeof label - used, " — %s", row->note);
+    tp_md_cell(out, label);
+    fputs("| status | ok | failed | - | - | - | - |\n", out);
+    return;
+  }
+  for (int m = 0; m < N_MEASURES; m++) {
+    const measured *x = &row->m[m];
+    if (x->v != v) continue;
+    tp_md_cell(out, label);
+    tp_md_cell(out, measure_names[m]);
+    md_value(out, (measure)m, x->base);
+    md_value(out, (measure)m, x->head);
+    tp_md_cell(out, fmt_change(buf, sizeof buf, x->change));
+    md_interval(out, x);
+    tp_md_cell(out, fmt_p(buf, sizeof buf, x->p_adj));
+    snprintf(buf, sizeof buf, "%zu / %zu", x->n_base, x->n_head);
+    tp_md_cell(out, buf);
+    fputs("|\n", out);
+  }
 }
 
-static void md_timing_table(FILE *out, const comparison *c, verdict v) {
-  fputs("\n| configuration | base ms | head ms | head/base | change | p | iterations |\n"
-        "|---|---:|---:|---:|---:|---:|---:|\n",
+static void md_flagged_table(FILE *out, const comparison *c, verdict v) {
+  fputs("\n| configuration | measure | base | head | change | 95% interval | adjusted p | "
+        "samples |\n|---|---|---:|---:|---:|---|---:|---:|\n",
         out);
+  for (size_t i = 0; i < c->n_rows; i++)
+    if (c->rows[i].v == v) md_flagged_row(out, &c->rows[i], v);
+}
+
+/* Unchanged and information rows: each measure's change in one line. */
+static void md_change_table(FILE *out, const comparison *c, verdict v) {
+  fputs("\n| configuration | dist/stock | dist/bound | time | note |\n|---|---:|---:|---:|---|\n",
+        out);
+  char label[300], buf[64];
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
     if (row->v != v) continue;
-    char buf[sizeof row->note + sizeof row->base->label + 8];
-    snprintf(buf, sizeof buf, "%s%s%s", any_config(row)->label, row->note[0] ? " — " : "",
-             row->note);
-    tp_md_cell(out, buf);
-    tp_md_num(out, row->base_median_us / 1000.0, 3);
-    tp_md_num(out, row->head_median_us / 1000.0, 3);
-    tp_md_num(out, row->ratio, 3);
-    md_change(out, row->ratio);
-    md_p(out, row);
-    snprintf(buf, sizeof buf, "%zu / %zu", row->n_base, row->n_head);
-    tp_md_cell(out, buf);
+    row_label(label, sizeof label, row);
+    tp_md_cell(out, label);
+    for (int m = 0; m < N_MEASURES; m++)
+      tp_md_cell(out, fmt_change(buf, sizeof buf, row->m[m].change));
+    tp_md_cell(out, row->note);
     fputs("|\n", out);
   }
 }
 
 static void md_note_table(FILE *out, const comparison *c, verdict v) {
   fputs("\n| configuration | note |\n|---|---|\n", out);
+  char label[300];
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
     if (row->v != v) continue;
-    tp_md_cell(out, any_config(row)->label);
+    row_label(label, sizeof label, row);
+    tp_md_cell(out, label);
     tp_md_cell(out, row->note);
     fputs("|\n", out);
   }
@@ -579,11 +1186,28 @@ static void md_note_table(FILE *out, const comparison *c, verdict v) {
 
 static void md_section(FILE *out, const comparison *c, verdict v, int count, const char *title) {
   if (count == 0) return;
-  if (v == V_UNCHANGED) fprintf(out, "\n<details><summary>%s (%d)</summary>\n", title, count);
+  int collapsed = v == V_UNCHANGED || v == V_INFORMATION;
+  if (collapsed) fprintf(out, "\n<details><summary>%s (%d)</summary>\n", title, count);
   else fprintf(out, "\n### %s (%d)\n", title, count);
   if (v == V_NEW || v == V_MISSING) md_note_table(out, c, v);
-  else md_timing_table(out, c, v);
-  if (v == V_UNCHANGED) fputs("\n</details>\n", out);
+  else if (collapsed) md_change_table(out, c, v);
+  else md_flagged_table(out, c, v);
+  if (collapsed) fputs("\n</details>\n", out);
+}
+
+static void md_method(FILE *out, const comparison *c) {
+  fprintf(out,
+          "Gated: per dist_gemm configuration, dist/stock and dist/bound (bound = max(GEMM alone, "
+          "collective alone) of the same case), each taken round by round inside its run so that "
+          "machine drift between runs cancels; raw times only when each side has two runs or "
+          "more. Welch's t test on the log ratios (every round of every run one sample; a run "
+          "without rounds is one sample), Benjamini–Hochberg over the %d gated test%s at a false "
+          "discovery rate of %g; a configuration is flagged when its adjusted p < %g and the "
+          "change is at least %.1f%%. Reference rows are information%s. A configuration ok in "
+          "base that failed in head regressed. Larger is slower for every measure.\n\n",
+          c->sum.tests, c->sum.tests == 1 ? "" : "s", c->opt.alpha, c->opt.alpha,
+          c->opt.threshold * 100.0,
+          c->opt.gate_references ? " but their times gate too (--gate-references)" : "");
 }
 
 static void write_markdown(FILE *out, const comparison *c) {
@@ -593,12 +1217,11 @@ static void write_markdown(FILE *out, const comparison *c) {
   fputs(" → ", out);
   tp_md_code(out, c->head.spec);
   fprintf(out,
-          "\n\n**%s**: %d regressed, %d improved, %d unchanged, %d new, %d missing.\n\n"
-          "A configuration regressed (or improved) when its median per-iteration time (slowest "
-          "rank) changed by at least %.1f%% and a two-sided Mann–Whitney U test of the "
-          "iterations gives p < %g. head/base > 1 is slower.\n\n",
-          s->regressed ? "Regression" : "No regression", s->regressed, s->improved, s->unchanged,
-          s->added, s->missing, c->opt.threshold * 100.0, c->opt.alpha);
+          "\n\n**%s**: %d regressed (%d failed in head), %d improved, %d unchanged, %d "
+          "information only, %d new, %d missing.\n\n",
+          s->regressed ? "Regression" : "No regression", s->regressed, s->failed, s->improved,
+          s->unchanged, s->information, s->added, s->missing);
+  md_method(out, c);
   md_side(out, "base", &c->base);
   md_side(out, "head", &c->head);
   md_warnings(out, c);
@@ -607,55 +1230,90 @@ static void write_markdown(FILE *out, const comparison *c) {
   md_section(out, c, V_NEW, s->added, "New (in head only)");
   md_section(out, c, V_MISSING, s->missing, "Missing (in base, not run in head)");
   md_section(out, c, V_UNCHANGED, s->unchanged, "Unchanged");
+  md_section(out, c, V_INFORMATION, s->information, "Information only (not gated)");
 }
 
-/* ---- CSV ------------------------------------------------------------------------- */
+/* ---- CSV ----------------------------------------------------------------------------------- */
 
-static void write_csv(FILE *out, const comparison *c) {
-  static const char *const columns[] = {"verdict",
-                                        "config_key",
-                                        "label",
-                                        "base_config_id",
-                                        "head_config_id",
-                                        "base_median_us",
-                                        "head_median_us",
-                                        "ratio",
-                                        "change_pct",
-                                        "p_value",
-                                        "u",
-                                        "z",
-                                        "n_base",
-                                        "n_head",
-                                        "note"};
+static const char *const measure_columns[] = {"base",      "head",   "change_pct", "ci_lo_pct",
+                                              "ci_hi_pct", "p",      "p_adjusted", "n_base",
+                                              "n_head",    "verdict"};
+
+static void csv_header(FILE *out) {
+  static const char *const columns[] = {"verdict",    "config_key",     "label",         "role",
+                                        "stock_path", "base_config_id", "head_config_id"};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
     tp_csv_field(out, columns[i], i == 0);
+  char name[64];
+  for (int m = 0; m < N_MEASURES; m++)
+    for (size_t k = 0; k < sizeof measure_columns / sizeof *measure_columns; k++) {
+      snprintf(name, sizeof name, "%s_%s", measure_keys[m], measure_columns[k]);
+      tp_csv_field(out, name, 0);
+    }
+  tp_csv_field(out, "note", 0);
   fputs("\r\n", out);
+}
+
+static void csv_measure(FILE *out, const measured *x) {
+  tp_csv_num(out, x->base, 6);
+  tp_csv_num(out, x->head, 6);
+  tp_csv_num(out, x->change * 100.0, 3);
+  tp_csv_num(out, x->ci_lo * 100.0, 3);
+  tp_csv_num(out, x->ci_hi * 100.0, 3);
+  char buf[64] = "";
+  if (x->tested) snprintf(buf, sizeof buf, "%.6g", x->p);
+  tp_csv_field(out, buf, 0);
+  buf[0] = '\0';
+  if (x->gated) snprintf(buf, sizeof buf, "%.6g", x->p_adj);
+  tp_csv_field(out, buf, 0);
+  tp_csv_int(out, (int64_t)x->n_base);
+  tp_csv_int(out, (int64_t)x->n_head);
+  tp_csv_field(out, x->gated ? verdict_names[x->v] : "", 0);
+}
+
+static void write_csv(FILE *out, const comparison *c) {
+  csv_header(out);
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
+    const entry *e = row_entry(row);
     tp_csv_field(out, verdict_names[row->v], 1);
-    tp_csv_field(out, any_config(row)->key, 0);
-    tp_csv_field(out, any_config(row)->label, 0);
-    if (row->base) tp_csv_int(out, row->base->config_id);
+    tp_csv_field(out, e->key, 0);
+    tp_csv_field(out, e->label, 0);
+    tp_csv_field(out, row->subject ? "dist_gemm" : "reference", 0);
+    tp_csv_field(out,
+                 row->subject && e->fused == 0   ? "1"
+                 : row->subject && e->fused == 1 ? "0"
+                                                 : "",
+                 0);
+    if (row->base_latest) tp_csv_int(out, row->base_latest->id);
     else tp_csv_field(out, "", 0);
-    if (row->head) tp_csv_int(out, row->head->config_id);
+    if (row->head_latest) tp_csv_int(out, row->head_latest->id);
     else tp_csv_field(out, "", 0);
-    tp_csv_num(out, row->base_median_us, 3);
-    tp_csv_num(out, row->head_median_us, 3);
-    tp_csv_num(out, row->ratio, 5);
-    tp_csv_num(out, (row->ratio - 1.0) * 100.0, 2);
-    char buf[64] = "";
-    if (row->tested) snprintf(buf, sizeof buf, "%.6g", row->mw.p);
-    tp_csv_field(out, buf, 0);
-    tp_csv_num(out, row->tested ? row->mw.u : NAN, 1);
-    tp_csv_num(out, row->tested ? row->mw.z : NAN, 4);
-    tp_csv_int(out, (int64_t)row->n_base);
-    tp_csv_int(out, (int64_t)row->n_head);
+    for (int m = 0; m < N_MEASURES; m++) csv_measure(out, &row->m[m]);
     tp_csv_field(out, row->note, 0);
     fputs("\r\n", out);
   }
 }
 
-/* ---- JSON ----------------------------------------------------------------------------- */
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static json_t *json_run(tp_json_builder *jb, const side_run *r) {
+  json_t *run = json_object();
+  if (!run) return NULL;
+  tp_json_set(jb, run, "id", json_integer(r->id));
+  tp_json_set(jb, run, "commit", tp_json_str(r->commit));
+  tp_json_set(jb, run, "dirty", json_boolean(r->dirty == 1));
+  tp_json_set(jb, run, "started_at", tp_json_str(r->started_at));
+  tp_json_set(jb, run, "command", tp_json_str(r->command));
+  tp_json_set(jb, run, "host", tp_json_str(r->host));
+  tp_json_set(jb, run, "gpu_name", tp_json_str(r->gpu_name));
+  tp_json_set(jb, run, "gpu_count", json_integer(r->gpu_count));
+  tp_json_set(jb, run, "driver", tp_json_str(r->driver));
+  tp_json_set(jb, run, "rounds", r->rounds > 0 ? json_integer(r->rounds) : json_null());
+  tp_json_set(jb, run, "test_knobs", tp_json_str(r->test_knobs));
+  tp_json_set(jb, run, "used", json_boolean(r->used));
+  return run;
+}
 
 static json_t *json_side(tp_json_builder *jb, const side *s) {
   json_t *o = json_object(), *runs = json_array();
@@ -666,43 +1324,51 @@ static json_t *json_side(tp_json_builder *jb, const side *s) {
   }
   tp_json_set(jb, o, "spec", tp_json_str(s->spec));
   tp_json_set(jb, o, "commit", tp_json_str(representative(s)->commit));
-  for (size_t i = 0; i < s->n_runs; i++) {
-    const side_run *r = &s->runs[i];
-    json_t *run = json_object();
-    if (run) {
-      tp_json_set(jb, run, "id", json_integer(r->id));
-      tp_json_set(jb, run, "commit", tp_json_str(r->commit));
-      tp_json_set(jb, run, "dirty", json_boolean(r->dirty == 1));
-      tp_json_set(jb, run, "started_at", tp_json_str(r->started_at));
-      tp_json_set(jb, run, "host", tp_json_str(r->host));
-      tp_json_set(jb, run, "gpu_name", tp_json_str(r->gpu_name));
-      tp_json_set(jb, run, "gpu_count", json_integer(r->gpu_count));
-      tp_json_set(jb, run, "used", json_boolean(r->used));
-    }
-    tp_json_append(jb, runs, run);
-  }
+  for (size_t i = 0; i < s->n_runs; i++) tp_json_append(jb, runs, json_run(jb, &s->runs[i]));
   tp_json_set(jb, o, "runs", runs);
   return o;
 }
 
-static json_t *json_row(tp_json_builder *jb, const compare_row *row) {
+static json_t *json_measure(tp_json_builder *jb, const measured *x) {
   json_t *o = json_object();
   if (!o) return NULL;
+  tp_json_set(jb, o, "base", tp_json_real(x->base));
+  tp_json_set(jb, o, "head", tp_json_real(x->head));
+  tp_json_set(jb, o, "change", tp_json_real(x->change));
+  tp_json_set(jb, o, "ci_lo", tp_json_real(x->ci_lo));
+  tp_json_set(jb, o, "ci_hi", tp_json_real(x->ci_hi));
+  tp_json_set(jb, o, "p", x->tested ? tp_json_real(x->p) : json_null());
+  tp_json_set(jb, o, "p_adjusted", x->gated ? tp_json_real(x->p_adj) : json_null());
+  tp_json_set(jb, o, "n_base", json_integer((json_int_t)x->n_base));
+  tp_json_set(jb, o, "n_head", json_integer((json_int_t)x->n_head));
+  tp_json_set(jb, o, "tested", json_boolean(x->tested));
+  tp_json_set(jb, o, "gated", json_boolean(x->gated));
+  tp_json_set(jb, o, "verdict", x->gated ? json_string(verdict_names[x->v]) : json_null());
+  return o;
+}
+
+static json_t *json_row(tp_json_builder *jb, const compare_row *row) {
+  json_t *o = json_object(), *measures = json_object();
+  if (!o || !measures) {
+    json_decref(o);
+    json_decref(measures);
+    return NULL;
+  }
+  const entry *e = row_entry(row);
   tp_json_set(jb, o, "verdict", json_string(verdict_names[row->v]));
-  tp_json_set(jb, o, "config_key", tp_json_str(any_config(row)->key));
-  tp_json_set(jb, o, "label", tp_json_str(any_config(row)->label));
+  tp_json_set(jb, o, "config_key", tp_json_str(e->key));
+  tp_json_set(jb, o, "label", tp_json_str(e->label));
+  tp_json_set(jb, o, "role", json_string(row->subject ? "dist_gemm" : "reference"));
+  tp_json_set(jb, o, "stock_path",
+              row->subject && e->fused >= 0 ? json_boolean(e->fused == 0) : json_null());
+  tp_json_set(jb, o, "failed_in_head", json_boolean(row->failure));
   tp_json_set(jb, o, "base_config_id",
-              row->base ? json_integer(row->base->config_id) : json_null());
+              row->base_latest ? json_integer(row->base_latest->id) : json_null());
   tp_json_set(jb, o, "head_config_id",
-              row->head ? json_integer(row->head->config_id) : json_null());
-  tp_json_set(jb, o, "base_median_us", tp_json_real(row->base_median_us));
-  tp_json_set(jb, o, "head_median_us", tp_json_real(row->head_median_us));
-  tp_json_set(jb, o, "ratio", tp_json_real(row->ratio));
-  tp_json_set(jb, o, "p_value", row->tested ? tp_json_real(row->mw.p) : json_null());
-  tp_json_set(jb, o, "u", row->tested ? tp_json_real(row->mw.u) : json_null());
-  tp_json_set(jb, o, "z", row->tested ? tp_json_real(row->mw.z) : json_null());
-  tp_json_set(jb, o, "n_base", json_integer((json_int_t)row->n_base));
-  tp_json_set(jb, o, "n_head", json_integer((json_int_t)row->n_head));
+              row->head_latest ? json_integer(row->head_latest->id) : json_null());
+  for (int m = 0; m < N_MEASURES; m++)
+    tp_json_set(jb, measures, measure_keys[m], json_measure(jb, &row->m[m]));
+  tp_json_set(jb, o, "measures", measures);
   tp_json_set(jb, o, "note", row->note[0] ? tp_json_str(row->note) : json_null());
   return o;
 }
@@ -711,10 +1377,13 @@ static json_t *json_summary(tp_json_builder *jb, const comparison *c) {
   json_t *o = json_object();
   if (!o) return NULL;
   tp_json_set(jb, o, "regressed", json_integer(c->sum.regressed));
+  tp_json_set(jb, o, "failed", json_integer(c->sum.failed));
   tp_json_set(jb, o, "improved", json_integer(c->sum.improved));
   tp_json_set(jb, o, "unchanged", json_integer(c->sum.unchanged));
+  tp_json_set(jb, o, "information", json_integer(c->sum.information));
   tp_json_set(jb, o, "new", json_integer(c->sum.added));
   tp_json_set(jb, o, "missing", json_integer(c->sum.missing));
+  tp_json_set(jb, o, "tests", json_integer(c->sum.tests));
   return o;
 }
 
@@ -722,11 +1391,16 @@ static json_t *json_options(tp_json_builder *jb, const comparison *c) {
   json_t *o = json_object();
   if (!o) return NULL;
   tp_json_set(jb, o, "test",
-              json_string("mann-whitney-u, two-sided, normal approximation, "
-                          "tie and continuity corrected"));
-  tp_json_set(jb, o, "samples", json_string("slowest rank per iteration"));
+              json_string("welch-t on log ratios, two-sided; benjamini-hochberg over the gated "
+                          "tests"));
+  tp_json_set(jb, o, "samples",
+              json_string("per round: dist_gemm over its stock, and over max(GEMM alone, "
+                          "collective alone), of the same round; one per run without rounds; "
+                          "time: one per run"));
   tp_json_set(jb, o, "threshold", json_real(c->opt.threshold));
   tp_json_set(jb, o, "alpha", json_real(c->opt.alpha));
+  tp_json_set(jb, o, "gate_references", json_boolean(c->opt.gate_references));
+  tp_json_set(jb, o, "mixed_hardware", json_boolean(c->mixed_hardware));
   return o;
 }
 
@@ -753,7 +1427,8 @@ static tp_rc write_json(FILE *out, const comparison *c) {
   return rc;
 }
 
-/* ---- entry point ------------------------------------------------------------------------- */
+/* ---- entry point ------------------------------------------------------------------------------
+ */
 
 static tp_rc check_options(const tp_compare_options *opt) {
   if (!(opt->threshold >= 0 && opt->threshold < 1))
@@ -779,15 +1454,21 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
                         tp_compare_summary *summary) {
   if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_report_compare: NULL argument");
   comparison c = {0};
-  c.opt = opt ? *opt : (tp_compare_options){TP_COMPARE_DEFAULT_THRESHOLD, TP_COMPARE_DEFAULT_ALPHA};
+  if (opt) c.opt = *opt;
+  else
+    c.opt = (tp_compare_options){.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                                 .alpha = TP_COMPARE_DEFAULT_ALPHA};
   tp_rc rc = check_options(&c.opt);
   if (rc == TP_OK) rc = load_side(store, base, &c.base);
   if (rc == TP_OK) rc = load_side(store, head, &c.head);
   if (rc == TP_OK) rc = pair_sides(&c);
-  if (rc == TP_OK) mark_used_runs(&c);
-  if (rc == TP_OK) rc = judge_all(store, &c);
   if (rc == TP_OK) {
-    qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);
+    mark_used_runs(&c);
+    rc = check_hardware(&c);
+  }
+  if (rc == TP_OK) rc = judge_all(&c);
+  if (rc == TP_OK) {
+    if (c.n_rows) qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);
     rc = render(out, &c, fmt);
   }
   if (rc == TP_OK && summary) *summary = c.sum;

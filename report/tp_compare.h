@@ -1,20 +1,32 @@
 /*
  * tp_compare.h — regression tracking: `tpbench compare BASE HEAD` and the
- * statistical test under it.
+ * statistics under it.
  *
- * A comparison matches configurations of two sides by their canonical config
- * key (tp_config_key), so the same configuration is found across commits
- * whatever its row ids. For each key measured on both sides it takes, per
- * side, the per-iteration times of the slowest rank (tp_store_iteration_times)
- * and asks two questions:
- *   - is the difference real? A two-sided Mann–Whitney U test of the two
- *     samples (normal approximation, tie and continuity corrections) at
- *     significance alpha (default 0.01);
- *   - is it big enough to matter? The ratio of medians head / base must
- *     leave [1 - threshold, 1 + threshold] (default threshold 0.03).
- * Both yes: regressed (ratio above) or improved (below); otherwise unchanged.
- * Keys on one side only are new (head only) or missing (base only; also a
- * key whose head configuration did not run, with its status and reason).
+ * Machine drift between runs (5-15 % on unchanged references on the H200
+ * pair) must not read as a regression, so compare gates on what drift
+ * cancels: ratios measured inside one run. Per dist_gemm configuration (an
+ * op or a layer) and per round of its run (schemas/003_trust.sql: `windows`),
+ *   - dist/stock  its round median over the same round's median of the
+ *                 stock configuration of its case (the inverse speedup);
+ *   - dist/bound  over max(GEMM alone, collective alone) of the same case
+ *                 and round;
+ * so a run of R rounds gives R ratio samples, each of two windows minutes
+ * apart at most. A run from before rounds (runs.rounds NULL, no windows)
+ * gives one sample, from its results' medians. Across runs a side's samples
+ * are pooled (every round of every run the side names) and the two sides
+ * compared with Welch's t test on the log ratios; raw times are compared
+ * only when each side has two runs or more (one sample per run, the run's
+ * median: the only samples that carry between-run variance), and are
+ * otherwise shown as information.
+ *
+ * The tests of a comparison form one family, adjusted by Benjamini–Hochberg
+ * (false discovery rate at alpha, default 0.05): when no configuration
+ * changed (identical code) that bounds the chance of any flag at alpha, and
+ * when a change moves many configurations at once (a slower fused op moves
+ * every dist_gemm row) it keeps the power that Holm would spend on the count
+ * of tests. A test flags a configuration only when its adjusted p is below
+ * alpha AND the ratio moved by at least the threshold (default 2 %): a real
+ * but negligible shift never gates.
  */
 #ifndef TP_COMPARE_H
 #define TP_COMPARE_H
@@ -25,58 +37,101 @@
 #include "report/tp_report.h"
 #include "store/tp_store.h"
 
-/* ---- the test ----------------------------------------------------------- */
+/* ---- the statistics ------------------------------------------------------ */
 
-typedef struct tp_mann_whitney {
-  double u;     /* U of the first sample: pairs (a_i, b_j) with a_i > b_j, ties count 1/2 */
-  double mean;  /* n_a n_b / 2, U's mean when the samples come from one distribution */
-  double sigma; /* U's standard deviation, tie-corrected; 0 when every value ties */
-  double z;     /* (U - mean), moved 1/2 towards the mean (continuity), over sigma */
-  double p;     /* two-sided p value, 2 (1 - Phi(|z|)); 1 when sigma is 0 */
-} tp_mann_whitney;
+/* Welch's unequal-variance t test of mean(b) - mean(a), with its 95 %
+ * interval. */
+typedef struct tp_welch {
+  double diff;         /* mean(b) - mean(a) */
+  double se;           /* sqrt(var_a / n_a + var_b / n_b), sample variances */
+  double df;           /* Welch–Satterthwaite degrees of freedom */
+  double t;            /* diff / se; 0 when se is 0 */
+  double p;            /* two-sided p value from Student's t with df degrees of freedom */
+  double ci_lo, ci_hi; /* diff -+ t(0.975, df) se */
+} tp_welch;
 
-/* The Mann–Whitney U test of a[0..na) against b[0..nb) (NaN values are not
- * allowed). TP_EUSAGE when a sample is empty or holds a NaN; TP_EOOM. */
-tp_rc tp_mann_whitney_test(const double *a, size_t na, const double *b, size_t nb,
-                           tp_mann_whitney *out);
+/* Welch's test of b[0..nb) against a[0..na). Both samples need two values
+ * or more (a variance); NaN and infinities are refused. When both variances
+ * are 0 the difference is exact: p is 1 for equal means, 0 otherwise, and
+ * the interval is the difference itself. TP_EUSAGE for too few or
+ * non-finite values. */
+tp_rc tp_welch_test(const double *a, size_t na, const double *b, size_t nb, tp_welch *out);
 
-/* ---- the comparison ----------------------------------------------------- */
+/* P(T <= t) for Student's t with df > 0 degrees of freedom. */
+double tp_student_t_cdf(double t, double df);
+
+/* Benjamini–Hochberg adjusted p values of p[0..n) into adjusted[0..n) (the
+ * same order): adjusted_(i) = min over j >= i of n p_(j) / j, at most 1, for
+ * the p values sorted ascending. A test whose adjusted p is below q is a
+ * discovery at false discovery rate q. TP_EOOM; n == 0 is fine. */
+tp_rc tp_bh_adjust(const double *p, size_t n, double *adjusted);
+
+/* ---- the comparison ------------------------------------------------------ */
+
+/* Which rows are shown (and tested): NULL fields match everything. The
+ * references that ratios need are read whatever the filter. */
+typedef struct tp_compare_filter {
+  const char *model, *layer, *pass, *dtype, *backend, *kind;
+} tp_compare_filter;
 
 typedef struct tp_compare_options {
-  double threshold; /* minimum relative effect on the median: 0.03 is 3% */
-  double alpha;     /* significance level of the test: 0.01 */
+  double threshold;         /* minimum relative change: 0.02 is 2 % */
+  double alpha;             /* false discovery rate of the family: 0.05 */
+  int gate_references;      /* 1: stock, GEMM-alone and collective-alone times gate too */
+  int allow_mixed_hardware; /* 1: compare runs on different GPUs or drivers anyway */
+  tp_compare_filter filter;
 } tp_compare_options;
 
-#define TP_COMPARE_DEFAULT_THRESHOLD 0.03
-#define TP_COMPARE_DEFAULT_ALPHA 0.01
+#define TP_COMPARE_DEFAULT_THRESHOLD 0.02
+#define TP_COMPARE_DEFAULT_ALPHA 0.05
 
 typedef struct tp_compare_summary {
-  int regressed, improved, unchanged, added, missing;
+  int regressed;   /* configurations that regressed, failures included: exit 1 when > 0 */
+  int failed;      /* of those, ok in base and failed (numerics, evidence, timeout, oom) in head */
+  int improved;    /* a gated ratio (or time) got better, none worse */
+  int unchanged;   /* gated, and no gated test flagged */
+  int information; /* nothing gated: reference rows, or too few samples to test */
+  int added;       /* in head only (or ran in head only) */
+  int missing;     /* in base only, or rejected in head */
+  int tests;       /* tests in the Benjamini–Hochberg family */
 } tp_compare_summary;
 
 /*
  * Compares side base with side head and writes the result.
  *
- * A side is "run:N" (that run) or a commit sha or prefix (case-insensitive;
- * a prefix matching two commits is an error). A commit may have several
- * runs (run twice, or a matrix split over jobs and imported): for each key
- * the side takes the configuration of the latest run (by start time) that
- * ran it successfully, or, when none did, the latest one at all, so its
- * status is reported. Samples are never pooled across runs: run-to-run
- * variation is not the within-run noise the test assumes.
+ * A side is a comma-separated list of "run:N" (that run) and commit shas or
+ * prefixes (case-insensitive; every run of the commit; a prefix matching
+ * two commits is an error). Configurations are matched by their canonical
+ * config key. When a side holds a key in several runs, the latest run (by
+ * start time, then id) decides its status — a later failure is never hidden
+ * by an earlier success — and when that one is ok, every run where it was
+ * ok contributes samples. A configuration is failed when its status is not
+ * ok, or its numerics or schedule evidence say failed.
  *
- * Markdown (for a pull-request comment): a title, a verdict line, what each
- * side is (runs, commit, host, GPUs, and warnings when hardware or software
- * differ or a tree was dirty), then tables of regressed and improved
- * configurations (worst first), new and missing ones, and the unchanged in a
- * collapsed <details> block. CSV: one line per key. JSON: {"base", "head",
- * "options", "summary", "rows"}.
+ * Verdicts: regressed (a gated test flagged it slower, or it was ok in base
+ * and failed, oom or timed out in head — for every kind of configuration),
+ * improved, unchanged, information (nothing gated: reference rows unless
+ * gate_references, and rows with fewer than two samples on a side), new,
+ * missing (also rejected in head). Rows where dist_gemm took the stock path
+ * (results.fused = 0) are gated like the others and labelled.
+ *
+ * Hardware: the runs that supplied compared configurations must share the
+ * GPU model, the GPU count and the driver, or the comparison is refused
+ * (TP_EUSAGE, naming both) unless opt->allow_mixed_hardware; it then warns.
+ *
+ * Markdown (for a pull-request comment): a title, the verdict line, the
+ * method in one paragraph, both sides (runs, rounds, commit, host, GPUs,
+ * test knobs in force), then the regressed and improved configurations,
+ * each with the measure that moved, the change of its geometric mean, the
+ * 95 % interval of that change and the adjusted p; new and missing ones; the
+ * unchanged and the information-only rows in collapsed blocks. CSV: one line
+ * per configuration. JSON: {"base", "head", "options", "summary", "rows"}.
  *
  * opt may be NULL (defaults). summary (may be NULL) receives the counts;
  * the caller decides the exit status from summary.regressed. TP_EUSAGE for a
- * side that names no run, an ambiguous prefix, a malformed "run:" or options
- * out of range (threshold in [0, 1), alpha in (0, 1)); TP_EIO when out
- * cannot be written.
+ * side that names no run, an ambiguous prefix, a malformed "run:", mixed
+ * hardware, or options out of range (threshold in [0, 1), alpha in (0, 1));
+ * TP_EIO when out cannot be written.
  */
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
                         const tp_compare_options *opt, tp_report_format fmt, FILE *out,
