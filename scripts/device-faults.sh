@@ -11,19 +11,25 @@ out=${OUT:-/tmp/tpbench-out}/faults
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bin=$build/tpbench
-args=(run --gpus 1 --timeout 20 --iters 20 --warmup 3 --axis model=8b --axis seqlen=2048,4096
+args=(run --gpus 1 --timeout 20 --iters 400 --warmup 3 --axis model=8b --axis seqlen=2048,4096
       --axis pass=fwd,fwd+bwd --axis graph=off)
 
+# the GPU host has no sqlite3 shell: Python's module reads the database
 summary() { # db
-  echo "integrity: $(sqlite3 "$1" 'PRAGMA integrity_check' 2>&1)"
-  sqlite3 "$1" "SELECT status, count(*) FROM configs GROUP BY status" 2>&1
-  sqlite3 "$1" "SELECT reason FROM configs WHERE reason LIKE '%died%' OR reason LIKE '%interrupt%'" 2>&1
+  python3 - "$1" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print("integrity:", db.execute("PRAGMA integrity_check").fetchone()[0])
+print("statuses:", db.execute("SELECT status, count(*) FROM configs GROUP BY status").fetchall())
+for (r,) in db.execute("SELECT reason FROM configs WHERE reason LIKE '%died%'"):
+    print("lost:", r)
+PY
 }
 
 # 1. a worker killed while it runs a configuration
 "$bin" "${args[@]}" --db "$out/kill.db" > "$out/kill.md" 2> "$out/kill.err" &
 parent=$!
-sleep 25
+sleep 12
 worker=$(pgrep -P "$parent" | head -n 1)
 t0=$(date +%s)
 [ -n "$worker" ] && kill -9 "$worker" && echo "killed worker $worker"
@@ -33,7 +39,7 @@ summary "$out/kill.db"
 # 2. an interrupt
 "$bin" "${args[@]}" --db "$out/int.db" > "$out/int.md" 2> "$out/int.err" &
 parent=$!
-sleep 20
+sleep 12
 t0=$(date +%s)
 kill -INT "$parent"
 wait "$parent"; echo "run after SIGINT: exit $? in $(( $(date +%s) - t0 )) s"
