@@ -269,6 +269,9 @@ void tp_query_limit_start(tp_query_limit *lim, sqlite3 *db, const char *path, in
   lim->started = monotonic_s();
   lim->watch = watch;
   note_file(lim);
+  /* Watching means the mode was chosen because there was no -wal: one that
+   * appeared since is already a writer. */
+  if (watch) lim->had_wal = 0;
   sqlite3_progress_handler(db, STEPS_PER_CHECK, on_progress, lim);
   /* Without the trace every statement counts from the start (stopped
    * earlier, never later) and a change shows a few steps later: logged. */
