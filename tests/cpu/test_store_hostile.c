@@ -83,7 +83,8 @@ static snapshot take(const char *path) {
 /* The file is byte-for-byte what it was, with nothing beside it. */
 static void assert_unchanged(const char *path, snapshot *before) {
   snapshot after = take(path);
-  if (after.len != before->len || memcmp(after.bytes, before->bytes, after.len) != 0)
+  if (!after.bytes || !before->bytes || after.len != before->len ||
+      memcmp(after.bytes, before->bytes, after.len) != 0)
     fail_msg("%s changed (%zu bytes, was %zu)", path, after.len, before->len);
   free(after.bytes);
   assert_nothing_beside(path);
