@@ -358,7 +358,9 @@ tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **time
 
 /* TP_OK when path is a tpbench database this binary can read (any schema
  * version up to tp_store_schema_version()); TP_EIO when it is missing or
- * unreadable, TP_EFOREIGN when it is not tpbench's or has a newer schema.
+ * unreadable, TP_EFOREIGN when it is not tpbench's, has a newer or a negative
+ * schema version, or a schema unlike the one the migrations make (a view
+ * where tpbench has a table, a changed view, a trigger of its own).
  * Reads through an immutable connection: the file is never changed and no
  * -wal/-shm/-journal file is made. *version (may be NULL) receives the
  * file's schema version. */
@@ -383,10 +385,15 @@ typedef struct tp_import_stats {
   double sync_ns_median;     /* median synchronisation over the rows that recorded it; NaN if
                                 none (traces before schemas/003 counted it as communication) */
  *
- * Errors: TP_EFOREIGN when the source is not a tpbench database or has a
- * newer schema (checked before anything is written: the store is untouched);
- * TP_EIO when it is missing or unreadable; TP_EUSAGE when it is the store's
- * own file; TP_ESQLITE on a database error (rolled back). stats may be NULL. */
+ * Nothing is left beside the source (see tp_store_open_readonly), and every
+ * statement runs under the same time limit.
+ *
+ * Errors: TP_EFOREIGN when the source is not a tpbench database, has a newer
+ * schema or fails tp_store_probe's schema check (checked before anything is
+ * written: the store is untouched); TP_EIO when it is missing or unreadable,
+ * or another program wrote to it during the import; TP_ETIMEOUT when reading
+ * it ran past the time limit; TP_EUSAGE when it is the store's own file;
+ * TP_ESQLITE on a database error. Every error rolls back. stats may be NULL. */
 tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats);
 
 #ifdef __cplusplus
