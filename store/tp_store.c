@@ -50,6 +50,8 @@ struct tp_store {
   sqlite3_stmt *insert_result;
   sqlite3_stmt *insert_sample;
   sqlite3_stmt *insert_schedule;
+  sqlite3_stmt *insert_window;
+  sqlite3_stmt *insert_check;
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -550,6 +552,8 @@ void tp_store_close(tp_store *store) {
   sqlite3_finalize(store->insert_result);
   sqlite3_finalize(store->insert_sample);
   sqlite3_finalize(store->insert_schedule);
+  sqlite3_finalize(store->insert_window);
+  sqlite3_finalize(store->insert_check);
   if (store->db && sqlite3_close(store->db) != SQLITE_OK)
     TP_LOGE("store", "%s: close failed: %s", store->path, sqlite3_errmsg(store->db));
   free(store->path);
@@ -567,7 +571,8 @@ tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_
   static const char sql[] =
       "INSERT INTO runs (commit_sha, dirty, host, gpu_name, gpu_count, driver_version, "
       "cuda_version, nccl_version, cublas_version, cupti_version, command_line, command, "
-      "warmup_iters, measure_iters) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+      "warmup_iters, measure_iters, rounds, order_policy, order_seed, test_knobs) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   sqlite3_stmt *stmt = NULL;
   if (sqlite3_prepare_v2(store->db, sql, -1, &stmt, NULL) != SQLITE_OK)
     return SQL_FAIL(store->db, store->path, "preparing the run insert");
@@ -586,6 +591,13 @@ tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_
   bind_text(&b, info->command);
   bind_int(&b, info->warmup_iters);
   bind_int(&b, info->measure_iters);
+  if (info->rounds > 0) bind_int(&b, info->rounds);
+  else bind_text(&b, NULL);
+  bind_text(&b, info->order_policy);
+  if (info->order_policy && strcmp(info->order_policy, "shuffle") == 0)
+    bind_int(&b, info->order_seed);
+  else bind_text(&b, NULL);
+  bind_text(&b, info->test_knobs);
   tp_rc rc = bind_and_step(store, &b, "recording the run");
   sqlite3_finalize(stmt);
   if (rc == TP_OK) *run_id = sqlite3_last_insert_rowid(store->db);
@@ -827,6 +839,10 @@ static tp_rc check_record(const tp_config_record *rec) {
                      rec->samples[i].count);
   if (rec->n_schedules < 0 || (rec->n_schedules > 0 && !rec->schedules))
     return TP_FAIL(TP_EINTERNAL, "%d schedules without entries", rec->n_schedules);
+  if (rec->n_windows < 0 || (rec->n_windows > 0 && !rec->windows))
+    return TP_FAIL(TP_EINTERNAL, "%d windows without entries", rec->n_windows);
+  if (rec->n_checks < 0 || (rec->n_checks > 0 && !rec->checks))
+    return TP_FAIL(TP_EINTERNAL, "%d checks without entries", rec->n_checks);
   if (rec->trace) return tp_store_check_trace(rec->trace);
   return TP_OK;
 }
@@ -875,8 +891,10 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
   TP_TRY(prepare_once(s, &s->insert_result,
                       "INSERT INTO results (config_id, n_samples, median_us, p10_us, p90_us, "
                       "mean_us, min_us, max_us, cv, tokens_per_s, tflops, flops, bytes_moved, "
-                      "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref) "
-                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                      "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref, "
+                      "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, "
+                      "numerics_reason, fused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   binder b = {s->insert_result, 0, SQLITE_OK};
   bind_int(&b, config_id);
   bind_int(&b, r->n_samples);
@@ -896,13 +914,25 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
   bind_real(&b, r->max_abs_err);
   bind_real(&b, r->rel_err);
   bind_text(&b, r->numerics_ref);
+  const int rounds = r->n_rounds > 0;
+  if (rounds) bind_int(&b, r->n_rounds);
+  else bind_text(&b, NULL);
+  bind_real(&b, rounds ? r->ci_lo_us : NAN);
+  bind_real(&b, rounds ? r->ci_hi_us : NAN);
+  bind_real(&b, rounds ? r->rank_skew : NAN);
+  bind_real(&b, rounds ? r->host_stall_frac : NAN);
+  bind_text(&b, r->numerics);
+  bind_text(&b, r->numerics_reason);
+  if (r->fused == TP_FUSED_NA) bind_text(&b, NULL);
+  else bind_int(&b, r->fused == TP_FUSED_ALL);
   return bind_and_step(s, &b, "inserting into results");
 }
 
 static tp_rc insert_samples(tp_store *s, int64_t config_id, const tp_samples *sets, int n_sets) {
   if (n_sets == 0) return TP_OK;
   TP_TRY(prepare_once(s, &s->insert_sample,
-                      "INSERT INTO samples (config_id, rank, iter, time_us) VALUES (?, ?, ?, ?)"));
+                      "INSERT INTO samples (config_id, rank, iter, time_us, round, host_us) "
+                      "VALUES (?, ?, ?, ?, ?, ?)"));
   for (int set = 0; set < n_sets; set++) {
     for (int iter = 0; iter < sets[set].count; iter++) {
       binder b = {s->insert_sample, 0, SQLITE_OK};
@@ -910,6 +940,8 @@ static tp_rc insert_samples(tp_store *s, int64_t config_id, const tp_samples *se
       bind_int(&b, sets[set].rank);
       bind_int(&b, iter);
       bind_real(&b, sets[set].time_us[iter]);
+      bind_int(&b, sets[set].round ? sets[set].round[iter] : 0);
+      bind_real(&b, sets[set].host_us ? sets[set].host_us[iter] : NAN);
       TP_TRY(bind_and_step(s, &b, "inserting into samples"));
     }
   }
@@ -936,12 +968,53 @@ static tp_rc insert_schedules(tp_store *s, int64_t config_id, const tp_schedule_
   return TP_OK;
 }
 
+static tp_rc insert_windows(tp_store *s, int64_t config_id, const tp_window *w, int n) {
+  for (int i = 0; i < n; i++) {
+    TP_TRY(prepare_once(s, &s->insert_window,
+                        "INSERT INTO windows (config_id, round, position, median_us) "
+                        "VALUES (?, ?, ?, ?)"));
+    binder b = {s->insert_window, 0, SQLITE_OK};
+    bind_int(&b, config_id);
+    bind_int(&b, w[i].round);
+    bind_int(&b, w[i].position);
+    bind_real(&b, w[i].median_us);
+    TP_TRY(bind_and_step(s, &b, "inserting into windows"));
+  }
+  return TP_OK;
+}
+
+static tp_rc insert_checks(tp_store *s, int64_t config_id, const tp_check *c, int n) {
+  for (int i = 0; i < n; i++) {
+    TP_TRY(prepare_once(s, &s->insert_check,
+                        "INSERT INTO checks (config_id, seq, output, rule, status, elements, "
+                        "nonfinite, differ, rel_err, max_abs_err, tolerance, reason) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    binder b = {s->insert_check, 0, SQLITE_OK};
+    bind_int(&b, config_id);
+    bind_int(&b, i);
+    bind_text(&b, c[i].output);
+    bind_text(&b, c[i].rule);
+    bind_text(&b, c[i].status);
+    bind_int(&b, c[i].elements);
+    bind_int(&b, c[i].nonfinite);
+    bind_int(&b, c[i].differ);
+    bind_real(&b, c[i].rel_err);
+    bind_real(&b, c[i].max_abs_err);
+    bind_real(&b, c[i].tolerance);
+    bind_text(&b, c[i].reason);
+    TP_TRY(bind_and_step(s, &b, "inserting into checks"));
+  }
+  return TP_OK;
+}
+
 static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *rec, const char *key,
                           const char *case_key, int64_t *id) {
   TP_TRY(insert_config(s, run_id, rec, key, case_key, id));
   if (rec->result) TP_TRY(insert_result(s, *id, rec->result));
   TP_TRY(insert_samples(s, *id, rec->samples, rec->n_sample_sets));
   TP_TRY(insert_schedules(s, *id, rec->schedules, rec->n_schedules));
+  TP_TRY(insert_windows(s, *id, rec->windows, rec->n_windows));
+  TP_TRY(insert_checks(s, *id, rec->checks, rec->n_checks));
   if (rec->trace) TP_TRY(tp_store_write_trace(s, *id, rec->trace));
   return TP_OK;
 }

@@ -85,6 +85,10 @@ typedef struct tp_run_info {
   const char *command; /* tpbench subcommand: ops, run, link */
   int warmup_iters;
   int measure_iters;
+  int rounds;               /* rounds per case (0: not recorded) */
+  const char *order_policy; /* "rotate" or "shuffle" (NULL: not recorded) */
+  int64_t order_seed;       /* the shuffle's seed (recorded for "shuffle" only) */
+  const char *test_knobs;   /* test-only slowdowns in force, NULL: none */
 } tp_run_info;
 
 /* Records a new run (started now, UTC) and returns its id. NULL strings are
@@ -156,6 +160,13 @@ typedef enum {
 /* "ok", "rejected", "failed", "oom", "timeout"; "invalid" for other values. */
 const char *tp_status_name(tp_config_status status);
 
+/* Whether a dist_gemm configuration's ops all ran fused schedules. */
+typedef enum {
+  TP_FUSED_NA = 0,    /* not a dist_gemm configuration, or not known */
+  TP_FUSED_ALL,       /* every op ran a fused schedule */
+  TP_FUSED_STOCK_PATH /* some op took the stock path (auto's choice, recorded with its reason) */
+} tp_fused;
+
 /* Statistics of one configuration's measurement window (times in
  * microseconds, per iteration, the slowest rank of each iteration). */
 typedef struct tp_result {
@@ -171,6 +182,14 @@ typedef struct tp_result {
   double max_abs_err;       /* against the reference (NaN where not checked) */
   double rel_err;           /* ||out - ref|| / ||ref|| */
   const char *numerics_ref; /* what the error is measured against: "stock", "reference" */
+  /* From here on recorded only when n_rounds > 0 (stored as NULL otherwise). */
+  int n_rounds;              /* rounds the samples came from */
+  double ci_lo_us, ci_hi_us; /* 95 % interval of median_us (NaN: not computed) */
+  double rank_skew;          /* slowest rank's median / fastest rank's - 1 */
+  double host_stall_frac;    /* iterations whose issue on some rank outlasted the GPU time */
+  const char *numerics;      /* "ok", "failed", "not checked", "reference"; NULL: not compared */
+  const char *numerics_reason;
+  tp_fused fused;
 } tp_result;
 
 /* Per-iteration times of one rank. */
@@ -178,7 +197,26 @@ typedef struct tp_samples {
   int rank;
   int count;
   const double *time_us;
+  const int *round;      /* the round of each iteration; NULL: all of round 0 */
+  const double *host_us; /* host time spent issuing each step; NULL: not measured */
 } tp_samples;
+
+/* One round of a configuration: its place in the round's order, its median. */
+typedef struct tp_window {
+  int round;
+  int position;
+  double median_us;
+} tp_window;
+
+/* One compared output judged on its own (schemas/003_trust.sql, checks). */
+typedef struct tp_check {
+  const char *output;
+  const char *rule;   /* "exact", "tolerance", "finite" */
+  const char *status; /* "ok", "failed", "not checked" */
+  int64_t elements, nonfinite, differ;
+  double rel_err, max_abs_err, tolerance; /* NaN where not measured */
+  const char *reason;                     /* required unless ok */
+} tp_check;
 
 /* Which schedule ran for one op of a configuration, and why. */
 typedef struct tp_schedule_choice {
@@ -203,6 +241,10 @@ typedef struct tp_config_record {
   int n_sample_sets;
   const tp_schedule_choice *schedules;
   int n_schedules;
+  const tp_window *windows; /* per round; may be NULL */
+  int n_windows;
+  const tp_check *checks; /* per compared output; may be NULL */
+  int n_checks;
   const struct tp_trace_record *trace; /* written as tp_store_put_trace would, same transaction */
 } tp_config_record;
 
@@ -253,7 +295,17 @@ typedef struct tp_trace_overlap {
   uint64_t window_start_ns, window_end_ns;
   uint64_t comm_ns, compute_ns, overlap_ns, exposed_ns; /* exposed = comm - overlap */
   double overlap_pct; /* 100 * overlap / comm; stored as NULL when comm_ns == 0 */
+  uint64_t sync_ns;   /* |U sync| (barriers, waits, signals, stream waits): beside overlap,
+                         never in comm (0 on rows written before schemas/003) */
 } tp_trace_overlap;
+
+/* The schedule evidence of one op of the configuration: its schedules row
+ * (seq, the order in tp_config_record.schedules) gets evidence and message. */
+typedef struct tp_trace_op_evidence {
+  int seq;
+  const char *evidence; /* "ok", "failed", "not checked" */
+  const char *message;  /* what was expected and seen, or why not checked; required unless ok */
+} tp_trace_op_evidence;
 
 /* Everything traced for one configuration, every rank. */
 typedef struct tp_trace_record {
@@ -268,6 +320,13 @@ typedef struct tp_trace_record {
   const char *evidence_message; /* what was expected and seen; required unless evidence is ok */
   uint64_t dropped_records;     /* records the tracer lost in the window */
   int64_t clock_offset_ns;      /* tracer clock - CLOCK_REALTIME, rank 0 */
+  /* Evidence in three states (schemas/003): "ok", "failed" (an op failed) or
+   * "not checked" (no op failed, one could not be checked). When set it
+   * decides, and traces.evidence_ok is stored as 1 only for "ok"; NULL keeps
+   * the two states of evidence_ok. */
+  const char *evidence;
+  const tp_trace_op_evidence *op_evidence; /* per op; may be NULL/0 */
+  size_t n_op_evidence;
 } tp_trace_record;
 
 /* Writes the trace of a configuration already stored (tp_store_put_config
@@ -292,6 +351,7 @@ typedef struct tp_trace_info {
   int traced_iters;
   double traced_median_us, untraced_median_us, overhead; /* NaN where NULL */
   int evidence_ok;
+  char evidence[16]; /* "ok", "failed", "not checked" (before schemas/003: from evidence_ok) */
   char evidence_message[512]; /* "" when none; truncated if longer */
   uint64_t dropped_records;
   int64_t clock_offset_ns;
@@ -301,6 +361,8 @@ typedef struct tp_trace_info {
   double overlap_pct_median; /* median over the rows with comm > 0; NaN if none */
   double exposed_ns_median;  /* median exposed communication over all rows; NaN if none */
   double comm_ns_median;     /* median communication over all rows; NaN if none */
+  double sync_ns_median;     /* median synchronisation over the rows that recorded it; NaN if
+                                none (traces before schemas/003 counted it as communication) */
 } tp_trace_info;
 
 /* Reads the trace summary of config_id: *found = 1 and *out filled when the
@@ -317,18 +379,8 @@ tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_eve
 
 /* The overlap rows of config_id ordered by rank and window, in a malloc'd
  * array (*rows NULL when *n is 0; free() it). overlap_pct is NaN where NULL. */
-  uint64_t sync_ns;   /* |U sync| (barriers, waits, signals, stream waits): beside overlap,
-                         never in comm (0 on rows written before schemas/003) */
 tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overlap **rows,
                              size_t *n);
-/* The schedule evidence of one op of the configuration: its schedules row
- * (seq, the order in tp_config_record.schedules) gets evidence and message. */
-typedef struct tp_trace_op_evidence {
-  int seq;
-  const char *evidence; /* "ok", "failed", "not checked" */
-  const char *message;  /* what was expected and seen, or why not checked; required unless ok */
-} tp_trace_op_evidence;
-
 
 /* ---- reading configurations (store/tp_store_trace.c) -------------------- */
 
@@ -342,13 +394,6 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
                            int prefer_traced, int64_t *out);
 
 /* The per-iteration times of config_id as the statistics use them: for each
-  /* Evidence in three states (schemas/003): "ok", "failed" (an op failed) or
-   * "not checked" (no op failed, one could not be checked). When set it
-   * decides, and traces.evidence_ok is stored as 1 only for "ok"; NULL keeps
-   * the two states of evidence_ok. */
-  const char *evidence;
-  const tp_trace_op_evidence *op_evidence; /* per op; may be NULL/0 */
-  size_t n_op_evidence;
  * iteration, the slowest rank's time (iterations where no rank has a time are
  * left out), in iteration order, in a malloc'd array (*times NULL when *n is
  * 0; free() it). */
@@ -372,7 +417,6 @@ typedef struct tp_import_stats {
   int runs_imported; /* ... copied into the store */
   int runs_present;  /* ... already in the store (same uuid): skipped */
   int64_t configs, samples, events;
-  char evidence[16];          /* "ok", "failed", "not checked" (before schemas/003: from evidence_ok) */
 } tp_import_stats;
 
 /* Copies every run of the tpbench database at src_path that the store does
@@ -382,8 +426,6 @@ typedef struct tp_import_stats {
  * the label migration 002 would give them), so importing the same file again
  * adds nothing. Rows get new ids in the store; everything else is copied as
  * is. The source is opened read-only and never changed.
-  double sync_ns_median;     /* median synchronisation over the rows that recorded it; NaN if
-                                none (traces before schemas/003 counted it as communication) */
  *
  * Nothing is left beside the source (see tp_store_open_readonly), and every
  * statement runs under the same time limit.

@@ -82,9 +82,9 @@ static int is_one_of(const char *word, const char *const *names, size_t n) {
 static const char *const event_kinds[] = {"kernel", "memcpy", "memset", "sync", "range"};
 static const char *const categories[] = {"comm",        "sync",  "gemm", "attention",
                                          "elementwise", "other", "range"};
+static const char *const evidence_words[] = {"ok", "failed", "not checked"};
 enum {
   N_KINDS = sizeof event_kinds / sizeof *event_kinds,
-static const char *const evidence_words[] = {"ok", "failed", "not checked"};
   N_CATS = sizeof categories / sizeof *categories,
   N_EVIDENCE = sizeof evidence_words / sizeof *evidence_words
 };
@@ -124,8 +124,6 @@ static tp_rc check_overlap(const tp_trace_overlap *o, size_t i) {
   return TP_OK;
 }
 
-tp_rc tp_store_check_trace(const tp_trace_record *rec) {
-  if (!rec) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL record");
 /* The record's evidence in the store's words: its three-state word, or the
  * two states of evidence_ok for writers that do not set it. */
 static const char *evidence_word(const tp_trace_record *rec) {
@@ -157,6 +155,8 @@ static tp_rc check_evidence(const tp_trace_record *rec) {
   return TP_OK;
 }
 
+tp_rc tp_store_check_trace(const tp_trace_record *rec) {
+  if (!rec) return TP_FAIL(TP_EINTERNAL, "tp_store_put_trace: NULL record");
   if ((rec->n_events > 0 && !rec->events) || (rec->n_overlap > 0 && !rec->overlap))
     return TP_FAIL(TP_EINTERNAL, "trace record: counts without arrays");
   if (rec->traced_iters < 0)
@@ -322,9 +322,9 @@ static tp_rc insert_overlap(tp_store *s, int64_t config_id, const tp_trace_recor
     b = b ? b : sqlite3_bind_int64(st, 9, (int64_t)o->exposed_ns);
     /* A percentage of nothing is no percentage: NULL, not 0. */
     b = b ? b : bind_real_or_null(st, 10, o->comm_ns > 0 ? o->overlap_pct : NAN);
+    b = b ? b : sqlite3_bind_int64(st, 11, (int64_t)o->sync_ns);
     rc = step_done(s, st, b, "inserting into overlap");
   }
-    b = b ? b : sqlite3_bind_int64(st, 11, (int64_t)o->sync_ns);
   sqlite3_finalize(st);
   return rc;
 }
@@ -353,14 +353,12 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
                                                                             : NULL);
   b = b ? b : sqlite3_bind_int64(st, 8, (int64_t)rec->dropped_records);
   b = b ? b : sqlite3_bind_int64(st, 9, rec->clock_offset_ns);
+  b = b ? b : sqlite3_bind_text(st, 10, word, -1, SQLITE_STATIC);
   tp_rc rc = step_done(s, st, b, "inserting into traces");
   sqlite3_finalize(st);
-  b = b ? b : sqlite3_bind_text(st, 10, word, -1, SQLITE_STATIC);
   return rc;
 }
 
-tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
-  /* The traces row goes first: a second trace of one configuration fails on
 /* Each op's verdict into the configuration's schedules row of that op. */
 static tp_rc update_schedules(tp_store *s, int64_t config_id, const tp_trace_record *rec) {
   if (rec->n_op_evidence == 0) return TP_OK;
@@ -387,11 +385,13 @@ static tp_rc update_schedules(tp_store *s, int64_t config_id, const tp_trace_rec
   return rc;
 }
 
+tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
+  /* The traces row goes first: a second trace of one configuration fails on
    * its primary key before thousands of events are written for nothing. */
   TP_TRY(insert_trace_row(store, config_id, rec));
+  TP_TRY(update_schedules(store, config_id, rec));
   TP_TRY(insert_events(store, config_id, rec));
   return insert_overlap(store, config_id, rec);
-  TP_TRY(update_schedules(store, config_id, rec));
 }
 
 tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec) {
@@ -440,17 +440,14 @@ static tp_rc read_trace_row(tp_store *s, int64_t config_id, int *found, tp_trace
     out->clock_offset_ns = sqlite3_column_int64(st, 7);
     out->n_events = sqlite3_column_int64(st, 8);
     out->n_ranks = sqlite3_column_int(st, 9);
+    copy_text(out->evidence, sizeof out->evidence, sqlite3_column_text(st, 10));
   } else if (step != SQLITE_DONE) {
     rc = TP_STORE_SQL_FAIL(s, "reading the trace of configuration %lld", (long long)config_id);
   }
-    copy_text(out->evidence, sizeof out->evidence, sqlite3_column_text(st, 10));
   sqlite3_finalize(st);
   return rc;
 }
 
-/* Medians of the overlap rows: overlap % over rows that had communication,
- * exposed and total communication over all rows. */
-static tp_rc summarise_overlap(tp_store *s, int64_t config_id, tp_trace_info *out) {
 /* Median synchronisation over the overlap rows that recorded it (NULL before
  * schemas/003, when barriers and waits counted as communication). */
 static tp_rc summarise_sync(tp_store *s, int64_t config_id, tp_trace_info *out) {
@@ -484,6 +481,9 @@ static tp_rc summarise_sync(tp_store *s, int64_t config_id, tp_trace_info *out) 
   return rc;
 }
 
+/* Medians of the overlap rows: overlap % over rows that had communication,
+ * exposed and total communication over all rows. */
+static tp_rc summarise_overlap(tp_store *s, int64_t config_id, tp_trace_info *out) {
   tp_trace_overlap *rows = NULL;
   size_t n = 0;
   TP_TRY(tp_store_trace_overlap(s, config_id, &rows, &n));
@@ -590,10 +590,10 @@ tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overla
     o->overlap_ns = (uint64_t)sqlite3_column_int64(st, 6);
     o->exposed_ns = (uint64_t)sqlite3_column_int64(st, 7);
     o->overlap_pct = real_or_nan(st, 8);
+    o->sync_ns = (uint64_t)sqlite3_column_int64(st, 9);
     step = SQLITE_OK;
   }
   if (rc == TP_OK && step != SQLITE_DONE)
-    o->sync_ns = (uint64_t)sqlite3_column_int64(st, 9);
     rc =
         TP_STORE_SQL_FAIL(store, "reading the overlap of configuration %lld", (long long)config_id);
   sqlite3_finalize(st);

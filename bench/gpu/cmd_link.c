@@ -124,7 +124,7 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
   res.bytes_moved = (double)bytes;
   res.max_abs_err = NAN;
   res.rel_err = NAN;
-  tp_samples set = {0, iters, samples};
+  tp_samples set = {0, iters, samples, NULL, NULL};
   tp_config_record rec = {0};
   rec.axes = &axes;
   rec.status = TP_STATUS_OK;
@@ -137,8 +137,8 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
 
 static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store, int64_t *run_id) {
   TP_TRY(tp_store_open(job->db, 1, store));
-  return tp_job_begin_run(*store, ctx->group, ctx->world, "link", job->command_line, job->warmup,
-                          job->iters, run_id);
+  tp_job_run_desc d = {"link", job->command_line, job->warmup, job->iters, 0, NULL, 0};
+  return tp_job_begin_run(*store, ctx->group, ctx->world, &d, run_id);
 }
 
 static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {

@@ -576,7 +576,7 @@ static void test_put_config_writes_everything(void **state) {
   tp_result result = demo_result();
   double rank0[5] = {1500, 1510, NAN, 1490, 1505};
   double rank1[5] = {1502, 1511, 1499, 1491, 1506};
-  tp_samples sets[2] = {{0, 5, rank0}, {1, 5, rank1}};
+  tp_samples sets[2] = {{0, 5, rank0, NULL, NULL}, {1, 5, rank1, NULL, NULL}};
   tp_schedule_choice choices[2] = {
       {"ag_linear", "ce", "copy-engine", 4, "large M: copy engine"},
       {"ag_linear.dx", "sm", "sm-kernel", 2, "user asked"},
@@ -653,7 +653,7 @@ static void test_put_config_atomic_on_samples(void **state) {
   tp_config_axes axes = demo_axes();
   tp_result result = demo_result();
   double t[3] = {1, 2, 3};
-  tp_samples sets[2] = {{0, 3, t}, {0, 3, t}};
+  tp_samples sets[2] = {{0, 3, t, NULL, NULL}, {0, 3, t, NULL, NULL}};
   tp_schedule_choice choice = {"ag_linear", "ce", "copy-engine", 4, "heuristic"};
   tp_config_record rec = {.axes = &axes,
                           .status = TP_STATUS_OK,
@@ -685,7 +685,7 @@ static void test_put_config_atomic_on_schedules(void **state) {
   tp_config_axes axes = demo_axes();
   tp_result result = demo_result();
   double t[4] = {1, 2, 3, 4};
-  tp_samples set = {0, 4, t};
+  tp_samples set = {0, 4, t, NULL, NULL};
   tp_schedule_choice choices[2] = {{"ag_linear", "ce", "copy-engine", 4, "ok"},
                                    {"ag_linear.dx", NULL, NULL, 0, "broken"}};
   tp_config_record rec = {.axes = &axes,
