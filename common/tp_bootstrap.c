@@ -57,8 +57,8 @@ static tp_rc group_series(const tp_round_series *s, int n_rounds, grouped *g) {
     int r = s->round ? s->round[i] : 0;
     if (r < 0 || r >= n_rounds || !isfinite(s->x[i])) {
       grouped_free(g);
-      return TP_FAIL(TP_EINTERNAL, "bootstrap: sample %d has round %d of %d or is not finite", i,
-                     r, n_rounds);
+      return TP_FAIL(TP_EINTERNAL, "bootstrap: sample %d has round %d of %d or is not finite", i, r,
+                     n_rounds);
     }
     g->start[r + 1]++;
   }
