@@ -16,9 +16,7 @@ void tp_ops_args_defaults(tp_ops_args *args) {
   args->iters = 50;
   args->timeout_s = 120;
   args->format = "md";
-  args->rounds = 3;
-  args->order = "rotate";
-  args->seed = 1;
+  tp_rounds_args_defaults(&args->rounds);
 }
 
 tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
@@ -30,11 +28,11 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
   return spec;
 }
 
-enum { N_COMMON = 20 };
+enum { N_OWN = 17, N_COMMON = N_OWN + TP_ROUNDS_N_OPTIONS };
 
 static void common_options(tp_ops_args *a, tp_option *o) {
   tp_ops_spec *s = &a->spec;
-  const tp_option table[N_COMMON] = {
+  const tp_option table[N_OWN] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write", 0, 0, NULL},
       {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0,
        64, NULL},
@@ -61,13 +59,6 @@ static void common_options(tp_ops_args *a, tp_option *o) {
        NULL},
       {"timeout", TP_OPT_INT, &a->timeout_s, "S", "seconds before a window counts as hung", 1,
        86400, NULL},
-      {"rounds", TP_OPT_INT, &a->rounds, "N",
-       "rounds per case: each runs every configuration of the case once, back to back", 1, 64,
-       NULL},
-      {"order", TP_OPT_STRING, &a->order, "HOW",
-       "order of a case's configurations per round: rotated by one, or shuffled (seeded)", 0, 0,
-       "rotate|shuffle"},
-      {"seed", TP_OPT_INT, &a->seed, "N", "seed of the shuffled order", 0, 1 << 30, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
@@ -75,6 +66,7 @@ static void common_options(tp_ops_args *a, tp_option *o) {
        0, NULL},
   };
   memcpy(o, table, sizeof table);
+  tp_rounds_options(&a->rounds, o + N_OWN);
 }
 
 static tp_rc usage(const char *msg) {

@@ -14,20 +14,19 @@
 
 #include "cli.h"
 #include "ops_matrix.h"
+#include "rounds_args.h"
 
 typedef struct tp_ops_args {
-  tp_ops_spec spec;   /* spec.tp.count == 0: not given, the job's worker count */
-  int gpus;           /* workers to start; 0 = every visible GPU */
-  const char *db;     /* database file; default "tpbench.db" */
-  int warmup;         /* untimed iterations before the window; default 10 */
-  int iters;          /* timed iterations; default 50 */
-  int timeout_s;      /* seconds before a window counts as hung; default 120 */
-  int rounds;         /* rounds per case; default 3 */
-  const char *order;  /* "rotate" (default) or "shuffle" */
-  int seed;           /* the shuffle's seed; default 1 */
-  const char *format; /* table printed at the end: md, csv, json; default md */
-  int quiet;          /* no progress lines */
-  int list;           /* print the expanded matrix and stop; needs no GPU */
+  tp_ops_spec spec;      /* spec.tp.count == 0: not given, the job's worker count */
+  int gpus;              /* workers to start; 0 = every visible GPU */
+  const char *db;        /* database file; default "tpbench.db" */
+  int warmup;            /* untimed iterations before the window; default 10 */
+  int iters;             /* timed iterations; default 50 */
+  int timeout_s;         /* seconds before a window counts as hung; default 120 */
+  tp_rounds_args rounds; /* rounds per case, their order and seed */
+  const char *format;    /* table printed at the end: md, csv, json; default md */
+  int quiet;             /* no progress lines */
+  int list;              /* print the expanded matrix and stop; needs no GPU */
 } tp_ops_args;
 
 /* TP degree --list assumes when --tp is not given (no GPUs are counted). */

@@ -12,7 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_ASSIGNMENTS = 64, N_MATRIX_OPTIONS = 3, N_RUN_OPTIONS = 12 };
+enum {
+  MAX_ASSIGNMENTS = 64,
+  N_MATRIX_OPTIONS = 3,
+  N_RUN_OWN = 9,
+  N_RUN_OPTIONS = N_RUN_OWN + TP_ROUNDS_N_OPTIONS
+};
 
 void tp_run_args_defaults(tp_run_args *args) {
   memset(args, 0, sizeof *args);
@@ -22,9 +27,7 @@ void tp_run_args_defaults(tp_run_args *args) {
   args->timeout_s = 120;
   args->format = "md";
   args->trace_iters = 5;
-  args->rounds = 3;
-  args->order = "rotate";
-  args->seed = 1;
+  tp_rounds_args_defaults(&args->rounds);
 }
 
 static tp_rc usage(const char *cmd, const char *msg) {
@@ -77,7 +80,7 @@ static void matrix_options(tp_run_args *a, const char **axis_help, tp_option *o)
 }
 
 static void run_options(tp_run_args *a, tp_option *o) {
-  const tp_option table[N_RUN_OPTIONS] = {
+  const tp_option table[N_RUN_OWN] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write", 0, 0, NULL},
       {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0,
        64, NULL},
@@ -87,13 +90,6 @@ static void run_options(tp_run_args *a, tp_option *o) {
        NULL},
       {"timeout", TP_OPT_INT, &a->timeout_s, "S", "seconds before a window counts as hung", 1,
        86400, NULL},
-      {"rounds", TP_OPT_INT, &a->rounds, "N",
-       "rounds per case: each runs every configuration of the case once, back to back", 1, 64,
-       NULL},
-      {"order", TP_OPT_STRING, &a->order, "HOW",
-       "order of a case's configurations per round: rotated by one, or shuffled (seeded)", 0, 0,
-       "rotate|shuffle"},
-      {"seed", TP_OPT_INT, &a->seed, "N", "seed of the shuffled order", 0, 1 << 30, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
@@ -104,6 +100,7 @@ static void run_options(tp_run_args *a, tp_option *o) {
        NULL},
   };
   memcpy(o, table, sizeof table);
+  tp_rounds_options(&a->rounds, o + N_RUN_OWN);
 }
 
 /* The spec: preset or file, then the assignments; checked by expanding once. */

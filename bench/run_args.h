@@ -12,6 +12,7 @@
 #ifndef TP_RUN_ARGS_H
 #define TP_RUN_ARGS_H
 
+#include "rounds_args.h"
 #include "run_matrix.h"
 
 /* TP degree `matrix` assumes when the tp axis is not given (no GPUs are counted). */
@@ -22,18 +23,16 @@ typedef struct tp_run_args {
   const char *preset;      /* NULL: the matrix file's, else quick */
   const char *matrix_file; /* NULL: none */
   /* run only */
-  int gpus;           /* workers to start; 0 = every visible GPU */
-  const char *db;     /* default "tpbench.db" */
-  int warmup;         /* untimed iterations (eager; graph replays as many again); default 10 */
-  int iters;          /* timed iterations; default 50 */
-  int timeout_s;      /* seconds before a window counts as hung; default 120 */
-  const char *format; /* table printed at the end: md, csv, json; default md */
-  int quiet;          /* no progress lines */
-  int trace;          /* a traced window (CUPTI) after each measured one */
-  int trace_iters;    /* its iterations; default 5 */
-  int rounds;         /* rounds per case; default 3 */
-  const char *order;  /* "rotate" (default) or "shuffle" */
-  int seed;           /* the shuffle's seed; default 1 */
+  int gpus;              /* workers to start; 0 = every visible GPU */
+  const char *db;        /* default "tpbench.db" */
+  int warmup;            /* untimed iterations (eager; graph replays as many again); default 10 */
+  int iters;             /* timed iterations; default 50 */
+  int timeout_s;         /* seconds before a window counts as hung; default 120 */
+  const char *format;    /* table printed at the end: md, csv, json; default md */
+  int quiet;             /* no progress lines */
+  int trace;             /* a traced window (CUPTI) after each measured one */
+  int trace_iters;       /* its iterations; default 5 */
+  tp_rounds_args rounds; /* rounds per case, their order and seed */
 } tp_run_args;
 
 void tp_run_args_defaults(tp_run_args *args);

@@ -969,10 +969,11 @@ static tp_rc insert_schedules(tp_store *s, int64_t config_id, const tp_schedule_
 }
 
 static tp_rc insert_windows(tp_store *s, int64_t config_id, const tp_window *w, int n) {
+  if (n == 0) return TP_OK;
+  TP_TRY(prepare_once(s, &s->insert_window,
+                      "INSERT INTO windows (config_id, round, position, median_us) "
+                      "VALUES (?, ?, ?, ?)"));
   for (int i = 0; i < n; i++) {
-    TP_TRY(prepare_once(s, &s->insert_window,
-                        "INSERT INTO windows (config_id, round, position, median_us) "
-                        "VALUES (?, ?, ?, ?)"));
     binder b = {s->insert_window, 0, SQLITE_OK};
     bind_int(&b, config_id);
     bind_int(&b, w[i].round);
@@ -984,11 +985,12 @@ static tp_rc insert_windows(tp_store *s, int64_t config_id, const tp_window *w, 
 }
 
 static tp_rc insert_checks(tp_store *s, int64_t config_id, const tp_check *c, int n) {
+  if (n == 0) return TP_OK;
+  TP_TRY(prepare_once(s, &s->insert_check,
+                      "INSERT INTO checks (config_id, seq, output, rule, status, elements, "
+                      "nonfinite, differ, rel_err, max_abs_err, tolerance, reason) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   for (int i = 0; i < n; i++) {
-    TP_TRY(prepare_once(s, &s->insert_check,
-                        "INSERT INTO checks (config_id, seq, output, rule, status, elements, "
-                        "nonfinite, differ, rel_err, max_abs_err, tolerance, reason) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     binder b = {s->insert_check, 0, SQLITE_OK};
     bind_int(&b, config_id);
     bind_int(&b, i);

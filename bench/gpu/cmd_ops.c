@@ -125,9 +125,9 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.warmup_iters = args.warmup;
   job.opts.measure_iters = args.iters;
   job.opts.window_timeout_s = args.timeout_s;
-  job.opts.rounds = args.rounds;
-  job.opts.shuffle = strcmp(args.order, "shuffle") == 0;
-  job.opts.seed = (uint64_t)args.seed;
+  job.opts.rounds = args.rounds.rounds;
+  job.opts.shuffle = tp_rounds_shuffle(&args.rounds);
+  job.opts.seed = (uint64_t)args.rounds.seed;
   job.opts.format = args.format;
   job.opts.quiet = args.quiet;
   char *line = tp_job_command_line(argc, argv);

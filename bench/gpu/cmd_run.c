@@ -114,9 +114,9 @@ static void fill_options(const tp_run_args *args, const char *line, tp_run_worke
   h->quiet = args->quiet;
   h->format = args->format;
   h->trace_iters = args->trace_iters;
-  h->rounds = args->rounds;
-  h->shuffle = strcmp(args->order, "shuffle") == 0;
-  h->seed = (uint64_t)args->seed;
+  h->rounds = args->rounds.rounds;
+  h->shuffle = tp_rounds_shuffle(&args->rounds);
+  h->seed = (uint64_t)args->rounds.seed;
 }
 
 int tp_cmd_run(int argc, char **argv) {

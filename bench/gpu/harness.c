@@ -243,6 +243,12 @@ static tp_rc run_before(stepper *s) {
   return s->item->ops->before(s->item->self, s->g);
 }
 
+/* Records events[0] on the main stream and waits for it (within the timeout). */
+static tp_rc record_and_wait(tp_harness *h, tp_group *g, const char *what) {
+  TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
+  return wait_event(h->events[0], h->opts.window_timeout_s, what);
+}
+
 /* `before`, warm-up, a host barrier so every rank starts the window
  * together, then the timed window: one event before the first step and one
  * after each. */
@@ -251,8 +257,7 @@ static tp_rc time_window(tp_harness *h, stepper *s) {
   const int iters = h->opts.measure_iters;
   TP_TRY(run_before(s));
   TP_TRY(run_steps(s, h->opts.warmup_iters, NULL, NULL));
-  TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  TP_TRY(wait_event(h->events[0], h->opts.window_timeout_s, "the warm-up window"));
+  TP_TRY(record_and_wait(h, g, "the warm-up window"));
   TP_TRY(tp_rdzv_barrier(h->ctx->rdzv));
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
   TP_TRY(run_steps(s, iters, h->events, h->host_us));
@@ -263,12 +268,6 @@ static tp_rc time_window(tp_harness *h, stepper *s) {
     h->window_us[i] = 1000.0 * (double)ms;
   }
   return TP_OK;
-}
-
-/* Records events[0] on the main stream and waits for it (within the timeout). */
-static tp_rc record_and_wait(tp_harness *h, tp_group *g, const char *what) {
-  TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  return wait_event(h->events[0], h->opts.window_timeout_s, what);
 }
 
 /* ---- one configuration's state through the phases ------------------------------------- */
@@ -442,17 +441,13 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
   TP_TRY(rc);
   double *slowest = malloc(bytes);
   if (!slowest) return TP_FAIL(TP_EOOM, "no host memory");
-  for (int i = 0; i < iters; ++i) {
-    es->round_of[at + (size_t)i] = round;
-    double worst = 0.0;
-    for (int r = 0; r < world; ++r) {
-      double t = es->times[(size_t)r * per_rank + at + (size_t)i];
-      if (t > worst) worst = t;
-    }
-    slowest[i] = worst;
-  }
+  const double *window[TP_MAX_WORLD];
+  for (int r = 0; r < world; ++r) window[r] = es->times + (size_t)r * per_rank + at;
+  rc = tp_stats_slowest_rank(window, world, iters, slowest);
+  for (int i = 0; i < iters; ++i) es->round_of[at + (size_t)i] = round;
   es->windows[es->n_rounds] = (tp_window){round, position, median_of(slowest, iters)};
   free(slowest);
+  TP_TRY(rc);
   es->n_rounds++;
   return TP_OK;
 }
@@ -624,18 +619,17 @@ static void add_check(entry_state *es, const tp_item_output *o, const tp_output_
   const int k = es->n_checks++;
   snprintf(es->check_names[k], sizeof es->check_names[k], "%s", o->name);
   snprintf(es->check_reasons[k], sizeof es->check_reasons[k], "%s", v->reason);
+  /* m is NULL for an output that could not be measured (no reference) */
   es->checks[k] = (tp_check){es->check_names[k],
                              v->rule,
                              v->status,
                              m ? (int64_t)m->elements : (int64_t)o->count,
-                             m ? (int64_t)m->nonfinite : -1,
-                             m ? (int64_t)m->differ : -1,
+                             m ? (int64_t)m->nonfinite : 0,
+                             m ? (int64_t)m->differ : 0,
                              v->rel_err,
                              m ? m->max_abs : NAN,
                              v->tolerance,
                              v->reason[0] ? es->check_reasons[k] : NULL};
-  if (es->checks[k].nonfinite < 0) es->checks[k].nonfinite = 0;
-  if (es->checks[k].differ < 0) es->checks[k].differ = 0;
 }
 
 /* The configuration's numerics from its checks: failed, else not checked, else ok. */
@@ -772,18 +766,12 @@ static tp_rc trace_config(tp_harness *h, stepper *s, outcome *oc) {
   tp_ops_trace *t = &oc->trace;
   memset(t, 0, sizeof *t);
   t->iters = h->opts.trace_iters;
-  /* One rank has no peer: NCCL's one-rank collectives are local copies, so no
-   * schedule has anything to show. */
-  const int judge = oc->info.planned && h->ctx->world > 1;
-  t->ops = judge ? oc->info.schedules : NULL;
-  t->n_ops = judge ? oc->info.n_schedules : 0;
+  t->ops = oc->info.planned ? oc->info.schedules : NULL;
+  t->n_ops = oc->info.planned ? oc->info.n_schedules : 0;
   t->transfers_per_iter = oc->info.transfers_per_step;
   t->untraced_median_us = oc->result.median_us;
   TP_TRY(tp_ops_trace_window(h->ctx, h->collector, one_step, s, t));
   oc->have_trace = h->ctx->rank == 0;
-  if (oc->have_trace && !judge && oc->info.planned)
-    snprintf(t->evidence, sizeof t->evidence, "%s",
-             "TP 1: a one-rank collective is a local copy; no schedule to confirm");
   if (oc->have_trace && strcmp(t->record.evidence, "failed") == 0) {
     oc->status = TP_STATUS_FAILED;
     snprintf(oc->reason, sizeof oc->reason, "schedule evidence: %s", t->record.evidence_message);

@@ -65,13 +65,12 @@ typedef struct tp_item_info {
   int planned; /* its plan was made: the schedules below are recorded */
   tp_schedule_choice schedules[TP_ITEM_MAX_SCHEDULES];
   int n_schedules;
-  const char *schedule_label;    /* progress line: "ce", "nccl"; NULL: nothing to say */
-  double bytes_moved;            /* communication per rank per step */
-  int64_t workspace_bytes;       /* symmetric workspace or stock scratch, plus saved inputs */
-  const char *evidence_schedule; /* what a trace must show ("ce", "sm", "nccl"); NULL: nothing */
-  int transfers_per_step;        /* ... and how many transfers of it */
-  tp_dtype dtype;                /* of the outputs */
-  tp_fused fused;                /* dist_gemm: did every op fuse? */
+  const char *schedule_label; /* progress line: "ce", "nccl"; NULL: nothing to say */
+  double bytes_moved;         /* communication per rank per step */
+  int64_t workspace_bytes;    /* symmetric workspace or stock scratch, plus saved inputs */
+  int transfers_per_step;     /* transfers a trace must show per step (every op together) */
+  tp_dtype dtype;             /* of the outputs */
+  tp_fused fused;             /* dist_gemm: did every op fuse? */
 } tp_item_info;
 
 typedef struct tp_item_ops {

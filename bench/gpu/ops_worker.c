@@ -239,7 +239,6 @@ static void op_info(void *self, tp_item_info *info) {
   info->bytes_moved = (double)p->comm_bytes;
   /* the symmetric workspace (or stock scratch) plus a saved gathered input */
   info->workspace_bytes = (int64_t)(p->workspace_bytes + p->saved_bytes);
-  info->evidence_schedule = tp_plan_evidence(p);
   info->transfers_per_step = tp_linear_transfers(p, !it->bwd_only, strcmp(it->c->pass, "fwd") != 0);
   if (it->cfg->role == TP_OPS_DIST_GEMM)
     info->fused = p->backend == TP_BACKEND_DIST && p->schedule != TP_SCHED_NCCL

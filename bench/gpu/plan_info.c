@@ -1,5 +1,5 @@
 /*
- * plan_info.c — names of a plan's engine and evidence (see plan_info.h).
+ * plan_info.c — the name of a plan's engine (see plan_info.h).
  */
 #include "plan_info.h"
 
@@ -12,10 +12,4 @@ const char *tp_plan_engine(const tp_linear_plan *p) {
   case TP_SCHED_NCCL: return "nccl";
   default: return "none";
   }
-}
-
-const char *tp_plan_evidence(const tp_linear_plan *p) {
-  if (p->backend == TP_BACKEND_GEMM_ONLY) return NULL;
-  if (p->backend == TP_BACKEND_DIST) return tp_schedule_name(p->schedule);
-  return "nccl";
 }

@@ -1,6 +1,7 @@
 /*
  * plan_info.h — how a TP projection's plan is named in records: the engine
- * that moves its data and the schedule a trace of it must show. Shared by
+ * that moves its data (what its trace must show follows from the recorded
+ * schedule and engine: bench/gpu/ops_trace.c). Shared by
  * the op benchmark (ops_worker.c) and the layers (run_worker.c).
  */
 #ifndef TP_BENCH_PLAN_INFO_H
@@ -10,9 +11,5 @@
 
 /* "copy-engine", "sm-kernel", "nccl", "cublaslt" (the GEMM alone), "none". */
 const char *tp_plan_engine(const tp_linear_plan *plan);
-
-/* What the collectors' schedule evidence must find ("ce", "sm", "nccl"), or
- * NULL where nothing moves (the GEMM alone). */
-const char *tp_plan_evidence(const tp_linear_plan *plan);
 
 #endif

@@ -199,9 +199,6 @@ static void layer_info(void *self, tp_item_info *info) {
   info->bytes_moved = (double)p->comm_bytes;
   info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
   info->fused = fused_of(it);
-  /* One schedule must account for every transfer; mixed schedules are not judged. */
-  const int any = p->has[TP_PROJ_QKV] ? TP_PROJ_QKV : TP_PROJ_W13;
-  info->evidence_schedule = common_schedule(p) ? tp_plan_evidence(&p->proj[any]) : NULL;
   info->transfers_per_step = tp_block_transfers(p);
 }
 
