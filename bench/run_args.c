@@ -94,7 +94,8 @@ static void run_options(tp_run_args *a, tp_option *o) {
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
       {"trace", TP_OPT_FLAG, &a->trace, NULL,
-       "after each measured window, a traced window (CUPTI): timeline, overlap, schedule evidence",
+       "after a case's rounds, a traced window per configuration (CUPTI; the timed windows stay "
+       "untraced): timeline, overlap, schedule evidence",
        0, 0, NULL},
       {"trace-iters", TP_OPT_INT, &a->trace_iters, "N", "iterations of the traced window", 1, 1000,
        NULL},

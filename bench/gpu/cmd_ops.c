@@ -85,7 +85,8 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.trace_iters = 5;
   const tp_option tracing[] = {
       {"trace", TP_OPT_FLAG, &job.opts.trace, NULL,
-       "after each measured window, a traced window (CUPTI): timeline, overlap, schedule evidence",
+       "after a case's rounds, a traced window per configuration (CUPTI; the timed windows stay "
+       "untraced): timeline, overlap, schedule evidence",
        0, 0, NULL},
       {"trace-iters", TP_OPT_INT, &job.opts.trace_iters, "N", "iterations of the traced window", 1,
        1000, NULL},
