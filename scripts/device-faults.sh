@@ -36,12 +36,15 @@ t0=$(date +%s)
 wait "$parent"; echo "run after a killed worker: exit $? in $(( $(date +%s) - t0 )) s"
 summary "$out/kill.db"
 
-# 2. an interrupt
+# 2. an interrupt (job control on: a non-interactive shell's background job
+# would otherwise ignore SIGINT, and tpbench rightly keeps an ignored SIGINT ignored)
+set -m
 "$bin" "${args[@]}" --db "$out/int.db" > "$out/int.md" 2> "$out/int.err" &
 parent=$!
 sleep 12
 t0=$(date +%s)
 kill -INT "$parent"
 wait "$parent"; echo "run after SIGINT: exit $? in $(( $(date +%s) - t0 )) s"
+set +m
 summary "$out/int.db"
 tail -n 3 "$out"/*.err
