@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "common/tp_bootstrap.h"
 #include "report/tp_report_util.h"
 
 /* ---- what is loaded ----------------------------------------------------- */
@@ -45,6 +46,12 @@ typedef struct {
 typedef struct {
   config dist, stock, gemm, comm;
   double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
+  /* 95 % intervals, rounds paired (common/tp_bootstrap.h): the speedup, and
+   * dist/bound against the reference that binds (the slower half); NaN
+   * where a side has no samples. */
+  double speedup_lo, speedup_hi, bound_lo, bound_hi;
+  int stock_path; /* dist_gemm took the stock path for some op (auto's choice): no fusion measured
+                   */
   /* The stricter bound: max(GEMM alone, this rank's bytes at the peak copy-engine
    * bandwidth the link probe measured on this host); NaN without a probe. */
   double strict_bound_ms, dist_over_strict;
@@ -68,12 +75,16 @@ typedef struct {
 } run_header;
 
 typedef struct {
-  int rows;                 /* rows where stock and dist_gemm both ran */
-  double geomean_speedup;   /* over those rows */
-  int bound_rows;           /* of those, rows with a bound */
-  double median_dist_bound; /* median of dist/bound over bound_rows */
-  double worst_dist_bound;  /* largest dist/bound */
-  int strict_rows;          /* rows with a strict bound */
+  int rows;               /* rows where stock and dist_gemm both ran and dist_gemm fused */
+  double geomean_speedup; /* over those rows */
+  int same_rows;          /* of those, rows whose speedup interval holds 1 */
+  int stock_path_rows;    /* rows where dist_gemm took the stock path: counted apart */
+  double stock_path_geomean;
+  int failed_rows, other_rows; /* dist_gemm failed (failed, oom, timeout); rejected or missing */
+  int bound_rows;              /* of those, rows with a bound */
+  double median_dist_bound;    /* median of dist/bound over bound_rows */
+  double worst_dist_bound;     /* largest dist/bound */
+  int strict_rows;             /* rows with a strict bound */
   double median_dist_strict, worst_dist_strict;
 } summary;
 
@@ -433,6 +444,65 @@ static tp_rc load_peer_peak(reader *r, report *rep) {
   return rc;
 }
 
+/* A configuration's slowest-rank series with its rounds. */
+typedef struct series {
+  double *x;
+  int *round;
+  size_t n;
+  int n_rounds;
+} series;
+
+static void free_series(series *s) {
+  free(s->x);
+  free(s->round);
+}
+
+static tp_rc load_series(tp_store *store, const config *c, series *s) {
+  memset(s, 0, sizeof *s);
+  TP_TRY(tp_store_round_times(store, c->id, &s->x, &s->round, &s->n));
+  for (size_t i = 0; i < s->n; i++)
+    if (s->round[i] + 1 > s->n_rounds) s->n_rounds = s->round[i] + 1;
+  return TP_OK;
+}
+
+/* num / den's interval; lo and hi stay NaN when either has no samples. */
+static tp_rc ratio_interval(const series *num, const series *den, double *lo, double *hi) {
+  *lo = *hi = NAN;
+  if (num->n == 0 || den->n == 0) return TP_OK;
+  tp_round_series a = {num->x, num->round, (int)num->n}, b = {den->x, den->round, (int)den->n};
+  const int rounds = num->n_rounds > den->n_rounds ? num->n_rounds : den->n_rounds;
+  tp_interval iv;
+  tp_rc rc = tp_boot_ratio(&a, &b, rounds, 0.95, 1, &iv);
+  if (rc == TP_EINTERNAL) return TP_OK; /* no round in common: no interval */
+  TP_TRY(rc);
+  *lo = iv.lo;
+  *hi = iv.hi;
+  return TP_OK;
+}
+
+static int ran_ok(const config *c);
+
+/* The speedup's and dist/bound's intervals of a row whose stock and dist_gemm ran. */
+static tp_rc load_row_intervals(tp_store *store, table_row *row) {
+  row->speedup_lo = row->speedup_hi = row->bound_lo = row->bound_hi = NAN;
+  if (!ran_ok(&row->dist) || !ran_ok(&row->stock)) return TP_OK;
+  series dist, stock, ref;
+  memset(&ref, 0, sizeof ref);
+  tp_rc rc = load_series(store, &row->dist, &dist);
+  if (rc == TP_OK) rc = load_series(store, &row->stock, &stock);
+  if (rc == TP_OK) rc = ratio_interval(&stock, &dist, &row->speedup_lo, &row->speedup_hi);
+  /* the bound is the slower half: its interval is dist over that reference's */
+  if (rc == TP_OK && ran_ok(&row->gemm) && ran_ok(&row->comm)) {
+    const config *binding = row->gemm.median_us >= row->comm.median_us ? &row->gemm : &row->comm;
+    rc = load_series(store, binding, &ref);
+    if (rc == TP_OK) rc = ratio_interval(&dist, &ref, &row->bound_lo, &row->bound_hi);
+  }
+  free_series(&dist);
+  free_series(&stock);
+  free_series(&ref);
+  return rc;
+}
+
 static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
   reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL, store};
   if (!r.db) return TP_FAIL(TP_EINTERNAL, "report: store is not open");
@@ -444,6 +514,8 @@ static tp_rc load_report(tp_store *store, int64_t run_id, report *rep) {
   if (rc == TP_OK) rc = load_rows(&r, rep);
   if (rc == TP_OK) rc = load_skipped(&r, rep);
   if (rc == TP_OK) rc = load_peer_peak(&r, rep);
+  for (size_t i = 0; rc == TP_OK && i < rep->n_rows; i++)
+    rc = load_row_intervals(store, &rep->rows[i]);
   sqlite3_finalize(r.config_stmt);
   sqlite3_finalize(r.schedule_stmt);
   return rc;
@@ -565,6 +637,9 @@ static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
   row->workspace_mib = dist_ran ? row->dist.workspace_bytes / (1024.0 * 1024.0) : NAN;
   row->cv_pct = dist_ran ? row->dist.cv * 100.0 : NAN;
   row->both_ok = isfinite(row->speedup) && row->speedup > 0;
+  /* an op whose recorded schedule is the stock path's ("nccl") did not fuse */
+  row->stock_path = row->dist.ran &&
+                    (!strncmp(row->dist.ran, "nccl", 4) || strstr(row->dist.ran, "+nccl") != NULL);
   return derive_status(row);
 }
 
@@ -590,17 +665,32 @@ static tp_rc derive_summary(report *rep) {
   TP_TRY(summarise_strict(rep));
   double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
   if (!bounds) return out_of_memory();
-  double log_sum = 0;
+  double log_sum = 0, stock_path_log_sum = 0;
   sum->worst_dist_bound = NAN;
   for (size_t i = 0; i < rep->n_rows; i++) {
     const table_row *row = &rep->rows[i];
-    if (!row->both_ok) continue;
+    if (!row->both_ok) {
+      if (row->dist.present && row->dist.status && strcmp(row->dist.status, "ok") != 0 &&
+          strcmp(row->dist.status, "rejected") != 0)
+        sum->failed_rows++;
+      else sum->other_rows++;
+      continue;
+    }
+    /* identical code under another name measures noise, not fusion: apart */
+    if (row->stock_path) {
+      sum->stock_path_rows++;
+      stock_path_log_sum += log(row->speedup);
+      continue;
+    }
     sum->rows++;
     log_sum += log(row->speedup);
+    if (row->speedup_lo <= 1.0 && 1.0 <= row->speedup_hi) sum->same_rows++;
     if (!isfinite(row->dist_over_bound)) continue;
     bounds[sum->bound_rows++] = row->dist_over_bound;
   }
   sum->geomean_speedup = sum->rows ? exp(log_sum / sum->rows) : NAN;
+  sum->stock_path_geomean =
+      sum->stock_path_rows ? exp(stock_path_log_sum / sum->stock_path_rows) : NAN;
   sum->median_dist_bound = NAN;
   if (sum->bound_rows) {
     size_t n = (size_t)sum->bound_rows;
@@ -701,18 +791,32 @@ static void md_header(FILE *out, const report *rep) {
   fputc('\n', out);
 }
 
-static const char *const md_columns[] = {"model",         "op",
-                                         "proj",          "tp",
-                                         "B×S",           "tokens",
-                                         "dtype",         "pass",
-                                         "options",       "schedule",
-                                         "stock ms",      "dist_gemm ms",
-                                         "speedup",       "GEMM ms",
-                                         "comm ms",       "bound ms",
-                                         "dist/bound",    "strict bound ms",
-                                         "dist/strict",   "dist tok/s",
-                                         "dist TFLOP/s",  "workspace MiB",
-                                         "rel err (ref)", "dist cv %",
+static const char *const md_columns[] = {"model",
+                                         "op",
+                                         "proj",
+                                         "tp",
+                                         "B×S",
+                                         "tokens",
+                                         "dtype",
+                                         "pass",
+                                         "options",
+                                         "schedule",
+                                         "stock ms",
+                                         "dist_gemm ms",
+                                         "speedup",
+                                         "speedup 95% CI",
+                                         "GEMM ms",
+                                         "comm ms",
+                                         "bound ms",
+                                         "dist/bound",
+                                         "dist/bound 95% CI",
+                                         "strict bound ms",
+                                         "dist/strict",
+                                         "dist tok/s",
+                                         "dist TFLOP/s",
+                                         "workspace MiB",
+                                         "rel err (ref)",
+                                         "dist cv %",
                                          "status"};
 enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
 
@@ -741,6 +845,16 @@ static void md_trace_cells(FILE *out, const table_row *row) {
   tp_md_cell(out, row->evidence[0] ? row->evidence : "-");
 }
 
+/* "1.08–1.12", with "no difference" when the interval holds 1; "-" without one
+ * (no brackets: markdown would escape them). */
+static void interval_label(double lo, double hi, char *buf, size_t cap) {
+  if (!isfinite(lo) || !isfinite(hi)) {
+    snprintf(buf, cap, "-");
+    return;
+  }
+  snprintf(buf, cap, "%.2f–%.2f%s", lo, hi, lo <= 1.0 && 1.0 <= hi ? " no difference" : "");
+}
+
 static void md_row(FILE *out, const table_row *row, int with_trace) {
   const config *c = case_of(row);
   char buf[512], num_buf[64];
@@ -765,10 +879,14 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   tp_md_num(out, row->stock_ms, 3);
   tp_md_num(out, row->dist_ms, 3);
   tp_md_num(out, row->speedup, 2);
+  interval_label(row->speedup_lo, row->speedup_hi, buf, sizeof buf);
+  tp_md_cell(out, buf);
   tp_md_num(out, row->gemm_ms, 3);
   tp_md_num(out, row->comm_ms, 3);
   tp_md_num(out, row->bound_ms, 3);
   tp_md_num(out, row->dist_over_bound, 2);
+  interval_label(row->bound_lo, row->bound_hi, buf, sizeof buf);
+  tp_md_cell(out, buf);
   tp_md_num(out, row->strict_bound_ms, 3);
   tp_md_num(out, row->dist_over_strict, 2);
   tp_md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
@@ -789,16 +907,34 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   fputs("|\n", out);
 }
 
+/* The rows the headline leaves out, counted. */
+static void md_summary_apart(FILE *out, const summary *sum) {
+  char a[64];
+  if (sum->stock_path_rows)
+    fprintf(out,
+            "Not in the geometric mean: %d row%s where dist_gemm took the stock path (auto's "
+            "choice: the same code as stock, geometric-mean ratio %s).\n",
+            sum->stock_path_rows, sum->stock_path_rows == 1 ? "" : "s",
+            tp_fmt_num(a, sizeof a, sum->stock_path_geomean, 3));
+  if (sum->failed_rows || sum->other_rows)
+    fprintf(out,
+            "Rows without a speedup: %d failed (failed, oom, timeout), %d rejected or missing.\n",
+            sum->failed_rows, sum->other_rows);
+}
+
 static void md_summary(FILE *out, const summary *sum) {
   char a[64], b[64], c[64];
   if (sum->rows == 0) {
-    fputs("\n**Summary**: no row has both stock and dist_gemm results.\n", out);
+    fputs("\n**Summary**: no row has both stock and fused dist_gemm results.\n", out);
+    md_summary_apart(out, sum);
     return;
   }
   fprintf(out,
           "\n**Summary** over %d row%s with stock and dist_gemm results: geometric-mean "
           "speedup %s",
           sum->rows, sum->rows == 1 ? "" : "s", tp_fmt_num(a, sizeof a, sum->geomean_speedup, 3));
+  if (sum->same_rows)
+    fprintf(out, " (%d of them no different from stock: their interval holds 1)", sum->same_rows);
   if (sum->bound_rows)
     fprintf(out, "; dist/bound median %s, worst %s (over %d row%s with a bound)",
             tp_fmt_num(b, sizeof b, sum->median_dist_bound, 2),
@@ -811,6 +947,7 @@ static void md_summary(FILE *out, const summary *sum) {
             tp_fmt_num(b, sizeof b, sum->median_dist_strict, 2),
             tp_fmt_num(c, sizeof c, sum->worst_dist_strict, 2));
   fputs(".\n", out);
+  md_summary_apart(out, sum);
 }
 
 static void md_skipped(FILE *out, const report *rep) {
@@ -860,7 +997,9 @@ static const char *const csv_columns[] = {
     /* appended: the stricter bound from the link probe */
     "strict_bound_ms", "dist_over_strict",
     /* appended: synchronisation beside overlap */
-    "sync_ms"};
+    "sync_ms",
+    /* appended: intervals (95 %, rounds paired) and whether dist_gemm took the stock path */
+    "speedup_lo", "speedup_hi", "dist_over_bound_lo", "dist_over_bound_hi", "stock_path"};
 
 /* What the markdown header says of the run, on every line: a CSV reader
  * sees one table, and rows of several runs can be concatenated. */
@@ -922,6 +1061,11 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
   tp_csv_num(out, row->strict_bound_ms, 4);
   tp_csv_num(out, row->dist_over_strict, 3);
   tp_csv_num(out, row->sync_ms, 4);
+  tp_csv_num(out, row->speedup_lo, 3);
+  tp_csv_num(out, row->speedup_hi, 3);
+  tp_csv_num(out, row->bound_lo, 3);
+  tp_csv_num(out, row->bound_hi, 3);
+  tp_csv_field(out, row->both_ok ? (row->stock_path ? "1" : "0") : "", 0);
   fputs("\r\n", out);
 }
 
@@ -1011,6 +1155,11 @@ static json_t *json_row(tp_json_builder *jb, const table_row *row) {
   tp_json_set(jb, o, "exposed_comm_ms", tp_json_real(row->exposed_ms));
   tp_json_set(jb, o, "trace_overhead_pct", tp_json_real(row->overhead_pct));
   tp_json_set(jb, o, "sync_ms", tp_json_real(row->sync_ms));
+  tp_json_set(jb, o, "speedup_lo", tp_json_real(row->speedup_lo));
+  tp_json_set(jb, o, "speedup_hi", tp_json_real(row->speedup_hi));
+  tp_json_set(jb, o, "dist_over_bound_lo", tp_json_real(row->bound_lo));
+  tp_json_set(jb, o, "dist_over_bound_hi", tp_json_real(row->bound_hi));
+  tp_json_set(jb, o, "stock_path", json_boolean(row->stock_path));
   tp_json_set(jb, o, "evidence", row->evidence[0] ? tp_json_str(row->evidence) : json_null());
   tp_json_set(jb, o, "traced", json_boolean(row->dist.has_trace));
   tp_json_set(jb, o, "dist_config_id", jid(d));
@@ -1046,6 +1195,11 @@ static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
   tp_json_set(jb, o, "worst_dist_over_bound", tp_json_real(sum->worst_dist_bound));
   tp_json_set(jb, o, "median_dist_over_strict", tp_json_real(sum->median_dist_strict));
   tp_json_set(jb, o, "worst_dist_over_strict", tp_json_real(sum->worst_dist_strict));
+  tp_json_set(jb, o, "rows_no_difference", json_integer(sum->same_rows));
+  tp_json_set(jb, o, "stock_path_rows", json_integer(sum->stock_path_rows));
+  tp_json_set(jb, o, "stock_path_geomean", tp_json_real(sum->stock_path_geomean));
+  tp_json_set(jb, o, "failed_rows", json_integer(sum->failed_rows));
+  tp_json_set(jb, o, "rejected_or_missing_rows", json_integer(sum->other_rows));
   return o;
 }
 

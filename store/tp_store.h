@@ -399,6 +399,12 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
  * 0; free() it). */
 tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times, size_t *n);
 
+/* The same, with each iteration's round (schema 3: samples.round; 0 for runs
+ * measured in one window) in a malloc'd array parallel to *times (rounds may
+ * be NULL when not wanted; free() it). */
+tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times, int **rounds,
+                           size_t *n);
+
 /* ---- merging databases (store/tp_store_import.c) ------------------------ */
 
 /* TP_OK when path is a tpbench database this binary can read (any schema

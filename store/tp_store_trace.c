@@ -660,31 +660,42 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
   return config_by_key(store, key, run_id, prefer_traced, out);
 }
 
-tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times, size_t *n) {
-  if (!store || !times || !n)
-    return TP_FAIL(TP_EINTERNAL, "tp_store_iteration_times: NULL argument");
+/* Grows a times array (and its rounds, when asked for) to hold one more. */
+static tp_rc grow_series(double **times, int **rounds, size_t n, size_t *cap) {
+  if (n < *cap) return TP_OK;
+  size_t grown_cap = *cap ? 2 * *cap : 64;
+  double *grown = realloc(*times, grown_cap * sizeof *grown);
+  if (!grown) return out_of_memory();
+  *times = grown;
+  if (rounds) {
+    int *grown_rounds = realloc(*rounds, grown_cap * sizeof *grown_rounds);
+    if (!grown_rounds) return out_of_memory();
+    *rounds = grown_rounds;
+  }
+  *cap = grown_cap;
+  return TP_OK;
+}
+
+tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times, int **rounds,
+                           size_t *n) {
+  if (!store || !times || !n) return TP_FAIL(TP_EINTERNAL, "tp_store_round_times: NULL argument");
   *times = NULL;
+  if (rounds) *rounds = NULL;
   *n = 0;
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(store,
-                 "SELECT max(time_us) FROM samples WHERE config_id = ? AND time_us IS NOT NULL "
-                 "GROUP BY iter ORDER BY iter",
+                 "SELECT max(time_us), min(round) FROM samples WHERE config_id = ? AND time_us IS "
+                 "NOT NULL GROUP BY iter ORDER BY iter",
                  &st));
   tp_rc rc = TP_OK;
   size_t cap = 0;
   int step = sqlite3_bind_int64(st, 1, config_id);
   while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      size_t grown_cap = cap ? 2 * cap : 64;
-      double *grown = realloc(*times, grown_cap * sizeof *grown);
-      if (!grown) {
-        rc = out_of_memory();
-        break;
-      }
-      *times = grown;
-      cap = grown_cap;
-    }
-    (*times)[(*n)++] = sqlite3_column_double(st, 0);
+    rc = grow_series(times, rounds, *n, &cap);
+    if (rc != TP_OK) break;
+    (*times)[*n] = sqlite3_column_double(st, 0);
+    if (rounds) (*rounds)[*n] = sqlite3_column_int(st, 1);
+    (*n)++;
     step = SQLITE_OK;
   }
   if (rc == TP_OK && step != SQLITE_DONE)
@@ -694,7 +705,15 @@ tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **time
   if (rc != TP_OK) {
     free(*times);
     *times = NULL;
+    if (rounds) {
+      free(*rounds);
+      *rounds = NULL;
+    }
     *n = 0;
   }
   return rc;
+}
+
+tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times, size_t *n) {
+  return tp_store_round_times(store, config_id, times, NULL, n);
 }

@@ -122,10 +122,23 @@ static void test_trace_columns_markdown_and_csv(void **state) {
   assert_non_null(strstr(header, ",overlap_pct,exposed_comm_ms,trace_overhead_pct,evidence,host,"
                                  "gpu_name,gpu_count,driver_version,cuda_version,nccl_version,"
                                  "cublas_version,cupti_version,warmup_iters,measure_iters,"
-                                 "strict_bound_ms,dist_over_strict,sync_ms"));
+                                 "strict_bound_ms,dist_over_strict,sync_ms,speedup_lo,speedup_hi,"
+                                 "dist_over_bound_lo,dist_over_bound_hi,stock_path"));
   /* ... then the stricter bound, blank here: this database has no link probe, then sync */
-  assert_non_null(strstr(csv, ",75.00,0.0100,10.00,ok,vm,NVIDIA H200,2,for,13.0,2.28.3,13.1.0,,5,"
-                              "30,,,0.0050\r\n"));
+  const char *line =
+      strstr(csv, ",75.00,0.0100,10.00,ok,vm,NVIDIA H200,2,for,13.0,2.28.3,13.1.0,,5,"
+                  "30,,,0.0050,");
+  assert_non_null(line);
+  /* ... then the intervals: the speedup's holds the row's speedup (1.417), and the
+   * row fused (stock_path 0) */
+  double s_lo = 0, s_hi = 0, b_lo = 0, b_hi = 0;
+  int stock_path = -1;
+  assert_int_equal(sscanf(strstr(line, "0.0050,") + 7, "%lf,%lf,%lf,%lf,%d", &s_lo, &s_hi, &b_lo,
+                          &b_hi, &stock_path),
+                   5);
+  assert_true(s_lo <= 1.417 && 1.417 <= s_hi && s_hi - s_lo < 0.1);
+  assert_true(b_lo <= b_hi);
+  assert_int_equal(stock_path, 0);
   free(csv);
 }
 
