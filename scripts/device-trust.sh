@@ -29,5 +29,9 @@ TPBENCH_TEST_DIST_DELAY_US=20 "$build/tpbench" ops --db "$db" "$@" > "$log/ops-s
   2> "$log/ops-slow.err"
 echo "ops (slowed) exit $?"
 tail -n 3 "$log"/ops-*.err
-sqlite3 "$db" "PRAGMA integrity_check" 2>/dev/null || true
+# two runs of identical code (the untraced windows of run 1, run 2): no verdict expected
+"$build/tpbench" compare run:1 run:2 --db "$db" > "$log/compare-identical.md" 2>&1
+echo "compare run:1 run:2 (identical code) exit $?"
+"$build/tpbench" report --db "$db" --run 2 > "$log/report-run2.md" 2>&1
+echo "report exit $?"
 tar czf "$out/all.tgz" -C "$out" logs trust.db && rm -rf "$log" "$db"
