@@ -43,32 +43,47 @@ static const char run_columns[] =
     "commit_sha, dirty, host, gpu_name, gpu_count, driver_version, cuda_version, nccl_version, "
     "cublas_version, cupti_version, command_line, command, warmup_iters, measure_iters, "
     "started_at, finished_at";
+/* ... and what migration 003 added to runs */
+static const char run_columns_v3[] = "rounds, order_policy, order_seed, test_knobs";
 
 static const char config_columns[] =
     "config_key, case_key, kind, model, layer, proj, backend, schedule, chunks, tp, batch, "
     "seqlen, tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "recorded_at";
 
-/* Copies of the tables below configs, through the id map. */
-static const char copy_results[] =
-    "INSERT INTO main.results (config_id, n_samples, median_us, p10_us, p90_us, mean_us, min_us, "
-    "max_us, cv, tokens_per_s, tflops, flops, bytes_moved, workspace_bytes, peak_mem_bytes, "
-    "max_abs_err, rel_err, numerics_ref) "
-    "SELECT m.new_id, r.n_samples, r.median_us, r.p10_us, r.p90_us, r.mean_us, r.min_us, "
-    "r.max_us, r.cv, r.tokens_per_s, r.tflops, r.flops, r.bytes_moved, r.workspace_bytes, "
-    "r.peak_mem_bytes, r.max_abs_err, r.rel_err, r.numerics_ref "
-    "FROM tp_src.results r JOIN temp.tp_import_map m ON m.old_id = r.config_id";
+/* A table below configs, copied through the id map: its columns besides
+ * config_id, and those a later schema version added. */
+typedef struct detail_table {
+  const char *table, *what;
+  int since;            /* the schema version that made the table */
+  const char *columns;  /* columns at `since` */
+  const char *added_v3; /* columns migration 003 added (NULL: none) */
+} detail_table;
 
-static const char copy_samples[] =
-    "INSERT INTO main.samples (config_id, rank, iter, time_us) "
-    "SELECT m.new_id, s.rank, s.iter, s.time_us "
-    "FROM tp_src.samples s JOIN temp.tp_import_map m ON m.old_id = s.config_id";
+static const detail_table details[] = {
+    {"results", "results", 1,
+     "n_samples, median_us, p10_us, p90_us, mean_us, min_us, max_us, cv, tokens_per_s, tflops, "
+     "flops, bytes_moved, workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref",
+     "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, numerics_reason, fused"},
+    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us"},
+    {"schedules", "schedules", 1, "seq, op, schedule, engine, chunks, reason",
+     "evidence, evidence_message"},
+    {"overlap", "overlap rows", 2,
+     "rank, window, window_start_ns, window_end_ns, comm_ns, compute_ns, overlap_ns, exposed_ns, "
+     "overlap_pct",
+     "sync_ns"},
+    {"traces", "traces", 2,
+     "traced_iters, traced_median_us, untraced_median_us, overhead, evidence_ok, "
+     "evidence_message, dropped_records, clock_offset_ns, recorded_at",
+     "evidence"},
+    {"windows", "round windows", 3, "round, position, median_us", NULL},
+    {"checks", "numerics checks", 3,
+     "seq, output, rule, status, elements, nonfinite, differ, rel_err, max_abs_err, tolerance, "
+     "reason",
+     NULL},
+};
 
-static const char copy_schedules[] =
-    "INSERT INTO main.schedules (config_id, seq, op, schedule, engine, chunks, reason) "
-    "SELECT m.new_id, s.seq, s.op, s.schedule, s.engine, s.chunks, s.reason "
-    "FROM tp_src.schedules s JOIN temp.tp_import_map m ON m.old_id = s.config_id";
-
+/* Trace names are matched by text: string ids differ between files. */
 static const char copy_strings[] =
     "INSERT OR IGNORE INTO main.strings (text) "
     "SELECT s.text FROM tp_src.strings s WHERE s.id IN "
@@ -83,20 +98,6 @@ static const char copy_events[] =
     "FROM tp_src.events e JOIN temp.tp_import_map m ON m.old_id = e.config_id "
     "JOIN tp_src.strings ss ON ss.id = e.name_id JOIN main.strings ms ON ms.text = ss.text "
     "ORDER BY e.id";
-
-static const char copy_overlap[] =
-    "INSERT INTO main.overlap (config_id, rank, window, window_start_ns, window_end_ns, comm_ns, "
-    "compute_ns, overlap_ns, exposed_ns, overlap_pct) "
-    "SELECT m.new_id, o.rank, o.window, o.window_start_ns, o.window_end_ns, o.comm_ns, "
-    "o.compute_ns, o.overlap_ns, o.exposed_ns, o.overlap_pct "
-    "FROM tp_src.overlap o JOIN temp.tp_import_map m ON m.old_id = o.config_id";
-
-static const char copy_traces[] =
-    "INSERT INTO main.traces (config_id, traced_iters, traced_median_us, untraced_median_us, "
-    "overhead, evidence_ok, evidence_message, dropped_records, clock_offset_ns, recorded_at) "
-    "SELECT m.new_id, t.traced_iters, t.traced_median_us, t.untraced_median_us, t.overhead, "
-    "t.evidence_ok, t.evidence_message, t.dropped_records, t.clock_offset_ns, t.recorded_at "
-    "FROM tp_src.traces t JOIN temp.tp_import_map m ON m.old_id = t.config_id";
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -204,14 +205,16 @@ typedef struct {
   tp_import_stats *stats;
 } importer;
 
-static tp_rc prepare_importer(importer *im) {
+static tp_rc prepare_importer(importer *im, int64_t version) {
   tp_store *s = im->store;
-  char sql[1024];
+  char sql[1536], cols[512];
   TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", "the run lookup", &im->present));
+  snprintf(cols, sizeof cols, "%s%s%s", run_columns, version >= 3 ? ", " : "",
+           version >= 3 ? run_columns_v3 : "");
   snprintf(sql, sizeof sql,
            "INSERT INTO main.runs (%s, uuid) SELECT %s, ?2 FROM tp_src.runs "
            "WHERE id = ?1",
-           run_columns, run_columns);
+           cols, cols);
   TP_TRY(prepare(s, sql, "the run copy", &im->insert_run));
   TP_TRY(prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id",
                  "the configuration list", &im->list_configs));
@@ -352,7 +355,7 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
   size_t n = 0;
   TP_TRY(list_source_runs(s, version, &runs, &n));
   importer im = {.store = s, .stats = stats};
-  tp_rc rc = prepare_importer(&im);
+  tp_rc rc = prepare_importer(&im, version);
   for (size_t i = 0; rc == TP_OK && i < n; i++) {
     int present = 0;
     stats->runs_seen++;
@@ -366,16 +369,29 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
   return rc;
 }
 
+/* Copies one table below configs with the columns the source's version has. */
+static tp_rc copy_detail(tp_store *s, const detail_table *d, int64_t version, int64_t *count) {
+  char cols[1024], sql[3072];
+  const int more = version >= 3 && d->added_v3;
+  snprintf(cols, sizeof cols, "%s%s%s", d->columns, more ? ", " : "", more ? d->added_v3 : "");
+  /* the source's columns need no prefix: the id map's are old_id and new_id */
+  snprintf(sql, sizeof sql,
+           "INSERT INTO main.%s (config_id, %s) SELECT m.new_id, %s FROM tp_src.%s t "
+           "JOIN temp.tp_import_map m ON m.old_id = t.config_id",
+           d->table, cols, cols, d->table);
+  return copy_rows(s, sql, d->what, count);
+}
+
 /* Everything below configurations, for every configuration copied. */
 static tp_rc copy_details(tp_store *s, int64_t version, tp_import_stats *stats) {
-  TP_TRY(copy_rows(s, copy_results, "results", NULL));
-  TP_TRY(copy_rows(s, copy_samples, "samples", &stats->samples));
-  TP_TRY(copy_rows(s, copy_schedules, "schedules", NULL));
+  for (size_t i = 0; i < sizeof details / sizeof details[0]; i++) {
+    const detail_table *d = &details[i];
+    if (version < d->since) continue;
+    TP_TRY(copy_detail(s, d, version, strcmp(d->table, "samples") ? NULL : &stats->samples));
+  }
   if (version < 2) return TP_OK; /* the source has no traces */
   TP_TRY(copy_rows(s, copy_strings, "trace names", NULL));
-  TP_TRY(copy_rows(s, copy_events, "trace events", &stats->events));
-  TP_TRY(copy_rows(s, copy_overlap, "overlap rows", NULL));
-  return copy_rows(s, copy_traces, "traces", NULL);
+  return copy_rows(s, copy_events, "trace events", &stats->events);
 }
 
 static tp_rc import_attached(tp_store *s, const char *src_path, tp_import_stats *stats) {

@@ -595,6 +595,82 @@ static void expect_refused(scratch *s, const char *src, tp_rc expected, const ch
   free(after);
 }
 
+/* A source at schema 3 keeps what migration 003 added: the run's rounds and
+ * knobs, each sample's round and host time, the result's interval and
+ * verdicts, the round windows and the numerics checks. */
+static void test_import_keeps_schema_3(void **state) {
+  scratch *s = *state;
+  tp_store *src = open_new(s, "v3src.db");
+  tp_run_info info = {.commit = "c0ffee",
+                      .host = FX_SYNTHETIC_HOST,
+                      .rounds = 2,
+                      .order_policy = "shuffle",
+                      .order_seed = 7,
+                      .test_knobs = "TPBENCH_TEST_DIST_DELAY_US=20"};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(src, &info, &run), TP_OK);
+  tp_config_axes axes = {.kind = "op",
+                         .model = "m",
+                         .layer = "ag_linear",
+                         .backend = "dist_gemm",
+                         .tp = 2,
+                         .tokens = 8,
+                         .m = 8,
+                         .n = 8,
+                         .k = 8,
+                         .dtype = "bf16"};
+  tp_result result = {.n_samples = 4,
+                      .median_us = 10,
+                      .max_abs_err = NAN,
+                      .rel_err = NAN,
+                      .n_rounds = 2,
+                      .ci_lo_us = 9.5,
+                      .ci_hi_us = 10.5,
+                      .rank_skew = 0.01,
+                      .host_stall_frac = 0.25,
+                      .numerics = "ok",
+                      .fused = TP_FUSED_ALL};
+  double t[4] = {9.8, 10.0, 10.1, 10.3}, host[4] = {1, 2, 3, 40};
+  int rounds[4] = {0, 0, 1, 1};
+  tp_samples set = {0, 4, t, rounds, host};
+  tp_window windows[2] = {{0, 1, 9.9}, {1, 0, 10.2}};
+  tp_check check = {"y", "exact", "ok", 64, 0, 0, 0.0, 0.0, NAN, NULL};
+  tp_config_record rec = {.axes = &axes,
+                          .status = TP_STATUS_OK,
+                          .result = &result,
+                          .samples = &set,
+                          .n_sample_sets = 1,
+                          .windows = windows,
+                          .n_windows = 2,
+                          .checks = &check,
+                          .n_checks = 1};
+  assert_int_equal(tp_store_put_config(src, run, &rec, NULL), TP_OK);
+  tp_store_close(src);
+
+  char src_path[600];
+  snprintf(src_path, sizeof src_path, "%s", path(s, 1, "v3src.db"));
+  tp_store *dst = open_new(s, "v3dst.db");
+  tp_import_stats st;
+  assert_int_equal(tp_store_import(dst, src_path, &st), TP_OK);
+  assert_int_equal(st.runs_imported, 1);
+  assert_int_equal(fx_int(dst, "SELECT rounds FROM runs"), 2);
+  assert_int_equal(fx_int(dst, "SELECT order_seed FROM runs WHERE order_policy = 'shuffle' "
+                               "AND test_knobs = 'TPBENCH_TEST_DIST_DELAY_US=20'"),
+                   7);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM samples WHERE round = 1"), 2);
+  assert_true(fx_real(dst, "SELECT sum(host_us) FROM samples") == 46.0);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM results WHERE n_rounds = 2 AND "
+                               "ci_lo_us = 9.5 AND ci_hi_us = 10.5 AND numerics = 'ok' AND "
+                               "fused = 1 AND host_stall_frac = 0.25"),
+                   1);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM windows"), 2);
+  assert_int_equal(fx_int(dst, "SELECT position FROM windows WHERE round = 0"), 1);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM checks WHERE output = 'y' AND "
+                               "rule = 'exact' AND status = 'ok'"),
+                   1);
+  tp_store_close(dst);
+}
+
 static void test_import_refusals(void **state) {
   scratch *s = *state;
   write_text(path(s, 2, "notes.txt"), "these are not the results you are looking for\n");
@@ -654,6 +730,7 @@ int main(void) {
       cmocka_unit_test(test_iteration_times_take_the_slowest_rank),
       cmocka_unit_test(test_import_is_idempotent),
       cmocka_unit_test(test_import_version_1_source),
+      cmocka_unit_test(test_import_keeps_schema_3),
       cmocka_unit_test(test_import_refusals),
       cmocka_unit_test(test_import_rolls_back),
   };
