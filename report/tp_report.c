@@ -487,6 +487,8 @@ static tp_rc load_row_intervals(tp_store *store, table_row *row) {
   row->speedup_lo = row->speedup_hi = row->bound_lo = row->bound_hi = NAN;
   if (!ran_ok(&row->dist) || !ran_ok(&row->stock)) return TP_OK;
   series dist, stock, ref;
+  memset(&dist, 0, sizeof dist);
+  memset(&stock, 0, sizeof stock);
   memset(&ref, 0, sizeof ref);
   tp_rc rc = load_series(store, &row->dist, &dist);
   if (rc == TP_OK) rc = load_series(store, &row->stock, &stock);
