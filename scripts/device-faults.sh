@@ -11,7 +11,7 @@ out=${OUT:-/tmp/tpbench-out}/faults
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 bin=$build/tpbench
-args=(run --gpus 1 --timeout 20 --iters 400 --warmup 3 --axis model=8b --axis seqlen=2048,4096
+args=(run --gpus 1 --timeout 20 --iters 200 --warmup 3 --axis model=8b --axis seqlen=2048,4096
       --axis pass=fwd,fwd+bwd --axis graph=off)
 
 # the GPU host has no sqlite3 shell: Python's module reads the database
@@ -21,7 +21,8 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print("integrity:", db.execute("PRAGMA integrity_check").fetchone()[0])
 print("statuses:", db.execute("SELECT status, count(*) FROM configs GROUP BY status").fetchall())
-for (r,) in db.execute("SELECT reason FROM configs WHERE reason LIKE '%died%'"):
+for (r,) in db.execute("SELECT reason FROM configs WHERE reason LIKE '%died%' "
+                      "OR status = 'timeout' OR reason LIKE '%case stopped%'"):
     print("lost:", r)
 PY
 }
@@ -47,4 +48,11 @@ kill -INT "$parent"
 wait "$parent"; echo "run after SIGINT: exit $? in $(( $(date +%s) - t0 )) s"
 set +m
 summary "$out/int.db"
+# 3. a window longer than --timeout (w13 fwd+bwd: ~4 ms x 2000 iterations > 3 s)
+t0=$(date +%s)
+"$bin" ops --gpus 1 --models 8b --projs wo,w13 --tokens 4096 --pass fwd+bwd --iters 2000 \
+  --warmup 1 --rounds 1 --timeout 3 --db "$out/hang.db" > "$out/hang.md" 2> "$out/hang.err"
+echo "ops with a window over --timeout: exit $? in $(( $(date +%s) - t0 )) s"
+summary "$out/hang.db"
+grep -h -E "aborted|starting new|timeout" "$out/hang.err" | head -n 5
 tail -n 3 "$out"/*.err

@@ -6,7 +6,9 @@
  * The parent process parses and validates everything (options, matrix,
  * database path) and counts GPUs in a child, without touching CUDA itself;
  * then the launcher forks one worker per GPU (or this process joins an
- * external launcher's job) and each worker runs ops_worker.c.
+ * external launcher's job) and each worker runs ops_worker.c. Workers that
+ * die (a hung window aborts its communicator and ends its worker) are
+ * followed by new ones that record what was running and go on (resume.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@ enum { EXIT_USAGE = 2, RENDEZVOUS_TIMEOUT_MS = 120000 };
 typedef struct ops_job {
   tp_ops_matrix matrix;
   tp_ops_options opts;
+  tp_resume resume;
+  tp_job_progress *progress; /* shared with the workers */
 } ops_job;
 
 static int ops_worker_main(const tp_launch_env *env, void *arg) {
@@ -42,7 +46,7 @@ static int ops_worker_main(const tp_launch_env *env, void *arg) {
   if (rc == TP_OK)
     rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world, env->local_rank,
                         RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK) rc = tp_ops_worker_run(&ctx, &job->matrix, &job->opts, collector);
+  if (rc == TP_OK) rc = tp_ops_worker_run(&ctx, &job->matrix, &job->opts, collector, job->progress);
   if (rc != TP_OK)
     fprintf(stderr, "tpbench ops: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
   tp_worker_leave(&ctx);
@@ -133,7 +137,15 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.quiet = args.quiet;
   char *line = tp_job_command_line(argc, argv);
   job.opts.command_line = line ? line : "tpbench ops";
-  int status = tp_launch(world, ops_worker_main, &job);
+  job.progress = tp_job_progress_map("ops");
+  int status = 1;
+  if (job.progress) {
+    job.resume.lost_index = -1;
+    job.opts.resume = &job.resume;
+    status = tp_job_launch_until_done("ops", world, external, job.matrix.n_configs, job.progress,
+                                      &job.resume, ops_worker_main, &job);
+  }
+  tp_job_progress_unmap(job.progress);
   free(line);
   tp_ops_matrix_free(&job.matrix);
   return status;

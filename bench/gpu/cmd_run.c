@@ -10,14 +10,11 @@
  * run_worker.c. A configuration that fails is recorded and the matrix goes
  * on; when one takes the workers down with it (a sticky CUDA error, a hung
  * collective), the parent starts new workers that record it as failed and
- * go on after it, in the same run. Where the job stands is shared with the
- * workers in an anonymous shared mapping (tp_run_progress).
+ * go on after it, in the same run (resume.h).
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "../../collectors/tp_collector.h"
 #include "../commands.h"
@@ -27,13 +24,14 @@
 #include "run_worker.h"
 #include "worker_group.h"
 
-enum { RENDEZVOUS_TIMEOUT_MS = 120000, MAX_RESTARTS = 16, LOST_CAP = 256 };
+enum { RENDEZVOUS_TIMEOUT_MS = 120000 };
 
 typedef struct run_job {
   tp_run_matrix matrix;
   tp_run_worker_options opts;
+  tp_resume resume;
   int trace;
-  tp_run_progress *progress; /* shared with the workers */
+  tp_job_progress *progress; /* shared with the workers */
 } run_job;
 
 static int run_worker_main(const tp_launch_env *env, void *arg) {
@@ -54,52 +52,6 @@ static int run_worker_main(const tp_launch_env *env, void *arg) {
   tp_worker_leave(&ctx);
   if (collector) tp_collector_stop(collector);
   return rc == TP_OK ? 0 : 1;
-}
-
-static int interrupted(int status) {
-  return status == 128 + SIGINT || status == 128 + SIGTERM || status == 128 + SIGHUP;
-}
-
-/* Starts workers until the matrix is through, new ones after workers that
- * died (each time at the first configuration not recorded), and stops when
- * an attempt records nothing, the user interrupts, or an external launcher
- * owns the processes. Returns the last attempt's exit status. */
-static int launch_until_done(run_job *job, int world, int external) {
-  tp_run_progress *pr = job->progress;
-  char lost[LOST_CAP];
-  int status = 0;
-  for (int attempt = 0;; ++attempt) {
-    const int start = job->opts.start;
-    pr->next = start;
-    pr->current = -1;
-    pr->recorded = 0;
-    status = tp_launch(world, run_worker_main, job);
-    if (status == 0 || external || interrupted(status)) return status;
-    if (pr->next >= job->matrix.n_configs) return status; /* all recorded: it failed at the end */
-    const int recorded_any = pr->recorded > 0;
-    if ((attempt > 0 && !recorded_any) || attempt == MAX_RESTARTS) {
-      fprintf(stderr,
-              "tpbench run: giving up at configuration %d of %d: new workers made no progress; "
-              "the run keeps what was recorded\n",
-              pr->next + 1, job->matrix.n_configs);
-      return status;
-    }
-    job->opts.start = pr->next;
-    job->opts.lost_reason = NULL;
-    job->opts.lost_index = -1;
-    if (pr->current >= pr->next) { /* died inside a case, running `current` */
-      job->opts.lost_index = pr->current;
-      snprintf(lost, sizeof lost,
-               "the workers died while running this configuration (exit status %d); new workers "
-               "went on after it",
-               status);
-      job->opts.lost_reason = lost;
-    }
-    fprintf(stderr,
-            "tpbench run: the workers stopped at configuration %d of %d (exit status %d); "
-            "starting new ones to go on\n",
-            pr->next + 1, job->matrix.n_configs, status);
-  }
 }
 
 static void fill_options(const tp_run_args *args, const char *line, tp_run_worker_options *o) {
@@ -138,22 +90,18 @@ int tp_cmd_run(int argc, char **argv) {
   tp_run_reject_world(&job.matrix, world);
   int status = tp_job_check_database("run", args.db);
   char *line = status == 0 ? tp_job_command_line(argc, argv) : NULL;
-  void *shared = MAP_FAILED;
   if (status == 0) {
-    shared = mmap(NULL, sizeof(tp_run_progress), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                  -1, 0);
-    if (shared == MAP_FAILED) {
-      fprintf(stderr, "tpbench run: no shared memory for the job's progress\n");
-      status = TP_EXIT_FAILURE;
-    }
+    job.progress = tp_job_progress_map("run");
+    if (!job.progress) status = TP_EXIT_FAILURE;
   }
   if (status == 0) {
-    job.progress = shared;
-    memset(job.progress, 0, sizeof *job.progress);
     fill_options(&args, line ? line : "tpbench run", &job.opts);
-    status = launch_until_done(&job, world, external);
+    job.resume.lost_index = -1;
+    job.opts.resume = &job.resume;
+    status = tp_job_launch_until_done("run", world, external, job.matrix.n_configs, job.progress,
+                                      &job.resume, run_worker_main, &job);
   }
-  if (shared != MAP_FAILED) munmap(shared, sizeof(tp_run_progress));
+  tp_job_progress_unmap(job.progress);
   free(line);
   tp_run_matrix_free(&job.matrix);
   return status;

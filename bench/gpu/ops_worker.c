@@ -280,51 +280,76 @@ static void free_items(op_item *items, int n) {
   for (int i = 0; i < n; ++i) cudaFree(items[i].scratch);
 }
 
-static tp_rc run_case(tp_harness *h, tp_group *g, const tp_ops_matrix *m, int ci) {
-  const tp_ops_case *c = &m->cases[ci];
-  if (c->n_configs > TP_HARNESS_MAX_CASE)
-    return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, c->n_configs,
+/* The state a worker walks the matrix with. */
+typedef struct ops_state {
+  tp_harness *h;
+  tp_group *g;
+  const tp_ops_matrix *m;
+  volatile tp_job_progress *progress;
+} ops_state;
+
+/* The configurations from..end of case ci but `skip` (the one that took the
+ * last workers down), on the case's tensors, measured together. */
+static tp_rc run_case(ops_state *st, int ci, int from, int skip) {
+  const tp_ops_case *c = &st->m->cases[ci];
+  const int end = c->first_config + c->n_configs;
+  if (from < c->first_config) from = c->first_config;
+  if (end - from > TP_HARNESS_MAX_CASE)
+    return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, end - from,
                    TP_HARNESS_MAX_CASE);
-  case_buffers b;
-  memset(&b, 0, sizeof b);
-  tp_linear_plan shape;
-  tp_linear_desc desc = case_desc(c);
-  tp_rc rc = tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &shape);
-  int runnable = 0;
-  for (int i = 0; i < c->n_configs; ++i) runnable += !m->configs[c->first_config + i].rejected;
-  if (rc == TP_OK && runnable) rc = alloc_buffers(g, &shape, ci, &b);
-  tp_rc agreed = TP_OK;
-  char reason[REASON_CAP];
-  rc = tp_harness_agree(h, rc, &agreed, reason, sizeof reason);
   op_item items[TP_HARNESS_MAX_CASE];
   tp_harness_entry entries[TP_HARNESS_MAX_CASE];
   char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
   memset(items, 0, sizeof items);
-  for (int i = 0; rc == TP_OK && i < c->n_configs; ++i) {
-    const int index = c->first_config + i;
-    const tp_ops_config *cfg = &m->configs[index];
-    entries[i].cfg = harness_config(c, cfg, index, labels[i], LABEL_CAP);
-    items[i].c = c;
-    items[i].cfg = cfg;
-    items[i].b = &b;
-    items[i].bwd_only = strcmp(c->pass, "bwd") == 0;
-    entries[i].item = (tp_item){&op_item_ops, &items[i]};
+  case_buffers b;
+  memset(&b, 0, sizeof b);
+  int n = 0, runnable = 0;
+  for (int index = from; index < end; ++index) {
+    if (index == skip) continue;
+    const tp_ops_config *cfg = &st->m->configs[index];
+    entries[n].cfg = harness_config(c, cfg, index, labels[n], LABEL_CAP);
+    items[n].c = c;
+    items[n].cfg = cfg;
+    items[n].b = &b;
+    items[n].bwd_only = strcmp(c->pass, "bwd") == 0;
+    entries[n].item = (tp_item){&op_item_ops, &items[n]};
+    runnable += !cfg->rejected;
+    n++;
   }
+  if (n == 0) return TP_OK;
+  tp_linear_plan shape;
+  tp_linear_desc desc = case_desc(c);
+  tp_rc rc = tp_linear_plan_make(st->g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &shape);
+  if (rc == TP_OK && runnable) rc = alloc_buffers(st->g, &shape, ci, &b);
+  tp_rc agreed = TP_OK;
+  char reason[REASON_CAP];
+  rc = tp_harness_agree(st->h, rc, &agreed, reason, sizeof reason);
   if (rc == TP_OK && agreed != TP_OK) {
-    for (int i = 0; rc == TP_OK && i < c->n_configs; ++i)
+    for (int i = 0; rc == TP_OK && i < n; ++i)
       rc = entries[i].cfg.rejected
-               ? tp_harness_skip(h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
-               : tp_harness_skip(h, &entries[i].cfg, agreed, reason);
+               ? tp_harness_skip(st->h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
+               : tp_harness_skip(st->h, &entries[i].cfg, agreed, reason);
   } else if (rc == TP_OK) {
-    rc = tp_harness_run_case(h, entries, c->n_configs);
+    rc = tp_harness_run_case(st->h, entries, n);
   }
-  free_items(items, c->n_configs);
+  /* every configuration of the case is recorded once run_case returns, even on error */
+  if (st->g->rank == 0) tp_job_progress_case_done(st->progress, end, tp_harness_recorded(st->h));
+  free_items(items, n);
   free_buffers(&b);
   return rc;
 }
 
+/* A configuration that took the last workers down is recorded, not retried. */
+static tp_rc record_lost(ops_state *st, int index, const char *why) {
+  const tp_ops_config *cfg = &st->m->configs[index];
+  char label[LABEL_CAP];
+  tp_harness_config hc =
+      harness_config(&st->m->cases[cfg->case_index], cfg, index, label, sizeof label);
+  return tp_harness_skip(st->h, &hc, TP_EINTERNAL, why);
+}
+
 tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
-                        tp_collector *collector) {
+                        tp_collector *collector, volatile tp_job_progress *progress) {
   tp_harness_options ho;
   memset(&ho, 0, sizeof ho);
   ho.command = "ops";
@@ -339,10 +364,24 @@ tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const t
   ho.rounds = opts->rounds;
   ho.shuffle = opts->shuffle;
   ho.seed = opts->seed;
+  ho.resume_run = progress->run_id;
+  ho.current_config = &progress->current;
   tp_harness *h = NULL;
   TP_TRY(tp_harness_open(ctx, opts->trace ? collector : NULL, &ho, matrix->n_configs, &h));
+  if (ctx->rank == 0) progress->run_id = tp_harness_run_id(h);
+  const tp_resume *resume = opts->resume;
+  tp_harness_set_done(h, resume->start);
+  ops_state st = {h, ctx->group, matrix, progress};
+  const int lost = resume->lost_reason ? resume->lost_index : -1;
   tp_rc rc = TP_OK;
-  for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci)
-    rc = run_case(h, ctx->group, matrix, ci);
+  if (lost >= 0 && lost < matrix->n_configs) {
+    rc = record_lost(&st, lost, resume->lost_reason);
+    if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
+  }
+  for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
+    const tp_ops_case *c = &matrix->cases[ci];
+    if (c->first_config + c->n_configs <= resume->start) continue;
+    rc = run_case(&st, ci, resume->start, lost);
+  }
   return tp_harness_close(h, rc, 1);
 }

@@ -13,6 +13,7 @@
 
 #include "../../collectors/tp_collector.h"
 #include "../ops_matrix.h"
+#include "resume.h"
 #include "worker_group.h"
 
 typedef struct tp_ops_options {
@@ -28,12 +29,15 @@ typedef struct tp_ops_options {
   int rounds;           /* rounds per case */
   int shuffle;          /* 1: shuffled order per round, else rotated */
   uint64_t seed;
+  const tp_resume *resume; /* where these workers start, and the configuration lost */
 } tp_ops_options;
 
-/* Runs the whole matrix on this rank. Returns TP_OK when every configuration
- * ended (ok, rejected or failed, recorded); an error only when the worker
- * cannot go on (a sticky CUDA error, a timeout, a lost peer). */
+/* Runs the matrix from opts->resume->start on this rank (collective), the
+ * lost configuration recorded first and left out. Returns TP_OK when every
+ * configuration ended (ok, rejected or failed, recorded); an error only when
+ * the worker cannot go on (a sticky CUDA error, a timeout, a lost peer):
+ * progress then says how far it got, and the parent starts new workers. */
 tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
-                        tp_collector *collector);
+                        tp_collector *collector, volatile tp_job_progress *progress);
 
 #endif

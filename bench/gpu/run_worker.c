@@ -211,7 +211,7 @@ typedef struct run_state {
   tp_harness *h;
   tp_group *g;
   const tp_run_matrix *m;
-  volatile tp_run_progress *progress;
+  volatile tp_job_progress *progress;
 } run_state;
 
 static tp_numerics_role numerics_role(tp_run_role role) {
@@ -235,13 +235,10 @@ static tp_harness_config harness_config(const tp_run_case *c, const tp_run_confi
   return hc;
 }
 
-/* Rank 0 tells the parent where the job stands: next = the first
- * configuration not recorded (the harness sets current itself). */
+/* Rank 0 tells the parent that every configuration before next is recorded
+ * (the harness says which one runs itself). */
 static void mark_next(run_state *st, int next) {
-  if (st->g->rank != 0) return;
-  st->progress->next = next;
-  st->progress->current = -1;
-  st->progress->recorded = tp_harness_recorded(st->h);
+  if (st->g->rank == 0) tp_job_progress_case_done(st->progress, next, tp_harness_recorded(st->h));
 }
 
 enum { LABEL_CAP = 128 };
@@ -327,7 +324,7 @@ static tp_rc record_lost(run_state *st, int i, const char *why) {
 
 tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
                         const tp_run_worker_options *opts, tp_collector *collector,
-                        volatile tp_run_progress *progress) {
+                        volatile tp_job_progress *progress) {
   int peers_ok = 1;
   TP_TRY(peer_access(ctx, &peers_ok));
   if (!peers_ok) tp_run_reject_no_peer_access(matrix);
@@ -337,13 +334,13 @@ tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
   tp_harness *h = NULL;
   TP_TRY(tp_harness_open(ctx, collector, &ho, matrix->n_configs, &h));
   if (ctx->rank == 0) progress->run_id = tp_harness_run_id(h);
-  tp_harness_set_done(h, opts->start);
+  tp_harness_set_done(h, opts->resume->start);
   run_state st = {h, ctx->group, matrix, progress};
-  const int start = opts->start;
-  const int lost = opts->lost_reason ? opts->lost_index : -1;
+  const int start = opts->resume->start;
+  const int lost = opts->resume->lost_reason ? opts->resume->lost_index : -1;
   tp_rc rc = TP_OK;
   if (lost >= 0 && lost < matrix->n_configs) {
-    rc = record_lost(&st, lost, opts->lost_reason);
+    rc = record_lost(&st, lost, opts->resume->lost_reason);
     if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
   }
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
