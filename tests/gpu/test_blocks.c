@@ -8,8 +8,8 @@
  * its own with one rank (TP=1 semantics: the unsharded weights, the whole
  * sequence, no communication). Every TP variant (stock with and without
  * sequence parallelism, with the gathered input saved, forward only;
- * dist_gemm auto, ce x2 with the gathered input saved, sm x2, forward only)
- * runs two steps back to back on the shards of the same tensors, its
+ * dist_gemm auto, ce x2 with the gathered input saved, sm x2, sm forward
+ * only) runs two steps back to back on the shards of the same tensors, its
  * outputs poisoned with NaN first, and each rank compares its part with
  * the reference's matching part: y and dx (its rows), dW of every
  * projection (its rows or columns of the global weight), and the RMSNorm
@@ -17,6 +17,19 @@
  * rank holds a partial sum). dist_gemm is also compared with stock, with
  * the tolerance `run` applies. The GEMMs alone and the collectives alone
  * must run.
+ *
+ * Schedules: each variant's plan must record, for every projection the
+ * block has, the schedule it asked for. These shapes move a few KiB per
+ * transfer, where auto takes the stock path (below kernels/tp_linear.c's
+ * 4 MiB), so the fused pipelines are forced by requesting ce and sm; a
+ * forced one that ran NCCL fails. The one auto variant must record the
+ * stock path, one chunk each way, and its reason.
+ *
+ * Two cmocka tests: test_blocks_stock (the reference and its checks, the
+ * stock variants, the halves, stock graph replay, the placement refusal)
+ * runs at any TP degree; test_blocks_dist_gemm (the reference again, stock
+ * as the baseline, the dist_gemm variants, fused graph replay and the
+ * frozen workspace) needs TP >= 2 and is reported SKIPPED below it.
  *
  * The reference itself is checked two ways, so a mistake shared by TP and
  * TP=1 is not missed: its forward against a float64 CPU forward of the
@@ -315,10 +328,11 @@ static err_stats compare_gain(tp_rdzv *rdzv, int world, int sp, tp_dtype dt, con
 typedef struct variant {
   const char *name;
   tp_backend backend;
-  tp_schedule schedule;
+  tp_schedule schedule; /* dist_gemm's request: ce and sm force a fused schedule */
   int chunks, sp, save, backward;
 } variant;
 
+/* "stock" is also the baseline dist_gemm is compared with. */
 static const variant VARIANTS[] = {
     {"stock", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 1, 0, 1},
     {"stock save_gathered", TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, 1, 1, 1},
@@ -327,9 +341,20 @@ static const variant VARIANTS[] = {
     {"dist_gemm auto", TP_BACKEND_DIST, TP_SCHED_AUTO, 0, 1, 0, 1},
     {"dist_gemm ce x2 save_gathered", TP_BACKEND_DIST, TP_SCHED_CE, 2, 1, 1, 1},
     {"dist_gemm sm x2", TP_BACKEND_DIST, TP_SCHED_SM, 2, 1, 0, 1},
-    {"dist_gemm fwd", TP_BACKEND_DIST, TP_SCHED_AUTO, 0, 1, 0, 0},
+    {"dist_gemm sm fwd", TP_BACKEND_DIST, TP_SCHED_SM, 0, 1, 0, 0},
 };
 enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
+
+/* The two halves of the test: everything that runs at any TP degree, and
+ * the dist_gemm variants, which need TP >= 2 (skipped below that). */
+typedef enum { PART_STOCK = 0, PART_DIST_GEMM } test_part;
+
+static int is_baseline(const variant *v) { return !strcmp(v->name, "stock"); }
+
+static int in_part(const variant *v, test_part part) {
+  return part == PART_STOCK ? v->backend == TP_BACKEND_STOCK
+                            : v->backend == TP_BACKEND_DIST || is_baseline(v);
+}
 
 typedef struct layer_ctx {
   tp_group *g, *ref;
@@ -342,6 +367,57 @@ typedef struct layer_ctx {
 } layer_ctx;
 
 static const char *kind_name(tp_block_kind k) { return tp_block_kind_name(k); }
+
+/* kernels/tp_linear.c: below this many bytes per rank and transfer, auto
+ * takes the stock path (AUTO_FUSE_MIN_BYTES). */
+enum { AUTO_FUSE_MIN_BYTES = 4 << 20 };
+
+/* Bytes one rank moves per forward transfer: its shard of the gathered
+ * input (all-gather side) or of a destination's partial (reduce-scatter side). */
+static size_t transfer_bytes(const tp_linear_plan *lp) {
+  const int64_t width =
+      lp->desc.kind == TP_LINEAR_RS ? lp->desc.out_features : lp->desc.in_features;
+  return (size_t)lp->shard_rows * (size_t)width * tp_dtype_bytes(lp->desc.dtype);
+}
+
+/* What a projection's plan must record: stock runs NCCL; ce and sm are
+ * forced (at the requested chunk count, both passes, when one is given);
+ * auto takes the stock path below AUTO_FUSE_MIN_BYTES and ce above. */
+static tp_schedule expected_schedule(const variant *v, const tp_linear_plan *lp) {
+  if (v->backend != TP_BACKEND_DIST) return TP_SCHED_NCCL;
+  if (v->schedule != TP_SCHED_AUTO) return v->schedule;
+  return transfer_bytes(lp) < AUTO_FUSE_MIN_BYTES ? TP_SCHED_NCCL : TP_SCHED_CE;
+}
+
+static int check_projection(const variant *v, const tp_linear_plan *lp) {
+  const tp_schedule want = expected_schedule(v, lp);
+  int ok = lp->schedule == want && lp->reason[0] != '\0';
+  if (v->backend == TP_BACKEND_DIST && v->chunks > 0)
+    ok = ok && lp->chunks == v->chunks && lp->bwd_chunks == v->chunks;
+  if (v->backend == TP_BACKEND_DIST && v->schedule == TP_SCHED_AUTO && want == TP_SCHED_NCCL)
+    ok = ok && lp->chunks == 1 && lp->bwd_chunks == 1 && strstr(lp->reason, "stock path");
+  return ok;
+}
+
+/* Every projection the block has recorded the schedule the variant asks
+ * for (a dist_gemm row that silently ran the stock path fails here). */
+static int check_schedules(int rank, const char *layer, tp_dtype dt, const variant *v,
+                           const tp_block_plan *p) {
+  int failures = 0;
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!p->has[i]) continue;
+    const tp_linear_plan *lp = &p->proj[i];
+    const int ok = check_projection(v, lp);
+    printf("rank %d: %-9s %-4s %-29s %-4s plan: %s x%d, backward x%d at %zu bytes per transfer "
+           "(want %s; %s): %s\n",
+           rank, layer, tp_dtype_name(dt), v->name, tp_block_proj_name((tp_block_proj)i),
+           tp_schedule_name(lp->schedule), lp->chunks, lp->bwd_chunks, transfer_bytes(lp),
+           tp_schedule_name(expected_schedule(v, lp)),
+           lp->reason[0] ? lp->reason : "no reason recorded", ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
 
 /* Every output of a variant against the reference (and dist_gemm against stock). */
 static int check_variant(layer_ctx *lc, const variant *v, const tp_block_plan *p,
@@ -382,11 +458,6 @@ static int run_variant(layer_ctx *lc, const variant *v) {
   tp_block_shape s = shape_of(lc->kind, lc->m->dt, v->sp, v->backward, v->save);
   tp_block_plan p;
   tp_rc rc = tp_block_plan_make(g, &s, v->backend, v->schedule, v->chunks, &p);
-  if (rc == TP_EREJECT && g->world == 1 && v->backend == TP_BACKEND_DIST) {
-    printf("rank %d: %-9s %s: skipped at TP 1 (%s)\n", g->rank, kind_name(lc->kind), v->name,
-           tp_last_error());
-    return 0;
-  }
   tp_block_tensors t;
   if (rc == TP_OK) rc = tp_block_prepare(g, &p);
   if (rc == TP_OK) rc = tp_block_alloc(g, &p, 77, &t);
@@ -397,11 +468,12 @@ static int run_variant(layer_ctx *lc, const variant *v) {
   }
   outputs o;
   memset(&o, 0, sizeof o);
-  int failures = load_model(&p, lc->m, &t, g->rank);
-  if (!failures) failures = run_block(g, &p, &t, 2, &o);
-  if (!failures) failures = check_variant(lc, v, &p, &o);
+  int failures = check_schedules(g->rank, kind_name(lc->kind), lc->m->dt, v, &p);
+  int ran = load_model(&p, lc->m, &t, g->rank) == 0 && run_block(g, &p, &t, 2, &o) == 0;
+  if (ran) failures += check_variant(lc, v, &p, &o);
   else printf("rank %d: %-9s %s: did not run: FAIL\n", g->rank, kind_name(lc->kind), v->name);
-  if (!failures && !strcmp(v->name, "stock")) {
+  failures += !ran;
+  if (!failures && is_baseline(v)) {
     lc->stock_out = o;
     lc->have_stock = 1;
   } else {
@@ -668,8 +740,10 @@ static int check_finite_differences(layer_ctx *lc, const tp_block_plan *p, tp_bl
   return failures;
 }
 
-/* The TP=1 block on the whole model: its outputs become the reference. */
-static int run_reference(layer_ctx *lc) {
+/* The TP=1 block on the whole model: its outputs become the reference;
+ * self_check: also against the CPU forward and finite differences (once
+ * per model is enough: the dist_gemm part recomputes the same reference). */
+static int run_reference(layer_ctx *lc, int self_check) {
   tp_block_shape s = shape_of(lc->kind, lc->m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
@@ -685,14 +759,15 @@ static int run_reference(layer_ctx *lc) {
   if (!failures) failures = run_block(lc->ref, &p, &t, 1, &lc->ref_out);
   if (failures)
     printf("rank %d: %-9s reference did not run: FAIL\n", lc->g->rank, kind_name(lc->kind));
-  if (!failures) failures += check_cpu_forward(lc);
-  if (!failures && lc->m->dt == TP_FP32) failures += check_finite_differences(lc, &p, &t);
+  if (!failures && self_check) failures += check_cpu_forward(lc);
+  if (!failures && self_check && lc->m->dt == TP_FP32)
+    failures += check_finite_differences(lc, &p, &t);
   tp_block_free(&t);
   return failures;
 }
 
-static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m,
-                     tp_block_kind kind) {
+static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m, tp_block_kind kind,
+                     test_part part) {
   layer_ctx lc;
   memset(&lc, 0, sizeof lc);
   lc.g = g;
@@ -700,9 +775,10 @@ static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m,
   lc.rdzv = rdzv;
   lc.kind = kind;
   lc.m = m;
-  int failures = run_reference(&lc);
-  for (int v = 0; v < N_VARIANTS; ++v) failures += run_variant(&lc, &VARIANTS[v]);
-  failures += run_halves(&lc);
+  int failures = run_reference(&lc, part == PART_STOCK);
+  for (int v = 0; v < N_VARIANTS; ++v)
+    if (in_part(&VARIANTS[v], part)) failures += run_variant(&lc, &VARIANTS[v]);
+  if (part == PART_STOCK) failures += run_halves(&lc);
   outputs_free(&lc.ref_out);
   outputs_free(&lc.stock_out);
   return failures;
@@ -736,9 +812,12 @@ static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
   tp_block_tensors t;
   /* ce, not auto: at these tiny shapes auto takes the stock path, and the
    * fused pipeline is what must survive capture */
-  tp_rc rc = tp_block_plan_make(g, &s, backend,
-                                backend == TP_BACKEND_DIST ? TP_SCHED_CE : TP_SCHED_AUTO, 0, &p);
-  if (rc == TP_EREJECT && backend == TP_BACKEND_DIST && g->world == 1) return 0;
+  const variant v = {.name = backend == TP_BACKEND_DIST ? "graph dist_gemm ce" : "graph stock",
+                     .backend = backend,
+                     .schedule = backend == TP_BACKEND_DIST ? TP_SCHED_CE : TP_SCHED_AUTO,
+                     .sp = 1,
+                     .backward = 1};
+  tp_rc rc = tp_block_plan_make(g, &s, backend, v.schedule, 0, &p);
   if (rc == TP_OK) rc = tp_block_prepare(g, &p);
   if (rc == TP_OK) rc = tp_block_alloc(g, &p, 80, &t);
   if (rc != TP_OK) {
@@ -748,7 +827,8 @@ static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
   outputs eager, replay;
   memset(&eager, 0, sizeof eager);
   memset(&replay, 0, sizeof replay);
-  int failures = load_model(&p, m, &t, g->rank) || run_block(g, &p, &t, 1, &eager);
+  int failures = check_schedules(g->rank, "block", m->dt, &v, &p);
+  failures += load_model(&p, m, &t, g->rank) || run_block(g, &p, &t, 1, &eager);
   step_ctx sc = {g, &p, &t};
   cudaGraphExec_t exec = NULL;
   if (!failures && tp_graph_capture(g, step_fn, &sc, &exec) != TP_OK) {
@@ -780,10 +860,6 @@ static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
 /* Growth of the frozen workspace during capture: TP_EREJECT, no stream left
  * capturing, and the group still runs eagerly. */
 static int graph_growth(tp_group *g, const model *m) {
-  if (g->world == 1) {
-    printf("rank 0: graph workspace growth: skipped at TP 1 (no symmetric workspace)\n");
-    return 0;
-  }
   tp_block_shape s = shape_of(TP_BLOCK_FFN, m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
@@ -857,17 +933,22 @@ static tp_group *reference_group(int device) {
   return ref;
 }
 
+/* ctx: the test_part to run. */
 static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
-  (void)ctx;
+  const test_part part = *(const test_part *)ctx;
   tp_group *ref = reference_group(g->device);
   if (!ref) return 1;
-  int failures = placement_refusal(g);
+  int failures = part == PART_STOCK ? placement_refusal(g) : 0;
   const tp_dtype dtypes[] = {TP_BF16, TP_FP32};
   for (int d = 0; d < 2; ++d) {
     model m = model_make(dtypes[d]);
-    for (int k = 0; k < 3; ++k) failures += run_layer(g, rdzv, ref, &m, (tp_block_kind)k);
-    failures += graph_replay(g, &m, TP_BACKEND_STOCK) + graph_replay(g, &m, TP_BACKEND_DIST);
-    if (dtypes[d] == TP_BF16) failures += graph_growth(g, &m);
+    for (int k = 0; k < 3; ++k) failures += run_layer(g, rdzv, ref, &m, (tp_block_kind)k, part);
+    if (part == PART_STOCK) {
+      failures += graph_replay(g, &m, TP_BACKEND_STOCK);
+    } else {
+      failures += graph_replay(g, &m, TP_BACKEND_DIST);
+      if (dtypes[d] == TP_BF16) failures += graph_growth(g, &m);
+    }
     model_free(&m);
   }
   tp_group_destroy(ref);
@@ -880,9 +961,27 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
 
 static int world_size;
 
-static void test_blocks(void **state) {
+/* The TP=1 reference (checked against the CPU forward and finite
+ * differences), every stock variant, the halves, stock graph replay and
+ * the placement refusal: at any TP degree. */
+static void test_blocks_stock(void **state) {
   (void)state;
-  assert_int_equal(gpu_run_group(world_size, body, NULL), 0);
+  test_part part = PART_STOCK;
+  assert_int_equal(gpu_run_group(world_size, body, &part), 0);
+}
+
+/* The dist_gemm variants with their recorded schedules, fused graph replay
+ * and the frozen workspace: fusing needs a peer, so below TP 2 this part is
+ * reported skipped, not passed. */
+static void test_blocks_dist_gemm(void **state) {
+  (void)state;
+  if (world_size < 2) {
+    printf("dist_gemm blocks: TP group of %d GPU, fused schedules need 2: skipped\n", world_size);
+    skip();
+    return; /* skip() does not return; this tells the analyser so */
+  }
+  test_part part = PART_DIST_GEMM;
+  assert_int_equal(gpu_run_group(world_size, body, &part), 0);
 }
 
 int main(void) {
@@ -895,6 +994,7 @@ int main(void) {
   world_size = 1;
   while (world_size * 2 <= devices && world_size * 2 <= 8) world_size *= 2;
   printf("TP group of %d GPU(s) (%d visible)\n", world_size, devices);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks_stock),
+                                     cmocka_unit_test(test_blocks_dist_gemm)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
