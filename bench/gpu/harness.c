@@ -25,12 +25,18 @@
 #include "graph.h"
 #include "job.h"
 #include "ops_trace.h"
+#include "watchdog.h"
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
+
+/* The watchdog fires this long after a phase's own deadlines: those report a
+ * timeout themselves when the host can still look (harness waits). */
+static const double WATCHDOG_GRACE_S = 10.0;
 
 struct tp_harness {
   tp_worker_ctx *ctx;
   tp_collector *collector; /* NULL: no traced windows */
+  tp_watchdog *watchdog;   /* ends this worker when a phase hangs where no wait can see */
   tp_harness_options opts;
   tp_store *store; /* rank 0 only */
   int64_t run_id;
@@ -129,6 +135,7 @@ tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harn
   h->opts = *opts;
   h->total = total;
   tp_rc rc = setup_state(h);
+  if (rc == TP_OK) rc = tp_watchdog_start(ctx->group, ctx->rank, &h->watchdog);
   if (rc == TP_OK && ctx->rank == 0) rc = begin_run(h);
   /* Every rank learns whether the others could start. */
   tp_rc agreed = TP_OK;
@@ -179,6 +186,7 @@ tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish) {
     if (rc == TP_OK) rc = fin;
     if (rc == TP_OK) rc = print_table(h);
   }
+  tp_watchdog_stop(h->watchdog);
   free_references(h);
   if (h->events)
     for (int i = 0; i <= h->opts.measure_iters; ++i)
@@ -201,9 +209,9 @@ static double now_s(void) {
 }
 
 /* Waits for an event without blocking forever: a hung peer or collective
- * becomes TP_ETIMEOUT after timeout_s. */
-static tp_rc wait_event(cudaEvent_t ev, int timeout_s, const char *what) {
-  double deadline = now_s() + timeout_s;
+ * becomes TP_ETIMEOUT at deadline (now_s() clock), timeout_s after the work
+ * began. */
+static tp_rc wait_event(cudaEvent_t ev, double deadline, int timeout_s, const char *what) {
   for (;;) {
     cudaError_t st = cudaEventQuery(ev);
     if (st == cudaSuccess) return TP_OK;
@@ -243,10 +251,17 @@ static tp_rc run_before(stepper *s) {
   return s->item->ops->before(s->item->self, s->g);
 }
 
-/* Records events[0] on the main stream and waits for it (within the timeout). */
-static tp_rc record_and_wait(tp_harness *h, tp_group *g, const char *what) {
+/* Records events[0] on the main stream and waits for it until `since` plus
+ * the timeout (since: when the work waited for began). */
+static tp_rc record_and_wait(tp_harness *h, tp_group *g, double since, const char *what) {
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  return wait_event(h->events[0], h->opts.window_timeout_s, what);
+  const int t = h->opts.window_timeout_s;
+  return wait_event(h->events[0], since + t, t, what);
+}
+
+/* Arms the watchdog for a phase of `waits` timed waits of GPU work. */
+static void guard(tp_harness *h, int waits, const char *what) {
+  tp_watchdog_arm(h->watchdog, waits * h->opts.window_timeout_s + WATCHDOG_GRACE_S, what);
 }
 
 /* `before`, warm-up, a host barrier so every rank starts the window
@@ -255,13 +270,18 @@ static tp_rc record_and_wait(tp_harness *h, tp_group *g, const char *what) {
 static tp_rc time_window(tp_harness *h, stepper *s) {
   tp_group *g = h->ctx->group;
   const int iters = h->opts.measure_iters;
+  const double warmup_start = now_s();
   TP_TRY(run_before(s));
   TP_TRY(run_steps(s, h->opts.warmup_iters, NULL, NULL));
-  TP_TRY(record_and_wait(h, g, "the warm-up window"));
+  TP_TRY(record_and_wait(h, g, warmup_start, "the warm-up window"));
   TP_TRY(tp_rdzv_barrier(h->ctx->rdzv));
+  /* the deadline counts from the window's start: issuing the steps can block
+   * (a full launch queue) for most of the window */
+  const double window_start = now_s();
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
   TP_TRY(run_steps(s, iters, h->events, h->host_us));
-  TP_TRY(wait_event(h->events[iters], h->opts.window_timeout_s, "the measurement window"));
+  TP_TRY(wait_event(h->events[iters], window_start + h->opts.window_timeout_s,
+                    h->opts.window_timeout_s, "the measurement window"));
   for (int i = 0; i < iters; ++i) {
     float ms = 0.0f;
     TP_CUDA(cudaEventElapsedTime(&ms, h->events[i], h->events[i + 1]));
@@ -376,9 +396,12 @@ static tp_rc prepare_all(tp_harness *h, entry_state *es, int n) {
  * as a failed configuration, never a crash or a hang. */
 static tp_rc capture(tp_harness *h, entry_state *es) {
   stepper eager = {es->s.g, es->s.item, NULL};
+  const double start = now_s();
+  guard(h, 1, "the eager warm-up before capture");
   tp_rc rc = run_before(&eager);
   if (rc == TP_OK) rc = run_steps(&eager, h->opts.warmup_iters, NULL, NULL);
-  if (rc == TP_OK) rc = record_and_wait(h, es->s.g, "the eager warm-up before capture");
+  if (rc == TP_OK) rc = record_and_wait(h, es->s.g, start, "the eager warm-up before capture");
+  tp_watchdog_disarm(h->watchdog);
   if (is_fatal(rc)) {
     set_failure(&es->oc, rc, tp_last_error());
     return rc;
@@ -456,7 +479,9 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
  * worker; others end the configuration. */
 static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int position) {
   if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es->e->cfg.index;
+  guard(h, 2, es->e->cfg.label); /* the warm-up's wait and the window's */
   tp_rc rc = time_window(h, &es->s);
+  tp_watchdog_disarm(h->watchdog);
   note_memory(es);
   if (is_fatal(rc)) {
     set_failure(&es->oc, rc, tp_last_error());
@@ -572,9 +597,10 @@ static tp_rc numerics_step(tp_harness *h, entry_state *es, tp_item_output *out, 
   int n = item->ops->outputs(item->self, out, TP_ITEM_MAX_OUTPUTS);
   for (int i = 0; i < n; ++i)
     TP_CUDA(tp_launch_poison(es->oc.info.dtype, (void *)out[i].ptr, out[i].count, g->main_stream));
+  const double start = now_s();
   TP_TRY(run_before(&es->s));
   TP_TRY(one_step(&es->s));
-  TP_TRY(record_and_wait(h, g, "the numerics step"));
+  TP_TRY(record_and_wait(h, g, start, "the numerics step"));
   *n_out = n;
   return TP_OK;
 }
@@ -746,7 +772,9 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
       const tp_numerics_role want = pass == 0 ? TP_NUMERICS_REFERENCE : TP_NUMERICS_CHECK;
       if (e->e->cfg.numerics != want || !e->oc.have_result) continue;
       if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = e->e->cfg.index;
+      guard(h, 1, e->e->cfg.label);
       tp_rc rc = want == TP_NUMERICS_REFERENCE ? reference_numerics(h, e) : check_numerics(h, e);
+      tp_watchdog_disarm(h->watchdog);
       if (is_fatal(rc)) {
         set_failure(&e->oc, rc, tp_last_error());
         return rc;
@@ -784,8 +812,10 @@ static tp_rc run_traces(tp_harness *h, entry_state *es, int n) {
     outcome *oc = &es[i].oc;
     if (!oc->have_result) continue;
     if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es[i].e->cfg.index;
+    guard(h, 2, es[i].e->cfg.label);
     tp_rc rc = run_before(&es[i].s);
     if (rc == TP_OK) rc = trace_config(h, &es[i].s, oc);
+    tp_watchdog_disarm(h->watchdog);
     if (rc != TP_OK) {
       set_failure(oc, rc, tp_last_error());
       return rc; /* a tracer that fails mid-run leaves the ranks out of step */

@@ -340,12 +340,12 @@ static tp_rc run_case(ops_state *st, int ci, int from, int skip) {
 }
 
 /* A configuration that took the last workers down is recorded, not retried. */
-static tp_rc record_lost(ops_state *st, int index, const char *why) {
+static tp_rc record_lost(ops_state *st, int index, tp_rc rc, const char *why) {
   const tp_ops_config *cfg = &st->m->configs[index];
   char label[LABEL_CAP];
   tp_harness_config hc =
       harness_config(&st->m->cases[cfg->case_index], cfg, index, label, sizeof label);
-  return tp_harness_skip(st->h, &hc, TP_EINTERNAL, why);
+  return tp_harness_skip(st->h, &hc, rc, why);
 }
 
 tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
@@ -375,7 +375,7 @@ tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const t
   const int lost = resume->lost_reason ? resume->lost_index : -1;
   tp_rc rc = TP_OK;
   if (lost >= 0 && lost < matrix->n_configs) {
-    rc = record_lost(&st, lost, resume->lost_reason);
+    rc = record_lost(&st, lost, resume->lost_rc, resume->lost_reason);
     if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
   }
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {

@@ -3,6 +3,8 @@
  */
 #include "resume.h"
 
+#include "watchdog.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,10 +44,19 @@ static void plan_restart(const tp_job_progress *pr, int status, tp_resume *resum
   resume->lost_reason = NULL;
   if (pr->current < pr->next) return; /* died between cases: nothing was running */
   resume->lost_index = pr->current;
-  snprintf(resume->reason_buf, sizeof resume->reason_buf,
-           "the workers died while running this configuration (exit status %d); new workers "
-           "went on after it",
-           status);
+  if (status == TP_WATCHDOG_EXIT) {
+    resume->lost_rc = TP_ETIMEOUT;
+    snprintf(resume->reason_buf, sizeof resume->reason_buf, "%s",
+             "it did not finish within --timeout and hung where the worker could not look: the "
+             "watchdog aborted the NCCL communicator and ended the workers; new workers went on "
+             "after it");
+  } else {
+    resume->lost_rc = TP_EINTERNAL;
+    snprintf(resume->reason_buf, sizeof resume->reason_buf,
+             "the workers died while running this configuration (exit status %d); new workers "
+             "went on after it",
+             status);
+  }
   resume->lost_reason = resume->reason_buf;
 }
 

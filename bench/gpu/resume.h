@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "../../common/tp_error.h"
 #include "../launcher.h"
 
 typedef struct tp_job_progress {
@@ -28,7 +29,8 @@ typedef struct tp_job_progress {
 typedef struct tp_resume {
   int start;               /* the first configuration to run */
   int lost_index;          /* the configuration that killed the last workers, -1: none */
-  const char *lost_reason; /* non-NULL with lost_index: record it failed with this */
+  const char *lost_reason; /* non-NULL with lost_index: record it with this reason */
+  tp_rc lost_rc;           /* ... and this status: TP_ETIMEOUT when the watchdog fired */
   char reason_buf[256];
 } tp_resume;
 

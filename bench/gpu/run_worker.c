@@ -314,12 +314,12 @@ static tp_rc peer_access(tp_worker_ctx *ctx, int *all_ok) {
 }
 
 /* A configuration that took the last workers down is recorded, not retried. */
-static tp_rc record_lost(run_state *st, int i, const char *why) {
+static tp_rc record_lost(run_state *st, int i, tp_rc rc, const char *why) {
   const tp_run_config *cfg = &st->m->configs[i];
   const tp_run_case *c = &st->m->cases[cfg->case_index];
   char label[LABEL_CAP];
   tp_harness_config hc = harness_config(c, cfg, i, label, sizeof label);
-  return tp_harness_skip(st->h, &hc, TP_EINTERNAL, why);
+  return tp_harness_skip(st->h, &hc, rc, why);
 }
 
 tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
@@ -340,7 +340,7 @@ tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
   const int lost = opts->resume->lost_reason ? opts->resume->lost_index : -1;
   tp_rc rc = TP_OK;
   if (lost >= 0 && lost < matrix->n_configs) {
-    rc = record_lost(&st, lost, opts->resume->lost_reason);
+    rc = record_lost(&st, lost, opts->resume->lost_rc, opts->resume->lost_reason);
     if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
   }
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {

@@ -1,0 +1,33 @@
+/*
+ * watchdog.h — the backstop for a window that never ends. The harness waits
+ * for its windows with a deadline (harness.c), but a worker can also hang
+ * where no wait can see it: inside a kernel launch whose queue is full behind
+ * a dead peer's collective, or inside an NCCL call. A watchdog thread, armed
+ * around each phase that runs GPU work, aborts the NCCL communicator
+ * (ncclCommAbort may be called from another thread to unblock one) and ends
+ * the worker with TP_WATCHDOG_EXIT when the phase outlives its deadline; the
+ * parent then records the configuration as timed out and starts new workers
+ * (resume.h).
+ */
+#ifndef TP_BENCH_WATCHDOG_H
+#define TP_BENCH_WATCHDOG_H
+
+#include "../../common/tp_error.h"
+#include "../../kernels/tp_group.h"
+
+/* A worker's exit status when its watchdog fired (timeout(1)'s). */
+enum { TP_WATCHDOG_EXIT = 124 };
+
+typedef struct tp_watchdog tp_watchdog;
+
+/* Starts the thread; it fires only while armed. group is aborted when it fires. */
+tp_rc tp_watchdog_start(tp_group *group, int rank, tp_watchdog **out);
+
+/* Fires if not disarmed within seconds from now; what names the phase. */
+void tp_watchdog_arm(tp_watchdog *w, double seconds, const char *what);
+void tp_watchdog_disarm(tp_watchdog *w);
+
+/* Stops and frees the thread (NULL is fine). */
+void tp_watchdog_stop(tp_watchdog *w);
+
+#endif
