@@ -16,11 +16,7 @@
 
 /* ---- values ------------------------------------------------------------ */
 
-const char *tp_cli_last_message(void) {
-  const char *msg = tp_last_error();
-  const char *sep = strstr(msg, ": ");
-  return sep ? sep + 2 : msg;
-}
+const char *tp_cli_last_message(void) { return tp_last_message(); }
 
 /* Records the last error again as "prefix: text". The text is copied first:
  * the message buffer is also tp_fail's destination. */

@@ -9,43 +9,50 @@
 
 enum { TP_ERROR_MSG_MAX = 2048 };
 
+/* The message with its source location (for logs), and without (for
+ * records and users). */
 static _Thread_local char last_error[TP_ERROR_MSG_MAX];
+static _Thread_local char last_message[TP_ERROR_MSG_MAX];
 
 tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...) {
-  const char *base = strrchr(file, '/');
-  int used = snprintf(last_error, sizeof last_error, "%s:%d: ", base ? base + 1 : file, line);
-  if (used < 0 || (size_t)used >= sizeof last_error) used = 0;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(last_error + used, sizeof last_error - (size_t)used, fmt, ap);
+  vsnprintf(last_message, sizeof last_message, fmt, ap);
   va_end(ap);
+  const char *base = strrchr(file, '/');
+  /* a message longer than the buffer is cut: that is what the buffer is for */
+  if (snprintf(last_error, sizeof last_error, "%s:%d: %s", base ? base + 1 : file, line,
+               last_message) >= (int)sizeof last_error)
+    last_error[sizeof last_error - 1] = '\0';
   return code;
 }
 
-tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) {
+/* buf = prefix ": " buf (cut to the buffer). */
+static void prepend(char *buf, size_t cap, const char *prefix) {
   char cause[TP_ERROR_MSG_MAX];
-  snprintf(cause, sizeof cause, "%s", last_error);
+  snprintf(cause, sizeof cause, "%s", buf);
+  if (snprintf(buf, cap, "%s: %s", prefix, cause) >= (int)cap) buf[cap - 1] = '\0'; /* cut */
+}
+
+tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) {
   char prefix[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  size_t used = strlen(prefix);
-  memcpy(last_error, prefix, used);
-  size_t room = sizeof last_error - used - 1;
-  size_t cause_len = strnlen(cause, room > 2 ? room - 2 : 0);
-  if (room > 2) {
-    memcpy(last_error + used, ": ", 2);
-    memcpy(last_error + used + 2, cause, cause_len);
-    used += 2 + cause_len;
-  }
-  last_error[used] = '\0';
+  prepend(last_error, sizeof last_error, prefix);
+  prepend(last_message, sizeof last_message, prefix);
   return code;
 }
 
 const char *tp_last_error(void) { return last_error; }
 
-void tp_clear_error(void) { last_error[0] = '\0'; }
+const char *tp_last_message(void) { return last_message; }
+
+void tp_clear_error(void) {
+  last_error[0] = '\0';
+  last_message[0] = '\0';
+}
 
 const char *tp_rc_name(tp_rc code) {
   switch (code) {

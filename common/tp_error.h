@@ -39,8 +39,13 @@ tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...)
 /* Prefixes this thread's last error with more context, keeping the cause. */
 tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The message recorded by the last tp_fail on this thread ("" if none). */
+/* The message recorded by the last tp_fail on this thread ("" if none),
+ * starting with the source location ("file.c:42: ..."): for logs. */
 const char *tp_last_error(void);
+
+/* The same message without the source location: for what users read in
+ * records, tables and command errors. */
+const char *tp_last_message(void);
 
 /* A short stable name for a code ("cuda", "usage", ...). */
 const char *tp_rc_name(tp_rc code);

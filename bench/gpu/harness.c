@@ -77,7 +77,7 @@ tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, 
   rank_outcome mine, all[TP_MAX_WORLD];
   memset(&mine, 0, sizeof mine);
   mine.rc = (int32_t)local;
-  if (local != TP_OK) snprintf(mine.msg, sizeof mine.msg, "%s", tp_last_error());
+  if (local != TP_OK) snprintf(mine.msg, sizeof mine.msg, "%s", tp_last_message());
   TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, &mine, sizeof mine, all));
   *agreed = TP_OK;
   for (int r = 0; r < h->ctx->world; ++r) {
@@ -403,7 +403,7 @@ static tp_rc capture(tp_harness *h, entry_state *es) {
   if (rc == TP_OK) rc = record_and_wait(h, es->s.g, start, "the eager warm-up before capture");
   tp_watchdog_disarm(h->watchdog);
   if (is_fatal(rc)) {
-    set_failure(&es->oc, rc, tp_last_error());
+    set_failure(&es->oc, rc, tp_last_message());
     return rc;
   }
   if (rc == TP_OK) rc = tp_graph_capture(es->s.g, one_step, &eager, &es->s.graph);
@@ -484,7 +484,7 @@ static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int posit
   tp_watchdog_disarm(h->watchdog);
   note_memory(es);
   if (is_fatal(rc)) {
-    set_failure(&es->oc, rc, tp_last_error());
+    set_failure(&es->oc, rc, tp_last_message());
     return rc;
   }
   char reason[REASON_CAP];
@@ -776,7 +776,7 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
       tp_rc rc = want == TP_NUMERICS_REFERENCE ? reference_numerics(h, e) : check_numerics(h, e);
       tp_watchdog_disarm(h->watchdog);
       if (is_fatal(rc)) {
-        set_failure(&e->oc, rc, tp_last_error());
+        set_failure(&e->oc, rc, tp_last_message());
         return rc;
       }
       TP_TRY(rc);
@@ -817,7 +817,7 @@ static tp_rc run_traces(tp_harness *h, entry_state *es, int n) {
     if (rc == TP_OK) rc = trace_config(h, &es[i].s, oc);
     tp_watchdog_disarm(h->watchdog);
     if (rc != TP_OK) {
-      set_failure(oc, rc, tp_last_error());
+      set_failure(oc, rc, tp_last_message());
       return rc; /* a tracer that fails mid-run leaves the ranks out of step */
     }
   }

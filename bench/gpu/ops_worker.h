@@ -13,7 +13,7 @@
 
 #include "../../collectors/tp_collector.h"
 #include "../ops_matrix.h"
-#include "resume.h"
+#include "../resume.h"
 #include "worker_group.h"
 
 typedef struct tp_ops_options {

@@ -12,7 +12,7 @@
 #include "../../collectors/tp_collector.h"
 #include "../run_matrix.h"
 #include "harness.h"
-#include "resume.h"
+#include "../resume.h"
 #include "worker_group.h"
 
 typedef struct tp_run_worker_options {

@@ -14,9 +14,8 @@
 
 #include "../../common/tp_error.h"
 #include "../../kernels/tp_group.h"
+#include "../resume.h"
 
-/* A worker's exit status when its watchdog fired (timeout(1)'s). */
-enum { TP_WATCHDOG_EXIT = 124 };
 
 typedef struct tp_watchdog tp_watchdog;
 

@@ -15,8 +15,12 @@
 
 #include <stdint.h>
 
-#include "../../common/tp_error.h"
-#include "../launcher.h"
+#include "../common/tp_error.h"
+#include "launcher.h"
+
+/* The exit status of a worker its watchdog ended (bench/gpu/watchdog.h):
+ * timeout(1)'s. */
+enum { TP_WATCHDOG_EXIT = 124 };
 
 typedef struct tp_job_progress {
   int64_t run_id; /* 0 until the run began */

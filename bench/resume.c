@@ -3,8 +3,6 @@
  */
 #include "resume.h"
 
-#include "watchdog.h"
-
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,7 +68,11 @@ int tp_job_launch_until_done(const char *cmd, int world, int external, int n_con
     status = tp_launch(world, fn, job);
     if (status == 0 || external || interrupted(status)) return status;
     if (pr->next >= n_configs) return status; /* all recorded: it failed at the end */
-    if ((attempt > 0 && pr->recorded == 0) || attempt == MAX_RESTARTS) {
+    /* Workers that died running a configuration leave progress behind them:
+     * the next ones record it lost. Only an attempt that neither recorded
+     * anything nor was running a configuration makes none. */
+    const int running = pr->current >= pr->next;
+    if ((attempt > 0 && pr->recorded == 0 && !running) || attempt == MAX_RESTARTS) {
       fprintf(stderr,
               "tpbench %s: giving up at configuration %d of %d: new workers made no progress; "
               "the run keeps what was recorded\n",
