@@ -38,6 +38,8 @@ typedef struct {
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
   double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
+  double rank_skew;   /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
+  double host_stall;  /* share of iterations a rank's host issued slower than the GPU ran */
   int has_trace;      /* a traces row (schemas/002_trace.sql): trace below is filled */
   tp_trace_info trace;
 } config;
@@ -80,11 +82,12 @@ typedef struct {
   int same_rows;          /* of those, rows whose speedup interval holds 1 */
   int stock_path_rows;    /* rows where dist_gemm took the stock path: counted apart */
   double stock_path_geomean;
-  int failed_rows, other_rows; /* dist_gemm failed (failed, oom, timeout); rejected or missing */
-  int bound_rows;              /* of those, rows with a bound */
-  double median_dist_bound;    /* median of dist/bound over bound_rows */
-  double worst_dist_bound;     /* largest dist/bound */
-  int strict_rows;             /* rows with a strict bound */
+  int failed_rows, other_rows;    /* dist_gemm failed (failed, oom, timeout); rejected or missing */
+  double worst_skew, worst_stall; /* over the stock and dist_gemm configurations of the rows */
+  int bound_rows;                 /* of those, rows with a bound */
+  double median_dist_bound;       /* median of dist/bound over bound_rows */
+  double worst_dist_bound;        /* largest dist/bound */
+  int strict_rows;                /* rows with a strict bound */
   double median_dist_strict, worst_dist_strict;
 } summary;
 
@@ -182,7 +185,9 @@ enum {
   C_WS,
   C_REL_ERR,
   C_REF,
-  C_BYTES
+  C_BYTES,
+  C_SKEW,
+  C_STALL
 };
 
 static const char config_sql[] =
@@ -190,7 +195,8 @@ static const char config_sql[] =
     "tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
     "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
-    "config_results.config_id) FROM config_results WHERE config_id = ?";
+    "config_results.config_id), rank_skew, host_stall_frac FROM config_results "
+    "WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
   struct {
@@ -227,6 +233,8 @@ static void fill_config_numbers(sqlite3_stmt *s, config *c) {
   c->workspace_bytes = real_column(s, C_WS);
   c->rel_err = real_column(s, C_REL_ERR);
   c->bytes_moved = real_column(s, C_BYTES);
+  c->rank_skew = real_column(s, C_SKEW);
+  c->host_stall = real_column(s, C_STALL);
 }
 
 /* "ce x4+sm x2": what ran for each op, in op order. */
@@ -662,15 +670,27 @@ static tp_rc summarise_strict(report *rep) {
   return TP_OK;
 }
 
+/* The larger of two values where NaN means "not known": a known one wins. */
+static double larger(double a, double b) {
+  if (!isfinite(b)) return a;
+  return isfinite(a) && a >= b ? a : b;
+}
+
 static tp_rc derive_summary(report *rep) {
   summary *sum = &rep->sum;
   TP_TRY(summarise_strict(rep));
   double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
   if (!bounds) return out_of_memory();
   double log_sum = 0, stock_path_log_sum = 0;
-  sum->worst_dist_bound = NAN;
+  sum->worst_dist_bound = sum->worst_skew = sum->worst_stall = NAN;
   for (size_t i = 0; i < rep->n_rows; i++) {
     const table_row *row = &rep->rows[i];
+    const config *both[2] = {&row->stock, &row->dist};
+    for (int k = 0; k < 2; k++) {
+      if (!ran_ok(both[k])) continue;
+      sum->worst_skew = larger(sum->worst_skew, both[k]->rank_skew);
+      sum->worst_stall = larger(sum->worst_stall, both[k]->host_stall);
+    }
     if (!row->both_ok) {
       if (row->dist.present && row->dist.status && strcmp(row->dist.status, "ok") != 0 &&
           strcmp(row->dist.status, "rejected") != 0)
@@ -909,9 +929,16 @@ static void md_row(FILE *out, const table_row *row, int with_trace) {
   fputs("|\n", out);
 }
 
-/* The rows the headline leaves out, counted. */
+/* The rows the headline leaves out, counted; how far ranks and hosts strayed. */
 static void md_summary_apart(FILE *out, const summary *sum) {
-  char a[64];
+  char a[64], b[64];
+  if (isfinite(sum->worst_skew) || isfinite(sum->worst_stall))
+    fprintf(out,
+            "Ranks and hosts: the slowest rank's median exceeded the fastest's by up to %s %%; "
+            "in up to %s %% of a configuration's iterations a rank's host issued the step slower "
+            "than the GPU ran it.\n",
+            tp_fmt_num(a, sizeof a, 100.0 * sum->worst_skew, 1),
+            tp_fmt_num(b, sizeof b, 100.0 * sum->worst_stall, 1));
   if (sum->stock_path_rows)
     fprintf(out,
             "Not in the geometric mean: %d row%s where dist_gemm took the stock path (auto's "
@@ -1001,7 +1028,9 @@ static const char *const csv_columns[] = {
     /* appended: synchronisation beside overlap */
     "sync_ms",
     /* appended: intervals (95 %, rounds paired) and whether dist_gemm took the stock path */
-    "speedup_lo", "speedup_hi", "dist_over_bound_lo", "dist_over_bound_hi", "stock_path"};
+    "speedup_lo", "speedup_hi", "dist_over_bound_lo", "dist_over_bound_hi", "stock_path",
+    /* appended: ranks and hosts of the dist_gemm configuration */
+    "dist_rank_skew_pct", "dist_host_stall_pct"};
 
 /* What the markdown header says of the run, on every line: a CSV reader
  * sees one table, and rows of several runs can be concatenated. */
@@ -1068,6 +1097,8 @@ static void csv_row(FILE *out, const report *rep, const table_row *row) {
   tp_csv_num(out, row->bound_lo, 3);
   tp_csv_num(out, row->bound_hi, 3);
   tp_csv_field(out, row->both_ok ? (row->stock_path ? "1" : "0") : "", 0);
+  tp_csv_num(out, ran_ok(&row->dist) ? 100.0 * row->dist.rank_skew : NAN, 2);
+  tp_csv_num(out, ran_ok(&row->dist) ? 100.0 * row->dist.host_stall : NAN, 2);
   fputs("\r\n", out);
 }
 
@@ -1162,6 +1193,8 @@ static json_t *json_row(tp_json_builder *jb, const table_row *row) {
   tp_json_set(jb, o, "dist_over_bound_lo", tp_json_real(row->bound_lo));
   tp_json_set(jb, o, "dist_over_bound_hi", tp_json_real(row->bound_hi));
   tp_json_set(jb, o, "stock_path", json_boolean(row->stock_path));
+  tp_json_set(jb, o, "dist_rank_skew", tp_json_real(ran_ok(d) ? d->rank_skew : NAN));
+  tp_json_set(jb, o, "dist_host_stall_frac", tp_json_real(ran_ok(d) ? d->host_stall : NAN));
   tp_json_set(jb, o, "evidence", row->evidence[0] ? tp_json_str(row->evidence) : json_null());
   tp_json_set(jb, o, "traced", json_boolean(row->dist.has_trace));
   tp_json_set(jb, o, "dist_config_id", jid(d));
@@ -1202,6 +1235,8 @@ static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
   tp_json_set(jb, o, "stock_path_geomean", tp_json_real(sum->stock_path_geomean));
   tp_json_set(jb, o, "failed_rows", json_integer(sum->failed_rows));
   tp_json_set(jb, o, "rejected_or_missing_rows", json_integer(sum->other_rows));
+  tp_json_set(jb, o, "worst_rank_skew", tp_json_real(sum->worst_skew));
+  tp_json_set(jb, o, "worst_host_stall_frac", tp_json_real(sum->worst_stall));
   return o;
 }
 

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "report/tp_history.h"
 #include "report/tp_report.h"
@@ -332,6 +333,43 @@ static void test_json_rejected_case_shows_reason(void **state) {
   assert_string_equal(json_string_value(json_object_get(second, "status")), "failed");
   assert_string_equal(json_string_value(json_object_get(second, "reason")), GEMM_FAILURE);
   json_decref(root);
+}
+
+/* Runs `sql` on the fixture's database (a store opened read-write). */
+static void exec_on(const fixture *f, const char *sql) {
+  tp_store *store = NULL;
+  if (tp_store_open(f->db, 0, &store) != TP_OK) fail_msg("%s", tp_last_error());
+  char *err = NULL;
+  if (sqlite3_exec(tp_store_db(store), sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s", err);
+  tp_store_close(store);
+}
+
+/* Rank skew and host stalls recorded for a configuration reach the summary
+ * (markdown) and the rows (JSON). */
+static void test_rank_skew_and_host_stalls_shown(void **state) {
+  const fixture *f = *state;
+  static const char pick[] = "(SELECT min(c.id) FROM configs c JOIN results r ON r.config_id = "
+                             "c.id WHERE c.backend = 'dist_gemm' AND c.status = 'ok' AND "
+                             "c.run_id = (SELECT max(id) FROM runs))";
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "UPDATE results SET rank_skew = 0.125, host_stall_frac = 0.05 WHERE config_id = %s",
+           pick);
+  exec_on(f, sql);
+  char *md = report_ok(f, NULL, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "by up to 12.5 %"));
+  assert_non_null(strstr(md, "in up to 5.0 % of a configuration's iterations"));
+  free(md);
+  json_t *root = report_json(f, NULL);
+  assert_close(jnum(json_object_get(root, "summary"), "worst_rank_skew"), 0.125);
+  json_decref(root);
+  snprintf(sql, sizeof sql,
+           "UPDATE results SET rank_skew = NULL, host_stall_frac = NULL WHERE config_id = %s",
+           pick);
+  exec_on(f, sql);
+  md = report_ok(f, NULL, TP_FMT_MARKDOWN);
+  assert_null(strstr(md, "Ranks and hosts"));
+  free(md);
 }
 
 static void test_json_summary(void **state) {
@@ -847,6 +885,7 @@ int main(void) {
       cmocka_unit_test(test_json_rows_and_speedups),
       cmocka_unit_test(test_json_rejected_case_shows_reason),
       cmocka_unit_test(test_json_summary),
+      cmocka_unit_test(test_rank_skew_and_host_stalls_shown),
       cmocka_unit_test(test_markdown),
       cmocka_unit_test(test_csv),
       cmocka_unit_test(test_filters),
