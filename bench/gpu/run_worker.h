@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 #include "../../collectors/tp_collector.h"
+#include "../resume.h"
 #include "../run_matrix.h"
 #include "harness.h"
-#include "../resume.h"
 #include "worker_group.h"
 
 typedef struct tp_run_worker_options {

@@ -16,7 +16,6 @@
 #include "../../kernels/tp_group.h"
 #include "../resume.h"
 
-
 typedef struct tp_watchdog tp_watchdog;
 
 /* Starts the thread; it fires only while armed. group is aborted when it fires. */
