@@ -14,6 +14,7 @@
 #include "dashboards/tp_dashboard.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,14 +270,49 @@ static tp_rc write_page(FILE *f, const char *data) {
   return TP_OK;
 }
 
+static tp_rc cannot_create(const char *dir, int err) {
+  return TP_FAIL(TP_EIO, "%s: cannot create the directory: %s", dir, strerror(err));
+}
+
+/* The errno mkdir(dir) would fail with because of dir's parent (missing,
+ * not a folder, not writable), 0 when it can take a new folder. */
+static int parent_refuses(const char *parent) {
+  struct stat st;
+  if (stat(parent, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  return access(parent, W_OK | X_OK) != 0 ? errno : 0;
+}
+
+/* What make_dir and write_file would refuse, found before the page is built
+ * (seconds on a large database) and without creating anything: dir is not
+ * a folder, or is missing and its parent cannot take it; index.html is not
+ * a file that may be replaced (report/tp_output.h). */
+static tp_rc check_out_dir(const char *dir, const char *db) {
+  struct stat st;
+  if (stat(dir, &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EUSAGE, "%s: not a directory", dir);
+  } else if (errno != ENOENT) {
+    return cannot_create(dir, errno);
+  } else {
+    char *copy = strdup(dir); /* dirname may write into its argument */
+    if (!copy) return out_of_memory();
+    int err = parent_refuses(dirname(copy));
+    free(copy);
+    if (err) return cannot_create(dir, err);
+  }
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
+    return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
+  return tp_output_check(path, db);
+}
+
 static tp_rc make_dir(const char *dir) {
   struct stat st;
   if (stat(dir, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EUSAGE, "%s: not a directory", dir);
     return TP_OK;
   }
-  if (mkdir(dir, 0777) != 0)
-    return TP_FAIL(TP_EIO, "%s: cannot create the directory: %s", dir, strerror(errno));
+  if (mkdir(dir, 0777) != 0) return cannot_create(dir, errno);
   return TP_OK;
 }
 
@@ -312,6 +348,7 @@ tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboar
                opt && opt->max_trace_events ? opt->max_trace_events : TP_DASHBOARD_MAX_EVENTS,
                stats,
                {0}};
+  TP_TRY(check_out_dir(out_dir, tp_store_path(store)));
   json_t *doc = NULL;
   TP_TRY(build_document(&b, &doc));
   char *data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));

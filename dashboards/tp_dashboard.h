@@ -42,7 +42,8 @@ typedef struct tp_dashboard_stats {
  * of the tables. opt and stats may be NULL. TP_EUSAGE when the database
  * holds no runs, out_dir is empty or not a directory, or index.html exists
  * and is not a regular file or is the database; TP_EIO when it cannot be
- * written. */
+ * written. out_dir and index.html are checked before the database is read
+ * (nothing created when refused) and again before the rename. */
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats);
 

@@ -57,21 +57,65 @@ static int same_file(const char *a, const char *b) {
   return same;
 }
 
-/* Refuses the database and the side files SQLite keeps beside it. */
-static tp_rc check_not_database(const char *path, const char *db) {
-  static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-  if (!db || !*db) return TP_OK;
-  size_t cap = strlen(db) + sizeof "-journal";
+static const char *const side_suffixes[] = {"-wal", "-shm", "-journal"};
+
+static tp_rc refuse_side_file(const char *path, const char *side) {
+  return TP_FAIL(TP_EUSAGE, "%s: this is the database's side file %s; refusing to overwrite it",
+                 path, side);
+}
+
+/* Refuses path when it is spelling's -wal, -shm or -journal. */
+static tp_rc check_side_files_of(const char *path, const char *spelling) {
+  size_t cap = strlen(spelling) + sizeof "-journal";
   char *side = malloc(cap);
   if (!side) return out_of_memory();
   tp_rc rc = TP_OK;
-  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0] && rc == TP_OK; i++) {
-    snprintf(side, cap, "%s%s", db, suffixes[i]);
-    if (same_file(path, side))
-      rc = TP_FAIL(TP_EUSAGE, "%s: this is the database%s%s; refusing to overwrite it", path,
-                   i ? "'s side file " : "", i ? side : "");
+  for (size_t i = 0; i < sizeof side_suffixes / sizeof side_suffixes[0] && rc == TP_OK; i++) {
+    snprintf(side, cap, "%s%s", spelling, side_suffixes[i]);
+    if (same_file(path, side)) rc = refuse_side_file(path, side);
   }
   free(side);
+  return rc;
+}
+
+/* A hard link names the database as well as its own name does, and SQLite
+ * opened through it keeps its side files beside that name: a target
+ * "X-wal", "X-shm" or "X-journal" is refused when X is the database's
+ * inode, whatever the side files of --db are called. */
+static tp_rc check_side_file_of_alias(const char *path, const struct stat *db_st) {
+  size_t len = strlen(path);
+  for (size_t i = 0; i < sizeof side_suffixes / sizeof side_suffixes[0]; i++) {
+    size_t suffix = strlen(side_suffixes[i]);
+    if (len <= suffix || strcmp(path + len - suffix, side_suffixes[i]) != 0) continue;
+    char *alias = strndup(path, len - suffix);
+    if (!alias) return out_of_memory();
+    struct stat st;
+    int same = stat(alias, &st) == 0 && st.st_dev == db_st->st_dev && st.st_ino == db_st->st_ino;
+    tp_rc rc = same ? TP_FAIL(TP_EUSAGE,
+                              "%s: this is the database's side file (%s is the database under "
+                              "another name); refusing to overwrite it",
+                              path, alias)
+                    : TP_OK;
+    free(alias);
+    return rc;
+  }
+  return TP_OK;
+}
+
+/* Refuses the database and the side files SQLite keeps beside it, by
+ * identity rather than by spelling: db as given, db with its links
+ * resolved (SQLite resolves a symbolic link and keeps the side files beside
+ * the real file), and any hard link's side files. */
+static tp_rc check_not_database(const char *path, const char *db) {
+  if (!db || !*db) return TP_OK;
+  if (same_file(path, db))
+    return TP_FAIL(TP_EUSAGE, "%s: this is the database; refusing to overwrite it", path);
+  TP_TRY(check_side_files_of(path, db));
+  char *resolved = realpath(db, NULL); /* NULL while db does not exist */
+  tp_rc rc = resolved ? check_side_files_of(path, resolved) : TP_OK;
+  free(resolved);
+  struct stat db_st;
+  if (rc == TP_OK && stat(db, &db_st) == 0) rc = check_side_file_of_alias(path, &db_st);
   return rc;
 }
 
@@ -105,6 +149,10 @@ static char *temp_template(const char *path) {
   if (tmp) snprintf(tmp, cap, "%s/.%s.XXXXXX", folder, name_of(path));
   free(folder);
   return tmp;
+}
+
+tp_rc tp_output_check(const char *path, const char *protect_db) {
+  return check_target(path, protect_db);
 }
 
 tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out) {
@@ -143,13 +191,23 @@ static mode_t public_mode(void) {
   return (mode_t)(0644 & ~mask);
 }
 
+/* The new file's mode: an existing file's permission bits, so replacing a
+ * private (0600) file does not publish it, else public_mode(). The set-id
+ * and sticky bits are not carried: the new file belongs to whoever runs
+ * tpbench, and a set-id bit would then grant that owner's rights. */
+static mode_t new_file_mode(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 0777;
+  return public_mode();
+}
+
 /* Flushes, syncs and closes the temporary; out->file is NULL afterwards. */
 static tp_rc finish_temp(tp_output *out) {
   FILE *f = out->file;
   out->file = NULL;
   int failed = fflush(f) != 0 || ferror(f);
   int err = failed ? errno : 0;
-  if (!failed && (fsync(fileno(f)) != 0 || fchmod(fileno(f), public_mode()) != 0)) {
+  if (!failed && (fchmod(fileno(f), new_file_mode(out->path)) != 0 || fsync(fileno(f)) != 0)) {
     failed = 1;
     err = errno;
   }

@@ -5,15 +5,22 @@
  *
  * The content goes to a private temporary in the target's folder, created
  * exclusively (a name nobody can predict, never following a link planted
- * there, mode 0600 while written), flushed and fsync'd, given the usual
- * mode (0644 less the umask) and renamed over the target. So a reader sees
- * the old file or the whole new one, two writers of the same target leave
- * one writer's complete file, and a failure leaves the target untouched.
+ * there, mode 0600 while written), given its mode, flushed and fsync'd and
+ * renamed over the target. The mode is the replaced file's permission bits
+ * (0600 stays 0600; set-id and sticky bits are dropped) or, for a new
+ * file, the usual 0644 less the umask. The owner and group are the
+ * writer's: keeping another owner's would take privileges tpbench does not
+ * have. So a reader sees the old file or the whole new one, two writers of
+ * the same target leave one writer's complete file, and a failure leaves
+ * the target untouched.
  *
  * Refused before anything is created (TP_EUSAGE, with a sentence): an empty
  * path; a target that exists and is not a regular file, through a link too
- * (a device, a FIFO, a folder, a socket); the database the command reads
- * (the same file, or its -wal, -shm or -journal, by inode or by name).
+ * (a device, a FIFO, a folder, a socket); the database the command reads or
+ * one of its -wal, -shm or -journal files, by identity rather than
+ * spelling: the same inode; the side file's name beside the database with
+ * its symbolic links resolved (or as given); "X-wal", "X-shm" or
+ * "X-journal" where X is a hard link to the database.
  */
 #ifndef TP_OUTPUT_H
 #define TP_OUTPUT_H
@@ -29,6 +36,13 @@ typedef struct tp_output {
 } tp_output;
 
 /*
+ * The checks of tp_output_open without creating anything, for a caller
+ * that should refuse a target before long work: TP_OK, TP_EUSAGE with a
+ * sentence for a refused target, or TP_EOOM. tp_output_commit checks again.
+ */
+tp_rc tp_output_check(const char *path, const char *protect_db);
+
+/*
  * Checks that path may be written and opens a temporary beside it in
  * out->file. protect_db (may be NULL) names the database the command
  * reads: the target may not be it or one of its side files. TP_EUSAGE for
@@ -38,10 +52,11 @@ typedef struct tp_output {
 tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out);
 
 /*
- * Finishes the file: flushes and fsyncs it, checks the target again (it
- * may have changed since tp_output_open) and renames the temporary over
- * it. On any failure (a write error, a full disk) the temporary is removed
- * and the target is left as it was. out is released either way.
+ * Finishes the file: gives it its mode (the replaced file's permission
+ * bits, see above), flushes and fsyncs it, checks the target again (it may
+ * have changed since tp_output_open) and renames the temporary over it. On any failure (a write
+ * error, a full disk) the temporary is removed and the target is left as it was. out is released
+ * either way.
  */
 tp_rc tp_output_commit(tp_output *out, const char *protect_db);
 

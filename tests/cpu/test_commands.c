@@ -6,9 +6,11 @@
  * a foreign file is refused and the target stays byte-identical) and
  * dashboard's usage. --help of each. Output paths: trace --out and the
  * dashboard refuse a FIFO, a link to a device, a folder and the database
- * (exit 2, nothing changed), never write through a planted link, and
- * racing dashboards leave one whole page. Empty paths and link's options
- * are usage errors in every build.
+ * (exit 2, nothing changed), the database's -wal named through a symbolic
+ * or hard link to it too; never write through a planted link; keep a
+ * replaced file's mode; the dashboard refuses --out before reading the
+ * database; racing dashboards leave one whole page. Empty paths and link's
+ * options are usage errors in every build.
  *
  * The database is a copy of the real H200 run plus two runs synthesised
  * from it (fixture_db.h): an exact copy (commit feed0001) and one 10% slower
@@ -210,6 +212,12 @@ static void test_trace_command(void **state) {
   assert_non_null(written);
   assert_true(len > 1000);
   free(written);
+  /* replacing a private file keeps it private */
+  assert_int_equal(chmod(out, 0600), 0);
+  RUN_EXPECT(0, NULL, NULL, "trace", "--db", f->db, "--key", f->traced_key, "--out", out);
+  struct stat st;
+  assert_int_equal(stat(out, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0600);
 
   RUN_EXPECT(1, NULL, "configuration 3 has no trace", "trace", "--db", f->db, "--config", "3");
   RUN_EXPECT(2, NULL, "there is no configuration 123456", "trace", "--db", f->db, "--config",
@@ -373,6 +381,112 @@ static void test_trace_out_refuses(void **state) {
   free(text);
 }
 
+/* A WAL database whose last committed transaction lives only in its -wal,
+ * as a writer that has not checkpointed leaves it: the child commits and
+ * exits without closing. */
+static void make_wal_database(const char *from, const char *path) {
+  assert_int_equal(fx_copy(from, path), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open(path, &db);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_exec(db,
+                        "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
+                        "UPDATE runs SET host = 'committed-in-wal' WHERE id = 1",
+                        NULL, NULL, NULL);
+    _exit(rc == SQLITE_OK ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static char *host_of_run_1(const char *path) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  char *host = NULL;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT host FROM runs WHERE id = 1", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    host = strdup((const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return host;
+}
+
+/* trace --db link.db --out s2.db-wal, link.db a symbolic or hard link to
+ * s2.db, once replaced the real -wal and lost the transaction in it (the
+ * side-file check compared spellings built from --db). Refused now (2),
+ * the -wal byte-identical, the transaction readable. */
+static void test_trace_out_refuses_wal_through_links(void **state) {
+  fixture *f = *state;
+  char id[32], db[600], symlinked[600], hard[600], wal[700], shm[700], journal[700];
+  snprintf(id, sizeof id, "%lld", (long long)f->traced);
+  fx_path(&f->dir, "s2.db", db, sizeof db);
+  make_wal_database(f->db, db);
+  snprintf(wal, sizeof wal, "%s-wal", db);
+  snprintf(shm, sizeof shm, "%s-shm", db);
+  snprintf(journal, sizeof journal, "%s-journal", db);
+  snapshot before = take_snapshot(wal);
+  assert_true(before.len > 0);
+
+  fx_path(&f->dir, "link.db", symlinked, sizeof symlinked);
+  assert_int_equal(symlink("s2.db", symlinked), 0);
+  RUN_EXPECT(2, NULL, "side file", "trace", "--db", symlinked, "--config", id, "--out", wal);
+  RUN_EXPECT(2, NULL, "side file", "trace", "--db", symlinked, "--config", id, "--out", shm);
+  RUN_EXPECT(2, NULL, "side file", "trace", "--db", symlinked, "--config", id, "--out", journal);
+  fx_path(&f->dir, "hard.json", hard, sizeof hard);
+  if (link(db, hard) == 0) {
+    RUN_EXPECT(2, NULL, "side file", "trace", "--db", hard, "--config", id, "--out", wal);
+    RUN_EXPECT(2, NULL, "side file", "trace", "--db", hard, "--config", id, "--out", journal);
+  }
+  assert_false(exists(journal));
+  expect_unchanged(wal, &before);
+  char *host = host_of_run_1(db);
+  assert_non_null(host);
+  assert_string_equal(host, "committed-in-wal");
+  free(host);
+}
+
+/* dashboard once built the whole page (seconds) before it looked at
+ * --out. On a database that holds no runs, building fails with "no runs":
+ * a refusal of --out that comes first shows the check runs before the
+ * database is read. Nothing is created when refused. */
+static void test_dashboard_out_checked_first(void **state) {
+  fixture *f = *state;
+  char empty[600], plain[600], dir[600], page[700], deep[600], fresh[600];
+  fx_path(&f->dir, "empty.db", empty, sizeof empty);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(empty, 1, &s), TP_OK);
+  tp_store_close(s);
+  RUN_EXPECT(2, NULL, "holds no runs", "dashboard", "--db", empty, "--out", f->dir.path);
+
+  fx_path(&f->dir, "afile", plain, sizeof plain);
+  FILE *fp = fopen(plain, "w");
+  assert_non_null(fp);
+  fputs("x\n", fp);
+  fclose(fp);
+  RUN_EXPECT(2, NULL, "not a directory", "dashboard", "--db", empty, "--out", plain);
+  fx_path(&f->dir, "fifo-site", dir, sizeof dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(page, sizeof page, "%s/index.html", dir);
+  assert_int_equal(mkfifo(page, 0600), 0);
+  RUN_EXPECT(2, NULL, "is a FIFO", "dashboard", "--db", empty, "--out", dir);
+  assert_true(is_fifo(page));
+  unlink(page);
+  assert_int_equal(symlink(empty, page), 0);
+  RUN_EXPECT(2, NULL, "this is the database", "dashboard", "--db", empty, "--out", dir);
+  fx_path(&f->dir, "a/b/c", deep, sizeof deep);
+  RUN_EXPECT(1, NULL, "cannot create the directory", "dashboard", "--db", empty, "--out", deep);
+  fx_path(&f->dir, "a", deep, sizeof deep);
+  assert_false(exists(deep));
+  fx_path(&f->dir, "fresh", fresh, sizeof fresh);
+  RUN_EXPECT(2, NULL, "holds no runs", "dashboard", "--db", empty, "--out", fresh);
+  assert_false(exists(fresh));
+}
+
 /* The same for the dashboard's index.html, and dashboards racing on one
  * folder leave one whole page (not one glued to another). */
 static void test_dashboard_out_refuses(void **state) {
@@ -506,6 +620,8 @@ int main(void) {
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
       cmocka_unit_test(test_dashboard_out_refuses),
+      cmocka_unit_test(test_trace_out_refuses_wal_through_links),
+      cmocka_unit_test(test_dashboard_out_checked_first),
       cmocka_unit_test(test_empty_paths_are_usage_errors),
       cmocka_unit_test(test_link_parses_first),
       cmocka_unit_test(test_readme_compare_examples),

@@ -2,11 +2,12 @@
  * test_output.c — report/tp_output.h, the one way tpbench writes an output
  * file, tried as an attacker would: a target that is a FIFO, a link to a
  * device, a folder or the database (by inode, by link, by a side file's
- * name) is refused with nothing changed; links planted at the temporary
- * names of old (out.json.tmp) are never followed; a failed write leaves the
- * target as it was and no temporary; writers racing on one target always
- * leave one writer's whole file. Each case runs under an alarm, so a
- * blocking open fails the test instead of hanging it.
+ * name; its side files through a symbolic or hard link to it) is refused
+ * with nothing changed; a replaced file keeps its permission bits; links
+ * planted at the temporary names of old (out.json.tmp) are never followed;
+ * a failed write leaves the target as it was and no temporary; writers
+ * racing on one target always leave one writer's whole file. Each case runs
+ * under an alarm, so a blocking open fails the test instead of hanging it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -140,6 +141,33 @@ static void test_writes_and_replaces(void **state) {
   assert_int_equal(entries(f), 1); /* no temporary left */
 }
 
+/* A replaced file keeps its permission bits (a private 0600 file is not
+ * published as 0644; the umask does not narrow 0664), less set-id bits. */
+static void test_replacing_keeps_mode(void **state) {
+  fixture *f = *state;
+  char path[600];
+  path_in(f, "private.json", path, sizeof path);
+  mode_t mask = umask(022);
+  static const struct {
+    mode_t before, after;
+  } cases[] = {{0600, 0600}, {0664, 0664}, {0640, 0640}, {04755, 0755}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    put_file(path, "old");
+    assert_int_equal(chmod(path, cases[i].before), 0);
+    assert_int_equal(write_output(path, NULL, "new\n"), TP_OK);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    if ((st.st_mode & 07777) != cases[i].after)
+      fail_msg("mode %o became %o, expected %o", (unsigned)cases[i].before,
+               (unsigned)(st.st_mode & 07777), (unsigned)cases[i].after);
+  }
+  umask(mask);
+  char *text = slurp(path);
+  assert_string_equal(text, "new\n");
+  free(text);
+  assert_int_equal(entries(f), 1);
+}
+
 /* While written, the temporary is private (0600), in the target's folder,
  * and not at a name anyone could guess. */
 static void test_temporary_is_private(void **state) {
@@ -246,6 +274,62 @@ static void test_refuses_database(void **state) {
   /* another file beside it is fine */
   path_in(f, "out.json", symlinked, sizeof symlinked);
   assert_int_equal(write_output(symlinked, db, "ok\n"), TP_OK);
+}
+
+/* The database's side files named through another name of the database:
+ * --db a symbolic link (SQLite resolves it, so the real -wal sits beside
+ * the real file), a hard link ("X-wal" where X is the database's inode), a
+ * folder reached through a link. The -wal holds a committed transaction:
+ * it must keep its bytes and inode. */
+static void test_refuses_side_files_by_identity(void **state) {
+  fixture *f = *state;
+  char db[600], symlinked[600], hard[600], wal[700], shm[700], journal[700], hard_wal[700];
+  path_in(f, "s2.db", db, sizeof db);
+  put_file(db, "SQLite format 3 in WAL mode");
+  snprintf(wal, sizeof wal, "%s-wal", db);
+  put_file(wal, "a committed transaction");
+  snprintf(shm, sizeof shm, "%s-shm", db);
+  snprintf(journal, sizeof journal, "%s-journal", db);
+  struct stat before, after;
+  assert_int_equal(stat(wal, &before), 0);
+
+  path_in(f, "link.db", symlinked, sizeof symlinked);
+  assert_int_equal(symlink("s2.db", symlinked), 0);
+  expect_refused(wal, symlinked, "side file");     /* exists: by inode */
+  expect_refused(shm, symlinked, "side file");     /* absent: by resolved name */
+  expect_refused(journal, symlinked, "side file"); /* absent: by resolved name */
+  char folder_link[600], through[700];
+  path_in(f, "folder", folder_link, sizeof folder_link);
+  assert_int_equal(symlink(f->dir, folder_link), 0);
+  snprintf(through, sizeof through, "%s/link.db", folder_link);
+  expect_refused(journal, through, "side file");
+
+  path_in(f, "hard.json", hard, sizeof hard);
+  if (link(db, hard) == 0) {
+    expect_refused(wal, hard, "database under another name");
+    expect_refused(shm, hard, "database under another name");
+    expect_refused(journal, hard, "database under another name");
+    snprintf(hard_wal, sizeof hard_wal, "%s-wal", hard);
+    expect_refused(hard_wal, db, "database under another name");
+  } else {
+    assert_int_equal(errno, EPERM); /* hard links not allowed here */
+  }
+
+  char *text = slurp(wal);
+  assert_string_equal(text, "a committed transaction");
+  free(text);
+  assert_int_equal(stat(wal, &after), 0);
+  assert_int_equal(before.st_ino, after.st_ino);
+  assert_int_not_equal(access(shm, F_OK), 0);
+  assert_int_not_equal(access(journal, F_OK), 0);
+  /* another database's side file, and names that only start alike, are fine */
+  char other[600], other_wal[700], longer[800];
+  path_in(f, "other.db", other, sizeof other);
+  put_file(other, "SQLite format 3 in WAL mode");
+  snprintf(other_wal, sizeof other_wal, "%s-wal", other);
+  assert_int_equal(write_output(other_wal, symlinked, "ok\n"), TP_OK);
+  snprintf(longer, sizeof longer, "%s.json", wal);
+  assert_int_equal(write_output(longer, symlinked, "ok\n"), TP_OK);
 }
 
 /* Links planted where the old code put its temporaries ("out.json.tmp")
@@ -376,11 +460,13 @@ static void test_racing_writers_never_mix(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_writes_and_replaces, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_replacing_keeps_mode, setup, teardown),
       cmocka_unit_test_setup_teardown(test_temporary_is_private, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuses_fifo, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuses_link_to_device, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuses_folder_and_empty, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuses_database, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuses_side_files_by_identity, setup, teardown),
       cmocka_unit_test_setup_teardown(test_planted_links_not_followed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_checked_again_at_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_write_leaves_target, setup, teardown),
