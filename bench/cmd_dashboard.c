@@ -5,7 +5,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "../dashboards/tp_dashboard.h"
 #include "cli.h"
@@ -38,38 +37,31 @@ static tp_rc parse_args(int argc, char **argv, dashboard_args *a, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-static int write_dashboard(const dashboard_args *a) {
-  if (access(a->db, F_OK) != 0) {
-    fprintf(stderr, "tpbench dashboard: no database at '%s' (pass --db)\n", a->db);
-    return TP_EXIT_FAILURE;
-  }
+static tp_rc write_dashboard(const dashboard_args *a) {
   tp_store *store = NULL;
-  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
-    fprintf(stderr, "tpbench dashboard: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    return TP_EXIT_FAILURE;
-  }
+  TP_TRY(tp_open_for_reading("dashboard", a->db, &store));
   tp_dashboard_options opt = {.max_trace_events = (size_t)a->max_events};
   tp_dashboard_stats st;
   tp_rc rc = tp_dashboard_write(store, a->out, &opt, &st);
   tp_store_close(store);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench dashboard: %s\n", tp_cli_last_message());
-    return rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+    return rc;
   }
   printf("%s/index.html: %d run%s, %d trace%s, %d configurations in the trends (%zu bytes)\n",
          a->out, st.runs, st.runs == 1 ? "" : "s", st.traces, st.traces == 1 ? "" : "s", st.series,
          st.bytes);
-  return TP_EXIT_OK;
+  return TP_OK;
 }
 
 int tp_cmd_dashboard(int argc, char **argv) {
   dashboard_args a = {.db = "tpbench.db", .max_events = TP_DASHBOARD_MAX_EVENTS};
   int help = 0;
-  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   if (!a.out) {
     fprintf(stderr, "tpbench dashboard: --out DIR is required\nTry 'tpbench dashboard --help'.\n");
-    return TP_EXIT_USAGE;
+    return tp_exit_for(TP_EUSAGE);
   }
-  return write_dashboard(&a);
+  return tp_exit_for(write_dashboard(&a));
 }

@@ -5,7 +5,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "../report/tp_history.h"
 #include "cli.h"
@@ -39,38 +38,31 @@ static tp_rc parse_args(int argc, char **argv, history_args *a, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-static int show_history(const history_args *a, tp_report_format fmt) {
-  if (access(a->db, F_OK) != 0) {
-    fprintf(stderr, "tpbench history: no database at '%s' (pass --db)\n", a->db);
-    return TP_EXIT_FAILURE;
-  }
+static tp_rc show_history(const history_args *a, tp_report_format fmt) {
   tp_store *store = NULL;
-  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
-    fprintf(stderr, "tpbench history: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    return TP_EXIT_FAILURE;
-  }
+  TP_TRY(tp_open_for_reading("history", a->db, &store));
   tp_history_query q = {.config_id = a->config, .key = a->key};
   tp_rc rc = tp_report_history(store, &q, fmt, stdout);
   if (rc != TP_OK) fprintf(stderr, "tpbench history: %s\n", tp_cli_last_message());
   tp_store_close(store);
-  if (rc == TP_EUSAGE) return TP_EXIT_USAGE;
-  return rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+  return rc;
 }
 
 int tp_cmd_history(int argc, char **argv) {
   history_args a = {.db = "tpbench.db", .format = "md"};
   int help = 0;
-  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   if ((a.key != NULL) == (a.config > 0)) {
     fprintf(stderr, "tpbench history: give exactly one of --key and --config\n"
                     "Try 'tpbench history --help'.\n");
-    return TP_EXIT_USAGE;
+    return tp_exit_for(TP_EUSAGE);
   }
   tp_report_format fmt;
-  if (tp_report_format_parse(a.format, &fmt) != TP_OK) {
+  rc = tp_report_format_parse(a.format, &fmt);
+  if (rc != TP_OK) {
     fprintf(stderr, "tpbench history: %s\n", tp_cli_last_message());
-    return TP_EXIT_USAGE;
+    return tp_exit_for(rc);
   }
-  return show_history(&a, fmt);
+  return tp_exit_for(show_history(&a, fmt));
 }

@@ -4,8 +4,9 @@
  * --db (store/tp_store.h, tp_store_import). Needs no GPU.
  *
  * Each file is checked before the target is even opened: a file that is not
- * a tpbench database, or has a newer schema, is refused (exit 2) and the
- * target stays byte-for-byte as it was. Each file is then one transaction;
+ * a tpbench database (an empty one included: 0 bytes, or SQLite without
+ * tables), is missing or has a newer schema is refused (exit 2) and the
+ * target stays byte-for-byte as it was, or is not created. Each file is then one transaction;
  * runs already present (same run uuid) are skipped, so importing a file
  * twice adds nothing.
  */
@@ -41,29 +42,28 @@ static tp_rc parse_args(int argc, char **argv, import_args *a, int *help) {
 }
 
 /* Refuses what cannot be imported before anything is opened for writing. */
-static int check_sources(const import_args *a) {
+static tp_rc check_sources(const import_args *a) {
   for (int i = 0; i < a->n_sources; i++) {
     tp_rc rc = tp_store_probe(a->sources[i], NULL);
     if (rc == TP_OK) continue;
     fprintf(stderr, "tpbench import: %s\n", tp_cli_last_message());
-    return rc == TP_EIO ? TP_EXIT_FAILURE : TP_EXIT_USAGE;
+    return rc;
   }
-  return TP_EXIT_OK;
+  return TP_OK;
 }
 
-static int import_all(const import_args *a) {
+static tp_rc import_all(const import_args *a) {
   tp_store *store = NULL;
-  if (tp_store_open(a->db, 1, &store) != TP_OK) {
+  tp_rc rc = tp_store_open(a->db, 1, &store);
+  if (rc != TP_OK) {
     fprintf(stderr, "tpbench import: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    return TP_EXIT_FAILURE;
+    return rc;
   }
-  int status = TP_EXIT_OK;
-  for (int i = 0; i < a->n_sources && status == TP_EXIT_OK; i++) {
+  for (int i = 0; i < a->n_sources && rc == TP_OK; i++) {
     tp_import_stats st;
-    tp_rc rc = tp_store_import(store, a->sources[i], &st);
+    rc = tp_store_import(store, a->sources[i], &st);
     if (rc != TP_OK) {
       fprintf(stderr, "tpbench import: %s\n", tp_cli_last_message());
-      status = rc == TP_EUSAGE || rc == TP_EFOREIGN ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
       break;
     }
     printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events), "
@@ -72,19 +72,19 @@ static int import_all(const import_args *a) {
            (long long)st.samples, (long long)st.events, st.runs_present);
   }
   tp_store_close(store);
-  return status;
+  return rc;
 }
 
 int tp_cmd_import(int argc, char **argv) {
   import_args a = {.db = "tpbench.db"};
   int help = 0;
-  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   if (a.n_sources == 0) {
     fprintf(stderr, "tpbench import: name at least one database to import\n"
                     "Try 'tpbench import --help'.\n");
-    return TP_EXIT_USAGE;
+    return tp_exit_for(TP_EUSAGE);
   }
-  int status = check_sources(&a);
-  return status == TP_EXIT_OK ? import_all(&a) : status;
+  rc = check_sources(&a);
+  return tp_exit_for(rc == TP_OK ? import_all(&a) : rc);
 }

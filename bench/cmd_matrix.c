@@ -13,14 +13,16 @@ int tp_cmd_matrix(int argc, char **argv) {
   tp_run_args args;
   tp_run_args_defaults(&args);
   int help = 0;
-  if (tp_run_args_parse("matrix", argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = tp_run_args_parse("matrix", argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   tp_run_matrix matrix;
-  if (tp_run_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix) != TP_OK) {
-    fprintf(stderr, "tpbench matrix: %s\n", tp_last_error());
-    return TP_EXIT_USAGE;
+  /* The options were checked by expanding them once: a failure here is not the input's. */
+  rc = tp_run_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
+  if (rc != TP_OK) {
+    fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
+    return tp_exit_for(rc);
   }
   tp_run_matrix_print(&matrix, stdout);
   tp_run_matrix_free(&matrix);
-  return TP_EXIT_OK;
+  return tp_exit_for(TP_OK);
 }

@@ -4,10 +4,10 @@
  * reading commands (report, compare, history, trace, dashboard) never change
  * a file, so they refuse an older one and name this command. Needs no GPU.
  *
- * Exit status: 0 migrated or already up to date; 2 a file that is not a
- * tpbench database (or is empty, or newer than this binary); 1 otherwise
- * (missing, unreadable, a failed migration, which leaves the file as it
- * was).
+ * Exit status (tp_exit_for): 0 migrated or already up to date; 2 a path that
+ * is not a tpbench database (missing, a folder, empty, another program's,
+ * newer than this binary); 1 otherwise (a read error, a failed migration,
+ * which leaves the file as it was).
  */
 #include <stdio.h>
 
@@ -31,42 +31,34 @@ static tp_rc parse_args(int argc, char **argv, const char **db, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-static int exit_for(tp_rc rc) { return rc == TP_EFOREIGN ? TP_EXIT_USAGE : TP_EXIT_FAILURE; }
-
-static int migrate(const char *db) {
+/* The probe refuses an empty file (which the store would make a new
+ * database: not this command's job) before anything is opened to write. */
+static tp_rc migrate(const char *db) {
   int before = 0;
   tp_rc rc = tp_store_probe(db, &before);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench migrate: %s\n", tp_cli_last_message());
-    return exit_for(rc);
-  }
-  /* The store would make an empty file a new database: not this command's job. */
-  if (before == 0) {
-    fprintf(stderr,
-            "tpbench migrate: %s: an empty database, not one tpbench wrote; nothing to "
-            "migrate\n",
-            db);
-    return TP_EXIT_USAGE;
+    return rc;
   }
   if (before == tp_store_schema_version()) {
     printf("%s: already at schema version %d; nothing to do\n", db, before);
-    return TP_EXIT_OK;
+    return TP_OK;
   }
   tp_store *store = NULL;
   rc = tp_store_open(db, 0, &store);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench migrate: %s\n", tp_cli_last_message());
-    return exit_for(rc);
+    return rc;
   }
   printf("%s: schema version %d -> %d\n", db, before, tp_store_version(store));
   tp_store_close(store);
-  return TP_EXIT_OK;
+  return TP_OK;
 }
 
 int tp_cmd_migrate(int argc, char **argv) {
   const char *db = "tpbench.db";
   int help = 0;
-  if (parse_args(argc, argv, &db, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
-  return migrate(db);
+  tp_rc rc = parse_args(argc, argv, &db, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  return tp_exit_for(migrate(db));
 }

@@ -4,7 +4,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "../report/tp_report.h"
 #include "cli.h"
@@ -55,39 +54,31 @@ static const char *canonical_model(const char *name) {
   return preset->name;
 }
 
-static int print_report(const report_args *a) {
+static tp_rc print_report(const report_args *a) {
   tp_report_format fmt;
-  if (tp_report_format_parse(a->format, &fmt) != TP_OK) {
+  tp_rc rc = tp_report_format_parse(a->format, &fmt);
+  if (rc != TP_OK) {
     fprintf(stderr, "tpbench report: %s\n", tp_cli_last_message());
-    return TP_EXIT_USAGE;
-  }
-  if (access(a->db, F_OK) != 0) {
-    fprintf(stderr, "tpbench report: no database at '%s' (run 'tpbench ops' first, or pass --db)\n",
-            a->db);
-    return TP_EXIT_FAILURE;
+    return rc;
   }
   tp_store *store = NULL;
-  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
-    fprintf(stderr, "tpbench report: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    return TP_EXIT_FAILURE;
-  }
+  TP_TRY(tp_open_for_reading("report", a->db, &store));
   tp_report_filter filter = {.run_id = a->run,
                              .commit = a->commit,
                              .model = canonical_model(a->model),
                              .layer = a->layer,
                              .pass = a->pass,
                              .dtype = a->dtype};
-  tp_rc rc = tp_report_throughput(store, &filter, fmt, stdout);
+  rc = tp_report_throughput(store, &filter, fmt, stdout);
   if (rc != TP_OK) fprintf(stderr, "tpbench report: %s\n", tp_cli_last_message());
   tp_store_close(store);
-  if (rc == TP_EUSAGE) return TP_EXIT_USAGE;
-  return rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+  return rc;
 }
 
 int tp_cmd_report(int argc, char **argv) {
   report_args args = {.db = "tpbench.db", .format = "md"};
   int help = 0;
-  if (parse_args(argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
-  return print_report(&args);
+  tp_rc rc = parse_args(argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  return tp_exit_for(print_report(&args));
 }

@@ -13,10 +13,10 @@ int tp_cmd_run(int argc, char **argv) {
   tp_run_args args;
   tp_run_args_defaults(&args);
   int help = 0;
-  if (tp_run_args_parse("run", argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = tp_run_args_parse("run", argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   fprintf(stderr, "tpbench run: this build has no CUDA support (configured with "
                   "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used; `tpbench matrix` "
                   "with the same options prints the plan\n");
-  return TP_EXIT_FAILURE;
+  return tp_exit_for(TP_ENODEV);
 }

@@ -3,15 +3,15 @@
  * trace JSON, for Perfetto or chrome://tracing (report/tp_trace_export.h
  * writes it). Needs no GPU.
  *
- * Exit status: 2 when the configuration does not exist (a wrong id or key is
- * the user's mistake) or --out names something that may not be replaced (a
- * device, a FIFO, a folder, the database), 1 when it exists but was not
- * traced or the file cannot be written, 0 otherwise.
+ * Exit status (tp_exit_for): 2 when the database cannot be read as one, the
+ * configuration does not exist (a wrong id or key is the user's mistake) or
+ * --out names something that may not be replaced (a device, a FIFO, a
+ * folder, the database) or a folder that is missing; 1 when it exists but
+ * was not traced or writing the file fails; 0 otherwise.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../report/tp_output.h"
 #include "../report/tp_trace_export.h"
@@ -64,36 +64,38 @@ static tp_rc write_to_file(tp_store *store, int64_t id, const char *path, const 
   return tp_output_commit(&out, db);
 }
 
+static int to_stdout(const trace_args *a) { return !a->out || !strcmp(a->out, "-"); }
+
 static int export_trace(const trace_args *a) {
-  if (access(a->db, F_OK) != 0) {
-    fprintf(stderr, "tpbench trace: no database at '%s' (pass --db)\n", a->db);
-    return TP_EXIT_FAILURE;
+  tp_rc rc = to_stdout(a) ? TP_OK : tp_check_output_folder(a->out);
+  if (rc != TP_OK) {
+    fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    return tp_exit_for(rc);
   }
   tp_store *store = NULL;
-  if (tp_store_open_readonly(a->db, &store) != TP_OK) {
-    fprintf(stderr, "tpbench trace: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    return TP_EXIT_FAILURE;
-  }
+  rc = tp_open_for_reading("trace", a->db, &store);
+  if (rc != TP_OK) return tp_exit_for(rc);
   int64_t id = 0;
   int found = 0;
   tp_trace_info info;
   int status = TP_EXIT_OK;
-  tp_rc rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
+  rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
   if (rc == TP_OK) rc = tp_store_trace_info(store, id, &found, &info);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
-    status = rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+    status = tp_exit_for(rc);
   } else if (!found) {
+    /* The configuration exists; the database holds no trace of it. */
     fprintf(stderr,
             "tpbench trace: configuration %lld has no trace (it ran without tracing; "
             "traces are recorded by 'tpbench ops' with tracing on)\n",
             (long long)id);
     status = TP_EXIT_FAILURE;
   } else {
-    rc = (!a->out || !strcmp(a->out, "-")) ? tp_report_chrome_trace(store, id, stdout)
-                                           : write_to_file(store, id, a->out, a->db);
+    rc = to_stdout(a) ? tp_report_chrome_trace(store, id, stdout)
+                      : write_to_file(store, id, a->out, a->db);
     if (rc != TP_OK) fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
-    status = rc == TP_OK ? TP_EXIT_OK : rc == TP_EUSAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+    status = tp_exit_for(rc);
   }
   tp_store_close(store);
   return status;
@@ -102,12 +104,12 @@ static int export_trace(const trace_args *a) {
 int tp_cmd_trace(int argc, char **argv) {
   trace_args a = {.db = "tpbench.db", .out = "-"};
   int help = 0;
-  if (parse_args(argc, argv, &a, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return TP_EXIT_OK;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
   if ((a.key != NULL) == (a.config > 0)) {
     fprintf(stderr, "tpbench trace: give exactly one of --config and --key\n"
                     "Try 'tpbench trace --help'.\n");
-    return TP_EXIT_USAGE;
+    return tp_exit_for(TP_EUSAGE);
   }
   return export_trace(&a);
 }

@@ -1,7 +1,9 @@
 /*
  * main.c — `tpbench <command> [options]`: finds the subcommand and hands it
  * the rest of the command line (commands.h). Also --help and --version,
- * which names the git commit the binary was built from.
+ * which names the git commit the binary was built from. Whatever ran, a
+ * write to stdout that failed (a full disk) makes the exit status 1
+ * (tp_exit_after_stdout).
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,14 +55,15 @@ int main(int argc, char **argv) {
   const char *name = argv[1];
   if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
     print_usage(stdout);
-    return TP_EXIT_OK;
+    return tp_exit_after_stdout(NULL, TP_EXIT_OK);
   }
   if (strcmp(name, "--version") == 0) {
     print_version();
-    return TP_EXIT_OK;
+    return tp_exit_after_stdout(NULL, TP_EXIT_OK);
   }
   for (int i = 0; i < N_COMMANDS; i++)
-    if (strcmp(name, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(name, commands[i].name) == 0)
+      return tp_exit_after_stdout(name, commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "tpbench: unknown command '%s'\n\n", name);
   print_usage(stderr);
   return TP_EXIT_USAGE;

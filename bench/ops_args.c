@@ -16,6 +16,7 @@ void tp_ops_args_defaults(tp_ops_args *args) {
   args->iters = 50;
   args->timeout_s = 120;
   args->format = "md";
+  args->trace_iters = TP_TRACE_ITERS_DEFAULT;
   tp_rounds_args_defaults(&args->rounds);
 }
 
@@ -28,7 +29,7 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
   return spec;
 }
 
-enum { N_OWN = 17, N_COMMON = N_OWN + TP_ROUNDS_N_OPTIONS };
+enum { N_OWN = 17, N_COMMON = N_OWN + TP_ROUNDS_N_OPTIONS + TP_TRACING_N_OPTIONS };
 
 static void common_options(tp_ops_args *a, tp_option *o) {
   tp_ops_spec *s = &a->spec;
@@ -67,6 +68,7 @@ static void common_options(tp_ops_args *a, tp_option *o) {
   };
   memcpy(o, table, sizeof table);
   tp_rounds_options(&a->rounds, o + N_OWN);
+  tp_tracing_options(&a->trace, &a->trace_iters, o + N_OWN + TP_ROUNDS_N_OPTIONS);
 }
 
 static tp_rc usage(const char *msg) {

@@ -27,6 +27,8 @@ typedef struct tp_ops_args {
   const char *format;    /* table printed at the end: md, csv, json; default md */
   int quiet;             /* no progress lines */
   int list;              /* print the expanded matrix and stop; needs no GPU */
+  int trace;             /* a traced window (CUPTI) after a case's rounds */
+  int trace_iters;       /* its iterations; default TP_TRACE_ITERS_DEFAULT */
 } tp_ops_args;
 
 /* TP degree --list assumes when --tp is not given (no GPUs are counted). */

@@ -1,5 +1,6 @@
 /*
- * rounds_args.c — the rounds options shared by ops and run (see rounds_args.h).
+ * rounds_args.c — the rounds and tracing options shared by ops and run (see
+ * rounds_args.h).
  */
 #include "rounds_args.h"
 
@@ -25,3 +26,15 @@ void tp_rounds_options(tp_rounds_args *a, tp_option *out) {
 }
 
 int tp_rounds_shuffle(const tp_rounds_args *args) { return strcmp(args->order, "shuffle") == 0; }
+
+void tp_tracing_options(int *trace, int *trace_iters, tp_option *out) {
+  const tp_option table[TP_TRACING_N_OPTIONS] = {
+      {"trace", TP_OPT_FLAG, trace, NULL,
+       "after a case's rounds, a traced window per configuration (CUPTI; the timed windows stay "
+       "untraced): timeline, overlap, schedule evidence",
+       0, 0, NULL},
+      {"trace-iters", TP_OPT_INT, trace_iters, "N", "iterations of the traced window", 1, 1000,
+       NULL},
+  };
+  memcpy(out, table, sizeof table);
+}

@@ -15,8 +15,8 @@
 enum {
   MAX_ASSIGNMENTS = 64,
   N_MATRIX_OPTIONS = 3,
-  N_RUN_OWN = 9,
-  N_RUN_OPTIONS = N_RUN_OWN + TP_ROUNDS_N_OPTIONS
+  N_RUN_OWN = 7,
+  N_RUN_OPTIONS = N_RUN_OWN + TP_TRACING_N_OPTIONS + TP_ROUNDS_N_OPTIONS
 };
 
 void tp_run_args_defaults(tp_run_args *args) {
@@ -26,7 +26,7 @@ void tp_run_args_defaults(tp_run_args *args) {
   args->iters = 50;
   args->timeout_s = 120;
   args->format = "md";
-  args->trace_iters = 5;
+  args->trace_iters = TP_TRACE_ITERS_DEFAULT;
   tp_rounds_args_defaults(&args->rounds);
 }
 
@@ -93,15 +93,10 @@ static void run_options(tp_run_args *a, tp_option *o) {
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
-      {"trace", TP_OPT_FLAG, &a->trace, NULL,
-       "after a case's rounds, a traced window per configuration (CUPTI; the timed windows stay "
-       "untraced): timeline, overlap, schedule evidence",
-       0, 0, NULL},
-      {"trace-iters", TP_OPT_INT, &a->trace_iters, "N", "iterations of the traced window", 1, 1000,
-       NULL},
   };
   memcpy(o, table, sizeof table);
-  tp_rounds_options(&a->rounds, o + N_RUN_OWN);
+  tp_tracing_options(&a->trace, &a->trace_iters, o + N_RUN_OWN);
+  tp_rounds_options(&a->rounds, o + N_RUN_OWN + TP_TRACING_N_OPTIONS);
 }
 
 /* The spec: preset or file, then the assignments; checked by expanding once. */

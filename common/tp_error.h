@@ -16,7 +16,8 @@ extern "C" {
 
 typedef enum tp_rc {
   TP_OK = 0,
-  TP_EUSAGE,    /* bad input from the user: unknown option, value, combination */
+  TP_EUSAGE,    /* bad input from the user: unknown option, value, combination, a path
+                   that cannot be used as asked (missing, a folder, not readable) */
   TP_EREJECT,   /* a configuration that cannot run, with a reason */
   TP_ENODEV,    /* no CUDA device, or fewer than asked for */
   TP_ECUDA,     /* CUDA runtime or driver error */

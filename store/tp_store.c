@@ -259,6 +259,24 @@ tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path,
   return TP_OK;
 }
 
+/* The code for a path that could not be opened, by the system's errno: the
+ * path the user gave cannot be used as asked (missing, a file where a
+ * folder should be, no permission, a read-only file system: TP_EUSAGE), or
+ * the system failed while using it (TP_EIO). */
+static tp_rc path_failure(int err) {
+  switch (err) {
+  case ENOENT:
+  case ENOTDIR:
+  case EISDIR:
+  case EACCES:
+  case EPERM:
+  case ELOOP:
+  case ENAMETOOLONG:
+  case EROFS: return TP_EUSAGE;
+  default: return TP_EIO;
+  }
+}
+
 /* A failure to read the identity, said as what it means for the file. */
 static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
   int code = sqlite3_errcode(db);
@@ -267,9 +285,9 @@ static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
                    "%s: not a SQLite database (%s); not a tpbench database. "
                    "The file was not changed",
                    path, sqlite3_errmsg(db));
-  if (code == SQLITE_CANTOPEN || code == SQLITE_IOERR || code == SQLITE_PERM)
-    return TP_FAIL(TP_EIO, "%s: cannot read: %s", path, sqlite3_errmsg(db));
-  return rc;
+  if (code != SQLITE_CANTOPEN && code != SQLITE_PERM && code != SQLITE_IOERR) return rc;
+  tp_rc why = code == SQLITE_IOERR ? TP_EIO : path_failure(sqlite3_system_errno(db));
+  return TP_FAIL(why, "%s: cannot read: %s", path, sqlite3_errmsg(db));
 }
 
 /* Looks at an existing file without changing anything on disk: an immutable
@@ -281,7 +299,8 @@ static tp_rc sniff_existing_file(const char *path, int64_t *version) {
   int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
   if (rc != SQLITE_OK) {
-    tp_rc out = TP_FAIL(TP_EIO, "%s: cannot open for reading: %s", path,
+    tp_rc why = db ? path_failure(sqlite3_system_errno(db)) : TP_EIO;
+    tp_rc out = TP_FAIL(why, "%s: cannot open for reading: %s", path,
                         db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
     return out;
@@ -304,21 +323,24 @@ static tp_rc sniff_existing_file(const char *path, int64_t *version) {
   return out;
 }
 
-/* Refuses what cannot be a database file before SQLite sees it. Sets *exists. */
+/* Refuses what cannot be a database file before SQLite sees it (TP_EUSAGE:
+ * the path the user gave). Sets *exists. */
 static tp_rc check_path(const char *path, int create, int *exists) {
   struct stat st;
   if (stat(path, &st) != 0) {
-    if (errno != ENOENT)
-      return TP_FAIL(TP_EIO, "%s: cannot open database: %s", path, strerror(errno));
+    int err = errno;
+    if (err != ENOENT)
+      return TP_FAIL(path_failure(err), "%s: cannot open database: %s", path, strerror(err));
     if (!create)
-      return TP_FAIL(TP_EIO, "%s: no such database (run a benchmark first, or check the path)",
+      return TP_FAIL(TP_EUSAGE, "%s: no such database (run a benchmark first, or check the path)",
                      path);
     *exists = 0;
     return TP_OK;
   }
-  if (S_ISDIR(st.st_mode)) return TP_FAIL(TP_EIO, "%s: is a directory, not a database file", path);
+  if (S_ISDIR(st.st_mode))
+    return TP_FAIL(TP_EUSAGE, "%s: is a directory, not a database file", path);
   if (!S_ISREG(st.st_mode))
-    return TP_FAIL(TP_EIO, "%s: not a regular file; a database must be one", path);
+    return TP_FAIL(TP_EUSAGE, "%s: not a regular file; a database must be one", path);
   *exists = 1;
   return TP_OK;
 }
@@ -342,13 +364,14 @@ static tp_rc open_read_write(tp_store *s, int create) {
   free(uri);
   if (rc != SQLITE_OK) {
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
-    return TP_FAIL(TP_EIO, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
+    tp_rc why = path_failure(sys);
+    return TP_FAIL(why, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), sys ? ": " : "",
                    sys ? strerror(sys) : "");
   }
   /* SQLite quietly falls back to read-only when the file is write-protected. */
   if (sqlite3_db_readonly(s->db, "main") == 1)
-    return TP_FAIL(TP_EIO, "%s: cannot write the database (permission denied)", s->path);
+    return TP_FAIL(TP_EUSAGE, "%s: cannot write the database (permission denied)", s->path);
   if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK)
     return SQL_FAIL(s->db, s->path, "enabling extended result codes");
   if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)
@@ -441,8 +464,16 @@ tp_rc tp_store_probe(const char *path, int *version) {
   TP_TRY(check_path(path, 0, &exists));
   int64_t found = 0;
   TP_TRY(sniff_existing_file(path, &found));
+  if (found == 0) return tp_store_refuse_empty(path);
   if (version) *version = (int)found;
   return TP_OK;
+}
+
+tp_rc tp_store_refuse_empty(const char *path) {
+  return TP_FAIL(TP_EFOREIGN,
+                 "%s: an empty file or a SQLite database without tables, not a tpbench "
+                 "database. The file was not changed",
+                 path);
 }
 
 char *tp_store_file_uri(const char *path, const char *query) { return file_uri(path, query); }
@@ -501,9 +532,11 @@ static tp_rc open_for_reading(tp_store *s) {
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
   int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
-  if (rc != SQLITE_OK)
-    return TP_FAIL(TP_EIO, "%s: cannot open the database for reading: %s", s->path,
+  if (rc != SQLITE_OK) {
+    tp_rc why = s->db ? path_failure(sqlite3_system_errno(s->db)) : TP_EIO;
+    return TP_FAIL(why, "%s: cannot open the database for reading: %s", s->path,
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+  }
   if (sqlite3_extended_result_codes(s->db, 1) != SQLITE_OK)
     return SQL_FAIL(s->db, s->path, "enabling extended result codes");
   if (sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS) != SQLITE_OK)

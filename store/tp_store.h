@@ -32,12 +32,16 @@ typedef struct tp_store tp_store;
 /* Opens (creating if create != 0 and the file is missing) and migrates.
  *
  * On TP_OK *out is a store in WAL mode with foreign keys on, at schema
- * version tp_store_schema_version(). A missing file with create == 0, a
- * directory, or a path that cannot be created or written gives TP_EIO; a file
- * that is not a tpbench database (not SQLite, another application_id, tables
- * without tpbench's application_id) or has a newer schema gives TP_EFOREIGN
- * and is left byte-for-byte as it was (no -wal/-shm/-journal files made).
- * Either way *out is NULL on failure and tp_last_error() names the file. */
+ * version tp_store_schema_version(). A path the caller cannot use as asked
+ * gives TP_EUSAGE: a missing file with create == 0, a directory, not a
+ * regular file, a folder that is missing or not writable, a file without
+ * write permission. The system failing while opening (an I/O error) gives
+ * TP_EIO. A file that is not a tpbench database (not SQLite, another
+ * application_id, tables without tpbench's application_id) or has a newer
+ * schema gives TP_EFOREIGN and is left byte-for-byte as it was (no
+ * -wal/-shm/-journal files made). An existing empty file (0 bytes, or SQLite
+ * without tables) is made a new database. Either way *out is NULL on failure
+ * and tp_last_error() names the file. */
 tp_rc tp_store_open(const char *path, int create, tp_store **out);
 
 /* Opens an existing database for reading only, as report, compare, history,
@@ -52,8 +56,9 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out);
  * that finds the file changed by a writer fails with SQLITE_INTERRUPT; the
  * store's own readers then return TP_ETIMEOUT saying which.
  *
- * Errors, the file untouched each time: missing, a directory or not a
- * regular file: TP_EIO; empty (0 bytes or no tables), not tpbench's, a
+ * Errors, the file untouched each time: missing, a directory, not a regular
+ * file or not readable: TP_EUSAGE (TP_EIO when reading it fails); empty (0
+ * bytes or no tables), not tpbench's, a
  * schema version below 0 or above tp_store_schema_version(), or a schema
  * unlike the migrations': TP_EFOREIGN; an older schema version: TP_EUSAGE,
  * naming `tpbench migrate`. Writing through the store fails. */
@@ -408,8 +413,10 @@ tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times, i
 /* ---- merging databases (store/tp_store_import.c) ------------------------ */
 
 /* TP_OK when path is a tpbench database this binary can read (any schema
- * version up to tp_store_schema_version()); TP_EIO when it is missing or
- * unreadable, TP_EFOREIGN when it is not tpbench's, has a newer or a negative
+ * version from 1 up to tp_store_schema_version()); TP_EUSAGE when it is
+ * missing, a directory, not a regular file or not readable, TP_EIO when
+ * reading it fails, TP_EFOREIGN when it is empty (0 bytes, or SQLite without
+ * tables: tpbench never wrote it), not tpbench's, has a newer or a negative
  * schema version, or a schema unlike the one the migrations make (a view
  * where tpbench has a table, a changed view, a trigger of its own).
  * Reads through an immutable connection: the file is never changed and no
@@ -436,11 +443,13 @@ typedef struct tp_import_stats {
  * Nothing is left beside the source (see tp_store_open_readonly), and every
  * statement runs under the same time limit.
  *
- * Errors: TP_EFOREIGN when the source is not a tpbench database, has a newer
- * schema or fails tp_store_probe's schema check (checked before anything is
- * written: the store is untouched); TP_EIO when it is missing or unreadable,
- * or another program wrote to it during the import; TP_ETIMEOUT when reading
- * it ran past the time limit; TP_EUSAGE when it is the store's own file;
+ * Errors: TP_EFOREIGN when the source is not a tpbench database (an empty
+ * one included), has a newer schema or fails tp_store_probe's schema check
+ * (checked before anything is written: the store is untouched); TP_EUSAGE
+ * when it is missing or not readable (as tp_store_probe says) or is the
+ * store's own file; TP_EIO when reading it fails or another program wrote
+ * to it during the import; TP_ETIMEOUT when reading it ran past the time
+ * limit;
  * TP_ESQLITE on a database error. Every error rolls back. stats may be NULL. */
 tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats);
 

@@ -4,8 +4,8 @@
  * job with its own database, end up in one file.
  *
  * The source is looked at first through tp_store_probe (immutable, read-only:
- * a foreign file, a newer schema or a schema unlike the migrations' is
- * refused before the store is touched), then ATTACHed read-only, so the whole
+ * a foreign or empty file, a newer schema or a schema unlike the migrations'
+ * is refused before the store is touched), then ATTACHed read-only, so the whole
  * copy is SQL inside one transaction of the store's connection: either every
  * new run arrives with everything it holds, or nothing does. The source is
  * read so that nothing is left beside it (tp_store_read_mode): a WAL file
@@ -188,7 +188,7 @@ static tp_rc check_source_unchanged(const char *src_path, const source_stamp *be
 
 /* The source's identity and schema once more, now read inside the
  * transaction and with its -wal in view (the probe looked at the main file
- * only). *version is 0 for an empty source: nothing to import. */
+ * only). A source found empty now is refused as the probe refuses one. */
 static tp_rc check_source_again(tp_store *s, const char *src_path, int64_t *version) {
   return tp_store_check_identity(tp_store_db(s), "tp_src", src_path, version);
 }
@@ -397,7 +397,7 @@ static tp_rc copy_details(tp_store *s, int64_t version, tp_import_stats *stats) 
 static tp_rc import_attached(tp_store *s, const char *src_path, tp_import_stats *stats) {
   int64_t version = 0;
   TP_TRY(check_source_again(s, src_path, &version));
-  if (version == 0) return TP_OK;
+  if (version == 0) return tp_store_refuse_empty(src_path);
   TP_TRY(tp_store_exec(s,
                        "CREATE TEMP TABLE IF NOT EXISTS tp_import_map "
                        "(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);"

@@ -58,6 +58,11 @@ tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ..
  * file's user_version. */
 tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path, int64_t *version);
 
+/* TP_EFOREIGN for a source or a database to read that holds nothing: a
+ * 0-byte file or a SQLite database without tables is not a tpbench
+ * database (only tp_store_open makes one of it). */
+tp_rc tp_store_refuse_empty(const char *path);
+
 /* ---- tp_store_vet.c --------------------------------------------------- */
 
 /* Compares the schema of a tpbench database at `version` (schema "main" or

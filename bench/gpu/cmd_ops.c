@@ -86,17 +86,8 @@ int tp_cmd_ops(int argc, char **argv) {
   tp_ops_args_defaults(&args);
   ops_job job;
   memset(&job, 0, sizeof job);
-  job.opts.trace_iters = 5;
-  const tp_option tracing[] = {
-      {"trace", TP_OPT_FLAG, &job.opts.trace, NULL,
-       "after a case's rounds, a traced window per configuration (CUPTI; the timed windows stay "
-       "untraced): timeline, overlap, schedule evidence",
-       0, 0, NULL},
-      {"trace-iters", TP_OPT_INT, &job.opts.trace_iters, "N", "iterations of the traced window", 1,
-       1000, NULL},
-  };
   int help = 0;
-  if (tp_ops_args_parse(argc, argv, tracing, 2, &args, &help) != TP_OK) return EXIT_USAGE;
+  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return EXIT_USAGE;
   if (help) return 0;
   if (args.list) {
     tp_ops_spec spec = tp_ops_args_spec(&args, TP_OPS_LIST_DEFAULT_TP);
@@ -135,6 +126,8 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.seed = (uint64_t)args.rounds.seed;
   job.opts.format = args.format;
   job.opts.quiet = args.quiet;
+  job.opts.trace = args.trace;
+  job.opts.trace_iters = args.trace_iters;
   char *line = tp_job_command_line(argc, argv);
   job.opts.command_line = line ? line : "tpbench ops";
   job.progress = tp_job_progress_map("ops");

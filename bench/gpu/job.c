@@ -13,6 +13,7 @@
 
 #include "../../collectors/tp_collector.h"
 #include "../../store/tp_store.h"
+#include "../commands.h"
 #include "../launcher.h"
 #include "tp_buildinfo.h"
 #include "worker_group.h"
@@ -47,7 +48,7 @@ int tp_job_precheck_database(const char *cmd, const char *path) {
     tp_rc rc = tp_store_open(path, 0, &store);
     if (rc != TP_OK) {
       fprintf(stderr, "tpbench %s: database %s: %s\n", cmd, path, tp_last_error());
-      return rc == TP_EFOREIGN || rc == TP_EIO || rc == TP_EUSAGE ? EXIT_USAGE : 1;
+      return tp_exit_for(rc);
     }
     tp_store_close(store);
     if (access(path, W_OK) != 0) {
@@ -76,7 +77,7 @@ int tp_job_check_database(const char *cmd, const char *path) {
   tp_rc rc = tp_store_open(path, 1, &store);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench %s: database %s: %s\n", cmd, path, tp_last_error());
-    return rc == TP_EFOREIGN || rc == TP_EIO || rc == TP_EUSAGE ? EXIT_USAGE : 1;
+    return tp_exit_for(rc);
   }
   tp_store_close(store);
   return 0;

@@ -3,7 +3,11 @@
  * (2 for usage errors, 1 for failures, 0 for success), the messages on
  * stderr, --help and --version (the build's commit), `ops --list` needing no
  * GPU, and `report` on a missing database and on one written through the
- * store.
+ * store. The exit status rule across commands: every path that is not a
+ * usable tpbench database is 2 in every command that reads one, and so is
+ * an output folder that is missing; `import` refuses an empty source before
+ * the target exists; `ops --list` takes the tracing options in every build;
+ * a write to stdout that fails (/dev/full) is 1, never a quiet 0.
  *
  * TPBENCH_EXE is the path of the binary under test (set by CMake).
  */
@@ -14,6 +18,9 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
 
 #include "bench_testutil.h"
 #include "store/tp_store.h"
@@ -38,35 +45,60 @@ static char *slurp(FILE *f) {
   return text;
 }
 
-/* Runs tpbench with a NULL-terminated argument list; stdout and stderr are
- * captured. The binary gets 60 s. */
-static run_result run_tpbench(const char *first, ...) {
-  char *argv[32] = {TPBENCH_EXE};
-  int argc = 1;
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a; a = va_arg(ap, const char *)) argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
+/* Runs tpbench with argv; stdout and stderr are captured, except that
+ * stdout goes to stdout_path instead when it is given (/dev/full). The
+ * binary gets 60 s. */
+static run_result run_argv(char *const argv[], const char *stdout_path) {
   FILE *out = tmpfile(), *err = tmpfile();
   assert_non_null(out);
   assert_non_null(err);
+  int redirect = stdout_path ? open(stdout_path, O_WRONLY) : -1;
+  assert_true(!stdout_path || redirect >= 0);
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    dup2(fileno(out), STDOUT_FILENO);
+    dup2(redirect >= 0 ? redirect : fileno(out), STDOUT_FILENO);
     dup2(fileno(err), STDERR_FILENO);
     execv(TPBENCH_EXE, argv);
     _exit(127);
   }
+  if (redirect >= 0) close(redirect);
   int wstatus = tu_wait_child(pid, 60000);
   assert_int_not_equal(wstatus, -1);
   run_result r = {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), NULL, NULL};
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+/* argv[1..] from first and ap, NULL-terminated: up to 30 arguments. */
+static void collect_argv(char **argv, const char *first, va_list ap) {
+  int argc = 1;
+  for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
+    argv[argc++] = (char *)a;
+  argv[argc] = NULL;
+}
+
+/* Runs tpbench with a NULL-terminated argument list, capturing its output. */
+static run_result run_tpbench(const char *first, ...) {
+  char *argv[32] = {TPBENCH_EXE};
+  va_list ap;
+  va_start(ap, first);
+  collect_argv(argv, first, ap);
+  va_end(ap);
+  return run_argv(argv, NULL);
+}
+
+/* The same with stdout going to stdout_path. */
+static run_result run_tpbench_into(const char *stdout_path, const char *first, ...) {
+  char *argv[32] = {TPBENCH_EXE};
+  va_list ap;
+  va_start(ap, first);
+  collect_argv(argv, first, ap);
+  va_end(ap);
+  return run_argv(argv, stdout_path);
 }
 
 static void release(run_result *r) {
@@ -284,12 +316,241 @@ static void test_report_table(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- the exit status rule (README, Commands) ------------------------------------- */
+
+static void make_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+  assert_int_equal(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to) {
+  size_t len = 0;
+  FILE *in = fopen(from, "rb");
+  assert_non_null(in);
+  FILE *out = fopen(to, "wb");
+  assert_non_null(out);
+  char buf[65536];
+  while ((len = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, len, out), len);
+  assert_int_equal(fclose(in), 0);
+  assert_int_equal(fclose(out), 0);
+}
+
+/* A SQLite file with a header and no tables (a table made and dropped). */
+static void make_tableless_sqlite(const char *path) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "CREATE TABLE t (x); DROP TABLE t", NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+static int path_exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static void expect_status(run_result *r, int status, const char *what, const char *path) {
+  if (r->status != status)
+    fail_msg("%s on %s: exit %d, expected %d; stderr: %s", what, path, r->status, status, r->err);
+  release(r);
+}
+
+/* A --db that is not a usable tpbench database (missing, text, 0 bytes, a
+ * FIFO, a folder, a device, an older schema that needs `tpbench migrate`) is
+ * the user's input: exit 2 in every command that reads one. report,
+ * history, trace and dashboard said 1, import 1 for a missing or FIFO
+ * source, migrate 1 for a missing file; compare said 2. Nothing is made. */
+static void test_unusable_databases_exit_2(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tpbench_exit_test.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  enum { N_PATHS = 7 };
+  char paths[N_PATHS][160];
+  const char *names[N_PATHS] = {"missing.db", "text.db", "empty.db", "fifo.db",
+                                "folder.db",  NULL,      "older.db"};
+  for (int i = 0; i < N_PATHS; i++)
+    snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i] ? names[i] : "");
+  snprintf(paths[5], sizeof paths[5], "/dev/zero");
+  make_file(paths[1], "not a database\n");
+  make_file(paths[2], "");
+  assert_int_equal(mkfifo(paths[3], 0600), 0);
+  assert_int_equal(mkdir(paths[4], 0700), 0);
+  copy_file(TP_TEST_DATA_DIR "/h200_pair_run1.db", paths[6]); /* schema 1 */
+  char site[160], target[160];
+  snprintf(site, sizeof site, "%s/site", dir);
+  snprintf(target, sizeof target, "%s/target.db", dir);
+  for (int i = 0; i < N_PATHS; i++) {
+    const char *db = paths[i];
+    run_result r = run_tpbench("report", "--db", db, NULL);
+    if (i == 6) expect_in(r.err, "tpbench migrate");
+    expect_status(&r, 2, "report", db);
+    r = run_tpbench("history", "--config", "1", "--db", db, NULL);
+    expect_status(&r, 2, "history", db);
+    r = run_tpbench("trace", "--config", "1", "--db", db, NULL);
+    expect_status(&r, 2, "trace", db);
+    r = run_tpbench("dashboard", "--out", site, "--db", db, NULL);
+    expect_status(&r, 2, "dashboard", db);
+    r = run_tpbench("compare", "run:1", "run:1", "--db", db, NULL);
+    expect_status(&r, 2, "compare", db);
+    if (i == 6) continue; /* an older schema imports and migrates */
+    r = run_tpbench("import", db, "--db", target, NULL);
+    expect_status(&r, 2, "import", db);
+    r = run_tpbench("migrate", "--db", db, NULL);
+    expect_status(&r, 2, "migrate", db);
+  }
+  assert_false(path_exists(site));
+  assert_false(path_exists(target));
+  assert_false(path_exists(paths[0]));
+
+  /* On a usable database: an unknown run is the input (2); a configuration
+   * without a trace is not (1); an output folder that is missing is (2,
+   * said before anything is read, nothing made). */
+  char db[160], out[200];
+  snprintf(db, sizeof db, "%s/small.db", dir);
+  write_small_db(db);
+  run_result r = run_tpbench("report", "--run", "6", "--db", db, NULL);
+  expect_in(r.err, "there is no run 6");
+  expect_status(&r, 2, "report --run 6", db);
+  r = run_tpbench("trace", "--config", "1", "--db", db, NULL);
+  expect_in(r.err, "has no trace");
+  expect_status(&r, 1, "trace of an untraced configuration", db);
+  snprintf(out, sizeof out, "%s/nodir/x.json", dir);
+  r = run_tpbench("trace", "--config", "1", "--db", db, "--out", out, NULL);
+  expect_in(r.err, "cannot write here");
+  expect_status(&r, 2, "trace --out nodir/x.json", db);
+  snprintf(out, sizeof out, "%s/nodir", dir);
+  assert_false(path_exists(out));
+
+  const char *leftovers[] = {"text.db",      "empty.db",         "fifo.db",
+                             "older.db",     "small.db",         "small.db-wal",
+                             "small.db-shm", "small.db-journal", "older.db-wal"};
+  for (size_t i = 0; i < sizeof leftovers / sizeof leftovers[0]; i++) {
+    char file[200];
+    snprintf(file, sizeof file, "%s/%s", dir, leftovers[i]);
+    unlink(file);
+  }
+  assert_int_equal(rmdir(paths[4]), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* import of a 0-byte source or a SQLite file without tables said "0 runs
+ * imported", exited 0 and created the target: refused now (2) before the
+ * target is opened, so a missing target is not made and an existing one
+ * stays byte-identical. migrate refuses both as well. */
+static void test_import_refuses_empty_sources(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tpbench_import_empty.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char empty[160], tableless[160], target[160];
+  snprintf(empty, sizeof empty, "%s/empty.db", dir);
+  snprintf(tableless, sizeof tableless, "%s/tableless.db", dir);
+  snprintf(target, sizeof target, "%s/target.db", dir);
+  make_file(empty, "");
+  make_tableless_sqlite(tableless);
+  const char *sources[] = {empty, tableless};
+  for (int i = 0; i < 2; i++) {
+    run_result r = run_tpbench("import", sources[i], "--db", target, NULL);
+    expect_in(r.err, "not a tpbench database");
+    if (strstr(r.out, "imported")) fail_msg("import reported success: %s", r.out);
+    expect_status(&r, 2, "import", sources[i]);
+    assert_false(path_exists(target));
+    r = run_tpbench("migrate", "--db", sources[i], NULL);
+    expect_in(r.err, "not a tpbench database");
+    expect_status(&r, 2, "migrate", sources[i]);
+  }
+  struct stat st;
+  assert_int_equal(stat(empty, &st), 0);
+  assert_int_equal(st.st_size, 0);
+
+  write_small_db(target);
+  size_t before_len = 0, after_len = 0;
+  FILE *f = fopen(target, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  before_len = (size_t)ftell(f);
+  rewind(f);
+  unsigned char *before = malloc(before_len);
+  assert_non_null(before);
+  assert_int_equal(fread(before, 1, before_len, f), before_len);
+  fclose(f);
+  run_result r = run_tpbench("import", tableless, "--db", target, NULL);
+  expect_status(&r, 2, "import into an existing target", tableless);
+  f = fopen(target, "rb");
+  assert_non_null(f);
+  unsigned char *after = malloc(before_len + 1);
+  assert_non_null(after);
+  after_len = fread(after, 1, before_len + 1, f);
+  fclose(f);
+  assert_int_equal(after_len, before_len);
+  assert_memory_equal(after, before, before_len);
+  free(before);
+  free(after);
+
+  const char *files[] = {"empty.db", "tableless.db", "target.db", "target.db-wal", "target.db-shm"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char file[200];
+    snprintf(file, sizeof file, "%s/%s", dir, files[i]);
+    unlink(file);
+  }
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* `ops --list --trace` and `--trace-iters` were unknown options (exit 2) in
+ * a build without CUDA: every build takes the same options, from one table
+ * shared with run. */
+static void test_ops_takes_tracing_options_in_every_build(void **state) {
+  (void)state;
+  run_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
+                             "128", "--tp", "2", "--trace", "--trace-iters", "3", NULL);
+  if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+  expect_in(r.out, "configurations");
+  release(&r);
+  r = run_tpbench("ops", "--list", "--models", "debug", "--trace-iters", "0", NULL);
+  expect_in(r.err, "--trace-iters: 0 is out of range [1, 1000]");
+  expect_status(&r, 2, "ops --trace-iters 0", "-");
+  const char *commands[] = {"ops", "run"};
+  for (int i = 0; i < 2; i++) {
+    r = run_tpbench(commands[i], "--help", NULL);
+    assert_int_equal(r.status, 0);
+    expect_in(r.out, "--trace-iters N");
+    expect_in(r.out, "iterations of the traced window [default: 5]");
+    release(&r);
+  }
+}
+
+/* Output that never arrived (stdout on a full disk) once exited 0: matrix,
+ * ops --list, --help and --version now say so and exit 1. */
+static void test_stdout_write_errors_exit_1(void **state) {
+  (void)state;
+  if (access("/dev/full", W_OK) != 0) skip();
+  const char *const cases[][6] = {
+      {"matrix", "--preset", "full", NULL}, {"ops", "--list", NULL}, {"run", "--help", NULL},
+      {"report", "--help", NULL},           {"--help", NULL},        {"--version", NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *const *c = cases[i];
+    run_result r = run_tpbench_into("/dev/full", c[0], c[1], c[2], c[3], NULL);
+    expect_in(r.err, "writing the output failed: No space left on device");
+    expect_status(&r, 1, c[0], "/dev/full");
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unknown_command),   cmocka_unit_test(test_help),
-      cmocka_unit_test(test_version),           cmocka_unit_test(test_ops_usage_errors),
-      cmocka_unit_test(test_ops_bad_input),     cmocka_unit_test(test_ops_list),
-      cmocka_unit_test(test_report_missing_db), cmocka_unit_test(test_report_table),
+      cmocka_unit_test(test_unknown_command),
+      cmocka_unit_test(test_help),
+      cmocka_unit_test(test_version),
+      cmocka_unit_test(test_ops_usage_errors),
+      cmocka_unit_test(test_ops_bad_input),
+      cmocka_unit_test(test_ops_list),
+      cmocka_unit_test(test_report_missing_db),
+      cmocka_unit_test(test_report_table),
+      cmocka_unit_test(test_unusable_databases_exit_2),
+      cmocka_unit_test(test_import_refuses_empty_sources),
+      cmocka_unit_test(test_ops_takes_tracing_options_in_every_build),
+      cmocka_unit_test(test_stdout_write_errors_exit_1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,7 +186,7 @@ static void test_history_command(void **state) {
   RUN_EXPECT(2, NULL, "exactly one of --key and --config", "history", "--db", f->db);
   RUN_EXPECT(2, NULL, "exactly one", "history", "--db", f->db, "--config", id, "--key", "k");
   RUN_EXPECT(2, NULL, "no configuration has key", "history", "--db", f->db, "--key", "nope");
-  RUN_EXPECT(1, NULL, "no database", "history", "--db", "/nonexistent/x.db", "--config", "1");
+  RUN_EXPECT(2, NULL, "no database", "history", "--db", "/nonexistent/x.db", "--config", "1");
 }
 
 /* ---- trace --------------------------------------------------------------------------- */
@@ -276,7 +276,7 @@ static void test_import_command(void **state) {
   RUN_EXPECT(0, "0 regressed (0 failed in head), 0 improved, 0 unchanged, 144 information only",
              NULL, "compare", "feed0001", "feed0002", "--db", target);
   RUN_EXPECT(2, NULL, "name at least one database", "import", "--db", target);
-  RUN_EXPECT(1, NULL, "no such database", "import", "/nonexistent/x.db", "--db", target);
+  RUN_EXPECT(2, NULL, "no such database", "import", "/nonexistent/x.db", "--db", target);
 }
 
 /* ---- dashboard ------------------------------------------------------------------------------ */

@@ -691,7 +691,7 @@ static void test_import_refusals(void **state) {
   sqlite3_close(db);
   expect_refused(s, path(s, 2, "future.db"), TP_EFOREIGN, "newer");
 
-  expect_refused(s, path(s, 2, "absent.db"), TP_EIO, "absent.db");
+  expect_refused(s, path(s, 2, "absent.db"), TP_EUSAGE, "absent.db");
   expect_refused(s, path(s, 1, "target.db"), TP_EUSAGE, "into itself");
 }
 
