@@ -5,8 +5,10 @@
  *
  * The exit status is for CI: 0 nothing regressed, 1 something regressed,
  * 2 anything else (usage, a side that names no run, a missing database,
- * runs on different hardware, an error), so a gate never mistakes a broken
- * invocation or an unfair comparison for a regression or a pass.
+ * nothing in common to compare, runs on different hardware, an error), so
+ * a gate never mistakes a broken invocation, an empty or an unfair
+ * comparison for a regression or a pass. A pass that gated no test stays 0
+ * and says so on stderr whatever the format.
  */
 #include <errno.h>
 #include <math.h>
@@ -71,8 +73,9 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
           "has several runs, the latest run of each configuration decides its status.\n"
           "Runs on different GPUs or drivers are refused unless --allow-mixed-hardware.\n"
           "Markdown output is ready for a pull-request comment.\n"
-          "Exit status: 0 no regression, 1 a regression, 2 bad input, mixed hardware or an\n"
-          "error.",
+          "Exit status: 0 no regression, 1 a regression, 2 bad input, nothing compared (no\n"
+          "configuration in common, or the filters match none), mixed hardware or an error.\n"
+          "A pass that gated no test (all information only) is 0 and says \"nothing gated\".",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -107,7 +110,14 @@ static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_
   if (rc != TP_OK) fprintf(stderr, "tpbench compare: %s\n", tp_cli_last_message());
   tp_store_close(store);
   if (rc != TP_OK) return EXIT_BAD;
-  return sum.regressed > 0 ? EXIT_REGRESSED : TP_EXIT_OK;
+  if (sum.regressed > 0) return EXIT_REGRESSED;
+  if (sum.tests == 0)
+    fprintf(stderr,
+            "tpbench compare: nothing gated: %d configuration%s compared, none with a gated "
+            "test (all information only); exit 0 says nothing failed, not that nothing got "
+            "slower\n",
+            sum.compared, sum.compared == 1 ? "" : "s");
+  return TP_EXIT_OK;
 }
 
 int tp_cmd_compare(int argc, char **argv) {

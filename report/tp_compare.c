@@ -703,6 +703,10 @@ static int is_subject(const entry *e) {
          (!strcmp(e->kind, "op") || !strcmp(e->kind, "layer"));
 }
 
+/* A `tpbench link` measurement: of the interconnect, not of code; shown,
+ * never gated, and its run is no part of the hardware check. */
+static int is_link_probe(const entry *e) { return e->kind && !strcmp(e->kind, "link"); }
+
 static int matches(const char *want, const char *have) {
   return !want || !*want || (have && !strcmp(want, have));
 }
@@ -752,23 +756,51 @@ static void mark_group_runs(side *s, const key_group *g) {
   for (size_t i = 0; i < g->count; i++) s->runs[group_entry(s, g, i)->run].used = 1;
 }
 
-/* Which runs supplied configurations both sides have: only they describe a
- * side (a commit's `tpbench link` run, whose keys no other side has, says
- * nothing about the timings compared). Without any such pair, every run
- * that supplied a shown configuration. */
+/* Which runs supplied compared configurations (on both sides, not link
+ * probes): only they describe a side and are checked for like hardware. A
+ * commit's `tpbench run` whose layers the other side lacks says nothing
+ * about the timings compared, and neither does its `tpbench link` run
+ * (which early versions stored with the CUDA version as its driver). */
 static void mark_used_runs(comparison *c) {
-  int paired = 0;
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
-    if (!row->base || !row->head) continue;
-    paired = 1;
+    if (!row->base || !row->head || is_link_probe(row_entry(row))) continue;
     mark_group_runs(&c->base, row->base);
     mark_group_runs(&c->head, row->head);
   }
-  for (size_t i = 0; !paired && i < c->n_rows; i++) {
-    if (c->rows[i].base) mark_group_runs(&c->base, c->rows[i].base);
-    if (c->rows[i].head) mark_group_runs(&c->head, c->rows[i].head);
+}
+
+static int has_filter(const tp_compare_filter *f) {
+  const char *fields[] = {f->model, f->layer, f->pass, f->dtype, f->backend, f->kind};
+  for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+    if (fields[i] && *fields[i]) return 1;
+  return 0;
+}
+
+/* A gate that compared nothing must not pass: refused (TP_EUSAGE) when no
+ * configuration the filters select is on both sides, saying why. */
+static tp_rc check_something_compared(comparison *c) {
+  size_t only_base = 0, only_head = 0;
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (row->base && row->head) c->sum.compared++;
+    else if (row->base) only_base++;
+    else only_head++;
   }
+  if (c->sum.compared > 0) return TP_OK;
+  const char *base = c->base.spec, *head = c->head.spec;
+  if (c->n_rows == 0 && has_filter(&c->opt.filter))
+    return TP_FAIL(TP_EUSAGE,
+                   "compare: nothing compared: the filters match no configuration of %s or %s",
+                   base, head);
+  if (c->n_rows == 0)
+    return TP_FAIL(TP_EUSAGE, "compare: nothing compared: %s and %s recorded no configuration",
+                   base, head);
+  return TP_FAIL(TP_EUSAGE,
+                 "compare: nothing compared: %s and %s have no configuration in common%s (%zu "
+                 "only in %s, %zu only in %s): compare runs of the same matrix",
+                 base, head, has_filter(&c->opt.filter) ? " that the filters select" : "",
+                 only_base, base, only_head, head);
 }
 
 static const char *or_q(const char *s) { return s ? s : "?"; }
@@ -839,7 +871,7 @@ static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
       x->p = w.p;
       x->ci_lo = expm1(w.ci_lo);
       x->ci_hi = expm1(w.ci_hi);
-      x->gated = row->subject || c->opt.gate_references;
+      x->gated = row->subject || (c->opt.gate_references && !is_link_probe(row_entry(row)));
     }
   }
   free(b.v);
@@ -1060,8 +1092,15 @@ static void md_runs(FILE *out, const side *s) {
     else fputs(" (before rounds: one sample)", out);
   }
   if (used > 0 && used < s->n_runs)
-    fprintf(out, " [%zu more run%s named had nothing to compare]", s->n_runs - used,
-            s->n_runs - used == 1 ? "" : "s");
+    fprintf(out, " [%zu more run%s named: nothing in common, or link probes only]",
+            s->n_runs - used, s->n_runs - used == 1 ? "" : "s");
+}
+
+/* before, then stored text through tp_md_text ("?" when unknown): a host
+ * name or version cannot add a line, a table row or HTML to the comment. */
+static void md_words(FILE *out, const char *before, const char *text) {
+  fputs(before, out);
+  tp_md_text(out, or_q(text));
 }
 
 static void md_side(FILE *out, const char *name, const side *s) {
@@ -1071,19 +1110,27 @@ static void md_side(FILE *out, const char *name, const side *s) {
   const side_run *r = representative(s);
   fputs(", commit ", out);
   tp_md_code(out, r->commit ? r->commit : "unknown");
-  fprintf(out, "%s, %s, %s: %s × %lld, driver %s, CUDA %s, NCCL %s, cuBLAS %s\n",
-          r->dirty == 1 ? " (dirty tree)" : "", or_q(r->started_at), or_q(r->host),
-          or_q(r->gpu_name), (long long)r->gpu_count, or_q(r->driver), or_q(r->cuda), or_q(r->nccl),
-          or_q(r->cublas));
+  fputs(r->dirty == 1 ? " (dirty tree)" : "", out);
+  md_words(out, ", ", r->started_at);
+  md_words(out, ", ", r->host);
+  md_words(out, ": ", r->gpu_name);
+  if (r->gpu_count >= 0) fprintf(out, " × %lld", (long long)r->gpu_count);
+  else fputs(" × ?", out);
+  md_words(out, ", driver ", r->driver);
+  md_words(out, ", CUDA ", r->cuda);
+  md_words(out, ", NCCL ", r->nccl);
+  md_words(out, ", cuBLAS ", r->cublas);
+  fputc('\n', out);
 }
 
 static void md_knobs(FILE *out, const side *s) {
-  for (size_t i = 0; i < s->n_runs; i++)
-    if (s->runs[i].used && s->runs[i].test_knobs && *s->runs[i].test_knobs)
-      fprintf(out,
-              "\n> **Note**: run %lld ran with test knobs on (%s): a deliberate slowdown, "
-              "not the code as shipped.\n",
-              (long long)s->runs[i].id, s->runs[i].test_knobs);
+  for (size_t i = 0; i < s->n_runs; i++) {
+    const side_run *r = &s->runs[i];
+    if (!r->used || !r->test_knobs || !*r->test_knobs) continue;
+    fprintf(out, "\n> **Note**: run %lld ran with test knobs on (", (long long)r->id);
+    tp_md_text(out, r->test_knobs);
+    fputs("): a deliberate slowdown, not the code as shipped.\n", out);
+  }
 }
 
 /* What makes the two sides not like for like, said before the numbers. */
@@ -1093,8 +1140,11 @@ static void md_warnings(FILE *out, const comparison *c) {
     fputs("\n> **Warning**: the runs ran on different GPUs or drivers "
           "(--allow-mixed-hardware): not like for like.\n",
           out);
-  if (!same_text(b->host, h->host))
-    fprintf(out, "\n> **Note**: different hosts (%s vs %s).\n", or_q(b->host), or_q(h->host));
+  if (!same_text(b->host, h->host)) {
+    md_words(out, "\n> **Note**: different hosts (", b->host);
+    md_words(out, " vs ", h->host);
+    fputs(").\n", out);
+  }
   if (!same_text(b->cuda, h->cuda) || !same_text(b->nccl, h->nccl) ||
       !same_text(b->cublas, h->cublas))
     fputs("\n> **Note**: library versions differ between the sides.\n", out);
@@ -1210,17 +1260,39 @@ static void md_method(FILE *out, const comparison *c) {
           c->opt.gate_references ? " but their times gate too (--gate-references)" : "");
 }
 
+/* Why no test was gated although configurations were compared. */
+static const char *nothing_gated_reason(const comparison *c) {
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (row->subject && row->base_latest && row->head_latest && row->base_latest->ok &&
+        row->head_latest->ok)
+      return "no dist_gemm ratio had two samples a side; a run without rounds is one";
+  }
+  return "no dist_gemm configuration ran on both sides; the rest is information";
+}
+
+/* The verdict line. A pass that gated nothing says so in its verdict: a
+ * reader of the comment must not take it for a tested pass. */
+static void md_verdict(FILE *out, const comparison *c) {
+  const tp_compare_summary *s = &c->sum;
+  if (s->regressed) fputs("**Regression**", out);
+  else if (s->tests == 0)
+    fprintf(out, "**No regression (nothing gated: %s)**", nothing_gated_reason(c));
+  else fputs("**No regression**", out);
+  fprintf(out,
+          ": %d regressed (%d failed in head), %d improved, %d unchanged, %d information only, "
+          "%d new, %d missing.\n\n",
+          s->regressed, s->failed, s->improved, s->unchanged, s->information, s->added, s->missing);
+}
+
 static void write_markdown(FILE *out, const comparison *c) {
   const tp_compare_summary *s = &c->sum;
   fputs("## tpbench compare: ", out);
   tp_md_code(out, c->base.spec);
   fputs(" → ", out);
   tp_md_code(out, c->head.spec);
-  fprintf(out,
-          "\n\n**%s**: %d regressed (%d failed in head), %d improved, %d unchanged, %d "
-          "information only, %d new, %d missing.\n\n",
-          s->regressed ? "Regression" : "No regression", s->regressed, s->failed, s->improved,
-          s->unchanged, s->information, s->added, s->missing);
+  fputs("\n\n", out);
+  md_verdict(out, c);
   md_method(out, c);
   md_side(out, "base", &c->base);
   md_side(out, "head", &c->head);
@@ -1384,6 +1456,7 @@ static json_t *json_summary(tp_json_builder *jb, const comparison *c) {
   tp_json_set(jb, o, "new", json_integer(c->sum.added));
   tp_json_set(jb, o, "missing", json_integer(c->sum.missing));
   tp_json_set(jb, o, "tests", json_integer(c->sum.tests));
+  tp_json_set(jb, o, "compared", json_integer(c->sum.compared));
   return o;
 }
 
@@ -1462,6 +1535,7 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
   if (rc == TP_OK) rc = load_side(store, base, &c.base);
   if (rc == TP_OK) rc = load_side(store, head, &c.head);
   if (rc == TP_OK) rc = pair_sides(&c);
+  if (rc == TP_OK) rc = check_something_compared(&c);
   if (rc == TP_OK) {
     mark_used_runs(&c);
     rc = check_hardware(&c);

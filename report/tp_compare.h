@@ -93,7 +93,8 @@ typedef struct tp_compare_summary {
   int information; /* nothing gated: reference rows, or too few samples to test */
   int added;       /* in head only (or ran in head only) */
   int missing;     /* in base only, or rejected in head */
-  int tests;       /* tests in the Benjamini–Hochberg family */
+  int tests;       /* tests in the Benjamini–Hochberg family; 0: nothing was gated */
+  int compared;    /* configurations (that the filters select) on both sides; > 0 on success */
 } tp_compare_summary;
 
 /*
@@ -111,15 +112,25 @@ typedef struct tp_compare_summary {
  * Verdicts: regressed (a gated test flagged it slower, or it was ok in base
  * and failed, oom or timed out in head — for every kind of configuration),
  * improved, unchanged, information (nothing gated: reference rows unless
- * gate_references, and rows with fewer than two samples on a side), new,
- * missing (also rejected in head). Rows where dist_gemm took the stock path
- * (results.fused = 0) are gated like the others and labelled.
+ * gate_references, link probes always, and rows with fewer than two samples
+ * on a side), new, missing (also rejected in head). Rows where dist_gemm
+ * took the stock path (results.fused = 0) are gated like the others and
+ * labelled.
  *
- * Hardware: the runs that supplied compared configurations must share the
- * GPU model, the GPU count and the driver, or the comparison is refused
- * (TP_EUSAGE, naming both) unless opt->allow_mixed_hardware; it then warns.
+ * Nothing compared is no pass: when no configuration that the filters
+ * select is on both sides, the comparison is refused (TP_EUSAGE, saying
+ * whether the filters matched nothing or the sides share no configuration).
+ * When some are compared but no test is gated, summary.tests is 0 and the
+ * markdown verdict line says "No regression (nothing gated: why)".
  *
- * Markdown (for a pull-request comment): a title, the verdict line, the
+ * Hardware: the runs that supplied compared configurations (on both sides;
+ * link probes are none) must share the GPU model, the GPU count and the
+ * driver, or the comparison is refused (TP_EUSAGE, naming both) unless
+ * opt->allow_mixed_hardware; it then warns.
+ *
+ * Markdown (for a pull-request comment; stored text goes through
+ * tp_md_text, so a run's host or versions add no line or markup): a title,
+ * the verdict line, the
  * method in one paragraph, both sides (runs, rounds, commit, host, GPUs,
  * test knobs in force), then the regressed and improved configurations,
  * each with the measure that moved, the change of its geometric mean, the
@@ -129,8 +140,8 @@ typedef struct tp_compare_summary {
  *
  * opt may be NULL (defaults). summary (may be NULL) receives the counts;
  * the caller decides the exit status from summary.regressed. TP_EUSAGE for a
- * side that names no run, an ambiguous prefix, a malformed "run:", mixed
- * hardware, or options out of range (threshold in [0, 1), alpha in (0, 1));
+ * side that names no run, an ambiguous prefix, a malformed "run:", nothing
+ * compared, mixed hardware, or options out of range (threshold in [0, 1), alpha in (0, 1));
  * TP_EIO when out cannot be written.
  */
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,

@@ -149,8 +149,9 @@ static void test_compare_exit_status(void **state) {
    * only references or another model's rows out. */
   RUN_EXPECT(0, "0 regressed", NULL, "compare", "cafe0001", "cafe0003", "--db", db, "--threshold",
              "12.5");
-  RUN_EXPECT(0, "0 regressed", NULL, "compare", "cafe0001", "cafe0003", "--db", db, "--kind",
-             "gemm");
+  RUN_EXPECT(0, "**No regression (nothing gated: no dist_gemm configuration ran on both sides",
+             "nothing gated: 8 configurations compared", "compare", "cafe0001", "cafe0003", "--db",
+             db, "--kind", "gemm");
   RUN_EXPECT(1, "7 regressed", NULL, "compare", "cafe0001", "cafe0003", "--db", db, "--model",
              "llama3-70b", "--backend", "dist_gemm");
   RUN_EXPECT(1, "1 regressed", NULL, "compare", "cafe0001", "cafe0003", "--db", db, "--model",
@@ -161,6 +162,11 @@ static void test_compare_exit_status(void **state) {
   RUN_EXPECT(2, NULL, "different hardware", "compare", "cafe0001", "cafe0004", "--db", db);
   RUN_EXPECT(0, "**Warning**", NULL, "compare", "cafe0001", "cafe0004", "--db", db,
              "--allow-mixed-hardware");
+  /* Nothing compared is no pass: 2 (a filter matching nothing exited 0). */
+  RUN_EXPECT(2, NULL, "nothing compared: the filters match no configuration", "compare", "cafe0001",
+             "cafe0003", "--db", db, "--model", "bogus");
+  RUN_EXPECT(2, NULL, "nothing compared: the filters match no configuration", "compare", "cafe0001",
+             "cafe0003", "--db", db, "--kind", "link", "--format", "json");
   /* Everything that is not a verdict is 2, never 1. */
   RUN_EXPECT(2, NULL, "no run of a commit starting with 'beef'", "compare", "beef", "cafe0002",
              "--db", db);
@@ -541,9 +547,12 @@ static void test_dashboard_out_refuses(void **state) {
 }
 
 /* The README's compare examples run on the sample database they name (one
- * named a commit the sample does not hold): each gives a verdict, 0 or 1,
- * never 2 (on a copy brought to the current schema where the sample is
- * older). */
+ * named a commit the sample does not hold, another two runs with nothing in
+ * common): each gives a verdict, 0 or 1, never 2 (on a copy brought to the
+ * current schema where the sample is older). On that sample, runs with no
+ * configuration in common are 2, and a commit against itself is compared
+ * (its link-probe run, which stored a wrong driver, is no part of the
+ * hardware check). */
 static void test_readme_compare_examples(void **state) {
   fixture *f = *state;
   char sample[600];
@@ -583,6 +592,10 @@ static void test_readme_compare_examples(void **state) {
   }
   free(readme);
   assert_int_equal(examples, 2);
+  RUN_EXPECT(2, NULL, "nothing compared: run:2 and run:3 have no configuration in common",
+             "compare", "run:2", "run:3", "--db", sample);
+  RUN_EXPECT(0, "**No regression (nothing gated:", "nothing gated", "compare", "a06011f", "a06011f",
+             "--db", sample);
 }
 
 /* ---- usage errors: empty paths, link without CUDA

@@ -9,7 +9,9 @@
  * hardware refused, the filters, references as information, stock-path
  * rows, runs from before rounds; the outputs and refusals; history and
  * trends; the real H200 run against a synthesised copy of it; examples/'
- * sample database of real runs, every verdict checked against the rule.
+ * sample database of real runs, every verdict checked against the rule;
+ * on copies of it, nothing compared refused, nothing gated said, link
+ * probes outside the hardware check, and hostile stored text escaped.
  *
  * The per-iteration database (runs at commits aaaa…, bbbb…, cccc…, from
  * before rounds): per configuration 30 iterations on two ranks, rank 1
@@ -734,7 +736,6 @@ static void test_filters(void **state) {
       {{.model = "llama3-70b"}, 19, 14},
       {{.layer = "ffn"}, 8, 4},
       {{.pass = "fwd+bwd"}, 8, 4},
-      {{.dtype = "fp32"}, 0, 0},
       {{.backend = "dist_gemm"}, 15, 30}, /* ratios still find their references */
       {{.kind = "gemm"}, 8, 0},           /* references: information */
       {{.model = "llama3-8b", .layer = "linear_rs", .backend = "dist_gemm"}, 2, 4},
@@ -757,6 +758,13 @@ static void test_filters(void **state) {
     }
     json_decref(root);
   }
+  /* A filter that matches nothing compares nothing: refused, not a pass. */
+  opt.filter = (tp_compare_filter){.dtype = "fp32"};
+  char b[32], h[32];
+  spec_of(b, sizeof b, f->slowed.base[2]);
+  spec_of(h, sizeof h, f->slowed.head[2]);
+  free(capture_on(f->rounds_db, b, h, &opt, TP_FMT_JSON, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "nothing compared: the filters match no configuration"));
 }
 
 static double stock_slower(const fx_synth_config *c, void *ctx) {
@@ -1127,6 +1135,208 @@ static void test_sample_database(void **state) {
   fx_rmdir(&d);
 }
 
+/* ---- nothing compared, nothing gated, link probes, hostile text ----------------------- */
+
+/* A copy of examples/' sample database at name in d; skips without it. Its
+ * runs (before rounds): 1 ops at commit e92c4c5, and at a06011f 2 and 3 ops
+ * (96 configurations each, both in common with run 1, none with each
+ * other), 4 link probes (stored with driver 'cuda 13.0' by an older link
+ * command), 5 run (layers). */
+static void sample_copy(fx_dir *d, const char *name, char *db, size_t cap) {
+  if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
+  assert_int_equal(fx_mkdir(d, name), 0);
+  fx_path(d, "sample.db", db, cap);
+  assert_int_equal(fx_copy(FX_SAMPLE_DB, db), 0);
+}
+
+/* A gate that compared nothing must not pass: sides without a configuration
+ * in common, and filters that match none, are refused with why (the README's
+ * old example run:2 run:3 printed "No regression" and exited 0). */
+static void test_nothing_compared_is_refused(void **state) {
+  (void)state;
+  fx_dir d;
+  char db[600];
+  sample_copy(&d, "tp_compare_nothing", db, sizeof db);
+  tp_compare_summary sum = {0};
+  free(capture_on(db, "run:2", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "nothing compared: run:2 and run:3 have no "
+                                          "configuration in common (96 only in run:2, 96 only "
+                                          "in run:3)"));
+  free(capture_on(db, "run:2", "run:3", NULL, TP_FMT_JSON, &sum, TP_EUSAGE));
+  tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                            .alpha = TP_COMPARE_DEFAULT_ALPHA,
+                            .filter = {.model = "bogus"}};
+  free(capture_on(db, "run:1", "run:2", &opt, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  assert_non_null(
+      strstr(tp_last_error(), "nothing compared: the filters match no configuration of run:1"));
+  /* rows shown, none on both sides: the filters are named in the reason */
+  opt.filter = (tp_compare_filter){.kind = "link"};
+  free(capture_on(db, "run:1", "run:4", &opt, TP_FMT_CSV, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "no configuration in common that the filters select"));
+  /* a run of no configuration at all */
+  exec_on(db, "DELETE FROM configs WHERE run_id = 5");
+  free(capture_on(db, "run:5", "run:5", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "recorded no configuration"));
+  /* something in common: compared */
+  free(capture_on(db, "run:1", "run:2", NULL, TP_FMT_MARKDOWN, &sum, TP_OK));
+  assert_int_equal(sum.compared, 96);
+  fx_rmdir(&d);
+}
+
+/* Compared but nothing gated (all information only) passes, exit 0 as
+ * documented, but the verdict line says that nothing was gated, and why. */
+static void test_nothing_gated_says_so(void **state) {
+  fixture *f = *state;
+  fx_dir d;
+  char db[600];
+  sample_copy(&d, "tp_compare_ungated", db, sizeof db);
+  tp_compare_summary sum = {0};
+  /* one run a side from before rounds: one sample per ratio, none tested */
+  char *md = capture_on(db, "run:1", "run:2", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  assert_int_equal(sum.tests, 0);
+  assert_int_equal(sum.regressed, 0);
+  assert_non_null(strstr(md, "\n**No regression (nothing gated: no dist_gemm ratio had two "
+                             "samples a side; a run without rounds is one)**: 0 regressed"));
+  assert_null(strstr(md, "\n**No regression**"));
+  free(md);
+  json_t *root = parse(capture_on(db, "run:1", "run:2", NULL, TP_FMT_JSON, &sum, TP_OK));
+  json_t *summary = json_object_get(root, "summary");
+  assert_int_equal(json_integer_value(json_object_get(summary, "tests")), 0);
+  assert_int_equal(json_integer_value(json_object_get(summary, "compared")), 96);
+  json_decref(root);
+  fx_rmdir(&d);
+  /* rounds, but only references compared */
+  tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                            .alpha = TP_COMPARE_DEFAULT_ALPHA,
+                            .filter = {.kind = "gemm"}};
+  char b[32], h[32];
+  spec_of(b, sizeof b, f->slowed.base[2]);
+  spec_of(h, sizeof h, f->slowed.head[2]);
+  md = capture_on(f->rounds_db, b, h, &opt, TP_FMT_MARKDOWN, &sum, TP_OK);
+  assert_non_null(strstr(md, "**No regression (nothing gated: no dist_gemm configuration ran "
+                             "on both sides; the rest is information)**"));
+  free(md);
+  /* a gated pass keeps the plain verdict */
+  opt.filter = (tp_compare_filter){0};
+  md = capture_on(f->rounds_db, b, h, &opt, TP_FMT_MARKDOWN, &sum, TP_OK);
+  assert_true(sum.tests > 0);
+  assert_null(strstr(md, "nothing gated"));
+  free(md);
+}
+
+/* A commit against itself on the sample: its link-probe run stored the
+ * CUDA version as its driver (an old bug), but link probes supply no
+ * compared configuration (never gated, even with --gate-references), so
+ * the hardware check leaves that run out; the ops runs still count. */
+static void test_link_probes_leave_the_hardware_check(void **state) {
+  (void)state;
+  fx_dir d;
+  char db[600];
+  sample_copy(&d, "tp_compare_link", db, sizeof db);
+  tp_compare_summary sum = {0};
+  tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                            .alpha = TP_COMPARE_DEFAULT_ALPHA,
+                            .gate_references = 1};
+  json_t *root = parse(capture_on(db, "a06011f", "a06011f", &opt, TP_FMT_JSON, &sum, TP_OK));
+  assert_false(json_is_true(json_object_get(json_object_get(root, "options"), "mixed_hardware")));
+  json_t *runs = json_object_get(json_object_get(root, "head"), "runs");
+  assert_int_equal(json_array_size(runs), 4);
+  for (size_t i = 0; i < json_array_size(runs); i++) {
+    json_t *run = json_array_get(runs, i);
+    int is_link = !strcmp(str(run, "command"), "link");
+    assert_int_equal(json_is_true(json_object_get(run, "used")), !is_link);
+  }
+  json_t *rows = json_object_get(root, "rows");
+  int links = 0;
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    if (strncmp(str(row, "config_key"), "kind=link;", 10) != 0) continue;
+    links++;
+    assert_string_equal(str(row, "verdict"), "information");
+    assert_false(json_is_true(json_object_get(measure_of(row, "time"), "gated")));
+  }
+  assert_int_equal(links, 16);
+  json_decref(root);
+  /* an ops run on another driver is still refused */
+  exec_on(db, "UPDATE runs SET driver_version = '570.86.15' WHERE id = 3");
+  free(capture_on(db, "a06011f", "a06011f", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "different hardware"));
+  assert_non_null(strstr(tp_last_error(), "driver 570.86.15"));
+  assert_null(strstr(tp_last_error(), "cuda 13.0"));
+  fx_rmdir(&d);
+}
+
+/* Lines of text that start with prefix. */
+static int lines_starting(const char *text, const char *prefix) {
+  int n = 0;
+  size_t len = strlen(prefix);
+  for (const char *line = text; line; line = strchr(line, '\n')) {
+    if (*line == '\n') line++;
+    n += strncmp(line, prefix, len) == 0;
+  }
+  return n;
+}
+
+/* The first line of text (after the first) that starts with prefix,
+ * without its line break. */
+static char *line_starting(const char *text, const char *prefix) {
+  char needle[64];
+  snprintf(needle, sizeof needle, "\n%s", prefix);
+  const char *at = strstr(text, needle);
+  if (!at) {
+    fail_msg("no line starting with '%s' in:\n%s", prefix, text);
+    return NULL;
+  }
+  return strndup(at + 1, strcspn(at + 1, "\n"));
+}
+
+/* Runs' stored text (host, GPU, driver, versions, start time, test knobs)
+ * reaches compare's markdown, made for pull-request comments, through
+ * tp_md_text: no line break, table row, verdict line, heading or HTML of
+ * its own. The head's host also differs from the base's, so the "different
+ * hosts" note prints it too. */
+static void test_markdown_escapes_stored_text(void **state) {
+  (void)state;
+  fx_dir d;
+  char db[600];
+  sample_copy(&d, "tp_compare_escape", db, sizeof db);
+  tp_compare_summary sum = {0};
+  char *clean = capture_on(db, "run:1", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  /* the same hostile GPU and driver on both runs keep the hardware alike */
+  exec_on(db, "UPDATE runs SET gpu_name = 'H200' || char(10) || '| gpu | row |', "
+              "driver_version = '580' || char(10) || '<script>alert(3)</script>', "
+              "nccl_version = '2.28' || char(10) || '**No regression**: nccl', "
+              "cublas_version = '13.1' || char(13) || char(10) || '| cublas | row |', "
+              "started_at = started_at || char(10) || '# started heading' WHERE id IN (1, 3)");
+  exec_on(db, "UPDATE runs SET host = 'vm' || char(10) || char(10) || '**No regression**: all "
+              "clear' || char(10) || char(10) || '| x | injected row |' || char(10) || "
+              "'<img src=x onerror=alert(1)>', cuda_version = '13.0 <script>alert(2)</script>', "
+              "test_knobs = 'TPBENCH_TEST_DIST_DELAY_US=0' || char(10) || '# injected heading' || "
+              "char(10) || '| knob | row |' WHERE id = 3");
+  char *md = capture_on(db, "run:1", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  assert_int_equal(lines_starting(md, "|"), lines_starting(clean, "|"));
+  assert_int_equal(lines_starting(md, "**"), 1);
+  assert_int_equal(lines_starting(md, "#"), lines_starting(clean, "#"));
+  assert_int_equal(lines_starting(md, "<"), lines_starting(clean, "<"));
+  assert_null(strstr(md, "<img"));
+  assert_null(strstr(md, "<script"));
+  char *verdict = line_starting(md, "**No regression"), *was = line_starting(clean, "**No");
+  assert_string_equal(verdict, was);
+  free(verdict);
+  free(was);
+  /* the text is there, escaped, on the side line, the knobs note and the
+   * hosts note */
+  assert_non_null(strstr(md, "vm  **No regression**: all clear  \\| x \\| injected row \\| "
+                             "&lt;img src=x onerror=alert(1)&gt;"));
+  assert_non_null(strstr(md, "CUDA 13.0 &lt;script&gt;alert(2)&lt;/script&gt;"));
+  assert_non_null(strstr(md, "(TPBENCH_TEST_DIST_DELAY_US=0 # injected heading \\| knob \\| "
+                             "row \\|): a deliberate slowdown"));
+  assert_non_null(strstr(md, "> **Note**: different hosts (vm vs vm  **No regression**"));
+  free(md);
+  free(clean);
+  fx_rmdir(&d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_student_t),
@@ -1149,6 +1359,10 @@ int main(void) {
       cmocka_unit_test(test_bad_sides_and_options),
       cmocka_unit_test(test_real_run_against_synthetic),
       cmocka_unit_test(test_sample_database),
+      cmocka_unit_test(test_nothing_compared_is_refused),
+      cmocka_unit_test(test_nothing_gated_says_so),
+      cmocka_unit_test(test_link_probes_leave_the_hardware_check),
+      cmocka_unit_test(test_markdown_escapes_stored_text),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
