@@ -3,6 +3,7 @@
  */
 #include "tp_error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,20 @@ const char *tp_last_message(void) { return last_message; }
 void tp_clear_error(void) {
   last_error[0] = '\0';
   last_message[0] = '\0';
+}
+
+tp_rc tp_rc_for_path_errno(int err) {
+  switch (err) {
+  case ENOENT:
+  case ENOTDIR:
+  case EISDIR:
+  case EACCES:
+  case EPERM:
+  case ELOOP:
+  case ENAMETOOLONG:
+  case EROFS: return TP_EUSAGE;
+  default: return TP_EIO;
+  }
 }
 
 const char *tp_rc_name(tp_rc code) {

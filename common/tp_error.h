@@ -48,6 +48,12 @@ const char *tp_last_error(void);
  * records, tables and command errors. */
 const char *tp_last_message(void);
 
+/* The code for a path that could not be used, by the system's errno: the
+ * path the user gave cannot be used as asked (missing, a file where a folder
+ * should be, no permission, a link loop, a read-only file system:
+ * TP_EUSAGE), or the system failed while using it (TP_EIO). */
+tp_rc tp_rc_for_path_errno(int err);
+
 /* A short stable name for a code ("cuda", "usage", ...). */
 const char *tp_rc_name(tp_rc code);
 

@@ -271,7 +271,8 @@ static tp_rc write_page(FILE *f, const char *data) {
 }
 
 static tp_rc cannot_create(const char *dir, int err) {
-  return TP_FAIL(TP_EIO, "%s: cannot create the directory: %s", dir, strerror(err));
+  return TP_FAIL(tp_rc_for_path_errno(err), "%s: cannot create the directory: %s", dir,
+                 strerror(err));
 }
 
 /* The errno mkdir(dir) would fail with because of dir's parent (missing,

@@ -167,8 +167,9 @@ tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out) {
   /* O_CREAT | O_EXCL, mode 0600: never an existing file, never a link */
   int fd = mkstemp(out->tmp);
   if (fd < 0) {
-    tp_rc rc =
-        TP_FAIL(TP_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    const int err = errno;
+    tp_rc rc = TP_FAIL(tp_rc_for_path_errno(err),
+                       "%s: cannot create a temporary file beside it: %s", path, strerror(err));
     free(out->tmp);
     out->tmp = NULL;
     tp_output_abort(out);

@@ -259,24 +259,6 @@ tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path,
   return TP_OK;
 }
 
-/* The code for a path that could not be opened, by the system's errno: the
- * path the user gave cannot be used as asked (missing, a file where a
- * folder should be, no permission, a read-only file system: TP_EUSAGE), or
- * the system failed while using it (TP_EIO). */
-static tp_rc path_failure(int err) {
-  switch (err) {
-  case ENOENT:
-  case ENOTDIR:
-  case EISDIR:
-  case EACCES:
-  case EPERM:
-  case ELOOP:
-  case ENAMETOOLONG:
-  case EROFS: return TP_EUSAGE;
-  default: return TP_EIO;
-  }
-}
-
 /* A failure to read the identity, said as what it means for the file. */
 static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
   int code = sqlite3_errcode(db);
@@ -286,7 +268,7 @@ static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
                    "The file was not changed",
                    path, sqlite3_errmsg(db));
   if (code != SQLITE_CANTOPEN && code != SQLITE_PERM && code != SQLITE_IOERR) return rc;
-  tp_rc why = code == SQLITE_IOERR ? TP_EIO : path_failure(sqlite3_system_errno(db));
+  tp_rc why = code == SQLITE_IOERR ? TP_EIO : tp_rc_for_path_errno(sqlite3_system_errno(db));
   return TP_FAIL(why, "%s: cannot read: %s", path, sqlite3_errmsg(db));
 }
 
@@ -299,7 +281,7 @@ static tp_rc sniff_existing_file(const char *path, int64_t *version) {
   int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
   if (rc != SQLITE_OK) {
-    tp_rc why = db ? path_failure(sqlite3_system_errno(db)) : TP_EIO;
+    tp_rc why = db ? tp_rc_for_path_errno(sqlite3_system_errno(db)) : TP_EIO;
     tp_rc out = TP_FAIL(why, "%s: cannot open for reading: %s", path,
                         db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     sqlite3_close(db);
@@ -330,7 +312,8 @@ static tp_rc check_path(const char *path, int create, int *exists) {
   if (stat(path, &st) != 0) {
     int err = errno;
     if (err != ENOENT)
-      return TP_FAIL(path_failure(err), "%s: cannot open database: %s", path, strerror(err));
+      return TP_FAIL(tp_rc_for_path_errno(err), "%s: cannot open database: %s", path,
+                     strerror(err));
     if (!create)
       return TP_FAIL(TP_EUSAGE, "%s: no such database (run a benchmark first, or check the path)",
                      path);
@@ -364,7 +347,7 @@ static tp_rc open_read_write(tp_store *s, int create) {
   free(uri);
   if (rc != SQLITE_OK) {
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
-    tp_rc why = path_failure(sys);
+    tp_rc why = tp_rc_for_path_errno(sys);
     return TP_FAIL(why, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), sys ? ": " : "",
                    sys ? strerror(sys) : "");
@@ -533,7 +516,7 @@ static tp_rc open_for_reading(tp_store *s) {
   int rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
   if (rc != SQLITE_OK) {
-    tp_rc why = s->db ? path_failure(sqlite3_system_errno(s->db)) : TP_EIO;
+    tp_rc why = s->db ? tp_rc_for_path_errno(sqlite3_system_errno(s->db)) : TP_EIO;
     return TP_FAIL(why, "%s: cannot open the database for reading: %s", s->path,
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
   }

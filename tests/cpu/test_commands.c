@@ -485,7 +485,7 @@ static void test_dashboard_out_checked_first(void **state) {
   assert_int_equal(symlink(empty, page), 0);
   RUN_EXPECT(2, NULL, "this is the database", "dashboard", "--db", empty, "--out", dir);
   fx_path(&f->dir, "a/b/c", deep, sizeof deep);
-  RUN_EXPECT(1, NULL, "cannot create the directory", "dashboard", "--db", empty, "--out", deep);
+  RUN_EXPECT(2, NULL, "cannot create the directory", "dashboard", "--db", empty, "--out", deep);
   fx_path(&f->dir, "a", deep, sizeof deep);
   assert_false(exists(deep));
   fx_path(&f->dir, "fresh", fresh, sizeof fresh);
