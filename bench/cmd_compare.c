@@ -100,7 +100,7 @@ static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_
   if (tp_open_for_reading("compare", a->db, &store) != TP_OK) return EXIT_BAD;
   tp_compare_summary sum = {0};
   tp_rc rc = tp_report_compare(store, a->sides[0], a->sides[1], opt, fmt, stdout, &sum);
-  if (rc != TP_OK) fprintf(stderr, "tpbench compare: %s\n", tp_cli_last_message());
+  if (rc != TP_OK) tp_print_error("compare");
   tp_store_close(store);
   if (rc != TP_OK) return EXIT_BAD;
   if (sum.regressed > 0) return EXIT_REGRESSED;
@@ -133,7 +133,7 @@ int tp_cmd_compare(int argc, char **argv) {
   opt.threshold = pct / 100.0;
   tp_report_format fmt;
   if (tp_report_format_parse(a.format, &fmt) != TP_OK) {
-    fprintf(stderr, "tpbench compare: %s\n", tp_cli_last_message());
+    tp_print_error("compare");
     return EXIT_BAD;
   }
   return run_compare(&a, &opt, fmt);

@@ -45,7 +45,7 @@ static tp_rc write_dashboard(const dashboard_args *a) {
   tp_rc rc = tp_dashboard_write(store, a->out, &opt, &st);
   tp_store_close(store);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench dashboard: %s\n", tp_cli_last_message());
+    tp_print_error("dashboard");
     return rc;
   }
   printf("%s/index.html: %d run%s, %d trace%s, %d configurations in the trends (%zu bytes)\n",

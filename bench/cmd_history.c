@@ -43,7 +43,7 @@ static tp_rc show_history(const history_args *a, tp_report_format fmt) {
   TP_TRY(tp_open_for_reading("history", a->db, &store));
   tp_history_query q = {.config_id = a->config, .key = a->key};
   tp_rc rc = tp_report_history(store, &q, fmt, stdout);
-  if (rc != TP_OK) fprintf(stderr, "tpbench history: %s\n", tp_cli_last_message());
+  if (rc != TP_OK) tp_print_error("history");
   tp_store_close(store);
   return rc;
 }
@@ -61,7 +61,7 @@ int tp_cmd_history(int argc, char **argv) {
   tp_report_format fmt;
   rc = tp_report_format_parse(a.format, &fmt);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench history: %s\n", tp_cli_last_message());
+    tp_print_error("history");
     return tp_exit_for(rc);
   }
   return tp_exit_for(show_history(&a, fmt));

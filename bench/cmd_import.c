@@ -46,7 +46,7 @@ static tp_rc check_sources(const import_args *a) {
   for (int i = 0; i < a->n_sources; i++) {
     tp_rc rc = tp_store_probe(a->sources[i], NULL);
     if (rc == TP_OK) continue;
-    fprintf(stderr, "tpbench import: %s\n", tp_cli_last_message());
+    tp_print_error("import");
     return rc;
   }
   return TP_OK;
@@ -63,7 +63,7 @@ static tp_rc import_all(const import_args *a) {
     tp_import_stats st;
     rc = tp_store_import(store, a->sources[i], &st);
     if (rc != TP_OK) {
-      fprintf(stderr, "tpbench import: %s\n", tp_cli_last_message());
+      tp_print_error("import");
       break;
     }
     printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events), "

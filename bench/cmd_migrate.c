@@ -37,7 +37,7 @@ static tp_rc migrate(const char *db) {
   int before = 0;
   tp_rc rc = tp_store_probe(db, &before);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench migrate: %s\n", tp_cli_last_message());
+    tp_print_error("migrate");
     return rc;
   }
   if (before == tp_store_schema_version()) {
@@ -47,7 +47,7 @@ static tp_rc migrate(const char *db) {
   tp_store *store = NULL;
   rc = tp_store_open(db, 0, &store);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench migrate: %s\n", tp_cli_last_message());
+    tp_print_error("migrate");
     return rc;
   }
   printf("%s: schema version %d -> %d\n", db, before, tp_store_version(store));

@@ -18,7 +18,7 @@ static tp_rc print_plan(const tp_ops_args *args) {
   tp_ops_matrix matrix;
   tp_rc rc = tp_ops_expand(&spec, &matrix);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench ops: %s\n", tp_cli_last_message());
+    tp_print_error("ops");
     return rc;
   }
   tp_ops_matrix_print(&matrix, stdout);

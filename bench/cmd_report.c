@@ -58,7 +58,7 @@ static tp_rc print_report(const report_args *a) {
   tp_report_format fmt;
   tp_rc rc = tp_report_format_parse(a->format, &fmt);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench report: %s\n", tp_cli_last_message());
+    tp_print_error("report");
     return rc;
   }
   tp_store *store = NULL;
@@ -70,7 +70,7 @@ static tp_rc print_report(const report_args *a) {
                              .pass = a->pass,
                              .dtype = a->dtype};
   rc = tp_report_throughput(store, &filter, fmt, stdout);
-  if (rc != TP_OK) fprintf(stderr, "tpbench report: %s\n", tp_cli_last_message());
+  if (rc != TP_OK) tp_print_error("report");
   tp_store_close(store);
   return rc;
 }

@@ -69,7 +69,7 @@ static int to_stdout(const trace_args *a) { return !a->out || !strcmp(a->out, "-
 static int export_trace(const trace_args *a) {
   tp_rc rc = to_stdout(a) ? TP_OK : tp_check_output_folder(a->out);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    tp_print_error("trace");
     return tp_exit_for(rc);
   }
   tp_store *store = NULL;
@@ -82,7 +82,7 @@ static int export_trace(const trace_args *a) {
   rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
   if (rc == TP_OK) rc = tp_store_trace_info(store, id, &found, &info);
   if (rc != TP_OK) {
-    fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    tp_print_error("trace");
     status = tp_exit_for(rc);
   } else if (!found) {
     /* The configuration exists; the database holds no trace of it. */
@@ -94,7 +94,7 @@ static int export_trace(const trace_args *a) {
   } else {
     rc = to_stdout(a) ? tp_report_chrome_trace(store, id, stdout)
                       : write_to_file(store, id, a->out, a->db);
-    if (rc != TP_OK) fprintf(stderr, "tpbench trace: %s\n", tp_cli_last_message());
+    if (rc != TP_OK) tp_print_error("trace");
     status = tp_exit_for(rc);
   }
   tp_store_close(store);

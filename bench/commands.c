@@ -65,3 +65,10 @@ tp_rc tp_open_for_reading(const char *cmd, const char *path, tp_store **store) {
     fprintf(stderr, "tpbench %s: cannot open '%s': %s\n", cmd, path, tp_cli_last_message());
   return rc;
 }
+
+void tp_print_error(const char *cmd) {
+  const char *msg = tp_cli_last_message();
+  const size_t n = strlen(cmd);
+  if (strncmp(msg, cmd, n) == 0 && strncmp(msg + n, ": ", 2) == 0) msg += n + 2;
+  fprintf(stderr, "tpbench %s: %s\n", cmd, msg);
+}

@@ -98,4 +98,9 @@ tp_rc tp_check_output_folder(const char *path);
  */
 tp_rc tp_open_for_reading(const char *cmd, const char *path, tp_store **store);
 
+/* Prints this thread's last error as "tpbench CMD: message" on stderr; a
+ * message that already starts with "CMD: " (a module naming itself, as
+ * report/ and compare do) is not prefixed twice. */
+void tp_print_error(const char *cmd);
+
 #endif /* TP_COMMANDS_H */
