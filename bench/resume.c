@@ -35,13 +35,24 @@ static int interrupted(int status) {
   return status == 128 + SIGINT || status == 128 + SIGTERM || status == 128 + SIGHUP;
 }
 
-/* After workers died: where the next ones start, and what they record lost. */
+int tp_resume_is_lost(const tp_resume *resume, int index) {
+  for (int i = 0; i < resume->n_lost; ++i)
+    if (resume->lost[i] == index) return 1;
+  return 0;
+}
+
+/* After workers died: where the next ones start, what they record lost, and
+ * which configurations of the unfinished case they leave out (every one lost
+ * since the case began: a case whose configurations hang one after another
+ * loses one more each time, never the same one twice). */
 static void plan_restart(const tp_job_progress *pr, int status, tp_resume *resume) {
+  if (pr->next > resume->start) resume->n_lost = 0; /* those are recorded, before start */
   resume->start = pr->next;
   resume->lost_index = -1;
   resume->lost_reason = NULL;
   if (pr->current < pr->next) return; /* died between cases: nothing was running */
   resume->lost_index = pr->current;
+  if (resume->n_lost < TP_RESUME_MAX_LOST) resume->lost[resume->n_lost++] = pr->current;
   if (status == TP_WATCHDOG_EXIT) {
     resume->lost_rc = TP_ETIMEOUT;
     snprintf(resume->reason_buf, sizeof resume->reason_buf, "%s",

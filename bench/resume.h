@@ -29,6 +29,8 @@ typedef struct tp_job_progress {
   int recorded;   /* configurations these workers recorded so far */
 } tp_job_progress;
 
+enum { TP_RESUME_MAX_LOST = 64 };
+
 /* Where a set of workers starts. */
 typedef struct tp_resume {
   int start;               /* the first configuration to run */
@@ -36,7 +38,14 @@ typedef struct tp_resume {
   const char *lost_reason; /* non-NULL with lost_index: record it with this reason */
   tp_rc lost_rc;           /* ... and this status: TP_ETIMEOUT when the watchdog fired */
   char reason_buf[256];
+  /* Every configuration at or after start that killed workers (the newest,
+   * lost_index, included): recorded already or now, never run again. */
+  int lost[TP_RESUME_MAX_LOST];
+  int n_lost;
 } tp_resume;
+
+/* 1 if configuration index is one of resume's lost ones. */
+int tp_resume_is_lost(const tp_resume *resume, int index);
 
 /* A zeroed progress in memory shared with the workers to come; NULL (and a
  * message on stderr naming cmd) if it cannot be mapped. */

@@ -288,9 +288,9 @@ typedef struct ops_state {
   volatile tp_job_progress *progress;
 } ops_state;
 
-/* The configurations from..end of case ci but `skip` (the one that took the
- * last workers down), on the case's tensors, measured together. */
-static tp_rc run_case(ops_state *st, int ci, int from, int skip) {
+/* The configurations from..end of case ci but the lost ones (those that took
+ * workers down), on the case's tensors, measured together. */
+static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) {
   const tp_ops_case *c = &st->m->cases[ci];
   const int end = c->first_config + c->n_configs;
   if (from < c->first_config) from = c->first_config;
@@ -305,7 +305,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, int skip) {
   memset(&b, 0, sizeof b);
   int n = 0, runnable = 0;
   for (int index = from; index < end; ++index) {
-    if (index == skip) continue;
+    if (tp_resume_is_lost(resume, index)) continue;
     const tp_ops_config *cfg = &st->m->configs[index];
     entries[n].cfg = harness_config(c, cfg, index, labels[n], LABEL_CAP);
     items[n].c = c;
@@ -381,7 +381,7 @@ tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const t
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
     const tp_ops_case *c = &matrix->cases[ci];
     if (c->first_config + c->n_configs <= resume->start) continue;
-    rc = run_case(&st, ci, resume->start, lost);
+    rc = run_case(&st, ci, resume->start, resume);
   }
   return tp_harness_close(h, rc, 1);
 }

@@ -243,9 +243,9 @@ static void mark_next(run_state *st, int next) {
 
 enum { LABEL_CAP = 128 };
 
-/* The configurations from..end of case ci but `skip`, on tensors allocated
- * for its shape, measured together. */
-static tp_rc run_case(run_state *st, int ci, int from, int skip) {
+/* The configurations from..end of case ci but the lost ones (those that took
+ * workers down), on tensors allocated for its shape, measured together. */
+static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) {
   const tp_run_case *c = &st->m->cases[ci];
   const int end = c->first_config + c->n_configs;
   if (from < c->first_config) from = c->first_config;
@@ -260,7 +260,7 @@ static tp_rc run_case(run_state *st, int ci, int from, int skip) {
   tp_block_tensors t;
   memset(&t, 0, sizeof t);
   for (int i = from; i < end; ++i) {
-    if (i == skip) continue;
+    if (tp_resume_is_lost(resume, i)) continue;
     const tp_run_config *cfg = &st->m->configs[i];
     entries[n].cfg = harness_config(c, cfg, i, labels[n], LABEL_CAP);
     items[n].c = c;
@@ -346,7 +346,7 @@ tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
     const tp_run_case *c = &matrix->cases[ci];
     if (c->first_config + c->n_configs <= start) continue;
-    rc = run_case(&st, ci, start, lost);
+    rc = run_case(&st, ci, start, opts->resume);
   }
   return tp_harness_close(h, rc, 1);
 }

@@ -26,7 +26,8 @@ enum { N_CONFIGS = 12, MAX_SEEN = 8 };
 typedef struct script {
   int attempts;
   int start[MAX_SEEN], lost[MAX_SEEN], lost_rc[MAX_SEEN];
-  int plan; /* which scenario the workers play */
+  int left_out[MAX_SEEN][N_CONFIGS]; /* per attempt: which configurations were lost */
+  int plan;                          /* which scenario the workers play */
 } script;
 
 typedef struct job {
@@ -42,7 +43,13 @@ static script *shared_script(void) {
   return p;
 }
 
-enum { PLAN_TIMEOUT_THEN_DONE, PLAN_DIE_RUNNING_TWICE, PLAN_DIE_BEFORE_ANY, PLAN_INTERRUPTED };
+enum {
+  PLAN_TIMEOUT_THEN_DONE,
+  PLAN_DIE_RUNNING_TWICE,
+  PLAN_DIE_BEFORE_ANY,
+  PLAN_INTERRUPTED,
+  PLAN_CASE_HANGS_IN_TURN
+};
 
 /* Rank 0's side of one attempt, as the scenario says. */
 static int play(const tp_launch_env *env, void *ctx) {
@@ -54,6 +61,7 @@ static int play(const tp_launch_env *env, void *ctx) {
   sc->start[a] = j->resume->start;
   sc->lost[a] = j->resume->lost_reason ? j->resume->lost_index : -1;
   sc->lost_rc[a] = (int)j->resume->lost_rc;
+  for (int i = 0; i < N_CONFIGS; ++i) sc->left_out[a][i] = tp_resume_is_lost(j->resume, i);
   switch (sc->plan) {
   case PLAN_TIMEOUT_THEN_DONE:
     if (a == 0) { /* cases 0..2 recorded, then configuration 4 hangs */
@@ -72,6 +80,17 @@ static int play(const tp_launch_env *env, void *ctx) {
     return 0;
   case PLAN_DIE_BEFORE_ANY: return 1;
   case PLAN_INTERRUPTED: return 130; /* what a worker stopped by SIGINT exits with */
+  case PLAN_CASE_HANGS_IN_TURN:
+    /* the case of configurations 4..7: each one not yet lost hangs in turn,
+     * as every configuration of a case with a too-long window does */
+    tp_job_progress_case_done(pr, 4, 1);
+    for (int i = 4; i < 8; ++i)
+      if (!tp_resume_is_lost(j->resume, i)) {
+        pr->current = i;
+        return TP_WATCHDOG_EXIT;
+      }
+    tp_job_progress_case_done(pr, N_CONFIGS, 2);
+    return 0;
   }
   return 1;
 }
@@ -115,6 +134,19 @@ static void test_dying_while_running_is_progress(void **state) {
   munmap(sc, sizeof *sc);
 }
 
+static void test_each_lost_configuration_stays_out(void **state) {
+  (void)state;
+  script *sc = NULL;
+  assert_int_equal(run_plan(PLAN_CASE_HANGS_IN_TURN, 0, &sc), 0);
+  assert_int_equal(sc->attempts, 5); /* one per configuration of the case, then the rest */
+  for (int a = 1; a < 5; ++a) {
+    assert_int_equal(sc->start[a], 4);
+    assert_int_equal(sc->lost[a], 3 + a); /* the newest lost one, recorded once */
+    for (int i = 4; i < 8; ++i) assert_int_equal(sc->left_out[a][i], i < 4 + a);
+  }
+  munmap(sc, sizeof *sc);
+}
+
 static void test_no_progress_gives_up(void **state) {
   (void)state;
   script *sc = NULL;
@@ -138,6 +170,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_timeout_is_recorded_and_the_matrix_goes_on),
       cmocka_unit_test(test_dying_while_running_is_progress),
+      cmocka_unit_test(test_each_lost_configuration_stays_out),
       cmocka_unit_test(test_no_progress_gives_up),
       cmocka_unit_test(test_interrupt_and_external_are_not_restarted),
   };
