@@ -62,6 +62,30 @@ static tp_rc read_test_delay(tp_group *g) {
   return TP_OK;
 }
 
+/* The test knob that makes one rank withhold its work in one configuration's
+ * windows (a collective that hangs on its peers), "RANK:CONFIG". */
+static tp_rc read_test_withhold(tp_group *g) {
+  const char *v = getenv("TPBENCH_TEST_WITHHOLD");
+  g->test_withhold_rank = g->test_withhold_config = -1;
+  if (!v || !*v) return TP_OK;
+  char *end = NULL;
+  long rank = strtol(v, &end, 10);
+  long config = -1;
+  if (end != v && *end == ':') {
+    const char *c = end + 1;
+    config = strtol(c, &end, 10);
+    if (end == c) config = -1;
+  }
+  if (*end != '\0' || rank < 0 || rank >= g->world || config < 0 || config > 1000000)
+    return TP_FAIL(TP_EUSAGE,
+                   "TPBENCH_TEST_WITHHOLD=%s: expected RANK:CONFIG (a rank below %d, a "
+                   "configuration index)",
+                   v, g->world);
+  g->test_withhold_rank = (int)rank;
+  g->test_withhold_config = (int)config;
+  return TP_OK;
+}
+
 static void *driver_entry(const char *name) {
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
@@ -115,6 +139,7 @@ static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn
   g->sm_count = prop.multiProcessorCount;
   TP_TRY(query_multicast(g));
   TP_TRY(read_test_delay(g));
+  TP_TRY(read_test_withhold(g));
   g->write_value32 = driver_entry("cuStreamWriteValue32");
   g->wait_value32 = driver_entry("cuStreamWaitValue32");
   int least = 0, greatest = 0;

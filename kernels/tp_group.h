@@ -40,6 +40,10 @@ typedef struct tp_group {
   /* Test only: every fused op spins this long on the main stream (from
    * TPBENCH_TEST_DIST_DELAY_US; 0 = off). The run records it (runs.test_knobs). */
   uint64_t test_delay_ns;
+  /* Test only: rank test_withhold_rank issues no work in the windows of
+   * configuration test_withhold_config, so its peers' collectives hang (from
+   * TPBENCH_TEST_WITHHOLD=RANK:CONFIG; -1 = off). Recorded in the run too. */
+  int test_withhold_rank, test_withhold_config;
   int aborted; /* tp_group_abort ran: the group can only be destroyed */
 } tp_group;
 

@@ -60,4 +60,16 @@ for hang in "4096 1500" "16384 3000"; do
   summary "$out/hang$1.db"
   grep -h -E "aborted|aborting|starting new|did not finish" "$out/hang$1.err" | head -n 4
 done
+# 4. (two GPUs or more) a hung collective: rank 1 withholds its work in configuration 0
+# (TPBENCH_TEST_WITHHOLD), so rank 0's collective waits on it; the window must end within
+# --timeout plus a few seconds, configuration 0 recorded as a timeout, the rest measured
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  t0=$(date +%s)
+  TPBENCH_TEST_WITHHOLD=1:0 "$bin" ops --gpus 2 --models 8b --projs wo --tokens 4096 \
+    --pass fwd --timeout 5 --db "$out/withhold.db" > "$out/withhold.md" 2> "$out/withhold.err"
+  echo "ops with rank 1 withholding configuration 0, --timeout 5: exit $? in $(( $(date +%s) - t0 )) s"
+  summary "$out/withhold.db"
+else
+  echo "hung-collective test: needs two GPUs, skipped"
+fi
 tail -n 3 "$out"/*.err

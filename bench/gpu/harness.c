@@ -267,19 +267,23 @@ static void guard(tp_harness *h, int waits, const char *what) {
 /* `before`, warm-up, a host barrier so every rank starts the window
  * together, then the timed window: one event before the first step and one
  * after each. */
-static tp_rc time_window(tp_harness *h, stepper *s) {
+static tp_rc time_window(tp_harness *h, stepper *s, int withhold) {
   tp_group *g = h->ctx->group;
   const int iters = h->opts.measure_iters;
+  /* the test knob's withheld rank issues nothing: its peers' collectives hang */
+  const int n_steps = withhold ? 0 : iters;
   const double warmup_start = now_s();
-  TP_TRY(run_before(s));
-  TP_TRY(run_steps(s, h->opts.warmup_iters, NULL, NULL));
+  if (!withhold) TP_TRY(run_before(s));
+  TP_TRY(run_steps(s, withhold ? 0 : h->opts.warmup_iters, NULL, NULL));
   TP_TRY(record_and_wait(h, g, warmup_start, "the warm-up window"));
   TP_TRY(tp_rdzv_barrier(h->ctx->rdzv));
   /* the deadline counts from the window's start: issuing the steps can block
    * (a full launch queue) for most of the window */
   const double window_start = now_s();
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  TP_TRY(run_steps(s, iters, h->events, h->host_us));
+  TP_TRY(run_steps(s, n_steps, h->events, h->host_us));
+  if (withhold)
+    return TP_FAIL(TP_EINTERNAL, "rank %d withheld its work (TPBENCH_TEST_WITHHOLD)", g->rank);
   TP_TRY(wait_event(h->events[iters], window_start + h->opts.window_timeout_s,
                     h->opts.window_timeout_s, "the measurement window"));
   for (int i = 0; i < iters; ++i) {
@@ -480,7 +484,10 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
 static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int position) {
   if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es->e->cfg.index;
   guard(h, 2, es->e->cfg.label); /* the warm-up's wait and the window's */
-  tp_rc rc = time_window(h, &es->s);
+  const tp_group *g = h->ctx->group;
+  const int withhold =
+      g->rank == g->test_withhold_rank && es->e->cfg.index == g->test_withhold_config;
+  tp_rc rc = time_window(h, &es->s, withhold);
   tp_watchdog_disarm(h->watchdog);
   note_memory(es);
   if (is_fatal(rc)) {

@@ -105,7 +105,7 @@ static void read_driver_version(char *buf, size_t cap) {
 tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
                        const tp_job_run_desc *desc, int64_t *run_id) {
   char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256], cupti[32];
-  char knobs[96];
+  char knobs[192] = "";
   tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
               sizeof cublas);
   read_driver_version(driver, sizeof driver);
@@ -129,11 +129,15 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
   info.order_policy = desc->order_policy;
   info.order_seed = desc->order_seed;
   info.cupti_version = tp_collector_cupti_version(cupti, sizeof cupti) == TP_OK ? cupti : NULL;
-  if (group->test_delay_ns > 0) {
-    snprintf(knobs, sizeof knobs, "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op)",
-             (unsigned long long)(group->test_delay_ns / 1000));
-    info.test_knobs = knobs;
-  }
+  size_t used = 0;
+  if (group->test_delay_ns > 0)
+    used +=
+        (size_t)snprintf(knobs, sizeof knobs, "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op)",
+                         (unsigned long long)(group->test_delay_ns / 1000));
+  if (group->test_withhold_rank >= 0 && used < sizeof knobs)
+    snprintf(knobs + used, sizeof knobs - used, "%sTPBENCH_TEST_WITHHOLD=%d:%d (a hung collective)",
+             used ? "; " : "", group->test_withhold_rank, group->test_withhold_config);
+  if (knobs[0]) info.test_knobs = knobs;
   return tp_store_begin_run(store, &info, run_id);
 }
 
