@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
+#include "bench/cli/commands.h"
 #include "tp_buildinfo.h"
 
 typedef struct command_entry {

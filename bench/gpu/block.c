@@ -7,15 +7,15 @@
  * run on the same inputs and weights, which is what makes their outputs
  * comparable.
  */
-#include "block.h"
+#include "bench/gpu/block.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../kernels/tp_cuda_check.h"
-#include "../../kernels/tp_device.h"
-#include "../placement.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "bench/matrix/placement.h"
 
 static const char *const kind_names[] = {"attention", "ffn", "block"};
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};

@@ -12,7 +12,7 @@
  * the projections' collectives alone and nothing else: the two halves whose
  * maximum bounds the block.
  *
- * Placement (bench/placement.h, checked when the plan is made). W ranks,
+ * Placement (bench/matrix/placement.h, checked when the plan is made). W ranks,
  * B batch, S sequence, T = S·B tokens, rows in (seq, batch) order (row =
  * s·B + b). With sequence parallelism (sp) the block's input, output and
  * gradients are sequence-sharded: this rank holds rows [rank·T/W, +T/W) of
@@ -41,8 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../kernels/tp_layers.h"
-#include "../../kernels/tp_linear.h"
+#include "kernels/tp_layers.h"
+#include "kernels/tp_linear.h"
 
 typedef enum { TP_BLOCK_ATTENTION = 0, TP_BLOCK_FFN, TP_BLOCK_FULL } tp_block_kind;
 

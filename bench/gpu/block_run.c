@@ -1,6 +1,6 @@
 /*
  * block_run.c — forward and backward of the layers (see block.h), op for
- * op as bench/placement.c declares them, on the group's main stream.
+ * op as bench/matrix/placement.c declares them, on the group's main stream.
  *
  * Each part (attention, FFN) maps an input x to an output y, and in the
  * backward dy to dx; the transformer block chains them with the residual
@@ -13,10 +13,10 @@
  */
 #include <string.h>
 
-#include "../../collectors/tp_nvtx.h"
-#include "../../kernels/tp_cuda_check.h"
-#include "../../kernels/tp_device.h"
-#include "block.h"
+#include "collectors/tp_nvtx.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "bench/gpu/block.h"
 
 /* Everything but the collectives runs unless only the collectives are timed. */
 static int runs_local(const tp_block_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }

@@ -14,16 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../kernels/tp_cuda_check.h"
-#include "../../kernels/tp_device.h"
-#include "../../store/tp_store.h"
-#include "../cli.h"
-#include "../commands.h"
-#include "../launcher.h"
-#include "../link_args.h"
-#include "../stats.h"
-#include "job.h"
-#include "worker_group.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "store/tp_store.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+#include "bench/launch/launcher.h"
+#include "bench/cli/link_args.h"
+#include "bench/stats/stats.h"
+#include "bench/gpu/job.h"
+#include "bench/gpu/worker_group.h"
 
 enum { RENDEZVOUS_TIMEOUT_MS = 120000, N_PROBES = 4 };
 

@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../../store/tp_store.h"
-#include "../cli.h"
-#include "../commands.h"
-#include "../launcher.h"
-#include "../ops_args.h"
-#include "../ops_matrix.h"
-#include "job.h"
-#include "ops_worker.h"
-#include "worker_group.h"
+#include "collectors/tp_collector.h"
+#include "store/tp_store.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+#include "bench/launch/launcher.h"
+#include "bench/cli/ops_args.h"
+#include "bench/matrix/ops_matrix.h"
+#include "bench/gpu/job.h"
+#include "bench/gpu/ops_worker.h"
+#include "bench/gpu/worker_group.h"
 
 enum { EXIT_USAGE = 2, RENDEZVOUS_TIMEOUT_MS = 120000 };
 

@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../commands.h"
-#include "../launcher.h"
-#include "../run_args.h"
-#include "job.h"
-#include "run_worker.h"
-#include "worker_group.h"
+#include "collectors/tp_collector.h"
+#include "bench/cli/commands.h"
+#include "bench/launch/launcher.h"
+#include "bench/cli/run_args.h"
+#include "bench/gpu/job.h"
+#include "bench/gpu/run_worker.h"
+#include "bench/gpu/worker_group.h"
 
 enum { RENDEZVOUS_TIMEOUT_MS = 120000 };
 

@@ -2,11 +2,11 @@
  * graph.c — capture, replay and release of a configuration's CUDA graph
  * (see graph.h).
  */
-#include "graph.h"
+#include "bench/gpu/graph.h"
 
 #include <stdio.h>
 
-#include "../../kernels/tp_cuda_check.h"
+#include "kernels/tp_cuda_check.h"
 
 /* Ends a capture still open on stream (after a failed step) and drops what
  * it recorded; errors of a capture being abandoned are expected and cleared. */

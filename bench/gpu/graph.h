@@ -15,7 +15,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../../kernels/tp_group.h"
+#include "kernels/tp_group.h"
 
 /* One step of a configuration, enqueued on the group's main stream. */
 typedef tp_rc (*tp_graph_step_fn)(void *ctx);

@@ -8,7 +8,7 @@
  * numerics) so they agree on the outcome before anyone enters the next
  * collective. Rank 0 alone touches the database.
  */
-#include "harness.h"
+#include "bench/gpu/harness.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/tp_bootstrap.h"
-#include "../../kernels/tp_cuda_check.h"
-#include "../../kernels/tp_device.h"
-#include "../../report/tp_report.h"
-#include "../stats.h"
-#include "graph.h"
-#include "job.h"
-#include "ops_trace.h"
-#include "watchdog.h"
+#include "common/tp_bootstrap.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "report/tp_report.h"
+#include "bench/stats/stats.h"
+#include "bench/gpu/graph.h"
+#include "bench/gpu/job.h"
+#include "bench/gpu/ops_trace.h"
+#include "bench/gpu/watchdog.h"
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 

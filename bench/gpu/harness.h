@@ -38,11 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../../kernels/tp_dtype.h"
-#include "../../store/tp_store.h"
-#include "../numerics.h"
-#include "worker_group.h"
+#include "collectors/tp_collector.h"
+#include "kernels/tp_dtype.h"
+#include "store/tp_store.h"
+#include "bench/stats/numerics.h"
+#include "bench/gpu/worker_group.h"
 
 enum { TP_ITEM_MAX_OUTPUTS = 16, TP_ITEM_MAX_SCHEDULES = 8, TP_HARNESS_MAX_ROUNDS = 64 };
 

@@ -3,7 +3,7 @@
  * job.h). Nothing here touches CUDA: devices are counted in a child, since
  * a CUDA context does not survive the fork() that starts the workers.
  */
-#include "job.h"
+#include "bench/gpu/job.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../../store/tp_store.h"
-#include "../commands.h"
-#include "../launcher.h"
+#include "collectors/tp_collector.h"
+#include "store/tp_store.h"
+#include "bench/cli/commands.h"
+#include "bench/launch/launcher.h"
 #include "tp_buildinfo.h"
-#include "worker_group.h"
+#include "bench/gpu/worker_group.h"
 
 enum { EXIT_USAGE = 2 };
 

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "../../kernels/tp_group.h"
-#include "../../store/tp_store.h"
+#include "kernels/tp_group.h"
+#include "store/tp_store.h"
 
 /* Workers of this job: WORLD_SIZE under an external launcher (*external =
  * 1), else gpus or every visible GPU, counted in a child. On failure a

@@ -7,16 +7,16 @@
  * all-gather moves equal sizes) and rank 0 unpacks them into the store's
  * trace record. Names point into the gathered buffer, which the trace owns.
  */
-#include "ops_trace.h"
+#include "bench/gpu/ops_trace.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectors/tp_nvtx.h"
-#include "../../kernels/tp_cuda_check.h"
-#include "../stats.h"
+#include "collectors/tp_nvtx.h"
+#include "kernels/tp_cuda_check.h"
+#include "bench/stats/stats.h"
 
 /* An odd size nothing else uses: NCCL and cuBLASLt issue small memsets of
  * their own (4 bytes, seen on the H200 pair), which must not be taken for

@@ -14,17 +14,17 @@
  * reduces the partial the GEMM makes — the same data as the stock op, which
  * the GEMM alone proves by matching stock's gather-side outputs bit for bit.
  */
-#include "ops_worker.h"
+#include "bench/gpu/ops_worker.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../kernels/tp_cuda_check.h"
-#include "../../kernels/tp_device.h"
-#include "../../kernels/tp_linear.h"
-#include "harness.h"
-#include "plan_info.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "kernels/tp_linear.h"
+#include "bench/gpu/harness.h"
+#include "bench/gpu/plan_info.h"
 
 enum { REASON_CAP = 416 };
 

@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../ops_matrix.h"
-#include "../resume.h"
-#include "worker_group.h"
+#include "collectors/tp_collector.h"
+#include "bench/matrix/ops_matrix.h"
+#include "bench/launch/resume.h"
+#include "bench/gpu/worker_group.h"
 
 typedef struct tp_ops_options {
   const char *db_path;

@@ -1,7 +1,7 @@
 /*
  * plan_info.c — the name of a plan's engine (see plan_info.h).
  */
-#include "plan_info.h"
+#include "bench/gpu/plan_info.h"
 
 const char *tp_plan_engine(const tp_linear_plan *p) {
   if (p->backend == TP_BACKEND_GEMM_ONLY) return "cublaslt";

@@ -7,7 +7,7 @@
 #ifndef TP_BENCH_PLAN_INFO_H
 #define TP_BENCH_PLAN_INFO_H
 
-#include "../../kernels/tp_linear.h"
+#include "kernels/tp_linear.h"
 
 /* "copy-engine", "sm-kernel", "nccl", "cublaslt" (the GEMM alone), "none". */
 const char *tp_plan_engine(const tp_linear_plan *plan);

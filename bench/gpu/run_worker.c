@@ -16,18 +16,18 @@
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
  */
-#include "run_worker.h"
+#include "bench/gpu/run_worker.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../../kernels/tp_cuda_check.h"
-#include "block.h"
-#include "plan_info.h"
+#include "kernels/tp_cuda_check.h"
+#include "bench/gpu/block.h"
+#include "bench/gpu/plan_info.h"
 
 enum { REASON_CAP = 416 };
 
-/* Outputs through a layer: the tolerance's depth factor (bench/numerics.h). */
+/* Outputs through a layer: the tolerance's depth factor (bench/stats/numerics.h). */
 enum { LAYER_DEPTH = 5 };
 
 /* ---- the layer as a harness item ------------------------------------------------------ */

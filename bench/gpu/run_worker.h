@@ -1,6 +1,6 @@
 /*
  * run_worker.h — `tpbench run` as one rank runs it: every configuration of
- * the run matrix (bench/run_matrix.h) as a layer item of the shared
+ * the run matrix (bench/matrix/run_matrix.h) as a layer item of the shared
  * harness (harness.h) on the block code (block.h), from a given start, so a
  * job whose workers died can go on with new ones (bench/gpu/cmd_run.c).
  */
@@ -9,11 +9,11 @@
 
 #include <stdint.h>
 
-#include "../../collectors/tp_collector.h"
-#include "../resume.h"
-#include "../run_matrix.h"
-#include "harness.h"
-#include "worker_group.h"
+#include "collectors/tp_collector.h"
+#include "bench/launch/resume.h"
+#include "bench/matrix/run_matrix.h"
+#include "bench/gpu/harness.h"
+#include "bench/gpu/worker_group.h"
 
 typedef struct tp_run_worker_options {
   tp_harness_options harness; /* command "run"; resume_run is set from progress */

@@ -4,7 +4,7 @@
  * of the communicator and _exit (nothing else of the process can be trusted
  * then: the main thread may hold CUDA's or NCCL's locks).
  */
-#include "watchdog.h"
+#include "bench/gpu/watchdog.h"
 
 #include <pthread.h>
 #include <stdio.h>

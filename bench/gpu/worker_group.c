@@ -1,7 +1,7 @@
 /*
  * worker_group.c — joining a TP group from a worker process (worker_group.h).
  */
-#include "worker_group.h"
+#include "bench/gpu/worker_group.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../common/tp_log.h"
-#include "../../kernels/tp_cuda_check.h"
+#include "common/tp_log.h"
+#include "kernels/tp_cuda_check.h"
 
 tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv) {
   return tp_rdzv_allgather((tp_rdzv *)rdzv, send, bytes, recv);

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/cli.h"
+#include "bench/cli/cli.h"
 
 typedef struct parsed {
   int iters;

@@ -19,8 +19,8 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#include "bench/launcher.h"
-#include "bench_testutil.h"
+#include "bench/launch/launcher.h"
+#include "tests/cpu/bench_testutil.h"
 
 enum { WORKERS = 3, MAX_WORKERS = 8 };
 

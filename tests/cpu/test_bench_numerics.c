@@ -1,5 +1,5 @@
 /*
- * test_bench_numerics.c — the benchmark's numerics verdicts (bench/numerics.h)
+ * test_bench_numerics.c — the benchmark's numerics verdicts (bench/stats/numerics.h)
  * fail on every planted fault: an output nothing wrote (poisoned NaN), a NaN
  * in the reference, one zeroed gradient among large ones, a single flipped
  * bit where outputs must be bit-identical; and pass on rounding-size
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "bench/numerics.h"
+#include "bench/stats/numerics.h"
 
 static tp_output_measure measure(double diff2, double ref2, double differ, double nonfinite) {
   return (tp_output_measure){diff2, ref2, sqrt(diff2), differ, nonfinite, 1000.0};

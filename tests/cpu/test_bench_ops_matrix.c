@@ -12,8 +12,8 @@
 
 #include <string.h>
 
-#include "bench/ops_matrix.h"
-#include "bench_testutil.h"
+#include "bench/matrix/ops_matrix.h"
+#include "tests/cpu/bench_testutil.h"
 
 /* A spec with the defaults, then the given lists replaced ("" leaves one). */
 static tp_ops_spec spec_with(const char *models, const char *projs, const char *tokens,

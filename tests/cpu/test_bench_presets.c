@@ -12,8 +12,8 @@
 
 #include <string.h>
 
-#include "bench/presets.h"
-#include "bench_testutil.h"
+#include "bench/matrix/presets.h"
+#include "tests/cpu/bench_testutil.h"
 
 typedef struct expected_model {
   const char *alias;

@@ -30,10 +30,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "bench/rendezvous.h"
-#include "bench/rendezvous_auth.h"
-#include "bench/rendezvous_wire.h"
-#include "bench_testutil.h"
+#include "bench/launch/rendezvous.h"
+#include "bench/launch/rendezvous_auth.h"
+#include "bench/launch/rendezvous_wire.h"
+#include "tests/cpu/bench_testutil.h"
 
 enum { WORLD = 3, MAX_BYTES = 1 << 20 };
 

@@ -1,5 +1,5 @@
 /*
- * test_bench_resume.c — the restart loop of `ops` and `run` (bench/resume.h)
+ * test_bench_resume.c — the restart loop of `ops` and `run` (bench/launch/resume.h)
  * with simulated workers (forked by the real launcher, writing the shared
  * progress as rank 0 of a real job does): new workers start at the first
  * configuration not recorded with the running one recorded lost; a watchdog
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "bench/resume.h"
+#include "bench/launch/resume.h"
 
 enum { N_CONFIGS = 12, MAX_SEEN = 8 };
 

@@ -13,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench/stats.h"
-#include "bench_testutil.h"
+#include "bench/stats/stats.h"
+#include "tests/cpu/bench_testutil.h"
 
 #define EPS 1e-9
 

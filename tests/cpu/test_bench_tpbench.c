@@ -22,7 +22,7 @@
 
 #include <sqlite3.h>
 
-#include "bench_testutil.h"
+#include "tests/cpu/bench_testutil.h"
 #include "store/tp_store.h"
 
 #ifndef TPBENCH_EXE

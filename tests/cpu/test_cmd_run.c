@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run_program.h"
+#include "tests/cpu/run_program.h"
 #include "store/tp_store.h"
 
 #ifndef TPBENCH_EXE

@@ -28,8 +28,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "fixture_db.h"
-#include "run_program.h"
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/run_program.h"
 
 #ifndef TPBENCH_EXE
 #error "TPBENCH_EXE must name the tpbench binary"

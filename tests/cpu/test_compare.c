@@ -26,7 +26,7 @@
 
 #include <jansson.h>
 
-#include "fixture_db.h"
+#include "tests/cpu/fixture_db.h"
 #include "report/tp_compare.h"
 #include "report/tp_history.h"
 

@@ -27,8 +27,8 @@
 #include <cmocka.h>
 
 #include "dashboards/tp_dashboard.h"
-#include "fixture_db.h"
-#include "run_program.h"
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/run_program.h"
 
 #define CHROMIUM "/usr/bin/chromium"
 

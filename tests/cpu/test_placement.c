@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/placement.h"
+#include "bench/matrix/placement.h"
 
 /* Llama 3 8B's shapes. */
 static const tp_layer_dims DIMS = {4096, 6144 /* (32 + 2·8)·128 */, 4096 /* 32·128 */, 14336};

@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "fixture_db.h"
+#include "tests/cpu/fixture_db.h"
 #include "report/tp_report.h"
 #include "report/tp_trace_export.h"
 

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/run_matrix.h"
+#include "bench/matrix/run_matrix.h"
 
 /* The quick preset, then "NAME=LIST" assignments (NULL-terminated). */
 static tp_run_spec spec_with(const char *first, ...) {

@@ -36,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fixture_db.h"
-#include "run_program.h"
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/run_program.h"
 #include "schemas/tp_schemas.h"
 #include "store/tp_store.h"
 

@@ -16,7 +16,7 @@
 
 #include <sys/stat.h>
 
-#include "fixture_db.h"
+#include "tests/cpu/fixture_db.h"
 #include "store/tp_store.h"
 
 typedef struct {

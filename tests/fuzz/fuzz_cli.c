@@ -1,5 +1,5 @@
 /*
- * fuzz_cli.c — libFuzzer target: the option parser (bench/cli.c) through the
+ * fuzz_cli.c — libFuzzer target: the option parser (bench/cli/cli.c) through the
  * option table of every tpbench subcommand: ops, link, run, matrix, report,
  * compare, history, trace, dashboard and import.
  *
@@ -16,12 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/ops_args.h"
-#include "bench/run_args.h"
-#include "fuzz_cli.h"
-#include "fuzz_util.h"
+#include "bench/cli/ops_args.h"
+#include "bench/cli/run_args.h"
+#include "tests/fuzz/fuzz_cli.h"
+#include "tests/fuzz/fuzz_util.h"
 #ifdef TP_FUZZ_HAVE_LINK_ARGS
-#include "bench/link_args.h"
+#include "bench/cli/link_args.h"
 #endif
 
 enum { MAX_ARGS = 64, MATRIX_ARG = 600 };

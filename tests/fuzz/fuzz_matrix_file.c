@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/run_matrix.h"
-#include "fuzz_util.h"
+#include "bench/matrix/run_matrix.h"
+#include "tests/fuzz/fuzz_util.h"
 
-/* The TP degree `tpbench matrix` assumes (bench/run_args.h). */
+/* The TP degree `tpbench matrix` assumes (bench/cli/run_args.h). */
 enum { MATRIX_TP = 2, PRINT_AT_MOST = 2000 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,7 +1,7 @@
 /*
  * fuzz_rdzv_wire.c — libFuzzer target: the bytes a stranger can send the
- * rendezvous (bench/rendezvous_wire.c, bench/rendezvous_auth.c) and the job
- * secret taken from the environment (bench/rendezvous_secret.c).
+ * rendezvous (bench/launch/rendezvous_wire.c, bench/launch/rendezvous_auth.c) and the job
+ * secret taken from the environment (bench/launch/rendezvous_secret.c).
  *
  * Every input goes, whole, to each parser: the 40-byte header, the challenge
  * and hello messages, and the hex secret. It is then streamed into the
@@ -21,8 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench/rendezvous_auth.h"
-#include "bench/rendezvous_wire.h"
+#include "bench/launch/rendezvous_auth.h"
+#include "bench/launch/rendezvous_wire.h"
 
 /* Bytes one message may carry here: what fits a socketpair's buffer. */
 enum { MAX_BODY = 8192, DEADLINE_MS = 1000 };

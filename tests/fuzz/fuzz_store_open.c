@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 #include "report/tp_report.h"
 #include "store/tp_store.h"
 

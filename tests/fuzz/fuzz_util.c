@@ -3,7 +3,7 @@
  * (fuzz_util.h). Failures here are the machine's, so they abort with a
  * message rather than return: libFuzzer then stops and shows it.
  */
-#include "fuzz_util.h"
+#include "tests/fuzz/fuzz_util.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * gpu_harness.c — fork-per-rank runner for GPU tests (see gpu_harness.h).
  */
-#include "gpu_harness.h"
+#include "tests/gpu/gpu_harness.h"
 
 #include <cuda_runtime_api.h>
 #include <signal.h>

@@ -9,7 +9,7 @@
 #ifndef GPU_HARNESS_H
 #define GPU_HARNESS_H
 
-#include "bench/rendezvous.h"
+#include "bench/launch/rendezvous.h"
 #include "kernels/tp_group.h"
 
 enum { GPU_TEST_SKIP = 77 };

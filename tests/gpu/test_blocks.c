@@ -68,7 +68,7 @@
 
 #include "bench/gpu/block.h"
 #include "bench/gpu/graph.h"
-#include "gpu_harness.h"
+#include "tests/gpu/gpu_harness.h"
 #include "kernels/tp_device.h"
 
 /* Small shapes that still exercise GQA (2 query heads per KV head), batch > 1

@@ -31,7 +31,7 @@
 
 #include <cmocka.h>
 
-#include "gpu_harness.h"
+#include "tests/gpu/gpu_harness.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_layers.h"
 

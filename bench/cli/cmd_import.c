@@ -1,0 +1,90 @@
+/*
+ * cmd_import.c — `tpbench import OTHER.db...`: merges runs measured
+ * elsewhere (a Slurm array's per-job databases, a colleague's results) into
+ * --db (store/tp_store.h, tp_store_import). Needs no GPU.
+ *
+ * Each file is checked before the target is even opened: a file that is not
+ * a tpbench database (an empty one included: 0 bytes, or SQLite without
+ * tables), is missing or has a newer schema is refused (exit 2) and the
+ * target stays byte-for-byte as it was, or is not created. Each file is then one transaction;
+ * runs already present (same run uuid) are skipped, so importing a file
+ * twice adds nothing.
+ */
+#include <stdio.h>
+
+#include "store/tp_store.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+
+enum { MAX_SOURCES = 64 };
+
+typedef struct import_args {
+  const char *db;
+  const char *sources[MAX_SOURCES];
+  int n_sources;
+} import_args;
+
+static tp_rc parse_args(int argc, char **argv, import_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to import into (created if missing)", 0, 0,
+       NULL},
+  };
+  const tp_command cmd = {
+      .name = "import",
+      .usage = "tpbench import OTHER.db... [--db PATH]",
+      .summary = "Copies every run of each OTHER.db that --db does not hold yet (runs are\n"
+                 "matched by their uuid), with configurations, results, samples, schedules and\n"
+                 "traces; one transaction per file. Importing a file again adds nothing.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, a->sources, MAX_SOURCES, &a->n_sources, help);
+}
+
+/* Refuses what cannot be imported before anything is opened for writing. */
+static tp_rc check_sources(const import_args *a) {
+  for (int i = 0; i < a->n_sources; i++) {
+    tp_rc rc = tp_store_probe(a->sources[i], NULL);
+    if (rc == TP_OK) continue;
+    tp_print_error("import");
+    return rc;
+  }
+  return TP_OK;
+}
+
+static tp_rc import_all(const import_args *a) {
+  tp_store *store = NULL;
+  tp_rc rc = tp_store_open(a->db, 1, &store);
+  if (rc != TP_OK) {
+    fprintf(stderr, "tpbench import: cannot open '%s': %s\n", a->db, tp_cli_last_message());
+    return rc;
+  }
+  for (int i = 0; i < a->n_sources && rc == TP_OK; i++) {
+    tp_import_stats st;
+    rc = tp_store_import(store, a->sources[i], &st);
+    if (rc != TP_OK) {
+      tp_print_error("import");
+      break;
+    }
+    printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events), "
+           "%d already present\n",
+           a->sources[i], st.runs_imported, st.runs_imported == 1 ? "" : "s", (long long)st.configs,
+           (long long)st.samples, (long long)st.events, st.runs_present);
+  }
+  tp_store_close(store);
+  return rc;
+}
+
+int tp_cmd_import(int argc, char **argv) {
+  import_args a = {.db = "tpbench.db"};
+  int help = 0;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  if (a.n_sources == 0) {
+    fprintf(stderr, "tpbench import: name at least one database to import\n"
+                    "Try 'tpbench import --help'.\n");
+    return tp_exit_for(TP_EUSAGE);
+  }
+  rc = check_sources(&a);
+  return tp_exit_for(rc == TP_OK ? import_all(&a) : rc);
+}

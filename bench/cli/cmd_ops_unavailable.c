@@ -1,0 +1,52 @@
+/*
+ * cmd_ops_unavailable.c — `tpbench ops` in a build without CUDA: the same
+ * options as the real command (ops_args.h, --trace and --trace-iters
+ * included), so usage errors and --help behave alike, and --list still
+ * prints the expanded matrix; a real run says that this build cannot use a
+ * GPU. `tpbench link` likewise parses its options (link_args.h) before
+ * saying so.
+ */
+#include <stdio.h>
+
+#include "bench/cli/commands.h"
+#include "bench/cli/link_args.h"
+#include "bench/cli/ops_args.h"
+
+/* The options were checked by expanding them once: a failure here is not the input's. */
+static tp_rc print_plan(const tp_ops_args *args) {
+  tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
+  tp_ops_matrix matrix;
+  tp_rc rc = tp_ops_expand(&spec, &matrix);
+  if (rc != TP_OK) {
+    tp_print_error("ops");
+    return rc;
+  }
+  tp_ops_matrix_print(&matrix, stdout);
+  tp_ops_matrix_free(&matrix);
+  return TP_OK;
+}
+
+int tp_cmd_ops(int argc, char **argv) {
+  tp_ops_args args;
+  tp_ops_args_defaults(&args);
+  int help = 0;
+  tp_rc rc = tp_ops_args_parse(argc, argv, NULL, 0, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  if (args.list) return tp_exit_for(print_plan(&args));
+  fprintf(stderr, "tpbench ops: this build has no CUDA support (configured with "
+                  "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used; --list "
+                  "still prints the plan\n");
+  return tp_exit_for(TP_ENODEV);
+}
+
+/* Parses first, so --help and a mistake answer as in a CUDA build. */
+int tp_cmd_link(int argc, char **argv) {
+  tp_link_args args;
+  tp_link_args_defaults(&args);
+  int help = 0;
+  tp_rc rc = tp_link_args_parse(argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  fprintf(stderr, "tpbench link: this build has no CUDA support (configured with "
+                  "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used\n");
+  return tp_exit_for(TP_ENODEV);
+}

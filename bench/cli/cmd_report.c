@@ -1,0 +1,84 @@
+/*
+ * cmd_report.c — `tpbench report`: prints the throughput table of an
+ * existing database (report/tp_report.h does the work). Needs no GPU.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report/tp_report.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+#include "bench/matrix/presets.h"
+
+typedef struct report_args {
+  const char *db;
+  const char *format;
+  long long run;
+  const char *commit;
+  const char *model;
+  const char *layer;
+  const char *pass;
+  const char *dtype;
+} report_args;
+
+static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"run", TP_OPT_INT64, &a->run, "ID", "run to show; 0 = the latest (of --commit)", 0,
+       INT64_MAX, NULL},
+      {"commit", TP_OPT_STRING, &a->commit, "SHA", "runs of this commit (a prefix will do)", 0, 0,
+       NULL},
+      {"model", TP_OPT_STRING, &a->model, "NAME", "only this model (8b, llama3-8b, ...)", 0, 0,
+       NULL},
+      {"layer", TP_OPT_STRING, &a->layer, "NAME", "only this op or layer (ag_linear, ...)", 0, 0,
+       NULL},
+      {"pass", TP_OPT_STRING, &a->pass, "NAME", "only this pass (fwd, bwd, fwd+bwd)", 0, 0, NULL},
+      {"dtype", TP_OPT_STRING, &a->dtype, "NAME", "only this data type (bf16, fp32)", 0, 0, NULL},
+  };
+  const tp_command cmd = {
+      .name = "report",
+      .usage = "tpbench report [options]",
+      .summary = "Prints the throughput table of a run: stock vs dist_gemm time, tokens/s, "
+                 "speedup,\nbound (GEMM alone, collective alone) and the schedule that ran.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
+}
+
+/* The model filter by canonical name, so "8b" finds "llama3-8b" rows. */
+static const char *canonical_model(const char *name) {
+  const tp_model_preset *preset = NULL;
+  if (!name || tp_preset_find(name, &preset) != TP_OK) return name;
+  return preset->name;
+}
+
+static tp_rc print_report(const report_args *a) {
+  tp_report_format fmt;
+  tp_rc rc = tp_report_format_parse(a->format, &fmt);
+  if (rc != TP_OK) {
+    tp_print_error("report");
+    return rc;
+  }
+  tp_store *store = NULL;
+  TP_TRY(tp_open_for_reading("report", a->db, &store));
+  tp_report_filter filter = {.run_id = a->run,
+                             .commit = a->commit,
+                             .model = canonical_model(a->model),
+                             .layer = a->layer,
+                             .pass = a->pass,
+                             .dtype = a->dtype};
+  rc = tp_report_throughput(store, &filter, fmt, stdout);
+  if (rc != TP_OK) tp_print_error("report");
+  tp_store_close(store);
+  return rc;
+}
+
+int tp_cmd_report(int argc, char **argv) {
+  report_args args = {.db = "tpbench.db", .format = "md"};
+  int help = 0;
+  tp_rc rc = parse_args(argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  return tp_exit_for(print_report(&args));
+}

@@ -1,0 +1,115 @@
+/*
+ * cmd_trace.c — `tpbench trace`: one configuration's GPU timeline as Chrome
+ * trace JSON, for Perfetto or chrome://tracing (report/tp_trace_export.h
+ * writes it). Needs no GPU.
+ *
+ * Exit status (tp_exit_for): 2 when the database cannot be read as one, the
+ * configuration does not exist (a wrong id or key is the user's mistake) or
+ * --out names something that may not be replaced (a device, a FIFO, a
+ * folder, the database) or a folder that is missing; 1 when it exists but
+ * was not traced or writing the file fails; 0 otherwise.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report/tp_output.h"
+#include "report/tp_trace_export.h"
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+
+typedef struct trace_args {
+  const char *db;
+  const char *key;
+  const char *out;
+  long long config;
+  long long run;
+} trace_args;
+
+static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"config", TP_OPT_INT64, &a->config, "ID", "configuration id", 0, INT64_MAX, NULL},
+      {"key", TP_OPT_STRING, &a->key, "KEY", "configuration key: its latest traced configuration",
+       0, 0, NULL},
+      {"run", TP_OPT_INT64, &a->run, "ID", "with --key: within this run; 0 = any", 0, INT64_MAX,
+       NULL},
+      {"out", TP_OPT_STRING, &a->out, "FILE", "where to write the JSON; - = standard output", 0, 0,
+       NULL},
+  };
+  const tp_command cmd = {
+      .name = "trace",
+      .usage = "tpbench trace (--config ID | --key KEY) [options]",
+      .summary = "Writes the traced window of one configuration as Chrome trace JSON, which\n"
+                 "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per rank, a\n"
+                 "track per CUDA stream, NVTX ranges on their own track, events coloured by\n"
+                 "category with bytes, copy kind, correlation id and schedule in their args.",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
+}
+
+/* Writes through a private temporary renamed into place when whole
+ * (report/tp_output.h): a failed export never leaves half a file, and a
+ * target that is a device, a FIFO, a folder or the database is refused. */
+static tp_rc write_to_file(tp_store *store, int64_t id, const char *path, const char *db) {
+  tp_output out;
+  TP_TRY(tp_output_open(path, db, &out));
+  tp_rc rc = tp_report_chrome_trace(store, id, out.file);
+  if (rc != TP_OK) {
+    tp_output_abort(&out);
+    return rc;
+  }
+  return tp_output_commit(&out, db);
+}
+
+static int to_stdout(const trace_args *a) { return !a->out || !strcmp(a->out, "-"); }
+
+static int export_trace(const trace_args *a) {
+  tp_rc rc = to_stdout(a) ? TP_OK : tp_check_output_folder(a->out);
+  if (rc != TP_OK) {
+    tp_print_error("trace");
+    return tp_exit_for(rc);
+  }
+  tp_store *store = NULL;
+  rc = tp_open_for_reading("trace", a->db, &store);
+  if (rc != TP_OK) return tp_exit_for(rc);
+  int64_t id = 0;
+  int found = 0;
+  tp_trace_info info;
+  int status = TP_EXIT_OK;
+  rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
+  if (rc == TP_OK) rc = tp_store_trace_info(store, id, &found, &info);
+  if (rc != TP_OK) {
+    tp_print_error("trace");
+    status = tp_exit_for(rc);
+  } else if (!found) {
+    /* The configuration exists; the database holds no trace of it. */
+    fprintf(stderr,
+            "tpbench trace: configuration %lld has no trace (it ran without tracing; "
+            "traces are recorded by 'tpbench ops' with tracing on)\n",
+            (long long)id);
+    status = TP_EXIT_FAILURE;
+  } else {
+    rc = to_stdout(a) ? tp_report_chrome_trace(store, id, stdout)
+                      : write_to_file(store, id, a->out, a->db);
+    if (rc != TP_OK) tp_print_error("trace");
+    status = tp_exit_for(rc);
+  }
+  tp_store_close(store);
+  return status;
+}
+
+int tp_cmd_trace(int argc, char **argv) {
+  trace_args a = {.db = "tpbench.db", .out = "-"};
+  int help = 0;
+  tp_rc rc = parse_args(argc, argv, &a, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  if ((a.key != NULL) == (a.config > 0)) {
+    fprintf(stderr, "tpbench trace: give exactly one of --config and --key\n"
+                    "Try 'tpbench trace --help'.\n");
+    return tp_exit_for(TP_EUSAGE);
+  }
+  return export_trace(&a);
+}

@@ -1,0 +1,27 @@
+/*
+ * link_args.c — the option table of `tpbench link` (see link_args.h).
+ */
+#include "bench/cli/link_args.h"
+
+void tp_link_args_defaults(tp_link_args *args) {
+  *args = (tp_link_args){.db = "tpbench.db", .iters = 20, .warmup = 3, .sm_blocks = 16};
+  (void)tp_int_list_set(&args->sizes_mib, "8,32,128,256", 1, 4096);
+}
+
+tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &args->db, "PATH", "SQLite database to write", 0, 0, NULL},
+      {"gpus", TP_OPT_INT, &args->gpus, "N", "workers, one per GPU (0: every visible GPU)", 0, 64,
+       NULL},
+      {"sizes", TP_OPT_INT_LIST, &args->sizes_mib, "LIST", "MiB each rank sends", 1, 4096, NULL},
+      {"iters", TP_OPT_INT, &args->iters, "N", "timed transfers per point", 1, 10000, NULL},
+      {"warmup", TP_OPT_INT, &args->warmup, "N", "untimed transfers per point", 0, 10000, NULL},
+      {"sm-blocks", TP_OPT_INT, &args->sm_blocks, "N", "blocks of the copy kernel", 1, 1024, NULL},
+  };
+  const tp_command cmd = {"link", "tpbench link [options]",
+                          "Measures peer bandwidth of the copy engine, an SM copy kernel and "
+                          "NCCL's all-gather and reduce-scatter over a sweep of sizes; stores "
+                          "every point.",
+                          options, (int)(sizeof options / sizeof options[0])};
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help_shown);
+}

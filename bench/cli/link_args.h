@@ -1,0 +1,30 @@
+/*
+ * link_args.h — the options of `tpbench link` in one table, so every build
+ * accepts and rejects the same command lines: the CUDA build's command
+ * (bench/gpu/cmd_link.c) and the CPU-only stand-in
+ * (bench/cli/cmd_ops_unavailable.c), which parses first and only then says that
+ * it has no GPU (--help exits 0 and a bad option 2 in both).
+ */
+#ifndef TP_LINK_ARGS_H
+#define TP_LINK_ARGS_H
+
+#include "bench/cli/cli.h"
+
+typedef struct tp_link_args {
+  const char *db;        /* database file; default "tpbench.db" */
+  int gpus;              /* workers, one per GPU; 0 = every visible GPU */
+  tp_int_list sizes_mib; /* MiB each rank sends; default 8,32,128,256 */
+  int iters;             /* timed transfers per point; default 20 */
+  int warmup;            /* untimed transfers per point; default 3 */
+  int sm_blocks;         /* blocks of the copy kernel; default 16 */
+} tp_link_args;
+
+/* Fills args with the defaults above. */
+void tp_link_args_defaults(tp_link_args *args);
+
+/* Parses `link` options (argv[0] = "link") into args, which holds the
+ * defaults on entry. --help prints them and sets *help_shown (TP_OK, exit
+ * 0); a mistake is TP_EUSAGE with the message on stderr (exit 2). */
+tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown);
+
+#endif /* TP_LINK_ARGS_H */

@@ -1,0 +1,373 @@
+/*
+ * ops_matrix.c — expansion and validity rules of the op benchmark's
+ * configurations (see ops_matrix.h).
+ *
+ * Expansion runs in two steps: resolve every user list against the tool's
+ * tables (aliases become canonical static names, mistakes become usage
+ * errors), then walk the cases and attach each configuration's shapes and,
+ * where it cannot run, the reason.
+ */
+#include "bench/matrix/ops_matrix.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dtype_info {
+  const char *name;
+  int bytes;
+} dtype_info;
+
+static const dtype_info dtype_table[] = {{"bf16", 2}, {"fp32", 4}};
+static const char *const schedule_table[] = {"auto", "ce", "sm", "ring", "multimem"};
+static const char *const pass_table[] = {"fwd", "bwd", "fwd+bwd"};
+static const char *const on_off_table[] = {"off", "on"};
+
+/* Bounds that keep every product below (bytes, FLOPs, counts) far from overflow. */
+#define MAX_TOKENS (1LL << 30)
+#define MAX_CONFIGS 1000000
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* The user's lists, resolved to canonical names and checked numbers. */
+typedef struct resolved_spec {
+  const tp_model_preset *models[TP_LIST_MAX];
+  const char *projs[TP_LIST_MAX];
+  const char *dtypes[TP_LIST_MAX];
+  const char *schedules[TP_LIST_MAX];
+  const char *passes[TP_LIST_MAX];
+  int64_t tokens[TP_LIST_MAX];
+  int tp[TP_LIST_MAX];
+  int chunks[TP_LIST_MAX];
+  const char *save_gathered[TP_LIST_MAX];
+  int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save;
+} resolved_spec;
+
+void tp_ops_spec_defaults(tp_ops_spec *spec) {
+  /* The defaults are well-formed literals: these calls cannot fail. */
+  memset(spec, 0, sizeof *spec);
+  (void)tp_str_list_set(&spec->models, "8b,70b");
+  (void)tp_str_list_set(&spec->projs, "qkv,wo,w13,w2");
+  (void)tp_int_list_set(&spec->tokens, "4096,8192,16384", 1, INT64_MAX);
+  (void)tp_str_list_set(&spec->dtypes, "bf16");
+  (void)tp_int_list_set(&spec->tp, "2", 1, INT32_MAX);
+  (void)tp_str_list_set(&spec->schedules, "auto");
+  (void)tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX);
+  (void)tp_str_list_set(&spec->passes, "fwd");
+  (void)tp_str_list_set(&spec->save_gathered, "off");
+}
+
+int tp_dtype_size(const char *dtype) {
+  for (int i = 0; i < COUNT_OF(dtype_table); i++)
+    if (strcmp(dtype, dtype_table[i].name) == 0) return dtype_table[i].bytes;
+  return 0;
+}
+
+/* ---- resolving the user's lists ------------------------------------------ */
+
+/* "a, b, c" from a table of names, for messages. */
+static void join_names(const char *const *names, int n, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+}
+
+static int index_of(const char *const *table, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(table[i], name) == 0) return i;
+  return -1;
+}
+
+static tp_rc check_nonempty(int count, const char *what) {
+  if (count < 1) return TP_FAIL(TP_EUSAGE, "no %s given", what);
+  return TP_OK;
+}
+
+/* Resolves a list of names against a table of canonical ones; out receives
+ * the table's own strings. */
+static tp_rc resolve_names(const tp_str_list *list, const char *const *table, int n_table,
+                           const char *what, const char **out, int *n_out) {
+  TP_TRY(check_nonempty(list->count, what));
+  for (int i = 0; i < list->count; i++) {
+    const char *name = tp_str_list_at(list, i);
+    int at = index_of(table, n_table, name);
+    if (at < 0) {
+      char valid[256];
+      join_names(table, n_table, valid, sizeof valid);
+      return TP_FAIL(TP_EUSAGE, "unknown %s '%s' (valid: %s)", what, name, valid);
+    }
+    if (index_of(out, i, table[at]) >= 0)
+      return TP_FAIL(TP_EUSAGE, "%s '%s' is listed twice", what, table[at]);
+    out[i] = table[at];
+  }
+  *n_out = list->count;
+  return TP_OK;
+}
+
+static tp_rc resolve_models(const tp_str_list *list, resolved_spec *r) {
+  TP_TRY(check_nonempty(list->count, "models"));
+  for (int i = 0; i < list->count; i++) {
+    const tp_model_preset *model = NULL;
+    TP_TRY(tp_preset_find(tp_str_list_at(list, i), &model));
+    for (int j = 0; j < i; j++)
+      if (r->models[j] == model)
+        return TP_FAIL(TP_EUSAGE, "model '%s' is listed twice", model->name);
+    r->models[i] = model;
+  }
+  r->n_models = list->count;
+  return TP_OK;
+}
+
+/* Checks a list of whole numbers against [min, max] and for repeats. */
+static tp_rc check_numbers(const tp_int_list *list, long long min, long long max,
+                           const char *what) {
+  TP_TRY(check_nonempty(list->count, what));
+  for (int i = 0; i < list->count; i++) {
+    long long v = list->items[i];
+    if (v < min || v > max)
+      return TP_FAIL(TP_EUSAGE, "%s: %lld is out of range [%lld, %lld]", what, v, min, max);
+    for (int j = 0; j < i; j++)
+      if (list->items[j] == v) return TP_FAIL(TP_EUSAGE, "%s: %lld is listed twice", what, v);
+  }
+  return TP_OK;
+}
+
+static tp_rc resolve_numbers(const tp_ops_spec *spec, resolved_spec *r) {
+  TP_TRY(check_numbers(&spec->tokens, 1, MAX_TOKENS, "tokens"));
+  TP_TRY(check_numbers(&spec->tp, 1, 4096, "tp"));
+  TP_TRY(check_numbers(&spec->chunks, 0, 1 << 20, "chunks"));
+  r->n_tokens = spec->tokens.count;
+  r->n_tp = spec->tp.count;
+  r->n_chunks = spec->chunks.count;
+  for (int i = 0; i < r->n_tokens; i++) r->tokens[i] = spec->tokens.items[i];
+  for (int i = 0; i < r->n_tp; i++) r->tp[i] = (int)spec->tp.items[i];
+  for (int i = 0; i < r->n_chunks; i++) r->chunks[i] = (int)spec->chunks.items[i];
+  return TP_OK;
+}
+
+static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
+  memset(r, 0, sizeof *r);
+  const char *dtype_names[COUNT_OF(dtype_table)];
+  for (int i = 0; i < COUNT_OF(dtype_table); i++) dtype_names[i] = dtype_table[i].name;
+  int n_proj_names = 0;
+  const char *const *proj_names = tp_projection_names(&n_proj_names);
+
+  TP_TRY(resolve_models(&spec->models, r));
+  TP_TRY(resolve_names(&spec->projs, proj_names, n_proj_names, "proj", r->projs, &r->n_projs));
+  TP_TRY(resolve_names(&spec->dtypes, dtype_names, COUNT_OF(dtype_table), "dtype", r->dtypes,
+                       &r->n_dtypes));
+  TP_TRY(resolve_names(&spec->schedules, schedule_table, COUNT_OF(schedule_table), "schedule",
+                       r->schedules, &r->n_schedules));
+  TP_TRY(resolve_names(&spec->passes, pass_table, COUNT_OF(pass_table), "pass", r->passes,
+                       &r->n_passes));
+  TP_TRY(resolve_names(&spec->save_gathered, on_off_table, COUNT_OF(on_off_table), "save_gathered",
+                       r->save_gathered, &r->n_save));
+  return resolve_numbers(spec, r);
+}
+
+/* ---- validity rules -------------------------------------------------------- */
+
+/* Why no configuration of the case can run; 0 if they can. */
+static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
+  if (c->tokens % c->tp != 0) {
+    snprintf(reason, cap, "tokens %lld not divisible by TP %d", (long long)c->tokens, c->tp);
+    return 1;
+  }
+  /* The column-parallel side splits out features, the row-parallel side in features. */
+  if (c->proj.op == TP_OP_LINEAR_RS && c->proj.k % c->tp != 0) {
+    snprintf(reason, cap, "in features %lld not divisible by TP %d", (long long)c->proj.k, c->tp);
+    return 1;
+  }
+  if (c->proj.op != TP_OP_LINEAR_RS && c->proj.n % c->tp != 0) {
+    snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n, c->tp);
+    return 1;
+  }
+  if (c->save_gathered && (c->proj.op == TP_OP_LINEAR_RS || strcmp(c->pass, "fwd") == 0)) {
+    snprintf(reason, cap,
+             "save_gathered=on applies to the backward of an all-gather op "
+             "(qkv, w13); %s %s has none to save",
+             c->proj.name, c->pass);
+    return 1;
+  }
+  return 0;
+}
+
+static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, size_t cap) {
+  if (c->tp == 1) {
+    snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to %s",
+             c->proj.op == TP_OP_LINEAR_RS ? "reduce-scatter" : "gather");
+    return 1;
+  }
+  int64_t per_rank = c->tokens / c->tp;
+  if (chunks > 0 && per_rank % chunks != 0) {
+    snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
+             chunks);
+    return 1;
+  }
+  return 0;
+}
+
+static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
+  if (c->tp > 1) return 0;
+  snprintf(reason, cap, "TP 1 has no collective to time");
+  return 1;
+}
+
+/* ---- building configurations ----------------------------------------------- */
+
+static double pass_flop_factor(const char *pass) {
+  /* Backward computes two GEMMs of the forward's size (dX and dW). */
+  if (strcmp(pass, "bwd") == 0) return 2.0;
+  if (strcmp(pass, "fwd+bwd") == 0) return 3.0;
+  return 1.0;
+}
+
+/* The axes every configuration of a case shares (the report pairs on them). */
+static tp_config_axes case_axes(const tp_ops_case *c) {
+  tp_config_axes a = {0};
+  a.model = c->model->name;
+  a.layer = tp_op_kind_name(c->proj.op);
+  a.proj = c->proj.name;
+  a.tp = c->tp;
+  a.tokens = c->tokens;
+  a.m = c->tokens;
+  a.n = c->proj.op == TP_OP_LINEAR_RS ? c->proj.n : c->proj.n / c->tp;
+  a.k = c->proj.op == TP_OP_LINEAR_RS ? c->proj.k / c->tp : c->proj.k;
+  a.n_weights = c->proj.n_weights;
+  a.dtype = c->dtype;
+  a.sp = 1; /* the ops take and give sequence-sharded activations */
+  a.pass = c->pass;
+  a.save_gathered = c->save_gathered;
+  return a;
+}
+
+static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_ops_role role) {
+  static const char *const kinds[] = {"op", "op", "gemm", "comm"};
+  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  tp_ops_config cfg = {.role = role, .case_index = case_index};
+  cfg.axes = case_axes(c);
+  cfg.axes.kind = kinds[role];
+  cfg.axes.backend = backends[role];
+  if (role != TP_OPS_COMM)
+    cfg.flops = tp_projection_flops(&c->proj, c->tokens) * pass_flop_factor(c->pass);
+  int64_t width = c->proj.op == TP_OP_LINEAR_RS ? c->proj.n : c->proj.k;
+  cfg.comm_bytes = c->tokens * width * tp_dtype_size(c->dtype);
+  cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected && role == TP_OPS_COMM)
+    cfg.rejected = comm_rejection(c, cfg.reason, sizeof cfg.reason);
+  return cfg;
+}
+
+static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, const char *schedule,
+                                    int chunks) {
+  tp_ops_config cfg = make_config(c, case_index, TP_OPS_DIST_GEMM);
+  cfg.axes.schedule = schedule;
+  cfg.axes.chunks = chunks;
+  if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  return cfg;
+}
+
+/* Appends the configurations of case c (index ci) at *next. */
+static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_config *configs,
+                        int *next) {
+  c->first_config = *next;
+  configs[(*next)++] = make_config(c, ci, TP_OPS_STOCK);
+  for (int s = 0; s < r->n_schedules; s++)
+    for (int k = 0; k < r->n_chunks; k++)
+      configs[(*next)++] = make_dist_gemm(c, ci, r->schedules[s], r->chunks[k]);
+  configs[(*next)++] = make_config(c, ci, TP_OPS_GEMM);
+  configs[(*next)++] = make_config(c, ci, TP_OPS_COMM);
+  c->n_configs = *next - c->first_config;
+}
+
+/* Fills the cases in the order models > projs > tokens > dtypes > tp > passes. */
+static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
+  int ci = 0, next = 0;
+  for (int mi = 0; mi < r->n_models; mi++)
+    for (int pi = 0; pi < r->n_projs; pi++)
+      for (int ti = 0; ti < r->n_tokens; ti++)
+        for (int di = 0; di < r->n_dtypes; di++)
+          for (int wi = 0; wi < r->n_tp; wi++)
+            for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, ci++) {
+              int si = pass_save / r->n_save;
+              tp_ops_case *c = &m->cases[ci];
+              c->model = r->models[mi];
+              /* Names were checked while resolving: this cannot fail. */
+              (void)tp_preset_projection(c->model, r->projs[pi], &c->proj);
+              c->tokens = r->tokens[ti];
+              c->dtype = r->dtypes[di];
+              c->tp = r->tp[wi];
+              c->pass = r->passes[si];
+              c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
+              expand_case(r, c, ci, m->configs, &next);
+            }
+}
+
+tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
+  memset(out, 0, sizeof *out);
+  resolved_spec r;
+  TP_TRY(resolve_spec(spec, &r));
+  int64_t n_cases =
+      (int64_t)r.n_models * r.n_projs * r.n_tokens * r.n_dtypes * r.n_tp * r.n_passes * r.n_save;
+  int64_t per_case = 3 + (int64_t)r.n_schedules * r.n_chunks;
+  if (n_cases < 1) return TP_FAIL(TP_EUSAGE, "the lists make no configuration");
+  if (n_cases * per_case > MAX_CONFIGS)
+    return TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
+                   (long long)(n_cases * per_case), MAX_CONFIGS);
+  tp_ops_matrix m = {.n_cases = (int)n_cases, .n_configs = (int)(n_cases * per_case)};
+  m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
+  m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
+  if (!m.cases || !m.configs) {
+    tp_ops_matrix_free(&m);
+    return TP_FAIL(TP_EOOM, "no memory for %d configurations", m.n_configs);
+  }
+  fill_cases(&r, &m);
+  *out = m;
+  return TP_OK;
+}
+
+void tp_ops_matrix_free(tp_ops_matrix *matrix) {
+  free(matrix->cases);
+  free(matrix->configs);
+  memset(matrix, 0, sizeof *matrix);
+}
+
+int tp_ops_runnable(const tp_ops_matrix *matrix) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; i++) n += !matrix->configs[i].rejected;
+  return n;
+}
+
+int tp_ops_max_tp(const tp_ops_matrix *matrix) {
+  int max = 0;
+  for (int i = 0; i < matrix->n_configs; i++)
+    if (!matrix->configs[i].rejected && matrix->configs[i].axes.tp > max)
+      max = matrix->configs[i].axes.tp;
+  return max;
+}
+
+/* ---- the plan ---------------------------------------------------------------- */
+
+static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
+  if (cfg->role == TP_OPS_DIST_GEMM)
+    snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+  else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+}
+
+void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
+  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-5s %-7s %-5s %-28s %7s %6s %6s  %s\n", "case",
+          "model", "proj", "layer", "tokens", "tp", "dtype", "pass", "saved", "configuration", "m",
+          "n", "k", "status");
+  for (int i = 0; i < matrix->n_configs; i++) {
+    const tp_ops_config *cfg = &matrix->configs[i];
+    const tp_config_axes *a = &cfg->axes;
+    char what[64];
+    describe_config(cfg, what, sizeof what);
+    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-5s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
+            cfg->case_index, a->model, a->proj, a->layer, (long long)a->tokens, a->tp, a->dtype,
+            a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m, (long long)a->n,
+            (long long)a->k, cfg->rejected ? "rejected: " : "ok", cfg->rejected ? cfg->reason : "");
+  }
+  fprintf(out, "%d configurations, %d to run, %d rejected\n", matrix->n_configs,
+          tp_ops_runnable(matrix), matrix->n_configs - tp_ops_runnable(matrix));
+}

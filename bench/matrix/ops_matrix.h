@@ -1,0 +1,104 @@
+/*
+ * ops_matrix.h — the configurations of the op benchmark (`tpbench ops`),
+ * expanded from the user's lists and checked before any GPU work.
+ *
+ * A case is one point of models × projs × tokens × dtypes × tp × passes ×
+ * save_gathered. Each
+ * case yields, in this order: the stock op (NCCL + cuBLASLt), one dist_gemm op
+ * per requested schedule × chunks, the GEMM alone and the collective alone
+ * (the two references that bound a fused op). A configuration that cannot
+ * run on these shapes is kept, marked rejected with its reason, so the
+ * database records why it was not measured; names the tool does not know are
+ * usage errors instead.
+ *
+ * Shapes in the axes are those one rank's GEMM runs (T tokens, TP degree W):
+ *   ag_linear, ag_linear_multi: M = T, N = N / W (per weight), K = K
+ *   linear_rs:                  M = T, N = N,                  K = K / W
+ * Pure C, no CUDA.
+ */
+#ifndef TP_OPS_MATRIX_H
+#define TP_OPS_MATRIX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/tp_store.h"
+#include "bench/cli/cli.h"
+#include "bench/matrix/presets.h"
+
+/* What the user asked for. Strings are names as typed (aliases allowed). */
+typedef struct tp_ops_spec {
+  tp_str_list models;        /* default 8b,70b */
+  tp_str_list projs;         /* default qkv,wo,w13,w2 */
+  tp_int_list tokens;        /* tokens per step, global; default 4096,8192,16384 */
+  tp_str_list dtypes;        /* default bf16 */
+  tp_int_list tp;            /* TP degrees; default 2 */
+  tp_str_list schedules;     /* dist_gemm schedules; default auto */
+  tp_int_list chunks;        /* chunks per shard, 0 = the schedule decides; default 0 */
+  tp_str_list passes;        /* fwd, bwd, fwd+bwd; default fwd */
+  tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
+} tp_ops_spec;
+
+/* Fills spec with the defaults above. */
+void tp_ops_spec_defaults(tp_ops_spec *spec);
+
+typedef enum {
+  TP_OPS_STOCK = 0, /* kind op, backend stock */
+  TP_OPS_DIST_GEMM, /* kind op, backend dist_gemm */
+  TP_OPS_GEMM,      /* kind gemm, backend cublaslt: the rank's GEMM alone */
+  TP_OPS_COMM       /* kind comm, backend nccl: the op's collective alone */
+} tp_ops_role;
+
+typedef struct tp_ops_case {
+  const tp_model_preset *model;
+  tp_projection proj; /* global shapes */
+  int64_t tokens;
+  int tp;
+  const char *dtype; /* canonical, static */
+  const char *pass;  /* canonical, static */
+  int save_gathered; /* 1: the backward reuses the forward's gathered input */
+  int first_config;  /* index of its first configuration in the matrix */
+  int n_configs;
+} tp_ops_case;
+
+typedef struct tp_ops_config {
+  tp_config_axes axes; /* strings are static: the matrix outlives the spec */
+  tp_ops_role role;
+  int case_index;
+  int rejected; /* 1: not to be run; reason says why */
+  char reason[160];
+  double flops;       /* per iteration, all ranks and weights, this pass; 0 for comm */
+  int64_t comm_bytes; /* the whole collective buffer: gathered input (T x K) for the
+                         all-gather ops, full-size partial output (T x N) for linear_rs */
+} tp_ops_config;
+
+typedef struct tp_ops_matrix {
+  tp_ops_case *cases;
+  int n_cases;
+  tp_ops_config *configs;
+  int n_configs;
+} tp_ops_matrix;
+
+/* Expands spec into *out (free with tp_ops_matrix_free). TP_EUSAGE with the
+ * valid values for an unknown model, proj, dtype, schedule or pass, a value
+ * listed twice, or a number out of range (tokens, tp >= 1; chunks >= 0);
+ * *out is empty then. TP_EOOM if no memory. */
+tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out);
+
+void tp_ops_matrix_free(tp_ops_matrix *matrix);
+
+/* Configurations not rejected. */
+int tp_ops_runnable(const tp_ops_matrix *matrix);
+
+/* The largest TP degree of any runnable configuration (the GPUs a run
+ * needs), 0 if none can run. */
+int tp_ops_max_tp(const tp_ops_matrix *matrix);
+
+/* Bytes per element of a canonical dtype ("bf16" 2, "fp32" 4); 0 if unknown. */
+int tp_dtype_size(const char *dtype);
+
+/* Prints one line per configuration: case, role, schedule, shapes, and
+ * "ok" or the rejection reason (the plan of `tpbench ops --dry-run`). */
+void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out);
+
+#endif /* TP_OPS_MATRIX_H */

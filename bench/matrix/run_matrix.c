@@ -1,0 +1,577 @@
+/*
+ * run_matrix.c — axes, presets, expansion and validity rules of `tpbench
+ * run` (see run_matrix.h). The matrix file reader is run_matrix_file.c.
+ *
+ * One table describes every axis (name, where its list lives in the spec,
+ * its valid names or its range), so setting an axis, resolving it and
+ * printing the valid values share one source. Expansion resolves every list
+ * to canonical static names first (mistakes become usage errors), then
+ * walks the cases and attaches to each configuration its axes, its FLOP
+ * count and, where it cannot run, the reason.
+ */
+#include "bench/matrix/run_matrix.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/matrix/placement.h"
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define MAX_TOKENS (1LL << 30)
+#define MAX_CONFIGS 200000
+#define MAX_DIST_CHUNKS 32 /* kernels/tp_linear.c: chunks of one phase */
+
+/* ---- the axes ------------------------------------------------------------------------- */
+
+static const char *const layer_values[] = {"attention", "ffn", "block"};
+static const char *const backend_values[] = {"stock", "dist_gemm"};
+static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multimem"};
+static const char *const dtype_values[] = {"bf16", "fp32"};
+static const char *const on_off_values[] = {"off", "on"};
+static const char *const pass_values[] = {"fwd", "fwd+bwd"};
+
+typedef struct axis_def {
+  const char *name;
+  size_t offset;             /* of its tp_str_list or tp_int_list in tp_run_spec */
+  const char *const *values; /* names of a string axis (NULL: model presets) */
+  long long min, max;        /* range of a number axis */
+  int is_int;
+  int n_values; /* names in values */
+} axis_def;
+
+#define STR_AXIS(n, field, table)                                                                  \
+  { n, offsetof(tp_run_spec, field), table, 0, 0, 0, COUNT_OF(table) }
+#define INT_AXIS(n, field, lo, hi)                                                                 \
+  { n, offsetof(tp_run_spec, field), NULL, lo, hi, 1, 0 }
+
+static const axis_def axes[] = {
+    {"model", offsetof(tp_run_spec, model), NULL, 0, 0, 0, 0},
+    STR_AXIS("layer", layer, layer_values),
+    STR_AXIS("backend", backend, backend_values),
+    STR_AXIS("schedule", schedule, schedule_values),
+    INT_AXIS("chunks", chunks, 0, 64),
+    INT_AXIS("tp", tp, 1, 4096),
+    INT_AXIS("batch", batch, 1, 1 << 20),
+    INT_AXIS("seqlen", seqlen, 1, 1 << 24),
+    STR_AXIS("dtype", dtype, dtype_values),
+    STR_AXIS("sp", sp, on_off_values),
+    STR_AXIS("pass", pass, pass_values),
+    STR_AXIS("graph", graph, on_off_values),
+    STR_AXIS("save_gathered", save_gathered, on_off_values),
+};
+enum { N_AXES = COUNT_OF(axes) };
+
+static const char *axis_names_table[N_AXES];
+
+const char *const *tp_run_axis_names(int *count) {
+  for (int i = 0; i < N_AXES; ++i) axis_names_table[i] = axes[i].name;
+  *count = N_AXES;
+  return axis_names_table;
+}
+
+static void *axis_list(tp_run_spec *spec, const axis_def *a) { return (char *)spec + a->offset; }
+static const void *axis_list_c(const tp_run_spec *spec, const axis_def *a) {
+  return (const char *)spec + a->offset;
+}
+
+/* "a, b, c" from a table of names, for messages. */
+static void join_names(const char *const *names, int n, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && used < cap; i++) {
+    int w = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", names[i]);
+    if (w > 0) used += (size_t)w;
+  }
+}
+
+static const axis_def *find_axis(const char *name) {
+  for (int i = 0; i < N_AXES; ++i)
+    if (strcmp(axes[i].name, name) == 0) return &axes[i];
+  return NULL;
+}
+
+tp_rc tp_run_spec_set_axis(tp_run_spec *spec, const char *axis, const char *values) {
+  const axis_def *a = find_axis(axis);
+  if (!a) {
+    int n = 0;
+    const char *const *names = tp_run_axis_names(&n);
+    char valid[256];
+    join_names(names, n, valid, sizeof valid);
+    return TP_FAIL(TP_EUSAGE, "unknown axis '%s' (valid: %s)", axis, valid);
+  }
+  tp_rc rc = a->is_int ? tp_int_list_set(axis_list(spec, a), values, a->min, a->max)
+                       : tp_str_list_set(axis_list(spec, a), values);
+  if (rc != TP_OK) {
+    char text[512];
+    snprintf(text, sizeof text, "%s", tp_cli_last_message());
+    return TP_FAIL(TP_EUSAGE, "axis %s: %s", axis, text);
+  }
+  return TP_OK;
+}
+
+tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment) {
+  const char *eq = strchr(assignment, '=');
+  if (!eq || eq == assignment || !eq[1])
+    return TP_FAIL(TP_EUSAGE, "'%s' is not NAME=V1,V2 (e.g. seqlen=2048,4096)", assignment);
+  char name[64];
+  size_t len = (size_t)(eq - assignment);
+  if (len >= sizeof name) return TP_FAIL(TP_EUSAGE, "axis name in '%s' is too long", assignment);
+  memcpy(name, assignment, len);
+  name[len] = '\0';
+  return tp_run_spec_set_axis(spec, name, eq + 1);
+}
+
+/* ---- presets ---------------------------------------------------------------------------- */
+
+typedef struct preset_def {
+  const char *name;
+  const char *axes[N_AXES]; /* values in axes[] order; NULL: unset (tp: the job's workers) */
+} preset_def;
+
+static const preset_def presets[] = {
+    /* A few minutes on two GPUs: the small model and one real one, every
+     * layer, two sequence lengths, both passes, eager and graph. */
+    {"quick",
+     {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off"}},
+    /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
+    {"full",
+     {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
+      "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on"}},
+};
+
+static const char *preset_names_table[COUNT_OF(presets)];
+
+const char *const *tp_run_preset_names(int *count) {
+  for (int i = 0; i < COUNT_OF(presets); ++i) preset_names_table[i] = presets[i].name;
+  *count = COUNT_OF(presets);
+  return preset_names_table;
+}
+
+tp_rc tp_run_spec_preset(const char *name, tp_run_spec *spec) {
+  for (int p = 0; p < COUNT_OF(presets); ++p) {
+    if (strcmp(presets[p].name, name) != 0) continue;
+    memset(spec, 0, sizeof *spec);
+    for (int i = 0; i < N_AXES; ++i)
+      if (presets[p].axes[i]) TP_TRY(tp_run_spec_set_axis(spec, axes[i].name, presets[p].axes[i]));
+    return TP_OK;
+  }
+  int n = 0;
+  const char *const *names = tp_run_preset_names(&n);
+  char valid[128];
+  join_names(names, n, valid, sizeof valid);
+  return TP_FAIL(TP_EUSAGE, "unknown preset '%s' (valid: %s)", name, valid);
+}
+
+/* ---- resolving the lists ------------------------------------------------------------------ */
+
+/* Every list resolved: canonical static names, checked numbers. */
+typedef struct resolved {
+  const tp_model_preset *models[TP_LIST_MAX];
+  const char *names[N_AXES][TP_LIST_MAX]; /* string axes, by axis index */
+  long long numbers[N_AXES][TP_LIST_MAX]; /* number axes, by axis index */
+  int count[N_AXES];
+} resolved;
+
+static int index_of(const char *const *table, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(table[i], name) == 0) return i;
+  return -1;
+}
+
+static tp_rc resolve_names(const axis_def *a, const tp_str_list *list, int ai, resolved *r) {
+  for (int i = 0; i < list->count; ++i) {
+    const char *name = tp_str_list_at(list, i);
+    const char *canonical = NULL;
+    if (!a->values) {
+      const tp_model_preset *model = NULL;
+      TP_TRY(tp_preset_find(name, &model));
+      r->models[i] = model;
+      canonical = model->name;
+    } else {
+      int at = index_of(a->values, a->n_values, name);
+      if (at < 0) {
+        char valid[256];
+        join_names(a->values, a->n_values, valid, sizeof valid);
+        return TP_FAIL(TP_EUSAGE, "axis %s: unknown value '%s' (valid: %s)", a->name, name, valid);
+      }
+      canonical = a->values[at];
+    }
+    if (index_of(r->names[ai], i, canonical) >= 0)
+      return TP_FAIL(TP_EUSAGE, "axis %s: '%s' is listed twice", a->name, canonical);
+    r->names[ai][i] = canonical;
+  }
+  return TP_OK;
+}
+
+static tp_rc resolve_numbers(const axis_def *a, const tp_int_list *list, int ai, resolved *r) {
+  for (int i = 0; i < list->count; ++i) {
+    long long v = list->items[i];
+    if (v < a->min || v > a->max)
+      return TP_FAIL(TP_EUSAGE, "axis %s: %lld is out of range [%lld, %lld]", a->name, v, a->min,
+                     a->max);
+    for (int j = 0; j < i; ++j)
+      if (r->numbers[ai][j] == v)
+        return TP_FAIL(TP_EUSAGE, "axis %s: %lld is listed twice", a->name, v);
+    r->numbers[ai][i] = v;
+  }
+  return TP_OK;
+}
+
+static tp_rc resolve(const tp_run_spec *spec, int tp_default, resolved *r) {
+  memset(r, 0, sizeof *r);
+  for (int ai = 0; ai < N_AXES; ++ai) {
+    const axis_def *a = &axes[ai];
+    const void *list = axis_list_c(spec, a);
+    int count = a->is_int ? ((const tp_int_list *)list)->count : ((const tp_str_list *)list)->count;
+    if (strcmp(a->name, "tp") == 0 && count == 0) {
+      if (tp_default < 1) return TP_FAIL(TP_EINTERNAL, "no TP degree and no default");
+      r->numbers[ai][0] = tp_default;
+      r->count[ai] = 1;
+      continue;
+    }
+    if (count < 1) return TP_FAIL(TP_EUSAGE, "axis %s: no value given", a->name);
+    TP_TRY(a->is_int ? resolve_numbers(a, list, ai, r) : resolve_names(a, list, ai, r));
+    r->count[ai] = count;
+  }
+  return TP_OK;
+}
+
+/* ---- validity rules ----------------------------------------------------------------------- */
+
+static int layer_has_attention(const char *layer) { return strcmp(layer, "ffn") != 0; }
+static int layer_has_ffn(const char *layer) { return strcmp(layer, "attention") != 0; }
+
+/* Why no configuration of the case can run; 0 if they can. */
+static int case_rejection(const tp_run_case *c, char *reason, size_t cap) {
+  const tp_model_preset *m = c->model;
+  if (c->sp && c->seqlen % c->tp != 0) {
+    snprintf(reason, cap,
+             "seqlen %d not divisible by TP %d: sequence parallelism shards the sequence in "
+             "whole positions",
+             c->seqlen, c->tp);
+    return 1;
+  }
+  if (c->tokens % c->tp != 0) {
+    snprintf(reason, cap, "tokens %lld not divisible by TP %d", (long long)c->tokens, c->tp);
+    return 1;
+  }
+  if (layer_has_attention(c->layer) && m->n_heads % c->tp != 0) {
+    snprintf(reason, cap, "%s: n_heads %d not divisible by TP %d", m->name, m->n_heads, c->tp);
+    return 1;
+  }
+  if (layer_has_attention(c->layer) && m->n_kv_heads % c->tp != 0) {
+    snprintf(reason, cap,
+             "%s: n_kv_heads %d not divisible by TP %d (KV heads are split across ranks, not "
+             "replicated)",
+             m->name, m->n_kv_heads, c->tp);
+    return 1;
+  }
+  if (layer_has_ffn(c->layer) && m->ffn_hidden % c->tp != 0) {
+    snprintf(reason, cap, "%s: ffn_hidden %d not divisible by TP %d", m->name, m->ffn_hidden,
+             c->tp);
+    return 1;
+  }
+  if (c->save_gathered && strcmp(c->pass, "fwd") == 0) {
+    snprintf(reason, cap,
+             "save_gathered=on keeps the forward's gathered input for the backward; pass fwd has "
+             "no backward");
+    return 1;
+  }
+  if (c->save_gathered && !c->sp) {
+    snprintf(reason, cap,
+             "save_gathered=on needs sequence parallelism: with SP off the input is replicated "
+             "and never gathered");
+    return 1;
+  }
+  return 0;
+}
+
+static int dist_gemm_rejection(const tp_run_case *c, int chunks, char *reason, size_t cap) {
+  if (!c->sp) {
+    snprintf(reason, cap,
+             "dist_gemm needs sequence parallelism: its fused ops take and give sequence-sharded "
+             "rows; with SP off the activations are replicated (stock only)");
+    return 1;
+  }
+  if (c->tp == 1) {
+    snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to gather or scatter");
+    return 1;
+  }
+  int64_t per_rank = c->tokens / c->tp;
+  if (chunks > MAX_DIST_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, MAX_DIST_CHUNKS);
+    return 1;
+  }
+  if (chunks > 0 && per_rank % chunks != 0) {
+    snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
+             chunks);
+    return 1;
+  }
+  return 0;
+}
+
+/* The placement contracts of the composition this configuration runs. */
+static int placement_rejection(const tp_run_case *c, int fused, char *reason, size_t cap) {
+  const tp_model_preset *m = c->model;
+  const tp_layer_dims dims = {m->dim, (int64_t)(m->n_heads + 2 * m->n_kv_heads) * m->head_dim,
+                              (int64_t)m->n_heads * m->head_dim, m->ffn_hidden};
+  tp_composition comp;
+  tp_rc rc = tp_composition_layer(c->layer, fused, c->sp, &dims, &comp);
+  if (rc == TP_OK) rc = tp_composition_check(&comp);
+  if (rc == TP_OK) return 0;
+  snprintf(reason, cap, "placement: %s", tp_cli_last_message());
+  return 1;
+}
+
+/* ---- building configurations ------------------------------------------------------------ */
+
+static tp_config_axes case_axes(const tp_run_case *c) {
+  tp_config_axes a;
+  memset(&a, 0, sizeof a);
+  a.model = c->model->name;
+  a.layer = c->layer;
+  a.tp = c->tp;
+  a.batch = c->batch;
+  a.seqlen = c->seqlen;
+  a.tokens = c->tokens;
+  a.dtype = c->dtype;
+  a.sp = c->sp;
+  a.pass = c->pass;
+  a.graph = c->graph;
+  a.save_gathered = c->save_gathered;
+  return a;
+}
+
+static tp_run_config make_config(const tp_run_case *c, int case_index, tp_run_role role) {
+  static const char *const kinds[] = {"layer", "layer", "gemm", "comm"};
+  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  tp_run_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.role = role;
+  cfg.case_index = case_index;
+  cfg.axes = case_axes(c);
+  cfg.axes.kind = kinds[role];
+  cfg.axes.backend = backends[role];
+  /* Names were checked while resolving: this cannot fail. */
+  if (role != TP_RUN_COMM)
+    (void)tp_layer_flops(c->model, c->layer, c->batch, c->seqlen, strcmp(c->pass, "fwd") != 0,
+                         &cfg.flops);
+  cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected && role == TP_RUN_COMM && c->tp == 1) {
+    snprintf(cfg.reason, sizeof cfg.reason, "TP 1 has no collective to time");
+    cfg.rejected = 1;
+  }
+  if (!cfg.rejected && role != TP_RUN_DIST_GEMM)
+    cfg.rejected = placement_rejection(c, 0, cfg.reason, sizeof cfg.reason);
+  return cfg;
+}
+
+static tp_run_config make_dist_gemm(const tp_run_case *c, int case_index, const char *schedule,
+                                    int chunks) {
+  tp_run_config cfg = make_config(c, case_index, TP_RUN_DIST_GEMM);
+  cfg.axes.schedule = schedule;
+  cfg.axes.chunks = chunks;
+  if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
+  return cfg;
+}
+
+/* Axis indices, by the order of axes[]. */
+enum {
+  A_MODEL,
+  A_LAYER,
+  A_BACKEND,
+  A_SCHEDULE,
+  A_CHUNKS,
+  A_TP,
+  A_BATCH,
+  A_SEQLEN,
+  A_DTYPE,
+  A_SP,
+  A_PASS,
+  A_GRAPH,
+  A_SAVE
+};
+
+static int has_backend(const resolved *r, const char *backend) {
+  return index_of(r->names[A_BACKEND], r->count[A_BACKEND], backend) >= 0;
+}
+
+static int configs_per_case(const resolved *r) {
+  return has_backend(r, "stock") +
+         (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] : 0) + 2;
+}
+
+static void expand_case(const resolved *r, tp_run_case *c, int ci, tp_run_config *configs,
+                        int *next) {
+  c->first_config = *next;
+  if (has_backend(r, "stock")) configs[(*next)++] = make_config(c, ci, TP_RUN_STOCK);
+  if (has_backend(r, "dist_gemm"))
+    for (int s = 0; s < r->count[A_SCHEDULE]; ++s)
+      for (int k = 0; k < r->count[A_CHUNKS]; ++k)
+        configs[(*next)++] =
+            make_dist_gemm(c, ci, r->names[A_SCHEDULE][s], (int)r->numbers[A_CHUNKS][k]);
+  configs[(*next)++] = make_config(c, ci, TP_RUN_GEMM);
+  configs[(*next)++] = make_config(c, ci, TP_RUN_COMM);
+  c->n_configs = *next - c->first_config;
+}
+
+/* The case axes, outermost first; each index runs over that axis's list. */
+static const int case_axis_order[] = {A_MODEL,  A_LAYER, A_DTYPE, A_TP,   A_BATCH,
+                                      A_SEQLEN, A_SP,    A_PASS,  A_SAVE, A_GRAPH};
+enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
+
+static int is_on(const char *v) { return strcmp(v, "on") == 0; }
+
+static void fill_case(const resolved *r, const int *at, tp_run_case *c) {
+  memset(c, 0, sizeof *c);
+  c->model = r->models[at[A_MODEL]];
+  c->layer = r->names[A_LAYER][at[A_LAYER]];
+  c->dtype = r->names[A_DTYPE][at[A_DTYPE]];
+  c->pass = r->names[A_PASS][at[A_PASS]];
+  c->tp = (int)r->numbers[A_TP][at[A_TP]];
+  c->batch = (int)r->numbers[A_BATCH][at[A_BATCH]];
+  c->seqlen = (int)r->numbers[A_SEQLEN][at[A_SEQLEN]];
+  c->tokens = (int64_t)c->batch * c->seqlen;
+  c->sp = is_on(r->names[A_SP][at[A_SP]]);
+  c->graph = is_on(r->names[A_GRAPH][at[A_GRAPH]]);
+  c->save_gathered = is_on(r->names[A_SAVE][at[A_SAVE]]);
+}
+
+/* Walks every case like an odometer, innermost axis fastest. */
+static tp_rc fill_matrix(const resolved *r, tp_run_matrix *m) {
+  int at[N_AXES];
+  memset(at, 0, sizeof at);
+  int next = 0;
+  for (int ci = 0; ci < m->n_cases; ++ci) {
+    tp_run_case *c = &m->cases[ci];
+    fill_case(r, at, c);
+    if (c->tokens > MAX_TOKENS)
+      return TP_FAIL(TP_EUSAGE, "batch %d x seqlen %d is more than %lld tokens", c->batch,
+                     c->seqlen, MAX_TOKENS);
+    expand_case(r, c, ci, m->configs, &next);
+    for (int k = N_CASE_AXES - 1; k >= 0; --k) {
+      int ax = case_axis_order[k];
+      if (++at[ax] < r->count[ax]) break;
+      at[ax] = 0;
+    }
+  }
+  return TP_OK;
+}
+
+tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out) {
+  memset(out, 0, sizeof *out);
+  resolved *r = calloc(1, sizeof *r);
+  if (!r) return TP_FAIL(TP_EOOM, "no memory to expand the matrix");
+  tp_rc rc = resolve(spec, tp_default, r);
+  int64_t n_cases = 1;
+  for (int k = 0; rc == TP_OK && k < N_CASE_AXES; ++k) n_cases *= r->count[case_axis_order[k]];
+  int64_t n_configs = rc == TP_OK ? n_cases * configs_per_case(r) : 0;
+  if (rc == TP_OK && n_configs > MAX_CONFIGS)
+    rc = TP_FAIL(TP_EUSAGE, "the axes make %lld configurations, more than the %d accepted",
+                 (long long)n_configs, MAX_CONFIGS);
+  tp_run_matrix m = {NULL, (int)n_cases, NULL, (int)n_configs};
+  if (rc == TP_OK) {
+    m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
+    m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
+    if (!m.cases || !m.configs)
+      rc = TP_FAIL(TP_EOOM, "no memory for %d configurations", m.n_configs);
+  }
+  if (rc == TP_OK) rc = fill_matrix(r, &m);
+  free(r);
+  if (rc != TP_OK) {
+    tp_run_matrix_free(&m);
+    return rc;
+  }
+  *out = m;
+  return TP_OK;
+}
+
+void tp_run_matrix_free(tp_run_matrix *matrix) {
+  free(matrix->cases);
+  free(matrix->configs);
+  memset(matrix, 0, sizeof *matrix);
+}
+
+int tp_run_runnable(const tp_run_matrix *matrix) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; ++i) n += !matrix->configs[i].rejected;
+  return n;
+}
+
+/* ---- host rules ---------------------------------------------------------------------------- */
+
+int tp_run_reject_world(tp_run_matrix *m, int world) {
+  int n = 0;
+  for (int i = 0; i < m->n_configs; ++i) {
+    tp_run_config *cfg = &m->configs[i];
+    if (cfg->rejected || cfg->axes.tp == world) continue;
+    cfg->rejected = 1;
+    snprintf(cfg->reason, sizeof cfg->reason,
+             "TP %d needs a job of %d workers; this one has %d (--gpus %d)", cfg->axes.tp,
+             cfg->axes.tp, world, cfg->axes.tp);
+    ++n;
+  }
+  return n;
+}
+
+int tp_run_reject_no_peer_access(tp_run_matrix *m) {
+  int n = 0;
+  for (int i = 0; i < m->n_configs; ++i) {
+    tp_run_config *cfg = &m->configs[i];
+    if (cfg->rejected || cfg->role != TP_RUN_DIST_GEMM) continue;
+    cfg->rejected = 1;
+    snprintf(cfg->reason, sizeof cfg->reason,
+             "dist_gemm needs peer access: the GPUs of this job cannot all read and write each "
+             "other's memory (cudaDeviceCanAccessPeer)");
+    ++n;
+  }
+  return n;
+}
+
+/* ---- printing ------------------------------------------------------------------------------ */
+
+static void describe(const tp_run_config *cfg, char *buf, size_t cap) {
+  if (cfg->role == TP_RUN_DIST_GEMM)
+    snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+  else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+}
+
+/* Schedules that the kernels accept or refuse at plan time, by the host. */
+static int decided_at_plan_time(const tp_run_config *cfg) {
+  return cfg->role == TP_RUN_DIST_GEMM && cfg->axes.schedule &&
+         (strcmp(cfg->axes.schedule, "multimem") == 0 || strcmp(cfg->axes.schedule, "ring") == 0);
+}
+
+void tp_run_matrix_print(const tp_run_matrix *m, FILE *out) {
+  fprintf(out, "%-5s %-11s %-9s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-24s %10s  %s\n", "case",
+          "model", "layer", "tp", "BxS", "tokens", "dtype", "sp", "pass", "graph", "saved",
+          "configuration", "GFLOP", "status");
+  int plan_time = 0;
+  for (int i = 0; i < m->n_configs; ++i) {
+    const tp_run_config *cfg = &m->configs[i];
+    const tp_config_axes *a = &cfg->axes;
+    char what[64], bxs[32];
+    describe(cfg, what, sizeof what);
+    snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
+    const char *status = cfg->rejected ? "rejected: " : "ok";
+    const char *note = cfg->rejected ? cfg->reason : "";
+    if (!cfg->rejected && decided_at_plan_time(cfg)) {
+      note = " (the kernels decide at plan time whether this host runs it)";
+      ++plan_time;
+    }
+    fprintf(out, "%-5d %-11s %-9s %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-24s %10.1f  %s%s\n",
+            cfg->case_index, a->model, a->layer, a->tp, bxs, (long long)a->tokens, a->dtype,
+            a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off", a->save_gathered ? "on" : "off",
+            what, cfg->flops / 1e9, status, note);
+  }
+  int runnable = tp_run_runnable(m);
+  fprintf(out, "%d cases, %d configurations: %d to run, %d rejected\n", m->n_cases, m->n_configs,
+          runnable, m->n_configs - runnable);
+  fprintf(out,
+          "tpbench run also rejects, with the reason: a TP degree other than its worker "
+          "count, dist_gemm without peer access between the GPUs%s.\n",
+          plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
+}

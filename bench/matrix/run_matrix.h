@@ -1,0 +1,153 @@
+/*
+ * run_matrix.h — the configurations of `tpbench run` (and `tpbench matrix`):
+ * the layers a model really runs, stock against dist_gemm, over every
+ * composition asked for, each invalid one kept with the reason it cannot run.
+ *
+ * Axes (a list of values each; the matrix is their product):
+ *   model          debug, 1b, 8b, 70b, 405b (bench/matrix/presets.h)
+ *   layer          attention, ffn, block
+ *   backend        stock, dist_gemm
+ *   schedule       dist_gemm's: auto, ce, sm, ring, multimem
+ *   chunks         dist_gemm's chunks per rank's shard, 0 = the plan decides
+ *   tp             TP degree; not given: the job's worker count
+ *   batch, seqlen  B and S; tokens per step T = B·S
+ *   dtype          bf16, fp32
+ *   sp             on, off (sequence parallelism)
+ *   pass           fwd, fwd+bwd
+ *   graph          off, on (time CUDA graph replays of a captured step)
+ *   save_gathered  off, on (the all-gather side's backward reuses the
+ *                  forward's gathered input instead of gathering again)
+ * They come from a preset ("quick", the default: debug and 8b, every layer,
+ * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
+ * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
+ * tp_run_spec_load), then `--axis NAME=V1,V2` assignments, each replacing
+ * one axis's list.
+ *
+ * A case is one point of every axis but backend, schedule and chunks. Each
+ * yields, in this order: the stock layer (kind "layer", backend "stock") if
+ * stock is asked for; one dist_gemm layer per schedule × chunks if dist_gemm
+ * is; the layer with its TP ops as GEMMs alone (kind "gemm", backend
+ * "cublaslt") and as collectives alone (kind "comm", backend "nccl"), whose
+ * maximum bounds it. Rules that make a configuration meaningless are checked
+ * here, without a GPU, and kept as rejections with their reason (the list is
+ * tp_run_expand's); rules only the machine can decide are applied by `run`
+ * (tp_run_reject_world, tp_run_reject_no_peer_access) or by the kernels at
+ * plan time (multimem without multicast, ring), whose rejection is recorded.
+ * Pure C, no CUDA.
+ */
+#ifndef TP_RUN_MATRIX_H
+#define TP_RUN_MATRIX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/tp_store.h"
+#include "bench/cli/cli.h"
+#include "bench/matrix/presets.h"
+
+typedef struct tp_run_spec {
+  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered;
+  tp_int_list chunks, tp, batch, seqlen; /* tp.count == 0: the job's worker count */
+} tp_run_spec;
+
+/* The axis names, in the order above. */
+const char *const *tp_run_axis_names(int *count);
+
+/* The presets' names: "quick", "full". */
+const char *const *tp_run_preset_names(int *count);
+
+/* Fills spec with preset name. TP_EUSAGE naming the valid presets otherwise. */
+tp_rc tp_run_spec_preset(const char *name, tp_run_spec *spec);
+
+/* Replaces one axis's list with the comma-separated values (checked when the
+ * matrix is expanded). TP_EUSAGE for an unknown axis (listing the valid
+ * ones), an empty or malformed list; spec is unchanged then. */
+tp_rc tp_run_spec_set_axis(tp_run_spec *spec, const char *axis, const char *values);
+
+/* The same from "NAME=V1,V2" (a --axis argument). */
+tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment);
+
+/*
+ * Reads a matrix file and fills spec: the preset it starts from (preset if
+ * not NULL, else the file's "preset", else "quick"), then the file's axes.
+ * The file is one JSON object:
+ *   {"preset": "quick",
+ *    "axes": {"model": ["debug", "8b"], "seqlen": [2048, 4096],
+ *             "sp": "on", "graph": [false, true]},
+ *    "description": "anything"}
+ * An axis value is a string, a whole number, a boolean (true "on", false
+ * "off") or an array of them. TP_EIO when the file cannot be read; TP_EUSAGE
+ * (with the line and column for a syntax error) for anything else wrong:
+ * not an object, an unknown key or axis, a value of another type, a string
+ * that is empty, holds a comma or is over 127 characters, a path that is
+ * not a regular file (a FIFO is refused without blocking), over 1 MiB.
+ */
+tp_rc tp_run_spec_load(const char *path, const char *preset, tp_run_spec *spec);
+
+typedef enum {
+  TP_RUN_STOCK = 0, /* kind layer, backend stock */
+  TP_RUN_DIST_GEMM, /* kind layer, backend dist_gemm */
+  TP_RUN_GEMM,      /* kind gemm, backend cublaslt: the layer with its TP ops' GEMMs alone */
+  TP_RUN_COMM       /* kind comm, backend nccl: the layer's collectives alone */
+} tp_run_role;
+
+typedef struct tp_run_case {
+  const tp_model_preset *model;
+  const char *layer, *dtype, *pass; /* canonical, static */
+  int tp, batch, seqlen;
+  int64_t tokens;
+  int sp, graph, save_gathered;
+  int first_config, n_configs;
+} tp_run_case;
+
+typedef struct tp_run_config {
+  tp_config_axes axes; /* strings are static: the matrix outlives the spec */
+  tp_run_role role;
+  int case_index;
+  int rejected; /* 1: not to be run; reason says why */
+  char reason[320];
+  double flops; /* per iteration, the whole group (tp_layer_flops); 0 for comm */
+} tp_run_config;
+
+typedef struct tp_run_matrix {
+  tp_run_case *cases;
+  int n_cases;
+  tp_run_config *configs;
+  int n_configs;
+} tp_run_matrix;
+
+/*
+ * Expands spec (tp.count == 0: TP tp_default) into *out, free with
+ * tp_run_matrix_free. Rejections, each with its reason:
+ *   - seqlen not divisible by TP with SP on (the sequence is sharded in whole
+ *     positions), tokens not divisible by TP;
+ *   - n_heads or n_kv_heads (layers with attention), ffn_hidden (with FFN)
+ *     not divisible by TP;
+ *   - save_gathered=on with pass fwd (no backward to reuse it) or SP off
+ *     (nothing is gathered);
+ *   - dist_gemm with SP off, at TP 1, with chunks that do not divide the
+ *     tokens per rank or outside 1..32;
+ *   - the collective alone at TP 1;
+ *   - a composition whose placement contracts do not hold (placement.h).
+ * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
+ * or more than 200000 configurations (*out empty then); TP_EOOM.
+ */
+tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out);
+
+void tp_run_matrix_free(tp_run_matrix *matrix);
+
+/* Configurations not rejected. */
+int tp_run_runnable(const tp_run_matrix *matrix);
+
+/* Host rules `run` applies before the first configuration. Each marks the
+ * configurations it concerns rejected (if they were not) and returns how
+ * many: a TP degree other than the job's worker count; dist_gemm where the
+ * job's GPUs cannot all reach each other's memory (peer access). */
+int tp_run_reject_world(tp_run_matrix *matrix, int world);
+int tp_run_reject_no_peer_access(tp_run_matrix *matrix);
+
+/* Prints one line per configuration (case, axes, role, "ok" or the
+ * rejection) and a summary: `tpbench matrix`. */
+void tp_run_matrix_print(const tp_run_matrix *matrix, FILE *out);
+
+#endif /* TP_RUN_MATRIX_H */
