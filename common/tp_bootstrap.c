@@ -4,7 +4,7 @@
  * rounds, then iterations inside each drawn round, into one scratch array
  * whose median is taken by sorting (n is a few hundred at most per series).
  */
-#include "tp_bootstrap.h"
+#include "common/tp_bootstrap.h"
 
 #include <math.h>
 #include <stdlib.h>

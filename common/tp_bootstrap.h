@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "tp_error.h"
+#include "common/tp_error.h"
 
 enum { TP_BOOT_RESAMPLES = 2000 };
 

@@ -1,7 +1,7 @@
 /*
  * tp_error.c — per-thread last-error buffer behind tp_fail() (see tp_error.h).
  */
-#include "tp_error.h"
+#include "common/tp_error.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -3,7 +3,7 @@
  * The level and subsystem list are read from the environment once; the tag is
  * owned here and set by the launcher when a process learns its rank.
  */
-#include "tp_log.h"
+#include "common/tp_log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

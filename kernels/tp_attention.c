@@ -26,8 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tp_cuda_check.h"
-#include "tp_layers.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_layers.h"
 
 enum { ATTN_ALIGN = 256 };
 

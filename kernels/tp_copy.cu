@@ -6,7 +6,7 @@
  */
 #include <cuda_bf16.h>
 
-#include "tp_device.h"
+#include "kernels/tp_device.h"
 
 namespace {
 

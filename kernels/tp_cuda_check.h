@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "../common/tp_error.h"
+#include "common/tp_error.h"
 
 #define TP_CUDA(call)                                                                              \
   do {                                                                                             \

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tp_dtype.h"
+#include "kernels/tp_dtype.h"
 
 #ifdef __cplusplus
 extern "C" {

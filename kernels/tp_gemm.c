@@ -4,13 +4,13 @@
  * (one per rank); it is a small open-addressed table because a benchmark
  * runs a few dozen distinct shapes.
  */
-#include "tp_gemm.h"
+#include "kernels/tp_gemm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tp_cuda_check.h"
+#include "kernels/tp_cuda_check.h"
 
 enum { GEMM_CACHE_SLOTS = 256, GEMM_HEURISTICS = 16 };
 

@@ -21,8 +21,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "../common/tp_error.h"
-#include "tp_dtype.h"
+#include "common/tp_error.h"
+#include "kernels/tp_dtype.h"
 
 typedef struct tp_gemm tp_gemm;
 

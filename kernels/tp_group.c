@@ -1,7 +1,7 @@
 /*
  * tp_group.c — creation and teardown of one rank's GPU state (tp_group.h).
  */
-#include "tp_group.h"
+#include "kernels/tp_group.h"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/tp_log.h"
-#include "tp_cuda_check.h"
+#include "common/tp_log.h"
+#include "kernels/tp_cuda_check.h"
 
 enum { GEMM_WORKSPACE_BYTES = 64 << 20 };
 

@@ -11,10 +11,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "../common/tp_error.h"
-#include "tp_device.h"
-#include "tp_gemm.h"
-#include "tp_symm.h"
+#include "common/tp_error.h"
+#include "kernels/tp_device.h"
+#include "kernels/tp_gemm.h"
+#include "kernels/tp_symm.h"
 
 enum { TP_EVENT_POOL = 2 * TP_MAX_WORLD * TP_MAX_CHUNKS + 4 };
 

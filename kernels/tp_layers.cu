@@ -11,7 +11,7 @@
  */
 #include <cuda_bf16.h>
 
-#include "tp_layers.h"
+#include "kernels/tp_layers.h"
 
 namespace {
 

@@ -32,9 +32,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/tp_error.h"
-#include "tp_dtype.h"
-#include "tp_gemm.h"
+#include "common/tp_error.h"
+#include "kernels/tp_dtype.h"
+#include "kernels/tp_gemm.h"
 
 #ifdef __cplusplus
 extern "C" {

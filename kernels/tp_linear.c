@@ -21,13 +21,13 @@
  * bit-identical between stock and dist_gemm; only the reduce-scatter
  * outputs differ in the order ranks are summed.
  */
-#include "tp_linear.h"
+#include "kernels/tp_linear.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../collectors/tp_nvtx.h"
-#include "tp_cuda_check.h"
+#include "collectors/tp_nvtx.h"
+#include "kernels/tp_cuda_check.h"
 
 enum {
   SM_COPY_BLOCKS = 16, /* GPU.md: 16 blocks of 1024 threads push ~336 GB/s */

@@ -31,9 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/tp_error.h"
-#include "tp_dtype.h"
-#include "tp_group.h"
+#include "common/tp_error.h"
+#include "kernels/tp_dtype.h"
+#include "kernels/tp_group.h"
 
 typedef enum { TP_LINEAR_AG = 0, TP_LINEAR_AG_MULTI, TP_LINEAR_RS } tp_linear_kind;
 typedef enum {

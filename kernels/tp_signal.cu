@@ -6,7 +6,7 @@
  */
 #include <cstdio>
 
-#include "tp_device.h"
+#include "kernels/tp_device.h"
 
 namespace {
 

@@ -3,13 +3,13 @@
  * tp_symm.h). An IPC handle cannot be opened in the process that made it,
  * so each rank keeps its own raw pointer and opens only its peers' handles.
  */
-#include "tp_symm.h"
+#include "kernels/tp_symm.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/tp_log.h"
-#include "tp_cuda_check.h"
+#include "common/tp_log.h"
+#include "kernels/tp_cuda_check.h"
 
 enum { SYMM_GRANULE = 2 << 20 }; /* grow in 2 MiB steps */
 

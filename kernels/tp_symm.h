@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/tp_error.h"
-#include "tp_device.h"
+#include "common/tp_error.h"
+#include "kernels/tp_device.h"
 
 /* All-gather of `bytes` from every rank into recv (world * bytes, rank order). */
 typedef tp_rc (*tp_exchange_fn)(void *ctx, const void *send, size_t bytes, void *recv);

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/tp_error.h"
+#include "common/tp_error.h"
 
 #ifdef __cplusplus
 extern "C" {
