@@ -781,7 +781,7 @@ static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, si
   key_writer w = {buf, cap, 0};
   if (whole_config) key_str(&w, "kind", a->kind);
   key_str(&w, "model", a->model);
-  key_str(&w, "layer", a->layer);
+  key_str(&w, "layer", a->op_or_layer);
   key_str(&w, "proj", a->proj);
   if (whole_config) {
     key_str(&w, "backend", a->backend);
@@ -878,7 +878,7 @@ static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *
   bind_text(&b, case_key);
   bind_text(&b, a->kind);
   bind_text(&b, a->model);
-  bind_text(&b, a->layer);
+  bind_text(&b, a->op_or_layer);
   bind_text(&b, a->proj);
   bind_text(&b, a->backend);
   bind_text(&b, a->schedule);

@@ -116,9 +116,10 @@ tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int
 typedef struct tp_config_axes {
   const char *kind;  /* "op" (a TP op), "gemm" (GEMM alone), "comm" (collective alone), "layer" */
   const char *model; /* "llama3-8b", ... */
-  const char
-      *layer;       /* op or layer: "ag_linear", "ag_linear_multi", "linear_rs", "attention", ... */
-  const char *proj; /* projection: "qkv", "wo", "w13", "w2" */
+  /* what is timed, an op ("ag_linear", "ag_linear_multi", "linear_rs") or a layer ("attention",
+   * "ffn", "block"); stored as the column and key axis "layer" */
+  const char *op_or_layer;
+  const char *proj;     /* projection: "qkv", "wo", "w13", "w2" */
   const char *backend;  /* "stock" or "dist_gemm"; for kind gemm/comm: "cublaslt" or "nccl" */
   const char *schedule; /* requested: "auto", "ce", "sm", "ring", "multimem", or NULL */
   int chunks;           /* requested chunks per shard, 0 = auto */

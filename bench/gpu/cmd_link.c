@@ -14,16 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+#include "bench/cli/link_args.h"
+#include "bench/gpu/job.h"
+#include "bench/gpu/worker_group.h"
+#include "bench/launch/launcher.h"
+#include "bench/stats/stats.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "store/tp_store.h"
-#include "bench/cli/cli.h"
-#include "bench/cli/commands.h"
-#include "bench/launch/launcher.h"
-#include "bench/cli/link_args.h"
-#include "bench/stats/stats.h"
-#include "bench/gpu/job.h"
-#include "bench/gpu/worker_group.h"
 
 enum { RENDEZVOUS_TIMEOUT_MS = 120000, N_PROBES = 4 };
 
@@ -102,7 +102,7 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
                           const probe_point *pt, const double *samples, int iters) {
   tp_config_axes axes = {0};
   axes.kind = "link";
-  axes.layer = PROBE_NAMES[kind];
+  axes.op_or_layer = PROBE_NAMES[kind];
   axes.backend = PROBE_ENGINES[kind];
   axes.tp = world;
   axes.m = (int64_t)bytes;

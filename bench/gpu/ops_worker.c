@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/gpu/harness.h"
+#include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_linear.h"
-#include "bench/gpu/harness.h"
-#include "bench/gpu/plan_info.h"
 
 enum { REASON_CAP = 416 };
 
@@ -232,8 +232,9 @@ static void op_info(void *self, tp_item_info *info) {
   info->dtype = case_desc(it->c).dtype;
   if (!it->have_plan) return;
   info->planned = 1;
-  info->schedules[0] = (tp_schedule_choice){it->cfg->axes.layer, tp_schedule_name(p->schedule),
-                                            tp_plan_engine(p), p->chunks, p->reason};
+  info->schedules[0] =
+      (tp_schedule_choice){it->cfg->axes.op_or_layer, tp_schedule_name(p->schedule),
+                           tp_plan_engine(p), p->chunks, p->reason};
   info->n_schedules = 1;
   info->schedule_label = tp_schedule_name(p->schedule);
   info->bytes_moved = (double)p->comm_bytes;
@@ -260,7 +261,7 @@ static tp_numerics_role numerics_role(tp_ops_role role) {
 
 static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
                                         char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.layer,
+  snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.op_or_layer,
            (long long)c->tokens, c->dtype, cfg->axes.backend);
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);

@@ -226,7 +226,7 @@ static double pass_flop_factor(const char *pass) {
 static tp_config_axes case_axes(const tp_ops_case *c) {
   tp_config_axes a = {0};
   a.model = c->model->name;
-  a.layer = tp_op_kind_name(c->proj.op);
+  a.op_or_layer = tp_op_kind_name(c->proj.op);
   a.proj = c->proj.name;
   a.tp = c->tp;
   a.tokens = c->tokens;
@@ -364,9 +364,10 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
     char what[64];
     describe_config(cfg, what, sizeof what);
     fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-5s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
-            cfg->case_index, a->model, a->proj, a->layer, (long long)a->tokens, a->tp, a->dtype,
-            a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m, (long long)a->n,
-            (long long)a->k, cfg->rejected ? "rejected: " : "ok", cfg->rejected ? cfg->reason : "");
+            cfg->case_index, a->model, a->proj, a->op_or_layer, (long long)a->tokens, a->tp,
+            a->dtype, a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m,
+            (long long)a->n, (long long)a->k, cfg->rejected ? "rejected: " : "ok",
+            cfg->rejected ? cfg->reason : "");
   }
   fprintf(out, "%d configurations, %d to run, %d rejected\n", matrix->n_configs,
           tp_ops_runnable(matrix), matrix->n_configs - tp_ops_runnable(matrix));

@@ -331,7 +331,7 @@ static tp_config_axes case_axes(const tp_run_case *c) {
   tp_config_axes a;
   memset(&a, 0, sizeof a);
   a.model = c->model->name;
-  a.layer = c->layer;
+  a.op_or_layer = c->layer;
   a.tp = c->tp;
   a.batch = c->batch;
   a.seqlen = c->seqlen;
@@ -563,7 +563,7 @@ void tp_run_matrix_print(const tp_run_matrix *m, FILE *out) {
       ++plan_time;
     }
     fprintf(out, "%-5d %-11s %-9s %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-24s %10.1f  %s%s\n",
-            cfg->case_index, a->model, a->layer, a->tp, bxs, (long long)a->tokens, a->dtype,
+            cfg->case_index, a->model, a->op_or_layer, a->tp, bxs, (long long)a->tokens, a->dtype,
             a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off", a->save_gathered ? "on" : "off",
             what, cfg->flops / 1e9, status, note);
   }

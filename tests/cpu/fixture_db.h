@@ -190,7 +190,7 @@ static inline char *fx_text(sqlite3_stmt *st, int col) {
 static inline void fx_read_axes(sqlite3_stmt *st, tp_config_axes *a) {
   a->kind = fx_text(st, 1);
   a->model = fx_text(st, 2);
-  a->layer = fx_text(st, 3);
+  a->op_or_layer = fx_text(st, 3);
   a->proj = fx_text(st, 4);
   a->backend = fx_text(st, 5);
   a->schedule = fx_text(st, 6);
@@ -211,8 +211,8 @@ static inline void fx_read_axes(sqlite3_stmt *st, tp_config_axes *a) {
 }
 
 static inline void fx_free_axes(tp_config_axes *a) {
-  const char *s[] = {a->kind,    a->model,    a->layer, a->proj,
-                     a->backend, a->schedule, a->dtype, a->pass};
+  const char *s[] = {a->kind,    a->model,    a->op_or_layer, a->proj,
+                     a->backend, a->schedule, a->dtype,       a->pass};
   for (size_t i = 0; i < sizeof s / sizeof *s; i++) free((char *)s[i]);
 }
 
@@ -255,7 +255,8 @@ static inline int fx_copy_config(tp_store *s, sqlite3_stmt *st, int64_t run, fx_
   r.workspace_bytes = sqlite3_column_int64(st, 23);
   r.max_abs_err = r.rel_err = NAN;
   tp_samples sets[RANKS] = {{0, ITERS, times, NULL, NULL}, {1, ITERS, times + ITERS, NULL, NULL}};
-  tp_schedule_choice ran = {a.layer, a.backend && !strcmp(a.backend, "dist_gemm") ? "ce" : "nccl",
+  tp_schedule_choice ran = {a.op_or_layer,
+                            a.backend && !strcmp(a.backend, "dist_gemm") ? "ce" : "nccl",
                             "synthetic", 2, FX_SYNTHETIC_NOTE};
   tp_config_record rec = {.axes = &a,
                           .status = TP_STATUS_OK,
@@ -428,7 +429,7 @@ static inline void fx_synth_axes(fx_synth_config *c, const char *kind, const cha
                                  const char *schedule, const char *pass) {
   c->axes = (tp_config_axes){.kind = kind,
                              .model = model,
-                             .layer = layer,
+                             .op_or_layer = layer,
                              .proj = proj,
                              .backend = backend,
                              .schedule = schedule,
@@ -559,7 +560,7 @@ static inline int fx_synth_put(tp_store *s, int64_t run, const fx_synth_config *
 static inline size_t fx_synth_case_of(const fx_synth_config *configs, size_t i) {
   while (i > 0) {
     const tp_config_axes *a = &configs[i - 1].axes, *b = &configs[i].axes;
-    int same = !strcmp(a->model, b->model) && !strcmp(a->layer, b->layer) &&
+    int same = !strcmp(a->model, b->model) && !strcmp(a->op_or_layer, b->op_or_layer) &&
                !strcmp(a->pass, b->pass) &&
                ((!a->proj && !b->proj) || (a->proj && b->proj && !strcmp(a->proj, b->proj)));
     if (!same) break;

@@ -85,7 +85,7 @@ static void test_axes_and_shapes(void **state) {
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
 
   const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_DIST_GEMM);
-  assert_string_equal(qkv->axes.layer, "ag_linear");
+  assert_string_equal(qkv->axes.op_or_layer, "ag_linear");
   assert_string_equal(qkv->axes.schedule, "auto");
   assert_int_equal(qkv->axes.chunks, 0);
   assert_string_equal(qkv->axes.dtype, "bf16");
@@ -99,13 +99,13 @@ static void test_axes_and_shapes(void **state) {
   assert_null(find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_STOCK)->axes.schedule);
 
   const tp_ops_config *wo = find(&m, "llama3-8b", "wo", 8192, 2, TP_OPS_STOCK);
-  assert_string_equal(wo->axes.layer, "linear_rs");
+  assert_string_equal(wo->axes.op_or_layer, "linear_rs");
   assert_int_equal(wo->axes.m, 8192);
   assert_int_equal(wo->axes.n, 4096);
   assert_int_equal(wo->axes.k, 2048); /* 4096 / 2 */
 
   const tp_ops_config *w13 = find(&m, "llama3-70b", "w13", 16384, 2, TP_OPS_GEMM);
-  assert_string_equal(w13->axes.layer, "ag_linear_multi");
+  assert_string_equal(w13->axes.op_or_layer, "ag_linear_multi");
   assert_int_equal(w13->axes.n, 14336); /* 28672 / 2, per weight */
   assert_int_equal(w13->axes.k, 8192);
   assert_int_equal(w13->axes.n_weights, 2);

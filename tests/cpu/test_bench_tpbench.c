@@ -22,8 +22,8 @@
 
 #include <sqlite3.h>
 
-#include "tests/cpu/bench_testutil.h"
 #include "store/tp_store.h"
+#include "tests/cpu/bench_testutil.h"
 
 #ifndef TPBENCH_EXE
 #error "TPBENCH_EXE must name the tpbench binary"
@@ -253,7 +253,7 @@ static void write_small_db(const char *path) {
   for (int b = 0; b < 2; b++) {
     tp_config_axes axes = {.kind = "op",
                            .model = "llama3-8b",
-                           .layer = "ag_linear",
+                           .op_or_layer = "ag_linear",
                            .proj = "qkv",
                            .backend = backends[b],
                            .tp = 2,

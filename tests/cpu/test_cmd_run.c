@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/cpu/run_program.h"
 #include "store/tp_store.h"
+#include "tests/cpu/run_program.h"
 
 #ifndef TPBENCH_EXE
 #error "TPBENCH_EXE must name the tpbench binary"
@@ -145,7 +145,7 @@ static tp_config_axes layer_axes(const char *kind, const char *backend, int sp) 
   memset(&a, 0, sizeof a);
   a.kind = kind;
   a.model = "llama3-8b";
-  a.layer = "attention";
+  a.op_or_layer = "attention";
   a.backend = backend;
   a.tp = 2;
   a.batch = 1;

@@ -26,9 +26,9 @@
 
 #include <jansson.h>
 
-#include "tests/cpu/fixture_db.h"
 #include "report/tp_compare.h"
 #include "report/tp_history.h"
+#include "tests/cpu/fixture_db.h"
 
 #define COMMIT_A "aaaa000011112222333344445555666677778888"
 #define COMMIT_B "bbbb000011112222333344445555666677778888"
@@ -56,7 +56,7 @@ typedef struct {
 static tp_config_axes axes_for(const char *proj, int64_t tokens) {
   return (tp_config_axes){.kind = "op",
                           .model = "llama3-8b",
-                          .layer = "ag_linear",
+                          .op_or_layer = "ag_linear",
                           .proj = proj,
                           .backend = "dist_gemm",
                           .schedule = "ce",

@@ -53,7 +53,7 @@ static tp_config_axes case_axes(const char *model, const char *layer, const char
                                 int64_t tokens, const char *dtype) {
   tp_config_axes a = {.kind = "op",
                       .model = model,
-                      .layer = layer,
+                      .op_or_layer = layer,
                       .proj = proj,
                       .tp = 8,
                       .batch = 2,

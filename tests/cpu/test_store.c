@@ -182,7 +182,7 @@ static tp_config_axes demo_axes(void) {
   tp_config_axes a = {
       .kind = "op",
       .model = "llama3-8b",
-      .layer = "ag_linear",
+      .op_or_layer = "ag_linear",
       .proj = "qkv",
       .backend = "dist_gemm",
       .schedule = "ce",
@@ -505,7 +505,7 @@ static void test_config_key_every_axis_matters(void **state) {
   for (int i = 0; i < N; i++) variants[i] = demo_axes();
   variants[0].kind = "gemm";
   variants[1].model = "llama3-70b";
-  variants[2].layer = "linear_rs";
+  variants[2].op_or_layer = "linear_rs";
   variants[3].proj = "wo";
   variants[4].backend = "stock";
   variants[5].schedule = "sm";

@@ -16,8 +16,8 @@
 
 #include <sys/stat.h>
 
-#include "tests/cpu/fixture_db.h"
 #include "store/tp_store.h"
+#include "tests/cpu/fixture_db.h"
 
 typedef struct {
   fx_dir dir;
@@ -272,7 +272,7 @@ static void test_put_config_with_trace(void **state) {
   assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
   tp_config_axes axes = {.kind = "op",
                          .model = "m",
-                         .layer = "ag_linear",
+                         .op_or_layer = "ag_linear",
                          .backend = "dist_gemm",
                          .tp = 2,
                          .tokens = 8,
@@ -327,7 +327,7 @@ static void test_put_trace_evidence_per_op(void **state) {
   assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
   tp_config_axes axes = {.kind = "layer",
                          .model = "m",
-                         .layer = "attention",
+                         .op_or_layer = "attention",
                          .backend = "dist_gemm",
                          .tp = 2,
                          .tokens = 8,
@@ -611,7 +611,7 @@ static void test_import_keeps_schema_3(void **state) {
   assert_int_equal(tp_store_begin_run(src, &info, &run), TP_OK);
   tp_config_axes axes = {.kind = "op",
                          .model = "m",
-                         .layer = "ag_linear",
+                         .op_or_layer = "ag_linear",
                          .backend = "dist_gemm",
                          .tp = 2,
                          .tokens = 8,
