@@ -34,9 +34,6 @@
 extern "C" {
 #endif
 
-/* A result that must be looked at: a mismatch or a lost record is never ignored. */
-#define TP_MUST_CHECK __attribute__((warn_unused_result))
-
 /* ---- events --------------------------------------------------------------- */
 
 typedef enum { TP_EV_KERNEL, TP_EV_MEMCPY, TP_EV_MEMSET, TP_EV_SYNC, TP_EV_RANGE } tp_event_kind;

@@ -14,6 +14,9 @@
 extern "C" {
 #endif
 
+/* On every function that returns a status: a result that must be looked at. */
+#define TP_MUST_CHECK __attribute__((warn_unused_result))
+
 typedef enum tp_rc {
   TP_OK = 0,
   TP_EUSAGE,    /* bad input from the user: unknown option, value, combination, a path
