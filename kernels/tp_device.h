@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/tp_dtype.h"
+#include "common/tp_vocab.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
-#include "kernels/tp_dtype.h"
+#include "common/tp_vocab.h"
 
 typedef struct tp_gemm tp_gemm;
 

@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
-#include "kernels/tp_dtype.h"
+#include "common/tp_vocab.h"
 #include "kernels/tp_gemm.h"
 
 #ifdef __cplusplus

@@ -41,45 +41,6 @@ enum {
   MAX_PHASE_CHUNKS = TP_MAX_CHUNKS / 2
 };
 
-const char *tp_linear_kind_name(tp_linear_kind kind) {
-  switch (kind) {
-  case TP_LINEAR_AG: return "ag_linear";
-  case TP_LINEAR_AG_MULTI: return "ag_linear_multi";
-  case TP_LINEAR_RS: return "linear_rs";
-  }
-  return "?";
-}
-
-const char *tp_backend_name(tp_backend backend) {
-  switch (backend) {
-  case TP_BACKEND_STOCK: return "stock";
-  case TP_BACKEND_DIST: return "dist_gemm";
-  case TP_BACKEND_GEMM_ONLY: return "gemm_only";
-  case TP_BACKEND_COMM_ONLY: return "comm_only";
-  }
-  return "?";
-}
-
-static const char *const schedule_names[] = {"auto", "ce", "sm", "ring", "multimem", "nccl"};
-
-const char *tp_schedule_name(tp_schedule schedule) {
-  if ((unsigned)schedule < sizeof schedule_names / sizeof schedule_names[0])
-    return schedule_names[schedule];
-  return "?";
-}
-
-tp_rc tp_schedule_parse(const char *name, tp_schedule *out) {
-  for (unsigned i = 0; i < sizeof schedule_names / sizeof schedule_names[0]; ++i) {
-    if (strcmp(name, schedule_names[i]) == 0 && i != TP_SCHED_NCCL) {
-      *out = (tp_schedule)i;
-      return TP_OK;
-    }
-  }
-  return TP_FAIL(TP_EUSAGE, "unknown schedule '%s' (valid: auto, ce, sm, ring, multimem)", name);
-}
-
-static int is_gather_side(tp_linear_kind kind) { return kind != TP_LINEAR_RS; }
-
 /* dist_gemm plans run fused, except where auto chose the stock path (its
  * schedule then says nccl, with the reason). */
 static int is_fused(const tp_linear_plan *p) {
@@ -87,8 +48,8 @@ static int is_fused(const tp_linear_plan *p) {
 }
 
 size_t tp_linear_x_elems(const tp_linear_plan *p) {
-  if (is_gather_side(p->desc.kind))
-    return (size_t)((p->desc.sp_off ? p->desc.tokens : p->shard_rows) * p->desc.in_features);
+  if (tp_op_gathers(p->desc.op))
+    return (size_t)((!p->desc.sp ? p->desc.tokens : p->shard_rows) * p->desc.in_features);
   return (size_t)(p->desc.tokens * (p->desc.in_features / p->world));
 }
 
@@ -97,8 +58,8 @@ size_t tp_linear_b_elems(const tp_linear_plan *p) { return (size_t)p->gemm_n; }
 size_t tp_linear_w_elems(const tp_linear_plan *p) { return (size_t)(p->gemm_n * p->gemm_k); }
 
 size_t tp_linear_y_elems(const tp_linear_plan *p) {
-  if (is_gather_side(p->desc.kind)) return (size_t)(p->desc.tokens * p->gemm_n);
-  return (size_t)((p->desc.sp_off ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
+  if (tp_op_gathers(p->desc.op)) return (size_t)(p->desc.tokens * p->gemm_n);
+  return (size_t)((!p->desc.sp ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
 }
 
 /* Rates of the chunk-count model, measured on the reference H200 pair
@@ -158,7 +119,7 @@ static tp_rc reject(tp_linear_plan *p, const char *fmt, const char *detail) {
 static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
   char num[64];
   if (d->n_weights < 1 || d->n_weights > TP_MAX_WEIGHTS ||
-      (d->kind != TP_LINEAR_AG_MULTI && d->n_weights != 1)) {
+      (d->op != TP_OP_AG_LINEAR_MULTI && d->n_weights != 1)) {
     snprintf(num, sizeof num, "%d", d->n_weights);
     return reject(p, "unsupported number of weights: %s", num);
   }
@@ -166,7 +127,7 @@ static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) 
     snprintf(num, sizeof num, "%lld tokens, TP %d", (long long)d->tokens, world);
     return reject(p, "tokens not divisible by the TP degree (%s)", num);
   }
-  int64_t sharded = is_gather_side(d->kind) ? d->out_features : d->in_features;
+  int64_t sharded = tp_op_gathers(d->op) ? d->out_features : d->in_features;
   if (sharded % world != 0) {
     snprintf(num, sizeof num, "%lld features, TP %d", (long long)sharded, world);
     return reject(p, "sharded weight dimension not divisible by the TP degree (%s)", num);
@@ -177,7 +138,7 @@ static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) 
 static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
   p->shard_rows = d->tokens / world;
   size_t e = tp_dtype_bytes(d->dtype);
-  if (is_gather_side(d->kind)) {
+  if (tp_op_gathers(d->op)) {
     p->gemm_m = d->tokens;
     p->gemm_n = d->out_features / world;
     p->gemm_k = d->in_features;
@@ -195,9 +156,9 @@ static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
   if (d->backward) {
     size_t fwd = p->comm_bytes;
     size_t other =
-        (size_t)(p->shard_rows * (is_gather_side(d->kind) ? d->in_features : d->out_features)) * e *
+        (size_t)(p->shard_rows * (tp_op_gathers(d->op) ? d->in_features : d->out_features)) * e *
         (size_t)(world - 1);
-    p->comm_bytes = fwd + other + (is_gather_side(d->kind) && !d->save_gathered ? fwd : 0);
+    p->comm_bytes = fwd + other + (tp_op_gathers(d->op) && !d->save_gathered ? fwd : 0);
   }
 }
 
@@ -207,7 +168,7 @@ static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
   const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
   const size_t rs_slots = (size_t)world * (size_t)S, rs_staging = (size_t)(world - 1) * (size_t)S;
   size_t fwd, bwd = 0;
-  if (is_gather_side(d->kind)) {
+  if (tp_op_gathers(d->op)) {
     fwd = T * K * e;
     if (d->backward) bwd = (rs_slots + rs_staging) * K * e + (d->save_gathered ? 0 : T * K * e);
   } else {
@@ -222,13 +183,13 @@ static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
 static size_t stock_scratch(const tp_linear_desc *d) {
   const size_t e = tp_dtype_bytes(d->dtype);
   const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
-  return (d->backward ? 2 : 1) * (is_gather_side(d->kind) ? T * K : T * N) * e;
+  return (d->backward ? 2 : 1) * (tp_op_gathers(d->op) ? T * K : T * N) * e;
 }
 
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   const tp_linear_desc *d = &p->desc;
   if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
-  if (d->sp_off)
+  if (!d->sp)
     return reject(p, "dist_gemm needs sequence parallelism: %s",
                   "with SP off the input is replicated and there is nothing to gather");
   if (requested == TP_SCHED_MULTIMEM) {
@@ -245,7 +206,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
                   "beyond TP 2 the ring must forward received chunks to the next neighbour, "
                   "which is not built yet; ce and sm push to every peer directly");
   const size_t e = tp_dtype_bytes(d->dtype);
-  const int gather = is_gather_side(d->kind);
+  const int gather = tp_op_gathers(d->op);
   /* the forward moves the gathered input (K wide) or the partials (N wide);
    * the backward the other one, through the other side's pipeline */
   const size_t fwd_row = (size_t)(gather ? d->in_features : d->out_features) * e;
@@ -322,8 +283,8 @@ static void name_ranges(tp_linear_plan *p) {
   char what[64];
   snprintf(what, sizeof what, "%s %s x%d", tp_backend_name(p->backend),
            tp_schedule_name(p->schedule), p->chunks);
-  snprintf(p->nvtx_fwd, sizeof p->nvtx_fwd, "%s.fwd %s", tp_linear_kind_name(p->desc.kind), what);
-  snprintf(p->nvtx_bwd, sizeof p->nvtx_bwd, "%s.bwd %s", tp_linear_kind_name(p->desc.kind), what);
+  snprintf(p->nvtx_fwd, sizeof p->nvtx_fwd, "%s.fwd %s", tp_op_name(p->desc.op), what);
+  snprintf(p->nvtx_bwd, sizeof p->nvtx_bwd, "%s.bwd %s", tp_op_name(p->desc.op), what);
 }
 
 tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
@@ -342,17 +303,17 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   out->rank = g->rank;
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
-  if (desc->sp_off) {
+  if (!desc->sp) {
     /* a ring all-reduce sends 2 (W-1)/W of the buffer per rank */
     size_t buf = (size_t)(desc->tokens *
-                          (is_gather_side(desc->kind) ? desc->in_features : desc->out_features)) *
+                          (tp_op_gathers(desc->op) ? desc->in_features : desc->out_features)) *
                  tp_dtype_bytes(desc->dtype);
-    int has = is_gather_side(desc->kind) ? desc->backward : 1;
+    int has = tp_op_gathers(desc->op) ? desc->backward : 1;
     out->comm_bytes = has ? 2 * buf * (size_t)(g->world - 1) / (size_t)g->world : 0;
   }
   size_t e = tp_dtype_bytes(desc->dtype);
   if (desc->save_gathered) {
-    if (!is_gather_side(desc->kind) || !desc->backward || desc->sp_off)
+    if (!tp_op_gathers(desc->op) || !desc->backward || !desc->sp)
       return reject(out, "save_gathered: %s",
                     "only the all-gather side's backward reuses a gathered input");
     out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * e;
@@ -378,8 +339,7 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
 /* fp32 floats of bias-gradient partial sums a backward needs on this rank. */
 static size_t bias_partial_floats(const tp_linear_plan *p) {
   if (!p->desc.bias || !p->desc.backward) return 0;
-  size_t rows =
-      (size_t)(is_gather_side(p->desc.kind) || p->desc.sp_off ? p->desc.tokens : p->shard_rows);
+  size_t rows = (size_t)(tp_op_gathers(p->desc.op) || !p->desc.sp ? p->desc.tokens : p->shard_rows);
   /* the row partials, then one summed row */
   return tp_bias_partial_floats(rows, (size_t)p->gemm_n) + (size_t)p->gemm_n;
 }
@@ -446,7 +406,7 @@ static tp_rc dgrad_partial_rows(tp_group *g, const tp_linear_plan *p, const tp_l
 static tp_rc wgrad(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                    const void *gathered) {
   const int64_t T = p->desc.tokens;
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     for (int i = 0; i < p->desc.n_weights; ++i)
       TP_TRY(gemm(g, p, 1, 0, p->gemm_n, p->gemm_k, T, t->dy[i], p->gemm_n, gathered, p->gemm_k,
                   t->dw[i], p->gemm_k, 0.0f));
@@ -474,8 +434,7 @@ static int runs_comm(const tp_linear_plan *p) { return p->backend != TP_BACKEND_
  * backends so their bits stay comparable. */
 static tp_rc add_biases(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   if (!p->desc.bias || !runs_gemm(p)) return TP_OK;
-  size_t rows =
-      (size_t)(is_gather_side(p->desc.kind) || p->desc.sp_off ? p->desc.tokens : p->shard_rows);
+  size_t rows = (size_t)(tp_op_gathers(p->desc.op) || !p->desc.sp ? p->desc.tokens : p->shard_rows);
   for (int i = 0; i < p->desc.n_weights; ++i)
     TP_CUDA(tp_launch_add_bias(p->desc.dtype, t->y[i], t->b[i], rows, (size_t)p->gemm_n,
                                g->main_stream));
@@ -531,7 +490,7 @@ static tp_rc bias_grads_rs_stock(tp_group *g, const tp_linear_plan *p, const tp_
 /* Sequence parallelism off: the gather side needs no collective in the
  * forward (its input is replicated); the scatter side all-reduces its output. */
 static tp_rc stock_forward_no_sp(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     if (runs_gemm(p)) TP_TRY(fwd_rows(g, p, t, p->gemm_m, t->x, t->y, 0));
     return add_biases(g, p, t);
   }
@@ -547,7 +506,7 @@ static tp_rc stock_forward_no_sp(tp_group *g, const tp_linear_plan *p, const tp_
  * needs nothing: its gradient arrives replicated. */
 static tp_rc stock_backward_no_sp(tp_group *g, const tp_linear_plan *p,
                                   const tp_linear_tensors *t) {
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, NULL, t->dx));
     if (runs_comm(p))
       TP_NCCL(ncclAllReduce(t->dx, t->dx, tp_linear_x_elems(p), nccl_type(p->desc.dtype), ncclSum,
@@ -574,9 +533,9 @@ static void *scratch_of(const tp_group *g, const tp_linear_tensors *t) {
 static tp_rc stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
-  if (p->desc.sp_off) return stock_forward_no_sp(g, p, t);
+  if (!p->desc.sp) return stock_forward_no_sp(g, p, t);
   void *scratch = scratch_of(g, t);
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     void *gathered = t->saved ? t->saved : scratch;
     if (runs_comm(p))
       TP_NCCL(ncclAllGather(t->x, gathered, tp_linear_x_elems(p), nt, g->nccl, s), g->nccl);
@@ -595,12 +554,12 @@ static tp_rc stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
   cudaStream_t s = g->main_stream;
   ncclDataType_t nt = nccl_type(p->desc.dtype);
   const size_t e = tp_dtype_bytes(p->desc.dtype);
-  if (p->desc.sp_off) return stock_backward_no_sp(g, p, t);
+  if (!p->desc.sp) return stock_backward_no_sp(g, p, t);
   /* Regions of one op never alias inside a step: the gathered input (or
    * gradient) has its own, so the GEMMs of a reference run alone read what
    * the collective delivered, not a partial written since. */
   void *scratch = scratch_of(g, t);
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     void *gathered = t->saved ? t->saved : scratch; /* where the forward gathered it */
     void *partial = at(scratch, (size_t)(p->desc.tokens * p->gemm_k) * e);
     if (runs_gemm(p)) TP_TRY(dgrad_partial_rows(g, p, t, 0, p->desc.tokens, NULL, partial));
@@ -826,7 +785,7 @@ static tp_rc place_own_rows(tp_group *g, const tp_linear_plan *p, void *gathered
 static tp_rc dist_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   TP_TRY(fork_to_comm(g));
-  if (!is_gather_side(p->desc.kind)) {
+  if (!tp_op_gathers(p->desc.op)) {
     TP_TRY(fused_reduce_scatter(g, p, t, fwd_partial, p->desc.out_features, t->y[0], 0, p->chunks));
     TP_TRY(add_biases(g, p, t));
     return join_from_comm(g);
@@ -860,7 +819,7 @@ static tp_rc dist_backward(tp_group *g, const tp_linear_plan *p, const tp_linear
   const int64_t S = p->shard_rows, R = S / chunks, T = p->desc.tokens;
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   TP_TRY(fork_to_comm(g));
-  if (is_gather_side(p->desc.kind)) {
+  if (tp_op_gathers(p->desc.op)) {
     /* The input's all-gather for dW (phase 0) moves while dx is computed and
      * reduce-scattered (phase 1); it moves whole (one chunk), since nothing
      * consumes it before it is complete. */
@@ -931,10 +890,10 @@ tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_t
 }
 
 int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
-  const int gather = is_gather_side(p->desc.kind);
+  const int gather = tp_op_gathers(p->desc.op);
   bwd = bwd && p->desc.backward;
   if (p->backend == TP_BACKEND_GEMM_ONLY) return 0;
-  if (p->desc.sp_off) /* one all-reduce: the scatter side's forward, the gather side's backward */
+  if (!p->desc.sp) /* one all-reduce: the scatter side's forward, the gather side's backward */
     return p->backend == TP_BACKEND_GEMM_ONLY ? 0 : gather ? (bwd ? 1 : 0) : (fwd ? 1 : 0);
   if (!is_fused(p)) {
     int calls = fwd ? 1 : 0;

@@ -32,35 +32,13 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
-#include "kernels/tp_dtype.h"
+#include "common/tp_vocab.h"
 #include "kernels/tp_group.h"
-
-typedef enum { TP_LINEAR_AG = 0, TP_LINEAR_AG_MULTI, TP_LINEAR_RS } tp_linear_kind;
-typedef enum {
-  TP_BACKEND_STOCK = 0,
-  TP_BACKEND_DIST,
-  TP_BACKEND_GEMM_ONLY,
-  TP_BACKEND_COMM_ONLY
-} tp_backend;
-typedef enum {
-  TP_SCHED_AUTO = 0,
-  TP_SCHED_CE,
-  TP_SCHED_SM,
-  TP_SCHED_RING,
-  TP_SCHED_MULTIMEM,
-  TP_SCHED_NCCL /* what the stock path runs */
-} tp_schedule;
 
 enum { TP_MAX_WEIGHTS = 4 };
 
-const char *tp_linear_kind_name(tp_linear_kind kind);
-const char *tp_backend_name(tp_backend backend);
-const char *tp_schedule_name(tp_schedule schedule);
-/* Parses a schedule name; TP_EUSAGE for an unknown one. */
-tp_rc tp_schedule_parse(const char *name, tp_schedule *out);
-
 typedef struct tp_linear_desc {
-  tp_linear_kind kind;
+  tp_op op;
   tp_dtype dtype;
   int64_t tokens;       /* T: rows of the whole step */
   int64_t in_features;  /* K of the unsharded weight */
@@ -69,9 +47,9 @@ typedef struct tp_linear_desc {
   int backward;         /* the plan also runs the backward pass */
   int save_gathered;    /* all-gather side: keep AG(x) from the forward for dW (memory for
                            one all-gather less); 0: gather x again in the backward */
-  int sp_off;           /* sequence parallelism off (stock only): activations replicated
-                           between layers, x [T, K] on the gather side, y [T, N] all-reduced
-                           on the scatter side */
+  int sp;               /* sequence parallelism: activations sharded by rows between layers.
+                           0 (stock only): replicated, x [T, K] on the gather side, y [T, N]
+                           all-reduced on the scatter side */
   int bias;             /* each weight has a bias: column-parallel b[N/W] (sharded like the
                            weight), row-parallel b[N] (replicated, added after the sum) */
 } tp_linear_desc;

@@ -15,14 +15,14 @@ int tp_cmd_matrix(int argc, char **argv) {
   int help = 0;
   tp_rc rc = tp_run_args_parse("matrix", argc, argv, &args, &help);
   if (rc != TP_OK || help) return tp_exit_for(rc);
-  tp_run_matrix matrix;
+  tp_layer_matrix matrix;
   /* The options were checked by expanding them once: a failure here is not the input's. */
-  rc = tp_run_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
+  rc = tp_layer_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
     return tp_exit_for(rc);
   }
-  tp_run_matrix_print(&matrix, stdout);
-  tp_run_matrix_free(&matrix);
+  tp_layer_matrix_print(&matrix, stdout);
+  tp_layer_matrix_free(&matrix);
   return tp_exit_for(TP_OK);
 }

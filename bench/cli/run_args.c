@@ -103,17 +103,17 @@ static void run_options(tp_run_args *a, tp_option *o) {
 static tp_rc build_spec(const char *cmd, tp_run_args *args, const assignments *as) {
   char msg[1024];
   tp_rc rc = args->matrix_file
-                 ? tp_run_spec_load(args->matrix_file, args->preset, &args->spec)
-                 : tp_run_spec_preset(args->preset ? args->preset : "quick", &args->spec);
+                 ? tp_layer_spec_load(args->matrix_file, args->preset, &args->spec)
+                 : tp_layer_spec_preset(args->preset ? args->preset : "quick", &args->spec);
   for (int i = 0; rc == TP_OK && i < as->count; ++i)
-    rc = tp_run_spec_assign(&args->spec, as->items[i]);
-  tp_run_matrix matrix;
-  if (rc == TP_OK) rc = tp_run_expand(&args->spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
+    rc = tp_layer_spec_assign(&args->spec, as->items[i]);
+  tp_layer_matrix matrix;
+  if (rc == TP_OK) rc = tp_layer_expand(&args->spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
   if (rc != TP_OK) {
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
     return usage(cmd, msg);
   }
-  tp_run_matrix_free(&matrix);
+  tp_layer_matrix_free(&matrix);
   return TP_OK;
 }
 

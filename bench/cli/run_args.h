@@ -5,7 +5,7 @@
  * cmd_matrix.c) accept and reject the same command lines.
  *
  * The matrix comes from --preset P (default quick), then --matrix FILE (a
- * JSON matrix file, run_matrix.h; its own "preset" counts when --preset is
+ * JSON matrix file, layer_matrix.h; its own "preset" counts when --preset is
  * not given), then every --axis NAME=V1,V2 in order (the flag may repeat).
  * `run` adds where the results go and how each configuration is timed.
  */
@@ -13,13 +13,13 @@
 #define TP_RUN_ARGS_H
 
 #include "bench/cli/rounds_args.h"
-#include "bench/matrix/run_matrix.h"
+#include "bench/matrix/layer_matrix.h"
 
 /* TP degree `matrix` assumes when the tp axis is not given (no GPUs are counted). */
 #define TP_RUN_MATRIX_DEFAULT_TP 2
 
 typedef struct tp_run_args {
-  tp_run_spec spec;        /* the matrix asked for (tp.count == 0: the job's worker count) */
+  tp_layer_spec spec;      /* the matrix asked for (tp.count == 0: the job's worker count) */
   const char *preset;      /* NULL: the matrix file's, else quick */
   const char *matrix_file; /* NULL: none */
   /* run only */

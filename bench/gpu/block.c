@@ -13,25 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/matrix/placement.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
-#include "bench/matrix/placement.h"
 
-static const char *const kind_names[] = {"attention", "ffn", "block"};
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
-
-tp_rc tp_block_kind_parse(const char *layer, tp_block_kind *out) {
-  for (int i = 0; i < 3; ++i)
-    if (strcmp(layer, kind_names[i]) == 0) {
-      *out = (tp_block_kind)i;
-      return TP_OK;
-    }
-  return TP_FAIL(TP_EUSAGE, "unknown layer '%s' (valid: attention, ffn, block)", layer);
-}
-
-const char *tp_block_kind_name(tp_block_kind kind) {
-  return (unsigned)kind < 3 ? kind_names[kind] : "?";
-}
 
 const char *tp_block_proj_name(tp_block_proj proj) {
   return (unsigned)proj < TP_N_PROJ ? proj_names[proj] : "?";
@@ -39,8 +25,8 @@ const char *tp_block_proj_name(tp_block_proj proj) {
 
 /* ---- planning ------------------------------------------------------------------------ */
 
-static int has_attention(tp_block_kind k) { return k != TP_BLOCK_FFN; }
-static int has_ffn(tp_block_kind k) { return k != TP_BLOCK_ATTENTION; }
+static int has_attention(tp_layer k) { return k != TP_LAYER_FFN; }
+static int has_ffn(tp_layer k) { return k != TP_LAYER_ATTENTION; }
 
 /* Shapes the sharding needs; the matrix rejects these first, with the same words. */
 static tp_rc check_divisible(const tp_block_shape *s, int world) {
@@ -49,10 +35,10 @@ static tp_rc check_divisible(const tp_block_shape *s, int world) {
     return TP_FAIL(TP_EREJECT, "seqlen %lld not divisible by TP %d", (long long)s->seq, world);
   if (tokens % world != 0)
     return TP_FAIL(TP_EREJECT, "tokens %lld not divisible by TP %d", (long long)tokens, world);
-  if (has_attention(s->kind) && (s->n_heads % world != 0 || s->n_kv_heads % world != 0))
+  if (has_attention(s->layer) && (s->n_heads % world != 0 || s->n_kv_heads % world != 0))
     return TP_FAIL(TP_EREJECT, "n_heads %lld and n_kv_heads %lld must both divide by TP %d",
                    (long long)s->n_heads, (long long)s->n_kv_heads, world);
-  if (has_ffn(s->kind) && s->ffn_hidden % world != 0)
+  if (has_ffn(s->layer) && s->ffn_hidden % world != 0)
     return TP_FAIL(TP_EREJECT, "ffn_hidden %lld not divisible by TP %d", (long long)s->ffn_hidden,
                    world);
   return TP_OK;
@@ -63,7 +49,7 @@ static tp_rc check_placement(const tp_block_shape *s, tp_backend backend) {
   const tp_layer_dims dims = {s->dim, (s->n_heads + 2 * s->n_kv_heads) * s->head_dim,
                               s->n_heads * s->head_dim, s->ffn_hidden};
   tp_composition comp;
-  TP_TRY(tp_composition_layer(tp_block_kind_name(s->kind), backend == TP_BACKEND_DIST, s->sp, &dims,
+  TP_TRY(tp_composition_layer(tp_layer_name(s->layer), backend == TP_BACKEND_DIST, s->sp, &dims,
                               &comp));
   tp_rc rc = tp_composition_check(&comp);
   return rc == TP_OK ? TP_OK : tp_fail_context(rc, "placement");
@@ -76,32 +62,32 @@ static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   d.tokens = s->batch * s->seq;
   d.n_weights = 1;
   d.backward = s->backward;
-  d.sp_off = !s->sp;
+  d.sp = s->sp;
   switch (proj) {
   case TP_PROJ_QKV:
-    d.kind = TP_LINEAR_AG;
+    d.op = TP_OP_AG_LINEAR;
     d.in_features = s->dim;
     d.out_features = (s->n_heads + 2 * s->n_kv_heads) * s->head_dim;
     break;
   case TP_PROJ_WO:
-    d.kind = TP_LINEAR_RS;
+    d.op = TP_OP_LINEAR_RS;
     d.in_features = s->n_heads * s->head_dim;
     d.out_features = s->dim;
     break;
   case TP_PROJ_W13:
-    d.kind = TP_LINEAR_AG_MULTI;
+    d.op = TP_OP_AG_LINEAR_MULTI;
     d.in_features = s->dim;
     d.out_features = s->ffn_hidden;
     d.n_weights = 2;
     break;
   case TP_PROJ_W2:
   default:
-    d.kind = TP_LINEAR_RS;
+    d.op = TP_OP_LINEAR_RS;
     d.in_features = s->ffn_hidden;
     d.out_features = s->dim;
     break;
   }
-  d.save_gathered = s->save_gathered && d.kind != TP_LINEAR_RS;
+  d.save_gathered = s->save_gathered && d.op != TP_OP_LINEAR_RS;
   return d;
 }
 
@@ -130,8 +116,8 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->hq = shape->n_heads / g->world;
   out->hkv = shape->n_kv_heads / g->world;
   out->ffn_local = shape->ffn_hidden / g->world;
-  out->has[TP_PROJ_QKV] = out->has[TP_PROJ_WO] = has_attention(shape->kind);
-  out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->kind);
+  out->has[TP_PROJ_QKV] = out->has[TP_PROJ_WO] = has_attention(shape->layer);
+  out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
   for (int i = 0; i < TP_N_PROJ; ++i) {
@@ -253,7 +239,7 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
     TP_TRY(
         alloc_bytes((void **)&t->norm_ws, tp_rmsnorm_bwd_workspace_bytes(p->local_rows, s->dim)));
   }
-  const int full = s->kind == TP_BLOCK_FULL;
+  const int full = s->layer == TP_LAYER_BLOCK;
   if (full) {
     TP_TRY(alloc_random(al, &t->x1, L * D, 1.0f, s->sp));
     if (s->backward) {
@@ -261,13 +247,13 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
       TP_TRY(alloc_random(al, &t->dx_part, L * D, 1.0f, s->sp));
     }
   }
-  if (has_attention(s->kind)) {
+  if (has_attention(s->layer)) {
     TP_TRY(alloc_bytes((void **)&t->rope_table, tp_rope_table_bytes(s->seq, s->head_dim)));
     TP_CUDA(
         tp_launch_rope_table(t->rope_table, s->seq, s->head_dim, TP_ROPE_THETA, g->main_stream));
     TP_TRY(alloc_attention(al, p, &t->attn, full ? NULL : t->y));
   }
-  if (has_ffn(s->kind)) TP_TRY(alloc_ffn(al, p, &t->ffn, full ? NULL : t->y));
+  if (has_ffn(s->layer)) TP_TRY(alloc_ffn(al, p, &t->ffn, full ? NULL : t->y));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
 }
@@ -316,13 +302,13 @@ int tp_block_outputs(const tp_block_plan *p, const tp_block_tensors *t, tp_block
   add_output(out, &n, "y", t->y, L * D);
   if (!s->backward) return n;
   add_output(out, &n, "dx", t->dx, L * D);
-  if (has_attention(s->kind)) {
+  if (has_attention(s->layer)) {
     const size_t q = (size_t)(p->hq * s->head_dim), k = (size_t)tp_attention_qkv_width(&p->attn);
     add_output(out, &n, "dw_qkv", t->attn.dw_qkv, k * D);
     add_output(out, &n, "dw_o", t->attn.dw_o, D * q);
     add_output(out, &n, "dg_attention_norm", t->attn.dg, D);
   }
-  if (has_ffn(s->kind)) {
+  if (has_ffn(s->layer)) {
     const size_t fl = (size_t)p->ffn_local;
     add_output(out, &n, "dw1", t->ffn.dw1, fl * D);
     add_output(out, &n, "dw3", t->ffn.dw3, fl * D);

@@ -44,15 +44,9 @@
 #include "kernels/tp_layers.h"
 #include "kernels/tp_linear.h"
 
-typedef enum { TP_BLOCK_ATTENTION = 0, TP_BLOCK_FFN, TP_BLOCK_FULL } tp_block_kind;
-
-/* "attention", "ffn", "block"; TP_EUSAGE otherwise. */
-tp_rc tp_block_kind_parse(const char *layer, tp_block_kind *out);
-const char *tp_block_kind_name(tp_block_kind kind);
-
 /* A block's global shape and options. */
 typedef struct tp_block_shape {
-  tp_block_kind kind;
+  tp_layer layer;
   tp_dtype dtype;
   int64_t batch, seq;
   int64_t dim, n_heads, n_kv_heads, head_dim, ffn_hidden;

@@ -13,10 +13,10 @@
  */
 #include <string.h>
 
+#include "bench/gpu/block.h"
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
-#include "bench/gpu/block.h"
 
 /* Everything but the collectives runs unless only the collectives are timed. */
 static int runs_local(const tp_block_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
@@ -172,10 +172,10 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
 /* ---- the blocks ---------------------------------------------------------------------------- */
 
 static tp_rc forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
-  switch (p->shape.kind) {
-  case TP_BLOCK_ATTENTION: return attention_fwd(g, p, t, t->x, t->y);
-  case TP_BLOCK_FFN: return ffn_fwd(g, p, t, t->x, t->y);
-  case TP_BLOCK_FULL: break;
+  switch (p->shape.layer) {
+  case TP_LAYER_ATTENTION: return attention_fwd(g, p, t, t->x, t->y);
+  case TP_LAYER_FFN: return ffn_fwd(g, p, t, t->x, t->y);
+  case TP_LAYER_BLOCK: break;
   }
   const int local = runs_local(p);
   TP_TRY(attention_fwd(g, p, t, t->x, t->attn.y));
@@ -188,10 +188,10 @@ static tp_rc forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
 /* The residual passes dy on unchanged, so each part's input gradient is
  * what came around it plus what came through it. */
 static tp_rc backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
-  switch (p->shape.kind) {
-  case TP_BLOCK_ATTENTION: return attention_bwd(g, p, t, t->x, t->dy, t->dx);
-  case TP_BLOCK_FFN: return ffn_bwd(g, p, t, t->x, t->dy, t->dx);
-  case TP_BLOCK_FULL: break;
+  switch (p->shape.layer) {
+  case TP_LAYER_ATTENTION: return attention_bwd(g, p, t, t->x, t->dy, t->dx);
+  case TP_LAYER_FFN: return ffn_bwd(g, p, t, t->x, t->dy, t->dx);
+  case TP_LAYER_BLOCK: break;
   }
   const int local = runs_local(p);
   TP_TRY(ffn_bwd(g, p, t, t->x1, t->dy, t->dx_part));
@@ -202,9 +202,9 @@ static tp_rc backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) 
 }
 
 tp_rc tp_block_forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
-  tp_nvtx_push(p->shape.kind == TP_BLOCK_FULL  ? "block.fwd"
-               : p->shape.kind == TP_BLOCK_FFN ? "ffn.fwd"
-                                               : "attention.fwd");
+  tp_nvtx_push(p->shape.layer == TP_LAYER_BLOCK ? "block.fwd"
+               : p->shape.layer == TP_LAYER_FFN ? "ffn.fwd"
+                                                : "attention.fwd");
   tp_rc rc = forward(g, p, t);
   tp_nvtx_pop();
   return rc;
@@ -212,9 +212,9 @@ tp_rc tp_block_forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t)
 
 tp_rc tp_block_backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
   if (!p->shape.backward) return TP_FAIL(TP_EINTERNAL, "block planned for the forward only");
-  tp_nvtx_push(p->shape.kind == TP_BLOCK_FULL  ? "block.bwd"
-               : p->shape.kind == TP_BLOCK_FFN ? "ffn.bwd"
-                                               : "attention.bwd");
+  tp_nvtx_push(p->shape.layer == TP_LAYER_BLOCK ? "block.bwd"
+               : p->shape.layer == TP_LAYER_FFN ? "ffn.bwd"
+                                                : "attention.bwd");
   tp_rc rc = backward(g, p, t);
   tp_nvtx_pop();
   return rc;

@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/tp_collector.h"
-#include "store/tp_store.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
-#include "bench/launch/launcher.h"
 #include "bench/cli/ops_args.h"
-#include "bench/matrix/ops_matrix.h"
 #include "bench/gpu/job.h"
 #include "bench/gpu/ops_worker.h"
 #include "bench/gpu/worker_group.h"
+#include "bench/launch/launcher.h"
+#include "bench/matrix/ops_matrix.h"
+#include "collectors/tp_collector.h"
+#include "store/tp_store.h"
 
 enum { EXIT_USAGE = 2, RENDEZVOUS_TIMEOUT_MS = 120000 };
 
@@ -34,7 +34,7 @@ typedef struct ops_job {
   tp_job_progress *progress; /* shared with the workers */
 } ops_job;
 
-static int ops_worker_main(const tp_launch_env *env, void *arg) {
+static int ops_worker_entry(const tp_launch_env *env, void *arg) {
   ops_job *job = arg;
   tp_worker_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -46,7 +46,8 @@ static int ops_worker_main(const tp_launch_env *env, void *arg) {
   if (rc == TP_OK)
     rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world, env->local_rank,
                         RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK) rc = tp_ops_worker_run(&ctx, &job->matrix, &job->opts, collector, job->progress);
+  if (rc == TP_OK)
+    rc = tp_ops_worker_main(&ctx, &job->matrix, &job->opts, collector, job->progress);
   if (rc != TP_OK)
     fprintf(stderr, "tpbench ops: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
   tp_worker_leave(&ctx);
@@ -136,7 +137,7 @@ int tp_cmd_ops(int argc, char **argv) {
     job.resume.lost_index = -1;
     job.opts.resume = &job.resume;
     status = tp_job_launch_until_done("ops", world, external, job.matrix.n_configs, job.progress,
-                                      &job.resume, ops_worker_main, &job);
+                                      &job.resume, ops_worker_entry, &job);
   }
   tp_job_progress_unmap(job.progress);
   free(line);

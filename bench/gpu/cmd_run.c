@@ -1,13 +1,13 @@
 /*
  * cmd_run.c — `tpbench run`: the layers a model really runs (attention,
  * FFN, transformer block), stock against dist_gemm, with the GEMMs alone
- * and the collectives alone as the bound, over a matrix (run_matrix.h),
+ * and the collectives alone as the bound, over a matrix (layer_matrix.h),
  * into the database; prints the throughput table.
  *
  * The parent parses and validates everything and counts GPUs in a child,
  * without touching CUDA itself; then the launcher forks one worker per GPU
  * (or this process joins an external launcher's job) and each runs
- * run_worker.c. A configuration that fails is recorded and the matrix goes
+ * layer_worker.c. A configuration that fails is recorded and the matrix goes
  * on; when one takes the workers down with it (a sticky CUDA error, a hung
  * collective), the parent starts new workers that record it as failed and
  * go on after it, in the same run (resume.h).
@@ -16,25 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectors/tp_collector.h"
 #include "bench/cli/commands.h"
-#include "bench/launch/launcher.h"
 #include "bench/cli/run_args.h"
 #include "bench/gpu/job.h"
-#include "bench/gpu/run_worker.h"
+#include "bench/gpu/layer_worker.h"
 #include "bench/gpu/worker_group.h"
+#include "bench/launch/launcher.h"
+#include "collectors/tp_collector.h"
 
 enum { RENDEZVOUS_TIMEOUT_MS = 120000 };
 
 typedef struct run_job {
-  tp_run_matrix matrix;
-  tp_run_worker_options opts;
+  tp_layer_matrix matrix;
+  tp_layer_worker_options opts;
   tp_resume resume;
   int trace;
   tp_job_progress *progress; /* shared with the workers */
 } run_job;
 
-static int run_worker_main(const tp_launch_env *env, void *arg) {
+static int layer_worker_entry(const tp_launch_env *env, void *arg) {
   run_job *job = arg;
   tp_worker_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -46,7 +46,8 @@ static int run_worker_main(const tp_launch_env *env, void *arg) {
   if (rc == TP_OK)
     rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world, env->local_rank,
                         RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK) rc = tp_run_worker_run(&ctx, &job->matrix, &job->opts, collector, job->progress);
+  if (rc == TP_OK)
+    rc = tp_layer_worker_main(&ctx, &job->matrix, &job->opts, collector, job->progress);
   if (rc != TP_OK)
     fprintf(stderr, "tpbench run: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
   tp_worker_leave(&ctx);
@@ -54,7 +55,7 @@ static int run_worker_main(const tp_launch_env *env, void *arg) {
   return rc == TP_OK ? 0 : 1;
 }
 
-static void fill_options(const tp_run_args *args, const char *line, tp_run_worker_options *o) {
+static void fill_options(const tp_run_args *args, const char *line, tp_layer_worker_options *o) {
   memset(o, 0, sizeof *o);
   tp_harness_options *h = &o->harness;
   h->command = "run";
@@ -83,11 +84,11 @@ int tp_cmd_run(int argc, char **argv) {
   run_job job;
   memset(&job, 0, sizeof job);
   job.trace = args.trace;
-  if (tp_run_expand(&args.spec, world, &job.matrix) != TP_OK) {
+  if (tp_layer_expand(&args.spec, world, &job.matrix) != TP_OK) {
     fprintf(stderr, "tpbench run: %s\n", tp_last_error());
     return TP_EXIT_USAGE;
   }
-  tp_run_reject_world(&job.matrix, world);
+  tp_layer_reject_world(&job.matrix, world);
   int status = tp_job_check_database("run", args.db);
   char *line = status == 0 ? tp_job_command_line(argc, argv) : NULL;
   if (status == 0) {
@@ -99,10 +100,10 @@ int tp_cmd_run(int argc, char **argv) {
     job.resume.lost_index = -1;
     job.opts.resume = &job.resume;
     status = tp_job_launch_until_done("run", world, external, job.matrix.n_configs, job.progress,
-                                      &job.resume, run_worker_main, &job);
+                                      &job.resume, layer_worker_entry, &job);
   }
   tp_job_progress_unmap(job.progress);
   free(line);
-  tp_run_matrix_free(&job.matrix);
+  tp_layer_matrix_free(&job.matrix);
   return status;
 }

@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/tp_bootstrap.h"
-#include "kernels/tp_cuda_check.h"
-#include "kernels/tp_device.h"
-#include "report/tp_report.h"
-#include "bench/stats/stats.h"
 #include "bench/gpu/graph.h"
 #include "bench/gpu/job.h"
 #include "bench/gpu/ops_trace.h"
 #include "bench/gpu/watchdog.h"
+#include "bench/stats/stats.h"
+#include "common/tp_bootstrap.h"
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "report/tp_report.h"
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 
@@ -908,7 +908,7 @@ static tp_rc run_phases(tp_harness *h, entry_state *es, int n) {
   return TP_OK;
 }
 
-tp_rc tp_harness_run_case(tp_harness *h, tp_harness_entry *entries, int n) {
+tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n) {
   if (n < 1 || n > TP_HARNESS_MAX_CASE)
     return TP_FAIL(TP_EINTERNAL, "a case of %d configurations (at most %d)", n,
                    TP_HARNESS_MAX_CASE);

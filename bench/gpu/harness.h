@@ -38,11 +38,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collectors/tp_collector.h"
-#include "kernels/tp_dtype.h"
-#include "store/tp_store.h"
-#include "bench/stats/numerics.h"
 #include "bench/gpu/worker_group.h"
+#include "bench/stats/numerics.h"
+#include "collectors/tp_collector.h"
+#include "common/tp_vocab.h"
+#include "store/tp_store.h"
 
 enum { TP_ITEM_MAX_OUTPUTS = 16, TP_ITEM_MAX_SCHEDULES = 8, TP_HARNESS_MAX_ROUNDS = 64 };
 
@@ -162,7 +162,7 @@ tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, 
  * error, a timeout, a lost peer, the database), after recording every
  * configuration of the case with what became of it. n <= TP_HARNESS_MAX_CASE. */
 enum { TP_HARNESS_MAX_CASE = 32 };
-tp_rc tp_harness_run_case(tp_harness *h, tp_harness_entry *entries, int n);
+tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n);
 
 /* Records a configuration that could not be tried (its case failed): rc
  * gives the status, reason the text. */

@@ -36,25 +36,17 @@ typedef struct case_buffers {
 
 /* ---- tensors ------------------------------------------------------------------ */
 
-static tp_linear_kind linear_kind(tp_op_kind op) {
-  switch (op) {
-  case TP_OP_AG_LINEAR: return TP_LINEAR_AG;
-  case TP_OP_AG_LINEAR_MULTI: return TP_LINEAR_AG_MULTI;
-  case TP_OP_LINEAR_RS: return TP_LINEAR_RS;
-  }
-  return TP_LINEAR_AG;
-}
-
 static tp_linear_desc case_desc(const tp_ops_case *c) {
   tp_linear_desc d;
   memset(&d, 0, sizeof d);
-  d.kind = linear_kind(c->proj.op);
-  d.dtype = strcmp(c->dtype, "fp32") == 0 ? TP_FP32 : TP_BF16;
+  d.op = c->proj.op;
+  d.dtype = c->dtype;
   d.tokens = c->tokens;
   d.in_features = c->proj.k;
   d.out_features = c->proj.n;
   d.n_weights = c->proj.n_weights;
-  d.backward = strcmp(c->pass, "fwd") != 0;
+  d.backward = tp_pass_has_backward(c->pass);
+  d.sp = 1; /* the ops take and give sequence-sharded activations */
   return d;
 }
 
@@ -111,19 +103,7 @@ typedef struct op_item {
   void *scratch;        /* references: their own stock-path scratch */
 } op_item;
 
-static int is_reference(const op_item *it) {
-  return it->cfg->role == TP_OPS_GEMM || it->cfg->role == TP_OPS_COMM;
-}
-
-static tp_backend backend_of(tp_ops_role role) {
-  switch (role) {
-  case TP_OPS_STOCK: return TP_BACKEND_STOCK;
-  case TP_OPS_DIST_GEMM: return TP_BACKEND_DIST;
-  case TP_OPS_GEMM: return TP_BACKEND_GEMM_ONLY;
-  case TP_OPS_COMM: return TP_BACKEND_COMM_ONLY;
-  }
-  return TP_BACKEND_STOCK;
-}
+static int is_reference(const op_item *it) { return tp_backend_is_reference(it->cfg->backend); }
 
 static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b, void *scratch) {
   tp_linear_tensors t;
@@ -143,12 +123,9 @@ static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b, vo
 
 static tp_rc op_plan(void *self, tp_group *g) {
   op_item *it = self;
-  tp_schedule requested = TP_SCHED_AUTO;
-  if (it->cfg->role == TP_OPS_DIST_GEMM && it->cfg->axes.schedule)
-    TP_TRY(tp_schedule_parse(it->cfg->axes.schedule, &requested));
   tp_linear_desc desc = case_desc(it->c);
-  desc.save_gathered = it->cfg->axes.save_gathered;
-  tp_rc rc = tp_linear_plan_make(g, &desc, backend_of(it->cfg->role), requested,
+  desc.save_gathered = it->c->save_gathered;
+  tp_rc rc = tp_linear_plan_make(g, &desc, it->cfg->backend, it->cfg->schedule,
                                  it->cfg->axes.chunks, &it->plan);
   if (rc == TP_OK && is_reference(it))
     rc = tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
@@ -198,7 +175,7 @@ static tp_item_output output_of(const op_item *it, const char *name, const void 
   const int world = it->plan.world;
   tp_item_output o = {
       name, ptr, count, summed ? TP_RULE_TOLERANCE : TP_RULE_EXACT, k, summed ? world : 1, 1, NULL};
-  if (it->cfg->role == TP_OPS_GEMM && summed) {
+  if (it->cfg->backend == TP_BACKEND_GEMM_ONLY && summed) {
     o.rule = TP_RULE_SKIP;
     o.skip_why = "the GEMM alone does not sum the ranks' partials";
   }
@@ -211,7 +188,7 @@ static int op_outputs(void *self, tp_item_output *out, int max) {
   static const char *dw_names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
   op_item *it = self;
   const tp_linear_plan *p = &it->plan;
-  const int gather = p->desc.kind != TP_LINEAR_RS, sp = !p->desc.sp_off;
+  const int gather = tp_op_gathers(p->desc.op), sp = p->desc.sp;
   int n = 0;
   for (int i = 0; i < p->desc.n_weights && n + 2 <= max; ++i) {
     /* y: summed on the scatter side (reduce-scatter, or all-reduce without SP) */
@@ -229,7 +206,7 @@ static void op_info(void *self, tp_item_info *info) {
   op_item *it = self;
   const tp_linear_plan *p = &it->plan;
   memset(info, 0, sizeof *info);
-  info->dtype = case_desc(it->c).dtype;
+  info->dtype = it->c->dtype;
   if (!it->have_plan) return;
   info->planned = 1;
   info->schedules[0] =
@@ -240,8 +217,9 @@ static void op_info(void *self, tp_item_info *info) {
   info->bytes_moved = (double)p->comm_bytes;
   /* the symmetric workspace (or stock scratch) plus a saved gathered input */
   info->workspace_bytes = (int64_t)(p->workspace_bytes + p->saved_bytes);
-  info->transfers_per_step = tp_linear_transfers(p, !it->bwd_only, strcmp(it->c->pass, "fwd") != 0);
-  if (it->cfg->role == TP_OPS_DIST_GEMM)
+  info->transfers_per_step =
+      tp_linear_transfers(p, !it->bwd_only, tp_pass_has_backward(it->c->pass));
+  if (it->cfg->backend == TP_BACKEND_DIST)
     info->fused = p->backend == TP_BACKEND_DIST && p->schedule != TP_SCHED_NCCL
                       ? TP_FUSED_ALL
                       : TP_FUSED_STOCK_PATH;
@@ -253,23 +231,24 @@ static const tp_item_ops op_item_ops = {"op",    op_plan,    op_prepare, op_befo
 
 /* ---- the matrix ------------------------------------------------------------------- */
 
-static tp_numerics_role numerics_role(tp_ops_role role) {
-  if (role == TP_OPS_STOCK) return TP_NUMERICS_REFERENCE;
+static tp_numerics_role numerics_role(tp_backend backend) {
+  if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
   /* the GEMM alone is checked too: its gather-side outputs must equal stock's */
-  return role == TP_OPS_DIST_GEMM || role == TP_OPS_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+  return backend == TP_BACKEND_DIST || backend == TP_BACKEND_GEMM_ONLY ? TP_NUMERICS_CHECK
+                                                                       : TP_NUMERICS_NONE;
 }
 
 static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
                                         char *label, size_t cap) {
   snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.op_or_layer,
-           (long long)c->tokens, c->dtype, cfg->axes.backend);
+           (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend);
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_role(cfg->role);
+  hc.numerics = numerics_role(cfg->backend);
   hc.label = label;
   hc.index = index;
   return hc;
@@ -312,7 +291,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
     items[n].c = c;
     items[n].cfg = cfg;
     items[n].b = &b;
-    items[n].bwd_only = strcmp(c->pass, "bwd") == 0;
+    items[n].bwd_only = c->pass == TP_PASS_BWD;
     entries[n].item = (tp_item){&op_item_ops, &items[n]};
     runnable += !cfg->rejected;
     n++;
@@ -331,7 +310,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
                ? tp_harness_skip(st->h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
                : tp_harness_skip(st->h, &entries[i].cfg, agreed, reason);
   } else if (rc == TP_OK) {
-    rc = tp_harness_run_case(st->h, entries, n);
+    rc = tp_harness_measure_case(st->h, entries, n);
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   if (st->g->rank == 0) tp_job_progress_case_done(st->progress, end, tp_harness_recorded(st->h));
@@ -349,8 +328,9 @@ static tp_rc record_lost(ops_state *st, int index, tp_rc rc, const char *why) {
   return tp_harness_skip(st->h, &hc, rc, why);
 }
 
-tp_rc tp_ops_worker_run(tp_worker_ctx *ctx, const tp_ops_matrix *matrix, const tp_ops_options *opts,
-                        tp_collector *collector, volatile tp_job_progress *progress) {
+tp_rc tp_ops_worker_main(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
+                         const tp_ops_options *opts, tp_collector *collector,
+                         volatile tp_job_progress *progress) {
   tp_harness_options ho;
   memset(&ho, 0, sizeof ho);
   ho.command = "ops";

@@ -2,7 +2,7 @@
  * plan_info.h — how a TP projection's plan is named in records: the engine
  * that moves its data (what its trace must show follows from the recorded
  * schedule and engine: bench/gpu/ops_trace.c). Shared by
- * the op benchmark (ops_worker.c) and the layers (run_worker.c).
+ * the op benchmark (ops_worker.c) and the layers (layer_worker.c).
  */
 #ifndef TP_BENCH_PLAN_INFO_H
 #define TP_BENCH_PLAN_INFO_H

@@ -12,14 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct dtype_info {
-  const char *name;
-  int bytes;
-} dtype_info;
-
-static const dtype_info dtype_table[] = {{"bf16", 2}, {"fp32", 4}};
-static const char *const schedule_table[] = {"auto", "ce", "sm", "ring", "multimem"};
-static const char *const pass_table[] = {"fwd", "bwd", "fwd+bwd"};
 static const char *const on_off_table[] = {"off", "on"};
 
 /* Bounds that keep every product below (bytes, FLOPs, counts) far from overflow. */
@@ -32,9 +24,9 @@ static const char *const on_off_table[] = {"off", "on"};
 typedef struct resolved_spec {
   const tp_model_preset *models[TP_LIST_MAX];
   const char *projs[TP_LIST_MAX];
-  const char *dtypes[TP_LIST_MAX];
-  const char *schedules[TP_LIST_MAX];
-  const char *passes[TP_LIST_MAX];
+  tp_dtype dtypes[TP_LIST_MAX];
+  tp_schedule schedules[TP_LIST_MAX];
+  tp_pass passes[TP_LIST_MAX];
   int64_t tokens[TP_LIST_MAX];
   int tp[TP_LIST_MAX];
   int chunks[TP_LIST_MAX];
@@ -54,12 +46,6 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   (void)tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX);
   (void)tp_str_list_set(&spec->passes, "fwd");
   (void)tp_str_list_set(&spec->save_gathered, "off");
-}
-
-int tp_dtype_size(const char *dtype) {
-  for (int i = 0; i < COUNT_OF(dtype_table); i++)
-    if (strcmp(dtype, dtype_table[i].name) == 0) return dtype_table[i].bytes;
-  return 0;
 }
 
 /* ---- resolving the user's lists ------------------------------------------ */
@@ -101,6 +87,15 @@ static tp_rc resolve_names(const tp_str_list *list, const char *const *table, in
     out[i] = table[at];
   }
   *n_out = list->count;
+  return TP_OK;
+}
+
+/* The same against one of the shared vocabulary's tables: out receives the enum values. */
+static tp_rc resolve_vocab(const tp_str_list *list, const tp_vocab_table *table, int *out,
+                           int *n_out) {
+  const char *names[TP_LIST_MAX];
+  TP_TRY(resolve_names(list, table->names, table->n, table->what, names, n_out));
+  for (int i = 0; i < *n_out; i++) out[i] = index_of(table->names, table->n, names[i]);
   return TP_OK;
 }
 
@@ -147,19 +142,18 @@ static tp_rc resolve_numbers(const tp_ops_spec *spec, resolved_spec *r) {
 
 static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
   memset(r, 0, sizeof *r);
-  const char *dtype_names[COUNT_OF(dtype_table)];
-  for (int i = 0; i < COUNT_OF(dtype_table); i++) dtype_names[i] = dtype_table[i].name;
   int n_proj_names = 0;
   const char *const *proj_names = tp_projection_names(&n_proj_names);
 
   TP_TRY(resolve_models(&spec->models, r));
   TP_TRY(resolve_names(&spec->projs, proj_names, n_proj_names, "proj", r->projs, &r->n_projs));
-  TP_TRY(resolve_names(&spec->dtypes, dtype_names, COUNT_OF(dtype_table), "dtype", r->dtypes,
-                       &r->n_dtypes));
-  TP_TRY(resolve_names(&spec->schedules, schedule_table, COUNT_OF(schedule_table), "schedule",
-                       r->schedules, &r->n_schedules));
-  TP_TRY(resolve_names(&spec->passes, pass_table, COUNT_OF(pass_table), "pass", r->passes,
-                       &r->n_passes));
+  int values[TP_LIST_MAX];
+  TP_TRY(resolve_vocab(&spec->dtypes, &tp_dtype_vocab, values, &r->n_dtypes));
+  for (int i = 0; i < r->n_dtypes; i++) r->dtypes[i] = (tp_dtype)values[i];
+  TP_TRY(resolve_vocab(&spec->schedules, &tp_schedule_vocab, values, &r->n_schedules));
+  for (int i = 0; i < r->n_schedules; i++) r->schedules[i] = (tp_schedule)values[i];
+  TP_TRY(resolve_vocab(&spec->passes, &tp_pass_vocab, values, &r->n_passes));
+  for (int i = 0; i < r->n_passes; i++) r->passes[i] = (tp_pass)values[i];
   TP_TRY(resolve_names(&spec->save_gathered, on_off_table, COUNT_OF(on_off_table), "save_gathered",
                        r->save_gathered, &r->n_save));
   return resolve_numbers(spec, r);
@@ -182,11 +176,11 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
     snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n, c->tp);
     return 1;
   }
-  if (c->save_gathered && (c->proj.op == TP_OP_LINEAR_RS || strcmp(c->pass, "fwd") == 0)) {
+  if (c->save_gathered && (c->proj.op == TP_OP_LINEAR_RS || c->pass == TP_PASS_FWD)) {
     snprintf(reason, cap,
              "save_gathered=on applies to the backward of an all-gather op "
              "(qkv, w13); %s %s has none to save",
-             c->proj.name, c->pass);
+             c->proj.name, tp_pass_name(c->pass));
     return 1;
   }
   return 0;
@@ -215,10 +209,10 @@ static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
 
 /* ---- building configurations ----------------------------------------------- */
 
-static double pass_flop_factor(const char *pass) {
+static double pass_flop_factor(tp_pass pass) {
   /* Backward computes two GEMMs of the forward's size (dX and dW). */
-  if (strcmp(pass, "bwd") == 0) return 2.0;
-  if (strcmp(pass, "fwd+bwd") == 0) return 3.0;
+  if (pass == TP_PASS_BWD) return 2.0;
+  if (pass == TP_PASS_FWD_BWD) return 3.0;
   return 1.0;
 }
 
@@ -226,7 +220,7 @@ static double pass_flop_factor(const char *pass) {
 static tp_config_axes case_axes(const tp_ops_case *c) {
   tp_config_axes a = {0};
   a.model = c->model->name;
-  a.op_or_layer = tp_op_kind_name(c->proj.op);
+  a.op_or_layer = tp_op_name(c->proj.op);
   a.proj = c->proj.name;
   a.tp = c->tp;
   a.tokens = c->tokens;
@@ -234,34 +228,33 @@ static tp_config_axes case_axes(const tp_ops_case *c) {
   a.n = c->proj.op == TP_OP_LINEAR_RS ? c->proj.n : c->proj.n / c->tp;
   a.k = c->proj.op == TP_OP_LINEAR_RS ? c->proj.k / c->tp : c->proj.k;
   a.n_weights = c->proj.n_weights;
-  a.dtype = c->dtype;
+  a.dtype = tp_dtype_name(c->dtype);
   a.sp = 1; /* the ops take and give sequence-sharded activations */
-  a.pass = c->pass;
+  a.pass = tp_pass_name(c->pass);
   a.save_gathered = c->save_gathered;
   return a;
 }
 
-static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_ops_role role) {
-  static const char *const kinds[] = {"op", "op", "gemm", "comm"};
-  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
-  tp_ops_config cfg = {.role = role, .case_index = case_index};
+static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_backend backend) {
+  tp_ops_config cfg = {.backend = backend, .schedule = TP_SCHED_AUTO, .case_index = case_index};
   cfg.axes = case_axes(c);
-  cfg.axes.kind = kinds[role];
-  cfg.axes.backend = backends[role];
-  if (role != TP_OPS_COMM)
+  cfg.axes.kind = tp_backend_kind(backend, "op");
+  cfg.axes.backend = tp_backend_axis(backend);
+  if (backend != TP_BACKEND_COMM_ONLY)
     cfg.flops = tp_projection_flops(&c->proj, c->tokens) * pass_flop_factor(c->pass);
   int64_t width = c->proj.op == TP_OP_LINEAR_RS ? c->proj.n : c->proj.k;
-  cfg.comm_bytes = c->tokens * width * tp_dtype_size(c->dtype);
+  cfg.comm_bytes = c->tokens * width * (int64_t)tp_dtype_bytes(c->dtype);
   cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
-  if (!cfg.rejected && role == TP_OPS_COMM)
+  if (!cfg.rejected && backend == TP_BACKEND_COMM_ONLY)
     cfg.rejected = comm_rejection(c, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 
-static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, const char *schedule,
+static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_schedule schedule,
                                     int chunks) {
-  tp_ops_config cfg = make_config(c, case_index, TP_OPS_DIST_GEMM);
-  cfg.axes.schedule = schedule;
+  tp_ops_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
+  cfg.schedule = schedule;
+  cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
@@ -271,12 +264,12 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, const 
 static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_config *configs,
                         int *next) {
   c->first_config = *next;
-  configs[(*next)++] = make_config(c, ci, TP_OPS_STOCK);
+  configs[(*next)++] = make_config(c, ci, TP_BACKEND_STOCK);
   for (int s = 0; s < r->n_schedules; s++)
     for (int k = 0; k < r->n_chunks; k++)
       configs[(*next)++] = make_dist_gemm(c, ci, r->schedules[s], r->chunks[k]);
-  configs[(*next)++] = make_config(c, ci, TP_OPS_GEMM);
-  configs[(*next)++] = make_config(c, ci, TP_OPS_COMM);
+  configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
+  configs[(*next)++] = make_config(c, ci, TP_BACKEND_COMM_ONLY);
   c->n_configs = *next - c->first_config;
 }
 
@@ -349,7 +342,7 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 /* ---- the plan ---------------------------------------------------------------- */
 
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
-  if (cfg->role == TP_OPS_DIST_GEMM)
+  if (cfg->backend == TP_BACKEND_DIST)
     snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }

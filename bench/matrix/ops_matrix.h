@@ -22,9 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "store/tp_store.h"
 #include "bench/cli/cli.h"
 #include "bench/matrix/presets.h"
+#include "store/tp_store.h"
 
 /* What the user asked for. Strings are names as typed (aliases allowed). */
 typedef struct tp_ops_spec {
@@ -42,28 +42,23 @@ typedef struct tp_ops_spec {
 /* Fills spec with the defaults above. */
 void tp_ops_spec_defaults(tp_ops_spec *spec);
 
-typedef enum {
-  TP_OPS_STOCK = 0, /* kind op, backend stock */
-  TP_OPS_DIST_GEMM, /* kind op, backend dist_gemm */
-  TP_OPS_GEMM,      /* kind gemm, backend cublaslt: the rank's GEMM alone */
-  TP_OPS_COMM       /* kind comm, backend nccl: the op's collective alone */
-} tp_ops_role;
-
 typedef struct tp_ops_case {
   const tp_model_preset *model;
   tp_projection proj; /* global shapes */
   int64_t tokens;
   int tp;
-  const char *dtype; /* canonical, static */
-  const char *pass;  /* canonical, static */
+  tp_dtype dtype;
+  tp_pass pass;
   int save_gathered; /* 1: the backward reuses the forward's gathered input */
   int first_config;  /* index of its first configuration in the matrix */
   int n_configs;
 } tp_ops_case;
 
 typedef struct tp_ops_config {
-  tp_config_axes axes; /* strings are static: the matrix outlives the spec */
-  tp_ops_role role;
+  tp_config_axes axes;  /* the stored names of all of it; strings are static */
+  tp_backend backend;   /* stock, dist_gemm, or a reference: GEMM alone (kind gemm, stored
+                           backend cublaslt), collective alone (kind comm, backend nccl) */
+  tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   char reason[160];
@@ -93,9 +88,6 @@ int tp_ops_runnable(const tp_ops_matrix *matrix);
 /* The largest TP degree of any runnable configuration (the GPUs a run
  * needs), 0 if none can run. */
 int tp_ops_max_tp(const tp_ops_matrix *matrix);
-
-/* Bytes per element of a canonical dtype ("bf16" 2, "fp32" 4); 0 if unknown. */
-int tp_dtype_size(const char *dtype);
 
 /* Prints one line per configuration: case, role, schedule, shapes, and
  * "ok" or the rejection reason (the plan of `tpbench ops --dry-run`). */

@@ -53,15 +53,6 @@ tp_rc tp_preset_find(const char *name, const tp_model_preset **out) {
                  "unknown model '%s' (valid: debug, 1b, 8b, 70b, 405b, or llama3-1b, ...)", name);
 }
 
-const char *tp_op_kind_name(tp_op_kind kind) {
-  switch (kind) {
-  case TP_OP_AG_LINEAR: return "ag_linear";
-  case TP_OP_AG_LINEAR_MULTI: return "ag_linear_multi";
-  case TP_OP_LINEAR_RS: return "linear_rs";
-  }
-  return "unknown";
-}
-
 tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj, tp_projection *out) {
   int64_t dim = model->dim, head_dim = model->head_dim, ffn = model->ffn_hidden;
   int64_t q_width = model->n_heads * head_dim;

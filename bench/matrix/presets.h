@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
+#include "common/tp_vocab.h"
 
 typedef struct tp_model_preset {
   const char *name; /* canonical: "debug", "llama3-1b", "llama3-8b", ... */
@@ -34,18 +35,9 @@ tp_rc tp_preset_find(const char *name, const tp_model_preset **out);
 /* All presets, smallest first: *count receives their number. */
 const tp_model_preset *tp_presets(int *count);
 
-typedef enum {
-  TP_OP_AG_LINEAR = 0,   /* all-gather the input, then one column-parallel GEMM */
-  TP_OP_AG_LINEAR_MULTI, /* one all-gather feeding several column-parallel GEMMs */
-  TP_OP_LINEAR_RS        /* row-parallel GEMM, then reduce-scatter the output */
-} tp_op_kind;
-
-/* "ag_linear", "ag_linear_multi", "linear_rs". */
-const char *tp_op_kind_name(tp_op_kind kind);
-
 typedef struct tp_projection {
   const char *name; /* "qkv", "wo", "w13", "w2" */
-  tp_op_kind op;
+  tp_op op;
   int64_t n;     /* global out features, per weight */
   int64_t k;     /* global in features */
   int n_weights; /* weights sharing one input: 2 for w13 (w1 and w3), else 1 */

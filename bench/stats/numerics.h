@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/tp_dtype.h"
+#include "common/tp_vocab.h"
 
 typedef enum {
   TP_RULE_TOLERANCE = 0,

@@ -4,7 +4,7 @@
 # table's layer rows, and the two commands as a user runs them.
 tp_add_cpu_test(test_placement SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_placement.c
                 LIBS tp_bench_cpu)
-tp_add_cpu_test(test_run_matrix SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_run_matrix.c
+tp_add_cpu_test(test_layer_matrix SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_layer_matrix.c
                 LIBS tp_bench_cpu)
 tp_add_cpu_test(test_cmd_run SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cmd_run.c LIBS tp_store)
 target_compile_definitions(test_cmd_run PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")

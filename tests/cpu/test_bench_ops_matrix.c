@@ -30,11 +30,11 @@ static tp_ops_spec spec_with(const char *models, const char *projs, const char *
 }
 
 static const tp_ops_config *find(const tp_ops_matrix *m, const char *model, const char *proj,
-                                 int64_t tokens, int tp, tp_ops_role role) {
+                                 int64_t tokens, int tp, tp_backend role) {
   for (int i = 0; i < m->n_configs; i++) {
     const tp_ops_config *c = &m->configs[i];
     if (strcmp(c->axes.model, model) == 0 && strcmp(c->axes.proj, proj) == 0 &&
-        c->axes.tokens == tokens && c->axes.tp == tp && c->role == role)
+        c->axes.tokens == tokens && c->axes.tp == tp && c->backend == role)
       return c;
   }
   fail_msg("no %s %s tokens=%lld tp=%d role %d", model, proj, (long long)tokens, tp, (int)role);
@@ -51,7 +51,8 @@ static void test_default_expansion(void **state) {
   assert_int_equal(m.n_configs, 96);
   assert_int_equal(tp_ops_runnable(&m), 96);
   assert_int_equal(tp_ops_max_tp(&m), 2);
-  static const tp_ops_role order[] = {TP_OPS_STOCK, TP_OPS_DIST_GEMM, TP_OPS_GEMM, TP_OPS_COMM};
+  static const tp_backend order[] = {TP_BACKEND_STOCK, TP_BACKEND_DIST, TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY};
   static const char *const kinds[] = {"op", "op", "gemm", "comm"};
   static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
   for (int ci = 0; ci < m.n_cases; ci++) {
@@ -60,7 +61,7 @@ static void test_default_expansion(void **state) {
     assert_int_equal(c->first_config, 4 * ci);
     for (int j = 0; j < 4; j++) {
       const tp_ops_config *cfg = &m.configs[c->first_config + j];
-      assert_int_equal(cfg->role, order[j]);
+      assert_int_equal(cfg->backend, order[j]);
       assert_int_equal(cfg->case_index, ci);
       assert_string_equal(cfg->axes.kind, kinds[j]);
       assert_string_equal(cfg->axes.backend, backends[j]);
@@ -84,7 +85,7 @@ static void test_axes_and_shapes(void **state) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
 
-  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_DIST_GEMM);
+  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 4096, 2, TP_BACKEND_DIST);
   assert_string_equal(qkv->axes.op_or_layer, "ag_linear");
   assert_string_equal(qkv->axes.schedule, "auto");
   assert_int_equal(qkv->axes.chunks, 0);
@@ -96,25 +97,25 @@ static void test_axes_and_shapes(void **state) {
   assert_int_equal(qkv->axes.k, 4096);
   assert_int_equal(qkv->axes.n_weights, 1);
   tu_assert_near(qkv->flops, 206158430208.0, 0);
-  assert_null(find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_STOCK)->axes.schedule);
+  assert_null(find(&m, "llama3-8b", "qkv", 4096, 2, TP_BACKEND_STOCK)->axes.schedule);
 
-  const tp_ops_config *wo = find(&m, "llama3-8b", "wo", 8192, 2, TP_OPS_STOCK);
+  const tp_ops_config *wo = find(&m, "llama3-8b", "wo", 8192, 2, TP_BACKEND_STOCK);
   assert_string_equal(wo->axes.op_or_layer, "linear_rs");
   assert_int_equal(wo->axes.m, 8192);
   assert_int_equal(wo->axes.n, 4096);
   assert_int_equal(wo->axes.k, 2048); /* 4096 / 2 */
 
-  const tp_ops_config *w13 = find(&m, "llama3-70b", "w13", 16384, 2, TP_OPS_GEMM);
+  const tp_ops_config *w13 = find(&m, "llama3-70b", "w13", 16384, 2, TP_BACKEND_GEMM_ONLY);
   assert_string_equal(w13->axes.op_or_layer, "ag_linear_multi");
   assert_int_equal(w13->axes.n, 14336); /* 28672 / 2, per weight */
   assert_int_equal(w13->axes.k, 8192);
   assert_int_equal(w13->axes.n_weights, 2);
   tu_assert_near(w13->flops, 2.0 * 16384 * 28672 * 8192 * 2, 0);
 
-  const tp_ops_config *comm = find(&m, "llama3-8b", "qkv", 4096, 2, TP_OPS_COMM);
+  const tp_ops_config *comm = find(&m, "llama3-8b", "qkv", 4096, 2, TP_BACKEND_COMM_ONLY);
   tu_assert_near(comm->flops, 0, 0);
   assert_int_equal(comm->comm_bytes, 4096LL * 4096 * 2); /* gathered T x K in bf16 */
-  const tp_ops_config *rs = find(&m, "llama3-8b", "w2", 4096, 2, TP_OPS_COMM);
+  const tp_ops_config *rs = find(&m, "llama3-8b", "w2", 4096, 2, TP_BACKEND_COMM_ONLY);
   assert_int_equal(rs->comm_bytes, 4096LL * 4096 * 2); /* full T x N partial in bf16 */
   tp_ops_matrix_free(&m);
 }
@@ -127,11 +128,11 @@ static void test_tp4_and_tp8(void **state) {
   assert_int_equal(m.n_cases, 48);
   assert_int_equal(tp_ops_runnable(&m), 192);
   assert_int_equal(tp_ops_max_tp(&m), 8);
-  const tp_ops_config *w2 = find(&m, "llama3-70b", "w2", 8192, 8, TP_OPS_DIST_GEMM);
+  const tp_ops_config *w2 = find(&m, "llama3-70b", "w2", 8192, 8, TP_BACKEND_DIST);
   assert_int_equal(w2->axes.m, 8192);
   assert_int_equal(w2->axes.n, 8192);
   assert_int_equal(w2->axes.k, 3584); /* 28672 / 8 */
-  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 16384, 4, TP_OPS_STOCK);
+  const tp_ops_config *qkv = find(&m, "llama3-8b", "qkv", 16384, 4, TP_BACKEND_STOCK);
   assert_int_equal(qkv->axes.n, 1536); /* 6144 / 4 */
   assert_int_equal(qkv->axes.k, 4096);
   tp_ops_matrix_free(&m);
@@ -178,21 +179,21 @@ static void test_rejections(void **state) {
   /* TP 1: dist_gemm and the collective alone have nothing to do */
   s = spec_with("8b", "qkv,w2", "4096", "1", "", "");
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
-  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_STOCK)->rejected);
-  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_GEMM)->rejected);
-  assert_string_equal(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_DIST_GEMM)->reason,
+  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_STOCK)->rejected);
+  assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_GEMM_ONLY)->rejected);
+  assert_string_equal(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_DIST)->reason,
                       "dist_gemm needs TP > 1: nothing to gather");
-  assert_string_equal(find(&m, "llama3-8b", "w2", 4096, 1, TP_OPS_DIST_GEMM)->reason,
+  assert_string_equal(find(&m, "llama3-8b", "w2", 4096, 1, TP_BACKEND_DIST)->reason,
                       "dist_gemm needs TP > 1: nothing to reduce-scatter");
-  assert_true(find(&m, "llama3-8b", "qkv", 4096, 1, TP_OPS_COMM)->rejected);
+  assert_true(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_COMM_ONLY)->rejected);
   tp_ops_matrix_free(&m);
 
   /* features not divisible by TP: out features on the gather side, in on the scatter side */
   s = spec_with("debug", "qkv,wo", "3072", "3", "", "");
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
-  assert_string_equal(find(&m, "debug", "qkv", 3072, 3, TP_OPS_STOCK)->reason,
+  assert_string_equal(find(&m, "debug", "qkv", 3072, 3, TP_BACKEND_STOCK)->reason,
                       "out features 512 not divisible by TP 3");
-  assert_string_equal(find(&m, "debug", "wo", 3072, 3, TP_OPS_GEMM)->reason,
+  assert_string_equal(find(&m, "debug", "wo", 3072, 3, TP_BACKEND_GEMM_ONLY)->reason,
                       "in features 256 not divisible by TP 3");
   tp_ops_matrix_free(&m);
 }

@@ -63,8 +63,8 @@ static void test_figures(void **state) {
   }
 }
 
-static void check_proj(const tp_model_preset *p, const char *name, tp_op_kind op, int64_t n,
-                       int64_t k, int weights) {
+static void check_proj(const tp_model_preset *p, const char *name, tp_op op, int64_t n, int64_t k,
+                       int weights) {
   tp_projection proj;
   assert_int_equal(tp_preset_projection(p, name, &proj), TP_OK);
   assert_string_equal(proj.name, name);
@@ -90,8 +90,8 @@ static void test_projections(void **state) {
   assert_int_equal(n, 4);
   assert_string_equal(names[0], "qkv");
   assert_string_equal(names[3], "w2");
-  assert_string_equal(tp_op_kind_name(TP_OP_AG_LINEAR_MULTI), "ag_linear_multi");
-  assert_string_equal(tp_op_kind_name(TP_OP_LINEAR_RS), "linear_rs");
+  assert_string_equal(tp_op_name(TP_OP_AG_LINEAR_MULTI), "ag_linear_multi");
+  assert_string_equal(tp_op_name(TP_OP_LINEAR_RS), "linear_rs");
 }
 
 static void test_flops(void **state) {

@@ -68,8 +68,8 @@
 
 #include "bench/gpu/block.h"
 #include "bench/gpu/graph.h"
-#include "tests/gpu/gpu_harness.h"
 #include "kernels/tp_device.h"
+#include "tests/gpu/gpu_harness.h"
 
 /* Small shapes that still exercise GQA (2 query heads per KV head), batch > 1
  * (rows in (seq, batch) order) and TP up to 8. */
@@ -117,7 +117,7 @@ static void model_free(model *m) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) free(all[i]);
 }
 
-static tp_block_shape shape_of(tp_block_kind kind, tp_dtype dt, int sp, int backward, int save) {
+static tp_block_shape shape_of(tp_layer kind, tp_dtype dt, int sp, int backward, int save) {
   tp_block_shape s = {kind, dt, BATCH, SEQ, DIM, HEADS, KV_HEADS, HD, FFN, sp, backward, save};
   return s;
 }
@@ -359,14 +359,14 @@ static int in_part(const variant *v, test_part part) {
 typedef struct layer_ctx {
   tp_group *g, *ref;
   tp_rdzv *rdzv;
-  tp_block_kind kind;
+  tp_layer kind;
   const model *m;
   outputs ref_out;   /* the TP=1 reference */
   outputs stock_out; /* the "stock" variant, for dist_gemm against stock */
   int have_stock;
 } layer_ctx;
 
-static const char *kind_name(tp_block_kind k) { return tp_block_kind_name(k); }
+static const char *kind_name(tp_layer k) { return tp_layer_name(k); }
 
 /* kernels/tp_linear.c: below this many bytes per rank and transfer, auto
  * takes the stock path (AUTO_FUSE_MIN_BYTES). */
@@ -376,7 +376,7 @@ enum { AUTO_FUSE_MIN_BYTES = 4 << 20 };
  * input (all-gather side) or of a destination's partial (reduce-scatter side). */
 static size_t transfer_bytes(const tp_linear_plan *lp) {
   const int64_t width =
-      lp->desc.kind == TP_LINEAR_RS ? lp->desc.out_features : lp->desc.in_features;
+      lp->desc.op == TP_OP_LINEAR_RS ? lp->desc.out_features : lp->desc.in_features;
   return (size_t)lp->shard_rows * (size_t)width * tp_dtype_bytes(lp->desc.dtype);
 }
 
@@ -611,7 +611,7 @@ static void cpu_ffn_block(const dmodel *m, const double *x, double *y) {
 }
 
 /* The block's forward in float64 from the model's (rounded) values. */
-static double *cpu_forward(tp_block_kind kind, const model *m) {
+static double *cpu_forward(tp_layer kind, const model *m) {
   const size_t n = (size_t)TOKENS * DIM;
   dmodel d = {to_double(m->dt, m->g_attn, DIM),
               to_double(m->dt, m->g_ffn, DIM),
@@ -621,8 +621,8 @@ static double *cpu_forward(tp_block_kind kind, const model *m) {
               to_double(m->dt, m->w3, (size_t)FFN * DIM),
               to_double(m->dt, m->w2, (size_t)DIM * FFN)};
   double *x = to_double(m->dt, m->x, n), *y = malloc(n * sizeof *y);
-  if (kind == TP_BLOCK_ATTENTION) cpu_attention_block(&d, x, y);
-  else if (kind == TP_BLOCK_FFN) cpu_ffn_block(&d, x, y);
+  if (kind == TP_LAYER_ATTENTION) cpu_attention_block(&d, x, y);
+  else if (kind == TP_LAYER_FFN) cpu_ffn_block(&d, x, y);
   else {
     double *part = malloc(n * sizeof *part), *x1 = malloc(n * sizeof *x1);
     cpu_attention_block(&d, x, part);
@@ -766,7 +766,7 @@ static int run_reference(layer_ctx *lc, int self_check) {
   return failures;
 }
 
-static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m, tp_block_kind kind,
+static int run_layer(tp_group *g, tp_rdzv *rdzv, tp_group *ref, const model *m, tp_layer kind,
                      test_part part) {
   layer_ctx lc;
   memset(&lc, 0, sizeof lc);
@@ -807,7 +807,7 @@ static int no_capture_left(tp_group *g) {
 
 /* A step captured and replayed twice gives what the eager step gave. */
 static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
-  tp_block_shape s = shape_of(TP_BLOCK_FULL, m->dt, 1, 1, 0);
+  tp_block_shape s = shape_of(TP_LAYER_BLOCK, m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
   /* ce, not auto: at these tiny shapes auto takes the stock path, and the
@@ -860,7 +860,7 @@ static int graph_replay(tp_group *g, const model *m, tp_backend backend) {
 /* Growth of the frozen workspace during capture: TP_EREJECT, no stream left
  * capturing, and the group still runs eagerly. */
 static int graph_growth(tp_group *g, const model *m) {
-  tp_block_shape s = shape_of(TP_BLOCK_FFN, m->dt, 1, 1, 0);
+  tp_block_shape s = shape_of(TP_LAYER_FFN, m->dt, 1, 1, 0);
   tp_block_plan p;
   tp_block_tensors t;
   tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 0, &p);
@@ -899,7 +899,7 @@ static int graph_growth(tp_group *g, const model *m) {
 
 /* dist_gemm without sequence parallelism breaks the placement contracts. */
 static int placement_refusal(tp_group *g) {
-  tp_block_shape s = shape_of(TP_BLOCK_FULL, TP_BF16, 0, 1, 0);
+  tp_block_shape s = shape_of(TP_LAYER_BLOCK, TP_BF16, 0, 1, 0);
   tp_block_plan p;
   tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &p);
   const int ok = rc == TP_EREJECT && strstr(tp_last_error(), "placement") &&
@@ -942,7 +942,7 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   const tp_dtype dtypes[] = {TP_BF16, TP_FP32};
   for (int d = 0; d < 2; ++d) {
     model m = model_make(dtypes[d]);
-    for (int k = 0; k < 3; ++k) failures += run_layer(g, rdzv, ref, &m, (tp_block_kind)k, part);
+    for (int k = 0; k < 3; ++k) failures += run_layer(g, rdzv, ref, &m, (tp_layer)k, part);
     if (part == PART_STOCK) {
       failures += graph_replay(g, &m, TP_BACKEND_STOCK);
     } else {

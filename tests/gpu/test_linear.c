@@ -35,9 +35,9 @@
 
 #include <cmocka.h>
 
-#include "tests/gpu/gpu_harness.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_linear.h"
+#include "tests/gpu/gpu_harness.h"
 
 enum { BATCH = 3, SEQ = 128, D_SMALL = 256, D_LARGE = 384, MAXW = TP_MAX_WEIGHTS };
 
@@ -88,10 +88,8 @@ static size_t identity_row(const host_case *c, size_t r) {
   return r;
 }
 /* Rows a rank holds between layers: its sequence block, or all of them with SP off. */
-static int64_t local_rows(const host_case *c) { return c->desc.sp_off ? c->T : c->S_l * BATCH; }
-static int64_t local_row0(const host_case *c) {
-  return c->desc.sp_off ? 0 : c->rank * local_rows(c);
-}
+static int64_t local_rows(const host_case *c) { return !c->desc.sp ? c->T : c->S_l * BATCH; }
+static int64_t local_row0(const host_case *c) { return !c->desc.sp ? 0 : c->rank * local_rows(c); }
 
 static size_t own_block_row(const host_case *c, size_t r) { return (size_t)local_row0(c) + r; }
 
@@ -240,16 +238,16 @@ static void make_reference(host_case *c) {
 }
 
 /* The small shape every schedule runs at: batch 3, 128 positions. */
-static tp_linear_desc small_desc(tp_linear_kind kind, tp_dtype dt, int bias, int sp_off) {
-  const int gather = kind != TP_LINEAR_RS;
-  return (tp_linear_desc){.kind = kind,
+static tp_linear_desc small_desc(tp_op kind, tp_dtype dt, int bias, int sp_off) {
+  const int gather = kind != TP_OP_LINEAR_RS;
+  return (tp_linear_desc){.op = kind,
                           .dtype = dt,
                           .tokens = (int64_t)BATCH * SEQ,
                           .in_features = gather ? D_SMALL : D_LARGE,
                           .out_features = gather ? D_LARGE : D_SMALL,
-                          .n_weights = kind == TP_LINEAR_AG_MULTI ? 2 : 1,
+                          .n_weights = kind == TP_OP_AG_LINEAR_MULTI ? 2 : 1,
                           .backward = 1,
-                          .sp_off = sp_off,
+                          .sp = !sp_off,
                           .bias = bias};
 }
 
@@ -262,7 +260,7 @@ static void build_case(host_case *c, const tp_linear_desc *desc, int rank, int w
   c->dt = dt;
   c->rank = rank;
   c->world = world;
-  c->gather = desc->kind != TP_LINEAR_RS;
+  c->gather = desc->op != TP_OP_LINEAR_RS;
   c->n_w = desc->n_weights;
   c->e = tp_dtype_bytes(dt);
   c->T = desc->tokens;
@@ -507,10 +505,10 @@ static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *
       }
       printf("rank %d: %-15s %s %-9s %-4s x%d sp=%s save=%d bias=%d %-2s[%d]: vs fp64 %.2e (tol "
              "%.0e) unwritten %d; vs stock %.2e, %zu differ (%s): %s\n",
-             g->rank, tp_linear_kind_name(c->desc.kind), tp_dtype_name(c->dt),
-             tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
-             p->desc.sp_off ? "off" : "on", p->desc.save_gathered, p->desc.bias, OUTPUT_NAMES[k], i,
-             err, tol_ref, bad, vs, differ, rule, ok ? "ok" : "FAIL");
+             g->rank, tp_op_name(c->desc.op), tp_dtype_name(c->dt), tp_backend_name(p->backend),
+             tp_schedule_name(p->schedule), p->chunks, p->desc.sp ? "on" : "off",
+             p->desc.save_gathered, p->desc.bias, OUTPUT_NAMES[k], i, err, tol_ref, bad, vs, differ,
+             rule, ok ? "ok" : "FAIL");
       failures += !ok;
     }
   return failures;
@@ -545,7 +543,7 @@ static int check_rejections(tp_group *g, const tp_linear_desc *desc) {
   return failures;
 }
 
-static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, int sp_off) {
+static int run_dtype(tp_group *g, tp_op kind, tp_dtype dt, int bias, int sp_off) {
   host_case c;
   const tp_linear_desc desc0 = small_desc(kind, dt, bias, sp_off);
   build_case(&c, &desc0, g->rank, g->world);
@@ -569,7 +567,7 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, in
     if (sp_off && VARIANTS[v].backend == TP_BACKEND_DIST) {
       /* dist_gemm without sequence parallelism is refused, never run as something else */
       int ok = g->world == 1 || (rc == TP_EREJECT && strstr(p.reason, "sequence parallelism"));
-      printf("rank %d: %s sp=off dist_gemm %s: %s: %s\n", g->rank, tp_linear_kind_name(kind),
+      printf("rank %d: %s sp=off dist_gemm %s: %s: %s\n", g->rank, tp_op_name(kind),
              tp_schedule_name(VARIANTS[v].schedule), rc == TP_EREJECT ? p.reason : "accepted",
              ok ? "ok" : "FAIL");
       failures += !ok;
@@ -585,7 +583,7 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, in
       /* transfers of a few KiB: auto must take the recorded stock path, not fuse */
       int ok = p.schedule == TP_SCHED_NCCL && strstr(p.reason, "stock path") != NULL;
       printf("rank %d: %s %s dist_gemm auto at %zu bytes per transfer chose %s (%s): %s\n", g->rank,
-             tp_linear_kind_name(kind), tp_dtype_name(dt),
+             tp_op_name(kind), tp_dtype_name(dt),
              (size_t)p.shard_rows * (size_t)(c.gather ? c.K : c.N) * c.e,
              tp_schedule_name(p.schedule), p.reason, ok ? "ok" : "FAIL");
       failures += !ok;
@@ -613,7 +611,7 @@ static int run_dtype(tp_group *g, tp_linear_kind kind, tp_dtype dt, int bias, in
 
 static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
-  tp_linear_kind kind = *(const tp_linear_kind *)ctx;
+  tp_op kind = *(const tp_op *)ctx;
   int failures = 0;
   for (int bias = 0; bias <= 1; ++bias)
     failures += run_dtype(g, kind, TP_BF16, bias, 0) + run_dtype(g, kind, TP_FP32, bias, 0);
@@ -644,7 +642,7 @@ static const double MODEL_PUSH_BYTES_PER_S = 350e9, MODEL_HIDDEN_SHARE = 0.75;
 
 /* Bytes of one row a forward transfer moves (K wide gathered, N wide scattered). */
 static size_t plan_row_bytes(const tp_linear_plan *p) {
-  const int64_t width = p->desc.kind == TP_LINEAR_RS ? p->desc.out_features : p->desc.in_features;
+  const int64_t width = p->desc.op == TP_OP_LINEAR_RS ? p->desc.out_features : p->desc.in_features;
   return (size_t)width * tp_dtype_bytes(p->desc.dtype);
 }
 
@@ -673,7 +671,7 @@ typedef struct auto_choice {
 
 /* What the rule gives for a plan's shape (sizes read from the plan). */
 static auto_choice rule_choice(const tp_linear_plan *p) {
-  const int gather = p->desc.kind != TP_LINEAR_RS;
+  const int gather = p->desc.op != TP_OP_LINEAR_RS;
   if ((size_t)p->shard_rows * plan_row_bytes(p) < AUTO_FUSE_MIN_BYTES)
     return (auto_choice){TP_SCHED_NCCL, 1, 1};
   auto_choice a = {TP_SCHED_CE, gather ? rule_gather_chunks(p) : rule_scatter_chunks(p), 1};
@@ -688,10 +686,9 @@ static int check_auto_plan(int rank, const char *what, const tp_linear_plan *p) 
                  p->bwd_chunks == want.bwd_chunks && p->reason[0] != '\0';
   printf("rank %d: auto %-31s %-15s %-4s S=%lld K=%lld N=%lld W=%d bwd=%d, %.2f MiB per transfer: "
          "%s x%d, backward x%d; rule %s x%d, backward x%d: %s (%s)\n",
-         rank, what, tp_linear_kind_name(p->desc.kind), tp_dtype_name(p->desc.dtype),
-         (long long)p->shard_rows, (long long)p->desc.in_features, (long long)p->desc.out_features,
-         p->world, p->desc.backward,
-         (double)((size_t)p->shard_rows * plan_row_bytes(p)) / 1048576.0,
+         rank, what, tp_op_name(p->desc.op), tp_dtype_name(p->desc.dtype), (long long)p->shard_rows,
+         (long long)p->desc.in_features, (long long)p->desc.out_features, p->world,
+         p->desc.backward, (double)((size_t)p->shard_rows * plan_row_bytes(p)) / 1048576.0,
          tp_schedule_name(p->schedule), p->chunks, p->bwd_chunks, tp_schedule_name(want.schedule),
          want.chunks, want.bwd_chunks, ok ? "ok" : "FAIL", p->reason);
   return !ok;
@@ -699,7 +696,7 @@ static int check_auto_plan(int rank, const char *what, const tp_linear_plan *p) 
 
 typedef struct auto_shape {
   const char *what;
-  tp_linear_kind kind;
+  tp_op kind;
   tp_dtype dt;
   int64_t rows, K, N; /* rows per rank; the unsharded weight's K and N */
   int backward;
@@ -709,28 +706,29 @@ typedef struct auto_shape {
  * each way, the stock path on either side of 4 MiB); on larger groups the
  * expectation moves with W: it is computed, not tabled. Planned only. */
 static const auto_shape AUTO_SHAPES[] = {
-    {"gather, GEMM hides the pushes", TP_LINEAR_AG, TP_BF16, 4096, 8192, 28672, 1},
-    {"two weights, GEMM hides", TP_LINEAR_AG_MULTI, TP_BF16, 2048, 8192, 28672, 1},
-    {"gather, pushes exposed, 4 MiB", TP_LINEAR_AG, TP_BF16, 2048, 1024, 1024, 1},
-    {"gather, just under 4 MiB", TP_LINEAR_AG, TP_BF16, 2040, 1024, 1024, 1},
-    {"gather fp32, GEMM hides", TP_LINEAR_AG, TP_FP32, 1536, 1024, 1024, 1},
-    {"gather, forward only", TP_LINEAR_AG, TP_BF16, 2048, 2048, 1024, 0},
-    {"scatter, GEMM hides", TP_LINEAR_RS, TP_BF16, 4096, 28672, 8192, 1},
-    {"scatter, too few rows to chunk", TP_LINEAR_RS, TP_BF16, 1000, 1024, 8192, 1},
-    {"scatter fp32, pushes exposed", TP_LINEAR_RS, TP_FP32, 2048, 256, 2048, 1},
+    {"gather, GEMM hides the pushes", TP_OP_AG_LINEAR, TP_BF16, 4096, 8192, 28672, 1},
+    {"two weights, GEMM hides", TP_OP_AG_LINEAR_MULTI, TP_BF16, 2048, 8192, 28672, 1},
+    {"gather, pushes exposed, 4 MiB", TP_OP_AG_LINEAR, TP_BF16, 2048, 1024, 1024, 1},
+    {"gather, just under 4 MiB", TP_OP_AG_LINEAR, TP_BF16, 2040, 1024, 1024, 1},
+    {"gather fp32, GEMM hides", TP_OP_AG_LINEAR, TP_FP32, 1536, 1024, 1024, 1},
+    {"gather, forward only", TP_OP_AG_LINEAR, TP_BF16, 2048, 2048, 1024, 0},
+    {"scatter, GEMM hides", TP_OP_LINEAR_RS, TP_BF16, 4096, 28672, 8192, 1},
+    {"scatter, too few rows to chunk", TP_OP_LINEAR_RS, TP_BF16, 1000, 1024, 8192, 1},
+    {"scatter fp32, pushes exposed", TP_OP_LINEAR_RS, TP_FP32, 2048, 256, 2048, 1},
 };
 
 static int check_auto_shapes(tp_group *g) {
   int failures = 0;
   for (size_t i = 0; i < sizeof AUTO_SHAPES / sizeof AUTO_SHAPES[0]; ++i) {
     const auto_shape *a = &AUTO_SHAPES[i];
-    const tp_linear_desc desc = {.kind = a->kind,
+    const tp_linear_desc desc = {.op = a->kind,
                                  .dtype = a->dt,
                                  .tokens = a->rows * g->world,
                                  .in_features = a->K,
                                  .out_features = a->N,
-                                 .n_weights = a->kind == TP_LINEAR_AG_MULTI ? 2 : 1,
-                                 .backward = a->backward};
+                                 .n_weights = a->kind == TP_OP_AG_LINEAR_MULTI ? 2 : 1,
+                                 .backward = a->backward,
+                                 .sp = 1};
     tp_linear_plan p;
     if (tp_linear_plan_make(g, &desc, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &p) != TP_OK) {
       printf("rank %d: auto %s: plan: %s: FAIL\n", g->rank, a->what, tp_last_error());
@@ -748,16 +746,17 @@ static int check_auto_shapes(tp_group *g) {
  * four chunks of at least 512 rows; bf16, as trained. */
 enum { AUTO_RUN_POSITIONS = 704, AUTO_RUN_WIDE = 1024, AUTO_RUN_NARROW = 8 };
 
-static tp_linear_desc auto_run_desc(tp_linear_kind kind, int world, int bias) {
-  const int gather = kind != TP_LINEAR_RS;
+static tp_linear_desc auto_run_desc(tp_op kind, int world, int bias) {
+  const int gather = kind != TP_OP_LINEAR_RS;
   const int64_t narrow = (int64_t)AUTO_RUN_NARROW * world;
-  return (tp_linear_desc){.kind = kind,
+  return (tp_linear_desc){.op = kind,
                           .dtype = TP_BF16,
                           .tokens = (int64_t)BATCH * AUTO_RUN_POSITIONS * world,
                           .in_features = gather ? AUTO_RUN_WIDE : narrow,
                           .out_features = gather ? narrow : AUTO_RUN_WIDE,
-                          .n_weights = kind == TP_LINEAR_AG_MULTI ? 2 : 1,
+                          .n_weights = kind == TP_OP_AG_LINEAR_MULTI ? 2 : 1,
                           .backward = 1,
+                          .sp = 1,
                           .bias = bias};
 }
 
@@ -765,15 +764,14 @@ static tp_linear_desc auto_run_desc(tp_linear_kind kind, int world, int bias) {
  * fuses, and counts its forward and backward chunks apart (they differ
  * here); run twice back to back, its outputs match the float64 reference
  * and stock (bit for bit where no rank sum is involved). */
-static int run_auto_case(tp_group *g, tp_linear_kind kind, int bias) {
+static int run_auto_case(tp_group *g, tp_op kind, int bias) {
   const tp_linear_desc desc = auto_run_desc(kind, g->world, bias);
   host_case c;
   build_case(&c, &desc, g->rank, g->world);
   tp_linear_plan stock_plan, auto_plan;
   if (tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &stock_plan) != TP_OK ||
       tp_linear_plan_make(g, &desc, TP_BACKEND_DIST, TP_SCHED_AUTO, 0, &auto_plan) != TP_OK) {
-    printf("rank %d: auto %s: plan: %s: FAIL\n", g->rank, tp_linear_kind_name(kind),
-           tp_last_error());
+    printf("rank %d: auto %s: plan: %s: FAIL\n", g->rank, tp_op_name(kind), tp_last_error());
     free_case(&c);
     return 1;
   }
@@ -781,7 +779,7 @@ static int run_auto_case(tp_group *g, tp_linear_kind kind, int bias) {
   const int separate =
       auto_plan.schedule != TP_SCHED_NCCL && auto_plan.chunks != auto_plan.bwd_chunks;
   printf("rank %d: auto %s runs fused with separate forward and backward chunk counts: %s\n",
-         g->rank, tp_linear_kind_name(kind), separate ? "ok" : "FAIL");
+         g->rank, tp_op_name(kind), separate ? "ok" : "FAIL");
   failures += !separate;
   dev_case d;
   outputs stock = {0}, fused = {0};
@@ -792,7 +790,7 @@ static int run_auto_case(tp_group *g, tp_linear_kind kind, int bias) {
     failures += check_outputs(g, &c, &stock_plan, &stock, NULL);
     failures += check_outputs(g, &c, &auto_plan, &fused, &stock);
   } else {
-    printf("rank %d: auto %s did not run: FAIL\n", g->rank, tp_linear_kind_name(kind));
+    printf("rank %d: auto %s did not run: FAIL\n", g->rank, tp_op_name(kind));
   }
   free_outputs(&stock);
   free_outputs(&fused);
@@ -805,9 +803,9 @@ static int auto_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   int failures = check_auto_shapes(g);
-  failures += run_auto_case(g, TP_LINEAR_AG, 0);
-  failures += run_auto_case(g, TP_LINEAR_AG_MULTI, 1);
-  failures += run_auto_case(g, TP_LINEAR_RS, 1);
+  failures += run_auto_case(g, TP_OP_AG_LINEAR, 0);
+  failures += run_auto_case(g, TP_OP_AG_LINEAR_MULTI, 1);
+  failures += run_auto_case(g, TP_OP_LINEAR_RS, 1);
   printf("rank %d: auto chunk counts: %d failure(s)\n", g->rank, failures);
   fflush(stdout);
   return failures ? 1 : 0;
@@ -816,20 +814,18 @@ static int auto_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
 static int world_size;
 static int auto_world; /* a power of two: the shapes above divide by it */
 
-static void run_kind(tp_linear_kind kind) {
-  assert_int_equal(gpu_run_group(world_size, body, &kind), 0);
-}
+static void run_kind(tp_op kind) { assert_int_equal(gpu_run_group(world_size, body, &kind), 0); }
 static void test_ag_linear(void **state) {
   (void)state;
-  run_kind(TP_LINEAR_AG);
+  run_kind(TP_OP_AG_LINEAR);
 }
 static void test_ag_linear_multi(void **state) {
   (void)state;
-  run_kind(TP_LINEAR_AG_MULTI);
+  run_kind(TP_OP_AG_LINEAR_MULTI);
 }
 static void test_linear_rs(void **state) {
   (void)state;
-  run_kind(TP_LINEAR_RS);
+  run_kind(TP_OP_LINEAR_RS);
 }
 
 /* auto's forward and backward chunk counts at shapes that fuse: needs a

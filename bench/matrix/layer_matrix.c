@@ -1,6 +1,6 @@
 /*
- * run_matrix.c — axes, presets, expansion and validity rules of `tpbench
- * run` (see run_matrix.h). The matrix file reader is run_matrix_file.c.
+ * layer_matrix.c — axes, presets, expansion and validity rules of `tpbench
+ * run` (see layer_matrix.h). The matrix file reader is layer_matrix_file.c.
  *
  * One table describes every axis (name, where its list lives in the spec,
  * its valid names or its range), so setting an axis, resolving it and
@@ -9,7 +9,7 @@
  * walks the cases and attaches to each configuration its axes, its FLOP
  * count and, where it cannot run, the reason.
  */
-#include "bench/matrix/run_matrix.h"
+#include "bench/matrix/layer_matrix.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 
 typedef struct axis_def {
   const char *name;
-  size_t offset;             /* of its tp_str_list or tp_int_list in tp_run_spec */
+  size_t offset;             /* of its tp_str_list or tp_int_list in tp_layer_spec */
   const char *const *values; /* names of a string axis (NULL: model presets) */
   long long min, max;        /* range of a number axis */
   int is_int;
@@ -41,12 +41,12 @@ typedef struct axis_def {
 } axis_def;
 
 #define STR_AXIS(n, field, table)                                                                  \
-  { n, offsetof(tp_run_spec, field), table, 0, 0, 0, COUNT_OF(table) }
+  { n, offsetof(tp_layer_spec, field), table, 0, 0, 0, COUNT_OF(table) }
 #define INT_AXIS(n, field, lo, hi)                                                                 \
-  { n, offsetof(tp_run_spec, field), NULL, lo, hi, 1, 0 }
+  { n, offsetof(tp_layer_spec, field), NULL, lo, hi, 1, 0 }
 
 static const axis_def axes[] = {
-    {"model", offsetof(tp_run_spec, model), NULL, 0, 0, 0, 0},
+    {"model", offsetof(tp_layer_spec, model), NULL, 0, 0, 0, 0},
     STR_AXIS("layer", layer, layer_values),
     STR_AXIS("backend", backend, backend_values),
     STR_AXIS("schedule", schedule, schedule_values),
@@ -64,14 +64,14 @@ enum { N_AXES = COUNT_OF(axes) };
 
 static const char *axis_names_table[N_AXES];
 
-const char *const *tp_run_axis_names(int *count) {
+const char *const *tp_layer_axis_names(int *count) {
   for (int i = 0; i < N_AXES; ++i) axis_names_table[i] = axes[i].name;
   *count = N_AXES;
   return axis_names_table;
 }
 
-static void *axis_list(tp_run_spec *spec, const axis_def *a) { return (char *)spec + a->offset; }
-static const void *axis_list_c(const tp_run_spec *spec, const axis_def *a) {
+static void *axis_list(tp_layer_spec *spec, const axis_def *a) { return (char *)spec + a->offset; }
+static const void *axis_list_c(const tp_layer_spec *spec, const axis_def *a) {
   return (const char *)spec + a->offset;
 }
 
@@ -91,11 +91,11 @@ static const axis_def *find_axis(const char *name) {
   return NULL;
 }
 
-tp_rc tp_run_spec_set_axis(tp_run_spec *spec, const char *axis, const char *values) {
+tp_rc tp_layer_spec_set_axis(tp_layer_spec *spec, const char *axis, const char *values) {
   const axis_def *a = find_axis(axis);
   if (!a) {
     int n = 0;
-    const char *const *names = tp_run_axis_names(&n);
+    const char *const *names = tp_layer_axis_names(&n);
     char valid[256];
     join_names(names, n, valid, sizeof valid);
     return TP_FAIL(TP_EUSAGE, "unknown axis '%s' (valid: %s)", axis, valid);
@@ -110,7 +110,7 @@ tp_rc tp_run_spec_set_axis(tp_run_spec *spec, const char *axis, const char *valu
   return TP_OK;
 }
 
-tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment) {
+tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment) {
   const char *eq = strchr(assignment, '=');
   if (!eq || eq == assignment || !eq[1])
     return TP_FAIL(TP_EUSAGE, "'%s' is not NAME=V1,V2 (e.g. seqlen=2048,4096)", assignment);
@@ -119,7 +119,7 @@ tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment) {
   if (len >= sizeof name) return TP_FAIL(TP_EUSAGE, "axis name in '%s' is too long", assignment);
   memcpy(name, assignment, len);
   name[len] = '\0';
-  return tp_run_spec_set_axis(spec, name, eq + 1);
+  return tp_layer_spec_set_axis(spec, name, eq + 1);
 }
 
 /* ---- presets ---------------------------------------------------------------------------- */
@@ -143,22 +143,23 @@ static const preset_def presets[] = {
 
 static const char *preset_names_table[COUNT_OF(presets)];
 
-const char *const *tp_run_preset_names(int *count) {
+const char *const *tp_layer_preset_names(int *count) {
   for (int i = 0; i < COUNT_OF(presets); ++i) preset_names_table[i] = presets[i].name;
   *count = COUNT_OF(presets);
   return preset_names_table;
 }
 
-tp_rc tp_run_spec_preset(const char *name, tp_run_spec *spec) {
+tp_rc tp_layer_spec_preset(const char *name, tp_layer_spec *spec) {
   for (int p = 0; p < COUNT_OF(presets); ++p) {
     if (strcmp(presets[p].name, name) != 0) continue;
     memset(spec, 0, sizeof *spec);
     for (int i = 0; i < N_AXES; ++i)
-      if (presets[p].axes[i]) TP_TRY(tp_run_spec_set_axis(spec, axes[i].name, presets[p].axes[i]));
+      if (presets[p].axes[i])
+        TP_TRY(tp_layer_spec_set_axis(spec, axes[i].name, presets[p].axes[i]));
     return TP_OK;
   }
   int n = 0;
-  const char *const *names = tp_run_preset_names(&n);
+  const char *const *names = tp_layer_preset_names(&n);
   char valid[128];
   join_names(names, n, valid, sizeof valid);
   return TP_FAIL(TP_EUSAGE, "unknown preset '%s' (valid: %s)", name, valid);
@@ -219,7 +220,7 @@ static tp_rc resolve_numbers(const axis_def *a, const tp_int_list *list, int ai,
   return TP_OK;
 }
 
-static tp_rc resolve(const tp_run_spec *spec, int tp_default, resolved *r) {
+static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
   memset(r, 0, sizeof *r);
   for (int ai = 0; ai < N_AXES; ++ai) {
     const axis_def *a = &axes[ai];
@@ -240,11 +241,11 @@ static tp_rc resolve(const tp_run_spec *spec, int tp_default, resolved *r) {
 
 /* ---- validity rules ----------------------------------------------------------------------- */
 
-static int layer_has_attention(const char *layer) { return strcmp(layer, "ffn") != 0; }
-static int layer_has_ffn(const char *layer) { return strcmp(layer, "attention") != 0; }
+static int layer_has_attention(tp_layer layer) { return layer != TP_LAYER_FFN; }
+static int layer_has_ffn(tp_layer layer) { return layer != TP_LAYER_ATTENTION; }
 
 /* Why no configuration of the case can run; 0 if they can. */
-static int case_rejection(const tp_run_case *c, char *reason, size_t cap) {
+static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
   if (c->sp && c->seqlen % c->tp != 0) {
     snprintf(reason, cap,
@@ -273,7 +274,7 @@ static int case_rejection(const tp_run_case *c, char *reason, size_t cap) {
              c->tp);
     return 1;
   }
-  if (c->save_gathered && strcmp(c->pass, "fwd") == 0) {
+  if (c->save_gathered && c->pass == TP_PASS_FWD) {
     snprintf(reason, cap,
              "save_gathered=on keeps the forward's gathered input for the backward; pass fwd has "
              "no backward");
@@ -288,7 +289,7 @@ static int case_rejection(const tp_run_case *c, char *reason, size_t cap) {
   return 0;
 }
 
-static int dist_gemm_rejection(const tp_run_case *c, int chunks, char *reason, size_t cap) {
+static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason, size_t cap) {
   if (!c->sp) {
     snprintf(reason, cap,
              "dist_gemm needs sequence parallelism: its fused ops take and give sequence-sharded "
@@ -313,65 +314,73 @@ static int dist_gemm_rejection(const tp_run_case *c, int chunks, char *reason, s
 }
 
 /* The placement contracts of the composition this configuration runs. */
-static int placement_rejection(const tp_run_case *c, int fused, char *reason, size_t cap) {
+static int placement_rejection(const tp_layer_case *c, int fused, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
   const tp_layer_dims dims = {m->dim, (int64_t)(m->n_heads + 2 * m->n_kv_heads) * m->head_dim,
                               (int64_t)m->n_heads * m->head_dim, m->ffn_hidden};
   tp_composition comp;
-  tp_rc rc = tp_composition_layer(c->layer, fused, c->sp, &dims, &comp);
+  tp_rc rc = tp_composition_layer(tp_layer_name(c->layer), fused, c->sp, &dims, &comp);
   if (rc == TP_OK) rc = tp_composition_check(&comp);
   if (rc == TP_OK) return 0;
   snprintf(reason, cap, "placement: %s", tp_cli_last_message());
   return 1;
 }
 
+/* The enum value of a canonical name the axis tables accepted. */
+static int vocab_value(const tp_vocab_table *table, const char *canonical) {
+  int value = 0;
+  /* The axis tables hold names of the shared vocabulary: this cannot fail. */
+  if (tp_vocab_parse(table, canonical, &value) != TP_OK) value = 0;
+  return value;
+}
+
 /* ---- building configurations ------------------------------------------------------------ */
 
-static tp_config_axes case_axes(const tp_run_case *c) {
+static tp_config_axes case_axes(const tp_layer_case *c) {
   tp_config_axes a;
   memset(&a, 0, sizeof a);
   a.model = c->model->name;
-  a.op_or_layer = c->layer;
+  a.op_or_layer = tp_layer_name(c->layer);
   a.tp = c->tp;
   a.batch = c->batch;
   a.seqlen = c->seqlen;
   a.tokens = c->tokens;
-  a.dtype = c->dtype;
+  a.dtype = tp_dtype_name(c->dtype);
   a.sp = c->sp;
-  a.pass = c->pass;
+  a.pass = tp_pass_name(c->pass);
   a.graph = c->graph;
   a.save_gathered = c->save_gathered;
   return a;
 }
 
-static tp_run_config make_config(const tp_run_case *c, int case_index, tp_run_role role) {
-  static const char *const kinds[] = {"layer", "layer", "gemm", "comm"};
-  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
-  tp_run_config cfg;
+static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_backend backend) {
+  tp_layer_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  cfg.role = role;
+  cfg.backend = backend;
+  cfg.schedule = TP_SCHED_AUTO;
   cfg.case_index = case_index;
   cfg.axes = case_axes(c);
-  cfg.axes.kind = kinds[role];
-  cfg.axes.backend = backends[role];
+  cfg.axes.kind = tp_backend_kind(backend, "layer");
+  cfg.axes.backend = tp_backend_axis(backend);
   /* Names were checked while resolving: this cannot fail. */
-  if (role != TP_RUN_COMM)
-    (void)tp_layer_flops(c->model, c->layer, c->batch, c->seqlen, strcmp(c->pass, "fwd") != 0,
-                         &cfg.flops);
+  if (backend != TP_BACKEND_COMM_ONLY)
+    (void)tp_layer_flops(c->model, tp_layer_name(c->layer), c->batch, c->seqlen,
+                         tp_pass_has_backward(c->pass), &cfg.flops);
   cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
-  if (!cfg.rejected && role == TP_RUN_COMM && c->tp == 1) {
+  if (!cfg.rejected && backend == TP_BACKEND_COMM_ONLY && c->tp == 1) {
     snprintf(cfg.reason, sizeof cfg.reason, "TP 1 has no collective to time");
     cfg.rejected = 1;
   }
-  if (!cfg.rejected && role != TP_RUN_DIST_GEMM)
+  if (!cfg.rejected && backend != TP_BACKEND_DIST)
     cfg.rejected = placement_rejection(c, 0, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 
-static tp_run_config make_dist_gemm(const tp_run_case *c, int case_index, const char *schedule,
-                                    int chunks) {
-  tp_run_config cfg = make_config(c, case_index, TP_RUN_DIST_GEMM);
-  cfg.axes.schedule = schedule;
+static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp_schedule schedule,
+                                      int chunks) {
+  tp_layer_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
+  cfg.schedule = schedule;
+  cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
@@ -404,17 +413,18 @@ static int configs_per_case(const resolved *r) {
          (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] : 0) + 2;
 }
 
-static void expand_case(const resolved *r, tp_run_case *c, int ci, tp_run_config *configs,
+static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_config *configs,
                         int *next) {
   c->first_config = *next;
-  if (has_backend(r, "stock")) configs[(*next)++] = make_config(c, ci, TP_RUN_STOCK);
+  if (has_backend(r, "stock")) configs[(*next)++] = make_config(c, ci, TP_BACKEND_STOCK);
   if (has_backend(r, "dist_gemm"))
     for (int s = 0; s < r->count[A_SCHEDULE]; ++s)
       for (int k = 0; k < r->count[A_CHUNKS]; ++k)
         configs[(*next)++] =
-            make_dist_gemm(c, ci, r->names[A_SCHEDULE][s], (int)r->numbers[A_CHUNKS][k]);
-  configs[(*next)++] = make_config(c, ci, TP_RUN_GEMM);
-  configs[(*next)++] = make_config(c, ci, TP_RUN_COMM);
+            make_dist_gemm(c, ci, vocab_value(&tp_schedule_vocab, r->names[A_SCHEDULE][s]),
+                           (int)r->numbers[A_CHUNKS][k]);
+  configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
+  configs[(*next)++] = make_config(c, ci, TP_BACKEND_COMM_ONLY);
   c->n_configs = *next - c->first_config;
 }
 
@@ -425,12 +435,12 @@ enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }
 
-static void fill_case(const resolved *r, const int *at, tp_run_case *c) {
+static void fill_case(const resolved *r, const int *at, tp_layer_case *c) {
   memset(c, 0, sizeof *c);
   c->model = r->models[at[A_MODEL]];
-  c->layer = r->names[A_LAYER][at[A_LAYER]];
-  c->dtype = r->names[A_DTYPE][at[A_DTYPE]];
-  c->pass = r->names[A_PASS][at[A_PASS]];
+  c->layer = (tp_layer)vocab_value(&tp_layer_vocab, r->names[A_LAYER][at[A_LAYER]]);
+  c->dtype = (tp_dtype)vocab_value(&tp_dtype_vocab, r->names[A_DTYPE][at[A_DTYPE]]);
+  c->pass = (tp_pass)vocab_value(&tp_pass_vocab, r->names[A_PASS][at[A_PASS]]);
   c->tp = (int)r->numbers[A_TP][at[A_TP]];
   c->batch = (int)r->numbers[A_BATCH][at[A_BATCH]];
   c->seqlen = (int)r->numbers[A_SEQLEN][at[A_SEQLEN]];
@@ -441,12 +451,12 @@ static void fill_case(const resolved *r, const int *at, tp_run_case *c) {
 }
 
 /* Walks every case like an odometer, innermost axis fastest. */
-static tp_rc fill_matrix(const resolved *r, tp_run_matrix *m) {
+static tp_rc fill_matrix(const resolved *r, tp_layer_matrix *m) {
   int at[N_AXES];
   memset(at, 0, sizeof at);
   int next = 0;
   for (int ci = 0; ci < m->n_cases; ++ci) {
-    tp_run_case *c = &m->cases[ci];
+    tp_layer_case *c = &m->cases[ci];
     fill_case(r, at, c);
     if (c->tokens > MAX_TOKENS)
       return TP_FAIL(TP_EUSAGE, "batch %d x seqlen %d is more than %lld tokens", c->batch,
@@ -461,7 +471,7 @@ static tp_rc fill_matrix(const resolved *r, tp_run_matrix *m) {
   return TP_OK;
 }
 
-tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out) {
+tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix *out) {
   memset(out, 0, sizeof *out);
   resolved *r = calloc(1, sizeof *r);
   if (!r) return TP_FAIL(TP_EOOM, "no memory to expand the matrix");
@@ -472,7 +482,7 @@ tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out)
   if (rc == TP_OK && n_configs > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the axes make %lld configurations, more than the %d accepted",
                  (long long)n_configs, MAX_CONFIGS);
-  tp_run_matrix m = {NULL, (int)n_cases, NULL, (int)n_configs};
+  tp_layer_matrix m = {NULL, (int)n_cases, NULL, (int)n_configs};
   if (rc == TP_OK) {
     m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
     m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
@@ -482,20 +492,20 @@ tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out)
   if (rc == TP_OK) rc = fill_matrix(r, &m);
   free(r);
   if (rc != TP_OK) {
-    tp_run_matrix_free(&m);
+    tp_layer_matrix_free(&m);
     return rc;
   }
   *out = m;
   return TP_OK;
 }
 
-void tp_run_matrix_free(tp_run_matrix *matrix) {
+void tp_layer_matrix_free(tp_layer_matrix *matrix) {
   free(matrix->cases);
   free(matrix->configs);
   memset(matrix, 0, sizeof *matrix);
 }
 
-int tp_run_runnable(const tp_run_matrix *matrix) {
+int tp_layer_runnable(const tp_layer_matrix *matrix) {
   int n = 0;
   for (int i = 0; i < matrix->n_configs; ++i) n += !matrix->configs[i].rejected;
   return n;
@@ -503,10 +513,10 @@ int tp_run_runnable(const tp_run_matrix *matrix) {
 
 /* ---- host rules ---------------------------------------------------------------------------- */
 
-int tp_run_reject_world(tp_run_matrix *m, int world) {
+int tp_layer_reject_world(tp_layer_matrix *m, int world) {
   int n = 0;
   for (int i = 0; i < m->n_configs; ++i) {
-    tp_run_config *cfg = &m->configs[i];
+    tp_layer_config *cfg = &m->configs[i];
     if (cfg->rejected || cfg->axes.tp == world) continue;
     cfg->rejected = 1;
     snprintf(cfg->reason, sizeof cfg->reason,
@@ -517,11 +527,11 @@ int tp_run_reject_world(tp_run_matrix *m, int world) {
   return n;
 }
 
-int tp_run_reject_no_peer_access(tp_run_matrix *m) {
+int tp_layer_reject_no_peer_access(tp_layer_matrix *m) {
   int n = 0;
   for (int i = 0; i < m->n_configs; ++i) {
-    tp_run_config *cfg = &m->configs[i];
-    if (cfg->rejected || cfg->role != TP_RUN_DIST_GEMM) continue;
+    tp_layer_config *cfg = &m->configs[i];
+    if (cfg->rejected || cfg->backend != TP_BACKEND_DIST) continue;
     cfg->rejected = 1;
     snprintf(cfg->reason, sizeof cfg->reason,
              "dist_gemm needs peer access: the GPUs of this job cannot all read and write each "
@@ -533,25 +543,25 @@ int tp_run_reject_no_peer_access(tp_run_matrix *m) {
 
 /* ---- printing ------------------------------------------------------------------------------ */
 
-static void describe(const tp_run_config *cfg, char *buf, size_t cap) {
-  if (cfg->role == TP_RUN_DIST_GEMM)
+static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
+  if (cfg->backend == TP_BACKEND_DIST)
     snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
 /* Schedules that the kernels accept or refuse at plan time, by the host. */
-static int decided_at_plan_time(const tp_run_config *cfg) {
-  return cfg->role == TP_RUN_DIST_GEMM && cfg->axes.schedule &&
-         (strcmp(cfg->axes.schedule, "multimem") == 0 || strcmp(cfg->axes.schedule, "ring") == 0);
+static int decided_at_plan_time(const tp_layer_config *cfg) {
+  return cfg->backend == TP_BACKEND_DIST &&
+         (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING);
 }
 
-void tp_run_matrix_print(const tp_run_matrix *m, FILE *out) {
+void tp_layer_matrix_print(const tp_layer_matrix *m, FILE *out) {
   fprintf(out, "%-5s %-11s %-9s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-24s %10s  %s\n", "case",
           "model", "layer", "tp", "BxS", "tokens", "dtype", "sp", "pass", "graph", "saved",
           "configuration", "GFLOP", "status");
   int plan_time = 0;
   for (int i = 0; i < m->n_configs; ++i) {
-    const tp_run_config *cfg = &m->configs[i];
+    const tp_layer_config *cfg = &m->configs[i];
     const tp_config_axes *a = &cfg->axes;
     char what[64], bxs[32];
     describe(cfg, what, sizeof what);
@@ -567,7 +577,7 @@ void tp_run_matrix_print(const tp_run_matrix *m, FILE *out) {
             a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off", a->save_gathered ? "on" : "off",
             what, cfg->flops / 1e9, status, note);
   }
-  int runnable = tp_run_runnable(m);
+  int runnable = tp_layer_runnable(m);
   fprintf(out, "%d cases, %d configurations: %d to run, %d rejected\n", m->n_cases, m->n_configs,
           runnable, m->n_configs - runnable);
   fprintf(out,

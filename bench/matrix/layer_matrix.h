@@ -1,5 +1,5 @@
 /*
- * run_matrix.h — the configurations of `tpbench run` (and `tpbench matrix`):
+ * layer_matrix.h — the configurations of `tpbench run` (and `tpbench matrix`):
  * the layers a model really runs, stock against dist_gemm, over every
  * composition asked for, each invalid one kept with the reason it cannot run.
  *
@@ -20,7 +20,7 @@
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
- * tp_run_spec_load), then `--axis NAME=V1,V2` assignments, each replacing
+ * tp_layer_spec_load), then `--axis NAME=V1,V2` assignments, each replacing
  * one axis's list.
  *
  * A case is one point of every axis but backend, schedule and chunks. Each
@@ -30,42 +30,42 @@
  * "cublaslt") and as collectives alone (kind "comm", backend "nccl"), whose
  * maximum bounds it. Rules that make a configuration meaningless are checked
  * here, without a GPU, and kept as rejections with their reason (the list is
- * tp_run_expand's); rules only the machine can decide are applied by `run`
- * (tp_run_reject_world, tp_run_reject_no_peer_access) or by the kernels at
+ * tp_layer_expand's); rules only the machine can decide are applied by `run`
+ * (tp_layer_reject_world, tp_layer_reject_no_peer_access) or by the kernels at
  * plan time (multimem without multicast, ring), whose rejection is recorded.
  * Pure C, no CUDA.
  */
-#ifndef TP_RUN_MATRIX_H
-#define TP_RUN_MATRIX_H
+#ifndef TP_LAYER_MATRIX_H
+#define TP_LAYER_MATRIX_H
 
 #include <stdint.h>
 #include <stdio.h>
 
-#include "store/tp_store.h"
 #include "bench/cli/cli.h"
 #include "bench/matrix/presets.h"
+#include "store/tp_store.h"
 
-typedef struct tp_run_spec {
+typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered;
   tp_int_list chunks, tp, batch, seqlen; /* tp.count == 0: the job's worker count */
-} tp_run_spec;
+} tp_layer_spec;
 
 /* The axis names, in the order above. */
-const char *const *tp_run_axis_names(int *count);
+const char *const *tp_layer_axis_names(int *count);
 
 /* The presets' names: "quick", "full". */
-const char *const *tp_run_preset_names(int *count);
+const char *const *tp_layer_preset_names(int *count);
 
 /* Fills spec with preset name. TP_EUSAGE naming the valid presets otherwise. */
-tp_rc tp_run_spec_preset(const char *name, tp_run_spec *spec);
+tp_rc tp_layer_spec_preset(const char *name, tp_layer_spec *spec);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
  * matrix is expanded). TP_EUSAGE for an unknown axis (listing the valid
  * ones), an empty or malformed list; spec is unchanged then. */
-tp_rc tp_run_spec_set_axis(tp_run_spec *spec, const char *axis, const char *values);
+tp_rc tp_layer_spec_set_axis(tp_layer_spec *spec, const char *axis, const char *values);
 
 /* The same from "NAME=V1,V2" (a --axis argument). */
-tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment);
+tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment);
 
 /*
  * Reads a matrix file and fills spec: the preset it starts from (preset if
@@ -82,43 +82,41 @@ tp_rc tp_run_spec_assign(tp_run_spec *spec, const char *assignment);
  * that is empty, holds a comma or is over 127 characters, a path that is
  * not a regular file (a FIFO is refused without blocking), over 1 MiB.
  */
-tp_rc tp_run_spec_load(const char *path, const char *preset, tp_run_spec *spec);
+tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec);
 
-typedef enum {
-  TP_RUN_STOCK = 0, /* kind layer, backend stock */
-  TP_RUN_DIST_GEMM, /* kind layer, backend dist_gemm */
-  TP_RUN_GEMM,      /* kind gemm, backend cublaslt: the layer with its TP ops' GEMMs alone */
-  TP_RUN_COMM       /* kind comm, backend nccl: the layer's collectives alone */
-} tp_run_role;
-
-typedef struct tp_run_case {
+typedef struct tp_layer_case {
   const tp_model_preset *model;
-  const char *layer, *dtype, *pass; /* canonical, static */
+  tp_layer layer;
+  tp_dtype dtype;
+  tp_pass pass;
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
   int first_config, n_configs;
-} tp_run_case;
+} tp_layer_case;
 
-typedef struct tp_run_config {
-  tp_config_axes axes; /* strings are static: the matrix outlives the spec */
-  tp_run_role role;
+typedef struct tp_layer_config {
+  tp_config_axes axes;  /* the stored names of all of it; strings are static */
+  tp_backend backend;   /* stock, dist_gemm, or a reference: the layer with its TP ops' GEMMs
+                           alone (kind gemm, stored backend cublaslt) or collectives alone
+                           (kind comm, backend nccl) */
+  tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   char reason[320];
   double flops; /* per iteration, the whole group (tp_layer_flops); 0 for comm */
-} tp_run_config;
+} tp_layer_config;
 
-typedef struct tp_run_matrix {
-  tp_run_case *cases;
+typedef struct tp_layer_matrix {
+  tp_layer_case *cases;
   int n_cases;
-  tp_run_config *configs;
+  tp_layer_config *configs;
   int n_configs;
-} tp_run_matrix;
+} tp_layer_matrix;
 
 /*
  * Expands spec (tp.count == 0: TP tp_default) into *out, free with
- * tp_run_matrix_free. Rejections, each with its reason:
+ * tp_layer_matrix_free. Rejections, each with its reason:
  *   - seqlen not divisible by TP with SP on (the sequence is sharded in whole
  *     positions), tokens not divisible by TP;
  *   - n_heads or n_kv_heads (layers with attention), ffn_hidden (with FFN)
@@ -132,22 +130,22 @@ typedef struct tp_run_matrix {
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */
-tp_rc tp_run_expand(const tp_run_spec *spec, int tp_default, tp_run_matrix *out);
+tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix *out);
 
-void tp_run_matrix_free(tp_run_matrix *matrix);
+void tp_layer_matrix_free(tp_layer_matrix *matrix);
 
 /* Configurations not rejected. */
-int tp_run_runnable(const tp_run_matrix *matrix);
+int tp_layer_runnable(const tp_layer_matrix *matrix);
 
 /* Host rules `run` applies before the first configuration. Each marks the
  * configurations it concerns rejected (if they were not) and returns how
  * many: a TP degree other than the job's worker count; dist_gemm where the
  * job's GPUs cannot all reach each other's memory (peer access). */
-int tp_run_reject_world(tp_run_matrix *matrix, int world);
-int tp_run_reject_no_peer_access(tp_run_matrix *matrix);
+int tp_layer_reject_world(tp_layer_matrix *matrix, int world);
+int tp_layer_reject_no_peer_access(tp_layer_matrix *matrix);
 
 /* Prints one line per configuration (case, axes, role, "ok" or the
  * rejection) and a summary: `tpbench matrix`. */
-void tp_run_matrix_print(const tp_run_matrix *matrix, FILE *out);
+void tp_layer_matrix_print(const tp_layer_matrix *matrix, FILE *out);
 
-#endif /* TP_RUN_MATRIX_H */
+#endif /* TP_LAYER_MATRIX_H */

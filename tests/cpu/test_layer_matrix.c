@@ -1,5 +1,5 @@
 /*
- * test_run_matrix.c — bench/run_matrix (the matrix of `tpbench run`): the
+ * test_layer_matrix.c — bench/matrix/layer_matrix (the matrix of `tpbench run`): the
  * quick and full presets, the order and axes of every configuration, the
  * FLOP counts of the layers, every validity rule with its reason, the host
  * rules `run` applies, usage errors for names and numbers the tool does not
@@ -19,34 +19,34 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/matrix/run_matrix.h"
+#include "bench/matrix/layer_matrix.h"
 
 /* The quick preset, then "NAME=LIST" assignments (NULL-terminated). */
-static tp_run_spec spec_with(const char *first, ...) {
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
+static tp_layer_spec spec_with(const char *first, ...) {
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("quick", &s), TP_OK);
   va_list ap;
   va_start(ap, first);
   for (const char *a = first; a; a = va_arg(ap, const char *)) {
-    if (tp_run_spec_assign(&s, a) != TP_OK) fail_msg("%s: %s", a, tp_last_error());
+    if (tp_layer_spec_assign(&s, a) != TP_OK) fail_msg("%s: %s", a, tp_last_error());
   }
   va_end(ap);
   return s;
 }
 
-static void expand_ok(const tp_run_spec *s, int tp_default, tp_run_matrix *m) {
-  if (tp_run_expand(s, tp_default, m) != TP_OK) fail_msg("expand: %s", tp_last_error());
+static void expand_ok(const tp_layer_spec *s, int tp_default, tp_layer_matrix *m) {
+  if (tp_layer_expand(s, tp_default, m) != TP_OK) fail_msg("expand: %s", tp_last_error());
 }
 
 /* The first configuration of role in a matrix (all cases alike). */
-static const tp_run_config *first_of(const tp_run_matrix *m, tp_run_role role) {
+static const tp_layer_config *first_of(const tp_layer_matrix *m, tp_backend role) {
   for (int i = 0; i < m->n_configs; ++i)
-    if (m->configs[i].role == role) return &m->configs[i];
+    if (m->configs[i].backend == role) return &m->configs[i];
   fail_msg("no configuration of role %d", (int)role);
   return NULL;
 }
 
-static void expect_reason(const tp_run_config *cfg, const char *words) {
+static void expect_reason(const tp_layer_config *cfg, const char *words) {
   if (!cfg->rejected) fail_msg("not rejected; expected '%s'", words);
   if (!strstr(cfg->reason, words)) fail_msg("'%s' missing from: %s", words, cfg->reason);
   printf("  %s %s: rejected: %s\n", cfg->axes.kind, cfg->axes.backend, cfg->reason);
@@ -54,24 +54,25 @@ static void expect_reason(const tp_run_config *cfg, const char *words) {
 
 static void test_quick_preset(void **state) {
   (void)state;
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
-  tp_run_matrix m;
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("quick", &s), TP_OK);
+  tp_layer_matrix m;
   expand_ok(&s, 2, &m);
   /* 2 models x 3 layers x 2 seqlens x 2 passes x 2 graph modes */
   assert_int_equal(m.n_cases, 48);
   assert_int_equal(m.n_configs, 192);
-  assert_int_equal(tp_run_runnable(&m), 192);
+  assert_int_equal(tp_layer_runnable(&m), 192);
   static const char *const kinds[] = {"layer", "layer", "gemm", "comm"};
-  static const tp_run_role roles[] = {TP_RUN_STOCK, TP_RUN_DIST_GEMM, TP_RUN_GEMM, TP_RUN_COMM};
+  static const tp_backend roles[] = {TP_BACKEND_STOCK, TP_BACKEND_DIST, TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY};
   static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
   for (int ci = 0; ci < m.n_cases; ++ci) {
-    const tp_run_case *c = &m.cases[ci];
+    const tp_layer_case *c = &m.cases[ci];
     assert_int_equal(c->n_configs, 4);
     assert_int_equal(c->first_config, 4 * ci);
     for (int j = 0; j < 4; ++j) {
-      const tp_run_config *cfg = &m.configs[c->first_config + j];
-      assert_int_equal(cfg->role, roles[j]);
+      const tp_layer_config *cfg = &m.configs[c->first_config + j];
+      assert_int_equal(cfg->backend, roles[j]);
       assert_int_equal(cfg->case_index, ci);
       assert_string_equal(cfg->axes.backend, backends[j]);
       assert_string_equal(cfg->axes.kind, kinds[j]);
@@ -88,40 +89,40 @@ static void test_quick_preset(void **state) {
   }
   /* Outermost first: model, layer, ...; graph innermost. */
   assert_string_equal(m.cases[0].model->name, "debug");
-  assert_string_equal(m.cases[0].layer, "attention");
+  assert_string_equal(tp_layer_name(m.cases[0].layer), "attention");
   assert_int_equal(m.cases[0].seqlen, 2048);
-  assert_string_equal(m.cases[0].pass, "fwd");
+  assert_string_equal(tp_pass_name(m.cases[0].pass), "fwd");
   assert_int_equal(m.cases[0].graph, 0);
   assert_int_equal(m.cases[1].graph, 1);
-  assert_string_equal(m.cases[2].pass, "fwd+bwd");
+  assert_string_equal(tp_pass_name(m.cases[2].pass), "fwd+bwd");
   assert_int_equal(m.cases[4].seqlen, 4096);
-  assert_string_equal(m.cases[8].layer, "ffn");
+  assert_string_equal(tp_layer_name(m.cases[8].layer), "ffn");
   assert_string_equal(m.cases[47].model->name, "llama3-8b");
-  assert_string_equal(m.cases[47].layer, "block");
+  assert_string_equal(tp_layer_name(m.cases[47].layer), "block");
   /* debug attention, 2048 tokens: QKV 2·2048·256·512 + core 4·2048²·8·32 + wo 2·2048·256·256 */
   assert_true(m.configs[0].flops == 536870912.0 + 4294967296.0 + 268435456.0);
   assert_true(m.configs[8].flops == 3.0 * m.configs[0].flops); /* case 2: fwd+bwd */
   assert_true(m.configs[3].flops == 0.0);                      /* the collectives alone */
   assert_true(m.configs[2].flops == m.configs[0].flops);       /* the GEMMs alone */
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   assert_null(m.configs);
 }
 
 static void test_full_preset(void **state) {
   (void)state;
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_preset("full", &s), TP_OK);
-  tp_run_matrix m;
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("full", &s), TP_OK);
+  tp_layer_matrix m;
   expand_ok(&s, 2, &m);
   /* 5 models x 3 layers x 2 dtypes x 2 batches x 2 seqlens x sp x pass x save x graph;
    * per case stock, dist_gemm auto/ce/sm, GEMMs alone, collectives alone */
   assert_int_equal(m.n_cases, 1920);
   assert_int_equal(m.n_configs, 1920 * 6);
-  int runnable = tp_run_runnable(&m);
+  int runnable = tp_layer_runnable(&m);
   printf("full: %d of %d configurations to run\n", runnable, m.n_configs);
   assert_true(runnable > 0 && runnable < m.n_configs);
-  tp_run_matrix_free(&m);
-  assert_int_equal(tp_run_spec_preset("huge", &s), TP_EUSAGE);
+  tp_layer_matrix_free(&m);
+  assert_int_equal(tp_layer_spec_preset("huge", &s), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "valid: quick, full"));
 }
 
@@ -151,113 +152,114 @@ static void test_layer_flops(void **state) {
 }
 
 /* One case's configurations of a spec, expanded at tp_default. */
-static void one_case(tp_run_spec s, int tp_default, tp_run_matrix *m) {
+static void one_case(tp_layer_spec s, int tp_default, tp_layer_matrix *m) {
   expand_ok(&s, tp_default, m);
   assert_int_equal(m->n_cases, 1);
 }
 
 static void test_case_rules(void **state) {
   (void)state;
-  tp_run_matrix m;
+  tp_layer_matrix m;
   one_case(
       spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd", "graph=off", "tp=3", NULL), 2,
       &m);
   for (int i = 0; i < m.n_configs; ++i)
     expect_reason(&m.configs[i], "seqlen 4096 not divisible by TP 3");
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=off", "tp=3",
                      "sp=off", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_STOCK), "tokens 4096 not divisible by TP 3");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "tokens 4096 not divisible by TP 3");
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=8b", "layer=attention", "seqlen=4096", "pass=fwd", "graph=off", "tp=16",
                      NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_STOCK), "n_kv_heads 8 not divisible by TP 16");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "n_kv_heads 8 not divisible by TP 16");
+  tp_layer_matrix_free(&m);
   /* The FFN has no heads: the same TP is fine there. */
   one_case(
       spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=off", "tp=16", NULL), 2,
       &m);
-  assert_int_equal(tp_run_runnable(&m), 4);
-  tp_run_matrix_free(&m);
+  assert_int_equal(tp_layer_runnable(&m), 4);
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd", "graph=off", "tp=16",
                      NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "n_heads 8 not divisible by TP 16");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST), "n_heads 8 not divisible by TP 16");
+  tp_layer_matrix_free(&m);
   one_case(
       spec_with("model=debug", "layer=ffn", "seqlen=2304", "pass=fwd", "graph=off", "tp=9", NULL),
       2, &m);
-  expect_reason(first_of(&m, TP_RUN_GEMM), "ffn_hidden 768 not divisible by TP 9");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_GEMM_ONLY), "ffn_hidden 768 not divisible by TP 9");
+  tp_layer_matrix_free(&m);
 }
 
 static void test_save_gathered_rules(void **state) {
   (void)state;
-  tp_run_matrix m;
+  tp_layer_matrix m;
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
                      "save_gathered=on", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_STOCK), "save_gathered=on keeps the forward's gathered input");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK),
+                "save_gathered=on keeps the forward's gathered input");
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd+bwd", "graph=off",
                      "save_gathered=on", "sp=off", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_STOCK), "save_gathered=on needs sequence parallelism");
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "save_gathered=on needs sequence parallelism");
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd+bwd", "graph=on",
                      "save_gathered=on", NULL),
            2, &m);
-  assert_int_equal(tp_run_runnable(&m), 4);
+  assert_int_equal(tp_layer_runnable(&m), 4);
   assert_int_equal(m.configs[0].axes.save_gathered, 1);
   assert_int_equal(m.configs[0].axes.graph, 1);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
 }
 
 static void test_dist_gemm_rules(void **state) {
   (void)state;
-  tp_run_matrix m;
+  tp_layer_matrix m;
   one_case(spec_with("model=debug", "layer=attention", "seqlen=2048", "pass=fwd", "graph=off",
                      "sp=off", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "dist_gemm needs sequence parallelism");
-  assert_false(first_of(&m, TP_RUN_STOCK)->rejected);
-  assert_false(first_of(&m, TP_RUN_GEMM)->rejected);
-  assert_false(first_of(&m, TP_RUN_COMM)->rejected);
-  assert_int_equal(first_of(&m, TP_RUN_STOCK)->axes.sp, 0);
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST), "dist_gemm needs sequence parallelism");
+  assert_false(first_of(&m, TP_BACKEND_STOCK)->rejected);
+  assert_false(first_of(&m, TP_BACKEND_GEMM_ONLY)->rejected);
+  assert_false(first_of(&m, TP_BACKEND_COMM_ONLY)->rejected);
+  assert_int_equal(first_of(&m, TP_BACKEND_STOCK)->axes.sp, 0);
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=attention", "seqlen=2048", "pass=fwd", "graph=off",
                      "tp=1", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_RUN_DIST_GEMM), "dist_gemm needs TP > 1");
-  expect_reason(first_of(&m, TP_RUN_COMM), "TP 1 has no collective to time");
-  assert_false(first_of(&m, TP_RUN_STOCK)->rejected);
-  assert_false(first_of(&m, TP_RUN_GEMM)->rejected);
-  tp_run_matrix_free(&m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST), "dist_gemm needs TP > 1");
+  expect_reason(first_of(&m, TP_BACKEND_COMM_ONLY), "TP 1 has no collective to time");
+  assert_false(first_of(&m, TP_BACKEND_STOCK)->rejected);
+  assert_false(first_of(&m, TP_BACKEND_GEMM_ONLY)->rejected);
+  tp_layer_matrix_free(&m);
 }
 
 static void test_empty_spec_is_usage(void **state) {
   (void)state;
-  tp_run_spec empty;
+  tp_layer_spec empty;
   memset(&empty, 0, sizeof empty);
-  tp_run_matrix m;
-  assert_int_equal(tp_run_expand(&empty, 2, &m), TP_EUSAGE);
+  tp_layer_matrix m;
+  assert_int_equal(tp_layer_expand(&empty, 2, &m), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "axis model: no value given"));
   assert_null(m.configs);
 }
 
 static void test_chunks_and_schedules(void **state) {
   (void)state;
-  tp_run_matrix m;
+  tp_layer_matrix m;
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
                      "chunks=0,3,4,33", "schedule=auto,ce,sm,ring,multimem", NULL),
            2, &m);
   /* stock, 5 schedules x 4 chunk counts, GEMMs, collectives */
   assert_int_equal(m.n_configs, 1 + 20 + 2);
   for (int i = 1; i <= 20; ++i) {
-    const tp_run_config *cfg = &m.configs[i];
-    assert_int_equal(cfg->role, TP_RUN_DIST_GEMM);
+    const tp_layer_config *cfg = &m.configs[i];
+    assert_int_equal(cfg->backend, TP_BACKEND_DIST);
     if (cfg->axes.chunks == 3) expect_reason(cfg, "tokens per rank 1024 not divisible by chunks 3");
     else if (cfg->axes.chunks == 33) expect_reason(cfg, "chunks 33 outside 1..32");
     else assert_false(cfg->rejected); /* multimem and ring: the kernels decide at plan time */
@@ -266,7 +268,7 @@ static void test_chunks_and_schedules(void **state) {
   assert_int_equal(m.configs[2].axes.chunks, 3);
   FILE *f = tmpfile();
   assert_non_null(f);
-  tp_run_matrix_print(&m, f);
+  tp_layer_matrix_print(&m, f);
   char *text = calloc(1, 65536);
   rewind(f);
   size_t got = fread(text, 1, 65535, f);
@@ -276,46 +278,46 @@ static void test_chunks_and_schedules(void **state) {
   assert_non_null(strstr(text, "the kernels decide at plan time"));
   assert_non_null(strstr(text, "1 cases, 23 configurations: 13 to run, 10 rejected"));
   free(text);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
                      "backend=dist_gemm", NULL),
            2, &m);
   assert_int_equal(m.n_configs, 3); /* no stock: dist_gemm and the two references */
-  assert_int_equal(m.configs[0].role, TP_RUN_DIST_GEMM);
-  tp_run_matrix_free(&m);
+  assert_int_equal(m.configs[0].backend, TP_BACKEND_DIST);
+  tp_layer_matrix_free(&m);
 }
 
 static void test_tp_default_and_list(void **state) {
   (void)state;
-  tp_run_matrix m;
-  tp_run_spec s =
+  tp_layer_matrix m;
+  tp_layer_spec s =
       spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", NULL);
   expand_ok(&s, 4, &m);
   assert_int_equal(m.configs[0].axes.tp, 4);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   s = spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", "tp=1,2,4",
                 NULL);
   expand_ok(&s, 8, &m);
   assert_int_equal(m.n_cases, 3);
   /* `run` on 2 GPUs rejects the other degrees, with the reason. */
-  int n = tp_run_reject_world(&m, 2);
+  int n = tp_layer_reject_world(&m, 2);
   assert_int_equal(n, 2 + 4); /* TP 1's dist_gemm and comm were rejected already */
   expect_reason(&m.configs[0], "TP 1 needs a job of 1 workers; this one has 2 (--gpus 1)");
   assert_false(m.configs[4].rejected);
   expect_reason(&m.configs[8], "TP 4 needs a job of 4 workers");
-  n = tp_run_reject_no_peer_access(&m);
+  n = tp_layer_reject_no_peer_access(&m);
   assert_int_equal(n, 1); /* the one dist_gemm left */
   expect_reason(&m.configs[5], "dist_gemm needs peer access");
   assert_false(m.configs[4].rejected);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
 }
 
 static void expect_usage(const char *assignment, const char *words) {
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_preset("quick", &s), TP_OK);
-  tp_rc rc = tp_run_spec_assign(&s, assignment);
-  tp_run_matrix m;
-  if (rc == TP_OK) rc = tp_run_expand(&s, 2, &m);
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("quick", &s), TP_OK);
+  tp_rc rc = tp_layer_spec_assign(&s, assignment);
+  tp_layer_matrix m;
+  if (rc == TP_OK) rc = tp_layer_expand(&s, 2, &m);
   if (rc != TP_EUSAGE) fail_msg("%s: expected a usage error, got %s", assignment, tp_rc_name(rc));
   if (!strstr(tp_last_error(), words))
     fail_msg("%s: '%s' missing from: %s", assignment, words, tp_last_error());
@@ -339,14 +341,14 @@ static void test_usage_errors(void **state) {
   expect_usage("seqlen=", "is not NAME=V1,V2");
   expect_usage("dtype=bf16,,fp32", "axis dtype:");
   expect_usage("batch=1048576", "is more than 1073741824 tokens");
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_preset("full", &s), TP_OK);
-  assert_int_equal(tp_run_spec_assign(&s, "seqlen=1,2,3"), TP_OK);
-  assert_int_equal(tp_run_spec_assign(&s, "batch=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
-                                          "20,21,22,23,24,25,26,27,28,29,30,31,32"),
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("full", &s), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "seqlen=1,2,3"), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "batch=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,"
+                                            "20,21,22,23,24,25,26,27,28,29,30,31,32"),
                    TP_OK);
-  tp_run_matrix m;
-  assert_int_equal(tp_run_expand(&s, 2, &m), TP_EUSAGE);
+  tp_layer_matrix m;
+  assert_int_equal(tp_layer_expand(&s, 2, &m), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "more than the 200000 accepted"));
 }
 
@@ -363,9 +365,9 @@ static char *write_file(const char *text) {
   return path;
 }
 
-static tp_rc load_text(const char *text, const char *preset, tp_run_spec *s) {
+static tp_rc load_text(const char *text, const char *preset, tp_layer_spec *s) {
   char *path = write_file(text);
-  tp_rc rc = tp_run_spec_load(path, preset, s);
+  tp_rc rc = tp_layer_spec_load(path, preset, s);
   unlink(path);
   free(path);
   return rc;
@@ -373,37 +375,37 @@ static tp_rc load_text(const char *text, const char *preset, tp_run_spec *s) {
 
 static void test_matrix_file(void **state) {
   (void)state;
-  tp_run_spec s;
+  tp_layer_spec s;
   const char *text =
       "{\"preset\": \"full\", \"description\": \"FFN only, two lengths\",\n"
       " \"axes\": {\"model\": \"debug\", \"layer\": [\"ffn\"], \"seqlen\": [128, 256],"
       " \"sp\": true, \"graph\": [false, true], \"dtype\": \"bf16\"}}\n";
   assert_int_equal(load_text(text, NULL, &s), TP_OK);
-  tp_run_matrix m;
+  tp_layer_matrix m;
   expand_ok(&s, 2, &m);
   /* full's batch 1,2, pass x2, save x2 remain; model, layer, seqlen, sp, graph, dtype from the file
    */
   assert_int_equal(m.n_cases, 2 * 2 * 2 * 2 * 2);
   assert_int_equal(m.cases[0].seqlen, 128);
-  assert_string_equal(m.cases[0].layer, "ffn");
+  assert_string_equal(tp_layer_name(m.cases[0].layer), "ffn");
   assert_int_equal(m.cases[0].sp, 1);
   assert_int_equal(m.cases[1].graph, 1);
   assert_int_equal(m.cases[0].n_configs, 6); /* full's three schedules */
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   /* --preset wins over the file's preset. */
   assert_int_equal(load_text(text, "quick", &s), TP_OK);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.cases[0].n_configs, 4);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   /* No preset at all: quick. */
   assert_int_equal(load_text("{\"axes\": {\"seqlen\": 512}}", NULL, &s), TP_OK);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_cases, 24);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
 }
 
 static void expect_file_error(const char *text, tp_rc code, const char *words) {
-  tp_run_spec s;
+  tp_layer_spec s;
   tp_rc rc = load_text(text, NULL, &s);
   if (rc != code) fail_msg("%s: expected %s, got %s", text, tp_rc_name(code), tp_rc_name(rc));
   if (!strstr(tp_last_error(), words)) fail_msg("'%s' missing from: %s", words, tp_last_error());
@@ -425,8 +427,8 @@ static void test_matrix_file_errors(void **state) {
   expect_file_error("{\"axes\": {\"seqlen\": [0]}}", TP_EUSAGE, "axis seqlen:");
   expect_file_error("{\"axes\": {\"model\": \"8b\",}}", TP_EUSAGE, ":1:");
   expect_file_error("{\"preset\": \"quick\", \"preset\": \"full\"}", TP_EUSAGE, "duplicate");
-  tp_run_spec s;
-  assert_int_equal(tp_run_spec_load("/nonexistent/matrix.json", NULL, &s), TP_EIO);
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_load("/nonexistent/matrix.json", NULL, &s), TP_EIO);
 }
 
 /* A string value was once cut at 127 characters: 124 zeros and "2048junk"
@@ -444,12 +446,12 @@ static void test_matrix_file_strings(void **state) {
   memset(value, '0', 123);
   snprintf(value + 123, sizeof value - 123, "2048");
   snprintf(text, sizeof text, "{\"axes\": {\"seqlen\": \"%s\"}}", value);
-  tp_run_spec s;
+  tp_layer_spec s;
   assert_int_equal(load_text(text, NULL, &s), TP_OK); /* 127 characters: 2048 */
-  tp_run_matrix m;
+  tp_layer_matrix m;
   expand_ok(&s, 2, &m);
   assert_int_equal(m.cases[0].seqlen, 2048);
-  tp_run_matrix_free(&m);
+  tp_layer_matrix_free(&m);
   expect_file_error("{\"axes\": {\"model\": \"8b,70b\"}}", TP_EUSAGE,
                     "axes.model: \"8b,70b\" holds a comma");
   expect_file_error("{\"axes\": {\"model\": [\"\"]}}", TP_EUSAGE, "axes.model: an empty string");
@@ -463,19 +465,19 @@ static void test_matrix_file_not_regular(void **state) {
   assert_non_null(mkdtemp(dir));
   snprintf(fifo, sizeof fifo, "%s/matrix.json", dir);
   assert_int_equal(mkfifo(fifo, 0600), 0);
-  tp_run_spec s;
+  tp_layer_spec s;
   alarm(10); /* a blocking open ends the test instead of hanging it */
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  assert_int_equal(tp_run_spec_load(fifo, NULL, &s), TP_EUSAGE);
+  assert_int_equal(tp_layer_spec_load(fifo, NULL, &s), TP_EUSAGE);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   alarm(0);
   assert_true(t1.tv_sec - t0.tv_sec < 1 || (t1.tv_sec - t0.tv_sec == 1 && t1.tv_nsec < t0.tv_nsec));
   assert_non_null(strstr(tp_last_error(), "is not a regular file"));
   unlink(fifo);
   rmdir(dir);
-  assert_int_equal(tp_run_spec_load("/tmp", NULL, &s), TP_EUSAGE);
-  assert_int_equal(tp_run_spec_load("/dev/zero", NULL, &s), TP_EUSAGE);
+  assert_int_equal(tp_layer_spec_load("/tmp", NULL, &s), TP_EUSAGE);
+  assert_int_equal(tp_layer_spec_load("/dev/zero", NULL, &s), TP_EUSAGE);
 
   /* 1 MiB of spaces and then the object: too large to read. */
   char *path = strdup("/tmp/tpbench-matrix-big-XXXXXX");
@@ -486,7 +488,7 @@ static void test_matrix_file_not_regular(void **state) {
   for (int i = 0; i < (1 << 20); i++) fputc(' ', f);
   fputs("{}", f);
   fclose(f);
-  assert_int_equal(tp_run_spec_load(path, NULL, &s), TP_EUSAGE);
+  assert_int_equal(tp_layer_spec_load(path, NULL, &s), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "larger than 1048576 bytes"));
   unlink(path);
   free(path);

@@ -1,5 +1,5 @@
 /*
- * run_worker.c — one rank's side of `tpbench run` (see run_worker.h).
+ * layer_worker.c — one rank's side of `tpbench run` (see layer_worker.h).
  *
  * Each configuration is a layer item of the harness: a block (block.h)
  * planned for the configuration's backend, stepped on the case's tensors.
@@ -16,14 +16,14 @@
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
  */
-#include "bench/gpu/run_worker.h"
+#include "bench/gpu/layer_worker.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/tp_cuda_check.h"
 #include "bench/gpu/block.h"
 #include "bench/gpu/plan_info.h"
+#include "kernels/tp_cuda_check.h"
 
 enum { REASON_CAP = 416 };
 
@@ -33,8 +33,8 @@ enum { LAYER_DEPTH = 5 };
 /* ---- the layer as a harness item ------------------------------------------------------ */
 
 typedef struct layer_item {
-  const tp_run_case *c;
-  const tp_run_config *cfg;
+  const tp_layer_case *c;
+  const tp_layer_config *cfg;
   tp_block_tensors *t;
   tp_block_shape shape;
   tp_block_plan plan;
@@ -44,27 +44,14 @@ typedef struct layer_item {
   void *scratch[TP_N_PROJ]; /* references: each projection's own */
 } layer_item;
 
-static int is_reference(const layer_item *it) {
-  return it->cfg->role == TP_RUN_GEMM || it->cfg->role == TP_RUN_COMM;
-}
+static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
 
-static tp_backend backend_of(tp_run_role role) {
-  switch (role) {
-  case TP_RUN_STOCK: return TP_BACKEND_STOCK;
-  case TP_RUN_DIST_GEMM: return TP_BACKEND_DIST;
-  case TP_RUN_GEMM: return TP_BACKEND_GEMM_ONLY;
-  case TP_RUN_COMM: return TP_BACKEND_COMM_ONLY;
-  }
-  return TP_BACKEND_STOCK;
-}
-
-static tp_block_shape shape_of(const tp_run_case *c) {
+static tp_block_shape shape_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
   tp_block_shape s;
   memset(&s, 0, sizeof s);
-  /* The matrix resolved the layer name: this cannot fail. */
-  (void)tp_block_kind_parse(c->layer, &s.kind);
-  s.dtype = strcmp(c->dtype, "fp32") == 0 ? TP_FP32 : TP_BF16;
+  s.layer = c->layer;
+  s.dtype = c->dtype;
   s.batch = c->batch;
   s.seq = c->seqlen;
   s.dim = m->dim;
@@ -73,17 +60,14 @@ static tp_block_shape shape_of(const tp_run_case *c) {
   s.head_dim = m->head_dim;
   s.ffn_hidden = m->ffn_hidden;
   s.sp = c->sp;
-  s.backward = strcmp(c->pass, "fwd") != 0;
+  s.backward = tp_pass_has_backward(c->pass);
   s.save_gathered = c->save_gathered;
   return s;
 }
 
 static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
-  tp_schedule requested = TP_SCHED_AUTO;
-  if (it->cfg->role == TP_RUN_DIST_GEMM && it->cfg->axes.schedule)
-    TP_TRY(tp_schedule_parse(it->cfg->axes.schedule, &requested));
-  tp_rc rc = tp_block_plan_make(g, &it->shape, backend_of(it->cfg->role), requested,
+  tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
   if (rc == TP_OK && is_reference(it))
     rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
@@ -144,7 +128,7 @@ static int layer_outputs(void *self, tp_item_output *out, int max) {
 
 /* dist_gemm: did every projection fuse? */
 static tp_fused fused_of(const layer_item *it) {
-  if (it->cfg->role != TP_RUN_DIST_GEMM) return TP_FUSED_NA;
+  if (it->cfg->backend != TP_BACKEND_DIST) return TP_FUSED_NA;
   for (int i = 0; i < TP_N_PROJ; ++i)
     if (it->plan.has[i] && it->plan.proj[i].schedule == TP_SCHED_NCCL) return TP_FUSED_STOCK_PATH;
   return TP_FUSED_ALL;
@@ -210,26 +194,27 @@ static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prep
 typedef struct run_state {
   tp_harness *h;
   tp_group *g;
-  const tp_run_matrix *m;
+  const tp_layer_matrix *m;
   volatile tp_job_progress *progress;
 } run_state;
 
-static tp_numerics_role numerics_role(tp_run_role role) {
-  if (role == TP_RUN_STOCK) return TP_NUMERICS_REFERENCE;
-  return role == TP_RUN_DIST_GEMM ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+static tp_numerics_role numerics_role(tp_backend backend) {
+  if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
+  return backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
 
-static tp_harness_config harness_config(const tp_run_case *c, const tp_run_config *cfg, int index,
-                                        char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->layer, c->pass,
-           (long long)c->tokens, c->dtype, cfg->axes.backend, c->graph ? " graph" : "");
+static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
+                                        int index, char *label, size_t cap) {
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, tp_layer_name(c->layer),
+           tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
+           c->graph ? " graph" : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_role(cfg->role);
+  hc.numerics = numerics_role(cfg->backend);
   hc.label = label;
   hc.index = index;
   return hc;
@@ -246,7 +231,7 @@ enum { LABEL_CAP = 128 };
 /* The configurations from..end of case ci but the lost ones (those that took
  * workers down), on tensors allocated for its shape, measured together. */
 static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) {
-  const tp_run_case *c = &st->m->cases[ci];
+  const tp_layer_case *c = &st->m->cases[ci];
   const int end = c->first_config + c->n_configs;
   if (from < c->first_config) from = c->first_config;
   if (end - from > TP_HARNESS_MAX_CASE)
@@ -261,7 +246,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   memset(&t, 0, sizeof t);
   for (int i = from; i < end; ++i) {
     if (tp_resume_is_lost(resume, i)) continue;
-    const tp_run_config *cfg = &st->m->configs[i];
+    const tp_layer_config *cfg = &st->m->configs[i];
     entries[n].cfg = harness_config(c, cfg, i, labels[n], LABEL_CAP);
     items[n].c = c;
     items[n].cfg = cfg;
@@ -288,7 +273,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
                ? tp_harness_skip(st->h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
                : tp_harness_skip(st->h, &entries[i].cfg, agreed, reason);
   } else if (rc == TP_OK) {
-    rc = tp_harness_run_case(st->h, entries, n);
+    rc = tp_harness_measure_case(st->h, entries, n);
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   mark_next(st, end);
@@ -315,19 +300,19 @@ static tp_rc peer_access(tp_worker_ctx *ctx, int *all_ok) {
 
 /* A configuration that took the last workers down is recorded, not retried. */
 static tp_rc record_lost(run_state *st, int i, tp_rc rc, const char *why) {
-  const tp_run_config *cfg = &st->m->configs[i];
-  const tp_run_case *c = &st->m->cases[cfg->case_index];
+  const tp_layer_config *cfg = &st->m->configs[i];
+  const tp_layer_case *c = &st->m->cases[cfg->case_index];
   char label[LABEL_CAP];
   tp_harness_config hc = harness_config(c, cfg, i, label, sizeof label);
   return tp_harness_skip(st->h, &hc, rc, why);
 }
 
-tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
-                        const tp_run_worker_options *opts, tp_collector *collector,
-                        volatile tp_job_progress *progress) {
+tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
+                           const tp_layer_worker_options *opts, tp_collector *collector,
+                           volatile tp_job_progress *progress) {
   int peers_ok = 1;
   TP_TRY(peer_access(ctx, &peers_ok));
-  if (!peers_ok) tp_run_reject_no_peer_access(matrix);
+  if (!peers_ok) tp_layer_reject_no_peer_access(matrix);
   tp_harness_options ho = opts->harness;
   ho.resume_run = progress->run_id;
   ho.current_config = &progress->current;
@@ -344,7 +329,7 @@ tp_rc tp_run_worker_run(tp_worker_ctx *ctx, tp_run_matrix *matrix,
     if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
   }
   for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
-    const tp_run_case *c = &matrix->cases[ci];
+    const tp_layer_case *c = &matrix->cases[ci];
     if (c->first_config + c->n_configs <= start) continue;
     rc = run_case(&st, ci, start, opts->resume);
   }

@@ -1,9 +1,9 @@
 /*
- * run_matrix_file.c — the matrix file of `tpbench run` and `tpbench
- * matrix` (format in run_matrix.h), read with jansson.
+ * layer_matrix_file.c — the matrix file of `tpbench run` and `tpbench
+ * matrix` (format in layer_matrix.h), read with jansson.
  *
  * Every axis value is turned back into the comma text an --axis flag would
- * carry and handed to tp_run_spec_set_axis, so a file and a command line are
+ * carry and handed to tp_layer_spec_set_axis, so a file and a command line are
  * checked by the same code and give the same messages. A string value is
  * one value: a comma in it, an empty one or one longer than any axis value
  * is refused, never cut. Only a regular file of at most 1 MiB is read.
@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "bench/matrix/run_matrix.h"
+#include "bench/matrix/layer_matrix.h"
 
 /* A value longer than any axis value is a mistake, said as such (it was once
  * cut to fit and planned as something else); the file is read whole, so its
@@ -65,7 +65,7 @@ static tp_rc append_scalar(const char *path, const char *axis, const json_t *v, 
 }
 
 static tp_rc apply_axis(const char *path, const char *axis, const json_t *value,
-                        tp_run_spec *spec) {
+                        tp_layer_spec *spec) {
   char text[AXIS_TEXT] = "";
   size_t used = 0;
   if (json_is_array(value)) {
@@ -76,7 +76,7 @@ static tp_rc apply_axis(const char *path, const char *axis, const json_t *value,
   } else {
     TP_TRY(append_scalar(path, axis, value, text, &used));
   }
-  if (tp_run_spec_set_axis(spec, axis, text) != TP_OK) {
+  if (tp_layer_spec_set_axis(spec, axis, text) != TP_OK) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
     return TP_FAIL(TP_EUSAGE, "%s: %s", path, msg);
@@ -100,13 +100,13 @@ static tp_rc check_keys(const char *path, const json_t *root) {
 }
 
 static tp_rc apply_file(const char *path, const json_t *root, const char *preset,
-                        tp_run_spec *spec) {
+                        tp_layer_spec *spec) {
   if (!json_is_object(root))
     return TP_FAIL(TP_EUSAGE, "%s: the matrix file must hold one JSON object", path);
   TP_TRY(check_keys(path, root));
   const json_t *named = json_object_get(root, "preset");
   const char *base = preset ? preset : named ? json_string_value(named) : "quick";
-  if (tp_run_spec_preset(base, spec) != TP_OK) {
+  if (tp_layer_spec_preset(base, spec) != TP_OK) {
     char msg[300];
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
     return TP_FAIL(TP_EUSAGE, "%s: %s", path, msg);
@@ -164,7 +164,7 @@ static tp_rc read_file(const char *path, char **text, size_t *len) {
   return TP_OK;
 }
 
-tp_rc tp_run_spec_load(const char *path, const char *preset, tp_run_spec *spec) {
+tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec) {
   char *text = NULL;
   size_t len = 0;
   TP_TRY(read_file(path, &text, &len));
@@ -172,7 +172,7 @@ tp_rc tp_run_spec_load(const char *path, const char *preset, tp_run_spec *spec) 
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   free(text);
   if (!root) return TP_FAIL(TP_EUSAGE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
-  tp_run_spec loaded;
+  tp_layer_spec loaded;
   tp_rc rc = apply_file(path, root, preset, &loaded);
   json_decref(root);
   if (rc == TP_OK) *spec = loaded;

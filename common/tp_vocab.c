@@ -1,0 +1,71 @@
+/*
+ * tp_vocab.c — the name tables of the shared vocabulary (see tp_vocab.h).
+ */
+#include "common/tp_vocab.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const char *const dtype_names[] = {"bf16", "fp32"};
+static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
+static const char *const schedule_names[] = {"auto", "ce", "sm", "ring", "multimem", "nccl"};
+static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
+static const char *const layer_names[] = {"attention", "ffn", "block"};
+static const char *const backend_names[] = {"stock", "dist_gemm", "gemm_only", "comm_only"};
+static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+
+const tp_vocab_table tp_dtype_vocab = {"dtype", dtype_names, COUNT_OF(dtype_names)};
+const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
+/* "nccl" is recorded, never asked for. */
+const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 1};
+const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
+const tp_vocab_table tp_layer_vocab = {"layer", layer_names, COUNT_OF(layer_names)};
+
+static const char *name_at(const char *const *names, int n, int value) {
+  return value >= 0 && value < n ? names[value] : "?";
+}
+
+const char *tp_backend_name(tp_backend backend) {
+  return name_at(backend_names, COUNT_OF(backend_names), (int)backend);
+}
+
+const char *tp_backend_axis(tp_backend backend) {
+  return name_at(backend_axes, COUNT_OF(backend_axes), (int)backend);
+}
+
+const char *tp_backend_kind(tp_backend backend, const char *unit_kind) {
+  if (backend == TP_BACKEND_GEMM_ONLY) return "gemm";
+  if (backend == TP_BACKEND_COMM_ONLY) return "comm";
+  return unit_kind;
+}
+
+const char *tp_pass_name(tp_pass pass) {
+  return name_at(pass_names, COUNT_OF(pass_names), (int)pass);
+}
+
+const char *tp_schedule_name(tp_schedule schedule) {
+  return name_at(schedule_names, COUNT_OF(schedule_names), (int)schedule);
+}
+
+const char *tp_op_name(tp_op op) { return name_at(op_names, COUNT_OF(op_names), (int)op); }
+
+const char *tp_layer_name(tp_layer layer) {
+  return name_at(layer_names, COUNT_OF(layer_names), (int)layer);
+}
+
+tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out) {
+  for (int i = 0; i < table->n; i++)
+    if (strcmp(name, table->names[i]) == 0) {
+      *out = i;
+      return TP_OK;
+    }
+  char valid[256];
+  size_t used = 0;
+  valid[0] = '\0';
+  for (int i = 0; i < table->n && used < sizeof valid; i++)
+    used +=
+        (size_t)snprintf(valid + used, sizeof valid - used, "%s%s", i ? ", " : "", table->names[i]);
+  return TP_FAIL(TP_EUSAGE, "unknown %s '%s' (valid: %s)", table->what, name, valid);
+}

@@ -1,0 +1,116 @@
+/*
+ * tp_vocab.h — the words every stage shares, each an enum with one name
+ * table: element type, pass, backend, schedule, op and layer. The matrix
+ * parses the user's names into these once; everything downstream (workers,
+ * kernels, labels, stored axes) works on the enums and turns them back into
+ * names only here. Pure C, usable from CUDA sources.
+ */
+#ifndef TP_VOCAB_H
+#define TP_VOCAB_H
+
+#include <stddef.h>
+
+#include "common/tp_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types: "bf16" (2 bytes), "fp32" (4 bytes). */
+typedef enum { TP_BF16 = 0, TP_FP32 = 1 } tp_dtype;
+
+static inline size_t tp_dtype_bytes(tp_dtype dt) { return dt == TP_BF16 ? 2u : 4u; }
+static inline const char *tp_dtype_name(tp_dtype dt) { return dt == TP_BF16 ? "bf16" : "fp32"; }
+
+/* What one timed iteration runs: "fwd", "bwd" (the backward alone, its forward
+ * run before the window), "fwd+bwd". */
+typedef enum { TP_PASS_FWD = 0, TP_PASS_BWD, TP_PASS_FWD_BWD } tp_pass;
+
+/* "fwd", "bwd", "fwd+bwd"; "?" for another value. */
+const char *tp_pass_name(tp_pass pass);
+
+/* The pass runs a backward (bwd or fwd+bwd). */
+static inline int tp_pass_has_backward(tp_pass pass) { return pass != TP_PASS_FWD; }
+
+/* How a configuration computes its op or layer. STOCK: the NCCL collective
+ * and the cuBLASLt GEMM one after the other, as a framework does. DIST: the
+ * fused dist_gemm schedules. GEMM_ONLY and COMM_ONLY: the two halves of the
+ * stock path alone, the references that bound a fused configuration. */
+typedef enum {
+  TP_BACKEND_STOCK = 0,
+  TP_BACKEND_DIST,
+  TP_BACKEND_GEMM_ONLY,
+  TP_BACKEND_COMM_ONLY
+} tp_backend;
+
+enum { TP_N_BACKENDS = 4 };
+
+/* The backend in plans and NVTX range names: "stock", "dist_gemm", "gemm_only", "comm_only". */
+const char *tp_backend_name(tp_backend backend);
+
+/* The stored "backend" axis: "stock", "dist_gemm", "cublaslt" (GEMM alone), "nccl"
+ * (collective alone). */
+const char *tp_backend_axis(tp_backend backend);
+
+/* The stored "kind" axis of a configuration: what it times. "op" or "layer"
+ * (as unit_kind says) for stock and dist_gemm, "gemm" for the GEMM alone,
+ * "comm" for the collective alone. */
+const char *tp_backend_kind(tp_backend backend, const char *unit_kind);
+
+/* GEMM_ONLY or COMM_ONLY: a reference, not a candidate. */
+static inline int tp_backend_is_reference(tp_backend backend) {
+  return backend == TP_BACKEND_GEMM_ONLY || backend == TP_BACKEND_COMM_ONLY;
+}
+
+/* dist_gemm's schedules. AUTO lets the plan choose; NCCL is what the stock
+ * path runs (and what AUTO records when it does not fuse). */
+typedef enum {
+  TP_SCHED_AUTO = 0,
+  TP_SCHED_CE,
+  TP_SCHED_SM,
+  TP_SCHED_RING,
+  TP_SCHED_MULTIMEM,
+  TP_SCHED_NCCL
+} tp_schedule;
+
+/* "auto", "ce", "sm", "ring", "multimem", "nccl"; "?" for another value. */
+const char *tp_schedule_name(tp_schedule schedule);
+
+/* The tensor-parallel projections. */
+typedef enum {
+  TP_OP_AG_LINEAR = 0,   /* all-gather the input, then one column-parallel GEMM */
+  TP_OP_AG_LINEAR_MULTI, /* one all-gather feeding several column-parallel GEMMs */
+  TP_OP_LINEAR_RS        /* row-parallel GEMM, then reduce-scatter the output */
+} tp_op;
+
+/* "ag_linear", "ag_linear_multi", "linear_rs"; "?" for another value. */
+const char *tp_op_name(tp_op op);
+
+/* The all-gather side (AG_LINEAR, AG_LINEAR_MULTI) rather than the reduce-scatter side. */
+static inline int tp_op_gathers(tp_op op) { return op != TP_OP_LINEAR_RS; }
+
+/* The layers `tpbench run` times. */
+typedef enum { TP_LAYER_ATTENTION = 0, TP_LAYER_FFN, TP_LAYER_BLOCK } tp_layer;
+
+/* "attention", "ffn", "block"; "?" for another value. */
+const char *tp_layer_name(tp_layer layer);
+
+/* The name tables behind the functions above, for parsing: TP_OK with the
+ * enum value in *out when name is one of the n names, else TP_EUSAGE naming
+ * what (e.g. "dtype") and the valid names. */
+typedef struct tp_vocab_table {
+  const char *what;
+  const char *const *names;
+  int n;
+} tp_vocab_table;
+
+extern const tp_vocab_table tp_dtype_vocab, tp_pass_vocab, tp_schedule_vocab, tp_op_vocab,
+    tp_layer_vocab;
+
+TP_MUST_CHECK tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_VOCAB_H */
