@@ -18,8 +18,9 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 
-/* Everything but the collectives runs unless only the collectives are timed. */
-static int runs_local(const tp_block_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
+/* The per-rank compute (norms, RoPE, attention core, activations: everything but the
+ * collectives) runs unless only the collectives are timed. */
+static int runs_compute(const tp_block_plan *p) { return p->backend != TP_BACKEND_COMM_ONLY; }
 
 /* A projection's tensors, starting with its own stock-path scratch when the
  * configuration gave it one (the references: tp_block_tensors.proj_scratch). */
@@ -60,15 +61,15 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
                            void *y) {
   tp_block_attn *a = &t->attn;
   const tp_attention_shape *as = &p->attn;
-  const int local = runs_local(p);
-  if (local) TP_TRY(rmsnorm_fwd(g, p, x, a->g, a->h, a->inv_rms));
+  const int compute = runs_compute(p);
+  if (compute) TP_TRY(rmsnorm_fwd(g, p, x, a->g, a->h, a->inv_rms));
   tp_linear_tensors qkv = proj_tensors(t, TP_PROJ_QKV);
   qkv.x = a->h;
   qkv.w[0] = a->w_qkv;
   qkv.y[0] = a->qkv;
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
   TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_QKV], &qkv));
-  if (local) {
+  if (compute) {
     TP_CUDA(tp_launch_rope_fwd(as->dtype, a->qkv, t->rope_table, as->seq, as->batch, as->hq,
                                as->hkv, as->head_dim, g->main_stream));
     TP_TRY(tp_attention_forward(g->gemm, as, a->qkv, a->o, a->probs, a->ws, g->main_stream));
@@ -84,7 +85,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
                            const void *dy, void *dx) {
   tp_block_attn *a = &t->attn;
   const tp_attention_shape *as = &p->attn;
-  const int local = runs_local(p);
+  const int compute = runs_compute(p);
   tp_linear_tensors wo = proj_tensors(t, TP_PROJ_WO);
   wo.x = a->o;
   wo.w[0] = a->w_o;
@@ -92,7 +93,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   wo.dx = a->d_o;
   wo.dw[0] = a->dw_o;
   TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_WO], &wo));
-  if (local) {
+  if (compute) {
     /* The core's gradient is with respect to the rotated Q and K; RoPE's
      * backward turns it back. */
     TP_TRY(tp_attention_backward(g->gemm, as, a->qkv, a->probs, a->d_o, a->dqkv, a->ws,
@@ -108,7 +109,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   qkv.dw[0] = a->dw_qkv;
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
   TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_QKV], &qkv));
-  if (local) TP_TRY(rmsnorm_bwd(g, p, t, a->dh, x, a->g, a->inv_rms, dx, a->dg));
+  if (compute) TP_TRY(rmsnorm_bwd(g, p, t, a->dh, x, a->g, a->inv_rms, dx, a->dg));
   return TP_OK;
 }
 
@@ -119,8 +120,8 @@ static size_t ffn_elems(const tp_block_plan *p) { return (size_t)(p->tokens * p-
 static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, const void *x,
                      void *y) {
   tp_block_ffn *f = &t->ffn;
-  const int local = runs_local(p);
-  if (local) TP_TRY(rmsnorm_fwd(g, p, x, f->g, f->h, f->inv_rms));
+  const int compute = runs_compute(p);
+  if (compute) TP_TRY(rmsnorm_fwd(g, p, x, f->g, f->h, f->inv_rms));
   tp_linear_tensors w13 = proj_tensors(t, TP_PROJ_W13);
   w13.x = f->h;
   w13.w[0] = f->w1;
@@ -129,7 +130,7 @@ static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   w13.y[1] = f->b;
   w13.saved = p->proj[TP_PROJ_W13].desc.save_gathered ? f->saved : NULL;
   TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_W13], &w13));
-  if (local)
+  if (compute)
     TP_CUDA(tp_launch_swiglu_fwd(p->shape.dtype, f->a, f->b, f->m, ffn_elems(p), g->main_stream));
   tp_linear_tensors w2 = proj_tensors(t, TP_PROJ_W2);
   w2.x = f->m;
@@ -141,7 +142,7 @@ static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
 static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, const void *x,
                      const void *dy, void *dx) {
   tp_block_ffn *f = &t->ffn;
-  const int local = runs_local(p);
+  const int compute = runs_compute(p);
   tp_linear_tensors w2 = proj_tensors(t, TP_PROJ_W2);
   w2.x = f->m;
   w2.w[0] = f->w2;
@@ -151,7 +152,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_W2], &w2));
   /* SwiGLU's gradients replace a and b in place (each element is read
    * before it is written): the forward recomputes them every step. */
-  if (local)
+  if (compute)
     TP_CUDA(tp_launch_swiglu_bwd(p->shape.dtype, f->dm, f->a, f->b, f->a, f->b, ffn_elems(p),
                                  g->main_stream));
   tp_linear_tensors w13 = proj_tensors(t, TP_PROJ_W13);
@@ -165,7 +166,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   w13.dw[1] = f->dw3;
   w13.saved = p->proj[TP_PROJ_W13].desc.save_gathered ? f->saved : NULL;
   TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_W13], &w13));
-  if (local) TP_TRY(rmsnorm_bwd(g, p, t, f->dh, x, f->g, f->inv_rms, dx, f->dg));
+  if (compute) TP_TRY(rmsnorm_bwd(g, p, t, f->dh, x, f->g, f->inv_rms, dx, f->dg));
   return TP_OK;
 }
 
@@ -177,11 +178,11 @@ static tp_rc forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
   case TP_LAYER_FFN: return ffn_fwd(g, p, t, t->x, t->y);
   case TP_LAYER_BLOCK: break;
   }
-  const int local = runs_local(p);
+  const int compute = runs_compute(p);
   TP_TRY(attention_fwd(g, p, t, t->x, t->attn.y));
-  if (local) TP_TRY(residual(g, p, t->x1, t->x, t->attn.y));
+  if (compute) TP_TRY(residual(g, p, t->x1, t->x, t->attn.y));
   TP_TRY(ffn_fwd(g, p, t, t->x1, t->ffn.y));
-  if (local) TP_TRY(residual(g, p, t->y, t->x1, t->ffn.y));
+  if (compute) TP_TRY(residual(g, p, t->y, t->x1, t->ffn.y));
   return TP_OK;
 }
 
@@ -193,11 +194,11 @@ static tp_rc backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) 
   case TP_LAYER_FFN: return ffn_bwd(g, p, t, t->x, t->dy, t->dx);
   case TP_LAYER_BLOCK: break;
   }
-  const int local = runs_local(p);
+  const int compute = runs_compute(p);
   TP_TRY(ffn_bwd(g, p, t, t->x1, t->dy, t->dx_part));
-  if (local) TP_TRY(residual(g, p, t->dx1, t->dy, t->dx_part));
+  if (compute) TP_TRY(residual(g, p, t->dx1, t->dy, t->dx_part));
   TP_TRY(attention_bwd(g, p, t, t->x, t->dx1, t->dx_part));
-  if (local) TP_TRY(residual(g, p, t->dx, t->dx1, t->dx_part));
+  if (compute) TP_TRY(residual(g, p, t->dx, t->dx1, t->dx_part));
   return TP_OK;
 }
 

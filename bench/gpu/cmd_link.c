@@ -215,7 +215,7 @@ int tp_cmd_link(int argc, char **argv) {
   tp_link_args_defaults(&args);
   int help = 0;
   if (tp_link_args_parse(argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
-  if (help) return 0;
+  if (help) return TP_EXIT_OK;
   link_job job = {.db = args.db,
                   .sizes_mib = args.sizes_mib,
                   .iters = args.iters,
@@ -223,10 +223,10 @@ int tp_cmd_link(int argc, char **argv) {
                   .sm_blocks = args.sm_blocks};
   const int gpus = args.gpus;
   int precheck = tp_job_precheck_database("link", job.db);
-  if (precheck != 0) return precheck;
-  int external = 0;
-  int world = tp_job_world("link", gpus, &external);
-  if (world <= 0) return world == -TP_EXIT_USAGE ? TP_EXIT_USAGE : 1;
+  if (precheck != TP_EXIT_OK) return precheck;
+  int world = 0, external = 0;
+  const int counted = tp_job_world("link", gpus, &world, &external);
+  if (counted != TP_EXIT_OK) return counted;
   job.command_line = tp_job_command_line(argc, argv);
   int status = tp_launch(world, link_worker, &job);
   free(job.command_line);

@@ -25,7 +25,7 @@
 #include "collectors/tp_collector.h"
 #include "store/tp_store.h"
 
-enum { EXIT_USAGE = 2, RENDEZVOUS_TIMEOUT_MS = 120000 };
+enum { RENDEZVOUS_TIMEOUT_MS = 120000 };
 
 typedef struct ops_job {
   tp_ops_matrix matrix;
@@ -52,11 +52,9 @@ static int ops_worker_entry(const tp_launch_env *env, void *arg) {
     fprintf(stderr, "tpbench ops: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
   tp_worker_leave(&ctx);
   if (collector) tp_collector_stop(collector);
-  return rc == TP_OK ? 0 : 1;
+  return rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
 }
 
-/* Configurations whose TP degree differs from the job's worker count cannot
- * run in this job: say so on each of them. */
 /* Token counts the op benchmark was asked for must split evenly over the TP
  * degrees asked for: a mistake in the command line, reported before any GPU
  * time is spent (exit 2), rather than a matrix of rejected rows. */
@@ -66,20 +64,9 @@ static int check_tokens_divisible(const tp_ops_spec *spec) {
       if (spec->tp.items[j] > 0 && spec->tokens.items[i] % spec->tp.items[j] != 0) {
         fprintf(stderr, "tpbench ops: --tokens %lld is not divisible by the TP degree %lld\n",
                 spec->tokens.items[i], spec->tp.items[j]);
-        return EXIT_USAGE;
+        return TP_EXIT_USAGE;
       }
-  return 0;
-}
-
-static void reject_other_tp(tp_ops_matrix *m, int world) {
-  for (int i = 0; i < m->n_configs; ++i) {
-    tp_ops_config *cfg = &m->configs[i];
-    if (cfg->rejected || cfg->axes.tp == world) continue;
-    cfg->rejected = 1;
-    snprintf(cfg->reason, sizeof cfg->reason,
-             "TP %d needs a job of %d workers; this one has %d (--gpus %d)", cfg->axes.tp,
-             cfg->axes.tp, world, cfg->axes.tp);
-  }
+  return TP_EXIT_OK;
 }
 
 int tp_cmd_ops(int argc, char **argv) {
@@ -88,33 +75,34 @@ int tp_cmd_ops(int argc, char **argv) {
   ops_job job;
   memset(&job, 0, sizeof job);
   int help = 0;
-  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return EXIT_USAGE;
-  if (help) return 0;
+  if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return TP_EXIT_USAGE;
+  if (help) return TP_EXIT_OK;
   if (args.list) {
     tp_ops_spec spec = tp_ops_args_spec(&args, TP_OPS_LIST_DEFAULT_TP);
     if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
       fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
-      return EXIT_USAGE;
+      return TP_EXIT_USAGE;
     }
     tp_ops_matrix_print(&job.matrix, stdout);
     tp_ops_matrix_free(&job.matrix);
-    return 0;
+    return TP_EXIT_OK;
   }
-  if (args.spec.tp.count > 0 && check_tokens_divisible(&args.spec) != 0) return EXIT_USAGE;
+  if (args.spec.tp.count > 0 && check_tokens_divisible(&args.spec) != TP_EXIT_OK)
+    return TP_EXIT_USAGE;
   int precheck = tp_job_precheck_database("ops", args.db);
-  if (precheck != 0) return precheck;
-  int external = 0;
-  int world = tp_job_world("ops", args.gpus, &external);
-  if (world <= 0) return world == -EXIT_USAGE ? EXIT_USAGE : 1;
+  if (precheck != TP_EXIT_OK) return precheck;
+  int world = 0, external = 0;
+  const int counted = tp_job_world("ops", args.gpus, &world, &external);
+  if (counted != TP_EXIT_OK) return counted;
   tp_ops_spec spec = tp_ops_args_spec(&args, world);
-  if (check_tokens_divisible(&spec) != 0) return EXIT_USAGE;
+  if (check_tokens_divisible(&spec) != TP_EXIT_OK) return TP_EXIT_USAGE;
   if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
     fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
-    return EXIT_USAGE;
+    return TP_EXIT_USAGE;
   }
-  reject_other_tp(&job.matrix, world);
+  (void)tp_ops_reject_world(&job.matrix, world);
   int check = tp_job_check_database("ops", args.db);
-  if (check != 0) {
+  if (check != TP_EXIT_OK) {
     tp_ops_matrix_free(&job.matrix);
     return check;
   }

@@ -78,9 +78,9 @@ int tp_cmd_run(int argc, char **argv) {
   int help = 0;
   if (tp_run_args_parse("run", argc, argv, &args, &help) != TP_OK) return TP_EXIT_USAGE;
   if (help) return TP_EXIT_OK;
-  int external = 0;
-  int world = tp_job_world("run", args.gpus, &external);
-  if (world <= 0) return world == -TP_EXIT_USAGE ? TP_EXIT_USAGE : TP_EXIT_FAILURE;
+  int world = 0, external = 0;
+  const int counted = tp_job_world("run", args.gpus, &world, &external);
+  if (counted != TP_EXIT_OK) return counted;
   run_job job;
   memset(&job, 0, sizeof job);
   job.trace = args.trace;

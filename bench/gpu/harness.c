@@ -776,7 +776,7 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < n; ++i) {
       entry_state *e = &es[i];
-      const tp_numerics_role want = pass == 0 ? TP_NUMERICS_REFERENCE : TP_NUMERICS_CHECK;
+      const tp_numerics_use want = pass == 0 ? TP_NUMERICS_REFERENCE : TP_NUMERICS_CHECK;
       if (e->e->cfg.numerics != want || !e->oc.have_result) continue;
       if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = e->e->cfg.index;
       guard(h, 1, e->e->cfg.label);

@@ -91,11 +91,12 @@ typedef struct tp_item {
   void *self;
 } tp_item;
 
+/* What a configuration's outputs are used for in its case's numerics step. */
 typedef enum {
   TP_NUMERICS_NONE = 0,  /* not compared (the collectives alone) */
   TP_NUMERICS_REFERENCE, /* outputs must be finite and are kept: the case's reference (stock) */
   TP_NUMERICS_CHECK      /* each output judged against the reference's (not checked without one) */
-} tp_numerics_role;
+} tp_numerics_use;
 
 /* One configuration as the harness sees it. */
 typedef struct tp_harness_config {
@@ -103,7 +104,7 @@ typedef struct tp_harness_config {
   int rejected;               /* rejected before any GPU work: recorded with reason */
   const char *reason;
   double flops; /* per step, the whole group; 0 when not counted */
-  tp_numerics_role numerics;
+  tp_numerics_use numerics;
   const char *label; /* the progress line's description */
   int index;         /* the configuration's index in its matrix (progress) */
 } tp_harness_config;

@@ -11,34 +11,37 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/cli/commands.h"
+#include "bench/gpu/worker_group.h"
+#include "bench/launch/launcher.h"
 #include "collectors/tp_collector.h"
 #include "store/tp_store.h"
-#include "bench/cli/commands.h"
-#include "bench/launch/launcher.h"
 #include "tp_buildinfo.h"
-#include "bench/gpu/worker_group.h"
 
-enum { EXIT_USAGE = 2 };
-
-int tp_job_world(const char *cmd, int gpus, int *external) {
+int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
   tp_launch_env env;
+  *world = 0;
   *external = 0;
   if (tp_launch_env_from_environment(&env, external) != TP_OK) {
     fprintf(stderr, "tpbench %s: %s\n", cmd, tp_last_error());
-    return -EXIT_USAGE;
+    return TP_EXIT_USAGE;
   }
-  if (*external) return env.world;
+  if (*external) {
+    *world = env.world;
+    return TP_EXIT_OK;
+  }
   int devices = tp_count_devices_in_child();
   if (devices == 0) {
     fprintf(stderr, "tpbench %s: no CUDA device found: this command needs at least one GPU\n", cmd);
-    return -1;
+    return TP_EXIT_FAILURE;
   }
   if (gpus > devices) {
     fprintf(stderr, "tpbench %s: --gpus %d asks for more GPUs than the %d visible\n", cmd, gpus,
             devices);
-    return -1;
+    return TP_EXIT_FAILURE;
   }
-  return gpus > 0 ? gpus : devices;
+  *world = gpus > 0 ? gpus : devices;
+  return TP_EXIT_OK;
 }
 
 int tp_job_precheck_database(const char *cmd, const char *path) {
@@ -53,9 +56,9 @@ int tp_job_precheck_database(const char *cmd, const char *path) {
     tp_store_close(store);
     if (access(path, W_OK) != 0) {
       fprintf(stderr, "tpbench %s: database %s is not writable: %s\n", cmd, path, strerror(errno));
-      return EXIT_USAGE;
+      return TP_EXIT_USAGE;
     }
-    return 0;
+    return TP_EXIT_OK;
   }
   /* A new file: its folder must exist and be writable (nothing is created yet). */
   char dir[4096];
@@ -67,9 +70,9 @@ int tp_job_precheck_database(const char *cmd, const char *path) {
   if (access(dir, W_OK) != 0) {
     fprintf(stderr, "tpbench %s: cannot create database %s: folder %s: %s\n", cmd, path, dir,
             strerror(errno));
-    return EXIT_USAGE;
+    return TP_EXIT_USAGE;
   }
-  return 0;
+  return TP_EXIT_OK;
 }
 
 int tp_job_check_database(const char *cmd, const char *path) {
@@ -80,7 +83,7 @@ int tp_job_check_database(const char *cmd, const char *path) {
     return tp_exit_for(rc);
   }
   tp_store_close(store);
-  return 0;
+  return TP_EXIT_OK;
 }
 
 /* The driver version as the kernel module reports it. The line reads

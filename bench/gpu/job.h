@@ -12,19 +12,21 @@
 #include "kernels/tp_group.h"
 #include "store/tp_store.h"
 
-/* Workers of this job: WORLD_SIZE under an external launcher (*external =
- * 1), else gpus or every visible GPU, counted in a child. On failure a
- * message is printed and the return is -2 (usage: exit 2) or -1 (exit 1). */
-int tp_job_world(const char *cmd, int gpus, int *external);
+/* The job's workers in *world: WORLD_SIZE under an external launcher
+ * (*external = 1), else gpus or every visible GPU, counted in a child.
+ * Returns the exit status (bench/cli/commands.h): TP_EXIT_OK, or after a
+ * message on stderr TP_EXIT_USAGE (a malformed launcher environment) or
+ * TP_EXIT_FAILURE (no GPU, fewer GPUs than asked for). */
+int tp_job_world(const char *cmd, int gpus, int *world, int *external);
 
-/* 0 when the database at path opens (created if missing) as tpbench's;
- * else the exit status (2 for a foreign or unusable file, 1 otherwise),
- * with a message. */
 /* Before any GPU is counted: an existing file must be a tpbench database
- * and writable, a new one's folder writable; creates nothing. 0, or the
- * exit status after a message on stderr. */
+ * and writable, a new one's folder writable; creates nothing. TP_EXIT_OK,
+ * or the exit status after a message on stderr. */
 int tp_job_precheck_database(const char *cmd, const char *path);
 
+/* TP_EXIT_OK when the database at path opens (created if missing) as
+ * tpbench's; else the exit status (TP_EXIT_USAGE for a foreign or unusable
+ * file, TP_EXIT_FAILURE otherwise), with a message. */
 int tp_job_check_database(const char *cmd, const char *path);
 
 /* What a command says about its run beyond the machine. */

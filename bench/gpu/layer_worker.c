@@ -198,7 +198,7 @@ typedef struct run_state {
   volatile tp_job_progress *progress;
 } run_state;
 
-static tp_numerics_role numerics_role(tp_backend backend) {
+static tp_numerics_use numerics_use(tp_backend backend) {
   if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
   return backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
@@ -214,7 +214,7 @@ static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_c
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_role(cfg->backend);
+  hc.numerics = numerics_use(cfg->backend);
   hc.label = label;
   hc.index = index;
   return hc;

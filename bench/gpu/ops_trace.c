@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/stats/stats.h"
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
-#include "bench/stats/stats.h"
 
 /* An odd size nothing else uses: NCCL and cuBLASLt issue small memsets of
  * their own (4 bytes, seen on the H200 pair), which must not be taken for
@@ -65,10 +65,10 @@ static tp_rc iteration_windows(const tp_event *ev, size_t n, int device, int ite
   size_t found = 0;
   uint64_t first = UINT64_MAX, last = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (ev[i].device != device || ev[i].kind == TP_EV_RANGE) continue;
+    if (ev[i].device != device || ev[i].type == TP_EV_RANGE) continue;
     if (ev[i].start_ns < first) first = ev[i].start_ns;
     if (ev[i].end_ns > last) last = ev[i].end_ns;
-    if (ev[i].kind == TP_EV_MEMSET && ev[i].bytes == MARKER_BYTES && found < (size_t)iters)
+    if (ev[i].type == TP_EV_MEMSET && ev[i].bytes == MARKER_BYTES && found < (size_t)iters)
       bounds[found++] = ev[i].start_ns;
   }
   if (first == UINT64_MAX)
@@ -296,7 +296,7 @@ static unsigned char *pack(const rank_view *v, size_t *size) {
                     e->stream,
                     e->correlation,
                     off,
-                    (uint8_t)e->kind,
+                    (uint8_t)e->type,
                     (uint8_t)e->category,
                     (uint8_t)e->copy_kind,
                     {0}};
@@ -402,7 +402,7 @@ static tp_rc unpack_all(tp_ops_trace *t, const unsigned char *all, size_t stride
       memcpy(&w, &we[i], sizeof w);
       tp_trace_event *e = &t->events[ei++];
       e->name = names + w.name_off;
-      e->kind = tp_event_kind_name((tp_event_kind)w.kind);
+      e->kind = tp_event_type_name((tp_event_type)w.kind);
       e->category = tp_category_name((tp_event_category)w.category);
       e->copy_kind = tp_copy_kind_name((tp_copy_kind)w.copy_kind);
       e->start_ns = w.start;

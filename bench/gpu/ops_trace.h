@@ -14,10 +14,10 @@
 #ifndef TP_OPS_TRACE_H
 #define TP_OPS_TRACE_H
 
+#include "bench/gpu/worker_group.h"
 #include "collectors/tp_collector.h"
 #include "kernels/tp_linear.h"
 #include "store/tp_store.h"
-#include "bench/gpu/worker_group.h"
 
 /* Runs one step of the configuration (forward, backward or both). */
 typedef tp_rc (*tp_trace_step_fn)(void *ctx);

@@ -231,7 +231,7 @@ static const tp_item_ops op_item_ops = {"op",    op_plan,    op_prepare, op_befo
 
 /* ---- the matrix ------------------------------------------------------------------- */
 
-static tp_numerics_role numerics_role(tp_backend backend) {
+static tp_numerics_use numerics_use(tp_backend backend) {
   if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
   /* the GEMM alone is checked too: its gather-side outputs must equal stock's */
   return backend == TP_BACKEND_DIST || backend == TP_BACKEND_GEMM_ONLY ? TP_NUMERICS_CHECK
@@ -248,7 +248,7 @@ static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_confi
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_role(cfg->backend);
+  hc.numerics = numerics_use(cfg->backend);
   hc.label = label;
   hc.index = index;
   return hc;

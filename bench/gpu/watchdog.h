@@ -12,9 +12,9 @@
 #ifndef TP_BENCH_WATCHDOG_H
 #define TP_BENCH_WATCHDOG_H
 
+#include "bench/launch/resume.h"
 #include "common/tp_error.h"
 #include "kernels/tp_group.h"
-#include "bench/launch/resume.h"
 
 typedef struct tp_watchdog tp_watchdog;
 

@@ -6,8 +6,8 @@
 #ifndef TP_WORKER_GROUP_H
 #define TP_WORKER_GROUP_H
 
-#include "kernels/tp_group.h"
 #include "bench/launch/rendezvous.h"
+#include "kernels/tp_group.h"
 
 typedef struct tp_worker_ctx {
   int rank, world, local_rank;

@@ -331,6 +331,20 @@ int tp_ops_runnable(const tp_ops_matrix *matrix) {
   return n;
 }
 
+int tp_ops_reject_world(tp_ops_matrix *matrix, int world) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; i++) {
+    tp_ops_config *cfg = &matrix->configs[i];
+    if (cfg->rejected || cfg->axes.tp == world) continue;
+    cfg->rejected = 1;
+    snprintf(cfg->reason, sizeof cfg->reason,
+             "TP %d needs a job of %d workers; this one has %d (--gpus %d)", cfg->axes.tp,
+             cfg->axes.tp, world, cfg->axes.tp);
+    n++;
+  }
+  return n;
+}
+
 int tp_ops_max_tp(const tp_ops_matrix *matrix) {
   int max = 0;
   for (int i = 0; i < matrix->n_configs; i++)

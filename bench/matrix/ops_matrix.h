@@ -85,6 +85,10 @@ void tp_ops_matrix_free(tp_ops_matrix *matrix);
 /* Configurations not rejected. */
 int tp_ops_runnable(const tp_ops_matrix *matrix);
 
+/* Marks every configuration whose TP degree differs from the job's worker
+ * count rejected (if it was not), with the reason; returns how many. */
+int tp_ops_reject_world(tp_ops_matrix *matrix, int world);
+
 /* The largest TP degree of any runnable configuration (the GPUs a run
  * needs), 0 if none can run. */
 int tp_ops_max_tp(const tp_ops_matrix *matrix);
