@@ -42,80 +42,80 @@ typedef struct rule {
   const char *pattern;
   match_mode mode;
   tp_event_category category;
-  tp_kernel_role role;
+  tp_kernel_origin origin;
 } rule;
 
 /* THE table. Examples of real names each row exists for are in
  * tests/cpu/test_collectors.c. */
 static const rule rules[] = {
     /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before. */
-    {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
     /* tpbench's kernels, every one (kernels/tp_copy.cu, tp_signal.cu, tp_bias.cu,
      * tp_layers.cu). Moving bytes: the SM copy into a peer's memory, and the sums of
      * the partials peers pushed (reduce-scatter side, W > 2; reduce_sum_vec_kernel is
      * the 16-byte path actually launched for aligned sizes). */
-    {"copy_signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_COPY},
-    {"reduce_sum_vec_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
-    {"reduce_sum_kernel", MATCH_IDENT, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+    {"copy_signal_kernel", MATCH_IDENT, TP_CAT_COMM, TP_KERNEL_OWN_COPY},
+    {"reduce_sum_vec_kernel", MATCH_IDENT, TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
+    {"reduce_sum_kernel", MATCH_IDENT, TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
     /* Waiting: spin on flags in peers' pads until they are raised. */
-    {"barrier_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
-    {"signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
-    {"wait_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+    {"barrier_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
+    {"signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
+    {"wait_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
     /* Compute of the layers: norms, rotary embedding, SwiGLU, bias. sum_sources_kernel
      * sums fp32 column partials: local everywhere but in the fused row-parallel bias
      * gradient, where it reads W vectors of one row each from the peers (a few KiB);
      * the name cannot tell the two apart, so it is filed with the local majority. */
-    {"rmsnorm_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"rmsnorm_bwd_dx_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"rmsnorm_dg_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"rmsnorm_dg_final_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"rope_table_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"rope_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"swiglu_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"swiglu_bwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"add_bias_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"column_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"sum_sources_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"rmsnorm_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"rmsnorm_bwd_dx_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"rmsnorm_dg_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"rmsnorm_dg_final_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"rope_table_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"rope_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"swiglu_fwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"swiglu_bwd_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"add_bias_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"column_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"sum_sources_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     /* The attention core's own kernels (its GEMMs are cuBLASLt's). */
-    {"attention_heads_copy_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"attention_softmax_fwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"attention_softmax_bwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"attention_heads_copy_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"attention_softmax_fwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"attention_softmax_bwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     /* Buffers: random fills, NaN poisoning, casts for the checks; the numerics
      * comparison runs outside timed windows and is none of the layer's work. */
-    {"fill_random_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"poison_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"to_fp32_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"compare_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_ROLE_NONE},
+    {"fill_random_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"poison_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"to_fp32_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"compare_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_KERNEL_OTHER},
     /* The test knob's fixed slowdown inside a fused op (off by default): it stands
      * for slower work of the op, so it counts as compute, not as waiting. */
-    {"delay_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_ROLE_NONE},
+    {"delay_kernel", MATCH_IDENT, TP_CAT_OTHER, TP_KERNEL_OTHER},
     /* Attention: flash (FA2 "flash_fwd_kernel", FA3 "FlashAttnFwdSm90"), xformers and
      * PyTorch memory-efficient (fmha_cutlassF, AttentionKernel), cuDNN SDPA, softmax. */
-    {"flash", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"fmha", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"sdpa", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"attention", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"softmax", MATCH_NOCASE, TP_CAT_ATTENTION, TP_ROLE_NONE},
+    {"flash", MATCH_NOCASE, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"fmha", MATCH_NOCASE, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"sdpa", MATCH_NOCASE, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"attention", MATCH_NOCASE, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"softmax", MATCH_NOCASE, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     /* GEMM: cuBLAS(Lt) Hopper ("sm90_xmma_gemm_*", "nvjet_*"), Ampere ("ampere_*gemm*",
      * "sm80_xmma_*"), CUTLASS, split-K reduction ("splitKreduce_kernel"), GEMV. */
-    {"gemm", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"gemv", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"xmma", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"nvjet", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"cutlass", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"cublas", MATCH_NOCASE, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"splitKreduce", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"ampere_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"sm80_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
-    {"sm90_", MATCH_SUBSTR, TP_CAT_GEMM, TP_ROLE_NONE},
+    {"gemm", MATCH_NOCASE, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"gemv", MATCH_NOCASE, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"xmma", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"nvjet", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"cutlass", MATCH_NOCASE, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"cublas", MATCH_NOCASE, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"splitKreduce", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"ampere_", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"sm80_", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"sm90_", MATCH_SUBSTR, TP_CAT_GEMM, TP_KERNEL_OTHER},
     /* Elementwise: PyTorch's elementwise loops, Triton pointwise ("triton_poi_"), fills,
      * tpbench's fill/poison/cast kernels. */
-    {"elementwise", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"vectorized", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"triton_poi_", MATCH_SUBSTR, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"fill", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"poison", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+    {"elementwise", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"vectorized", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"triton_poi_", MATCH_SUBSTR, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"fill", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"poison", MATCH_NOCASE, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
 };
 
 static int ident_char(char ch) { return isalpha((unsigned char)ch) || ch == '_'; }
@@ -150,12 +150,12 @@ static int rule_matches(const rule *r, const char *name) {
 }
 
 tp_kernel_class tp_classify_kernel_ex(const char *name) {
-  tp_kernel_class out = {TP_CAT_OTHER, TP_ROLE_NONE, ""};
+  tp_kernel_class out = {TP_CAT_OTHER, TP_KERNEL_OTHER, ""};
   if (!name || !*name) return out;
   for (size_t i = 0; i < sizeof rules / sizeof rules[0]; ++i) {
     if (rule_matches(&rules[i], name)) {
       out.category = rules[i].category;
-      out.role = rules[i].role;
+      out.origin = rules[i].origin;
       out.rule = rules[i].pattern;
       return out;
     }
@@ -173,33 +173,33 @@ tp_event_category tp_classify_copy(tp_copy_kind kind) {
 
 tp_event_category tp_classify_sync(void) { return TP_CAT_SYNC; }
 
-const char *tp_category_name(tp_event_category category) {
-  switch (category) {
-  case TP_CAT_COMM: return "comm";
-  case TP_CAT_SYNC: return "sync";
-  case TP_CAT_GEMM: return "gemm";
-  case TP_CAT_ATTENTION: return "attention";
-  case TP_CAT_ELEMENTWISE: return "elementwise";
-  case TP_CAT_OTHER: return "other";
-  case TP_CAT_RANGE: return "range";
-  }
-  return "invalid";
+/* names[value], or "invalid" for a value outside the table or without a name. */
+static const char *name_in(const char *const *names, size_t n, unsigned value) {
+  return value < n && names[value] ? names[value] : "invalid";
 }
 
-const char *tp_event_kind_name(tp_event_kind kind) {
-  switch (kind) {
-  case TP_EV_KERNEL: return "kernel";
-  case TP_EV_MEMCPY: return "memcpy";
-  case TP_EV_MEMSET: return "memset";
-  case TP_EV_SYNC: return "sync";
-  case TP_EV_RANGE: return "range";
-  }
-  return "invalid";
+const char *tp_category_name(tp_event_category category) {
+  static const char *const names[TP_CAT_COUNT] = {[TP_CAT_COMM] = "comm",
+                                                  [TP_CAT_SYNC] = "sync",
+                                                  [TP_CAT_GEMM] = "gemm",
+                                                  [TP_CAT_ATTENTION] = "attention",
+                                                  [TP_CAT_ELEMENTWISE] = "elementwise",
+                                                  [TP_CAT_OTHER] = "other",
+                                                  [TP_CAT_RANGE] = "range"};
+  return name_in(names, TP_CAT_COUNT, (unsigned)category);
+}
+
+const char *tp_event_type_name(tp_event_type type) {
+  static const char *const names[] = {[TP_EV_KERNEL] = "kernel",
+                                      [TP_EV_MEMCPY] = "memcpy",
+                                      [TP_EV_MEMSET] = "memset",
+                                      [TP_EV_SYNC] = "sync",
+                                      [TP_EV_RANGE] = "range"};
+  return name_in(names, sizeof names / sizeof names[0], (unsigned)type);
 }
 
 const char *tp_copy_kind_name(tp_copy_kind kind) {
   static const char *const names[] = {"none", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
                                       "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-  if ((unsigned)kind < sizeof names / sizeof names[0]) return names[kind];
-  return "invalid";
+  return name_in(names, sizeof names / sizeof names[0], (unsigned)kind);
 }

@@ -1,7 +1,8 @@
 /*
  * cupti_collector.c — the CUPTI Activity API collector of one worker process.
  *
- * The only file that includes cupti.h. Two seams (STYLE.md, after Kineto):
+ * The only file that includes cupti.h. Two seams, so that CUPTI's callbacks
+ * stay short and the conversion runs on the collector's own thread:
  *
  *  collect  CUPTI asks for empty buffers and hands back full ones through two
  *           callbacks that may run on CUPTI's own thread at any time. They do
@@ -247,12 +248,12 @@ static int context_device(const tp_collector *c, uint32_t context) {
   return -1;
 }
 
-static tp_event base_event(const tp_collector *c, tp_event_kind kind) {
+static tp_event base_event(const tp_collector *c, tp_event_type type) {
   tp_event e = {0};
   e.rank = c->rank;
   e.device = -1;
   e.stream = TP_STREAM_NONE;
-  e.kind = kind;
+  e.type = type;
   e.category = TP_CAT_OTHER;
   e.copy_kind = TP_COPY_NONE;
   e.peer_device = -1;
@@ -283,74 +284,89 @@ static const char *copy_label(tp_copy_kind kind) {
   return (unsigned)kind < sizeof labels / sizeof labels[0] ? labels[kind] : "memcpy";
 }
 
+/* The fields CUPTI's device records (kernel, memcpy, peer copy, memset,
+ * synchronisation) share, read once per record. The kernel, copy and memset
+ * records are distinct structs whose common fields carry the same names,
+ * hence the macro; a sync record has no device field. */
+typedef struct device_record {
+  uint64_t start_ns, end_ns;
+  uint64_t bytes; /* copies and memsets; 0 otherwise */
+  uint32_t context, stream, correlation;
+  int device; /* CUDA ordinal; a sync record's comes from its context (-1: unknown) */
+} device_record;
+
+#define DEVICE_RECORD(r, nbytes)                                                                   \
+  ((device_record){(r)->start, (r)->end, (nbytes), (r)->contextId, (r)->streamId,                  \
+                   (r)->correlationId, (int)(r)->deviceId})
+
 /* A record CUPTI could not time (both stamps 0 after a forced flush) is no interval. */
-static int untimed(tp_collector *c, uint64_t start, uint64_t end) {
-  if (start != 0 || end != 0) return 0;
+static int untimed(tp_collector *c, const device_record *r) {
+  if (r->start_ns != 0 || r->end_ns != 0) return 0;
   ++c->stats.untimed_records;
   return 1;
 }
 
+/* An event of `type` with the record's interval, device, stream, bytes and
+ * correlation id; each record kind adds what is its own. */
+static tp_event device_event(const tp_collector *c, tp_event_type type, const device_record *r) {
+  tp_event e = base_event(c, type);
+  e.device = r->device;
+  e.stream = r->stream;
+  e.start_ns = r->start_ns;
+  e.end_ns = r->end_ns;
+  e.bytes = r->bytes;
+  e.correlation = r->correlation;
+  return e;
+}
+
+/* Remembers the record's context -> device (what sync records are placed by)
+ * and keeps the event. */
+static tp_rc push_device_event(tp_collector *c, const device_record *r, const tp_event *e) {
+  note_context(c, r->context, (uint32_t)r->device);
+  return push_event(c, e);
+}
+
 static tp_rc convert_kernel(tp_collector *c, const CUpti_ActivityKernel10 *k) {
-  if (untimed(c, k->start, k->end)) return TP_OK;
-  tp_event e = base_event(c, TP_EV_KERNEL);
+  device_record r = DEVICE_RECORD(k, 0);
+  if (untimed(c, &r)) return TP_OK;
+  tp_event e = device_event(c, TP_EV_KERNEL, &r);
   e.name = strtab_intern(&c->names, k->name ? k->name : "<unnamed kernel>");
   if (!e.name) return TP_FAIL(TP_EOOM, "collector: no memory for a kernel name");
-  e.device = (int)k->deviceId;
-  e.stream = k->streamId;
   e.category = tp_classify_kernel(e.name);
-  e.start_ns = k->start;
-  e.end_ns = k->end;
-  e.correlation = k->correlationId;
-  note_context(c, k->contextId, k->deviceId);
-  return push_event(c, &e);
+  return push_device_event(c, &r, &e);
+}
+
+/* A copy of direction `kind`: its category and fixed label follow from it. */
+static tp_rc push_copy(tp_collector *c, const device_record *r, tp_copy_kind kind,
+                       int peer_device) {
+  tp_event e = device_event(c, TP_EV_MEMCPY, r);
+  e.copy_kind = kind;
+  e.category = tp_classify_copy(kind);
+  e.name = copy_label(kind);
+  e.peer_device = peer_device;
+  return push_device_event(c, r, &e);
 }
 
 static tp_rc convert_memcpy(tp_collector *c, const CUpti_ActivityMemcpy6 *m) {
-  if (untimed(c, m->start, m->end)) return TP_OK;
-  tp_event e = base_event(c, TP_EV_MEMCPY);
-  e.copy_kind = copy_kind_of(m->copyKind);
-  e.category = tp_classify_copy(e.copy_kind);
-  e.name = copy_label(e.copy_kind);
-  e.device = (int)m->deviceId;
-  e.stream = m->streamId;
-  e.start_ns = m->start;
-  e.end_ns = m->end;
-  e.bytes = m->bytes;
-  e.correlation = m->correlationId;
-  note_context(c, m->contextId, m->deviceId);
-  return push_event(c, &e);
+  device_record r = DEVICE_RECORD(m, m->bytes);
+  if (untimed(c, &r)) return TP_OK;
+  return push_copy(c, &r, copy_kind_of(m->copyKind), -1);
 }
 
 /* MEMCPY2 is CUPTI's peer-to-peer record: always communication. */
 static tp_rc convert_peer_copy(tp_collector *c, const CUpti_ActivityMemcpyPtoP4 *p) {
-  if (untimed(c, p->start, p->end)) return TP_OK;
-  tp_event e = base_event(c, TP_EV_MEMCPY);
-  e.copy_kind = TP_COPY_PTOP;
-  e.category = tp_classify_copy(TP_COPY_PTOP);
-  e.name = copy_label(TP_COPY_PTOP);
-  e.device = (int)p->deviceId;
-  e.peer_device = (int)(p->srcDeviceId == p->deviceId ? p->dstDeviceId : p->srcDeviceId);
-  e.stream = p->streamId;
-  e.start_ns = p->start;
-  e.end_ns = p->end;
-  e.bytes = p->bytes;
-  e.correlation = p->correlationId;
-  note_context(c, p->contextId, p->deviceId);
-  return push_event(c, &e);
+  device_record r = DEVICE_RECORD(p, p->bytes);
+  if (untimed(c, &r)) return TP_OK;
+  return push_copy(c, &r, TP_COPY_PTOP,
+                   (int)(p->srcDeviceId == p->deviceId ? p->dstDeviceId : p->srcDeviceId));
 }
 
 static tp_rc convert_memset(tp_collector *c, const CUpti_ActivityMemset4 *m) {
-  if (untimed(c, m->start, m->end)) return TP_OK;
-  tp_event e = base_event(c, TP_EV_MEMSET);
+  device_record r = DEVICE_RECORD(m, m->bytes);
+  if (untimed(c, &r)) return TP_OK;
+  tp_event e = device_event(c, TP_EV_MEMSET, &r);
   e.name = "memset";
-  e.device = (int)m->deviceId;
-  e.stream = m->streamId;
-  e.start_ns = m->start;
-  e.end_ns = m->end;
-  e.bytes = m->bytes;
-  e.correlation = m->correlationId;
-  note_context(c, m->contextId, m->deviceId);
-  return push_event(c, &e);
+  return push_device_event(c, &r, &e);
 }
 
 static const char *sync_label(CUpti_ActivitySynchronizationType type) {
@@ -366,15 +382,14 @@ static const char *sync_label(CUpti_ActivitySynchronizationType type) {
 /* Sync records name a context, not a device: the device comes from the
  * kernels and copies seen on that context (-1 until one is seen). */
 static tp_rc convert_sync(tp_collector *c, const CUpti_ActivitySynchronization2 *s) {
-  if (untimed(c, s->start, s->end)) return TP_OK;
-  tp_event e = base_event(c, TP_EV_SYNC);
+  uint32_t stream =
+      s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? TP_STREAM_NONE : s->streamId;
+  device_record r = {
+      s->start, s->end, 0, s->contextId, stream, s->correlationId, context_device(c, s->contextId)};
+  if (untimed(c, &r)) return TP_OK;
+  tp_event e = device_event(c, TP_EV_SYNC, &r);
   e.category = tp_classify_sync();
   e.name = sync_label(s->type);
-  e.device = context_device(c, s->contextId);
-  e.stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? TP_STREAM_NONE : s->streamId;
-  e.start_ns = s->start;
-  e.end_ns = s->end;
-  e.correlation = s->correlationId;
   return push_event(c, &e);
 }
 
@@ -445,7 +460,7 @@ static void stamp_launches(tp_collector *c) {
   if (c->n_calls > 1) qsort(c->calls, c->n_calls, sizeof *c->calls, call_cmp);
   for (size_t i = 0; i < c->n_events; ++i) {
     tp_event *e = &c->events[i];
-    if (e->kind == TP_EV_RANGE || e->correlation == 0) continue;
+    if (e->type == TP_EV_RANGE || e->correlation == 0) continue;
     api_call key = {e->correlation, 0};
     const api_call *hit =
         c->n_calls ? bsearch(&key, c->calls, c->n_calls, sizeof key, call_cmp) : NULL;

@@ -1,10 +1,11 @@
 /*
  * evidence.c — does the trace show the schedule that was recorded as run?
  *
- * A fused op names its schedule and the reason it was chosen; DESIGN.md asks
- * that the trace confirm it, because a silent fallback (an "sm" schedule that
- * quietly used the copy engine, a dist_gemm op that ended up in NCCL) would
- * make every number beside it a lie. Each schedule leaves a fingerprint, and
+ * A fused op names its schedule and the reason it was chosen; the trace must
+ * confirm it, because a silent fallback (an "sm" schedule that quietly used
+ * the copy engine, a dist_gemm op that ended up in NCCL) would make every
+ * number beside it a lie. The rules and the three verdicts are defined in
+ * collectors/README.md ("Definitions"). Each schedule leaves a fingerprint, and
  * must leave no other:
  *   ce    peer-to-peer memcpy records; no SM copy kernel, no NCCL kernel
  *   sm    launches of tpbench's copy_signal_kernel; no peer memcpy, no NCCL kernel
@@ -17,7 +18,7 @@
  * host time of the API call that issued it (NVTX ranges are host times,
  * kernels run later). Its verdicts are ok, failed or not checked — a check
  * that could not look says so, it never passes. Kernels are recognised by
- * classify.c's roles, so kernel names live in one table only.
+ * classify.c's origins, so kernel names live in one table only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,13 +50,13 @@ static const sched_name *find_sched(const char *name) {
 }
 
 static void count_event(const tp_event *e, tp_evidence *out) {
-  if (e->kind == TP_EV_MEMCPY) {
+  if (e->type == TP_EV_MEMCPY) {
     if (e->copy_kind == TP_COPY_PTOP) ++out->peer_copies;
     else if (e->copy_kind == TP_COPY_DTOD) ++out->dtod_copies;
-  } else if (e->kind == TP_EV_KERNEL) {
-    tp_kernel_role role = tp_classify_kernel_ex(e->name).role;
-    if (role == TP_ROLE_TP_COPY) ++out->copy_kernels;
-    else if (role == TP_ROLE_NCCL) ++out->nccl_kernels;
+  } else if (e->type == TP_EV_KERNEL) {
+    tp_kernel_origin origin = tp_classify_kernel_ex(e->name).origin;
+    if (origin == TP_KERNEL_OWN_COPY) ++out->copy_kernels;
+    else if (origin == TP_KERNEL_NCCL) ++out->nccl_kernels;
   }
 }
 
@@ -153,11 +154,11 @@ tp_evidence_state tp_evidence_combine(tp_evidence_state a, tp_evidence_state b) 
 typedef enum { FP_NONE, FP_PEER_COPY, FP_COPY_KERNEL, FP_NCCL } fingerprint;
 
 static fingerprint fingerprint_of(const tp_event *e) {
-  if (e->kind == TP_EV_MEMCPY) return e->copy_kind == TP_COPY_PTOP ? FP_PEER_COPY : FP_NONE;
-  if (e->kind != TP_EV_KERNEL) return FP_NONE;
-  tp_kernel_role role = tp_classify_kernel_ex(e->name).role;
-  if (role == TP_ROLE_TP_COPY) return FP_COPY_KERNEL;
-  if (role == TP_ROLE_NCCL) return FP_NCCL;
+  if (e->type == TP_EV_MEMCPY) return e->copy_kind == TP_COPY_PTOP ? FP_PEER_COPY : FP_NONE;
+  if (e->type != TP_EV_KERNEL) return FP_NONE;
+  tp_kernel_origin origin = tp_classify_kernel_ex(e->name).origin;
+  if (origin == TP_KERNEL_OWN_COPY) return FP_COPY_KERNEL;
+  if (origin == TP_KERNEL_NCCL) return FP_NCCL;
   return FP_NONE;
 }
 
@@ -193,7 +194,7 @@ static int has_suffix(const char *name, const char *suffix) {
 }
 
 static int is_op_range(const tp_event *e, const tp_op_evidence *op, const tp_evidence_window *w) {
-  return e->kind == TP_EV_RANGE && e->start_ns >= w->start_ns && e->start_ns < w->end_ns &&
+  return e->type == TP_EV_RANGE && e->start_ns >= w->start_ns && e->start_ns < w->end_ns &&
          strncmp(e->name, op->range_prefix, strlen(op->range_prefix)) == 0 &&
          has_suffix(e->name, op->range_suffix);
 }

@@ -1,7 +1,7 @@
 /*
  * overlap.c — how much communication hid under compute, per rank and window.
  *
- * DESIGN.md ("Observing") defines, for one rank and one window:
+ * For one rank and one window (collectors/README.md, "Definitions"):
  *   comm         = |U comm intervals|
  *   compute      = |U compute intervals|
  *   overlap      = |U comm  n  U compute|
@@ -26,16 +26,16 @@ typedef struct span {
 } span;
 
 static int is_comm(const tp_event *e) {
-  return e->category == TP_CAT_COMM && e->kind != TP_EV_RANGE;
+  return e->category == TP_CAT_COMM && e->type != TP_EV_RANGE;
 }
 
 static int is_compute(const tp_event *e) {
-  return e->kind == TP_EV_KERNEL && e->category != TP_CAT_COMM && e->category != TP_CAT_SYNC &&
+  return e->type == TP_EV_KERNEL && e->category != TP_CAT_COMM && e->category != TP_CAT_SYNC &&
          e->category != TP_CAT_RANGE;
 }
 
 static int is_sync(const tp_event *e) {
-  return e->category == TP_CAT_SYNC && e->kind != TP_EV_RANGE;
+  return e->category == TP_CAT_SYNC && e->type != TP_EV_RANGE;
 }
 
 /* Clips [s, e) to [lo, hi); returns 0 when nothing of it is left. */

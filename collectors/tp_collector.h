@@ -1,8 +1,8 @@
 /*
  * tp_collector.h — what the GPUs did, as events, and what follows from them.
  *
- * The collectors/ stage sits between the kernels and the store (DESIGN.md,
- * "Observing"). It is split along the seams of a trace pipeline:
+ * The collectors/ stage sits between the kernels and the store: it observes
+ * what the GPUs did. It is split along the seams of a trace pipeline:
  *
  *   collect  cupti_collector.c  owns CUPTI: activity kinds, buffers, flushes,
  *                               NVTX injection; the only file with cupti.h.
@@ -36,7 +36,8 @@ extern "C" {
 
 /* ---- events --------------------------------------------------------------- */
 
-typedef enum { TP_EV_KERNEL, TP_EV_MEMCPY, TP_EV_MEMSET, TP_EV_SYNC, TP_EV_RANGE } tp_event_kind;
+/* What an event is: device work of one of four types, or an NVTX range. */
+typedef enum { TP_EV_KERNEL, TP_EV_MEMCPY, TP_EV_MEMSET, TP_EV_SYNC, TP_EV_RANGE } tp_event_type;
 
 typedef enum {
   TP_CAT_COMM,        /* bytes moving: NCCL kernels, peer copies, tpbench's SM copy kernel and
@@ -81,14 +82,15 @@ typedef struct tp_event {
   int rank;                  /* the collector's rank */
   int device;                /* CUDA device ordinal; -1 for host-side events (ranges) */
   uint32_t stream;           /* CUPTI stream id, or TP_STREAM_NONE */
-  tp_event_kind kind;
+  tp_event_type type;
   tp_event_category category;
   uint32_t correlation; /* CUPTI correlation id (the launching API call); NVTX: marker id */
   tp_copy_kind copy_kind;
   int peer_device; /* the other device of a peer copy; -1 otherwise */
 } tp_event;
 
-const char *tp_event_kind_name(tp_event_kind kind);
+/* "kernel", "memcpy", "memset", "sync", "range" (the store's "kind" column). */
+const char *tp_event_type_name(tp_event_type type);
 /* "comm", "sync", "gemm", "attention", "elementwise", "other", "range". */
 const char *tp_category_name(tp_event_category category);
 /* "HtoD", "DtoD", "PtoP", ...; "none" for TP_COPY_NONE. */
@@ -96,19 +98,19 @@ const char *tp_copy_kind_name(tp_copy_kind kind);
 
 /* ---- classification (classify.c) ------------------------------------------ */
 
-/* What a classification rule says a kernel is, beyond its category: the
- * schedule evidence counts kernels by these roles. */
+/* Whose transfer or signalling kernel a kernel is, beyond its category: the
+ * schedule evidence counts kernels by their origin. */
 typedef enum {
-  TP_ROLE_NONE = 0,
-  TP_ROLE_NCCL,      /* an NCCL device kernel */
-  TP_ROLE_TP_COPY,   /* tpbench's SM copy kernel (schedule "sm") */
-  TP_ROLE_TP_REDUCE, /* tpbench's cross-rank sum */
-  TP_ROLE_TP_SIGNAL  /* tpbench's barrier / signal / wait kernels (category sync) */
-} tp_kernel_role;
+  TP_KERNEL_OTHER = 0,  /* none of the below (tpbench's compute kernels included) */
+  TP_KERNEL_NCCL,       /* an NCCL device kernel */
+  TP_KERNEL_OWN_COPY,   /* tpbench's SM copy kernel (schedule "sm") */
+  TP_KERNEL_OWN_REDUCE, /* tpbench's cross-rank sum */
+  TP_KERNEL_OWN_SIGNAL  /* tpbench's barrier / signal / wait kernels (category sync) */
+} tp_kernel_origin;
 
 typedef struct tp_kernel_class {
   tp_event_category category;
-  tp_kernel_role role;
+  tp_kernel_origin origin;
   const char *rule; /* the matching rule's pattern, for messages; "" when none matched */
 } tp_kernel_class;
 
@@ -125,7 +127,7 @@ tp_event_category tp_classify_copy(tp_copy_kind kind);
  * context sync): always TP_CAT_SYNC. */
 tp_event_category tp_classify_sync(void);
 
-/* ---- overlap (overlap.c) --------------------------------------------------- */
+/* ---- overlap (overlap.c; defined in collectors/README.md, "Definitions") ---- */
 
 typedef struct tp_overlap {
   uint64_t window_ns;       /* win_end - win_start */
@@ -153,7 +155,7 @@ typedef struct tp_overlap {
 TP_MUST_CHECK tp_rc tp_overlap_compute(const tp_event *ev, size_t n, int rank, uint64_t win_start,
                                        uint64_t win_end, tp_overlap *out);
 
-/* ---- schedule evidence (evidence.c) ---------------------------------------- */
+/* ---- schedule evidence (evidence.c; collectors/README.md, "Definitions") ---- */
 
 typedef enum { TP_VERDICT_CONFIRMED, TP_VERDICT_MISMATCH } tp_verdict;
 

@@ -35,7 +35,7 @@ static tp_event kernel(int rank, uint32_t stream, tp_event_category cat, uint64_
   ev.rank = rank;
   ev.device = rank;
   ev.stream = stream;
-  ev.kind = TP_EV_KERNEL;
+  ev.type = TP_EV_KERNEL;
   ev.category = cat;
   ev.name = cat == TP_CAT_COMM   ? "ncclDevKernel_AllGather_RING_LL"
             : cat == TP_CAT_SYNC ? "barrier_kernel"
@@ -54,17 +54,17 @@ static tp_event named_kernel(const char *name, uint64_t s, uint64_t e) {
 
 static tp_event copy(int rank, tp_copy_kind kind, uint64_t s, uint64_t e) {
   tp_event ev = kernel(rank, 13, tp_classify_copy(kind), s, e);
-  ev.kind = TP_EV_MEMCPY;
+  ev.type = TP_EV_MEMCPY;
   ev.copy_kind = kind;
   ev.name = "memcpy";
   ev.bytes = 1 << 20;
   return ev;
 }
 
-static tp_event other_kind(int rank, tp_event_kind kind, tp_event_category cat, uint64_t s,
+static tp_event other_type(int rank, tp_event_type type, tp_event_category cat, uint64_t s,
                            uint64_t e) {
   tp_event ev = kernel(rank, 7, cat, s, e);
-  ev.kind = kind;
+  ev.type = type;
   ev.name = "x";
   return ev;
 }
@@ -85,14 +85,26 @@ static void assert_overlap(const tp_overlap *o, uint64_t comm, uint64_t compute,
   assert_true(fabs(o->overlap_pct - pct) < 1e-9);
 }
 
+/* The lengths an overlap must come out with, in ns. */
+typedef struct lengths {
+  uint64_t comm, compute, overlap;
+} lengths;
+
+/* The overlap of `rank` over [ws, we), asserted to have the lengths `want`. */
+static tp_overlap expect_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, uint64_t we,
+                                 lengths want) {
+  tp_overlap o = overlap_of(ev, n, rank, ws, we);
+  assert_overlap(&o, want.comm, want.compute, want.overlap);
+  return o;
+}
+
 #define GEMM_K "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"
 
 /* ---- overlap ---------------------------------------------------------------- */
 
 static void test_overlap_empty(void **state) {
   (void)state;
-  tp_overlap o = overlap_of(NULL, 0, 0, 100, 200);
-  assert_overlap(&o, 0, 0, 0);
+  tp_overlap o = expect_overlap(NULL, 0, 0, 100, 200, (lengths){0, 0, 0});
   assert_int_equal(o.window_ns, 100);
   assert_int_equal(o.n_comm, 0);
   assert_int_equal(o.n_compute, 0);
@@ -104,8 +116,7 @@ static void test_overlap_empty(void **state) {
 static void test_overlap_disjoint(void **state) {
   (void)state;
   tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 10), kernel(0, 2, TP_CAT_GEMM, 20, 30)};
-  tp_overlap o = overlap_of(ev, 2, 0, 0, 100);
-  assert_overlap(&o, 10, 10, 0);
+  tp_overlap o = expect_overlap(ev, 2, 0, 0, 100, (lengths){10, 10, 0});
   assert_true(o.overlap_pct == 0.0);
 }
 
@@ -114,15 +125,13 @@ static void test_overlap_nested(void **state) {
   /* a long collective hides two GEMMs; a nested comm kernel inside the collective adds nothing */
   tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 100), kernel(0, 1, TP_CAT_COMM, 40, 60),
                    kernel(0, 2, TP_CAT_GEMM, 10, 20), kernel(0, 2, TP_CAT_ATTENTION, 30, 40)};
-  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
-  assert_overlap(&o, 100, 20, 20);
+  tp_overlap o = expect_overlap(ev, 4, 0, 0, 100, (lengths){100, 20, 20});
   assert_true(fabs(o.overlap_pct - 20.0) < 1e-9);
   assert_int_equal(o.n_comm, 2);
   assert_int_equal(o.n_compute, 2);
   /* and the other way round: compute fully covers communication: 100% hidden */
   tp_event ev2[] = {kernel(0, 2, TP_CAT_GEMM, 0, 100), kernel(0, 1, TP_CAT_COMM, 10, 30)};
-  o = overlap_of(ev2, 2, 0, 0, 100);
-  assert_overlap(&o, 20, 100, 20);
+  o = expect_overlap(ev2, 2, 0, 0, 100, (lengths){20, 100, 20});
   assert_int_equal(o.exposed_comm_ns, 0);
   assert_true(fabs(o.overlap_pct - 100.0) < 1e-9);
 }
@@ -133,8 +142,7 @@ static void test_overlap_touching(void **state) {
    * starting where the comm ends overlaps nothing */
   tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 10), kernel(0, 1, TP_CAT_COMM, 10, 20),
                    kernel(0, 2, TP_CAT_GEMM, 20, 30), kernel(0, 3, TP_CAT_ELEMENTWISE, 30, 35)};
-  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
-  assert_overlap(&o, 20, 15, 0);
+  expect_overlap(ev, 4, 0, 0, 100, (lengths){20, 15, 0});
 }
 
 static void test_overlap_several_streams(void **state) {
@@ -143,12 +151,10 @@ static void test_overlap_several_streams(void **state) {
    * [40,60) u [50,100) = [40,100) = 60; overlap [40,75) = 35 */
   tp_event ev[] = {kernel(0, 11, TP_CAT_COMM, 0, 50), kernel(0, 12, TP_CAT_COMM, 25, 75),
                    kernel(0, 13, TP_CAT_GEMM, 40, 60), kernel(0, 14, TP_CAT_GEMM, 50, 100)};
-  tp_overlap o = overlap_of(ev, 4, 0, 0, 100);
-  assert_overlap(&o, 75, 60, 35);
+  expect_overlap(ev, 4, 0, 0, 100, (lengths){75, 60, 35});
   /* unsorted input gives the same answer */
   tp_event rev[] = {ev[3], ev[1], ev[2], ev[0]};
-  tp_overlap o2 = overlap_of(rev, 4, 0, 0, 100);
-  assert_overlap(&o2, 75, 60, 35);
+  expect_overlap(rev, 4, 0, 0, 100, (lengths){75, 60, 35});
 }
 
 static void test_overlap_several_ranks(void **state) {
@@ -157,12 +163,9 @@ static void test_overlap_several_ranks(void **state) {
    * wrongly report rank 0's comm as hidden under rank 1's GEMM. */
   tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 40), kernel(1, 1, TP_CAT_COMM, 0, 40),
                    kernel(1, 2, TP_CAT_GEMM, 0, 50), kernel(0, 2, TP_CAT_GEMM, 60, 80)};
-  tp_overlap o0 = overlap_of(ev, 4, 0, 0, 100);
-  assert_overlap(&o0, 40, 20, 0);
-  tp_overlap o1 = overlap_of(ev, 4, 1, 0, 100);
-  assert_overlap(&o1, 40, 50, 40);
-  tp_overlap o2 = overlap_of(ev, 4, 2, 0, 100);
-  assert_overlap(&o2, 0, 0, 0);
+  expect_overlap(ev, 4, 0, 0, 100, (lengths){40, 20, 0});
+  expect_overlap(ev, 4, 1, 0, 100, (lengths){40, 50, 40});
+  expect_overlap(ev, 4, 2, 0, 100, (lengths){0, 0, 0});
 }
 
 static void test_overlap_clipping(void **state) {
@@ -171,8 +174,7 @@ static void test_overlap_clipping(void **state) {
    * [90,150) = 60; overlap [90,100) = 10; an event wholly outside is ignored */
   tp_event ev[] = {kernel(0, 1, TP_CAT_COMM, 0, 100), kernel(0, 2, TP_CAT_GEMM, 90, 200),
                    kernel(0, 2, TP_CAT_GEMM, 0, 50), kernel(0, 1, TP_CAT_COMM, 150, 170)};
-  tp_overlap o = overlap_of(ev, 4, 0, 50, 150);
-  assert_overlap(&o, 50, 60, 10);
+  tp_overlap o = expect_overlap(ev, 4, 0, 50, 150, (lengths){50, 60, 10});
   assert_int_equal(o.window_ns, 100);
   assert_int_equal(o.n_comm, 1);
   assert_int_equal(o.n_compute, 1);
@@ -186,9 +188,9 @@ static void test_overlap_what_counts(void **state) {
   tp_event ev[] = {
       copy(0, TP_COPY_PTOP, 0, 30),
       copy(0, TP_COPY_DTOD, 100, 200),
-      other_kind(0, TP_EV_MEMSET, TP_CAT_OTHER, 100, 200),
-      other_kind(0, TP_EV_SYNC, TP_CAT_SYNC, 0, 300),
-      other_kind(0, TP_EV_RANGE, TP_CAT_RANGE, 0, 300),
+      other_type(0, TP_EV_MEMSET, TP_CAT_OTHER, 100, 200),
+      other_type(0, TP_EV_SYNC, TP_CAT_SYNC, 0, 300),
+      other_type(0, TP_EV_RANGE, TP_CAT_RANGE, 0, 300),
       kernel(0, 3, TP_CAT_OTHER, 20, 40),
       kernel(0, 3, TP_CAT_GEMM, 50, 50),
       kernel(0, 3, TP_CAT_GEMM, 80, 60),
@@ -196,8 +198,7 @@ static void test_overlap_what_counts(void **state) {
           "_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_",
           60, 70),
   };
-  tp_overlap o = overlap_of(ev, sizeof ev / sizeof ev[0], 0, 0, 300);
-  assert_overlap(&o, 40, 20, 10);
+  tp_overlap o = expect_overlap(ev, sizeof ev / sizeof ev[0], 0, 0, 300, (lengths){40, 20, 10});
   assert_int_equal(o.n_comm, 2);
   assert_int_equal(o.n_compute, 1);
   assert_int_equal(o.sync_ns, 300);
@@ -232,8 +233,7 @@ static void test_overlap_sync_is_neither(void **state) {
   /* the reduction of peers' partials moves bytes: it is communication */
   tp_event red[] = {named_kernel(REDUCE_VEC_K, 300, 340), named_kernel(GEMM_K, 320, 400)};
   assert_int_equal(red[0].category, TP_CAT_COMM);
-  tp_overlap o = overlap_of(red, 2, 0, 0, 1000);
-  assert_overlap(&o, 40, 80, 20);
+  expect_overlap(red, 2, 0, 0, 1000, (lengths){40, 80, 20});
 }
 
 static void test_overlap_bad_arguments(void **state) {
@@ -262,8 +262,8 @@ static void brute_overlap(const tp_event *ev, size_t n, int rank, uint64_t ws, u
   unsigned char c[TIMELINE] = {0}, k[TIMELINE] = {0};
   for (size_t i = 0; i < n; ++i) {
     if (ev[i].rank != rank) continue;
-    int is_comm = ev[i].category == TP_CAT_COMM && ev[i].kind != TP_EV_RANGE;
-    int is_comp = ev[i].kind == TP_EV_KERNEL && ev[i].category != TP_CAT_COMM &&
+    int is_comm = ev[i].category == TP_CAT_COMM && ev[i].type != TP_EV_RANGE;
+    int is_comp = ev[i].type == TP_EV_KERNEL && ev[i].category != TP_CAT_COMM &&
                   ev[i].category != TP_CAT_SYNC;
     for (uint64_t t = ev[i].start_ns; t < ev[i].end_ns && t < TIMELINE; ++t) {
       if (t < ws || t >= we) continue;
@@ -288,7 +288,7 @@ static tp_event random_event(uint64_t *seed) {
   case 7: return kernel(rank, stream, TP_CAT_SYNC, s, s + len);
   case 0: return copy(rank, TP_COPY_PTOP, s, s + len);
   case 1: return copy(rank, TP_COPY_DTOD, s, s + len);
-  case 2: return other_kind(rank, TP_EV_RANGE, TP_CAT_RANGE, s, s + len);
+  case 2: return other_type(rank, TP_EV_RANGE, TP_CAT_RANGE, s, s + len);
   case 3: return kernel(rank, stream, TP_CAT_COMM, s, s + len);
   case 4: return kernel(rank, stream, TP_CAT_ELEMENTWISE, s, s + len);
   default: return kernel(rank, stream, TP_CAT_GEMM, s, s + len);
@@ -324,89 +324,89 @@ static void test_overlap_matches_brute_force(void **state) {
 typedef struct name_case {
   const char *name;
   tp_event_category category;
-  tp_kernel_role role;
+  tp_kernel_origin origin;
 } name_case;
 
 static const name_case names[] = {
     /* NCCL 2.19+ device kernels, demangled and mangled as CUPTI reports them */
     {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM,
-     TP_ROLE_NCCL},
+     TP_KERNEL_NCCL},
     {"_Z31ncclDevKernel_AllGather_RING_LL24ncclDevKernelArgsStorageILm4096EE", TP_CAT_COMM,
-     TP_ROLE_NCCL},
+     TP_KERNEL_NCCL},
     {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM,
-     TP_ROLE_NCCL},
+     TP_KERNEL_NCCL},
     {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
-     TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL128", TP_CAT_COMM, TP_ROLE_NCCL},
-    {"ncclDevKernel_Generic", TP_CAT_COMM, TP_ROLE_NCCL},
+     TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL128", TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclDevKernel_Generic", TP_CAT_COMM, TP_KERNEL_NCCL},
     /* NCCL before 2.19 */
-    {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", TP_CAT_COMM, TP_ROLE_NCCL},
+    {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", TP_CAT_COMM,
-     TP_ROLE_NCCL},
+     TP_KERNEL_NCCL},
     /* tpbench's kernels as nvcc 13.0 mangles them (anonymous namespace) */
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118copy_signal_kernelEP5uint4PKS0_mPjS4_",
-     TP_CAT_COMM, TP_ROLE_TP_COPY},
+     TP_CAT_COMM, TP_KERNEL_OWN_COPY},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelI13__nv_bfloat16EEvPT_NS_"
      "8src_listEim",
-     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+     TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b117reduce_sum_kernelIfEEvPT_NS_8src_listEim",
-     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
-    {REDUCE_VEC_K, TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+     TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
+    {REDUCE_VEC_K, TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
     /* barriers, signals and waits spin on flags: synchronisation, not communication */
     {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c114barrier_kernelE10tp_pad_setiim",
-     TP_CAT_SYNC, TP_ROLE_TP_SIGNAL},
+     TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
     {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c113signal_kernelEPji", TP_CAT_SYNC,
-     TP_ROLE_TP_SIGNAL},
+     TP_KERNEL_OWN_SIGNAL},
     {"_ZN45_GLOBAL__N__a3e8a595_12_tp_signal_cu_3d6d82c111wait_kernelEPjiim", TP_CAT_SYNC,
-     TP_ROLE_TP_SIGNAL},
+     TP_KERNEL_OWN_SIGNAL},
     /* the layers' own kernels (synthetic mangling in nvcc's form) */
     {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222218rmsnorm_fwd_kernelI13__nv_bfloat16EEvPKT_"
      "S4_PS2_lf",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222211rope_kernelIfEEvPT_PKflll",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"_ZN45_GLOBAL__N__11111111_13_tp_layers_cu_2222222228attention_softmax_fwd_kernelIfEEvPKfPT_l",
-     TP_CAT_ATTENTION, TP_ROLE_NONE},
+     TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     {"_ZN43_GLOBAL__N__33333333_11_tp_bias_cu_4444444418sum_sources_kernelIfEEvPT_NS_11f32_"
      "sourcesEimm",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     /* ... and demangled */
     {"(anonymous namespace)::copy_signal_kernel(uint4*, const uint4*, unsigned long, unsigned "
      "int*, unsigned int*)",
-     TP_CAT_COMM, TP_ROLE_TP_COPY},
+     TP_CAT_COMM, TP_KERNEL_OWN_COPY},
     {"void (anonymous namespace)::reduce_sum_kernel<__nv_bfloat16>(T1 *, (anonymous "
      "namespace)::src_list, int, unsigned long)",
-     TP_CAT_COMM, TP_ROLE_TP_REDUCE},
+     TP_CAT_COMM, TP_KERNEL_OWN_REDUCE},
     /* tpbench's helper kernels are not communication */
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b118fill_random_kernelIfEEvPT_mmf",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b113poison_kernelI13__nv_bfloat16EEvPT_m",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114to_fp32_kernelI13__nv_bfloat16EEvPKT_Pfm",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"_ZN43_GLOBAL__N__b03b59d3_10_tp_copy_cu_fcb292b114compare_kernelIfEEvPKT_S3_mPd",
-     TP_CAT_OTHER, TP_ROLE_NONE},
+     TP_CAT_OTHER, TP_KERNEL_OTHER},
     /* cuBLAS / cuBLASLt */
     {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_"
      "segment_k_off_kernel__5x_cublas",
-     TP_CAT_GEMM, TP_ROLE_NONE},
-    {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"nvjet_tst_128x128_64x6_2x1_v_bz_splitK_NTT", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"nvjet_sm100_qrsss_256x256_128x4_2x1_2cta_v_bz_NTT", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"ampere_sgemm_32x32_sliced1x4_nn", TP_CAT_GEMM, TP_ROLE_NONE},
-    {"volta_sgemm_32x32_sliced1x4_nt", TP_CAT_GEMM, TP_ROLE_NONE},
+     TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"nvjet_tst_128x128_64x6_2x1_v_bz_splitK_NTT", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"nvjet_sm100_qrsss_256x256_128x4_2x1_2cta_v_bz_NTT", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"ampere_sgemm_32x32_sliced1x4_nn", TP_CAT_GEMM, TP_KERNEL_OTHER},
+    {"volta_sgemm_32x32_sliced1x4_nt", TP_CAT_GEMM, TP_KERNEL_OTHER},
     {"void splitKreduce_kernel<float, float, float, float>(cublasSplitKParams<float>, float "
      "const*, float const*, "
      "float*, float const*, float const*, float const*)",
-     TP_CAT_GEMM, TP_ROLE_NONE},
+     TP_CAT_GEMM, TP_KERNEL_OTHER},
     /* CUTLASS */
     {"void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(T1::Params)", TP_CAT_GEMM,
-     TP_ROLE_NONE},
+     TP_KERNEL_OTHER},
     {"cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x64_32x4_nn_align8", TP_CAT_GEMM,
-     TP_ROLE_NONE},
+     TP_KERNEL_OTHER},
     /* attention: FA3 is a CUTLASS device kernel with "sm90_" in it, and must still be attention */
     {"void "
      "cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
@@ -414,46 +414,46 @@ static const name_case names[] = {
      "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<176>, "
      "cute::C<128> >, 128, "
      "cutlass::bfloat16_t, float, cutlass::arch::Sm90, false",
-     TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"flash_fwd_splitkv_mla_kernel", TP_CAT_ATTENTION, TP_ROLE_NONE},
-    {"cudnn_generated_fort_native_sdpa_sm100_flash_bprop_f16", TP_CAT_ATTENTION, TP_ROLE_NONE},
+     TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"flash_fwd_splitkv_mla_kernel", TP_CAT_ATTENTION, TP_KERNEL_OTHER},
+    {"cudnn_generated_fort_native_sdpa_sm100_flash_bprop_f16", TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, float, c10::Half, "
      "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::Half*, c10::Half const*, "
      "int)",
-     TP_CAT_ATTENTION, TP_ROLE_NONE},
+     TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     /* elementwise */
     {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
      "std::array<char*, 1ul> >(int, "
      "at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"void "
      "at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorItera",
-     TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
-    {"triton_poi_fused_mul_silu_2", TP_CAT_ELEMENTWISE, TP_ROLE_NONE},
+     TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    {"triton_poi_fused_mul_silu_2", TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     /* other */
     {"void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, int, unsigned "
      "int, (int)2, (int)2, "
      "(int)-2>(at::cuda::detail::TensorInfo<T1, T3>, at::cuda::detail::TensorInfo<const T1, T3>, "
      "at::cuda::",
-     TP_CAT_OTHER, TP_ROLE_NONE},
-    {"_rope_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
-    {"_ce_bwd_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
-    {"", TP_CAT_OTHER, TP_ROLE_NONE},
+     TP_CAT_OTHER, TP_KERNEL_OTHER},
+    {"_rope_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
+    {"_ce_bwd_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
+    {"", TP_CAT_OTHER, TP_KERNEL_OTHER},
     /* synthetic: tpbench's short names only count as whole identifiers */
-    {"prewait_kernel", TP_CAT_OTHER, TP_ROLE_NONE},
-    {"_Z12wait_kernelsPj", TP_CAT_OTHER, TP_ROLE_NONE},
-    {"my_signal_kernel_v2(int)", TP_CAT_OTHER, TP_ROLE_NONE},
+    {"prewait_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
+    {"_Z12wait_kernelsPj", TP_CAT_OTHER, TP_KERNEL_OTHER},
+    {"my_signal_kernel_v2(int)", TP_CAT_OTHER, TP_KERNEL_OTHER},
 };
 
 static void test_classify_names(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
     tp_kernel_class k = tp_classify_kernel_ex(names[i].name);
-    if (k.category != names[i].category || k.role != names[i].role)
-      fail_msg("'%s': got %s (role %d, rule '%s'), expected %s (role %d)", names[i].name,
-               tp_category_name(k.category), (int)k.role, k.rule,
-               tp_category_name(names[i].category), (int)names[i].role);
+    if (k.category != names[i].category || k.origin != names[i].origin)
+      fail_msg("'%s': got %s (origin %d, rule '%s'), expected %s (origin %d)", names[i].name,
+               tp_category_name(k.category), (int)k.origin, k.rule,
+               tp_category_name(names[i].category), (int)names[i].origin);
     assert_int_equal(tp_classify_kernel(names[i].name), names[i].category);
     if (k.category != TP_CAT_OTHER) assert_true(k.rule[0] != '\0');
   }
@@ -478,8 +478,8 @@ static void test_classify_copies_and_labels(void **state) {
   assert_string_equal(tp_copy_kind_name(TP_COPY_DTOD), "DtoD");
   assert_string_equal(tp_copy_kind_name(TP_COPY_NONE), "none");
   assert_string_equal(tp_copy_kind_name((tp_copy_kind)42), "invalid");
-  assert_string_equal(tp_event_kind_name(TP_EV_MEMCPY), "memcpy");
-  assert_string_equal(tp_event_kind_name(TP_EV_RANGE), "range");
+  assert_string_equal(tp_event_type_name(TP_EV_MEMCPY), "memcpy");
+  assert_string_equal(tp_event_type_name(TP_EV_RANGE), "range");
 }
 
 /* ---- schedule evidence ------------------------------------------------------ */
@@ -569,7 +569,7 @@ static void test_evidence_foreign_fingerprints(void **state) {
   /* local DtoD copies do not count as ce evidence, and the message says what was seen */
   n = build_trace(ev, "ce", 2, 2, 0);
   for (size_t i = 0; i < n; ++i)
-    if (ev[i].kind == TP_EV_MEMCPY) ev[i].copy_kind = TP_COPY_DTOD;
+    if (ev[i].type == TP_EV_MEMCPY) ev[i].copy_kind = TP_COPY_DTOD;
   assert_int_equal(tp_schedule_evidence(ev, n, 0, 2000, "ce", 2, 2, &e), TP_EINTERNAL);
   assert_int_equal(e.peer_copies, 0);
   assert_int_equal(e.dtod_copies, 4);
@@ -626,7 +626,7 @@ static tp_event transfer(const char *what, uint64_t at) {
 }
 
 static tp_event range_named(const char *name, uint64_t s, uint64_t e) {
-  tp_event r = other_kind(0, TP_EV_RANGE, TP_CAT_RANGE, s, e);
+  tp_event r = other_type(0, TP_EV_RANGE, TP_CAT_RANGE, s, e);
   r.device = -1;
   r.name = name;
   return r;
@@ -655,6 +655,17 @@ static tp_op_evidence op_spec(const char *op, const char *schedule, const char *
   return o;
 }
 
+/* Two iterations of one op, its ranges at 1000 and 2000, with `first` and
+ * `second` transfers of `what` launched inside. */
+static size_t two_iterations(tp_event *ev, const char *range, const char *what, int first,
+                             int second) {
+  size_t n = op_in_range(ev, range, what, first, 1000);
+  return n + op_in_range(ev + n, range, what, second, 2000);
+}
+
+/* ag_linear's forward judged as the ce schedule (ranges CE_FWD). */
+static tp_op_evidence ce_op(void) { return op_spec("ag_linear", "ce", "ag_linear.", " ce x2"); }
+
 static const tp_evidence_window WINDOW = {0, 1000000, 2, 2, NULL};
 
 static tp_evidence_state judge(const tp_event *ev, size_t n, const tp_evidence_window *w,
@@ -667,9 +678,8 @@ static tp_evidence_state judge(const tp_event *ev, size_t n, const tp_evidence_w
 static void test_op_evidence_ce_ok(void **state) {
   (void)state;
   tp_event ev[32];
-  size_t n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
-  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
-  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  size_t n = two_iterations(ev, CE_FWD, "ce", 2, 2);
+  tp_op_evidence op = ce_op();
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_OK);
   assert_int_equal(op.state, TP_EVIDENCE_OK);
   assert_int_equal(op.ranges, 2);
@@ -680,10 +690,9 @@ static void test_op_evidence_ce_ok(void **state) {
 static void test_op_evidence_nccl_inside_ce_fails(void **state) {
   (void)state;
   tp_event ev[32];
-  size_t n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
-  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
+  size_t n = two_iterations(ev, CE_FWD, "ce", 2, 2);
   ev[n++] = transfer("nccl", 2020); /* planted: an NCCL kernel launched inside the fused op */
-  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  tp_op_evidence op = ce_op();
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
   assert_int_equal(op.nccl_kernels, 1);
   assert_non_null(strstr(op.message, "no NCCL kernel"));
@@ -697,16 +706,14 @@ static void test_op_evidence_nccl_inside_ce_fails(void **state) {
 static void test_op_evidence_ce_without_copies_fails(void **state) {
   (void)state;
   tp_event ev[32];
-  size_t n = op_in_range(ev, CE_FWD, "ce", 0, 1000);
-  n += op_in_range(ev + n, CE_FWD, "ce", 0, 2000);
-  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  size_t n = two_iterations(ev, CE_FWD, "ce", 0, 0);
+  tp_op_evidence op = ce_op();
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
   assert_int_equal(op.ranges, 2);
   assert_non_null(strstr(op.message, "must launch 4 transfers"));
   assert_non_null(strstr(op.message, "found 0"));
   /* a copy missing is as wrong as all of them */
-  n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
-  n += op_in_range(ev + n, CE_FWD, "ce", 1, 2000);
+  n = two_iterations(ev, CE_FWD, "ce", 2, 1);
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
 }
 
@@ -714,8 +721,7 @@ static void test_op_evidence_stock_with_peer_copy_fails(void **state) {
   (void)state;
   tp_event ev[32];
   const char *range = "linear_rs.fwd stock nccl x1";
-  size_t n = op_in_range(ev, range, "nccl", 2, 1000);
-  n += op_in_range(ev + n, range, "nccl", 2, 2000);
+  size_t n = two_iterations(ev, range, "nccl", 2, 2);
   tp_op_evidence op = op_spec("linear_rs", "nccl", "linear_rs.", " nccl x1");
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_OK);
   ev[n++] = transfer("ce", 1030);
@@ -770,7 +776,7 @@ static void test_op_evidence_not_checked(void **state) {
   /* events without any NVTX range (a graph replay): not checked, never ok */
   size_t n = 0;
   for (int j = 0; j < 4; ++j) ev[n++] = transfer("ce", 1000 + (uint64_t)j);
-  tp_op_evidence op = op_spec("ag_linear", "ce", "ag_linear.", " ce x2");
+  tp_op_evidence op = ce_op();
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_NOT_CHECKED);
   assert_int_equal(op.state, TP_EVIDENCE_NOT_CHECKED);
   assert_non_null(strstr(op.message, "no NVTX range"));
@@ -778,8 +784,7 @@ static void test_op_evidence_not_checked(void **state) {
   n = op_in_range(ev, RS_STOCK_FWD, "nccl", 2, 1000);
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_NOT_CHECKED);
   /* the window cannot be judged (markers missing): every op says why */
-  n = op_in_range(ev, CE_FWD, "ce", 2, 1000);
-  n += op_in_range(ev + n, CE_FWD, "ce", 2, 2000);
+  n = two_iterations(ev, CE_FWD, "ce", 2, 2);
   tp_evidence_window w = WINDOW;
   w.not_checked = "iteration markers: 1 of 2 seen";
   tp_op_evidence two[2] = {op, op_spec("wo", "nccl", "linear_rs.", "")};

@@ -5,7 +5,7 @@
  * open a window, and inside an NVTX range launch a small kernel, a
  * device-to-device cudaMemcpyAsync and a memset, then synchronise the
  * stream. The window must come back with each of them as an event with a
- * sane interval inside the window, the right kind, category, device, stream,
+ * sane interval inside the window, the right type, category, device, stream,
  * byte count and name; the range must enclose the launches on the host
  * timeline; no record may be dropped and the NVTX injection must be live.
  * Each kernel and copy carries the host time of its launch, inside the
@@ -66,17 +66,17 @@ static cudaStream_t stream;
 
 /* Counts devices in a child so that this process's first CUDA call comes later. */
 
-static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_kind kind,
+static const tp_event *find_event(const tp_event *ev, size_t n, tp_event_type type,
                                   const char *name_part) {
   for (size_t i = 0; i < n; ++i)
-    if (ev[i].kind == kind && (!name_part || strstr(ev[i].name, name_part))) return &ev[i];
+    if (ev[i].type == type && (!name_part || strstr(ev[i].name, name_part))) return &ev[i];
   return NULL;
 }
 
 static void print_events(const tp_event *ev, size_t n, uint64_t ws) {
   for (size_t i = 0; i < n; ++i)
     printf("  %-6s %-11s dev %2d stream %10u +%9llu ns %8llu ns %9llu B corr %u copy %s  %.70s\n",
-           tp_event_kind_name(ev[i].kind), tp_category_name(ev[i].category), ev[i].device,
+           tp_event_type_name(ev[i].type), tp_category_name(ev[i].category), ev[i].device,
            ev[i].stream, (unsigned long long)(ev[i].start_ns - ws),
            (unsigned long long)(ev[i].end_ns - ev[i].start_ns), (unsigned long long)ev[i].bytes,
            ev[i].correlation, tp_copy_kind_name(ev[i].copy_kind), ev[i].name);
@@ -91,9 +91,25 @@ static void assert_sane(const tp_event *ev, size_t n, uint64_t ws, uint64_t we) 
     assert_true(e->start_ns <= e->end_ns);
     assert_true(e->end_ns >= ws && e->start_ns <= we);
     assert_true(e->end_ns - e->start_ns < 10000000000ull); /* nothing here takes 10 s */
-    assert_int_equal(e->kind == TP_EV_RANGE, e->category == TP_CAT_RANGE);
+    assert_int_equal(e->type == TP_EV_RANGE, e->category == TP_CAT_RANGE);
     if (i > 0) assert_true(ev[i - 1].start_ns <= e->start_ns);
   }
+}
+
+/* A closed window: its events (the collector's) and bounds. */
+typedef struct closed_window {
+  tp_event *ev;
+  size_t n;
+  uint64_t ws, we;
+} closed_window;
+
+/* Waits for the stream's work, then closes the open window. */
+static closed_window close_window(void) {
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  closed_window w = {NULL, 0, 0, 0};
+  CHECK_TP(tp_collector_window_end(collector, &w.ev, &w.n));
+  tp_collector_window_bounds(collector, &w.ws, &w.we);
+  return w;
 }
 
 static void test_window_events(void **state) {
@@ -112,22 +128,17 @@ static void test_window_events(void **state) {
   CHECK_CUDA(cudaMemcpyAsync(buf_b, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
   CHECK_CUDA(cudaMemsetAsync(buf_a, 0, BYTES / 2, stream));
   tp_nvtx_pop();
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  tp_event *ev = NULL;
-  size_t n = 0;
-  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
-  uint64_t ws, we;
-  tp_collector_window_bounds(collector, &ws, &we);
-  printf("window 1: %zu events over %llu ns\n", n, (unsigned long long)(we - ws));
-  print_events(ev, n, ws);
-  assert_true(we > ws);
-  assert_sane(ev, n, ws, we);
+  closed_window w = close_window();
+  printf("window 1: %zu events over %llu ns\n", w.n, (unsigned long long)(w.we - w.ws));
+  print_events(w.ev, w.n, w.ws);
+  assert_true(w.we > w.ws);
+  assert_sane(w.ev, w.n, w.ws, w.we);
 
-  const tp_event *k = find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel");
-  const tp_event *m = find_event(ev, n, TP_EV_MEMCPY, NULL);
-  const tp_event *s = find_event(ev, n, TP_EV_MEMSET, NULL);
-  const tp_event *r = find_event(ev, n, TP_EV_RANGE, "test-iteration");
-  const tp_event *y = find_event(ev, n, TP_EV_SYNC, NULL);
+  const tp_event *k = find_event(w.ev, w.n, TP_EV_KERNEL, "collector_test_fill_kernel");
+  const tp_event *m = find_event(w.ev, w.n, TP_EV_MEMCPY, NULL);
+  const tp_event *s = find_event(w.ev, w.n, TP_EV_MEMSET, NULL);
+  const tp_event *r = find_event(w.ev, w.n, TP_EV_RANGE, "test-iteration");
+  const tp_event *y = find_event(w.ev, w.n, TP_EV_SYNC, NULL);
   assert_non_null(k);
   assert_non_null(m);
   assert_non_null(s);
@@ -156,7 +167,7 @@ static void test_window_events(void **state) {
   assert_int_equal(y->category, TP_CAT_SYNC);
 
   tp_overlap o;
-  CHECK_TP(tp_overlap_compute(ev, n, 3, ws, we, &o));
+  CHECK_TP(tp_overlap_compute(w.ev, w.n, 3, w.ws, w.we, &o));
   assert_int_equal(o.comm_ns, 0);
   assert_true(o.compute_ns >= k->end_ns - k->start_ns);
 
@@ -198,22 +209,17 @@ static void test_between_windows_is_not_traced(void **state) {
   tp_nvtx_push("traced-after");
   CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 3.0f, stream));
   tp_nvtx_pop();
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  tp_event *ev = NULL;
-  size_t n = 0;
-  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
-  uint64_t ws, we;
-  tp_collector_window_bounds(collector, &ws, &we);
-  printf("window 2: %zu events\n", n);
-  print_events(ev, n, ws);
-  assert_sane(ev, n, ws, we);
-  const tp_event *k = find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel");
-  const tp_event *r = find_event(ev, n, TP_EV_RANGE, "traced-after");
+  closed_window w = close_window();
+  printf("window 2: %zu events\n", w.n);
+  print_events(w.ev, w.n, w.ws);
+  assert_sane(w.ev, w.n, w.ws, w.we);
+  const tp_event *k = find_event(w.ev, w.n, TP_EV_KERNEL, "collector_test_fill_kernel");
+  const tp_event *r = find_event(w.ev, w.n, TP_EV_RANGE, "traced-after");
   assert_non_null(k);
   assert_non_null(r);
   assert_true(k->launch_ns >= r->start_ns && k->launch_ns < r->end_ns);
-  assert_null(find_event(ev, n, TP_EV_MEMCPY, NULL));
-  assert_null(find_event(ev, n, TP_EV_RANGE, "between-windows"));
+  assert_null(find_event(w.ev, w.n, TP_EV_MEMCPY, NULL));
+  assert_null(find_event(w.ev, w.n, TP_EV_RANGE, "between-windows"));
   tp_collector_stats after;
   tp_collector_get_stats(collector, &after);
   /* Nothing was buffered outside the window: every record CUPTI handed over
@@ -221,7 +227,7 @@ static void test_between_windows_is_not_traced(void **state) {
    * recorded and discarded here, and cost the untraced window its time). */
   assert_int_equal(after.outside_window, before.outside_window);
   assert_int_equal(after.unpaired_markers, before.unpaired_markers);
-  assert_int_equal(tp_collector_window_end(collector, &ev, &n), TP_EUSAGE); /* none open */
+  assert_int_equal(tp_collector_window_end(collector, &w.ev, &w.n), TP_EUSAGE); /* none open */
 }
 
 static void test_peer_copy(void **state) {
@@ -247,21 +253,16 @@ static void test_peer_copy(void **state) {
   else CHECK_CUDA(pe);
   CHECK_TP(tp_collector_window_begin(collector));
   CHECK_CUDA(cudaMemcpyPeerAsync(peer, 1, buf_a, 0, BYTES, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  tp_event *ev = NULL;
-  size_t n = 0;
-  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
-  uint64_t ws, we;
-  tp_collector_window_bounds(collector, &ws, &we);
-  print_events(ev, n, ws);
-  const tp_event *p = find_event(ev, n, TP_EV_MEMCPY, NULL);
+  closed_window w = close_window();
+  print_events(w.ev, w.n, w.ws);
+  const tp_event *p = find_event(w.ev, w.n, TP_EV_MEMCPY, NULL);
   assert_non_null(p);
   assert_int_equal(p->copy_kind, TP_COPY_PTOP);
   assert_int_equal(p->category, TP_CAT_COMM);
   assert_int_equal(p->bytes, BYTES);
   assert_int_equal(p->peer_device, 1);
   tp_evidence e;
-  CHECK_TP(tp_schedule_evidence(ev, n, ws, we + 1, "ce", 1, 1, &e));
+  CHECK_TP(tp_schedule_evidence(w.ev, w.n, w.ws, w.we + 1, "ce", 1, 1, &e));
   CHECK_CUDA(cudaDeviceDisablePeerAccess(1));
   CHECK_CUDA(cudaFree(peer));
 }
@@ -323,20 +324,15 @@ static void test_ipc_peer_copy(void **state) {
   CHECK_CUDA(cudaIpcOpenMemHandle((void **)&peer, h, cudaIpcMemLazyEnablePeerAccess));
   CHECK_TP(tp_collector_window_begin(collector));
   CHECK_CUDA(cudaMemcpyAsync(peer, buf_a, BYTES, cudaMemcpyDeviceToDevice, stream));
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  tp_event *ev = NULL;
-  size_t n = 0;
-  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
-  uint64_t ws, we;
-  tp_collector_window_bounds(collector, &ws, &we);
+  closed_window w = close_window();
   printf("IPC copy window:\n");
-  print_events(ev, n, ws);
+  print_events(w.ev, w.n, w.ws);
   CHECK_CUDA(cudaIpcCloseMemHandle(peer));
   close(to_child);
   int status = 0;
   waitpid(pid, &status, 0);
   assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const tp_event *p = find_event(ev, n, TP_EV_MEMCPY, NULL);
+  const tp_event *p = find_event(w.ev, w.n, TP_EV_MEMCPY, NULL);
   assert_non_null(p);
   printf("IPC copy reported as %s, category %s, peer device %d\n", tp_copy_kind_name(p->copy_kind),
          tp_category_name(p->category), p->peer_device);
@@ -355,12 +351,9 @@ static void test_restart(void **state) {
   tp_nvtx_push("after-restart");
   CHECK_CUDA(collector_test_launch_fill(buf_a, ELEMS, 4.0f, stream));
   tp_nvtx_pop();
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  tp_event *ev = NULL;
-  size_t n = 0;
-  CHECK_TP(tp_collector_window_end(collector, &ev, &n));
-  assert_non_null(find_event(ev, n, TP_EV_KERNEL, "collector_test_fill_kernel"));
-  assert_non_null(find_event(ev, n, TP_EV_RANGE, "after-restart"));
+  closed_window w = close_window();
+  assert_non_null(find_event(w.ev, w.n, TP_EV_KERNEL, "collector_test_fill_kernel"));
+  assert_non_null(find_event(w.ev, w.n, TP_EV_RANGE, "after-restart"));
   tp_collector_stop(collector);
   collector = NULL;
   CHECK_CUDA(cudaFree(buf_a));
