@@ -271,9 +271,9 @@ struct sqlite3 *tp_store_db(tp_store *store);
 /* ---- traces (schemas/002_trace.sql; store/tp_store_trace.c) --------------
  *
  * The store takes trace records by name (kind, category, copy kind), so it
- * needs no collector header: collectors/' tp_event_kind_name,
+ * needs no collector header: collectors/' tp_event_type_name,
  * tp_category_name and tp_copy_kind_name give the names, and the fields
- * below mirror tp_event one for one. */
+ * below mirror tp_event one for one (`kind` holds its type). */
 
 #define TP_TRACE_NO_STREAM UINT32_MAX /* stream of an event on no stream */
 
