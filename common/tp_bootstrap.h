@@ -41,13 +41,13 @@ typedef struct tp_interval {
 /* Median of s with its two-sided `level` (e.g. 0.95) interval.
  * TP_EINTERNAL for no samples, a non-finite sample, a round out of range or
  * level outside (0, 1); TP_EOOM. */
-tp_rc tp_boot_median(const tp_round_series *s, int n_rounds, double level, uint64_t seed,
-                     tp_interval *out);
+TP_MUST_CHECK tp_rc tp_boot_median(const tp_round_series *s, int n_rounds, double level,
+                                   uint64_t seed, tp_interval *out);
 
 /* median(a) / median(b) with its interval, rounds paired (a round that has
  * samples in only one of the two is left out of the resampling; none in
  * common: TP_EINTERNAL). */
-tp_rc tp_boot_ratio(const tp_round_series *a, const tp_round_series *b, int n_rounds, double level,
-                    uint64_t seed, tp_interval *out);
+TP_MUST_CHECK tp_rc tp_boot_ratio(const tp_round_series *a, const tp_round_series *b, int n_rounds,
+                                  double level, uint64_t seed, tp_interval *out);
 
 #endif /* TP_BOOTSTRAP_H */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { TP_ERROR_MSG_MAX = 2048 };
@@ -47,6 +48,13 @@ tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) {
 }
 
 const char *tp_last_error(void) { return last_error; }
+
+void tp_expect_ok(tp_rc rc, const char *call, const char *file, int line) {
+  if (rc == TP_OK) return;
+  fprintf(stderr, "tpbench: internal error at %s:%d: %s failed: %s\n", file, line, call,
+          last_error);
+  abort();
+}
 
 const char *tp_last_message(void) { return last_message; }
 

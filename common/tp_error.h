@@ -36,12 +36,14 @@ typedef enum tp_rc {
   TP_EINTERNAL  /* a broken invariant: a bug in tpbench */
 } tp_rc;
 
-/* Records "file:line: message" as this thread's last error and returns code. */
+/* Records "file:line: message" as this thread's last error and returns code
+ * (the one status function without TP_MUST_CHECK: TP_FAIL passes code on). */
 tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Prefixes this thread's last error with more context, keeping the cause. */
-tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+TP_MUST_CHECK tp_rc tp_fail_context(tp_rc code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The message recorded by the last tp_fail on this thread ("" if none),
  * starting with the source location ("file.c:42: ..."): for logs. */
@@ -55,7 +57,7 @@ const char *tp_last_message(void);
  * path the user gave cannot be used as asked (missing, a file where a folder
  * should be, no permission, a link loop, a read-only file system:
  * TP_EUSAGE), or the system failed while using it (TP_EIO). */
-tp_rc tp_rc_for_path_errno(int err);
+TP_MUST_CHECK tp_rc tp_rc_for_path_errno(int err);
 
 /* A short stable name for a code ("cuda", "usage", ...). */
 const char *tp_rc_name(tp_rc code);
@@ -71,6 +73,12 @@ void tp_clear_error(void);
     tp_rc tp_try_rc_ = (expr);                                                                     \
     if (tp_try_rc_ != TP_OK) return tp_try_rc_;                                                    \
   } while (0)
+
+/* A call that cannot fail on what it is given (a literal, a name already
+ * checked): a failure is a bug in tpbench, printed with the place and the
+ * error, then the process aborts. Never ignores a status silently. */
+#define TP_EXPECT_OK(expr) tp_expect_ok((expr), #expr, __FILE__, __LINE__)
+void tp_expect_ok(tp_rc rc, const char *call, const char *file, int line);
 
 #ifdef __cplusplus
 }

@@ -40,16 +40,17 @@ const char *tp_str_list_at(const tp_str_list *list, int i);
 
 /* Replaces the list with the comma-separated items of text. Empty items, too
  * many items or too much text give TP_EUSAGE; the list is unchanged then. */
-tp_rc tp_str_list_set(tp_str_list *list, const char *text);
+TP_MUST_CHECK tp_rc tp_str_list_set(tp_str_list *list, const char *text);
 
 /* Replaces the list with the comma-separated whole numbers of text, each in
  * [min, max]. A malformed or out-of-range item gives TP_EUSAGE, list unchanged. */
-tp_rc tp_int_list_set(tp_int_list *list, const char *text, long long min, long long max);
+TP_MUST_CHECK tp_rc tp_int_list_set(tp_int_list *list, const char *text, long long min,
+                                    long long max);
 
 /* Parses a whole decimal number in [min, max] ("what" names it in the
  * message: "--iters: 'abc' is not a whole number"). TP_EUSAGE otherwise. */
-tp_rc tp_parse_int(const char *what, const char *text, long long min, long long max,
-                   long long *out);
+TP_MUST_CHECK tp_rc tp_parse_int(const char *what, const char *text, long long min, long long max,
+                                 long long *out);
 
 typedef enum {
   TP_OPT_FLAG,     /* dest: int*, set to 1 when present */
@@ -87,8 +88,9 @@ typedef struct tp_command {
  * TP_OK without parsing further; the caller then exits 0. Otherwise
  * *help_shown = 0. Returns TP_EUSAGE (message already on stderr) on a mistake.
  */
-tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv, const char **positional,
-                   int max_positional, int *n_positional, int *help_shown);
+TP_MUST_CHECK tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv,
+                                 const char **positional, int max_positional, int *n_positional,
+                                 int *help_shown);
 
 /* This thread's last error message without its "file:line: " prefix: the
  * form to show a user ("--iters: 'abc' is not a whole number"). */

@@ -89,14 +89,14 @@ int tp_exit_after_stdout(const char *cmd, int status);
  * folder and why: an output path that cannot be written as asked, refused
  * before the command's work.
  */
-tp_rc tp_check_output_folder(const char *path);
+TP_MUST_CHECK tp_rc tp_check_output_folder(const char *path);
 
 /*
  * Opens the database a reading command (report, history, trace, dashboard)
  * was given, read-only (tp_store_open_readonly), or says why not on stderr
  * as "tpbench CMD: ..." and returns the store's code for tp_exit_for.
  */
-tp_rc tp_open_for_reading(const char *cmd, const char *path, tp_store **store);
+TP_MUST_CHECK tp_rc tp_open_for_reading(const char *cmd, const char *path, tp_store **store);
 
 /* Prints this thread's last error as "tpbench CMD: message" on stderr; a
  * message that already starts with "CMD: " (a module naming itself, as

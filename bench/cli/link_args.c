@@ -5,7 +5,7 @@
 
 void tp_link_args_defaults(tp_link_args *args) {
   *args = (tp_link_args){.db = "tpbench.db", .iters = 20, .warmup = 3, .sm_blocks = 16};
-  (void)tp_int_list_set(&args->sizes_mib, "8,32,128,256", 1, 4096);
+  TP_EXPECT_OK(tp_int_list_set(&args->sizes_mib, "8,32,128,256", 1, 4096));
 }
 
 tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown) {

@@ -25,6 +25,6 @@ void tp_link_args_defaults(tp_link_args *args);
 /* Parses `link` options (argv[0] = "link") into args, which holds the
  * defaults on entry. --help prints them and sets *help_shown (TP_OK, exit
  * 0); a mistake is TP_EUSAGE with the message on stderr (exit 2). */
-tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown);
+TP_MUST_CHECK tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown);
 
 #endif /* TP_LINK_ARGS_H */

@@ -13,8 +13,8 @@
 #define TP_OPS_ARGS_H
 
 #include "bench/cli/cli.h"
-#include "bench/matrix/ops_matrix.h"
 #include "bench/cli/rounds_args.h"
+#include "bench/matrix/ops_matrix.h"
 
 typedef struct tp_ops_args {
   tp_ops_spec spec;      /* spec.tp.count == 0: not given, the job's worker count */
@@ -46,8 +46,8 @@ void tp_ops_args_defaults(tp_ops_args *args);
  * bad number in the matrix lists (checked by expanding them once, with
  * TP_OPS_LIST_DEFAULT_TP standing in for an unset --tp).
  */
-tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_extra,
-                        tp_ops_args *args, int *help_shown);
+TP_MUST_CHECK tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_extra,
+                                      tp_ops_args *args, int *help_shown);
 
 /* The spec to expand: args->spec, with --tp set to tp_default if not given. */
 tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default);

@@ -46,6 +46,7 @@ void tp_run_args_defaults(tp_run_args *args);
  * "tpbench CMD: message" on stderr (exit 2). The axes are checked by
  * expanding them once (TP_RUN_MATRIX_DEFAULT_TP standing in for an unset tp).
  */
-tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args, int *help_shown);
+TP_MUST_CHECK tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args,
+                                      int *help_shown);
 
 #endif /* TP_RUN_ARGS_H */

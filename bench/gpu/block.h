@@ -79,12 +79,13 @@ typedef struct tp_block_plan {
 /* Plans every projection for backend (schedule and chunks: dist_gemm's
  * request) and checks the block's placement contracts. TP_EREJECT with the
  * reason ("qkv: ...", "placement: ...") when it cannot run here. */
-tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape, tp_backend backend,
-                         tp_schedule requested, int chunks, tp_block_plan *out);
+TP_MUST_CHECK tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape,
+                                       tp_backend backend, tp_schedule requested, int chunks,
+                                       tp_block_plan *out);
 
 /* Collective (dist_gemm grows the symmetric workspace on every rank):
  * workspaces and scratch of every projection. */
-tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
+TP_MUST_CHECK tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
 
 /* Transfers one rank issues per step (tp_linear_transfers summed). */
 int tp_block_transfers(const tp_block_plan *plan);
@@ -138,18 +139,20 @@ typedef struct tp_block_tensors {
  * mixed in for sharded tensors, left out for replicated ones, so replicated
  * activations without sp hold the same numbers on every rank). On failure
  * everything allocated is freed (TP_EOOM when the device is full). */
-tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, uint64_t seed,
-                     tp_block_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, uint64_t seed,
+                                   tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
 
 /* Enqueued on the group's main stream; host-asynchronous. */
-tp_rc tp_block_forward(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
-tp_rc tp_block_backward(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_forward(tp_group *group, const tp_block_plan *plan,
+                                     tp_block_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_backward(tp_group *group, const tp_block_plan *plan,
+                                      tp_block_tensors *t);
 
 /* One step: makes sure the workspace is there (as a framework's op grows
  * it lazily; while frozen for graph capture a growth fails with
  * TP_EREJECT), the forward, and the backward if planned. */
-tp_rc tp_block_step(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_step(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
 
 /* The tensors a block's configurations are compared on: y; with backward
  * also dx, every weight gradient and the RMSNorm gain gradients. */

@@ -24,10 +24,11 @@ typedef tp_rc (*tp_graph_step_fn)(void *ctx);
  * is NULL and the code is the step's own (TP_EREJECT for workspace growth)
  * or TP_ECUDA for capture or instantiation, with "CUDA graph capture: "
  * before the reason. Not collective itself; the ranks agree afterwards. */
-tp_rc tp_graph_capture(tp_group *group, tp_graph_step_fn step, void *ctx, cudaGraphExec_t *out);
+TP_MUST_CHECK tp_rc tp_graph_capture(tp_group *group, tp_graph_step_fn step, void *ctx,
+                                     cudaGraphExec_t *out);
 
 /* Enqueues one replay on the group's main stream. */
-tp_rc tp_graph_launch(tp_group *group, cudaGraphExec_t exec);
+TP_MUST_CHECK tp_rc tp_graph_launch(tp_group *group, cudaGraphExec_t exec);
 
 /* NULL is fine. */
 void tp_graph_destroy(cudaGraphExec_t exec);

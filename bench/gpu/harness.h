@@ -139,8 +139,8 @@ typedef struct tp_harness tp_harness;
  * begins the run (or resumes opts->resume_run). Every rank learns whether
  * all could start. total: configurations, for progress lines. collector:
  * NULL for no traced windows. */
-tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harness_options *opts,
-                      int total, tp_harness **out);
+TP_MUST_CHECK tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector,
+                                    const tp_harness_options *opts, int total, tp_harness **out);
 
 /* The run's id (rank 0; 0 elsewhere). */
 int64_t tp_harness_run_id(const tp_harness *h);
@@ -155,7 +155,8 @@ void tp_harness_set_done(tp_harness *h, int done);
  * rank succeeded, else the first failing rank's code with its message in
  * reason ("rank R: ..." unless a rejection). The return value is the
  * exchange's own. */
-tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, size_t cap);
+TP_MUST_CHECK tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason,
+                                     size_t cap);
 
 /* Runs the configurations of one case on every rank (the phases above) and
  * records each. TP_OK when all ended (ok, rejected, failed, oom, timeout:
@@ -163,15 +164,16 @@ tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, 
  * error, a timeout, a lost peer, the database), after recording every
  * configuration of the case with what became of it. n <= TP_HARNESS_MAX_CASE. */
 enum { TP_HARNESS_MAX_CASE = 32 };
-tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n);
+TP_MUST_CHECK tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n);
 
 /* Records a configuration that could not be tried (its case failed): rc
  * gives the status, reason the text. */
-tp_rc tp_harness_skip(tp_harness *h, const tp_harness_config *cfg, tp_rc rc, const char *reason);
+TP_MUST_CHECK tp_rc tp_harness_skip(tp_harness *h, const tp_harness_config *cfg, tp_rc rc,
+                                    const char *reason);
 
 /* Ends the run: when rc is TP_OK and finish is set, rank 0 marks the run
  * finished and prints the throughput table of it. Frees h (NULL is fine).
  * Returns rc, or the first error of finishing. */
-tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish);
+TP_MUST_CHECK tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish);
 
 #endif

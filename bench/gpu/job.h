@@ -43,8 +43,8 @@ typedef struct tp_job_run_desc {
  * the driver (as the kernel module reports it) and library versions (CUPTI
  * too), the command, its windows, rounds and order, and any test-only
  * slowdown in force (tp_group's TPBENCH_TEST_DIST_DELAY_US). */
-tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
-                       const tp_job_run_desc *desc, int64_t *run_id);
+TP_MUST_CHECK tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
+                                     const tp_job_run_desc *desc, int64_t *run_id);
 
 /* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */
 char *tp_job_command_line(int argc, char **argv);

@@ -25,8 +25,9 @@ typedef struct tp_layer_worker_options {
  * TP_OK when every configuration ended and was recorded; an error when this
  * worker cannot go on (progress says how far it got). collector: NULL for
  * no traced windows. */
-tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
-                           const tp_layer_worker_options *opts, tp_collector *collector,
-                           volatile tp_job_progress *progress);
+TP_MUST_CHECK tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
+                                         const tp_layer_worker_options *opts,
+                                         tp_collector *collector,
+                                         volatile tp_job_progress *progress);
 
 #endif

@@ -47,8 +47,8 @@ typedef struct tp_ops_trace {
 
 /* Runs the traced window on every rank (collective). On rank 0, trace->record
  * is ready for tp_store_put_trace. */
-tp_rc tp_ops_trace_window(tp_worker_ctx *ctx, tp_collector *collector, tp_trace_step_fn step,
-                          void *step_ctx, tp_ops_trace *trace);
+TP_MUST_CHECK tp_rc tp_ops_trace_window(tp_worker_ctx *ctx, tp_collector *collector,
+                                        tp_trace_step_fn step, void *step_ctx, tp_ops_trace *trace);
 
 void tp_ops_trace_free(tp_ops_trace *trace);
 

@@ -37,8 +37,8 @@ typedef struct tp_ops_options {
  * configuration ended (ok, rejected or failed, recorded); an error only when
  * the worker cannot go on (a sticky CUDA error, a timeout, a lost peer):
  * progress then says how far it got, and the parent starts new workers. */
-tp_rc tp_ops_worker_main(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
-                         const tp_ops_options *opts, tp_collector *collector,
-                         volatile tp_job_progress *progress);
+TP_MUST_CHECK tp_rc tp_ops_worker_main(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
+                                       const tp_ops_options *opts, tp_collector *collector,
+                                       volatile tp_job_progress *progress);
 
 #endif

@@ -19,7 +19,7 @@
 typedef struct tp_watchdog tp_watchdog;
 
 /* Starts the thread; it fires only while armed. group is aborted when it fires. */
-tp_rc tp_watchdog_start(tp_group *group, int rank, tp_watchdog **out);
+TP_MUST_CHECK tp_rc tp_watchdog_start(tp_group *group, int rank, tp_watchdog **out);
 
 /* Fires if not disarmed within seconds from now; what names the phase. */
 void tp_watchdog_arm(tp_watchdog *w, double seconds, const char *what);

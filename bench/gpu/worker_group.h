@@ -16,11 +16,11 @@ typedef struct tp_worker_ctx {
 } tp_worker_ctx;
 
 /* Joins: rendezvous at addr:port, NCCL id broadcast, group creation. */
-tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
-                     int timeout_ms, tp_worker_ctx *out);
+TP_MUST_CHECK tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
+                                   int timeout_ms, tp_worker_ctx *out);
 void tp_worker_leave(tp_worker_ctx *ctx);
 
 /* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
-tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
+TP_MUST_CHECK tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
 
 #endif

@@ -34,8 +34,8 @@
 
 #include <stddef.h>
 
-#include "common/tp_error.h"
 #include "bench/launch/rendezvous.h"
+#include "common/tp_error.h"
 
 /* Who this worker is and where the job's rendezvous lives. */
 typedef struct tp_launch_env {
@@ -79,7 +79,7 @@ int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
  * *env: TP_OK and *present = 1 if RANK and WORLD_SIZE are both set, TP_OK
  * and *present = 0 if neither is, TP_EUSAGE (with the reason) if they are
  * half set or malformed, or no valid secret is given. */
-tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present);
+TP_MUST_CHECK tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present);
 
 /* Sets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
  * NVSHMEM_DISABLE_NVLS=1 in this process's environment (overriding). */
@@ -92,7 +92,7 @@ void tp_launch_disable_multicast(void);
  * process, such as probing CUDA devices while the parent stays CUDA-free.
  * The child dies with the parent. TP_EIO if fork or wait failed.
  */
-tp_rc tp_run_in_child(int (*fn)(void *ctx), void *ctx, int *child_status);
+TP_MUST_CHECK tp_rc tp_run_in_child(int (*fn)(void *ctx), void *ctx, int *child_status);
 
 /*
  * As tp_run_in_child, and the child may hand bytes back: fn writes up to
@@ -100,8 +100,9 @@ tp_rc tp_run_in_child(int (*fn)(void *ctx), void *ctx, int *child_status);
  * returns they reach the caller's out and *out_len (0 if the child wrote
  * nothing or died). For a probe that reports more than a number.
  */
-tp_rc tp_run_in_child_output(int (*fn)(void *ctx, void *out, size_t out_cap, size_t *out_len),
-                             void *ctx, void *out, size_t out_cap, size_t *out_len,
-                             int *child_status);
+TP_MUST_CHECK tp_rc tp_run_in_child_output(int (*fn)(void *ctx, void *out, size_t out_cap,
+                                                     size_t *out_len),
+                                           void *ctx, void *out, size_t out_cap, size_t *out_len,
+                                           int *child_status);
 
 #endif /* TP_LAUNCHER_H */

@@ -364,8 +364,8 @@ static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_ba
   cfg.axes.backend = tp_backend_axis(backend);
   /* Names were checked while resolving: this cannot fail. */
   if (backend != TP_BACKEND_COMM_ONLY)
-    (void)tp_layer_flops(c->model, tp_layer_name(c->layer), c->batch, c->seqlen,
-                         tp_pass_has_backward(c->pass), &cfg.flops);
+    TP_EXPECT_OK(tp_layer_flops(c->model, tp_layer_name(c->layer), c->batch, c->seqlen,
+                                tp_pass_has_backward(c->pass), &cfg.flops));
   cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected && backend == TP_BACKEND_COMM_ONLY && c->tp == 1) {
     snprintf(cfg.reason, sizeof cfg.reason, "TP 1 has no collective to time");

@@ -57,15 +57,16 @@ const char *const *tp_layer_axis_names(int *count);
 const char *const *tp_layer_preset_names(int *count);
 
 /* Fills spec with preset name. TP_EUSAGE naming the valid presets otherwise. */
-tp_rc tp_layer_spec_preset(const char *name, tp_layer_spec *spec);
+TP_MUST_CHECK tp_rc tp_layer_spec_preset(const char *name, tp_layer_spec *spec);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
  * matrix is expanded). TP_EUSAGE for an unknown axis (listing the valid
  * ones), an empty or malformed list; spec is unchanged then. */
-tp_rc tp_layer_spec_set_axis(tp_layer_spec *spec, const char *axis, const char *values);
+TP_MUST_CHECK tp_rc tp_layer_spec_set_axis(tp_layer_spec *spec, const char *axis,
+                                           const char *values);
 
 /* The same from "NAME=V1,V2" (a --axis argument). */
-tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment);
+TP_MUST_CHECK tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment);
 
 /*
  * Reads a matrix file and fills spec: the preset it starts from (preset if
@@ -82,7 +83,7 @@ tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment);
  * that is empty, holds a comma or is over 127 characters, a path that is
  * not a regular file (a FIFO is refused without blocking), over 1 MiB.
  */
-tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec);
+TP_MUST_CHECK tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec);
 
 typedef struct tp_layer_case {
   const tp_model_preset *model;
@@ -130,7 +131,8 @@ typedef struct tp_layer_matrix {
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */
-tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix *out);
+TP_MUST_CHECK tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default,
+                                    tp_layer_matrix *out);
 
 void tp_layer_matrix_free(tp_layer_matrix *matrix);
 

@@ -37,15 +37,15 @@ typedef struct resolved_spec {
 void tp_ops_spec_defaults(tp_ops_spec *spec) {
   /* The defaults are well-formed literals: these calls cannot fail. */
   memset(spec, 0, sizeof *spec);
-  (void)tp_str_list_set(&spec->models, "8b,70b");
-  (void)tp_str_list_set(&spec->projs, "qkv,wo,w13,w2");
-  (void)tp_int_list_set(&spec->tokens, "4096,8192,16384", 1, INT64_MAX);
-  (void)tp_str_list_set(&spec->dtypes, "bf16");
-  (void)tp_int_list_set(&spec->tp, "2", 1, INT32_MAX);
-  (void)tp_str_list_set(&spec->schedules, "auto");
-  (void)tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX);
-  (void)tp_str_list_set(&spec->passes, "fwd");
-  (void)tp_str_list_set(&spec->save_gathered, "off");
+  TP_EXPECT_OK(tp_str_list_set(&spec->models, "8b,70b"));
+  TP_EXPECT_OK(tp_str_list_set(&spec->projs, "qkv,wo,w13,w2"));
+  TP_EXPECT_OK(tp_int_list_set(&spec->tokens, "4096,8192,16384", 1, INT64_MAX));
+  TP_EXPECT_OK(tp_str_list_set(&spec->dtypes, "bf16"));
+  TP_EXPECT_OK(tp_int_list_set(&spec->tp, "2", 1, INT32_MAX));
+  TP_EXPECT_OK(tp_str_list_set(&spec->schedules, "auto"));
+  TP_EXPECT_OK(tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX));
+  TP_EXPECT_OK(tp_str_list_set(&spec->passes, "fwd"));
+  TP_EXPECT_OK(tp_str_list_set(&spec->save_gathered, "off"));
 }
 
 /* ---- resolving the user's lists ------------------------------------------ */
@@ -286,7 +286,7 @@ static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
               tp_ops_case *c = &m->cases[ci];
               c->model = r->models[mi];
               /* Names were checked while resolving: this cannot fail. */
-              (void)tp_preset_projection(c->model, r->projs[pi], &c->proj);
+              TP_EXPECT_OK(tp_preset_projection(c->model, r->projs[pi], &c->proj));
               c->tokens = r->tokens[ti];
               c->dtype = r->dtypes[di];
               c->tp = r->tp[wi];

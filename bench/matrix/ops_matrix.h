@@ -78,7 +78,7 @@ typedef struct tp_ops_matrix {
  * valid values for an unknown model, proj, dtype, schedule or pass, a value
  * listed twice, or a number out of range (tokens, tp >= 1; chunks >= 0);
  * *out is empty then. TP_EOOM if no memory. */
-tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out);
+TP_MUST_CHECK tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out);
 
 void tp_ops_matrix_free(tp_ops_matrix *matrix);
 

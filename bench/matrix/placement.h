@@ -90,7 +90,7 @@ typedef struct tp_composition {
  * with "<block>: <op> takes '<tensor>' <accepted> [F], but it is <actual>
  * [F']" or the like in tp_last_error(). TP_EINTERNAL for a malformed
  * composition (too many tensors, no name). */
-tp_rc tp_composition_check(const tp_composition *c);
+TP_MUST_CHECK tp_rc tp_composition_check(const tp_composition *c);
 
 /* The global shapes a layer's composition needs. */
 typedef struct tp_layer_dims {
@@ -107,7 +107,7 @@ typedef struct tp_layer_dims {
  * GEMM). sp: sequence parallelism, which places the block's input x
  * sequence-sharded (else replicated). Builds; does not check. TP_EUSAGE for
  * an unknown layer. */
-tp_rc tp_composition_layer(const char *layer, int fused, int sp, const tp_layer_dims *dims,
-                           tp_composition *out);
+TP_MUST_CHECK tp_rc tp_composition_layer(const char *layer, int fused, int sp,
+                                         const tp_layer_dims *dims, tp_composition *out);
 
 #endif /* TP_PLACEMENT_H */

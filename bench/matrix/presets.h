@@ -30,7 +30,7 @@ typedef struct tp_model_preset {
 
 /* Finds a preset by canonical name or short alias ("8b" or "llama3-8b",
  * case-insensitive). TP_EUSAGE listing the valid names if none matches. */
-tp_rc tp_preset_find(const char *name, const tp_model_preset **out);
+TP_MUST_CHECK tp_rc tp_preset_find(const char *name, const tp_model_preset **out);
 
 /* All presets, smallest first: *count receives their number. */
 const tp_model_preset *tp_presets(int *count);
@@ -52,7 +52,8 @@ const char *const *tp_projection_names(int *count);
  *   w13 → ag_linear_multi, N = ffn_hidden per weight, K = dim, 2 weights
  *   w2  → linear_rs,       N = dim, K = ffn_hidden
  * TP_EUSAGE listing the valid names for an unknown proj. */
-tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj, tp_projection *out);
+TP_MUST_CHECK tp_rc tp_preset_projection(const tp_model_preset *model, const char *proj,
+                                         tp_projection *out);
 
 /* Forward FLOPs of the whole projection (every weight, all ranks together)
  * for tokens tokens: 2 * tokens * N * K * n_weights. */
@@ -77,7 +78,7 @@ const char *const *tp_layer_names(int *count);
  * backward runs two products the size of each forward one (dX and dW of a
  * projection; dP and dV, dQ and dK of the core). TP_EUSAGE for an unknown
  * layer (*out untouched). */
-tp_rc tp_layer_flops(const tp_model_preset *model, const char *layer, int64_t batch, int64_t seqlen,
-                     int backward, double *out);
+TP_MUST_CHECK tp_rc tp_layer_flops(const tp_model_preset *model, const char *layer, int64_t batch,
+                                   int64_t seqlen, int backward, double *out);
 
 #endif /* TP_PRESETS_H */

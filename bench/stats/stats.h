@@ -27,7 +27,7 @@ typedef struct tp_stats {
 
 /* Summarises n >= 1 finite samples (any order; x is not modified).
  * TP_EINTERNAL for n < 1 or a non-finite sample, TP_EOOM if no memory. */
-tp_rc tp_stats_compute(const double *x, int n, tp_stats *out);
+TP_MUST_CHECK tp_rc tp_stats_compute(const double *x, int n, tp_stats *out);
 
 /* The q-quantile (0 <= q <= 1) of n >= 1 samples already sorted ascending,
  * by the interpolation rule above. */
@@ -35,12 +35,13 @@ double tp_stats_quantile_sorted(const double *sorted, int n, double q);
 
 /* Geometric mean of n >= 1 ratios, each finite and > 0 (TP_EINTERNAL
  * otherwise): exp(mean(log r)), the right average of speedups. */
-tp_rc tp_stats_geomean(const double *ratios, int n, double *out);
+TP_MUST_CHECK tp_rc tp_stats_geomean(const double *ratios, int n, double *out);
 
 /* For each of iters iterations, the time of the slowest of ranks ranks:
  * out[i] = max over r of per_rank[r][i]. A TP step is as slow as its slowest
  * rank, so this is the series a configuration's statistics come from.
  * TP_EINTERNAL for ranks < 1 or iters < 1. */
-tp_rc tp_stats_slowest_rank(const double *const *per_rank, int ranks, int iters, double *out);
+TP_MUST_CHECK tp_rc tp_stats_slowest_rank(const double *const *per_rank, int ranks, int iters,
+                                          double *out);
 
 #endif /* TP_STATS_H */
