@@ -1,7 +1,7 @@
 /*
  * tp_dashboard_assets.h — the files of dashboards/assets/ (the page
  * template, its CSS and JavaScript), embedded into the binary at build time
- * by dashboards/embed_assets.cmake, so `tpbench dashboard` works wherever
+ * by cmake/embed.cmake, so `tpbench dashboard` works wherever
  * the binary is copied.
  */
 #ifndef TP_DASHBOARD_ASSETS_H

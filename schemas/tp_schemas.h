@@ -1,7 +1,7 @@
 /*
  * tp_schemas.h — the SQLite schema of tpbench, embedded in the binary.
  *
- * schemas/NNN_name.sql are the migrations in order; schemas/embed.cmake turns
+ * schemas/NNN_name.sql are the migrations in order; cmake/embed.cmake turns
  * them into tp_migrations[] at build time, so the binary needs no file beside
  * it. Migration i (0-based) has version i + 1: applying it brings a database
  * from PRAGMA user_version i to i + 1. store/tp_store.c applies them; nothing
