@@ -58,6 +58,17 @@ static tp_rc parse(parsed *p, const char **positional, int max_pos, int *n_pos, 
   return tp_cli_parse(&cmd, argc, argv, positional, max_pos, n_pos, help ? help : &unused_help);
 }
 
+/* parse() of the arguments that follow (no positionals) must fail as a
+ * usage error whose message holds needle, where one is given. */
+#define EXPECT_USAGE(p, needle, ...)                                                               \
+  expect_usage(parse((p), NULL, 0, NULL, NULL, __VA_ARGS__, NULL), (needle))
+
+static void expect_usage(tp_rc rc, const char *needle) {
+  assert_int_equal(rc, TP_EUSAGE);
+  if (needle && !strstr(tp_last_error(), needle))
+    fail_msg("'%s' not in '%s'", needle, tp_last_error());
+}
+
 static void test_value_forms(void **state) {
   (void)state;
   parsed p;
@@ -80,17 +91,13 @@ static void test_whole_numbers(void **state) {
   (void)state;
   parsed p;
   defaults(&p);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "abc", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--iters: 'abc' is not a whole number"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "12x", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "1e3", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", " 5", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", "0", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--iters: 0 is out of range [1, 1000]"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--seed", "99999999999999999999", NULL),
-                   TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "out of range"));
+  EXPECT_USAGE(&p, "--iters: 'abc' is not a whole number", "--iters", "abc");
+  EXPECT_USAGE(&p, NULL, "--iters", "12x");
+  EXPECT_USAGE(&p, NULL, "--iters", "1e3");
+  EXPECT_USAGE(&p, NULL, "--iters", "");
+  EXPECT_USAGE(&p, NULL, "--iters", " 5");
+  EXPECT_USAGE(&p, "--iters: 0 is out of range [1, 1000]", "--iters", "0");
+  EXPECT_USAGE(&p, "out of range", "--seed", "99999999999999999999");
   assert_int_equal(p.iters, 50); /* untouched by the failures */
   long long v = 0;
   assert_int_equal(tp_parse_int("N", "+12", 0, 20, &v), TP_OK);
@@ -101,22 +108,17 @@ static void test_unknown_and_missing(void **state) {
   (void)state;
   parsed p;
   defaults(&p);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--bogus", "1", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "unknown option '--bogus'"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iter", "1", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "-x", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--iters", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--iters needs a value"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--quiet=1", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "takes no value"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--format", "xml", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "'xml' is not one of md|csv|json"));
+  EXPECT_USAGE(&p, "unknown option '--bogus'", "--bogus", "1");
+  EXPECT_USAGE(&p, NULL, "--iter", "1");
+  EXPECT_USAGE(&p, NULL, "-x");
+  EXPECT_USAGE(&p, "--iters needs a value", "--iters");
+  EXPECT_USAGE(&p, "takes no value", "--quiet=1");
+  EXPECT_USAGE(&p, "'xml' is not one of md|csv|json", "--format", "xml");
   /* An empty string is a usage error in both forms, the default kept
    * (`--db ''` once reached the store and failed with exit 1). */
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--db", "", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--db: the value is empty (give a PATH)"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--db=", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--format=", NULL), TP_EUSAGE);
+  EXPECT_USAGE(&p, "--db: the value is empty (give a PATH)", "--db", "");
+  EXPECT_USAGE(&p, NULL, "--db=");
+  EXPECT_USAGE(&p, NULL, "--format=");
   assert_string_equal(p.db, "tpbench.db");
 }
 
@@ -137,17 +139,14 @@ static void test_lists(void **state) {
   memset(&p.models, 0, sizeof p.models);
   assert_string_equal(tp_str_list_at(&copy, 1), "1b");
 
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "8b,,70b", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--models: empty item in list '8b,,70b'"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--models", "8b,", NULL), TP_EUSAGE);
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", "8,x", NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "--tokens: 'x' is not a whole number"));
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", "8,0", NULL), TP_EUSAGE);
+  EXPECT_USAGE(&p, "--models: empty item in list '8b,,70b'", "--models", "8b,,70b");
+  EXPECT_USAGE(&p, NULL, "--models", "8b,");
+  EXPECT_USAGE(&p, "--tokens: 'x' is not a whole number", "--tokens", "8,x");
+  EXPECT_USAGE(&p, NULL, "--tokens", "8,0");
   assert_int_equal(p.tokens.count, 2); /* untouched by the failures */
   char many[256] = "1";
   for (int i = 0; i < TP_LIST_MAX; i++) strcat(many, ",1");
-  assert_int_equal(parse(&p, NULL, 0, NULL, NULL, "--tokens", many, NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "at most"));
+  EXPECT_USAGE(&p, "at most", "--tokens", many);
 }
 
 static void test_positional(void **state) {

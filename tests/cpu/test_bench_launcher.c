@@ -159,6 +159,23 @@ static void test_workers_rendezvous_with_the_secret(void **state) {
   for (int r = 0; r < WORKERS; r++) assert_true(b->joined[r]);
 }
 
+/* Runs tp_launch(n_workers, fn, ctx) with stderr captured: it must return
+ * status and say needle on stderr. Returns how long it took, in ms. */
+static int64_t expect_launch(int n_workers, tp_worker_fn fn, void *ctx, int status,
+                             const char *needle) {
+  tu_capture cap;
+  int64_t start = tu_now_ms();
+  tu_capture_begin(&cap);
+  int got = tp_launch(n_workers, fn, ctx);
+  char *err = tu_capture_end(&cap);
+  int64_t took = tu_now_ms() - start;
+  assert_int_equal(got, status);
+  assert_non_null(err);
+  if (!strstr(err, needle)) fail_msg("'%s' not in stderr: %s", needle, err);
+  free(err);
+  return took;
+}
+
 /* Rank 1 fails at once; the others would sleep for 30 s. */
 static int one_fails(const tp_launch_env *env, void *ctx) {
   record(env, ctx);
@@ -171,16 +188,7 @@ static void test_one_fails(void **state) {
   (void)state;
   clear_external_env();
   board *b = shared_board();
-  tu_capture cap;
-  int64_t start = tu_now_ms();
-  tu_capture_begin(&cap);
-  int status = tp_launch(WORKERS, one_fails, b);
-  char *err = tu_capture_end(&cap);
-  int64_t took = tu_now_ms() - start;
-  assert_int_equal(status, 3);
-  assert_non_null(err);
-  if (!strstr(err, "tpbench: rank 1 failed: exit status 3\n")) fail_msg("stderr: %s", err);
-  free(err);
+  int64_t took = expect_launch(WORKERS, one_fails, b, 3, "tpbench: rank 1 failed: exit status 3\n");
   /* The sleepers were stopped, not waited for. */
   if (took > 5000) fail_msg("the launcher took %lld ms", (long long)took);
   /* Reaped: gone, not zombies (a rank stopped before it recorded its pid left 0). */
@@ -198,13 +206,8 @@ static int one_killed(const tp_launch_env *env, void *ctx) {
 static void test_one_killed(void **state) {
   (void)state;
   clear_external_env();
-  tu_capture cap;
-  tu_capture_begin(&cap);
-  int status = tp_launch(WORKERS, one_killed, shared_board());
-  char *err = tu_capture_end(&cap);
-  assert_int_equal(status, 128 + SIGKILL);
-  if (!strstr(err, "tpbench: rank 2 failed: killed by signal SIGKILL")) fail_msg("%s", err);
-  free(err);
+  expect_launch(WORKERS, one_killed, shared_board(), 128 + SIGKILL,
+                "tpbench: rank 2 failed: killed by signal SIGKILL");
 }
 
 /* Rank 0 fails; rank 1 ignores SIGTERM and must be killed after the grace. */
@@ -222,15 +225,7 @@ static int stubborn(const tp_launch_env *env, void *ctx) {
 static void test_stubborn_worker_killed(void **state) {
   (void)state;
   clear_external_env();
-  tu_capture cap;
-  int64_t start = tu_now_ms();
-  tu_capture_begin(&cap);
-  int status = tp_launch(2, stubborn, shared_board());
-  char *err = tu_capture_end(&cap);
-  int64_t took = tu_now_ms() - start;
-  assert_int_equal(status, 1);
-  if (!strstr(err, "rank 1 did not stop")) fail_msg("%s", err);
-  free(err);
+  int64_t took = expect_launch(2, stubborn, shared_board(), 1, "rank 1 did not stop");
   assert_true(took >= TP_LAUNCH_KILL_GRACE_MS);
   assert_true(took < TP_LAUNCH_KILL_GRACE_MS + 4000);
 }
@@ -367,14 +362,8 @@ static void expect_bad_env(const char *rank, const char *world, const char *addr
   if (addr) setenv("MASTER_ADDR", addr, 1);
   if (port) setenv("MASTER_PORT", port, 1);
   external_seen seen = {0};
-  tu_capture cap;
-  tu_capture_begin(&cap);
-  int status = tp_launch(2, external_worker, &seen);
-  char *err = tu_capture_end(&cap);
-  assert_int_equal(status, TP_LAUNCH_USAGE_STATUS);
+  expect_launch(2, external_worker, &seen, TP_LAUNCH_USAGE_STATUS, needle);
   assert_int_equal(seen.calls, 0);
-  if (!strstr(err, needle)) fail_msg("'%s' not in '%s'", needle, err);
-  free(err);
   clear_external_env();
 }
 
@@ -409,14 +398,8 @@ static void test_external_needs_secret(void **state) {
   setenv("MASTER_PORT", "29500", 1);
   setenv("TPBENCH_JOB_SECRET_FILE", path, 1);
   external_seen seen = {0};
-  tu_capture cap;
-  tu_capture_begin(&cap);
-  int status = tp_launch(2, external_worker, &seen);
-  char *err = tu_capture_end(&cap);
-  assert_int_equal(status, TP_LAUNCH_USAGE_STATUS);
+  expect_launch(2, external_worker, &seen, TP_LAUNCH_USAGE_STATUS, "chmod 600");
   assert_int_equal(seen.calls, 0);
-  if (!strstr(err, "chmod 600")) fail_msg("no advice in '%s'", err);
-  free(err);
   /* Owner-only: accepted. */
   assert_int_equal(chmod(path, 0600), 0);
   assert_int_equal(tp_launch(2, external_worker, &seen), 7);

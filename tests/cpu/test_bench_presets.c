@@ -47,12 +47,19 @@ static void test_find_by_name_and_alias(void **state) {
   assert_int_equal(count, 5);
 }
 
+/* The preset named as e is, which must be found. */
+static const tp_model_preset *preset_of(const expected_model *e) {
+  const tp_model_preset *p = NULL;
+  assert_int_equal(tp_preset_find(e->name, &p), TP_OK);
+  assert_non_null(p);
+  return p;
+}
+
 static void test_figures(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
     const expected_model *e = &models[i];
-    const tp_model_preset *p = NULL;
-    assert_int_equal(tp_preset_find(e->name, &p), TP_OK);
+    const tp_model_preset *p = preset_of(e);
     assert_int_equal(p->dim, e->dim);
     assert_int_equal(p->n_heads, e->heads);
     assert_int_equal(p->n_kv_heads, e->kv_heads);
@@ -78,8 +85,7 @@ static void test_projections(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
     const expected_model *e = &models[i];
-    const tp_model_preset *p = NULL;
-    assert_int_equal(tp_preset_find(e->name, &p), TP_OK);
+    const tp_model_preset *p = preset_of(e);
     check_proj(p, "qkv", TP_OP_AG_LINEAR, e->qkv_n, e->dim, 1);
     check_proj(p, "wo", TP_OP_LINEAR_RS, e->dim, e->wo_k, 1);
     check_proj(p, "w13", TP_OP_AG_LINEAR_MULTI, e->ffn, e->dim, 2);

@@ -180,42 +180,38 @@ static void test_collectives_deliver(void **state) {
   }
 }
 
+/* Runs the job of script what; ranks 0 and 1, the ones rank 2 lets down,
+ * must fail with rc within max_ms, saying needle. */
+static rank_result *expect_others_fail(script what, int timeout_ms, int max_ms, const char *needle,
+                                       int rc) {
+  rank_result *res = run_job(what, timeout_ms);
+  for (int r = 0; r < 2; r++) {
+    expect_failure(&res[r], r, max_ms, needle);
+    assert_int_equal(res[r].rc, rc);
+  }
+  return res;
+}
+
 static void test_rank_exits_early(void **state) {
   (void)state;
-  rank_result *res = run_job(SCRIPT_EXIT_EARLY, 10000);
   /* Prompt: the server sees the socket close, no need to wait for the timeout. */
-  for (int r = 0; r < 2; r++) {
-    expect_failure(&res[r], r, 5000, "rank 2");
-    assert_int_equal(res[r].rc, TP_EIO);
-  }
+  expect_others_fail(SCRIPT_EXIT_EARLY, 10000, 5000, "rank 2", TP_EIO);
 }
 
 static void test_rank_killed(void **state) {
   (void)state;
-  rank_result *res = run_job(SCRIPT_KILLED, 10000);
-  for (int r = 0; r < 2; r++) {
-    expect_failure(&res[r], r, 5000, "rank 2");
-    assert_int_equal(res[r].rc, TP_EIO);
-  }
+  expect_others_fail(SCRIPT_KILLED, 10000, 5000, "rank 2", TP_EIO);
 }
 
 static void test_rank_never_comes(void **state) {
   (void)state;
-  rank_result *res = run_job(SCRIPT_NEVER, 1500);
-  for (int r = 0; r < 2; r++) {
-    expect_failure(&res[r], r, 1500 + 2000, "2");
-    assert_int_equal(res[r].rc, TP_ETIMEOUT);
-  }
+  rank_result *res = expect_others_fail(SCRIPT_NEVER, 1500, 1500 + 2000, "2", TP_ETIMEOUT);
   assert_non_null(strstr(res[0].msg, "rank(s) 2"));
 }
 
 static void test_rank_late(void **state) {
   (void)state;
-  rank_result *res = run_job(SCRIPT_LATE, 1000);
-  for (int r = 0; r < 2; r++) {
-    expect_failure(&res[r], r, 300 + 1000 + 2000, "waiting for rank(s) 2");
-    assert_int_equal(res[r].rc, TP_ETIMEOUT);
-  }
+  expect_others_fail(SCRIPT_LATE, 1000, 300 + 1000 + 2000, "waiting for rank(s) 2", TP_ETIMEOUT);
 }
 
 static void test_ranks_disagree(void **state) {

@@ -23,88 +23,27 @@
 #include <sqlite3.h>
 
 #include "store/tp_store.h"
-#include "tests/cpu/bench_testutil.h"
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/run_program.h"
 
 #ifndef TPBENCH_EXE
 #error "TPBENCH_EXE must name the tpbench binary"
 #endif
 
-typedef struct run_result {
-  int status; /* exit status, or 128 + signal */
-  char *out;
-  char *err;
-} run_result;
-
-static char *slurp(FILE *f) {
-  fflush(f);
-  long size = ftell(f);
-  char *text = calloc((size_t)(size > 0 ? size : 0) + 1, 1);
-  rewind(f);
-  if (text && size > 0 && fread(text, 1, (size_t)size, f) != (size_t)size) text[0] = '\0';
-  fclose(f);
-  return text;
-}
-
-/* Runs tpbench with argv; stdout and stderr are captured, except that
- * stdout goes to stdout_path instead when it is given (/dev/full). The
- * binary gets 60 s. */
-static run_result run_argv(char *const argv[], const char *stdout_path) {
-  FILE *out = tmpfile(), *err = tmpfile();
-  assert_non_null(out);
-  assert_non_null(err);
-  int redirect = stdout_path ? open(stdout_path, O_WRONLY) : -1;
-  assert_true(!stdout_path || redirect >= 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    dup2(redirect >= 0 ? redirect : fileno(out), STDOUT_FILENO);
-    dup2(fileno(err), STDERR_FILENO);
-    execv(TPBENCH_EXE, argv);
-    _exit(127);
-  }
-  if (redirect >= 0) close(redirect);
-  int wstatus = tu_wait_child(pid, 60000);
-  assert_int_not_equal(wstatus, -1);
-  run_result r = {WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus), NULL, NULL};
-  r.out = slurp(out);
-  r.err = slurp(err);
+/* A run that did not finish (no start, or killed at the deadline) fails the
+ * test, whatever status it expected. */
+static rp_result finished(rp_result r) {
+  if (r.status < 0) fail_msg("tpbench did not finish: %s", r.err ? r.err : "");
   return r;
 }
 
-/* argv[1..] from first and ap, NULL-terminated: up to 30 arguments. */
-static void collect_argv(char **argv, const char *first, va_list ap) {
-  int argc = 1;
-  for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-    argv[argc++] = (char *)a;
-  argv[argc] = NULL;
-}
-
-/* Runs tpbench with a NULL-terminated argument list, capturing its output. */
-static run_result run_tpbench(const char *first, ...) {
-  char *argv[32] = {TPBENCH_EXE};
-  va_list ap;
-  va_start(ap, first);
-  collect_argv(argv, first, ap);
-  va_end(ap);
-  return run_argv(argv, NULL);
-}
-
-/* The same with stdout going to stdout_path. */
-static run_result run_tpbench_into(const char *stdout_path, const char *first, ...) {
-  char *argv[32] = {TPBENCH_EXE};
-  va_list ap;
-  va_start(ap, first);
-  collect_argv(argv, first, ap);
-  va_end(ap);
-  return run_argv(argv, stdout_path);
-}
-
-static void release(run_result *r) {
-  free(r->out);
-  free(r->err);
-}
+/* Runs tpbench (60 s at most) with a NULL-terminated argument list, capturing
+ * its output; _into sends stdout to a path instead (/dev/full). */
+#define run_tpbench(...) finished(rp_run_exe(TPBENCH_EXE, 60, NULL, __VA_ARGS__))
+#define RUN_EXPECT(status, in_out, in_err, ...)                                                    \
+  rp_run_expect(TPBENCH_EXE, 60, (status), (in_out), (in_err), __VA_ARGS__, NULL)
+#define run_tpbench_into(stdout_path, ...)                                                         \
+  finished(rp_run_exe(TPBENCH_EXE, 60, (stdout_path), __VA_ARGS__))
 
 static void expect_in(const char *text, const char *needle) {
   if (!strstr(text, needle)) fail_msg("'%s' not in:\n%s", needle, text);
@@ -112,39 +51,39 @@ static void expect_in(const char *text, const char *needle) {
 
 static void test_unknown_command(void **state) {
   (void)state;
-  run_result r = run_tpbench("frobnicate", NULL);
+  rp_result r = run_tpbench("frobnicate", NULL);
   assert_int_equal(r.status, 2);
   expect_in(r.err, "unknown command 'frobnicate'");
   expect_in(r.err, "Usage: tpbench <command>");
-  release(&r);
+  rp_free(&r);
   r = run_tpbench(NULL);
   assert_int_equal(r.status, 2);
   expect_in(r.err, "Usage:");
-  release(&r);
+  rp_free(&r);
 }
 
 static void test_help(void **state) {
   (void)state;
-  run_result r = run_tpbench("--help", NULL);
+  rp_result r = run_tpbench("--help", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "ops");
   expect_in(r.out, "report");
-  release(&r);
+  rp_free(&r);
   r = run_tpbench("ops", "--help", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "--iters N");
   expect_in(r.out, "[default: 50]");
-  release(&r);
+  rp_free(&r);
   r = run_tpbench("report", "--help", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "--db PATH");
   expect_in(r.out, "[default: tpbench.db]");
-  release(&r);
+  rp_free(&r);
 }
 
 static void test_version(void **state) {
   (void)state;
-  run_result r = run_tpbench("--version", NULL);
+  rp_result r = run_tpbench("--version", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "tpbench ");
   const char *commit = strstr(r.out, "commit ");
@@ -153,51 +92,37 @@ static void test_version(void **state) {
   int hex = 0;
   while (isxdigit((unsigned char)commit[hex]) && !isupper((unsigned char)commit[hex])) hex++;
   if (hex != 40 && strncmp(commit, "unknown", 7) != 0) fail_msg("no commit in: %s", r.out);
-  release(&r);
+  rp_free(&r);
 }
 
 static void test_ops_usage_errors(void **state) {
   (void)state;
-  run_result r = run_tpbench("ops", "--iters", "abc", NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "--iters: 'abc' is not a whole number");
-  release(&r);
-  r = run_tpbench("ops", "--no-such-option", NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "unknown option '--no-such-option'");
-  release(&r);
-  r = run_tpbench("ops", "--list", "--models", "7b", NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "7b");
-  release(&r);
+  RUN_EXPECT(2, NULL, "--iters: 'abc' is not a whole number", "ops", "--iters", "abc");
+  RUN_EXPECT(2, NULL, "unknown option '--no-such-option'", "ops", "--no-such-option");
+  RUN_EXPECT(2, NULL, "7b", "ops", "--list", "--models", "7b");
 }
 
 /* Bad input to the GPU build's ops is refused before any GPU is looked for
  * (exit 2); the build without CUDA says so instead. */
 static void test_ops_bad_input(void **state) {
   (void)state;
-  run_result r = run_tpbench("ops", "--tokens", "4095", "--tp", "2", NULL);
+  rp_result r = run_tpbench("ops", "--tokens", "4095", "--tp", "2", NULL);
   if (strstr(r.err, "no CUDA support")) {
-    release(&r);
+    rp_free(&r);
     skip();
     return; /* skip() does not return; this tells the analyser so */
   }
   assert_int_equal(r.status, 2);
   expect_in(r.err, "--tokens 4095 is not divisible by the TP degree 2");
-  release(&r);
-  r = run_tpbench("ops", "--db", "/nonexistent/dir/x.db", NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "cannot create database /nonexistent/dir/x.db");
-  release(&r);
+  rp_free(&r);
+  RUN_EXPECT(2, NULL, "cannot create database /nonexistent/dir/x.db", "ops", "--db",
+             "/nonexistent/dir/x.db");
   char foreign[] = "/tmp/tpbench-foreign-XXXXXX";
   int fd = mkstemp(foreign);
   assert_true(fd >= 0);
   assert_int_equal(write(fd, "not sqlite\n", 11), 11);
   close(fd);
-  r = run_tpbench("ops", "--db", foreign, NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "not a tpbench database");
-  release(&r);
+  RUN_EXPECT(2, NULL, "not a tpbench database", "ops", "--db", foreign);
   unlink(foreign);
   /* a tiny matrix, so a machine with GPUs runs it in seconds instead of failing */
   r = run_tpbench("ops", "--models", "debug", "--projs", "qkv", "--tokens", "64", "--iters", "1",
@@ -206,32 +131,29 @@ static void test_ops_bad_input(void **state) {
     assert_int_equal(r.status, 1);
     expect_in(r.err, "no CUDA device found");
   }
-  release(&r);
+  rp_free(&r);
   unlink("/tmp/tpbench-nogpu-check.db");
 }
 
 static void test_ops_list(void **state) {
   (void)state;
-  run_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
-                             "128", "--tp", "1,2", NULL);
+  rp_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
+                            "128", "--tp", "1,2", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "dist_gemm needs TP > 1");
   expect_in(r.out, "8 configurations");
-  release(&r);
+  rp_free(&r);
 }
 
 static void test_report_missing_db(void **state) {
   (void)state;
-  run_result r = run_tpbench("report", "--db", "/nonexistent/tpbench.db", NULL);
+  rp_result r = run_tpbench("report", "--db", "/nonexistent/tpbench.db", NULL);
   assert_int_not_equal(r.status, 0);
   expect_in(r.err, "/nonexistent/tpbench.db");
-  release(&r);
+  rp_free(&r);
   /* ... and it was not created. */
   assert_int_equal(access("/nonexistent/tpbench.db", F_OK), -1);
-  r = run_tpbench("report", "--format", "xml", NULL);
-  assert_int_equal(r.status, 2);
-  expect_in(r.err, "--format");
-  release(&r);
+  RUN_EXPECT(2, NULL, "--format", "report", "--format", "xml");
 }
 
 /* Writes one run with a stock and a dist_gemm configuration of one case. */
@@ -298,15 +220,15 @@ static void test_report_table(void **state) {
   char path[128];
   snprintf(path, sizeof path, "%s/t.db", dir);
   write_small_db(path);
-  run_result r = run_tpbench("report", "--db", path, "--format", "csv", NULL);
+  rp_result r = run_tpbench("report", "--db", path, "--format", "csv", NULL);
   if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
   expect_in(r.out, "llama3-8b");
-  release(&r);
+  rp_free(&r);
   /* "8b" is taken for the model's canonical name. */
   r = run_tpbench("report", "--db", path, "--model", "8b", NULL);
   if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
   expect_in(r.out, "qkv");
-  release(&r);
+  rp_free(&r);
   static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
   for (int i = 0; i < 4; i++) {
     char file[160];
@@ -325,18 +247,6 @@ static void make_file(const char *path, const char *text) {
   assert_int_equal(fclose(f), 0);
 }
 
-static void copy_file(const char *from, const char *to) {
-  size_t len = 0;
-  FILE *in = fopen(from, "rb");
-  assert_non_null(in);
-  FILE *out = fopen(to, "wb");
-  assert_non_null(out);
-  char buf[65536];
-  while ((len = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, len, out), len);
-  assert_int_equal(fclose(in), 0);
-  assert_int_equal(fclose(out), 0);
-}
-
 /* A SQLite file with a header and no tables (a table made and dropped). */
 static void make_tableless_sqlite(const char *path) {
   sqlite3 *db = NULL;
@@ -351,10 +261,10 @@ static int path_exists(const char *path) {
   return lstat(path, &st) == 0;
 }
 
-static void expect_status(run_result *r, int status, const char *what, const char *path) {
+static void expect_status(rp_result *r, int status, const char *what, const char *path) {
   if (r->status != status)
     fail_msg("%s on %s: exit %d, expected %d; stderr: %s", what, path, r->status, status, r->err);
-  release(r);
+  rp_free(r);
 }
 
 /* A --db that is not a usable tpbench database (missing, text, 0 bytes, a
@@ -377,13 +287,13 @@ static void test_unusable_databases_exit_2(void **state) {
   make_file(paths[2], "");
   assert_int_equal(mkfifo(paths[3], 0600), 0);
   assert_int_equal(mkdir(paths[4], 0700), 0);
-  copy_file(TP_TEST_DATA_DIR "/h200_pair_run1.db", paths[6]); /* schema 1 */
+  assert_int_equal(fx_copy(FX_REAL_DB, paths[6]), 0); /* schema 1 */
   char site[160], target[160];
   snprintf(site, sizeof site, "%s/site", dir);
   snprintf(target, sizeof target, "%s/target.db", dir);
   for (int i = 0; i < N_PATHS; i++) {
     const char *db = paths[i];
-    run_result r = run_tpbench("report", "--db", db, NULL);
+    rp_result r = run_tpbench("report", "--db", db, NULL);
     if (i == 6) expect_in(r.err, "tpbench migrate");
     expect_status(&r, 2, "report", db);
     r = run_tpbench("history", "--config", "1", "--db", db, NULL);
@@ -410,7 +320,7 @@ static void test_unusable_databases_exit_2(void **state) {
   char db[160], out[200];
   snprintf(db, sizeof db, "%s/small.db", dir);
   write_small_db(db);
-  run_result r = run_tpbench("report", "--run", "6", "--db", db, NULL);
+  rp_result r = run_tpbench("report", "--run", "6", "--db", db, NULL);
   expect_in(r.err, "there is no run 6");
   expect_status(&r, 2, "report --run 6", db);
   r = run_tpbench("trace", "--config", "1", "--db", db, NULL);
@@ -451,7 +361,7 @@ static void test_import_refuses_empty_sources(void **state) {
   make_tableless_sqlite(tableless);
   const char *sources[] = {empty, tableless};
   for (int i = 0; i < 2; i++) {
-    run_result r = run_tpbench("import", sources[i], "--db", target, NULL);
+    rp_result r = run_tpbench("import", sources[i], "--db", target, NULL);
     expect_in(r.err, "not a tpbench database");
     if (strstr(r.out, "imported")) fail_msg("import reported success: %s", r.out);
     expect_status(&r, 2, "import", sources[i]);
@@ -475,7 +385,7 @@ static void test_import_refuses_empty_sources(void **state) {
   assert_non_null(before);
   assert_int_equal(fread(before, 1, before_len, f), before_len);
   fclose(f);
-  run_result r = run_tpbench("import", tableless, "--db", target, NULL);
+  rp_result r = run_tpbench("import", tableless, "--db", target, NULL);
   expect_status(&r, 2, "import into an existing target", tableless);
   f = fopen(target, "rb");
   assert_non_null(f);
@@ -502,11 +412,11 @@ static void test_import_refuses_empty_sources(void **state) {
  * shared with run. */
 static void test_ops_takes_tracing_options_in_every_build(void **state) {
   (void)state;
-  run_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
-                             "128", "--tp", "2", "--trace", "--trace-iters", "3", NULL);
+  rp_result r = run_tpbench("ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
+                            "128", "--tp", "2", "--trace", "--trace-iters", "3", NULL);
   if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
   expect_in(r.out, "configurations");
-  release(&r);
+  rp_free(&r);
   r = run_tpbench("ops", "--list", "--models", "debug", "--trace-iters", "0", NULL);
   expect_in(r.err, "--trace-iters: 0 is out of range [1, 1000]");
   expect_status(&r, 2, "ops --trace-iters 0", "-");
@@ -516,7 +426,7 @@ static void test_ops_takes_tracing_options_in_every_build(void **state) {
     assert_int_equal(r.status, 0);
     expect_in(r.out, "--trace-iters N");
     expect_in(r.out, "iterations of the traced window [default: 5]");
-    release(&r);
+    rp_free(&r);
   }
 }
 
@@ -531,7 +441,7 @@ static void test_stdout_write_errors_exit_1(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *const *c = cases[i];
-    run_result r = run_tpbench_into("/dev/full", c[0], c[1], c[2], c[3], NULL);
+    rp_result r = run_tpbench_into("/dev/full", c[0], c[1], c[2], c[3], NULL);
     expect_in(r.err, "writing the output failed: No space left on device");
     expect_status(&r, 1, c[0], "/dev/full");
   }

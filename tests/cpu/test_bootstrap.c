@@ -33,15 +33,23 @@ static void make_series(double *x, int *round, double base, const double *shift,
     }
 }
 
-static void test_median_interval_holds_point_and_is_narrow(void **state) {
-  (void)state;
+/* The 95 % interval of the median of a series make_series makes (base,
+ * shift, jitter, seed), resampled with boot_seed. */
+static tp_interval median_interval(double base, const double *shift, double jitter, uint64_t seed,
+                                   uint64_t boot_seed) {
   double x[N];
   int round[N];
-  const double flat[ROUNDS] = {0, 0, 0};
-  make_series(x, round, 1000.0, flat, 0.01, 1);
+  make_series(x, round, base, shift, jitter, seed);
   tp_round_series s = {x, round, N};
   tp_interval iv;
-  assert_int_equal(tp_boot_median(&s, ROUNDS, 0.95, 7, &iv), TP_OK);
+  assert_int_equal(tp_boot_median(&s, ROUNDS, 0.95, boot_seed, &iv), TP_OK);
+  return iv;
+}
+
+static void test_median_interval_holds_point_and_is_narrow(void **state) {
+  (void)state;
+  const double flat[ROUNDS] = {0, 0, 0};
+  tp_interval iv = median_interval(1000.0, flat, 0.01, 1, 7);
   assert_true(iv.lo <= iv.point && iv.point <= iv.hi);
   assert_true((iv.hi - iv.lo) / iv.point < 0.01);
   assert_int_equal(iv.rounds_used, ROUNDS);
@@ -49,13 +57,8 @@ static void test_median_interval_holds_point_and_is_narrow(void **state) {
 
 static void test_disagreeing_rounds_widen_the_interval(void **state) {
   (void)state;
-  double x[N];
-  int round[N];
   const double shifted[ROUNDS] = {0, 0.05, -0.05};
-  make_series(x, round, 1000.0, shifted, 0.01, 1);
-  tp_round_series s = {x, round, N};
-  tp_interval iv;
-  assert_int_equal(tp_boot_median(&s, ROUNDS, 0.95, 7, &iv), TP_OK);
+  tp_interval iv = median_interval(1000.0, shifted, 0.01, 1, 7);
   /* an iteration bootstrap alone would give under 1 %: rounds are not independent samples */
   assert_true((iv.hi - iv.lo) / iv.point > 0.04);
 }
@@ -80,14 +83,9 @@ static void test_paired_ratio_cancels_shared_drift(void **state) {
 
 static void test_deterministic(void **state) {
   (void)state;
-  double x[N];
-  int round[N];
   const double flat[ROUNDS] = {0, 0.01, 0};
-  make_series(x, round, 500.0, flat, 0.02, 3);
-  tp_round_series s = {x, round, N};
-  tp_interval a, b;
-  assert_int_equal(tp_boot_median(&s, ROUNDS, 0.95, 11, &a), TP_OK);
-  assert_int_equal(tp_boot_median(&s, ROUNDS, 0.95, 11, &b), TP_OK);
+  tp_interval a = median_interval(500.0, flat, 0.02, 3, 11);
+  tp_interval b = median_interval(500.0, flat, 0.02, 3, 11);
   assert_true(a.lo == b.lo && a.hi == b.hi && a.point == b.point);
 }
 

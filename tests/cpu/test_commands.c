@@ -79,33 +79,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Runs tpbench with a NULL-terminated argument list. */
-static rp_result tpbench(const char *first, ...) {
-  char *argv[32] = {TPBENCH_EXE};
-  int argc = 1;
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-    argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  return rp_run(argv, 120);
-}
+/* Runs tpbench (120 s at most) with a NULL-terminated argument list. */
+#define tpbench(...) rp_run_exe(TPBENCH_EXE, 120, NULL, __VA_ARGS__)
 
-static void expect(const rp_result *r, int status, const char *in_out, const char *in_err) {
-  if (r->status != status)
-    fail_msg("exit %d, expected %d\nstdout:\n%.2000s\nstderr:\n%s", r->status, status, r->out,
-             r->err);
-  if (in_out && !strstr(r->out, in_out)) fail_msg("'%s' not in stdout:\n%.3000s", in_out, r->out);
-  if (in_err && !strstr(r->err, in_err)) fail_msg("'%s' not in stderr:\n%s", in_err, r->err);
-}
-
+/* Runs tpbench with the arguments that follow; it must exit with status and
+ * say in_out on stdout and in_err on stderr (NULL: anything). */
 #define RUN_EXPECT(status, in_out, in_err, ...)                                                    \
-  do {                                                                                             \
-    rp_result r_ = tpbench(__VA_ARGS__, NULL);                                                     \
-    expect(&r_, (status), (in_out), (in_err));                                                     \
-    rp_free(&r_);                                                                                  \
-  } while (0)
+  rp_run_expect(TPBENCH_EXE, 120, (status), (in_out), (in_err), __VA_ARGS__, NULL)
 
 /* ---- compare -------------------------------------------------------------------- */
 
@@ -202,7 +182,7 @@ static void test_trace_command(void **state) {
   char id[32], out[600];
   snprintf(id, sizeof id, "%lld", (long long)f->traced);
   rp_result r = tpbench("trace", "--db", f->db, "--config", id, NULL);
-  expect(&r, 0, "\"traceEvents\":[", NULL);
+  rp_expect(&r, 0, "\"traceEvents\":[", NULL);
   json_error_t err;
   json_t *root = json_loads(r.out, 0, &err);
   if (!root) fail_msg("not JSON: %s", err.text);
