@@ -8,16 +8,14 @@
 #
 # usage: scripts/device-check.sh BUILD_DIR [tpbench ops options...]
 set -uo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:?usage: device-check.sh BUILD_DIR [ops options]}
 shift
 out=${OUT:-/tmp/tpbench-out}
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-src_abs=$(grep -m1 '^CMAKE_HOME_DIRECTORY' "$build/CMakeCache.txt" | cut -d= -f2)
-if [ -n "$src_abs" ] && [ ! -e "$src_abs" ]; then
-  mkdir -p "$(dirname "$src_abs")" && ln -s "$PWD" "$src_abs"
-fi
+tp_device_env
+tp_device_checkout_at_build_path "$build"
 
 {
   echo "== host"; hostname; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv

@@ -6,10 +6,12 @@
 #
 # usage: scripts/device-faults.sh BUILD_DIR   (logs under $OUT/faults)
 set -uo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:?usage: device-faults.sh BUILD_DIR}
 out=${OUT:-/tmp/tpbench-out}/faults
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+tp_device_env
 bin=$build/tpbench
 args=(run --gpus 1 --timeout 20 --iters 200 --warmup 3 --axis model=8b --axis seqlen=2048,4096
       --axis pass=fwd,fwd+bwd --axis graph=off)

@@ -6,15 +6,14 @@
 #
 # usage: scripts/device-trust.sh BUILD_DIR [ops options...]
 set -uo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:?usage: device-trust.sh BUILD_DIR [ops options]}
 shift
 out=${OUT:-/tmp/tpbench-out}
 mkdir -p "$out/logs"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-src_abs=$(grep -m1 '^CMAKE_HOME_DIRECTORY' "$build/CMakeCache.txt" | cut -d= -f2)
-if [ -n "$src_abs" ] && [ ! -e "$src_abs" ]; then
-  mkdir -p "$(dirname "$src_abs")" && ln -s "$PWD" "$src_abs"
-fi
+tp_device_env
+tp_device_checkout_at_build_path "$build"
 log=$out/logs
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$log/host.txt" 2>&1
 (cd "$build" && ctest -L gpu --output-on-failure --timeout 300) > "$log/gpu-tests.txt" 2>&1

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# scripts/lib.sh — sourced by setup.sh, test.sh and run.sh: where the
-# repository is, whether a CUDA compiler is there, and the CMake flags that
-# follow from it.
+# scripts/lib.sh — sourced by setup.sh, test.sh, run.sh, fuzz.sh and the
+# device-*.sh scripts: where the repository is, whether a CUDA compiler is
+# there, the CMake flags that follow from it, and the set-up of a lent GPU
+# machine.
 
 # The repository root (the folder above scripts/).
 tp_repo_root() { (cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd); }
@@ -26,3 +27,20 @@ tp_cuda_cmake_flags() {
 
 # Parallel build jobs.
 tp_jobs() { nproc 2>/dev/null || echo 2; }
+
+# On a lent GPU machine: NVLink multicast (NVLS) stays off in NCCL, PyTorch
+# and NVSHMEM, which that machine's fabric does not offer.
+tp_device_env() {
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+}
+
+# A build folder made on the CPU machine and carried along holds that
+# machine's absolute paths in ctest's files: makes this checkout visible at
+# the same path. $1: the build folder.
+tp_device_checkout_at_build_path() {
+  local src_abs
+  src_abs=$(grep -m1 '^CMAKE_HOME_DIRECTORY' "$1/CMakeCache.txt" | cut -d= -f2)
+  if [ -n "$src_abs" ] && [ ! -e "$src_abs" ]; then
+    mkdir -p "$(dirname "$src_abs")" && ln -s "$PWD" "$src_abs"
+  fi
+}
