@@ -175,14 +175,33 @@ tp_rc tp_attention_forward(tp_gemm *gemm, const tp_attention_shape *shape, const
 
   /* scores[g·S, S] = Q_grp · Kᵀ / sqrt(d), in fp32 whatever the dtype. */
   tp_gemm_batch scores = group_batch(&d, gs_d, s_d, gs_s, TP_FP32, inv_sqrt_dim(d.d));
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 0, 1, gs, d.S, d.d, r.q, d.d, r.k, d.d, r.f32, d.S, 0.0f,
-                             &scores, stream));
+  const tp_gemm_desc qk = {.dtype = dt,
+                           .trans_b = 1,
+                           .m = gs,
+                           .n = d.S,
+                           .k = d.d,
+                           .a = r.q,
+                           .lda = d.d,
+                           .b = r.k,
+                           .ldb = d.d,
+                           .c = r.f32,
+                           .ldc = d.S};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &qk, &scores, stream));
   TP_CUDA(tp_launch_attention_softmax_fwd(dt, r.f32, saved_p, d.B * d.hq * d.S, d.S, stream));
 
   /* O_grp[g·S, d] = P_grp · V, into the Q region (Q is no longer read). */
   tp_gemm_batch pv = group_batch(&d, gs_s, s_d, gs_d, dt, 1.0f);
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 0, 0, gs, d.d, d.S, saved_p, d.S, r.v, d.d, r.q, d.d, 0.0f,
-                             &pv, stream));
+  const tp_gemm_desc o = {.dtype = dt,
+                          .m = gs,
+                          .n = d.d,
+                          .k = d.S,
+                          .a = saved_p,
+                          .lda = d.S,
+                          .b = r.v,
+                          .ldb = d.d,
+                          .c = r.q,
+                          .ldc = d.d};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &o, &pv, stream));
   TP_CUDA(
       tp_launch_attention_scatter_heads(dt, r.q, out, d.hq * d.d, 0, d.S, d.B, d.hq, d.d, stream));
   return TP_OK;
@@ -194,12 +213,32 @@ static tp_rc backward_from_dout(tp_gemm *gemm, tp_dtype dt, const attn_dims *d, 
   const int64_t gs = d->g * d->S, gs_d = gs * d->d, s_d = d->S * d->d, gs_s = gs * d->S;
   /* dV[S, d] = P_grpᵀ · dO_grp: P_grp is stored [g·S, S] = [k, m]. */
   tp_gemm_batch dv = group_batch(d, gs_s, gs_d, s_d, dt, 1.0f);
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 1, 0, d->S, d->d, gs, saved_p, d->S, r->dout, d->d, r->dv,
-                             d->d, 0.0f, &dv, stream));
+  const tp_gemm_desc dv_gemm = {.dtype = dt,
+                                .trans_a = 1,
+                                .m = d->S,
+                                .n = d->d,
+                                .k = gs,
+                                .a = saved_p,
+                                .lda = d->S,
+                                .b = r->dout,
+                                .ldb = d->d,
+                                .c = r->dv,
+                                .ldc = d->d};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &dv_gemm, &dv, stream));
   /* dP[g·S, S] = dO_grp · Vᵀ, fp32. */
   tp_gemm_batch dp = group_batch(d, gs_d, s_d, gs_s, TP_FP32, 1.0f);
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 0, 1, gs, d->S, d->d, r->dout, d->d, r->v, d->d, r->f32,
-                             d->S, 0.0f, &dp, stream));
+  const tp_gemm_desc dp_gemm = {.dtype = dt,
+                                .trans_b = 1,
+                                .m = gs,
+                                .n = d->S,
+                                .k = d->d,
+                                .a = r->dout,
+                                .lda = d->d,
+                                .b = r->v,
+                                .ldb = d->d,
+                                .c = r->f32,
+                                .ldc = d->S};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &dp_gemm, &dp, stream));
   return TP_OK;
 }
 
@@ -210,12 +249,31 @@ static tp_rc backward_from_ds(tp_gemm *gemm, tp_dtype dt, const attn_dims *d, co
   const float scale = inv_sqrt_dim(d->d);
   /* dQ_grp[g·S, d] = dS_grp · K / sqrt(d). */
   tp_gemm_batch dq = group_batch(d, gs_s, s_d, gs_d, dt, scale);
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 0, 0, gs, d->d, d->S, r->ds, d->S, r->k, d->d, r->dout, d->d,
-                             0.0f, &dq, stream));
+  const tp_gemm_desc dq_gemm = {.dtype = dt,
+                                .m = gs,
+                                .n = d->d,
+                                .k = d->S,
+                                .a = r->ds,
+                                .lda = d->S,
+                                .b = r->k,
+                                .ldb = d->d,
+                                .c = r->dout,
+                                .ldc = d->d};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &dq_gemm, &dq, stream));
   /* dK[S, d] = dS_grpᵀ · Q_grp / sqrt(d): dS_grp is stored [g·S, S] = [k, m]. */
   tp_gemm_batch dk = group_batch(d, gs_s, gs_d, s_d, dt, scale);
-  TP_TRY(tp_gemm_run_batched(gemm, dt, 1, 0, d->S, d->d, gs, r->ds, d->S, r->q, d->d, r->v, d->d,
-                             0.0f, &dk, stream));
+  const tp_gemm_desc dk_gemm = {.dtype = dt,
+                                .trans_a = 1,
+                                .m = d->S,
+                                .n = d->d,
+                                .k = gs,
+                                .a = r->ds,
+                                .lda = d->S,
+                                .b = r->q,
+                                .ldb = d->d,
+                                .c = r->v,
+                                .ldc = d->d};
+  TP_TRY(tp_gemm_enqueue_batched(gemm, &dk_gemm, &dk, stream));
   return TP_OK;
 }
 

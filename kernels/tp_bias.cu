@@ -8,28 +8,16 @@
 #include <cuda_bf16.h>
 
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_math.cuh"
 
 namespace {
 
+using tp_dev::grid_blocks;
+using tp_dev::load_f32;
+using tp_dev::store_f32;
+
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = 256;
-
-template <typename T> __device__ __forceinline__ float load_f32(const T *p, size_t i);
-template <> __device__ __forceinline__ float load_f32<float>(const float *p, size_t i) {
-  return p[i];
-}
-template <>
-__device__ __forceinline__ float load_f32<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
-  return __bfloat162float(p[i]);
-}
-template <typename T> __device__ __forceinline__ void store_f32(T *p, size_t i, float v);
-template <> __device__ __forceinline__ void store_f32<float>(float *p, size_t i, float v) {
-  p[i] = v;
-}
-template <>
-__device__ __forceinline__ void store_f32<__nv_bfloat16>(__nv_bfloat16 *p, size_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
 
 template <typename T>
 __global__ void add_bias_kernel(T *y, const T *bias, size_t rows, size_t cols) {
@@ -69,12 +57,6 @@ __global__ void sum_sources_kernel(T *out, f32_sources srcs, int n_src, size_t n
   store_f32(out, col, acc);
 }
 
-unsigned int blocks_for(size_t n, int threads) {
-  size_t b = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
-  if (b > 8192) b = 8192;
-  return b == 0 ? 1u : static_cast<unsigned int>(b);
-}
-
 } // namespace
 
 extern "C" size_t tp_bias_partial_floats(size_t rows, size_t cols) {
@@ -83,7 +65,7 @@ extern "C" size_t tp_bias_partial_floats(size_t rows, size_t cols) {
 
 extern "C" cudaError_t tp_launch_add_bias(tp_dtype dt, void *y, const void *bias, size_t rows,
                                           size_t cols, cudaStream_t stream) {
-  unsigned int grid = blocks_for(rows * cols, kThreads);
+  unsigned int grid = grid_blocks(rows * cols, kThreads, 8192);
   if (dt == TP_BF16)
     add_bias_kernel<<<grid, kThreads, 0, stream>>>(
         static_cast<__nv_bfloat16 *>(y), static_cast<const __nv_bfloat16 *>(bias), rows, cols);

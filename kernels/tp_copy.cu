@@ -7,8 +7,12 @@
 #include <cuda_bf16.h>
 
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_math.cuh"
 
 namespace {
+
+using tp_dev::from_f32;
+using tp_dev::to_f32;
 
 constexpr int kCopyThreads = 1024;
 constexpr int kReduceThreads = 256;
@@ -42,17 +46,6 @@ __global__ void __launch_bounds__(kCopyThreads)
       store_release_sys(dst_flag, 1u);
     }
   }
-}
-
-template <typename T> __device__ __forceinline__ float to_f32(T v);
-template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
 }
 
 struct src_list {
@@ -183,9 +176,7 @@ template <typename T> __global__ void to_fp32_kernel(const T *src, float *dst, s
 }
 
 unsigned int grid_for(size_t count, int threads) {
-  size_t blocks = (count + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
-  if (blocks > 4096) blocks = 4096;
-  return blocks == 0 ? 1u : static_cast<unsigned int>(blocks);
+  return tp_dev::grid_blocks(count, threads, 4096);
 }
 
 } // namespace

@@ -19,7 +19,7 @@ typedef struct gemm_key {
   int64_t m, n, k, lda, ldb, ldc;
   int beta_nonzero;
   unsigned align; /* smallest alignment of the three pointers, capped at 256 */
-  /* tp_gemm_run_batched only; tp_gemm_run leaves them zero. */
+  /* batched GEMMs only; a single GEMM leaves them zero. */
   int c_dt_plus1;                       /* 0: C has dt; else C's tp_dtype + 1 */
   int64_t batch;                        /* 0: one GEMM; else the batch count */
   int64_t stride_a, stride_b, stride_c; /* elements between consecutive batch members */
@@ -97,7 +97,7 @@ static uint64_t key_hash(const gemm_key *k) {
 
 static cudaDataType_t cuda_type(int dt) { return dt == TP_BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-/* Strided batches (tp_gemm_run_batched): cuBLASLt's first operand is the
+/* Strided batches (tp_gemm_enqueue_batched): cuBLASLt's first operand is the
  * row-major B, its second the row-major A. */
 static tp_rc layouts_set_batch(gemm_entry *e, const gemm_key *k) {
   const int32_t count = (int32_t)k->batch;
@@ -207,58 +207,21 @@ static tp_rc entry_lookup(tp_gemm *g, const gemm_key *k, gemm_entry **out) {
 }
 
 /* The part of the cache key every GEMM has: types, transposes, shape, leading dimensions. */
-static gemm_key shape_key(tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                          int64_t lda, int64_t ldb, int64_t ldc, float beta) {
+static gemm_key shape_key(const tp_gemm_desc *d) {
   gemm_key key;
   memset(&key, 0, sizeof key); /* padding bytes take part in hashing */
-  key.dt = (int)dt;
-  key.trans_a = trans_a != 0;
-  key.trans_b = trans_b != 0;
-  key.m = m;
-  key.n = n;
-  key.k = k;
-  key.lda = lda;
-  key.ldb = ldb;
-  key.ldc = ldc;
-  key.beta_nonzero = beta != 0.0f;
+  key.dt = (int)d->dtype;
+  key.trans_a = d->trans_a != 0;
+  key.trans_b = d->trans_b != 0;
+  key.m = d->m;
+  key.n = d->n;
+  key.k = d->k;
+  key.lda = d->lda;
+  key.ldb = d->ldb;
+  key.ldc = d->ldc;
+  key.beta_nonzero = d->beta != 0.0f;
   return key;
 }
-
-/* D = op(A)·op(B) + beta·C: C and D share a layout; C may be D. */
-static tp_rc gemm_run_cd(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                         int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
-                         const void *c, void *d, int64_t ldc, float beta, cudaStream_t stream) {
-  if (m <= 0 || n <= 0 || k <= 0)
-    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld", (long long)m,
-                   (long long)n, (long long)k);
-  gemm_key key = shape_key(dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, beta);
-  unsigned align = pointer_alignment(a);
-  const unsigned others[] = {pointer_alignment(b), pointer_alignment(c), pointer_alignment(d)};
-  for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
-    if (others[i] < align) align = others[i];
-  key.align = align;
-  gemm_entry *e = NULL;
-  TP_TRY(entry_lookup(gemm, &key, &e));
-  const float alpha = 1.0f;
-  TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, b, e->a, a, e->b, &beta, c, e->c, d, e->c,
-                           &e->algo, gemm->workspace, gemm->workspace_bytes, stream));
-  return TP_OK;
-}
-
-tp_rc tp_gemm_run(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                  int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
-                  int64_t ldc, float beta, cudaStream_t stream) {
-  return gemm_run_cd(gemm, dt, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, c, ldc, beta, stream);
-}
-
-tp_rc tp_gemm_run_acc(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
-                      int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
-                      const void *c_in, void *d, int64_t ldc, cudaStream_t stream) {
-  return gemm_run_cd(gemm, dt, trans_a, trans_b, m, n, k, a, lda, b, ldb, c_in, d, ldc, 1.0f,
-                     stream);
-}
-
-/* ---- strided-batched GEMMs (tp_gemm_run_batched) ------------------------------------------ */
 
 /* Largest power of two (capped at 256) dividing an offset in bytes: a batch
  * member's pointer is base + i·stride, so the stride limits its alignment. */
@@ -275,37 +238,65 @@ static unsigned min_alignment(const unsigned *aligns, size_t n) {
   return out;
 }
 
-tp_rc tp_gemm_run_batched(tp_gemm *gemm, tp_dtype dt, int trans_a, int trans_b, int64_t m,
-                          int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
-                          int64_t ldb, void *c, int64_t ldc, float beta, const tp_gemm_batch *batch,
-                          cudaStream_t stream) {
-  if (m <= 0 || n <= 0 || k <= 0 || batch->count <= 0 || batch->count > INT32_MAX)
+/* The smallest alignment cuBLASLt may assume: of A, B, C_in and D, and with
+ * a batch, of every member (the strides in bytes). */
+static unsigned operand_alignment(const tp_gemm_desc *d, const tp_gemm_batch *batch) {
+  const void *c_in = d->c_in ? d->c_in : d->c;
+  unsigned aligns[7] = {pointer_alignment(d->a),
+                        pointer_alignment(d->b),
+                        pointer_alignment(c_in),
+                        pointer_alignment(d->c),
+                        256,
+                        256,
+                        256};
+  if (batch) {
+    const uint64_t e = tp_dtype_bytes(d->dtype), e_c = tp_dtype_bytes(batch->c_dtype);
+    aligns[4] = offset_alignment((uint64_t)batch->stride_a * e);
+    aligns[5] = offset_alignment((uint64_t)batch->stride_b * e);
+    aligns[6] = offset_alignment((uint64_t)batch->stride_c * e_c);
+  }
+  return min_alignment(aligns, sizeof aligns / sizeof aligns[0]);
+}
+
+/* D = alpha·op(A)·op(B) + beta·C_in, one call or a strided batch (batch not NULL). */
+static tp_rc enqueue(tp_gemm *gemm, const tp_gemm_desc *d, const tp_gemm_batch *batch, float alpha,
+                     cudaStream_t stream) {
+  gemm_key key = shape_key(d);
+  if (batch) {
+    key.c_dt_plus1 = batch->c_dtype == d->dtype ? 0 : (int)batch->c_dtype + 1;
+    key.batch = batch->count;
+    key.stride_a = batch->stride_a;
+    key.stride_b = batch->stride_b;
+    key.stride_c = batch->stride_c;
+  }
+  key.align = operand_alignment(d, batch);
+  gemm_entry *e = NULL;
+  TP_TRY(entry_lookup(gemm, &key, &e));
+  const void *c_in = d->c_in ? d->c_in : d->c;
+  TP_CUBLAS(cublasLtMatmul(gemm->handle, e->op, &alpha, d->b, e->a, d->a, e->b, &d->beta, c_in,
+                           e->c, d->c, e->c, &e->algo, gemm->workspace, gemm->workspace_bytes,
+                           stream));
+  return TP_OK;
+}
+
+tp_rc tp_gemm_enqueue(tp_gemm *gemm, const tp_gemm_desc *d, cudaStream_t stream) {
+  if (d->m <= 0 || d->n <= 0 || d->k <= 0)
+    return TP_FAIL(TP_EINTERNAL, "GEMM with an empty dimension m=%lld n=%lld k=%lld",
+                   (long long)d->m, (long long)d->n, (long long)d->k);
+  return enqueue(gemm, d, NULL, 1.0f, stream);
+}
+
+tp_rc tp_gemm_enqueue_batched(tp_gemm *gemm, const tp_gemm_desc *d, const tp_gemm_batch *batch,
+                              cudaStream_t stream) {
+  if (d->m <= 0 || d->n <= 0 || d->k <= 0 || batch->count <= 0 || batch->count > INT32_MAX)
     return TP_FAIL(TP_EINTERNAL,
                    "batched GEMM with an empty or huge dimension m=%lld n=%lld "
                    "k=%lld batch=%lld",
-                   (long long)m, (long long)n, (long long)k, (long long)batch->count);
-  if (batch->c_dtype != dt && !(dt == TP_BF16 && batch->c_dtype == TP_FP32))
+                   (long long)d->m, (long long)d->n, (long long)d->k, (long long)batch->count);
+  if (batch->c_dtype != d->dtype && !(d->dtype == TP_BF16 && batch->c_dtype == TP_FP32))
     return TP_FAIL(TP_EINTERNAL, "batched GEMM: C in %s from %s inputs is not supported",
-                   tp_dtype_name(batch->c_dtype), tp_dtype_name(dt));
-  gemm_key key = shape_key(dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, beta);
-  key.c_dt_plus1 = batch->c_dtype == dt ? 0 : (int)batch->c_dtype + 1;
-  key.batch = batch->count;
-  key.stride_a = batch->stride_a;
-  key.stride_b = batch->stride_b;
-  key.stride_c = batch->stride_c;
-  const uint64_t e = tp_dtype_bytes(dt), e_c = tp_dtype_bytes(batch->c_dtype);
-  const unsigned aligns[] = {pointer_alignment(a),
-                             pointer_alignment(b),
-                             pointer_alignment(c),
-                             offset_alignment((uint64_t)batch->stride_a * e),
-                             offset_alignment((uint64_t)batch->stride_b * e),
-                             offset_alignment((uint64_t)batch->stride_c * e_c)};
-  key.align = min_alignment(aligns, sizeof aligns / sizeof aligns[0]);
-  gemm_entry *entry = NULL;
-  TP_TRY(entry_lookup(gemm, &key, &entry));
-  const float alpha = batch->alpha;
-  TP_CUBLAS(cublasLtMatmul(gemm->handle, entry->op, &alpha, b, entry->a, a, entry->b, &beta, c,
-                           entry->c, c, entry->c, &entry->algo, gemm->workspace,
-                           gemm->workspace_bytes, stream));
-  return TP_OK;
+                   tp_dtype_name(batch->c_dtype), tp_dtype_name(d->dtype));
+  if (d->c_in)
+    return TP_FAIL(TP_EINTERNAL, "batched GEMM: C is updated in place (c_in must be NULL)");
+  return enqueue(gemm, d, batch, batch->alpha, stream);
 }

@@ -49,8 +49,8 @@ typedef struct tp_group {
 
 /* Collective over the group. The parent launcher must not have touched CUDA.
  * exchange is an all-gather over the ranks (the bench's rendezvous). */
-tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
-                      tp_exchange_fn exchange, void *exchange_ctx, tp_group **out);
+TP_MUST_CHECK tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
+                                    tp_exchange_fn exchange, void *exchange_ctx, tp_group **out);
 void tp_group_destroy(tp_group *group);
 
 /* After a hung window: aborts the NCCL communicator (ncclCommAbort, which
@@ -60,10 +60,10 @@ void tp_group_destroy(tp_group *group);
 void tp_group_abort(tp_group *group);
 
 /* Grows the private scratch buffer to at least bytes (not collective). */
-tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
+TP_MUST_CHECK tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
 
 /* Grows the private fp32 buffer of the bias-gradient sums to at least bytes. */
-tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
+TP_MUST_CHECK tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
 
 /* Stream memory operations: a flag written or waited for by the stream's
  * front end, with no kernel launch and no SM (cuStreamWriteValue32 with its
@@ -71,10 +71,10 @@ tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
  * tp_group_memops_usable is 0 where the driver lacks them or while `stream`
  * is being captured into a CUDA graph (the kernel flags serve then). */
 int tp_group_memops_usable(const tp_group *group, cudaStream_t stream);
-tp_rc tp_group_write_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
-                          uint32_t value);
-tp_rc tp_group_wait_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
-                         uint32_t at_least);
+TP_MUST_CHECK tp_rc tp_group_write_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
+                                        uint32_t value);
+TP_MUST_CHECK tp_rc tp_group_wait_flag(const tp_group *group, cudaStream_t stream, uint32_t *flag,
+                                       uint32_t at_least);
 
 /* Counts CUDA devices in a forked child, so the caller stays free of CUDA
  * (its workers are forked later, and a CUDA context does not survive a

@@ -11,28 +11,18 @@
  */
 #include <cuda_bf16.h>
 
+#include "kernels/tp_device_math.cuh"
 #include "kernels/tp_layers.h"
 
 namespace {
+
+using tp_dev::from_f32;
+using tp_dev::load_f32;
 
 constexpr int kRowThreads = 256; /* threads of the one-block-per-row kernels */
 constexpr int kRowWarps = kRowThreads / 32;
 constexpr int kEltThreads = 256; /* threads of the elementwise, grid-stride kernels */
 constexpr int kDgChunksMax = 256;
-
-template <typename T> __device__ __forceinline__ float load_f32(const T *p, size_t i);
-template <> __device__ __forceinline__ float load_f32<float>(const float *p, size_t i) {
-  return p[i];
-}
-template <>
-__device__ __forceinline__ float load_f32<__nv_bfloat16>(const __nv_bfloat16 *p, size_t i) {
-  return __bfloat162float(p[i]);
-}
-template <typename T> __device__ __forceinline__ T from_f32(float v);
-template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
 
 /* Sum over the block (blockDim.x == kRowThreads); every thread gets the same
  * value. The warps' partials are added in warp order, so the result is
@@ -57,11 +47,7 @@ __device__ float block_max(float v, float *smem) {
   return total;
 }
 
-unsigned int grid_for(size_t count) {
-  size_t blocks = (count + kEltThreads - 1) / kEltThreads;
-  if (blocks > 8192) blocks = 8192;
-  return blocks == 0 ? 1u : static_cast<unsigned int>(blocks);
-}
+unsigned int grid_for(size_t count) { return tp_dev::grid_blocks(count, kEltThreads, 8192); }
 
 bool valid_dtype(tp_dtype dt) { return dt == TP_BF16 || dt == TP_FP32; }
 

@@ -47,9 +47,9 @@ extern "C" {
 #define TP_RMSNORM_EPS 1e-5f
 
 /* Forward. Saves inv_rms ([rows] fp32) for the backward. y may not alias x. */
-cudaError_t tp_launch_rmsnorm_fwd(tp_dtype dt, const void *x, const void *g, void *y,
-                                  float *inv_rms, int64_t rows, int64_t dim, float eps,
-                                  cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rmsnorm_fwd(tp_dtype dt, const void *x, const void *g, void *y,
+                                                float *inv_rms, int64_t rows, int64_t dim,
+                                                float eps, cudaStream_t stream);
 
 /* Bytes of fp32 scratch the backward needs: one partial sum of dg per chunk
  * of rows, min(rows, 256) · dim · 4. */
@@ -62,9 +62,10 @@ size_t tp_rmsnorm_bwd_workspace_bytes(int64_t rows, int64_t dim);
  * (overwritten, not accumulated). dg is reduced in two fixed-order passes:
  * per chunk of rows into `workspace` (fp32, tp_rmsnorm_bwd_workspace_bytes),
  * then over the chunks in order. */
-cudaError_t tp_launch_rmsnorm_bwd(tp_dtype dt, const void *dy, const void *x, const void *g,
-                                  const float *inv_rms, void *dx, void *dg, float *workspace,
-                                  int64_t rows, int64_t dim, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rmsnorm_bwd(tp_dtype dt, const void *dy, const void *x,
+                                                const void *g, const float *inv_rms, void *dx,
+                                                void *dg, float *workspace, int64_t rows,
+                                                int64_t dim, cudaStream_t stream);
 
 /* ---- RoPE (Llama 3 rotary embedding, HF "rotate_half" convention) --------------------------
  * For head_dim d, half = d/2, pair i in [0, half): inv_freq_i = theta^(−2i/d),
@@ -82,21 +83,21 @@ size_t tp_rope_table_bytes(int64_t seq, int64_t head_dim);
 /* Fills the table: cos at table[s·half + i], sin at table[seq·half + s·half + i];
  * angles and trigonometry in float64, stored as fp32. Built once per shape;
  * head_dim must be even. */
-cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_t head_dim, double theta,
-                                 cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_t head_dim,
+                                               double theta, cudaStream_t stream);
 
 /* Rotates, in place, the Q and K heads of a QKV buffer [seq·batch, (hq + 2·hkv)·d]
  * (layout above; row r is at position r / batch); V is not touched. table
  * from tp_launch_rope_table with the same seq and d. */
-cudaError_t tp_launch_rope_fwd(tp_dtype dt, void *qkv, const float *table, int64_t seq,
-                               int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
-                               cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rope_fwd(tp_dtype dt, void *qkv, const float *table,
+                                             int64_t seq, int64_t batch, int64_t hq, int64_t hkv,
+                                             int64_t head_dim, cudaStream_t stream);
 
 /* Backward: the inverse (transposed) rotation applied in place to the dQ and
  * dK heads of a dQKV buffer of the same layout; dV is not touched. */
-cudaError_t tp_launch_rope_bwd(tp_dtype dt, void *dqkv, const float *table, int64_t seq,
-                               int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
-                               cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rope_bwd(tp_dtype dt, void *dqkv, const float *table,
+                                             int64_t seq, int64_t batch, int64_t hq, int64_t hkv,
+                                             int64_t head_dim, cudaStream_t stream);
 
 /* ---- causal GQA attention core ---------------------------------------------------------------
  * For batch element b and local query head h, whose KV head is h / (hq/hkv):
@@ -150,17 +151,18 @@ size_t tp_attention_workspace_bytes(const tp_attention_shape *shape, int backwar
  * (tp_attention_saved_bytes), which the backward reads. workspace:
  * tp_attention_workspace_bytes(shape, 0) bytes or more, 256-byte aligned.
  * TP_EREJECT for a shape it cannot run (hq not a multiple of hkv, ...). */
-tp_rc tp_attention_forward(tp_gemm *gemm, const tp_attention_shape *shape, const void *qkv,
-                           void *out, void *saved_p, void *workspace, cudaStream_t stream);
+TP_MUST_CHECK tp_rc tp_attention_forward(tp_gemm *gemm, const tp_attention_shape *shape,
+                                         const void *qkv, void *out, void *saved_p, void *workspace,
+                                         cudaStream_t stream);
 
 /* Backward: from dout [S·B, hq·d], the forward's qkv and saved P, writes
  * every column of dqkv [S·B, (hq + 2·hkv)·d] (dQ, then dK and dV summed
  * over the query heads that share each KV head), the gradient with respect
  * to the rotated Q and K (tp_launch_rope_bwd turns it back). workspace:
  * tp_attention_workspace_bytes(shape, 1) bytes, 256-byte aligned. */
-tp_rc tp_attention_backward(tp_gemm *gemm, const tp_attention_shape *shape, const void *qkv,
-                            const void *saved_p, const void *dout, void *dqkv, void *workspace,
-                            cudaStream_t stream);
+TP_MUST_CHECK tp_rc tp_attention_backward(tp_gemm *gemm, const tp_attention_shape *shape,
+                                          const void *qkv, const void *saved_p, const void *dout,
+                                          void *dqkv, void *workspace, cudaStream_t stream);
 
 /* Building blocks of the attention core, exposed for tests and for a fused
  * replacement to reuse.
@@ -168,36 +170,41 @@ tp_rc tp_attention_backward(tp_gemm *gemm, const tp_attention_shape *shape, cons
  * Copies `heads` heads starting at column col0 of the rows [S·B, ld] into
  * head-major dst [B, heads, S, d]: dst[((b·heads + h)·S + s)·d + j] =
  * src[(s·B + b)·ld + col0 + h·d + j]. */
-cudaError_t tp_launch_attention_gather_heads(tp_dtype dt, const void *src, int64_t ld, int64_t col0,
-                                             void *dst, int64_t seq, int64_t batch, int64_t heads,
-                                             int64_t head_dim, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_attention_gather_heads(tp_dtype dt, const void *src, int64_t ld,
+                                                           int64_t col0, void *dst, int64_t seq,
+                                                           int64_t batch, int64_t heads,
+                                                           int64_t head_dim, cudaStream_t stream);
 /* The inverse: head-major src [B, heads, S, d] into columns col0.. of rows [S·B, ld]. */
-cudaError_t tp_launch_attention_scatter_heads(tp_dtype dt, const void *src, void *dst, int64_t ld,
-                                              int64_t col0, int64_t seq, int64_t batch,
-                                              int64_t heads, int64_t head_dim, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_attention_scatter_heads(tp_dtype dt, const void *src, void *dst,
+                                                            int64_t ld, int64_t col0, int64_t seq,
+                                                            int64_t batch, int64_t heads,
+                                                            int64_t head_dim, cudaStream_t stream);
 
 /* Causal softmax over rows of fp32 scores [rows, seq] whose query position
  * is row mod seq: p[r, j] = exp(x_j − max) / Σ exp(x_k − max) over
  * k <= row mod seq, and exactly 0 for j > row mod seq. p: [rows, seq] of dt. */
-cudaError_t tp_launch_attention_softmax_fwd(tp_dtype dt, const float *scores, void *p, int64_t rows,
-                                            int64_t seq, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_attention_softmax_fwd(tp_dtype dt, const float *scores, void *p,
+                                                          int64_t rows, int64_t seq,
+                                                          cudaStream_t stream);
 
 /* Its backward: ds = p ∘ (dp − Σ_k dp_k·p_k) over the same causal rows, 0 above
  * the diagonal. p, ds: [rows, seq] of dt; dp: fp32. */
-cudaError_t tp_launch_attention_softmax_bwd(tp_dtype dt, const void *p, const float *dp, void *ds,
-                                            int64_t rows, int64_t seq, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_attention_softmax_bwd(tp_dtype dt, const void *p,
+                                                          const float *dp, void *ds, int64_t rows,
+                                                          int64_t seq, cudaStream_t stream);
 
 /* ---- SwiGLU ----------------------------------------------------------------------------------
  * h = silu(a) · b = a · σ(a) · b with a the w1 output, b the w3 output, all
  * [rows, cols] of dt (count = rows·cols elements, contiguous). */
 
-cudaError_t tp_launch_swiglu_fwd(tp_dtype dt, const void *a, const void *b, void *h, size_t count,
-                                 cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_swiglu_fwd(tp_dtype dt, const void *a, const void *b, void *h,
+                                               size_t count, cudaStream_t stream);
 
 /* Backward: da = dh · b · σ(a)·(1 + a·(1 − σ(a))), db = dh · a·σ(a). da and db
  * may alias a and b respectively (each element is read before it is written). */
-cudaError_t tp_launch_swiglu_bwd(tp_dtype dt, const void *dh, const void *a, const void *b,
-                                 void *da, void *db, size_t count, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_swiglu_bwd(tp_dtype dt, const void *dh, const void *a,
+                                               const void *b, void *da, void *db, size_t count,
+                                               cudaStream_t stream);
 
 #ifdef __cplusplus
 }

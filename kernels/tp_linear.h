@@ -81,12 +81,13 @@ size_t tp_linear_b_elems(const tp_linear_plan *plan); /* each bias */
 /* Resolves the schedule (AUTO → a heuristic's choice, recorded with its
  * reason) and checks the shape. TP_EREJECT with the reason in
  * tp_last_error() when the combination cannot run here. chunks = 0: auto. */
-tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_desc *desc, tp_backend backend,
-                          tp_schedule requested, int chunks, tp_linear_plan *out);
+TP_MUST_CHECK tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_desc *desc,
+                                        tp_backend backend, tp_schedule requested, int chunks,
+                                        tp_linear_plan *out);
 
 /* Makes sure the workspace/scratch the plan needs exists (collective for
  * DIST: every rank must call it). */
-tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
+TP_MUST_CHECK tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
 
 /* This rank's tensors of one op. Gradients have their tensor's shape:
  * dy[i] like y[i], dx like x, dw[i] like w[i]. saved: T x K elements when
@@ -111,12 +112,14 @@ typedef struct tp_linear_tensors {
 /* Enqueues the forward on the group's main stream (the fused schedules fork
  * to the comm stream and join back before returning). Host-asynchronous.
  * GEMM_ONLY / COMM_ONLY run only the GEMMs / only the collectives. */
-tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc tp_linear_forward(tp_group *group, const tp_linear_plan *plan,
+                                      const tp_linear_tensors *t);
 
 /* Enqueues the backward: dx from dy (the reduction over the sharded
  * dimension goes through the op's collective) and dw[i] from dy[i] and the
  * gathered input. Needs a plan made with desc.backward. */
-tp_rc tp_linear_backward(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc tp_linear_backward(tp_group *group, const tp_linear_plan *plan,
+                                       const tp_linear_tensors *t);
 
 /* Transfers one rank issues per call of the passes asked for (fwd, bwd):
  * dist_gemm — chunk pushes to peers (copy-engine copies or copy-kernel
@@ -125,6 +128,7 @@ tp_rc tp_linear_backward(tp_group *group, const tp_linear_plan *plan, const tp_l
 int tp_linear_transfers(const tp_linear_plan *plan, int fwd, int bwd);
 
 /* forward, then backward if the plan has one: one training step of the op. */
-tp_rc tp_linear_step(tp_group *group, const tp_linear_plan *plan, const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc tp_linear_step(tp_group *group, const tp_linear_plan *plan,
+                                   const tp_linear_tensors *t);
 
 #endif /* TP_LINEAR_H */

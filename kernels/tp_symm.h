@@ -30,10 +30,11 @@ typedef tp_rc (*tp_exchange_fn)(void *ctx, const void *send, size_t bytes, void 
 typedef struct tp_symm tp_symm;
 
 /* Collective. Allocates and maps the signal pads; the workspace starts empty. */
-tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx, tp_symm **out);
+TP_MUST_CHECK tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx,
+                                   tp_symm **out);
 
 /* Collective. Makes the workspace at least `bytes` on every rank. */
-tp_rc tp_symm_reserve(tp_symm *symm, size_t bytes);
+TP_MUST_CHECK tp_rc tp_symm_reserve(tp_symm *symm, size_t bytes);
 
 /* Workspace base address of `rank` as this process sees it (own or mapped). */
 void *tp_symm_ptr(const tp_symm *symm, int rank);

@@ -1,0 +1,389 @@
+/*
+ * tp_linear_plan.c — planning of the TP projections (tp_linear.h): checks
+ * a descriptor's shape, derives the GEMM shape, bytes and FLOP of one step,
+ * chooses the fused schedule and its chunk counts (or the stock path, with
+ * the reason), sizes the workspace, names the NVTX ranges, prepares the
+ * buffers a plan needs and counts the transfers a trace must show.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_linear_internal.h"
+
+enum {
+  /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
+   * probe in docs/PERF.md), close to the copy engine with few SMs taken */
+  SM_COPY_BLOCKS = 16,
+  AUTO_CHUNK_MIN_ROWS = 512,
+  AUTO_MAX_CHUNKS = 4,
+  /* Below this many bytes per rank and transfer, auto takes the stock path:
+   * on the H200 pair fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock
+   * (fixed costs: barrier, flags, copy dispatch), ops moving 8 MiB and more
+   * at 1.0-1.5x (docs/PERF.md). */
+  AUTO_FUSE_MIN_BYTES = 4 << 20
+};
+
+size_t tp_linear_x_elems(const tp_linear_plan *p) {
+  if (tp_op_gathers(p->desc.op))
+    return (size_t)((!p->desc.sp ? p->desc.tokens : p->shard_rows) * p->desc.in_features);
+  return (size_t)(p->desc.tokens * (p->desc.in_features / p->world));
+}
+
+size_t tp_linear_b_elems(const tp_linear_plan *p) { return (size_t)p->gemm_n; }
+
+size_t tp_linear_w_elems(const tp_linear_plan *p) { return (size_t)(p->gemm_n * p->gemm_k); }
+
+size_t tp_linear_y_elems(const tp_linear_plan *p) {
+  if (tp_op_gathers(p->desc.op)) return (size_t)(p->desc.tokens * p->gemm_n);
+  return (size_t)((!p->desc.sp ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
+}
+
+/* ---- the chunk-count model ----------------------------------------------------------- */
+
+/* Rates of the chunk-count model, measured on the reference H200 pair: a
+ * copy-engine push moves about 350 GB/s at these sizes (the link probe in
+ * docs/PERF.md: 306-389 GB/s from 8 to 256 MiB per rank); cuBLASLt runs bf16
+ * GEMMs at about 650 TFLOP/s (the model of docs/PERF.md, attempt 2) and fp32
+ * ones at about 50. */
+static const double MODEL_PUSH_BYTES_PER_S = 350e9;
+
+static double model_flop_rate(tp_dtype dt) { return dt == TP_BF16 ? 650e12 : 50e12; }
+
+/* Largest of 4, 2, 1 that divides rows and leaves at least min_rows per chunk. */
+static int most_chunks(int64_t rows, int64_t min_rows) {
+  for (int c = AUTO_MAX_CHUNKS; c > 1; c /= 2)
+    if (rows % c == 0 && rows / c >= min_rows) return c;
+  return 1;
+}
+
+/* All-gather side: if the whole shard moves while the local shard's GEMM
+ * runs, one chunk is best (chunk GEMMs only lose efficiency); otherwise
+ * chunk so that the GEMM can start on the first peer chunk early.
+ * Reduce-scatter side: see below. gather says which pipeline is being
+ * chunked (the backward runs the other side's). */
+static int auto_chunks(const tp_linear_desc *d, int gather, int world, int64_t rows,
+                       size_t row_bytes, char *why, size_t why_cap) {
+  const double push_s =
+      (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
+  if (gather) {
+    const double local_gemm_s = 2.0 * (double)rows * ((double)d->out_features / world) *
+                                (double)d->in_features * (double)d->n_weights /
+                                model_flop_rate(d->dtype);
+    int c = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, AUTO_CHUNK_MIN_ROWS);
+    snprintf(
+        why, why_cap,
+        "%d chunk(s): model says the shard's pushes take %.0f us against %.0f us of local-shard "
+        "GEMM (%s)",
+        c, push_s * 1e6, local_gemm_s * 1e6,
+        c == 1 ? "hidden whole" : "chunked so peer rows start early");
+    return c;
+  }
+  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel
+   * shapes: two chunks beat one on 11 (the first transfer hides under the
+   * second partial GEMM) and four on 10 (smaller chunk GEMMs lose more than
+   * they hide). */
+  int c = rows % 2 == 0 && rows / 2 >= AUTO_CHUNK_MIN_ROWS ? 2 : 1;
+  snprintf(why, why_cap,
+           "%d chunk(s) of %lld rows: the second partial GEMM hides the first chunk's transfer "
+           "(%.0f us); the last one (%.0f us) stays exposed",
+           c, (long long)(rows / c), push_s * 1e6 / c, push_s * 1e6 / c);
+  return c;
+}
+
+/* ---- shape, bytes, FLOP --------------------------------------------------------------- */
+
+static tp_rc reject(tp_linear_plan *p, const char *fmt, const char *detail) {
+  snprintf(p->reason, sizeof p->reason, fmt, detail);
+  return TP_FAIL(TP_EREJECT, "%s", p->reason);
+}
+
+static tp_rc check_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
+  char num[64];
+  if (d->n_weights < 1 || d->n_weights > TP_MAX_WEIGHTS ||
+      (d->op != TP_OP_AG_LINEAR_MULTI && d->n_weights != 1)) {
+    snprintf(num, sizeof num, "%d", d->n_weights);
+    return reject(p, "unsupported number of weights: %s", num);
+  }
+  if (d->tokens % world != 0) {
+    snprintf(num, sizeof num, "%lld tokens, TP %d", (long long)d->tokens, world);
+    return reject(p, "tokens not divisible by the TP degree (%s)", num);
+  }
+  int64_t sharded = tp_op_gathers(d->op) ? d->out_features : d->in_features;
+  if (sharded % world != 0) {
+    snprintf(num, sizeof num, "%lld features, TP %d", (long long)sharded, world);
+    return reject(p, "sharded weight dimension not divisible by the TP degree (%s)", num);
+  }
+  return TP_OK;
+}
+
+static void fill_shape(const tp_linear_desc *d, int world, tp_linear_plan *p) {
+  p->shard_rows = d->tokens / world;
+  size_t e = tp_dtype_bytes(d->dtype);
+  if (tp_op_gathers(d->op)) {
+    p->gemm_m = d->tokens;
+    p->gemm_n = d->out_features / world;
+    p->gemm_k = d->in_features;
+    p->comm_bytes = (size_t)(p->shard_rows * d->in_features) * e * (size_t)(world - 1);
+  } else {
+    p->gemm_m = d->tokens;
+    p->gemm_n = d->out_features;
+    p->gemm_k = d->in_features / world;
+    p->comm_bytes = (size_t)(p->shard_rows * d->out_features) * e * (size_t)(world - 1);
+  }
+  /* The backward runs two GEMMs of the forward's size (dx and dw) and moves
+   * as much again: one reduce-scatter and, unless saved, one all-gather. */
+  p->flops = 2.0 * (double)d->tokens * (double)d->out_features * (double)d->in_features *
+             (double)d->n_weights * (d->backward ? 3.0 : 1.0);
+  if (d->backward) {
+    size_t fwd = p->comm_bytes;
+    size_t other =
+        (size_t)(p->shard_rows * (tp_op_gathers(d->op) ? d->in_features : d->out_features)) * e *
+        (size_t)(world - 1);
+    p->comm_bytes = fwd + other + (tp_op_gathers(d->op) && !d->save_gathered ? fwd : 0);
+  }
+}
+
+/* Symmetric bytes the fused schedules need: a max over the passes. */
+static size_t dist_workspace(const tp_linear_desc *d, int world, int64_t S) {
+  const size_t e = tp_dtype_bytes(d->dtype);
+  const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
+  const size_t rs_slots = (size_t)world * (size_t)S, rs_staging = (size_t)(world - 1) * (size_t)S;
+  size_t fwd, bwd = 0;
+  if (tp_op_gathers(d->op)) {
+    fwd = T * K * e;
+    if (d->backward) bwd = (rs_slots + rs_staging) * K * e + (d->save_gathered ? 0 : T * K * e);
+  } else {
+    fwd = (rs_slots + rs_staging) * N * e;
+    /* the bias gradient's per-rank column sums, fp32, after the gathered dy */
+    if (d->backward) bwd = T * N * e + (d->bias ? N * sizeof(float) : 0);
+  }
+  return fwd > bwd ? fwd : bwd;
+}
+
+/* Private bytes of the stock path (gathered input, full partials), max over passes. */
+static size_t stock_scratch(const tp_linear_desc *d) {
+  const size_t e = tp_dtype_bytes(d->dtype);
+  const size_t T = (size_t)d->tokens, K = (size_t)d->in_features, N = (size_t)d->out_features;
+  return (d->backward ? 2 : 1) * (tp_op_gathers(d->op) ? T * K : T * N) * e;
+}
+
+/* ---- the fused schedule --------------------------------------------------------------- */
+
+/* What rules dist_gemm out here, whatever the chunks. */
+static tp_rc dist_check(const tp_group *g, tp_schedule requested, tp_linear_plan *p) {
+  if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
+  if (!p->desc.sp)
+    return reject(p, "dist_gemm needs sequence parallelism: %s",
+                  "with SP off the input is replicated and there is nothing to gather");
+  if (requested == TP_SCHED_MULTIMEM) {
+    if (!g->multicast_supported)
+      return reject(p, "multimem: %s", "this device does not report NVLink multicast support");
+    if (g->multicast_disabled)
+      return reject(p, "multimem: %s",
+                    "NVLink multicast is disabled in this environment (NCCL_NVLS_ENABLE=0 / "
+                    "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 / NVSHMEM_DISABLE_NVLS=1)");
+    return reject(p, "multimem: %s", "not implemented in this build");
+  }
+  if (requested == TP_SCHED_RING && g->world > 2)
+    return reject(p, "ring: %s",
+                  "beyond TP 2 the ring must forward received chunks to the next neighbour, "
+                  "which is not built yet; ce and sm push to every peer directly");
+  return TP_OK;
+}
+
+/* Sets the forward's and the backward's chunk counts (chunks = 0: the
+ * model's), with why in why[cap]. row_bytes: a row of what moves — the
+ * gathered input (K wide) or the partials (N wide) forward; the backward
+ * moves the other one through the other side's pipeline, which is as wide
+ * (dx is K wide on the gather side, dy N wide on the other). */
+static tp_rc dist_chunks(const tp_group *g, tp_schedule requested, int chunks, size_t row_bytes,
+                         tp_linear_plan *p, char *why, size_t cap) {
+  const tp_linear_desc *d = &p->desc;
+  const int gather = tp_op_gathers(d->op);
+  char bwd_why[200] = "";
+  int bwd_chunks = chunks;
+  if (chunks == 0) {
+    chunks = auto_chunks(d, gather, g->world, p->shard_rows, row_bytes, why, cap);
+    bwd_chunks = d->backward ? auto_chunks(d, !gather, g->world, p->shard_rows, row_bytes, bwd_why,
+                                           sizeof bwd_why)
+                             : 1;
+  } else {
+    char num[96];
+    snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
+    if (chunks > LINEAR_PHASE_CHUNKS || chunks < 1)
+      return reject(p, "chunks outside 1..32 (%s)", num);
+    if (p->shard_rows % chunks != 0)
+      return reject(p, "rows per rank not divisible by chunks (%s)", num);
+    snprintf(why, cap, "%d chunk(s) as requested", chunks);
+    snprintf(bwd_why, sizeof bwd_why, "%d chunk(s) as requested", chunks);
+  }
+  const size_t chunk_bytes = (size_t)(p->shard_rows / chunks) * row_bytes;
+  const size_t bwd_chunk_bytes = (size_t)(p->shard_rows / bwd_chunks) * row_bytes;
+  if (requested == TP_SCHED_SM && (chunk_bytes % 16 != 0 || bwd_chunk_bytes % 16 != 0)) {
+    char num[64];
+    snprintf(num, sizeof num, "%zu bytes", chunk_bytes % 16 ? chunk_bytes : bwd_chunk_bytes);
+    return reject(p, "sm: chunk size not a multiple of 16 bytes (%s)", num);
+  }
+  if (d->backward) {
+    size_t used = strlen(why);
+    snprintf(why + used, cap - used, "; backward %s", bwd_why);
+  }
+  p->chunks = chunks;
+  p->bwd_chunks = bwd_chunks;
+  return TP_OK;
+}
+
+/* Auto on a small transfer: the stock path, with the reason. */
+static void dist_falls_back_to_stock(tp_linear_plan *p, size_t transfer_bytes) {
+  p->schedule = TP_SCHED_NCCL;
+  p->chunks = p->bwd_chunks = 1;
+  snprintf(p->reason, sizeof p->reason,
+           "auto: the stock path (NCCL collective, then the GEMM) — %.2f MiB per rank and "
+           "transfer is below the %d MiB where fusing paid off on the H200 pair; fixed costs "
+           "(barrier, flags, copy dispatch) would outweigh the overlap",
+           (double)transfer_bytes / 1048576.0, AUTO_FUSE_MIN_BYTES >> 20);
+  p->workspace_bytes = stock_scratch(&p->desc);
+}
+
+/* The schedule that runs and its reason, chunk_why appended. */
+static void dist_name_schedule(tp_linear_plan *p, tp_schedule requested, const char *chunk_why) {
+  if (requested == TP_SCHED_AUTO) {
+    p->schedule = TP_SCHED_CE;
+    snprintf(p->reason, sizeof p->reason,
+             "auto: ce — the copy engine moves chunks without taking SMs from the GEMM (ce against "
+             "sm on the H200 pair: docs/PERF.md); %s",
+             chunk_why);
+  } else if (requested == TP_SCHED_RING) {
+    p->schedule = TP_SCHED_RING;
+    snprintf(p->reason, sizeof p->reason,
+             "ring as requested: at TP 2 the ring's one neighbour is the one peer, so its "
+             "copy-engine pushes are the ce pipeline's; %s",
+             chunk_why);
+  } else {
+    p->schedule = requested;
+    snprintf(p->reason, sizeof p->reason, "%s as requested; %s", tp_schedule_name(requested),
+             chunk_why);
+  }
+}
+
+static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
+  const tp_linear_desc *d = &p->desc;
+  TP_TRY(dist_check(g, requested, p));
+  const size_t row_bytes =
+      (size_t)(tp_op_gathers(d->op) ? d->in_features : d->out_features) * tp_dtype_bytes(d->dtype);
+  char chunk_why[420] = "";
+  TP_TRY(dist_chunks(g, requested, chunks, row_bytes, p, chunk_why, sizeof chunk_why));
+  p->sm_blocks = SM_COPY_BLOCKS;
+  const size_t transfer_bytes = (size_t)p->shard_rows * row_bytes;
+  if (requested == TP_SCHED_AUTO && chunks == 0 && transfer_bytes < AUTO_FUSE_MIN_BYTES) {
+    dist_falls_back_to_stock(p, transfer_bytes);
+    return TP_OK;
+  }
+  dist_name_schedule(p, requested, chunk_why);
+  p->workspace_bytes = dist_workspace(d, g->world, p->shard_rows);
+  return TP_OK;
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+/* Names the plan's NVTX ranges, so a timeline reads like the code. */
+static void name_ranges(tp_linear_plan *p) {
+  char what[64];
+  snprintf(what, sizeof what, "%s %s x%d", tp_backend_name(p->backend),
+           tp_schedule_name(p->schedule), p->chunks);
+  snprintf(p->nvtx_fwd, sizeof p->nvtx_fwd, "%s.fwd %s", tp_op_name(p->desc.op), what);
+  snprintf(p->nvtx_bwd, sizeof p->nvtx_bwd, "%s.bwd %s", tp_op_name(p->desc.op), what);
+}
+
+/* Without sequence parallelism one all-reduce replaces the collective: a
+ * ring all-reduce sends 2 (W-1)/W of the buffer per rank. */
+static size_t all_reduce_bytes(const tp_linear_desc *desc, int world) {
+  size_t buf =
+      (size_t)(desc->tokens * (tp_op_gathers(desc->op) ? desc->in_features : desc->out_features)) *
+      tp_dtype_bytes(desc->dtype);
+  int has = tp_op_gathers(desc->op) ? desc->backward : 1;
+  return has ? 2 * buf * (size_t)(world - 1) / (size_t)world : 0;
+}
+
+static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
+                          tp_schedule requested, int chunks, tp_linear_plan *out) {
+  memset(out, 0, sizeof *out);
+  out->desc = *desc;
+  out->backend = backend;
+  out->world = g->world;
+  out->rank = g->rank;
+  TP_TRY(check_shape(desc, g->world, out));
+  fill_shape(desc, g->world, out);
+  if (!desc->sp) out->comm_bytes = all_reduce_bytes(desc, g->world);
+  if (desc->save_gathered) {
+    if (!tp_op_gathers(desc->op) || !desc->backward || !desc->sp)
+      return reject(out, "save_gathered: %s",
+                    "only the all-gather side's backward reuses a gathered input");
+    out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * tp_dtype_bytes(desc->dtype);
+  }
+  switch (backend) {
+  case TP_BACKEND_DIST: return resolve_dist(g, requested, chunks, out);
+  case TP_BACKEND_STOCK:
+  case TP_BACKEND_GEMM_ONLY:
+  case TP_BACKEND_COMM_ONLY:
+    out->schedule = TP_SCHED_NCCL;
+    out->chunks = 1;
+    out->bwd_chunks = 1;
+    snprintf(out->reason, sizeof out->reason, "%s",
+             backend == TP_BACKEND_GEMM_ONLY   ? "cuBLASLt GEMM alone"
+             : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
+                                               : "NCCL collective, then cuBLASLt GEMM, one stream");
+    out->workspace_bytes = stock_scratch(desc);
+    return TP_OK;
+  }
+  return TP_FAIL(TP_EINTERNAL, "unknown backend %d", (int)backend);
+}
+
+tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
+                          tp_schedule requested, int chunks, tp_linear_plan *out) {
+  tp_rc rc = plan_resolve(g, desc, backend, requested, chunks, out);
+  if (rc == TP_OK) name_ranges(out);
+  return rc;
+}
+
+/* ---- buffers and transfers of a plan ---------------------------------------------------- */
+
+size_t linear_bias_partial_floats(const tp_linear_plan *p) {
+  if (!p->desc.bias || !p->desc.backward) return 0;
+  /* the row partials, then one summed row */
+  return tp_bias_partial_floats(linear_bias_rows(p), (size_t)p->gemm_n) + (size_t)p->gemm_n;
+}
+
+tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
+  float *unused = NULL;
+  if (linear_bias_partial_floats(p))
+    TP_TRY(tp_group_bias_scratch(g, linear_bias_partial_floats(p) * sizeof(float), &unused));
+  if (linear_is_fused(p)) return tp_symm_reserve(g->symm, p->workspace_bytes);
+  void *scratch = NULL;
+  TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
+  /* The halves timed alone read the scratch: give them real numbers, not zeros. */
+  TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch,
+                                p->workspace_bytes / tp_dtype_bytes(p->desc.dtype),
+                                0x5eed0000ull + (uint64_t)g->rank, 1.0f, g->main_stream));
+  TP_CUDA(cudaStreamSynchronize(g->main_stream));
+  return TP_OK;
+}
+
+int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
+  const int gather = tp_op_gathers(p->desc.op);
+  bwd = bwd && p->desc.backward;
+  if (p->backend == TP_BACKEND_GEMM_ONLY) return 0;
+  if (!p->desc.sp) /* one all-reduce: the scatter side's forward, the gather side's backward */
+    return gather ? (bwd ? 1 : 0) : (fwd ? 1 : 0);
+  if (!linear_is_fused(p)) {
+    int calls = fwd ? 1 : 0;
+    if (bwd) calls += gather ? (p->desc.save_gathered ? 1 : 2) : 1 + (p->desc.bias ? 1 : 0);
+    return calls;
+  }
+  const int peers = p->world - 1;
+  int pushes = fwd ? p->chunks * peers : 0;
+  /* the gather side's backward: dx reduce-scatter, plus x gathered whole unless saved */
+  if (bwd) pushes += p->bwd_chunks * peers + (gather && !p->desc.save_gathered ? peers : 0);
+  return pushes;
+}
