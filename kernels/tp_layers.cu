@@ -206,19 +206,27 @@ __global__ void __launch_bounds__(kEltThreads)
 }
 
 template <typename T, bool kInverse>
-cudaError_t rope(void *qkv, const float *table, int64_t seq, int64_t batch, int64_t hq, int64_t hkv,
-                 int64_t head_dim, cudaStream_t stream) {
-  const int64_t half = head_dim / 2, rot_heads = hq + hkv;
-  const size_t count = static_cast<size_t>(seq * batch * rot_heads * half);
+cudaError_t rope(const tp_attention_shape *s, void *qkv, const float *table, cudaStream_t stream) {
+  const int64_t half = s->head_dim / 2, rot_heads = s->hq + s->hkv;
+  const size_t count = static_cast<size_t>(s->seq * s->batch * rot_heads * half);
   rope_kernel<T, kInverse><<<grid_for(count), kEltThreads, 0, stream>>>(
-      static_cast<T *>(qkv), table, seq, batch, rot_heads, (hq + 2 * hkv) * head_dim, half);
+      static_cast<T *>(qkv), table, s->seq, s->batch, rot_heads, (s->hq + 2 * s->hkv) * s->head_dim,
+      half);
   return cudaGetLastError();
 }
 
-bool valid_rope(const void *qkv, const float *table, int64_t seq, int64_t batch, int64_t hq,
-                int64_t hkv, int64_t head_dim) {
-  return qkv && table && seq >= 1 && batch >= 1 && hq >= 1 && hkv >= 0 && head_dim >= 2 &&
-         head_dim % 2 == 0;
+bool valid_rope(const tp_attention_shape *s, const void *qkv, const float *table) {
+  return s && valid_dtype(s->dtype) && qkv && table && s->seq >= 1 && s->batch >= 1 && s->hq >= 1 &&
+         s->hkv >= 0 && s->head_dim >= 2 && s->head_dim % 2 == 0;
+}
+
+/* The rotation (kInverse: its inverse) of a shape's Q and K heads, checked. */
+template <bool kInverse>
+cudaError_t rope_checked(const tp_attention_shape *s, void *qkv, const float *table,
+                         cudaStream_t stream) {
+  if (!valid_rope(s, qkv, table)) return cudaErrorInvalidValue;
+  return s->dtype == TP_BF16 ? rope<__nv_bfloat16, kInverse>(s, qkv, table, stream)
+                             : rope<float, kInverse>(s, qkv, table, stream);
 }
 
 /* ---- attention: layout copies and causal softmax -------------------------------------------- */
@@ -406,24 +414,14 @@ extern "C" cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_t h
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tp_launch_rope_fwd(tp_dtype dt, void *qkv, const float *table, int64_t seq,
-                                          int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
-                                          cudaStream_t stream) {
-  if (!valid_dtype(dt) || !valid_rope(qkv, table, seq, batch, hq, hkv, head_dim))
-    return cudaErrorInvalidValue;
-  return dt == TP_BF16
-             ? rope<__nv_bfloat16, false>(qkv, table, seq, batch, hq, hkv, head_dim, stream)
-             : rope<float, false>(qkv, table, seq, batch, hq, hkv, head_dim, stream);
+extern "C" cudaError_t tp_launch_rope_fwd(const tp_attention_shape *shape, void *qkv,
+                                          const float *table, cudaStream_t stream) {
+  return rope_checked<false>(shape, qkv, table, stream);
 }
 
-extern "C" cudaError_t tp_launch_rope_bwd(tp_dtype dt, void *dqkv, const float *table, int64_t seq,
-                                          int64_t batch, int64_t hq, int64_t hkv, int64_t head_dim,
-                                          cudaStream_t stream) {
-  if (!valid_dtype(dt) || !valid_rope(dqkv, table, seq, batch, hq, hkv, head_dim))
-    return cudaErrorInvalidValue;
-  return dt == TP_BF16
-             ? rope<__nv_bfloat16, true>(dqkv, table, seq, batch, hq, hkv, head_dim, stream)
-             : rope<float, true>(dqkv, table, seq, batch, hq, hkv, head_dim, stream);
+extern "C" cudaError_t tp_launch_rope_bwd(const tp_attention_shape *shape, void *dqkv,
+                                          const float *table, cudaStream_t stream) {
+  return rope_checked<true>(shape, dqkv, table, stream);
 }
 
 extern "C" cudaError_t tp_launch_attention_gather_heads(tp_dtype dt, const void *src, int64_t ld,

@@ -67,6 +67,16 @@ TP_MUST_CHECK cudaError_t tp_launch_rmsnorm_bwd(tp_dtype dt, const void *dy, con
                                                 void *dg, float *workspace, int64_t rows,
                                                 int64_t dim, cudaStream_t stream);
 
+/* One rank's attention heads over the full sequence, and their dtype:
+ * what RoPE and the attention core work on. */
+typedef struct tp_attention_shape {
+  tp_dtype dtype;
+  int64_t seq;      /* S: the full sequence */
+  int64_t batch;    /* B */
+  int64_t hq, hkv;  /* local query and KV heads; hq a multiple of hkv */
+  int64_t head_dim; /* d */
+} tp_attention_shape;
+
 /* ---- RoPE (Llama 3 rotary embedding, HF "rotate_half" convention) --------------------------
  * For head_dim d, half = d/2, pair i in [0, half): inv_freq_i = theta^(−2i/d),
  * angle = s · inv_freq_i at sequence position s, and the pair (x_i, x_{i+half})
@@ -87,17 +97,16 @@ TP_MUST_CHECK cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_
                                                double theta, cudaStream_t stream);
 
 /* Rotates, in place, the Q and K heads of a QKV buffer [seq·batch, (hq + 2·hkv)·d]
- * (layout above; row r is at position r / batch); V is not touched. table
- * from tp_launch_rope_table with the same seq and d. */
-TP_MUST_CHECK cudaError_t tp_launch_rope_fwd(tp_dtype dt, void *qkv, const float *table,
-                                             int64_t seq, int64_t batch, int64_t hq, int64_t hkv,
-                                             int64_t head_dim, cudaStream_t stream);
+ * of the shape's dtype (layout above; row r is at position r / batch); V is
+ * not touched. table from tp_launch_rope_table with the same seq and d.
+ * head_dim must be even; hkv may be 0. */
+TP_MUST_CHECK cudaError_t tp_launch_rope_fwd(const tp_attention_shape *shape, void *qkv,
+                                             const float *table, cudaStream_t stream);
 
 /* Backward: the inverse (transposed) rotation applied in place to the dQ and
  * dK heads of a dQKV buffer of the same layout; dV is not touched. */
-TP_MUST_CHECK cudaError_t tp_launch_rope_bwd(tp_dtype dt, void *dqkv, const float *table,
-                                             int64_t seq, int64_t batch, int64_t hq, int64_t hkv,
-                                             int64_t head_dim, cudaStream_t stream);
+TP_MUST_CHECK cudaError_t tp_launch_rope_bwd(const tp_attention_shape *shape, void *dqkv,
+                                             const float *table, cudaStream_t stream);
 
 /* ---- causal GQA attention core ---------------------------------------------------------------
  * For batch element b and local query head h, whose KV head is h / (hq/hkv):
@@ -128,14 +137,6 @@ TP_MUST_CHECK cudaError_t tp_launch_rope_bwd(tp_dtype dt, void *dqkv, const floa
  *   workspace, with backward: that + A(q·e) + A(kv·e) + A(B·hq·S²·e)
  * Llama 3 8B at TP 2 (hq 16, hkv 4, d 128), S = 8192, B = 1, bf16:
  * P 2 GiB; workspace 4.05 GiB forward only, 6.09 GiB with backward. */
-
-typedef struct tp_attention_shape {
-  tp_dtype dtype;
-  int64_t seq;      /* S: the full sequence */
-  int64_t batch;    /* B */
-  int64_t hq, hkv;  /* local query and KV heads; hq a multiple of hkv */
-  int64_t head_dim; /* d */
-} tp_attention_shape;
 
 /* Columns of the QKV buffer: (hq + 2·hkv)·d. */
 int64_t tp_attention_qkv_width(const tp_attention_shape *shape);

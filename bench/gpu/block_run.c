@@ -70,8 +70,7 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
   TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_QKV], &qkv));
   if (compute) {
-    TP_CUDA(tp_launch_rope_fwd(as->dtype, a->qkv, t->rope_table, as->seq, as->batch, as->hq,
-                               as->hkv, as->head_dim, g->main_stream));
+    TP_CUDA(tp_launch_rope_fwd(as, a->qkv, t->rope_table, g->main_stream));
     TP_TRY(tp_attention_forward(g->gemm, as, a->qkv, a->o, a->probs, a->ws, g->main_stream));
   }
   tp_linear_tensors wo = proj_tensors(t, TP_PROJ_WO);
@@ -98,8 +97,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
      * backward turns it back. */
     TP_TRY(tp_attention_backward(g->gemm, as, a->qkv, a->probs, a->d_o, a->dqkv, a->ws,
                                  g->main_stream));
-    TP_CUDA(tp_launch_rope_bwd(as->dtype, a->dqkv, t->rope_table, as->seq, as->batch, as->hq,
-                               as->hkv, as->head_dim, g->main_stream));
+    TP_CUDA(tp_launch_rope_bwd(as, a->dqkv, t->rope_table, g->main_stream));
   }
   tp_linear_tensors qkv = proj_tensors(t, TP_PROJ_QKV);
   qkv.x = a->h;

@@ -31,9 +31,9 @@
 
 #include <cmocka.h>
 
-#include "tests/gpu/gpu_harness.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_layers.h"
+#include "tests/gpu/gpu_harness.h"
 
 enum {
   BATCH = 3,
@@ -350,8 +350,9 @@ static void *rope_run(tp_dtype dt, dev_pool *pool, const float *table, const voi
   const size_t bytes = N_QKV * tp_dtype_bytes(dt);
   void *dev = dev_upload(pool, in, bytes);
   if (!dev) return NULL;
-  cudaError_t err = backward ? tp_launch_rope_bwd(dt, dev, table, SEQ, BATCH, HQ, HKV, HEAD_DIM, 0)
-                             : tp_launch_rope_fwd(dt, dev, table, SEQ, BATCH, HQ, HKV, HEAD_DIM, 0);
+  const tp_attention_shape shape = {dt, SEQ, BATCH, HQ, HKV, HEAD_DIM};
+  cudaError_t err = backward ? tp_launch_rope_bwd(&shape, dev, table, 0)
+                             : tp_launch_rope_fwd(&shape, dev, table, 0);
   if (err != cudaSuccess || !sync_ok("rope")) return NULL;
   return download(dev, bytes);
 }
@@ -699,9 +700,9 @@ static int contracts(void) {
   int failures = 0;
   float *dummy = NULL;
   if (cudaMalloc((void **)&dummy, 4096) != cudaSuccess) return 1;
-  failures +=
-      refusal("rope with an odd head_dim",
-              tp_launch_rope_fwd(TP_FP32, dummy, dummy, 4, 1, 1, 1, 3, 0) == cudaErrorInvalidValue);
+  const tp_attention_shape odd_dim = {TP_FP32, 4, 1, 1, 1, 3};
+  failures += refusal("rope with an odd head_dim",
+                      tp_launch_rope_fwd(&odd_dim, dummy, dummy, 0) == cudaErrorInvalidValue);
   failures += refusal("gather of heads past the row's end",
                       tp_launch_attention_gather_heads(TP_FP32, dummy, 64, 32, dummy, 1, 1, 1, 64,
                                                        0) == cudaErrorInvalidValue);
