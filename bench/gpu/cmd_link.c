@@ -25,7 +25,7 @@
 #include "kernels/tp_device.h"
 #include "store/tp_store.h"
 
-enum { RENDEZVOUS_TIMEOUT_MS = 120000, N_PROBES = 4 };
+enum { N_PROBES = 4 };
 
 typedef enum { PROBE_CE = 0, PROBE_SM, PROBE_ALL_GATHER, PROBE_REDUCE_SCATTER } probe_kind;
 static const char *const PROBE_NAMES[N_PROBES] = {"ce_push", "sm_push", "nccl_all_gather",
@@ -199,8 +199,7 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
 static int link_worker(const tp_launch_env *env, void *arg) {
   const link_job *job = arg;
   tp_worker_ctx ctx;
-  tp_rc rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world,
-                            env->local_rank, RENDEZVOUS_TIMEOUT_MS, &ctx);
+  tp_rc rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
   if (rc == TP_OK && env->world < 2)
     rc = TP_FAIL(TP_EREJECT, "the link probe needs at least 2 GPUs (%d here)", env->world);
   if (rc == TP_OK) rc = probe_all(&ctx, job);

@@ -25,8 +25,6 @@
 #include "collectors/tp_collector.h"
 #include "store/tp_store.h"
 
-enum { RENDEZVOUS_TIMEOUT_MS = 120000 };
-
 typedef struct ops_job {
   tp_ops_matrix matrix;
   tp_ops_options opts;
@@ -43,9 +41,7 @@ static int ops_worker_entry(const tp_launch_env *env, void *arg) {
   /* The collector (and NVTX's injection) must be in place before any NVTX
    * call and before the GPU work it is to see. */
   if (job->opts.trace) rc = tp_collector_start(env->rank, &collector);
-  if (rc == TP_OK)
-    rc = tp_worker_join(env->master_addr, env->master_port, env->rank, env->world, env->local_rank,
-                        RENDEZVOUS_TIMEOUT_MS, &ctx);
+  if (rc == TP_OK) rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
   if (rc == TP_OK)
     rc = tp_ops_worker_main(&ctx, &job->matrix, &job->opts, collector, job->progress);
   if (rc != TP_OK)
@@ -124,8 +120,9 @@ int tp_cmd_ops(int argc, char **argv) {
   if (job.progress) {
     job.resume.lost_index = -1;
     job.opts.resume = &job.resume;
-    status = tp_job_launch_until_done("ops", world, external, job.matrix.n_configs, job.progress,
-                                      &job.resume, ops_worker_entry, &job);
+    const tp_launch_job launch = {"ops",        world,       external,         job.matrix.n_configs,
+                                  job.progress, &job.resume, ops_worker_entry, &job};
+    status = tp_launch_until_done(&launch);
   }
   tp_job_progress_unmap(job.progress);
   free(line);

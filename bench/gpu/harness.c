@@ -143,10 +143,8 @@ tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harn
   tp_rc exch = tp_harness_agree(h, rc, &agreed, reason, sizeof reason);
   if (exch != TP_OK) rc = exch;
   else if (agreed != TP_OK) rc = TP_FAIL(agreed, "%s", reason);
-  if (rc != TP_OK) {
-    (void)tp_harness_close(h, rc, 0);
-    return rc;
-  }
+  /* a failed open frees what it made; close passes rc back */
+  if (rc != TP_OK) return tp_harness_close(h, rc, 0);
   *out = h;
   return TP_OK;
 }

@@ -16,8 +16,8 @@ tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv)
   return tp_rdzv_allgather((tp_rdzv *)rdzv, send, bytes, recv);
 }
 
-tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
-                     int timeout_ms, tp_worker_ctx *out) {
+tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *out) {
+  const int rank = env->rank, world = env->world, local_rank = env->local_rank;
   memset(out, 0, sizeof *out);
   out->rank = rank;
   out->world = world;
@@ -25,7 +25,7 @@ tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_
   char tag[32];
   snprintf(tag, sizeof tag, "rank %d", rank);
   tp_log_set_tag(tag);
-  TP_TRY(tp_rdzv_connect(addr, port, rank, world, timeout_ms, &out->rdzv));
+  TP_TRY(tp_rdzv_connect(env->master_addr, env->master_port, rank, world, timeout_ms, &out->rdzv));
   int devices = 0;
   TP_CUDA(cudaGetDeviceCount(&devices));
   if (local_rank >= devices)

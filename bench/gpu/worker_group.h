@@ -6,6 +6,7 @@
 #ifndef TP_WORKER_GROUP_H
 #define TP_WORKER_GROUP_H
 
+#include "bench/launch/launcher.h"
 #include "bench/launch/rendezvous.h"
 #include "kernels/tp_group.h"
 
@@ -15,9 +16,13 @@ typedef struct tp_worker_ctx {
   tp_group *group;
 } tp_worker_ctx;
 
-/* Joins: rendezvous at addr:port, NCCL id broadcast, group creation. */
-TP_MUST_CHECK tp_rc tp_worker_join(const char *addr, int port, int rank, int world, int local_rank,
-                                   int timeout_ms, tp_worker_ctx *out);
+/* How long a worker waits at the rendezvous for the others. */
+enum { TP_WORKER_RENDEZVOUS_TIMEOUT_MS = 120000 };
+
+/* Joins the group env describes: rendezvous at its master address and port,
+ * NCCL id broadcast from rank 0, group creation on the device local_rank
+ * names. TP_ENODEV when that device does not exist; errors of the steps. */
+TP_MUST_CHECK tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *out);
 void tp_worker_leave(tp_worker_ctx *ctx);
 
 /* An all-gather over the rendezvous, shaped as tp_exchange_fn. */

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/tp_log.h"
 #include "bench/cli/cli.h"
 #include "bench/launch/rendezvous.h"
+#include "common/tp_log.h"
 
 enum { POLL_MS = 200 };
 

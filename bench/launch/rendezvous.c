@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/tp_log.h"
 #include "bench/launch/rendezvous_auth.h"
 #include "bench/launch/rendezvous_server.h"
 #include "bench/launch/rendezvous_wire.h"
+#include "common/tp_log.h"
 
 enum {
   GRACE_MS = 500,       /* extra wait for the server's verdict past the timeout */

@@ -30,9 +30,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/tp_log.h"
 #include "bench/launch/rendezvous_auth.h"
 #include "bench/launch/rendezvous_wire.h"
+#include "common/tp_log.h"
 
 enum { MAX_PENDING = 64, ERROR_SEND_MS = 1000, HELLO_MS = 2000 };
 

@@ -6,8 +6,8 @@
 #ifndef TP_RENDEZVOUS_SERVER_H
 #define TP_RENDEZVOUS_SERVER_H
 
-#include "common/tp_error.h"
 #include "bench/launch/rendezvous.h"
+#include "common/tp_error.h"
 
 typedef struct rdzv_server rdzv_server;
 

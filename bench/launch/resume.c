@@ -69,15 +69,18 @@ static void plan_restart(const tp_job_progress *pr, int status, tp_resume *resum
   resume->lost_reason = resume->reason_buf;
 }
 
-int tp_job_launch_until_done(const char *cmd, int world, int external, int n_configs,
-                             tp_job_progress *pr, tp_resume *resume, tp_worker_fn fn, void *job) {
+int tp_launch_until_done(const tp_launch_job *job) {
+  const char *cmd = job->cmd;
+  const int n_configs = job->n_configs;
+  tp_job_progress *pr = job->progress;
+  tp_resume *resume = job->resume;
   int status = 0;
   for (int attempt = 0;; ++attempt) {
     pr->next = resume->start;
     pr->current = -1;
     pr->recorded = 0;
-    status = tp_launch(world, fn, job);
-    if (status == 0 || external || interrupted(status)) return status;
+    status = tp_launch(job->world, job->fn, job->ctx);
+    if (status == 0 || job->external || interrupted(status)) return status;
     if (pr->next >= n_configs) return status; /* all recorded: it failed at the end */
     /* Workers that died running a configuration leave progress behind them:
      * the next ones record it lost. Only an attempt that neither recorded

@@ -15,8 +15,8 @@
 
 #include <stdint.h>
 
-#include "common/tp_error.h"
 #include "bench/launch/launcher.h"
+#include "common/tp_error.h"
 
 /* The exit status of a worker its watchdog ended (bench/gpu/watchdog.h):
  * timeout(1)'s. */
@@ -52,15 +52,24 @@ int tp_resume_is_lost(const tp_resume *resume, int index);
 tp_job_progress *tp_job_progress_map(const char *cmd);
 void tp_job_progress_unmap(tp_job_progress *progress);
 
-/* Starts workers (fn, job) until the matrix of n_configs is through: new ones
- * after workers that died, each time at progress->next with the running
- * configuration recorded as lost (resume is updated for fn to read). Stops
- * when an attempt records nothing, after 16 restarts, on an interrupt, or at
- * once under an external launcher (which owns the processes). Returns the
- * last attempt's exit status. */
-int tp_job_launch_until_done(const char *cmd, int world, int external, int n_configs,
-                             tp_job_progress *progress, tp_resume *resume, tp_worker_fn fn,
-                             void *job);
+/* A command's job as the restart loop drives it. */
+typedef struct tp_launch_job {
+  const char *cmd;           /* "ops", "run": names the messages */
+  int world;                 /* workers per attempt */
+  int external;              /* an external launcher owns the processes: one attempt only */
+  int n_configs;             /* configurations in the matrix */
+  tp_job_progress *progress; /* shared with the workers (tp_job_progress_map) */
+  tp_resume *resume;         /* where the next attempt starts; updated for fn to read */
+  tp_worker_fn fn;           /* each worker's entry */
+  void *ctx;                 /* fn's argument */
+} tp_launch_job;
+
+/* Starts workers until the matrix is through: new ones after workers that
+ * died, each time at progress->next with the running configuration recorded
+ * as lost. Stops when an attempt records nothing, after 16 restarts, on an
+ * interrupt, or at once under an external launcher. Returns the last
+ * attempt's exit status. */
+int tp_launch_until_done(const tp_launch_job *job);
 
 /* Rank 0 after a case: every configuration before next is recorded. */
 void tp_job_progress_case_done(volatile tp_job_progress *progress, int next, int recorded);

@@ -104,7 +104,8 @@ static int run_plan(int plan, int external, script **out) {
   memset(&resume, 0, sizeof resume);
   resume.lost_index = -1;
   job j = {sc, pr, &resume};
-  int status = tp_job_launch_until_done("test", 2, external, N_CONFIGS, pr, &resume, play, &j);
+  const tp_launch_job launch = {"test", 2, external, N_CONFIGS, pr, &resume, play, &j};
+  int status = tp_launch_until_done(&launch);
   tp_job_progress_unmap(pr);
   *out = sc;
   return status;
