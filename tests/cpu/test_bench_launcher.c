@@ -321,13 +321,20 @@ static int external_worker(const tp_launch_env *env, void *ctx) {
   return 7;
 }
 
+/* An external launcher's environment: the given variables set (NULL: unset),
+ * nothing else of the job's. */
+static void set_external_env(const char *rank, const char *world, const char *addr,
+                             const char *port) {
+  clear_external_env();
+  if (rank) setenv("RANK", rank, 1);
+  if (world) setenv("WORLD_SIZE", world, 1);
+  if (addr) setenv("MASTER_ADDR", addr, 1);
+  if (port) setenv("MASTER_PORT", port, 1);
+}
+
 static void test_external_launcher(void **state) {
   (void)state;
-  clear_external_env();
-  setenv("RANK", "1", 1);
-  setenv("WORLD_SIZE", "4", 1);
-  setenv("MASTER_ADDR", "node17", 1);
-  setenv("MASTER_PORT", "29500", 1);
+  set_external_env("1", "4", "node17", "29500");
   setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
   unsetenv("NCCL_NVLS_ENABLE");
   external_seen seen = {0};
@@ -356,11 +363,7 @@ static void test_external_launcher(void **state) {
 /* A malformed external environment: usage status 2, fn never runs. */
 static void expect_bad_env(const char *rank, const char *world, const char *addr, const char *port,
                            const char *needle) {
-  clear_external_env();
-  if (rank) setenv("RANK", rank, 1);
-  if (world) setenv("WORLD_SIZE", world, 1);
-  if (addr) setenv("MASTER_ADDR", addr, 1);
-  if (port) setenv("MASTER_PORT", port, 1);
+  set_external_env(rank, world, addr, port);
   external_seen seen = {0};
   expect_launch(2, external_worker, &seen, TP_LAUNCH_USAGE_STATUS, needle);
   assert_int_equal(seen.calls, 0);
@@ -391,11 +394,7 @@ static void test_external_needs_secret(void **state) {
                    (ssize_t)strlen(ENV_SECRET_HEX));
   close(fd);
   assert_int_equal(chmod(path, 0644), 0);
-  clear_external_env();
-  setenv("RANK", "0", 1);
-  setenv("WORLD_SIZE", "2", 1);
-  setenv("MASTER_ADDR", "h", 1);
-  setenv("MASTER_PORT", "29500", 1);
+  set_external_env("0", "2", "h", "29500");
   setenv("TPBENCH_JOB_SECRET_FILE", path, 1);
   external_seen seen = {0};
   expect_launch(2, external_worker, &seen, TP_LAUNCH_USAGE_STATUS, "chmod 600");

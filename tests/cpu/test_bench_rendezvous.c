@@ -123,6 +123,19 @@ static tp_rc run_script(const job *j, int rank, tp_rdzv *z, rank_result *res) {
   return TP_EINTERNAL;
 }
 
+/* Records how a rank's script ended in res (rc, the time since start, the
+ * error, or ok_msg where given on success), closes z and leaves the child. */
+static _Noreturn void end_rank(rank_result *res, tp_rc rc, int64_t start, tp_rdzv *z,
+                               const char *ok_msg) {
+  res->rc = rc;
+  res->ms = tu_now_ms() - start;
+  if (rc != TP_OK) snprintf(res->msg, sizeof res->msg, "%s", tp_last_error());
+  else if (ok_msg) snprintf(res->msg, sizeof res->msg, "%s", ok_msg);
+  res->done = 1;
+  tp_rdzv_close(z);
+  _exit(0);
+}
+
 static _Noreturn void rank_main(const job *j, int rank) {
   rank_result *res = &j->results[rank];
   int64_t start = tu_now_ms();
@@ -134,12 +147,7 @@ static _Noreturn void rank_main(const job *j, int rank) {
     if (tp_rdzv_rank(z) != rank || tp_rdzv_world(z) != WORLD) res->bad_data = 1;
     rc = run_script(j, rank, z, res);
   }
-  res->rc = rc;
-  res->ms = tu_now_ms() - start;
-  if (rc != TP_OK) snprintf(res->msg, sizeof res->msg, "%s", tp_last_error());
-  res->done = 1;
-  tp_rdzv_close(z);
-  _exit(0);
+  end_rank(res, rc, start, z, NULL);
 }
 
 /* Runs the script on WORLD ranks (skipping rank 2 for SCRIPT_NEVER) and
@@ -284,12 +292,7 @@ static _Noreturn void real_rank_main(const real_job *j, int rank) {
       if (memcmp(all + (size_t)r * PAYLOAD_BYTES, want, PAYLOAD_BYTES) != 0) res->bad_data = 1;
     }
   }
-  res->rc = rc;
-  res->ms = tu_now_ms() - start;
-  if (rc != TP_OK) snprintf(res->msg, sizeof res->msg, "%s", tp_last_error());
-  res->done = 1;
-  tp_rdzv_close(z);
-  _exit(0);
+  end_rank(res, rc, start, z, NULL);
 }
 
 static rank_result *attack_results(void) {
@@ -406,12 +409,7 @@ static pid_t start_joiner(const real_job *j, int slot, int rank, int world, int 
   int64_t start = tu_now_ms();
   tp_rdzv *z = NULL;
   tp_rc rc = tp_rdzv_connect_secret("127.0.0.1", j->port, rank, world, timeout_ms, secret, &z);
-  res->rc = rc;
-  res->ms = tu_now_ms() - start;
-  snprintf(res->msg, sizeof res->msg, "%s", rc == TP_OK ? "joined" : tp_last_error());
-  res->done = 1;
-  tp_rdzv_close(z);
-  _exit(0);
+  end_rank(res, rc, start, z, "joined");
 }
 
 static void test_wrong_world_does_not_kill_the_job(void **state) {
