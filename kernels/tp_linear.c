@@ -25,14 +25,20 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
   return TP_OK;
 }
 
+static tp_rc test_delay(tp_group *g) {
+  TP_CUDA(tp_launch_delay(g->test_delay_ns, g->main_stream));
+  return TP_OK;
+}
+
 tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   TP_TRY(check_ready(g, p, t));
   tp_nvtx_push(p->nvtx_fwd);
+  tp_rc rc = TP_OK;
   /* the test knob's fixed slowdown of every fused op (off unless set) */
-  if (linear_is_fused(p) && g->test_delay_ns)
-    TP_CUDA(tp_launch_delay(g->test_delay_ns, g->main_stream));
-  tp_rc rc = linear_is_fused(p) ? linear_fused_forward(g, p, t) : linear_stock_forward(g, p, t);
-  tp_nvtx_pop();
+  if (linear_is_fused(p) && g->test_delay_ns) rc = test_delay(g);
+  if (rc == TP_OK)
+    rc = linear_is_fused(p) ? linear_fused_forward(g, p, t) : linear_stock_forward(g, p, t);
+  tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */
   return rc;
 }
 
