@@ -270,13 +270,11 @@ static tp_rc sql_error(tp_store *store, const char *what) {
 
 static tp_rc bind_error(tp_store *store) { return sql_error(store, "sqlite3_bind"); }
 
+/* Room for one more in *items (an array of n); TP_EOOM when there is none. */
 static tp_rc grow(void **items, size_t *cap, size_t n, size_t size) {
-  if (n < *cap) return TP_OK;
-  size_t grown_cap = *cap ? 2 * *cap : 16;
-  void *grown = realloc(*items, grown_cap * size);
+  void *grown = tp_grow_array(*items, cap, n, size);
   if (!grown) return out_of_memory();
   *items = grown;
-  *cap = grown_cap;
   return TP_OK;
 }
 
@@ -407,8 +405,8 @@ static const char entries_sql[] =
     "picked AS (SELECT id, case_key, role FROM (SELECT id, case_key, role, row_number() OVER "
     "(PARTITION BY case_key, role ORDER BY status = 'ok' DESC, id DESC) AS pick FROM roles WHERE "
     "role > 0) WHERE pick = 1) "
-    "SELECT c.id, c.config_key, c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, "
-    "c.pass, c.tp, c.schedule, c.chunks, c.status, c.reason, res.median_us, res.numerics, "
+    "SELECT c.id, c.config_key, " TP_LABEL_COLUMNS
+    ", c.status, c.reason, res.median_us, res.numerics, "
     "res.numerics_reason, res.fused, t.evidence, t.evidence_message, "
     "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 1), 0), "
     "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 2), 0), "
@@ -448,9 +446,9 @@ static tp_rc read_entry(sqlite3_stmt *st, size_t run, entry *e) {
   e->status = dup_text(st, 13);
   e->failure = failure_of(st);
   e->ok = e->status && !strcmp(e->status, "ok") && !e->failure;
-  tp_config_label(e->label, sizeof e->label, e->kind, e->backend, e->model, e->layer,
-                  column_text(st, 6), sqlite3_column_int64(st, 7), e->dtype, e->pass,
-                  sqlite3_column_int64(st, 10), column_text(st, 11), sqlite3_column_int64(st, 12));
+  tp_config_axes axes;
+  tp_axes_from_row(st, 2, &axes);
+  tp_config_label(e->label, sizeof e->label, &axes);
   e->median_us = sqlite3_column_type(st, 15) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 15);
   e->fused = sqlite3_column_type(st, 18) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 18);
   for (int r = 0; r < N_REFS; r++) e->ref[r] = sqlite3_column_int64(st, 21 + r);

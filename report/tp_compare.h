@@ -55,7 +55,8 @@ typedef struct tp_welch {
  * are 0 the difference is exact: p is 1 for equal means, 0 otherwise, and
  * the interval is the difference itself. TP_EUSAGE for too few or
  * non-finite values. */
-tp_rc tp_welch_test(const double *a, size_t na, const double *b, size_t nb, tp_welch *out);
+TP_MUST_CHECK tp_rc tp_welch_test(const double *a, size_t na, const double *b, size_t nb,
+                                  tp_welch *out);
 
 /* P(T <= t) for Student's t with df > 0 degrees of freedom. */
 double tp_student_t_cdf(double t, double df);
@@ -64,7 +65,7 @@ double tp_student_t_cdf(double t, double df);
  * same order): adjusted_(i) = min over j >= i of n p_(j) / j, at most 1, for
  * the p values sorted ascending. A test whose adjusted p is below q is a
  * discovery at false discovery rate q. TP_EOOM; n == 0 is fine. */
-tp_rc tp_bh_adjust(const double *p, size_t n, double *adjusted);
+TP_MUST_CHECK tp_rc tp_bh_adjust(const double *p, size_t n, double *adjusted);
 
 /* ---- the comparison ------------------------------------------------------ */
 
@@ -144,8 +145,8 @@ typedef struct tp_compare_summary {
  * compared, mixed hardware, or options out of range (threshold in [0, 1), alpha in (0, 1));
  * TP_EIO when out cannot be written.
  */
-tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
-                        const tp_compare_options *opt, tp_report_format fmt, FILE *out,
-                        tp_compare_summary *summary);
+TP_MUST_CHECK tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
+                                      const tp_compare_options *opt, tp_report_format fmt,
+                                      FILE *out, tp_compare_summary *summary);
 
 #endif /* TP_COMPARE_H */

@@ -45,24 +45,6 @@ static double real_or_nan(sqlite3_stmt *st, int col) {
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
 
-/* Columns 0..10 of a query in this order make a label: kind, backend,
- * model, layer, proj, tokens, dtype, pass, tp, schedule, chunks. */
-static void label_from(sqlite3_stmt *st, int col, char *buf, size_t cap) {
-  tp_config_label(buf, cap, (const char *)sqlite3_column_text(st, col),
-                  (const char *)sqlite3_column_text(st, col + 1),
-                  (const char *)sqlite3_column_text(st, col + 2),
-                  (const char *)sqlite3_column_text(st, col + 3),
-                  (const char *)sqlite3_column_text(st, col + 4), sqlite3_column_int64(st, col + 5),
-                  (const char *)sqlite3_column_text(st, col + 6),
-                  (const char *)sqlite3_column_text(st, col + 7), sqlite3_column_int64(st, col + 8),
-                  (const char *)sqlite3_column_text(st, col + 9),
-                  sqlite3_column_int64(st, col + 10));
-}
-
-#define LABEL_COLUMNS                                                                              \
-  "c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, "     \
-  "c.chunks"
-
 /* ---- history: loading --------------------------------------------------------- */
 
 typedef struct {
@@ -95,14 +77,16 @@ static tp_rc resolve_key(tp_store *store, const tp_history_query *q, history *h)
   int64_t id = 0;
   TP_TRY(tp_store_find_config(store, q->config_id, q->key, 0, 0, &id));
   sqlite3_stmt *st = NULL;
-  TP_TRY(
-      prepare(store, "SELECT c.config_key, " LABEL_COLUMNS " FROM configs c WHERE c.id = ?", &st));
+  TP_TRY(prepare(store, "SELECT c.config_key, " TP_LABEL_COLUMNS " FROM configs c WHERE c.id = ?",
+                 &st));
   tp_rc rc = TP_OK;
   if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
     rc = sql_error(store, "reading the configuration");
   } else {
     h->key = dup_text(st, 0);
-    label_from(st, 1, h->label, sizeof h->label);
+    tp_config_axes axes;
+    tp_axes_from_row(st, 1, &axes);
+    tp_config_label(h->label, sizeof h->label, &axes);
     if (!h->key) rc = out_of_memory();
   }
   sqlite3_finalize(st);
@@ -141,15 +125,12 @@ static tp_rc load_history(tp_store *store, history *h) {
   size_t cap = 0;
   int step = sqlite3_bind_text(st, 1, h->key, -1, SQLITE_STATIC);
   while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (h->n_rows == cap) {
-      cap = cap ? 2 * cap : 16;
-      history_row *grown = realloc(h->rows, cap * sizeof *grown);
-      if (!grown) {
-        rc = out_of_memory();
-        break;
-      }
-      h->rows = grown;
+    history_row *grown = tp_grow_array(h->rows, &cap, h->n_rows, sizeof *h->rows);
+    if (!grown) {
+      rc = out_of_memory();
+      break;
     }
+    h->rows = grown;
     history_row *r = &h->rows[h->n_rows++];
     memset(r, 0, sizeof *r);
     fill_row(st, r);
@@ -402,19 +383,20 @@ typedef struct {
 static json_t *new_series(tp_json_builder *jb, sqlite3_stmt *st) {
   json_t *o = json_object();
   if (!o) return NULL;
+  tp_config_axes axes;
+  tp_axes_from_row(st, 6, &axes);
   char label[256];
-  label_from(st, 6, label, sizeof label);
+  tp_config_label(label, sizeof label, &axes);
   tp_json_set(jb, o, "key", tp_json_str((const char *)sqlite3_column_text(st, 2)));
   tp_json_set(jb, o, "label", tp_json_str(label));
-  static const struct {
-    const char *name;
-    int col;
-  } texts[] = {{"kind", 6},  {"backend", 7}, {"model", 8}, {"layer", 9},
-               {"proj", 10}, {"dtype", 12},  {"pass", 13}, {"schedule", 15}};
+  const struct {
+    const char *name, *value;
+  } texts[] = {{"kind", axes.kind},         {"backend", axes.backend},  {"model", axes.model},
+               {"layer", axes.op_or_layer}, {"proj", axes.proj},        {"dtype", axes.dtype},
+               {"pass", axes.pass},         {"schedule", axes.schedule}};
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
-    tp_json_set(jb, o, texts[i].name,
-                tp_json_str((const char *)sqlite3_column_text(st, texts[i].col)));
-  tp_json_set(jb, o, "tokens", json_integer(sqlite3_column_int64(st, 11)));
+    tp_json_set(jb, o, texts[i].name, tp_json_str(texts[i].value));
+  tp_json_set(jb, o, "tokens", json_integer(axes.tokens));
   return o;
 }
 
@@ -445,7 +427,7 @@ static void flush_series(tp_json_builder *jb, json_t *list, series_builder *b, i
 }
 
 static const char trend_sql[] =
-    "SELECT c.id, c.run_id, c.config_key, res.median_us, res.p10_us, res.p90_us, " LABEL_COLUMNS
+    "SELECT c.id, c.run_id, c.config_key, res.median_us, res.p10_us, res.p90_us, " TP_LABEL_COLUMNS
     " FROM configs c JOIN runs r ON r.id = c.run_id "
     "JOIN results res ON res.config_id = c.id WHERE c.status = 'ok' "
     "ORDER BY c.config_key, r.started_at DESC, c.id DESC";

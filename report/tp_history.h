@@ -34,8 +34,8 @@ typedef struct tp_history_query {
  * CSV: one line per row. JSON: {"config_key", "label", "rows": [...]}.
  * TP_EUSAGE when the configuration id or the key does not exist.
  */
-tp_rc tp_report_history(tp_store *store, const tp_history_query *query, tp_report_format fmt,
-                        FILE *out);
+TP_MUST_CHECK tp_rc tp_report_history(tp_store *store, const tp_history_query *query,
+                                      tp_report_format fmt, FILE *out);
 
 /*
  * Writes, as JSON, the median of every configuration key at every commit,
@@ -50,6 +50,6 @@ tp_rc tp_report_history(tp_store *store, const tp_history_query *query, tp_repor
  * commit's latest run that ran the key successfully (as `compare` picks);
  * "commit" is its index into "commits". Series are ordered by key.
  */
-tp_rc tp_report_trends(tp_store *store, FILE *out);
+TP_MUST_CHECK tp_rc tp_report_trends(tp_store *store, FILE *out);
 
 #endif /* TP_HISTORY_H */

@@ -40,7 +40,7 @@ typedef struct tp_output {
  * that should refuse a target before long work: TP_OK, TP_EUSAGE with a
  * sentence for a refused target, or TP_EOOM. tp_output_commit checks again.
  */
-tp_rc tp_output_check(const char *path, const char *protect_db);
+TP_MUST_CHECK tp_rc tp_output_check(const char *path, const char *protect_db);
 
 /*
  * Checks that path may be written and opens a temporary beside it in
@@ -49,7 +49,7 @@ tp_rc tp_output_check(const char *path, const char *protect_db);
  * a refused target, TP_EIO when the temporary cannot be made, TP_EOOM.
  * On failure nothing is left to clean up.
  */
-tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out);
+TP_MUST_CHECK tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out);
 
 /*
  * Finishes the file: gives it its mode (the replaced file's permission
@@ -58,7 +58,7 @@ tp_rc tp_output_open(const char *path, const char *protect_db, tp_output *out);
  * error, a full disk) the temporary is removed and the target is left as it was. out is released
  * either way.
  */
-tp_rc tp_output_commit(tp_output *out, const char *protect_db);
+TP_MUST_CHECK tp_rc tp_output_commit(tp_output *out, const char *protect_db);
 
 /* Gives up: closes and removes the temporary, releases out. Safe to call
  * on a released or zeroed out. */

@@ -95,9 +95,9 @@ typedef struct {
   const tp_report_filter *filter;
   run_header run;
   table_row *rows;
-  size_t n_rows;
+  size_t n_rows, rows_cap;
   config *skipped; /* configurations of the run that did not run, with reasons */
-  size_t n_skipped;
+  size_t n_skipped, skipped_cap;
   summary sum;
   int any_trace; /* a row has a trace: markdown shows the trace columns */
   double
@@ -370,64 +370,55 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
   "WHERE s.kind = 'op' AND NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = s.run_id AND "     \
   "d.case_key = s.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
 
-static tp_rc load_rows(reader *r, report *rep) {
+/* Runs sql, bound by bind_filter, and hands each row to take; what names
+ * the rows in an error. */
+typedef tp_rc (*row_taker)(reader *r, report *rep, sqlite3_stmt *s);
+static tp_rc each_filtered_row(reader *r, report *rep, const char *sql, row_taker take,
+                               const char *what) {
   sqlite3_stmt *s = NULL;
-  TP_TRY(prepare(r,
-                 ROWS_SQL "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), coalesce(gemm_id, "
-                          "0), coalesce(comm_id, 0) FROM pairs WHERE run_id = ?1 AND " FILTER_SQL
-                          " ORDER BY order_key, dist_id",
-                 &s));
+  TP_TRY(prepare(r, sql, &s));
   tp_rc rc = bind_filter(r, s, rep->run.id, rep->filter);
-  size_t cap = 0;
   int step = SQLITE_DONE;
-  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
-    if (rep->n_rows == cap) {
-      size_t grown_cap = cap ? 2 * cap : 16;
-      table_row *grown = realloc(rep->rows, grown_cap * sizeof *grown);
-      if (!grown) {
-        rc = out_of_memory();
-        break;
-      }
-      rep->rows = grown;
-      cap = grown_cap;
-    }
-    table_row *row = &rep->rows[rep->n_rows++];
-    memset(row, 0, sizeof *row);
-    rc = load_config(r, sqlite3_column_int64(s, 0), &row->dist);
-    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 1), &row->stock);
-    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 2), &row->gemm);
-    if (rc == TP_OK) rc = load_config(r, sqlite3_column_int64(s, 3), &row->comm);
-  }
-  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, "reading the throughput rows");
+  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) rc = take(r, rep, s);
+  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, what);
   sqlite3_finalize(s);
   return rc;
 }
 
+/* A table row: its dist_gemm, stock, GEMM-alone and collective-alone ids. */
+static tp_rc take_row(reader *r, report *rep, sqlite3_stmt *s) {
+  table_row *grown = tp_grow_array(rep->rows, &rep->rows_cap, rep->n_rows, sizeof *rep->rows);
+  if (!grown) return out_of_memory();
+  rep->rows = grown;
+  table_row *row = &rep->rows[rep->n_rows++];
+  memset(row, 0, sizeof *row);
+  config *parts[] = {&row->dist, &row->stock, &row->gemm, &row->comm};
+  for (int i = 0; i < 4; i++) TP_TRY(load_config(r, sqlite3_column_int64(s, i), parts[i]));
+  return TP_OK;
+}
+
+static tp_rc load_rows(reader *r, report *rep) {
+  return each_filtered_row(r, rep,
+                           ROWS_SQL "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), "
+                                    "coalesce(gemm_id, 0), coalesce(comm_id, 0) FROM pairs WHERE "
+                                    "run_id = ?1 AND " FILTER_SQL " ORDER BY order_key, dist_id",
+                           take_row, "reading the throughput rows");
+}
+
+/* A configuration that did not run. */
+static tp_rc take_skipped(reader *r, report *rep, sqlite3_stmt *s) {
+  config *grown =
+      tp_grow_array(rep->skipped, &rep->skipped_cap, rep->n_skipped, sizeof *rep->skipped);
+  if (!grown) return out_of_memory();
+  rep->skipped = grown;
+  return load_config(r, sqlite3_column_int64(s, 0), &rep->skipped[rep->n_skipped++]);
+}
+
 static tp_rc load_skipped(reader *r, report *rep) {
-  sqlite3_stmt *s = NULL;
-  TP_TRY(prepare(r,
-                 "SELECT id FROM configs WHERE run_id = ?1 AND status <> 'ok' AND " FILTER_SQL
-                 " ORDER BY id",
-                 &s));
-  tp_rc rc = bind_filter(r, s, rep->run.id, rep->filter);
-  size_t cap = 0;
-  int step = SQLITE_DONE;
-  while (rc == TP_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
-    if (rep->n_skipped == cap) {
-      size_t grown_cap = cap ? 2 * cap : 16;
-      config *grown = realloc(rep->skipped, grown_cap * sizeof *grown);
-      if (!grown) {
-        rc = out_of_memory();
-        break;
-      }
-      rep->skipped = grown;
-      cap = grown_cap;
-    }
-    rc = load_config(r, sqlite3_column_int64(s, 0), &rep->skipped[rep->n_skipped++]);
-  }
-  if (rc == TP_OK && step != SQLITE_DONE) rc = READ_FAIL(r, "reading configurations not run");
-  sqlite3_finalize(s);
-  return rc;
+  return each_filtered_row(
+      r, rep,
+      "SELECT id FROM configs WHERE run_id = ?1 AND status <> 'ok' AND " FILTER_SQL " ORDER BY id",
+      take_skipped, "reading configurations not run");
 }
 
 /* The highest copy-engine push bandwidth `tpbench link` measured on the

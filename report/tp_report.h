@@ -19,7 +19,7 @@
 typedef enum { TP_FMT_MARKDOWN = 0, TP_FMT_CSV, TP_FMT_JSON } tp_report_format;
 
 /* Parses "md"/"markdown", "csv", "json" (any case); TP_EUSAGE otherwise. */
-tp_rc tp_report_format_parse(const char *name, tp_report_format *out);
+TP_MUST_CHECK tp_rc tp_report_format_parse(const char *name, tp_report_format *out);
 
 typedef struct tp_report_filter {
   int64_t run_id;     /* 0: the latest run (or the run of commit, if given) */
@@ -63,7 +63,7 @@ typedef struct tp_report_filter {
  * filter may be NULL (latest run, everything). TP_EUSAGE when the database
  * has no runs, the run or commit does not exist, or nothing in the run
  * matches the filter; TP_EIO when out cannot be written. */
-tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,
-                           FILE *out);
+TP_MUST_CHECK tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter,
+                                         tp_report_format fmt, FILE *out);
 
 #endif /* TP_REPORT_H */

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals) {
   if (!isfinite(value)) return "";
   snprintf(buf, cap, "%.*f", decimals, value);
@@ -166,31 +168,55 @@ static void append_word(char *buf, size_t cap, size_t *len, const char *text) {
   buf[*len] = '\0';
 }
 
-void tp_config_label(char *buf, size_t cap, const char *kind, const char *backend,
-                     const char *model, const char *layer, const char *proj, int64_t tokens,
-                     const char *dtype, const char *pass, int64_t tp, const char *schedule,
-                     int64_t chunks) {
+static const char *column_text(sqlite3_stmt *st, int col) {
+  return (const char *)sqlite3_column_text(st, col);
+}
+
+void tp_axes_from_row(sqlite3_stmt *st, int col, tp_config_axes *axes) {
+  *axes = (tp_config_axes){.kind = column_text(st, col),
+                           .backend = column_text(st, col + 1),
+                           .model = column_text(st, col + 2),
+                           .op_or_layer = column_text(st, col + 3),
+                           .proj = column_text(st, col + 4),
+                           .tokens = sqlite3_column_int64(st, col + 5),
+                           .dtype = column_text(st, col + 6),
+                           .pass = column_text(st, col + 7),
+                           .tp = sqlite3_column_int(st, col + 8),
+                           .schedule = column_text(st, col + 9),
+                           .chunks = sqlite3_column_int(st, col + 10)};
+}
+
+void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {
   if (cap == 0) return;
   buf[0] = '\0';
   size_t len = 0;
   char word[64];
-  append_word(buf, cap, &len, model);
-  append_word(buf, cap, &len, layer);
-  append_word(buf, cap, &len, proj);
-  snprintf(word, sizeof word, "T=%lld", (long long)tokens);
+  append_word(buf, cap, &len, axes->model);
+  append_word(buf, cap, &len, axes->op_or_layer);
+  append_word(buf, cap, &len, axes->proj);
+  snprintf(word, sizeof word, "T=%lld", (long long)axes->tokens);
   append_word(buf, cap, &len, word);
-  append_word(buf, cap, &len, dtype);
-  append_word(buf, cap, &len, pass);
-  snprintf(word, sizeof word, "tp=%lld", (long long)tp);
+  append_word(buf, cap, &len, axes->dtype);
+  append_word(buf, cap, &len, axes->pass);
+  snprintf(word, sizeof word, "tp=%d", axes->tp);
   append_word(buf, cap, &len, word);
+  const char *kind = axes->kind;
   if (kind && !strcmp(kind, "gemm")) append_word(buf, cap, &len, "GEMM alone");
   else if (kind && !strcmp(kind, "comm")) append_word(buf, cap, &len, "collective alone");
-  else append_word(buf, cap, &len, backend);
-  append_word(buf, cap, &len, schedule);
-  if (chunks > 0) {
-    snprintf(word, sizeof word, "x%lld", (long long)chunks);
+  else append_word(buf, cap, &len, axes->backend);
+  append_word(buf, cap, &len, axes->schedule);
+  if (axes->chunks > 0) {
+    snprintf(word, sizeof word, "x%d", axes->chunks);
     append_word(buf, cap, &len, word);
   }
+}
+
+void *tp_grow_array(void *items, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return items;
+  size_t room = *cap ? 2 * *cap : 16;
+  void *grown = realloc(items, room * size);
+  if (grown) *cap = room;
+  return grown;
 }
 
 static int compare_doubles(const void *a, const void *b) {

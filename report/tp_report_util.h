@@ -17,6 +17,10 @@
 
 #include <jansson.h>
 
+#include "store/tp_store.h"
+
+struct sqlite3_stmt;
+
 /* printf of a number with fixed decimals into buf; "" when not finite. */
 const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals);
 
@@ -52,7 +56,12 @@ void tp_csv_field(FILE *out, const char *text, int first);
 /* Whether text starts like a formula ('=', '+', '-', '@', tab, CR) and is
  * not a plain decimal number ("-1.5", "2.5e-03" stay numbers). */
 int tp_csv_is_formula(const char *text);
+
+/* A number field (preceded by ',') with fixed decimals; empty when there is
+ * no number (NaN, infinity). */
 void tp_csv_num(FILE *out, double value, int decimals);
+
+/* An integer field, preceded by ','. */
 void tp_csv_int(FILE *out, int64_t value);
 
 /* ---- JSON ---- */
@@ -78,14 +87,33 @@ json_t *tp_json_real(double value);
 
 /* ---- labels and statistics ---- */
 
-/* What a person calls a configuration, in one line:
+/* The configs columns (table alias c) a configuration's label is made of,
+ * in the order tp_axes_from_row reads them: list them in a SELECT and pass
+ * the index of the first. */
+#define TP_LABEL_COLUMNS                                                                           \
+  "c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, "     \
+  "c.chunks"
+
+/* Reads the TP_LABEL_COLUMNS of the statement's current row, starting at
+ * column col, into *axes (kind, backend, model, op_or_layer, proj, tokens,
+ * dtype, pass, tp, schedule, chunks); every other field is zeroed. The
+ * strings point into the row: they are valid until the statement is next
+ * stepped, reset or finalized. NULL columns are NULL strings and 0. */
+void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
+
+/* What a person calls a configuration, in one line, into buf (cut at cap,
+ * nothing written when cap is 0):
  * "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2" (kind gemm
  * and comm say "GEMM alone" / "collective alone" instead of a backend).
- * NULL strings are left out. */
-void tp_config_label(char *buf, size_t cap, const char *kind, const char *backend,
-                     const char *model, const char *layer, const char *proj, int64_t tokens,
-                     const char *dtype, const char *pass, int64_t tp, const char *schedule,
-                     int64_t chunks);
+ * Reads kind, backend, model, op_or_layer, proj, tokens, dtype, pass, tp,
+ * schedule and chunks (left out when 0) of axes; NULL strings are left out. */
+void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes);
+
+/* Room for item n of a malloc'd array of *cap items of size bytes: items
+ * itself while n < *cap, else the array reallocated to twice the room (16
+ * items at first) with *cap updated. NULL when out of memory: items is
+ * then left as it was, still the caller's to free. */
+void *tp_grow_array(void *items, size_t *cap, size_t n, size_t size);
 
 /* Median of v[0..n), sorting v in place; NaN for n == 0. */
 double tp_median(double *v, size_t n);

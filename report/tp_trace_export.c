@@ -96,9 +96,8 @@ static tp_rc load_meta(tp_store *store, int64_t config_id, trace_meta *m) {
   const char *sql =
       "SELECT c.run_id, c.config_key, r.commit_sha, r.gpu_name, "
       "(SELECT group_concat(label, '+') FROM (SELECT schedule || CASE WHEN chunks > 0 THEN ' x' "
-      "|| chunks ELSE '' END AS label FROM schedules WHERE config_id = c.id ORDER BY seq)), "
-      "c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, "
-      "c.chunks FROM configs c JOIN runs r ON r.id = c.run_id WHERE c.id = ?";
+      "|| chunks ELSE '' END AS label FROM schedules WHERE config_id = c.id ORDER BY "
+      "seq)), " TP_LABEL_COLUMNS " FROM configs c JOIN runs r ON r.id = c.run_id WHERE c.id = ?";
   if (sqlite3_prepare_v2(tp_store_db(store), sql, -1, &st, NULL) != SQLITE_OK)
     return TP_FAIL(TP_ESQLITE, "%s: trace export: %s", tp_store_path(store),
                    sqlite3_errmsg(tp_store_db(store)));
@@ -112,13 +111,9 @@ static tp_rc load_meta(tp_store *store, int64_t config_id, trace_meta *m) {
     m->commit = dup_text(st, 2);
     m->gpu_name = dup_text(st, 3);
     m->schedule = dup_text(st, 4);
-    tp_config_label(
-        m->label, sizeof m->label, (const char *)sqlite3_column_text(st, 5),
-        (const char *)sqlite3_column_text(st, 6), (const char *)sqlite3_column_text(st, 7),
-        (const char *)sqlite3_column_text(st, 8), (const char *)sqlite3_column_text(st, 9),
-        sqlite3_column_int64(st, 10), (const char *)sqlite3_column_text(st, 11),
-        (const char *)sqlite3_column_text(st, 12), sqlite3_column_int64(st, 13),
-        (const char *)sqlite3_column_text(st, 14), sqlite3_column_int64(st, 15));
+    tp_config_axes axes;
+    tp_axes_from_row(st, 5, &axes);
+    tp_config_label(m->label, sizeof m->label, &axes);
     if (!m->key) rc = out_of_memory();
   } else if (step == SQLITE_DONE) {
     rc = TP_FAIL(TP_EUSAGE, "%s: there is no configuration %lld", tp_store_path(store),

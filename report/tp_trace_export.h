@@ -30,6 +30,6 @@
 /* Writes the trace of configuration config_id to out. TP_EUSAGE when there
  * is no such configuration or it has no trace (tp_store_trace_info tells the
  * two apart beforehand); TP_EIO when out cannot be written. */
-tp_rc tp_report_chrome_trace(tp_store *store, int64_t config_id, FILE *out);
+TP_MUST_CHECK tp_rc tp_report_chrome_trace(tp_store *store, int64_t config_id, FILE *out);
 
 #endif /* TP_TRACE_EXPORT_H */

@@ -1054,8 +1054,8 @@ tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_recor
     if (rc != TP_OK) rollback_quietly(store->db, store->path);
   }
   if (rc != TP_OK)
-    TP_STORE_CONTEXT(rc, "configuration %s of run %lld not written", key ? key : "?",
-                     (long long)run_id);
+    rc = TP_STORE_CONTEXT(rc, "configuration %s of run %lld not written", key ? key : "?",
+                          (long long)run_id);
   else if (config_id) *config_id = id;
   free(key);
   free(case_key);
@@ -1090,6 +1090,14 @@ tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ..
   const char *sep = strstr(last, ": ");
   snprintf(cause, sizeof cause, "%s", sep ? sep + 2 : last);
   return tp_fail(rc, file, line, "%s: %s", prefix, cause);
+}
+
+void *tp_store_grow(void *items, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return items;
+  size_t room = *cap ? 2 * *cap : 16;
+  void *grown = realloc(items, room * size);
+  if (grown) *cap = room;
+  return grown;
 }
 
 void tp_store_rollback(tp_store *store) { rollback_quietly(store->db, store->path); }

@@ -42,7 +42,7 @@ typedef struct tp_store tp_store;
  * -wal/-shm/-journal files made). An existing empty file (0 bytes, or SQLite
  * without tables) is made a new database. Either way *out is NULL on failure
  * and tp_last_error() names the file. */
-tp_rc tp_store_open(const char *path, int create, tp_store **out);
+TP_MUST_CHECK tp_rc tp_store_open(const char *path, int create, tp_store **out);
 
 /* Opens an existing database for reading only, as report, compare, history,
  * trace and dashboard do: never creates, migrates or changes its journal
@@ -62,13 +62,16 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out);
  * schema version below 0 or above tp_store_schema_version(), or a schema
  * unlike the migrations': TP_EFOREIGN; an older schema version: TP_EUSAGE,
  * naming `tpbench migrate`. Writing through the store fails. */
-tp_rc tp_store_open_readonly(const char *path, tp_store **out);
+TP_MUST_CHECK tp_rc tp_store_open_readonly(const char *path, tp_store **out);
 
 /* Closes the store (NULL is fine); the last close checkpoints the WAL. */
 void tp_store_close(tp_store *store);
 
-/* Schema version this binary writes, and the version of an open store. */
+/* Schema version this binary writes (the newest migration's number). */
 int tp_store_schema_version(void);
+
+/* Schema version (PRAGMA user_version) of an open store as opened; 0 for
+ * NULL. */
 int tp_store_version(const tp_store *store);
 
 /* The path the store was opened with, for messages. */
@@ -98,18 +101,19 @@ typedef struct tp_run_info {
 
 /* Records a new run (started now, UTC) and returns its id. NULL strings are
  * stored as NULL. */
-tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_id);
+TP_MUST_CHECK tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_id);
 
 /* Marks the run finished now; TP_EUSAGE if there is no such run. A run left
  * unfinished was interrupted: its configurations are still valid. */
-tp_rc tp_store_finish_run(tp_store *store, int64_t run_id);
+TP_MUST_CHECK tp_rc tp_store_finish_run(tp_store *store, int64_t run_id);
 
 /* Resolves which run a reader means: run_id > 0 is that run (TP_EUSAGE if it
  * does not exist, or if commit is given and the run is of another commit);
  * run_id == 0 with a commit prefix is the latest run of that commit
  * (TP_EUSAGE if none, or if the prefix names two commits); run_id == 0
  * without commit is the latest run (TP_EUSAGE if the database has none). */
-tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int64_t *out);
+TP_MUST_CHECK tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit,
+                                      int64_t *out);
 
 /* Every axis of a configuration. Strings may be NULL where an axis does not
  * apply; integers are 0 then. */
@@ -262,8 +266,8 @@ typedef struct tp_config_record {
  * any other status needs a reason. config_id (may be NULL) receives the new
  * row's id. Errors: TP_EINTERNAL for a malformed record, TP_ESQLITE for a
  * database error or a violated constraint (the transaction is rolled back). */
-tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_record *rec,
-                          int64_t *config_id);
+TP_MUST_CHECK tp_rc tp_store_put_config(tp_store *store, int64_t run_id,
+                                        const tp_config_record *rec, int64_t *config_id);
 
 /* Underlying handle for modules that read (report/). */
 struct sqlite3 *tp_store_db(tp_store *store);
@@ -349,7 +353,8 @@ typedef struct tp_trace_record {
  * error or a violated constraint (no such configuration, a second trace);
  * the transaction is rolled back. Per-op evidence goes into the
  * configuration's schedules rows (evidence, evidence_message). */
-tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec);
+TP_MUST_CHECK tp_rc tp_store_put_trace(tp_store *store, int64_t config_id,
+                                       const tp_trace_record *rec);
 
 /* The traces row of a configuration and a summary of its overlap rows. */
 typedef struct tp_trace_info {
@@ -374,19 +379,20 @@ typedef struct tp_trace_info {
 /* Reads the trace summary of config_id: *found = 1 and *out filled when the
  * configuration has a traces row, *found = 0 (and *out zeroed) when it has
  * none or does not exist. TP_ESQLITE on a database error. */
-tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found, tp_trace_info *out);
+TP_MUST_CHECK tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found,
+                                        tp_trace_info *out);
 
 /* Calls fn(ctx, ev) for every event of config_id, ordered by rank, then
  * start time, then id. ev and its strings are valid during the call only.
  * A non-TP_OK return from fn stops the walk and is returned. */
 typedef tp_rc (*tp_trace_event_fn)(void *ctx, const tp_trace_event *ev);
-tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_event_fn fn,
-                                void *ctx);
+TP_MUST_CHECK tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id,
+                                              tp_trace_event_fn fn, void *ctx);
 
 /* The overlap rows of config_id ordered by rank and window, in a malloc'd
  * array (*rows NULL when *n is 0; free() it). overlap_pct is NaN where NULL. */
-tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overlap **rows,
-                             size_t *n);
+TP_MUST_CHECK tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id,
+                                           tp_trace_overlap **rows, size_t *n);
 
 /* ---- reading configurations (store/tp_store_trace.c) -------------------- */
 
@@ -396,20 +402,21 @@ tp_rc tp_store_trace_overlap(tp_store *store, int64_t config_id, tp_trace_overla
  * when run_id > 0, preferring one that has a trace when prefer_traced is set;
  * TP_EUSAGE when no configuration has that key (in that run). Neither id nor
  * key: TP_EUSAGE. */
-tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, int64_t run_id,
-                           int prefer_traced, int64_t *out);
+TP_MUST_CHECK tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key,
+                                         int64_t run_id, int prefer_traced, int64_t *out);
 
 /* The per-iteration times of config_id as the statistics use them: for each
  * iteration, the slowest rank's time (iterations where no rank has a time are
  * left out), in iteration order, in a malloc'd array (*times NULL when *n is
  * 0; free() it). */
-tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times, size_t *n);
+TP_MUST_CHECK tp_rc tp_store_iteration_times(tp_store *store, int64_t config_id, double **times,
+                                             size_t *n);
 
 /* The same, with each iteration's round (schema 3: samples.round; 0 for runs
  * measured in one window) in a malloc'd array parallel to *times (rounds may
  * be NULL when not wanted; free() it). */
-tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times, int **rounds,
-                           size_t *n);
+TP_MUST_CHECK tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times,
+                                         int **rounds, size_t *n);
 
 /* ---- merging databases (store/tp_store_import.c) ------------------------ */
 
@@ -423,7 +430,7 @@ tp_rc tp_store_round_times(tp_store *store, int64_t config_id, double **times, i
  * Reads through an immutable connection: the file is never changed and no
  * -wal/-shm/-journal file is made. *version (may be NULL) receives the
  * file's schema version. */
-tp_rc tp_store_probe(const char *path, int *version);
+TP_MUST_CHECK tp_rc tp_store_probe(const char *path, int *version);
 
 /* What an import did. */
 typedef struct tp_import_stats {
@@ -452,7 +459,7 @@ typedef struct tp_import_stats {
  * to it during the import; TP_ETIMEOUT when reading it ran past the time
  * limit;
  * TP_ESQLITE on a database error. Every error rolls back. stats may be NULL. */
-tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats);
+TP_MUST_CHECK tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -281,15 +281,12 @@ static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid) {
   int step = sqlite3_bind_int64(im->list_configs, 1, old_run);
   while (rc == TP_OK && step == SQLITE_OK &&
          (step = sqlite3_step(im->list_configs)) == SQLITE_ROW) {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 64;
-      int64_t *grown = realloc(ids, cap * sizeof *grown);
-      if (!grown) {
-        rc = TP_FAIL(TP_EOOM, "import: out of memory");
-        break;
-      }
-      ids = grown;
+    int64_t *grown = tp_store_grow(ids, &cap, n, sizeof *ids);
+    if (!grown) {
+      rc = TP_FAIL(TP_EOOM, "import: out of memory");
+      break;
     }
+    ids = grown;
     ids[n++] = sqlite3_column_int64(im->list_configs, 0);
     step = SQLITE_OK;
   }
@@ -324,15 +321,12 @@ static tp_rc list_source_runs(tp_store *s, int64_t version, source_run **out, si
   tp_rc rc = TP_OK;
   int step = SQLITE_OK;
   while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (count == cap) {
-      cap = cap ? 2 * cap : 16;
-      source_run *grown = realloc(runs, cap * sizeof *grown);
-      if (!grown) {
-        rc = TP_FAIL(TP_EOOM, "import: out of memory");
-        break;
-      }
-      runs = grown;
+    source_run *grown = tp_store_grow(runs, &cap, count, sizeof *runs);
+    if (!grown) {
+      rc = TP_FAIL(TP_EOOM, "import: out of memory");
+      break;
     }
+    runs = grown;
     const char *uuid = (const char *)sqlite3_column_text(st, 1);
     runs[count].id = sqlite3_column_int64(st, 0);
     runs[count].uuid = strdup(uuid ? uuid : "");
@@ -441,7 +435,7 @@ tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *st
   const char *reason = tp_query_limit_reason(&guard, why, sizeof why);
   if (rc != TP_OK && reason) rc = TP_FAIL(TP_ETIMEOUT, "reading it %s", reason);
   if (rc != TP_OK) {
-    TP_STORE_CONTEXT(rc, "nothing imported from %s", src_path);
+    rc = TP_STORE_CONTEXT(rc, "nothing imported from %s", src_path);
     memset(stats, 0, sizeof *stats);
   }
   return rc;

@@ -26,28 +26,35 @@ char *tp_store_file_uri(const char *path, const char *query);
  * guard, below, stopped the statement). `what` is a phrase ("reading the
  * runs"), never SQL. */
 #define TP_STORE_SQL_FAIL(store, ...) tp_store_sql_fail(__FILE__, __LINE__, (store), __VA_ARGS__)
-tp_rc tp_store_sql_fail(const char *file, int line, tp_store *store, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+TP_MUST_CHECK tp_rc tp_store_sql_fail(const char *file, int line, tp_store *store, const char *fmt,
+                                      ...) __attribute__((format(printf, 4, 5)));
 
 /* Runs SQL without results (several statements are fine); a failure says
  * "path: what: sqlite's message". */
-tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what);
+TP_MUST_CHECK tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what);
 
 /* Rolls back an open transaction after a failure, keeping that failure's
  * message (a failed rollback is only logged). */
 void tp_store_rollback(tp_store *store);
 
+/* Room for item n of a malloc'd array of *cap items of size bytes: items
+ * itself while n < *cap, else the array reallocated to twice the room (16
+ * items at first) with *cap updated. NULL when out of memory: items is
+ * then left as it was, still the caller's to free. */
+void *tp_store_grow(void *items, size_t *cap, size_t n, size_t size);
+
 /* The checks of tp_store_put_trace on a trace record (TP_EINTERNAL). */
-tp_rc tp_store_check_trace(const tp_trace_record *rec);
+TP_MUST_CHECK tp_rc tp_store_check_trace(const tp_trace_record *rec);
 
 /* The rows of tp_store_put_trace, inside the caller's transaction. */
-tp_rc tp_store_write_trace(tp_store *store, int64_t config_id, const tp_trace_record *rec);
+TP_MUST_CHECK tp_rc tp_store_write_trace(tp_store *store, int64_t config_id,
+                                         const tp_trace_record *rec);
 
 /* Prefixes the last error with context, as tp_fail_context does, but keeps
  * the message a sentence: the cause's own "file:line: " is dropped, and the
  * result is recorded at the caller's file and line like any failure. */
 #define TP_STORE_CONTEXT(rc, ...) tp_store_context(__FILE__, __LINE__, (rc), __VA_ARGS__)
-tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ...)
+TP_MUST_CHECK tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Reads application_id, user_version and the object count of schema ("main"
@@ -56,12 +63,13 @@ tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ..
  * tp_store_vet_schema, or an empty database (no application id, no objects,
  * version 0); TP_EFOREIGN with a sentence otherwise. *version receives the
  * file's user_version. */
-tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path, int64_t *version);
+TP_MUST_CHECK tp_rc tp_store_check_identity(sqlite3 *db, const char *schema, const char *path,
+                                            int64_t *version);
 
 /* TP_EFOREIGN for a source or a database to read that holds nothing: a
  * 0-byte file or a SQLite database without tables is not a tpbench
  * database (only tp_store_open makes one of it). */
-tp_rc tp_store_refuse_empty(const char *path);
+TP_MUST_CHECK tp_rc tp_store_refuse_empty(const char *path);
 
 /* ---- tp_store_vet.c --------------------------------------------------- */
 
@@ -72,7 +80,8 @@ tp_rc tp_store_refuse_empty(const char *path);
  * TP_EFOREIGN naming the first difference: a file whose "runs" became a
  * (recursive) view never reaches a reader's query. Extra tables, indexes and
  * views are allowed (nothing of tpbench reads them). */
-tp_rc tp_store_vet_schema(sqlite3 *db, const char *schema, const char *path, int64_t version);
+TP_MUST_CHECK tp_rc tp_store_vet_schema(sqlite3 *db, const char *schema, const char *path,
+                                        int64_t version);
 
 /* How a file is opened for reading so that nothing is left beside it. */
 typedef enum {
@@ -118,6 +127,9 @@ typedef struct tp_query_limit {
  * owned by the guard until tp_query_limit_stop) and notes the file as it is
  * now. lim must stay in place while installed. */
 void tp_query_limit_start(tp_query_limit *lim, sqlite3 *db, const char *path, int watch);
+
+/* Removes the guard's handlers from the connection (a failure is only
+ * logged); lim may then go. Safe to call twice. */
 void tp_query_limit_stop(tp_query_limit *lim);
 
 /* Why the guard stopped a statement, as a phrase ("took longer than 6 s:

@@ -403,7 +403,7 @@ tp_rc tp_store_put_trace(tp_store *store, int64_t config_id, const tp_trace_reco
   if (rc == TP_OK) rc = tp_store_exec(store, "COMMIT", "committing a trace");
   if (rc != TP_OK) {
     tp_store_rollback(store);
-    TP_STORE_CONTEXT(rc, "trace of configuration %lld not written", (long long)config_id);
+    rc = TP_STORE_CONTEXT(rc, "trace of configuration %lld not written", (long long)config_id);
   }
   return rc;
 }
@@ -459,16 +459,12 @@ static tp_rc summarise_sync(tp_store *s, int64_t config_id, tp_trace_info *out) 
   tp_rc rc = TP_OK;
   int step = sqlite3_bind_int64(st, 1, config_id);
   while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (n == cap) {
-      size_t grown_cap = cap ? 2 * cap : 16;
-      double *grown = realloc(values, grown_cap * sizeof *grown);
-      if (!grown) {
-        rc = out_of_memory();
-        break;
-      }
-      values = grown;
-      cap = grown_cap;
+    double *grown = tp_store_grow(values, &cap, n, sizeof *values);
+    if (!grown) {
+      rc = out_of_memory();
+      break;
     }
+    values = grown;
     values[n++] = (double)sqlite3_column_int64(st, 0);
     step = SQLITE_OK;
   }
@@ -554,12 +550,9 @@ tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_eve
 }
 
 static tp_rc grow_overlap(tp_trace_overlap **rows, size_t *cap, size_t n) {
-  if (n < *cap) return TP_OK;
-  size_t grown_cap = *cap ? 2 * *cap : 16;
-  tp_trace_overlap *grown = realloc(*rows, grown_cap * sizeof *grown);
+  tp_trace_overlap *grown = tp_store_grow(*rows, cap, n, sizeof **rows);
   if (!grown) return out_of_memory();
   *rows = grown;
-  *cap = grown_cap;
   return TP_OK;
 }
 
@@ -662,17 +655,16 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
 
 /* Grows a times array (and its rounds, when asked for) to hold one more. */
 static tp_rc grow_series(double **times, int **rounds, size_t n, size_t *cap) {
-  if (n < *cap) return TP_OK;
-  size_t grown_cap = *cap ? 2 * *cap : 64;
-  double *grown = realloc(*times, grown_cap * sizeof *grown);
+  size_t times_cap = *cap, rounds_cap = *cap;
+  double *grown = tp_store_grow(*times, &times_cap, n, sizeof **times);
   if (!grown) return out_of_memory();
   *times = grown;
   if (rounds) {
-    int *grown_rounds = realloc(*rounds, grown_cap * sizeof *grown_rounds);
+    int *grown_rounds = tp_store_grow(*rounds, &rounds_cap, n, sizeof **rounds);
     if (!grown_rounds) return out_of_memory();
     *rounds = grown_rounds;
   }
-  *cap = grown_cap;
+  *cap = times_cap;
   return TP_OK;
 }
 

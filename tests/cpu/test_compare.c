@@ -923,6 +923,8 @@ static void test_history(void **state) {
   fclose(mem);
   json_t *root = json_loads(text, 0, NULL);
   free(text);
+  assert_string_equal(json_string_value(json_object_get(root, "label")),
+                      "llama3-8b ag_linear slow_quiet T=4096 bf16 fwd tp=2 dist_gemm ce");
   json_t *rows = json_object_get(root, "rows");
   assert_int_equal(json_array_size(rows), 4); /* A, B, B again, C: oldest first */
   const char *commits[] = {COMMIT_A, COMMIT_B, COMMIT_B, COMMIT_C};
@@ -979,6 +981,15 @@ static void test_trends(void **state) {
     json_t *one = json_array_get(series, i);
     if (!strstr(json_string_value(json_object_get(one, "key")), ";proj=slow_quiet;")) continue;
     found = 1;
+    assert_string_equal(json_string_value(json_object_get(one, "label")),
+                        "llama3-8b ag_linear slow_quiet T=4096 bf16 fwd tp=2 dist_gemm ce");
+    static const char *const fields[][2] = {{"kind", "op"},         {"backend", "dist_gemm"},
+                                            {"model", "llama3-8b"}, {"layer", "ag_linear"},
+                                            {"proj", "slow_quiet"}, {"dtype", "bf16"},
+                                            {"pass", "fwd"},        {"schedule", "ce"}};
+    for (size_t k = 0; k < sizeof fields / sizeof *fields; k++)
+      assert_string_equal(json_string_value(json_object_get(one, fields[k][0])), fields[k][1]);
+    assert_int_equal(json_integer_value(json_object_get(one, "tokens")), 4096);
     json_t *points = json_object_get(one, "points");
     assert_int_equal(json_array_size(points), 3); /* one per commit */
     /* B's point is its latest run (3), back at A's level. */

@@ -661,6 +661,49 @@ static void test_format_parse(void **state) {
   "bad\n| x | y |\n## Owned <script>alert(1)</script> `code` [link](http://x) &amp; \\| \x01"      \
   "end"
 
+/* Labels read from a row through TP_LABEL_COLUMNS: the op, GEMM-alone and
+ * collective-alone wording, chunks shown only when set, NULL columns left
+ * out, and a label cut at the buffer's size. */
+static void test_config_label(void **state) {
+  (void)state;
+  static const struct {
+    const char *row, *label;
+  } cases[] = {
+      {"'op', 'dist_gemm', 'llama3-8b', 'ag_linear', 'qkv', 4096, 'bf16', 'fwd', 2, 'ce', 2",
+       "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2"},
+      {"'layer', 'stock', 'llama3-70b', 'ffn', NULL, 8192, 'fp32', 'fwd+bwd', 4, NULL, 0",
+       "llama3-70b ffn T=8192 fp32 fwd+bwd tp=4 stock"},
+      {"'gemm', 'cublaslt', 'llama3-8b', 'linear_rs', 'wo', 4096, 'bf16', 'bwd', 2, NULL, 0",
+       "llama3-8b linear_rs wo T=4096 bf16 bwd tp=2 GEMM alone"},
+      {"'comm', 'nccl', 'llama3-8b', 'linear_rs', 'wo', 4096, 'bf16', 'fwd', 8, 'ring', 0",
+       "llama3-8b linear_rs wo T=4096 bf16 fwd tp=8 collective alone ring"},
+      {"NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL", "T=0 tp=0"},
+  };
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "WITH c(kind, backend, model, layer, proj, tokens, dtype, pass, tp, schedule, "
+             "chunks) AS (SELECT %s) SELECT 'first', " TP_LABEL_COLUMNS " FROM c",
+             cases[i].row);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) fail_msg("%s", sqlite3_errmsg(db));
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    tp_config_axes axes;
+    tp_axes_from_row(st, 1, &axes);
+    char label[128];
+    tp_config_label(label, sizeof label, &axes);
+    assert_string_equal(label, cases[i].label);
+    tp_config_label(label, 12, &axes); /* cut, still terminated */
+    size_t cut = strlen(cases[i].label) < 11 ? strlen(cases[i].label) : 11;
+    assert_int_equal(strlen(label), cut);
+    assert_memory_equal(label, cases[i].label, cut);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+}
+
 /* The escaping helpers on their own: formulas quoted with a leading "'",
  * numbers (negative ones too) left as they are; markdown text that cannot
  * leave its cell. */
@@ -894,6 +937,7 @@ int main(void) {
       cmocka_unit_test(test_strict_bound_from_link_probe),
       cmocka_unit_test(test_format_parse),
       cmocka_unit_test(test_escape_helpers),
+      cmocka_unit_test(test_config_label),
       cmocka_unit_test(test_injection),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);

@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
-#include "tests/cpu/fixture_db.h"
 #include "report/tp_report.h"
 #include "report/tp_trace_export.h"
+#include "tests/cpu/fixture_db.h"
 
 typedef struct {
   fx_dir dir;
@@ -233,6 +233,8 @@ static void test_chrome_trace_structure(void **state) {
   assert_true(min_ts == 0.0); /* relative to the earliest event */
   json_t *other = json_object_get(root, "otherData");
   assert_int_equal(json_integer_value(json_object_get(other, "config_id")), f->traced);
+  assert_string_equal(json_string_value(json_object_get(other, "label")),
+                      "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm auto");
   assert_int_equal(json_integer_value(json_object_get(other, "traced_iters")), 4);
   assert_true(json_is_true(json_object_get(other, "evidence_ok")));
   json_decref(root);
