@@ -263,13 +263,19 @@ static void test_put_trace_is_atomic(void **state) {
   tp_store_close(store);
 }
 
+/* A new run of commit c0ffee on the synthetic host. */
+static int64_t begin_c0ffee_run(tp_store *store) {
+  tp_run_info info = {.commit = "c0ffee", .host = FX_SYNTHETIC_HOST};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  return run;
+}
+
 /* A configuration and its trace in one transaction: both or neither. */
 static void test_put_config_with_trace(void **state) {
   scratch *s = *state;
   tp_store *store = open_copy_of_real(s, "together.db");
-  tp_run_info info = {.commit = "c0ffee", .host = FX_SYNTHETIC_HOST};
-  int64_t run = 0;
-  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  int64_t run = begin_c0ffee_run(store);
   tp_config_axes axes = {.kind = "op",
                          .model = "m",
                          .op_or_layer = "ag_linear",
@@ -322,9 +328,7 @@ static void test_put_config_with_trace(void **state) {
 static void test_put_trace_evidence_per_op(void **state) {
   scratch *s = *state;
   tp_store *store = open_copy_of_real(s, "evidence.db");
-  tp_run_info info = {.commit = "c0ffee", .host = FX_SYNTHETIC_HOST};
-  int64_t run = 0;
-  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  int64_t run = begin_c0ffee_run(store);
   tp_config_axes axes = {.kind = "layer",
                          .model = "m",
                          .op_or_layer = "attention",
