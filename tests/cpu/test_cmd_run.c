@@ -33,26 +33,8 @@
 #endif
 
 /* Runs tpbench with a NULL-terminated argument list for at most 60 s. */
-static rp_result tpbench(const char *first, ...) {
-  char *argv[32] = {TPBENCH_EXE};
-  int argc = 1;
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a && argc < 31; a = va_arg(ap, const char *))
-    argv[argc++] = (char *)a;
-  va_end(ap);
-  argv[argc] = NULL;
-  return rp_run(argv, 60);
-}
-
-static void expect(const rp_result *r, int status, const char *out_words, const char *err_words) {
-  if (r->status != status)
-    fail_msg("exit %d, expected %d; stderr: %s", r->status, status, r->err ? r->err : "");
-  if (out_words && !strstr(r->out, out_words))
-    fail_msg("'%s' missing from stdout: %.2000s", out_words, r->out);
-  if (err_words && !strstr(r->err, err_words))
-    fail_msg("'%s' missing from stderr: %s", err_words, r->err);
-}
+#define tpbench(...) rp_run_exe(TPBENCH_EXE, 60, NULL, __VA_ARGS__)
+#define expect rp_expect
 
 static void test_matrix_quick(void **state) {
   (void)state;
