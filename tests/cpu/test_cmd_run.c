@@ -34,12 +34,11 @@
 
 /* Runs tpbench with a NULL-terminated argument list for at most 60 s. */
 #define tpbench(...) rp_run_exe(TPBENCH_EXE, 60, NULL, __VA_ARGS__)
-#define expect rp_expect
 
 static void test_matrix_quick(void **state) {
   (void)state;
   rp_result r = tpbench("matrix", NULL);
-  expect(&r, 0, "48 cases, 192 configurations: 192 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "48 cases, 192 configurations: 192 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "llama3-8b   block       2 1x4096"));
   assert_non_null(strstr(r.out, "dist_gemm auto chunks=0"));
   rp_free(&r);
@@ -50,7 +49,7 @@ static void test_matrix_rejections(void **state) {
   rp_result r =
       tpbench("matrix", "--axis", "model=debug", "--axis=layer=ffn", "--axis", "sp=on,off",
               "--axis", "save_gathered=off,on", "--axis", "seqlen=2048", NULL);
-  expect(&r, 0, "rejected: dist_gemm needs sequence parallelism", NULL);
+  rp_expect(&r, 0, "rejected: dist_gemm needs sequence parallelism", NULL);
   assert_non_null(strstr(r.out, "rejected: save_gathered=on keeps the forward's gathered input"));
   assert_non_null(strstr(r.out, "rejected: save_gathered=on needs sequence parallelism"));
   rp_free(&r);
@@ -59,22 +58,22 @@ static void test_matrix_rejections(void **state) {
 static void test_matrix_usage_errors(void **state) {
   (void)state;
   rp_result r = tpbench("matrix", "--axis", "nope=1", NULL);
-  expect(&r, 2, NULL, "tpbench matrix: unknown axis 'nope'");
+  rp_expect(&r, 2, NULL, "tpbench matrix: unknown axis 'nope'");
   rp_free(&r);
   r = tpbench("matrix", "--axis", "layer=mlp", NULL);
-  expect(&r, 2, NULL, "unknown value 'mlp'");
+  rp_expect(&r, 2, NULL, "unknown value 'mlp'");
   rp_free(&r);
   r = tpbench("matrix", "--axis", NULL);
-  expect(&r, 2, NULL, "--axis needs a value");
+  rp_expect(&r, 2, NULL, "--axis needs a value");
   rp_free(&r);
   r = tpbench("matrix", "--matrix", "/nonexistent/m.json", NULL);
-  expect(&r, 2, NULL, "cannot read the matrix file /nonexistent/m.json");
+  rp_expect(&r, 2, NULL, "cannot read the matrix file /nonexistent/m.json");
   rp_free(&r);
   r = tpbench("matrix", "--preset", "huge", NULL);
-  expect(&r, 2, NULL, "--preset");
+  rp_expect(&r, 2, NULL, "--preset");
   rp_free(&r);
   r = tpbench("matrix", "--db", "x.db", NULL); /* run's options are not matrix's */
-  expect(&r, 2, NULL, "unknown option '--db'");
+  rp_expect(&r, 2, NULL, "unknown option '--db'");
   rp_free(&r);
 }
 
@@ -89,7 +88,7 @@ static void test_matrix_file(void **state) {
   close(fd);
   /* The file, then --axis on top of it. */
   rp_result r = tpbench("matrix", "--matrix", path, "--axis", "seqlen=1024", NULL);
-  expect(&r, 0, "1 cases, 4 configurations: 4 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "1 cases, 4 configurations: 4 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "debug       block       2 1x1024"));
   rp_free(&r);
   unlink(path);
@@ -98,14 +97,14 @@ static void test_matrix_file(void **state) {
 static void test_run_options(void **state) {
   (void)state;
   rp_result r = tpbench("run", "--help", NULL);
-  expect(&r, 0, "--axis NAME=LIST", NULL);
+  rp_expect(&r, 0, "--axis NAME=LIST", NULL);
   assert_non_null(strstr(r.out, "--trace"));
   rp_free(&r);
   r = tpbench("run", "--axis", "pass=bwd", NULL);
-  expect(&r, 2, NULL, "tpbench run: axis pass: unknown value 'bwd' (valid: fwd, fwd+bwd)");
+  rp_expect(&r, 2, NULL, "tpbench run: axis pass: unknown value 'bwd' (valid: fwd, fwd+bwd)");
   rp_free(&r);
   r = tpbench("run", "--iters", "0", NULL);
-  expect(&r, 2, NULL, "--iters");
+  rp_expect(&r, 2, NULL, "--iters");
   rp_free(&r);
   /* This machine has no GPU (or the build no CUDA): a failure that says so. */
   char db[] = "/tmp/tpbench-cmd-run-XXXXXX";
@@ -114,7 +113,7 @@ static void test_run_options(void **state) {
   close(fd);
   unlink(db);
   r = tpbench("run", "--db", db, "--axis", "model=debug", NULL);
-  expect(&r, 1, NULL, "tpbench run: ");
+  rp_expect(&r, 1, NULL, "tpbench run: ");
   assert_non_null(strstr(r.err, "CUDA"));
   rp_free(&r);
   unlink(db);
@@ -205,7 +204,7 @@ static void test_report_layers(void **state) {
   assert_int_equal(tp_store_finish_run(store, run), TP_OK);
   tp_store_close(store);
   rp_result r = tpbench("report", "--db", db, NULL);
-  expect(&r, 0, "| llama3-8b | attention |", NULL);
+  rp_expect(&r, 0, "| llama3-8b | attention |", NULL);
   printf("%s\n", r.out);
   /* speedup and dist/bound with their intervals (constant samples: degenerate ones) */
   assert_non_null(strstr(
@@ -216,7 +215,7 @@ static void test_report_layers(void **state) {
   assert_non_null(strstr(r.out, "over 1 row with stock and dist_gemm results"));
   rp_free(&r);
   r = tpbench("report", "--db", db, "--layer", "attention", "--format", "csv", NULL);
-  expect(&r, 0, "attention", NULL);
+  rp_expect(&r, 0, "attention", NULL);
   rp_free(&r);
   unlink(db);
   char side[sizeof db + 8];
