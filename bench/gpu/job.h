@@ -17,17 +17,17 @@
  * Returns the exit status (bench/cli/commands.h): TP_EXIT_OK, or after a
  * message on stderr TP_EXIT_USAGE (a malformed launcher environment) or
  * TP_EXIT_FAILURE (no GPU, fewer GPUs than asked for). */
-int tp_job_world(const char *cmd, int gpus, int *world, int *external);
+TP_MUST_CHECK int tp_job_world(const char *cmd, int gpus, int *world, int *external);
 
 /* Before any GPU is counted: an existing file must be a tpbench database
  * and writable, a new one's folder writable; creates nothing. TP_EXIT_OK,
  * or the exit status after a message on stderr. */
-int tp_job_precheck_database(const char *cmd, const char *path);
+TP_MUST_CHECK int tp_job_precheck_database(const char *cmd, const char *path);
 
 /* TP_EXIT_OK when the database at path opens (created if missing) as
  * tpbench's; else the exit status (TP_EXIT_USAGE for a foreign or unusable
  * file, TP_EXIT_FAILURE otherwise), with a message. */
-int tp_job_check_database(const char *cmd, const char *path);
+TP_MUST_CHECK int tp_job_check_database(const char *cmd, const char *path);
 
 /* What a command says about its run beyond the machine. */
 typedef struct tp_job_run_desc {

@@ -73,7 +73,7 @@ typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
  * Call it before anything in this process touches CUDA. Not thread-safe: it
  * changes the signal mask of the calling thread while it waits.
  */
-int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
+TP_MUST_CHECK int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
 
 /* Reads the external launcher's environment, the job secret included, into
  * *env: TP_OK and *present = 1 if RANK and WORLD_SIZE are both set, TP_OK

@@ -25,7 +25,7 @@
 #include "bench/launch/rendezvous_wire.h"
 
 /* Fills buf with random bytes (getrandom(2)); TP_EIO if none came. */
-tp_rc rdzv_random(void *buf, size_t len);
+TP_MUST_CHECK tp_rc rdzv_random(void *buf, size_t len);
 
 /* The MAC a joiner sends in its hello over the server's challenge. */
 void rdzv_hello_mac(const tp_rdzv_secret *secret,
@@ -56,19 +56,21 @@ void rdzv_channel_wipe(rdzv_channel *ch);
 
 /* Sends h, then the n parts (their sizes must add up to h->len), then the
  * tag. */
-tp_rc rdzv_channel_send_parts(rdzv_channel *ch, const rdzv_header *h, const void *const *parts,
-                              const size_t *sizes, int n, int64_t deadline);
+TP_MUST_CHECK tp_rc rdzv_channel_send_parts(rdzv_channel *ch, const rdzv_header *h,
+                                            const void *const *parts, const size_t *sizes, int n,
+                                            int64_t deadline);
 
 /* Sends h and its h->len payload bytes (payload may be NULL when h->len is 0). */
-tp_rc rdzv_channel_send(rdzv_channel *ch, const rdzv_header *h, const void *payload,
-                        int64_t deadline);
+TP_MUST_CHECK tp_rc rdzv_channel_send(rdzv_channel *ch, const rdzv_header *h, const void *payload,
+                                      int64_t deadline);
 
 /* Receiving one message: the header, then its payload in any pieces, then
  * rdzv_channel_recv_end, which checks the tag. Nothing received may be acted
  * on (beyond bounding its length) until recv_end returned TP_OK; a wrong tag
  * is TP_EFOREIGN. */
-tp_rc rdzv_channel_recv_header(rdzv_channel *ch, rdzv_header *h, int64_t deadline);
-tp_rc rdzv_channel_recv_body(rdzv_channel *ch, void *buf, size_t len, int64_t deadline);
-tp_rc rdzv_channel_recv_end(rdzv_channel *ch, int64_t deadline);
+TP_MUST_CHECK tp_rc rdzv_channel_recv_header(rdzv_channel *ch, rdzv_header *h, int64_t deadline);
+TP_MUST_CHECK tp_rc rdzv_channel_recv_body(rdzv_channel *ch, void *buf, size_t len,
+                                           int64_t deadline);
+TP_MUST_CHECK tp_rc rdzv_channel_recv_end(rdzv_channel *ch, int64_t deadline);
 
 #endif /* TP_RENDEZVOUS_AUTH_H */

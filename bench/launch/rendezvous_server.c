@@ -126,8 +126,9 @@ static tp_rc listen_on(const char *addr, int port, int backlog, int *out_fd) {
 
 static void send_error(rdzv_channel *ch, tp_rc code, const char *text) {
   rdzv_header h = {.type = RDZV_ERROR, .arg = (uint32_t)code, .len = strlen(text)};
-  /* Best effort: the peer may be gone too. */
-  (void)rdzv_channel_send(ch, &h, text, rdzv_now_ms() + ERROR_SEND_MS);
+  /* Best effort: the peer may be gone too, so a failed send is only logged. */
+  if (rdzv_channel_send(ch, &h, text, rdzv_now_ms() + ERROR_SEND_MS) != TP_OK)
+    TP_LOGD("rdzv", "could not tell a rank '%s': %s", text, tp_last_error());
 }
 
 static void send_error_to_all(rdzv_server *s, tp_rc code, const char *text) {

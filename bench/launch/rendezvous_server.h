@@ -16,8 +16,8 @@ typedef struct rdzv_server rdzv_server;
  * server keeps a copy). The ranks must all join within timeout_ms; each
  * collective must be complete within timeout_ms of its first request.
  * TP_EIO if the port cannot be bound or the thread not started. */
-tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms,
-                        const tp_rdzv_secret *secret, rdzv_server **out);
+TP_MUST_CHECK tp_rc rdzv_server_start(const char *addr, int port, int world, int timeout_ms,
+                                      const tp_rdzv_secret *secret, rdzv_server **out);
 
 /* Stops the server thread, closes its sockets and frees it (NULL: no-op).
  * Answers already sent stay deliverable. */

@@ -77,7 +77,7 @@ void rdzv_header_encode(const rdzv_header *h, unsigned char raw[RDZV_HEADER_BYTE
 
 /* Parses untrusted bytes: len must be RDZV_HEADER_BYTES. TP_EFOREIGN for a
  * wrong length or magic, an unknown type or a len beyond RDZV_MAX_PAYLOAD. */
-tp_rc rdzv_header_decode(const unsigned char *raw, size_t len, rdzv_header *h);
+TP_MUST_CHECK tp_rc rdzv_header_decode(const unsigned char *raw, size_t len, rdzv_header *h);
 
 /* The whole challenge and hello messages, as sent. */
 void rdzv_build_challenge(const rdzv_challenge *c, unsigned char out[RDZV_CHALLENGE_BYTES]);
@@ -87,16 +87,18 @@ void rdzv_build_hello(const rdzv_hello *hello, unsigned char out[RDZV_HELLO_BYTE
  * unless the header is a well-formed challenge (hello) of protocol
  * RDZV_VERSION with the right payload length, and, for a hello, a world in
  * 1..RDZV_MAX_WORLD with the rank inside it. */
-tp_rc rdzv_parse_challenge(const unsigned char *msg, size_t len, rdzv_challenge *out);
-tp_rc rdzv_parse_hello(const unsigned char *msg, size_t len, rdzv_hello *out);
+TP_MUST_CHECK tp_rc rdzv_parse_challenge(const unsigned char *msg, size_t len, rdzv_challenge *out);
+TP_MUST_CHECK tp_rc rdzv_parse_hello(const unsigned char *msg, size_t len, rdzv_hello *out);
 
 /* Makes a socket non-blocking and close-on-exec, and disables Nagle's delay. */
-tp_rc rdzv_socket_options(int fd);
+TP_MUST_CHECK tp_rc rdzv_socket_options(int fd);
 
 /* Sends or receives exactly len bytes by the deadline. peer names the other
  * end in messages ("rank 2"). A closed connection is TP_EIO, the deadline
  * TP_ETIMEOUT. */
-tp_rc rdzv_send_all(int fd, const void *buf, size_t len, int64_t deadline, const char *peer);
-tp_rc rdzv_recv_all(int fd, void *buf, size_t len, int64_t deadline, const char *peer);
+TP_MUST_CHECK tp_rc rdzv_send_all(int fd, const void *buf, size_t len, int64_t deadline,
+                                  const char *peer);
+TP_MUST_CHECK tp_rc rdzv_recv_all(int fd, void *buf, size_t len, int64_t deadline,
+                                  const char *peer);
 
 #endif /* TP_RENDEZVOUS_WIRE_H */

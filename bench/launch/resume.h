@@ -69,7 +69,7 @@ typedef struct tp_launch_job {
  * as lost. Stops when an attempt records nothing, after 16 restarts, on an
  * interrupt, or at once under an external launcher. Returns the last
  * attempt's exit status. */
-int tp_launch_until_done(const tp_launch_job *job);
+TP_MUST_CHECK int tp_launch_until_done(const tp_launch_job *job);
 
 /* Rank 0 after a case: every configuration before next is recorded. */
 void tp_job_progress_case_done(volatile tp_job_progress *progress, int next, int recorded);
