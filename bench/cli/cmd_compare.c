@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "report/tp_compare.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "report/tp_compare.h"
 
 enum { EXIT_REGRESSED = 1, EXIT_BAD = 2 };
 

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dashboards/tp_dashboard.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "dashboards/tp_dashboard.h"
 
 typedef struct dashboard_args {
   const char *db;

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/tp_history.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "report/tp_history.h"
 
 typedef struct history_args {
   const char *db;

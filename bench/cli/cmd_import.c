@@ -12,9 +12,9 @@
  */
 #include <stdio.h>
 
-#include "store/tp_store.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "store/tp_store.h"
 
 enum { MAX_SOURCES = 64 };
 

@@ -11,9 +11,9 @@
  */
 #include <stdio.h>
 
-#include "store/tp_store.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "store/tp_store.h"
 
 static tp_rc parse_args(int argc, char **argv, const char **db, int *help) {
   const tp_option options[] = {

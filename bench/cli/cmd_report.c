@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "report/tp_report.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "bench/matrix/presets.h"
+#include "report/tp_report.h"
 
 typedef struct report_args {
   const char *db;

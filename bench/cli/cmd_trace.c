@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report/tp_output.h"
-#include "report/tp_trace_export.h"
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "report/tp_output.h"
+#include "report/tp_trace_export.h"
 
 typedef struct trace_args {
   const char *db;

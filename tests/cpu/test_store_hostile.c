@@ -36,10 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/cpu/fixture_db.h"
-#include "tests/cpu/run_program.h"
 #include "schemas/tp_schemas.h"
 #include "store/tp_store.h"
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/run_program.h"
 
 /* ---- files ----------------------------------------------------------------- */
 

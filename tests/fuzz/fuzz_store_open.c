@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "tests/fuzz/fuzz_util.h"
 #include "report/tp_report.h"
 #include "store/tp_store.h"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
