@@ -9,7 +9,10 @@
  * migrations make (tp_store_vet.c), is then opened read-write, and checked
  * once more inside the migration transaction (a -wal left by a crash can hold
  * what the main file does not show yet). WAL mode is switched on last, after
- * the file has proved to be ours.
+ * the file has proved to be ours, and only on a local filesystem: SQLite's
+ * WAL shares its index through a memory-mapped -shm file, which network and
+ * cluster filesystems do not keep coherent between hosts (or at all), so
+ * there the rollback journal (DELETE) is used (tp_store_journal_for).
  *
  * Readers open with tp_store_open_readonly instead: never created, migrated
  * or switched to WAL, nothing left beside the file, every query under a time
@@ -22,12 +25,15 @@
 #include "store/tp_store.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -419,20 +425,78 @@ static tp_rc check_and_migrate(tp_store *s) {
   return TP_OK;
 }
 
-static tp_rc enable_wal(tp_store *s) {
+/* statfs(2) f_type of filesystems whose files other hosts share, or whose
+ * memory mappings are not coherent: network (NFS, SMB/CIFS, 9p, AFS, Coda,
+ * NCP), cluster (Lustre, GPFS/Spectrum Scale, BeeGFS, Ceph, OCFS2, GFS2,
+ * PanFS, OrangeFS) and FUSE (sshfs and the FUSE clients of the above). The
+ * magic numbers linux/magic.h lacks are the filesystems' own. */
+static const struct {
+  uint64_t magic;
+  const char *name;
+} SHARED_FILESYSTEMS[] = {
+    {NFS_SUPER_MAGIC, "NFS"},   {SMB_SUPER_MAGIC, "SMB"},     {CIFS_SUPER_MAGIC, "CIFS"},
+    {SMB2_SUPER_MAGIC, "SMB2"}, {V9FS_MAGIC, "9p"},           {AFS_SUPER_MAGIC, "AFS"},
+    {AFS_FS_MAGIC, "AFS"},      {CODA_SUPER_MAGIC, "Coda"},   {NCP_SUPER_MAGIC, "NCP"},
+    {CEPH_SUPER_MAGIC, "Ceph"}, {OCFS2_SUPER_MAGIC, "OCFS2"}, {FUSE_SUPER_MAGIC, "FUSE"},
+    {0x0BD00BD0, "Lustre"},     {0x47504653, "GPFS"},         {0x19830326, "BeeGFS"},
+    {0x01161970, "GFS2"},       {0xAAD7AAEA, "PanFS"},        {0x20030528, "OrangeFS"},
+};
+
+tp_rc tp_store_journal_for(uint64_t fs_type, const char *override, tp_store_journal *out) {
+  memset(out, 0, sizeof *out);
+  if (override && override[0]) {
+    if (strcmp(override, "wal") != 0 && strcmp(override, "delete") != 0)
+      return TP_FAIL(TP_EUSAGE, "TPBENCH_DB_JOURNAL must be 'wal' or 'delete', not '%s'", override);
+    out->mode = strcmp(override, "wal") == 0 ? "WAL" : "DELETE";
+    snprintf(out->why, sizeof out->why, "TPBENCH_DB_JOURNAL=%s", override);
+    return TP_OK;
+  }
+  for (size_t i = 0; i < sizeof SHARED_FILESYSTEMS / sizeof SHARED_FILESYSTEMS[0]; i++)
+    if (SHARED_FILESYSTEMS[i].magic == (fs_type & 0xffffffffu)) {
+      out->mode = "DELETE";
+      snprintf(out->why, sizeof out->why, "the database is on %s, a shared filesystem",
+               SHARED_FILESYSTEMS[i].name);
+      return TP_OK;
+    }
+  out->mode = "WAL";
+  snprintf(out->why, sizeof out->why, "a local filesystem (type 0x%llx)",
+           (unsigned long long)fs_type);
+  return TP_OK;
+}
+
+/* The journal mode for the database at path: its folder's filesystem (the
+ * -wal and -shm files live beside it). A statfs that fails keeps WAL. */
+static tp_rc choose_journal(const tp_store *s, tp_store_journal *out) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", s->path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  struct statfs fs;
+  uint64_t type = statfs(dir, &fs) == 0 ? (uint64_t)fs.f_type : 0;
+  return tp_store_journal_for(type, getenv("TPBENCH_DB_JOURNAL"), out);
+}
+
+static tp_rc set_journal_mode(tp_store *s) {
+  tp_store_journal want;
+  TP_TRY(choose_journal(s, &want));
+  TP_LOGI("store", "%s: journal mode %s (%s)", s->path, want.mode, want.why);
+  char sql[64];
+  snprintf(sql, sizeof sql, "PRAGMA journal_mode = %s", want.mode);
   sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &stmt, NULL) != SQLITE_OK)
-    return SQL_FAIL(s->db, s->path, "preparing the WAL switch");
+  if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the journal mode switch");
   tp_rc out = TP_OK;
   if (sqlite3_step(stmt) != SQLITE_ROW) {
-    out = SQL_FAIL(s->db, s->path, "switching to WAL mode");
+    out = SQL_FAIL(s->db, s->path, "switching the journal mode");
   } else {
     const char *mode = (const char *)sqlite3_column_text(stmt, 0);
-    if (!mode || strcmp(mode, "wal") != 0)
+    if (!mode || strcasecmp(mode, want.mode) != 0)
       out = TP_FAIL(TP_EIO,
-                    "%s: cannot use WAL mode (journal mode stays %s); is the directory "
+                    "%s: cannot use journal mode %s (%s; it stays %s); is the directory "
                     "writable?",
-                    s->path, mode ? mode : "unknown");
+                    s->path, want.mode, want.why, mode ? mode : "unknown");
   }
   sqlite3_finalize(stmt);
   return out;
@@ -470,6 +534,8 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
   *out = NULL;
   if (!path || !*path) return TP_FAIL(TP_EUSAGE, "no database path given");
   TP_TRY(check_migrations());
+  tp_store_journal journal; /* a bad TPBENCH_DB_JOURNAL stops the open before any file is made */
+  TP_TRY(tp_store_journal_for(0, getenv("TPBENCH_DB_JOURNAL"), &journal));
   int exists = 0;
   TP_TRY(check_path(path, create, &exists));
   int64_t version = 0;
@@ -482,7 +548,7 @@ tp_rc tp_store_open(const char *path, int create, tp_store **out) {
   }
   tp_rc rc = open_read_write(s, create);
   if (rc == TP_OK) rc = check_and_migrate(s);
-  if (rc == TP_OK) rc = enable_wal(s);
+  if (rc == TP_OK) rc = set_journal_mode(s);
   if (rc != TP_OK) {
     tp_store_close(s);
     return rc;

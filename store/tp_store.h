@@ -31,12 +31,12 @@ typedef struct tp_store tp_store;
 
 /* Opens (creating if create != 0 and the file is missing) and migrates.
  *
- * On TP_OK *out is a store in WAL mode with foreign keys on, at schema
- * version tp_store_schema_version(). A path the caller cannot use as asked
- * gives TP_EUSAGE: a missing file with create == 0, a directory, not a
- * regular file, a folder that is missing or not writable, a file without
- * write permission. The system failing while opening (an I/O error) gives
- * TP_EIO. A file that is not a tpbench database (not SQLite, another
+ * On TP_OK *out is a store with foreign keys on, at schema version
+ * tp_store_schema_version(), in WAL mode on a local filesystem and in
+ * rollback-journal (DELETE) mode on a shared one (tp_store_journal_for). A path the caller cannot
+ * use as asked gives TP_EUSAGE: a missing file with create == 0, a directory, not a regular file, a
+ * folder that is missing or not writable, a file without write permission. The system failing while
+ * opening (an I/O error) gives TP_EIO. A file that is not a tpbench database (not SQLite, another
  * application_id, tables without tpbench's application_id) or has a newer
  * schema gives TP_EFOREIGN and is left byte-for-byte as it was (no
  * -wal/-shm/-journal files made). An existing empty file (0 bytes, or SQLite
@@ -63,6 +63,21 @@ TP_MUST_CHECK tp_rc tp_store_open(const char *path, int create, tp_store **out);
  * unlike the migrations': TP_EFOREIGN; an older schema version: TP_EUSAGE,
  * naming `tpbench migrate`. Writing through the store fails. */
 TP_MUST_CHECK tp_rc tp_store_open_readonly(const char *path, tp_store **out);
+
+/* The journal mode tp_store_open gives a database. */
+typedef struct tp_store_journal {
+  const char *mode; /* "WAL" or "DELETE" */
+  char why[96];     /* "the database is on NFS, a shared filesystem" */
+} tp_store_journal;
+
+/* Decides the journal mode from the statfs(2) f_type of the database's
+ * folder: DELETE on network, cluster and FUSE filesystems (NFS, SMB/CIFS,
+ * Lustre, GPFS, BeeGFS, Ceph, ...), where SQLite's WAL index cannot be
+ * shared safely, WAL elsewhere. override (TPBENCH_DB_JOURNAL: "wal" or
+ * "delete"; NULL or "" for none) wins over the filesystem. TP_EUSAGE for
+ * another override. */
+TP_MUST_CHECK tp_rc tp_store_journal_for(uint64_t fs_type, const char *override,
+                                         tp_store_journal *out);
 
 /* Closes the store (NULL is fine); the last close checkpoints the WAL. */
 void tp_store_close(tp_store *store);

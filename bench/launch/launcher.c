@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench/cli/cli.h"
+#include "bench/launch/hostlist.h"
 #include "bench/launch/rendezvous.h"
 #include "common/tp_log.h"
 
@@ -42,31 +43,150 @@ static tp_rc env_int(const char *name, long long min, long long max, int *out) {
   return TP_OK;
 }
 
-tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present) {
-  const char *rank = getenv("RANK"), *world = getenv("WORLD_SIZE");
-  *present = 0;
-  memset(env, 0, sizeof *env);
-  if (!rank && !world) return TP_OK;
-  if (!rank || !world)
+/* The variables that say who this process is, per launcher, in the order of
+ * precedence (launcher.h says why). */
+typedef struct launcher_vars {
+  const char *name;
+  const char *rank, *world, *local_rank, *local_size;
+} launcher_vars;
+
+static const launcher_vars LAUNCHERS[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL},
+};
+enum {
+  N_LAUNCHERS = sizeof LAUNCHERS / sizeof LAUNCHERS[0],
+  TORCHRUN = 0,
+  OPEN_MPI = 1,
+  SLURM = 2
+};
+
+/* The node lists srun sets, most specific first. */
+static const char *const SLURM_NODELISTS[] = {"SLURM_STEP_NODELIST", "SLURM_NODELIST",
+                                              "SLURM_JOB_NODELIST"};
+
+static int is_set(const char *name) { return name && getenv(name) != NULL; }
+
+/* Another launcher whose rank and size are both set (the one a hand-set
+ * RANK/WORLD_SIZE hides), or NULL. */
+static const launcher_vars *other_complete(int chosen) {
+  for (int i = 0; i < N_LAUNCHERS; i++)
+    if (i != chosen && is_set(LAUNCHERS[i].rank) && is_set(LAUNCHERS[i].world))
+      return &LAUNCHERS[i];
+  return NULL;
+}
+
+/* The GPU index on this host. torchrun always sets LOCAL_RANK; without it
+ * RANK is an index on this host only when every rank is here. */
+static tp_rc read_local_rank(int which, tp_launch_env *env) {
+  const launcher_vars *v = &LAUNCHERS[which];
+  int local_size = 0;
+  if (v->local_size && getenv(v->local_size))
+    TP_TRY(env_int(v->local_size, 1, env->world, &local_size));
+  if (getenv(v->local_rank)) {
+    TP_TRY(env_int(v->local_rank, 0, (local_size ? local_size : env->world) - 1, &env->local_rank));
+    return TP_OK;
+  }
+  if (which == TORCHRUN && (env->world == 1 || local_size == env->world)) {
+    env->local_rank = env->rank;
+    return TP_OK;
+  }
+  const launcher_vars *other = which == TORCHRUN ? other_complete(which) : NULL;
+  if (other)
     return TP_FAIL(TP_EUSAGE,
-                   "%s is set but %s is not: set both to join an external launcher, or neither "
-                   "to let tpbench start its own workers",
-                   rank ? "RANK" : "WORLD_SIZE", rank ? "WORLD_SIZE" : "RANK");
-  TP_TRY(env_int("WORLD_SIZE", 1, 1 << 20, &env->world));
-  TP_TRY(env_int("RANK", 0, env->world - 1, &env->rank));
-  env->local_rank = env->rank;
-  if (getenv("LOCAL_RANK")) TP_TRY(env_int("LOCAL_RANK", 0, 1 << 20, &env->local_rank));
-  const char *addr = getenv("MASTER_ADDR");
-  if (!addr || !addr[0])
-    return TP_FAIL(TP_EUSAGE, "MASTER_ADDR is not set: the external launcher must set it "
-                              "(with MASTER_PORT) next to RANK and WORLD_SIZE");
+                   "RANK and WORLD_SIZE are set but LOCAL_RANK is not, inside a %s job (%s, %s "
+                   "set): RANK/WORLD_SIZE exported by hand reach every task alike; unset them to "
+                   "let tpbench read %s's variables, or set LOCAL_RANK too",
+                   other->name, other->rank, other->world, other->name);
+  return TP_FAIL(TP_EUSAGE,
+                 "%s is not set: with %s %d the ranks may span hosts, and %s %d is no GPU index on "
+                 "a second host; set %s (the GPU this rank uses on its host)%s",
+                 v->local_rank, v->world, env->world, v->rank, env->rank, v->local_rank,
+                 which == TORCHRUN ? ", or LOCAL_WORLD_SIZE equal to WORLD_SIZE for one host" : "");
+}
+
+static tp_rc set_master_addr(tp_launch_env *env, const char *addr, const char *from) {
   if (strlen(addr) >= sizeof env->master_addr)
-    return TP_FAIL(TP_EUSAGE, "MASTER_ADDR '%s' is longer than %zu characters", addr,
+    return TP_FAIL(TP_EUSAGE, "%s '%s' is longer than %zu characters", from, addr,
                    sizeof env->master_addr - 1);
   snprintf(env->master_addr, sizeof env->master_addr, "%s", addr);
-  if (!getenv("MASTER_PORT"))
-    return TP_FAIL(TP_EUSAGE, "MASTER_PORT is not set: the external launcher must set it");
-  TP_TRY(env_int("MASTER_PORT", 1, 65535, &env->master_port));
+  return TP_OK;
+}
+
+/* MASTER_ADDR; else Slurm's first host of the node list, or loopback for an
+ * Open MPI job on one host. */
+static tp_rc read_master_addr(int which, tp_launch_env *env) {
+  const char *addr = getenv("MASTER_ADDR");
+  if (addr && addr[0]) return set_master_addr(env, addr, "MASTER_ADDR");
+  if (which == SLURM) {
+    for (size_t i = 0; i < sizeof SLURM_NODELISTS / sizeof SLURM_NODELISTS[0]; i++) {
+      const char *list = getenv(SLURM_NODELISTS[i]);
+      if (!list || !list[0]) continue;
+      char first[TP_HOSTLIST_NAME_MAX];
+      TP_TRY(tp_hostlist_first(list, first, sizeof first));
+      return set_master_addr(env, first, SLURM_NODELISTS[i]);
+    }
+    return TP_FAIL(TP_EUSAGE, "neither MASTER_ADDR nor SLURM_NODELIST is set: run tpbench through "
+                              "srun, or set MASTER_ADDR to rank 0's host");
+  }
+  if (which == OPEN_MPI) {
+    int local_size = 0;
+    if (getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+      TP_TRY(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, env->world, &local_size));
+    if (local_size == env->world) return set_master_addr(env, "127.0.0.1", "the loopback address");
+    return TP_FAIL(TP_EUSAGE, "MASTER_ADDR is not set: an Open MPI job over several hosts must "
+                              "name rank 0's host, e.g. mpirun -x MASTER_ADDR=$(hostname) ...");
+  }
+  return TP_FAIL(TP_EUSAGE, "MASTER_ADDR is not set: the external launcher must set it "
+                            "(with MASTER_PORT) next to RANK and WORLD_SIZE");
+}
+
+/* MASTER_PORT; else under Slurm one derived from the job id (array tasks
+ * sharing a host differ), under Open MPI torch's default. */
+static tp_rc read_master_port(int which, tp_launch_env *env) {
+  if (getenv("MASTER_PORT")) return env_int("MASTER_PORT", 1, 65535, &env->master_port);
+  if (which == SLURM && getenv("SLURM_JOB_ID")) {
+    int job = 0;
+    TP_TRY(env_int("SLURM_JOB_ID", 0, 0x7fffffff, &job));
+    env->master_port = TP_LAUNCH_SLURM_PORT_BASE + job % TP_LAUNCH_SLURM_PORT_SPAN;
+    return TP_OK;
+  }
+  if (which == OPEN_MPI) {
+    env->master_port = TP_LAUNCH_DEFAULT_PORT;
+    return TP_OK;
+  }
+  return TP_FAIL(TP_EUSAGE, "MASTER_PORT is not set: the external launcher must set it%s",
+                 which == SLURM ? " (or SLURM_JOB_ID, from which it is derived)" : "");
+}
+
+/* The first launcher in precedence order with its rank or size set: 0..2,
+ * or -1 for none. */
+static int chosen_launcher(void) {
+  for (int i = 0; i < N_LAUNCHERS; i++)
+    if (is_set(LAUNCHERS[i].rank) || is_set(LAUNCHERS[i].world)) return i;
+  return -1;
+}
+
+tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present) {
+  *present = 0;
+  memset(env, 0, sizeof *env);
+  const int which = chosen_launcher();
+  if (which < 0) return TP_OK;
+  const launcher_vars *v = &LAUNCHERS[which];
+  const char *rank = getenv(v->rank), *world = getenv(v->world);
+  if (!rank || !world)
+    return TP_FAIL(TP_EUSAGE,
+                   "%s is set but %s is not: set both to join an external launcher (%s), or "
+                   "neither to let tpbench start its own workers",
+                   rank ? v->rank : v->world, rank ? v->world : v->rank, v->name);
+  env->launcher = v->name;
+  TP_TRY(env_int(v->world, 1, 1 << 20, &env->world));
+  TP_TRY(env_int(v->rank, 0, env->world - 1, &env->rank));
+  TP_TRY(read_local_rank(which, env));
+  TP_TRY(read_master_addr(which, env));
+  TP_TRY(read_master_port(which, env));
   int have_secret = 0;
   TP_TRY(tp_rdzv_secret_from_environment(&env->secret, &have_secret));
   if (!have_secret)
@@ -112,7 +232,7 @@ static int run_external(const tp_launch_env *env, tp_worker_fn fn, void *ctx) {
   tp_log_set_tag(tag);
   tp_launch_disable_multicast();
   tp_rdzv_set_job_secret(&env->secret);
-  TP_LOGI("launch", "joining an external launcher: rank %d of %d, local rank %d, master %s:%d",
+  TP_LOGI("launch", "joining %s's job: rank %d of %d, local rank %d, master %s:%d", env->launcher,
           env->rank, env->world, env->local_rank, env->master_addr, env->master_port);
   return exit_status_of(fn(env, ctx));
 }
@@ -140,6 +260,7 @@ static _Noreturn void worker_main(const worker_job *job, int rank) {
   sigprocmask(SIG_SETMASK, &job->child_mask, NULL);
   tp_launch_env env = {.rank = rank,
                        .world = job->world,
+                       .launcher = "tpbench",
                        .local_rank = rank,
                        .master_port = job->port,
                        .secret = job->secret};

@@ -2,13 +2,32 @@
  * launcher.h — one worker process per GPU: started by tpbench itself, or
  * joined from an external launcher (torchrun, srun, mpirun).
  *
- * External: when RANK and WORLD_SIZE are both set, this process is one rank
- * of a job someone else started; tp_launch runs the worker function once,
- * here, as that rank. LOCAL_RANK defaults to RANK (the GPU to use on this
- * host); MASTER_ADDR and MASTER_PORT are required, and so is the job's
- * secret, which every rank must share: TPBENCH_JOB_SECRET (hex) or
- * TPBENCH_JOB_SECRET_FILE (a file only its owner can read). Without one the
- * process refuses to start, saying how to set it.
+ * External: this process is one rank of a job someone else started when a
+ * launcher's variables say so; tp_launch then runs the worker function once,
+ * here, as that rank. Three launchers are read, in this order of precedence
+ * (the first whose rank or size variable is set is used, the others are
+ * ignored):
+ *
+ *   torchrun  RANK, WORLD_SIZE, LOCAL_RANK (LOCAL_WORLD_SIZE), MASTER_ADDR,
+ *             MASTER_PORT. First because torchrun runs inside srun or
+ *             mpirun, and its variables describe its own workers.
+ *   Open MPI  OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK (_LOCAL_SIZE); the
+ *             master is MASTER_ADDR (mpirun -x MASTER_ADDR=...), or loopback
+ *             when every rank is on one host; the port MASTER_PORT or 29500.
+ *             Before Slurm because mpirun runs inside Slurm allocations,
+ *             whose variables its processes inherit.
+ *   Slurm     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the master is
+ *             MASTER_ADDR, else the first host of SLURM_STEP_NODELIST,
+ *             SLURM_NODELIST or SLURM_JOB_NODELIST (hostlist.h); the port
+ *             MASTER_PORT, else TP_LAUNCH_SLURM_PORT_BASE + SLURM_JOB_ID mod
+ *             TP_LAUNCH_SLURM_PORT_SPAN (array tasks on one host differ).
+ *
+ * The local rank (the GPU to use on this host) is never guessed across
+ * hosts: LOCAL_RANK may be left out only when the job is on one host
+ * (WORLD_SIZE 1, or LOCAL_WORLD_SIZE equal to WORLD_SIZE); the others'
+ * local ids are required. Every rank also needs the job's secret:
+ * TPBENCH_JOB_SECRET (hex) or TPBENCH_JOB_SECRET_FILE (a file only its owner
+ * can read). Without one the process refuses to start, saying how to set it.
  *
  * Own workers: otherwise tp_launch picks a free port and fork()s the workers.
  * The parent only supervises and must never touch CUDA (a CUDA context does
@@ -45,11 +64,19 @@ typedef struct tp_launch_env {
   char master_addr[64];
   int master_port;
   int external;          /* 1: started by an external launcher, 0: forked by tpbench */
+  const char *launcher;  /* "torchrun", "Open MPI", "Slurm", "tpbench" (forked); static */
   tp_rdzv_secret secret; /* the job's, shared by every rank */
 } tp_launch_env;
 
 /* A worker: returns its process exit status (0 success; 1..255 failure). */
 typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
+
+/* Rendezvous ports when no MASTER_PORT is given (launcher comment above). */
+enum {
+  TP_LAUNCH_DEFAULT_PORT = 29500,
+  TP_LAUNCH_SLURM_PORT_BASE = 20000,
+  TP_LAUNCH_SLURM_PORT_SPAN = 10000
+};
 
 /* Exit status the launcher uses for a malformed external environment. */
 #define TP_LAUNCH_USAGE_STATUS 2
@@ -59,10 +86,11 @@ typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
 
 /*
  * Runs fn as every rank of a job and returns the job's exit status:
- *  - external launcher (RANK and WORLD_SIZE set): fn's return value, run in
- *    this process; n_workers is ignored (the job's size is WORLD_SIZE).
- *    A missing or malformed variable (only one of RANK and WORLD_SIZE set,
- *    RANK outside [0, WORLD_SIZE), no MASTER_ADDR, MASTER_PORT outside
+ *  - external launcher (a launcher's rank and size set, see above): fn's
+ *    return value, run in this process; n_workers is ignored (the job's
+ *    size is the launcher's). A missing or malformed variable (only one of
+ *    a launcher's rank and size set, the rank outside [0, size), a local
+ *    rank missing or out of range, no master address, a port outside
  *    1..65535, no job secret or a bad one, ...) prints why to stderr and
  *    returns TP_LAUNCH_USAGE_STATUS. The secret is installed
  *    (tp_rdzv_set_job_secret) before fn runs.
@@ -76,9 +104,10 @@ typedef int (*tp_worker_fn)(const tp_launch_env *env, void *ctx);
 TP_MUST_CHECK int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
 
 /* Reads the external launcher's environment, the job secret included, into
- * *env: TP_OK and *present = 1 if RANK and WORLD_SIZE are both set, TP_OK
- * and *present = 0 if neither is, TP_EUSAGE (with the reason) if they are
- * half set or malformed, or no valid secret is given. */
+ * *env: TP_OK and *present = 1 if a launcher's rank and size are both set
+ * (the first in the order of precedence above), TP_OK and *present = 0 if no
+ * launcher's are, TP_EUSAGE (with the reason) if the chosen launcher's are
+ * half set, malformed or contradict each other, or no valid secret is given. */
 TP_MUST_CHECK tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present);
 
 /* Sets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and

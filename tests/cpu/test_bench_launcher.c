@@ -4,11 +4,11 @@
  * status or a signal) reported in one line, the others stopped at once and
  * the failing status returned; a worker that ignores SIGTERM killed after
  * the grace period; SIGINT to the parent forwarded; no orphans when the
- * parent is killed; the external launcher's environment, well-formed and
- * not; and tp_run_in_child. The job secret: every forked worker holds the
- * same fresh one (never from the environment), and they rendezvous with it;
- * an external launcher's rank refuses to start without one, or with a
- * secret file others can read.
+ * parent is killed; the external launchers' environments (torchrun, Slurm,
+ * Open MPI; faked), well-formed and not, their order of precedence, a local
+ * rank never guessed across hosts; and tp_run_in_child. The job secret: every forked worker holds
+ * the same fresh one (never from the environment), and they rendezvous with it; an external
+ * launcher's rank refuses to start without one, or with a secret file others can read.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,13 +42,26 @@ static board *shared_board(void) {
 }
 
 static void clear_external_env(void) {
-  unsetenv("RANK");
-  unsetenv("WORLD_SIZE");
-  unsetenv("LOCAL_RANK");
-  unsetenv("MASTER_ADDR");
-  unsetenv("MASTER_PORT");
-  unsetenv("TPBENCH_JOB_SECRET");
-  unsetenv("TPBENCH_JOB_SECRET_FILE");
+  static const char *const names[] = {"RANK",
+                                      "WORLD_SIZE",
+                                      "LOCAL_RANK",
+                                      "LOCAL_WORLD_SIZE",
+                                      "MASTER_ADDR",
+                                      "MASTER_PORT",
+                                      "TPBENCH_JOB_SECRET",
+                                      "TPBENCH_JOB_SECRET_FILE",
+                                      "OMPI_COMM_WORLD_RANK",
+                                      "OMPI_COMM_WORLD_SIZE",
+                                      "OMPI_COMM_WORLD_LOCAL_RANK",
+                                      "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                      "SLURM_PROCID",
+                                      "SLURM_NTASKS",
+                                      "SLURM_LOCALID",
+                                      "SLURM_NODELIST",
+                                      "SLURM_STEP_NODELIST",
+                                      "SLURM_JOB_NODELIST",
+                                      "SLURM_JOB_ID"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unsetenv(names[i]);
 }
 
 static const char ENV_SECRET_HEX[] =
@@ -322,12 +335,14 @@ static int external_worker(const tp_launch_env *env, void *ctx) {
 }
 
 /* An external launcher's environment: the given variables set (NULL: unset),
+ * and LOCAL_RANK 0 with both RANK and WORLD_SIZE, as torchrun sets it;
  * nothing else of the job's. */
 static void set_external_env(const char *rank, const char *world, const char *addr,
                              const char *port) {
   clear_external_env();
   if (rank) setenv("RANK", rank, 1);
   if (world) setenv("WORLD_SIZE", world, 1);
+  if (rank && world) setenv("LOCAL_RANK", "0", 1);
   if (addr) setenv("MASTER_ADDR", addr, 1);
   if (port) setenv("MASTER_PORT", port, 1);
 }
@@ -335,6 +350,9 @@ static void set_external_env(const char *rank, const char *world, const char *ad
 static void test_external_launcher(void **state) {
   (void)state;
   set_external_env("1", "4", "node17", "29500");
+  /* Without LOCAL_RANK, RANK is the GPU index only when every rank is on this host. */
+  unsetenv("LOCAL_RANK");
+  setenv("LOCAL_WORLD_SIZE", "4", 1);
   setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
   unsetenv("NCCL_NVLS_ENABLE");
   external_seen seen = {0};
@@ -344,7 +362,8 @@ static void test_external_launcher(void **state) {
   assert_int_equal(seen.pid, getpid()); /* in this process, nothing forked */
   assert_int_equal(seen.env.rank, 1);
   assert_int_equal(seen.env.world, 4);
-  assert_int_equal(seen.env.local_rank, 1); /* LOCAL_RANK defaults to RANK */
+  assert_int_equal(seen.env.local_rank, 1); /* one host: LOCAL_RANK defaults to RANK */
+  assert_string_equal(seen.env.launcher, "torchrun");
   assert_string_equal(seen.env.master_addr, "node17");
   assert_int_equal(seen.env.master_port, 29500);
   assert_int_equal(seen.env.external, 1);
@@ -407,6 +426,182 @@ static void test_external_needs_secret(void **state) {
   unlink(path);
 }
 
+/* Launches once with the environment as set; fn must run once (status 7)
+ * and *seen then holds what it was given. */
+static void expect_joined(external_seen *seen) {
+  memset(seen, 0, sizeof *seen);
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  assert_int_equal(tp_launch(2, external_worker, seen), 7);
+  assert_int_equal(seen->calls, 1);
+  assert_int_equal(seen->pid, getpid());
+  assert_int_equal(seen->env.external, 1);
+}
+
+/* Launches with the environment as set (a secret added): usage status 2,
+ * needle on stderr, fn never run. */
+static void expect_refused(const char *needle) {
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  external_seen seen = {0};
+  expect_launch(2, external_worker, &seen, TP_LAUNCH_USAGE_STATUS, needle);
+  assert_int_equal(seen.calls, 0);
+}
+
+/* A faked srun task: rank, size and local id, the job's node list and id. */
+static void set_slurm_env(const char *procid, const char *ntasks, const char *localid,
+                          const char *nodelist, const char *job_id) {
+  clear_external_env();
+  if (procid) setenv("SLURM_PROCID", procid, 1);
+  if (ntasks) setenv("SLURM_NTASKS", ntasks, 1);
+  if (localid) setenv("SLURM_LOCALID", localid, 1);
+  if (nodelist) setenv("SLURM_NODELIST", nodelist, 1);
+  if (job_id) setenv("SLURM_JOB_ID", job_id, 1);
+}
+
+/* Task 5 of 8 on the second node of node[03-04]: the master is the first
+ * host of the node list, the port derived from the job id. */
+static void test_slurm_launch(void **state) {
+  (void)state;
+  external_seen seen;
+  set_slurm_env("5", "8", "1", "node[03-04]", "123456");
+  expect_joined(&seen);
+  assert_string_equal(seen.env.launcher, "Slurm");
+  assert_int_equal(seen.env.rank, 5);
+  assert_int_equal(seen.env.world, 8);
+  assert_int_equal(seen.env.local_rank, 1);
+  assert_string_equal(seen.env.master_addr, "node03");
+  assert_int_equal(seen.env.master_port, TP_LAUNCH_SLURM_PORT_BASE + 3456);
+  /* The step's node list before the job's; MASTER_ADDR and MASTER_PORT before both. */
+  setenv("SLURM_STEP_NODELIST", "a1,b[2-3]", 1);
+  expect_joined(&seen);
+  assert_string_equal(seen.env.master_addr, "a1");
+  setenv("MASTER_ADDR", "10.0.0.7", 1);
+  setenv("MASTER_PORT", "29400", 1);
+  expect_joined(&seen);
+  assert_string_equal(seen.env.master_addr, "10.0.0.7");
+  assert_int_equal(seen.env.master_port, 29400);
+  clear_external_env();
+}
+
+static void test_slurm_malformed(void **state) {
+  (void)state;
+  set_slurm_env("0", NULL, "0", "n1", "1");
+  expect_refused("SLURM_PROCID is set but SLURM_NTASKS is not");
+  set_slurm_env(NULL, "2", "0", "n1", "1");
+  expect_refused("SLURM_NTASKS is set but SLURM_PROCID is not");
+  set_slurm_env("1", "2", NULL, "n1", "1");
+  expect_refused("SLURM_LOCALID is not set: with SLURM_NTASKS 2 the ranks may span hosts");
+  set_slurm_env("1", "2", "2", "n1", "1");
+  expect_refused("SLURM_LOCALID: 2 is out of range [0, 1]");
+  set_slurm_env("2", "2", "0", "n1", "1");
+  expect_refused("SLURM_PROCID: 2 is out of range [0, 1]");
+  set_slurm_env("0", "2", "0", "node[1-2", "1");
+  expect_refused("host list 'node[1-2': a '[' without its ']'");
+  set_slurm_env("0", "2", "0", NULL, "1");
+  expect_refused("neither MASTER_ADDR nor SLURM_NODELIST is set");
+  set_slurm_env("0", "2", "0", "n1", NULL);
+  expect_refused("MASTER_PORT is not set: the external launcher must set it (or SLURM_JOB_ID");
+  clear_external_env();
+}
+
+static void set_ompi_env(const char *rank, const char *size, const char *local_rank,
+                         const char *local_size) {
+  clear_external_env();
+  if (rank) setenv("OMPI_COMM_WORLD_RANK", rank, 1);
+  if (size) setenv("OMPI_COMM_WORLD_SIZE", size, 1);
+  if (local_rank) setenv("OMPI_COMM_WORLD_LOCAL_RANK", local_rank, 1);
+  if (local_size) setenv("OMPI_COMM_WORLD_LOCAL_SIZE", local_size, 1);
+}
+
+static void test_open_mpi_launch(void **state) {
+  (void)state;
+  external_seen seen;
+  /* Two hosts of two ranks: MASTER_ADDR names rank 0's host. */
+  set_ompi_env("3", "4", "1", "2");
+  setenv("MASTER_ADDR", "gpu-a", 1);
+  expect_joined(&seen);
+  assert_string_equal(seen.env.launcher, "Open MPI");
+  assert_int_equal(seen.env.rank, 3);
+  assert_int_equal(seen.env.world, 4);
+  assert_int_equal(seen.env.local_rank, 1);
+  assert_string_equal(seen.env.master_addr, "gpu-a");
+  assert_int_equal(seen.env.master_port, TP_LAUNCH_DEFAULT_PORT);
+  /* Every rank on one host: loopback without MASTER_ADDR. */
+  set_ompi_env("2", "4", "2", "4");
+  expect_joined(&seen);
+  assert_string_equal(seen.env.master_addr, "127.0.0.1");
+  clear_external_env();
+}
+
+static void test_open_mpi_malformed(void **state) {
+  (void)state;
+  set_ompi_env("3", "4", "1", "2");
+  expect_refused("an Open MPI job over several hosts must name rank 0's host");
+  set_ompi_env("3", NULL, "1", "2");
+  expect_refused("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not");
+  set_ompi_env("3", "4", NULL, "2");
+  setenv("MASTER_ADDR", "gpu-a", 1);
+  expect_refused("OMPI_COMM_WORLD_LOCAL_RANK is not set");
+  set_ompi_env("3", "4", "2", "2");
+  setenv("MASTER_ADDR", "gpu-a", 1);
+  expect_refused("OMPI_COMM_WORLD_LOCAL_RANK: 2 is out of range [0, 1]");
+  clear_external_env();
+}
+
+/* torchrun inside srun, mpirun inside a Slurm allocation: the inner
+ * launcher's variables win; a half-set inner launcher is refused, not
+ * passed over for the outer one. */
+static void test_launcher_precedence(void **state) {
+  (void)state;
+  external_seen seen;
+  set_slurm_env("1", "2", "0", "node[1-2]", "77");
+  setenv("RANK", "6", 1);
+  setenv("WORLD_SIZE", "16", 1);
+  setenv("LOCAL_RANK", "2", 1);
+  setenv("MASTER_ADDR", "node1", 1);
+  setenv("MASTER_PORT", "29501", 1);
+  expect_joined(&seen);
+  assert_string_equal(seen.env.launcher, "torchrun");
+  assert_int_equal(seen.env.rank, 6);
+  assert_int_equal(seen.env.world, 16);
+  assert_int_equal(seen.env.local_rank, 2);
+  set_slurm_env("0", "1", "0", "node1", "77"); /* the batch script's own variables */
+  setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "2", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  expect_joined(&seen);
+  assert_string_equal(seen.env.launcher, "Open MPI");
+  assert_int_equal(seen.env.rank, 2);
+  assert_int_equal(seen.env.world, 4);
+  set_slurm_env("1", "2", "0", "node[1-2]", "77");
+  setenv("RANK", "1", 1);
+  expect_refused("RANK is set but WORLD_SIZE is not");
+  clear_external_env();
+}
+
+/* LOCAL_RANK is never RANK on a second host: without it and without
+ * LOCAL_WORLD_SIZE equal to WORLD_SIZE the rank refuses; RANK/WORLD_SIZE
+ * exported by hand inside an srun job (every task gets the same) are named
+ * as the conflict they are. */
+static void test_local_rank_not_guessed(void **state) {
+  (void)state;
+  set_external_env("5", "8", "h", "29500");
+  unsetenv("LOCAL_RANK");
+  expect_refused("LOCAL_RANK is not set: with WORLD_SIZE 8 the ranks may span hosts, and RANK 5 "
+                 "is no GPU index on a second host");
+  setenv("LOCAL_WORLD_SIZE", "4", 1); /* two hosts of four */
+  expect_refused("LOCAL_RANK is not set");
+  setenv("LOCAL_RANK", "4", 1);
+  expect_refused("LOCAL_RANK: 4 is out of range [0, 3]");
+  set_slurm_env("1", "2", "1", "node[1-2]", "77");
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("MASTER_ADDR", "node1", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  expect_refused("RANK and WORLD_SIZE are set but LOCAL_RANK is not, inside a Slurm job");
+  clear_external_env();
+}
+
 static int child_global;
 
 static int child_returns_42(void *ctx) {
@@ -456,6 +651,12 @@ int main(void) {
       cmocka_unit_test(test_external_launcher),
       cmocka_unit_test(test_external_malformed),
       cmocka_unit_test(test_external_needs_secret),
+      cmocka_unit_test(test_slurm_launch),
+      cmocka_unit_test(test_slurm_malformed),
+      cmocka_unit_test(test_open_mpi_launch),
+      cmocka_unit_test(test_open_mpi_malformed),
+      cmocka_unit_test(test_launcher_precedence),
+      cmocka_unit_test(test_local_rank_not_guessed),
       cmocka_unit_test(test_workers_rendezvous_with_the_secret),
       cmocka_unit_test(test_run_in_child),
   };

@@ -1,7 +1,8 @@
 /*
  * test_store.c — CPU tests of store/: creating and migrating a database,
  * refusing files that are not tpbench's without touching them, writing
- * configurations atomically, canonical configuration keys, finding runs.
+ * configurations atomically, canonical configuration keys, finding runs;
+ * the journal mode: WAL on a local filesystem, DELETE on a shared one.
  *
  * Every test works in its own mkdtemp directory, removed afterwards.
  */
@@ -766,6 +767,65 @@ static void test_find_run(void **state) {
   tp_store_close(store);
 }
 
+/* WAL on local filesystems, the rollback journal on network, cluster and
+ * FUSE ones; TPBENCH_DB_JOURNAL overrides either way; a bad override is a
+ * usage error. */
+static void test_journal_mode_choice(void **state) {
+  (void)state;
+  static const struct {
+    uint64_t type;
+    const char *mode, *why;
+  } cases[] = {
+      {0xEF53, "WAL", "local filesystem (type 0xef53)"}, /* ext4 */
+      {0x58465342, "WAL", "local"},                      /* XFS */
+      {0x01021994, "WAL", "local"},                      /* tmpfs */
+      {0x6969, "DELETE", "on NFS, a shared filesystem"},
+      {0xFF534D42, "DELETE", "on CIFS"},
+      {0xFE534D42, "DELETE", "on SMB2"},
+      {0x0BD00BD0, "DELETE", "on Lustre"},
+      {0x47504653, "DELETE", "on GPFS"},
+      {0x19830326, "DELETE", "on BeeGFS"},
+      {0x00C36400, "DELETE", "on Ceph"},
+      {0x65735546, "DELETE", "on FUSE"},
+      /* statfs's f_type is a signed long: CIFS's magic read as negative */
+      {0xFFFFFFFFFF534D42ull, "DELETE", "on CIFS"},
+  };
+  tp_store_journal j;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    assert_int_equal(tp_store_journal_for(cases[i].type, NULL, &j), TP_OK);
+    assert_string_equal(j.mode, cases[i].mode);
+    if (!strstr(j.why, cases[i].why))
+      fail_msg("0x%llx: '%s'", (unsigned long long)cases[i].type, j.why);
+  }
+  assert_int_equal(tp_store_journal_for(0xEF53, "delete", &j), TP_OK);
+  assert_string_equal(j.mode, "DELETE");
+  assert_string_equal(j.why, "TPBENCH_DB_JOURNAL=delete");
+  assert_int_equal(tp_store_journal_for(0x6969, "wal", &j), TP_OK);
+  assert_string_equal(j.mode, "WAL");
+  assert_int_equal(tp_store_journal_for(0x6969, "", &j), TP_OK);
+  assert_string_equal(j.mode, "DELETE");
+  assert_int_equal(tp_store_journal_for(0xEF53, "WAL2", &j), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "must be 'wal' or 'delete', not 'WAL2'"));
+}
+
+/* The override reaches tp_store_open: a database made with
+ * TPBENCH_DB_JOURNAL=delete has no WAL, and a bad value opens nothing. */
+static void test_journal_mode_override_opens(void **state) {
+  scratch *s = *state;
+  setenv("TPBENCH_DB_JOURNAL", "delete", 1);
+  tp_store *store = open_new(s, "delete.db");
+  assert_int_equal(raw_int(tp_store_db(store),
+                           "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode='delete'"),
+                   1);
+  tp_store_close(store);
+  setenv("TPBENCH_DB_JOURNAL", "sometimes", 1);
+  tp_store *bad = NULL;
+  assert_int_equal(tp_store_open(path_in(s, "bad.db"), 1, &bad), TP_EUSAGE);
+  assert_null(bad);
+  assert_false(file_exists(path_in(s, "bad.db")));
+  unsetenv("TPBENCH_DB_JOURNAL");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_migrations_numbered),
@@ -798,6 +858,9 @@ int main(void) {
                                       remove_scratch),
       cmocka_unit_test_setup_teardown(test_put_config_bad_records, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_find_run, make_scratch, remove_scratch),
+      cmocka_unit_test(test_journal_mode_choice),
+      cmocka_unit_test_setup_teardown(test_journal_mode_override_opens, make_scratch,
+                                      remove_scratch),
   };
   return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
