@@ -8,8 +8,9 @@
  * config key and side: the latest entry decides the status, the ok entries
  * give samples), pair (merge the two key-sorted lists, apply the filter),
  * check the hardware, judge (per row and measure: samples, Welch's test;
- * then Benjamini–Hochberg over the family; then verdicts), render
- * (markdown, CSV or JSON; none computes anything).
+ * then Benjamini–Hochberg over the family; then verdicts), select what is
+ * shown (--changed-only, --top), render (markdown, CSV, JSON, JUnit XML or
+ * BMF; none computes anything).
  *
  * Why ratios within a round: the H200 pair drifts 5-15 % between runs on
  * unchanged code, far more than a window's noise. A round runs every
@@ -29,10 +30,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "report/tp_escape.h"
 #include "report/tp_report_util.h"
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "compare: out of memory"); }
@@ -667,6 +670,7 @@ typedef struct {
   size_t n_base, n_head;
   double base, head;           /* geometric means (a ratio, or µs); NaN without samples */
   double change, ci_lo, ci_hi; /* head / base - 1, and its 95 % interval */
+  double head_lo, head_hi;     /* the 95 % interval of head's geometric mean; NaN: < 2 samples */
   int tested, gated;
   double p, p_adj; /* NaN when not tested / not gated */
   verdict v;       /* V_REGRESSED, V_IMPROVED or V_UNCHANGED */
@@ -680,6 +684,7 @@ typedef struct {
   measured m[N_MEASURES];
   verdict v;
   double worst; /* the change that decided a regressed/improved verdict (sorting) */
+  int shown;    /* selected for the output (changed_only, top) */
   char note[700];
 } compare_row;
 
@@ -724,6 +729,7 @@ static tp_rc add_row(comparison *c, size_t *cap, const key_group *b, const key_g
   for (int m = 0; m < N_MEASURES; m++) {
     measured *x = &row.m[m];
     x->base = x->head = x->change = x->ci_lo = x->ci_hi = x->p = x->p_adj = NAN;
+    x->head_lo = x->head_hi = NAN;
     x->v = V_UNCHANGED;
   }
   row.worst = NAN;
@@ -850,6 +856,20 @@ static double geometric_mean(const samples *s) {
   return exp(sum / (double)s->n);
 }
 
+/* The 95 % interval of the geometric mean of s (log samples), from
+ * Student's t with n - 1 degrees of freedom; NaN with fewer than two. */
+static void geometric_interval(const samples *s, double *lo, double *hi) {
+  *lo = *hi = NAN;
+  if (s->n < 2) return;
+  double mean = 0, sq = 0;
+  for (size_t i = 0; i < s->n; i++) mean += s->v[i];
+  mean /= (double)s->n;
+  for (size_t i = 0; i < s->n; i++) sq += (s->v[i] - mean) * (s->v[i] - mean);
+  double half = t_quantile_975((double)(s->n - 1)) * sqrt(sq / (double)(s->n - 1) / (double)s->n);
+  *lo = exp(mean - half);
+  *hi = exp(mean + half);
+}
+
 /* One measure of a row where both sides ran: samples, means, Welch. */
 static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
   samples b = {0}, h = {0};
@@ -861,6 +881,7 @@ static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
   x->base = geometric_mean(&b);
   x->head = geometric_mean(&h);
   x->change = x->head / x->base - 1.0;
+  geometric_interval(&h, &x->head_lo, &x->head_hi);
   if (rc == TP_OK && b.n >= 2 && h.n >= 2) {
     tp_welch w;
     rc = tp_welch_test(b.v, b.n, h.v, h.n, &w);
@@ -1038,6 +1059,62 @@ static int compare_rows(const void *x, const void *y) {
   return strcmp(row_entry(a)->key, row_entry(b)->key);
 }
 
+/* ---- what is shown ------------------------------------------------------------------------ */
+
+/* How far a row moved, for --top: a failure in head first, then the
+ * largest |change| of its measures; -1 when none is known. */
+static double row_magnitude(const compare_row *row) {
+  if (row->failure) return INFINITY;
+  double largest = -1;
+  for (int m = 0; m < N_MEASURES; m++)
+    if (isfinite(row->m[m].change)) largest = fmax(largest, fabs(row->m[m].change));
+  return largest;
+}
+
+typedef struct {
+  double magnitude;
+  size_t at;
+} ranked_row;
+
+static int compare_ranked_rows(const void *x, const void *y) {
+  const ranked_row *a = x, *b = y;
+  if (a->magnitude != b->magnitude) return a->magnitude < b->magnitude ? 1 : -1;
+  return (a->at > b->at) - (a->at < b->at);
+}
+
+/* Marks the rows the output shows: regressed and improved ones only when
+ * changed_only, then the `top` largest changes among those. */
+static tp_rc select_shown(comparison *c) {
+  size_t candidates = 0;
+  for (size_t i = 0; i < c->n_rows; i++) {
+    compare_row *row = &c->rows[i];
+    row->shown = !c->opt.changed_only || row->v == V_REGRESSED || row->v == V_IMPROVED;
+    candidates += (size_t)row->shown;
+  }
+  if (c->opt.top <= 0 || candidates <= (size_t)c->opt.top) return TP_OK;
+  ranked_row *ranked = malloc(candidates * sizeof *ranked);
+  if (!ranked) return out_of_memory();
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_rows; i++)
+    if (c->rows[i].shown) ranked[n++] = (ranked_row){row_magnitude(&c->rows[i]), i};
+  qsort(ranked, n, sizeof *ranked, compare_ranked_rows);
+  for (size_t k = (size_t)c->opt.top; k < n; k++) c->rows[ranked[k].at].shown = 0;
+  free(ranked);
+  return TP_OK;
+}
+
+static int shown_count(const comparison *c, verdict v) {
+  int n = 0;
+  for (size_t i = 0; i < c->n_rows; i++) n += c->rows[i].shown && c->rows[i].v == v;
+  return n;
+}
+
+static size_t shown_rows(const comparison *c) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_rows; i++) n += (size_t)c->rows[i].shown;
+  return n;
+}
+
 /* ---- rendering: shared ------------------------------------------------------------------ */
 
 static size_t used_runs(const side *s) {
@@ -1199,7 +1276,7 @@ static void md_flagged_table(FILE *out, const comparison *c, verdict v) {
         "samples |\n|---|---|---:|---:|---:|---|---:|---:|\n",
         out);
   for (size_t i = 0; i < c->n_rows; i++)
-    if (c->rows[i].v == v) md_flagged_row(out, &c->rows[i], v);
+    if (c->rows[i].shown && c->rows[i].v == v) md_flagged_row(out, &c->rows[i], v);
 }
 
 /* Unchanged and information rows: each measure's change in one line. */
@@ -1209,7 +1286,7 @@ static void md_change_table(FILE *out, const comparison *c, verdict v) {
   char label[300], buf[64];
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
-    if (row->v != v) continue;
+    if (!row->shown || row->v != v) continue;
     row_label(label, sizeof label, row);
     tp_md_cell(out, label);
     for (int m = 0; m < N_MEASURES; m++)
@@ -1224,7 +1301,7 @@ static void md_note_table(FILE *out, const comparison *c, verdict v) {
   char label[300];
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
-    if (row->v != v) continue;
+    if (!row->shown || row->v != v) continue;
     row_label(label, sizeof label, row);
     tp_md_cell(out, label);
     tp_md_cell(out, row->note);
@@ -1283,8 +1360,17 @@ static void md_verdict(FILE *out, const comparison *c) {
           s->regressed, s->failed, s->improved, s->unchanged, s->information, s->added, s->missing);
 }
 
+/* Says which rows --changed-only and --top left out, when they did. */
+static void md_shown(FILE *out, const comparison *c) {
+  size_t shown = shown_rows(c);
+  if (shown == c->n_rows) return;
+  fprintf(out, "\n_Shown: %zu of %zu configurations", shown, c->n_rows);
+  if (c->opt.changed_only) fputs(", only the regressed and improved ones", out);
+  if (c->opt.top > 0) fprintf(out, ", the %d largest changes", c->opt.top);
+  fputs("._\n", out);
+}
+
 static void write_markdown(FILE *out, const comparison *c) {
-  const tp_compare_summary *s = &c->sum;
   fputs("## tpbench compare: ", out);
   tp_md_code(out, c->base.spec);
   fputs(" → ", out);
@@ -1295,12 +1381,15 @@ static void write_markdown(FILE *out, const comparison *c) {
   md_side(out, "base", &c->base);
   md_side(out, "head", &c->head);
   md_warnings(out, c);
-  md_section(out, c, V_REGRESSED, s->regressed, "Regressed");
-  md_section(out, c, V_IMPROVED, s->improved, "Improved");
-  md_section(out, c, V_NEW, s->added, "New (in head only)");
-  md_section(out, c, V_MISSING, s->missing, "Missing (in base, not run in head)");
-  md_section(out, c, V_UNCHANGED, s->unchanged, "Unchanged");
-  md_section(out, c, V_INFORMATION, s->information, "Information only (not gated)");
+  md_shown(out, c);
+  static const struct {
+    verdict v;
+    const char *title;
+  } sections[] = {{V_REGRESSED, "Regressed"},    {V_IMPROVED, "Improved"},
+                  {V_NEW, "New (in head only)"}, {V_MISSING, "Missing (in base, not run in head)"},
+                  {V_UNCHANGED, "Unchanged"},    {V_INFORMATION, "Information only (not gated)"}};
+  for (size_t k = 0; k < sizeof sections / sizeof *sections; k++)
+    md_section(out, c, sections[k].v, shown_count(c, sections[k].v), sections[k].title);
 }
 
 /* ---- CSV ----------------------------------------------------------------------------------- */
@@ -1345,6 +1434,7 @@ static void write_csv(FILE *out, const comparison *c) {
   csv_header(out);
   for (size_t i = 0; i < c->n_rows; i++) {
     const compare_row *row = &c->rows[i];
+    if (!row->shown) continue;
     const entry *e = row_entry(row);
     tp_csv_field(out, verdict_names[row->v], 1);
     tp_csv_field(out, e->key, 0);
@@ -1472,6 +1562,8 @@ static json_t *json_options(tp_json_builder *jb, const comparison *c) {
   tp_json_set(jb, o, "alpha", json_real(c->opt.alpha));
   tp_json_set(jb, o, "gate_references", json_boolean(c->opt.gate_references));
   tp_json_set(jb, o, "mixed_hardware", json_boolean(c->mixed_hardware));
+  tp_json_set(jb, o, "changed_only", json_boolean(c->opt.changed_only));
+  tp_json_set(jb, o, "top", c->opt.top > 0 ? json_integer(c->opt.top) : json_null());
   return o;
 }
 
@@ -1480,7 +1572,7 @@ static tp_rc write_json(FILE *out, const comparison *c) {
   json_t *root = json_object(), *rows = json_array();
   if (!root || !rows) jb.failed = 1;
   for (size_t i = 0; rows && i < c->n_rows; i++)
-    tp_json_append(&jb, rows, json_row(&jb, &c->rows[i]));
+    if (c->rows[i].shown) tp_json_append(&jb, rows, json_row(&jb, &c->rows[i]));
   if (root) {
     tp_json_set(&jb, root, "base", json_side(&jb, &c->base));
     tp_json_set(&jb, root, "head", json_side(&jb, &c->head));
@@ -1498,6 +1590,292 @@ static tp_rc write_json(FILE *out, const comparison *c) {
   return rc;
 }
 
+/* ---- JUnit XML ------------------------------------------------------------------------------ */
+
+/* Whether both sides' latest entries ran: the row was judged by a test. */
+static int both_ran(const compare_row *row) {
+  return row->base_latest && row->head_latest && row->base_latest->ok && row->head_latest->ok;
+}
+
+/* The head's median in seconds (its time measure over runs when known);
+ * 0 when head has none. */
+static double head_seconds(const compare_row *row) {
+  double us = row->m[M_TIME].head;
+  if (!isfinite(us) && row->head_latest) us = row->head_latest->median_us;
+  return isfinite(us) && us > 0 ? us / 1e6 : 0;
+}
+
+/* "dist/stock +5.1% (95% interval +3.0% to +7.2%, adjusted p 0.0012)". */
+static void describe_measure(char *buf, size_t cap, measure m, const measured *x) {
+  char change[32], lo[32], hi[32], p[32];
+  snprintf(buf, cap, "%s %s (95%% interval %s to %s, adjusted p %s)", measure_names[m],
+           fmt_change(change, sizeof change, x->change), fmt_change(lo, sizeof lo, x->ci_lo),
+           fmt_change(hi, sizeof hi, x->ci_hi), fmt_p(p, sizeof p, x->p_adj));
+}
+
+/* Every measure of the row that moved the way v says, "; "-separated. */
+static void moved_measures(char *buf, size_t cap, const compare_row *row, verdict v) {
+  buf[0] = '\0';
+  for (int m = 0; m < N_MEASURES; m++) {
+    if (!row->m[m].gated || row->m[m].v != v) continue;
+    size_t used = strlen(buf);
+    char one[200];
+    describe_measure(one, sizeof one, (measure)m, &row->m[m]);
+    snprintf(buf + used, cap - used, "%s%s", used ? "; " : "", one);
+  }
+}
+
+/* One line per measured measure: base, head, change, interval, p, samples. */
+static void junit_measure_lines(FILE *out, const compare_row *row) {
+  for (int m = 0; m < N_MEASURES; m++) {
+    const measured *x = &row->m[m];
+    if (x->n_base == 0 && x->n_head == 0) continue;
+    char line[400], one[200], base[32], head[32];
+    describe_measure(one, sizeof one, (measure)m, x);
+    double scale = m == M_TIME ? 1e-3 : 1.0; /* time in ms, as the markdown shows it */
+    snprintf(line, sizeof line, "%s; base %s, head %s%s; samples %zu / %zu%s\n", one,
+             tp_fmt_num(base, sizeof base, x->base * scale, 4),
+             tp_fmt_num(head, sizeof head, x->head * scale, 4), m == M_TIME ? " ms" : "", x->n_base,
+             x->n_head, x->gated ? "" : " (not gated)");
+    tp_xml_text(out, line);
+  }
+}
+
+static void junit_property(FILE *out, const char *name, const char *value) {
+  fputs("      <property name=\"", out);
+  tp_xml_attr(out, name);
+  fputs("\" value=\"", out);
+  tp_xml_attr(out, value ? value : "");
+  fputs("\"/>\n", out);
+}
+
+/* A side's properties, prefixed "base." or "head.": what the CI report
+ * needs to say which builds and which machine were compared. */
+static void junit_side(FILE *out, const char *which, const side *s) {
+  const side_run *r = representative(s);
+  char name[64], runs[512] = "", buf[256];
+  for (size_t i = 0, used = 0; i < s->n_runs && used < sizeof runs; i++) {
+    if (!s->runs[i].used && used_runs(s) > 0) continue;
+    used += (size_t)snprintf(runs + used, sizeof runs - used, "%s%lld", used ? "," : "",
+                             (long long)s->runs[i].id);
+  }
+  const struct {
+    const char *key, *value;
+  } texts[] = {
+      {"spec", s->spec},     {"commit", r->commit},        {"runs", runs},    {"host", r->host},
+      {"gpu", r->gpu_name},  {"driver", r->driver},        {"cuda", r->cuda}, {"nccl", r->nccl},
+      {"cublas", r->cublas}, {"started_at", r->started_at}};
+  for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+    snprintf(name, sizeof name, "%s.%s", which, texts[k].key);
+    junit_property(out, name, texts[k].value);
+  }
+  snprintf(name, sizeof name, "%s.gpu_count", which);
+  snprintf(buf, sizeof buf, "%lld", (long long)r->gpu_count);
+  junit_property(out, name, r->gpu_count >= 0 ? buf : NULL);
+  snprintf(name, sizeof name, "%s.dirty", which);
+  junit_property(out, name, r->dirty == 1 ? "true" : "false");
+}
+
+/* Why a row is skipped (nothing gated it); NULL when it was judged. */
+static void skip_reason(char *buf, size_t cap, const compare_row *row) {
+  buf[0] = '\0';
+  const char *note = row->note[0] ? row->note : NULL;
+  if (row->v == V_NEW) snprintf(buf, cap, "new in head: %s", note ? note : "not in base");
+  else if (row->v == V_MISSING) snprintf(buf, cap, "missing in head: %s", note ? note : "");
+  else if (row->v == V_UNCHANGED && !both_ran(row))
+    snprintf(buf, cap, "%s", note ? note : "did not run on either side");
+  else if (row->v == V_INFORMATION && note) snprintf(buf, cap, "not gated: %s", note);
+  else if (row->v == V_INFORMATION && is_link_probe(row_entry(row)))
+    snprintf(buf, cap, "not gated: a link probe measures the interconnect, not the code");
+  else if (row->v == V_INFORMATION)
+    snprintf(buf, cap, "not gated: a reference configuration (--gate-references gates its time)");
+}
+
+static void junit_failure(FILE *out, const comparison *c, const compare_row *row) {
+  char message[1200];
+  if (row->failure) snprintf(message, sizeof message, "%s", row->note);
+  else moved_measures(message, sizeof message, row, V_REGRESSED);
+  fprintf(out, "      <failure type=\"%s\" message=\"",
+          row->failure ? "failed in head" : "regression");
+  tp_xml_attr(out, message);
+  fputs("\">", out);
+  if (!row->failure) {
+    junit_measure_lines(out, row);
+    char rule[160];
+    snprintf(rule, sizeof rule,
+             "flagged: adjusted p < %g (Benjamini-Hochberg over %d gated tests) and a change of "
+             "at least %.1f%%\n",
+             c->opt.alpha, c->sum.tests, c->opt.threshold * 100.0);
+    tp_xml_text(out, rule);
+  }
+  if (!row->failure && row->note[0]) tp_xml_text(out, row->note);
+  fputs("</failure>\n", out);
+}
+
+static void junit_testcase(FILE *out, const comparison *c, const compare_row *row) {
+  const entry *e = row_entry(row);
+  char label[300], reason[800];
+  row_label(label, sizeof label, row);
+  fputs("    <testcase name=\"", out);
+  tp_xml_attr(out, label);
+  fputs("\" classname=\"", out);
+  tp_xml_attr(out, or_q(e->kind));
+  fputc('/', out);
+  tp_xml_attr(out, e->model ? e->model : "-");
+  fputc('/', out);
+  tp_xml_attr(out, e->layer ? e->layer : "-");
+  fprintf(out, "\" time=\"%.6f\">\n", head_seconds(row));
+  skip_reason(reason, sizeof reason, row);
+  if (row->v == V_REGRESSED) {
+    junit_failure(out, c, row);
+  } else if (reason[0]) {
+    fputs("      <skipped message=\"", out);
+    tp_xml_attr(out, reason);
+    fputs("\"/>\n", out);
+  } else {
+    fputs("      <system-out>", out);
+    tp_xml_text(out, verdict_names[row->v]);
+    tp_xml_text(out, "\n");
+    junit_measure_lines(out, row);
+    if (row->note[0]) tp_xml_text(out, row->note);
+    fputs("</system-out>\n", out);
+  }
+  fputs("    </testcase>\n", out);
+}
+
+static void write_junit(FILE *out, const comparison *c) {
+  int tests = 0, failures = 0, skipped = 0;
+  double seconds = 0;
+  char reason[800];
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (!row->shown) continue;
+    tests++;
+    skip_reason(reason, sizeof reason, row);
+    failures += row->v == V_REGRESSED;
+    skipped += row->v != V_REGRESSED && reason[0] != '\0';
+    seconds += head_seconds(row);
+  }
+  fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", out);
+  fprintf(out,
+          "<testsuites name=\"tpbench compare\" tests=\"%d\" failures=\"%d\" errors=\"0\" "
+          "skipped=\"%d\" time=\"%.6f\">\n",
+          tests, failures, skipped, seconds);
+  fputs("  <testsuite name=\"tpbench compare ", out);
+  tp_xml_attr(out, c->base.spec);
+  fputs(" -&gt; ", out);
+  tp_xml_attr(out, c->head.spec);
+  fprintf(out, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" time=\"%.6f\">\n",
+          tests, failures, skipped, seconds);
+  fputs("    <properties>\n", out);
+  junit_side(out, "base", &c->base);
+  junit_side(out, "head", &c->head);
+  char knob[64];
+  snprintf(knob, sizeof knob, "%g", c->opt.alpha);
+  junit_property(out, "alpha", knob);
+  snprintf(knob, sizeof knob, "%g", c->opt.threshold);
+  junit_property(out, "threshold", knob);
+  snprintf(knob, sizeof knob, "%d", c->sum.tests);
+  junit_property(out, "gated_tests", knob);
+  junit_property(out, "mixed_hardware", c->mixed_hardware ? "true" : "false");
+  fputs("    </properties>\n", out);
+  for (size_t i = 0; i < c->n_rows; i++)
+    if (c->rows[i].shown) junit_testcase(out, c, &c->rows[i]);
+  fputs("  </testsuite>\n</testsuites>\n", out);
+}
+
+/* ---- BMF (Bencher Metric Format) ------------------------------------------------------------ */
+
+/* {"value": v[, "lower_value": lo, "upper_value": hi]}; bounds only when
+ * both are finite. NULL (nothing set) when v is not finite. */
+static json_t *bmf_metric(tp_json_builder *jb, double value, double lo, double hi) {
+  if (!isfinite(value)) return NULL;
+  json_t *o = json_object();
+  if (!o) {
+    jb->failed = 1;
+    return NULL;
+  }
+  tp_json_set(jb, o, "value", json_real(value));
+  if (isfinite(lo) && isfinite(hi)) {
+    tp_json_set(jb, o, "lower_value", json_real(fmin(lo, value)));
+    tp_json_set(jb, o, "upper_value", json_real(fmax(hi, value)));
+  }
+  return o;
+}
+
+/* The lowest and highest round median (µs) of the head's ok runs of the
+ * row; NaN when it has fewer than two rounds. */
+static void head_round_range(const comparison *c, const compare_row *row, double *lo, double *hi) {
+  *lo = INFINITY;
+  *hi = -INFINITY;
+  size_t rounds = 0;
+  for (size_t i = 0; row->head && i < row->head->count; i++) {
+    const entry *e = group_entry(&c->head, row->head, i);
+    if (!e->ok) continue;
+    size_t n = 0;
+    const window *w = windows_of(&c->head, e->id, &n);
+    for (size_t k = 0; k < n; k++, rounds++) {
+      *lo = fmin(*lo, w[k].median_us);
+      *hi = fmax(*hi, w[k].median_us);
+    }
+  }
+  if (rounds < 2) *lo = *hi = NAN;
+}
+
+static json_t *bmf_row(tp_json_builder *jb, const comparison *c, const compare_row *row) {
+  json_t *o = json_object();
+  if (!o) {
+    jb->failed = 1;
+    return NULL;
+  }
+  double lo = NAN, hi = NAN;
+  head_round_range(c, row, &lo, &hi);
+  double median_ns = head_seconds(row) * 1e9;
+  json_t *latency = bmf_metric(jb, median_ns > 0 ? median_ns : NAN, lo * 1e3, hi * 1e3);
+  if (latency) tp_json_set(jb, o, "latency", latency);
+  const measured *vs_stock = &row->m[M_VS_STOCK], *vs_bound = &row->m[M_VS_BOUND];
+  json_t *speedup =
+      bmf_metric(jb, 1.0 / vs_stock->head, 1.0 / vs_stock->head_hi, 1.0 / vs_stock->head_lo);
+  if (row->subject && speedup) tp_json_set(jb, o, "speedup", speedup);
+  else json_decref(speedup);
+  json_t *bound = bmf_metric(jb, vs_bound->head, vs_bound->head_lo, vs_bound->head_hi);
+  if (row->subject && bound) tp_json_set(jb, o, "dist_over_bound", bound);
+  else json_decref(bound);
+  return o;
+}
+
+/* Whether another BMF row before or after i has the same label. */
+static int label_shared(const comparison *c, size_t i) {
+  const char *label = row_entry(&c->rows[i])->label;
+  for (size_t k = 0; k < c->n_rows; k++)
+    if (k != i && c->rows[k].shown && both_ran(&c->rows[k]) &&
+        !strcmp(row_entry(&c->rows[k])->label, label))
+      return 1;
+  return 0;
+}
+
+static tp_rc write_bmf(FILE *out, const comparison *c) {
+  tp_json_builder jb = {0};
+  json_t *root = json_object();
+  if (!root) return out_of_memory();
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (!row->shown || !both_ran(row)) continue;
+    const entry *e = row_entry(row);
+    char name[1024], key[1024];
+    if (label_shared(c, i)) snprintf(name, sizeof name, "%s [%s]", e->label, e->key);
+    else snprintf(name, sizeof name, "%s", e->label);
+    tp_utf8_copy(key, sizeof key, name); /* jansson refuses keys that are not UTF-8 */
+    tp_json_set(&jb, root, key, bmf_row(&jb, c, row));
+  }
+  tp_rc rc = TP_OK;
+  if (jb.failed) rc = TP_FAIL(TP_EOOM, "compare: building the BMF document failed");
+  else if (json_dumpf(root, out, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', out) == EOF)
+    rc = TP_FAIL(TP_EIO, "compare: writing the BMF document failed");
+  json_decref(root);
+  return rc;
+}
+
 /* ---- entry point ------------------------------------------------------------------------------
  */
 
@@ -1506,14 +1884,31 @@ static tp_rc check_options(const tp_compare_options *opt) {
     return TP_FAIL(TP_EUSAGE, "compare: threshold %g is outside [0, 1)", opt->threshold);
   if (!(opt->alpha > 0 && opt->alpha < 1))
     return TP_FAIL(TP_EUSAGE, "compare: alpha %g is outside (0, 1)", opt->alpha);
+  if (opt->top < 0) return TP_FAIL(TP_EUSAGE, "compare: top %d is negative", opt->top);
   return TP_OK;
 }
 
-static tp_rc render(FILE *out, const comparison *c, tp_report_format fmt) {
+tp_rc tp_compare_format_parse(const char *name, tp_compare_format *out) {
+  static const struct {
+    const char *name;
+    tp_compare_format fmt;
+  } names[] = {{"md", TP_COMPARE_MD},     {"markdown", TP_COMPARE_MD}, {"csv", TP_COMPARE_CSV},
+               {"json", TP_COMPARE_JSON}, {"junit", TP_COMPARE_JUNIT}, {"bmf", TP_COMPARE_BMF}};
+  for (size_t i = 0; name && i < sizeof names / sizeof *names; i++)
+    if (!strcasecmp(name, names[i].name)) {
+      *out = names[i].fmt;
+      return TP_OK;
+    }
+  return TP_FAIL(TP_EUSAGE, "unknown format '%s' (md, csv, json, junit or bmf)", name ? name : "");
+}
+
+static tp_rc render(FILE *out, const comparison *c, tp_compare_format fmt) {
   switch (fmt) {
-  case TP_FMT_MARKDOWN: write_markdown(out, c); break;
-  case TP_FMT_CSV: write_csv(out, c); break;
-  case TP_FMT_JSON: TP_TRY(write_json(out, c)); break;
+  case TP_COMPARE_MD: write_markdown(out, c); break;
+  case TP_COMPARE_CSV: write_csv(out, c); break;
+  case TP_COMPARE_JSON: TP_TRY(write_json(out, c)); break;
+  case TP_COMPARE_JUNIT: write_junit(out, c); break;
+  case TP_COMPARE_BMF: TP_TRY(write_bmf(out, c)); break;
   default: return TP_FAIL(TP_EUSAGE, "unknown report format %d", (int)fmt);
   }
   if (fflush(out) != 0 || ferror(out)) return TP_FAIL(TP_EIO, "compare: writing the output failed");
@@ -1521,7 +1916,7 @@ static tp_rc render(FILE *out, const comparison *c, tp_report_format fmt) {
 }
 
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
-                        const tp_compare_options *opt, tp_report_format fmt, FILE *out,
+                        const tp_compare_options *opt, tp_compare_format fmt, FILE *out,
                         tp_compare_summary *summary) {
   if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_report_compare: NULL argument");
   comparison c = {0};
@@ -1541,6 +1936,9 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
   if (rc == TP_OK) rc = judge_all(&c);
   if (rc == TP_OK) {
     if (c.n_rows) qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);
+    rc = select_shown(&c);
+  }
+  if (rc == TP_OK) {
     rc = render(out, &c, fmt);
   }
   if (rc == TP_OK && summary) *summary = c.sum;

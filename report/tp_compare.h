@@ -81,7 +81,24 @@ typedef struct tp_compare_options {
   int gate_references;      /* 1: stock, GEMM-alone and collective-alone times gate too */
   int allow_mixed_hardware; /* 1: compare runs on different GPUs or drivers anyway */
   tp_compare_filter filter;
+  /* What is shown (never what is judged: the summary, the verdict line and
+   * the exit status count every row the filter selects). */
+  int changed_only; /* 1: only regressed and improved rows */
+  int top;          /* > 0: only the rows of the `top` largest changes (see tp_report_compare) */
 } tp_compare_options;
+
+/* compare's output formats: the report's three and two for CI tools. */
+typedef enum {
+  TP_COMPARE_MD = 0,
+  TP_COMPARE_CSV,
+  TP_COMPARE_JSON,
+  TP_COMPARE_JUNIT, /* JUnit XML: one test case per configuration */
+  TP_COMPARE_BMF    /* Bencher Metric Format JSON */
+} tp_compare_format;
+
+/* "md" (or "markdown"), "csv", "json", "junit", "bmf" (any case) into
+ * *out; TP_EUSAGE naming the accepted names otherwise. */
+TP_MUST_CHECK tp_rc tp_compare_format_parse(const char *name, tp_compare_format *out);
 
 #define TP_COMPARE_DEFAULT_THRESHOLD 0.02
 #define TP_COMPARE_DEFAULT_ALPHA 0.05
@@ -139,14 +156,44 @@ typedef struct tp_compare_summary {
  * unchanged and the information-only rows in collapsed blocks. CSV: one line
  * per configuration. JSON: {"base", "head", "options", "summary", "rows"}.
  *
+ * JUnit XML (for CI test reports): <testsuites> holding one <testsuite>
+ * whose <properties> name both sides (specs, commits, runs, host, GPUs,
+ * driver, versions) and the test knobs (alpha, threshold); one <testcase>
+ * per row: name the label, classname "kind/model/op", time the head's median
+ * in seconds (0 without one). A regressed row holds a <failure> whose
+ * message names each measure that moved, its change, 95 % interval and
+ * adjusted p (or, for a configuration ok in base that failed in head, the
+ * failure). Rows that were judged and passed (unchanged, improved) are
+ * passed test cases. Rows that nothing gated (information only, new,
+ * missing, or not run on either side) are <skipped> with the reason: a
+ * passed test case would claim a test that never ran. Every stored text is
+ * escaped (report/tp_escape.h).
+ *
+ * BMF (Bencher Metric Format): {"<label>": {"latency": {...}, "speedup":
+ * {...}, "dist_over_bound": {...}}} for every row ok on both sides, head
+ * values only: latency in nanoseconds, the head's median (lower/upper: the
+ * lowest and highest of its round medians, when it has two rounds or more);
+ * speedup (stock / dist_gemm) and dist_over_bound (dist_gemm / max(GEMM
+ * alone, collective alone)) for dist_gemm rows, the head's geometric mean
+ * over its rounds (lower/upper: the 95 % interval of that mean, when it has
+ * two samples or more). A label that two rows share gets " [config_key]"
+ * appended, so no row overwrites another.
+ *
+ * What is shown: opt->changed_only keeps the regressed and improved rows;
+ * opt->top keeps the `top` rows of the largest changes (a configuration
+ * that failed in head first, then by the largest |change| of a gated
+ * measure, then of any measure), after changed_only. Both apply to every
+ * format; the summary and the verdict line still count every row.
+ *
  * opt may be NULL (defaults). summary (may be NULL) receives the counts;
  * the caller decides the exit status from summary.regressed. TP_EUSAGE for a
  * side that names no run, an ambiguous prefix, a malformed "run:", nothing
- * compared, mixed hardware, or options out of range (threshold in [0, 1), alpha in (0, 1));
+ * compared, mixed hardware, or options out of range (threshold in [0, 1), alpha in (0, 1),
+ * top >= 0);
  * TP_EIO when out cannot be written.
  */
 TP_MUST_CHECK tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
-                                      const tp_compare_options *opt, tp_report_format fmt,
+                                      const tp_compare_options *opt, tp_compare_format fmt,
                                       FILE *out, tp_compare_summary *summary);
 
 #endif /* TP_COMPARE_H */

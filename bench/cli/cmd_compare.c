@@ -28,6 +28,8 @@ typedef struct compare_args {
   const char *alpha;
   int gate_references;
   int allow_mixed_hardware;
+  int changed_only;
+  int top;
   tp_compare_filter filter;
   const char *sides[2];
   int n_sides;
@@ -37,7 +39,14 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
   tp_compare_filter *f = &a->filter;
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
-      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"format", TP_OPT_STRING, &a->format, "FMT",
+       "output format (junit: JUnit XML for CI test reports; bmf: Bencher Metric Format)", 0, 0,
+       "md|csv|json|junit|bmf"},
+      {"changed-only", TP_OPT_FLAG, &a->changed_only, NULL,
+       "show only regressed and improved configurations (the exit status still counts all)", 0, 0,
+       NULL},
+      {"top", TP_OPT_INT, &a->top, "N",
+       "show only the N largest changes (a failure in head first; 0 = all)", 0, 1000000, NULL},
       {"threshold", TP_OPT_STRING, &a->threshold, "PCT",
        "smallest change of a ratio (or time), in percent, that counts", 0, 0, NULL},
       {"alpha", TP_OPT_STRING, &a->alpha, "Q",
@@ -71,7 +80,9 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
           "BASE that failed, timed out or ran out of memory in HEAD regressed; when a side\n"
           "has several runs, the latest run of each configuration decides its status.\n"
           "Runs on different GPUs or drivers are refused unless --allow-mixed-hardware.\n"
-          "Markdown output is ready for a pull-request comment.\n"
+          "Markdown output is ready for a pull-request comment; junit writes one test case\n"
+          "per configuration (regressions as failures, rows nothing gated as skipped) and\n"
+          "bmf the head's latency (ns), speedup and dist/bound for Bencher.\n"
           "Exit status: 0 no regression, 1 a regression, 2 bad input, nothing compared (no\n"
           "configuration in common, or the filters match none), mixed hardware or an error.\n"
           "A pass that gated no test (all information only) is 0 and says \"nothing gated\".",
@@ -94,7 +105,8 @@ static int parse_number(const char *what, const char *text, double lo, double hi
   return 0;
 }
 
-static int run_compare(const compare_args *a, const tp_compare_options *opt, tp_report_format fmt) {
+static int run_compare(const compare_args *a, const tp_compare_options *opt,
+                       tp_compare_format fmt) {
   /* compare keeps 2 for every error: its 1 means "a regression" to CI */
   tp_store *store = NULL;
   if (tp_open_for_reading("compare", a->db, &store) != TP_OK) return EXIT_BAD;
@@ -125,14 +137,16 @@ int tp_cmd_compare(int argc, char **argv) {
   }
   tp_compare_options opt = {.gate_references = a.gate_references,
                             .allow_mixed_hardware = a.allow_mixed_hardware,
-                            .filter = a.filter};
+                            .filter = a.filter,
+                            .changed_only = a.changed_only,
+                            .top = a.top};
   double pct = 0;
   if (parse_number("--threshold", a.threshold, 0, 100, &pct) != 0 ||
       parse_number("--alpha", a.alpha, 1e-12, 1, &opt.alpha) != 0)
     return EXIT_BAD;
   opt.threshold = pct / 100.0;
-  tp_report_format fmt;
-  if (tp_report_format_parse(a.format, &fmt) != TP_OK) {
+  tp_compare_format fmt;
+  if (tp_compare_format_parse(a.format, &fmt) != TP_OK) {
     tp_print_error("compare");
     return EXIT_BAD;
   }

@@ -320,7 +320,7 @@ static void test_benjamini_hochberg(void **state) {
 /* ---- compare ---------------------------------------------------------------------- */
 
 static char *capture_on(const char *db, const char *base, const char *head,
-                        const tp_compare_options *opt, tp_report_format fmt,
+                        const tp_compare_options *opt, tp_compare_format fmt,
                         tp_compare_summary *sum, tp_rc expected) {
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
@@ -335,7 +335,7 @@ static char *capture_on(const char *db, const char *base, const char *head,
 }
 
 static char *capture_compare(const fixture *f, const char *base, const char *head,
-                             const tp_compare_options *opt, tp_report_format fmt,
+                             const tp_compare_options *opt, tp_compare_format fmt,
                              tp_compare_summary *sum, tp_rc expected) {
   return capture_on(f->db, base, head, opt, fmt, sum, expected);
 }
@@ -350,7 +350,7 @@ static json_t *parse(char *text) {
 
 static json_t *compare_json(const fixture *f, const char *base, const char *head,
                             tp_compare_summary *sum) {
-  return parse(capture_compare(f, base, head, NULL, TP_FMT_JSON, sum, TP_OK));
+  return parse(capture_compare(f, base, head, NULL, TP_COMPARE_JSON, sum, TP_OK));
 }
 
 static const char *str(json_t *o, const char *key) {
@@ -390,7 +390,7 @@ static json_t *compare_runs_json(const fixture *f, int64_t base, int64_t head,
   char b[32], h[32];
   spec_of(b, sizeof b, base);
   spec_of(h, sizeof h, head);
-  return parse(capture_on(f->rounds_db, b, h, opt, TP_FMT_JSON, sum, TP_OK));
+  return parse(capture_on(f->rounds_db, b, h, opt, TP_COMPARE_JSON, sum, TP_OK));
 }
 
 /* ---- false positives and power on the synthetic machine ------------------------------- */
@@ -486,7 +486,7 @@ static void test_markdown_names_regressions(void **state) {
   spec_of(b, sizeof b, f->slowed.base[0]);
   spec_of(h, sizeof h, f->slowed.head[0]);
   tp_compare_summary sum;
-  char *md = capture_on(f->rounds_db, b, h, NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_on(f->rounds_db, b, h, NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "**Regression**: 14 regressed (0 failed in head)"));
   assert_non_null(strstr(md, "Welch's t test on the log ratios"));
   assert_non_null(strstr(md, "Benjamini–Hochberg over the 30 gated tests"));
@@ -507,7 +507,7 @@ static void test_markdown_names_regressions(void **state) {
   assert_non_null(strstr(md, "<details><summary>Information only (not gated) (24)</summary>"));
   free(md);
 
-  char *csv = capture_on(f->rounds_db, b, h, NULL, TP_FMT_CSV, &sum, TP_OK);
+  char *csv = capture_on(f->rounds_db, b, h, NULL, TP_COMPARE_CSV, &sum, TP_OK);
   assert_memory_equal(csv,
                       "verdict,config_key,label,role,stock_path,base_config_id,"
                       "head_config_id,vs_stock_base,vs_stock_head,vs_stock_change_pct,",
@@ -601,7 +601,7 @@ static void test_failure_in_head_regresses(void **state) {
   char b[32], h[32];
   spec_of(b, sizeof b, base);
   spec_of(h, sizeof h, head);
-  json_t *root = parse(capture_on(db, b, h, NULL, TP_FMT_JSON, &sum, TP_OK));
+  json_t *root = parse(capture_on(db, b, h, NULL, TP_COMPARE_JSON, &sum, TP_OK));
   json_t *rows = json_object_get(root, "rows");
   json_t *row = row_with(rows, "model=llama3-8b;", ";proj=w13;", "schedule=ce;");
   assert_string_equal(str(row, "verdict"), "regressed");
@@ -627,13 +627,13 @@ static void test_failure_in_head_regresses(void **state) {
   assert_true(json_is_true(json_object_get(json_array_get(rows, 0), "failed_in_head")));
   json_decref(root);
 
-  char *md = capture_on(db, b, h, NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_on(db, b, h, NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "**Regression**: 4 regressed (4 failed in head)"));
   assert_non_null(strstr(md, " — ok in base, in head timeout: window timed out after 60 s | "
                              "status | ok | failed |"));
   free(md);
   /* Failed on both sides is no change. */
-  free(capture_on(db, h, h, NULL, TP_FMT_JSON, &sum, TP_OK));
+  free(capture_on(db, h, h, NULL, TP_COMPARE_JSON, &sum, TP_OK));
   assert_int_equal(sum.regressed, 0);
 }
 
@@ -658,7 +658,7 @@ static void test_latest_run_decides(void **state) {
            (long long)later);
   exec_on(db, sql);
   tp_compare_summary sum;
-  json_t *root = parse(capture_on(db, "1111", "2222", NULL, TP_FMT_JSON, &sum, TP_OK));
+  json_t *root = parse(capture_on(db, "1111", "2222", NULL, TP_COMPARE_JSON, &sum, TP_OK));
   json_t *row =
       row_with(json_object_get(root, "rows"), "model=llama3-8b;", ";proj=w2;", "schedule=ce;");
   assert_string_equal(str(row, "verdict"), "regressed");
@@ -676,15 +676,15 @@ static void test_latest_run_decides(void **state) {
   snprintf(sql, sizeof sql, "UPDATE runs SET started_at = '2026-12-02T10:30:00Z' WHERE id = %lld",
            (long long)later);
   exec_on(db, sql);
-  free(capture_on(db, "1111", "2222", NULL, TP_FMT_JSON, &sum, TP_OK));
+  free(capture_on(db, "1111", "2222", NULL, TP_COMPARE_JSON, &sum, TP_OK));
   assert_int_equal(sum.regressed, 0);
   /* Runs named one by one, comma-separated, are a side too. */
   char h[64];
   snprintf(h, sizeof h, "run:%lld,run:%lld", (long long)head, (long long)later);
-  free(capture_on(db, "1111", h, NULL, TP_FMT_JSON, &sum, TP_OK));
+  free(capture_on(db, "1111", h, NULL, TP_COMPARE_JSON, &sum, TP_OK));
   assert_int_equal(sum.regressed, 0);
   snprintf(h, sizeof h, "run:%lld", (long long)later);
-  free(capture_on(db, "1111", h, NULL, TP_FMT_JSON, &sum, TP_OK));
+  free(capture_on(db, "1111", h, NULL, TP_COMPARE_JSON, &sum, TP_OK));
   assert_int_equal(sum.regressed, 1);
 }
 
@@ -707,17 +707,17 @@ static void test_mixed_hardware_refused(void **state) {
   tp_compare_summary sum;
   const char *others[] = {"4444", "5555", "6666"};
   for (int i = 0; i < 3; i++) {
-    free(capture_on(db, "3333", others[i], NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+    free(capture_on(db, "3333", others[i], NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
     assert_non_null(strstr(tp_last_error(), "different hardware"));
     assert_non_null(strstr(tp_last_error(), "--allow-mixed-hardware"));
   }
   assert_non_null(strstr(tp_last_error(), "driver 570.86.15"));
   /* within one side too */
-  free(capture_on(db, "3333", "4444,3333", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_on(db, "3333", "4444,3333", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   tp_compare_options allow = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
                               .alpha = TP_COMPARE_DEFAULT_ALPHA,
                               .allow_mixed_hardware = 1};
-  char *md = capture_on(db, "3333", "4444", &allow, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_on(db, "3333", "4444", &allow, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "**Warning**: the runs ran on different GPUs or drivers"));
   free(md);
 }
@@ -763,7 +763,7 @@ static void test_filters(void **state) {
   char b[32], h[32];
   spec_of(b, sizeof b, f->slowed.base[2]);
   spec_of(h, sizeof h, f->slowed.head[2]);
-  free(capture_on(f->rounds_db, b, h, &opt, TP_FMT_JSON, &sum, TP_EUSAGE));
+  free(capture_on(f->rounds_db, b, h, &opt, TP_COMPARE_JSON, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "nothing compared: the filters match no configuration"));
 }
 
@@ -801,7 +801,7 @@ static void test_references_gate_only_when_asked(void **state) {
   tp_compare_summary sum;
   tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
                             .alpha = TP_COMPARE_DEFAULT_ALPHA};
-  json_t *root = parse(capture_on(db, "7777", "8888", &opt, TP_FMT_JSON, &sum, TP_OK));
+  json_t *root = parse(capture_on(db, "7777", "8888", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   json_t *rows = json_object_get(root, "rows");
   /* three runs a side: the stock time is tested, but only information */
   json_t *row = row_with(rows, "kind=op;model=llama3-8b;", ";proj=qkv;", "backend=stock;");
@@ -823,7 +823,7 @@ static void test_references_gate_only_when_asked(void **state) {
 
   /* gated references: the slower stock rows regressed on their time */
   opt.gate_references = 1;
-  root = parse(capture_on(db, "7777", "8888", &opt, TP_FMT_JSON, &sum, TP_OK));
+  root = parse(capture_on(db, "7777", "8888", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   row = row_with(json_object_get(root, "rows"), "kind=op;model=llama3-8b;", ";proj=qkv;",
                  "backend=stock;");
   assert_string_equal(str(row, "verdict"), "regressed");
@@ -833,7 +833,7 @@ static void test_references_gate_only_when_asked(void **state) {
   json_decref(root);
 
   /* one run a side: references cannot be gated even when asked */
-  root = parse(capture_on(db, "run:1", "run:4", &opt, TP_FMT_JSON, &sum, TP_OK));
+  root = parse(capture_on(db, "run:1", "run:4", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   row = row_with(json_object_get(root, "rows"), "kind=op;model=llama3-8b;", ";proj=qkv;",
                  "backend=stock;");
   assert_string_equal(str(row, "verdict"), "information");
@@ -868,7 +868,7 @@ static void test_runs_before_rounds(void **state) {
   json_t *runs = json_object_get(json_object_get(root, "base"), "runs");
   assert_true(json_is_null(json_object_get(json_array_get(runs, 0), "rounds")));
   json_decref(root);
-  char *md = capture_compare(f, "run:1", "run:2", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_compare(f, "run:1", "run:2", NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "run 1 (before rounds: one sample)"));
   free(md);
   /* Commit B has two runs; only slow_quiet ran in both: its time is tested
@@ -883,27 +883,27 @@ static void test_runs_before_rounds(void **state) {
 static void test_bad_sides_and_options(void **state) {
   fixture *f = *state;
   tp_compare_summary sum;
-  free(capture_compare(f, "dddd", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_compare(f, "dddd", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "no run of a commit starting with 'dddd'"));
-  free(capture_compare(f, "run:1", "run:99", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
-  free(capture_compare(f, "run:x", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
-  free(capture_compare(f, "run:0", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
-  free(capture_compare(f, "", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
-  free(capture_compare(f, "run:1,", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
-  free(capture_compare(f, "run:1,dddd", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:1", "run:99", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:x", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:0", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  free(capture_compare(f, "", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:1,", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:1,dddd", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   tp_compare_options bad = {.threshold = 1.5, .alpha = 0.05};
-  free(capture_compare(f, "run:1", "run:2", &bad, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:1", "run:2", &bad, TP_COMPARE_MD, &sum, TP_EUSAGE));
   bad = (tp_compare_options){.threshold = 0.02, .alpha = 0};
-  free(capture_compare(f, "run:1", "run:2", &bad, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_compare(f, "run:1", "run:2", &bad, TP_COMPARE_MD, &sum, TP_EUSAGE));
 
   /* Two commits sharing a prefix. */
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(f->db, 0, &s), TP_OK);
   begin(s, "aaaa999911112222333344445555666677778888", "2026-11-05T10:00:00Z");
   tp_store_close(s);
-  free(capture_compare(f, "aaaa", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_compare(f, "aaaa", "run:1", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "ambiguous"));
-  free(capture_compare(f, "aaaa0", "run:1", NULL, TP_FMT_MARKDOWN, &sum, TP_OK));
+  free(capture_compare(f, "aaaa0", "run:1", NULL, TP_COMPARE_MD, &sum, TP_OK));
 }
 
 /* ---- history and trends --------------------------------------------------------------- */
@@ -1027,20 +1027,20 @@ static void test_real_run_against_synthetic(void **state) {
   tp_compare_summary sum;
   /* The real run recorded its driver, the synthesised copies say
    * "synthetic": not the same hardware. */
-  assert_int_equal(tp_report_compare(s, "run:1", "feed0001", NULL, TP_FMT_MARKDOWN, mem, &sum),
+  assert_int_equal(tp_report_compare(s, "run:1", "feed0001", NULL, TP_COMPARE_MD, mem, &sum),
                    TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "different hardware"));
   tp_compare_options allow = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
                               .alpha = TP_COMPARE_DEFAULT_ALPHA,
                               .allow_mixed_hardware = 1};
-  assert_int_equal(tp_report_compare(s, "run:1", "feed0001", &allow, TP_FMT_MARKDOWN, mem, &sum),
+  assert_int_equal(tp_report_compare(s, "run:1", "feed0001", &allow, TP_COMPARE_MD, mem, &sum),
                    TP_OK);
   /* Runs from before rounds are one sample each: nothing can be tested. */
   assert_int_equal(sum.information, 144);
   assert_int_equal(sum.tests, 0);
   assert_int_equal(sum.regressed + sum.improved + sum.added + sum.missing, 0);
   /* Everything 10% slower is the machine, not the code: no regression. */
-  assert_int_equal(tp_report_compare(s, "feed0001", "feed0002", NULL, TP_FMT_MARKDOWN, mem, &sum),
+  assert_int_equal(tp_report_compare(s, "feed0001", "feed0002", NULL, TP_COMPARE_MD, mem, &sum),
                    TP_OK);
   assert_int_equal(sum.regressed, 0);
   fclose(mem);
@@ -1169,27 +1169,27 @@ static void test_nothing_compared_is_refused(void **state) {
   char db[600];
   sample_copy(&d, "tp_compare_nothing", db, sizeof db);
   tp_compare_summary sum = {0};
-  free(capture_on(db, "run:2", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_on(db, "run:2", "run:3", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "nothing compared: run:2 and run:3 have no "
                                           "configuration in common (96 only in run:2, 96 only "
                                           "in run:3)"));
-  free(capture_on(db, "run:2", "run:3", NULL, TP_FMT_JSON, &sum, TP_EUSAGE));
+  free(capture_on(db, "run:2", "run:3", NULL, TP_COMPARE_JSON, &sum, TP_EUSAGE));
   tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
                             .alpha = TP_COMPARE_DEFAULT_ALPHA,
                             .filter = {.model = "bogus"}};
-  free(capture_on(db, "run:1", "run:2", &opt, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_on(db, "run:1", "run:2", &opt, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(
       strstr(tp_last_error(), "nothing compared: the filters match no configuration of run:1"));
   /* rows shown, none on both sides: the filters are named in the reason */
   opt.filter = (tp_compare_filter){.kind = "link"};
-  free(capture_on(db, "run:1", "run:4", &opt, TP_FMT_CSV, &sum, TP_EUSAGE));
+  free(capture_on(db, "run:1", "run:4", &opt, TP_COMPARE_CSV, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "no configuration in common that the filters select"));
   /* a run of no configuration at all */
   exec_on(db, "DELETE FROM configs WHERE run_id = 5");
-  free(capture_on(db, "run:5", "run:5", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_on(db, "run:5", "run:5", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "recorded no configuration"));
   /* something in common: compared */
-  free(capture_on(db, "run:1", "run:2", NULL, TP_FMT_MARKDOWN, &sum, TP_OK));
+  free(capture_on(db, "run:1", "run:2", NULL, TP_COMPARE_MD, &sum, TP_OK));
   assert_int_equal(sum.compared, 96);
   fx_rmdir(&d);
 }
@@ -1203,14 +1203,14 @@ static void test_nothing_gated_says_so(void **state) {
   sample_copy(&d, "tp_compare_ungated", db, sizeof db);
   tp_compare_summary sum = {0};
   /* one run a side from before rounds: one sample per ratio, none tested */
-  char *md = capture_on(db, "run:1", "run:2", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_on(db, "run:1", "run:2", NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_int_equal(sum.tests, 0);
   assert_int_equal(sum.regressed, 0);
   assert_non_null(strstr(md, "\n**No regression (nothing gated: no dist_gemm ratio had two "
                              "samples a side; a run without rounds is one)**: 0 regressed"));
   assert_null(strstr(md, "\n**No regression**"));
   free(md);
-  json_t *root = parse(capture_on(db, "run:1", "run:2", NULL, TP_FMT_JSON, &sum, TP_OK));
+  json_t *root = parse(capture_on(db, "run:1", "run:2", NULL, TP_COMPARE_JSON, &sum, TP_OK));
   json_t *summary = json_object_get(root, "summary");
   assert_int_equal(json_integer_value(json_object_get(summary, "tests")), 0);
   assert_int_equal(json_integer_value(json_object_get(summary, "compared")), 96);
@@ -1223,13 +1223,13 @@ static void test_nothing_gated_says_so(void **state) {
   char b[32], h[32];
   spec_of(b, sizeof b, f->slowed.base[2]);
   spec_of(h, sizeof h, f->slowed.head[2]);
-  md = capture_on(f->rounds_db, b, h, &opt, TP_FMT_MARKDOWN, &sum, TP_OK);
+  md = capture_on(f->rounds_db, b, h, &opt, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "**No regression (nothing gated: no dist_gemm configuration ran "
                              "on both sides; the rest is information)**"));
   free(md);
   /* a gated pass keeps the plain verdict */
   opt.filter = (tp_compare_filter){0};
-  md = capture_on(f->rounds_db, b, h, &opt, TP_FMT_MARKDOWN, &sum, TP_OK);
+  md = capture_on(f->rounds_db, b, h, &opt, TP_COMPARE_MD, &sum, TP_OK);
   assert_true(sum.tests > 0);
   assert_null(strstr(md, "nothing gated"));
   free(md);
@@ -1248,7 +1248,7 @@ static void test_link_probes_leave_the_hardware_check(void **state) {
   tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
                             .alpha = TP_COMPARE_DEFAULT_ALPHA,
                             .gate_references = 1};
-  json_t *root = parse(capture_on(db, "a06011f", "a06011f", &opt, TP_FMT_JSON, &sum, TP_OK));
+  json_t *root = parse(capture_on(db, "a06011f", "a06011f", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   assert_false(json_is_true(json_object_get(json_object_get(root, "options"), "mixed_hardware")));
   json_t *runs = json_object_get(json_object_get(root, "head"), "runs");
   assert_int_equal(json_array_size(runs), 4);
@@ -1270,7 +1270,7 @@ static void test_link_probes_leave_the_hardware_check(void **state) {
   json_decref(root);
   /* an ops run on another driver is still refused */
   exec_on(db, "UPDATE runs SET driver_version = '570.86.15' WHERE id = 3");
-  free(capture_on(db, "a06011f", "a06011f", NULL, TP_FMT_MARKDOWN, &sum, TP_EUSAGE));
+  free(capture_on(db, "a06011f", "a06011f", NULL, TP_COMPARE_MD, &sum, TP_EUSAGE));
   assert_non_null(strstr(tp_last_error(), "different hardware"));
   assert_non_null(strstr(tp_last_error(), "driver 570.86.15"));
   assert_null(strstr(tp_last_error(), "cuda 13.0"));
@@ -1312,7 +1312,7 @@ static void test_markdown_escapes_stored_text(void **state) {
   char db[600];
   sample_copy(&d, "tp_compare_escape", db, sizeof db);
   tp_compare_summary sum = {0};
-  char *clean = capture_on(db, "run:1", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *clean = capture_on(db, "run:1", "run:3", NULL, TP_COMPARE_MD, &sum, TP_OK);
   /* the same hostile GPU and driver on both runs keep the hardware alike */
   exec_on(db, "UPDATE runs SET gpu_name = 'H200' || char(10) || '| gpu | row |', "
               "driver_version = '580' || char(10) || '<script>alert(3)</script>', "
@@ -1324,7 +1324,7 @@ static void test_markdown_escapes_stored_text(void **state) {
               "'<img src=x onerror=alert(1)>', cuda_version = '13.0 <script>alert(2)</script>', "
               "test_knobs = 'TPBENCH_TEST_DIST_DELAY_US=0' || char(10) || '# injected heading' || "
               "char(10) || '| knob | row |' WHERE id = 3");
-  char *md = capture_on(db, "run:1", "run:3", NULL, TP_FMT_MARKDOWN, &sum, TP_OK);
+  char *md = capture_on(db, "run:1", "run:3", NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_int_equal(lines_starting(md, "|"), lines_starting(clean, "|"));
   assert_int_equal(lines_starting(md, "**"), 1);
   assert_int_equal(lines_starting(md, "#"), lines_starting(clean, "#"));
