@@ -4,10 +4,12 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "bench/matrix/presets.h"
+#include "report/tp_openmetrics.h"
 #include "report/tp_report.h"
 
 typedef struct report_args {
@@ -24,7 +26,8 @@ typedef struct report_args {
 static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
-      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0,
+       "md|csv|json|openmetrics"},
       {"run", TP_OPT_INT64, &a->run, "ID", "run to show; 0 = the latest (of --commit)", 0,
        INT64_MAX, NULL},
       {"commit", TP_OPT_STRING, &a->commit, "SHA", "runs of this commit (a prefix will do)", 0, 0,
@@ -55,8 +58,9 @@ static const char *canonical_model(const char *name) {
 }
 
 static tp_rc print_report(const report_args *a) {
-  tp_report_format fmt;
-  tp_rc rc = tp_report_format_parse(a->format, &fmt);
+  tp_report_format fmt = TP_FMT_MARKDOWN;
+  int openmetrics = !strcmp(a->format, "openmetrics"); /* the run's export, not the table */
+  tp_rc rc = openmetrics ? TP_OK : tp_report_format_parse(a->format, &fmt);
   if (rc != TP_OK) {
     tp_print_error("report");
     return rc;
@@ -69,7 +73,8 @@ static tp_rc print_report(const report_args *a) {
                              .layer = a->layer,
                              .pass = a->pass,
                              .dtype = a->dtype};
-  rc = tp_report_throughput(store, &filter, fmt, stdout);
+  rc = openmetrics ? tp_report_openmetrics(store, &filter, stdout)
+                   : tp_report_throughput(store, &filter, fmt, stdout);
   if (rc != TP_OK) tp_print_error("report");
   tp_store_close(store);
   return rc;
