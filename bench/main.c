@@ -22,6 +22,7 @@ static const command_entry commands[] = {
     {"link", tp_cmd_link, "measure peer bandwidth: copy engine, SM copy, NCCL collectives"},
     {"run", tp_cmd_run, "time the layers (attention, FFN, block) stock vs dist_gemm over a matrix"},
     {"matrix", tp_cmd_matrix, "print run's configurations and rejections (no GPU needed)"},
+    {"runs", tp_cmd_runs, "list the runs of a database: id, commit, time, host, counts"},
     {"report", tp_cmd_report, "print the throughput table of a database"},
     {"compare", tp_cmd_compare, "which configurations got slower between two commits or runs"},
     {"history", tp_cmd_history, "one configuration's median and spread across commits"},

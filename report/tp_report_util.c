@@ -172,6 +172,31 @@ static const char *column_text(sqlite3_stmt *st, int col) {
   return (const char *)sqlite3_column_text(st, col);
 }
 
+/* The eleventh label column: chunks, then the axes beyond the first ten
+ * (TP_LABEL_COLUMNS). A column holding chunks alone leaves the defaults. */
+static void extra_axes_from_text(const char *text, tp_config_axes *axes) {
+  long long m = 0, n = 0, k = 0;
+  int chunks = 0, batch = 0, seqlen = 0, n_weights = 0, sp = 1, graph = 0, save = 0;
+  int got = text ? sscanf(text, "%d %d %d %lld %lld %lld %d %d %d %d", &chunks, &batch, &seqlen, &m,
+                          &n, &k, &n_weights, &sp, &graph, &save)
+                 : 0;
+  if (got < 10) { /* chunks alone (or nothing): every other axis at its default */
+    batch = seqlen = n_weights = graph = save = 0;
+    m = n = k = 0;
+    sp = 1;
+  }
+  axes->chunks = got >= 1 ? chunks : 0;
+  axes->batch = batch;
+  axes->seqlen = seqlen;
+  axes->m = m;
+  axes->n = n;
+  axes->k = k;
+  axes->n_weights = n_weights;
+  axes->sp = sp;
+  axes->graph = graph;
+  axes->save_gathered = save;
+}
+
 void tp_axes_from_row(sqlite3_stmt *st, int col, tp_config_axes *axes) {
   *axes = (tp_config_axes){.kind = column_text(st, col),
                            .backend = column_text(st, col + 1),
@@ -182,33 +207,77 @@ void tp_axes_from_row(sqlite3_stmt *st, int col, tp_config_axes *axes) {
                            .dtype = column_text(st, col + 6),
                            .pass = column_text(st, col + 7),
                            .tp = sqlite3_column_int(st, col + 8),
-                           .schedule = column_text(st, col + 9),
-                           .chunks = sqlite3_column_int(st, col + 10)};
+                           .schedule = column_text(st, col + 9)};
+  extra_axes_from_text(column_text(st, col + 10), axes);
+}
+
+static int is_set(const char *text) { return text && *text; }
+
+/* The size a link probe moves per rank: whole MiB as "8 MiB", else bytes. */
+static void link_size_word(char *word, size_t cap, int64_t bytes) {
+  if (bytes > 0 && bytes % (1 << 20) == 0)
+    snprintf(word, cap, "%lld MiB", (long long)(bytes >> 20));
+  else snprintf(word, cap, "%lld B", (long long)bytes);
+}
+
+/* What fixes the shape: tokens and batch, or the GEMM's own M×N×K where no
+ * model implies it, or a link probe's bytes. */
+static void append_shape(char *buf, size_t cap, size_t *len, const tp_config_axes *axes,
+                         int is_link) {
+  char word[96];
+  if (axes->tokens > 0) {
+    snprintf(word, sizeof word, "T=%lld", (long long)axes->tokens);
+    append_word(buf, cap, len, word);
+  }
+  if (axes->batch > 1) {
+    snprintf(word, sizeof word, "B=%d", axes->batch);
+    append_word(buf, cap, len, word);
+  }
+  if (is_link) {
+    link_size_word(word, sizeof word, axes->m);
+    append_word(buf, cap, len, word);
+  } else if (!is_set(axes->model) && axes->m > 0) {
+    snprintf(word, sizeof word, "%lld×%lld×%lld", (long long)axes->m, (long long)axes->n,
+             (long long)axes->k);
+    append_word(buf, cap, len, word);
+  }
+}
+
+/* Who computed it, how, and the switches that are not at their default. */
+static void append_method(char *buf, size_t cap, size_t *len, const tp_config_axes *axes,
+                          int is_link) {
+  char word[64];
+  const char *kind = axes->kind;
+  if (kind && !strcmp(kind, "gemm")) append_word(buf, cap, len, "GEMM alone");
+  else if (kind && !strcmp(kind, "comm")) append_word(buf, cap, len, "collective alone");
+  else append_word(buf, cap, len, axes->backend);
+  append_word(buf, cap, len, axes->schedule);
+  if (axes->chunks > 0) {
+    snprintf(word, sizeof word, "x%d", axes->chunks);
+    append_word(buf, cap, len, word);
+  }
+  if (!axes->sp && !is_link) append_word(buf, cap, len, "no-sp");
+  if (axes->graph) append_word(buf, cap, len, "graph");
+  if (axes->save_gathered) append_word(buf, cap, len, "save-gathered");
 }
 
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {
   if (cap == 0) return;
   buf[0] = '\0';
   size_t len = 0;
-  char word[64];
+  int is_link = axes->kind && !strcmp(axes->kind, "link");
   append_word(buf, cap, &len, axes->model);
   append_word(buf, cap, &len, axes->op_or_layer);
   append_word(buf, cap, &len, axes->proj);
-  snprintf(word, sizeof word, "T=%lld", (long long)axes->tokens);
-  append_word(buf, cap, &len, word);
+  append_shape(buf, cap, &len, axes, is_link);
   append_word(buf, cap, &len, axes->dtype);
   append_word(buf, cap, &len, axes->pass);
-  snprintf(word, sizeof word, "tp=%d", axes->tp);
-  append_word(buf, cap, &len, word);
-  const char *kind = axes->kind;
-  if (kind && !strcmp(kind, "gemm")) append_word(buf, cap, &len, "GEMM alone");
-  else if (kind && !strcmp(kind, "comm")) append_word(buf, cap, &len, "collective alone");
-  else append_word(buf, cap, &len, axes->backend);
-  append_word(buf, cap, &len, axes->schedule);
-  if (axes->chunks > 0) {
-    snprintf(word, sizeof word, "x%d", axes->chunks);
+  if (axes->tp > 0) {
+    char word[32];
+    snprintf(word, sizeof word, "tp=%d", axes->tp);
     append_word(buf, cap, &len, word);
   }
+  append_method(buf, cap, &len, axes, is_link);
 }
 
 void *tp_grow_array(void *items, size_t *cap, size_t n, size_t size) {

@@ -89,24 +89,40 @@ json_t *tp_json_real(double value);
 
 /* The configs columns (table alias c) a configuration's label is made of,
  * in the order tp_axes_from_row reads them: list them in a SELECT and pass
- * the index of the first. */
+ * the index of the first. The eleventh column is chunks followed by the
+ * axes beyond the first ten, as text ("chunks batch seqlen m n k n_weights
+ * sp graph save_gathered"): SQLite reads its leading number as chunks, so a
+ * caller that indexes the columns after these counts eleven, as before, and
+ * the label still sees every axis. */
 #define TP_LABEL_COLUMNS                                                                           \
   "c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, "     \
-  "c.chunks"
+  "c.chunks || ' ' || c.batch || ' ' || c.seqlen || ' ' || c.m || ' ' || c.n || ' ' || c.k || "    \
+  "' ' || c.n_weights || ' ' || c.sp || ' ' || c.graph || ' ' || c.save_gathered"
 
 /* Reads the TP_LABEL_COLUMNS of the statement's current row, starting at
  * column col, into *axes (kind, backend, model, op_or_layer, proj, tokens,
- * dtype, pass, tp, schedule, chunks); every other field is zeroed. The
- * strings point into the row: they are valid until the statement is next
- * stepped, reset or finalized. NULL columns are NULL strings and 0. */
+ * dtype, pass, tp, schedule, chunks, and from the eleventh column batch,
+ * seqlen, m, n, k, n_weights, sp, graph, save_gathered). The strings point
+ * into the row: they are valid until the statement is next stepped, reset or
+ * finalized. NULL columns are NULL strings and 0; an eleventh column that
+ * holds chunks alone leaves the other axes at their defaults (sp on, the
+ * rest 0), so the label shows none of them. */
 void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
 
 /* What a person calls a configuration, in one line, into buf (cut at cap,
- * nothing written when cap is 0):
- * "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2" (kind gemm
- * and comm say "GEMM alone" / "collective alone" instead of a backend).
- * Reads kind, backend, model, op_or_layer, proj, tokens, dtype, pass, tp,
- * schedule and chunks (left out when 0) of axes; NULL strings are left out. */
+ * nothing written when cap is 0). It names every axis of the configuration
+ * key that is not implied by another or at its default, so two
+ * configurations with different keys get different labels:
+ * "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2 graph".
+ * In order: model, op or layer, projection; T=tokens (when set) and B=batch
+ * (when above 1: the sequence length is then T/B); the GEMM shape M×N×K
+ * when no model names it (a bare projection), the bytes per rank for a link
+ * probe ("8 MiB"); dtype, pass, tp=N (when set); the backend, or "GEMM
+ * alone" / "collective alone" for kind gemm and comm; the schedule; xN
+ * chunks (when set); then "no-sp" (sequence parallelism off, outside link
+ * probes), "graph" (CUDA graph replay) and "save-gathered". NULL strings are
+ * left out. The shape of a named model's projection is implied by the model,
+ * projection, tokens and tp, and so is left out. */
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes);
 
 /* Room for item n of a malloc'd array of *cap items of size bytes: items

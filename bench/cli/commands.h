@@ -31,6 +31,9 @@ int tp_cmd_run(int argc, char **argv);
  * (bench/cli/cmd_matrix.c). */
 int tp_cmd_matrix(int argc, char **argv);
 
+/* `tpbench runs`: the runs of a database, one line each (bench/cli/cmd_runs.c). */
+int tp_cmd_runs(int argc, char **argv);
+
 /* `tpbench report`: the throughput table of a database (bench/cli/cmd_report.c). */
 int tp_cmd_report(int argc, char **argv);
 
