@@ -5,7 +5,13 @@
  * prints for the same database (the throughput table's JSON, the trends,
  * the Chrome trace export), captured in memory, parsed back and put
  * together into one JSON document. So the dashboard and the command-line
- * reports cannot disagree.
+ * reports cannot disagree. The link probes are the exception: no report
+ * prints them as the page wants them, so tp_dashboard_links.c reads them.
+ *
+ * Traces are not in the document: each is written to a file of its own
+ * (tp_dashboard_files.h) as it is exported, and the document lists them
+ * (config id, run, label, kind, backend, the file) with the one the page
+ * opens first: a fused (dist_gemm) configuration of the latest traced run.
  *
  * The document goes inside <script type="application/json">: every '<' in
  * it is written as \u003c (it can only occur inside JSON strings), so no
@@ -26,6 +32,8 @@
 #include <sqlite3.h>
 
 #include "dashboards/tp_dashboard_assets.h"
+#include "dashboards/tp_dashboard_files.h"
+#include "dashboards/tp_dashboard_links.h"
 #include "report/tp_history.h"
 #include "report/tp_output.h"
 #include "report/tp_report.h"
@@ -111,10 +119,23 @@ static tp_rc list_ids(tp_store *store, const char *sql, int64_t **ids, size_t *n
 
 typedef struct {
   tp_store *store;
+  const char *out_dir;
   size_t max_events;
   tp_dashboard_stats *stats;
   tp_json_builder jb;
+  char (*files)[TP_DASHBOARD_TRACE_NAME_MAX]; /* the trace files written, for pruning */
+  size_t n_files;
 } builder;
+
+/* TP_EUSAGE when the database holds no run: refused before any folder is made. */
+static tp_rc check_has_runs(tp_store *store) {
+  int64_t *ids = NULL;
+  size_t n = 0;
+  TP_TRY(list_ids(store, "SELECT id FROM runs LIMIT 1", &ids, &n));
+  free(ids);
+  if (n == 0) return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", tp_store_path(store));
+  return TP_OK;
+}
 
 /* One table per run, oldest first; a run without op configurations (a
  * GEMM-only run, say) has no table and is left out. */
@@ -162,39 +183,110 @@ static int truncate_events(json_t *trace, size_t max, size_t *shown) {
   return complete == max;
 }
 
+/* The configuration's kind, backend and whether every op fused (results.fused:
+ * true, false, or null when not recorded), for the page's trace picker. */
+static tp_rc add_config_facts(builder *b, json_t *entry, int64_t config_id) {
+  sqlite3 *db = tp_store_db(b->store);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT c.kind, c.backend, x.fused FROM configs c "
+                         "LEFT JOIN results x ON x.config_id = c.id WHERE c.id = ?1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return TP_FAIL(TP_ESQLITE, "%s: dashboard: %s", tp_store_path(b->store), sqlite3_errmsg(db));
+  sqlite3_bind_int64(st, 1, config_id);
+  int step = sqlite3_step(st);
+  if (step == SQLITE_ROW) {
+    tp_json_set(&b->jb, entry, "kind", tp_json_str((const char *)sqlite3_column_text(st, 0)));
+    tp_json_set(&b->jb, entry, "backend", tp_json_str((const char *)sqlite3_column_text(st, 1)));
+    tp_json_set(&b->jb, entry, "fused",
+                sqlite3_column_type(st, 2) == SQLITE_NULL
+                    ? json_null()
+                    : json_boolean(sqlite3_column_int(st, 2)));
+  }
+  tp_rc rc =
+      step == SQLITE_ROW || step == SQLITE_DONE
+          ? TP_OK
+          : TP_FAIL(TP_ESQLITE, "%s: dashboard: %s", tp_store_path(b->store), sqlite3_errmsg(db));
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The trace as compact JSON in its own file; its name recorded for pruning. */
+static tp_rc write_trace_file(builder *b, int64_t config_id, const json_t *trace, char *name) {
+  char *text = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(17));
+  if (!text) return out_of_memory();
+  size_t bytes = 0;
+  tp_rc rc = tp_dashboard_trace_file_write(b->out_dir, tp_store_path(b->store), config_id, text,
+                                           strlen(text), name, &bytes);
+  free(text);
+  if (rc == TP_OK) b->stats->trace_bytes += bytes;
+  return rc;
+}
+
 static tp_rc add_trace(builder *b, json_t *list, int64_t config_id) {
   json_t *trace = NULL;
   TP_TRY(capture(b->store, tp_report_chrome_trace, config_id, &trace));
   size_t shown = 0;
   int truncated = truncate_events(trace, b->max_events, &shown);
   json_t *other = json_object_get(trace, "otherData");
-  json_t *entry = json_object();
-  if (!entry) {
-    json_decref(trace);
-    return out_of_memory();
+  char *name = b->files[b->n_files];
+  tp_rc rc = write_trace_file(b, config_id, trace, name);
+  json_t *entry = rc == TP_OK ? json_object() : NULL;
+  if (rc == TP_OK && !entry) rc = out_of_memory();
+  if (rc == TP_OK) {
+    b->n_files++;
+    tp_json_set(&b->jb, entry, "config_id", json_integer(config_id));
+    tp_json_set(&b->jb, entry, "run_id", json_deep_copy(json_object_get(other, "run_id")));
+    tp_json_set(&b->jb, entry, "label", json_deep_copy(json_object_get(other, "label")));
+    tp_json_set(&b->jb, entry, "truncated", json_boolean(truncated));
+    tp_json_set(&b->jb, entry, "shown_events", json_integer((json_int_t)shown));
+    tp_json_set(&b->jb, entry, "file", json_string(name));
+    rc = add_config_facts(b, entry, config_id);
+    tp_json_append(&b->jb, list, entry);
+    b->stats->traces++;
   }
-  tp_json_set(&b->jb, entry, "config_id", json_integer(config_id));
-  tp_json_set(&b->jb, entry, "run_id", json_deep_copy(json_object_get(other, "run_id")));
-  tp_json_set(&b->jb, entry, "label", json_deep_copy(json_object_get(other, "label")));
-  tp_json_set(&b->jb, entry, "truncated", json_boolean(truncated));
-  tp_json_set(&b->jb, entry, "shown_events", json_integer((json_int_t)shown));
-  tp_json_set(&b->jb, entry, "trace", trace);
-  tp_json_append(&b->jb, list, entry);
-  b->stats->traces++;
-  return TP_OK;
+  json_decref(trace);
+  return rc;
 }
 
-static tp_rc add_traces(builder *b, json_t *list) {
-  int64_t *ids = NULL;
-  size_t n = 0;
-  TP_TRY(list_ids(b->store,
-                  "SELECT t.config_id FROM traces t JOIN configs c ON c.id = t.config_id "
-                  "JOIN runs r ON r.id = c.run_id ORDER BY r.started_at DESC, t.config_id",
-                  &ids, &n));
-  tp_rc rc = TP_OK;
+/* Newest run first. The page opens the first of this order that is a
+ * dist_gemm configuration of the latest traced run, preferring ones that
+ * fused (not fused: last), then the most work per iteration (a real model
+ * over a toy one): default_trace. */
+static const char TRACES_SQL[] =
+    "SELECT t.config_id FROM traces t JOIN configs c ON c.id = t.config_id "
+    "JOIN runs r ON r.id = c.run_id ORDER BY r.started_at DESC, r.id DESC, t.config_id";
+static const char DEFAULT_TRACE_SQL[] =
+    "SELECT t.config_id FROM traces t JOIN configs c ON c.id = t.config_id "
+    "JOIN runs r ON r.id = c.run_id LEFT JOIN results x ON x.config_id = c.id "
+    "WHERE c.run_id = (SELECT c2.run_id FROM traces t2 JOIN configs c2 ON c2.id = t2.config_id "
+    "JOIN runs r2 ON r2.id = c2.run_id ORDER BY r2.started_at DESC, r2.id DESC LIMIT 1) "
+    "ORDER BY c.backend = 'dist_gemm' DESC, coalesce(x.fused, 1) DESC, "
+    "coalesce(x.flops, 0) DESC, t.config_id LIMIT 1";
+
+static tp_rc add_traces(builder *b, json_t *list, json_t *doc) {
+  int64_t *ids = NULL, *first = NULL;
+  size_t n = 0, n_first = 0;
+  TP_TRY(list_ids(b->store, TRACES_SQL, &ids, &n));
+  tp_rc rc = list_ids(b->store, DEFAULT_TRACE_SQL, &first, &n_first);
+  if (rc == TP_OK && n > 0) {
+    b->files = calloc(n, sizeof *b->files);
+    if (!b->files) rc = out_of_memory();
+  }
   for (size_t i = 0; rc == TP_OK && i < n; i++) rc = add_trace(b, list, ids[i]);
+  if (rc == TP_OK)
+    tp_json_set(&b->jb, doc, "default_trace", n_first ? json_integer(first[0]) : json_null());
   free(ids);
+  free(first);
   return rc;
+}
+
+static tp_rc add_links(builder *b, json_t *doc) {
+  json_t *links = NULL;
+  TP_TRY(tp_dashboard_links(b->store, &links));
+  b->stats->link_runs = (int)json_array_size(links);
+  tp_json_set(&b->jb, doc, "links", links);
+  return TP_OK;
 }
 
 static void add_header(builder *b, json_t *doc) {
@@ -212,7 +304,8 @@ static tp_rc build_document(builder *b, json_t **out) {
   json_t *doc = json_object(), *runs = json_array(), *traces = json_array(), *trends = NULL;
   tp_rc rc = doc && runs && traces ? TP_OK : out_of_memory();
   if (rc == TP_OK) rc = add_runs(b, runs);
-  if (rc == TP_OK) rc = add_traces(b, traces);
+  if (rc == TP_OK) rc = add_traces(b, traces, doc);
+  if (rc == TP_OK) rc = add_links(b, doc);
   if (rc == TP_OK) rc = capture(b->store, trends_json, 0, &trends);
   if (rc != TP_OK) {
     json_decref(doc);
@@ -284,10 +377,22 @@ static int parent_refuses(const char *parent) {
   return access(parent, W_OK | X_OK) != 0 ? errno : 0;
 }
 
+/* dir/traces, when it exists, must be a folder (through a link too). */
+static tp_rc check_trace_dir(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/" TP_DASHBOARD_TRACE_DIR, dir) >= (int)sizeof path)
+    return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+    return TP_FAIL(TP_EUSAGE, "%s: not a directory (the dashboard's trace files go there)", path);
+  return TP_OK;
+}
+
 /* What make_dir and write_file would refuse, found before the page is built
  * (seconds on a large database) and without creating anything: dir is not
- * a folder, or is missing and its parent cannot take it; index.html is not
- * a file that may be replaced (report/tp_output.h). */
+ * a folder, or is missing and its parent cannot take it; dir/traces is not
+ * a folder; index.html is not a file that may be replaced
+ * (report/tp_output.h). */
 static tp_rc check_out_dir(const char *dir, const char *db) {
   struct stat st;
   if (stat(dir, &st) == 0) {
@@ -301,6 +406,7 @@ static tp_rc check_out_dir(const char *dir, const char *db) {
     free(copy);
     if (err) return cannot_create(dir, err);
   }
+  TP_TRY(check_trace_dir(dir));
   char path[4096];
   if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
     return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
@@ -315,6 +421,15 @@ static tp_rc make_dir(const char *dir) {
   }
   if (mkdir(dir, 0777) != 0) return cannot_create(dir, errno);
   return TP_OK;
+}
+
+/* The output folder and its traces/ folder. */
+static tp_rc make_dirs(const char *dir) {
+  TP_TRY(make_dir(dir));
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/" TP_DASHBOARD_TRACE_DIR, dir) >= (int)sizeof path)
+    return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
+  return make_dir(path);
 }
 
 /* index.html through a private temporary renamed into place when complete
@@ -345,18 +460,26 @@ tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboar
   tp_dashboard_stats local = {0};
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
-  builder b = {store,
-               opt && opt->max_trace_events ? opt->max_trace_events : TP_DASHBOARD_MAX_EVENTS,
-               stats,
-               {0}};
+  builder b = {.store = store,
+               .out_dir = out_dir,
+               .max_events =
+                   opt && opt->max_trace_events ? opt->max_trace_events : TP_DASHBOARD_MAX_EVENTS,
+               .stats = stats};
   TP_TRY(check_out_dir(out_dir, tp_store_path(store)));
+  TP_TRY(check_has_runs(store));
+  tp_rc rc = make_dirs(out_dir);
   json_t *doc = NULL;
-  TP_TRY(build_document(&b, &doc));
-  char *data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
-  json_decref(doc);
-  if (!data) return out_of_memory();
-  tp_rc rc = make_dir(out_dir);
+  if (rc == TP_OK) rc = build_document(&b, &doc);
+  char *data = NULL;
+  if (rc == TP_OK) {
+    data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(doc);
+    if (!data) rc = out_of_memory();
+  }
   if (rc == TP_OK) rc = write_file(out_dir, tp_store_path(store), data, &stats->bytes);
+  /* Only once the new page is in place: the old one named the old files. */
+  if (rc == TP_OK) rc = tp_dashboard_trace_files_prune(out_dir, b.files, b.n_files);
   free(data);
+  free(b.files);
   return rc;
 }

@@ -2,15 +2,19 @@
  * tp_dashboard.h — `tpbench dashboard`: a static HTML site of a database
  * that works offline (no CDN, no server, nothing fetched).
  *
- * The site is one file, DIR/index.html: the template, CSS and JavaScript of
- * dashboards/assets/ inlined, and the database's figures embedded as JSON,
- * all read through report/: per run the throughput table
- * (tp_report_throughput, JSON), the trends across commits
- * (tp_report_trends), and per traced configuration its Chrome trace
- * (tp_report_chrome_trace). The page's JavaScript draws the summary, the
- * speedup and bound charts, the table, a timeline per traced configuration
- * (lanes per rank and stream, coloured by category, hover details) and the
- * trends, all as inline SVG.
+ * The site is DIR/index.html and DIR/traces/. index.html holds the
+ * template, CSS and JavaScript of dashboards/assets/ inlined and the
+ * database's figures embedded as JSON, read through report/: per run the
+ * throughput table (tp_report_throughput, JSON), the trends across commits
+ * (tp_report_trends), the `tpbench link` probes (tp_dashboard_links.h) and
+ * an index of the traced configurations. Each traced configuration's Chrome
+ * trace (tp_report_chrome_trace) is a compressed file of its own in
+ * DIR/traces/ (tp_dashboard_files.h) that the page loads when its timeline
+ * is shown, so the page stays small however many traces the database
+ * holds. The page's JavaScript draws the summary, the speedup and bound
+ * charts, the table, a compare view of two runs, the timeline of one
+ * traced configuration (lanes per rank and stream, coloured by category,
+ * hover details), the trends and the link probes, all as inline SVG.
  */
 #ifndef TP_DASHBOARD_H
 #define TP_DASHBOARD_H
@@ -30,20 +34,26 @@ typedef struct tp_dashboard_options {
 
 /* What went into the page. */
 typedef struct tp_dashboard_stats {
-  int runs;     /* runs with a throughput table */
-  int traces;   /* traced configurations */
-  int series;   /* configuration keys in the trends */
-  size_t bytes; /* size of index.html */
+  int runs;           /* runs with a throughput table */
+  int traces;         /* traced configurations (a file each in DIR/traces/) */
+  int series;         /* configuration keys in the trends */
+  int link_runs;      /* runs of `tpbench link` */
+  size_t bytes;       /* size of index.html */
+  size_t trace_bytes; /* the trace files' sizes together */
 } tp_dashboard_stats;
 
-/* Writes out_dir/index.html (creating out_dir, one level, if missing; an
- * existing index.html is replaced only once the new one is complete, by a
- * rename: report/tp_output.h). Runs without op configurations are left out
- * of the tables. opt and stats may be NULL. TP_EUSAGE when the database
- * holds no runs, out_dir is empty or not a directory, or index.html exists
- * and is not a regular file or is the database; TP_EIO when it cannot be
- * written. out_dir and index.html are checked before the database is read
- * (nothing created when refused) and again before the rename. */
+/* Writes out_dir/traces/<config-id>-<crc32>.js per traced configuration,
+ * then out_dir/index.html (creating out_dir and out_dir/traces, one level
+ * each, if missing; every file is replaced only once the new one is
+ * complete, by a rename: report/tp_output.h), then removes the trace files
+ * an earlier generation left in out_dir/traces/ (names of that shape only;
+ * anything else there stays). Runs without op or layer configurations are
+ * left out of the tables. opt and stats may be NULL. TP_EUSAGE when the
+ * database holds no runs, out_dir is empty or not a directory,
+ * out_dir/traces exists and is not a directory, or index.html exists and
+ * is not a regular file or is the database; TP_EIO when a file cannot be
+ * written. Those are checked before the database is read (nothing created
+ * when refused) and again before each rename. */
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats);
 

@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev clang-format clang-tidy)
+packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev zlib1g-dev clang-format clang-tidy)
 # clang and its compiler-rt (libFuzzer, the sanitizers) build the fuzz targets (scripts/fuzz.sh).
 packages+=(clang libclang-rt-dev)
 if [ "${TPBENCH_SETUP_CHROMIUM:-1}" = 1 ]; then packages+=(chromium); fi

@@ -19,18 +19,20 @@ typedef struct dashboard_args {
 static tp_rc parse_args(int argc, char **argv, dashboard_args *a, int *help) {
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
-      {"out", TP_OPT_STRING, &a->out, "DIR", "directory for index.html (created if missing)", 0, 0,
-       NULL},
+      {"out", TP_OPT_STRING, &a->out, "DIR",
+       "directory for index.html and traces/ (created if missing)", 0, 0, NULL},
       {"max-events", TP_OPT_INT64, &a->max_events, "N", "events per timeline the page carries", 1,
        10000000, NULL},
   };
   const tp_command cmd = {
       .name = "dashboard",
       .usage = "tpbench dashboard --out DIR [options]",
-      .summary = "Writes DIR/index.html, one self-contained page that works offline: per run the\n"
-                 "throughput table with speedup and bound charts, a timeline per traced\n"
-                 "configuration (lanes per rank and stream, hover for details) and trends across\n"
-                 "commits. Open it in any browser; nothing is fetched.",
+      .summary = "Writes DIR/index.html, a page that works offline: per run the throughput\n"
+                 "table with speedup and bound charts, a compare view of two runs, a timeline\n"
+                 "per traced configuration (lanes per rank and stream, hover for details),\n"
+                 "trends across commits and the link probes. Traces are compressed files in\n"
+                 "DIR/traces/, loaded when shown; keep them beside index.html. Open it in a\n"
+                 "browser; nothing off the machine is fetched.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -48,9 +50,10 @@ static tp_rc write_dashboard(const dashboard_args *a) {
     tp_print_error("dashboard");
     return rc;
   }
-  printf("%s/index.html: %d run%s, %d trace%s, %d configurations in the trends (%zu bytes)\n",
+  printf("%s/index.html: %d run%s, %d trace%s, %d configurations in the trends, %d link probe "
+         "run%s (%zu bytes; %zu more in %s/traces/, loaded on demand)\n",
          a->out, st.runs, st.runs == 1 ? "" : "s", st.traces, st.traces == 1 ? "" : "s", st.series,
-         st.bytes);
+         st.link_runs, st.link_runs == 1 ? "" : "s", st.bytes, st.trace_bytes, a->out);
   return TP_OK;
 }
 
