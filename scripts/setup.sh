@@ -16,6 +16,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev zlib1g-dev clang-format clang-tidy)
 # clang and its compiler-rt (libFuzzer, the sanitizers) build the fuzz targets (scripts/fuzz.sh).
 packages+=(clang libclang-rt-dev)
+# python3-junitparser reads compare's JUnit file back and xmllint (libxml2-utils)
+# checks it (tests/cpu/test_compare_junit.c, skipped without junitparser).
+packages+=(python3 python3-junitparser libxml2-utils)
 if [ "${TPBENCH_SETUP_CHROMIUM:-1}" = 1 ]; then packages+=(chromium); fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

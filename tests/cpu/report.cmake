@@ -11,3 +11,16 @@ tp_add_cpu_test(test_report_trace SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_
 # Output files (report/tp_output.h): refused targets (FIFO, device link,
 # folder, the database), planted links, failed writes, racing writers.
 tp_add_cpu_test(test_output SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_output.c LIBS tp_report)
+# CI formats (compare --format junit/bmf, --changed-only, --top; report
+# --format openmetrics; the XML and OpenMetrics escaping) on a synthetic
+# comparison and the sample database.
+tp_add_cpu_test(test_compare_ci SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compare_ci.c
+                LIBS tp_report m)
+# The JUnit file of `tpbench compare --format junit` read by a real JUnit
+# parser (python3-junitparser, via check_junit.py) and xmllint; skipped (77)
+# where junitparser is missing.
+tp_add_cpu_test(test_compare_junit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compare_junit.c
+                LIBS tp_report m)
+target_compile_definitions(test_compare_junit PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_compare_junit tpbench)
+set_tests_properties(test_compare_junit PROPERTIES SKIP_RETURN_CODE 77)
