@@ -20,24 +20,10 @@
 #include <sqlite3.h>
 
 #include "report/tp_report_util.h"
+#include "report/tp_trace_model.h"
 
 /* Microseconds with nanosecond resolution print cleanly at 15 digits. */
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
-
-enum { MAX_TRACKS = 4096 };
-
-/* What pass one learns. */
-typedef struct {
-  uint64_t t0;
-  int any;
-  int64_t max_stream; /* -1 when no event has a stream */
-  struct {
-    int rank, device;
-    uint32_t stream; /* TP_TRACE_NO_STREAM for ranges and stream-less activity */
-    int range;
-  } tracks[MAX_TRACKS];
-  int n_tracks;
-} layout;
 
 /* What the document says about the configuration. */
 typedef struct {
@@ -48,41 +34,6 @@ typedef struct {
 } trace_meta;
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "trace export: out of memory"); }
-
-/* ---- pass one: the layout ----------------------------------------------------- */
-
-static void add_track(layout *l, const tp_trace_event *e) {
-  int range = !strcmp(e->kind, "range");
-  uint32_t stream = range ? TP_TRACE_NO_STREAM : e->stream;
-  for (int i = 0; i < l->n_tracks; i++) {
-    if (l->tracks[i].rank == e->rank && l->tracks[i].stream == stream &&
-        l->tracks[i].range == range) {
-      if (l->tracks[i].device < e->device) l->tracks[i].device = e->device;
-      return;
-    }
-  }
-  if (l->n_tracks == MAX_TRACKS) return; /* unnamed past this: still shown, just not named */
-  l->tracks[l->n_tracks].rank = e->rank;
-  l->tracks[l->n_tracks].device = e->device;
-  l->tracks[l->n_tracks].stream = stream;
-  l->tracks[l->n_tracks++].range = range;
-}
-
-static tp_rc learn_layout(void *ctx, const tp_trace_event *e) {
-  layout *l = ctx;
-  if (!l->any || e->start_ns < l->t0) l->t0 = e->start_ns;
-  l->any = 1;
-  if (e->stream != TP_TRACE_NO_STREAM && (int64_t)e->stream > l->max_stream)
-    l->max_stream = e->stream;
-  add_track(l, e);
-  return TP_OK;
-}
-
-static int64_t tid_of(const layout *l, const tp_trace_event *e) {
-  if (!strcmp(e->kind, "range")) return l->max_stream + 1;
-  if (e->stream == TP_TRACE_NO_STREAM) return l->max_stream + 2;
-  return e->stream;
-}
 
 /* ---- the configuration ---------------------------------------------------------- */
 
@@ -135,91 +86,36 @@ static void free_meta(trace_meta *m) {
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-typedef struct {
-  FILE *out;
-  const layout *l;
-  const trace_meta *m;
-  int first; /* no comma before the first event */
-  int failed;
-} writer;
-
-/* Dumps one value (taking the reference), with a comma before all but the first. */
-static void emit(writer *w, json_t *value) {
-  if (!value) {
-    w->failed = 1;
-    return;
+static void write_metadata(tp_trace_writer *w, const tp_trace_model *m, const trace_meta *meta) {
+  for (size_t i = 0; i < m->n_tracks; i++) {
+    const tp_trace_track *t = &m->tracks[i];
+    if (i == 0 || m->tracks[i - 1].rank != t->rank) {
+      char name[300];
+      snprintf(name, sizeof name, "rank %d (%s)", t->rank, meta->gpu_name ? meta->gpu_name : "GPU");
+      tp_trace_emit(w, tp_trace_metadata("process_name", t->rank, 0, "name", tp_json_str(name)));
+      tp_trace_emit(w, tp_trace_metadata("process_sort_index", t->rank, 0, "sort_index",
+                                         json_integer(t->rank)));
+    }
+    tp_trace_emit(w,
+                  tp_trace_metadata("thread_name", t->rank, t->tid, "name", json_string(t->name)));
+    tp_trace_emit(w, tp_trace_metadata("thread_sort_index", t->rank, t->tid, "sort_index",
+                                       json_integer(t->sort)));
   }
-  if (!w->first) fputc(',', w->out);
-  fputc('\n', w->out);
-  w->first = 0;
-  if (json_dumpf(value, w->out, DUMP_FLAGS) != 0) w->failed = 1;
-  json_decref(value);
 }
 
-/* {"name": what, "ph": "M", "pid", "tid", "args": {arg_key: arg}} */
-static json_t *metadata(const char *what, int pid, int64_t tid, const char *arg_key, json_t *arg) {
-  json_t *o = json_object(), *args = json_object();
-  tp_json_builder jb = {0};
-  if (!o || !args) jb.failed = 1;
-  if (args) tp_json_set(&jb, args, arg_key, arg);
-  else json_decref(arg);
-  if (o) {
-    tp_json_set(&jb, o, "name", json_string(what));
-    tp_json_set(&jb, o, "ph", json_string("M"));
-    tp_json_set(&jb, o, "pid", json_integer(pid));
-    tp_json_set(&jb, o, "tid", json_integer(tid));
-    tp_json_set(&jb, o, "args", args);
-  } else {
-    json_decref(args);
-  }
-  if (jb.failed) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
-}
-
-static void write_rank_metadata(writer *w, int rank) {
-  char name[300];
-  snprintf(name, sizeof name, "rank %d (%s)", rank, w->m->gpu_name ? w->m->gpu_name : "GPU");
-  emit(w, metadata("process_name", rank, 0, "name", tp_json_str(name)));
-  emit(w, metadata("process_sort_index", rank, 0, "sort_index", json_integer(rank)));
-}
-
-static void write_track_metadata(writer *w, int i) {
-  const layout *l = w->l;
-  int rank = l->tracks[i].rank;
-  char name[64];
-  int64_t tid, sort;
-  if (l->tracks[i].range) {
-    snprintf(name, sizeof name, "NVTX");
-    tid = l->max_stream + 1;
-    sort = -1; /* above the streams */
-  } else if (l->tracks[i].stream == TP_TRACE_NO_STREAM) {
-    snprintf(name, sizeof name, "no stream");
-    tid = l->max_stream + 2;
-    sort = tid;
-  } else {
-    snprintf(name, sizeof name, "stream %" PRIu32, l->tracks[i].stream);
-    tid = sort = l->tracks[i].stream;
-  }
-  emit(w, metadata("thread_name", rank, tid, "name", json_string(name)));
-  emit(w, metadata("thread_sort_index", rank, tid, "sort_index", json_integer(sort)));
-}
-
-static void write_metadata(writer *w) {
-  const layout *l = w->l;
-  for (int i = 0; i < l->n_tracks; i++) {
-    int seen = 0;
-    for (int k = 0; k < i; k++) seen |= l->tracks[k].rank == l->tracks[i].rank;
-    if (!seen) write_rank_metadata(w, l->tracks[i].rank);
-  }
-  for (int i = 0; i < l->n_tracks; i++) write_track_metadata(w, i);
-}
-
-static json_t *event_args(tp_json_builder *jb, const tp_trace_event *e, const trace_meta *m) {
+static json_t *event_args(tp_json_builder *jb, const tp_trace_slice *s, const tp_trace_model *m,
+                          const trace_meta *meta) {
+  const tp_trace_event *e = &s->ev;
   json_t *args = json_object();
   if (!args) return NULL;
+  if (s->projected) {
+    const tp_trace_event *cpu = &m->slices[s->range].ev;
+    tp_json_set(jb, args, "kind", json_string("range (GPU projection)"));
+    tp_json_set(jb, args, "cpu_ts", json_real(tp_trace_us(m, cpu->start_ns)));
+    tp_json_set(jb, args, "cpu_dur", json_real((double)(cpu->end_ns - cpu->start_ns) / 1000.0));
+    tp_json_set(jb, args, "device", json_integer(e->device));
+    return args;
+  }
   tp_json_set(jb, args, "kind", tp_json_str(e->kind));
   tp_json_set(jb, args, "bytes", json_integer((json_int_t)e->bytes));
   tp_json_set(jb, args, "copy_kind", e->copy_kind ? tp_json_str(e->copy_kind) : json_null());
@@ -227,36 +123,57 @@ static json_t *event_args(tp_json_builder *jb, const tp_trace_event *e, const tr
   tp_json_set(jb, args, "device", json_integer(e->device));
   tp_json_set(jb, args, "peer_device",
               e->peer_device >= 0 ? json_integer(e->peer_device) : json_null());
-  tp_json_set(jb, args, "schedule", tp_json_str(m->schedule));
+  tp_json_set(jb, args, "schedule", tp_json_str(meta->schedule));
+  if (s->range >= 0) tp_json_set(jb, args, "nvtx_range", tp_json_str(m->slices[s->range].ev.name));
   return args;
 }
 
-static tp_rc write_event(void *ctx, const tp_trace_event *e) {
-  writer *w = ctx;
-  tp_json_builder jb = {0};
-  json_t *o = json_object();
-  if (!o) return out_of_memory();
-  tp_json_set(&jb, o, "name", tp_json_str(e->name));
+static const char *category_of(const tp_trace_slice *s) {
+  if (s->projected) return "range_gpu";
   /* CUPTI's synchronisation records are "sync" even where a trace written
    * before schemas/003 stored them as "other" */
-  tp_json_set(&jb, o, "cat", tp_json_str(strcmp(e->kind, "sync") == 0 ? "sync" : e->category));
+  return strcmp(s->ev.kind, "sync") == 0 ? "sync" : s->ev.category;
+}
+
+static void write_slice(tp_trace_writer *w, const tp_trace_model *m, const trace_meta *meta,
+                        const tp_trace_slice *s) {
+  const tp_trace_event *e = &s->ev;
+  tp_json_builder jb = {0};
+  json_t *o = json_object();
+  if (!o) {
+    w->failed = 1;
+    return;
+  }
+  tp_json_set(&jb, o, "name", tp_json_str(e->name));
+  tp_json_set(&jb, o, "cat", tp_json_str(category_of(s)));
   tp_json_set(&jb, o, "ph", json_string("X"));
   tp_json_set(&jb, o, "pid", json_integer(e->rank));
-  tp_json_set(&jb, o, "tid", json_integer(tid_of(w->l, e)));
-  tp_json_set(&jb, o, "ts", json_real((double)(e->start_ns - w->l->t0) / 1000.0));
+  tp_json_set(&jb, o, "tid", json_integer(m->tracks[s->track].tid));
+  tp_json_set(&jb, o, "ts", json_real(tp_trace_us(m, e->start_ns)));
   tp_json_set(&jb, o, "dur", json_real((double)(e->end_ns - e->start_ns) / 1000.0));
-  tp_json_set(&jb, o, "args", event_args(&jb, e, w->m));
+  tp_json_set(&jb, o, "args", event_args(&jb, s, m, meta));
   if (jb.failed) {
     json_decref(o);
-    return out_of_memory();
+    o = NULL;
   }
-  emit(w, o);
-  return w->failed ? TP_FAIL(TP_EIO, "trace export: writing an event failed") : TP_OK;
+  tp_trace_emit(w, o);
+}
+
+/* An arrow from the NVTX range a device event's launch was given to (its
+ * start, where the range is the innermost slice) to the event. */
+static void write_flow(tp_trace_writer *w, const tp_trace_model *m, const tp_trace_slice *s,
+                       int64_t id) {
+  const tp_trace_slice *r = &m->slices[s->range];
+  tp_trace_emit(w, tp_trace_flow('s', id, r->ev.rank, m->tracks[r->track].tid,
+                                 tp_trace_us(m, r->ev.start_ns), "launch"));
+  tp_trace_emit(w, tp_trace_flow('f', id, s->ev.rank, m->tracks[s->track].tid,
+                                 tp_trace_us(m, s->ev.start_ns), "launch"));
 }
 
 /* t0: the tracer-clock time that ts 0 stands for. */
-static json_t *other_data(tp_json_builder *jb, const trace_meta *m, uint64_t t0) {
+static json_t *other_data(tp_json_builder *jb, const trace_meta *m, const tp_trace_model *model) {
   const tp_trace_info *t = &m->info;
+  uint64_t t0 = model->t0;
   json_t *o = json_object();
   if (!o) return NULL;
   tp_json_set(jb, o, "tool", json_string("tpbench"));
@@ -276,12 +193,14 @@ static json_t *other_data(tp_json_builder *jb, const trace_meta *m, uint64_t t0)
   tp_json_set(jb, o, "exposed_comm_us_median", tp_json_real(t->exposed_ns_median / 1000.0));
   tp_json_set(jb, o, "comm_us_median", tp_json_real(t->comm_ns_median / 1000.0));
   tp_json_set(jb, o, "time_origin_ns", json_integer((json_int_t)t0));
+  tp_json_set(jb, o, "overflow_slices", json_integer((json_int_t)model->n_overflow));
+  tp_json_set(jb, o, "launches_placed", json_integer((json_int_t)model->n_launched));
   return o;
 }
 
-static tp_rc write_document(tp_store *store, FILE *out, const layout *l, const trace_meta *m) {
+static tp_rc write_document(FILE *out, const tp_trace_model *m, const trace_meta *meta) {
   tp_json_builder jb = {0};
-  json_t *other = other_data(&jb, m, l->t0);
+  json_t *other = other_data(&jb, meta, m);
   if (!other || jb.failed) {
     json_decref(other);
     return out_of_memory();
@@ -290,31 +209,33 @@ static tp_rc write_document(tp_store *store, FILE *out, const layout *l, const t
   int bad = json_dumpf(other, out, DUMP_FLAGS) != 0;
   json_decref(other);
   fputs(",\"traceEvents\":[", out);
-  writer w = {out, l, m, 1, bad};
-  write_metadata(&w);
-  tp_rc rc = w.failed ? TP_FAIL(TP_EIO, "trace export: writing failed") : TP_OK;
-  if (rc == TP_OK) rc = tp_store_each_trace_event(store, m->config_id, write_event, &w);
+  tp_trace_writer w = {out, 1, bad};
+  write_metadata(&w, m, meta);
+  for (size_t i = 0; i < m->n_slices && !w.failed; i++) write_slice(&w, m, meta, &m->slices[i]);
+  int64_t flow = 0;
+  for (size_t i = 0; i < m->n_events && !w.failed; i++)
+    if (m->slices[i].range >= 0 && tp_trace_is_device_work(&m->slices[i].ev))
+      write_flow(&w, m, &m->slices[i], ++flow);
   fputs("\n]}\n", out);
-  if (rc == TP_OK && (fflush(out) != 0 || ferror(out)))
-    rc = TP_FAIL(TP_EIO, "trace export: writing the output failed");
-  return rc;
+  if (w.failed) return TP_FAIL(TP_EIO, "trace export: writing an event failed");
+  if (fflush(out) != 0 || ferror(out))
+    return TP_FAIL(TP_EIO, "trace export: writing the output failed");
+  return TP_OK;
 }
 
 tp_rc tp_report_chrome_trace(tp_store *store, int64_t config_id, FILE *out) {
   if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_report_chrome_trace: NULL argument");
-  trace_meta m = {0};
-  layout *l = calloc(1, sizeof *l);
-  if (!l) return out_of_memory();
-  l->max_stream = -1;
+  trace_meta meta = {0};
+  tp_trace_model m = {0};
   int found = 0;
-  tp_rc rc = load_meta(store, config_id, &m);
-  if (rc == TP_OK) rc = tp_store_trace_info(store, config_id, &found, &m.info);
+  tp_rc rc = load_meta(store, config_id, &meta);
+  if (rc == TP_OK) rc = tp_store_trace_info(store, config_id, &found, &meta.info);
   if (rc == TP_OK && !found)
     rc = TP_FAIL(TP_EUSAGE, "%s: configuration %lld has no trace", tp_store_path(store),
                  (long long)config_id);
-  if (rc == TP_OK) rc = tp_store_each_trace_event(store, config_id, learn_layout, l);
-  if (rc == TP_OK) rc = write_document(store, out, l, &m);
-  free(l);
-  free_meta(&m);
+  if (rc == TP_OK) rc = tp_trace_model_load(store, config_id, &m);
+  if (rc == TP_OK) rc = write_document(out, &m, &meta);
+  tp_trace_model_free(&m);
+  free_meta(&meta);
   return rc;
 }
