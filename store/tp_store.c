@@ -686,6 +686,72 @@ tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_
   return rc;
 }
 
+static tp_rc put_run_system(tp_store *s, int64_t run_id, const tp_run_system *sys) {
+  static const char sql[] =
+      "UPDATE runs SET launcher = ?, slurm_job_id = ?, slurm_array_job_id = ?, "
+      "slurm_array_task_id = ?, topology = ?, topology_source = ?, environment = ? WHERE id = ?";
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the system update");
+  binder b = {stmt, 0, SQLITE_OK};
+  bind_text(&b, sys->launcher);
+  bind_text(&b, sys->slurm_job_id);
+  bind_text(&b, sys->slurm_array_job_id);
+  bind_text(&b, sys->slurm_array_task_id);
+  bind_text(&b, sys->topology);
+  bind_text(&b, sys->topology_source);
+  bind_text(&b, sys->environment);
+  bind_int(&b, run_id);
+  tp_rc rc = bind_and_step(s, &b, "recording the run's system");
+  sqlite3_finalize(stmt);
+  if (rc == TP_OK && sqlite3_changes(s->db) != 1)
+    rc = TP_FAIL(TP_EUSAGE, "%s: no run %lld to record the system of", s->path, (long long)run_id);
+  return rc;
+}
+
+static const char *text_or_null(const char *text) { return text && text[0] ? text : NULL; }
+
+static tp_rc put_rank_hosts(tp_store *s, int64_t run_id, const tp_run_system *sys) {
+  static const char sql[] =
+      "INSERT INTO run_ranks (run_id, rank, local_rank, host, gpu_uuid, pci_bus_id, "
+      "sm_clock_mhz, max_sm_clock_mhz, power_limit_w) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+  sqlite3_stmt *stmt = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
+    return SQL_FAIL(s->db, s->path, "preparing the rank insert");
+  tp_rc rc = TP_OK;
+  for (int i = 0; rc == TP_OK && i < sys->n_ranks; i++) {
+    const tp_rank_host *r = &sys->ranks[i];
+    sqlite3_reset(stmt);
+    binder b = {stmt, 0, SQLITE_OK};
+    bind_int(&b, run_id);
+    bind_int(&b, r->rank);
+    bind_int(&b, r->local_rank);
+    bind_text(&b, text_or_null(r->host));
+    bind_text(&b, text_or_null(r->gpu_uuid));
+    bind_text(&b, text_or_null(r->pci_bus_id));
+    if (r->sm_clock_mhz > 0) bind_int(&b, r->sm_clock_mhz);
+    else bind_text(&b, NULL);
+    if (r->max_sm_clock_mhz > 0) bind_int(&b, r->max_sm_clock_mhz);
+    else bind_text(&b, NULL);
+    bind_real(&b, r->power_limit_w > 0 ? r->power_limit_w : NAN);
+    rc = bind_and_step(s, &b, "recording a rank's host");
+  }
+  sqlite3_finalize(stmt);
+  return rc;
+}
+
+tp_rc tp_store_put_system(tp_store *store, int64_t run_id, const tp_run_system *sys) {
+  if (!store || !sys || (sys->n_ranks > 0 && !sys->ranks))
+    return TP_FAIL(TP_EINTERNAL, "tp_store_put_system: NULL argument");
+  TP_TRY(exec_sql(store->db, store->path, "BEGIN IMMEDIATE", "starting the system record"));
+  tp_rc rc = put_run_system(store, run_id, sys);
+  if (rc == TP_OK) rc = put_rank_hosts(store, run_id, sys);
+  if (rc == TP_OK)
+    return exec_sql(store->db, store->path, "COMMIT", "committing the system record");
+  rollback_quietly(store->db, store->path);
+  return rc;
+}
+
 tp_rc tp_store_finish_run(tp_store *store, int64_t run_id) {
   if (!store) return TP_FAIL(TP_EINTERNAL, "tp_store_finish_run: NULL store");
   static const char sql[] =

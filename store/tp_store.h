@@ -118,6 +118,29 @@ typedef struct tp_run_info {
  * stored as NULL. */
 TP_MUST_CHECK tp_rc tp_store_begin_run(tp_store *store, const tp_run_info *info, int64_t *run_id);
 
+/* One rank of a run as its system record keeps it (schemas/004_system.sql). */
+typedef struct tp_rank_host {
+  int rank, local_rank;
+  const char *host, *gpu_uuid, *pci_bus_id; /* NULL or "": unknown */
+  int sm_clock_mhz, max_sm_clock_mhz;       /* 0: unknown */
+  double power_limit_w;                     /* 0 or NaN: unknown */
+} tp_rank_host;
+
+/* The system a run ran on. Strings may be NULL (unknown, stored NULL). */
+typedef struct tp_run_system {
+  const char *launcher; /* "tpbench", "torchrun", "Open MPI", "Slurm" */
+  const char *slurm_job_id, *slurm_array_job_id, *slurm_array_task_id;
+  const char *topology, *topology_source;
+  const char *environment; /* NAME=value lines */
+  const tp_rank_host *ranks;
+  int n_ranks;
+} tp_run_system;
+
+/* Records the system of run_id in one transaction: its columns of runs and
+ * a row of run_ranks per rank. TP_EUSAGE if there is no such run; two ranks
+ * of one number fail the insert (TP_ESQLITE). Nothing is kept on failure. */
+TP_MUST_CHECK tp_rc tp_store_put_system(tp_store *store, int64_t run_id, const tp_run_system *sys);
+
 /* Marks the run finished now; TP_EUSAGE if there is no such run. A run left
  * unfinished was interrupted: its configurations are still valid. */
 TP_MUST_CHECK tp_rc tp_store_finish_run(tp_store *store, int64_t run_id);

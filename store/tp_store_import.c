@@ -45,6 +45,11 @@ static const char run_columns[] =
     "started_at, finished_at";
 /* ... and what migration 003 added to runs */
 static const char run_columns_v3[] = "rounds, order_policy, order_seed, test_knobs";
+/* ... and 004's system record (its ranks in run_ranks, copied with the run) */
+static const char run_columns_v4[] = "launcher, slurm_job_id, slurm_array_job_id, "
+                                     "slurm_array_task_id, topology, topology_source, environment";
+static const char rank_columns_v4[] = "rank, local_rank, host, gpu_uuid, pci_bus_id, sm_clock_mhz, "
+                                      "max_sm_clock_mhz, power_limit_w";
 
 static const char config_columns[] =
     "config_key, case_key, kind, model, layer, proj, backend, schedule, chunks, tp, batch, "
@@ -199,6 +204,7 @@ typedef struct {
   tp_store *store;
   sqlite3_stmt *present;      /* is a uuid in the store? */
   sqlite3_stmt *insert_run;   /* copy one run, giving its uuid */
+  sqlite3_stmt *insert_ranks; /* its ranks' hosts (schema 4 on); NULL before */
   sqlite3_stmt *list_configs; /* configurations of one source run */
   sqlite3_stmt *insert_config;
   sqlite3_stmt *map;
@@ -209,13 +215,21 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
   tp_store *s = im->store;
   char sql[1536], cols[512];
   TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", "the run lookup", &im->present));
-  snprintf(cols, sizeof cols, "%s%s%s", run_columns, version >= 3 ? ", " : "",
-           version >= 3 ? run_columns_v3 : "");
+  snprintf(cols, sizeof cols, "%s%s%s%s%s", run_columns, version >= 3 ? ", " : "",
+           version >= 3 ? run_columns_v3 : "", version >= 4 ? ", " : "",
+           version >= 4 ? run_columns_v4 : "");
   snprintf(sql, sizeof sql,
            "INSERT INTO main.runs (%s, uuid) SELECT %s, ?2 FROM tp_src.runs "
            "WHERE id = ?1",
            cols, cols);
   TP_TRY(prepare(s, sql, "the run copy", &im->insert_run));
+  if (version >= 4) {
+    snprintf(sql, sizeof sql,
+             "INSERT INTO main.run_ranks (run_id, %s) SELECT ?2, %s FROM tp_src.run_ranks "
+             "WHERE run_id = ?1",
+             rank_columns_v4, rank_columns_v4);
+    TP_TRY(prepare(s, sql, "the ranks' copy", &im->insert_ranks));
+  }
   TP_TRY(prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id",
                  "the configuration list", &im->list_configs));
   snprintf(sql, sizeof sql,
@@ -230,6 +244,7 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
 static void finalize_importer(importer *im) {
   sqlite3_finalize(im->present);
   sqlite3_finalize(im->insert_run);
+  sqlite3_finalize(im->insert_ranks);
   sqlite3_finalize(im->list_configs);
   sqlite3_finalize(im->insert_config);
   sqlite3_finalize(im->map);
@@ -273,6 +288,11 @@ static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid) {
   b = b ? b : sqlite3_bind_text(im->insert_run, 2, uuid, -1, SQLITE_STATIC);
   TP_TRY(step_reset(im, im->insert_run, b, "copying a run"));
   int64_t new_run = sqlite3_last_insert_rowid(tp_store_db(im->store));
+  if (im->insert_ranks) {
+    b = sqlite3_bind_int64(im->insert_ranks, 1, old_run);
+    b = b ? b : sqlite3_bind_int64(im->insert_ranks, 2, new_run);
+    TP_TRY(step_reset(im, im->insert_ranks, b, "copying a run's ranks"));
+  }
   /* Collect the ids first: the list statement must not stay open while the
    * same connection inserts. */
   int64_t *ids = NULL;

@@ -767,6 +767,76 @@ static void test_find_run(void **state) {
   tp_store_close(store);
 }
 
+/* The system record: the run's columns and one row per rank, NULL where
+ * unknown; a second rank 0 fails the whole record (nothing kept); an
+ * unknown run is a usage error. */
+static void test_put_system(void **state) {
+  scratch *s = *state;
+  tp_store *store = open_new(s, "system.db");
+  int64_t run = begin_demo_run(store);
+  const tp_rank_host ranks[] = {
+      {0, 0, "node01", "GPU-aaaa", "0000:19:00.0", 1980, 1980, 700.0},
+      {1, 0, "node02", "", NULL, 0, 0, NAN},
+  };
+  tp_run_system sys = {
+      "Slurm", "4242", "4240", "2", "GPU0 X NV18", "nvidia-smi topo -m", "NCCL_DEBUG=INFO\n",
+      ranks,   2};
+  assert_int_equal(tp_store_put_system(store, run, &sys), TP_OK);
+  sqlite3 *db = tp_store_db(store);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE launcher = 'Slurm' AND "
+                               "slurm_job_id = '4242' AND slurm_array_job_id = '4240' AND "
+                               "slurm_array_task_id = '2' AND topology = 'GPU0 X NV18' AND "
+                               "topology_source = 'nvidia-smi topo -m' AND "
+                               "environment = 'NCCL_DEBUG=INFO' || char(10)"),
+                   1);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM run_ranks WHERE rank = 0 AND host = 'node01' "
+                               "AND gpu_uuid = 'GPU-aaaa' AND pci_bus_id = '0000:19:00.0' AND "
+                               "sm_clock_mhz = 1980 AND power_limit_w = 700.0"),
+                   1);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM run_ranks WHERE rank = 1 AND host = 'node02' "
+                               "AND gpu_uuid IS NULL AND pci_bus_id IS NULL AND sm_clock_mhz IS "
+                               "NULL AND power_limit_w IS NULL"),
+                   1);
+  int64_t run2 = begin_demo_run(store);
+  const tp_rank_host twice[] = {{0, 0, "a", NULL, NULL, 0, 0, 0}, {0, 1, "b", NULL, NULL, 0, 0, 0}};
+  tp_run_system dup = {"torchrun", NULL, NULL, NULL, NULL, NULL, NULL, twice, 2};
+  assert_int_not_equal(tp_store_put_system(store, run2, &dup), TP_OK);
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM run_ranks WHERE run_id = %lld", (long long)run2);
+  assert_int_equal(raw_int(db, sql), 0);
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND launcher IS NULL",
+           (long long)run2);
+  assert_int_equal(raw_int(db, sql), 1);
+  assert_int_equal(tp_store_put_system(store, 999, &sys), TP_EUSAGE);
+  tp_store_close(store);
+}
+
+/* import carries the system record: the run's 004 columns and its ranks. */
+static void test_import_keeps_system(void **state) {
+  scratch *s = *state;
+  tp_store *src = open_new(s, "array-task.db");
+  int64_t run = begin_demo_run(src);
+  const tp_rank_host ranks[] = {{0, 0, "node01", "GPU-a", NULL, 0, 0, NAN},
+                                {1, 0, "node02", "GPU-b", NULL, 0, 0, NAN}};
+  tp_run_system sys = {"Slurm", "77", "70", "7", NULL, NULL, NULL, ranks, 2};
+  assert_int_equal(tp_store_put_system(src, run, &sys), TP_OK);
+  tp_store_close(src);
+  tp_store *dst = open_new(s, "all.db");
+  tp_import_stats stats;
+  memset(&stats, 0, sizeof stats);
+  assert_int_equal(tp_store_import(dst, path_in(s, "array-task.db"), &stats), TP_OK);
+  assert_int_equal(stats.runs_imported, 1);
+  sqlite3 *db = tp_store_db(dst);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE launcher = 'Slurm' AND "
+                               "slurm_array_job_id = '70' AND slurm_array_task_id = '7'"),
+                   1);
+  assert_int_equal(
+      raw_int(db, "SELECT count(*) FROM run_ranks JOIN runs ON runs.id = run_id "
+                  "WHERE runs.slurm_job_id = '77' AND run_ranks.host IN ('node01', 'node02')"),
+      2);
+  tp_store_close(dst);
+}
+
 /* WAL on local filesystems, the rollback journal on network, cluster and
  * FUSE ones; TPBENCH_DB_JOURNAL overrides either way; a bad override is a
  * usage error. */
@@ -858,6 +928,8 @@ int main(void) {
                                       remove_scratch),
       cmocka_unit_test_setup_teardown(test_put_config_bad_records, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_find_run, make_scratch, remove_scratch),
+      cmocka_unit_test_setup_teardown(test_put_system, make_scratch, remove_scratch),
+      cmocka_unit_test_setup_teardown(test_import_keeps_system, make_scratch, remove_scratch),
       cmocka_unit_test(test_journal_mode_choice),
       cmocka_unit_test_setup_teardown(test_journal_mode_override_opens, make_scratch,
                                       remove_scratch),
