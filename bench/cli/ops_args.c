@@ -3,6 +3,8 @@
  */
 #include "bench/cli/ops_args.h"
 
+#include "bench/cli/matrix_args.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,31 +31,32 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
   return spec;
 }
 
-enum { N_OWN = 17, N_COMMON = N_OWN + TP_ROUNDS_N_OPTIONS + TP_TRACING_N_OPTIONS };
+enum {
+  N_OWN_BEFORE = 2, /* --db, --gpus: listed before the matrix options */
+  N_OWN_AFTER = 6,  /* --warmup ... --list */
+  N_MATRIX = TP_MATRIX_N_FLAGS + TP_MATRIX_N_COMMON,
+  N_COMMON = N_OWN_BEFORE + N_MATRIX + N_OWN_AFTER + TP_ROUNDS_N_OPTIONS + TP_TRACING_N_OPTIONS
+};
 
-static void common_options(tp_ops_args *a, tp_option *o) {
-  tp_ops_spec *s = &a->spec;
-  const tp_option table[N_OWN] = {
+#define OPS_AXIS_HELP                                                                              \
+  "replace one axis's values, e.g. tokens=4096,8192 (repeatable; axes: model, proj, tokens, "      \
+  "dtype, tp, schedule, chunks, pass, save_gathered, shape)"
+
+/* --matrix, --axis and the convenience flags, in --help order; returns how many rows. */
+static int matrix_options(tp_ops_args *a, const char **axis_dummy, tp_option *o) {
+  int n = tp_matrix_flag_options("ops", &a->spec, o);
+  tp_matrix_common_options(&a->matrix_file, axis_dummy, OPS_AXIS_HELP, o + n);
+  return n + TP_MATRIX_N_COMMON;
+}
+
+/* Fills o with every option of `ops`; returns how many rows. */
+static int common_options(tp_ops_args *a, const char **axis_dummy, tp_option *o) {
+  const tp_option before[N_OWN_BEFORE] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write", 0, 0, NULL},
       {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0,
        64, NULL},
-      {"models", TP_OPT_STR_LIST, &s->models, "LIST", "model presets (debug,1b,8b,70b,405b)", 0, 0,
-       NULL},
-      {"projs", TP_OPT_STR_LIST, &s->projs, "LIST", "projections (qkv,wo,w13,w2)", 0, 0, NULL},
-      {"tokens", TP_OPT_INT_LIST, &s->tokens, "LIST", "tokens per step, whole TP group", 1, 1 << 24,
-       NULL},
-      {"dtype", TP_OPT_STR_LIST, &s->dtypes, "LIST", "element types", 0, 0, "bf16|fp32"},
-      {"tp", TP_OPT_INT_LIST, &s->tp, "LIST", "TP degrees (default: the number of workers)", 1, 64,
-       NULL},
-      {"schedule", TP_OPT_STR_LIST, &s->schedules, "LIST", "dist_gemm schedules", 0, 0,
-       "auto|ce|sm|ring|multimem"},
-      {"chunks", TP_OPT_INT_LIST, &s->chunks, "LIST",
-       "chunks per rank's shard (0: the schedule decides)", 0, 64, NULL},
-      {"pass", TP_OPT_STR_LIST, &s->passes, "LIST", "passes timed per iteration", 0, 0,
-       "fwd|bwd|fwd+bwd"},
-      {"save-gathered", TP_OPT_STR_LIST, &s->save_gathered, "LIST",
-       "all-gather ops' backward: reuse the forward's gathered input (on) or gather again (off)", 0,
-       0, "off|on"},
+  };
+  const tp_option after[N_OWN_AFTER] = {
       {"warmup", TP_OPT_INT, &a->warmup, "N", "warm-up iterations per configuration", 0, 100000,
        NULL},
       {"iters", TP_OPT_INT, &a->iters, "N", "measured iterations per configuration", 1, 100000,
@@ -66,28 +69,62 @@ static void common_options(tp_ops_args *a, tp_option *o) {
       {"list", TP_OPT_FLAG, &a->list, NULL, "print the expanded matrix and exit (no GPU needed)", 0,
        0, NULL},
   };
-  memcpy(o, table, sizeof table);
-  tp_rounds_options(&a->rounds, o + N_OWN);
-  tp_tracing_options(&a->trace, &a->trace_iters, o + N_OWN + TP_ROUNDS_N_OPTIONS);
+  int n = 0;
+  memcpy(o, before, sizeof before);
+  n += N_OWN_BEFORE;
+  n += matrix_options(a, axis_dummy, o + n);
+  memcpy(o + n, after, sizeof after);
+  n += N_OWN_AFTER;
+  tp_rounds_options(&a->rounds, o + n);
+  n += TP_ROUNDS_N_OPTIONS;
+  tp_tracing_options(&a->trace, &a->trace_iters, o + n);
+  return n + TP_TRACING_N_OPTIONS;
 }
 
-static tp_rc usage(const char *msg) {
-  fprintf(stderr, "tpbench ops: %s\nTry 'tpbench ops --help'.\n", msg);
+static tp_rc usage(const char *cmd, const char *msg) {
+  fprintf(stderr, "tpbench %s: %s\nTry 'tpbench %s --help'.\n", cmd, msg, cmd);
   return TP_FAIL(TP_EUSAGE, "%s", msg);
 }
 
-/* Names and numbers in the lists are checked by expanding them once, so a
- * mistake there is a usage error of the command line like any other. */
-static tp_rc check_matrix(const tp_ops_args *args) {
+static tp_rc axis_hook(void *spec, const char *axis, const char *values) {
+  return tp_ops_spec_set_axis(spec, axis, values);
+}
+
+/* The spec: the defaults (already in args), the file, then the command line's
+ * axis items in order. Names and numbers are then checked by expanding the
+ * lists once, so a mistake there is a usage error of the command line like
+ * any other. */
+static tp_rc build_spec(const char *cmd, tp_ops_args *args, const tp_matrix_items *items) {
   char msg[1024];
+  if (args->matrix_file && tp_ops_spec_load(args->matrix_file, &args->spec) != TP_OK) {
+    snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
+    return usage(cmd, msg);
+  }
+  const tp_matrix_target target = {cmd, "ops", &args->spec, axis_hook, tp_ops_axis_names};
+  TP_TRY(tp_matrix_items_apply(items, &target));
   tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
   tp_ops_matrix matrix;
   if (tp_ops_expand(&spec, &matrix) != TP_OK) {
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
-    return usage(msg);
+    return usage(cmd, msg);
   }
   tp_ops_matrix_free(&matrix);
   return TP_OK;
+}
+
+/* Parses with the table of `command` after taking the axis items out of argv. */
+static tp_rc parse_with(tp_command *command, int argc, char **argv, tp_ops_args *args,
+                        int *help_shown) {
+  char **kept = calloc((size_t)argc + 1, sizeof *kept);
+  tp_matrix_items *items = calloc(1, sizeof *items);
+  tp_rc rc = kept && items ? TP_OK : TP_FAIL(TP_EOOM, "no memory for the command line");
+  int n_kept = 0;
+  if (rc == TP_OK) rc = tp_matrix_items_take(command->name, argc, argv, kept, &n_kept, items);
+  if (rc == TP_OK) rc = tp_cli_parse(command, n_kept, kept, NULL, 0, NULL, help_shown);
+  if (rc == TP_OK && !*help_shown) rc = build_spec(command->name, args, items);
+  free(kept);
+  free(items);
+  return rc;
 }
 
 tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_extra,
@@ -96,18 +133,35 @@ tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_ext
     return TP_FAIL(TP_EINTERNAL, "%d extra options without a table", n_extra);
   tp_option *options = calloc((size_t)N_COMMON + (size_t)n_extra, sizeof *options);
   if (!options) return TP_FAIL(TP_EOOM, "no memory for the option table");
-  common_options(args, options);
-  if (n_extra > 0) memcpy(options + N_COMMON, extra, (size_t)n_extra * sizeof *extra);
+  const char *axis_dummy = NULL;
+  int n = common_options(args, &axis_dummy, options);
+  if (n_extra > 0) memcpy(options + n, extra, (size_t)n_extra * sizeof *extra);
   tp_command cmd = {
       .name = "ops",
-      .usage = "tpbench ops [options]",
+      .usage = "tpbench ops [--matrix FILE] [--axis NAME=LIST]... [options]",
       .summary = "Times the TP projections stock vs dist_gemm, plus the GEMM alone and the "
                  "collective alone\non the same shapes, into the database; prints the table.",
       .options = options,
-      .n_options = N_COMMON + n_extra,
+      .n_options = n + n_extra,
   };
-  tp_rc rc = tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help_shown);
+  tp_rc rc = parse_with(&cmd, argc, argv, args, help_shown);
   free(options);
-  if (rc != TP_OK || *help_shown) return rc;
-  return check_matrix(args);
+  return rc;
+}
+
+tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **argv, const tp_option *for_option,
+                               tp_ops_args *args, int *help_shown) {
+  tp_option options[N_MATRIX + 1];
+  const char *axis_dummy = NULL;
+  int n = matrix_options(args, &axis_dummy, options);
+  if (for_option) options[n++] = *for_option;
+  tp_command command = {
+      .name = cmd,
+      .usage = "tpbench matrix --for ops [--matrix FILE] [--axis NAME=LIST]... [axis flags]",
+      .summary = "Prints the configurations of `tpbench ops` for the matrix, with every "
+                 "rejection and its\nreason. Needs no GPU.",
+      .options = options,
+      .n_options = n,
+  };
+  return parse_with(&command, argc, argv, args, help_shown);
 }

@@ -6,8 +6,11 @@
  * command; keep them in step.
  *
  * The matrix axes land in a tp_ops_spec (ops_matrix.h), everything else next
- * to it. A command with options of its own passes them as `extra`; they are
- * parsed and listed in --help with the common ones.
+ * to it: the defaults, then --matrix FILE, then every --axis NAME=LIST and
+ * convenience flag (--models, --tokens, --shape, ...) in order, the one matrix
+ * interface `run` shares (matrix_args.h). A command with options of its own
+ * passes them as `extra`; they are parsed and listed in --help with the common
+ * ones.
  */
 #ifndef TP_OPS_ARGS_H
 #define TP_OPS_ARGS_H
@@ -17,18 +20,19 @@
 #include "bench/matrix/ops_matrix.h"
 
 typedef struct tp_ops_args {
-  tp_ops_spec spec;      /* spec.tp.count == 0: not given, the job's worker count */
-  int gpus;              /* workers to start; 0 = every visible GPU */
-  const char *db;        /* database file; default "tpbench.db" */
-  int warmup;            /* untimed iterations before the window; default 10 */
-  int iters;             /* timed iterations; default 50 */
-  int timeout_s;         /* seconds before a window counts as hung; default 120 */
-  tp_rounds_args rounds; /* rounds per case, their order and seed */
-  const char *format;    /* table printed at the end: md, csv, json; default md */
-  int quiet;             /* no progress lines */
-  int list;              /* print the expanded matrix and stop; needs no GPU */
-  int trace;             /* a traced window (CUPTI) after a case's rounds */
-  int trace_iters;       /* its iterations; default TP_TRACE_ITERS_DEFAULT */
+  tp_ops_spec spec;        /* spec.tp.count == 0: not given, the job's worker count */
+  const char *matrix_file; /* --matrix FILE; NULL: none */
+  int gpus;                /* workers to start; 0 = every visible GPU */
+  const char *db;          /* database file; default "tpbench.db" */
+  int warmup;              /* untimed iterations before the window; default 10 */
+  int iters;               /* timed iterations; default 50 */
+  int timeout_s;           /* seconds before a window counts as hung; default 120 */
+  tp_rounds_args rounds;   /* rounds per case, their order and seed */
+  const char *format;      /* table printed at the end: md, csv, json; default md */
+  int quiet;               /* no progress lines */
+  int list;                /* print the expanded matrix and stop; needs no GPU */
+  int trace;               /* a traced window (CUPTI) after a case's rounds */
+  int trace_iters;         /* its iterations; default TP_TRACE_ITERS_DEFAULT */
 } tp_ops_args;
 
 /* TP degree --list assumes when --tp is not given (no GPUs are counted). */
@@ -48,6 +52,13 @@ void tp_ops_args_defaults(tp_ops_args *args);
  */
 TP_MUST_CHECK tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_extra,
                                       tp_ops_args *args, int *help_shown);
+
+/* The same for `tpbench matrix --for ops` (cmd "matrix"): only the matrix
+ * options (--matrix, --axis, the convenience flags) and for_option (the row of
+ * --for, listed in --help), into args->spec. */
+TP_MUST_CHECK tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **argv,
+                                             const tp_option *for_option, tp_ops_args *args,
+                                             int *help_shown);
 
 /* The spec to expand: args->spec, with --tp set to tp_default if not given. */
 tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default);

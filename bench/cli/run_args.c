@@ -2,19 +2,22 @@
  * run_args.c — the option table of `tpbench run` and `tpbench matrix`
  * (see run_args.h).
  *
- * --axis may repeat, which the shared parser (cli.h) does not do for an
- * option: the assignments are taken out of argv first, in order, and the
- * rest is parsed by the table, where --axis is still listed for --help.
+ * --axis and the convenience flags may repeat and apply in order, which the
+ * shared parser (cli.h) does not do for an option: they are taken out of argv
+ * first (matrix_args.h), and the rest is parsed by the table, where they are
+ * still listed for --help.
  */
 #include "bench/cli/run_args.h"
+
+#include "bench/cli/matrix_args.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum {
-  MAX_ASSIGNMENTS = 64,
-  N_MATRIX_OPTIONS = 3,
+  N_PRESET_OPTIONS = 1,
+  N_MATRIX_OPTIONS = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON + TP_MATRIX_N_FLAGS + 1,
   N_RUN_OWN = 7,
   N_RUN_OPTIONS = N_RUN_OWN + TP_TRACING_N_OPTIONS + TP_ROUNDS_N_OPTIONS
 };
@@ -35,48 +38,27 @@ static tp_rc usage(const char *cmd, const char *msg) {
   return TP_FAIL(TP_EUSAGE, "%s", msg);
 }
 
-typedef struct assignments {
-  const char *items[MAX_ASSIGNMENTS];
-  int count;
-} assignments;
+#define RUN_AXIS_HELP                                                                              \
+  "replace one axis's values, e.g. seqlen=2048,4096 (repeatable; axes: model, layer, "             \
+  "backend, schedule, chunks, tp, batch, seqlen, dtype, sp, pass, graph, save_gathered)"
 
-/* Moves every "--axis A" / "--axis=A" out of argv (up to a "--") into out;
- * *kept receives the rest in order, argv[0] first. */
-static tp_rc take_axes(const char *cmd, int argc, char **argv, char **kept, int *n_kept,
-                       assignments *out) {
-  int n = 0, done = 0;
-  for (int i = 0; i < argc; ++i) {
-    const char *arg = argv[i];
-    const char *value = NULL;
-    if (i > 0 && !done && strcmp(arg, "--") == 0) done = 1;
-    if (i > 0 && !done && strcmp(arg, "--axis") == 0) {
-      if (i + 1 >= argc) return usage(cmd, "--axis needs a value: NAME=V1,V2");
-      value = argv[++i];
-    } else if (i > 0 && !done && strncmp(arg, "--axis=", 7) == 0) {
-      value = arg + 7;
-    } else {
-      kept[n++] = argv[i];
-      continue;
-    }
-    if (out->count == MAX_ASSIGNMENTS) return usage(cmd, "too many --axis options");
-    out->items[out->count++] = value;
-  }
-  *n_kept = n;
-  return TP_OK;
-}
-
-static void matrix_options(tp_run_args *a, const char **axis_help, tp_option *o) {
-  const tp_option table[N_MATRIX_OPTIONS] = {
-      {"preset", TP_OPT_STRING, &a->preset, "P",
-       "matrix preset to start from (default quick, or the matrix file's)", 0, 0, "quick|full"},
-      {"matrix", TP_OPT_STRING, &a->matrix_file, "FILE",
-       "JSON matrix file: {\"preset\": P, \"axes\": {NAME: [values]}}", 0, 0, NULL},
-      {"axis", TP_OPT_STRING, axis_help, "NAME=LIST",
-       "replace one axis's values, e.g. seqlen=2048,4096 (repeatable; axes: model, layer, "
-       "backend, schedule, chunks, tp, batch, seqlen, dtype, sp, pass, graph, save_gathered)",
-       0, 0, NULL},
-  };
-  memcpy(o, table, sizeof table);
+/* --preset, --matrix, --axis and the convenience flags of run's axes (their
+ * defaults shown from display, the quick preset); returns how many rows. */
+static int matrix_options(tp_run_args *a, const char **axis_help, tp_layer_spec *display,
+                          const tp_option *for_option, tp_option *o) {
+  o[0] = (tp_option){"preset",
+                     TP_OPT_STRING,
+                     &a->preset,
+                     "P",
+                     "matrix preset to start from (default quick, or the matrix file's)",
+                     0,
+                     0,
+                     "quick|full"};
+  tp_matrix_common_options(&a->matrix_file, axis_help, RUN_AXIS_HELP, o + N_PRESET_OPTIONS);
+  int n = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON;
+  n += tp_matrix_flag_options("run", display, o + n);
+  if (for_option) o[n++] = *for_option;
+  return n;
 }
 
 static void run_options(tp_run_args *a, tp_option *o) {
@@ -99,17 +81,24 @@ static void run_options(tp_run_args *a, tp_option *o) {
   tp_rounds_options(&a->rounds, o + N_RUN_OWN + TP_TRACING_N_OPTIONS);
 }
 
-/* The spec: preset or file, then the assignments; checked by expanding once. */
-static tp_rc build_spec(const char *cmd, tp_run_args *args, const assignments *as) {
+static tp_rc axis_hook(void *spec, const char *axis, const char *values) {
+  return tp_layer_spec_set_axis(spec, axis, values);
+}
+
+/* The spec: preset or file, then the axis items in order; checked by expanding once. */
+static tp_rc build_spec(const char *cmd, tp_run_args *args, const tp_matrix_items *items) {
   char msg[1024];
   tp_rc rc = args->matrix_file
                  ? tp_layer_spec_load(args->matrix_file, args->preset, &args->spec)
                  : tp_layer_spec_preset(args->preset ? args->preset : "quick", &args->spec);
-  for (int i = 0; rc == TP_OK && i < as->count; ++i)
-    rc = tp_layer_spec_assign(&args->spec, as->items[i]);
-  tp_layer_matrix matrix;
-  if (rc == TP_OK) rc = tp_layer_expand(&args->spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
   if (rc != TP_OK) {
+    snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
+    return usage(cmd, msg);
+  }
+  const tp_matrix_target target = {cmd, "run", &args->spec, axis_hook, tp_layer_axis_names};
+  TP_TRY(tp_matrix_items_apply(items, &target));
+  tp_layer_matrix matrix;
+  if (tp_layer_expand(&args->spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix) != TP_OK) {
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
     return usage(cmd, msg);
   }
@@ -119,33 +108,49 @@ static tp_rc build_spec(const char *cmd, tp_run_args *args, const assignments *a
 
 tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args,
                         int *help_shown) {
+  return tp_run_args_parse_for(cmd, argc, argv, NULL, args, help_shown);
+}
+
+tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv, const tp_option *for_option,
+                            tp_run_args *args, int *help_shown) {
   const int is_run = strcmp(cmd, "run") == 0;
   char **kept = calloc((size_t)argc + 1, sizeof *kept);
-  assignments as;
-  memset(&as, 0, sizeof as);
-  if (!kept) return TP_FAIL(TP_EOOM, "no memory for the command line");
+  tp_matrix_items *items = calloc(1, sizeof *items);
+  tp_layer_spec *display = calloc(1, sizeof *display);
+  if (!kept || !items || !display) {
+    free(kept);
+    free(items);
+    free(display);
+    return TP_FAIL(TP_EOOM, "no memory for the command line");
+  }
+  /* The quick preset is a literal: this cannot fail. */
+  TP_EXPECT_OK(tp_layer_spec_preset("quick", display));
   int n_kept = 0;
-  tp_rc rc = take_axes(cmd, argc, argv, kept, &n_kept, &as);
+  tp_rc rc = tp_matrix_items_take(cmd, argc, argv, kept, &n_kept, items);
   const char *axis_help = NULL;
   tp_option options[N_MATRIX_OPTIONS + N_RUN_OPTIONS];
-  matrix_options(args, &axis_help, options);
-  if (is_run) run_options(args, options + N_MATRIX_OPTIONS);
+  int n = matrix_options(args, &axis_help, display, for_option, options);
+  if (is_run) run_options(args, options + n);
   tp_command command = {
       .name = cmd,
       .usage = is_run ? "tpbench run [--preset P] [--matrix FILE] [--axis NAME=LIST]... [options]"
-                      : "tpbench matrix [--preset P] [--matrix FILE] [--axis NAME=LIST]...",
+                      : "tpbench matrix [--for run|ops] [--preset P] [--matrix FILE] "
+                        "[--axis NAME=LIST]... [axis flags]",
       .summary = is_run
                      ? "Runs the layers of the matrix (attention, FFN, transformer block), stock "
                        "against dist_gemm,\nwith the GEMMs alone and the collectives alone as "
                        "the bound, on this host's GPUs;\nstores every configuration and prints "
                        "the throughput table."
-                     : "Prints the configurations of `tpbench run` for the matrix, with every "
-                       "rejection and its\nreason. Needs no GPU.",
+                     : "Prints the configurations of `tpbench run` (or, with --for ops, of "
+                       "`tpbench ops`) for the\nmatrix, with every rejection and its reason. "
+                       "Needs no GPU.",
       .options = options,
-      .n_options = N_MATRIX_OPTIONS + (is_run ? N_RUN_OPTIONS : 0),
+      .n_options = n + (is_run ? N_RUN_OPTIONS : 0),
   };
   if (rc == TP_OK) rc = tp_cli_parse(&command, n_kept, kept, NULL, 0, NULL, help_shown);
   free(kept);
-  if (rc != TP_OK || *help_shown) return rc;
-  return build_spec(cmd, args, &as);
+  free(display);
+  if (rc == TP_OK && !*help_shown) rc = build_spec(cmd, args, items);
+  free(items);
+  return rc;
 }

@@ -5,8 +5,9 @@
  * cmd_matrix.c) accept and reject the same command lines.
  *
  * The matrix comes from --preset P (default quick), then --matrix FILE (a
- * JSON matrix file, layer_matrix.h; its own "preset" counts when --preset is
- * not given), then every --axis NAME=V1,V2 in order (the flag may repeat).
+ * JSON matrix file, matrix_file.h; its own "preset" counts when --preset is
+ * not given), then every --axis NAME=V1,V2 and convenience flag (--models,
+ * --tp, --pass, ...: matrix_args.h, shared with `ops`) in order.
  * `run` adds where the results go and how each configuration is timed.
  */
 #ifndef TP_RUN_ARGS_H
@@ -48,5 +49,11 @@ void tp_run_args_defaults(tp_run_args *args);
  */
 TP_MUST_CHECK tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args,
                                       int *help_shown);
+
+/* The same, listing for_option (may be NULL: `matrix`'s --for, which the
+ * caller has taken out of argv) in --help. */
+TP_MUST_CHECK tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv,
+                                          const tp_option *for_option, tp_run_args *args,
+                                          int *help_shown);
 
 #endif /* TP_RUN_ARGS_H */

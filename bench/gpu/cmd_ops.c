@@ -53,8 +53,11 @@ static int ops_worker_entry(const tp_launch_env *env, void *arg) {
 
 /* Token counts the op benchmark was asked for must split evenly over the TP
  * degrees asked for: a mistake in the command line, reported before any GPU
- * time is spent (exit 2), rather than a matrix of rejected rows. */
+ * time is spent (exit 2), rather than a matrix of rejected rows. Shapes
+ * (--shape) replace the tokens list: an M that does not divide is a rejected
+ * configuration, with its reason. */
 static int check_tokens_divisible(const tp_ops_spec *spec) {
+  if (spec->shapes.count > 0) return TP_EXIT_OK;
   for (int i = 0; i < spec->tokens.count; ++i)
     for (int j = 0; j < spec->tp.count; ++j)
       if (spec->tp.items[j] > 0 && spec->tokens.items[i] % spec->tp.items[j] != 0) {

@@ -1,6 +1,6 @@
 /*
  * layer_matrix.c — axes, presets, expansion and validity rules of `tpbench
- * run` (see layer_matrix.h). The matrix file reader is layer_matrix_file.c.
+ * run` (see layer_matrix.h). The matrix file reader is matrix_file.c.
  *
  * One table describes every axis (name, where its list lives in the spec,
  * its valid names or its range), so setting an axis, resolving it and
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/matrix/matrix_file.h"
 #include "bench/matrix/placement.h"
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -165,10 +166,29 @@ tp_rc tp_layer_spec_preset(const char *name, tp_layer_spec *spec) {
   return TP_FAIL(TP_EUSAGE, "unknown preset '%s' (valid: %s)", name, valid);
 }
 
+/* ---- the matrix file ---------------------------------------------------------------------- */
+
+static tp_rc preset_hook(void *spec, const char *name) { return tp_layer_spec_preset(name, spec); }
+static tp_rc axis_hook(void *spec, const char *axis, const char *values) {
+  return tp_layer_spec_set_axis(spec, axis, values);
+}
+
+tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec) {
+  tp_layer_spec *loaded = calloc(1, sizeof *loaded);
+  if (!loaded) return TP_FAIL(TP_EOOM, "no memory for the matrix");
+  const tp_matrix_file_target target = {"run",   loaded,    preset_hook,
+                                        "quick", axis_hook, &loaded->defined};
+  tp_rc rc = tp_matrix_file_load(path, preset, &target);
+  if (rc == TP_OK) *spec = *loaded;
+  free(loaded);
+  return rc;
+}
+
 /* ---- resolving the lists ------------------------------------------------------------------ */
 
 /* Every list resolved: canonical static names, checked numbers. */
 typedef struct resolved {
+  const tp_model_set *defined; /* the spec's own models */
   const tp_model_preset *models[TP_LIST_MAX];
   const char *names[N_AXES][TP_LIST_MAX]; /* string axes, by axis index */
   long long numbers[N_AXES][TP_LIST_MAX]; /* number axes, by axis index */
@@ -187,7 +207,7 @@ static tp_rc resolve_names(const axis_def *a, const tp_str_list *list, int ai, r
     const char *canonical = NULL;
     if (!a->values) {
       const tp_model_preset *model = NULL;
-      TP_TRY(tp_preset_find(name, &model));
+      TP_TRY(tp_model_find(r->defined, name, &model));
       r->models[i] = model;
       canonical = model->name;
     } else {
@@ -222,6 +242,7 @@ static tp_rc resolve_numbers(const axis_def *a, const tp_int_list *list, int ai,
 
 static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
   memset(r, 0, sizeof *r);
+  r->defined = &spec->defined;
   for (int ai = 0; ai < N_AXES; ++ai) {
     const axis_def *a = &axes[ai];
     const void *list = axis_list_c(spec, a);
@@ -247,6 +268,10 @@ static int layer_has_ffn(tp_layer layer) { return layer != TP_LAYER_ATTENTION; }
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
+  if (layer_has_attention(c->layer) && m->no_attention) {
+    snprintf(reason, cap, "%s: %s", m->name, m->no_attention);
+    return 1;
+  }
   if (c->sp && c->seqlen % c->tp != 0) {
     snprintf(reason, cap,
              "seqlen %d not divisible by TP %d: sequence parallelism shards the sequence in "
@@ -435,9 +460,10 @@ enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }
 
-static void fill_case(const resolved *r, const int *at, tp_layer_case *c) {
+static void fill_case(const resolved *r, const tp_model_preset *models, const int *at,
+                      tp_layer_case *c) {
   memset(c, 0, sizeof *c);
-  c->model = r->models[at[A_MODEL]];
+  c->model = &models[at[A_MODEL]];
   c->layer = (tp_layer)vocab_value(&tp_layer_vocab, r->names[A_LAYER][at[A_LAYER]]);
   c->dtype = (tp_dtype)vocab_value(&tp_dtype_vocab, r->names[A_DTYPE][at[A_DTYPE]]);
   c->pass = (tp_pass)vocab_value(&tp_pass_vocab, r->names[A_PASS][at[A_PASS]]);
@@ -457,7 +483,7 @@ static tp_rc fill_matrix(const resolved *r, tp_layer_matrix *m) {
   int next = 0;
   for (int ci = 0; ci < m->n_cases; ++ci) {
     tp_layer_case *c = &m->cases[ci];
-    fill_case(r, at, c);
+    fill_case(r, m->models, at, c);
     if (c->tokens > MAX_TOKENS)
       return TP_FAIL(TP_EUSAGE, "batch %d x seqlen %d is more than %lld tokens", c->batch,
                      c->seqlen, MAX_TOKENS);
@@ -482,13 +508,17 @@ tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix
   if (rc == TP_OK && n_configs > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the axes make %lld configurations, more than the %d accepted",
                  (long long)n_configs, MAX_CONFIGS);
-  tp_layer_matrix m = {NULL, (int)n_cases, NULL, (int)n_configs};
+  tp_layer_matrix m = {NULL, 0, NULL, (int)n_cases, NULL, (int)n_configs};
   if (rc == TP_OK) {
+    m.n_models = r->count[A_MODEL];
+    m.models = calloc((size_t)m.n_models, sizeof *m.models);
     m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
     m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
-    if (!m.cases || !m.configs)
+    if (!m.models || !m.cases || !m.configs)
       rc = TP_FAIL(TP_EOOM, "no memory for %d configurations", m.n_configs);
   }
+  /* Copies: the cases and their axes' model names must not point into spec. */
+  for (int i = 0; rc == TP_OK && i < m.n_models; ++i) m.models[i] = *r->models[i];
   if (rc == TP_OK) rc = fill_matrix(r, &m);
   free(r);
   if (rc != TP_OK) {
@@ -500,6 +530,7 @@ tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix
 }
 
 void tp_layer_matrix_free(tp_layer_matrix *matrix) {
+  free(matrix->models);
   free(matrix->cases);
   free(matrix->configs);
   memset(matrix, 0, sizeof *matrix);

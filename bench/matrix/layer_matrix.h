@@ -4,7 +4,9 @@
  * composition asked for, each invalid one kept with the reason it cannot run.
  *
  * Axes (a list of values each; the matrix is their product):
- *   model          debug, 1b, 8b, 70b, 405b (bench/matrix/presets.h)
+ *   model          a preset (debug, 1b, 8b, 70b, 405b, qwen2.5-72b, mixtral-8x7b,
+ *                  deepseek-v3-dense: bench/matrix/presets.h) or a model the
+ *                  matrix file defines (matrix_file.h)
  *   layer          attention, ffn, block
  *   backend        stock, dist_gemm
  *   schedule       dist_gemm's: auto, ce, sm, ring, multimem
@@ -48,6 +50,7 @@
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered;
   tp_int_list chunks, tp, batch, seqlen; /* tp.count == 0: the job's worker count */
+  tp_model_set defined;                  /* models the matrix file defined */
 } tp_layer_spec;
 
 /* The axis names, in the order above. */
@@ -69,19 +72,10 @@ TP_MUST_CHECK tp_rc tp_layer_spec_set_axis(tp_layer_spec *spec, const char *axis
 TP_MUST_CHECK tp_rc tp_layer_spec_assign(tp_layer_spec *spec, const char *assignment);
 
 /*
- * Reads a matrix file and fills spec: the preset it starts from (preset if
- * not NULL, else the file's "preset", else "quick"), then the file's axes.
- * The file is one JSON object:
- *   {"preset": "quick",
- *    "axes": {"model": ["debug", "8b"], "seqlen": [2048, 4096],
- *             "sp": "on", "graph": [false, true]},
- *    "description": "anything"}
- * An axis value is a string, a whole number, a boolean (true "on", false
- * "off") or an array of them. TP_EIO when the file cannot be read; TP_EUSAGE
- * (with the line and column for a syntax error) for anything else wrong:
- * not an object, an unknown key or axis, a value of another type, a string
- * that is empty, holds a comma or is over 127 characters, a path that is
- * not a regular file (a FIFO is refused without blocking), over 1 MiB.
+ * Reads a matrix file (format and errors in matrix_file.h) and fills spec:
+ * the preset it starts from (preset if not NULL, else the file's "preset",
+ * else "quick"), then the file's models, then its axes. spec is unchanged on
+ * an error.
  */
 TP_MUST_CHECK tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec);
 
@@ -109,6 +103,8 @@ typedef struct tp_layer_config {
 } tp_layer_config;
 
 typedef struct tp_layer_matrix {
+  tp_model_preset *models; /* the models the cases point to, owned */
+  int n_models;
   tp_layer_case *cases;
   int n_cases;
   tp_layer_config *configs;
@@ -117,7 +113,10 @@ typedef struct tp_layer_matrix {
 
 /*
  * Expands spec (tp.count == 0: TP tp_default) into *out, free with
- * tp_layer_matrix_free. Rejections, each with its reason:
+ * tp_layer_matrix_free. The matrix holds copies of its models: it does not
+ * point into spec. Rejections, each with its reason:
+ *   - attention or block of a model whose attention is not expressible here
+ *     (tp_model_preset.no_attention);
  *   - seqlen not divisible by TP with SP on (the sequence is sharded in whole
  *     positions), tokens not divisible by TP;
  *   - n_heads or n_kv_heads (layers with attention), ffn_hidden (with FFN)

@@ -1,15 +1,17 @@
 /*
- * layer_matrix_file.c — the matrix file of `tpbench run` and `tpbench
- * matrix` (format in layer_matrix.h), read with jansson.
+ * matrix_file.c — the matrix file of `tpbench run`, `ops` and `matrix`
+ * (format in matrix_file.h), read with jansson.
  *
  * Every axis value is turned back into the comma text an --axis flag would
- * carry and handed to tp_layer_spec_set_axis, so a file and a command line are
+ * carry and handed to the command's set_axis, so a file and a command line are
  * checked by the same code and give the same messages. A string value is
  * one value: a comma in it, an empty one or one longer than any axis value
  * is refused, never cut. Only a regular file of at most 1 MiB is read.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,9 @@
 
 #include <jansson.h>
 
-#include "bench/matrix/layer_matrix.h"
+#include "bench/matrix/matrix_file.h"
+
+#include "bench/cli/cli.h"
 
 /* A value longer than any axis value is a mistake, said as such (it was once
  * cut to fit and planned as something else); the file is read whole, so its
@@ -65,7 +69,7 @@ static tp_rc append_scalar(const char *path, const char *axis, const json_t *v, 
 }
 
 static tp_rc apply_axis(const char *path, const char *axis, const json_t *value,
-                        tp_layer_spec *spec) {
+                        const tp_matrix_file_target *t) {
   char text[AXIS_TEXT] = "";
   size_t used = 0;
   if (json_is_array(value)) {
@@ -76,7 +80,7 @@ static tp_rc apply_axis(const char *path, const char *axis, const json_t *value,
   } else {
     TP_TRY(append_scalar(path, axis, value, text, &used));
   }
-  if (tp_layer_spec_set_axis(spec, axis, text) != TP_OK) {
+  if (t->set_axis(t->spec, axis, text) != TP_OK) {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
     return TP_FAIL(TP_EUSAGE, "%s: %s", path, msg);
@@ -84,38 +88,147 @@ static tp_rc apply_axis(const char *path, const char *axis, const json_t *value,
   return TP_OK;
 }
 
-static tp_rc check_keys(const char *path, const json_t *root) {
+/* ---- models ------------------------------------------------------------------------------ */
+
+typedef struct model_field {
+  const char *key;
+  size_t offset; /* of its int in tp_model_preset */
+  int required;
+} model_field;
+
+static const model_field model_fields[] = {
+    {"dim", offsetof(tp_model_preset, dim), 1},
+    {"n_heads", offsetof(tp_model_preset, n_heads), 1},
+    {"n_kv_heads", offsetof(tp_model_preset, n_kv_heads), 1},
+    {"head_dim", offsetof(tp_model_preset, head_dim), 0},
+    {"ffn_hidden", offsetof(tp_model_preset, ffn_hidden), 1},
+    {"vocab", offsetof(tp_model_preset, vocab), 0},
+    {"n_layers", offsetof(tp_model_preset, n_layers), 0},
+};
+enum { N_MODEL_FIELDS = sizeof model_fields / sizeof model_fields[0] };
+#define MODEL_FIELD_NAMES "dim, n_heads, n_kv_heads, head_dim, ffn_hidden, vocab, n_layers"
+
+static const model_field *find_model_field(const char *key) {
+  for (int i = 0; i < N_MODEL_FIELDS; i++)
+    if (strcmp(model_fields[i].key, key) == 0) return &model_fields[i];
+  return NULL;
+}
+
+/* One field's value: a whole number that fits an int (the range is tp_model_set_add's). */
+static tp_rc read_model_field(const char *path, const char *name, const model_field *f,
+                              const json_t *value, tp_model_preset *m) {
+  if (!json_is_integer(value))
+    return TP_FAIL(TP_EUSAGE, "%s: models.%s.%s: expected a whole number", path, name, f->key);
+  json_int_t v = json_integer_value(value);
+  if (v < 1 || v > INT32_MAX)
+    return TP_FAIL(TP_EUSAGE, "%s: models.%s.%s: %lld is not a positive whole number", path, name,
+                   f->key, (long long)v);
+  *(int *)((char *)m + f->offset) = (int)v;
+  return TP_OK;
+}
+
+/* head_dim, when not given, as config.json readers derive it: dim / n_heads. */
+static tp_rc derive_head_dim(const char *path, tp_model_preset *m) {
+  if (m->head_dim != 0 || m->n_heads < 1 || m->dim < 1) return TP_OK;
+  if (m->dim % m->n_heads != 0)
+    return TP_FAIL(TP_EUSAGE,
+                   "%s: models.%s: head_dim is not given and dim %d is not a multiple of n_heads "
+                   "%d; give head_dim",
+                   path, m->name, m->dim, m->n_heads);
+  m->head_dim = m->dim / m->n_heads;
+  return TP_OK;
+}
+
+static tp_rc read_model(const char *path, const char *name, const json_t *def, tp_model_set *set) {
+  if (!json_is_object(def))
+    return TP_FAIL(TP_EUSAGE, "%s: models.%s: expected an object of fields (%s)", path, name,
+                   MODEL_FIELD_NAMES);
+  tp_model_preset m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.name, sizeof m.name, "%s", name);
+  if (strlen(name) >= sizeof m.name)
+    return TP_FAIL(TP_EUSAGE, "%s: models: the name \"%.20s...\" is longer than %d characters",
+                   path, name, TP_MODEL_NAME_MAX - 1);
+  const char *key = NULL;
+  const json_t *value = NULL;
+  json_object_foreach((json_t *)def, key, value) {
+    const model_field *f = find_model_field(key);
+    if (!f)
+      return TP_FAIL(TP_EUSAGE, "%s: models.%s: unknown field \"%s\" (valid: %s)", path, name, key,
+                     MODEL_FIELD_NAMES);
+    TP_TRY(read_model_field(path, name, f, value, &m));
+  }
+  for (int i = 0; i < N_MODEL_FIELDS; i++)
+    if (model_fields[i].required && !json_object_get(def, model_fields[i].key))
+      return TP_FAIL(TP_EUSAGE,
+                     "%s: models.%s: \"%s\" is missing (required: dim, n_heads, "
+                     "n_kv_heads, ffn_hidden)",
+                     path, name, model_fields[i].key);
+  TP_TRY(derive_head_dim(path, &m));
+  if (tp_model_set_add(set, &m) != TP_OK) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
+    return TP_FAIL(TP_EUSAGE, "%s: models.%s: %s", path, name, msg);
+  }
+  return TP_OK;
+}
+
+static tp_rc read_models(const char *path, const json_t *models, tp_model_set *set) {
+  const char *name = NULL;
+  const json_t *def = NULL;
+  json_object_foreach((json_t *)models, name, def) TP_TRY(read_model(path, name, def, set));
+  return TP_OK;
+}
+
+/* ---- the file ----------------------------------------------------------------------------- */
+
+static tp_rc check_keys(const char *path, const json_t *root, const tp_matrix_file_target *t) {
   const char *key = NULL;
   const json_t *value = NULL;
   json_object_foreach((json_t *)root, key, value) {
+    if (strcmp(key, "preset") == 0 && !t->apply_preset)
+      return TP_FAIL(TP_EUSAGE, "%s: \"preset\": tpbench %s has no presets (remove the key)", path,
+                     t->command);
     if (strcmp(key, "preset") == 0 && !json_is_string(value))
       return TP_FAIL(TP_EUSAGE, "%s: \"preset\" must be a string", path);
     if (strcmp(key, "axes") == 0 && !json_is_object(value))
       return TP_FAIL(TP_EUSAGE, "%s: \"axes\" must be an object of axis lists", path);
-    if (strcmp(key, "preset") != 0 && strcmp(key, "axes") != 0 && strcmp(key, "description") != 0)
-      return TP_FAIL(TP_EUSAGE, "%s: unknown key \"%s\" (valid: preset, axes, description)", path,
-                     key);
+    if (strcmp(key, "models") == 0 && !json_is_object(value))
+      return TP_FAIL(TP_EUSAGE, "%s: \"models\" must be an object of model definitions", path);
+    if (strcmp(key, "preset") != 0 && strcmp(key, "axes") != 0 && strcmp(key, "models") != 0 &&
+        strcmp(key, "description") != 0)
+      return TP_FAIL(TP_EUSAGE, "%s: unknown key \"%s\" (valid: preset, axes, models, description)",
+                     path, key);
+  }
+  return TP_OK;
+}
+
+static tp_rc apply_preset(const char *path, const json_t *root, const char *preset,
+                          const tp_matrix_file_target *t) {
+  if (!t->apply_preset) return TP_OK;
+  const json_t *named = json_object_get(root, "preset");
+  const char *base = preset ? preset : named ? json_string_value(named) : t->default_preset;
+  if (t->apply_preset(t->spec, base) != TP_OK) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
+    return TP_FAIL(TP_EUSAGE, "%s: %s", path, msg);
   }
   return TP_OK;
 }
 
 static tp_rc apply_file(const char *path, const json_t *root, const char *preset,
-                        tp_layer_spec *spec) {
+                        const tp_matrix_file_target *t) {
   if (!json_is_object(root))
     return TP_FAIL(TP_EUSAGE, "%s: the matrix file must hold one JSON object", path);
-  TP_TRY(check_keys(path, root));
-  const json_t *named = json_object_get(root, "preset");
-  const char *base = preset ? preset : named ? json_string_value(named) : "quick";
-  if (tp_layer_spec_preset(base, spec) != TP_OK) {
-    char msg[300];
-    snprintf(msg, sizeof msg, "%s", tp_cli_last_message());
-    return TP_FAIL(TP_EUSAGE, "%s: %s", path, msg);
-  }
+  TP_TRY(check_keys(path, root, t));
+  TP_TRY(apply_preset(path, root, preset, t));
+  const json_t *models = json_object_get(root, "models");
+  if (models) TP_TRY(read_models(path, models, t->models));
   const json_t *axes = json_object_get(root, "axes");
   const char *axis = NULL;
   const json_t *value = NULL;
   if (axes)
-    json_object_foreach((json_t *)axes, axis, value) TP_TRY(apply_axis(path, axis, value, spec));
+    json_object_foreach((json_t *)axes, axis, value) TP_TRY(apply_axis(path, axis, value, t));
   return TP_OK;
 }
 
@@ -164,7 +277,8 @@ static tp_rc read_file(const char *path, char **text, size_t *len) {
   return TP_OK;
 }
 
-tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *spec) {
+tp_rc tp_matrix_file_load(const char *path, const char *preset,
+                          const tp_matrix_file_target *target) {
   char *text = NULL;
   size_t len = 0;
   TP_TRY(read_file(path, &text, &len));
@@ -172,9 +286,7 @@ tp_rc tp_layer_spec_load(const char *path, const char *preset, tp_layer_spec *sp
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
   free(text);
   if (!root) return TP_FAIL(TP_EUSAGE, "%s:%d:%d: %s", path, err.line, err.column, err.text);
-  tp_layer_spec loaded;
-  tp_rc rc = apply_file(path, root, preset, &loaded);
+  tp_rc rc = apply_file(path, root, preset, target);
   json_decref(root);
-  if (rc == TP_OK) *spec = loaded;
   return rc;
 }

@@ -9,8 +9,12 @@
  */
 #include "bench/matrix/ops_matrix.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "bench/matrix/matrix_file.h"
 
 static const char *const on_off_table[] = {"off", "on"};
 
@@ -20,8 +24,16 @@ static const char *const on_off_table[] = {"off", "on"};
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* One bare projection of `ops --shape`. */
+typedef struct shape_item {
+  int64_t m, n, k;
+  tp_op op;
+} shape_item;
+
 /* The user's lists, resolved to canonical names and checked numbers. */
 typedef struct resolved_spec {
+  shape_item shapes[TP_LIST_MAX]; /* n_shapes > 0: shape cases, models/projs/tokens unused */
+  int n_shapes;
   const tp_model_preset *models[TP_LIST_MAX];
   const char *projs[TP_LIST_MAX];
   tp_dtype dtypes[TP_LIST_MAX];
@@ -46,6 +58,81 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   TP_EXPECT_OK(tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX));
   TP_EXPECT_OK(tp_str_list_set(&spec->passes, "fwd"));
   TP_EXPECT_OK(tp_str_list_set(&spec->save_gathered, "off"));
+}
+
+/* ---- the axes ------------------------------------------------------------- */
+
+typedef struct ops_axis {
+  const char *name;
+  size_t offset;      /* of its tp_str_list or tp_int_list in tp_ops_spec */
+  int is_int;         /* 1: a tp_int_list */
+  long long min, max; /* of a number axis: the matching flag's range */
+} ops_axis;
+
+static const ops_axis ops_axes[] = {
+    {"model", offsetof(tp_ops_spec, models), 0, 0, 0},
+    {"proj", offsetof(tp_ops_spec, projs), 0, 0, 0},
+    {"tokens", offsetof(tp_ops_spec, tokens), 1, 1, 1 << 24},
+    {"dtype", offsetof(tp_ops_spec, dtypes), 0, 0, 0},
+    {"tp", offsetof(tp_ops_spec, tp), 1, 1, 64},
+    {"schedule", offsetof(tp_ops_spec, schedules), 0, 0, 0},
+    {"chunks", offsetof(tp_ops_spec, chunks), 1, 0, 64},
+    {"pass", offsetof(tp_ops_spec, passes), 0, 0, 0},
+    {"save_gathered", offsetof(tp_ops_spec, save_gathered), 0, 0, 0},
+    {"shape", offsetof(tp_ops_spec, shapes), 0, 0, 0},
+};
+enum { N_OPS_AXES = COUNT_OF(ops_axes) };
+/* Bits of tp_ops_spec.given. */
+enum { GIVEN_MODEL = 1u << 0, GIVEN_PROJ = 1u << 1, GIVEN_TOKENS = 1u << 2 };
+
+static const char *ops_axis_names_table[N_OPS_AXES];
+
+const char *const *tp_ops_axis_names(int *count) {
+  for (int i = 0; i < N_OPS_AXES; i++) ops_axis_names_table[i] = ops_axes[i].name;
+  *count = N_OPS_AXES;
+  return ops_axis_names_table;
+}
+
+tp_rc tp_ops_spec_set_axis(tp_ops_spec *spec, const char *axis, const char *values) {
+  for (int i = 0; i < N_OPS_AXES; i++) {
+    const ops_axis *a = &ops_axes[i];
+    if (strcmp(a->name, axis) != 0) continue;
+    void *list = (char *)spec + a->offset;
+    tp_rc rc =
+        a->is_int ? tp_int_list_set(list, values, a->min, a->max) : tp_str_list_set(list, values);
+    if (rc != TP_OK) {
+      char text[512];
+      snprintf(text, sizeof text, "%s", tp_cli_last_message());
+      return TP_FAIL(TP_EUSAGE, "axis %s: %s", axis, text);
+    }
+    spec->given |= 1u << i;
+    return TP_OK;
+  }
+  char valid[256];
+  int n = 0;
+  const char *const *names = tp_ops_axis_names(&n);
+  size_t used = 0;
+  valid[0] = '\0';
+  for (int i = 0; i < n && used < sizeof valid; i++) {
+    int w = snprintf(valid + used, sizeof valid - used, "%s%s", i ? ", " : "", names[i]);
+    if (w > 0) used += (size_t)w;
+  }
+  return TP_FAIL(TP_EUSAGE, "unknown axis '%s' for ops (valid: %s)", axis, valid);
+}
+
+static tp_rc ops_axis_hook(void *spec, const char *axis, const char *values) {
+  return tp_ops_spec_set_axis(spec, axis, values);
+}
+
+tp_rc tp_ops_spec_load(const char *path, tp_ops_spec *spec) {
+  tp_ops_spec *loaded = malloc(sizeof *loaded);
+  if (!loaded) return TP_FAIL(TP_EOOM, "no memory for the matrix");
+  *loaded = *spec;
+  const tp_matrix_file_target target = {"ops", loaded, NULL, NULL, ops_axis_hook, &loaded->defined};
+  tp_rc rc = tp_matrix_file_load(path, NULL, &target);
+  if (rc == TP_OK) *spec = *loaded;
+  free(loaded);
+  return rc;
 }
 
 /* ---- resolving the user's lists ------------------------------------------ */
@@ -99,11 +186,12 @@ static tp_rc resolve_vocab(const tp_str_list *list, const tp_vocab_table *table,
   return TP_OK;
 }
 
-static tp_rc resolve_models(const tp_str_list *list, resolved_spec *r) {
+static tp_rc resolve_models(const tp_str_list *list, const tp_model_set *defined,
+                            resolved_spec *r) {
   TP_TRY(check_nonempty(list->count, "models"));
   for (int i = 0; i < list->count; i++) {
     const tp_model_preset *model = NULL;
-    TP_TRY(tp_preset_find(tp_str_list_at(list, i), &model));
+    TP_TRY(tp_model_find(defined, tp_str_list_at(list, i), &model));
     for (int j = 0; j < i; j++)
       if (r->models[j] == model)
         return TP_FAIL(TP_EUSAGE, "model '%s' is listed twice", model->name);
@@ -127,8 +215,59 @@ static tp_rc check_numbers(const tp_int_list *list, long long min, long long max
   return TP_OK;
 }
 
+/* One whole number of a shape, in [1, max]; *text moves past it. */
+static tp_rc shape_number(const char *item, const char **text, long long max, int64_t *out) {
+  const char *p = *text;
+  if (*p < '0' || *p > '9') return TP_FAIL(TP_EUSAGE, "shape '%s': expected a number", item);
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll(p, &end, 10);
+  if (errno != 0 || v < 1 || v > max)
+    return TP_FAIL(TP_EUSAGE, "shape '%s': %.20s is out of range [1, %lld]", item, p, max);
+  *text = end;
+  *out = v;
+  return TP_OK;
+}
+
+#define SHAPE_SYNTAX "MxNxK or MxNxK:OP with OP ag_linear, ag_linear_multi or linear_rs"
+
+/* "MxNxK" or "MxNxK:op" → *out. */
+static tp_rc parse_shape(const char *item, shape_item *out) {
+  const char *p = item;
+  int64_t dims[3];
+  for (int i = 0; i < 3; i++) {
+    if (i > 0 && *p++ != 'x')
+      return TP_FAIL(TP_EUSAGE, "shape '%s': expected %s", item, SHAPE_SYNTAX);
+    TP_TRY(shape_number(item, &p, i == 0 ? MAX_TOKENS : 1 << 24, &dims[i]));
+  }
+  int op = TP_OP_AG_LINEAR;
+  if (*p == ':' && tp_vocab_parse(&tp_op_vocab, p + 1, &op) != TP_OK)
+    return TP_FAIL(TP_EUSAGE,
+                   "shape '%s': unknown op '%s' (valid: ag_linear, ag_linear_multi, "
+                   "linear_rs)",
+                   item, p + 1);
+  if (*p != '\0' && *p != ':')
+    return TP_FAIL(TP_EUSAGE, "shape '%s': expected %s", item, SHAPE_SYNTAX);
+  *out = (shape_item){dims[0], dims[1], dims[2], (tp_op)op};
+  return TP_OK;
+}
+
+static tp_rc resolve_shapes(const tp_ops_spec *spec, resolved_spec *r) {
+  if ((spec->given & (GIVEN_MODEL | GIVEN_PROJ | GIVEN_TOKENS)) != 0)
+    return TP_FAIL(TP_EUSAGE, "a shape (--shape, the shape axis) replaces the model, proj and "
+                              "tokens axes: give either");
+  for (int i = 0; i < spec->shapes.count; i++) {
+    TP_TRY(parse_shape(tp_str_list_at(&spec->shapes, i), &r->shapes[i]));
+    for (int j = 0; j < i; j++)
+      if (memcmp(&r->shapes[j], &r->shapes[i], sizeof r->shapes[i]) == 0)
+        return TP_FAIL(TP_EUSAGE, "shape '%s' is listed twice", tp_str_list_at(&spec->shapes, i));
+  }
+  r->n_shapes = spec->shapes.count;
+  return TP_OK;
+}
+
 static tp_rc resolve_numbers(const tp_ops_spec *spec, resolved_spec *r) {
-  TP_TRY(check_numbers(&spec->tokens, 1, MAX_TOKENS, "tokens"));
+  if (r->n_shapes == 0) TP_TRY(check_numbers(&spec->tokens, 1, MAX_TOKENS, "tokens"));
   TP_TRY(check_numbers(&spec->tp, 1, 4096, "tp"));
   TP_TRY(check_numbers(&spec->chunks, 0, 1 << 20, "chunks"));
   r->n_tokens = spec->tokens.count;
@@ -145,8 +284,12 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
   int n_proj_names = 0;
   const char *const *proj_names = tp_projection_names(&n_proj_names);
 
-  TP_TRY(resolve_models(&spec->models, r));
-  TP_TRY(resolve_names(&spec->projs, proj_names, n_proj_names, "proj", r->projs, &r->n_projs));
+  if (spec->shapes.count > 0) {
+    TP_TRY(resolve_shapes(spec, r));
+  } else {
+    TP_TRY(resolve_models(&spec->models, &spec->defined, r));
+    TP_TRY(resolve_names(&spec->projs, proj_names, n_proj_names, "proj", r->projs, &r->n_projs));
+  }
   int values[TP_LIST_MAX];
   TP_TRY(resolve_vocab(&spec->dtypes, &tp_dtype_vocab, values, &r->n_dtypes));
   for (int i = 0; i < r->n_dtypes; i++) r->dtypes[i] = (tp_dtype)values[i];
@@ -163,6 +306,11 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
 
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
+  const int attention_proj = strcmp(c->proj.name, "qkv") == 0 || strcmp(c->proj.name, "wo") == 0;
+  if (attention_proj && c->model->no_attention) {
+    snprintf(reason, cap, "%s: %s", c->model->name, c->model->no_attention);
+    return 1;
+  }
   if (c->tokens % c->tp != 0) {
     snprintf(reason, cap, "tokens %lld not divisible by TP %d", (long long)c->tokens, c->tp);
     return 1;
@@ -273,53 +421,94 @@ static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_c
   c->n_configs = *next - c->first_config;
 }
 
-/* Fills the cases in the order models > projs > tokens > dtypes > tp > passes. */
+/* Walks dtypes > tp > passes × save_gathered for one (model, proj, tokens) or shape,
+ * filling cases from *ci on. */
+static void fill_variants(const resolved_spec *r, const tp_model_preset *model,
+                          const tp_projection *proj, int64_t tokens, tp_ops_matrix *m, int *ci,
+                          int *next) {
+  for (int di = 0; di < r->n_dtypes; di++)
+    for (int wi = 0; wi < r->n_tp; wi++)
+      for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, (*ci)++) {
+        tp_ops_case *c = &m->cases[*ci];
+        c->model = model;
+        c->proj = *proj;
+        c->tokens = tokens;
+        c->dtype = r->dtypes[di];
+        c->tp = r->tp[wi];
+        c->pass = r->passes[pass_save / r->n_save];
+        c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
+        expand_case(r, c, *ci, m->configs, next);
+      }
+}
+
+/* Fills the cases in the order models > projs > tokens > dtypes > tp > passes,
+ * or shapes > dtypes > tp > passes. */
 static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
   int ci = 0, next = 0;
+  for (int si = 0; si < r->n_shapes; si++) {
+    const shape_item *sh = &r->shapes[si];
+    snprintf(m->shape_names[si], sizeof m->shape_names[si], "%lldx%lld", (long long)sh->n,
+             (long long)sh->k);
+    const tp_projection proj = {m->shape_names[si], sh->op, sh->n, sh->k,
+                                sh->op == TP_OP_AG_LINEAR_MULTI ? 2 : 1};
+    fill_variants(r, &m->models[m->n_models - 1], &proj, sh->m, m, &ci, &next);
+  }
   for (int mi = 0; mi < r->n_models; mi++)
     for (int pi = 0; pi < r->n_projs; pi++)
-      for (int ti = 0; ti < r->n_tokens; ti++)
-        for (int di = 0; di < r->n_dtypes; di++)
-          for (int wi = 0; wi < r->n_tp; wi++)
-            for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, ci++) {
-              int si = pass_save / r->n_save;
-              tp_ops_case *c = &m->cases[ci];
-              c->model = r->models[mi];
-              /* Names were checked while resolving: this cannot fail. */
-              TP_EXPECT_OK(tp_preset_projection(c->model, r->projs[pi], &c->proj));
-              c->tokens = r->tokens[ti];
-              c->dtype = r->dtypes[di];
-              c->tp = r->tp[wi];
-              c->pass = r->passes[si];
-              c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
-              expand_case(r, c, ci, m->configs, &next);
-            }
+      for (int ti = 0; ti < r->n_tokens; ti++) {
+        tp_projection proj;
+        /* Names were checked while resolving: this cannot fail. */
+        TP_EXPECT_OK(tp_preset_projection(&m->models[mi], r->projs[pi], &proj));
+        fill_variants(r, &m->models[mi], &proj, r->tokens[ti], m, &ci, &next);
+      }
+}
+
+/* The matrix's own copies of its models (the last one the shape model) and
+ * room for the shapes' names. */
+static tp_rc own_models(const resolved_spec *r, tp_ops_matrix *m) {
+  m->n_models = r->n_models + 1;
+  m->models = calloc((size_t)m->n_models, sizeof *m->models);
+  m->shape_names = calloc((size_t)(r->n_shapes > 0 ? r->n_shapes : 1), sizeof *m->shape_names);
+  if (!m->models || !m->shape_names) return TP_FAIL(TP_EOOM, "no memory for the models");
+  for (int i = 0; i < r->n_models; i++) m->models[i] = *r->models[i];
+  snprintf(m->models[r->n_models].name, sizeof m->models[r->n_models].name, "%s", TP_SHAPE_MODEL);
+  return TP_OK;
 }
 
 tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   memset(out, 0, sizeof *out);
-  resolved_spec r;
-  TP_TRY(resolve_spec(spec, &r));
-  int64_t n_cases =
-      (int64_t)r.n_models * r.n_projs * r.n_tokens * r.n_dtypes * r.n_tp * r.n_passes * r.n_save;
-  int64_t per_case = 3 + (int64_t)r.n_schedules * r.n_chunks;
-  if (n_cases < 1) return TP_FAIL(TP_EUSAGE, "the lists make no configuration");
-  if (n_cases * per_case > MAX_CONFIGS)
-    return TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
-                   (long long)(n_cases * per_case), MAX_CONFIGS);
+  resolved_spec *r = malloc(sizeof *r);
+  if (!r) return TP_FAIL(TP_EOOM, "no memory to expand the matrix");
+  tp_rc rc = resolve_spec(spec, r);
+  int64_t variants = (int64_t)r->n_dtypes * r->n_tp * r->n_passes * r->n_save;
+  int64_t n_cases = r->n_shapes > 0 ? r->n_shapes * variants
+                                    : (int64_t)r->n_models * r->n_projs * r->n_tokens * variants;
+  int64_t per_case = 3 + (int64_t)r->n_schedules * r->n_chunks;
+  if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
+  if (rc == TP_OK && n_cases * per_case > MAX_CONFIGS)
+    rc = TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
+                 (long long)(n_cases * per_case), MAX_CONFIGS);
   tp_ops_matrix m = {.n_cases = (int)n_cases, .n_configs = (int)(n_cases * per_case)};
-  m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
-  m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
-  if (!m.cases || !m.configs) {
-    tp_ops_matrix_free(&m);
-    return TP_FAIL(TP_EOOM, "no memory for %d configurations", m.n_configs);
+  if (rc == TP_OK) rc = own_models(r, &m);
+  if (rc == TP_OK) {
+    m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
+    m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
+    if (!m.cases || !m.configs)
+      rc = TP_FAIL(TP_EOOM, "no memory for %d configurations", m.n_configs);
   }
-  fill_cases(&r, &m);
+  if (rc == TP_OK) fill_cases(r, &m);
+  free(r);
+  if (rc != TP_OK) {
+    tp_ops_matrix_free(&m);
+    return rc;
+  }
   *out = m;
   return TP_OK;
 }
 
 void tp_ops_matrix_free(tp_ops_matrix *matrix) {
+  free(matrix->models);
+  free(matrix->shape_names);
   free(matrix->cases);
   free(matrix->configs);
   memset(matrix, 0, sizeof *matrix);

@@ -3,7 +3,9 @@
  * expanded from the user's lists and checked before any GPU work.
  *
  * A case is one point of models × projs × tokens × dtypes × tp × passes ×
- * save_gathered. Each
+ * save_gathered, or, with shapes given (`ops --shape`), of shapes × dtypes ×
+ * tp × passes × save_gathered: a bare projection of no model (model
+ * TP_SHAPE_MODEL, proj "NxK"), whose M is the tokens of the step. Each
  * case yields, in this order: the stock op (NCCL + cuBLASLt), one dist_gemm op
  * per requested schedule × chunks, the GEMM alone and the collective alone
  * (the two references that bound a fused op). A configuration that cannot
@@ -37,10 +39,33 @@ typedef struct tp_ops_spec {
   tp_int_list chunks;        /* chunks per shard, 0 = the schedule decides; default 0 */
   tp_str_list passes;        /* fwd, bwd, fwd+bwd; default fwd */
   tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
+  /* Bare projections "MxNxK" or "MxNxK:op" (op ag_linear, the default, ag_linear_multi
+   * or linear_rs; global shapes as a model's projection: M tokens, N out features per
+   * weight, K in features; ag_linear_multi has two weights). Given: they replace
+   * models, projs and tokens. Default none. */
+  tp_str_list shapes;
+  tp_model_set defined; /* models the matrix file defined */
+  unsigned given;       /* bit i: axis i of tp_ops_axis_names was set by tp_ops_spec_set_axis */
 } tp_ops_spec;
 
 /* Fills spec with the defaults above. */
 void tp_ops_spec_defaults(tp_ops_spec *spec);
+
+/* The axes of `ops` (the names --axis and the matrix file use): model, proj,
+ * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape. */
+const char *const *tp_ops_axis_names(int *count);
+
+/* Replaces one axis's list with the comma-separated values (checked when the
+ * matrix is expanded; numbers against the ranges of the matching flags:
+ * tokens 1..16777216, tp 1..64, chunks 0..64) and marks it given. TP_EUSAGE
+ * for an axis ops does not have (naming ops' axes), an empty or malformed
+ * list; spec is unchanged then. */
+TP_MUST_CHECK tp_rc tp_ops_spec_set_axis(tp_ops_spec *spec, const char *axis, const char *values);
+
+/* Reads a matrix file (matrix_file.h; ops has no presets, so a "preset" key
+ * is refused) on top of spec: its models, then its axes. spec is unchanged
+ * on an error. */
+TP_MUST_CHECK tp_rc tp_ops_spec_load(const char *path, tp_ops_spec *spec);
 
 typedef struct tp_ops_case {
   const tp_model_preset *model;
@@ -68,16 +93,23 @@ typedef struct tp_ops_config {
 } tp_ops_config;
 
 typedef struct tp_ops_matrix {
+  tp_model_preset *models; /* the models the cases point to, owned (and the shape model) */
+  int n_models;
+  char (*shape_names)[32]; /* proj names of the shape cases ("NxK"), owned */
   tp_ops_case *cases;
   int n_cases;
   tp_ops_config *configs;
   int n_configs;
 } tp_ops_matrix;
 
-/* Expands spec into *out (free with tp_ops_matrix_free). TP_EUSAGE with the
- * valid values for an unknown model, proj, dtype, schedule or pass, a value
- * listed twice, or a number out of range (tokens, tp >= 1; chunks >= 0);
- * *out is empty then. TP_EOOM if no memory. */
+/* Expands spec into *out (free with tp_ops_matrix_free; it holds copies of its
+ * models and names, not pointers into spec). TP_EUSAGE with the valid values
+ * for an unknown model, proj, dtype, schedule or pass, a value listed twice,
+ * a number out of range (tokens, tp >= 1; chunks >= 0), a malformed shape, or
+ * shapes given together with a given model, proj or tokens axis; *out is
+ * empty then. TP_EOOM if no memory. The qkv and wo projections of a model
+ * whose attention cannot be expressed (no_attention) are rejected with that
+ * reason. */
 TP_MUST_CHECK tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out);
 
 void tp_ops_matrix_free(tp_ops_matrix *matrix);

@@ -1,9 +1,11 @@
 /*
- * presets.h — Llama 3 model shapes and the tensor-parallel projections a
- * transformer layer of each runs.
+ * presets.h — model shapes (the presets, taken from published model
+ * configurations, and models the user defines in a matrix file) and the
+ * tensor-parallel projections a transformer layer of each runs.
  *
  * A preset carries the shapes of one published model (debug is a tiny one
- * for quick runs). A projection names one TP linear op of a layer: its op
+ * for quick runs). A user's model is checked by tp_model_set_add and found,
+ * like a preset, by tp_model_find. A projection names one TP linear op of a layer: its op
  * kind (column-parallel all-gather side or row-parallel reduce-scatter side)
  * and its global GEMM shape (N out features per weight, K in features,
  * number of weights sharing one input). How a rank's share is cut from that
@@ -17,15 +19,30 @@
 #include "common/tp_error.h"
 #include "common/tp_vocab.h"
 
+enum {
+  TP_MODEL_NAME_MAX = 48, /* bytes of a model's name, its NUL included */
+  TP_MODEL_SET_MAX = 16   /* models one matrix file may define */
+};
+
+/* The model name of `ops --shape` configurations: a bare projection of no model. */
+#define TP_SHAPE_MODEL "shape"
+
+/* A model's shapes. A value type: the name is held, not pointed to, so a copy
+ * stands alone (user-defined models travel inside the specs by copy). */
 typedef struct tp_model_preset {
-  const char *name; /* canonical: "debug", "llama3-1b", "llama3-8b", ... */
-  int dim;          /* model (hidden) width */
+  char name[TP_MODEL_NAME_MAX]; /* canonical: "debug", "llama3-8b", "qwen2.5-72b", ... */
+  int dim;                      /* model (hidden) width */
   int n_heads;
   int n_kv_heads; /* grouped-query attention: heads sharing K and V */
   int head_dim;
   int ffn_hidden; /* SwiGLU inner width (w1 and w3 each) */
-  int n_layers;
-  int vocab;
+  int n_layers;   /* 0: not given (a user's model) */
+  int vocab;      /* 0: not given */
+  /* NULL, or why the model's attention cannot be expressed as the grouped-query
+   * attention timed here (its attention layers and projections are rejected with
+   * this reason; its FFN is timed). */
+  const char *no_attention;
+  int toy; /* a tiny shape for quick runs (debug): reports keep it out of their headline */
 } tp_model_preset;
 
 /* Finds a preset by canonical name or short alias ("8b" or "llama3-8b",
@@ -34,6 +51,29 @@ TP_MUST_CHECK tp_rc tp_preset_find(const char *name, const tp_model_preset **out
 
 /* All presets, smallest first: *count receives their number. */
 const tp_model_preset *tp_presets(int *count);
+
+/* Models a user defined (in a matrix file), by copy. */
+typedef struct tp_model_set {
+  int count;
+  tp_model_preset models[TP_MODEL_SET_MAX];
+} tp_model_set;
+
+/* Checks model and appends a copy to set. The rules: a name of 1 to 47
+ * characters from [A-Za-z0-9._-] that is neither a preset's name or alias
+ * (any case), nor TP_SHAPE_MODEL, nor already in set; dim, n_heads, n_kv_heads,
+ * head_dim and ffn_hidden whole numbers in [1, 1048576]; head_dim even (RoPE
+ * rotates pairs); n_heads a multiple of n_kv_heads (grouped-query attention);
+ * n_layers and vocab 0 (not given) or in [1, 1048576]; no_attention NULL. Unlike
+ * the Llama 3 presets, dim need not equal n_heads·head_dim (wo maps
+ * n_heads·head_dim back to dim). TP_EUSAGE naming the field otherwise (set
+ * unchanged), also when set is full. */
+TP_MUST_CHECK tp_rc tp_model_set_add(tp_model_set *set, const tp_model_preset *model);
+
+/* Finds name among set's models (exact name; set may be NULL) and then the
+ * presets (tp_preset_find). TP_EUSAGE listing the valid names, the set's
+ * too, if none matches. */
+TP_MUST_CHECK tp_rc tp_model_find(const tp_model_set *set, const char *name,
+                                  const tp_model_preset **out);
 
 typedef struct tp_projection {
   const char *name; /* "qkv", "wo", "w13", "w2" */
