@@ -14,6 +14,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 packages=(cmake gcc g++ make git libsqlite3-dev libcmocka-dev libjansson-dev libsodium-dev zlib1g-dev clang-format clang-tidy)
+# libiberty-dev: cplus_demangle for the Kineto trace export's kernel names (report/tp_trace_kineto.c).
+packages+=(libiberty-dev)
 # clang and its compiler-rt (libFuzzer, the sanitizers) build the fuzz targets (scripts/fuzz.sh).
 packages+=(clang libclang-rt-dev)
 # python3-junitparser reads compare's JUnit file back and xmllint (libxml2-utils)

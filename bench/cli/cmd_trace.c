@@ -1,7 +1,9 @@
 /*
  * cmd_trace.c — `tpbench trace`: one configuration's GPU timeline as Chrome
  * trace JSON, for Perfetto or chrome://tracing (report/tp_trace_export.h
- * writes it). Needs no GPU.
+ * writes it), or with --format kineto as one Kineto trace per rank in a
+ * folder, for Holistic Trace Analysis and other Kineto readers
+ * (report/tp_trace_kineto.h). Needs no GPU.
  *
  * Exit status (tp_exit_for): 2 when the database cannot be read as one, the
  * configuration does not exist (a wrong id or key is the user's mistake) or
@@ -9,19 +11,24 @@
  * folder, the database) or a folder that is missing; 1 when it exists but
  * was not traced or writing the file fails; 0 otherwise.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "report/tp_output.h"
 #include "report/tp_trace_export.h"
+#include "report/tp_trace_kineto.h"
 
 typedef struct trace_args {
   const char *db;
   const char *key;
   const char *out;
+  const char *format;
   long long config;
   long long run;
 } trace_args;
@@ -34,8 +41,12 @@ static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
        0, 0, NULL},
       {"run", TP_OPT_INT64, &a->run, "ID", "with --key: within this run; 0 = any", 0, INT64_MAX,
        NULL},
-      {"out", TP_OPT_STRING, &a->out, "FILE", "where to write the JSON; - = standard output", 0, 0,
-       NULL},
+      {"out", TP_OPT_STRING, &a->out, "FILE|DIR",
+       "where to write: chrome, a file (- = standard output); kineto, a folder of "
+       "rank<N>.json",
+       0, 0, NULL},
+      {"format", TP_OPT_STRING, &a->format, "FMT",
+       "chrome (one file, every rank) or kineto (one file per rank)", 0, 0, NULL},
   };
   const tp_command cmd = {
       .name = "trace",
@@ -43,7 +54,10 @@ static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
       .summary = "Writes the traced window of one configuration as Chrome trace JSON, which\n"
                  "Perfetto (ui.perfetto.dev) and chrome://tracing open: a process per rank, a\n"
                  "track per CUDA stream, NVTX ranges on their own track, events coloured by\n"
-                 "category with bytes, copy kind, correlation id and schedule in their args.",
+                 "category with bytes, copy kind, correlation id and schedule in their args;\n"
+                 "NVTX ranges also projected onto the GPU work launched in them, with arrows\n"
+                 "from range to work. --format kineto writes one Kineto trace per rank\n"
+                 "(DIR/rank0.json, ...) with distributedInfo, for Holistic Trace Analysis.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -66,8 +80,53 @@ static tp_rc write_to_file(tp_store *store, int64_t id, const char *path, const 
 
 static int to_stdout(const trace_args *a) { return !a->out || !strcmp(a->out, "-"); }
 
+static int is_kineto(const trace_args *a) { return !strcmp(a->format, "kineto"); }
+
+/* The folder of the Kineto files: made (one level) when missing. */
+static tp_rc make_folder(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0)
+    return S_ISDIR(st.st_mode) ? TP_OK
+                               : TP_FAIL(TP_EUSAGE,
+                                         "%s: not a folder (kineto writes one file "
+                                         "per rank into a folder)",
+                                         dir);
+  if (mkdir(dir, 0777) != 0)
+    return TP_FAIL(TP_EUSAGE, "%s: cannot create the folder: %s", dir, strerror(errno));
+  return TP_OK;
+}
+
+/* DIR/rank<N>.json for every rank of the trace, each through tp_output. */
+static tp_rc write_kineto(tp_store *store, int64_t id, const trace_args *a) {
+  int *ranks = NULL;
+  size_t n = 0;
+  TP_TRY(tp_report_trace_ranks(store, id, &ranks, &n));
+  tp_rc rc = make_folder(a->out);
+  for (size_t i = 0; rc == TP_OK && i < n; i++) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/rank%d.json", a->out, ranks[i]) >= sizeof path) {
+      rc = TP_FAIL(TP_EUSAGE, "%s: path too long", a->out);
+      break;
+    }
+    tp_output out;
+    rc = tp_output_open(path, a->db, &out);
+    if (rc != TP_OK) break;
+    rc = tp_report_kineto_trace(store, id, ranks[i], out.file);
+    if (rc != TP_OK) tp_output_abort(&out);
+    else rc = tp_output_commit(&out, a->db);
+  }
+  free(ranks);
+  return rc;
+}
+
+static tp_rc write_trace(tp_store *store, int64_t id, const trace_args *a) {
+  if (is_kineto(a)) return write_kineto(store, id, a);
+  return to_stdout(a) ? tp_report_chrome_trace(store, id, stdout)
+                      : write_to_file(store, id, a->out, a->db);
+}
+
 static int export_trace(const trace_args *a) {
-  tp_rc rc = to_stdout(a) ? TP_OK : tp_check_output_folder(a->out);
+  tp_rc rc = to_stdout(a) || is_kineto(a) ? TP_OK : tp_check_output_folder(a->out);
   if (rc != TP_OK) {
     tp_print_error("trace");
     return tp_exit_for(rc);
@@ -92,8 +151,7 @@ static int export_trace(const trace_args *a) {
             (long long)id);
     status = TP_EXIT_FAILURE;
   } else {
-    rc = to_stdout(a) ? tp_report_chrome_trace(store, id, stdout)
-                      : write_to_file(store, id, a->out, a->db);
+    rc = write_trace(store, id, a);
     if (rc != TP_OK) tp_print_error("trace");
     status = tp_exit_for(rc);
   }
@@ -102,12 +160,24 @@ static int export_trace(const trace_args *a) {
 }
 
 int tp_cmd_trace(int argc, char **argv) {
-  trace_args a = {.db = "tpbench.db", .out = "-"};
+  trace_args a = {.db = "tpbench.db", .out = "-", .format = "chrome"};
   int help = 0;
   tp_rc rc = parse_args(argc, argv, &a, &help);
   if (rc != TP_OK || help) return tp_exit_for(rc);
   if ((a.key != NULL) == (a.config > 0)) {
     fprintf(stderr, "tpbench trace: give exactly one of --config and --key\n"
+                    "Try 'tpbench trace --help'.\n");
+    return tp_exit_for(TP_EUSAGE);
+  }
+  if (strcmp(a.format, "chrome") != 0 && !is_kineto(&a)) {
+    fprintf(stderr,
+            "tpbench trace: --format must be chrome or kineto, not '%s'\n"
+            "Try 'tpbench trace --help'.\n",
+            a.format);
+    return tp_exit_for(TP_EUSAGE);
+  }
+  if (is_kineto(&a) && to_stdout(&a)) {
+    fprintf(stderr, "tpbench trace: --format kineto writes one file per rank: give --out DIR\n"
                     "Try 'tpbench trace --help'.\n");
     return tp_exit_for(TP_EUSAGE);
   }

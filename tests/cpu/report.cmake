@@ -8,6 +8,11 @@ tp_add_cpu_test(test_compare SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compare.c LI
 # trace export (synthesised traces on a copy of the real H200 run).
 tp_add_cpu_test(test_report_trace SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report_trace.c
                 LIBS tp_report m)
+# Every trace of the sample exported (Chrome and Kineto) and checked for nesting; NVTX
+# projections and launch arrows; the Kineto files against what HTA reads, and HTA's
+# comm/compute overlap computed from them next to tpbench's own.
+tp_add_cpu_test(test_trace_nesting SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_trace_nesting.c
+                LIBS tp_report m)
 # Output files (report/tp_output.h): refused targets (FIFO, device link,
 # folder, the database), planted links, failed writes, racing writers.
 tp_add_cpu_test(test_output SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_output.c LIBS tp_report)
