@@ -2,10 +2,9 @@
  * tp_trace_export.c — Chrome trace JSON of one configuration's trace (see
  * tp_trace_export.h for the layout).
  *
- * Two passes over the stored events: the first learns what the metadata
- * needs (the earliest start, which ranks, devices and streams occur, the
- * largest stream id, which ranks have NVTX ranges), the second writes one
- * complete event per stored event. The document's frame is written by hand
+ * The trace is read whole and laid out by tp_trace_model (tracks that nest,
+ * NVTX projections, launches); this file writes the tracks' metadata, one
+ * complete event per slice and the flows. The document's frame is written by hand
  * and every value inside it by jansson, so strings are always escaped and
  * numbers always valid JSON.
  */
