@@ -2,7 +2,9 @@
  * test_bench_ops_matrix.c — bench/ops_matrix: the default expansion (24
  * cases of 4 configurations), the axes and shapes each configuration
  * carries, TP 4 and 8, every rejection rule with its reason, and usage
- * errors for names the tool does not know.
+ * errors for names the tool does not know; the bare projections of --shape
+ * (their per-rank M, N, K and keys), the axes by name, the matrix file with
+ * defined models, and a preset configuration's key as it always was.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +12,9 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/matrix/ops_matrix.h"
 #include "tests/cpu/bench_testutil.h"
@@ -242,12 +246,180 @@ static void test_plan_print(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* ---- shapes, axes, files ---------------------------------------------------------------- */
+
+/* The canonical key of a preset configuration is what it was before shapes and
+ * defined models existed: stored databases keep matching. */
+static void test_preset_keys_unchanged(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("8b", "w2", "4096", "2", "", "");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  char key[512];
+  tp_config_key(&m.configs[1].axes, key, sizeof key);
+  assert_string_equal(key, "kind=op;model=llama3-8b;layer=linear_rs;proj=w2;backend=dist_gemm;"
+                           "schedule=auto;chunks=0;tp=2;batch=0;seqlen=0;tokens=4096;m=4096;"
+                           "n=4096;k=7168;n_weights=1;dtype=bf16;sp=1;pass=fwd;graph=0;"
+                           "save_gathered=0");
+  tp_ops_matrix_free(&m);
+}
+
+static void test_shapes(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape",
+                                        "4096x8192x4096,4096x4096x14336:linear_rs,"
+                                        "8192x14336x4096:ag_linear_multi"),
+                   TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "2,4"), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  memset(&s, 0x5a, sizeof s);     /* the matrix holds its own names */
+  assert_int_equal(m.n_cases, 6); /* 3 shapes x 2 TP */
+  const tp_ops_case *ag = &m.cases[0], *rs = &m.cases[3], *multi = &m.cases[5];
+  assert_string_equal(ag->model->name, "shape");
+  assert_string_equal(ag->proj.name, "8192x4096");
+  assert_int_equal(ag->tokens, 4096);
+  /* Per rank as a model's projection: the gather side splits N, the scatter side K. */
+  const tp_config_axes *a = &m.configs[ag->first_config].axes;
+  assert_string_equal(a->model, "shape");
+  assert_string_equal(a->proj, "8192x4096");
+  assert_string_equal(a->op_or_layer, "ag_linear");
+  assert_int_equal(a->m, 4096);
+  assert_int_equal(a->n, 4096);
+  assert_int_equal(a->k, 4096);
+  a = &m.configs[rs->first_config].axes;
+  assert_string_equal(a->op_or_layer, "linear_rs");
+  assert_int_equal(rs->tp, 4);
+  assert_int_equal(a->n, 4096);
+  assert_int_equal(a->k, 14336 / 4);
+  assert_int_equal(multi->proj.n_weights, 2);
+  assert_int_equal(m.configs[multi->first_config].axes.n_weights, 2);
+  tu_assert_near(m.configs[multi->first_config].flops, 2.0 * 8192 * 14336 * 4096 * 2, 0);
+  /* Two shapes of one op and M differ in their keys. */
+  char k0[512], k1[512];
+  tp_config_key(&m.configs[m.cases[0].first_config].axes, k0, sizeof k0);
+  tp_config_key(&m.configs[m.cases[2].first_config].axes, k1, sizeof k1);
+  assert_string_not_equal(k0, k1);
+  assert_non_null(strstr(k0, "model=shape;layer=ag_linear;proj=8192x4096;"));
+  assert_int_equal(tp_ops_runnable(&m), m.n_configs);
+  tp_ops_matrix_free(&m);
+  /* An M that TP does not divide is rejected with the reason, not refused. */
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", "4095x64x64"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_string_equal(m.configs[0].reason, "tokens 4095 not divisible by TP 2");
+  tp_ops_matrix_free(&m);
+}
+
+static void expect_shape_usage(const char *shapes, const char *also_axis, const char *needle) {
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", shapes), TP_OK);
+  if (also_axis) assert_int_equal(tp_ops_spec_set_axis(&s, also_axis, "8b"), TP_OK);
+  expect_usage(s, needle);
+}
+
+static void test_shape_errors(void **state) {
+  (void)state;
+  expect_shape_usage("4096x8192", NULL, "expected MxNxK or MxNxK:OP");
+  expect_shape_usage("4096x8192x4096:rs", NULL, "unknown op 'rs'");
+  expect_shape_usage("0x8192x4096", NULL, "out of range [1, 1073741824]");
+  expect_shape_usage("4096x8192x4096y", NULL, "expected MxNxK");
+  expect_shape_usage("4096x8192x4096,4096x8192x4096", NULL, "listed twice");
+  expect_shape_usage("4096x8192x4096", "model", "replaces the model, proj and tokens axes");
+  /* The defaults of model, proj and tokens are not "given": a shape replaces them. */
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", "64x64x64"), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 1);
+  tp_ops_matrix_free(&m);
+}
+
+static void test_axes(void **state) {
+  (void)state;
+  int n = 0;
+  const char *const *names = tp_ops_axis_names(&n);
+  assert_int_equal(n, 10);
+  assert_string_equal(names[0], "model");
+  assert_string_equal(names[9], "shape");
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "layer", "ffn"), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown axis 'layer' for ops (valid: model, proj, "
+                                          "tokens, dtype, tp, schedule, chunks, pass, "
+                                          "save_gathered, shape)"));
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "65"), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "axis tp:"));
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);
+  assert_int_equal(s.tokens.count, 1);
+  assert_int_equal(s.given, 1u << 2);
+  /* qkv and wo of a model whose attention cannot be expressed: rejected with why. */
+  tp_ops_spec d = spec_with("deepseek-v3-dense", "qkv,w13", "4096", "2", "", "");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&d, &m), TP_OK);
+  assert_true(m.configs[0].rejected);
+  assert_non_null(strstr(m.configs[0].reason, "multi-head latent attention"));
+  assert_false(m.configs[m.cases[1].first_config].rejected);
+  tp_ops_matrix_free(&m);
+}
+
+static tp_rc load_ops_text(const char *text, tp_ops_spec *s) {
+  char path[] = "/tmp/tpbench-ops-matrix-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  tp_rc rc = tp_ops_spec_load(path, s);
+  unlink(path);
+  return rc;
+}
+
+static void test_matrix_file(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  const char *text = "{\"models\": {\"mymodel\": {\"dim\": 4096, \"n_heads\": 32, \"n_kv_heads\": "
+                     "8, \"head_dim\": 128, \"ffn_hidden\": 14336, \"vocab\": 128256}},\n"
+                     " \"axes\": {\"model\": [\"mymodel\", \"8b\"], \"tokens\": 4096, "
+                     "\"proj\": \"w13\"}}";
+  assert_int_equal(load_ops_text(text, &s), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 2);
+  assert_string_equal(m.cases[0].model->name, "mymodel");
+  /* mymodel is llama3-8b's shape: the same per-rank GEMM. */
+  assert_int_equal(m.configs[0].axes.n, m.configs[m.cases[1].first_config].axes.n);
+  assert_int_equal(m.configs[0].axes.k, m.configs[m.cases[1].first_config].axes.k);
+  tp_ops_matrix_free(&m);
+  /* ops has no presets; an axis of run's is refused naming ops' axes; s unchanged. */
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(load_ops_text("{\"preset\": \"quick\"}", &s), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "tpbench ops has no presets"));
+  assert_int_equal(load_ops_text("{\"axes\": {\"seqlen\": 4096}}", &s), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown axis 'seqlen' for ops"));
+  assert_int_equal(load_ops_text("{\"axes\": {\"tokens\": 64, \"seqlen\": 4096}}", &s), TP_EUSAGE);
+  assert_int_equal(s.tokens.count, 3);
+  assert_int_equal(s.given, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_default_expansion), cmocka_unit_test(test_axes_and_shapes),
-      cmocka_unit_test(test_tp4_and_tp8),       cmocka_unit_test(test_schedules_times_chunks),
-      cmocka_unit_test(test_rejections),        cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_default_expansion),
+      cmocka_unit_test(test_axes_and_shapes),
+      cmocka_unit_test(test_tp4_and_tp8),
+      cmocka_unit_test(test_schedules_times_chunks),
+      cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_plan_print),
+      cmocka_unit_test(test_preset_keys_unchanged),
+      cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_shape_errors),
+      cmocka_unit_test(test_axes),
+      cmocka_unit_test(test_matrix_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  *
  * matrix: the quick preset's plan, rejections with their reasons, usage
  * errors (exit 2) for a bad axis, value or matrix file, a matrix file that
- * works. run: --help, usage errors before any GPU is looked for, and on
+ * works; the one matrix interface (a file with its own model read by
+ * matrix, matrix --for ops and ops; flags as aliases of axes, in order) and
+ * ops --shape. run: --help, usage errors before any GPU is looked for, and on
  * this machine (no GPU, or a build without CUDA) a failure that says why.
  * report: a run written through the store the way `run` writes it (kind
  * 'layer' for the stock and dist_gemm layers, 'gemm' and 'comm' for the
@@ -92,6 +94,95 @@ static void test_matrix_file(void **state) {
   assert_non_null(strstr(r.out, "debug       block       2 1x1024"));
   rp_free(&r);
   unlink(path);
+}
+
+/* The one matrix interface: the same file, --axis and flags for ops, run and
+ * matrix --for ops|run; flags are aliases of axes. */
+static void test_one_matrix_interface(void **state) {
+  (void)state;
+  char path[] = "/tmp/tpbench-cmd-models-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  const char *text = "{\"models\": {\"mymodel\": {\"dim\": 4096, \"n_heads\": 32, \"n_kv_heads\": "
+                     "8, \"head_dim\": 128, \"ffn_hidden\": 14336, \"vocab\": 128256}},\n"
+                     " \"axes\": {\"model\": [\"mymodel\", \"8b\"], \"pass\": \"fwd\"}}";
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+  /* run's plan from the file, with run's axes on top. */
+  rp_result r = tpbench("matrix", "--matrix", path, "--axis", "layer=ffn", "--axis", "graph=off",
+                        "--axis", "seqlen=4096", NULL);
+  rp_expect(&r, 0, "2 cases, 8 configurations: 8 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "mymodel     ffn         2 1x4096"));
+  rp_free(&r);
+  /* ops' plan from the same file, with ops' flags on top; and ops itself. */
+  r = tpbench("matrix", "--for", "ops", "--matrix", path, "--tokens", "4096", "--projs", "w2",
+              NULL);
+  rp_expect(&r, 0, "8 configurations, 8 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "mymodel     w2   linear_rs"));
+  rp_result same = tpbench("ops", "--list", "--matrix", path, "--axis", "tokens=4096", "--axis",
+                           "proj=w2", NULL);
+  rp_expect(&same, 0, NULL, NULL);
+  assert_string_equal(r.out, same.out);
+  rp_free(&same);
+  rp_free(&r);
+  /* The file's axes of the other command are refused, naming the command's own. */
+  r = tpbench("ops", "--list", "--matrix", path, "--axis", "layer=ffn", NULL);
+  rp_expect(&r, 2, NULL, "tpbench ops: unknown axis 'layer' for ops (valid: model, proj, tokens");
+  rp_free(&r);
+  unlink(path);
+  /* Flags are aliases of axes: the same plan either way, in both commands. */
+  r = tpbench("matrix", "--models", "70b", "--tp", "4", "--pass", "fwd", NULL);
+  same = tpbench("matrix", "--axis", "model=70b", "--axis", "tp=4", "--axis", "pass=fwd", NULL);
+  rp_expect(&r, 0, "llama3-70b", NULL);
+  assert_string_equal(r.out, same.out);
+  rp_free(&r);
+  rp_free(&same);
+  r = tpbench("ops", "--list", "--models", "8b", "--tokens", "4096", NULL);
+  same = tpbench("ops", "--list", "--axis", "model=8b", "--axis=tokens=4096", NULL);
+  rp_expect(&r, 0, "16 configurations", NULL);
+  assert_string_equal(r.out, same.out);
+  rp_free(&r);
+  rp_free(&same);
+  /* In order: the later one wins. */
+  r = tpbench("ops", "--list", "--axis", "tokens=8192", "--tokens", "4096", "--projs", "qkv",
+              "--models", "8b", NULL);
+  rp_expect(&r, 0, "4 configurations", NULL);
+  assert_non_null(strstr(r.out, "   4096   2 bf16"));
+  rp_free(&r);
+  r = tpbench("run", "--tokens", "4096", NULL);
+  rp_expect(&r, 2, NULL,
+            "tpbench run: --tokens sets the axis 'tokens', which run does not have (its axes: "
+            "model, layer,");
+  rp_free(&r);
+  r = tpbench("matrix", "--for", "ops", "--tokens", "x", NULL);
+  rp_expect(&r, 2, NULL, "tpbench matrix: --tokens: 'x' is not a whole number");
+  rp_free(&r);
+  r = tpbench("matrix", "--for", "lint", NULL);
+  rp_expect(&r, 2, NULL, "--for: 'lint' is not one of run|ops");
+  rp_free(&r);
+  r = tpbench("matrix", "--help", NULL);
+  rp_expect(&r, 0, "--for CMD", NULL);
+  rp_free(&r);
+}
+
+/* ops --shape: a bare projection, stored as model "shape" with its M, N, K. */
+static void test_ops_shape(void **state) {
+  (void)state;
+  rp_result r = tpbench("ops", "--list", "--shape", "4096,8192,4096", "--shape",
+                        "4096,4096,14336,linear_rs", NULL);
+  rp_expect(&r, 0, "8 configurations, 8 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "shape       8192x4096 ag_linear"));
+  assert_non_null(strstr(r.out, "4096   4096   7168  ok")); /* linear_rs: K split over TP 2 */
+  rp_free(&r);
+  r = tpbench("ops", "--list", "--shape", "4096,8192", NULL);
+  rp_expect(&r, 2, NULL, "--shape: '4096,8192' is not M,N,K or M,N,K,OP");
+  rp_free(&r);
+  r = tpbench("ops", "--list", "--shape", "64,64,64", "--models", "8b", NULL);
+  rp_expect(&r, 2, NULL, "replaces the model, proj and tokens axes");
+  rp_free(&r);
+  r = tpbench("run", "--shape", "64,64,64", NULL);
+  rp_expect(&r, 2, NULL, "--shape sets the axis 'shape', which run does not have");
+  rp_free(&r);
 }
 
 static void test_run_options(void **state) {
@@ -227,9 +318,10 @@ static void test_report_layers(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_matrix_quick),        cmocka_unit_test(test_matrix_rejections),
-      cmocka_unit_test(test_matrix_usage_errors), cmocka_unit_test(test_matrix_file),
-      cmocka_unit_test(test_run_options),         cmocka_unit_test(test_report_layers),
+      cmocka_unit_test(test_matrix_quick),         cmocka_unit_test(test_matrix_rejections),
+      cmocka_unit_test(test_matrix_usage_errors),  cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_run_options),          cmocka_unit_test(test_report_layers),
+      cmocka_unit_test(test_one_matrix_interface), cmocka_unit_test(test_ops_shape),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bench/matrix/layer_matrix.h"
+#include "tests/cpu/bench_testutil.h"
 
 /* The quick preset, then "NAME=LIST" assignments (NULL-terminated). */
 static tp_layer_spec spec_with(const char *first, ...) {
@@ -404,6 +405,75 @@ static void test_matrix_file(void **state) {
   tp_layer_matrix_free(&m);
 }
 
+/* Models defined in the file: expanded like presets, the matrix holding its
+ * own copies (the spec may go away), FLOPs from the file's figures. */
+static void test_matrix_file_models(void **state) {
+  (void)state;
+  tp_layer_spec *s = calloc(1, sizeof *s);
+  assert_non_null(s);
+  const char *text =
+      "{\"models\": {\"mymodel\": {\"dim\": 4096, \"n_heads\": 32, \"n_kv_heads\": 8,"
+      " \"head_dim\": 128, \"ffn_hidden\": 14336, \"vocab\": 128256},\n"
+      "            \"wide\": {\"dim\": 5120, \"n_heads\": 64, \"n_kv_heads\": 8,"
+      " \"head_dim\": 128, \"ffn_hidden\": 1000}},\n"
+      " \"axes\": {\"model\": [\"mymodel\", \"8b\", \"wide\"], \"layer\": [\"ffn\", \"attention\"],"
+      " \"seqlen\": 4096, \"graph\": false, \"pass\": \"fwd\"}}";
+  assert_int_equal(load_text(text, NULL, s), TP_OK);
+  assert_int_equal(s->defined.count, 2);
+  tp_layer_matrix m;
+  expand_ok(s, 4, &m);
+  memset(s, 0xa5, sizeof *s); /* the matrix must not point into the spec */
+  free(s);
+  assert_int_equal(m.n_cases, 6);
+  assert_string_equal(m.cases[0].model->name, "mymodel");
+  assert_string_equal(m.configs[m.cases[0].first_config].axes.model, "mymodel");
+  assert_string_equal(m.cases[2].model->name, "llama3-8b");
+  /* mymodel has llama3-8b's figures, so the same FLOPs. */
+  tu_assert_near(m.configs[m.cases[0].first_config].flops, m.configs[m.cases[2].first_config].flops,
+                 0);
+  const tp_layer_case *wide_ffn = &m.cases[4];
+  assert_string_equal(wide_ffn->model->name, "wide");
+  tu_assert_near(m.configs[wide_ffn->first_config].flops, 6.0 * 4096 * 5120 * 1000, 0);
+  assert_int_equal(m.cases[5].model->head_dim, 128);
+  assert_int_equal(tp_layer_runnable(&m), m.n_configs);
+  tp_layer_matrix_free(&m);
+  /* head_dim left out: dim / n_heads. */
+  tp_layer_spec t;
+  assert_int_equal(load_text("{\"models\": {\"m\": {\"dim\": 2048, \"n_heads\": 16,"
+                             " \"n_kv_heads\": 4, \"ffn_hidden\": 8192}}}",
+                             NULL, &t),
+                   TP_OK);
+  assert_int_equal(t.defined.models[0].head_dim, 128);
+  assert_int_equal(t.defined.models[0].vocab, 0);
+}
+
+/* DeepSeek-V3's MLA is refused for attention and block with the reason; its
+ * dense FFN runs. */
+static void test_no_attention_model(void **state) {
+  (void)state;
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("quick", &s), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "model=deepseek-v3-dense"), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "graph=off"), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "pass=fwd"), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&s, "seqlen=4096"), TP_OK);
+  tp_layer_matrix m;
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 3); /* attention, ffn, block */
+  for (int c = 0; c < m.n_cases; c++)
+    for (int i = 0; i < m.cases[c].n_configs; i++) {
+      const tp_layer_config *cfg = &m.configs[m.cases[c].first_config + i];
+      if (m.cases[c].layer == TP_LAYER_FFN) {
+        assert_false(cfg->rejected);
+      } else {
+        assert_true(cfg->rejected);
+        assert_non_null(strstr(cfg->reason, "deepseek-v3-dense: DeepSeek-V3 attention is multi-head"
+                                            " latent attention"));
+      }
+    }
+  tp_layer_matrix_free(&m);
+}
+
 static void expect_file_error(const char *text, tp_rc code, const char *words) {
   tp_layer_spec s;
   tp_rc rc = load_text(text, NULL, &s);
@@ -427,6 +497,39 @@ static void test_matrix_file_errors(void **state) {
   expect_file_error("{\"axes\": {\"seqlen\": [0]}}", TP_EUSAGE, "axis seqlen:");
   expect_file_error("{\"axes\": {\"model\": \"8b\",}}", TP_EUSAGE, ":1:");
   expect_file_error("{\"preset\": \"quick\", \"preset\": \"full\"}", TP_EUSAGE, "duplicate");
+  /* Model definitions: every field checked, named by its path. */
+  expect_file_error("{\"models\": [1]}", TP_EUSAGE, "\"models\" must be an object");
+  expect_file_error("{\"models\": {\"m\": 3}}", TP_EUSAGE, "models.m: expected an object");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 2, \"n_kv_heads\": 1,"
+                    " \"ffn_hidden\": 8, \"hidden\": 1}}}",
+                    TP_EUSAGE, "models.m: unknown field \"hidden\" (valid: dim, n_heads");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 2, \"ffn_hidden\": 8}}}",
+                    TP_EUSAGE, "models.m: \"n_kv_heads\" is missing");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": \"64\", \"n_heads\": 2, \"n_kv_heads\": 1,"
+                    " \"ffn_hidden\": 8}}}",
+                    TP_EUSAGE, "models.m.dim: expected a whole number");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 2, \"n_kv_heads\": 1,"
+                    " \"ffn_hidden\": 0}}}",
+                    TP_EUSAGE, "models.m.ffn_hidden: 0 is not a positive whole number");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 3, \"n_kv_heads\": 1,"
+                    " \"ffn_hidden\": 8}}}",
+                    TP_EUSAGE, "head_dim is not given and dim 64 is not a multiple of n_heads 3");
+  expect_file_error("{\"models\": {\"8b\": {\"dim\": 64, \"n_heads\": 2, \"n_kv_heads\": 1,"
+                    " \"ffn_hidden\": 8}}}",
+                    TP_EUSAGE, "models.8b: model name '8b' is a preset's (llama3-8b)");
+  expect_file_error("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 4, \"n_kv_heads\": 3,"
+                    " \"ffn_hidden\": 8}}}",
+                    TP_EUSAGE, "not a multiple of n_kv_heads 3");
+  /* A model the axes name must exist: the expansion says which ones do. */
+  tp_layer_spec bad;
+  assert_int_equal(load_text("{\"models\": {\"m\": {\"dim\": 64, \"n_heads\": 2, \"n_kv_heads\":"
+                             " 1, \"ffn_hidden\": 8}}, \"axes\": {\"model\": \"n\"}}",
+                             NULL, &bad),
+                   TP_OK);
+  tp_layer_matrix none;
+  assert_int_equal(tp_layer_expand(&bad, 2, &none), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown model 'n'"));
+  assert_non_null(strstr(tp_last_error(), "deepseek-v3-dense, m, or llama3-1b"));
   tp_layer_spec s;
   assert_int_equal(tp_layer_spec_load("/nonexistent/matrix.json", NULL, &s), TP_EIO);
 }
@@ -502,6 +605,7 @@ int main(void) {
       cmocka_unit_test(test_empty_spec_is_usage), cmocka_unit_test(test_chunks_and_schedules),
       cmocka_unit_test(test_tp_default_and_list), cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_matrix_file),         cmocka_unit_test(test_matrix_file_errors),
+      cmocka_unit_test(test_matrix_file_models),  cmocka_unit_test(test_no_attention_model),
       cmocka_unit_test(test_matrix_file_strings), cmocka_unit_test(test_matrix_file_not_regular),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
