@@ -2,15 +2,18 @@
  * cmd_ops_unavailable.c — `tpbench ops` in a build without CUDA: the same
  * options as the real command (ops_args.h, --trace and --trace-iters
  * included), so usage errors and --help behave alike, and --list still
- * prints the expanded matrix; a real run says that this build cannot use a
- * GPU. `tpbench link` likewise parses its options (link_args.h) before
- * saying so.
+ * prints the expanded matrix; a real run reads the external launcher's
+ * environment as a CUDA build does (a malformed one is a usage error), then
+ * says that this build cannot use a GPU, naming the rank it would have been.
+ * `tpbench link` likewise parses its options (link_args.h) before saying so.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/cli/commands.h"
 #include "bench/cli/link_args.h"
 #include "bench/cli/ops_args.h"
+#include "bench/launch/launcher.h"
 
 /* The options were checked by expanding them once: a failure here is not the input's. */
 static tp_rc print_plan(const tp_ops_args *args) {
@@ -33,7 +36,19 @@ int tp_cmd_ops(int argc, char **argv) {
   tp_rc rc = tp_ops_args_parse(argc, argv, NULL, 0, &args, &help);
   if (rc != TP_OK || help) return tp_exit_for(rc);
   if (args.list) return tp_exit_for(print_plan(&args));
-  fprintf(stderr, "tpbench ops: this build has no CUDA support (configured with "
+  tp_launch_env env;
+  int external = 0;
+  rc = tp_launch_env_from_environment(&env, &external);
+  explicit_bzero(&env.secret, sizeof env.secret);
+  if (rc != TP_OK) {
+    tp_print_error("ops");
+    return tp_exit_for(rc);
+  }
+  if (external)
+    fprintf(stderr, "tpbench ops: rank %d of %d (%s, local rank %d, master %s:%d): ", env.rank,
+            env.world, env.launcher, env.local_rank, env.master_addr, env.master_port);
+  else fputs("tpbench ops: ", stderr);
+  fprintf(stderr, "this build has no CUDA support (configured with "
                   "TPBENCH_WITH_CUDA=OFF or without nvcc), so no GPU can be used; --list "
                   "still prints the plan\n");
   return tp_exit_for(TP_ENODEV);

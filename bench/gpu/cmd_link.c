@@ -135,10 +135,16 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
   return tp_store_put_config(store, run_id, &rec, &id);
 }
 
+/* Collective: every rank sends its host facts; rank 0 records the run. */
 static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store, int64_t *run_id) {
-  TP_TRY(tp_store_open(job->db, 1, store));
+  tp_job_system system;
+  TP_TRY(tp_job_gather_system(ctx, &system));
+  tp_rc rc = ctx->rank == 0 ? tp_store_open(job->db, 1, store) : TP_OK;
   tp_job_run_desc d = {"link", job->command_line, job->warmup, job->iters, 0, NULL, 0};
-  return tp_job_begin_run(*store, ctx->group, ctx->world, &d, run_id);
+  if (rc == TP_OK && ctx->rank == 0)
+    rc = tp_job_begin_run(*store, ctx->group, ctx->world, &d, &system, run_id);
+  tp_job_system_free(&system);
+  return rc;
 }
 
 static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
@@ -156,7 +162,7 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
   TP_CUDA(cudaDeviceSynchronize());
   tp_store *store = NULL;
   int64_t run_id = 0;
-  if (ctx->rank == 0) TP_TRY(begin_run(ctx, job, &store, &run_id));
+  TP_TRY(begin_run(ctx, job, &store, &run_id));
   cudaEvent_t *marks = calloc((size_t)job->iters + 1, sizeof(cudaEvent_t));
   double *mine = calloc((size_t)job->iters, sizeof(double));
   double *all = calloc((size_t)job->iters * (size_t)ctx->world, sizeof(double));

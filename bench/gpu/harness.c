@@ -6,7 +6,10 @@
  * orders come from the same seed everywhere); the ranks meet over the
  * rendezvous after each step that can fail (prepare, capture, each window,
  * numerics) so they agree on the outcome before anyone enters the next
- * collective. Rank 0 alone touches the database.
+ * collective. Rank 0 alone touches the database: every other rank's
+ * measurements reach it over the rendezvous (each window's per-iteration
+ * times and host times, the numerics' sums, the traces, the host facts of
+ * the system record), and those ranks never open the file (job.h).
  */
 #include "bench/gpu/harness.h"
 
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +25,7 @@
 #include "bench/gpu/job.h"
 #include "bench/gpu/ops_trace.h"
 #include "bench/gpu/watchdog.h"
+#include "bench/launch/progress_line.h"
 #include "bench/stats/stats.h"
 #include "common/tp_bootstrap.h"
 #include "kernels/tp_cuda_check.h"
@@ -45,8 +50,12 @@ struct tp_harness {
   double *host_us;   /* measure_iters: host time issuing each step of it */
   double *acc;       /* device: ACC_DOUBLES per compared output */
   int done, total;
-  int recorded; /* configurations written (rank 0) */
-  int cases;    /* cases run so far: seeds each case's shuffles */
+  int done_at_open; /* done when this process began (a resumed job) */
+  double opened_at; /* now_s() at open: the progress line's elapsed time */
+  int tty;          /* rank 0 draws one updating progress line on stderr */
+  int line_drawn;   /* the progress line is on screen (a newline ends it) */
+  int recorded;     /* configurations written (rank 0) */
+  int cases;        /* cases run so far: seeds each case's shuffles */
   /* The case's reference outputs (the REFERENCE configuration's copies). */
   void *ref[TP_ITEM_MAX_OUTPUTS];
   size_t ref_cap[TP_ITEM_MAX_OUTPUTS]; /* bytes allocated */
@@ -54,6 +63,9 @@ struct tp_harness {
   int n_ref, have_ref;
   char no_ref_why[REASON_CAP]; /* why the checks of the case cannot run */
 };
+
+static double now_s(void);
+static void draw_progress(tp_harness *h, const char *label);
 
 /* What one rank says about a step; all ranks exchange it. */
 typedef struct rank_outcome {
@@ -93,7 +105,7 @@ tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, char *reason, 
 
 /* ---- the run ------------------------------------------------------------------------ */
 
-static tp_rc begin_run(tp_harness *h) {
+static tp_rc begin_run(tp_harness *h, const tp_job_system *system) {
   TP_TRY(tp_store_open(h->opts.db_path, 1, &h->store));
   if (h->opts.resume_run > 0) {
     h->run_id = h->opts.resume_run;
@@ -108,7 +120,7 @@ static tp_rc begin_run(tp_harness *h) {
   d.rounds = h->opts.rounds;
   d.order_policy = h->opts.shuffle ? "shuffle" : "rotate";
   d.order_seed = (int64_t)h->opts.seed;
-  return tp_job_begin_run(h->store, h->ctx->group, h->ctx->world, &d, &h->run_id);
+  return tp_job_begin_run(h->store, h->ctx->group, h->ctx->world, &d, system, &h->run_id);
 }
 
 static tp_rc setup_state(tp_harness *h) {
@@ -134,9 +146,19 @@ tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harn
   h->collector = collector;
   h->opts = *opts;
   h->total = total;
+  h->opened_at = now_s();
+  h->tty = ctx->rank == 0 && !opts->quiet && isatty(STDERR_FILENO);
   tp_rc rc = setup_state(h);
   if (rc == TP_OK) rc = tp_watchdog_start(ctx->group, ctx->rank, &h->watchdog);
-  if (rc == TP_OK && ctx->rank == 0) rc = begin_run(h);
+  /* Every rank sends rank 0 its host facts, whatever its own state, so the
+   * collective stays in step; a resumed run has its record already. */
+  tp_job_system system = {0};
+  if (opts->resume_run <= 0) {
+    tp_rc gathered = tp_job_gather_system(ctx, &system);
+    if (rc == TP_OK) rc = gathered;
+  }
+  if (rc == TP_OK && ctx->rank == 0) rc = begin_run(h, opts->resume_run > 0 ? NULL : &system);
+  tp_job_system_free(&system);
   /* Every rank learns whether the others could start. */
   tp_rc agreed = TP_OK;
   char reason[OUTCOME_MSG + 16];
@@ -151,7 +173,10 @@ tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harn
 
 int64_t tp_harness_run_id(const tp_harness *h) { return h->run_id; }
 
-void tp_harness_set_done(tp_harness *h, int done) { h->done = done; }
+void tp_harness_set_done(tp_harness *h, int done) {
+  h->done = done;
+  h->done_at_open = done;
+}
 
 int tp_harness_recorded(const tp_harness *h) { return h->recorded; }
 
@@ -179,6 +204,10 @@ static tp_rc print_table(tp_harness *h) {
 
 tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish) {
   if (!h) return rc;
+  if (h->line_drawn) {
+    fputc('\n', stderr); /* the last progress line stays, the table starts below */
+    h->line_drawn = 0;
+  }
   if (h->ctx->rank == 0 && h->store && h->run_id && finish) {
     tp_rc fin = rc == TP_OK ? tp_store_finish_run(h->store, h->run_id) : TP_OK;
     if (rc == TP_OK) rc = fin;
@@ -481,6 +510,7 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
  * worker; others end the configuration. */
 static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int position) {
   if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es->e->cfg.index;
+  draw_progress(h, es->e->cfg.label);
   guard(h, 2, es->e->cfg.label); /* the warm-up's wait and the window's */
   const tp_group *g = h->ctx->group;
   const int withhold =
@@ -861,11 +891,43 @@ static tp_rc record(tp_harness *h, entry_state *es) {
   return TP_OK;
 }
 
+/* Redraws the terminal's progress line (rank 0 on a terminal only). */
+static void draw_progress(tp_harness *h, const char *label) {
+  if (!h->tty) return;
+  struct winsize ws;
+  const int width = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col - 1 : 0;
+  char line[512];
+  tp_progress_line(line, sizeof line, h->done, h->total, h->done - h->done_at_open,
+                   now_s() - h->opened_at, label, width);
+  fprintf(stderr, "\r%s\033[K", line);
+  fflush(stderr);
+  h->line_drawn = 1;
+}
+
+/* Ends the progress line so that what follows starts on a line of its own. */
+static void end_progress_line(tp_harness *h) {
+  if (!h->line_drawn) return;
+  fputs("\r\033[K", stderr);
+  h->line_drawn = 0;
+}
+
+/* A configuration has ended: on a terminal the progress line moves on (a
+ * failure is also printed above it, to stay on screen); elsewhere one plain
+ * line per configuration. */
 static void progress(tp_harness *h, const entry_state *es) {
   h->done++;
   if (h->ctx->rank != 0 || h->opts.quiet) return;
   const outcome *oc = &es->oc;
   const char *what = es->e->cfg.label ? es->e->cfg.label : "";
+  if (h->tty) {
+    if (oc->status != TP_STATUS_OK && oc->status != TP_STATUS_REJECTED) {
+      end_progress_line(h);
+      fprintf(stderr, "[%3d/%d] %-52s %s: %s\n", h->done, h->total, what,
+              tp_status_name(oc->status), oc->reason);
+    }
+    draw_progress(h, what);
+    return;
+  }
   if (oc->status == TP_STATUS_OK)
     fprintf(stderr, "[%3d/%d] %-52s %-9s %10.1f us [%.1f, %.1f] %d rounds%s%s\n", h->done, h->total,
             what, oc->info.schedule_label ? oc->info.schedule_label : "", oc->result.median_us,

@@ -1,10 +1,13 @@
 /*
- * job.c — the parent side of a GPU command before its workers start (see
- * job.h). Nothing here touches CUDA: devices are counted in a child, since
- * a CUDA context does not survive the fork() that starts the workers.
+ * job.c — the parent side of a GPU command before its workers start, and
+ * the run's record its rank 0 writes (see job.h). The parent side touches no
+ * CUDA: devices are counted in a child, since a CUDA context does not
+ * survive the fork() that starts the workers; the system record is gathered
+ * in the workers, over the rendezvous.
  */
 #include "bench/gpu/job.h"
 
+#include <cuda_runtime_api.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include "bench/gpu/worker_group.h"
 #include "bench/launch/launcher.h"
 #include "collectors/tp_collector.h"
+#include "common/tp_log.h"
 #include "store/tp_store.h"
 #include "tp_buildinfo.h"
 
@@ -45,6 +49,7 @@ int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
 }
 
 int tp_job_precheck_database(const char *cmd, const char *path) {
+  if (!tp_launch_opens_database()) return TP_EXIT_OK;
   if (access(path, F_OK) == 0) {
     /* An existing file must be a tpbench database this binary can write. */
     tp_store *store = NULL;
@@ -76,6 +81,7 @@ int tp_job_precheck_database(const char *cmd, const char *path) {
 }
 
 int tp_job_check_database(const char *cmd, const char *path) {
+  if (!tp_launch_opens_database()) return TP_EXIT_OK;
   tp_store *store = NULL;
   tp_rc rc = tp_store_open(path, 1, &store);
   if (rc != TP_OK) {
@@ -105,8 +111,176 @@ static void read_driver_version(char *buf, size_t cap) {
   fclose(f);
 }
 
+/* ---- the system record ------------------------------------------------------------- */
+
+enum { TOPOLOGY_MAX = 64 * 1024 };
+
+extern char **environ;
+
+/* A command's whole output (at most cap - 1 bytes) in a malloc'd string;
+ * NULL when it cannot run, fails or says nothing. */
+static char *command_output(const char *command, size_t cap) {
+  FILE *p = popen(command, "r");
+  if (!p) return NULL;
+  char *text = malloc(cap);
+  size_t got = 0;
+  if (text) {
+    size_t n;
+    while (got < cap - 1 && (n = fread(text + got, 1, cap - 1 - got, p)) > 0) got += n;
+    text[got] = '\0';
+  }
+  char drain[256];
+  while (fread(drain, 1, sizeof drain, p) > 0) {}
+  int status = pclose(p);
+  if (text && (status != 0 || got == 0)) {
+    free(text);
+    text = NULL;
+  }
+  return text;
+}
+
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes it. */
+static void format_uuid(const unsigned char b[16], char *out, size_t cap) {
+  snprintf(out, cap, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
+}
+
+/* This rank's facts: CUDA for the GPU's identity, nvidia-smi for its clocks
+ * and power limit. */
+static void local_facts(const tp_worker_ctx *ctx, tp_host_facts *f) {
+  memset(f, 0, sizeof *f);
+  f->rank = ctx->rank;
+  f->local_rank = ctx->local_rank;
+  if (gethostname(f->host, sizeof f->host) != 0) snprintf(f->host, sizeof f->host, "unknown");
+  f->host[sizeof f->host - 1] = '\0';
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, ctx->local_rank) == cudaSuccess)
+    format_uuid((const unsigned char *)prop.uuid.bytes, f->gpu_uuid, sizeof f->gpu_uuid);
+  if (cudaDeviceGetPCIBusId(f->pci_bus_id, sizeof f->pci_bus_id, ctx->local_rank) != cudaSuccess)
+    f->pci_bus_id[0] = '\0';
+  for (char *c = f->pci_bus_id; *c; c++)
+    if (*c >= 'A' && *c <= 'F') *c = (char)(*c - 'A' + 'a');
+  (void)cudaGetLastError();
+  if (!f->pci_bus_id[0]) return;
+  char command[192];
+  snprintf(command, sizeof command,
+           "nvidia-smi --query-gpu=uuid,pci.bus_id,clocks.sm,clocks.max.sm,power.limit "
+           "--format=csv,noheader,nounits -i %s 2>/dev/null",
+           f->pci_bus_id);
+  char *line = command_output(command, 512);
+  if (line && tp_host_facts_parse_smi(line, f) != TP_OK)
+    TP_LOGW("launch", "nvidia-smi's query not read: %s", tp_last_error());
+  free(line);
+}
+
+/* CUDA's peer-access matrix of the visible GPUs, as text. */
+static char *peer_matrix(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    (void)cudaGetLastError();
+    return NULL;
+  }
+  const size_t cap = (size_t)(n + 1) * (size_t)(n + 1) * 8 + 64;
+  char *text = malloc(cap);
+  if (!text) return NULL;
+  size_t used = 0;
+  used += (size_t)snprintf(text + used, cap - used, "     ");
+  for (int j = 0; j < n; j++) used += (size_t)snprintf(text + used, cap - used, " GPU%-3d", j);
+  used += (size_t)snprintf(text + used, cap - used, "\n");
+  for (int i = 0; i < n; i++) {
+    used += (size_t)snprintf(text + used, cap - used, "GPU%-3d", i);
+    for (int j = 0; j < n; j++) {
+      int can = 0;
+      if (i != j && cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess) can = -1;
+      used += (size_t)snprintf(text + used, cap - used, " %-6s",
+                               i == j     ? "X"
+                               : can > 0  ? "P2P"
+                               : can == 0 ? "-"
+                                          : "?");
+    }
+    used += (size_t)snprintf(text + used, cap - used, "\n");
+  }
+  (void)cudaGetLastError();
+  return text;
+}
+
+tp_rc tp_job_gather_system(const tp_worker_ctx *ctx, tp_job_system *out) {
+  memset(out, 0, sizeof *out);
+  tp_host_facts mine;
+  local_facts(ctx, &mine);
+  unsigned char packed[TP_HOST_FACTS_WIRE];
+  tp_host_facts_pack(&mine, packed);
+  unsigned char *all = malloc((size_t)TP_HOST_FACTS_WIRE * (size_t)ctx->world);
+  if (!all) return TP_FAIL(TP_EOOM, "no host memory for the ranks' host facts");
+  tp_rc rc = tp_rdzv_allgather(ctx->rdzv, packed, sizeof packed, all);
+  if (rc == TP_OK && ctx->rank == 0) {
+    out->ranks = calloc((size_t)ctx->world, sizeof *out->ranks);
+    if (!out->ranks) rc = TP_FAIL(TP_EOOM, "no host memory for the ranks' host facts");
+    for (int r = 0; rc == TP_OK && r < ctx->world; r++) {
+      rc = tp_host_facts_unpack(all + (size_t)r * TP_HOST_FACTS_WIRE, TP_HOST_FACTS_WIRE,
+                                &out->ranks[r]);
+      if (rc == TP_OK && out->ranks[r].rank != r)
+        rc = TP_FAIL(TP_EIO, "host facts: rank %d sent rank %d's", r, out->ranks[r].rank);
+    }
+    out->n_ranks = ctx->world;
+    out->launcher = ctx->launcher;
+    out->topology = command_output("nvidia-smi topo -m 2>/dev/null", TOPOLOGY_MAX);
+    out->topology_source = "nvidia-smi topo -m";
+    if (!out->topology) {
+      out->topology = peer_matrix();
+      out->topology_source = out->topology ? "cuda peer access" : NULL;
+    }
+    out->environment = tp_host_facts_environment(environ);
+  }
+  free(all);
+  if (rc != TP_OK) tp_job_system_free(out);
+  return rc;
+}
+
+void tp_job_system_free(tp_job_system *sys) {
+  if (!sys) return;
+  free(sys->ranks);
+  free(sys->topology);
+  free(sys->environment);
+  memset(sys, 0, sizeof *sys);
+}
+
+static const char *env_or_null(const char *name) {
+  const char *v = getenv(name);
+  return v && v[0] ? v : NULL;
+}
+
+static tp_rc record_system(tp_store *store, int64_t run_id, const tp_job_system *sys) {
+  tp_rank_host *ranks = calloc(sys->n_ranks > 0 ? (size_t)sys->n_ranks : 1, sizeof *ranks);
+  if (!ranks) return TP_FAIL(TP_EOOM, "no host memory for the system record");
+  for (int r = 0; r < sys->n_ranks; r++) {
+    const tp_host_facts *f = &sys->ranks[r];
+    ranks[r] = (tp_rank_host){f->rank,
+                              f->local_rank,
+                              f->host,
+                              f->gpu_uuid,
+                              f->pci_bus_id,
+                              f->sm_clock_mhz,
+                              f->max_sm_clock_mhz,
+                              f->power_limit_mw / 1000.0};
+  }
+  tp_run_system rec = {sys->launcher,
+                       env_or_null("SLURM_JOB_ID"),
+                       env_or_null("SLURM_ARRAY_JOB_ID"),
+                       env_or_null("SLURM_ARRAY_TASK_ID"),
+                       sys->topology,
+                       sys->topology_source,
+                       sys->environment,
+                       ranks,
+                       sys->n_ranks};
+  tp_rc rc = tp_store_put_system(store, run_id, &rec);
+  free(ranks);
+  return rc;
+}
+
 tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
-                       const tp_job_run_desc *desc, int64_t *run_id) {
+                       const tp_job_run_desc *desc, const tp_job_system *system, int64_t *run_id) {
   char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256], cupti[32];
   char knobs[192] = "";
   tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
@@ -141,7 +315,8 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
     snprintf(knobs + used, sizeof knobs - used, "%sTPBENCH_TEST_WITHHOLD=%d:%d (a hung collective)",
              used ? "; " : "", group->test_withhold_rank, group->test_withhold_config);
   if (knobs[0]) info.test_knobs = knobs;
-  return tp_store_begin_run(store, &info, run_id);
+  TP_TRY(tp_store_begin_run(store, &info, run_id));
+  return system ? record_system(store, *run_id, system) : TP_OK;
 }
 
 char *tp_job_command_line(int argc, char **argv) {

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "bench/gpu/worker_group.h"
+#include "bench/launch/host_facts.h"
 #include "kernels/tp_group.h"
 #include "store/tp_store.h"
 
@@ -21,7 +23,9 @@ TP_MUST_CHECK int tp_job_world(const char *cmd, int gpus, int *world, int *exter
 
 /* Before any GPU is counted: an existing file must be a tpbench database
  * and writable, a new one's folder writable; creates nothing. TP_EXIT_OK,
- * or the exit status after a message on stderr. */
+ * or the exit status after a message on stderr. An external launcher's rank
+ * other than 0 never opens the database (tp_launch_opens_database): TP_EXIT_OK
+ * at once, here and in tp_job_check_database. */
 TP_MUST_CHECK int tp_job_precheck_database(const char *cmd, const char *path);
 
 /* TP_EXIT_OK when the database at path opens (created if missing) as
@@ -39,12 +43,33 @@ typedef struct tp_job_run_desc {
   int64_t order_seed;
 } tp_job_run_desc;
 
+/* The system record rank 0 gathers from every rank (tp_job_gather_system). */
+typedef struct tp_job_system {
+  tp_host_facts *ranks; /* world entries on rank 0, in rank order; NULL elsewhere */
+  int n_ranks;
+  const char *launcher;
+  char *topology; /* rank 0's host; NULL when neither source gave one */
+  const char *topology_source;
+  char *environment;
+} tp_job_system;
+
+/* Collective over the rendezvous: every rank reads its host name, GPU UUID,
+ * PCI bus id (CUDA), SM clocks and power limit (nvidia-smi, when it runs) and
+ * sends them to rank 0, which also reads its host's topology (`nvidia-smi
+ * topo -m`, else CUDA's peer-access matrix) and the NCCL_/CUDA_/TORCH_
+ * environment. A fact that cannot be read stays unknown; only the
+ * rendezvous failing is an error. Free with tp_job_system_free. */
+TP_MUST_CHECK tp_rc tp_job_gather_system(const tp_worker_ctx *ctx, tp_job_system *out);
+void tp_job_system_free(tp_job_system *sys);
+
 /* Records a run in store (rank 0): the build's commit, the host, the GPUs,
  * the driver (as the kernel module reports it) and library versions (CUPTI
- * too), the command, its windows, rounds and order, and any test-only
- * slowdown in force (tp_group's TPBENCH_TEST_DIST_DELAY_US). */
+ * too), the command, its windows, rounds and order, any test-only
+ * slowdown in force (tp_group's TPBENCH_TEST_DIST_DELAY_US), and the
+ * system (NULL: none recorded) with the Slurm job and array ids. */
 TP_MUST_CHECK tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
-                                     const tp_job_run_desc *desc, int64_t *run_id);
+                                     const tp_job_run_desc *desc, const tp_job_system *system,
+                                     int64_t *run_id);
 
 /* "tpbench ARGS..." in a malloc'd string (NULL when out of memory). */
 char *tp_job_command_line(int argc, char **argv);

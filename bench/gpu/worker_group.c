@@ -22,14 +22,22 @@ tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *ou
   out->rank = rank;
   out->world = world;
   out->local_rank = local_rank;
+  out->launcher = env->launcher;
   char tag[32];
   snprintf(tag, sizeof tag, "rank %d", rank);
   tp_log_set_tag(tag);
   TP_TRY(tp_rdzv_connect(env->master_addr, env->master_port, rank, world, timeout_ms, &out->rdzv));
   int devices = 0;
-  TP_CUDA(cudaGetDeviceCount(&devices));
+  const char *who = env->launcher ? env->launcher : "?";
+  cudaError_t counted = cudaGetDeviceCount(&devices);
+  if (counted != cudaSuccess)
+    return TP_FAIL(TP_ENODEV,
+                   "rank %d of %d (%s, local rank %d): no CUDA device can be used: "
+                   "cudaGetDeviceCount: %s",
+                   rank, world, who, local_rank, cudaGetErrorString(counted));
   if (local_rank >= devices)
-    return TP_FAIL(TP_ENODEV, "local rank %d has no GPU: %d visible", local_rank, devices);
+    return TP_FAIL(TP_ENODEV, "rank %d of %d (%s): local rank %d has no GPU: %d visible", rank,
+                   world, who, local_rank, devices);
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   if (rank == 0) TP_NCCL(ncclGetUniqueId(&id), NULL);

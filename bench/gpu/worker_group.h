@@ -12,6 +12,7 @@
 
 typedef struct tp_worker_ctx {
   int rank, world, local_rank;
+  const char *launcher; /* who started this worker (tp_launch_env.launcher) */
   tp_rdzv *rdzv;
   tp_group *group;
 } tp_worker_ctx;
@@ -21,7 +22,9 @@ enum { TP_WORKER_RENDEZVOUS_TIMEOUT_MS = 120000 };
 
 /* Joins the group env describes: rendezvous at its master address and port,
  * NCCL id broadcast from rank 0, group creation on the device local_rank
- * names. TP_ENODEV when that device does not exist; errors of the steps. */
+ * names. TP_ENODEV when that device does not exist (or no CUDA device can be
+ * used: the message names the rank, the world and the launcher); errors of
+ * the steps. */
 TP_MUST_CHECK tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *out);
 void tp_worker_leave(tp_worker_ctx *ctx);
 

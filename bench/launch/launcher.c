@@ -200,6 +200,14 @@ tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present) {
   return TP_OK;
 }
 
+int tp_launch_opens_database(void) {
+  tp_launch_env env;
+  int present = 0;
+  const int malformed = tp_launch_env_from_environment(&env, &present) != TP_OK;
+  explicit_bzero(&env.secret, sizeof env.secret);
+  return malformed || !present || env.rank == 0;
+}
+
 /* A worker's return value as an exit status: out-of-range values would wrap
  * (256 reads as 0), so they become a plain failure. */
 static int exit_status_of(int rc) { return rc >= 0 && rc <= 255 ? rc : 1; }

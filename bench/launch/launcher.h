@@ -110,6 +110,12 @@ TP_MUST_CHECK int tp_launch(int n_workers, tp_worker_fn fn, void *ctx);
  * half set, malformed or contradict each other, or no valid secret is given. */
 TP_MUST_CHECK tp_rc tp_launch_env_from_environment(tp_launch_env *env, int *present);
 
+/* Whether this process may open the database: 1 unless it is an external
+ * launcher's rank other than 0 (only rank 0 writes; the others send what
+ * they measure over the rendezvous). A malformed launcher environment gives
+ * 1: the command's own check of it reports the usage error. */
+int tp_launch_opens_database(void);
+
 /* Sets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and
  * NVSHMEM_DISABLE_NVLS=1 in this process's environment (overriding). */
 void tp_launch_disable_multicast(void);

@@ -1,7 +1,8 @@
 # CPU tests of bench/: statistics, presets, matrix expansion, option parsing,
 # rendezvous and launcher (forked processes on loopback), and the tpbench
 # binary itself.
-foreach(part stats numerics presets ops_matrix cli rendezvous launcher resume hostlist host_facts)
+foreach(part stats numerics presets ops_matrix cli rendezvous launcher resume hostlist host_facts
+             progress_line)
   tp_add_cpu_test(test_bench_${part} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_${part}.c
                   LIBS tp_bench_cpu)
 endforeach()
@@ -10,6 +11,13 @@ tp_add_cpu_test(test_bench_tpbench SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_
                 LIBS tp_store)
 target_compile_definitions(test_bench_tpbench PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_bench_tpbench tpbench)
+
+# The binary under faked srun and mpirun environments (two ranks at once).
+tp_add_cpu_test(test_bench_faked_launch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_faked_launch.c
+                LIBS tp_bench_cpu)
+target_compile_definitions(test_bench_faked_launch PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>"
+                           TP_TEST_CUDA_BUILD=$<BOOL:${TPBENCH_WITH_CUDA}>)
+add_dependencies(test_bench_faked_launch tpbench)
 
 # The regression-tracking and trace commands (compare, history, trace,
 # import, dashboard) run as a user runs them, on a copy of the real H200

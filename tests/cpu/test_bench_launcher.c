@@ -602,6 +602,27 @@ static void test_local_rank_not_guessed(void **state) {
   clear_external_env();
 }
 
+/* Only rank 0 of an external launcher's job opens the database; tpbench's
+ * own workers' parent and a malformed environment (reported elsewhere) do. */
+static void test_who_opens_the_database(void **state) {
+  (void)state;
+  clear_external_env();
+  assert_true(tp_launch_opens_database());
+  set_slurm_env("1", "2", "1", "node[1-2]", "5");
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  assert_false(tp_launch_opens_database());
+  setenv("SLURM_PROCID", "0", 1);
+  setenv("SLURM_LOCALID", "0", 1);
+  assert_true(tp_launch_opens_database());
+  set_ompi_env("3", "4", "1", "2");
+  setenv("MASTER_ADDR", "gpu-a", 1);
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  assert_false(tp_launch_opens_database());
+  unsetenv("OMPI_COMM_WORLD_SIZE"); /* malformed: the command says so, exit 2 */
+  assert_true(tp_launch_opens_database());
+  clear_external_env();
+}
+
 static int child_global;
 
 static int child_returns_42(void *ctx) {
@@ -657,6 +678,7 @@ int main(void) {
       cmocka_unit_test(test_open_mpi_malformed),
       cmocka_unit_test(test_launcher_precedence),
       cmocka_unit_test(test_local_rank_not_guessed),
+      cmocka_unit_test(test_who_opens_the_database),
       cmocka_unit_test(test_workers_rendezvous_with_the_secret),
       cmocka_unit_test(test_run_in_child),
   };
