@@ -163,8 +163,9 @@ static tp_rc add_shape(const tp_matrix_target *t, const char *value, char *shape
   size_t len = strlen(shapes), out = 0;
   int commas = 0;
   for (const char *p = value; *p && out + 1 < sizeof item; p++) {
-    if (*p == ',') commas++;
-    item[out++] = *p != ',' ? *p : commas < 3 ? 'x' : ':';
+    char c = *p;
+    if (c == ',') c = "x:"[++commas >= 3];
+    item[out++] = c;
   }
   item[out] = '\0';
   if (commas < 2 || commas > 3 || strstr(item, "xx") || item[0] == 'x' ||

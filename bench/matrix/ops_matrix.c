@@ -252,6 +252,10 @@ static tp_rc parse_shape(const char *item, shape_item *out) {
   return TP_OK;
 }
 
+static int same_shape(const shape_item *a, const shape_item *b) {
+  return a->m == b->m && a->n == b->n && a->k == b->k && a->op == b->op;
+}
+
 static tp_rc resolve_shapes(const tp_ops_spec *spec, resolved_spec *r) {
   if ((spec->given & (GIVEN_MODEL | GIVEN_PROJ | GIVEN_TOKENS)) != 0)
     return TP_FAIL(TP_EUSAGE, "a shape (--shape, the shape axis) replaces the model, proj and "
@@ -259,7 +263,7 @@ static tp_rc resolve_shapes(const tp_ops_spec *spec, resolved_spec *r) {
   for (int i = 0; i < spec->shapes.count; i++) {
     TP_TRY(parse_shape(tp_str_list_at(&spec->shapes, i), &r->shapes[i]));
     for (int j = 0; j < i; j++)
-      if (memcmp(&r->shapes[j], &r->shapes[i], sizeof r->shapes[i]) == 0)
+      if (same_shape(&r->shapes[j], &r->shapes[i]))
         return TP_FAIL(TP_EUSAGE, "shape '%s' is listed twice", tp_str_list_at(&spec->shapes, i));
   }
   r->n_shapes = spec->shapes.count;
