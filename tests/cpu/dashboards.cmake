@@ -5,3 +5,11 @@
 tp_add_cpu_test(test_dashboard SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dashboard.c
                 LIBS tp_dashboard m)
 set_tests_properties(test_dashboard PROPERTIES SKIP_RETURN_CODE 77)
+
+# What the dashboard writes, without a browser: the sample's page size, the
+# trace files (decoded against the export), the default timeline, the link
+# points, pruning and refusals. zlib and libsodium decode the trace files.
+tp_add_cpu_test(test_dashboard_files SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_dashboard_files.c
+                LIBS tp_dashboard m)
+target_include_directories(test_dashboard_files PRIVATE ${ZLIB_INCLUDE_DIR} ${SODIUM_INCLUDE_DIR})
+target_link_libraries(test_dashboard_files PRIVATE ${ZLIB_STATIC} ${SODIUM_STATIC})

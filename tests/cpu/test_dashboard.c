@@ -3,19 +3,30 @@
  *
  * Generates the dashboard of a fixture database (the real H200 run, a run
  * synthesised from it at another commit, two synthesised traces:
- * fixture_db.h), loads it with `chromium --headless --dump-dom` and checks
- * the page as the browser built it:
+ * fixture_db.h), loads it with `chromium --headless --dump-dom` from file://
+ * (virtual time, so the trace file the page loads with a <script> and
+ * inflates asynchronously is drawn before the dump) and checks the page as
+ * the browser built it:
  *   - it finished drawing without an error: <html data-status="ok"> (the
- *     page's own JavaScript sets it; window.onerror would set "error" and
- *     write into #tp-errors), and Chromium logged no console error;
+ *     page's own JavaScript sets it once the first timeline is drawn;
+ *     window.onerror would set "error" and write into #tp-errors), and
+ *     Chromium logged no console error;
  *   - the table and the charts hold the database's figures: every row's
  *     speedup and dist_gemm time, every bar of the speedup and bound charts,
- *     the timeline's events, the trend points, against values computed here
- *     with SQL from the same database;
+ *     the timeline's events (a dist_gemm configuration of the latest run,
+ *     loaded from its trace file), the trend points, the compare view's
+ *     changes, against values computed here with SQL from the same
+ *     database;
+ *   - every axis ticks at a round step (1, 2 or 5 times a power of ten);
+ *   - the trends relative to the first commit draw one labelled line per
+ *     model (legend and end label), and #trends=configs&filter=... the
+ *     matching configurations only;
  * and takes a screenshot (1400x1000) into the build directory:
  * dashboard-screenshot.png (plus dashboard-full.png, the whole page).
- * Then the same page of examples/tpbench-h200-sample.db (real runs and
- * traces) must draw without an error, one rect per stored event.
+ * Then the same page of examples/tpbench-h200-sample.db (real runs, traces
+ * and a link probe) must be at most 3 MB, draw without an error, one rect
+ * per complete event of the default trace, one point per link probe point
+ * at its bus bandwidth; its screenshot is dashboard-sample.png.
  *
  * Skipped (exit 77) when /usr/bin/chromium is missing; scripts/setup.sh
  * installs it with TPBENCH_SETUP_CHROMIUM=1.
@@ -27,6 +38,7 @@
 #include <cmocka.h>
 
 #include "dashboards/tp_dashboard.h"
+#include "report/tp_trace_export.h"
 #include "tests/cpu/fixture_db.h"
 #include "tests/cpu/run_program.h"
 
@@ -80,6 +92,7 @@ static rp_result chromium_on(const char *path, const char *a, const char *b, con
                   "--disable-sync",
                   "--no-first-run",
                   "--hide-scrollbars",
+                  "--virtual-time-budget=15000",
                   "--enable-logging=stderr",
                   "--v=0",
                   user_data,
@@ -325,20 +338,47 @@ static void test_charts_hold_the_database_figures(void **state) {
   assert_true(found && found < stop);
 }
 
-/* The first timeline: the latest traced configuration, every event a rect. */
+/* The traced dist_gemm configuration of the latest traced run with the
+ * most FLOPs per iteration (the lower id on a tie). */
+static int64_t expected_default_trace(tp_store *s) {
+  return fx_int(s, "SELECT t.config_id FROM traces t JOIN configs c ON c.id = t.config_id "
+                   "JOIN results x ON x.config_id = c.id WHERE c.backend = 'dist_gemm' AND "
+                   "c.run_id = (SELECT c2.run_id FROM traces t2 JOIN configs c2 ON c2.id = "
+                   "t2.config_id JOIN runs r ON r.id = c2.run_id ORDER BY r.started_at DESC, "
+                   "r.id DESC LIMIT 1) ORDER BY x.flops DESC, t.config_id LIMIT 1");
+}
+
+/* The complete ("X") events of the configuration's Chrome trace export:
+ * what the timeline draws. */
+static int complete_events(tp_store *s, int64_t config_id) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_chrome_trace(s, config_id, mem), TP_OK);
+  fclose(mem);
+  int n = 0;
+  for (const char *q = text; (q = strstr(q, "\"ph\":\"X\"")); q++) n++;
+  free(text);
+  return n;
+}
+
+/* The first timeline: a dist_gemm configuration of the latest run, loaded
+ * from its trace file, every complete event a rect. */
 static void test_timeline_holds_the_trace(void **state) {
   (void)state;
   const char *stop = NULL, *p = region("tp-timeline", &stop, "tp-trend"), *end = NULL;
   p = next_tag(p, "svg", &end);
   assert_non_null(p);
   int64_t config = (int64_t)attr_num(p, end, "data-config-id");
-  assert_int_equal(config, run2_config(fx.store, "ce"));
+  assert_int_equal(config, expected_default_trace(fx.store));
+  assert_true(config == run2_config(fx.store, "ce") || config == run2_config(fx.store, "sm"));
   char sql[160];
   snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE config_id = %lld",
            (long long)config);
   int64_t events = fx_int(fx.store, sql);
-  assert_int_equal(events, 24);
-  assert_int_equal((int64_t)attr_num(p, end, "data-events"), events);
+  assert_true(events >= 12);
+  assert_int_equal((int64_t)attr_num(p, end, "data-events"), complete_events(fx.store, config));
+  events = complete_events(fx.store, config);
   int rects = 0, comm = 0;
   while ((p = next_tag(p, "rect", &end)) && p < stop) {
     char cls[32], cat[32];
@@ -349,7 +389,11 @@ static void test_timeline_holds_the_trace(void **state) {
     p = end;
   }
   assert_int_equal(rects, events);
-  assert_int_equal(comm, 8);
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM events WHERE config_id = %lld AND category = 'comm'",
+           (long long)config);
+  assert_int_equal(comm, fx_int(fx.store, sql));
+  assert_true(comm > 0);
   /* Lanes are named per rank and stream. */
   const char *lanes = region("tp-timeline", &stop, "tp-trend");
   const char *lane = strstr(lanes, "rank 1 (NVIDIA H200) · stream 13");
@@ -371,16 +415,149 @@ static void test_trends_hold_the_medians(void **state) {
     p = end;
   }
   assert_int_equal(points, 2);
-  const char *all = region("tp-trend-all", &stop, "tp-tooltip");
+}
+
+/* The lines relative to the first commit in dom: each labelled in the
+ * legend and at its end; every line's data-key holds want_in_key. */
+static int labelled_trend_lines(const char *dom, const char *want_in_key) {
+  const char *all = strstr(dom, "id=\"tp-trend-all\"");
+  assert_non_null(all);
+  const char *stop = strstr(all, "id=\"tp-link-run\""), *p = all, *end = NULL;
+  assert_non_null(stop);
   int lines = 0;
-  for (const char *q = all; (q = strstr(q, "class=\"trend-line\"")) && q < stop; q++) lines++;
-  assert_int_equal(lines, 96); /* every op configuration key */
+  while ((p = next_tag(p, "polyline", &end)) && p < stop) {
+    char cls[32], label[256], key[600];
+    if (attr(p, end, "class", cls, sizeof cls) && !strcmp(cls, "trend-line")) {
+      assert_non_null(attr(p, end, "data-label", label, sizeof label));
+      assert_non_null(attr(p, end, "data-key", key, sizeof key));
+      if (want_in_key) assert_non_null(strstr(key, want_in_key));
+      char legend[300], end_label[300];
+      snprintf(legend, sizeof legend, ">%s</span>", label);
+      snprintf(end_label, sizeof end_label, "class=\"end-label\"");
+      const char *in_legend = strstr(all, legend);
+      assert_true(in_legend && in_legend < stop);
+      const char *text = strstr(all, end_label);
+      int found = 0;
+      for (; text && text < stop; text = strstr(text + 1, end_label)) {
+        const char *close = strchr(text, '>');
+        if (close && !strncmp(close + 1, label, strlen(label))) found = 1;
+      }
+      assert_true(found);
+      lines++;
+    }
+    p = end;
+  }
+  return lines;
+}
+
+/* By default one line per model (its dist_gemm ops' geometric mean), not
+ * one per configuration; #trends=configs&filter=qkv: the qkv ones only. */
+static void test_trend_lines_are_few_and_labelled(void **state) {
+  (void)state;
+  int models = (int)fx_int(fx.store, "SELECT count(DISTINCT model) FROM configs WHERE kind = "
+                                     "'op' AND backend = 'dist_gemm' AND run_id = 2");
+  assert_true(models >= 2);
+  assert_int_equal(labelled_trend_lines(fx.dom, "geomean:"), models);
+  char page[800];
+  snprintf(page, sizeof page, "%s#trends=configs&filter=qkv", fx.page);
+  rp_result r = chromium_on(page, "--dump-dom", NULL, NULL);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "data-status=\"ok\""));
+  int lines = labelled_trend_lines(r.out, "proj=qkv");
+  assert_true(lines > 0 && lines <= 12);
+  rp_free(&r);
+}
+
+/* Every tick label of every chart (data-tick, in drawing order per chart):
+ * equally spaced at 1, 2 or 5 times a power of ten. */
+static void check_round_ticks(const char *dom, int min_charts) {
+  int charts = 0;
+  const char *end = NULL;
+  for (const char *p = dom; next_tag(p, "svg", &end); p = strstr(end, "</svg>")) {
+    const char *close = strstr(end, "</svg>");
+    assert_non_null(close);
+    double ticks[64];
+    int n = 0;
+    const char *t = end, *t_end = NULL;
+    while ((t = next_tag(t, "text", &t_end)) && t < close) {
+      char v[64];
+      if (attr(t, t_end, "data-tick", v, sizeof v) && n < 64) ticks[n++] = strtod(v, NULL);
+      t = t_end;
+    }
+    if (n >= 2) {
+      double step = ticks[1] - ticks[0];
+      assert_true(step > 0);
+      double power = pow(10, floor(log10(step) + 1e-9)), mantissa = step / power;
+      if (!(fabs(mantissa - 1) < 1e-6 || fabs(mantissa - 2) < 1e-6 || fabs(mantissa - 5) < 1e-6))
+        fail_msg("tick step %.17g is not 1, 2 or 5 times a power of ten", step);
+      for (int i = 1; i < n; i++) {
+        assert_rel(ticks[i] - ticks[i - 1], step, 1e-6);
+        double k = ticks[i] / step;
+        if (fabs(k - round(k)) > 1e-6)
+          fail_msg("tick %.17g is not a multiple of %.17g", ticks[i], step);
+      }
+      charts++;
+    }
+  }
+  assert_true(charts >= min_charts);
+}
+
+/* Speedup, bound, timeline, trend, trends relative: five charts ticked. */
+static void test_axis_ticks_are_round(void **state) {
+  (void)state;
+  check_round_ticks(fx.dom, 5);
+}
+
+/* dist_gemm / stock of a dist_gemm configuration, from the medians. */
+static double dist_over_stock(int64_t dist) {
+  return median_us(dist) / median_us(reference(dist, "op", "stock"));
+}
+
+/* Runs 1 (base) and 2 (head) by default: every shared configuration's
+ * dist/stock change from the medians, worst first. */
+static void test_compare_view(void **state) {
+  (void)state;
+  const char *stop = NULL, *p = region("tp-compare-table", &stop, "tp-trace"), *end = NULL;
+  int rows = 0;
+  double previous = INFINITY;
+  while ((p = next_tag(p, "tr", &end)) && p < stop) {
+    char buf[64];
+    if (!attr(p, end, "data-head-id", buf, sizeof buf)) {
+      p = end;
+      continue;
+    }
+    int64_t head = strtoll(buf, NULL, 10);
+    int64_t base = (int64_t)attr_num(p, end, "data-base-id");
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT run_id FROM configs WHERE id = %lld) * 10 + (SELECT run_id FROM "
+             "configs WHERE id = %lld)",
+             (long long)base, (long long)head);
+    assert_int_equal(fx_int(fx.store, sql), 12);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM configs a JOIN configs b ON a.config_key = b.config_key "
+             "WHERE a.id = %lld AND b.id = %lld",
+             (long long)base, (long long)head);
+    assert_int_equal(fx_int(fx.store, sql), 1);
+    const char *cell = strstr(end, "data-col=\"stock_change\"");
+    assert_non_null(cell);
+    const char *tag = cell;
+    while (*tag != '<') tag--;
+    double change = attr_num(tag, strchr(cell, '>'), "data-value");
+    assert_rel(change, dist_over_stock(head) / dist_over_stock(base) - 1, 1e-9);
+    assert_true(change <= previous);
+    previous = change;
+    rows++;
+    p = end;
+  }
+  assert_int_equal(rows, fx_int(fx.store, "SELECT count(*) FROM configs WHERE run_id = 2 AND "
+                                          "kind = 'op' AND backend = 'dist_gemm'"));
 }
 
 static void test_screenshot(void **state) {
   (void)state;
   const char *shots[][2] = {{TP_BUILD_DIR "/dashboard-screenshot.png", "1400,1000"},
-                            {TP_BUILD_DIR "/dashboard-full.png", "1400,5200"}};
+                            {TP_BUILD_DIR "/dashboard-full.png", "1400,6400"}};
   for (size_t i = 0; i < 2; i++) {
     remove(shots[i][0]);
     char shot[600], size[64];
@@ -413,6 +590,7 @@ static void test_sample_database_page(void **state) {
   tp_dashboard_stats st;
   assert_int_equal(tp_dashboard_write(s, site, NULL, &st), TP_OK);
   assert_true(st.traces > 0);
+  assert_true(st.bytes <= (size_t)3 * 1024 * 1024);
   rp_result r = chromium_on(page, "--dump-dom", NULL, NULL);
   assert_int_equal(r.status, 0);
   assert_null(strstr(r.err, "Uncaught"));
@@ -425,14 +603,48 @@ static void test_sample_database_page(void **state) {
     svg = end;
   assert_non_null(svg);
   assert_non_null(attr(svg, end, "data-config-id", id, sizeof id));
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE config_id = %s", id);
-  int64_t events = fx_int(s, sql);
+  int64_t config = strtoll(id, NULL, 10);
+  assert_int_equal(config, expected_default_trace(s));
+  int events = complete_events(s, config);
   int rects = 0;
   for (const char *q = r.out; (q = strstr(q, "class=\"ev\"")); q++) rects++;
   assert_int_equal(rects, events);
   assert_true(events > 10);
+  check_round_ticks(r.out, 6); /* the link chart's too */
+  /* The link probe: a point per stored point at its bus bandwidth. */
+  int points = 0;
+  const char *p = r.out, *end_tag = NULL;
+  while ((p = next_tag(p, "circle", &end_tag))) {
+    char kind[32], buf[64];
+    if (attr(p, end_tag, "class", kind, sizeof kind) && !strcmp(kind, "link-point")) {
+      assert_non_null(attr(p, end_tag, "data-config-id", buf, sizeof buf));
+      char sql[400];
+      snprintf(sql, sizeof sql,
+               "SELECT CASE c.backend WHEN 'nccl' THEN (c.tp - 1) ELSE 1 END * c.m / "
+               "(x.median_us * 1e-6) / 1e9 FROM configs c JOIN results x ON x.config_id = c.id "
+               "WHERE c.id = %s",
+               buf);
+      assert_rel(attr_num(p, end_tag, "data-value"), fx_real(s, sql), 1e-9);
+      points++;
+    }
+    p = end_tag;
+  }
+  assert_int_equal(points, fx_int(s, "SELECT count(*) FROM configs WHERE kind = 'link'"));
+  assert_true(points > 0);
   rp_free(&r);
+  const char *shot_path = TP_BUILD_DIR "/dashboard-sample.png";
+  remove(shot_path);
+  r = chromium_on(page, "--screenshot=" TP_BUILD_DIR "/dashboard-sample.png",
+                  "--window-size=1400,1000", NULL);
+  assert_int_equal(r.status, 0);
+  rp_free(&r);
+  size_t len = 0;
+  unsigned char *png = fx_read_all(shot_path, &len);
+  assert_non_null(png);
+  assert_memory_equal(png, "\x89PNG", 4);
+  free(png);
+  printf("sample dashboard: index.html %zu bytes, traces/ %zu bytes (%d files)\n", st.bytes,
+         st.trace_bytes, st.traces);
   tp_store_close(s);
 }
 
@@ -447,6 +659,9 @@ int main(void) {
       cmocka_unit_test(test_charts_hold_the_database_figures),
       cmocka_unit_test(test_timeline_holds_the_trace),
       cmocka_unit_test(test_trends_hold_the_medians),
+      cmocka_unit_test(test_trend_lines_are_few_and_labelled),
+      cmocka_unit_test(test_axis_ticks_are_round),
+      cmocka_unit_test(test_compare_view),
       cmocka_unit_test(test_screenshot),
       cmocka_unit_test(test_sample_database_page),
   };
