@@ -23,6 +23,7 @@
 
 #include "common/tp_bootstrap.h"
 #include "report/tp_report_util.h"
+#include "report/tp_system_report.h"
 
 /* ---- what is loaded ----------------------------------------------------- */
 
@@ -73,6 +74,7 @@ typedef struct {
   char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *cupti;
   char *command_line, *command, *started_at, *finished_at;
   char *uuid; /* the run's identity across databases (tpbench import) */
+  char *system_md; /* the header's system block (report/tp_system_report.h); NULL: none */
   int64_t dirty, gpu_count, warmup_iters, measure_iters; /* -1 where unknown */
 } run_header;
 
@@ -320,6 +322,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
     if (rc == TP_OK) rc = dup_column(s, 16, &h->uuid);
   }
   sqlite3_finalize(s);
+  if (rc == TP_OK) rc = tp_system_report_markdown(r->store, run_id, &h->system_md);
   return rc;
 }
 
@@ -328,6 +331,7 @@ static void free_run(run_header *h) {
                    h->cublas, h->cupti, h->command_line, h->command, h->started_at, h->finished_at};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) free(texts[i]);
   free(h->uuid);
+  free(h->system_md);
 }
 
 /* Binds run id and the optional filters as ?1..?5 (NULL: any). */
@@ -792,6 +796,7 @@ static void md_header(FILE *out, const report *rep) {
   fputs("- **command** ", out);
   tp_md_code(out, h->command_line ? h->command_line : "?");
   fputc('\n', out);
+  if (h->system_md) fputs(h->system_md, out);
   const tp_report_filter *f = rep->filter;
   if (f->model || f->layer || f->pass || f->dtype) {
     fputs("- **filter**", out);

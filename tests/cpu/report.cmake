@@ -29,3 +29,7 @@ tp_add_cpu_test(test_compare_junit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compar
 target_compile_definitions(test_compare_junit PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_compare_junit tpbench)
 set_tests_properties(test_compare_junit PROPERTIES SKIP_RETURN_CODE 77)
+# The run header's system block: launcher and Slurm ids, ranks, environment,
+# topology, escaped; nothing for a run without a record.
+tp_add_cpu_test(test_system_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_system_report.c
+                LIBS tp_report)
