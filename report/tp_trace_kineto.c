@@ -90,8 +90,9 @@ tp_rc tp_report_trace_ranks(tp_store *store, int64_t config_id, int **ranks, siz
     *ranks = malloc((size_t)m.n_ranks_seen * sizeof **ranks);
     if (!*ranks) rc = out_of_memory();
   }
-  for (size_t i = 0; rc == TP_OK && i < m.n_events; i++) /* slices are in rank order */
-    if (*n == 0 || (*ranks)[*n - 1] != m.slices[i].ev.rank) (*ranks)[(*n)++] = m.slices[i].ev.rank;
+  int *out = *ranks;
+  for (size_t i = 0; rc == TP_OK && out && i < m.n_events; i++) /* slices are in rank order */
+    if (*n == 0 || out[*n - 1] != m.slices[i].ev.rank) out[(*n)++] = m.slices[i].ev.rank;
   tp_trace_model_free(&m);
   return rc;
 }

@@ -326,7 +326,9 @@ static double overlap_pct(json_t *events, int unit_us, int by_tpbench_category) 
     if (by_tpbench_category) {
       const char *cat = json_string_value(json_object_get(args, "tpbench category"));
       int kernel = !strcmp(json_string_value(json_object_get(e, "cat")), "kernel");
-      kind = !strcmp(cat, "comm") ? K_COMM : kernel && strcmp(cat, "sync") ? K_COMPUTE : K_OTHER;
+      kind = !strcmp(cat, "comm")                 ? K_COMM
+             : kernel && strcmp(cat, "sync") != 0 ? K_COMPUTE
+                                                  : K_OTHER;
     }
     if (kind == K_COMM) add_interval(&comm, start, end);
     if (kind == K_COMPUTE) add_interval(&comp, start, end);
@@ -367,12 +369,12 @@ static double stored_pct(tp_store *s, int64_t id, int rank) {
 
 /* The keys and categories HTA reads, in every event of one rank's file. */
 static void check_hta_keys(json_t *root, const char *text, int rank) {
-  int found = -1;
-  const char *at = strstr(text, "\"rank\":");
+  const char *at = strstr(text, "\"rank\":"); /* the first match, then a space */
   assert_non_null(at);
-  assert_int_equal(sscanf(at, "\"rank\": %d", &found), 1); /* the first match, spaced */
   assert_true(at[7] == ' ');
-  assert_int_equal(found, rank);
+  char *end = NULL;
+  assert_int_equal(strtol(at + 8, &end, 10), rank);
+  assert_true(end > at + 8);
   json_t *dist = json_object_get(root, "distributedInfo");
   assert_int_equal(json_integer_value(json_object_get(dist, "rank")), rank);
   assert_int_equal(json_integer_value(json_object_get(dist, "world_size")), 2);
