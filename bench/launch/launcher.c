@@ -161,11 +161,18 @@ static tp_rc read_master_port(int which, tp_launch_env *env) {
                  which == SLURM ? " (or SLURM_JOB_ID, from which it is derived)" : "");
 }
 
+/* srun sets SLURM_STEP_ID in the tasks of a job step; a batch script (or
+ * an salloc shell) has SLURM_PROCID and SLURM_NTASKS of its own but no step,
+ * and is no rank of a job: tpbench starts its own workers there. */
+static int in_slurm_step(void) { return is_set("SLURM_STEP_ID") || is_set("SLURM_STEPID"); }
+
 /* The first launcher in precedence order with its rank or size set: 0..2,
  * or -1 for none. */
 static int chosen_launcher(void) {
-  for (int i = 0; i < N_LAUNCHERS; i++)
+  for (int i = 0; i < N_LAUNCHERS; i++) {
+    if (i == SLURM && !in_slurm_step()) continue;
     if (is_set(LAUNCHERS[i].rank) || is_set(LAUNCHERS[i].world)) return i;
+  }
   return -1;
 }
 

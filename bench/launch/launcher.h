@@ -16,7 +16,10 @@
  *             when every rank is on one host; the port MASTER_PORT or 29500.
  *             Before Slurm because mpirun runs inside Slurm allocations,
  *             whose variables its processes inherit.
- *   Slurm     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the master is
+ *   Slurm     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, in a task srun
+ *             started (SLURM_STEP_ID set: a batch script's own SLURM_PROCID
+ *             and SLURM_NTASKS are not a job's ranks, and there tpbench
+ *             starts its own workers, as on any host); the master is
  *             MASTER_ADDR, else the first host of SLURM_STEP_NODELIST,
  *             SLURM_NODELIST or SLURM_JOB_NODELIST (hostlist.h); the port
  *             MASTER_PORT, else TP_LAUNCH_SLURM_PORT_BASE + SLURM_JOB_ID mod

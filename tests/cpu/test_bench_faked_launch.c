@@ -115,14 +115,24 @@ static void test_faked_slurm(void **state) {
   char port_var[32], secret_var[80];
   snprintf(port_var, sizeof port_var, "MASTER_PORT=%d", port);
   snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
-  char *env0[] = {"SLURM_PROCID=0",    "SLURM_NTASKS=2",
-                  "SLURM_LOCALID=0",   "SLURM_NODELIST=localhost,nodeb[01-02]",
-                  "SLURM_JOB_ID=4242", port_var,
-                  secret_var,          NULL};
-  char *env1[] = {"SLURM_PROCID=1",    "SLURM_NTASKS=2",
-                  "SLURM_LOCALID=1",   "SLURM_NODELIST=localhost,nodeb[01-02]",
-                  "SLURM_JOB_ID=4242", port_var,
-                  secret_var,          NULL};
+  char *env0[] = {"SLURM_STEP_ID=0",
+                  "SLURM_PROCID=0",
+                  "SLURM_NTASKS=2",
+                  "SLURM_LOCALID=0",
+                  "SLURM_NODELIST=localhost,nodeb[01-02]",
+                  "SLURM_JOB_ID=4242",
+                  port_var,
+                  secret_var,
+                  NULL};
+  char *env1[] = {"SLURM_STEP_ID=0",
+                  "SLURM_PROCID=1",
+                  "SLURM_NTASKS=2",
+                  "SLURM_LOCALID=1",
+                  "SLURM_NODELIST=localhost,nodeb[01-02]",
+                  "SLURM_JOB_ID=4242",
+                  port_var,
+                  secret_var,
+                  NULL};
   run_two_ranks(env0, env1, "Slurm");
 }
 
@@ -156,8 +166,13 @@ static void test_faked_slurm_malformed(void **state) {
   (void)state;
   char secret_var[80];
   snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
-  char *env[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_NODELIST=n[1-2]",
-                 "SLURM_JOB_ID=1", secret_var,       NULL};
+  char *env[] = {"SLURM_STEP_ID=0",
+                 "SLURM_PROCID=1",
+                 "SLURM_NTASKS=2",
+                 "SLURM_NODELIST=n[1-2]",
+                 "SLURM_JOB_ID=1",
+                 secret_var,
+                 NULL};
   rank_run r;
   start_rank(&r, env, "/tmp/tp_faked_launch_never.db");
   char *err = NULL;

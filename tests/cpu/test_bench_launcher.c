@@ -446,10 +446,12 @@ static void expect_refused(const char *needle) {
   assert_int_equal(seen.calls, 0);
 }
 
-/* A faked srun task: rank, size and local id, the job's node list and id. */
+/* A faked srun task: rank, size and local id, the job's node list and id,
+ * and the step srun made. */
 static void set_slurm_env(const char *procid, const char *ntasks, const char *localid,
                           const char *nodelist, const char *job_id) {
   clear_external_env();
+  setenv("SLURM_STEP_ID", "0", 1);
   if (procid) setenv("SLURM_PROCID", procid, 1);
   if (ntasks) setenv("SLURM_NTASKS", ntasks, 1);
   if (localid) setenv("SLURM_LOCALID", localid, 1);
@@ -479,6 +481,24 @@ static void test_slurm_launch(void **state) {
   expect_joined(&seen);
   assert_string_equal(seen.env.master_addr, "10.0.0.7");
   assert_int_equal(seen.env.master_port, 29400);
+  clear_external_env();
+}
+
+/* A batch script's own variables (no step: srun was not used) are no job's
+ * ranks: tpbench starts its own workers, whatever SLURM_PROCID says. */
+static void test_slurm_batch_script_is_not_a_rank(void **state) {
+  (void)state;
+  set_slurm_env("0", "8", "0", "node[1-2]", "77");
+  unsetenv("SLURM_STEP_ID");
+  setenv("TPBENCH_JOB_SECRET", ENV_SECRET_HEX, 1);
+  tp_launch_env env;
+  int present = 1;
+  assert_int_equal(tp_launch_env_from_environment(&env, &present), TP_OK);
+  assert_int_equal(present, 0);
+  setenv("SLURM_STEPID", "3", 1); /* the older name of the step id counts too */
+  assert_int_equal(tp_launch_env_from_environment(&env, &present), TP_OK);
+  assert_int_equal(present, 1);
+  assert_string_equal(env.launcher, "Slurm");
   clear_external_env();
 }
 
@@ -674,6 +694,7 @@ int main(void) {
       cmocka_unit_test(test_external_needs_secret),
       cmocka_unit_test(test_slurm_launch),
       cmocka_unit_test(test_slurm_malformed),
+      cmocka_unit_test(test_slurm_batch_script_is_not_a_rank),
       cmocka_unit_test(test_open_mpi_launch),
       cmocka_unit_test(test_open_mpi_malformed),
       cmocka_unit_test(test_launcher_precedence),
