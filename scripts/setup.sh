@@ -21,6 +21,9 @@ packages+=(clang libclang-rt-dev)
 # python3-junitparser reads compare's JUnit file back and xmllint (libxml2-utils)
 # checks it (tests/cpu/test_compare_junit.c, skipped without junitparser).
 packages+=(python3 python3-junitparser libxml2-utils)
+# slurm-client: sbatch --test-only reads README's batch scripts and scontrol checks the host
+# list expansion (tests/cpu/test_launch_readme.c; those parts skipped without it).
+packages+=(slurm-client)
 if [ "${TPBENCH_SETUP_CHROMIUM:-1}" = 1 ]; then packages+=(chromium); fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

@@ -11,7 +11,10 @@
  * bracket groups; a group holds comma-separated numbers or ranges "lo-hi"
  * (lo <= hi), each number padded with zeros to the width lo is written in
  * ("[08-10]" gives 08, 09, 10). Several groups in one term expand as their
- * product, the leftmost varying slowest, as Slurm does.
+ * product, the leftmost varying slowest, as Slurm does. Text after a lone
+ * bracket ("n[1-2]-ib") is taken too, though Slurm's parser refuses it (it
+ * never writes such a list); tests/cpu/test_launch_readme.c compares the
+ * forms Slurm writes with `scontrol show hostnames`.
  */
 #ifndef TP_HOSTLIST_H
 #define TP_HOSTLIST_H
