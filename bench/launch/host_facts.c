@@ -10,7 +10,8 @@
 #include <string.h>
 
 static const unsigned char MAGIC[4] = {'T', 'P', 'H', 'F'};
-enum { WIRE_VERSION = 1, HEADER = 8 };
+enum { WIRE_VERSION = 1, N_INTS = 5 };
+static const size_t HEADER = 8, INT_BYTES = 4;
 
 static void put_i32(unsigned char *p, int32_t v) {
   const uint32_t u = (uint32_t)v;
@@ -27,10 +28,10 @@ void tp_host_facts_pack(const tp_host_facts *f, unsigned char buf[TP_HOST_FACTS_
   memset(buf, 0, TP_HOST_FACTS_WIRE);
   memcpy(buf, MAGIC, sizeof MAGIC);
   buf[4] = WIRE_VERSION;
-  const int32_t ints[5] = {f->rank, f->local_rank, f->sm_clock_mhz, f->max_sm_clock_mhz,
-                           f->power_limit_mw};
-  for (int i = 0; i < 5; i++) put_i32(buf + HEADER + 4 * i, ints[i]);
-  unsigned char *p = buf + HEADER + 5 * 4;
+  const int32_t ints[N_INTS] = {f->rank, f->local_rank, f->sm_clock_mhz, f->max_sm_clock_mhz,
+                                f->power_limit_mw};
+  for (size_t i = 0; i < N_INTS; i++) put_i32(buf + HEADER + INT_BYTES * i, ints[i]);
+  unsigned char *p = buf + HEADER + INT_BYTES * N_INTS;
   /* strnlen: a field always fits, and its NUL padding comes from the memset */
   memcpy(p, f->host, strnlen(f->host, sizeof f->host - 1));
   p += sizeof f->host;
@@ -56,9 +57,9 @@ tp_rc tp_host_facts_unpack(const unsigned char *buf, size_t len, tp_host_facts *
     return TP_FAIL(TP_EIO, "host facts: %zu bytes, not %d", len, TP_HOST_FACTS_WIRE);
   if (memcmp(buf, MAGIC, sizeof MAGIC) != 0 || buf[4] != WIRE_VERSION)
     return TP_FAIL(TP_EIO, "host facts: not a version %d message", WIRE_VERSION);
-  int32_t ints[5];
-  for (int i = 0; i < 5; i++) {
-    ints[i] = get_i32(buf + HEADER + 4 * i);
+  int32_t ints[N_INTS];
+  for (size_t i = 0; i < N_INTS; i++) {
+    ints[i] = get_i32(buf + HEADER + INT_BYTES * i);
     if (ints[i] < 0) return TP_FAIL(TP_EIO, "host facts: a negative number (%d)", (int)ints[i]);
   }
   out->rank = ints[0];
@@ -66,7 +67,7 @@ tp_rc tp_host_facts_unpack(const unsigned char *buf, size_t len, tp_host_facts *
   out->sm_clock_mhz = ints[2];
   out->max_sm_clock_mhz = ints[3];
   out->power_limit_mw = ints[4];
-  const unsigned char *p = buf + HEADER + 5 * 4;
+  const unsigned char *p = buf + HEADER + INT_BYTES * N_INTS;
   TP_TRY(take_string(p, sizeof out->host, out->host, "host name"));
   p += sizeof out->host;
   TP_TRY(take_string(p, sizeof out->gpu_uuid, out->gpu_uuid, "GPU UUID"));
@@ -166,8 +167,11 @@ char *tp_host_facts_environment(char *const *env) {
   qsort(picked, n, sizeof *picked, by_text);
   char *w = text;
   for (size_t i = 0; i < n; i++) {
-    for (const char *c = picked[i]; *c; c++)
-      *w++ = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+    for (const char *c = picked[i]; *c; c++) {
+      char ch = *c;
+      if ((unsigned char)ch < 0x20 || ch == 0x7f) ch = '?';
+      *w++ = ch;
+    }
     *w++ = '\n';
   }
   *w = '\0';
