@@ -1862,11 +1862,15 @@ static tp_rc write_bmf(FILE *out, const comparison *c) {
     const compare_row *row = &c->rows[i];
     if (!row->shown || !both_ran(row)) continue;
     const entry *e = row_entry(row);
-    char name[1024], key[1024];
+    char name[1024];
     if (label_shared(c, i)) snprintf(name, sizeof name, "%s [%s]", e->label, e->key);
     else snprintf(name, sizeof name, "%s", e->label);
-    tp_utf8_copy(key, sizeof key, name); /* jansson refuses keys that are not UTF-8 */
-    tp_json_set(&jb, root, key, bmf_row(&jb, c, row));
+    /* jansson refuses keys that are not UTF-8: the name as the JSON
+     * format's labels read (tp_json_str's replacement) */
+    json_t *key = tp_json_str(name);
+    if (key) tp_json_set(&jb, root, json_string_value(key), bmf_row(&jb, c, row));
+    else jb.failed = 1;
+    json_decref(key);
   }
   tp_rc rc = TP_OK;
   if (jb.failed) rc = TP_FAIL(TP_EOOM, "compare: building the BMF document failed");

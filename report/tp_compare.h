@@ -177,12 +177,13 @@ typedef struct tp_compare_summary {
  * alone, collective alone)) for dist_gemm rows, the head's geometric mean
  * over its rounds (lower/upper: the 95 % interval of that mean, when it has
  * two samples or more). A label that two rows share gets " [config_key]"
- * appended, so no row overwrites another.
+ * appended, so no row overwrites another; bytes of a name that are not
+ * UTF-8 read as in the JSON format's labels.
  *
  * What is shown: opt->changed_only keeps the regressed and improved rows;
  * opt->top keeps the `top` rows of the largest changes (a configuration
- * that failed in head first, then by the largest |change| of a gated
- * measure, then of any measure), after changed_only. Both apply to every
+ * that failed in head first, then by the largest |change| of any of its
+ * measures), after changed_only. Both apply to every
  * format; the summary and the verdict line still count every row.
  *
  * opt may be NULL (defaults). summary (may be NULL) receives the counts;

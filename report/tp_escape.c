@@ -37,24 +37,6 @@ size_t tp_utf8_sequence(const unsigned char *s, size_t n) {
   return len;
 }
 
-void tp_utf8_copy(char *buf, size_t cap, const char *text) {
-  if (cap == 0) return;
-  size_t used = 0, n = text ? strlen(text) : 0;
-  const unsigned char *s = (const unsigned char *)text;
-  while (n > 0) {
-    size_t len = tp_utf8_sequence(s, n);
-    const char *piece = len ? (const char *)s : replacement;
-    size_t piece_len = len ? len : sizeof replacement - 1;
-    if (used + piece_len >= cap) break;
-    memcpy(buf + used, piece, piece_len);
-    used += piece_len;
-    len = len ? len : 1;
-    s += len;
-    n -= len;
-  }
-  buf[used] = '\0';
-}
-
 /* U+FFFE and U+FFFF: well-formed UTF-8 that XML 1.0 refuses. */
 static int xml_noncharacter(const unsigned char *s, size_t len) {
   return len == 3 && s[0] == 0xEF && s[1] == 0xBF && (s[2] == 0xBE || s[2] == 0xBF);

@@ -20,11 +20,6 @@
  * when s does not start one (n == 0 included). */
 size_t tp_utf8_sequence(const unsigned char *s, size_t n);
 
-/* text copied into buf[0..cap) (always terminated when cap > 0) with each
- * byte that starts no well-formed sequence replaced by U+FFFD, never cutting
- * a sequence short: for keys that a JSON library refuses unless UTF-8. */
-void tp_utf8_copy(char *buf, size_t cap, const char *text);
-
 /* Text as XML 1.0 character data: '&', '<' and '>' as entities; tab and
  * line feed kept, carriage return as "&#13;" (a parser would otherwise fold
  * CR LF into LF); the other control characters, U+FFFE and U+FFFF (which
