@@ -208,7 +208,7 @@ static void csv_history(FILE *out, const history *h) {
   static const char *const columns[] = {
       "config_key", "config_id", "run_id",    "commit", "dirty",        "started_at",
       "host",       "gpu_name",  "gpu_count", "status", "reason",       "n_samples",
-      "median_us",  "p10_us",    "p90_us",    "cv",     "vs_first_pct", "vs_previous_pct"};
+      "median_ms",  "p10_ms",    "p90_ms",    "cv_pct", "vs_first_pct", "vs_previous_pct"};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
     tp_csv_field(out, columns[i], i == 0);
   fputs("\r\n", out);
@@ -226,10 +226,10 @@ static void csv_history(FILE *out, const history *h) {
     tp_csv_field(out, r->status, 0);
     tp_csv_field(out, r->reason, 0);
     tp_csv_int(out, r->n_samples);
-    tp_csv_num(out, r->median_us, 3);
-    tp_csv_num(out, r->p10_us, 3);
-    tp_csv_num(out, r->p90_us, 3);
-    tp_csv_num(out, r->cv, 5);
+    tp_csv_num(out, r->median_us / 1000.0, 4);
+    tp_csv_num(out, r->p10_us / 1000.0, 4);
+    tp_csv_num(out, r->p90_us / 1000.0, 4);
+    tp_csv_num(out, r->cv * 100.0, 3);
     tp_csv_num(out, r->vs_first * 100.0, 2);
     tp_csv_num(out, r->vs_previous * 100.0, 2);
     fputs("\r\n", out);
@@ -250,12 +250,13 @@ static json_t *json_history_row(tp_json_builder *jb, const history_row *r) {
   tp_json_set(jb, o, "status", tp_json_str(r->status));
   tp_json_set(jb, o, "reason", tp_json_str(r->reason));
   tp_json_set(jb, o, "n_samples", json_integer(r->n_samples));
-  tp_json_set(jb, o, "median_us", tp_json_real(r->median_us));
-  tp_json_set(jb, o, "p10_us", tp_json_real(r->p10_us));
-  tp_json_set(jb, o, "p90_us", tp_json_real(r->p90_us));
-  tp_json_set(jb, o, "cv", tp_json_real(r->cv));
-  tp_json_set(jb, o, "vs_first", tp_json_real(r->vs_first));
-  tp_json_set(jb, o, "vs_previous", tp_json_real(r->vs_previous));
+  /* the units of the markdown table and of report: ms and percent */
+  tp_json_set(jb, o, "median_ms", tp_json_real(r->median_us / 1000.0));
+  tp_json_set(jb, o, "p10_ms", tp_json_real(r->p10_us / 1000.0));
+  tp_json_set(jb, o, "p90_ms", tp_json_real(r->p90_us / 1000.0));
+  tp_json_set(jb, o, "cv_pct", tp_json_real(r->cv * 100.0));
+  tp_json_set(jb, o, "vs_first_pct", tp_json_real(r->vs_first * 100.0));
+  tp_json_set(jb, o, "vs_previous_pct", tp_json_real(r->vs_previous * 100.0));
   return o;
 }
 

@@ -31,7 +31,9 @@ typedef struct tp_history_query {
  * against the first and the previous successful row.
  *
  * Markdown: a title with the configuration's label and key, then the table.
- * CSV: one line per row. JSON: {"config_key", "label", "rows": [...]}.
+ * CSV: one line per row. JSON: {"config_key", "label", "rows": [...]}. The
+ * same units in each: times in ms (median_ms, p10_ms, p90_ms), cv and the
+ * changes in percent (cv_pct, vs_first_pct, vs_previous_pct).
  * TP_EUSAGE when the configuration id or the key does not exist.
  */
 TP_MUST_CHECK tp_rc tp_report_history(tp_store *store, const tp_history_query *query,

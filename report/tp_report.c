@@ -22,89 +22,10 @@
 #include <sqlite3.h>
 
 #include "common/tp_bootstrap.h"
+#include "report/tp_keys.h"
+#include "report/tp_report_internal.h"
 #include "report/tp_report_util.h"
 #include "report/tp_system_report.h"
-
-/* ---- what is loaded ----------------------------------------------------- */
-
-/* One configuration as the table needs it; present == 0 when the case has
- * no such configuration. Doubles are NaN where the database holds NULL. */
-typedef struct {
-  int present;
-  int64_t id;
-  char *kind, *backend, *model, *layer, *proj, *schedule, *dtype, *pass, *status, *reason;
-  char *numerics_ref, *config_key;
-  char *ran; /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
-  int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
-  int has_result;
-  double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
-  double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
-  double rank_skew;   /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
-  double host_stall;  /* share of iterations a rank's host issued slower than the GPU ran */
-  int has_trace;      /* a traces row (schemas/002_trace.sql): trace below is filled */
-  tp_trace_info trace;
-} config;
-
-/* One row of the table, with everything derived from its configurations. */
-typedef struct {
-  config dist, stock, gemm, comm;
-  double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
-  /* 95 % intervals, rounds paired (common/tp_bootstrap.h): the speedup, and
-   * dist/bound against the reference that binds (the slower half); NaN
-   * where a side has no samples. */
-  double speedup_lo, speedup_hi, bound_lo, bound_hi;
-  int stock_path; /* dist_gemm took the stock path for some op (auto's choice): no fusion measured
-                   */
-  /* The stricter bound: max(GEMM alone, this rank's bytes at the peak copy-engine
-   * bandwidth the link probe measured on this host); NaN without a probe. */
-  double strict_bound_ms, dist_over_strict;
-  double workspace_mib, cv_pct;
-  /* From the dist_gemm configuration's trace; NaN where it has none. */
-  double overlap_pct, exposed_ms, overhead_pct;
-  double sync_ms;      /* median time in barriers, waits and signals per window, beside overlap */
-  char evidence[1100]; /* "ok", "failed: ...", "not checked: ...", "not traced"; then
-                          "; stock: ..." when the stock op's trace is not ok; "" without a trace */
-  int both_ok;         /* stock and dist_gemm both ran: the row counts in the summary */
-  const char *status;  /* dist_gemm's status, or "missing" */
-  char *note;          /* why something is blank or did not run; NULL when nothing to say */
-} table_row;
-
-typedef struct {
-  int64_t id;
-  char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *cupti;
-  char *command_line, *command, *started_at, *finished_at;
-  char *uuid; /* the run's identity across databases (tpbench import) */
-  char *system_md; /* the header's system block (report/tp_system_report.h); NULL: none */
-  int64_t dirty, gpu_count, warmup_iters, measure_iters; /* -1 where unknown */
-} run_header;
-
-typedef struct {
-  int rows;               /* rows where stock and dist_gemm both ran and dist_gemm fused */
-  double geomean_speedup; /* over those rows */
-  int same_rows;          /* of those, rows whose speedup interval holds 1 */
-  int stock_path_rows;    /* rows where dist_gemm took the stock path: counted apart */
-  double stock_path_geomean;
-  int failed_rows, other_rows;    /* dist_gemm failed (failed, oom, timeout); rejected or missing */
-  double worst_skew, worst_stall; /* over the stock and dist_gemm configurations of the rows */
-  int bound_rows;                 /* of those, rows with a bound */
-  double median_dist_bound;       /* median of dist/bound over bound_rows */
-  double worst_dist_bound;        /* largest dist/bound */
-  int strict_rows;                /* rows with a strict bound */
-  double median_dist_strict, worst_dist_strict;
-} summary;
-
-typedef struct {
-  const tp_report_filter *filter;
-  run_header run;
-  table_row *rows;
-  size_t n_rows, rows_cap;
-  config *skipped; /* configurations of the run that did not run, with reasons */
-  size_t n_skipped, skipped_cap;
-  summary sum;
-  int any_trace; /* a row has a trace: markdown shows the trace columns */
-  double
-      peer_peak_gbps; /* peak copy-engine push of `tpbench link` on the run's host; NaN if none */
-} report;
 
 /* ---- loading ------------------------------------------------------------ */
 
@@ -483,12 +404,10 @@ static tp_rc ratio_interval(const series *num, const series *den, double *lo, do
   return TP_OK;
 }
 
-static int ran_ok(const config *c);
-
 /* The speedup's and dist/bound's intervals of a row whose stock and dist_gemm ran. */
 static tp_rc load_row_intervals(tp_store *store, table_row *row) {
   row->speedup_lo = row->speedup_hi = row->bound_lo = row->bound_hi = NAN;
-  if (!ran_ok(&row->dist) || !ran_ok(&row->stock)) return TP_OK;
+  if (!tp_report_ran_ok(&row->dist) || !tp_report_ran_ok(&row->stock)) return TP_OK;
   series dist, stock, ref;
   memset(&dist, 0, sizeof dist);
   memset(&stock, 0, sizeof stock);
@@ -497,7 +416,7 @@ static tp_rc load_row_intervals(tp_store *store, table_row *row) {
   if (rc == TP_OK) rc = load_series(store, &row->stock, &stock);
   if (rc == TP_OK) rc = ratio_interval(&stock, &dist, &row->speedup_lo, &row->speedup_hi);
   /* the bound is the slower half: its interval is dist over that reference's */
-  if (rc == TP_OK && ran_ok(&row->gemm) && ran_ok(&row->comm)) {
+  if (rc == TP_OK && tp_report_ran_ok(&row->gemm) && tp_report_ran_ok(&row->comm)) {
     const config *binding = row->gemm.median_us >= row->comm.median_us ? &row->gemm : &row->comm;
     rc = load_series(store, binding, &ref);
     if (rc == TP_OK) rc = ratio_interval(&dist, &ref, &row->bound_lo, &row->bound_hi);
@@ -537,17 +456,20 @@ static void free_report(report *rep) {
   for (size_t i = 0; i < rep->n_skipped; i++) free_config(&rep->skipped[i]);
   free(rep->rows);
   free(rep->skipped);
+  free(rep->models);
   free_run(&rep->run);
 }
 
 /* ---- deriving ----------------------------------------------------------- */
 
-static int ran_ok(const config *c) {
+int tp_report_ran_ok(const config *c) {
   return c->present && c->status && !strcmp(c->status, "ok") && c->has_result;
 }
 
 /* Median time in ms of a configuration that ran; NaN otherwise. */
-static double median_ms(const config *c) { return ran_ok(c) ? c->median_us / 1000.0 : NAN; }
+static double median_ms(const config *c) {
+  return tp_report_ran_ok(c) ? c->median_us / 1000.0 : NAN;
+}
 
 /* a / b, NaN unless both are finite and b > 0. */
 static double ratio(double a, double b) {
@@ -567,14 +489,14 @@ static tp_rc derive_status(table_row *row) {
   if (!d->present) {
     row->status = "missing";
     row->note = strdup("no dist_gemm configuration for this case");
-  } else if (!ran_ok(d)) {
+  } else if (!tp_report_ran_ok(d)) {
     row->status = d->status ? d->status : "unknown";
     if (!d->reason) return TP_OK;
     row->note = strdup(d->reason);
   } else {
     row->status = "ok";
     if (!s->present) row->note = strdup("no stock configuration for this case");
-    else if (!ran_ok(s))
+    else if (!tp_report_ran_ok(s))
       row->note = format_note("stock %s: %s", s->status ? s->status : "unknown",
                               s->reason ? s->reason : "no reason recorded");
     else return TP_OK;
@@ -634,11 +556,11 @@ static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
   row->dist_over_bound = ratio(row->dist_ms, row->bound_ms);
   /* bytes over GB/s: bytes / (GB/s · 1e9) s = bytes / (GB/s · 1e6) ms */
   double peak_ms = row->dist.bytes_moved / (peer_peak_gbps * 1e6);
-  row->strict_bound_ms = isfinite(row->gemm_ms) && isfinite(peak_ms) && ran_ok(&row->dist)
+  row->strict_bound_ms = isfinite(row->gemm_ms) && isfinite(peak_ms) && tp_report_ran_ok(&row->dist)
                              ? fmax(row->gemm_ms, peak_ms)
                              : NAN;
   row->dist_over_strict = ratio(row->dist_ms, row->strict_bound_ms);
-  int dist_ran = ran_ok(&row->dist);
+  int dist_ran = tp_report_ran_ok(&row->dist);
   row->workspace_mib = dist_ran ? row->dist.workspace_bytes / (1024.0 * 1024.0) : NAN;
   row->cv_pct = dist_ran ? row->dist.cv * 100.0 : NAN;
   row->both_ok = isfinite(row->speedup) && row->speedup > 0;
@@ -648,14 +570,34 @@ static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
   return derive_status(row);
 }
 
+/* Which rows a summary covers: one model's, or (model NULL) every model's
+ * but the toys', unless toys_too. */
+typedef struct {
+  const char *model;
+  int toys_too;
+} scope;
+
+static int is_toy(const report *rep, const char *model) {
+  const tp_report_filter *f = rep->filter;
+  for (int i = 0; model && i < f->n_toy_models; i++)
+    if (f->toy_models[i] && !strcmp(f->toy_models[i], model)) return 1;
+  return 0;
+}
+
+static int in_scope(const report *rep, const table_row *row, scope sc) {
+  const char *model = tp_report_case_of(row)->model;
+  if (sc.model) return model && !strcmp(model, sc.model);
+  return sc.toys_too || !is_toy(rep, model);
+}
+
 /* Median and worst of the finite dist/strict ratios of the rows in the summary. */
-static tp_rc summarise_strict(report *rep) {
-  summary *sum = &rep->sum;
+static tp_rc summarise_strict(const report *rep, scope sc, summary *sum) {
   double *v = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *v);
   if (!v) return out_of_memory();
   sum->median_dist_strict = sum->worst_dist_strict = NAN;
   for (size_t i = 0; i < rep->n_rows; i++)
-    if (rep->rows[i].both_ok && isfinite(rep->rows[i].dist_over_strict))
+    if (in_scope(rep, &rep->rows[i], sc) && rep->rows[i].both_ok &&
+        isfinite(rep->rows[i].dist_over_strict))
       v[sum->strict_rows++] = rep->rows[i].dist_over_strict;
   if (sum->strict_rows) {
     sum->median_dist_strict = tp_median(v, (size_t)sum->strict_rows); /* sorts */
@@ -671,26 +613,32 @@ static double larger(double a, double b) {
   return isfinite(a) && a >= b ? a : b;
 }
 
-static tp_rc derive_summary(report *rep) {
-  summary *sum = &rep->sum;
-  TP_TRY(summarise_strict(rep));
+/* Counts a row without a speedup: failed, or rejected/missing. */
+static void count_unpaired(const table_row *row, summary *sum) {
+  if (row->dist.present && row->dist.status && strcmp(row->dist.status, "ok") != 0 &&
+      strcmp(row->dist.status, "rejected") != 0)
+    sum->failed_rows++;
+  else sum->other_rows++;
+}
+
+static tp_rc summarise(const report *rep, scope sc, summary *sum) {
+  memset(sum, 0, sizeof *sum);
+  TP_TRY(summarise_strict(rep, sc, sum));
   double *bounds = malloc((rep->n_rows ? rep->n_rows : 1) * sizeof *bounds);
   if (!bounds) return out_of_memory();
   double log_sum = 0, stock_path_log_sum = 0;
   sum->worst_dist_bound = sum->worst_skew = sum->worst_stall = NAN;
   for (size_t i = 0; i < rep->n_rows; i++) {
     const table_row *row = &rep->rows[i];
+    if (!in_scope(rep, row, sc)) continue;
     const config *both[2] = {&row->stock, &row->dist};
     for (int k = 0; k < 2; k++) {
-      if (!ran_ok(both[k])) continue;
+      if (!tp_report_ran_ok(both[k])) continue;
       sum->worst_skew = larger(sum->worst_skew, both[k]->rank_skew);
       sum->worst_stall = larger(sum->worst_stall, both[k]->host_stall);
     }
     if (!row->both_ok) {
-      if (row->dist.present && row->dist.status && strcmp(row->dist.status, "ok") != 0 &&
-          strcmp(row->dist.status, "rejected") != 0)
-        sum->failed_rows++;
-      else sum->other_rows++;
+      count_unpaired(row, sum);
       continue;
     }
     /* identical code under another name measures noise, not fusion: apart */
@@ -718,43 +666,87 @@ static tp_rc derive_summary(report *rep) {
   return TP_OK;
 }
 
+/* One summary per model the rows name, in their order; real models first,
+ * toys after them. */
+static tp_rc summarise_models(report *rep) {
+  rep->models = calloc(rep->n_rows ? rep->n_rows : 1, sizeof *rep->models);
+  if (!rep->models) return out_of_memory();
+  for (int toy = 0; toy <= 1; toy++) {
+    for (size_t i = 0; i < rep->n_rows; i++) {
+      const char *model = tp_report_case_of(&rep->rows[i])->model;
+      if (!model || is_toy(rep, model) != toy) continue;
+      int seen = 0;
+      for (size_t m = 0; m < rep->n_models && !seen; m++)
+        seen = !strcmp(rep->models[m].model, model);
+      if (seen) continue;
+      model_summary *ms = &rep->models[rep->n_models++];
+      ms->model = model;
+      ms->toy = toy;
+      TP_TRY(summarise(rep, (scope){model, 1}, &ms->sum));
+    }
+  }
+  return TP_OK;
+}
+
+/* The headline leaves toy models out; a run of toys alone is summarised
+ * over them, and says so. */
+static tp_rc derive_summary(report *rep) {
+  TP_TRY(summarise(rep, (scope){NULL, 0}, &rep->sum));
+  int real_rows =
+      rep->sum.rows + rep->sum.stock_path_rows + rep->sum.failed_rows + rep->sum.other_rows;
+  if (real_rows == 0 && rep->n_rows > 0) {
+    rep->headline_toy_only = 1;
+    TP_TRY(summarise(rep, (scope){NULL, 1}, &rep->sum));
+  }
+  return summarise_models(rep);
+}
+
 static tp_rc derive_report(report *rep) {
   for (size_t i = 0; i < rep->n_rows; i++) {
     TP_TRY(derive_row(&rep->rows[i], rep->peer_peak_gbps));
+    const config *c = tp_report_case_of(&rep->rows[i]);
+    tp_short_key(c->config_key, rep->rows[i].short_key, sizeof rep->rows[i].short_key);
     if (rep->rows[i].evidence[0]) rep->any_trace = 1;
   }
   return derive_summary(rep);
 }
 
-/* ---- text helpers shared by markdown and CSV ---------------------------- */
+/* ---- text helpers ---------------------------------------------------------- */
 
 static const char *or_empty(const char *s) { return s ? s : ""; }
 
 /* The axes of a case, taken from whichever configuration the row has. */
-static const config *case_of(const table_row *row) {
+const config *tp_report_case_of(const table_row *row) {
   return row->dist.present ? &row->dist : &row->stock;
 }
 
-/* What ran, or what was asked for when nothing ran. */
-static void schedule_label(const table_row *row, char *buf, size_t cap) {
-  const config *d = &row->dist;
-  if (d->ran) snprintf(buf, cap, "%s", d->ran);
-  else if (d->present && d->schedule && d->chunks > 0)
-    snprintf(buf, cap, "%s x%lld (requested)", d->schedule, (long long)d->chunks);
-  else if (d->present && d->schedule) snprintf(buf, cap, "%s (requested)", d->schedule);
-  else buf[0] = '\0';
+tp_config_axes tp_report_axes_of(const config *c) {
+  return (tp_config_axes){.kind = c->kind,
+                          .model = c->model,
+                          .op_or_layer = c->layer,
+                          .proj = c->proj,
+                          .backend = c->backend,
+                          .schedule = c->schedule,
+                          .chunks = (int)c->chunks,
+                          .tp = (int)c->tp,
+                          .batch = (int)c->batch,
+                          .seqlen = (int)c->seqlen,
+                          .tokens = c->tokens,
+                          .m = c->m,
+                          .n = c->n,
+                          .k = c->k,
+                          .dtype = c->dtype,
+                          .n_weights = (int)c->n_weights,
+                          .sp = (int)c->sp,
+                          .pass = c->pass,
+                          .graph = (int)c->graph,
+                          .save_gathered = (int)c->save_gathered};
 }
 
-static void options_label(const config *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s%s%s", c->sp ? "sp" : "no-sp", c->graph ? " graph" : "",
-           c->save_gathered ? " save-gathered" : "");
-}
-
+/* A configuration's label (report/tp_report_util.h). */
 static void describe_config(const config *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s %s %s %s %s tp=%lld tokens=%lld %s %s%s%s", or_empty(c->kind),
-           or_empty(c->backend), or_empty(c->model), or_empty(c->layer), or_empty(c->proj),
-           (long long)c->tp, (long long)c->tokens, or_empty(c->dtype), or_empty(c->pass),
-           c->schedule ? " schedule=" : "", or_empty(c->schedule));
+  tp_config_axes axes = tp_report_axes_of(c);
+  tp_config_label(buf, cap, &axes);
 }
 
 /* ---- markdown ----------------------------------------------------------- */
@@ -771,9 +763,9 @@ static void md_words(FILE *out, const char *before, const char *text, const char
   tp_md_text(out, text ? text : missing);
 }
 
-static void md_header(FILE *out, const report *rep) {
+void tp_report_md_header(FILE *out, const report *rep, const char *title) {
   const run_header *h = &rep->run;
-  fprintf(out, "## tpbench throughput: run %lld\n\n", (long long)h->id);
+  fprintf(out, "## tpbench %s: run %lld\n\n", title, (long long)h->id);
   fputs("- **commit** ", out);
   tp_md_code(out, h->commit ? h->commit : "unknown");
   fprintf(out, "%s\n", h->dirty == 1 ? " (dirty tree)" : "");
@@ -809,122 +801,6 @@ static void md_header(FILE *out, const report *rep) {
   fputc('\n', out);
 }
 
-static const char *const md_columns[] = {"model",
-                                         "op",
-                                         "proj",
-                                         "tp",
-                                         "B×S",
-                                         "tokens",
-                                         "dtype",
-                                         "pass",
-                                         "options",
-                                         "schedule",
-                                         "stock ms",
-                                         "dist_gemm ms",
-                                         "speedup",
-                                         "speedup 95% CI",
-                                         "GEMM ms",
-                                         "comm ms",
-                                         "bound ms",
-                                         "dist/bound",
-                                         "dist/bound 95% CI",
-                                         "strict bound ms",
-                                         "dist/strict",
-                                         "dist tok/s",
-                                         "dist TFLOP/s",
-                                         "workspace MiB",
-                                         "rel err (ref)",
-                                         "dist cv %",
-                                         "status"};
-enum { MD_N_COLUMNS = sizeof md_columns / sizeof md_columns[0], MD_FIRST_NUMBER = 10 };
-
-/* With traces, these go before "status": three numbers, then the evidence. */
-static const char *const md_trace_columns[] = {"overlap %", "sync ms", "exposed comm ms",
-                                               "trace overhead %", "evidence"};
-enum { MD_N_TRACE_COLUMNS = sizeof md_trace_columns / sizeof md_trace_columns[0] };
-
-static void md_table_head(FILE *out, int with_trace) {
-  for (int i = 0; i < MD_N_COLUMNS - 1; i++) tp_md_cell(out, md_columns[i]);
-  for (int i = 0; with_trace && i < MD_N_TRACE_COLUMNS; i++) tp_md_cell(out, md_trace_columns[i]);
-  tp_md_cell(out, md_columns[MD_N_COLUMNS - 1]);
-  fputs("|\n", out);
-  /* Numbers align right so their decimals line up. */
-  for (int i = 0; i < MD_N_COLUMNS - 1; i++) fputs(i >= MD_FIRST_NUMBER ? "|---:" : "|---", out);
-  for (int i = 0; with_trace && i < MD_N_TRACE_COLUMNS; i++)
-    fputs(i < MD_N_TRACE_COLUMNS - 1 ? "|---:" : "|---", out);
-  fputs("|---|\n", out);
-}
-
-static void md_trace_cells(FILE *out, const table_row *row) {
-  tp_md_num(out, row->overlap_pct, 1);
-  tp_md_num(out, row->sync_ms, 3);
-  tp_md_num(out, row->exposed_ms, 3);
-  tp_md_num(out, row->overhead_pct, 1);
-  tp_md_cell(out, row->evidence[0] ? row->evidence : "-");
-}
-
-/* "1.08–1.12", with "no difference" when the interval holds 1; "-" without one
- * (no brackets: markdown would escape them). */
-static void interval_label(double lo, double hi, char *buf, size_t cap) {
-  if (!isfinite(lo) || !isfinite(hi)) {
-    snprintf(buf, cap, "-");
-    return;
-  }
-  snprintf(buf, cap, "%.2f–%.2f%s", lo, hi, lo <= 1.0 && 1.0 <= hi ? " no difference" : "");
-}
-
-static void md_row(FILE *out, const table_row *row, int with_trace) {
-  const config *c = case_of(row);
-  char buf[512], num_buf[64];
-  tp_md_cell(out, c->model);
-  tp_md_cell(out, c->layer);
-  tp_md_cell(out, c->proj);
-  snprintf(buf, sizeof buf, "%lld", (long long)c->tp);
-  tp_md_cell(out, buf);
-  /* op rows have tokens only: no batch and sequence split */
-  if (c->batch > 0 && c->seqlen > 0)
-    snprintf(buf, sizeof buf, "%lld×%lld", (long long)c->batch, (long long)c->seqlen);
-  else snprintf(buf, sizeof buf, "-");
-  tp_md_cell(out, buf);
-  snprintf(buf, sizeof buf, "%lld", (long long)c->tokens);
-  tp_md_cell(out, buf);
-  tp_md_cell(out, c->dtype);
-  tp_md_cell(out, c->pass);
-  options_label(c, buf, sizeof buf);
-  tp_md_cell(out, buf);
-  schedule_label(row, buf, sizeof buf);
-  tp_md_cell(out, buf);
-  tp_md_num(out, row->stock_ms, 3);
-  tp_md_num(out, row->dist_ms, 3);
-  tp_md_num(out, row->speedup, 2);
-  interval_label(row->speedup_lo, row->speedup_hi, buf, sizeof buf);
-  tp_md_cell(out, buf);
-  tp_md_num(out, row->gemm_ms, 3);
-  tp_md_num(out, row->comm_ms, 3);
-  tp_md_num(out, row->bound_ms, 3);
-  tp_md_num(out, row->dist_over_bound, 2);
-  interval_label(row->bound_lo, row->bound_hi, buf, sizeof buf);
-  tp_md_cell(out, buf);
-  tp_md_num(out, row->strict_bound_ms, 3);
-  tp_md_num(out, row->dist_over_strict, 2);
-  tp_md_num(out, ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN, 0);
-  tp_md_num(out, ran_ok(&row->dist) ? row->dist.tflops : NAN, 1);
-  tp_md_num(out, row->workspace_mib, 1);
-  if (ran_ok(&row->dist) && isfinite(row->dist.rel_err)) {
-    snprintf(buf, sizeof buf, "%s (%s)", tp_fmt_sci(num_buf, sizeof num_buf, row->dist.rel_err),
-             row->dist.numerics_ref ? row->dist.numerics_ref : "?");
-    tp_md_cell(out, buf);
-  } else {
-    tp_md_cell(out, "-");
-  }
-  tp_md_num(out, row->cv_pct, 1);
-  if (with_trace) md_trace_cells(out, row);
-  if (row->note) snprintf(buf, sizeof buf, "%s: %s", row->status, row->note);
-  else snprintf(buf, sizeof buf, "%s", row->status);
-  tp_md_cell(out, buf);
-  fputs("|\n", out);
-}
-
 /* The rows the headline leaves out, counted; how far ranks and hosts strayed. */
 static void md_summary_apart(FILE *out, const summary *sum) {
   char a[64], b[64];
@@ -947,17 +823,30 @@ static void md_summary_apart(FILE *out, const summary *sum) {
             sum->failed_rows, sum->other_rows);
 }
 
-static void md_summary(FILE *out, const summary *sum) {
+/* "debug, tiny" : the toy models among the rows. */
+static void md_toy_names(FILE *out, const report *rep) {
+  int n = 0;
+  for (size_t m = 0; m < rep->n_models; m++) {
+    if (!rep->models[m].toy) continue;
+    fputs(n++ ? ", " : "", out);
+    tp_md_text(out, rep->models[m].model);
+  }
+}
+
+static void md_headline(FILE *out, const report *rep) {
+  const summary *sum = &rep->sum;
   char a[64], b[64], c[64];
+  const char *whose = rep->headline_toy_only ? "toy models only: " : "";
   if (sum->rows == 0) {
-    fputs("\n**Summary**: no row has both stock and fused dist_gemm results.\n", out);
-    md_summary_apart(out, sum);
+    fprintf(out, "\n**Summary** (%s): no row has both stock and fused dist_gemm results.\n",
+            rep->headline_toy_only ? "toy models only" : "models that are not toys");
     return;
   }
   fprintf(out,
-          "\n**Summary** over %d row%s with stock and dist_gemm results: geometric-mean "
+          "\n**Summary** (%sover %d row%s with stock and dist_gemm results): geometric-mean "
           "speedup %s",
-          sum->rows, sum->rows == 1 ? "" : "s", tp_fmt_num(a, sizeof a, sum->geomean_speedup, 3));
+          whose, sum->rows, sum->rows == 1 ? "" : "s",
+          tp_fmt_num(a, sizeof a, sum->geomean_speedup, 3));
   if (sum->same_rows)
     fprintf(out, " (%d of them no different from stock: their interval holds 1)", sum->same_rows);
   if (sum->bound_rows)
@@ -972,18 +861,52 @@ static void md_summary(FILE *out, const summary *sum) {
             tp_fmt_num(b, sizeof b, sum->median_dist_strict, 2),
             tp_fmt_num(c, sizeof c, sum->worst_dist_strict, 2));
   fputs(".\n", out);
-  md_summary_apart(out, sum);
+}
+
+/* One line per model: the headline's figures over its rows alone. */
+static void md_model_table(FILE *out, const report *rep) {
+  if (rep->n_models == 0) return;
+  fputs("\n| model | rows with a speedup | geomean speedup | no difference | dist/bound median | "
+        "dist/bound worst | failed | rejected or missing |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        out);
+  char name[128];
+  for (size_t m = 0; m < rep->n_models; m++) {
+    const model_summary *ms = &rep->models[m];
+    snprintf(name, sizeof name, "%s%s", ms->model, ms->toy ? " (toy)" : "");
+    tp_md_cell(out, name);
+    fprintf(out, "| %d ", ms->sum.rows);
+    tp_md_num(out, ms->sum.geomean_speedup, 3);
+    fprintf(out, "| %d ", ms->sum.same_rows);
+    tp_md_num(out, ms->sum.median_dist_bound, 2);
+    tp_md_num(out, ms->sum.worst_dist_bound, 2);
+    fprintf(out, "| %d | %d |\n", ms->sum.failed_rows, ms->sum.other_rows);
+  }
+  int toys = 0;
+  for (size_t m = 0; m < rep->n_models; m++) toys += rep->models[m].toy;
+  if (toys && !rep->headline_toy_only) {
+    fputs("\nToy models, kept out of the headline: ", out);
+    md_toy_names(out, rep);
+    fputs(".\n", out);
+  }
+}
+
+static void md_summary(FILE *out, const report *rep) {
+  md_headline(out, rep);
+  md_summary_apart(out, &rep->sum);
+  md_model_table(out, rep);
 }
 
 static void md_skipped(FILE *out, const report *rep) {
   if (rep->n_skipped == 0) return;
   fprintf(out, "\n**Not run** (%zu configuration%s):\n\n", rep->n_skipped,
           rep->n_skipped == 1 ? "" : "s");
-  char what[512];
+  char what[512], key[TP_SHORT_KEY_LEN + 1];
   for (size_t i = 0; i < rep->n_skipped; i++) {
     const config *c = &rep->skipped[i];
     describe_config(c, what, sizeof what);
-    fprintf(out, "- config %lld (", (long long)c->id);
+    tp_short_key(c->config_key, key, sizeof key);
+    fprintf(out, "- config %lld, key %s (", (long long)c->id, key);
     tp_md_text(out, what);
     md_words(out, "): ", c->status, "");
     md_words(out, ": ", c->reason, "no reason recorded");
@@ -991,12 +914,15 @@ static void md_skipped(FILE *out, const report *rep) {
   }
 }
 
-static void write_markdown(FILE *out, const report *rep) {
-  md_header(out, rep);
-  md_table_head(out, rep->any_trace);
-  for (size_t i = 0; i < rep->n_rows; i++) md_row(out, &rep->rows[i], rep->any_trace);
+static void write_markdown(FILE *out, const report *rep, const column_set *cols) {
+  tp_report_md_header(out, rep, "throughput");
+  tp_report_md_rows(out, rep, cols);
   if (rep->n_rows == 0) fputs("\n(no op configurations in this selection)\n", out);
-  md_summary(out, &rep->sum);
+  fputs("\nTimes are medians of the slowest rank per iteration, in ms; speedup = stock / "
+        "dist_gemm and dist/bound with their 95 % intervals; id and key name the "
+        "configuration for `history` and `trace`; `--columns all` shows every column.\n",
+        out);
+  md_summary(out, rep);
   if (rep->any_trace)
     fputs("\nTrace columns (dist_gemm, from its traced window): overlap % (of communication: "
           "bytes moving), sync (barriers, waits, signals: beside it, in neither) and exposed comm "
@@ -1007,107 +933,9 @@ static void write_markdown(FILE *out, const report *rep) {
   md_skipped(out, rep);
 }
 
-/* ---- CSV ---------------------------------------------------------------- */
-
-static const char *const csv_columns[] = {
-    "run_id", "commit", "model", "layer", "proj", "tp", "batch", "seqlen", "tokens", "m", "n", "k",
-    "n_weights", "dtype", "pass", "sp", "graph", "save_gathered", "schedule_requested",
-    "chunks_requested", "schedule", "stock_ms", "dist_ms", "speedup", "gemm_ms", "comm_ms",
-    "bound_ms", "dist_over_bound", "dist_tokens_per_s", "dist_tflops", "workspace_mib", "rel_err",
-    "numerics_ref", "dist_cv_pct", "status", "reason",
-    /* appended: the trace, then the run */
-    "overlap_pct", "exposed_comm_ms", "trace_overhead_pct", "evidence", "host", "gpu_name",
-    "gpu_count", "driver_version", "cuda_version", "nccl_version", "cublas_version",
-    "cupti_version", "warmup_iters", "measure_iters",
-    /* appended: the stricter bound from the link probe */
-    "strict_bound_ms", "dist_over_strict",
-    /* appended: synchronisation beside overlap */
-    "sync_ms",
-    /* appended: intervals (95 %, rounds paired) and whether dist_gemm took the stock path */
-    "speedup_lo", "speedup_hi", "dist_over_bound_lo", "dist_over_bound_hi", "stock_path",
-    /* appended: ranks and hosts of the dist_gemm configuration */
-    "dist_rank_skew_pct", "dist_host_stall_pct"};
-
-/* What the markdown header says of the run, on every line: a CSV reader
- * sees one table, and rows of several runs can be concatenated. */
-static void csv_run_fields(FILE *out, const run_header *h) {
-  tp_csv_field(out, h->host, 0);
-  tp_csv_field(out, h->gpu_name, 0);
-  if (h->gpu_count >= 0) tp_csv_int(out, h->gpu_count);
-  else tp_csv_field(out, "", 0);
-  const char *versions[] = {h->driver, h->cuda, h->nccl, h->cublas, h->cupti};
-  for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++)
-    tp_csv_field(out, versions[i], 0);
-  if (h->warmup_iters >= 0) tp_csv_int(out, h->warmup_iters);
-  else tp_csv_field(out, "", 0);
-  if (h->measure_iters >= 0) tp_csv_int(out, h->measure_iters);
-  else tp_csv_field(out, "", 0);
-}
-
-static void csv_row(FILE *out, const report *rep, const table_row *row) {
-  const config *c = case_of(row);
-  const config *d = &row->dist;
-  char buf[512];
-  snprintf(buf, sizeof buf, "%lld", (long long)rep->run.id);
-  tp_csv_field(out, buf, 1);
-  tp_csv_field(out, rep->run.commit, 0);
-  tp_csv_field(out, c->model, 0);
-  tp_csv_field(out, c->layer, 0);
-  tp_csv_field(out, c->proj, 0);
-  int64_t ints[] = {c->tp, c->batch, c->seqlen, c->tokens, c->m, c->n, c->k, c->n_weights};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) tp_csv_int(out, ints[i]);
-  tp_csv_field(out, c->dtype, 0);
-  tp_csv_field(out, c->pass, 0);
-  tp_csv_int(out, c->sp);
-  tp_csv_int(out, c->graph);
-  tp_csv_int(out, c->save_gathered);
-  tp_csv_field(out, d->present ? d->schedule : NULL, 0);
-  if (d->present) tp_csv_int(out, d->chunks);
-  else tp_csv_field(out, "", 0);
-  tp_csv_field(out, d->ran, 0);
-  tp_csv_num(out, row->stock_ms, 3);
-  tp_csv_num(out, row->dist_ms, 3);
-  tp_csv_num(out, row->speedup, 3);
-  tp_csv_num(out, row->gemm_ms, 3);
-  tp_csv_num(out, row->comm_ms, 3);
-  tp_csv_num(out, row->bound_ms, 3);
-  tp_csv_num(out, row->dist_over_bound, 3);
-  tp_csv_num(out, ran_ok(d) ? d->tokens_per_s : NAN, 0);
-  tp_csv_num(out, ran_ok(d) ? d->tflops : NAN, 2);
-  tp_csv_num(out, row->workspace_mib, 2);
-  tp_csv_field(out, ran_ok(d) ? tp_fmt_sci(buf, sizeof buf, d->rel_err) : "", 0);
-  tp_csv_field(out, ran_ok(d) ? d->numerics_ref : NULL, 0);
-  tp_csv_num(out, row->cv_pct, 2);
-  tp_csv_field(out, row->status, 0);
-  tp_csv_field(out, row->note, 0);
-  tp_csv_num(out, row->overlap_pct, 2);
-  tp_csv_num(out, row->exposed_ms, 4);
-  tp_csv_num(out, row->overhead_pct, 2);
-  tp_csv_field(out, row->evidence, 0);
-  csv_run_fields(out, &rep->run);
-  tp_csv_num(out, row->strict_bound_ms, 4);
-  tp_csv_num(out, row->dist_over_strict, 3);
-  tp_csv_num(out, row->sync_ms, 4);
-  tp_csv_num(out, row->speedup_lo, 3);
-  tp_csv_num(out, row->speedup_hi, 3);
-  tp_csv_num(out, row->bound_lo, 3);
-  tp_csv_num(out, row->bound_hi, 3);
-  tp_csv_field(out, row->both_ok ? (row->stock_path ? "1" : "0") : "", 0);
-  tp_csv_num(out, ran_ok(&row->dist) ? 100.0 * row->dist.rank_skew : NAN, 2);
-  tp_csv_num(out, ran_ok(&row->dist) ? 100.0 * row->dist.host_stall : NAN, 2);
-  fputs("\r\n", out);
-}
-
-static void write_csv(FILE *out, const report *rep) {
-  size_t n = sizeof csv_columns / sizeof csv_columns[0];
-  for (size_t i = 0; i < n; i++) tp_csv_field(out, csv_columns[i], i == 0);
-  fputs("\r\n", out);
-  for (size_t i = 0; i < rep->n_rows; i++) csv_row(out, rep, &rep->rows[i]);
-}
-
 /* ---- JSON --------------------------------------------------------------- */
 
-static json_t *json_run(tp_json_builder *jb, const run_header *h) {
+json_t *tp_report_json_run(tp_json_builder *jb, const run_header *h) {
   json_t *o = json_object();
   if (!o) return NULL;
   tp_json_set(jb, o, "id", json_integer(h->id));
@@ -1133,8 +961,6 @@ static json_t *json_run(tp_json_builder *jb, const run_header *h) {
   return o;
 }
 
-static json_t *jid(const config *c) { return c->present ? json_integer(c->id) : json_null(); }
-
 static void json_axes(tp_json_builder *jb, json_t *o, const config *c) {
   tp_json_set(jb, o, "model", tp_json_str(c->model));
   tp_json_set(jb, o, "layer", tp_json_str(c->layer));
@@ -1154,57 +980,15 @@ static void json_axes(tp_json_builder *jb, json_t *o, const config *c) {
   tp_json_set(jb, o, "save_gathered", json_boolean(c->save_gathered));
 }
 
-static json_t *json_row(tp_json_builder *jb, const table_row *row) {
-  json_t *o = json_object();
-  if (!o) return NULL;
-  const config *d = &row->dist;
-  int dist_ran = ran_ok(d);
-  json_axes(jb, o, case_of(row));
-  tp_json_set(jb, o, "schedule_requested", d->present ? tp_json_str(d->schedule) : json_null());
-  tp_json_set(jb, o, "chunks_requested", d->present ? json_integer(d->chunks) : json_null());
-  tp_json_set(jb, o, "schedule", tp_json_str(d->ran));
-  tp_json_set(jb, o, "stock_ms", tp_json_real(row->stock_ms));
-  tp_json_set(jb, o, "dist_ms", tp_json_real(row->dist_ms));
-  tp_json_set(jb, o, "speedup", tp_json_real(row->speedup));
-  tp_json_set(jb, o, "gemm_ms", tp_json_real(row->gemm_ms));
-  tp_json_set(jb, o, "comm_ms", tp_json_real(row->comm_ms));
-  tp_json_set(jb, o, "bound_ms", tp_json_real(row->bound_ms));
-  tp_json_set(jb, o, "dist_over_bound", tp_json_real(row->dist_over_bound));
-  tp_json_set(jb, o, "strict_bound_ms", tp_json_real(row->strict_bound_ms));
-  tp_json_set(jb, o, "dist_over_strict", tp_json_real(row->dist_over_strict));
-  tp_json_set(jb, o, "dist_tokens_per_s", tp_json_real(dist_ran ? d->tokens_per_s : NAN));
-  tp_json_set(jb, o, "dist_tflops", tp_json_real(dist_ran ? d->tflops : NAN));
-  tp_json_set(jb, o, "workspace_mib", tp_json_real(row->workspace_mib));
-  tp_json_set(jb, o, "rel_err", tp_json_real(dist_ran ? d->rel_err : NAN));
-  tp_json_set(jb, o, "numerics_ref", dist_ran ? tp_json_str(d->numerics_ref) : json_null());
-  tp_json_set(jb, o, "dist_cv_pct", tp_json_real(row->cv_pct));
-  tp_json_set(jb, o, "status", tp_json_str(row->status));
-  tp_json_set(jb, o, "reason", tp_json_str(row->note));
-  tp_json_set(jb, o, "overlap_pct", tp_json_real(row->overlap_pct));
-  tp_json_set(jb, o, "exposed_comm_ms", tp_json_real(row->exposed_ms));
-  tp_json_set(jb, o, "trace_overhead_pct", tp_json_real(row->overhead_pct));
-  tp_json_set(jb, o, "sync_ms", tp_json_real(row->sync_ms));
-  tp_json_set(jb, o, "speedup_lo", tp_json_real(row->speedup_lo));
-  tp_json_set(jb, o, "speedup_hi", tp_json_real(row->speedup_hi));
-  tp_json_set(jb, o, "dist_over_bound_lo", tp_json_real(row->bound_lo));
-  tp_json_set(jb, o, "dist_over_bound_hi", tp_json_real(row->bound_hi));
-  tp_json_set(jb, o, "stock_path", json_boolean(row->stock_path));
-  tp_json_set(jb, o, "dist_rank_skew", tp_json_real(ran_ok(d) ? d->rank_skew : NAN));
-  tp_json_set(jb, o, "dist_host_stall_frac", tp_json_real(ran_ok(d) ? d->host_stall : NAN));
-  tp_json_set(jb, o, "evidence", row->evidence[0] ? tp_json_str(row->evidence) : json_null());
-  tp_json_set(jb, o, "traced", json_boolean(row->dist.has_trace));
-  tp_json_set(jb, o, "dist_config_id", jid(d));
-  tp_json_set(jb, o, "stock_config_id", jid(&row->stock));
-  tp_json_set(jb, o, "gemm_config_id", jid(&row->gemm));
-  tp_json_set(jb, o, "comm_config_id", jid(&row->comm));
-  tp_json_set(jb, o, "config_key", tp_json_str(d->present ? d->config_key : row->stock.config_key));
-  return o;
-}
-
 static json_t *json_skipped(tp_json_builder *jb, const config *c) {
   json_t *o = json_object();
   if (!o) return NULL;
+  char key[TP_SHORT_KEY_LEN + 1], label[512];
+  tp_short_key(c->config_key, key, sizeof key);
+  describe_config(c, label, sizeof label);
   tp_json_set(jb, o, "config_id", json_integer(c->id));
+  tp_json_set(jb, o, "short_key", tp_json_str(key));
+  tp_json_set(jb, o, "label", tp_json_str(label));
   tp_json_set(jb, o, "kind", tp_json_str(c->kind));
   tp_json_set(jb, o, "backend", tp_json_str(c->backend));
   json_axes(jb, o, c);
@@ -1216,9 +1000,8 @@ static json_t *json_skipped(tp_json_builder *jb, const config *c) {
   return o;
 }
 
-static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
-  json_t *o = json_object();
-  if (!o) return NULL;
+/* The figures of one summary; shares in percent. */
+static void json_summary_fields(tp_json_builder *jb, json_t *o, const summary *sum) {
   tp_json_set(jb, o, "rows", json_integer(sum->rows));
   tp_json_set(jb, o, "geomean_speedup", tp_json_real(sum->geomean_speedup));
   tp_json_set(jb, o, "bound_rows", json_integer(sum->bound_rows));
@@ -1231,26 +1014,50 @@ static json_t *json_summary(tp_json_builder *jb, const summary *sum) {
   tp_json_set(jb, o, "stock_path_geomean", tp_json_real(sum->stock_path_geomean));
   tp_json_set(jb, o, "failed_rows", json_integer(sum->failed_rows));
   tp_json_set(jb, o, "rejected_or_missing_rows", json_integer(sum->other_rows));
-  tp_json_set(jb, o, "worst_rank_skew", tp_json_real(sum->worst_skew));
-  tp_json_set(jb, o, "worst_host_stall_frac", tp_json_real(sum->worst_stall));
+  tp_json_set(jb, o, "worst_rank_skew_pct", tp_json_real(100.0 * sum->worst_skew));
+  tp_json_set(jb, o, "worst_host_stall_pct", tp_json_real(100.0 * sum->worst_stall));
+}
+
+static json_t *json_models(tp_json_builder *jb, const report *rep) {
+  json_t *list = json_array();
+  for (size_t m = 0; list && m < rep->n_models; m++) {
+    json_t *o = json_object();
+    if (o) {
+      tp_json_set(jb, o, "model", tp_json_str(rep->models[m].model));
+      tp_json_set(jb, o, "toy", json_boolean(rep->models[m].toy));
+      json_summary_fields(jb, o, &rep->models[m].sum);
+    }
+    tp_json_append(jb, list, o);
+  }
+  return list;
+}
+
+/* The headline (toy models left out unless there is nothing else), then
+ * one summary per model. */
+static json_t *json_summary(tp_json_builder *jb, const report *rep) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  json_summary_fields(jb, o, &rep->sum);
+  tp_json_set(jb, o, "toy_only", json_boolean(rep->headline_toy_only));
+  tp_json_set(jb, o, "models", json_models(jb, rep));
   return o;
 }
 
-static tp_rc write_json(FILE *out, const report *rep) {
+static tp_rc write_json(FILE *out, const report *rep, const column_set *cols) {
   tp_json_builder jb = {0};
   json_t *root = json_object();
   json_t *rows = json_array();
   json_t *skipped = json_array();
   if (!root || !rows || !skipped) jb.failed = 1;
   for (size_t i = 0; rows && i < rep->n_rows; i++)
-    tp_json_append(&jb, rows, json_row(&jb, &rep->rows[i]));
+    tp_json_append(&jb, rows, tp_report_json_row(&jb, rep, &rep->rows[i], cols));
   for (size_t i = 0; skipped && i < rep->n_skipped; i++)
     tp_json_append(&jb, skipped, json_skipped(&jb, &rep->skipped[i]));
   if (root) {
-    tp_json_set(&jb, root, "run", json_run(&jb, &rep->run));
+    tp_json_set(&jb, root, "run", tp_report_json_run(&jb, &rep->run));
     tp_json_set(&jb, root, "rows", rows);
     tp_json_set(&jb, root, "rejected", skipped);
-    tp_json_set(&jb, root, "summary", json_summary(&jb, &rep->sum));
+    tp_json_set(&jb, root, "summary", json_summary(&jb, rep));
   } else {
     json_decref(rows);
     json_decref(skipped);
@@ -1287,14 +1094,34 @@ static tp_rc check_not_empty(tp_store *store, const report *rep) {
 }
 
 static tp_rc render(FILE *out, const report *rep, tp_report_format fmt) {
+  column_set cols;
+  TP_TRY(tp_report_columns_pick(rep->filter->columns, fmt, rep, &cols));
   switch (fmt) {
-  case TP_FMT_MARKDOWN: write_markdown(out, rep); break;
-  case TP_FMT_CSV: write_csv(out, rep); break;
-  case TP_FMT_JSON: TP_TRY(write_json(out, rep)); break;
+  case TP_FMT_MARKDOWN: write_markdown(out, rep, &cols); break;
+  case TP_FMT_CSV: tp_report_csv_rows(out, rep, &cols); break;
+  case TP_FMT_JSON: TP_TRY(write_json(out, rep, &cols)); break;
   default: return TP_FAIL(TP_EUSAGE, "unknown report format %d", (int)fmt);
   }
   if (fflush(out) != 0 || ferror(out)) return TP_FAIL(TP_EIO, "report: writing the output failed");
   return TP_OK;
+}
+
+/* A link probe's run: its header and its points, nothing else loaded. */
+static tp_rc report_link_run(tp_store *store, report *rep, int64_t run_id, tp_report_format fmt,
+                             FILE *out) {
+  reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL, store};
+  tp_rc rc = TP_OK;
+  if (rep->filter->columns)
+    rc = TP_FAIL(TP_EUSAGE,
+                 "%s: run %lld is a link probe: its table has fixed columns (size, "
+                 "count, time, algbw, busbw); --columns applies to op and layer runs",
+                 tp_store_path(store), (long long)run_id);
+  if (rc == TP_OK) rc = load_run(&r, run_id, &rep->run);
+  if (rc == TP_OK) rc = tp_report_link(store, rep, fmt, out);
+  if (rc == TP_OK && (fflush(out) != 0 || ferror(out)))
+    rc = TP_FAIL(TP_EIO, "report: writing the output failed");
+  free_run(&rep->run);
+  return rc;
 }
 
 tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,
@@ -1305,6 +1132,9 @@ tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_r
   rep.filter = filter ? filter : &no_filter;
   int64_t run_id = 0;
   TP_TRY(tp_store_find_run(store, rep.filter->run_id, rep.filter->commit, &run_id));
+  int is_link = 0;
+  TP_TRY(tp_report_is_link_run(store, run_id, &is_link));
+  if (is_link) return report_link_run(store, &rep, run_id, fmt, out);
   tp_rc rc = load_report(store, run_id, &rep);
   if (rc == TP_OK) rc = check_not_empty(store, &rep);
   if (rc == TP_OK) rc = derive_report(&rep);

@@ -28,6 +28,14 @@ typedef struct tp_report_filter {
   const char *layer;
   const char *pass;
   const char *dtype;
+  /* The columns to show (tp_report_throughput): NULL the format's default,
+   * "all", or a comma list of names. */
+  const char *columns;
+  /* Models whose rows stay out of the headline summary (toy shapes such as
+   * the debug preset): listed apart. The caller knows the presets; report/
+   * does not. */
+  const char *const *toy_models;
+  int n_toy_models;
 } tp_report_filter;
 
 /* Prints the run's header (hardware, software, windows) and the table.
@@ -35,34 +43,56 @@ typedef struct tp_report_filter {
  * One row per dist_gemm op configuration of the run (several when different
  * schedules or chunks were requested), plus one per case that has a stock op
  * but no dist_gemm configuration. A dist_gemm configuration that did not run
- * keeps its row, with its status and reason. Times are medians; speedup =
- * stock / dist_gemm; bound = max(GEMM alone, collective alone), blank unless
- * both were measured; a blank cell is "-" in markdown, empty in CSV, null in
- * JSON.
+ * keeps its row, with its status and reason. Every row carries its
+ * configuration's id (dist_gemm's, else stock's) and short key
+ * (report/tp_keys.h), which `history --key` and `trace --key` take. Times
+ * are medians; speedup = stock / dist_gemm; bound = max(GEMM alone,
+ * collective alone), blank unless both were measured; a blank cell is "-" in
+ * markdown, empty in CSV, null in JSON.
+ *
+ * Units, the same in every format and named in each header (markdown "stock
+ * ms", CSV and JSON "stock_ms"): times in milliseconds, shares (cv, overlap,
+ * rank skew, host stalls, tracing overhead) in percent, workspace in MiB,
+ * bandwidth in GB/s (10^9 bytes per second); a link probe's transfer times in
+ * microseconds, as nccl-tests prints them.
+ *
+ * Columns: markdown shows a compact set by default (id, key, model, op,
+ * shape, pass, schedule, stock ms, dist_gemm ms, speedup with its 95 %
+ * interval, dist/bound, status; tp, dtype and options when they vary among
+ * the rows; overlap % when a row was traced); CSV and JSON carry every column
+ * (JSON leaves the run's fields to its "run" object). filter->columns picks
+ * others in any format ("all", or names; an unknown name is TP_EUSAGE listing
+ * the valid ones).
  *
  * Trace columns, from the dist_gemm configuration's trace (schemas/
  * 002_trace.sql): overlap % (median over ranks and iteration windows with
  * communication), exposed comm ms (median over ranks and windows), trace
  * overhead % (traced / untraced median - 1) and evidence ("ok", or the
  * mismatch message; a stock trace that contradicts NCCL adds "stock: ...").
- * Markdown shows them, before "status", only when some row has a trace; CSV
- * and JSON always carry them (blank/null without a trace), so their shape
- * does not depend on the data.
  *
  * Markdown: a header block (run, commit, time, host, GPUs, software,
- * iterations, command line), a GitHub table, a summary line (over rows where
- * stock and dist_gemm both ran: geometric-mean speedup, median and worst
- * dist/bound, the row count) and the configurations that did not run.
- * CSV (RFC 4180, CRLF line ends): one header line, then one line per row and
- * nothing else, so any CSV reader takes it as is; each line carries run_id,
- * commit and, in its last columns, the run's host, GPUs, software versions
- * and warm-up/measured iterations instead of a header block. JSON: {"run":
- * {...}, "rows": [...],
- * "rejected": [...], "summary": {...}} with numbers at full precision.
+ * iterations, command line), a GitHub table, a summary (the headline over
+ * rows of models that are not toys, where stock and dist_gemm both ran:
+ * geometric-mean speedup, median and worst dist/bound, the row count; then
+ * one line per model, toy models apart) and the configurations that did not
+ * run. CSV (RFC 4180, CRLF line ends): one header line, then one line per row
+ * and nothing else, so any CSV reader takes it as is; each line carries
+ * run_id, commit and the run's host, GPUs, software versions and
+ * warm-up/measured iterations instead of a header block. JSON: {"run":
+ * {...}, "rows": [...], "rejected": [...], "summary": {..., "models":
+ * [...]}} with numbers at full precision.
+ *
+ * A run of `tpbench link` (all its configurations of kind link) shows the
+ * probe instead, per transfer kind as nccl-tests prints it: size (bytes),
+ * count (elements), time (us), algbw and busbw (GB/s). size is what one
+ * collective moves in all (all-gather's output, reduce-scatter's input: the
+ * ranks' share times the ranks), or one rank's push; algbw = size / time;
+ * busbw = algbw · (ranks - 1) / ranks for the collectives, algbw for a push.
+ * The model, layer, pass and dtype filters and columns do not apply to it.
  *
  * filter may be NULL (latest run, everything). TP_EUSAGE when the database
- * has no runs, the run or commit does not exist, or nothing in the run
- * matches the filter; TP_EIO when out cannot be written. */
+ * has no runs, the run or commit does not exist, nothing in the run matches
+ * the filter or a column is unknown; TP_EIO when out cannot be written. */
 TP_MUST_CHECK tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter,
                                          tp_report_format fmt, FILE *out);
 

@@ -172,29 +172,40 @@ static const char *column_text(sqlite3_stmt *st, int col) {
   return (const char *)sqlite3_column_text(st, col);
 }
 
+/* Reads up to n whole numbers separated by spaces from text into v; the
+ * count read. */
+static int read_numbers(const char *text, long long *v, int n) {
+  int got = 0;
+  for (const char *p = text; p && got < n;) {
+    char *end = NULL;
+    long long value = strtoll(p, &end, 10);
+    if (end == p) break;
+    v[got++] = value;
+    p = end;
+  }
+  return got;
+}
+
 /* The eleventh label column: chunks, then the axes beyond the first ten
  * (TP_LABEL_COLUMNS). A column holding chunks alone leaves the defaults. */
 static void extra_axes_from_text(const char *text, tp_config_axes *axes) {
-  long long m = 0, n = 0, k = 0;
-  int chunks = 0, batch = 0, seqlen = 0, n_weights = 0, sp = 1, graph = 0, save = 0;
-  int got = text ? sscanf(text, "%d %d %d %lld %lld %lld %d %d %d %d", &chunks, &batch, &seqlen, &m,
-                          &n, &k, &n_weights, &sp, &graph, &save)
-                 : 0;
-  if (got < 10) { /* chunks alone (or nothing): every other axis at its default */
-    batch = seqlen = n_weights = graph = save = 0;
-    m = n = k = 0;
-    sp = 1;
+  enum { CHUNKS, BATCH, SEQLEN, M, N, K, N_WEIGHTS, SP, GRAPH, SAVE, N_EXTRA };
+  long long v[N_EXTRA] = {0};
+  int got = read_numbers(text, v, N_EXTRA);
+  axes->chunks = got >= 1 ? (int)v[CHUNKS] : 0;
+  if (got < N_EXTRA) { /* chunks alone (or nothing): every other axis at its default */
+    memset(v, 0, sizeof v);
+    v[SP] = 1;
   }
-  axes->chunks = got >= 1 ? chunks : 0;
-  axes->batch = batch;
-  axes->seqlen = seqlen;
-  axes->m = m;
-  axes->n = n;
-  axes->k = k;
-  axes->n_weights = n_weights;
-  axes->sp = sp;
-  axes->graph = graph;
-  axes->save_gathered = save;
+  axes->batch = (int)v[BATCH];
+  axes->seqlen = (int)v[SEQLEN];
+  axes->m = v[M];
+  axes->n = v[N];
+  axes->k = v[K];
+  axes->n_weights = (int)v[N_WEIGHTS];
+  axes->sp = (int)v[SP];
+  axes->graph = (int)v[GRAPH];
+  axes->save_gathered = (int)v[SAVE];
 }
 
 void tp_axes_from_row(sqlite3_stmt *st, int col, tp_config_axes *axes) {
@@ -220,6 +231,11 @@ static void link_size_word(char *word, size_t cap, int64_t bytes) {
   else snprintf(word, cap, "%lld B", (long long)bytes);
 }
 
+/* Whether the model axis leaves the GEMM's shape open: no model, or the name
+ * `ops --shape` records for a bare projection (TP_SHAPE_MODEL of
+ * bench/matrix/presets.h, which report/ does not include). */
+static int names_no_model(const char *model) { return !is_set(model) || !strcmp(model, "shape"); }
+
 /* What fixes the shape: tokens and batch, or the GEMM's own M×N×K where no
  * model implies it, or a link probe's bytes. */
 static void append_shape(char *buf, size_t cap, size_t *len, const tp_config_axes *axes,
@@ -236,7 +252,7 @@ static void append_shape(char *buf, size_t cap, size_t *len, const tp_config_axe
   if (is_link) {
     link_size_word(word, sizeof word, axes->m);
     append_word(buf, cap, len, word);
-  } else if (!is_set(axes->model) && axes->m > 0) {
+  } else if (names_no_model(axes->model) && axes->m > 0) {
     snprintf(word, sizeof word, "%lld×%lld×%lld", (long long)axes->m, (long long)axes->n,
              (long long)axes->k);
     append_word(buf, cap, len, word);

@@ -116,7 +116,8 @@ void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
  * "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2 graph".
  * In order: model, op or layer, projection; T=tokens (when set) and B=batch
  * (when above 1: the sequence length is then T/B); the GEMM shape M×N×K
- * when no model names it (a bare projection), the bytes per rank for a link
+ * when no model names it (a bare projection: no model, or `ops --shape`'s
+ * "shape"), the bytes per rank for a link
  * probe ("8 MiB"); dtype, pass, tp=N (when set); the backend, or "GEMM
  * alone" / "collective alone" for kind gemm and comm; the schedule; xN
  * chunks (when set); then "no-sp" (sequence parallelism off, outside link

@@ -138,7 +138,7 @@ static void format_value(const tp_option *opt, char *buf, size_t cap) {
   case TP_OPT_INT64: snprintf(buf, cap, "%lld", *(const long long *)opt->dest); break;
   case TP_OPT_STRING: {
     const char *s = *(const char *const *)opt->dest;
-    snprintf(buf, cap, "%s", s ? s : "none");
+    snprintf(buf, cap, "%s", s ? s : "");
     break;
   }
   case TP_OPT_STR_LIST: {
@@ -159,6 +159,14 @@ static void format_value(const tp_option *opt, char *buf, size_t cap) {
   }
 }
 
+/* Whether help shows "[default: value]": not for flags, not for an option
+ * without a default (an empty list, no string), and not where the help text
+ * already says its default in words. */
+static int shows_default(const tp_option *opt, const char *value) {
+  if (opt->type == TP_OPT_FLAG || value[0] == '\0') return 0;
+  return strstr(opt->help, "default") == NULL;
+}
+
 void tp_cli_print_help(const tp_command *cmd, FILE *out) {
   fprintf(out, "Usage: %s\n\n%s\n\nOptions:\n", cmd->usage, cmd->summary);
   for (int i = 0; i < cmd->n_options; i++) {
@@ -170,7 +178,7 @@ void tp_cli_print_help(const tp_command *cmd, FILE *out) {
     format_value(opt, value, sizeof value);
     fprintf(out, "  %-22s %s", left, opt->help);
     if (opt->choices) fprintf(out, " (one of %s)", opt->choices);
-    if (opt->type != TP_OPT_FLAG) fprintf(out, " [default: %s]", value);
+    if (shows_default(opt, value)) fprintf(out, " [default: %s]", value);
     fputc('\n', out);
   }
   fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");

@@ -5,10 +5,12 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "report/tp_history.h"
+#include "report/tp_keys.h"
 
 typedef struct history_args {
   const char *db;
@@ -20,8 +22,8 @@ typedef struct history_args {
 static tp_rc parse_args(int argc, char **argv, history_args *a, int *help) {
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
-      {"key", TP_OPT_STRING, &a->key, "KEY", "configuration key (as report --format json shows)", 0,
-       0, NULL},
+      {"key", TP_OPT_STRING, &a->key, "KEY",
+       "configuration key, or a unique prefix of its short key (as report shows)", 0, 0, NULL},
       {"config", TP_OPT_INT64, &a->config, "ID", "a configuration id standing for its key", 0,
        INT64_MAX, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
@@ -41,8 +43,11 @@ static tp_rc parse_args(int argc, char **argv, history_args *a, int *help) {
 static tp_rc show_history(const history_args *a, tp_report_format fmt) {
   tp_store *store = NULL;
   TP_TRY(tp_open_for_reading("history", a->db, &store));
-  tp_history_query q = {.config_id = a->config, .key = a->key};
-  tp_rc rc = tp_report_history(store, &q, fmt, stdout);
+  char *key = NULL;
+  tp_rc rc = a->key ? tp_config_key_resolve(store, a->key, &key) : TP_OK;
+  tp_history_query q = {.config_id = a->config, .key = key};
+  if (rc == TP_OK) rc = tp_report_history(store, &q, fmt, stdout);
+  free(key);
   if (rc != TP_OK) tp_print_error("history");
   tp_store_close(store);
   return rc;

@@ -168,11 +168,85 @@ static void test_history_command(void **state) {
   snprintf(id, sizeof id, "%lld", (long long)f->traced);
   RUN_EXPECT(0, "| 1 | unknown |", NULL, "history", "--db", f->db, "--config", id);
   RUN_EXPECT(0, "| feed0002 |", NULL, "history", "--db", f->db, "--key", f->traced_key);
-  RUN_EXPECT(0, "\"vs_first\"", NULL, "history", "--db", f->db, "--config", id, "--format", "json");
+  RUN_EXPECT(0, "\"vs_first_pct\"", NULL, "history", "--db", f->db, "--config", id, "--format",
+             "json");
   RUN_EXPECT(2, NULL, "exactly one of --key and --config", "history", "--db", f->db);
   RUN_EXPECT(2, NULL, "exactly one", "history", "--db", f->db, "--config", id, "--key", "k");
-  RUN_EXPECT(2, NULL, "no configuration has key", "history", "--db", f->db, "--key", "nope");
+  RUN_EXPECT(2, NULL, "no configuration has the key \"nope\"", "history", "--db", f->db, "--key",
+             "nope");
   RUN_EXPECT(2, NULL, "no database", "history", "--db", "/nonexistent/x.db", "--config", "1");
+}
+
+/* history takes a unique prefix of the short key the reports print. */
+static void test_history_by_short_key(void **state) {
+  fixture *f = *state;
+  char id[32];
+  snprintf(id, sizeof id, "%lld", (long long)f->traced);
+  rp_result r = tpbench("report", "--db", f->db, "--format", "json", "--columns",
+                        "dist_config_id,short_key", NULL);
+  rp_expect(&r, 0, "\"short_key\"", NULL);
+  json_error_t err;
+  json_t *root = json_loads(r.out, 0, &err);
+  if (!root) fail_msg("not JSON: %s", err.text);
+  char prefix[16] = "";
+  json_t *rows = json_object_get(root, "rows");
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    if (json_integer_value(json_object_get(row, "dist_config_id")) == f->traced)
+      snprintf(prefix, sizeof prefix, "%.7s", json_string_value(json_object_get(row, "short_key")));
+  }
+  json_decref(root);
+  rp_free(&r);
+  assert_true(prefix[0] != '\0');
+  RUN_EXPECT(0, "| feed0002 |", NULL, "history", "--db", f->db, "--key", prefix);
+  RUN_EXPECT(2, NULL, "no configuration's short key starts with", "history", "--db", f->db, "--key",
+             "ffffffffffffffffffff");
+}
+
+/* ---- runs and report ---------------------------------------------------------------- */
+
+static void test_runs_command(void **state) {
+  fixture *f = *state;
+  RUN_EXPECT(0, "| run | commit | started (UTC) | host |", NULL, "runs", "--db", f->db);
+  RUN_EXPECT(0, "| feed0002 |", NULL, "runs", "--db", f->db);
+  RUN_EXPECT(0, "run_id,uuid,commit,", NULL, "runs", "--db", f->db, "--format", "csv");
+  RUN_EXPECT(0, "\"runs\": [", NULL, "runs", "--db", f->db, "--format", "json");
+  RUN_EXPECT(2, NULL, "no database", "runs", "--db", "/nonexistent/x.db");
+  RUN_EXPECT(2, NULL, "xml", "runs", "--db", f->db, "--format", "xml");
+  RUN_EXPECT(0, "runs", NULL, "--help");
+}
+
+static void test_report_columns_command(void **state) {
+  fixture *f = *state;
+  RUN_EXPECT(0, "| id | key | model | op | shape |", NULL, "report", "--db", f->db);
+  RUN_EXPECT(0, "config_id,short_key\r\n", NULL, "report", "--db", f->db, "--format", "csv",
+             "--columns", "config_id,short_key");
+  RUN_EXPECT(2, NULL, "unknown column \"bogus\"; the columns are: all, run_id", "report", "--db",
+             f->db, "--columns", "bogus");
+}
+
+/* Help says a default only where there is one, and once. */
+static void test_help_defaults(void **state) {
+  (void)state;
+  const char *commands[] = {"report", "history", "trace", "compare",   "runs",   "run",
+                            "ops",    "matrix",  "link",  "dashboard", "import", "migrate"};
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    rp_result r = tpbench(commands[i], "--help", NULL);
+    rp_expect(&r, 0, "Usage: ", NULL);
+    if (strstr(r.out, "[default: ]"))
+      fail_msg("%s --help: an empty default:\n%s", commands[i], r.out);
+    if (strstr(r.out, "[default: none]"))
+      fail_msg("%s --help: default none:\n%s", commands[i], r.out);
+    for (const char *line = r.out; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+      const char *end = strchr(line, '\n');
+      size_t len = end ? (size_t)(end - line) : strlen(line);
+      const char *said = memmem(line, len, "default", 7);
+      if (said && memmem(said + 7, len - (size_t)(said + 7 - line), "[default:", 9))
+        fail_msg("%s --help: the default twice: %.*s", commands[i], (int)len, line);
+    }
+    rp_free(&r);
+  }
 }
 
 /* ---- trace --------------------------------------------------------------------------- */
@@ -608,6 +682,10 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_exit_status),
       cmocka_unit_test(test_history_command),
+      cmocka_unit_test(test_history_by_short_key),
+      cmocka_unit_test(test_runs_command),
+      cmocka_unit_test(test_report_columns_command),
+      cmocka_unit_test(test_help_defaults),
       cmocka_unit_test(test_trace_command),
       cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_dashboard_command),

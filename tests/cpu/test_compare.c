@@ -931,10 +931,10 @@ static void test_history(void **state) {
   for (int i = 0; i < 4; i++)
     assert_string_equal(
         json_string_value(json_object_get(json_array_get(rows, (size_t)i), "commit")), commits[i]);
-  assert_true(json_is_null(json_object_get(json_array_get(rows, 0), "vs_first")));
-  assert_near(json_real_value(json_object_get(json_array_get(rows, 1), "vs_first")), 0.05, 0.005);
-  assert_near(json_real_value(json_object_get(json_array_get(rows, 2), "vs_previous")),
-              1.0 / 1.05 - 1, 0.005);
+  assert_true(json_is_null(json_object_get(json_array_get(rows, 0), "vs_first_pct")));
+  assert_near(json_real_value(json_object_get(json_array_get(rows, 1), "vs_first_pct")), 5.0, 0.5);
+  assert_near(json_real_value(json_object_get(json_array_get(rows, 2), "vs_previous_pct")),
+              100.0 * (1.0 / 1.05 - 1), 0.5);
   json_decref(root);
 
   /* By id, in markdown, and a failed row keeps its reason. */

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,10 @@
 #include <sqlite3.h>
 
 #include "report/tp_history.h"
+#include "report/tp_keys.h"
 #include "report/tp_report.h"
 #include "report/tp_report_util.h"
+#include "report/tp_runs.h"
 #include "store/tp_store.h"
 
 #define COMMIT_1 "aaaa111122223333444455556666777788889999"
@@ -361,7 +364,15 @@ static void test_rank_skew_and_host_stalls_shown(void **state) {
   assert_non_null(strstr(md, "in up to 5.0 % of a configuration's iterations"));
   free(md);
   json_t *root = report_json(f, NULL);
-  assert_close(jnum(json_object_get(root, "summary"), "worst_rank_skew"), 0.125);
+  assert_close(jnum(json_object_get(root, "summary"), "worst_rank_skew_pct"), 12.5);
+  /* the row's too, in percent as in CSV */
+  int skewed = 0;
+  json_t *rows = json_object_get(root, "rows");
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *v = json_object_get(json_array_get(rows, i), "dist_rank_skew_pct");
+    if (json_is_number(v)) skewed += fabs(json_number_value(v) - 12.5) < 1e-9;
+  }
+  assert_int_equal(skewed, 1);
   json_decref(root);
   snprintf(sql, sizeof sql,
            "UPDATE results SET rank_skew = NULL, host_stall_frac = NULL WHERE config_id = %s",
@@ -390,28 +401,6 @@ static void test_json_summary(void **state) {
 
 /* ---- markdown ------------------------------------------------------------- */
 
-/* The line of text holding `first` also holds `second` after it (one interval
- * cell between them at most) and then `third`. */
-/* Offset of needle in hay at or after from; SIZE_MAX when absent. */
-__attribute__((noinline)) static size_t find_from(const char *hay, size_t from,
-                                                  const char *needle) {
-  const char *p = strstr(hay + from, needle);
-  return p ? (size_t)(p - hay) : SIZE_MAX;
-}
-
-/* noinline: inlined into a test, GCC's -Wdangling-pointer mistakes the report
- * text for the address of report_ok's local. */
-__attribute__((noinline)) static int row_has_in_order(const char *text, const char *first,
-                                                      const char *second, const char *third) {
-  size_t a = find_from(text, 0, first);
-  if (a == SIZE_MAX) return 0;
-  size_t eol = find_from(text, a, "\n");
-  size_t b = find_from(text, a, second);
-  if (b == SIZE_MAX || b > eol || b - a > 48) return 0;
-  size_t c = find_from(text, b, third);
-  return c != SIZE_MAX && c < eol;
-}
-
 static void test_markdown(void **state) {
   char *md = report_ok(*state, NULL, TP_FMT_MARKDOWN);
   assert_non_null(strstr(md, "run 2"));
@@ -424,12 +413,13 @@ static void test_markdown(void **state) {
   /* Backticks inside the command line get a longer fence. */
   assert_non_null(strstr(md, "`` tpbench ops --model `llama3-8b` ``"));
 
-  /* Every table line has the same number of cell separators (escaped '|'
-   * inside a reason does not count), and there is one line per row. */
+  /* Every line of the throughput table has the same number of cell
+   * separators (escaped '|' inside a reason does not count), and there is
+   * one line per row. */
   int table_lines = 0, separators = -1;
-  char *copy = strdup(md);
+  char *copy = strdup(strstr(md, "\n| id |") + 1);
+  *strstr(copy, "\n\n") = '\0'; /* the table ends at the first blank line */
   for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) {
-    if (line[0] != '|') continue;
     table_lines++;
     int n = count_char(line, '|');
     for (char *p = strstr(line, "\\|"); p; p = strstr(p + 2, "\\|")) n--;
@@ -438,31 +428,49 @@ static void test_markdown(void **state) {
   }
   free(copy);
   assert_int_equal(table_lines, 2 + 6);
-  assert_int_equal(separators, 28);
+  /* the compact table; dtype varies (fp32 in D), tp and options do not */
+  assert_non_null(strstr(md, "| id | key | model | op | shape | dtype | pass | schedule | stock ms "
+                             "| dist_gemm ms | speedup (95% CI) | dist/bound (95% CI) | status |\n"
+                             "|---:|---|---|---|---|---|---|---|---:|---:|---:|---:|---|\n"));
+  assert_int_equal(separators, 14);
 
-  /* no link probe in this database: the stricter bound stays blank */
-  /* speedup, its interval (samples at 0.99, 1 and 1.01 of the median: about ±2 %),
-   * the halves, the bound, dist/bound and its interval, then the blank stricter bound */
-  assert_true(row_has_in_order(md, "| ce x4 | 2.000 | 1.600 | 1.25 | 1.2",
-                               "| 1.200 | 1.500 | 1.500 | 1.07 | 1.0", "| - | - |"));
-  assert_non_null(strstr(md, "| sm x2 | 2.000 | 1.800 | 1.11 |"));
-  assert_non_null(strstr(md, "| 2.50e-03 (stock) |"));
-  assert_non_null(strstr(md, "| multimem (requested) | 3.000 | - | - |"));
+  /* id and short key, op and shape, the speedup with its interval (samples at
+   * 0.99, 1 and 1.01 of the median: about ±2 %), dist/bound with its own */
+  char key[TP_SHORT_KEY_LEN + 1], expect[400];
+  tp_short_key("kind=op;model=llama3-8b;layer=ag_linear;proj=qkv;backend=dist_gemm;schedule=ce;"
+               "chunks=4;tp=8;batch=2;seqlen=4096;tokens=8192;m=8192;n=1024;k=4096;n_weights=1;"
+               "dtype=bf16;sp=1;pass=fwd;graph=0;save_gathered=0",
+               key, sizeof key);
+  snprintf(expect, sizeof expect,
+           "| 4 | %s | llama3-8b | ag_linear qkv | T=8192 8192×1024×4096 | bf16 | fwd | ce x4 | "
+           "2.000 | 1.600 | 1.25 (1.23–1.28) | 1.07 (1.05–1.09) | ok |",
+           key);
+  if (!strstr(md, expect)) fail_msg("no line\n%s\nin\n%s", expect, md);
+  assert_non_null(strstr(md, "| sm x2 | 2.000 | 1.800 | 1.11 (1.09–1.13) | 1.20 (1.18–1.22) |"));
+  assert_non_null(strstr(md, "| multimem (requested) | 3.000 | - | - | - |"));
   assert_non_null(
       strstr(md, "| rejected: multicast unavailable, \"NVLS\" disabled \\| see docs |"));
   assert_non_null(strstr(md, "| missing: no dist_gemm configuration for this case |"));
+  /* the wide columns wait for --columns */
+  assert_null(strstr(md, "GEMM ms"));
+  assert_null(strstr(md, "workspace MiB"));
   /* Rows keep the order the matrix ran. */
   assert_true(strstr(md, "| ce x4 |") < strstr(md, "| sm x2 |"));
   assert_true(strstr(md, "| sm x2 |") < strstr(md, "| ce x2+sm |"));
 
-  char expect[160];
   double geomean = pow(1.25 * (2000.0 / 1800) * 1.25 * 1.25, 0.25);
   snprintf(expect, sizeof expect, "geometric-mean speedup %.3f; dist/bound median 1.14, worst 1.20",
            geomean);
   assert_non_null(strstr(md, expect));
-  assert_non_null(strstr(md, "over 4 rows with stock and dist_gemm results"));
+  assert_non_null(strstr(md, "(over 4 rows with stock and dist_gemm results)"));
+  /* one line per model */
+  assert_non_null(strstr(md, "| llama3-8b | 3 | 1.202 | 0 | 1.14 | 1.20 | 0 | 2 |"));
+  assert_non_null(strstr(md, "| llama3-70b | 1 | 1.250 | 0 | - | - | 0 | 0 |"));
   assert_non_null(strstr(md, "**Not run** (2 configurations)"));
   assert_non_null(strstr(md, "failed: " GEMM_FAILURE));
+  /* a skipped configuration by id, short key and a label naming its batch */
+  assert_non_null(strstr(md, "- config 16, key "));
+  assert_non_null(strstr(md, "(llama3-70b linear_rs w2 T=8192 B=2 fp32 fwd tp=8 GEMM alone)"));
   free(md);
 }
 
@@ -693,6 +701,9 @@ static void test_config_label(void **state) {
       {"'op', 'stock', '', 'linear_rs', NULL, 4096, 'bf16', 'fwd', 2, NULL, 0, 0, 0, 4096, 1024, "
        "8192, 1, 1, 0, 0",
        "linear_rs T=4096 4096×1024×8192 bf16 fwd tp=2 stock"},
+      {"'op', 'dist_gemm', 'shape', 'ag_linear', NULL, 4096, 'bf16', 'fwd', 2, 'ce', 0, 0, 0, "
+       "4096, 1024, 8192, 1, 1, 0, 0",
+       "shape ag_linear T=4096 4096×1024×8192 bf16 fwd tp=2 dist_gemm ce"},
       /* a link probe: its size per rank; sequence parallelism means nothing there */
       {"'link', 'copy-engine', '', 'ce_push', '', 0, 'bf16', 'fwd', 2, '', 0, 0, 0, 8388608, 0, 0, "
        "0, 0, 0, 0",
@@ -805,6 +816,8 @@ static void expect_contained_markdown(const char *md, int table_lines, int list_
       if (borders >= 0 && n != borders) fail_msg("ragged table line: %.*s", (int)len, line);
       borders = n;
       tables++;
+    } else {
+      borders = -1; /* the next table may have other columns */
     }
     if (len >= 9 && !strncmp(line, "- config ", 9)) lists++;
     line = end ? end + 1 : line + len;
@@ -869,7 +882,8 @@ static void test_injection(void **state) {
   assert_int_equal(tp_store_finish_run(store, run), TP_OK);
 
   char *md = text_of(store, NULL, TP_FMT_MARKDOWN);
-  expect_contained_markdown(md, 2 + 1, 2);
+  /* the table (head, rule, one row), then the per-model summary (the same) */
+  expect_contained_markdown(md, 2 * (2 + 1), 2);
   free(md);
   char *csv = text_of(store, NULL, TP_FMT_CSV);
   expect_no_formulas(csv, 1 + 1);
@@ -949,6 +963,363 @@ static void test_strict_bound_from_link_probe(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---- columns, ids and keys, toy models -------------------------------------- */
+
+static char *report_text(const fixture *f, const tp_report_filter *filter, tp_report_format fmt) {
+  return report_ok(f, filter, fmt);
+}
+
+/* --columns picks the same columns in every format; all is every one; an
+ * unknown name is a usage error that lists the valid ones. CSV keeps every
+ * column by default. */
+static void test_columns(void **state) {
+  fixture *f = *state;
+  tp_report_filter filter = {.columns = "config_id,short_key,speedup"};
+  char *csv = report_text(f, &filter, TP_FMT_CSV);
+  assert_memory_equal(csv, "config_id,short_key,speedup\r\n4,", 31);
+  free(csv);
+  json_t *root = report_json(f, &filter);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  assert_int_equal(json_object_size(row), 3);
+  assert_close(jnum(row, "speedup"), 1.25);
+  json_decref(root);
+  char *md = report_text(f, &filter, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "| id | key | speedup (95% CI) |\n|---:|---|---:|\n| 4 | "));
+  free(md);
+
+  filter.columns = "all";
+  md = report_text(f, &filter, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "| GEMM ms | comm ms | bound ms |"));
+  assert_non_null(strstr(md, "| configuration | op | shape | options |"));
+  free(md);
+
+  /* the default CSV and JSON are complete: the wide columns and the ids */
+  csv = report_text(f, NULL, TP_FMT_CSV);
+  const char *names[] = {"gemm_ms",        "workspace_mib",      "config_id",          "short_key",
+                         "dist_config_id", "dist_rank_skew_pct", "dist_host_stall_pct"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) (void)csv_column(csv, names[i]);
+  free(csv);
+
+  filter.columns = "speedup,nope";
+  char *text = NULL;
+  assert_int_equal(run_report(f, &filter, TP_FMT_CSV, &text), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unknown column \"nope\""));
+  assert_non_null(strstr(tp_last_error(), "short_key"));
+  assert_string_equal(text, "");
+  free(text);
+}
+
+/* Every row carries its configuration's id and short key, the first ten hex
+ * digits of the SHA-256 of its canonical key, in every format. */
+static void test_ids_and_short_keys(void **state) {
+  fixture *f = *state;
+  char known[TP_SHORT_KEY_LEN + 1];
+  tp_short_key("abc", known, sizeof known); /* FIPS 180-2's example: ba7816bf... */
+  assert_string_equal(known, "ba7816bf8f");
+  json_t *root = report_json(f, NULL);
+  json_t *rows = json_object_get(root, "rows");
+  char *csv = report_text(f, NULL, TP_FMT_CSV);
+  char *md = report_text(f, NULL, TP_FMT_MARKDOWN);
+  int key_col = csv_column(csv, "short_key");
+  const char *p = csv;
+  char field[128];
+  csv_record(&p, 0, field, sizeof field); /* the header */
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    char key[TP_SHORT_KEY_LEN + 1];
+    tp_short_key(json_string_value(json_object_get(row, "config_key")), key, sizeof key);
+    assert_string_equal(json_string_value(json_object_get(row, "short_key")), key);
+    assert_true(json_integer_value(json_object_get(row, "config_id")) > 0);
+    const char *start = p;
+    csv_record(&p, key_col, field, sizeof field);
+    (void)start;
+    assert_string_equal(field, key);
+    char cell[64];
+    snprintf(cell, sizeof cell, "| %lld | %s |",
+             (long long)json_integer_value(json_object_get(row, "config_id")), key);
+    assert_non_null(strstr(md, cell));
+  }
+  /* rejected configurations too */
+  json_t *first = json_array_get(json_object_get(root, "rejected"), 0);
+  char key[TP_SHORT_KEY_LEN + 1];
+  tp_short_key(json_string_value(json_object_get(first, "config_key")), key, sizeof key);
+  assert_string_equal(json_string_value(json_object_get(first, "short_key")), key);
+  free(md);
+  free(csv);
+  json_decref(root);
+}
+
+/* A unique prefix of a short key finds its configuration key; too short,
+ * unknown or shared prefixes are usage errors. */
+static void test_key_prefix_resolve(void **state) {
+  fixture *f = *state;
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open_readonly(f->db, &store), TP_OK);
+  json_t *root = report_json(f, NULL);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  const char *full = json_string_value(json_object_get(row, "config_key"));
+  const char *short_key = json_string_value(json_object_get(row, "short_key"));
+  char *key = NULL;
+  assert_int_equal(tp_config_key_resolve(store, full, &key), TP_OK); /* a whole key */
+  assert_string_equal(key, full);
+  free(key);
+  assert_int_equal(tp_config_key_resolve(store, short_key, &key), TP_OK);
+  assert_string_equal(key, full);
+  free(key);
+  char upper[16];
+  snprintf(upper, sizeof upper, "%.6s", short_key);
+  for (char *c = upper; *c; c++) *c = (char)toupper((unsigned char)*c);
+  assert_int_equal(tp_config_key_resolve(store, upper, &key), TP_OK); /* any case */
+  assert_string_equal(key, full);
+  free(key);
+  assert_int_equal(tp_config_key_resolve(store, "abc", &key), TP_EUSAGE); /* too short */
+  assert_null(key);
+  assert_int_equal(tp_config_key_resolve(store, "kind=op;nothing", &key), TP_EUSAGE);
+  /* a prefix no key has: one hex digit after the first's */
+  char none[TP_KEY_DIGEST_HEX + 1];
+  snprintf(none, sizeof none, "%s", short_key);
+  none[TP_SHORT_KEY_LEN - 1] = none[TP_SHORT_KEY_LEN - 1] == '0' ? '1' : '0';
+  if (tp_config_key_resolve(store, none, &key) == TP_OK) free(key); /* (could exist, rarely) */
+  else assert_non_null(strstr(tp_last_error(), "no configuration's short key starts with"));
+  json_decref(root);
+  tp_store_close(store);
+}
+
+/* Two keys whose digests share their first four hex digits, among the
+ * sample database's: the prefix is ambiguous and says so. */
+static void test_key_prefix_ambiguous(void **state) {
+  (void)state;
+  const char *sample = TP_TEST_DATA_DIR "/../../examples/tpbench-h200-sample.db";
+  if (access(sample, R_OK) != 0) skip();
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open_readonly(sample, &store), TP_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(tp_store_db(store), "SELECT DISTINCT config_key FROM configs",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  static char seen[65536];
+  memset(seen, 0, sizeof seen);
+  char shared[8] = "";
+  while (!shared[0] && sqlite3_step(st) == SQLITE_ROW) {
+    char key[TP_SHORT_KEY_LEN + 1];
+    tp_short_key((const char *)sqlite3_column_text(st, 0), key, sizeof key);
+    unsigned prefix = (unsigned)strtoul((char[]){key[0], key[1], key[2], key[3], 0}, NULL, 16);
+    if (seen[prefix]) snprintf(shared, sizeof shared, "%.4s", key);
+    seen[prefix] = 1;
+  }
+  sqlite3_finalize(st);
+  if (!shared[0]) {
+    tp_store_close(store);
+    skip(); /* no two keys of the sample share four digits */
+  }
+  char *key = NULL;
+  assert_int_equal(tp_config_key_resolve(store, shared, &key), TP_EUSAGE);
+  assert_null(key);
+  assert_non_null(strstr(tp_last_error(), "is ambiguous"));
+  tp_store_close(store);
+}
+
+/* Over every configuration of the sample database (448 compare rows, the
+ * dashboard's pickers, the trace titles are all among them), distinct keys
+ * get distinct labels: no two labels are the same. */
+static void test_sample_labels_unique(void **state) {
+  (void)state;
+  const char *sample = TP_TEST_DATA_DIR "/../../examples/tpbench-h200-sample.db";
+  if (access(sample, R_OK) != 0) skip();
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(sample, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(
+          db, "SELECT c.config_key, " TP_LABEL_COLUMNS " FROM configs c GROUP BY c.config_key", -1,
+          &st, NULL) != SQLITE_OK)
+    fail_msg("%s", sqlite3_errmsg(db));
+  size_t n = 0, cap = 0;
+  char(*labels)[256] = NULL;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      labels = realloc(labels, cap * sizeof *labels);
+      assert_non_null(labels);
+    }
+    tp_config_axes axes;
+    tp_axes_from_row(st, 1, &axes);
+    tp_config_label(labels[n++], sizeof labels[0], &axes);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  assert_true(n >= 400);
+  qsort(labels, n, sizeof *labels, (int (*)(const void *, const void *))strcmp);
+  int duplicates = 0;
+  for (size_t i = 1; i < n; i++)
+    if (!strcmp(labels[i], labels[i - 1])) {
+      fprintf(stderr, "shared label: %s\n", labels[i]);
+      duplicates++;
+    }
+  free(labels);
+  assert_int_equal(duplicates, 0);
+}
+
+/* Toy models stay out of the headline and are listed apart; each model has
+ * its own summary. */
+static void test_toy_models_apart(void **state) {
+  fixture *f = *state;
+  const char *toys[] = {"llama3-70b"};
+  tp_report_filter filter = {.toy_models = toys, .n_toy_models = 1};
+  json_t *root = report_json(f, &filter);
+  json_t *sum = json_object_get(root, "summary");
+  /* the headline over llama3-8b alone: A-ce 1.25, A-sm 10/9, B 1.25 */
+  assert_int_equal(json_integer_value(json_object_get(sum, "rows")), 3);
+  assert_close(jnum(sum, "geomean_speedup"), pow(1.25 * (2000.0 / 1800) * 1.25, 1.0 / 3));
+  assert_true(json_is_false(json_object_get(sum, "toy_only")));
+  json_t *models = json_object_get(sum, "models");
+  assert_int_equal(json_array_size(models), 2);
+  json_t *toy = json_array_get(models, 1);
+  assert_string_equal(json_string_value(json_object_get(toy, "model")), "llama3-70b");
+  assert_true(json_is_true(json_object_get(toy, "toy")));
+  assert_close(jnum(toy, "geomean_speedup"), 1.25);
+  json_decref(root);
+  char *md = report_text(f, &filter, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "(over 3 rows with stock and dist_gemm results)"));
+  assert_non_null(strstr(md, "| llama3-70b (toy) | 1 | 1.250 |"));
+  assert_non_null(strstr(md, "Toy models, kept out of the headline: llama3-70b."));
+  free(md);
+  /* a run of toys alone is summarised over them, and says so */
+  const char *all[] = {"llama3-8b", "llama3-70b"};
+  filter = (tp_report_filter){.toy_models = all, .n_toy_models = 2};
+  md = report_text(f, &filter, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "**Summary** (toy models only: over 4 rows"));
+  free(md);
+}
+
+/* A link probe's run: per transfer kind, nccl-tests' size, count, time,
+ * algbw and busbw (the sample's run 4: 2 ranks, 8 MiB per rank). */
+static void test_link_run_table(void **state) {
+  (void)state;
+  const char *sample = TP_TEST_DATA_DIR "/../../examples/tpbench-h200-sample.db";
+  if (access(sample, R_OK) != 0) skip();
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open_readonly(sample, &store), TP_OK);
+  tp_report_filter filter = {.run_id = 4};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_JSON, mem), TP_OK);
+  fclose(mem);
+  json_error_t err;
+  json_t *root = json_loads(text, 0, &err);
+  free(text);
+  assert_non_null(root);
+  json_t *points = json_object_get(root, "link");
+  assert_int_equal(json_array_size(points), 16);
+  int kinds_seen = 0;
+  for (size_t i = 0; i < json_array_size(points); i++) {
+    json_t *p = json_array_get(points, i);
+    const char *kind = json_string_value(json_object_get(p, "kind"));
+    double size = jnum(p, "size_bytes"), t = jnum(p, "time_us");
+    double algbw = jnum(p, "algbw_gbps"), busbw = jnum(p, "busbw_gbps");
+    assert_close(algbw, size / t / 1e3);
+    assert_close(jnum(p, "count"), size / 2); /* bf16 */
+    if (!strncmp(kind, "nccl_", 5)) {
+      assert_close(busbw, algbw / 2);                /* (2 - 1) / 2 */
+      assert_true(fmod(size, 2.0 * (1 << 20)) == 0); /* the two ranks' shares */
+    } else {
+      assert_close(busbw, algbw);
+    }
+    if (i == 0 || strcmp(kind, json_string_value(
+                                   json_object_get(json_array_get(points, i - 1), "kind"))) != 0)
+      kinds_seen++;
+  }
+  assert_int_equal(kinds_seen, 4);
+  json_decref(root);
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_MARKDOWN, mem), TP_OK);
+  fclose(mem);
+  assert_non_null(strstr(text, "## tpbench link probe: run 4"));
+  assert_non_null(strstr(text, "| size (B) | count (elements) | type | time (us) | algbw (GB/s) | "
+                               "busbw (GB/s) | id | key |"));
+  /* cmd_link.c's own table printed 306 GB/s for this point */
+  assert_non_null(strstr(text, "| 8388608 | 4194304 | bf16 | 27.46 | 305.53 | 305.53 | 433 |"));
+  assert_non_null(strstr(text, "### nccl_all_gather"));
+  free(text);
+  filter.columns = "speedup";
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_CSV, mem), TP_EUSAGE);
+  fclose(mem);
+  free(text);
+  tp_store_close(store);
+}
+
+/* ---- the list of runs --------------------------------------------------------- */
+
+static char *runs_text(const char *db, tp_report_format fmt) {
+  tp_store *store = NULL;
+  if (tp_store_open_readonly(db, &store) != TP_OK) fail_msg("%s", tp_last_error());
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_runs(store, fmt, mem), TP_OK);
+  fclose(mem);
+  tp_store_close(store);
+  return text;
+}
+
+static void test_runs(void **state) {
+  fixture *f = *state;
+  char *md = runs_text(f->db, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md,
+                         "| run | commit | started (UTC) | host | GPUs | command | kinds | ok | "
+                         "failed | rejected | status |"));
+  /* run 2: 14 configurations ok, the GEMM alone failed, a dist_gemm rejected */
+  assert_non_null(strstr(md, "| 1 | aaaa111122 (dirty) | "));
+  assert_non_null(
+      strstr(md, "| h200-node-3 | NVIDIA H200 × 8 | ops | op | 2 | 0 | 0 | finished |"));
+  assert_non_null(strstr(md, "| ops | op,gemm,comm | 14 | 1 | 1 | finished |"));
+  assert_true(strstr(md, "| 1 | aaaa") < strstr(md, "| 2 | bbbb")); /* oldest first */
+  free(md);
+  char *csv = runs_text(f->db, TP_FMT_CSV);
+  assert_memory_equal(csv,
+                      "run_id,uuid,commit,dirty,started_at,finished_at,host,gpu_name,"
+                      "gpu_count,command,kinds,ok,failed,rejected,status\r\n1,",
+                      97);
+  assert_non_null(strstr(csv, ",ops,\"op,gemm,comm\",14,1,1,finished\r\n"));
+  free(csv);
+  json_t *root = NULL;
+  char *json = runs_text(f->db, TP_FMT_JSON);
+  json_error_t err;
+  root = json_loads(json, 0, &err);
+  free(json);
+  assert_non_null(root);
+  json_t *runs = json_object_get(root, "runs");
+  assert_int_equal(json_array_size(runs), 2);
+  json_t *second = json_array_get(runs, 1);
+  assert_int_equal(json_integer_value(json_object_get(second, "id")), 2);
+  assert_string_equal(json_string_value(json_object_get(second, "commit")), COMMIT_2);
+  assert_int_equal(json_integer_value(json_object_get(second, "ok")), 14);
+  assert_int_equal(json_integer_value(json_object_get(second, "failed")), 1);
+  assert_int_equal(json_integer_value(json_object_get(second, "rejected")), 1);
+  assert_string_equal(json_string_value(json_object_get(second, "status")), "finished");
+  json_decref(root);
+
+  /* a run that never finished says so; an empty database lists none */
+  char path[600];
+  snprintf(path, sizeof path, "%s/empty.db", f->dir);
+  unlink(path);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(path, 1, &store), TP_OK);
+  tp_store_close(store);
+  md = runs_text(path, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "(no runs)"));
+  free(md);
+  assert_int_equal(tp_store_open(path, 0, &store), TP_OK);
+  tp_run_info info = {.commit = "dddd", .command = "run"};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  tp_store_close(store);
+  md = runs_text(path, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "| run | - | 0 | 0 | 0 | not finished |"));
+  free(md);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_rows_and_speedups),
@@ -965,6 +1336,14 @@ int main(void) {
       cmocka_unit_test(test_escape_helpers),
       cmocka_unit_test(test_config_label),
       cmocka_unit_test(test_injection),
+      cmocka_unit_test(test_columns),
+      cmocka_unit_test(test_ids_and_short_keys),
+      cmocka_unit_test(test_key_prefix_resolve),
+      cmocka_unit_test(test_key_prefix_ambiguous),
+      cmocka_unit_test(test_sample_labels_unique),
+      cmocka_unit_test(test_toy_models_apart),
+      cmocka_unit_test(test_link_run_table),
+      cmocka_unit_test(test_runs),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);
 }

@@ -66,6 +66,20 @@ static char *throughput(const fixture *f, tp_report_format fmt) {
   return text;
 }
 
+/* The markdown table with the given --columns. */
+static char *throughput_columns(const fixture *f, const char *columns) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(f->db, 0, &s), TP_OK);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  tp_report_filter filter = {.columns = columns};
+  assert_int_equal(tp_report_throughput(s, &filter, TP_FMT_MARKDOWN, mem), TP_OK);
+  fclose(mem);
+  tp_store_close(s);
+  return text;
+}
+
 /* ---- trace columns ------------------------------------------------------------ */
 
 static json_t *row_of(json_t *rows, int64_t dist_id) {
@@ -104,6 +118,12 @@ static void test_trace_columns_json(void **state) {
 static void test_trace_columns_markdown_and_csv(void **state) {
   fixture *f = *state;
   char *md = throughput(f, TP_FMT_MARKDOWN);
+  /* the compact table shows overlap; --columns all the other trace columns */
+  assert_non_null(strstr(md, "| overlap % | status |"));
+  assert_non_null(strstr(md, "| 75.0 | ok |"));
+  free(md);
+  md = throughput_columns(f, "overlap_pct,sync_ms,exposed_comm_ms,trace_overhead_pct,evidence,"
+                             "status");
   assert_non_null(strstr(md, "| overlap % | sync ms | exposed comm ms | trace overhead % | "
                              "evidence | status |"));
   assert_non_null(strstr(md, "| 75.0 | 0.005 | 0.010 | 10.0 | ok | ok |"));

@@ -1,0 +1,615 @@
+/*
+ * tp_report_columns.c — the throughput table's columns (see tp_report.h):
+ * one registry names every column once, with its unit in the name, where its
+ * value comes from, and how markdown shows it; markdown, CSV and JSON all
+ * render rows through it, so a value cannot differ between formats and
+ * --columns works the same in each.
+ *
+ * The registry's order is the CSV's (its first 60 columns are those of
+ * earlier tpbench versions, in their order; later ones are appended).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/tp_report_internal.h"
+
+/* ---- cells ---------------------------------------------------------------- */
+
+typedef enum { CELL_NONE, CELL_TEXT, CELL_NUM, CELL_INT, CELL_BOOL, CELL_SCI } cell_type;
+
+/* One value of one row: text, number (NaN: none), integer or boolean. */
+typedef struct {
+  cell_type type;
+  const char *text;
+  double num;
+  int64_t i;
+  char buf[1200]; /* text composed for the cell */
+} cell;
+
+static void set_text(cell *c, const char *text) {
+  c->type = text ? CELL_TEXT : CELL_NONE;
+  c->text = text;
+}
+
+/* The text the cell composed in its own buffer. */
+static void set_own_text(cell *c) {
+  c->type = CELL_TEXT;
+  c->text = c->buf;
+}
+
+static void set_num(cell *c, double value) {
+  c->type = isfinite(value) ? CELL_NUM : CELL_NONE;
+  c->num = value;
+}
+
+static void set_int(cell *c, int64_t value) {
+  c->type = CELL_INT;
+  c->i = value;
+}
+
+static void set_bool(cell *c, int value) {
+  c->type = CELL_BOOL;
+  c->i = value != 0;
+}
+
+/* ---- where values come from ------------------------------------------------- */
+
+typedef enum {
+  SRC_ROW_NUM,   /* a double of table_row at offset */
+  SRC_AXIS_TEXT, /* a string of the row's case configuration at offset */
+  SRC_AXIS_INT,  /* an int64_t of it */
+  SRC_AXIS_BOOL, /* an int64_t of it, as a switch */
+  SRC_RUN_TEXT,  /* a string of run_header at offset */
+  SRC_RUN_INT,   /* an int64_t of run_header (-1: unknown) */
+  SRC_CUSTOM     /* get() */
+} source;
+
+typedef void (*cell_getter)(const report *rep, const table_row *row, cell *out);
+
+enum {
+  COL_FULL = 1,   /* in CSV and JSON by default */
+  COL_RUN = 2,    /* the run's, not the row's: JSON keeps it in "run" */
+  COL_NUMBER = 4, /* right-aligned in markdown */
+};
+
+typedef struct {
+  const char *name;      /* CSV header, JSON key, --columns name */
+  const char *md_header; /* markdown header, with the unit */
+  int flags;
+  source src;
+  size_t offset;
+  int csv_decimals, md_decimals;
+  cell_getter get; /* SRC_CUSTOM */
+  cell_getter md;  /* markdown's own text for the cell, or NULL */
+} column;
+
+static const config *dist_of(const table_row *row) { return &row->dist; }
+
+static void get_run_id(const report *rep, const table_row *row, cell *c) {
+  (void)row;
+  set_int(c, rep->run.id);
+}
+
+static void get_schedule_requested(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, dist_of(row)->present ? dist_of(row)->schedule : NULL);
+}
+
+static void get_chunks_requested(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  if (dist_of(row)->present) set_int(c, dist_of(row)->chunks);
+  else c->type = CELL_NONE;
+}
+
+static void get_schedule_ran(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, dist_of(row)->ran);
+}
+
+/* What ran, or what was asked for when nothing ran. */
+static void md_schedule(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  const config *d = dist_of(row);
+  if (d->ran) snprintf(c->buf, sizeof c->buf, "%s", d->ran);
+  else if (d->present && d->schedule && d->chunks > 0)
+    snprintf(c->buf, sizeof c->buf, "%s x%lld (requested)", d->schedule, (long long)d->chunks);
+  else if (d->present && d->schedule)
+    snprintf(c->buf, sizeof c->buf, "%s (requested)", d->schedule);
+  else c->buf[0] = '\0';
+  set_text(c, c->buf[0] ? c->buf : NULL);
+}
+
+/* "1.25 (1.21–1.29)", with "no difference" when the interval holds 1. */
+static void with_interval(cell *c, double value, double lo, double hi) {
+  if (!isfinite(value)) {
+    c->type = CELL_NONE;
+    return;
+  }
+  if (!isfinite(lo) || !isfinite(hi)) snprintf(c->buf, sizeof c->buf, "%.2f", value);
+  else
+    snprintf(c->buf, sizeof c->buf, "%.2f (%.2f–%.2f%s)", value, lo, hi,
+             lo <= 1.0 && 1.0 <= hi ? ", no difference" : "");
+  set_own_text(c);
+}
+
+static void md_speedup(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  with_interval(c, row->speedup, row->speedup_lo, row->speedup_hi);
+}
+
+static void md_dist_over_bound(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  with_interval(c, row->dist_over_bound, row->bound_lo, row->bound_hi);
+}
+
+/* A number of the dist_gemm configuration's result, blank unless it ran. */
+static void get_dist_tokens_per_s(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN);
+}
+
+static void get_dist_tflops(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tflops : NAN);
+}
+
+static void get_rel_err(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.rel_err : NAN);
+  if (c->type == CELL_NUM) c->type = CELL_SCI;
+}
+
+static void md_rel_err(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  const config *d = &row->dist;
+  if (!tp_report_ran_ok(d) || !isfinite(d->rel_err)) {
+    c->type = CELL_NONE;
+    return;
+  }
+  char num[64];
+  snprintf(c->buf, sizeof c->buf, "%s (%s)", tp_fmt_sci(num, sizeof num, d->rel_err),
+           d->numerics_ref ? d->numerics_ref : "?");
+  set_own_text(c);
+}
+
+static void get_numerics_ref(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, tp_report_ran_ok(&row->dist) ? row->dist.numerics_ref : NULL);
+}
+
+static void get_status(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, row->status);
+}
+
+static void md_status(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  if (row->note) snprintf(c->buf, sizeof c->buf, "%s: %s", row->status, row->note);
+  else snprintf(c->buf, sizeof c->buf, "%s", row->status);
+  set_own_text(c);
+}
+
+static void get_reason(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, row->note);
+}
+
+static void get_evidence(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, row->evidence[0] ? row->evidence : NULL);
+}
+
+static void get_stock_path(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  if (row->both_ok) set_bool(c, row->stock_path);
+  else c->type = CELL_NONE;
+}
+
+static void get_rank_skew_pct(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.rank_skew : NAN);
+}
+
+static void get_host_stall_pct(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.host_stall : NAN);
+}
+
+static void id_of(const config *c, cell *out) {
+  if (c->present) set_int(out, c->id);
+  else out->type = CELL_NONE;
+}
+
+static void get_config_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(tp_report_case_of(row), c);
+}
+
+static void get_dist_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->dist, c);
+}
+
+static void get_stock_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->stock, c);
+}
+
+static void get_gemm_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->gemm, c);
+}
+
+static void get_comm_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->comm, c);
+}
+
+static void get_short_key(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, row->short_key[0] ? row->short_key : NULL);
+}
+
+static void get_config_key(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, tp_report_case_of(row)->config_key);
+}
+
+static void get_traced(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_bool(c, row->dist.has_trace);
+}
+
+static void get_label(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  tp_config_axes axes = tp_report_axes_of(tp_report_case_of(row));
+  tp_config_label(c->buf, sizeof c->buf, &axes);
+  set_own_text(c);
+}
+
+/* "ag_linear qkv", "attention". */
+static void get_op(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  const config *k = tp_report_case_of(row);
+  snprintf(c->buf, sizeof c->buf, "%s%s%s", k->layer ? k->layer : "",
+           k->proj && *k->proj ? " " : "", k->proj ? k->proj : "");
+  set_own_text(c);
+}
+
+/* Tokens, and the GEMM's M×N×K of an op (one rank's) or B×S of a layer. */
+static void get_shape(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  const config *k = tp_report_case_of(row);
+  if (k->m > 0)
+    snprintf(c->buf, sizeof c->buf, "T=%lld %lld×%lld×%lld", (long long)k->tokens, (long long)k->m,
+             (long long)k->n, (long long)k->k);
+  else if (k->batch > 0 && k->seqlen > 0)
+    snprintf(c->buf, sizeof c->buf, "T=%lld (%lld×%lld)", (long long)k->tokens, (long long)k->batch,
+             (long long)k->seqlen);
+  else snprintf(c->buf, sizeof c->buf, "T=%lld", (long long)k->tokens);
+  set_own_text(c);
+}
+
+/* "sp", "no-sp graph save-gathered". */
+static void get_options(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  const config *k = tp_report_case_of(row);
+  snprintf(c->buf, sizeof c->buf, "%s%s%s", k->sp ? "sp" : "no-sp", k->graph ? " graph" : "",
+           k->save_gathered ? " save-gathered" : "");
+  set_own_text(c);
+}
+
+#define ROW_NUM(name, header, field, csv_dec, md_dec)                                              \
+  {                                                                                                \
+    name, header, COL_FULL | COL_NUMBER, SRC_ROW_NUM, offsetof(table_row, field), csv_dec, md_dec, \
+        NULL, NULL                                                                                 \
+  }
+#define AXIS(name, header, src, field, flags)                                                      \
+  { name, header, COL_FULL | (flags), src, offsetof(config, field), 0, 0, NULL, NULL }
+#define RUN(name, header, src, field, flags)                                                       \
+  { name, header, COL_FULL | COL_RUN | (flags), src, offsetof(run_header, field), 0, 0, NULL, NULL }
+#define CUSTOM(name, header, flags, dec, md_dec, get, md)                                          \
+  { name, header, flags, SRC_CUSTOM, 0, dec, md_dec, get, md }
+
+static const column registry[] = {
+    CUSTOM("run_id", "run", COL_FULL | COL_RUN | COL_NUMBER, 0, 0, get_run_id, NULL),
+    RUN("commit", "commit", SRC_RUN_TEXT, commit, 0),
+    AXIS("model", "model", SRC_AXIS_TEXT, model, 0),
+    AXIS("layer", "op or layer", SRC_AXIS_TEXT, layer, 0),
+    AXIS("proj", "proj", SRC_AXIS_TEXT, proj, 0),
+    AXIS("tp", "tp", SRC_AXIS_INT, tp, COL_NUMBER),
+    AXIS("batch", "batch", SRC_AXIS_INT, batch, COL_NUMBER),
+    AXIS("seqlen", "seqlen", SRC_AXIS_INT, seqlen, COL_NUMBER),
+    AXIS("tokens", "tokens", SRC_AXIS_INT, tokens, COL_NUMBER),
+    AXIS("m", "M", SRC_AXIS_INT, m, COL_NUMBER),
+    AXIS("n", "N", SRC_AXIS_INT, n, COL_NUMBER),
+    AXIS("k", "K", SRC_AXIS_INT, k, COL_NUMBER),
+    AXIS("n_weights", "weights", SRC_AXIS_INT, n_weights, COL_NUMBER),
+    AXIS("dtype", "dtype", SRC_AXIS_TEXT, dtype, 0),
+    AXIS("pass", "pass", SRC_AXIS_TEXT, pass, 0),
+    AXIS("sp", "sp", SRC_AXIS_BOOL, sp, 0),
+    AXIS("graph", "graph", SRC_AXIS_BOOL, graph, 0),
+    AXIS("save_gathered", "save gathered", SRC_AXIS_BOOL, save_gathered, 0),
+    CUSTOM("schedule_requested", "schedule requested", COL_FULL, 0, 0, get_schedule_requested,
+           NULL),
+    CUSTOM("chunks_requested", "chunks requested", COL_FULL | COL_NUMBER, 0, 0,
+           get_chunks_requested, NULL),
+    CUSTOM("schedule", "schedule", COL_FULL, 0, 0, get_schedule_ran, md_schedule),
+    ROW_NUM("stock_ms", "stock ms", stock_ms, 3, 3),
+    ROW_NUM("dist_ms", "dist_gemm ms", dist_ms, 3, 3),
+    {"speedup", "speedup (95% CI)", COL_FULL | COL_NUMBER, SRC_ROW_NUM,
+     offsetof(table_row, speedup), 3, 2, NULL, md_speedup},
+    ROW_NUM("gemm_ms", "GEMM ms", gemm_ms, 3, 3),
+    ROW_NUM("comm_ms", "comm ms", comm_ms, 3, 3),
+    ROW_NUM("bound_ms", "bound ms", bound_ms, 3, 3),
+    {"dist_over_bound", "dist/bound (95% CI)", COL_FULL | COL_NUMBER, SRC_ROW_NUM,
+     offsetof(table_row, dist_over_bound), 3, 2, NULL, md_dist_over_bound},
+    CUSTOM("dist_tokens_per_s", "dist tok/s", COL_FULL | COL_NUMBER, 0, 0, get_dist_tokens_per_s,
+           NULL),
+    CUSTOM("dist_tflops", "dist TFLOP/s", COL_FULL | COL_NUMBER, 2, 1, get_dist_tflops, NULL),
+    ROW_NUM("workspace_mib", "workspace MiB", workspace_mib, 2, 1),
+    CUSTOM("rel_err", "rel err (ref)", COL_FULL | COL_NUMBER, 0, 0, get_rel_err, md_rel_err),
+    CUSTOM("numerics_ref", "numerics ref", COL_FULL, 0, 0, get_numerics_ref, NULL),
+    ROW_NUM("dist_cv_pct", "dist cv %", cv_pct, 2, 1),
+    CUSTOM("status", "status", COL_FULL, 0, 0, get_status, md_status),
+    CUSTOM("reason", "reason", COL_FULL, 0, 0, get_reason, NULL),
+    ROW_NUM("overlap_pct", "overlap %", overlap_pct, 2, 1),
+    ROW_NUM("exposed_comm_ms", "exposed comm ms", exposed_ms, 4, 3),
+    ROW_NUM("trace_overhead_pct", "trace overhead %", overhead_pct, 2, 1),
+    CUSTOM("evidence", "evidence", COL_FULL, 0, 0, get_evidence, NULL),
+    RUN("host", "host", SRC_RUN_TEXT, host, 0),
+    RUN("gpu_name", "GPU", SRC_RUN_TEXT, gpu_name, 0),
+    RUN("gpu_count", "GPUs", SRC_RUN_INT, gpu_count, COL_NUMBER),
+    RUN("driver_version", "driver", SRC_RUN_TEXT, driver, 0),
+    RUN("cuda_version", "CUDA", SRC_RUN_TEXT, cuda, 0),
+    RUN("nccl_version", "NCCL", SRC_RUN_TEXT, nccl, 0),
+    RUN("cublas_version", "cuBLAS", SRC_RUN_TEXT, cublas, 0),
+    RUN("cupti_version", "CUPTI", SRC_RUN_TEXT, cupti, 0),
+    RUN("warmup_iters", "warm-up iterations", SRC_RUN_INT, warmup_iters, COL_NUMBER),
+    RUN("measure_iters", "measured iterations", SRC_RUN_INT, measure_iters, COL_NUMBER),
+    ROW_NUM("strict_bound_ms", "strict bound ms", strict_bound_ms, 4, 3),
+    ROW_NUM("dist_over_strict", "dist/strict", dist_over_strict, 3, 2),
+    ROW_NUM("sync_ms", "sync ms", sync_ms, 4, 3),
+    ROW_NUM("speedup_lo", "speedup 95% low", speedup_lo, 3, 2),
+    ROW_NUM("speedup_hi", "speedup 95% high", speedup_hi, 3, 2),
+    ROW_NUM("dist_over_bound_lo", "dist/bound 95% low", bound_lo, 3, 2),
+    ROW_NUM("dist_over_bound_hi", "dist/bound 95% high", bound_hi, 3, 2),
+    CUSTOM("stock_path", "stock path", COL_FULL, 0, 0, get_stock_path, NULL),
+    CUSTOM("dist_rank_skew_pct", "dist rank skew %", COL_FULL | COL_NUMBER, 2, 1, get_rank_skew_pct,
+           NULL),
+    CUSTOM("dist_host_stall_pct", "dist host stall %", COL_FULL | COL_NUMBER, 2, 1,
+           get_host_stall_pct, NULL),
+    /* appended: what finds the row again */
+    CUSTOM("config_id", "id", COL_FULL | COL_NUMBER, 0, 0, get_config_id, NULL),
+    CUSTOM("short_key", "key", COL_FULL, 0, 0, get_short_key, NULL),
+    CUSTOM("config_key", "config key", COL_FULL, 0, 0, get_config_key, NULL),
+    CUSTOM("dist_config_id", "dist_gemm id", COL_FULL | COL_NUMBER, 0, 0, get_dist_id, NULL),
+    CUSTOM("stock_config_id", "stock id", COL_FULL | COL_NUMBER, 0, 0, get_stock_id, NULL),
+    CUSTOM("gemm_config_id", "GEMM id", COL_FULL | COL_NUMBER, 0, 0, get_gemm_id, NULL),
+    CUSTOM("comm_config_id", "comm id", COL_FULL | COL_NUMBER, 0, 0, get_comm_id, NULL),
+    CUSTOM("traced", "traced", COL_FULL, 0, 0, get_traced, NULL),
+    /* appended: the compact table's own (not in CSV or JSON by default) */
+    CUSTOM("label", "configuration", 0, 0, 0, get_label, NULL),
+    CUSTOM("op", "op", 0, 0, 0, get_op, NULL),
+    CUSTOM("shape", "shape", 0, 0, 0, get_shape, NULL),
+    CUSTOM("options", "options", 0, 0, 0, get_options, NULL),
+};
+enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
+
+/* The compact markdown table; "?" marks a column shown only when its
+ * values differ between rows, "~" one shown only when a row was traced. */
+static const char *const compact[] = {
+    "config_id", "short_key",       "model",        "op",       "shape",    "?tp",
+    "?dtype",    "?options",        "pass",         "schedule", "stock_ms", "dist_ms",
+    "speedup",   "dist_over_bound", "~overlap_pct", "status"};
+
+static void cell_of(const column *col, const report *rep, const table_row *row, int markdown,
+                    cell *c) {
+  memset(c, 0, offsetof(cell, buf));
+  c->buf[0] = '\0';
+  const config *k = tp_report_case_of(row);
+  const char *base_row = (const char *)row, *base_cfg = (const char *)k,
+             *base_run = (const char *)&rep->run;
+  if (markdown && col->md) {
+    col->md(rep, row, c);
+    return;
+  }
+  switch (col->src) {
+  case SRC_ROW_NUM: set_num(c, *(const double *)(base_row + col->offset)); break;
+  case SRC_AXIS_TEXT: set_text(c, *(char *const *)(base_cfg + col->offset)); break;
+  case SRC_AXIS_INT: set_int(c, *(const int64_t *)(base_cfg + col->offset)); break;
+  case SRC_AXIS_BOOL: set_bool(c, *(const int64_t *)(base_cfg + col->offset) != 0); break;
+  case SRC_RUN_TEXT: set_text(c, *(char *const *)(base_run + col->offset)); break;
+  case SRC_RUN_INT: {
+    int64_t v = *(const int64_t *)(base_run + col->offset);
+    if (v >= 0) set_int(c, v);
+    else c->type = CELL_NONE;
+    break;
+  }
+  case SRC_CUSTOM: col->get(rep, row, c); break;
+  }
+}
+
+/* ---- choosing ------------------------------------------------------------- */
+
+static int find_column(const char *name, size_t len) {
+  for (int i = 0; i < N_REGISTRY; i++)
+    if (strlen(registry[i].name) == len && !strncmp(registry[i].name, name, len)) return i;
+  return -1;
+}
+
+void tp_report_column_names(char *buf, size_t cap) {
+  size_t used = 0;
+  if (cap) buf[0] = '\0';
+  for (int i = 0; i < N_REGISTRY && used < cap; i++) {
+    int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", registry[i].name);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
+static tp_rc add_column(column_set *set, int index) {
+  if (set->count >= TP_REPORT_MAX_COLUMNS)
+    return TP_FAIL(TP_EUSAGE, "--columns: at most %d columns", TP_REPORT_MAX_COLUMNS);
+  set->index[set->count++] = index;
+  return TP_OK;
+}
+
+/* Whether the column's value differs between rows (as markdown shows it). */
+static int varies(const report *rep, int index) {
+  cell first, other;
+  for (size_t i = 0; i < rep->n_rows; i++) {
+    cell *c = i == 0 ? &first : &other;
+    cell_of(&registry[index], rep, &rep->rows[i], 1, c);
+    if (i == 0) continue;
+    int same = c->type == first.type &&
+               (c->type == CELL_TEXT ? !strcmp(c->text, first.text) : c->i == first.i);
+    if (!same) return 1;
+  }
+  return 0;
+}
+
+static tp_rc pick_compact(const report *rep, column_set *set) {
+  for (size_t i = 0; i < sizeof compact / sizeof compact[0]; i++) {
+    const char *name = compact[i];
+    int only_if_varies = name[0] == '?', only_if_traced = name[0] == '~';
+    if (only_if_varies || only_if_traced) name++;
+    int index = find_column(name, strlen(name));
+    if (index < 0) return TP_FAIL(TP_EINTERNAL, "report: no column %s", name);
+    if (only_if_varies && !varies(rep, index)) continue;
+    if (only_if_traced && !rep->any_trace) continue;
+    TP_TRY(add_column(set, index));
+  }
+  return TP_OK;
+}
+
+static tp_rc pick_named(const char *spec, column_set *set) {
+  for (const char *p = spec;;) {
+    size_t len = strcspn(p, ",");
+    int index = len ? find_column(p, len) : -1;
+    if (index < 0) {
+      char names[2048];
+      tp_report_column_names(names, sizeof names);
+      return TP_FAIL(TP_EUSAGE, "--columns: unknown column \"%.*s\"; the columns are: all, %s",
+                     (int)len, p, names);
+    }
+    TP_TRY(add_column(set, index));
+    if (!p[len]) return TP_OK;
+    p += len + 1;
+  }
+}
+
+tp_rc tp_report_columns_pick(const char *spec, tp_report_format fmt, const report *rep,
+                             column_set *out) {
+  memset(out, 0, sizeof *out);
+  out->explicit_choice = spec != NULL;
+  if (spec && !strcmp(spec, "all")) {
+    for (int i = 0; i < N_REGISTRY; i++) TP_TRY(add_column(out, i));
+    return TP_OK;
+  }
+  if (spec) return pick_named(spec, out);
+  if (fmt == TP_FMT_MARKDOWN) return pick_compact(rep, out);
+  for (int i = 0; i < N_REGISTRY; i++) {
+    int flags = registry[i].flags;
+    if (!(flags & COL_FULL) || (fmt == TP_FMT_JSON && (flags & COL_RUN))) continue;
+    TP_TRY(add_column(out, i));
+  }
+  return TP_OK;
+}
+
+/* ---- markdown --------------------------------------------------------------- */
+
+static void md_cell(FILE *out, const column *col, const cell *c) {
+  char buf[64];
+  switch (c->type) {
+  case CELL_NONE: tp_md_cell(out, "-"); break;
+  case CELL_TEXT: tp_md_cell(out, c->text[0] ? c->text : "-"); break;
+  case CELL_NUM: tp_md_num(out, c->num, col->md_decimals); break;
+  case CELL_SCI: tp_md_cell(out, tp_fmt_sci(buf, sizeof buf, c->num)); break;
+  case CELL_INT:
+    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
+    tp_md_cell(out, buf);
+    break;
+  case CELL_BOOL: tp_md_cell(out, c->i ? "yes" : "no"); break;
+  }
+}
+
+void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols) {
+  for (int i = 0; i < cols->count; i++) tp_md_cell(out, registry[cols->index[i]].md_header);
+  fputs("|\n", out);
+  /* Numbers align right so their decimals line up. */
+  for (int i = 0; i < cols->count; i++)
+    fputs(registry[cols->index[i]].flags & COL_NUMBER ? "|---:" : "|---", out);
+  fputs("|\n", out);
+  cell c;
+  for (size_t r = 0; r < rep->n_rows; r++) {
+    for (int i = 0; i < cols->count; i++) {
+      const column *col = &registry[cols->index[i]];
+      cell_of(col, rep, &rep->rows[r], 1, &c);
+      md_cell(out, col, &c);
+    }
+    fputs("|\n", out);
+  }
+}
+
+/* ---- CSV -------------------------------------------------------------------- */
+
+static void csv_cell(FILE *out, const column *col, const cell *c, int first) {
+  char buf[64];
+  switch (c->type) {
+  case CELL_NONE: tp_csv_field(out, "", first); break;
+  case CELL_TEXT: tp_csv_field(out, c->text, first); break;
+  case CELL_NUM:
+    tp_csv_field(out, tp_fmt_num(buf, sizeof buf, c->num, col->csv_decimals), first);
+    break;
+  case CELL_SCI: tp_csv_field(out, tp_fmt_sci(buf, sizeof buf, c->num), first); break;
+  case CELL_INT:
+  case CELL_BOOL:
+    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
+    tp_csv_field(out, buf, first);
+    break;
+  }
+}
+
+void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
+  for (int i = 0; i < cols->count; i++) tp_csv_field(out, registry[cols->index[i]].name, i == 0);
+  fputs("\r\n", out);
+  cell c;
+  for (size_t r = 0; r < rep->n_rows; r++) {
+    for (int i = 0; i < cols->count; i++) {
+      const column *col = &registry[cols->index[i]];
+      cell_of(col, rep, &rep->rows[r], 0, &c);
+      csv_cell(out, col, &c, i == 0);
+    }
+    fputs("\r\n", out);
+  }
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static json_t *json_cell(const cell *c) {
+  switch (c->type) {
+  case CELL_NONE: return json_null();
+  case CELL_TEXT: return tp_json_str(c->text);
+  case CELL_NUM:
+  case CELL_SCI: return tp_json_real(c->num);
+  case CELL_INT: return json_integer(c->i);
+  case CELL_BOOL: return json_boolean(c->i);
+  }
+  return json_null();
+}
+
+json_t *tp_report_json_row(tp_json_builder *jb, const report *rep, const table_row *row,
+                           const column_set *cols) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  cell c;
+  for (int i = 0; i < cols->count; i++) {
+    const column *col = &registry[cols->index[i]];
+    cell_of(col, rep, row, 0, &c);
+    tp_json_set(jb, o, col->name, json_cell(&c));
+  }
+  return o;
+}
