@@ -590,14 +590,23 @@ static void test_dashboard_out_refuses(void **state) {
   }
   assert_int_equal(stat(page, &got), 0);
   assert_int_equal(got.st_size, want.st_size);
-  /* nothing but the page is left in the folder */
-  DIR *d = opendir(dir);
-  assert_non_null(d);
+  /* nothing but the page and its traces/ folder is left in the folder, and
+   * no temporary (a name starting with '.') in either */
+  char traces[700];
+  snprintf(traces, sizeof traces, "%s/traces", dir);
+  const char *folders[] = {dir, traces};
   int n = 0;
-  for (struct dirent *e = readdir(d); e; e = readdir(d))
-    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-  closedir(d);
-  assert_int_equal(n, 1);
+  for (int k = 0; k < 2; k++) {
+    DIR *d = opendir(folders[k]);
+    assert_non_null(d);
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      assert_true(e->d_name[0] != '.');
+      n += k == 0;
+    }
+    closedir(d);
+  }
+  assert_int_equal(n, 2);
 }
 
 /* The README's compare examples run on the sample database they name (one
