@@ -49,7 +49,9 @@
     attention: "#8e44ad",
     elementwise: "#edae49",
     other: "#7a8597",
-    range: "#66a182"
+    sync: "#c3c8d1",
+    range: "#66a182",
+    range_gpu: "#66a182"
   };
 
   /* ---- small helpers ------------------------------------------------------ */
@@ -552,7 +554,7 @@
       var rect = svg("rect", { x: x(e.ts), y: top + lane.index * laneH + 2,
         width: Math.max(0.75, x(e.ts + e.dur) - x(e.ts)), height: laneH - 4,
         fill: CATEGORY_COLOURS[e.cat] || "#999", "class": "ev", "data-cat": e.cat,
-        "fill-opacity": e.cat === "range" ? 0.45 : 0.9 });
+        "fill-opacity": e.cat === "range" || e.cat === "range_gpu" ? 0.45 : 0.9 });
       hover(rect, eventText(e));
       chart.appendChild(rect);
     });
