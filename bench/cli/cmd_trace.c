@@ -20,6 +20,7 @@
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "report/tp_keys.h"
 #include "report/tp_output.h"
 #include "report/tp_trace_export.h"
 #include "report/tp_trace_kineto.h"
@@ -37,8 +38,9 @@ static tp_rc parse_args(int argc, char **argv, trace_args *a, int *help) {
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
       {"config", TP_OPT_INT64, &a->config, "ID", "configuration id", 0, INT64_MAX, NULL},
-      {"key", TP_OPT_STRING, &a->key, "KEY", "configuration key: its latest traced configuration",
-       0, 0, NULL},
+      {"key", TP_OPT_STRING, &a->key, "KEY",
+       "configuration key or a unique prefix of its short key: its latest traced configuration", 0,
+       0, NULL},
       {"run", TP_OPT_INT64, &a->run, "ID", "with --key: within this run; 0 = any", 0, INT64_MAX,
        NULL},
       {"out", TP_OPT_STRING, &a->out, "FILE|DIR",
@@ -138,7 +140,11 @@ static int export_trace(const trace_args *a) {
   int found = 0;
   tp_trace_info info;
   int status = TP_EXIT_OK;
-  rc = tp_store_find_config(store, a->config, a->key, a->run, 1, &id);
+  /* --key takes a full key or a unique prefix of its short key (report/tp_keys.h) */
+  char *key = NULL;
+  rc = a->key ? tp_config_key_resolve(store, a->key, &key) : TP_OK;
+  if (rc == TP_OK) rc = tp_store_find_config(store, a->config, key, a->run, 1, &id);
+  free(key);
   if (rc == TP_OK) rc = tp_store_trace_info(store, id, &found, &info);
   if (rc != TP_OK) {
     tp_print_error("trace");
