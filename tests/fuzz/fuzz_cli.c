@@ -1,7 +1,7 @@
 /*
  * fuzz_cli.c — libFuzzer target: the option parser (bench/cli/cli.c) through the
  * option table of every tpbench subcommand: ops, link, run, matrix, report,
- * compare, history, trace, dashboard and import.
+ * compare, history, trace, dashboard, import and runs.
  *
  * Input: the command line, its words separated by NUL bytes, as a shell
  * would pass them: the first word names the command ("run\0--axis\0tp=2");
@@ -66,6 +66,7 @@ static const command_parser parsers[] = {
     {"trace", fuzz_parse_trace},
     {"dashboard", fuzz_parse_dashboard},
     {"import", fuzz_parse_import},
+    {"runs", fuzz_parse_runs},
 #ifdef TP_FUZZ_HAVE_LINK_ARGS
     {"link", parse_link},
 #endif

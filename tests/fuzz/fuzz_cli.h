@@ -1,7 +1,7 @@
 /*
  * fuzz_cli.h — the option parsers the fuzz_cli target drives, one per
- * tpbench subcommand. Those of report, compare, history, trace, dashboard and
- * import are the commands' own parse_args, compiled from their sources by
+ * tpbench subcommand. Those of report, compare, history, trace, dashboard,
+ * import and runs are the commands' own parse_args, compiled from their sources by
  * fuzz_cli_command.c.in (tests/fuzz/CMakeLists.txt generates one file per
  * command), so the fuzzer parses with the real option tables.
  */
@@ -18,5 +18,6 @@ int fuzz_parse_history(int argc, char **argv);
 int fuzz_parse_trace(int argc, char **argv);
 int fuzz_parse_dashboard(int argc, char **argv);
 int fuzz_parse_import(int argc, char **argv);
+int fuzz_parse_runs(int argc, char **argv);
 
 #endif /* TP_FUZZ_CLI_H */

@@ -1,7 +1,7 @@
 /*
  * fuzz_matrix_file.c — libFuzzer target: the JSON matrix file of `tpbench
- * run --matrix FILE` and `tpbench matrix --matrix FILE` (bench/
- * layer_matrix_file.c).
+ * run|ops --matrix FILE` and `tpbench matrix --matrix FILE`
+ * (bench/matrix/matrix_file.c).
  *
  * The input is the file's bytes. It is read through the public entry point
  * (tp_layer_spec_load, by path, so the file checks run as for a user), and a
