@@ -1844,34 +1844,63 @@ static json_t *bmf_row(tp_json_builder *jb, const comparison *c, const compare_r
   return o;
 }
 
-/* Whether another BMF row before or after i has the same label. */
-static int label_shared(const comparison *c, size_t i) {
-  const char *label = row_entry(&c->rows[i])->label;
+/* A row's BMF benchmark name before any suffix: its label as a JSON key can
+ * hold it (tp_json_str: text that is not UTF-8 reads '?' per byte), so that
+ * labels differing only in such bytes count as one name. NULL when the row
+ * has no BMF entry or there is no memory (*failed set). */
+static json_t *bmf_label(const comparison *c, size_t i, int *failed) {
+  if (!c->rows[i].shown || !both_ran(&c->rows[i])) return NULL;
+  json_t *label = tp_json_str(row_entry(&c->rows[i])->label);
+  if (!label) *failed = 1;
+  return label;
+}
+
+/* Whether another BMF row before or after i has the same name. */
+static int label_shared(const comparison *c, json_t *const *labels, size_t i) {
   for (size_t k = 0; k < c->n_rows; k++)
-    if (k != i && c->rows[k].shown && both_ran(&c->rows[k]) &&
-        !strcmp(row_entry(&c->rows[k])->label, label))
+    if (k != i && labels[k] && !strcmp(json_string_value(labels[k]), json_string_value(labels[i])))
       return 1;
   return 0;
+}
+
+/* The BMF key of row i: its name, with " [config_key]" when another row
+ * shares the name, and its config id too when even that is taken (keys
+ * that differ only in bytes that are not UTF-8): no benchmark overwrites
+ * another. NULL without memory. */
+static json_t *bmf_key(const comparison *c, json_t *const *labels, size_t i, json_t *root) {
+  const entry *e = row_entry(&c->rows[i]);
+  char name[1024];
+  if (label_shared(c, labels, i))
+    snprintf(name, sizeof name, "%s [%s]", json_string_value(labels[i]), e->key);
+  else snprintf(name, sizeof name, "%s", json_string_value(labels[i]));
+  json_t *key = tp_json_str(name);
+  if (key && json_object_get(root, json_string_value(key))) {
+    snprintf(name, sizeof name, "%s (config %lld)", json_string_value(key), (long long)e->id);
+    json_decref(key);
+    key = tp_json_str(name);
+  }
+  return key;
 }
 
 static tp_rc write_bmf(FILE *out, const comparison *c) {
   tp_json_builder jb = {0};
   json_t *root = json_object();
-  if (!root) return out_of_memory();
-  for (size_t i = 0; i < c->n_rows; i++) {
-    const compare_row *row = &c->rows[i];
-    if (!row->shown || !both_ran(row)) continue;
-    const entry *e = row_entry(row);
-    char name[1024];
-    if (label_shared(c, i)) snprintf(name, sizeof name, "%s [%s]", e->label, e->key);
-    else snprintf(name, sizeof name, "%s", e->label);
-    /* jansson refuses keys that are not UTF-8: the name as the JSON
-     * format's labels read (tp_json_str's replacement) */
-    json_t *key = tp_json_str(name);
-    if (key) tp_json_set(&jb, root, json_string_value(key), bmf_row(&jb, c, row));
+  json_t **labels = calloc(c->n_rows ? c->n_rows : 1, sizeof(json_t *));
+  if (!root || !labels) {
+    json_decref(root);
+    free(labels);
+    return out_of_memory();
+  }
+  for (size_t i = 0; i < c->n_rows; i++) labels[i] = bmf_label(c, i, &jb.failed);
+  for (size_t i = 0; !jb.failed && i < c->n_rows; i++) {
+    if (!labels[i]) continue;
+    json_t *key = bmf_key(c, labels, i, root);
+    if (key) tp_json_set(&jb, root, json_string_value(key), bmf_row(&jb, c, &c->rows[i]));
     else jb.failed = 1;
     json_decref(key);
   }
+  for (size_t i = 0; i < c->n_rows; i++) json_decref(labels[i]);
+  free(labels);
   tp_rc rc = TP_OK;
   if (jb.failed) rc = TP_FAIL(TP_EOOM, "compare: building the BMF document failed");
   else if (json_dumpf(root, out, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', out) == EOF)

@@ -290,6 +290,42 @@ static void test_bmf(void **state) {
   json_decref(json);
 }
 
+/* Labels that differ only in bytes that are not UTF-8 read alike as BMF
+ * keys (tp_json_str): each must still get a benchmark of its own (before,
+ * the second overwrote the first and BMF lost rows without a word). */
+static void test_bmf_names_unique(void **state) {
+  const fixture *f = *state;
+  fixture twin = *f;
+  fx_path(&f->dir, "bmf-twins.db", twin.db, sizeof twin.db);
+  assert_int_equal(fx_copy(f->db, twin.db), 0);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(twin.db, 1, &s), TP_OK);
+  /* the 70b qkv case renamed as the hostile 8b one, but \376 for its \377 */
+  assert_int_equal(fx_exec(s, "UPDATE configs SET model = replace(" CI_HOSTILE_MODEL_SQL
+                              ", cast(x'ff' as text), cast(x'fe' as text)) "
+                              "WHERE model = 'llama3-70b' AND proj = 'qkv'"),
+                   0);
+  tp_store_close(s);
+  tp_compare_options opt = defaults();
+  tp_compare_summary sum = {0};
+  json_t *json = capture_json(&twin, &opt, TP_COMPARE_JSON, &sum);
+  json_t *bmf = capture_json(&twin, &opt, TP_COMPARE_BMF, &sum);
+  json_t *rows = json_object_get(json, "rows");
+  size_t expected = 0, twins = 0;
+  for (size_t i = 0; i < json_array_size(rows); i++) {
+    json_t *row = json_array_get(rows, i);
+    expected += json_is_number(
+        json_object_get(json_object_get(json_object_get(row, "measures"), "time"), "head"));
+  }
+  const char *name;
+  json_t *measures;
+  json_object_foreach(bmf, name, measures) twins += strstr(name, "\001x?") != NULL;
+  assert_int_equal(json_object_size(bmf), expected);
+  assert_true(twins >= 4); /* both cases' rows, each under its own name */
+  json_decref(bmf);
+  json_decref(json);
+}
+
 /* --changed-only and --top choose what is shown in every format; the
  * summary (and so the exit status) still counts every row. */
 static void test_changed_only_and_top(void **state) {
@@ -509,6 +545,7 @@ int main(void) {
       cmocka_unit_test(test_openmetrics_escaping),
       cmocka_unit_test(test_junit),
       cmocka_unit_test(test_bmf),
+      cmocka_unit_test(test_bmf_names_unique),
       cmocka_unit_test(test_changed_only_and_top),
       cmocka_unit_test(test_openmetrics),
   };
