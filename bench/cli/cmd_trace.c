@@ -98,25 +98,38 @@ static tp_rc make_folder(const char *dir) {
   return TP_OK;
 }
 
-/* DIR/rank<N>.json for every rank of the trace, each through tp_output. */
+/* Opens DIR/rank<N>.json (through tp_output) and writes rank N's trace into it. */
+static tp_rc write_rank(tp_store *store, int64_t id, const trace_args *a, int rank,
+                        tp_output *out) {
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/rank%d.json", a->out, rank) >= sizeof path)
+    return TP_FAIL(TP_EUSAGE, "%s: path too long", a->out);
+  TP_TRY(tp_output_open(path, a->db, out));
+  tp_rc rc = tp_report_kineto_trace(store, id, rank, out->file);
+  if (rc != TP_OK) tp_output_abort(out);
+  return rc;
+}
+
+/* DIR/rank<N>.json for every rank of the trace, each through tp_output.
+ * Every file is written before any is put in place: a rank that cannot be
+ * written (its name taken by a folder, say) leaves the others' files as they
+ * were, not one new rank beside old ones. */
 static tp_rc write_kineto(tp_store *store, int64_t id, const trace_args *a) {
   int *ranks = NULL;
   size_t n = 0;
   TP_TRY(tp_report_trace_ranks(store, id, &ranks, &n));
-  tp_rc rc = make_folder(a->out);
-  for (size_t i = 0; rc == TP_OK && i < n; i++) {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/rank%d.json", a->out, ranks[i]) >= sizeof path) {
-      rc = TP_FAIL(TP_EUSAGE, "%s: path too long", a->out);
-      break;
-    }
-    tp_output out;
-    rc = tp_output_open(path, a->db, &out);
-    if (rc != TP_OK) break;
-    rc = tp_report_kineto_trace(store, id, ranks[i], out.file);
-    if (rc != TP_OK) tp_output_abort(&out);
-    else rc = tp_output_commit(&out, a->db);
+  tp_output *outs = calloc(n ? n : 1, sizeof *outs);
+  tp_rc rc = outs ? make_folder(a->out) : TP_FAIL(TP_EOOM, "trace: out of memory");
+  size_t written = 0;
+  while (rc == TP_OK && written < n) {
+    rc = write_rank(store, id, a, ranks[written], &outs[written]);
+    if (rc == TP_OK) written++;
   }
+  for (size_t i = 0; i < written; i++) {
+    if (rc == TP_OK) rc = tp_output_commit(&outs[i], a->db);
+    else tp_output_abort(&outs[i]);
+  }
+  free(outs);
   free(ranks);
   return rc;
 }

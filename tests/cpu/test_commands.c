@@ -310,6 +310,36 @@ static int exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+/* --format kineto writes every rank's file or none: with rank 1's name taken
+ * by a folder, rank 0's earlier file stays as it was (before, rank 0's new
+ * file was put in place and the command then failed on rank 1). */
+static void test_trace_kineto_all_or_nothing(void **state) {
+  fixture *f = *state;
+  char id[32], dir[600], rank0[700], rank1[700];
+  snprintf(id, sizeof id, "%lld", (long long)f->traced);
+  fx_path(&f->dir, "kineto-partial", dir, sizeof dir);
+  snprintf(rank0, sizeof rank0, "%s/rank0.json", dir);
+  snprintf(rank1, sizeof rank1, "%s/rank1.json", dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(mkdir(rank1, 0700), 0);
+  FILE *old = fopen(rank0, "w");
+  assert_non_null(old);
+  fputs("old", old);
+  assert_int_equal(fclose(old), 0);
+  RUN_EXPECT(2, NULL, "rank1.json: is a folder", "trace", "--db", f->db, "--config", id, "--format",
+             "kineto", "--out", dir);
+  size_t len = 0;
+  unsigned char *kept = fx_read_all(rank0, &len);
+  assert_non_null(kept);
+  assert_int_equal(len, 3);
+  assert_memory_equal(kept, "old", 3);
+  free(kept);
+  assert_int_equal(rmdir(rank1), 0);
+  RUN_EXPECT(0, NULL, NULL, "trace", "--db", f->db, "--config", id, "--format", "kineto", "--out",
+             dir);
+  assert_true(exists(rank1));
+}
+
 static void test_import_command(void **state) {
   fixture *f = *state;
   char target[600], foreign[600], wal[700], shm[700];
@@ -715,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_report_columns_command),
       cmocka_unit_test(test_help_defaults),
       cmocka_unit_test(test_trace_command),
+      cmocka_unit_test(test_trace_kineto_all_or_nothing),
       cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
