@@ -222,8 +222,10 @@ static tp_rc shape_number(const char *item, const char **text, long long max, in
   errno = 0;
   char *end = NULL;
   long long v = strtoll(p, &end, 10);
+  /* the number alone (its digits), not the rest of the item after it */
   if (errno != 0 || v < 1 || v > max)
-    return TP_FAIL(TP_EUSAGE, "shape '%s': %.20s is out of range [1, %lld]", item, p, max);
+    return TP_FAIL(TP_EUSAGE, "shape '%s': %.*s is out of range [1, %lld]", item,
+                   (int)strspn(p, "0123456789"), p, max);
   *text = end;
   *out = v;
   return TP_OK;

@@ -326,6 +326,10 @@ static void test_shape_errors(void **state) {
   expect_shape_usage("4096x8192", NULL, "expected MxNxK or MxNxK:OP");
   expect_shape_usage("4096x8192x4096:rs", NULL, "unknown op 'rs'");
   expect_shape_usage("0x8192x4096", NULL, "out of range [1, 1073741824]");
+  /* the message names the number that is out of range, not the item's rest */
+  expect_shape_usage("0x8192x4096", NULL, "': 0 is out of range");
+  expect_shape_usage("4096x0x4096", NULL, "': 0 is out of range [1, 16777216]");
+  expect_shape_usage("99999999999x1x1", NULL, "': 99999999999 is out of range");
   expect_shape_usage("4096x8192x4096y", NULL, "expected MxNxK");
   expect_shape_usage("4096x8192x4096,4096x8192x4096", NULL, "listed twice");
   expect_shape_usage("4096x8192x4096", "model", "replaces the model, proj and tokens axes");
