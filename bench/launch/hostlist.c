@@ -20,8 +20,14 @@ typedef struct walk {
   int stopped;
 } walk;
 
+/* At most this much of a list is quoted in a message: the reason must fit
+ * after it (the error text is bounded; a 100 KB list once left no reason). */
+enum { QUOTED = 80 };
+#define QUOTE_FMT "'%.*s%s'"
+#define QUOTE_ARGS(list) (int)QUOTED, (list), strlen(list) > QUOTED ? "..." : ""
+
 static tp_rc malformed(const walk *w, const char *why) {
-  return TP_FAIL(TP_EUSAGE, "host list '%s': %s", w->list, why);
+  return TP_FAIL(TP_EUSAGE, "host list " QUOTE_FMT ": %s", QUOTE_ARGS(w->list), why);
 }
 
 /* Reads an unsigned decimal number of at most 9 digits at *p; its digit
@@ -140,7 +146,8 @@ tp_rc tp_hostlist_first(const char *list, char *out, size_t cap) {
   first_host f = {out, cap, 0};
   TP_TRY(tp_hostlist_each(list, keep_first, &f));
   if (!f.fits)
-    return TP_FAIL(TP_EUSAGE, "host list '%s': its first host is longer than %zu characters", list,
-                   cap ? cap - 1 : 0);
+    return TP_FAIL(TP_EUSAGE,
+                   "host list " QUOTE_FMT ": its first host is longer than %zu characters",
+                   QUOTE_ARGS(list), cap ? cap - 1 : 0);
   return TP_OK;
 }

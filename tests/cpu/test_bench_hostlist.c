@@ -96,6 +96,13 @@ static void test_malformed_refused(void **state) {
   memset(longname, 'h', sizeof longname - 1);
   longname[sizeof longname - 1] = '\0';
   expect_refused(longname, "too long");
+  /* a list far longer than a message still gets its reason, after a cut quote */
+  static char huge[100001];
+  memset(huge, 'h', sizeof huge - 1);
+  expect_refused(huge, "...': a host name is too long");
+  char first[64];
+  assert_int_equal(tp_hostlist_first(huge + sizeof huge - 101, first, sizeof first), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "...': its first host is longer than 63 characters"));
 }
 
 int main(void) {
