@@ -485,10 +485,23 @@ static tp_rc pick_compact(const report *rep, column_set *set) {
   return TP_OK;
 }
 
+/* Whether the set already holds the column. */
+static int picked(const column_set *set, int index) {
+  for (int i = 0; i < set->count; i++)
+    if (set->index[i] == index) return 1;
+  return 0;
+}
+
 static tp_rc pick_named(const char *spec, column_set *set) {
   for (const char *p = spec;;) {
     size_t len = strcspn(p, ",");
     int index = len ? find_column(p, len) : -1;
+    /* "all" is valid only alone; a column twice would be two CSV columns of
+     * one name and one JSON key: refused, as a list axis's repeats are */
+    if (len == 3 && !strncmp(p, "all", 3))
+      return TP_FAIL(TP_EUSAGE, "--columns: all stands alone (it shows every column)");
+    if (index >= 0 && picked(set, index))
+      return TP_FAIL(TP_EUSAGE, "--columns: column \"%.*s\" is listed twice", (int)len, p);
     if (index < 0) {
       char names[2048];
       tp_report_column_names(names, sizeof names);

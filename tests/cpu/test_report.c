@@ -1015,6 +1015,17 @@ static void test_columns(void **state) {
   assert_non_null(strstr(tp_last_error(), "short_key"));
   assert_string_equal(text, "");
   free(text);
+
+  /* a column twice, or all in a list, is refused with what is wrong (before,
+   * CSV repeated the header, JSON kept one key; "all" read as unknown) */
+  filter.columns = "speedup,config_id,speedup";
+  assert_int_equal(run_report(f, &filter, TP_FMT_CSV, &text), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "column \"speedup\" is listed twice"));
+  free(text);
+  filter.columns = "model,all";
+  assert_int_equal(run_report(f, &filter, TP_FMT_JSON, &text), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "all stands alone"));
+  free(text);
 }
 
 /* Every row carries its configuration's id and short key, the first ten hex
