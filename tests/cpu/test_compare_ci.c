@@ -146,8 +146,11 @@ static int attr_int(const char *text, const char *element, const char *name) {
   char needle[64];
   snprintf(needle, sizeof needle, " %s=\"", name);
   const char *attr = at ? strstr(at, needle) : NULL;
-  if (!attr) fail_msg("no %s in %s", name, element);
-  return atoi(attr + strlen(needle));
+  if (!attr) {
+    fail_msg("no %s in %s", name, element);
+    return -1;
+  }
+  return (int)strtol(attr + strlen(needle), NULL, 10);
 }
 
 static tp_compare_options defaults(void) {
@@ -423,18 +426,27 @@ static const char *skip_label_value(const char *p) {
 /* One sample line against the exposition grammar: name{labels} value. */
 static void check_sample(const char *line, const char *family, const char *type) {
   const char *p = skip_name(line, 1);
-  if (!p) fail_msg("no metric name: %s", line);
+  if (!p) {
+    fail_msg("no metric name: %s", line);
+    return;
+  }
   char expected[128];
   snprintf(expected, sizeof expected, "%s%s", family, !strcmp(type, "info") ? "_info" : "");
-  if ((size_t)(p - line) != strlen(expected) || strncmp(line, expected, strlen(expected)))
+  if ((size_t)(p - line) != strlen(expected) || strncmp(line, expected, strlen(expected)) != 0)
     fail_msg("sample outside its family %s: %s", family, line);
   if (*p == '{') {
     p++;
     while (*p != '}') {
       const char *end = skip_name(p, 0);
-      if (!end || *end != '=') fail_msg("bad label name: %s", line);
+      if (!end || *end != '=') {
+        fail_msg("bad label name: %s", line);
+        return;
+      }
       p = skip_label_value(end + 1);
-      if (!p) fail_msg("bad label value: %s", line);
+      if (!p) {
+        fail_msg("bad label value: %s", line);
+        return;
+      }
       if (*p == ',') p++;
       else if (*p != '}') fail_msg("bad label list: %s", line);
     }
