@@ -11,12 +11,15 @@
  * folder, the database) or a folder that is missing; 1 when it exists but
  * was not traced or writing the file fails; 0 otherwise.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
@@ -110,6 +113,31 @@ static tp_rc write_rank(tp_store *store, int64_t id, const trace_args *a, int ra
   return rc;
 }
 
+/* After a whole set is in place: removes DIR/rank<N>.json files of ranks this
+ * trace does not have (an earlier trace of more ranks), since a reader of the
+ * folder takes every rank file in it. Only regular files of that exact name. */
+static tp_rc remove_other_ranks(const char *dir, const int *ranks, size_t n) {
+  DIR *d = opendir(dir);
+  if (!d) return TP_FAIL(TP_EIO, "%s: cannot list the folder: %s", dir, strerror(errno));
+  tp_rc rc = TP_OK;
+  for (struct dirent *e = readdir(d); e && rc == TP_OK; e = readdir(d)) {
+    if (strncmp(e->d_name, "rank", 4) != 0 || !isdigit((unsigned char)e->d_name[4])) continue;
+    char *end = NULL;
+    const long rank = strtol(e->d_name + 4, &end, 10);
+    if (strcmp(end, ".json") != 0) continue;
+    int ours = 0;
+    for (size_t i = 0; i < n; i++) ours |= ranks[i] == rank;
+    char path[4096];
+    struct stat st;
+    if (ours || (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path ||
+        lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (unlink(path) != 0) rc = TP_FAIL(TP_EIO, "%s: cannot remove: %s", path, strerror(errno));
+  }
+  closedir(d);
+  return rc;
+}
+
 /* DIR/rank<N>.json for every rank of the trace, each through tp_output.
  * Every file is written before any is put in place: a rank that cannot be
  * written (its name taken by a folder, say) leaves the others' files as they
@@ -129,6 +157,7 @@ static tp_rc write_kineto(tp_store *store, int64_t id, const trace_args *a) {
     if (rc == TP_OK) rc = tp_output_commit(&outs[i], a->db);
     else tp_output_abort(&outs[i]);
   }
+  if (rc == TP_OK) rc = remove_other_ranks(a->out, ranks, n);
   free(outs);
   free(ranks);
   return rc;

@@ -335,9 +335,21 @@ static void test_trace_kineto_all_or_nothing(void **state) {
   assert_memory_equal(kept, "old", 3);
   free(kept);
   assert_int_equal(rmdir(rank1), 0);
+  /* a rank file of an earlier trace of more ranks goes once the new set is in place; other
+   * files stay */
+  char stale[700], notes[700];
+  snprintf(stale, sizeof stale, "%s/rank7.json", dir);
+  snprintf(notes, sizeof notes, "%s/rank7.json.notes", dir);
+  FILE *s = fopen(stale, "w"), *n = fopen(notes, "w");
+  assert_non_null(s);
+  assert_non_null(n);
+  assert_int_equal(fclose(s), 0);
+  assert_int_equal(fclose(n), 0);
   RUN_EXPECT(0, NULL, NULL, "trace", "--db", f->db, "--config", id, "--format", "kineto", "--out",
              dir);
   assert_true(exists(rank1));
+  assert_false(exists(stale));
+  assert_true(exists(notes));
 }
 
 static void test_import_command(void **state) {
