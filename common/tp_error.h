@@ -14,6 +14,11 @@
 extern "C" {
 #endif
 
+/* The process exit statuses of every command and worker: 0 success, 1 the command ran and
+ * something failed that is not the input, 2 the input is wrong. Only these three are used;
+ * bench/cli/commands.h maps a tp_rc to one (tp_exit_for). */
+enum { TP_EXIT_OK = 0, TP_EXIT_FAILURE = 1, TP_EXIT_USAGE = 2 };
+
 /* On every function that returns a status: a result that must be looked at. */
 #define TP_MUST_CHECK __attribute__((warn_unused_result))
 

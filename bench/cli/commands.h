@@ -57,8 +57,8 @@ int tp_cmd_dashboard(int argc, char **argv);
  * (bench/cli/cmd_migrate.c). */
 int tp_cmd_migrate(int argc, char **argv);
 
-/* Exit statuses every command uses. */
-enum { TP_EXIT_OK = 0, TP_EXIT_FAILURE = 1, TP_EXIT_USAGE = 2 };
+/* The exit statuses every command uses are TP_EXIT_OK, TP_EXIT_FAILURE and TP_EXIT_USAGE
+ * (common/tp_error.h, beside the codes tp_exit_for maps to them). */
 
 /* ---- shared by the commands (bench/cli/commands.c) ---------------------------- */
 

@@ -80,6 +80,15 @@ int tp_launch_until_done(const tp_launch_job *job) {
     pr->current = -1;
     pr->recorded = 0;
     status = tp_launch(job->world, job->fn, job->ctx);
+    if (status == 0 && attempt > 0) {
+      /* the matrix is through, but workers died on the way: a failure, as when the last
+       * configuration takes them down (the run keeps every result) */
+      fprintf(stderr,
+              "tpbench %s: every configuration is recorded; %d restart(s) after workers died, "
+              "each lost configuration recorded with the reason\n",
+              cmd, attempt);
+      return TP_EXIT_FAILURE;
+    }
     if (status == 0 || job->external || interrupted(status)) return status;
     if (pr->next >= n_configs) return status; /* all recorded: it failed at the end */
     /* Workers that died running a configuration leave progress behind them:

@@ -68,7 +68,8 @@ typedef struct tp_launch_job {
  * died, each time at progress->next with the running configuration recorded
  * as lost. Stops when an attempt records nothing, after 16 restarts, on an
  * interrupt, or at once under an external launcher. Returns the last
- * attempt's exit status. */
+ * attempt's exit status, but TP_EXIT_FAILURE when the matrix got through only after
+ * restarts (something was lost on the way). */
 TP_MUST_CHECK int tp_launch_until_done(const tp_launch_job *job);
 
 /* Rank 0 after a case: every configuration before next is recorded. */

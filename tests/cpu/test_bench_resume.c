@@ -48,7 +48,8 @@ enum {
   PLAN_DIE_RUNNING_TWICE,
   PLAN_DIE_BEFORE_ANY,
   PLAN_INTERRUPTED,
-  PLAN_CASE_HANGS_IN_TURN
+  PLAN_CASE_HANGS_IN_TURN,
+  PLAN_ALL_RECORDED
 };
 
 /* Rank 0's side of one attempt, as the scenario says. */
@@ -91,6 +92,7 @@ static int play(const tp_launch_env *env, void *ctx) {
       }
     tp_job_progress_case_done(pr, N_CONFIGS, 2);
     return 0;
+  case PLAN_ALL_RECORDED: tp_job_progress_case_done(pr, N_CONFIGS, N_CONFIGS); return 0;
   }
   return 1;
 }
@@ -114,7 +116,8 @@ static int run_plan(int plan, int external, script **out) {
 static void test_timeout_is_recorded_and_the_matrix_goes_on(void **state) {
   (void)state;
   script *sc = NULL;
-  assert_int_equal(run_plan(PLAN_TIMEOUT_THEN_DONE, 0, &sc), 0);
+  assert_int_equal(run_plan(PLAN_TIMEOUT_THEN_DONE, 0, &sc),
+                   TP_EXIT_FAILURE); /* through, but a configuration was lost */
   assert_int_equal(sc->attempts, 2);
   assert_int_equal(sc->start[0], 0);
   assert_int_equal(sc->lost[0], -1);
@@ -124,10 +127,19 @@ static void test_timeout_is_recorded_and_the_matrix_goes_on(void **state) {
   munmap(sc, sizeof *sc);
 }
 
+/* A matrix through in one attempt is a success; through only after restarts, a failure. */
+static void test_clean_run_exits_0(void **state) {
+  (void)state;
+  script *sc = NULL;
+  assert_int_equal(run_plan(PLAN_ALL_RECORDED, 0, &sc), TP_EXIT_OK);
+  assert_int_equal(sc->attempts, 1);
+  munmap(sc, sizeof *sc);
+}
+
 static void test_dying_while_running_is_progress(void **state) {
   (void)state;
   script *sc = NULL;
-  assert_int_equal(run_plan(PLAN_DIE_RUNNING_TWICE, 0, &sc), 0);
+  assert_int_equal(run_plan(PLAN_DIE_RUNNING_TWICE, 0, &sc), TP_EXIT_FAILURE);
   assert_int_equal(sc->attempts, 3);
   assert_int_equal(sc->lost[1], 1);
   assert_int_equal(sc->lost_rc[1], TP_EINTERNAL);
@@ -138,7 +150,7 @@ static void test_dying_while_running_is_progress(void **state) {
 static void test_each_lost_configuration_stays_out(void **state) {
   (void)state;
   script *sc = NULL;
-  assert_int_equal(run_plan(PLAN_CASE_HANGS_IN_TURN, 0, &sc), 0);
+  assert_int_equal(run_plan(PLAN_CASE_HANGS_IN_TURN, 0, &sc), TP_EXIT_FAILURE);
   assert_int_equal(sc->attempts, 5); /* one per configuration of the case, then the rest */
   for (int a = 1; a < 5; ++a) {
     assert_int_equal(sc->start[a], 4);
@@ -170,6 +182,7 @@ static void test_interrupt_and_external_are_not_restarted(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_timeout_is_recorded_and_the_matrix_goes_on),
+      cmocka_unit_test(test_clean_run_exits_0),
       cmocka_unit_test(test_dying_while_running_is_progress),
       cmocka_unit_test(test_each_lost_configuration_stays_out),
       cmocka_unit_test(test_no_progress_gives_up),
