@@ -30,6 +30,7 @@ static const command_entry commands[] = {
     {"import", tp_cmd_import, "merge runs from other databases"},
     {"dashboard", tp_cmd_dashboard, "write a static, offline HTML dashboard of a database"},
     {"migrate", tp_cmd_migrate, "bring a database of an older tpbench up to this schema"},
+    {"profile", tp_cmd_profile, "run one CUDA program with the collector injected and store it"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -10,6 +10,7 @@
 #include "bench/cli/commands.h"
 #include "bench/matrix/presets.h"
 #include "report/tp_openmetrics.h"
+#include "report/tp_profile.h"
 #include "report/tp_report.h"
 
 typedef struct report_args {
@@ -75,6 +76,20 @@ static int toy_models(const char **names, int cap) {
   return n;
 }
 
+/* The run a reader means, 0 when none can be found (the table says why). */
+static int64_t latest_run(tp_store *store, const report_args *a) {
+  int64_t run = 0;
+  if (tp_store_find_run(store, a->run, a->commit, &run) != TP_OK) return 0;
+  return run;
+}
+
+/* 1 when the run the reader means is a `tpbench profile` run (its
+ * configuration in *config_id). */
+static int profile_run(tp_store *store, const report_args *a, int64_t *config_id) {
+  int64_t run = latest_run(store, a);
+  return run > 0 && tp_profile_config_of_run(store, run, config_id) == TP_OK;
+}
+
 static tp_rc print_report(const report_args *a) {
   tp_report_format fmt = TP_FMT_MARKDOWN;
   int openmetrics = !strcmp(a->format, "openmetrics"); /* the run's export, not the table */
@@ -85,6 +100,13 @@ static tp_rc print_report(const report_args *a) {
   }
   tp_store *store = NULL;
   TP_TRY(tp_open_for_reading("report", a->db, &store));
+  int64_t profile_config = 0; /* a `tpbench profile` run has its own report */
+  if (!openmetrics && profile_run(store, a, &profile_config) && profile_config > 0) {
+    rc = tp_profile_report(store, latest_run(store, a), stdout);
+    if (rc != TP_OK) tp_print_error("report");
+    tp_store_close(store);
+    return rc;
+  }
   tp_report_filter filter = {.run_id = a->run,
                              .commit = a->commit,
                              .model = canonical_model(a->model),

@@ -57,6 +57,10 @@ int tp_cmd_dashboard(int argc, char **argv);
  * (bench/cli/cmd_migrate.c). */
 int tp_cmd_migrate(int argc, char **argv);
 
+/* `tpbench profile -- CMD` (bench/cli/cmd_profile.c): exits with the command's own status
+ * (127: not runnable; 128 + N: killed by signal N); 1 in a build without CUDA. */
+int tp_cmd_profile(int argc, char **argv);
+
 /* The exit statuses every command uses are TP_EXIT_OK, TP_EXIT_FAILURE and TP_EXIT_USAGE
  * (common/tp_error.h, beside the codes tp_exit_for maps to them). */
 

@@ -33,3 +33,10 @@ set_tests_properties(test_compare_junit PROPERTIES SKIP_RETURN_CODE 77)
 # topology, escaped; nothing for a run without a record.
 tp_add_cpu_test(test_system_report SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_system_report.c
                 LIBS tp_report)
+# tpbench profile without a GPU: the per-process event file, its import (overlap over the
+# process window, kernel summary, failed and empty commands) and the command's exit status.
+tp_add_cpu_test(test_profile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile.c
+                LIBS tp_report tp_bench_cpu m)
+target_compile_definitions(test_profile PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>"
+                           $<$<BOOL:${TPBENCH_WITH_CUDA}>:TPBENCH_PROFILE_INJECT=1>)
+add_dependencies(test_profile tpbench)

@@ -1,0 +1,454 @@
+/*
+ * test_profile.c — `tpbench profile` without a GPU: the per-process event
+ * file (collectors/tp_profile_file.h) written and read back, alone and as a
+ * folder of processes' files, a synthetic one
+ * imported into a database (report/tp_profile.h) with its overlap over the
+ * process window and its kernel summary, the failed and the empty cases, and
+ * the fork/exec/wait that gives back the command's exit status
+ * (bench/cli/profile_spawn.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/cli/profile_spawn.h"
+#include "collectors/tp_profile_file.h"
+#include "report/tp_profile.h"
+
+static const uint64_t US = 1000;                   /* ns */
+static const uint64_t T0 = 1700000000000000000ull; /* CLOCK_REALTIME-like */
+
+static tp_event kernel(const char *name, tp_event_category cat, uint64_t start_us,
+                       uint64_t end_us) {
+  return (tp_event){.name = name,
+                    .start_ns = T0 + start_us * US,
+                    .end_ns = T0 + end_us * US,
+                    .device = 0,
+                    .stream = 7,
+                    .type = TP_EV_KERNEL,
+                    .category = cat,
+                    .peer_device = -1};
+}
+
+/* Three GEMMs (500 µs in all), one NCCL kernel (400 µs) under two of them
+ * for 200 µs, an NVTX range over everything and a peer copy of 0 length. */
+static size_t synthetic_events(tp_event *ev) {
+  size_t n = 0;
+  ev[n++] = kernel("ampere_bf16_gemm", TP_CAT_GEMM, 0, 300);
+  ev[n++] = kernel("ncclDevKernel_AllGather_RING_LL", TP_CAT_COMM, 200, 600);
+  ev[n++] = kernel("ampere_bf16_gemm", TP_CAT_GEMM, 400, 500);
+  ev[n++] = kernel("ampere_bf16_gemm", TP_CAT_GEMM, 700, 800);
+  tp_event range = kernel("step\twith tab", TP_CAT_RANGE, 0, 900);
+  range.type = TP_EV_RANGE;
+  range.device = -1;
+  range.stream = TP_STREAM_NONE;
+  ev[n++] = range;
+  tp_event copy = kernel("PtoP", TP_CAT_COMM, 850, 850);
+  copy.type = TP_EV_MEMCPY;
+  copy.copy_kind = TP_COPY_PTOP;
+  copy.peer_device = 1;
+  copy.bytes = 4096;
+  ev[n++] = copy;
+  return n;
+}
+
+/* Writes the synthetic profile as process `pid`'s file in `dir` (path: its name). */
+static void write_process(const char *dir, char *path, int64_t pid, int complete,
+                          const char *tail) {
+  snprintf(path, 128, "%s/process-%lld.tpprof", dir, (long long)pid);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  tp_event ev[8];
+  size_t n = synthetic_events(ev);
+  tp_profile_meta meta = {.pid = pid,
+                          .start_ns = T0,
+                          .end_ns = T0 + 1000 * US,
+                          .clock_offset_ns = 3,
+                          .complete = complete};
+  assert_int_equal(tp_profile_file_write(f, &meta, ev, n), TP_OK);
+  if (tail) fputs(tail, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* A fresh folder for the processes' files (dir: 64 bytes). */
+static void make_folder(char *dir) {
+  snprintf(dir, 64, "/tmp/test_profile_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void remove_folder(const char *dir, const char *path) {
+  if (path) unlink(path);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* The synthetic profile of process 42 in a fresh folder. */
+static void write_profile(char *dir, char *path, int complete, const char *tail) {
+  make_folder(dir);
+  write_process(dir, path, 42, complete, tail);
+}
+
+static void test_file_round_trip(void **state) {
+  (void)state;
+  char dir[64], path[128];
+  write_profile(dir, path, 1, NULL);
+  tp_profile_data d;
+  assert_int_equal(tp_profile_file_read(path, &d), TP_OK);
+  assert_int_equal(d.n_events, 6);
+  assert_int_equal(d.meta.pid, 42);
+  assert_int_equal(d.meta.complete, 1);
+  assert_int_equal(d.meta.clock_offset_ns, 3);
+  assert_int_equal(d.truncated, 0);
+  assert_string_equal(d.events[1].name, "ncclDevKernel_AllGather_RING_LL");
+  assert_int_equal(d.events[1].category, TP_CAT_COMM);
+  assert_int_equal(d.events[1].end_ns - d.events[1].start_ns, 400 * US);
+  assert_string_equal(d.events[4].name, "step with tab"); /* one line per event */
+  assert_int_equal(d.events[4].type, TP_EV_RANGE);
+  assert_int_equal(d.events[5].copy_kind, TP_COPY_PTOP);
+  assert_int_equal(d.events[5].peer_device, 1);
+  assert_int_equal(d.events[5].bytes, 4096);
+  assert_int_equal(d.events[4].stream, TP_STREAM_NONE);
+  tp_profile_data_free(&d);
+  remove_folder(dir, path);
+}
+
+/* A writer killed mid-line leaves a last line without its newline: the
+ * events before it are read, the file is marked truncated. A bad line in the
+ * middle, or another file, is an error. */
+static void test_file_cut_short_and_foreign(void **state) {
+  (void)state;
+  char dir[64], path[128];
+  write_profile(dir, path, 0, "ev 0 2 0 17");
+  tp_profile_data d;
+  assert_int_equal(tp_profile_file_read(path, &d), TP_OK);
+  assert_int_equal(d.n_events, 6);
+  assert_int_equal(d.truncated, 1);
+  tp_profile_data_free(&d);
+  unlink(path);
+  write_process(dir, path, 42, 1, "garbage\nev 0 2 0 1 2 0 0 0 0 7 0 -1 k\n");
+  assert_int_equal(tp_profile_file_read(path, &d), TP_EIO);
+  unlink(path);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("SQLite format 3\n", f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(tp_profile_file_read(path, &d), TP_EIO);
+  assert_non_null(strstr(tp_last_error(), "not a tpbench profile file"));
+  remove_folder(dir, path);
+}
+
+/* Every process's file of the folder is read, in one set; other files are
+ * not; a missing folder is no file at all. */
+static void test_folder_of_processes(void **state) {
+  (void)state;
+  char dir[64], first[128], second[128], other[128];
+  write_profile(dir, first, 1, NULL);
+  write_process(dir, second, 43, 0, NULL);
+  snprintf(other, sizeof other, "%s/process-44.tpprof.tmp", dir);
+  FILE *f = fopen(other, "w");
+  assert_non_null(f);
+  assert_int_equal(fclose(f), 0);
+  tp_profile_data d;
+  size_t files = 0;
+  assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_OK);
+  assert_int_equal(files, 2);
+  assert_int_equal(d.n_events, 12);
+  assert_int_equal(d.meta.complete, 0); /* the second process's file was not */
+  assert_string_equal(d.events[6].name, "ampere_bf16_gemm");
+  tp_profile_data_free(&d);
+  unlink(first);
+  unlink(second);
+  remove_folder(dir, other);
+  assert_int_equal(tp_profile_folder_read("/nonexistent/folder", &d, &files), TP_OK);
+  assert_int_equal(files, 0);
+  assert_int_equal(d.n_events, 0);
+}
+
+static tp_store *fresh_store(char *db) {
+  snprintf(db, 64, "/tmp/test_profile_db_XXXXXX");
+  int fd = mkstemp(db);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(db);
+  tp_store *store = NULL;
+  if (tp_store_open(db, 1, &store) != TP_OK) fail_msg("%s", tp_last_error());
+  return store;
+}
+
+static void remove_db(const char *db) {
+  char side[160];
+  unlink(db);
+  snprintf(side, sizeof side, "%s-wal", db);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", db);
+  unlink(side);
+}
+
+static tp_profile_import_args import_args(const char *dir, int exit_status) {
+  return (tp_profile_import_args){.profile_dir = dir,
+                                  .command_line = "python3 train.py --steps 10",
+                                  .label = "train",
+                                  .commit = "abc123",
+                                  .host = "testhost",
+                                  .exit_status = exit_status};
+}
+
+/* Redirects descriptor fd to path; the saved descriptor (-1: path is NULL). */
+static int redirect(int fd, const char *path) {
+  if (!path) return -1;
+  int saved = dup(fd);
+  FILE *f = fopen(path, "w");
+  assert_true(saved >= 0 && f != NULL);
+  assert_true(dup2(fileno(f), fd) >= 0);
+  assert_int_equal(fclose(f), 0);
+  return saved;
+}
+
+static void restore(int fd, int saved) {
+  if (saved < 0) return;
+  assert_true(dup2(saved, fd) >= 0);
+  close(saved);
+}
+
+/* Runs argv with stderr into err_path and stdout into out_path (NULL: left
+ * alone); the exit status. */
+static int run_quietly(char *const argv[], const char *err_path, const char *out_path) {
+  fflush(NULL);
+  int saved_err = redirect(2, err_path), saved_out = redirect(1, out_path);
+  int status = -1;
+  tp_rc rc = tp_profile_spawn(argv, NULL, &status);
+  fflush(NULL);
+  restore(1, saved_out);
+  restore(2, saved_err);
+  assert_int_equal(rc, TP_OK);
+  return status;
+}
+
+static int file_has(const char *path, const char *needle) {
+  static char text[1 << 16];
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(text, 1, sizeof text - 1, f); /* the files here are small */
+  text[n] = '\0';
+  fclose(f);
+  return strstr(text, needle) != NULL;
+}
+
+/* `tpbench report --run N` prints the profile's kernel summary, and
+ * `tpbench trace --config ID` exports its events, as for any trace. */
+static void commands_read_profile(const char *dir, const char *db, int64_t run, int64_t config) {
+  char run_arg[32], config_arg[32], out[128], err[128];
+  snprintf(run_arg, sizeof run_arg, "%lld", (long long)run);
+  snprintf(config_arg, sizeof config_arg, "%lld", (long long)config);
+  snprintf(out, sizeof out, "%s/trace.json", dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  char *report[] = {TPBENCH_EXE, "report", "--db", (char *)(uintptr_t)db, "--run", run_arg, NULL};
+  char *trace[] = {TPBENCH_EXE, "trace", "--db", (char *)(uintptr_t)db, "--config", config_arg,
+                   "--out",     out,     NULL};
+  assert_int_equal(run_quietly(report, err, out), 0);
+  assert_true(file_has(out, "| ampere_bf16_gemm | gemm | 3 | 500.0 | 166.67 | 55.6 |"));
+  assert_int_equal(run_quietly(trace, err, NULL), 0);
+  assert_true(file_has(out, "ncclDevKernel_AllGather_RING_LL"));
+  assert_true(file_has(out, "\"traceEvents\""));
+  unlink(out);
+  unlink(err);
+}
+
+static void test_import_summary_overlap(void **state) {
+  (void)state;
+  char dir[64], path[128], db[64];
+  write_profile(dir, path, 1, NULL);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_true(r.run_id > 0 && r.config_id > 0);
+  assert_int_equal(r.n_events, 6);
+  assert_int_equal(r.n_processes, 1);
+  assert_int_equal(r.empty, 0);
+  assert_int_equal(r.incomplete, 0);
+  int64_t cfg = 0;
+  assert_int_equal(tp_profile_config_of_run(store, r.run_id, &cfg), TP_OK);
+  assert_int_equal(cfg, r.config_id);
+
+  /* the kernel summary: GEMM 3 x, 500 µs, 55.6 %; NCCL 1 x, 400 µs, 44.4 % */
+  tp_kernel_row *rows = NULL;
+  size_t n = 0;
+  assert_int_equal(tp_profile_kernel_summary(store, r.config_id, &rows, &n), TP_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(rows[0].name, "ampere_bf16_gemm");
+  assert_string_equal(rows[0].category, "gemm");
+  assert_int_equal(rows[0].count, 3);
+  assert_true(fabs(rows[0].total_us - 500.0) < 1e-6);
+  assert_true(fabs(rows[0].mean_us - 500.0 / 3) < 1e-6);
+  assert_true(fabs(rows[0].share_pct - 500.0 / 9) < 1e-6 * 100);
+  assert_string_equal(rows[1].category, "comm");
+  assert_int_equal(rows[1].count, 1);
+  assert_true(fabs(rows[1].share_pct - 400.0 / 9) < 1e-6 * 100);
+  free(rows);
+
+  /* overlap over the process window: comm [200,600) meets compute for 200 µs */
+  tp_trace_overlap *ov = NULL;
+  assert_int_equal(tp_store_trace_overlap(store, r.config_id, &ov, &n), TP_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(ov[0].comm_ns, 400 * US);
+  assert_int_equal(ov[0].overlap_ns, 200 * US);
+  assert_int_equal(ov[0].exposed_ns, 200 * US);
+  assert_true(fabs(ov[0].overlap_pct - 50.0) < 1e-9);
+  assert_int_equal(ov[0].window_end_ns - ov[0].window_start_ns, 1000 * US);
+  free(ov);
+
+  /* stored as a trace, so `tpbench trace --config` reads it */
+  int found = 0;
+  tp_trace_info info;
+  assert_int_equal(tp_store_trace_info(store, r.config_id, &found, &info), TP_OK);
+  assert_int_equal(found, 1);
+  assert_int_equal(info.n_events, 6);
+
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, r.run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  assert_non_null(strstr(text, "command: python3 train.py --steps 10"));
+  assert_non_null(strstr(text, "status: ok"));
+  assert_non_null(strstr(text, "overlap 50.0 %"));
+  assert_non_null(strstr(text, "| ampere_bf16_gemm | gemm | 3 | 500.0 | 166.67 | 55.6 |"));
+  free(text);
+  tp_store_close(store);
+  commands_read_profile(dir, db, r.run_id, r.config_id);
+  remove_db(db);
+  remove_folder(dir, path);
+}
+
+/* A command that failed keeps its events, marked incomplete (status failed). */
+static void test_import_failed_command(void **state) {
+  (void)state;
+  char dir[64], path[128], db[64];
+  write_profile(dir, path, 1, NULL);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 3);
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.incomplete, 1);
+  assert_int_equal(r.n_events, 6);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, r.run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  assert_non_null(strstr(text, "status: failed: the command exited with status 3"));
+  assert_non_null(strstr(text, "ncclDevKernel_AllGather_RING_LL"));
+  free(text);
+  tp_store_close(store);
+  remove_db(db);
+  remove_folder(dir, path);
+}
+
+/* No event file: the program never initialised CUDA; an empty run says so. */
+static void test_import_empty(void **state) {
+  (void)state;
+  char db[64];
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args("/nonexistent/profile-folder", 0);
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.empty, 1);
+  assert_int_equal(r.n_events, 0);
+  assert_true(r.config_id > 0);
+  tp_kernel_row *rows = NULL;
+  size_t n = 1;
+  assert_int_equal(tp_profile_kernel_summary(store, r.config_id, &rows, &n), TP_OK);
+  assert_int_equal(n, 0);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, r.run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  assert_non_null(strstr(text, "never initialised CUDA"));
+  assert_non_null(strstr(text, "no kernels were recorded"));
+  free(text);
+  tp_store_close(store);
+  remove_db(db);
+}
+
+static int spawn(const char *script, const char *const *env) {
+  char *argv[] = {"sh", "-c", (char *)(uintptr_t)script, NULL};
+  int status = -1;
+  assert_int_equal(tp_profile_spawn(argv, env, &status), TP_OK);
+  return status;
+}
+
+/* The command's own status; 128 + N for signal N; 127 when it cannot run;
+ * the injection variables reach the child. */
+static void test_spawn_exit_status(void **state) {
+  (void)state;
+  assert_int_equal(spawn("exit 0", NULL), 0);
+  assert_int_equal(spawn("exit 3", NULL), 3);
+  assert_int_equal(spawn("kill -TERM $$", NULL), 128 + 15);
+  const char *env[] = {"TPBENCH_PROFILE_OUT=/x/y", "CUDA_INJECTION64_PATH=/lib.so", NULL};
+  assert_int_equal(
+      spawn("test \"$TPBENCH_PROFILE_OUT\" = /x/y && test \"$CUDA_INJECTION64_PATH\" = /lib.so",
+            env),
+      0);
+  char *missing[] = {"/nonexistent/tpbench-no-such-command", NULL};
+  int status = -1;
+  assert_int_equal(tp_profile_spawn(missing, NULL, &status), TP_OK);
+  assert_int_equal(status, 127);
+  char *none[] = {NULL};
+  assert_int_equal(tp_profile_spawn(none, NULL, &status), TP_EUSAGE);
+  assert_int_equal(tp_profile_exit_status(0x0200), 2); /* exited 2, as waitpid encodes it */
+}
+
+/* The command itself: a CUDA build runs the child, gives back its status and
+ * stores an empty run (sh never initialises CUDA); a build without CUDA says
+ * that profiling needs one and exits 1. */
+static void test_profile_command(void **state) {
+  (void)state;
+  char dir[64], db[128], err[128];
+  make_folder(dir);
+  snprintf(db, sizeof db, "%s/p.db", dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  char *argv[] = {TPBENCH_EXE, "profile", "--db", db, "--", "sh", "-c", "exit 5", NULL};
+  int status = run_quietly(argv, err, NULL);
+#ifdef TPBENCH_PROFILE_INJECT
+  assert_int_equal(status, 5);
+  assert_true(file_has(err, "never initialised CUDA"));
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(db, 0, &store), TP_OK);
+  int64_t run = 0, cfg = 0;
+  assert_int_equal(tp_store_find_run(store, 0, NULL, &run), TP_OK);
+  assert_int_equal(tp_profile_config_of_run(store, run, &cfg), TP_OK);
+  assert_true(cfg > 0);
+  tp_store_close(store);
+  remove_db(db);
+#else
+  assert_int_equal(status, 1);
+  assert_true(file_has(err, "profiling needs a CUDA build"));
+#endif
+  remove_folder(dir, err);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_file_round_trip),
+      cmocka_unit_test(test_file_cut_short_and_foreign),
+      cmocka_unit_test(test_folder_of_processes),
+      cmocka_unit_test(test_import_summary_overlap),
+      cmocka_unit_test(test_import_failed_command),
+      cmocka_unit_test(test_import_empty),
+      cmocka_unit_test(test_spawn_exit_status),
+      cmocka_unit_test(test_profile_command),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
