@@ -296,14 +296,6 @@ void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {
   append_method(buf, cap, &len, axes, is_link);
 }
 
-void *tp_grow_array(void *items, size_t *cap, size_t n, size_t size) {
-  if (n < *cap) return items;
-  size_t room = *cap ? 2 * *cap : 16;
-  void *grown = realloc(items, room * size);
-  if (grown) *cap = room;
-  return grown;
-}
-
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "common/tp_array.h"
 #include "store/tp_store.h"
 
 struct sqlite3_stmt;
@@ -125,12 +126,6 @@ void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
  * left out. The shape of a named model's projection is implied by the model,
  * projection, tokens and tp, and so is left out. */
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes);
-
-/* Room for item n of a malloc'd array of *cap items of size bytes: items
- * itself while n < *cap, else the array reallocated to twice the room (16
- * items at first) with *cap updated. NULL when out of memory: items is
- * then left as it was, still the caller's to free. */
-void *tp_grow_array(void *items, size_t *cap, size_t n, size_t size);
 
 /* Median of v[0..n), sorting v in place; NaN for n == 0. */
 double tp_median(double *v, size_t n);

@@ -1224,12 +1224,4 @@ tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ..
   return tp_fail(rc, file, line, "%s: %s", prefix, cause);
 }
 
-void *tp_store_grow(void *items, size_t *cap, size_t n, size_t size) {
-  if (n < *cap) return items;
-  size_t room = *cap ? 2 * *cap : 16;
-  void *grown = realloc(items, room * size);
-  if (grown) *cap = room;
-  return grown;
-}
-
 void tp_store_rollback(tp_store *store) { rollback_quietly(store->db, store->path); }

@@ -301,7 +301,7 @@ static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid) {
   int step = sqlite3_bind_int64(im->list_configs, 1, old_run);
   while (rc == TP_OK && step == SQLITE_OK &&
          (step = sqlite3_step(im->list_configs)) == SQLITE_ROW) {
-    int64_t *grown = tp_store_grow(ids, &cap, n, sizeof *ids);
+    int64_t *grown = tp_grow_array(ids, &cap, n, sizeof *ids);
     if (!grown) {
       rc = TP_FAIL(TP_EOOM, "import: out of memory");
       break;
@@ -341,7 +341,7 @@ static tp_rc list_source_runs(tp_store *s, int64_t version, source_run **out, si
   tp_rc rc = TP_OK;
   int step = SQLITE_OK;
   while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    source_run *grown = tp_store_grow(runs, &cap, count, sizeof *runs);
+    source_run *grown = tp_grow_array(runs, &cap, count, sizeof *runs);
     if (!grown) {
       rc = TP_FAIL(TP_EOOM, "import: out of memory");
       break;

@@ -14,6 +14,7 @@
 
 #include <sqlite3.h>
 
+#include "common/tp_array.h" /* arrays grow through tp_grow_array */
 #include "store/tp_store.h"
 
 /* "file:" URI of a path with query appended ("?mode=ro"), every byte but
@@ -36,12 +37,6 @@ TP_MUST_CHECK tp_rc tp_store_exec(tp_store *store, const char *sql, const char *
 /* Rolls back an open transaction after a failure, keeping that failure's
  * message (a failed rollback is only logged). */
 void tp_store_rollback(tp_store *store);
-
-/* Room for item n of a malloc'd array of *cap items of size bytes: items
- * itself while n < *cap, else the array reallocated to twice the room (16
- * items at first) with *cap updated. NULL when out of memory: items is
- * then left as it was, still the caller's to free. */
-void *tp_store_grow(void *items, size_t *cap, size_t n, size_t size);
 
 /* The checks of tp_store_put_trace on a trace record (TP_EINTERNAL). */
 TP_MUST_CHECK tp_rc tp_store_check_trace(const tp_trace_record *rec);

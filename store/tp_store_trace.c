@@ -459,7 +459,7 @@ static tp_rc summarise_sync(tp_store *s, int64_t config_id, tp_trace_info *out) 
   tp_rc rc = TP_OK;
   int step = sqlite3_bind_int64(st, 1, config_id);
   while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    double *grown = tp_store_grow(values, &cap, n, sizeof *values);
+    double *grown = tp_grow_array(values, &cap, n, sizeof *values);
     if (!grown) {
       rc = out_of_memory();
       break;
@@ -550,7 +550,7 @@ tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_eve
 }
 
 static tp_rc grow_overlap(tp_trace_overlap **rows, size_t *cap, size_t n) {
-  tp_trace_overlap *grown = tp_store_grow(*rows, cap, n, sizeof **rows);
+  tp_trace_overlap *grown = tp_grow_array(*rows, cap, n, sizeof **rows);
   if (!grown) return out_of_memory();
   *rows = grown;
   return TP_OK;
@@ -656,11 +656,11 @@ tp_rc tp_store_find_config(tp_store *store, int64_t config_id, const char *key, 
 /* Grows a times array (and its rounds, when asked for) to hold one more. */
 static tp_rc grow_series(double **times, int **rounds, size_t n, size_t *cap) {
   size_t times_cap = *cap, rounds_cap = *cap;
-  double *grown = tp_store_grow(*times, &times_cap, n, sizeof **times);
+  double *grown = tp_grow_array(*times, &times_cap, n, sizeof **times);
   if (!grown) return out_of_memory();
   *times = grown;
   if (rounds) {
-    int *grown_rounds = tp_store_grow(*rounds, &rounds_cap, n, sizeof **rounds);
+    int *grown_rounds = tp_grow_array(*rounds, &rounds_cap, n, sizeof **rounds);
     if (!grown_rounds) return out_of_memory();
     *rounds = grown_rounds;
   }
