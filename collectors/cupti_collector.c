@@ -173,6 +173,8 @@ struct tp_collector {
   api_call *calls; /* the window's API calls, by correlation id after sorting */
   size_t n_calls, cap_calls;
   tp_collector_stats stats;
+  CUpti_SubscriberHandle subscriber; /* CUPTI's one subscriber slot, held while running */
+  int subscribed;
 };
 
 static uint64_t hash_str(const char *s) {
@@ -607,8 +609,10 @@ static void disable_window_kinds(void) {
   for (size_t i = 0; i < N_WINDOW_KINDS; ++i) (void)cuptiActivityDisable(window_kinds[i]);
 }
 
-static tp_rc enable_window_kinds(void) {
+/* Every window kind, or only NVTX markers (ranges_only: no device activity). */
+static tp_rc enable_window_kinds(int ranges_only) {
   for (size_t i = 0; i < N_WINDOW_KINDS; ++i) {
+    if (ranges_only && window_kinds[i] != CUPTI_ACTIVITY_KIND_MARKER) continue;
     CUptiResult st = cuptiActivityEnable(window_kinds[i]);
     if (st != CUPTI_SUCCESS) {
       disable_window_kinds();
@@ -618,8 +622,39 @@ static tp_rc enable_window_kinds(void) {
   return TP_OK;
 }
 
+/* The subscriber's callback: no domain is enabled, so it is never called. */
+static void CUPTIAPI claim_callback(void *userdata, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *cbdata) {
+  (void)userdata;
+  (void)domain;
+  (void)cbid;
+  (void)cbdata;
+}
+
+/* CUPTI takes one subscriber per process. Holding that slot makes a second
+ * profiler (Nsight Systems, a program's own torch.profiler) fail loudly
+ * instead of silently taking the activity buffers away, and finding it taken
+ * means another profiler is attached: an error saying so. */
+static tp_rc claim_cupti(tp_collector *c) {
+  CUptiResult st = cuptiSubscribe(&c->subscriber, claim_callback, NULL);
+  if (st == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return TP_FAIL(TP_ECUPTI,
+                   "CUPTI is busy: another profiler already subscribed to this process "
+                   "(cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
+  TP_CUPTI(st);
+  c->subscribed = 1;
+  return TP_OK;
+}
+
+static void release_cupti(tp_collector *c) {
+  if (c->subscribed && cuptiUnsubscribe(c->subscriber) != CUPTI_SUCCESS)
+    TP_LOGW(LOG, "cuptiUnsubscribe failed: CUPTI stays claimed until the process ends");
+  c->subscribed = 0;
+}
+
 /* Everything of start that can fail after the collector exists. */
 static tp_rc start_tracing(tp_collector *c) {
+  TP_TRY(claim_cupti(c));
   TP_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   int injected = 0;
   TP_TRY(setup_nvtx_injection(&injected));
@@ -664,6 +699,7 @@ tp_rc tp_collector_start(int rank, tp_collector **out) {
   if (rc != TP_OK) {
     (void)cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MARKER);
     tp_nvtx_gate(0);
+    release_cupti(c);
     free(c);
     atomic_store(&collector_running, 0);
     return rc;
@@ -672,16 +708,25 @@ tp_rc tp_collector_start(int rank, tp_collector **out) {
   return TP_OK;
 }
 
-tp_rc tp_collector_window_begin(tp_collector *c) {
+static tp_rc window_begin(tp_collector *c, int ranges_only) {
   if (!c) return TP_FAIL(TP_EUSAGE, "tp_collector_window_begin: NULL collector");
   if (c->window_open)
     return TP_FAIL(TP_EUSAGE, "tp_collector_window_begin: a window is already open");
-  TP_TRY(enable_window_kinds());
+  TP_TRY(enable_window_kinds(ranges_only));
   c->win_start = tp_collector_now();
   c->window_open = 1;
   c->n_calls = 0;
   tp_nvtx_window(1);
   return TP_OK;
+}
+
+tp_rc tp_collector_window_begin(tp_collector *c) { return window_begin(c, 0); }
+
+tp_rc tp_collector_window_begin_ranges(tp_collector *c) { return window_begin(c, 1); }
+
+tp_rc tp_collector_cupti_path(char *out, size_t size) {
+  if (!out || size == 0) return TP_FAIL(TP_EUSAGE, "tp_collector_cupti_path: no buffer");
+  return loaded_cupti_path(out, size);
 }
 
 /* Flushes CUPTI (no lock of ours held: the completion callback takes it),
@@ -758,6 +803,7 @@ void tp_collector_stop(tp_collector *c) {
     TP_LOGW(LOG, "collector stop: %zu activity buffers could not be allocated",
             queue.alloc_failures);
   pthread_mutex_unlock(&queue.lock);
+  release_cupti(c);
   free(c->events);
   free(c->open);
   free(c->ctx);

@@ -19,6 +19,12 @@
  * a working collector: only the process that started it writes. Ranks come
  * from the launcher's variables (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK),
  * else 0.
+ *
+ * TPBENCH_PROFILE_MODE=ranges records NVTX ranges only (no device activity,
+ * no API records): the baseline run of `tpbench profile --overhead`. When
+ * the collector cannot start (CUPTI busy: another profiler attached), the
+ * program runs unprofiled and the reason goes to process-<pid>.error, which
+ * `tpbench profile` reports.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -26,8 +32,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cuda.h>
 
 #include "collectors/tp_collector.h"
 #include "collectors/tp_profile_file.h"
@@ -74,6 +83,32 @@ static void write_file(const char *folder, const tp_profile_meta *meta, const tp
   else if (!ok) TP_LOGW(LOG, "%s may be cut short", path);
 }
 
+/* The driver's name of the device of the first device event ("" when none
+ * or the driver cannot say: the name is a label, not a reason to fail). */
+static void device_name(const tp_event *events, size_t n, char *buf, size_t cap) {
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; ++i) {
+    if (events[i].device < 0) continue;
+    CUdevice dev = 0;
+    if (cuDeviceGet(&dev, events[i].device) != CUDA_SUCCESS ||
+        cuDeviceGetName(buf, (int)cap, dev) != CUDA_SUCCESS)
+      buf[0] = '\0';
+    return;
+  }
+}
+
+/* Says in folder/process-<pid>.error why this process is not profiled. */
+static void write_error(const char *reason) {
+  const char *folder = getenv("TPBENCH_PROFILE_OUT");
+  char path[4096];
+  if (!folder || !*folder) return;
+  snprintf(path, sizeof path, "%s/process-%lld.error", folder, (long long)getpid());
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  (void)fprintf(f, "%s\n", reason);
+  (void)fclose(f);
+}
+
 /* Closes the window and writes its events; complete is 0 on a signal. */
 static void write_profile(int complete) {
   if (!collector || getpid() != collector_pid || atomic_exchange(&written, 1)) return;
@@ -90,6 +125,7 @@ static void write_profile(int complete) {
                           .clock_offset_ns = stats.clock.offset_ns,
                           .complete = complete && rc == TP_OK};
   tp_collector_window_bounds(collector, &meta.start_ns, &meta.end_ns);
+  device_name(events, n, meta.gpu_name, sizeof meta.gpu_name);
   write_file(folder, &meta, events, n);
   tp_collector_stop(collector);
   collector = NULL;
@@ -151,12 +187,22 @@ int InitializeInjection(void);
 int InitializeInjection(void) {
   if (collector) return 1;
   tp_collector *c = NULL;
+  char reason[768];
   if (tp_collector_start(rank_from_env(), &c) != TP_OK) {
-    TP_LOGE(LOG, "the collector cannot start (is another profiler attached?): %s", tp_last_error());
+    snprintf(reason, sizeof reason,
+             "CUPTI refused tpbench's collector (is another profiler attached, such as Nsight "
+             "Systems, or a second tpbench?): %s",
+             tp_last_error());
+    TP_LOGE(LOG, "%s", reason);
+    write_error(reason);
     return 0;
   }
-  if (tp_collector_window_begin(c) != TP_OK) {
-    TP_LOGE(LOG, "the profile window cannot open: %s", tp_last_error());
+  const char *mode = getenv("TPBENCH_PROFILE_MODE");
+  int ranges_only = mode && strcmp(mode, "ranges") == 0;
+  if ((ranges_only ? tp_collector_window_begin_ranges(c) : tp_collector_window_begin(c)) != TP_OK) {
+    snprintf(reason, sizeof reason, "the profile window cannot open: %s", tp_last_error());
+    TP_LOGE(LOG, "%s", reason);
+    write_error(reason);
     tp_collector_stop(c);
     return 0;
   }

@@ -42,6 +42,8 @@ tp_rc tp_profile_file_write(FILE *f, const tp_profile_meta *meta, const tp_event
               MAGIC, meta->pid, meta->rank, meta->start_ns, meta->end_ns, meta->dropped,
               meta->clock_offset_ns, meta->complete) < 0)
     return TP_FAIL(TP_EIO, "profile file: writing the header failed");
+  if (meta->gpu_name[0] && (fputs("gpu ", f) == EOF || !write_name(f, meta->gpu_name)))
+    return TP_FAIL(TP_EIO, "profile file: writing the GPU name failed");
   for (size_t i = 0; i < n; ++i)
     if (!write_event(f, &events[i]))
       return TP_FAIL(TP_EIO, "profile file: writing event %zu failed", i);
@@ -158,6 +160,8 @@ static tp_rc read_lines(FILE *f, const char *path, tp_profile_data *d) {
     tp_event e;
     char *name = NULL;
     if (!have_meta && parse_meta(line, &d->meta)) have_meta = 1;
+    else if (have_meta && whole && strncmp(line, "gpu ", 4) == 0)
+      snprintf(d->meta.gpu_name, sizeof d->meta.gpu_name, "%s", line + 4);
     else if (have_meta && parse_event(line, &e, &name)) rc = append_event(d, &cap, &e, name);
     else if (!whole) d->truncated = 1;
     else rc = TP_FAIL(TP_EIO, "%s:%zu: not a line of a tpbench profile file", path, lineno);
@@ -278,4 +282,31 @@ tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *out, size_t *n
   if (rc != TP_OK) tp_profile_data_free(out);
   else *n_files = n;
   return rc;
+}
+
+static int is_error_file(const char *name) {
+  size_t len = strlen(name), ext = sizeof ".error" - 1;
+  return strncmp(name, "process-", 8) == 0 && len > ext && !strcmp(name + len - ext, ".error");
+}
+
+tp_rc tp_profile_folder_errors(const char *folder, char *first, size_t cap, size_t *n_errors) {
+  if (!folder || !first || cap == 0 || !n_errors)
+    return TP_FAIL(TP_EUSAGE, "tp_profile_folder_errors: NULL argument");
+  first[0] = '\0';
+  *n_errors = 0;
+  DIR *dir = opendir(folder);
+  if (!dir) return TP_OK;
+  struct dirent *ent;
+  while ((ent = readdir(dir)) != NULL) {
+    if (!is_error_file(ent->d_name)) continue;
+    if ((*n_errors)++ > 0) continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", folder, ent->d_name);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(first, (int)cap, f)) first[strcspn(first, "\n")] = '\0';
+    else snprintf(first, cap, "%s could not be read", path);
+    if (f) fclose(f);
+  }
+  closedir(dir);
+  return TP_OK;
 }

@@ -105,7 +105,10 @@ typedef enum {
   TP_KERNEL_NCCL,       /* an NCCL device kernel */
   TP_KERNEL_OWN_COPY,   /* tpbench's SM copy kernel (schedule "sm") */
   TP_KERNEL_OWN_REDUCE, /* tpbench's cross-rank sum */
-  TP_KERNEL_OWN_SIGNAL  /* tpbench's barrier / signal / wait kernels (category sync) */
+  TP_KERNEL_OWN_SIGNAL, /* tpbench's barrier / signal / wait kernels (category sync) */
+  TP_KERNEL_SYMM_MEM,   /* PyTorch's symmetric-memory SM kernels that move bytes between peers
+                           (one_shot_all_reduce_kernel, two_shot_all_reduce_kernel, ...) */
+  TP_KERNEL_MULTICAST   /* NVLink multicast kernels ("multimem" in the name), category comm */
 } tp_kernel_origin;
 
 typedef struct tp_kernel_class {
@@ -300,6 +303,16 @@ TP_MUST_CHECK tp_rc tp_collector_start(int rank, tp_collector **out);
  * timestamp. Discards nothing and flushes nothing, so it is cheap; still,
  * call it outside timed regions. TP_EUSAGE if a window is already open. */
 TP_MUST_CHECK tp_rc tp_collector_window_begin(tp_collector *c);
+
+/* Opens a window that records NVTX ranges only (no device activity, no API
+ * records): the baseline of `tpbench profile --overhead`, whose step times
+ * are the host durations of the program's step ranges. Closed by
+ * tp_collector_window_end like any window. */
+TP_MUST_CHECK tp_rc tp_collector_window_begin_ranges(tp_collector *c);
+
+/* The path of the libcupti this process loaded (for NVTX_INJECTION64_PATH
+ * in a child). TP_ECUPTI when it cannot be found. */
+TP_MUST_CHECK tp_rc tp_collector_cupti_path(char *out, size_t size);
 
 /* Closes the window. The caller must have waited for the window's GPU work
  * (cudaDeviceSynchronize or equivalent) first. Takes the end timestamp,

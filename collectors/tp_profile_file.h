@@ -8,6 +8,7 @@
  *
  *   tpbench-profile 1
  *   meta <pid> <rank> <start_ns> <end_ns> <dropped> <clock_offset_ns> <complete>
+ *   gpu <the device's name to the end of the line>          (optional)
  *   ev <type> <category> <copy> <start> <end> <bytes> <launch> <rank> <device>
  *      <stream> <correlation> <peer> <name to the end of the line>
  *
@@ -38,6 +39,7 @@ typedef struct tp_profile_meta {
   uint64_t dropped;          /* records CUPTI dropped */
   int64_t clock_offset_ns;   /* CUPTI clock - CLOCK_REALTIME */
   int complete;              /* 1: written at a normal exit; 0: on a signal or a flush error */
+  char gpu_name[128];        /* the device the process used, as the driver names it; "" unknown */
 } tp_profile_meta;
 
 /* Events read back; every name is owned by the struct. */
@@ -69,6 +71,13 @@ TP_MUST_CHECK tp_rc tp_profile_file_read(const char *path, tp_profile_data *out)
  * naming the file. */
 TP_MUST_CHECK tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *out,
                                            size_t *n_files);
+
+/* Counts the process-*.error files of `folder` (a process whose collector
+ * could not start writes one, with the reason, and runs unprofiled) and
+ * copies the first one's reason into first (cut to cap). A missing folder
+ * has none. TP_EUSAGE for NULL arguments. */
+TP_MUST_CHECK tp_rc tp_profile_folder_errors(const char *folder, char *first, size_t cap,
+                                             size_t *n_errors);
 
 /* Frees what tp_profile_file_read allocated; NULL is a no-op. */
 void tp_profile_data_free(tp_profile_data *data);

@@ -86,6 +86,19 @@ static const detail_table details[] = {
      "seq, output, rule, status, elements, nonfinite, differ, rel_err, max_abs_err, tolerance, "
      "reason",
      NULL},
+    {"profiles", "profiles", 5,
+     "selector, processes, ranks, windows, exit_status, gpu_name, baseline_method, "
+     "baseline_step_us, profiled_step_us, overhead_pct",
+     NULL},
+    {"profile_steps", "profile steps", 5,
+     "rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, comm_ns, compute_ns, "
+     "sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, kernels, empty",
+     NULL},
+    {"profile_schedules", "profile schedules", 5,
+     "rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, "
+     "comm_ns, gemm_ns, transport",
+     NULL},
+    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL},
 };
 
 /* Trace names are matched by text: string ids differ between files. */

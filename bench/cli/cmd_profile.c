@@ -1,17 +1,24 @@
 /*
- * cmd_profile.c — `tpbench profile [--db PATH] [--label TEXT] -- CMD ARGS...`:
- * runs one process with tpbench's collector injected (libtpbench_inject.so,
- * beside the tpbench binary, through CUDA_INJECTION64_PATH, and preloaded so
- * that processes ending with _exit still write their events), waits for it,
- * and stores what it recorded as a run of command "profile"
- * (report/tp_profile.h). Exits with the command's own status (127: it could
- * not be run; 128 + N: signal N killed it). A build without CUDA has no
- * injection library: it parses the options, then says so and exits 1.
- * One process for now: launchers that start several (torchrun, srun) come
- * later.
+ * cmd_profile.c — `tpbench profile [--db PATH] [--steps A:B | --range REGEX]
+ * [--overhead] [--label TEXT] -- CMD ARGS...`: runs the command with
+ * tpbench's collector injected (libtpbench_inject.so, beside the tpbench
+ * binary, through CUDA_INJECTION64_PATH, and preloaded so that processes
+ * ending with _exit still write their events). Every process the command
+ * starts inherits the variables, so a torchrun or srun job is profiled
+ * rank by rank: each process writes its own event file (its rank from
+ * RANK, SLURM_PROCID or OMPI_COMM_WORLD_RANK), and the files are merged
+ * into one run of command "profile" when the command ends
+ * (report/tp_profile.h). --overhead first runs the command once recording
+ * NVTX ranges only, for the step time without device recording. Exits
+ * with the command's own status (127: it could not be run; 128 + N: signal
+ * N killed it); 1 when the command succeeded but nothing could be
+ * profiled (CUPTI busy) or the windows were not found. A build without
+ * CUDA has no injection library: it parses the options, then says so and
+ * exits 1.
  */
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +27,16 @@
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "bench/cli/profile_spawn.h"
+#include "collectors/tp_profile_analysis.h"
 #include "report/tp_profile.h"
 #include "tp_buildinfo.h"
 
 typedef struct profile_args {
   const char *db;
   const char *label;
+  const char *steps, *range;
+  int overhead;
+  tp_profile_selector selector; /* parsed from steps and range */
 } profile_args;
 
 /* Parses the options before "--"; *cmd_at is the index of the command after
@@ -38,25 +49,48 @@ static tp_rc parse_args(int argc, char **argv, profile_args *a, int *cmd_at, int
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to write (created if missing)", 0, 0, NULL},
       {"label", TP_OPT_STRING, &a->label, "TEXT", "a name for the profile (stored as its layer)", 0,
        0, NULL},
+      {"steps", TP_OPT_STRING, &a->steps, "A:B",
+       "keep the program's steps A <= N < B (NVTX ranges ProfilerStep#N, step N)", 0, 0, NULL},
+      {"range", TP_OPT_STRING, &a->range, "REGEX",
+       "keep every NVTX range whose name matches (POSIX extended regex)", 0, 0, NULL},
+      {"overhead", TP_OPT_FLAG, &a->overhead, NULL,
+       "run the command twice: first recording NVTX ranges only, for the profiler's cost on the "
+       "step time (needs --steps or --range)",
+       0, 0, NULL},
   };
   const tp_command cmd = {
       .name = "profile",
       .usage = "tpbench profile [options] -- CMD ARGS...",
-      .summary = "Runs CMD (one process) with tpbench's CUPTI collector injected and stores every\n"
-                 "kernel, copy, memset, synchronisation and NVTX range it ran as a run of command\n"
-                 "'profile'; `tpbench report --run N` prints its kernel summary and overlap,\n"
-                 "`tpbench trace --config ID` its timeline. Exits with CMD's status. Needs a\n"
-                 "CUDA build. torchrun/srun jobs of several processes are not supported yet.",
+      .summary = "Runs CMD (and every process it starts: torchrun, srun) with tpbench's CUPTI\n"
+                 "collector injected and stores every kernel, copy, memset, synchronisation and\n"
+                 "NVTX range as a run of command 'profile', with each selected step's breakdown\n"
+                 "per rank, the transport each NVTX range's communication used and the kernel\n"
+                 "summary; `tpbench report --run N` prints them, `tpbench trace --config ID` the\n"
+                 "timeline. Exits with CMD's status. Needs a CUDA build.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
   TP_TRY(tp_cli_parse(&cmd, split, argv, NULL, 0, NULL, help));
-  if (!*help && *cmd_at >= argc) {
+  if (*help) return TP_OK;
+  if (*cmd_at >= argc) {
     fprintf(stderr, "tpbench profile: no command: tpbench profile [options] -- CMD ARGS...\n");
     return TP_FAIL(TP_EUSAGE, "profile: no command");
   }
+  if (tp_profile_selector_parse(a->steps, a->range, &a->selector) != TP_OK) {
+    tp_print_error("profile");
+    return TP_EUSAGE;
+  }
+  if (a->overhead && a->selector.mode == TP_SELECT_PROCESS) {
+    fprintf(stderr, "tpbench profile: --overhead compares step times: give --steps A:B or "
+                    "--range REGEX to say which ranges are the steps\n");
+    return TP_FAIL(TP_EUSAGE, "profile: --overhead without steps");
+  }
   return TP_OK;
 }
+
+#ifdef TPBENCH_PROFILE_INJECT
+#include "collectors/tp_collector.h"
+#endif
 
 #ifdef TPBENCH_PROFILE_INJECT
 /* The command line as typed, arguments with spaces or quotes in single quotes. */
@@ -102,7 +136,7 @@ static void remove_folder(const char *dir) {
 
 /* Stores what the command left, says what became of it; the exit status. */
 static int import_profile(const profile_args *a, const char *out_dir, const char *line,
-                          int status) {
+                          int status, double baseline_us, const char *baseline_method) {
   char host[256];
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
   tp_profile_import_args ia = {.profile_dir = out_dir,
@@ -111,7 +145,10 @@ static int import_profile(const profile_args *a, const char *out_dir, const char
                                .commit = TP_BUILD_COMMIT,
                                .dirty = TP_BUILD_DIRTY,
                                .host = host,
-                               .exit_status = status};
+                               .exit_status = status,
+                               .selector = &a->selector,
+                               .baseline_step_us = baseline_us,
+                               .baseline_method = baseline_method};
   tp_profile_import_result res;
   tp_store *store = NULL;
   tp_rc rc = tp_store_open(a->db, 1, &store);
@@ -122,18 +159,82 @@ static int import_profile(const profile_args *a, const char *out_dir, const char
     fprintf(stderr, "tpbench profile: the events are left in %s\n", out_dir);
     return status ? status : TP_EXIT_FAILURE;
   }
-  if (res.empty)
+  remove_folder(out_dir);
+  if (res.empty) {
     fprintf(stderr,
             "tpbench profile: the command never initialised CUDA: nothing was profiled "
             "(run %lld stored, marked empty)\n",
             (long long)res.run_id);
-  else
-    fprintf(stderr,
-            "tpbench profile: run %lld, configuration %lld: %zu events of %zu process(es)%s\n",
-            (long long)res.run_id, (long long)res.config_id, res.n_events, res.n_processes,
-            res.incomplete ? " (incomplete)" : "");
-  remove_folder(out_dir);
+    return status;
+  }
+  if (res.busy && res.n_processes == 0) {
+    fprintf(stderr, "tpbench profile: %s (run %lld stored, marked not profiled)\n", res.reason,
+            (long long)res.run_id);
+    return status ? status : TP_EXIT_FAILURE;
+  }
+  fprintf(stderr,
+          "tpbench profile: run %lld, configuration %lld: %zu events of %zu process(es), %zu "
+          "rank(s), %zu window(s)%s\n",
+          (long long)res.run_id, (long long)res.config_id, res.n_events, res.n_processes,
+          res.n_ranks, res.n_windows, res.incomplete ? " (incomplete)" : "");
+  if (res.reason[0]) fprintf(stderr, "tpbench profile: %s\n", res.reason);
+  if (res.overhead_pct == res.overhead_pct)
+    fprintf(stderr, "tpbench profile: overhead on the median step: %+.1f %%\n", res.overhead_pct);
+  fprintf(stderr, "tpbench profile: `tpbench report --db %s --run %lld` shows it\n", a->db,
+          (long long)res.run_id);
+  if (status == 0 && (res.busy || res.no_windows)) return TP_EXIT_FAILURE;
   return status;
+}
+
+/* Runs the command once with the library injected, its events into `dir`
+ * (made here); mode "ranges" records NVTX ranges only. */
+static tp_rc spawn_injected(const char *lib, const char *mode, char **argv, char *dir,
+                            int *status) {
+  if (!mkdtemp(dir))
+    return TP_FAIL(TP_EIO, "profile: cannot make a folder for the events (mkdtemp)");
+  char inject_env[PATH_MAX + 64], out_env[PATH_MAX + 64], preload_env[2 * PATH_MAX];
+  char nvtx_env[PATH_MAX + 64], mode_env[64], cupti[PATH_MAX];
+  snprintf(inject_env, sizeof inject_env, "CUDA_INJECTION64_PATH=%s", lib);
+  snprintf(out_env, sizeof out_env, "TPBENCH_PROFILE_OUT=%s", dir);
+  snprintf(mode_env, sizeof mode_env, "TPBENCH_PROFILE_MODE=%s", mode);
+  /* preloaded as well, so a process that ends with _exit still writes its events */
+  const char *preload = getenv("LD_PRELOAD");
+  snprintf(preload_env, sizeof preload_env, "LD_PRELOAD=%s%s%s", lib,
+           preload && *preload ? ":" : "", preload ? preload : "");
+  /* NVTX finds its tool at a module's first call, which in a Python program
+   * may come before CUDA starts and the collector could set the variable */
+  const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+  int set_nvtx = (!nvtx || !*nvtx) && tp_collector_cupti_path(cupti, sizeof cupti) == TP_OK;
+  snprintf(nvtx_env, sizeof nvtx_env, "NVTX_INJECTION64_PATH=%s", set_nvtx ? cupti : "");
+  const char *env[] = {inject_env, out_env, preload_env, mode_env, set_nvtx ? nvtx_env : NULL,
+                       NULL};
+  tp_rc rc = tp_profile_spawn(argv, env, status);
+  if (rc != TP_OK) (void)rmdir(dir);
+  return rc;
+}
+
+/* The baseline of --overhead: the command with NVTX ranges recorded only;
+ * its median host step time, or NaN (said why) when it cannot be had. */
+static double baseline_step(const profile_args *a, const char *lib, char **argv) {
+  char dir[] = "/tmp/tpbench-profile-XXXXXX";
+  int status = 0;
+  fprintf(stderr, "tpbench profile: --overhead: the baseline run (NVTX ranges only)\n");
+  if (spawn_injected(lib, "ranges", argv, dir, &status) != TP_OK) {
+    tp_print_error("profile");
+    return NAN;
+  }
+  double median = NAN;
+  size_t steps = 0;
+  if (status != 0)
+    fprintf(stderr, "tpbench profile: the baseline run exited with status %d: no overhead\n",
+            status);
+  else if (tp_profile_host_step_median(dir, &a->selector, &median, &steps) != TP_OK)
+    tp_print_error("profile");
+  else
+    fprintf(stderr, "tpbench profile: baseline: median step %.3f ms over %zu step(s)\n",
+            median / 1e3, steps);
+  remove_folder(dir);
+  return status == 0 ? median : NAN;
 }
 
 static int run_profile(const profile_args *a, int argc, char **argv) {
@@ -142,27 +243,19 @@ static int run_profile(const profile_args *a, int argc, char **argv) {
     tp_print_error("profile");
     return TP_EXIT_USAGE;
   }
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "tpbench profile: cannot make a folder for the events (mkdtemp)\n");
-    return TP_EXIT_FAILURE;
-  }
-  char inject_env[sizeof lib + 32], out_env[sizeof dir + 32], preload_env[2 * PATH_MAX];
-  snprintf(inject_env, sizeof inject_env, "CUDA_INJECTION64_PATH=%s", lib);
-  snprintf(out_env, sizeof out_env, "TPBENCH_PROFILE_OUT=%s", dir);
-  /* preloaded as well, so a process that ends with _exit still writes its events */
-  const char *preload = getenv("LD_PRELOAD");
-  snprintf(preload_env, sizeof preload_env, "LD_PRELOAD=%s%s%s", lib,
-           preload && *preload ? ":" : "", preload ? preload : "");
-  const char *env[] = {inject_env, out_env, preload_env, NULL};
   char line[4096];
   join_command(argc, argv, line, sizeof line);
+  double baseline = a->overhead ? baseline_step(a, lib, argv) : NAN;
+  const char *method =
+      a->overhead ? "the same command run just before with NVTX ranges only recorded (no device "
+                    "activity, no API records); step = the host duration of the step range"
+                  : NULL;
   int status = 0;
-  if (tp_profile_spawn(argv, env, &status) != TP_OK) {
+  if (spawn_injected(lib, "full", argv, dir, &status) != TP_OK) {
     tp_print_error("profile");
-    (void)rmdir(dir);
     return TP_EXIT_FAILURE;
   }
-  return import_profile(a, dir, line, status);
+  return import_profile(a, dir, line, status, baseline, method);
 }
 #endif
 
@@ -170,10 +263,16 @@ int tp_cmd_profile(int argc, char **argv) {
   profile_args args = {.db = "tpbench.db"};
   int help = 0, cmd_at = argc;
   tp_rc rc = parse_args(argc, argv, &args, &cmd_at, &help);
-  if (rc != TP_OK || help) return tp_exit_for(rc);
+  if (rc != TP_OK || help) {
+    tp_profile_selector_free(&args.selector);
+    return tp_exit_for(rc);
+  }
 #ifdef TPBENCH_PROFILE_INJECT
-  return run_profile(&args, argc - cmd_at, argv + cmd_at);
+  int status = run_profile(&args, argc - cmd_at, argv + cmd_at);
+  tp_profile_selector_free(&args.selector);
+  return status;
 #else
+  tp_profile_selector_free(&args.selector);
   fprintf(stderr, "tpbench profile: this build has no CUDA support: profiling needs a CUDA build "
                   "(-DTPBENCH_WITH_CUDA=ON), whose libtpbench_inject.so is injected\n");
   return TP_EXIT_FAILURE;

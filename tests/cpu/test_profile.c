@@ -19,9 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "bench/cli/profile_spawn.h"
+#include "collectors/tp_profile_analysis.h"
 #include "collectors/tp_profile_file.h"
 #include "report/tp_profile.h"
+#include "store/tp_store_profile.h"
 
 static const uint64_t US = 1000;                   /* ns */
 static const uint64_t T0 = 1700000000000000000ull; /* CLOCK_REALTIME-like */
@@ -278,35 +282,44 @@ static void test_import_summary_overlap(void **state) {
   assert_int_equal(tp_profile_config_of_run(store, r.run_id, &cfg), TP_OK);
   assert_int_equal(cfg, r.config_id);
 
-  /* the kernel summary: GEMM 3 x, 500 µs, 55.6 %; NCCL 1 x, 400 µs, 44.4 % */
-  tp_kernel_row *rows = NULL;
-  size_t n = 0;
-  assert_int_equal(tp_profile_kernel_summary(store, r.config_id, &rows, &n), TP_OK);
-  assert_int_equal(n, 2);
-  assert_string_equal(rows[0].name, "ampere_bf16_gemm");
-  assert_string_equal(rows[0].category, "gemm");
-  assert_int_equal(rows[0].count, 3);
-  assert_true(fabs(rows[0].total_us - 500.0) < 1e-6);
-  assert_true(fabs(rows[0].mean_us - 500.0 / 3) < 1e-6);
-  assert_true(fabs(rows[0].share_pct - 500.0 / 9) < 1e-6 * 100);
-  assert_string_equal(rows[1].category, "comm");
-  assert_int_equal(rows[1].count, 1);
-  assert_true(fabs(rows[1].share_pct - 400.0 / 9) < 1e-6 * 100);
-  free(rows);
+  /* the kernel summary: GEMM 3 x, 500 µs; NCCL 1 x, 400 µs */
+  tp_profile_record prof;
+  int found = 0;
+  assert_int_equal(tp_store_get_profile(store, r.config_id, &prof, &found), TP_OK);
+  assert_int_equal(found, 1);
+  assert_string_equal(prof.selector, "whole process");
+  assert_int_equal(prof.processes, 1);
+  assert_int_equal(prof.ranks, 1);
+  assert_int_equal(prof.n_kernels, 2);
+  assert_string_equal(prof.kernels[0].name, "ampere_bf16_gemm");
+  assert_string_equal(prof.kernels[0].category, "gemm");
+  assert_int_equal(prof.kernels[0].count, 3);
+  assert_int_equal(prof.kernels[0].total_ns, 500 * US);
+  assert_string_equal(prof.kernels[1].category, "comm");
+  assert_int_equal(prof.kernels[1].total_ns, 400 * US);
+  /* one window, the whole process: device work from 0 to 850 µs, comm
+   * [200,600) meets compute for 200 µs, idle where nothing ran */
+  assert_int_equal(prof.n_steps, 1);
+  assert_int_equal(prof.steps[0].comm_ns, 400 * US);
+  assert_int_equal(prof.steps[0].overlap_ns, 200 * US);
+  assert_int_equal(prof.steps[0].exposed_ns, 200 * US);
+  assert_int_equal(prof.steps[0].compute_ns, 500 * US);
+  assert_int_equal(prof.steps[0].end_ns - prof.steps[0].start_ns, 850 * US);
+  assert_int_equal(prof.steps[0].idle_ns, 850 * US - 700 * US);
+  assert_true(isnan(prof.overhead_pct));
+  tp_profile_record_free(&prof);
 
-  /* overlap over the process window: comm [200,600) meets compute for 200 µs */
+  /* the same window as an overlap row, for trace and dashboard */
   tp_trace_overlap *ov = NULL;
+  size_t n = 0;
   assert_int_equal(tp_store_trace_overlap(store, r.config_id, &ov, &n), TP_OK);
   assert_int_equal(n, 1);
   assert_int_equal(ov[0].comm_ns, 400 * US);
   assert_int_equal(ov[0].overlap_ns, 200 * US);
-  assert_int_equal(ov[0].exposed_ns, 200 * US);
   assert_true(fabs(ov[0].overlap_pct - 50.0) < 1e-9);
-  assert_int_equal(ov[0].window_end_ns - ov[0].window_start_ns, 1000 * US);
   free(ov);
 
   /* stored as a trace, so `tpbench trace --config` reads it */
-  int found = 0;
   tp_trace_info info;
   assert_int_equal(tp_store_trace_info(store, r.config_id, &found, &info), TP_OK);
   assert_int_equal(found, 1);
@@ -320,7 +333,8 @@ static void test_import_summary_overlap(void **state) {
   assert_int_equal(fclose(out), 0);
   assert_non_null(strstr(text, "command: python3 train.py --steps 10"));
   assert_non_null(strstr(text, "status: ok"));
-  assert_non_null(strstr(text, "overlap 50.0 %"));
+  assert_non_null(strstr(text, "| 0 | -1 | process | 0.850 |"));
+  assert_non_null(strstr(text, "| 0.200 | 4 |")); /* exposed ms, kernels: all 4 of the process */
   assert_non_null(strstr(text, "| ampere_bf16_gemm | gemm | 3 | 500.0 | 166.67 | 55.6 |"));
   free(text);
   tp_store_close(store);
@@ -365,10 +379,12 @@ static void test_import_empty(void **state) {
   assert_int_equal(r.empty, 1);
   assert_int_equal(r.n_events, 0);
   assert_true(r.config_id > 0);
-  tp_kernel_row *rows = NULL;
-  size_t n = 1;
-  assert_int_equal(tp_profile_kernel_summary(store, r.config_id, &rows, &n), TP_OK);
-  assert_int_equal(n, 0);
+  tp_profile_record prof;
+  int found = 0;
+  assert_int_equal(tp_store_get_profile(store, r.config_id, &prof, &found), TP_OK);
+  assert_int_equal(found, 1);
+  assert_int_equal(prof.n_kernels + prof.n_steps, 0);
+  tp_profile_record_free(&prof);
   char *text = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
@@ -380,6 +396,225 @@ static void test_import_empty(void **state) {
   free(text);
   tp_store_close(store);
   remove_db(db);
+}
+
+
+/* One rank's process file of a training loop: steps 0..3, each an NVTX
+ * range "ProfilerStep#N" of 1000 µs on the host holding a GEMM launched at
+ * its start and, on rank 1, a slower GEMM; an NCCL kernel inside a nested
+ * range "all_gather" that overlaps half of the GEMM. */
+static void write_rank(const char *dir, int64_t pid, int rank, const char *gpu) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/process-%lld.tpprof", dir, (long long)pid);
+  tp_event ev[32];
+  size_t n = 0;
+  for (uint64_t s = 0; s < 4; ++s) {
+    uint64_t t = s * 1000;
+    tp_event step = kernel("ProfilerStep#0", TP_CAT_RANGE, t, t + 1000);
+    static const char *names[] = {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2",
+                                  "ProfilerStep#3"};
+    step.name = names[s];
+    step.type = TP_EV_RANGE;
+    step.device = -1;
+    step.stream = TP_STREAM_NONE;
+    step.rank = rank;
+    ev[n++] = step;
+    tp_event ag = step;
+    ag.name = "all_gather";
+    ag.start_ns = T0 + (t + 10) * US;
+    ag.end_ns = T0 + (t + 20) * US;
+    ev[n++] = ag;
+    tp_event g = kernel("nvjet_gemm", TP_CAT_GEMM, t + 100, t + 500 + (uint64_t)rank * 100);
+    g.launch_ns = T0 + (t + 5) * US;
+    g.rank = rank;
+    ev[n++] = g;
+    tp_event c = kernel("ncclDevKernel_AllGather_RING_LL", TP_CAT_COMM, t + 300, t + 700);
+    c.launch_ns = T0 + (t + 15) * US;
+    c.rank = rank;
+    ev[n++] = c;
+  }
+  tp_profile_meta meta = {.pid = pid,
+                          .rank = rank,
+                          .start_ns = T0,
+                          .end_ns = T0 + 4000 * US,
+                          .complete = 1};
+  snprintf(meta.gpu_name, sizeof meta.gpu_name, "%s", gpu);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(tp_profile_file_write(f, &meta, ev, n), TP_OK);
+  assert_int_equal(fclose(f), 0);
+}
+
+static void remove_all(const char *dir) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Two ranks, --steps 1:3: two windows per rank, each step as long as its
+ * slower rank, the all_gather range's transport, the GPU name, and the
+ * overhead against a given baseline. */
+static void test_import_two_ranks_steps(void **state) {
+  (void)state;
+  char dir[64], db[64];
+  make_folder(dir);
+  write_rank(dir, 100, 0, "NVIDIA H200");
+  write_rank(dir, 101, 1, "NVIDIA H200");
+  tp_profile_selector sel;
+  assert_int_equal(tp_profile_selector_parse("1:3", NULL, &sel), TP_OK);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  a.selector = &sel;
+  a.baseline_step_us = 800.0;
+  a.baseline_method = "test baseline";
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.n_processes, 2);
+  assert_int_equal(r.n_ranks, 2);
+  assert_int_equal(r.n_windows, 4);
+  assert_int_equal(r.incomplete, 0);
+  /* host step 1000 µs against a baseline of 800 µs: +25 % */
+  assert_true(fabs(r.overhead_pct - 25.0) < 1e-9);
+  tp_profile_record prof;
+  int found = 0;
+  assert_int_equal(tp_store_get_profile(store, r.config_id, &prof, &found), TP_OK);
+  assert_int_equal(found, 1);
+  assert_string_equal(prof.selector, "--steps 1:3");
+  assert_string_equal(prof.gpu_name, "NVIDIA H200");
+  assert_int_equal(prof.n_steps, 4);
+  assert_int_equal(prof.steps[0].rank, 0);
+  assert_int_equal(prof.steps[0].step, 1);
+  assert_int_equal(prof.steps[3].rank, 1);
+  assert_int_equal(prof.steps[3].step, 2);
+  /* rank 0: GEMM [100,500), NCCL [300,700): step 600 µs, 200 µs of overlap */
+  assert_int_equal(prof.steps[0].end_ns - prof.steps[0].start_ns, 600 * US);
+  assert_int_equal(prof.steps[0].overlap_ns, 200 * US);
+  assert_int_equal(prof.steps[0].exposed_ns, 200 * US);
+  /* rank 1's GEMM runs to 600: overlap 300 µs */
+  assert_int_equal(prof.steps[2].overlap_ns, 300 * US);
+  assert_int_equal(prof.n_schedules, 2); /* all_gather on each rank */
+  assert_string_equal(prof.schedules[0].range_name, "all_gather");
+  assert_string_equal(prof.schedules[0].transport, "nccl");
+  assert_int_equal(prof.schedules[0].nccl_kernels, 2);
+  assert_int_equal(prof.schedules[0].ranges, 2);
+  assert_int_equal(prof.n_kernels, 2);
+  assert_int_equal(prof.kernels[0].count, 4); /* 2 steps x 2 ranks */
+  tp_profile_record_free(&prof);
+  /* the result: two steps, each as long as the slower rank (600 µs) */
+  sqlite3 *raw = tp_store_db(store);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_prepare_v2(raw, "SELECT n_samples, median_us FROM results", -1, &st,
+                                      NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), 2);
+  assert_true(fabs(sqlite3_column_double(st, 1) - 600.0) < 1e-9);
+  sqlite3_finalize(st);
+  assert_int_equal(sqlite3_prepare_v2(raw, "SELECT gpu_name, gpu_count FROM runs", -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(st, 0), "NVIDIA H200");
+  assert_int_equal(sqlite3_column_int(st, 1), 2);
+  sqlite3_finalize(st);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, r.run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  assert_non_null(strstr(text, "overhead: +25.0 %"));
+  assert_non_null(strstr(text, "| 1 | all_gather | 2 | nccl | 2 | 0 | 0 | 0 |"));
+  free(text);
+  tp_store_close(store);
+  tp_profile_selector_free(&sel);
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* Steps that do not exist: the events are kept, the configuration failed
+ * with the steps that do exist; the baseline's median comes from the host
+ * durations of the kept steps. */
+static void test_import_missing_steps(void **state) {
+  (void)state;
+  char dir[64], db[64];
+  make_folder(dir);
+  write_rank(dir, 100, 0, "");
+  tp_profile_selector sel;
+  assert_int_equal(tp_profile_selector_parse("50:60", NULL, &sel), TP_OK);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  a.selector = &sel;
+  a.baseline_step_us = NAN;
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.no_windows, 1);
+  assert_int_equal(r.incomplete, 1);
+  assert_non_null(strstr(r.reason, "no step in 50:60"));
+  assert_int_equal(r.n_events, 16);
+  tp_profile_selector_free(&sel);
+  double median = 0;
+  size_t steps = 0;
+  assert_int_equal(tp_profile_selector_parse("0:2", NULL, &sel), TP_OK);
+  assert_int_equal(tp_profile_host_step_median(dir, &sel, &median, &steps), TP_OK);
+  assert_int_equal(steps, 2);
+  assert_true(fabs(median - 1000.0) < 1e-9);
+  tp_profile_selector_free(&sel);
+  tp_store_close(store);
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* A process whose collector could not start leaves only its .error file:
+ * nothing profiled, the reason stored and given back. */
+static void test_import_busy(void **state) {
+  (void)state;
+  char dir[64], db[64], path[128];
+  make_folder(dir);
+  snprintf(path, sizeof path, "%s/process-77.error", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("CUPTI is busy: another profiler already subscribed\n", f);
+  assert_int_equal(fclose(f), 0);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  a.baseline_step_us = NAN;
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.busy, 1);
+  assert_int_equal(r.empty, 0);
+  assert_int_equal(r.n_processes, 0);
+  assert_non_null(strstr(r.reason, "CUPTI is busy"));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, r.run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  assert_non_null(strstr(text, "status: rejected: not profiled: CUPTI is busy"));
+  free(text);
+  tp_store_close(store);
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* Options are checked before anything runs: exit 2 with the reason. */
+static void test_profile_bad_options(void **state) {
+  (void)state;
+  char dir[64], err[128];
+  make_folder(dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  char *garbage[] = {TPBENCH_EXE, "profile", "--steps", "3:x", "--", "true", NULL};
+  assert_int_equal(run_quietly(garbage, err, NULL), 2);
+  assert_true(file_has(err, "--steps"));
+  char *both[] = {TPBENCH_EXE, "profile", "--steps", "1:2", "--range", "x", "--", "true", NULL};
+  assert_int_equal(run_quietly(both, err, NULL), 2);
+  char *regex[] = {TPBENCH_EXE, "profile", "--range", "(", "--", "true", NULL};
+  assert_int_equal(run_quietly(regex, err, NULL), 2);
+  assert_true(file_has(err, "--range"));
+  char *overhead[] = {TPBENCH_EXE, "profile", "--overhead", "--", "true", NULL};
+  assert_int_equal(run_quietly(overhead, err, NULL), 2);
+  assert_true(file_has(err, "--overhead compares step times"));
+  remove_folder(dir, err);
 }
 
 static int spawn(const char *script, const char *const *env) {
@@ -447,6 +682,10 @@ int main(void) {
       cmocka_unit_test(test_import_summary_overlap),
       cmocka_unit_test(test_import_failed_command),
       cmocka_unit_test(test_import_empty),
+      cmocka_unit_test(test_import_two_ranks_steps),
+      cmocka_unit_test(test_import_missing_steps),
+      cmocka_unit_test(test_import_busy),
+      cmocka_unit_test(test_profile_bad_options),
       cmocka_unit_test(test_spawn_exit_status),
       cmocka_unit_test(test_profile_command),
   };
