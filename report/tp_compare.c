@@ -23,6 +23,7 @@
  * significant.
  */
 #include "report/tp_compare.h"
+#include "report/tp_profile.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -1948,6 +1949,20 @@ static tp_rc render(FILE *out, const comparison *c, tp_compare_format fmt) {
   return TP_OK;
 }
 
+/* Profiled programs (configurations of kind "profile") in both sides: their
+ * step times and breakdowns side by side, after the table. */
+static tp_rc write_profile_pairs(tp_store *store, const comparison *c, FILE *out) {
+  for (size_t i = 0; i < c->n_rows; i++) {
+    const compare_row *row = &c->rows[i];
+    if (!row->base_latest || !row->head_latest || !row->base_latest->kind ||
+        strcmp(row->base_latest->kind, "profile") != 0)
+      continue;
+    TP_TRY(tp_profile_compare_pair(store, row->base_latest->id, row->head_latest->id,
+                                   row->head_latest->label, out));
+  }
+  return TP_OK;
+}
+
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
                         const tp_compare_options *opt, tp_compare_format fmt, FILE *out,
                         tp_compare_summary *summary) {
@@ -1974,6 +1989,7 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
   if (rc == TP_OK) {
     rc = render(out, &c, fmt);
   }
+  if (rc == TP_OK && fmt == TP_COMPARE_MD) rc = write_profile_pairs(store, &c, out);
   if (rc == TP_OK && summary) *summary = c.sum;
   free(c.rows);
   free_side(&c.base);

@@ -16,6 +16,7 @@
 #include "collectors/tp_collector.h"
 #include "collectors/tp_profile_analysis.h"
 #include "collectors/tp_profile_file.h"
+#include "report/tp_compare.h"
 #include "store/tp_store_profile.h"
 
 /* ---- small helpers -------------------------------------------------------------- */
@@ -655,4 +656,92 @@ tp_rc tp_profile_report(tp_store *store, int64_t run_id, FILE *out) {
   tp_profile_record_free(&r);
   if (ferror(out)) return TP_FAIL(TP_EIO, "writing the profile report failed");
   return TP_OK;
+}
+
+/* ---- two profiles side by side (compare) ---------------------------------------- */
+
+/* Per step, the slowest rank's value of one field of the windows (µs), sorted. */
+typedef uint64_t (*step_field)(const tp_profile_step_row *s);
+
+static uint64_t f_step(const tp_profile_step_row *s) { return s->end_ns - s->start_ns; }
+static uint64_t f_comm(const tp_profile_step_row *s) { return s->comm_ns; }
+static uint64_t f_compute(const tp_profile_step_row *s) { return s->compute_ns; }
+static uint64_t f_sync(const tp_profile_step_row *s) { return s->sync_ns; }
+static uint64_t f_idle(const tp_profile_step_row *s) { return s->idle_ns; }
+static uint64_t f_exposed(const tp_profile_step_row *s) { return s->exposed_ns; }
+
+static tp_rc field_per_step(const tp_profile_record *r, step_field f, double **out, size_t *n) {
+  tp_profile_window *w = r->n_steps ? calloc(r->n_steps, sizeof *w) : NULL;
+  double *v = r->n_steps ? calloc(r->n_steps, sizeof *v) : NULL;
+  if (r->n_steps && (!w || !v)) {
+    free(w);
+    free(v);
+    return TP_FAIL(TP_EOOM, "profile compare: out of memory");
+  }
+  for (size_t i = 0; i < r->n_steps; ++i) {
+    w[i].step = r->steps[i].step;
+    w[i].rank = r->steps[i].rank;
+    v[i] = (double)f(&r->steps[i]) / 1e3;
+  }
+  tp_rc rc = per_step_max(w, v, r->n_steps, out, n);
+  free(w);
+  free(v);
+  return rc;
+}
+
+static void compare_line(FILE *out, const char *what, const double *b, size_t nb, const double *h,
+                         size_t nh, int test) {
+  double mb = quantile(b, nb, 0.5), mh = quantile(h, nh, 0.5);
+  fprintf(out, "| %s | %.3f | %.3f | ", what, mb / 1e3, mh / 1e3);
+  if (mb > 0 && isfinite(mb) && isfinite(mh)) fprintf(out, "%+.1f %% | ", 100.0 * (mh / mb - 1));
+  else fprintf(out, "- | ");
+  tp_welch welch;
+  if (test && nb >= 2 && nh >= 2 && tp_welch_test(b, nb, h, nh, &welch) == TP_OK)
+    fprintf(out, "%.4f |\n", welch.p);
+  else fprintf(out, "- |\n");
+}
+
+tp_rc tp_profile_compare_pair(tp_store *store, int64_t base_config, int64_t head_config,
+                              const char *label, FILE *out) {
+  if (!store || !out) return TP_FAIL(TP_EUSAGE, "tp_profile_compare_pair: NULL argument");
+  tp_profile_record b, h;
+  int found_b = 0, found_h = 0;
+  TP_TRY(tp_store_get_profile(store, base_config, &b, &found_b));
+  tp_rc rc = tp_store_get_profile(store, head_config, &h, &found_h);
+  if (rc != TP_OK) {
+    tp_profile_record_free(&b);
+    return rc;
+  }
+  fprintf(out, "\n### profile `%s`: configuration %lld → %lld\n\n", label ? label : "?",
+          (long long)base_config, (long long)head_config);
+  if (!found_b || !found_h || !b.n_steps || !h.n_steps) {
+    fprintf(out, "no windows on %s side: nothing to compare\n",
+             !found_b || !b.n_steps ? "the base" : "the head");
+  } else {
+    fprintf(out, "windows: %s (%zu) → %s (%zu). Each value is the median over steps of the "
+                 "slowest rank; p: Welch's t test over the steps of one run each (step-to-step "
+                 "spread only: rerun both for run-to-run spread)\n\n"
+                 "| per step | base ms | head ms | change | p |\n|---|---:|---:|---:|---:|\n",
+            b.selector, b.n_steps, h.selector, h.n_steps);
+    static const struct {
+      const char *name;
+      step_field f;
+      int test;
+    } fields[] = {{"step time", f_step, 1},     {"communication", f_comm, 0},
+                  {"compute", f_compute, 0},    {"sync", f_sync, 0},
+                  {"idle", f_idle, 0},          {"exposed communication", f_exposed, 0}};
+    for (size_t k = 0; rc == TP_OK && k < sizeof fields / sizeof fields[0]; ++k) {
+      double *vb = NULL, *vh = NULL;
+      size_t nb = 0, nh = 0;
+      rc = field_per_step(&b, fields[k].f, &vb, &nb);
+      if (rc == TP_OK) rc = field_per_step(&h, fields[k].f, &vh, &nh);
+      if (rc == TP_OK) compare_line(out, fields[k].name, vb, nb, vh, nh, fields[k].test);
+      free(vb);
+      free(vh);
+    }
+  }
+  tp_profile_record_free(&b);
+  tp_profile_record_free(&h);
+  if (rc == TP_OK && ferror(out)) rc = TP_FAIL(TP_EIO, "writing the profile comparison failed");
+  return rc;
 }

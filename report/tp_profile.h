@@ -92,6 +92,14 @@ TP_MUST_CHECK tp_rc tp_profile_config_of_run(tp_store *store, int64_t run_id, in
  * TP_EOOM, TP_EIO when writing fails. */
 TP_MUST_CHECK tp_rc tp_profile_report(tp_store *store, int64_t run_id, FILE *out);
 
+/* Prints two profile configurations side by side (markdown, a section of
+ * `tpbench compare`): per step (the slowest rank), the median step time,
+ * communication, compute, sync, idle and exposed communication of each,
+ * the change, and for the step time Welch's p over the steps. A side
+ * without windows says so. TP_ESQLITE, TP_EOOM, TP_EIO. */
+TP_MUST_CHECK tp_rc tp_profile_compare_pair(tp_store *store, int64_t base_config,
+                                            int64_t head_config, const char *label, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

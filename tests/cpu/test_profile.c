@@ -617,6 +617,41 @@ static void test_profile_bad_options(void **state) {
   remove_folder(dir, err);
 }
 
+/* Two profiled commits of the same program: compare prints their step
+ * times and breakdowns side by side. */
+static void test_compare_profiles(void **state) {
+  (void)state;
+  char dir[64], db[64], out[128], err[128];
+  make_folder(dir);
+  write_rank(dir, 100, 0, "NVIDIA H200");
+  write_rank(dir, 101, 1, "NVIDIA H200");
+  tp_profile_selector sel;
+  assert_int_equal(tp_profile_selector_parse(":", NULL, &sel), TP_OK);
+  tp_store *store = fresh_store(db);
+  const char *commits[] = {"aaaa1111", "bbbb2222"};
+  for (int i = 0; i < 2; ++i) {
+    tp_profile_import_args a = import_args(dir, 0);
+    a.commit = commits[i];
+    a.selector = &sel;
+    a.baseline_step_us = NAN;
+    tp_profile_import_result r;
+    assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  }
+  tp_store_close(store);
+  tp_profile_selector_free(&sel);
+  snprintf(out, sizeof out, "%s/compare.md", dir);
+  snprintf(err, sizeof err, "%s/compare.err", dir);
+  char *argv[] = {TPBENCH_EXE, "compare", "aaaa1111", "bbbb2222", "--db", db, NULL};
+  int status = run_quietly(argv, err, out);
+  assert_int_equal(status, 0);
+  assert_true(file_has(out, "### profile"));
+  /* four steps of 600 µs on both sides: no change */
+  assert_true(file_has(out, "| step time | 0.600 | 0.600 | +0.0 % |"));
+  assert_true(file_has(out, "| exposed communication |"));
+  remove_db(db);
+  remove_all(dir);
+}
+
 static int spawn(const char *script, const char *const *env) {
   char *argv[] = {"sh", "-c", (char *)(uintptr_t)script, NULL};
   int status = -1;
@@ -686,6 +721,7 @@ int main(void) {
       cmocka_unit_test(test_import_missing_steps),
       cmocka_unit_test(test_import_busy),
       cmocka_unit_test(test_profile_bad_options),
+      cmocka_unit_test(test_compare_profiles),
       cmocka_unit_test(test_spawn_exit_status),
       cmocka_unit_test(test_profile_command),
   };
