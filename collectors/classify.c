@@ -51,6 +51,10 @@ static const rule rules[] = {
     /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before. */
     {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
+    /* NVLink multicast (multimem.ld_reduce / multimem.st): PyTorch's symmetric-memory
+     * multimem_all_reduce_kernel, multimem_one_shot_all_reduce_kernel,
+     * multimem_all_gather_kernel. Before the all-reduce rows below, which they contain. */
+    {"multimem", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_MULTICAST},
     /* tpbench's kernels, every one (kernels/tp_copy.cu, tp_signal.cu, tp_bias.cu,
      * tp_layers.cu). Moving bytes: the SM copy into a peer's memory, and the sums of
      * the partials peers pushed (reduce-scatter side, W > 2; reduce_sum_vec_kernel is
@@ -62,6 +66,18 @@ static const rule rules[] = {
     {"barrier_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
     {"signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
     {"wait_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
+    /* PyTorch's symmetric memory (torch/csrc/distributed/c10d/symm_mem): SM kernels that
+     * load from or store to peers' buffers move bytes (one_shot_all_reduce_kernel,
+     * two_shot_all_reduce_kernel and its _inplace form, which also serves reduce_scatter_out;
+     * SM all-gathers); its put_signal/wait_signal kernels only wait (its barrier_kernel is
+     * sync through tpbench's row above). Any other kernel of the c10d::symmetric_memory
+     * namespace is taken as a transfer. */
+    {"put_signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OTHER},
+    {"wait_signal_kernel", MATCH_IDENT, TP_CAT_SYNC, TP_KERNEL_OTHER},
+    {"one_shot_all_reduce", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
+    {"two_shot_all_reduce", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
+    {"all_gather", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
+    {"symmetric_memory", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
     /* Compute of the layers: norms, rotary embedding, SwiGLU, bias. sum_sources_kernel
      * sums fp32 column partials: local everywhere but in the fused row-parallel bias
      * gradient, where it reads W vectors of one row each from the peers (a few KiB);
