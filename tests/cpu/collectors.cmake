@@ -16,3 +16,8 @@ tp_add_cpu_test(test_classify_h200 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_classi
                 LIBS tp_collect_core tp_nvtx)
 # ... and every __global__ kernel in kernels/ has a rule of its own.
 target_compile_definitions(test_classify_h200 PRIVATE TP_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+
+# tpbench profile's analysis of a program's events: window selection, breakdown, schedules per
+# NVTX range name, kernel summary, display names.
+tp_add_cpu_test(test_profile_analysis SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile_analysis.c
+                LIBS tp_collect_core)

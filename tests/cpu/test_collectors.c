@@ -440,6 +440,17 @@ static const name_case names[] = {
     {"_rope_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
     {"_ce_bwd_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
     {"", TP_CAT_OTHER, TP_KERNEL_OTHER},
+    /* PyTorch's symmetric memory (c10d/symm_mem), mangled by g++ from the kernels' signatures
+     * in CUDASymmetricMemoryOps.cu and CUDASymmetricMemory.cu: SM transfers, multicast, waits */
+    {"_ZN12_GLOBAL__N_126one_shot_all_reduce_kernelIN3c108BFloat16ELi16ELi2EEEvPPT_S4_S4_mmPPjmm",
+     TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
+    {"_ZN12_GLOBAL__N_126two_shot_all_reduce_kernelIN3c108BFloat16ELi16ELi2ELb1ELb0EEEvPPT_S4_"
+     "mmPPjmmm",
+     TP_CAT_COMM, TP_KERNEL_SYMM_MEM},
+    {"_ZN12_GLOBAL__N_126multimem_all_gather_kernelILi16EEEvPcS1_mPPjmm", TP_CAT_COMM,
+     TP_KERNEL_MULTICAST},
+    {"_ZN4c10d16symmetric_memory14barrier_kernelEPPjiiim", TP_CAT_SYNC, TP_KERNEL_OWN_SIGNAL},
+    {"_ZN4c10d16symmetric_memory17put_signal_kernelEPPjiiiim", TP_CAT_SYNC, TP_KERNEL_OTHER},
     /* synthetic: tpbench's short names only count as whole identifiers */
     {"prewait_kernel", TP_CAT_OTHER, TP_KERNEL_OTHER},
     {"_Z12wait_kernelsPj", TP_CAT_OTHER, TP_KERNEL_OTHER},
