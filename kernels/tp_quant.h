@@ -1,0 +1,283 @@
+/*
+ * tp_quant.h — the low-precision formats of the TP path (issue 15): what a
+ * quantized operand is, how its scales are laid out for cuBLASLt, which
+ * shard layouts keep quantization shard-local, and the pure-C reference
+ * quantizer every device kernel is checked against (tp_quant_ref.c; the
+ * device kernels are in tp_quant.cu, declared in tp_quant_device.h).
+ *
+ * Operands. Both GEMM operands are row-major with K inner: the activation
+ * X[T, K] (role ACT, rows are tokens) and the weight W[N, K] (role WEIGHT,
+ * rows are output channels). Every format blocks along K, so one code path
+ * quantizes both; only fp8-block gives the two roles different blocks.
+ *
+ *   format     data  scale                      block (rows x cols)       cuBLASLt mode
+ *   fp8        E4M3  fp32, one per tensor       rows x cols               SCALAR_32F
+ *   fp8-row    E4M3  fp32, one per row          1 x cols                  OUTER_VEC_32F
+ *   fp8-block  E4M3  fp32, ACT 1x128 blocks     1 x 128                   VEC128_32F
+ *                          WEIGHT 128x128       128 x 128                 BLK128x128_32F
+ *   mxfp8      E4M3  E8M0, 32 along K           1 x 32                    VEC32_UE8M0
+ *
+ * Blocks at the end of a row or column may be partial (ceil division); the
+ * scale then covers the elements present.
+ *
+ * Gradients (the recipe for the backward): forward operands are E4M3;
+ * gradients are E5M2 with the same block granularity as the operand they
+ * stand beside, and their scales come from the gradient's own amax (current
+ * scaling, no history). `elem` selects the element type for every format.
+ *
+ * Scale of a block, from amax = max |x| over the block (NaNs ignored):
+ *   fp32 scales: s = amax / fmax (fp32 division, round to nearest), fmax =
+ *     448 (E4M3) or 57344 (E5M2); s = 1 when that is not > 0 (an all-zero
+ *     block, or amax so small that s underflows).
+ *   E8M0 scales (the OCP Microscaling Formats v1.0 conversion of a vector
+ *     of floats): s = 2^e with e = floor(log2(amax)) - emax_elem, emax_elem
+ *     = 8 (E4M3) or 15 (E5M2), the element type's largest normal exponent.
+ *     Implemented with two choices the spec leaves open: e is clamped to
+ *     the E8M0 range [-127, 127], and amax = 0 (or an fp32-subnormal amax)
+ *     gives e = -127. The stored byte is e + 127. With this rule amax / s
+ *     lies in [2^emax, 2^(emax+1)), above fmax for its top part: those
+ *     elements saturate to fmax, as the spec's conversion does.
+ * Element: q = fp8(x / s), x / s in fp32 (one IEEE division, round to
+ * nearest even), then rounded to the fp8 type to nearest, ties to even,
+ * saturating: |v| >= fmax (infinities too) gives ±fmax (±448 E4M3, ±57344
+ * E5M2); the sign of a zero is kept (-0 and negative values that round to
+ * zero give 0x80); NaN gives 0x7F. Dequantized: x ≈ value(q) · s.
+ *
+ * Stored scale layouts (exactly what cuBLASLt reads for the mode; offsets in
+ * elements of the scale type; gr, gc index the logical scale grid of a
+ * [rows, cols] operand, grid = ceil(rows / block_rows) x ceil(cols /
+ * block_cols)):
+ *   SCALAR_32F      1 float.
+ *   OUTER_VEC_32F   rows floats, offset gr.
+ *   VEC128_32F      outer (row) index fastest: offset gr + gc · rows,
+ *                   rows · ceil(cols / 128) floats.
+ *   BLK128x128_32F  K-block index fastest, the K-block count padded to a
+ *                   multiple of 4: offset gc + gr · ld, ld = round_up(
+ *                   ceil(cols / 128), 4); ceil(rows / 128) · ld floats.
+ *   VEC32_UE8M0     cuBLASLt's tiled 1D block-scaling layout: 128 x 4 tiles
+ *                   of 512 bytes, tile (gr / 128, gc / 4) at 512 · ((gr / 128)
+ *                   · col_tiles + gc / 4), col_tiles = ceil(grid_cols / 4);
+ *                   inside a tile (gr % 32) · 16 + ((gr % 128) / 32) · 4 +
+ *                   gc % 4. round_up(rows, 128) · 4 · col_tiles bytes.
+ * Padding entries are written as zero bytes. The quantizer writes the layout
+ * of the tensor it is given: a shard's scales follow the shard's own layout
+ * (so a row shard's VEC128 or VEC32 scales are not a contiguous piece of the
+ * whole's; moving shards' scales between ranks must re-place them).
+ *
+ * THE invariant (the torchao TP fix): quantizing a shard gives bit for bit
+ * the data and the logical scale grid of quantizing the whole tensor and then
+ * taking that shard — provided tp_quant_shard_check accepts the shape and the
+ * caller supplies the agreed amax it asks for. Blocks never cross a row
+ * (there is no flattening of rows into blocks).
+ */
+#ifndef TP_QUANT_H
+#define TP_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "common/tp_error.h"
+#include "common/tp_vocab.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Host and device (tp_quant.cu shares the scale rules and offsets). */
+#if defined(__CUDACC__)
+#define TP_QUANT_FN static inline __host__ __device__
+#else
+#define TP_QUANT_FN static inline
+#endif
+
+typedef enum {
+  TP_QFMT_FP8 = 0,   /* tensorwise */
+  TP_QFMT_FP8_ROW,   /* rowwise: per row of X, per output channel of W */
+  TP_QFMT_FP8_BLOCK, /* ACT 1x128, WEIGHT 128x128 (DeepSeek-V3) */
+  TP_QFMT_MXFP8,     /* OCP MX: 1x32, E8M0 scales */
+  TP_QFMT_COUNT
+} tp_quant_format;
+
+typedef enum { TP_FP8_E4M3 = 0, TP_FP8_E5M2 = 1 } tp_fp8_type;
+
+typedef enum {
+  TP_QROLE_ACT = 0,   /* X[T, K] (or a gradient beside it): rows are tokens */
+  TP_QROLE_WEIGHT = 1 /* W[N, K]: rows are output channels */
+} tp_quant_role;
+
+typedef enum {
+  TP_SCALE_SCALAR_F32 = 0,
+  TP_SCALE_OUTER_VEC_F32,
+  TP_SCALE_VEC128_F32,
+  TP_SCALE_BLK128_F32,
+  TP_SCALE_VEC32_E8M0
+} tp_scale_layout;
+
+/* The scales of one [rows, cols] operand (tp_quant_scale_shape). */
+typedef struct tp_scale_shape {
+  tp_scale_layout layout;
+  int64_t rows, cols;             /* the operand */
+  int64_t block_rows, block_cols; /* elements one scale covers (a partial last block fewer) */
+  int64_t grid_rows, grid_cols;   /* the logical scale grid */
+  int64_t ld;                     /* BLK128: padded K-block count; VEC32: column tiles; else 0 */
+  int64_t stored;                 /* elements of the stored buffer, padding included */
+  size_t elem_bytes;              /* 4 (fp32) or 1 (E8M0) */
+} tp_scale_shape;
+
+/* Who must agree on an amax before a shard can be quantized like the whole. */
+typedef enum {
+  TP_AMAX_LOCAL = 0,    /* nothing: every scale block lies inside one shard */
+  TP_AMAX_AGREE_TENSOR, /* one float: an all-reduce max of the shards' tensor amax */
+  TP_AMAX_AGREE_ROWS /* one float per row: an all-reduce max of the rows' amax (fp8-row, K split) */
+} tp_amax_agreement;
+
+/* How a tensor is split over the TP ranks (shard r of TP takes the r-th
+ * equal part of the split dimension). */
+typedef enum {
+  TP_SHARD_ACT_ROWS = 0, /* X[T, K] by rows: sequence-sharded (all-gather side) */
+  TP_SHARD_ACT_COLS,     /* X[T, K] along K (reduce-scatter side) */
+  TP_SHARD_WEIGHT_COLS,  /* W[N, K] along K (row-parallel weight) */
+  TP_SHARD_WEIGHT_ROWS,  /* W[N, K] along N (column-parallel weight) */
+  TP_SHARD_COUNT
+} tp_shard_layout;
+
+/* One quantization: x (rows x cols, ld elements per stored row, in_dtype
+ * TP_BF16 or TP_FP32) into q (rows x cols bytes, contiguous) and scales (the
+ * layout of tp_quant_scale_shape(format, role, rows, cols)). agreed_amax,
+ * when not NULL, replaces the amax the quantizer would find itself: 1 float
+ * for fp8, rows floats for fp8-row (the agreement tp_quant_shard_check asks
+ * for); other formats take NULL. Host pointers for the reference, device
+ * pointers for tp_quant_enqueue. */
+typedef struct tp_quant_args {
+  tp_quant_format format;
+  tp_quant_role role;
+  tp_fp8_type elem;
+  tp_dtype in_dtype;
+  const void *x;
+  int64_t rows, cols, ld;
+  uint8_t *q;
+  void *scales;
+  const float *agreed_amax;
+} tp_quant_args;
+
+/* ---- names ------------------------------------------------------------------------------------
+ */
+
+const char *tp_quant_format_name(tp_quant_format f); /* "fp8", "fp8-row", "fp8-block", "mxfp8" */
+const char *tp_fp8_type_name(tp_fp8_type t);         /* "e4m3", "e5m2" */
+const char *tp_quant_role_name(tp_quant_role r);     /* "activation", "weight" */
+const char *tp_shard_layout_name(tp_shard_layout l); /* e.g. "activation rows" */
+const char *tp_scale_layout_name(tp_scale_layout l); /* cuBLASLt's name, e.g. "VEC128_32F" */
+
+/* The role a shard layout splits (ACT or WEIGHT) and whether it splits rows. */
+tp_quant_role tp_shard_layout_role(tp_shard_layout l);
+int tp_shard_layout_splits_rows(tp_shard_layout l);
+
+/* ---- scale rules (host and device) ------------------------------------------------------------
+ */
+
+TP_QUANT_FN float tp_fp8_max(tp_fp8_type t) { return t == TP_FP8_E4M3 ? 448.0f : 57344.0f; }
+TP_QUANT_FN int tp_fp8_emax(tp_fp8_type t) { return t == TP_FP8_E4M3 ? 8 : 15; }
+
+/* fp32 scale of a block from its amax (see the header comment). */
+TP_QUANT_FN float tp_quant_scale_f32(tp_fp8_type t, float amax) {
+#if defined(__CUDA_ARCH__)
+  float s = __fdiv_rn(amax, tp_fp8_max(t));
+#else
+  float s = amax / tp_fp8_max(t);
+#endif
+  return s > 0.0f ? s : 1.0f;
+}
+
+/* E8M0 byte of a block from its amax: e + 127, e = floor(log2(amax)) - emax,
+ * clamped to [-127, 127]. */
+TP_QUANT_FN uint8_t tp_quant_scale_e8m0(tp_fp8_type t, float amax) {
+  uint32_t bits;
+  memcpy(&bits, &amax, sizeof bits);
+  int field = (int)((bits >> 23) & 0xffu);
+  if (field == 0) return 0; /* zero or fp32-subnormal: floor(log2) <= -127 */
+  int e = field - 127 - tp_fp8_emax(t);
+  if (e < -127) e = -127;
+  if (e > 127) e = 127;
+  return (uint8_t)(e + 127);
+}
+
+/* The power of two an E8M0 byte stands for (0xFF is NaN). */
+TP_QUANT_FN float tp_e8m0_value(uint8_t byte) {
+  uint32_t bits = byte == 0 ? 0x00400000u : byte == 0xffu ? 0x7fc00000u : (uint32_t)byte << 23;
+  float v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* Offset, in scale elements, of logical scale (gr, gc) in the stored buffer. */
+TP_QUANT_FN int64_t tp_scale_offset(const tp_scale_shape *s, int64_t gr, int64_t gc) {
+  switch (s->layout) {
+  case TP_SCALE_SCALAR_F32: return 0;
+  case TP_SCALE_OUTER_VEC_F32: return gr;
+  case TP_SCALE_VEC128_F32: return gr + gc * s->rows;
+  case TP_SCALE_BLK128_F32: return gc + gr * s->ld;
+  case TP_SCALE_VEC32_E8M0:
+    return 512 * ((gr / 128) * s->ld + gc / 4) + (gr % 32) * 16 + ((gr % 128) / 32) * 4 + gc % 4;
+  }
+  return 0;
+}
+
+/* ---- shapes and the shard rule (tp_quant_ref.c) -----------------------------------------------
+ */
+
+/* The scales of a [rows, cols] operand of this format and role. TP_EINTERNAL
+ * for an unknown format or role or an empty dimension. */
+TP_MUST_CHECK tp_rc tp_quant_scale_shape(tp_quant_format f, tp_quant_role role, int64_t rows,
+                                         int64_t cols, tp_scale_shape *out);
+
+/* Bytes of the stored scale buffer. */
+size_t tp_quant_scale_bytes(const tp_scale_shape *s);
+
+/* The placement rule: whether a [rows, cols] tensor split over tp ranks by
+ * `layout` can be quantized shard by shard and give the whole's quantization
+ * bit for bit. TP_OK, with *agreement (may be NULL) saying what the ranks
+ * must agree on first: fp8 (tensorwise) always needs the tensor amax
+ * (TP_AMAX_AGREE_TENSOR; tp > 1), fp8-row split along K needs every row's
+ * amax (TP_AMAX_AGREE_ROWS), the rest nothing. TP_EUSAGE when the split
+ * dimension is not divisible by tp or its shard is not a multiple of the
+ * scale block along it (a block would straddle two ranks); the reason,
+ * written to reason (cap bytes, may be NULL) and recorded as the last error,
+ * names the format, the dimension, the block and the shard size. */
+TP_MUST_CHECK tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layout, int64_t rows,
+                                         int64_t cols, int tp, tp_amax_agreement *agreement,
+                                         char *reason, size_t cap);
+
+/* ---- the reference quantizer (tp_quant_ref.c) -------------------------------------------------
+ */
+
+/* args' fields are consistent (known format, role, element and input types,
+ * positive dimensions, ld >= cols, buffers present, agreed_amax only for fp8
+ * and fp8-row); TP_EINTERNAL with what is wrong otherwise. */
+TP_MUST_CHECK tp_rc tp_quant_args_check(const tp_quant_args *a);
+
+/* fp32 to fp8, round to nearest even, saturating (see the header comment). */
+uint8_t tp_fp8_encode(tp_fp8_type t, float v);
+/* The exact value of an fp8 byte (E5M2 0x7C is +inf; NaN codes give NaN). */
+float tp_fp8_decode(tp_fp8_type t, uint8_t byte);
+
+/* The amax the ranks would agree on, from this tensor alone: for fp8 one
+ * float (max |x|), for fp8-row one per row. TP_EINTERNAL for other formats. */
+TP_MUST_CHECK tp_rc tp_quant_local_amax_ref(const tp_quant_args *a, float *amax);
+
+/* Quantizes a->x into a->q and a->scales (padding zeroed). */
+TP_MUST_CHECK tp_rc tp_quant_ref(const tp_quant_args *a);
+
+/* The exact dequantized values value(q) · s of a->q and a->scales, as
+ * doubles, rows x cols contiguous (a->x is not read). */
+TP_MUST_CHECK tp_rc tp_quant_dequant_ref(const tp_quant_args *a, double *out);
+
+/* Logical scale (gr, gc) of a stored buffer as a float (E8M0 decoded). */
+float tp_quant_scale_at(const tp_scale_shape *s, const void *scales, int64_t gr, int64_t gc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TP_QUANT_H */

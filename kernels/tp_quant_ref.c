@@ -1,0 +1,363 @@
+/*
+ * tp_quant_ref.c — the pure-C side of tp_quant.h: names, scale shapes, the
+ * shard rule, and the reference quantizer (fp32/bf16 to E4M3/E5M2 plus
+ * scales, for the four formats) with its dequantizer. No CUDA: the CPU tests
+ * and the matrix's placement rules link it, and the device kernels of
+ * tp_quant.cu are checked against it bit for bit.
+ *
+ * The fp8 rounding is written from the formats' definitions in integer
+ * arithmetic on the fp32 bits (round to nearest, ties to even, saturating),
+ * so it does not depend on the host's floating-point environment; the
+ * device kernels use the hardware conversion instead, which makes their
+ * agreement a real check of this code.
+ */
+#include "kernels/tp_quant.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- names ------------------------------------------------------------------------------------
+ */
+
+const char *tp_quant_format_name(tp_quant_format f) {
+  switch (f) {
+  case TP_QFMT_FP8: return "fp8";
+  case TP_QFMT_FP8_ROW: return "fp8-row";
+  case TP_QFMT_FP8_BLOCK: return "fp8-block";
+  case TP_QFMT_MXFP8: return "mxfp8";
+  case TP_QFMT_COUNT: break;
+  }
+  return "?";
+}
+
+const char *tp_fp8_type_name(tp_fp8_type t) { return t == TP_FP8_E4M3 ? "e4m3" : "e5m2"; }
+
+const char *tp_quant_role_name(tp_quant_role r) {
+  return r == TP_QROLE_ACT ? "activation" : "weight";
+}
+
+const char *tp_shard_layout_name(tp_shard_layout l) {
+  switch (l) {
+  case TP_SHARD_ACT_ROWS: return "activation rows";
+  case TP_SHARD_ACT_COLS: return "activation K";
+  case TP_SHARD_WEIGHT_COLS: return "weight K";
+  case TP_SHARD_WEIGHT_ROWS: return "weight N";
+  case TP_SHARD_COUNT: break;
+  }
+  return "?";
+}
+
+const char *tp_scale_layout_name(tp_scale_layout l) {
+  switch (l) {
+  case TP_SCALE_SCALAR_F32: return "SCALAR_32F";
+  case TP_SCALE_OUTER_VEC_F32: return "OUTER_VEC_32F";
+  case TP_SCALE_VEC128_F32: return "VEC128_32F";
+  case TP_SCALE_BLK128_F32: return "BLK128x128_32F";
+  case TP_SCALE_VEC32_E8M0: return "VEC32_UE8M0";
+  }
+  return "?";
+}
+
+tp_quant_role tp_shard_layout_role(tp_shard_layout l) {
+  return l == TP_SHARD_WEIGHT_COLS || l == TP_SHARD_WEIGHT_ROWS ? TP_QROLE_WEIGHT : TP_QROLE_ACT;
+}
+
+int tp_shard_layout_splits_rows(tp_shard_layout l) {
+  return l == TP_SHARD_ACT_ROWS || l == TP_SHARD_WEIGHT_ROWS;
+}
+
+/* ---- scale shapes -----------------------------------------------------------------------------
+ */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+tp_rc tp_quant_scale_shape(tp_quant_format f, tp_quant_role role, int64_t rows, int64_t cols,
+                           tp_scale_shape *out) {
+  if (rows <= 0 || cols <= 0)
+    return TP_FAIL(TP_EINTERNAL, "quantized operand with an empty dimension (%lld x %lld)",
+                   (long long)rows, (long long)cols);
+  if (role != TP_QROLE_ACT && role != TP_QROLE_WEIGHT)
+    return TP_FAIL(TP_EINTERNAL, "unknown quantization role %d", (int)role);
+  tp_scale_shape s;
+  memset(&s, 0, sizeof s);
+  s.rows = rows;
+  s.cols = cols;
+  s.elem_bytes = 4;
+  switch (f) {
+  case TP_QFMT_FP8:
+    s.layout = TP_SCALE_SCALAR_F32;
+    s.block_rows = rows;
+    s.block_cols = cols;
+    break;
+  case TP_QFMT_FP8_ROW:
+    s.layout = TP_SCALE_OUTER_VEC_F32;
+    s.block_rows = 1;
+    s.block_cols = cols;
+    break;
+  case TP_QFMT_FP8_BLOCK:
+    s.layout = role == TP_QROLE_ACT ? TP_SCALE_VEC128_F32 : TP_SCALE_BLK128_F32;
+    s.block_rows = role == TP_QROLE_ACT ? 1 : 128;
+    s.block_cols = 128;
+    break;
+  case TP_QFMT_MXFP8:
+    s.layout = TP_SCALE_VEC32_E8M0;
+    s.block_rows = 1;
+    s.block_cols = 32;
+    s.elem_bytes = 1;
+    break;
+  default: return TP_FAIL(TP_EINTERNAL, "unknown quantization format %d", (int)f);
+  }
+  s.grid_rows = ceil_div(rows, s.block_rows);
+  s.grid_cols = ceil_div(cols, s.block_cols);
+  switch (s.layout) {
+  case TP_SCALE_BLK128_F32:
+    s.ld = round_up(s.grid_cols, 4);
+    s.stored = s.grid_rows * s.ld;
+    break;
+  case TP_SCALE_VEC32_E8M0:
+    s.ld = ceil_div(s.grid_cols, 4);
+    s.stored = round_up(rows, 128) * 4 * s.ld;
+    break;
+  default: s.stored = s.grid_rows * s.grid_cols; break;
+  }
+  *out = s;
+  return TP_OK;
+}
+
+size_t tp_quant_scale_bytes(const tp_scale_shape *s) { return (size_t)s->stored * s->elem_bytes; }
+
+float tp_quant_scale_at(const tp_scale_shape *s, const void *scales, int64_t gr, int64_t gc) {
+  int64_t off = tp_scale_offset(s, gr, gc);
+  if (s->layout == TP_SCALE_VEC32_E8M0) return tp_e8m0_value(((const uint8_t *)scales)[off]);
+  return ((const float *)scales)[off];
+}
+
+/* ---- the shard rule ---------------------------------------------------------------------------
+ */
+
+/* Records the rejection as the last error and copies it to reason. */
+static tp_rc shard_reject(char *reason, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static tp_rc shard_reject(char *reason, size_t cap, const char *fmt, ...) {
+  char msg[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (reason && cap > 0) snprintf(reason, cap, "%s", msg);
+  return TP_FAIL(TP_EUSAGE, "%s", msg);
+}
+
+static const char *split_dim_name(tp_shard_layout l) {
+  switch (l) {
+  case TP_SHARD_ACT_ROWS: return "T (rows of the activation)";
+  case TP_SHARD_ACT_COLS: return "K of the activation";
+  case TP_SHARD_WEIGHT_COLS: return "K of the weight";
+  default: return "N (rows of the weight)";
+  }
+}
+
+tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layout, int64_t rows, int64_t cols,
+                           int tp, tp_amax_agreement *agreement, char *reason, size_t cap) {
+  if (agreement) *agreement = TP_AMAX_LOCAL;
+  if (reason && cap > 0) reason[0] = '\0';
+  if ((int)layout < 0 || layout >= TP_SHARD_COUNT)
+    return shard_reject(reason, cap, "unknown shard layout %d", (int)layout);
+  if (tp < 1) return shard_reject(reason, cap, "TP %d: the degree must be at least 1", tp);
+  tp_scale_shape s;
+  if (tp_quant_scale_shape(f, tp_shard_layout_role(layout), rows, cols, &s) != TP_OK)
+    return shard_reject(reason, cap, "%s", tp_last_message());
+  const int by_rows = tp_shard_layout_splits_rows(layout);
+  const int64_t dim = by_rows ? rows : cols, block = by_rows ? s.block_rows : s.block_cols;
+  const char *fname = tp_quant_format_name(f), *dname = split_dim_name(layout);
+  if (dim % tp != 0)
+    return shard_reject(reason, cap, "%s: %s = %lld is not divisible by TP %d", fname, dname,
+                        (long long)dim, tp);
+  if (tp == 1) return TP_OK;
+  const int64_t shard = dim / tp;
+  if (f == TP_QFMT_FP8) {
+    if (agreement) *agreement = TP_AMAX_AGREE_TENSOR;
+    return TP_OK;
+  }
+  if (f == TP_QFMT_FP8_ROW && !by_rows) { /* one scale spans every rank's part of a row */
+    if (agreement) *agreement = TP_AMAX_AGREE_ROWS;
+    return TP_OK;
+  }
+  if (shard % block != 0)
+    return shard_reject(reason, cap,
+                        "%s: %s / TP %d = %lld per rank is not a multiple of the %lld-element "
+                        "scale block along it (%s %lldx%lld blocks): a block would straddle two "
+                        "ranks' shards",
+                        fname, dname, tp, (long long)shard, (long long)block,
+                        tp_quant_role_name(tp_shard_layout_role(layout)), (long long)s.block_rows,
+                        (long long)s.block_cols);
+  return TP_OK;
+}
+
+/* ---- fp8 encoding -----------------------------------------------------------------------------
+ */
+
+typedef struct fp8_spec {
+  int mant_bits, bias;
+  uint32_t max_bits; /* fp32 bits of the largest finite value */
+  uint8_t max_code;
+} fp8_spec;
+
+static fp8_spec spec_of(tp_fp8_type t) {
+  if (t == TP_FP8_E4M3) return (fp8_spec){3, 7, 0x43E00000u /* 448 */, 0x7E};
+  return (fp8_spec){2, 15, 0x47600000u /* 57344 */, 0x7B};
+}
+
+uint8_t tp_fp8_encode(tp_fp8_type t, float v) {
+  const fp8_spec sp = spec_of(t);
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  const uint8_t sign = (uint8_t)((bits >> 24) & 0x80u);
+  const uint32_t mag = bits & 0x7fffffffu;
+  if (mag > 0x7f800000u) return 0x7F;                /* NaN */
+  if (mag >= sp.max_bits) return sign | sp.max_code; /* saturate, infinities too */
+  const int e = (int)(mag >> 23) - 127;              /* unbiased exponent of v */
+  if (e < -126) return sign; /* zero or fp32-subnormal: far below the smallest fp8 subnormal */
+  const uint32_t m = (mag & 0x7fffffu) | 0x800000u; /* 24-bit significand */
+  const int min_normal_exp = 1 - sp.bias;
+  /* Bits of m dropped: a normal result keeps mant_bits fraction bits; a
+   * subnormal one counts units of 2^(min_normal_exp - mant_bits). */
+  int shift = 23 - sp.mant_bits + (e < min_normal_exp ? min_normal_exp - e : 0);
+  if (shift > 24) return sign; /* below half the smallest subnormal */
+  uint32_t q = m >> shift;
+  const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  if (rest > half || (rest == half && (q & 1u))) ++q;
+  /* A normal q lies in [2^mant_bits, 2^(mant_bits+1)]; its top (a carry out of
+   * the mantissa) lands on the next exponent through the addition. A
+   * subnormal q of 2^mant_bits is the smallest normal, encoded the same way. */
+  uint32_t code =
+      e < min_normal_exp ? q : ((uint32_t)(e + sp.bias) << sp.mant_bits) + q - (1u << sp.mant_bits);
+  return sign | (uint8_t)code;
+}
+
+float tp_fp8_decode(tp_fp8_type t, uint8_t byte) {
+  const fp8_spec sp = spec_of(t);
+  const int exp_bits = 7 - sp.mant_bits, mant_mask = (1 << sp.mant_bits) - 1;
+  const int e = (byte >> sp.mant_bits) & ((1 << exp_bits) - 1), m = byte & mant_mask;
+  const float sign = (byte & 0x80u) ? -1.0f : 1.0f;
+  const int top = (1 << exp_bits) - 1;
+  if (t == TP_FP8_E4M3 && e == top && m == mant_mask) return NAN;
+  if (t == TP_FP8_E5M2 && e == top) return m == 0 ? sign * INFINITY : NAN;
+  if (e == 0) return sign * ldexpf((float)m, 1 - sp.bias - sp.mant_bits);
+  return sign * ldexpf((float)((1 << sp.mant_bits) + m), e - sp.bias - sp.mant_bits);
+}
+
+/* ---- the quantizer ----------------------------------------------------------------------------
+ */
+
+tp_rc tp_quant_args_check(const tp_quant_args *a) {
+  if (!a) return TP_FAIL(TP_EINTERNAL, "quantize: no arguments");
+  if ((int)a->format < 0 || a->format >= TP_QFMT_COUNT)
+    return TP_FAIL(TP_EINTERNAL, "quantize: unknown format %d", (int)a->format);
+  if (a->elem != TP_FP8_E4M3 && a->elem != TP_FP8_E5M2)
+    return TP_FAIL(TP_EINTERNAL, "quantize: unknown fp8 type %d", (int)a->elem);
+  if (a->role != TP_QROLE_ACT && a->role != TP_QROLE_WEIGHT)
+    return TP_FAIL(TP_EINTERNAL, "quantize: unknown role %d", (int)a->role);
+  if (a->in_dtype != TP_BF16 && a->in_dtype != TP_FP32)
+    return TP_FAIL(TP_EINTERNAL, "quantize: unknown input type %d", (int)a->in_dtype);
+  if (a->rows <= 0 || a->cols <= 0 || a->ld < a->cols)
+    return TP_FAIL(TP_EINTERNAL, "quantize: bad shape %lld x %lld, ld %lld", (long long)a->rows,
+                   (long long)a->cols, (long long)a->ld);
+  if (!a->x || !a->q || !a->scales)
+    return TP_FAIL(TP_EINTERNAL, "quantize: missing input, data or scale buffer");
+  if (a->agreed_amax && a->format != TP_QFMT_FP8 && a->format != TP_QFMT_FP8_ROW)
+    return TP_FAIL(TP_EINTERNAL, "quantize: %s takes no agreed amax (its blocks are local)",
+                   tp_quant_format_name(a->format));
+  return TP_OK;
+}
+
+static float input_at(const tp_quant_args *a, int64_t r, int64_t c) {
+  const size_t i = (size_t)(r * a->ld + c);
+  if (a->in_dtype == TP_FP32) return ((const float *)a->x)[i];
+  uint32_t bits = (uint32_t)((const uint16_t *)a->x)[i] << 16;
+  float v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+/* One scale block: rows [r0, r1), columns [c0, c1) of the operand. */
+typedef struct region {
+  int64_t r0, r1, c0, c1;
+} region;
+
+static region block_region(const tp_scale_shape *s, int64_t gr, int64_t gc) {
+  region g = {gr * s->block_rows, gr * s->block_rows + s->block_rows, gc * s->block_cols,
+              gc * s->block_cols + s->block_cols};
+  if (g.r1 > s->rows) g.r1 = s->rows;
+  if (g.c1 > s->cols) g.c1 = s->cols;
+  return g;
+}
+
+/* max |x| over a region; NaNs do not count (fmaxf keeps the number). */
+static float region_amax(const tp_quant_args *a, region g) {
+  float amax = 0.0f;
+  for (int64_t r = g.r0; r < g.r1; ++r)
+    for (int64_t c = g.c0; c < g.c1; ++c) amax = fmaxf(amax, fabsf(input_at(a, r, c)));
+  return amax;
+}
+
+tp_rc tp_quant_local_amax_ref(const tp_quant_args *a, float *amax) {
+  TP_TRY(tp_quant_args_check(a));
+  if (a->format == TP_QFMT_FP8) {
+    *amax = region_amax(a, (region){0, a->rows, 0, a->cols});
+    return TP_OK;
+  }
+  if (a->format == TP_QFMT_FP8_ROW) {
+    for (int64_t r = 0; r < a->rows; ++r) amax[r] = region_amax(a, (region){r, r + 1, 0, a->cols});
+    return TP_OK;
+  }
+  return TP_FAIL(TP_EINTERNAL, "%s has no amax to agree on (its blocks are local)",
+                 tp_quant_format_name(a->format));
+}
+
+/* Quantizes one scale block and stores its scale. */
+static void quantize_block(const tp_quant_args *a, const tp_scale_shape *s, int64_t gr,
+                           int64_t gc) {
+  const region g = block_region(s, gr, gc);
+  float amax = region_amax(a, g);
+  if (a->agreed_amax) amax = a->agreed_amax[a->format == TP_QFMT_FP8 ? 0 : gr];
+  const int64_t off = tp_scale_offset(s, gr, gc);
+  float scale;
+  if (s->layout == TP_SCALE_VEC32_E8M0) {
+    const uint8_t byte = tp_quant_scale_e8m0(a->elem, amax);
+    ((uint8_t *)a->scales)[off] = byte;
+    scale = tp_e8m0_value(byte);
+  } else {
+    scale = tp_quant_scale_f32(a->elem, amax);
+    ((float *)a->scales)[off] = scale;
+  }
+  for (int64_t r = g.r0; r < g.r1; ++r)
+    for (int64_t c = g.c0; c < g.c1; ++c)
+      a->q[r * a->cols + c] = tp_fp8_encode(a->elem, input_at(a, r, c) / scale);
+}
+
+tp_rc tp_quant_ref(const tp_quant_args *a) {
+  TP_TRY(tp_quant_args_check(a));
+  tp_scale_shape s;
+  TP_TRY(tp_quant_scale_shape(a->format, a->role, a->rows, a->cols, &s));
+  memset(a->scales, 0, tp_quant_scale_bytes(&s));
+  for (int64_t gr = 0; gr < s.grid_rows; ++gr)
+    for (int64_t gc = 0; gc < s.grid_cols; ++gc) quantize_block(a, &s, gr, gc);
+  return TP_OK;
+}
+
+tp_rc tp_quant_dequant_ref(const tp_quant_args *a, double *out) {
+  if (!a || !a->q || !a->scales || !out)
+    return TP_FAIL(TP_EINTERNAL, "dequantize: missing data, scale or output buffer");
+  tp_scale_shape s;
+  TP_TRY(tp_quant_scale_shape(a->format, a->role, a->rows, a->cols, &s));
+  for (int64_t r = 0; r < a->rows; ++r)
+    for (int64_t c = 0; c < a->cols; ++c) {
+      const double scale = tp_quant_scale_at(&s, a->scales, r / s.block_rows, c / s.block_cols);
+      out[r * a->cols + c] = (double)tp_fp8_decode(a->elem, a->q[r * a->cols + c]) * scale;
+    }
+  return TP_OK;
+}
