@@ -1,0 +1,5 @@
+# CPU tests of kernels/tp_quant.h (issue 15): fp8 encodings, scale rules and
+# layouts, the shard-vs-whole invariant, the flattening negative control and
+# the shard rule. Links only the pure-C tp_quant_core, so it builds and runs
+# with TPBENCH_WITH_CUDA=OFF (and under the sanitizers).
+tp_add_cpu_test(test_quant SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant.c LIBS tp_quant_core m)
