@@ -837,11 +837,13 @@ static int skip_template_args(const char **p) {
       continue;
     }
     ++*p;
+    int ok = 1;
     if (c == 'I' || c == 'N' || c == 'X' || c == 'J') ++depth;
     else if (c == 'E') --depth;
-    else if (c == 'L' && !skip_literal(p)) return 0;
-    else if ((c == 'S' || c == 'T') && !skip_reference(p, c == 'S')) return 0;
+    else if (c == 'L') ok = skip_literal(p);
+    else if (c == 'S' || c == 'T') ok = skip_reference(p, c == 'S');
     else if (c == 'D' && **p) ++*p; /* Dn, Dh, Dv...: the second letter */
+    if (!ok) return 0;
   } while (depth > 0);
   return 1;
 }
