@@ -34,6 +34,7 @@
  * per process; its buffer queue is file-global because the callbacks carry
  * no user pointer.
  */
+#include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -622,13 +623,34 @@ static tp_rc enable_window_kinds(int ranges_only) {
   return TP_OK;
 }
 
-/* The subscriber's callback: no domain is enabled, so it is never called. */
+/* The device of the first context created while a collector runs, as the
+ * driver names it: a program profiled from outside records no system facts
+ * of its own. Written once, by the callback. */
+static char first_gpu_name[128];
+static atomic_int have_gpu_name;
+
+/* The subscriber's callback: only context creation is enabled. A driver
+ * call in a CUPTI callback is allowed; a failure leaves the name unknown. */
 static void CUPTIAPI claim_callback(void *userdata, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *cbdata) {
   (void)userdata;
-  (void)domain;
-  (void)cbid;
-  (void)cbdata;
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || cbid != CUPTI_CBID_RESOURCE_CONTEXT_CREATED ||
+      atomic_load(&have_gpu_name))
+    return;
+  const CUpti_ResourceData *rd = cbdata;
+  uint32_t id = 0;
+  CUdevice dev = 0;
+  char name[sizeof first_gpu_name];
+  if (cuptiGetDeviceId(rd->context, &id) == CUPTI_SUCCESS &&
+      cuDeviceGet(&dev, (int)id) == CUDA_SUCCESS &&
+      cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS &&
+      !atomic_exchange(&have_gpu_name, 1))
+    memcpy(first_gpu_name, name, sizeof name);
+}
+
+void tp_collector_gpu_name(char *buf, size_t cap) {
+  if (!buf || cap == 0) return;
+  snprintf(buf, cap, "%s", atomic_load(&have_gpu_name) ? first_gpu_name : "");
 }
 
 /* CUPTI takes one subscriber per process. Holding that slot makes a second
@@ -638,11 +660,12 @@ static void CUPTIAPI claim_callback(void *userdata, CUpti_CallbackDomain domain,
 static tp_rc claim_cupti(tp_collector *c) {
   CUptiResult st = cuptiSubscribe(&c->subscriber, claim_callback, NULL);
   if (st == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-    return TP_FAIL(TP_ECUPTI,
-                   "CUPTI is busy: another profiler already subscribed to this process "
-                   "(cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
+    return TP_FAIL(TP_ECUPTI, "CUPTI is busy: another profiler already subscribed to this process "
+                              "(cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)");
   TP_CUPTI(st);
   c->subscribed = 1;
+  TP_CUPTI(cuptiEnableCallback(1, c->subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                               CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
   return TP_OK;
 }
 

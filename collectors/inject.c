@@ -18,7 +18,7 @@
  * inherits the atexit handler but not
  * a working collector: only the process that started it writes. Ranks come
  * from the launcher's variables (RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK),
- * else 0.
+ * else -1 (see rank_from_env).
  *
  * TPBENCH_PROFILE_MODE=ranges records NVTX ranges only (no device activity,
  * no API records): the baseline run of `tpbench profile --overhead`. When
@@ -49,7 +49,9 @@ static tp_collector *collector;
 static pid_t collector_pid; /* the process that started it: forked children do not write */
 static atomic_int written;  /* the file was written (at exit or on a signal) */
 
-/* torchrun and Slurm name the rank; a single process is rank 0. */
+/* torchrun, Slurm and Open MPI name the rank; -1 when none does (a single
+ * program, or a launcher's own process: tp_profile_folder_read numbers or
+ * keeps them apart). */
 static int rank_from_env(void) {
   const char *names[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) {
@@ -58,7 +60,7 @@ static int rank_from_env(void) {
     long rank = v ? strtol(v, &end, 10) : 0;
     if (v && *v && end && *end == '\0' && rank >= 0 && rank <= INT_MAX) return (int)rank;
   }
-  return 0;
+  return -1;
 }
 
 /* Writes folder/process-<pid>.tpprof through a temporary name. */
@@ -125,7 +127,8 @@ static void write_profile(int complete) {
                           .clock_offset_ns = stats.clock.offset_ns,
                           .complete = complete && rc == TP_OK};
   tp_collector_window_bounds(collector, &meta.start_ns, &meta.end_ns);
-  device_name(events, n, meta.gpu_name, sizeof meta.gpu_name);
+  tp_collector_gpu_name(meta.gpu_name, sizeof meta.gpu_name);
+  if (!meta.gpu_name[0]) device_name(events, n, meta.gpu_name, sizeof meta.gpu_name);
   write_file(folder, &meta, events, n);
   tp_collector_stop(collector);
   collector = NULL;

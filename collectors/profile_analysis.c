@@ -49,9 +49,18 @@ static uint64_t union_length(span *s, size_t n) {
   return total + (end - start);
 }
 
+/* CUPTI times a host-blocking synchronisation (cudaDeviceSynchronize,
+ * cudaStreamSynchronize, cudaEventSynchronize) by the host's wait, not by
+ * anything the GPU did: in a program that synchronises at the end of each
+ * step it would stretch the step and count the whole wait as "sync". Only a
+ * stream waiting on an event is the device waiting. */
+static int is_host_wait(const tp_event *e) {
+  return e->type == TP_EV_SYNC && e->name && strcmp(e->name, "sync stream wait event") != 0;
+}
+
 static int is_device_work(const tp_event *e) {
   return e->type == TP_EV_KERNEL || e->type == TP_EV_MEMCPY || e->type == TP_EV_MEMSET ||
-         e->type == TP_EV_SYNC;
+         (e->type == TP_EV_SYNC && !is_host_wait(e));
 }
 
 static int starts_nocase(const char *s, const char *prefix) {

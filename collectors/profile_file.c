@@ -261,6 +261,19 @@ static tp_rc list_files(const char *folder, char ***files, size_t *n) {
   return rc;
 }
 
+/* A process started by no launcher says rank -1. When no process of the
+ * command has a launcher's rank (one program, or a tool's own workers), the
+ * processes are numbered 0, 1, ... in file-name order; when some have one,
+ * the others (torchrun's agent, say) keep -1, apart from the real ranks. */
+static void number_unranked(tp_profile_data *all, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (all[i].meta.rank >= 0) return;
+  for (size_t i = 0; i < n; ++i) {
+    all[i].meta.rank = (int)i;
+    for (size_t k = 0; k < all[i].n_events; ++k) all[i].events[k].rank = (int)i;
+  }
+}
+
 tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *out, size_t *n_files) {
   if (!folder || !out || !n_files)
     return TP_FAIL(TP_EUSAGE, "tp_profile_folder_read: NULL argument");
@@ -269,14 +282,14 @@ tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *out, size_t *n
   char **files = NULL;
   size_t n = 0;
   tp_rc rc = list_files(folder, &files, &n);
-  for (size_t i = 0; rc == TP_OK && i < n; ++i) {
-    tp_profile_data one;
-    rc = tp_profile_file_read(files[i], &one);
-    if (rc == TP_OK) {
-      rc = merge_into(out, &one, i == 0);
-      tp_profile_data_free(&one);
-    }
-  }
+  tp_profile_data *each = rc == TP_OK && n ? calloc(n, sizeof *each) : NULL;
+  if (rc == TP_OK && n && !each) rc = TP_FAIL(TP_EOOM, "profile files: out of memory");
+  size_t read = 0;
+  for (; rc == TP_OK && read < n; ++read) rc = tp_profile_file_read(files[read], &each[read]);
+  if (rc == TP_OK) number_unranked(each, n);
+  for (size_t i = 0; rc == TP_OK && i < n; ++i) rc = merge_into(out, &each[i], i == 0);
+  for (size_t i = 0; i < read && each; ++i) tp_profile_data_free(&each[i]);
+  free(each);
   for (size_t i = 0; i < n; ++i) free(files[i]);
   free(files);
   if (rc != TP_OK) tp_profile_data_free(out);

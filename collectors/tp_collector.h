@@ -314,6 +314,11 @@ TP_MUST_CHECK tp_rc tp_collector_window_begin_ranges(tp_collector *c);
  * in a child). TP_ECUPTI when it cannot be found. */
 TP_MUST_CHECK tp_rc tp_collector_cupti_path(char *out, size_t size);
 
+/* The name of the device of the first CUDA context created after a
+ * collector started (how a program profiled from outside is told apart),
+ * "" when none was. */
+void tp_collector_gpu_name(char *buf, size_t cap);
+
 /* Closes the window. The caller must have waited for the window's GPU work
  * (cudaDeviceSynchronize or equivalent) first. Takes the end timestamp,
  * flushes every CUPTI buffer (forced), disables the device kinds, converts

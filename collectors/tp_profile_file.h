@@ -66,9 +66,10 @@ TP_MUST_CHECK tp_rc tp_profile_file_read(const char *path, tp_profile_data *out)
  * profiled command that initialised CUDA; in name order) into one set:
  * events appended, meta of the first file with start the earliest, end the
  * latest, dropped summed, complete only if every file is, truncated if any
- * is. *n_files receives how many were read: 0 (the folder is missing or has
- * none) leaves *out empty and returns TP_OK. Errors as tp_profile_file_read,
- * naming the file. */
+ * is. Processes with rank -1 (no launcher's rank) are numbered 0, 1, ...
+ * in name order when every process has -1, else keep -1. *n_files receives how many were read: 0
+ * (the folder is missing or has none) leaves *out empty and returns TP_OK. Errors as
+ * tp_profile_file_read, naming the file. */
 TP_MUST_CHECK tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *out,
                                            size_t *n_files);
 

@@ -25,7 +25,7 @@ db=$out/profile.db
 echo "ctest gpu_profile + gpu_collector exit $?"
 grep -E "tests passed|step [0-9]: tpbench|overhead on|busy:|Passed|Failed|FAIL" "$out/ctest-profile.txt"
 
-"$tp" profile --db "$db" --label ops --range '\.fwd$' -- "$tp" ops --gpus "$gpus" --tp "$gpus" \
+"$tp" profile --db "$db" --label ops --range '\.fwd ' -- "$tp" ops --gpus "$gpus" --tp "$gpus" \
   --models debug --warmup 2 --iters 5 --db "$out/ops.db" > "$out/profile-ops.txt" 2>&1
 echo "profile of ops exit $?"
 tail -n 4 "$out/profile-ops.txt"

@@ -398,7 +398,6 @@ static void test_import_empty(void **state) {
   remove_db(db);
 }
 
-
 /* One rank's process file of a training loop: steps 0..3, each an NVTX
  * range "ProfilerStep#N" of 1000 µs on the host holding a GEMM launched at
  * its start and, on rank 1, a slower GEMM; an NCCL kernel inside a nested
@@ -433,11 +432,8 @@ static void write_rank(const char *dir, int64_t pid, int rank, const char *gpu) 
     c.rank = rank;
     ev[n++] = c;
   }
-  tp_profile_meta meta = {.pid = pid,
-                          .rank = rank,
-                          .start_ns = T0,
-                          .end_ns = T0 + 4000 * US,
-                          .complete = 1};
+  tp_profile_meta meta = {
+      .pid = pid, .rank = rank, .start_ns = T0, .end_ns = T0 + 4000 * US, .complete = 1};
   snprintf(meta.gpu_name, sizeof meta.gpu_name, "%s", gpu);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -449,6 +445,31 @@ static void remove_all(const char *dir) {
   char cmd[160];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   assert_int_equal(system(cmd), 0);
+}
+
+/* Processes without a launcher's rank (-1) are numbered 0, 1, ... when none
+ * has one; beside ranked processes they keep -1. */
+static void test_folder_ranks(void **state) {
+  (void)state;
+  char dir[64], path[128];
+  make_folder(dir);
+  write_rank(dir, 200, -1, "");
+  write_rank(dir, 201, -1, "");
+  tp_profile_data d;
+  size_t files = 0;
+  assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_OK);
+  assert_int_equal(files, 2);
+  assert_int_equal(d.events[0].rank, 0);
+  assert_int_equal(d.events[d.n_events - 1].rank, 1);
+  tp_profile_data_free(&d);
+  snprintf(path, sizeof path, "%s/process-201.tpprof", dir);
+  unlink(path);
+  write_rank(dir, 202, 0, ""); /* torchrun's worker beside its agent */
+  assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_OK);
+  assert_int_equal(d.events[0].rank, -1);
+  assert_int_equal(d.events[d.n_events - 1].rank, 0);
+  tp_profile_data_free(&d);
+  remove_all(dir);
 }
 
 /* Two ranks, --steps 1:3: two windows per rank, each step as long as its
@@ -503,9 +524,9 @@ static void test_import_two_ranks_steps(void **state) {
   /* the result: two steps, each as long as the slower rank (600 µs) */
   sqlite3 *raw = tp_store_db(store);
   sqlite3_stmt *st = NULL;
-  assert_int_equal(sqlite3_prepare_v2(raw, "SELECT n_samples, median_us FROM results", -1, &st,
-                                      NULL),
-                   SQLITE_OK);
+  assert_int_equal(
+      sqlite3_prepare_v2(raw, "SELECT n_samples, median_us FROM results", -1, &st, NULL),
+      SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_int_equal(sqlite3_column_int(st, 0), 2);
   assert_true(fabs(sqlite3_column_double(st, 1) - 600.0) < 1e-9);
@@ -717,6 +738,7 @@ int main(void) {
       cmocka_unit_test(test_import_summary_overlap),
       cmocka_unit_test(test_import_failed_command),
       cmocka_unit_test(test_import_empty),
+      cmocka_unit_test(test_folder_ranks),
       cmocka_unit_test(test_import_two_ranks_steps),
       cmocka_unit_test(test_import_missing_steps),
       cmocka_unit_test(test_import_busy),

@@ -419,6 +419,27 @@ static void test_breakdown_peer_dtod_is_comm_and_empty_is_idle(void **state) {
   free(w);
 }
 
+/* A step that ends with cudaDeviceSynchronize: CUPTI times the host's wait
+ * as a sync record, which is neither the step's device work nor device-side
+ * waiting; a stream waiting on an event is. (Seen on an H200: a PyTorch step
+ * of 5.3 ms reported 3.6 ms of "sync" from its torch.cuda.synchronize.) */
+static void test_host_waits_are_not_device_work(void **state) {
+  (void)state;
+  trace t = {.n = 0};
+  range(&t, 0, "step 0", 0, 3000);
+  kernel(&t, 0, GEMM_K, 100, 1100, 10);
+  (void)add(&t, 0, TP_EV_SYNC, "sync context", 20, 2900, 20);
+  (void)add(&t, 0, TP_EV_SYNC, "sync stream wait event", 1100, 1200, 30);
+  tp_profile_window *w = windows_of(&t, ":", NULL, 1);
+  assert_int_equal(w[0].start_ns, 100);
+  assert_int_equal(w[0].end_ns, 1200); /* not 2900: the host's wait is no device work */
+  tp_profile_breakdown b = breakdown(&t, &w[0]);
+  assert_int_equal(b.sync_ns, 100);
+  assert_int_equal(b.compute_ns, 1000);
+  assert_int_equal(b.idle_ns, 0);
+  free(w);
+}
+
 /* Step 0's range closes at 1100 and its kernel runs at [5000, 6000); step 1's range [1200,
  * 1300) launches a kernel that runs [5500, 6500): each step keeps its own work. */
 static void test_async_step_by_launch_time(void **state) {
@@ -724,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_breakdown_by_hand),
       cmocka_unit_test(test_breakdown_peer_dtod_is_comm_and_empty_is_idle),
       cmocka_unit_test(test_async_step_by_launch_time),
+      cmocka_unit_test(test_host_waits_are_not_device_work),
       cmocka_unit_test(test_schedule_verdicts),
       cmocka_unit_test(test_schedule_fused_fallback_is_none),
       cmocka_unit_test(test_transport_of),
