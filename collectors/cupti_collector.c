@@ -610,6 +610,75 @@ static void disable_window_kinds(void) {
   for (size_t i = 0; i < N_WINDOW_KINDS; ++i) (void)cuptiActivityDisable(window_kinds[i]);
 }
 
+/* API calls that launch nothing and are made by the thousand per step
+ * (PyTorch asks for the current device and stream capture state around
+ * every op): their records cost time and say nothing about where device
+ * work came from, so they are left out of the RUNTIME and DRIVER kinds. */
+static const CUpti_CallbackId quiet_runtime_apis[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaThreadExchangeStreamCaptureMode_v10010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_v5050,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetFlags_v5050,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_v12000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_v12080,
+};
+static const CUpti_CallbackId quiet_driver_apis[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetId,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGet,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+    CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
+    CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCaptureInfo_v3,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing,
+    CUPTI_DRIVER_TRACE_CBID_cuThreadExchangeStreamCaptureMode,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetCtx,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamGetId,
+};
+
+/* cuptiActivityEnableRuntimeApi/DriverApi came with CUPTI 12.6: looked up,
+ * not linked, so an older CUPTI still loads tpbench (and records every API
+ * call). TPBENCH_CUPTI_EVERY_API=1 keeps every call, to measure what the
+ * filter saves. Called after the kinds are enabled: enabling a kind resets
+ * the per-API choices. */
+static void quiet_query_apis(void) {
+  const char *every = getenv("TPBENCH_CUPTI_EVERY_API");
+  if (every && strcmp(every, "1") == 0) return;
+  typedef CUptiResult(CUPTIAPI * per_api_fn)(CUpti_CallbackId, uint8_t);
+  per_api_fn runtime = NULL, driver = NULL;
+  void *r = dlsym(RTLD_DEFAULT, "cuptiActivityEnableRuntimeApi");
+  void *d = dlsym(RTLD_DEFAULT, "cuptiActivityEnableDriverApi");
+  memcpy(&runtime, &r, sizeof runtime); /* ISO C has no object-to-function pointer cast */
+  memcpy(&driver, &d, sizeof driver);
+  size_t failed = 0;
+  for (size_t i = 0; runtime && i < sizeof quiet_runtime_apis / sizeof *quiet_runtime_apis; ++i)
+    failed += runtime(quiet_runtime_apis[i], 0) != CUPTI_SUCCESS;
+  for (size_t i = 0; driver && i < sizeof quiet_driver_apis / sizeof *quiet_driver_apis; ++i)
+    failed += driver(quiet_driver_apis[i], 0) != CUPTI_SUCCESS;
+  if (failed) TP_LOGD(LOG, "%zu query APIs could not be left out of the API records", failed);
+}
+
 /* Every window kind, or only NVTX markers (ranges_only: no device activity). */
 static tp_rc enable_window_kinds(int ranges_only) {
   for (size_t i = 0; i < N_WINDOW_KINDS; ++i) {
@@ -620,6 +689,7 @@ static tp_rc enable_window_kinds(int ranges_only) {
       TP_CUPTI(st);
     }
   }
+  if (!ranges_only) quiet_query_apis();
   return TP_OK;
 }
 

@@ -21,7 +21,7 @@ tp_device_env
 tp_device_checkout_at_build_path "$build"
 db=$out/profile.db
 
-(cd "$build" && ctest -R 'gpu_profile|gpu_collector' --output-on-failure) > "$out/ctest-profile.txt" 2>&1
+(cd "$build" && ctest -R 'gpu_profile|gpu_collector' -V) > "$out/ctest-profile.txt" 2>&1
 echo "ctest gpu_profile + gpu_collector exit $?"
 grep -E "tests passed|step [0-9]: tpbench|overhead on|busy:|Passed|Failed|FAIL" "$out/ctest-profile.txt"
 
@@ -34,7 +34,16 @@ run=$("$tp" runs --db "$db" --format csv 2> /dev/null | tail -n 1 | cut -d, -f1)
 
 if python3 -c 'import torch' 2> /dev/null; then
   python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)'
-  "$tp" profile --db "$db" --label symm_mem_tp --steps 2:10 --overhead -- \
+  # overhead twice: API records of query calls left out (the default) and kept
+  for every in 1 0; do
+    TPBENCH_CUPTI_EVERY_API=$every "$tp" profile --db "$db" --label "overhead-every-api-$every" \
+      --steps 4:24 --overhead -- python3 -m torch.distributed.run --standalone \
+      --nproc-per-node "$gpus" examples/symm_mem_tp.py --steps 24 --tokens 16384 \
+      > "$out/profile-overhead-$every.txt" 2>&1
+    echo "overhead run (TPBENCH_CUPTI_EVERY_API=$every) exit $?"
+    grep -E "baseline:|overhead on" "$out/profile-overhead-$every.txt"
+  done
+  "$tp" profile --db "$db" --label symm_mem_tp --steps 2:10 -- \
     python3 -m torch.distributed.run --standalone --nproc-per-node "$gpus" \
     examples/symm_mem_tp.py --steps 10 > "$out/profile-example.txt" 2>&1
   echo "profile of examples/symm_mem_tp.py exit $?"
