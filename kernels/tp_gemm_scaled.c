@@ -136,6 +136,10 @@ static tp_rc build_desc(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k)
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b));
+  /* Fast accumulation off (the default, stated): partial sums are promoted
+   * into fp32 (tp_quant.h's accuracy model). */
+  const int8_t fast_accum = 0;
+  TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g->workspace, sizeof g->workspace));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g->workspace, sizeof g->workspace));
   TP_CUBLAS(
@@ -188,7 +192,10 @@ static tp_rc entry_build(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g->handle, e->op, e->a, e->b, e->c, e->c, pref,
                                                      SCALED_HEURISTICS, found, &n_found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
+  /* cuBLASLt answers an unknown scale mode for this GPU (VEC32_UE8M0 below
+   * sm_100) with INVALID_VALUE from some versions on, NOT_SUPPORTED from
+   * others: both are its refusal of the descriptor, passed on in its words. */
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
     char answer[160];
     snprintf(answer, sizeof answer, "returned %s (%s)", cublasLtGetStatusName(st),
              cublasLtGetStatusString(st));

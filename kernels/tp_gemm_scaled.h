@@ -41,8 +41,9 @@ void tp_gemm_scaled_destroy(tp_gemm_scaled *g);
 
 /* Whether cuBLASLt has an algorithm for this format and shape on the current
  * device. TP_OK (the algorithm is cached for tp_gemm_scaled_enqueue);
- * TP_EREJECT when the heuristic answers CUBLAS_STATUS_NOT_SUPPORTED or finds
- * no algorithm, with a reason (written to reason, cap bytes, may be NULL,
+ * TP_EREJECT when the heuristic answers CUBLAS_STATUS_NOT_SUPPORTED or
+ * CUBLAS_STATUS_INVALID_VALUE (its refusal of a scale mode) or finds no
+ * algorithm, with a reason (written to reason, cap bytes, may be NULL,
  * and recorded as the last error) naming the format, its scale modes, the
  * shape, the device's sm and cuBLASLt's version and answer; TP_EINTERNAL for
  * an empty dimension or unknown format; another cuBLASLt or CUDA failure as

@@ -276,6 +276,57 @@ TP_MUST_CHECK tp_rc tp_quant_dequant_ref(const tp_quant_args *a, double *out);
 /* Logical scale (gr, gc) of a stored buffer as a float (E8M0 decoded). */
 float tp_quant_scale_at(const tp_scale_shape *s, const void *scales, int64_t gr, int64_t gc);
 
+/* ---- the scaled GEMM's accuracy (tp_quant_ref.c) -----------------------------------------------
+ *
+ * How far a scaled-FP8 GEMM's bf16 output may lie from the float64 product
+ * of the DEQUANTIZED operands (quantization error is not counted: both sides
+ * see the same fp8 values and scales). The products of two fp8 values are
+ * exact; what differs is how they are summed, and that depends on the GPU:
+ *
+ * - Reduced-precision MMA (sm_89, sm_90): the FP8 tensor-core MMA keeps only
+ *   about 14 significant bits in its own accumulator (measured on Hopper and
+ *   reported with DeepSeek-V3's FP8 recipe), and cuBLASLt with fast
+ *   accumulation off (tp_gemm_scaled sets it off) promotes the MMA's partial
+ *   sums into fp32 at intervals it does not document. Modelled: each MMA
+ *   k-step adds `group` products to the MMA accumulator, aligning its
+ *   group + 1 addends to the largest magnitude M_j among them and cutting
+ *   each to 14 bits (less than 2^-13 M_j each), then cutting their sum (at
+ *   most (group + 1) M_j) once more: the step is off by at most
+ *   2 (group + 1) 2^-13 M_j. M_j <= max(2 P_{j-1}, pmax_j), P the largest
+ *   |partial sum| at a
+ *   step boundary so far, pmax_j the largest |product| of step j (the factor
+ *   2 covers an accumulator restarted at any step boundary by a promotion or
+ *   a 128-block: a partial sum since then is a difference of two partial
+ *   sums). mma_mag = sum over steps of M_j.
+ * - Full fp32 accumulation (every other GPU, until measured otherwise): no
+ *   MMA term.
+ * Both: the fp32 summation of the promoted partials and the application of
+ *   the two scales, (k + 2) 2^-24 S with S = sum |x_p w_p| (Higham's gamma
+ *   bound for any summation order); then D's rounding to bf16, 2^-8 of the
+ *   value. tol = 2^-8 (|ref| + acc) + acc, acc = the sum of the terms above. */
+
+typedef struct tp_fp8_accum_model {
+  int reduced_mma; /* 1: the MMA accumulator keeps ~14 bits (sm_89, sm_90) */
+  int group;       /* products per MMA k-step (32 for 8-bit operands) */
+} tp_fp8_accum_model;
+
+/* The model of a device of compute capability major.minor. */
+tp_fp8_accum_model tp_fp8_accum_model_of(int major, int minor);
+
+/* One output element's float64 reference and the magnitudes its bound needs. */
+typedef struct tp_fp8_dot {
+  double ref;     /* sum_p x_p w_p */
+  double sabs;    /* sum_p |x_p w_p| */
+  double mma_mag; /* sum over k-steps of M_j (above); 0 with group < 1 */
+} tp_fp8_dot;
+
+/* The dot product of x[0..k) and w[0..k) (dequantized values) in k order,
+ * with steps of `group` products. */
+tp_fp8_dot tp_fp8_dot_ref(const double *x, const double *w, int64_t k, int group);
+
+/* The tolerance of one element under model m (above). */
+double tp_fp8_gemm_tolerance(const tp_fp8_accum_model *m, const tp_fp8_dot *d, int64_t k);
+
 #ifdef __cplusplus
 }
 #endif

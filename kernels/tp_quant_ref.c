@@ -361,3 +361,35 @@ tp_rc tp_quant_dequant_ref(const tp_quant_args *a, double *out) {
     }
   return TP_OK;
 }
+
+/* ---- the scaled GEMM's accuracy ---------------------------------------------------------------
+ */
+
+tp_fp8_accum_model tp_fp8_accum_model_of(int major, int minor) {
+  /* Ada (8.9) and Hopper (9.x) run FP8 MMAs with the reduced accumulator. */
+  const int reduced = major == 9 || (major == 8 && minor == 9);
+  const tp_fp8_accum_model m = {reduced, 32};
+  return m;
+}
+
+tp_fp8_dot tp_fp8_dot_ref(const double *x, const double *w, int64_t k, int group) {
+  tp_fp8_dot d = {0.0, 0.0, 0.0};
+  double peak = 0.0, pmax = 0.0; /* largest |partial| at a step boundary; |product| in the step */
+  for (int64_t p = 0; p < k; ++p) {
+    const double prod = x[p] * w[p];
+    d.ref += prod;
+    d.sabs += fabs(prod);
+    if (fabs(prod) > pmax) pmax = fabs(prod);
+    if (group < 1 || ((p + 1) % group != 0 && p + 1 != k)) continue;
+    d.mma_mag += fmax(2.0 * peak, pmax); /* this step's M_j, with P of the steps before */
+    if (fabs(d.ref) > peak) peak = fabs(d.ref);
+    pmax = 0.0;
+  }
+  return d;
+}
+
+double tp_fp8_gemm_tolerance(const tp_fp8_accum_model *m, const tp_fp8_dot *d, int64_t k) {
+  double acc = (double)(k + 2) * 0x1p-24 * d->sabs;
+  if (m->reduced_mma) acc += 2.0 * (double)(m->group + 1) * 0x1p-13 * d->mma_mag;
+  return 0x1p-8 * (fabs(d->ref) + acc) + acc;
+}

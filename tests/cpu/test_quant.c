@@ -12,7 +12,10 @@
  * fails the invariant on row-split layouts, where the real one passes); and
  * the shard rule rejecting straddling shapes with a reason that names the
  * format, the dimension, the block and the shard size, and accepting the
- * aligned ones. The coverage counted is printed.
+ * aligned ones. The coverage counted is printed. The scaled GEMM's accuracy
+ * model: which devices get the reduced-precision MMA term, the dot's
+ * magnitudes on a hand-checked case, and its bound holding for a simulated
+ * 14-bit aligning accumulator where the fp32 model's does not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -660,6 +663,100 @@ static void test_shard_rule_accepts_aligned(void **state) {
   expect_accepted(TP_QFMT_FP8, TP_SHARD_ACT_ROWS, 100, 1000, 1, TP_AMAX_LOCAL);
 }
 
+/* ---- the scaled GEMM's accuracy model ---------------------------------------------------------
+ */
+
+/* x cut to `bits` significant bits on the grid of 2^e_top (toward zero), as
+ * an aligning accumulator does. */
+static double cut_to_grid(double x, int e_top, int bits) {
+  const double ulp = ldexp(1.0, e_top - bits + 1);
+  return trunc(x / ulp) * ulp;
+}
+
+/* A 14-bit aligning accumulator over steps of `group` products (the model of
+ * tp_quant.h), restarted every `restart` steps into an fp64 total. */
+static double simulate_reduced_mma(const double *x, const double *w, int64_t k, int group,
+                                   int restart) {
+  double total = 0.0, acc = 0.0;
+  int steps = 0;
+  for (int64_t p0 = 0; p0 < k; p0 += group) {
+    double top = fabs(acc);
+    const int64_t end = p0 + group < k ? p0 + group : k;
+    for (int64_t p = p0; p < end; ++p) top = fmax(top, fabs(x[p] * w[p]));
+    int e_top = 0;
+    (void)frexp(top, &e_top);
+    double sum = cut_to_grid(acc, e_top - 1, 14);
+    for (int64_t p = p0; p < end; ++p) sum += cut_to_grid(x[p] * w[p], e_top - 1, 14);
+    (void)frexp(sum, &e_top);
+    acc = sum != 0.0 ? cut_to_grid(sum, e_top - 1, 14) : 0.0;
+    if (++steps % restart == 0) {
+      total += acc;
+      acc = 0.0;
+    }
+  }
+  return total + acc;
+}
+
+static void test_accum_model_per_device(void **state) {
+  (void)state;
+  assert_int_equal(tp_fp8_accum_model_of(9, 0).reduced_mma, 1);
+  assert_int_equal(tp_fp8_accum_model_of(8, 9).reduced_mma, 1);
+  assert_int_equal(tp_fp8_accum_model_of(10, 0).reduced_mma, 0);
+  assert_int_equal(tp_fp8_accum_model_of(8, 0).reduced_mma, 0);
+  assert_int_equal(tp_fp8_accum_model_of(9, 0).group, 32);
+}
+
+/* Hand-checked magnitudes: 64 products of 1 then 64 of -1, steps of 32. */
+static void test_dot_magnitudes(void **state) {
+  (void)state;
+  double x[128], w[128];
+  for (int i = 0; i < 128; ++i) {
+    x[i] = 1.0;
+    w[i] = i < 64 ? 1.0 : -1.0;
+  }
+  const tp_fp8_dot d = tp_fp8_dot_ref(x, w, 128, 32);
+  assert_true(d.ref == 0.0);
+  assert_true(d.sabs == 128.0);
+  /* Steps: P before = 0, 32, 64, 64 -> M = max(2P, 1) = 1, 64, 128, 128. */
+  assert_true(d.mma_mag == 1.0 + 64.0 + 128.0 + 128.0);
+  /* A partial last step counts as a step. */
+  assert_true(tp_fp8_dot_ref(x, w, 40, 32).mma_mag == 1.0 + 64.0);
+}
+
+/* The reduced model's bound holds for a simulated 14-bit MMA accumulator
+ * (any restart interval), which the fp32 model's does not always; the
+ * tolerance grows with the dot's magnitudes. */
+static void test_reduced_model_covers_simulation(void **state) {
+  (void)state;
+  enum { K = 512 };
+  double x[K], w[K];
+  uint64_t seed = 4242;
+  const tp_fp8_accum_model hopper = tp_fp8_accum_model_of(9, 0);
+  const tp_fp8_accum_model full = tp_fp8_accum_model_of(10, 0);
+  long over_fp32 = 0;
+  double worst = 0.0;
+  for (int trial = 0; trial < 400; ++trial) {
+    for (int i = 0; i < K; ++i) {
+      x[i] = tp_fp8_decode(TP_FP8_E4M3, (uint8_t)(rng_next(&seed) & 0x7e)) *
+             ((rng_next(&seed) & 1) ? -1.0 : 1.0);
+      w[i] = tp_fp8_decode(TP_FP8_E4M3, (uint8_t)(rng_next(&seed) & 0x7e));
+    }
+    const tp_fp8_dot d = tp_fp8_dot_ref(x, w, K, 32);
+    const int restarts[] = {1, 4, 1000};
+    for (size_t r = 0; r < 3; ++r) {
+      const double err = fabs(simulate_reduced_mma(x, w, K, 32, restarts[r]) - d.ref);
+      const double ratio = err / tp_fp8_gemm_tolerance(&hopper, &d, K);
+      worst = fmax(worst, ratio);
+      over_fp32 += err > tp_fp8_gemm_tolerance(&full, &d, K);
+    }
+  }
+  printf("  14-bit MMA simulation: worst |err|/tol %.3g under the sm_90 model, %ld of 1200 over "
+         "the fp32 model's tolerance\n",
+         worst, over_fp32);
+  assert_true(worst <= 1.0);
+  assert_true(over_fp32 > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_known_encodings),
@@ -676,6 +773,9 @@ int main(void) {
       cmocka_unit_test(test_flattening_quantizer_fails),
       cmocka_unit_test(test_shard_rule_refuses_straddling),
       cmocka_unit_test(test_shard_rule_accepts_aligned),
+      cmocka_unit_test(test_accum_model_per_device),
+      cmocka_unit_test(test_dot_magnitudes),
+      cmocka_unit_test(test_reduced_model_covers_simulation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,10 @@
  *   whole's data and logical scales bit for bit, on adversarial data.
  * - The scaled GEMM of every format cuBLASLt supports here against a float64
  *   CPU product of the DEQUANTIZED operands (so quantization error is not
- *   counted), element by element, with a tolerance from fp32 accumulation
- *   over k (stated at gemm_tolerance); a non-finite output fails, and the
+ *   counted), element by element, with the tolerance of tp_quant.h's
+ *   accumulation model for this device (sm_90: the FP8 MMA's ~14-bit
+ *   accumulator); every format and shape runs and prints its worst
+ *   |err|/tol before the test's verdict; a non-finite output fails, and the
  *   check is shown to catch a NaN and an off value. On a device with major
  *   < 10, mxfp8 must be refused by tp_gemm_scaled_supported with the
  *   library's reason, and the GEMM is not run (its output stays poisoned);
@@ -372,24 +374,18 @@ static void test_shard_invariance_on_device(void **state) {
 /* ---- the scaled GEMM --------------------------------------------------------------------------
  */
 
-/* Per element: |d - ref| <= 2^-8 (|ref| + acc) + acc, acc = (k + 2) 2^-24 S,
- * S = sum_k |x_ik w_jk| of the dequantized operands. The products of fp8
- * values are exact in fp32; summing k of them in fp32 in any order is off by
- * at most (k - 1) 2^-24 S (Higham's gamma_(k-1)), applying the two scales
- * adds at most 3 more roundings; D's rounding to bf16 adds 2^-8 of the
- * fp32 value (bf16's unit roundoff). */
-static double gemm_tolerance(double ref, double sabs, int64_t k) {
-  const double acc = (double)(k + 2) * 0x1p-24 * sabs;
-  return 0x1p-8 * (fabs(ref) + acc) + acc;
-}
+/* Per element: |d - ref| <= tp_fp8_gemm_tolerance under this device's
+ * accumulation model (tp_quant.h: the reduced-precision FP8 MMA of sm_89 and
+ * sm_90, fp32 accumulation elsewhere). */
+static tp_fp8_accum_model g_model;
 
 typedef struct gemm_report {
   long bad, nonfinite;
   double worst_ratio; /* max |d - ref| / tolerance */
 } gemm_report;
 
-static gemm_report gemm_check(const uint16_t *d, const double *ref, const double *sabs, int64_t m,
-                              int64_t n, int64_t k) {
+static gemm_report gemm_check(const uint16_t *d, const tp_fp8_dot *ref, int64_t m, int64_t n,
+                              int64_t k) {
   gemm_report rep = {0, 0, 0.0};
   for (int64_t i = 0; i < m * n; ++i) {
     const double v = gpu_bf16_to_float(d[i]);
@@ -398,7 +394,7 @@ static gemm_report gemm_check(const uint16_t *d, const double *ref, const double
       rep.bad++;
       continue;
     }
-    const double ratio = fabs(v - ref[i]) / gemm_tolerance(ref[i], sabs[i], k);
+    const double ratio = fabs(v - ref[i].ref) / tp_fp8_gemm_tolerance(&g_model, &ref[i], k);
     if (ratio > rep.worst_ratio) rep.worst_ratio = ratio;
     rep.bad += ratio > 1.0;
   }
@@ -430,7 +426,57 @@ static double *quantize_operand(tp_quant_format f, tp_quant_role role, const voi
   return deq;
 }
 
-static void gemm_one_format(tp_gemm_scaled *g, tp_quant_format f, const gemm_case *c) {
+/* The injected faults the check must catch: a NaN, and a value off by twice the tolerance. */
+static void check_catches_faults(uint16_t *d, const tp_fp8_dot *ref, const gemm_case *c) {
+  const uint16_t saved0 = d[0], saved1 = d[1];
+  d[0] = 0x7fc0;
+  d[1] = gpu_float_to_bf16(
+      (float)(ref[1].ref + 2.0 * tp_fp8_gemm_tolerance(&g_model, &ref[1], c->k) + 0.01));
+  const gemm_report broken = gemm_check(d, ref, c->m, c->n, c->k);
+  assert_int_equal(broken.nonfinite, 1);
+  assert_int_equal(broken.bad, 2);
+  d[0] = saved0;
+  d[1] = saved1;
+}
+
+/* A refused format: the reason names it and the heuristic, enqueue refuses
+ * as well and D stays poisoned. */
+static void check_refusal(tp_gemm_scaled *g, tp_rc rc, const char *reason,
+                          const tp_gemm_scaled_desc *desc, const gemm_case *c) {
+  assert_int_equal(rc, TP_EREJECT);
+  assert_non_null(strstr(reason, tp_quant_format_name(desc->format)));
+  assert_non_null(strstr(reason, "cublasLtMatmulAlgoGetHeuristic"));
+  assert_int_equal(tp_gemm_scaled_enqueue(g, desc, 0), TP_EREJECT);
+  sync_ok();
+  uint16_t *d = download(desc->d, sizeof(uint16_t) * (size_t)(c->m * c->n));
+  for (int64_t i = 0; i < c->m * c->n; ++i) assert_int_equal(d[i], 0xffff);
+  free(d);
+}
+
+/* Runs and checks one format; returns the elements outside the tolerance
+ * (printed with the worst ratio), so every format is seen before a failure. */
+static long gemm_run_checked(tp_gemm_scaled *g, const tp_gemm_scaled_desc *desc, const double *dx,
+                             const double *dw, const gemm_case *c) {
+  check_rc(tp_gemm_scaled_enqueue(g, desc, 0), "scaled GEMM");
+  sync_ok();
+  uint16_t *d = download(desc->d, sizeof(uint16_t) * (size_t)(c->m * c->n));
+  tp_fp8_dot *ref = calloc((size_t)(c->m * c->n), sizeof *ref);
+  assert_non_null(ref);
+  for (int64_t i = 0; i < c->m; ++i)
+    for (int64_t j = 0; j < c->n; ++j)
+      ref[i * c->n + j] = tp_fp8_dot_ref(dx + i * c->k, dw + j * c->k, c->k, g_model.group);
+  const gemm_report rep = gemm_check(d, ref, c->m, c->n, c->k);
+  printf("  %-9s m=%lld n=%lld k=%lld: %ld of %lld outside the tolerance, %ld non-finite, "
+         "worst |err|/tol %.3g\n",
+         tp_quant_format_name(desc->format), (long long)c->m, (long long)c->n, (long long)c->k,
+         rep.bad, (long long)c->m * c->n, rep.nonfinite, rep.worst_ratio);
+  check_catches_faults(d, ref, c);
+  free(ref);
+  free(d);
+  return rep.bad;
+}
+
+static long gemm_one_format(tp_gemm_scaled *g, tp_quant_format f, const gemm_case *c) {
   char reason[400];
   const tp_rc rc = tp_gemm_scaled_supported(g, f, c->m, c->n, c->k, reason, sizeof reason);
   const int must_refuse = f == TP_QFMT_MXFP8 && g_major < 10;
@@ -443,67 +489,39 @@ static void gemm_one_format(tp_gemm_scaled *g, tp_quant_format f, const gemm_cas
   if (cudaMemset(dd, 0xff, sizeof(uint16_t) * (size_t)(c->m * c->n)) != cudaSuccess)
     fail_msg("poisoning D failed");
   const tp_gemm_scaled_desc desc = {f, c->m, c->n, c->k, qx.q, qx.scales, qw.q, qw.scales, dd};
+  long bad = 0;
   if (rc != TP_OK) {
     printf("  %-9s m=%lld n=%lld k=%lld: refused (%s): %s\n", tp_quant_format_name(f),
            (long long)c->m, (long long)c->n, (long long)c->k, tp_rc_name(rc), reason);
-    if (must_support)
-      fail_msg("%s must be supported on sm_%d%d", tp_quant_format_name(f), g_major, g_minor);
-    assert_int_equal(rc, TP_EREJECT);
-    assert_non_null(strstr(reason, tp_quant_format_name(f)));
-    assert_non_null(strstr(reason, "cublasLtMatmulAlgoGetHeuristic"));
-    /* The GEMM is not run: enqueue refuses the same way and D stays poisoned. */
-    assert_int_equal(tp_gemm_scaled_enqueue(g, &desc, 0), TP_EREJECT);
-    sync_ok();
-    uint16_t *d = download(dd, sizeof(uint16_t) * (size_t)(c->m * c->n));
-    for (int64_t i = 0; i < c->m * c->n; ++i) assert_int_equal(d[i], 0xffff);
-    free(d);
+    if (must_support) {
+      printf("  %s must be supported on sm_%d%d\n", tp_quant_format_name(f), g_major, g_minor);
+      bad = 1;
+    } else {
+      check_refusal(g, rc, reason, &desc, c);
+    }
+  } else if (must_refuse) {
+    printf("  %s reported supported on sm_%d%d\n", tp_quant_format_name(f), g_major, g_minor);
+    bad = 1;
   } else {
-    if (must_refuse)
-      fail_msg("%s reported supported on sm_%d%d", tp_quant_format_name(f), g_major, g_minor);
-    check_rc(tp_gemm_scaled_enqueue(g, &desc, 0), "scaled GEMM");
-    sync_ok();
-    uint16_t *d = download(dd, sizeof(uint16_t) * (size_t)(c->m * c->n));
-    double *ref = calloc((size_t)(c->m * c->n), sizeof(double));
-    double *sabs = calloc((size_t)(c->m * c->n), sizeof(double));
-    assert_non_null(ref);
-    assert_non_null(sabs);
-    for (int64_t i = 0; i < c->m; ++i)
-      for (int64_t j = 0; j < c->n; ++j)
-        for (int64_t p = 0; p < c->k; ++p) {
-          const double prod = dx[i * c->k + p] * dw[j * c->k + p];
-          ref[i * c->n + j] += prod;
-          sabs[i * c->n + j] += fabs(prod);
-        }
-    const gemm_report rep = gemm_check(d, ref, sabs, c->m, c->n, c->k);
-    printf("  %-9s m=%lld n=%lld k=%lld: %ld of %lld outside the tolerance, %ld non-finite, "
-           "worst |err|/tol %.3g\n",
-           tp_quant_format_name(f), (long long)c->m, (long long)c->n, (long long)c->k, rep.bad,
-           (long long)c->m * c->n, rep.nonfinite, rep.worst_ratio);
-    assert_int_equal(rep.bad, 0);
-    /* The check catches what it must: a NaN, and a value off by twice the tolerance. */
-    const uint16_t saved0 = d[0], saved1 = d[1];
-    d[0] = 0x7fc0;
-    d[1] = gpu_float_to_bf16((float)(ref[1] + 2.0 * gemm_tolerance(ref[1], sabs[1], c->k) + 0.01));
-    const gemm_report broken = gemm_check(d, ref, sabs, c->m, c->n, c->k);
-    assert_int_equal(broken.nonfinite, 1);
-    assert_int_equal(broken.bad, 2);
-    d[0] = saved0;
-    d[1] = saved1;
-    free(ref);
-    free(sabs);
-    free(d);
+    bad = gemm_run_checked(g, &desc, dx, dw, c);
   }
   cudaFree(dd);
   dev_quant_free(&qx);
   dev_quant_free(&qw);
   free(dx);
   free(dw);
+  return bad;
 }
 
 static void test_scaled_gemm(void **state) {
   (void)state;
   tp_gemm_scaled *g = NULL;
   check_rc(tp_gemm_scaled_create((size_t)32 << 20, &g), "tp_gemm_scaled_create");
+  g_model = tp_fp8_accum_model_of(g_major, g_minor);
+  printf("  accumulation model of sm_%d%d: %s\n", g_major, g_minor,
+         g_model.reduced_mma ? "FP8 MMA accumulator of ~14 bits, fp32 promotion"
+                             : "fp32 accumulation");
+  long bad = 0; /* every format and shape runs before the verdict */
   const int64_t shapes[][3] = {{256, 384, 512}, {128, 256, 1024}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
     gemm_case c = {shapes[s][0], shapes[s][1], shapes[s][2], NULL, NULL, NULL, NULL};
@@ -511,13 +529,14 @@ static void test_scaled_gemm(void **state) {
     c.w = random_bf16(c.n, c.k, 950 + s);
     c.dx = dev_upload(c.x, sizeof(uint16_t) * (size_t)(c.m * c.k));
     c.dw = dev_upload(c.w, sizeof(uint16_t) * (size_t)(c.n * c.k));
-    for (int f = 0; f < TP_QFMT_COUNT; ++f) gemm_one_format(g, (tp_quant_format)f, &c);
+    for (int f = 0; f < TP_QFMT_COUNT; ++f) bad += gemm_one_format(g, (tp_quant_format)f, &c);
     cudaFree(c.dx);
     cudaFree(c.dw);
     free(c.x);
     free(c.w);
   }
   tp_gemm_scaled_destroy(g);
+  assert_int_equal(bad, 0);
 }
 
 int main(void) {
