@@ -1,0 +1,62 @@
+/*
+ * tp_project_internal.h — what `tpbench project`'s two files share inside report/: the
+ * inputs read from the store and the projected rows with their measurements
+ * (tp_project_load.c fills them, tp_project_write.c writes them). Not for use outside report/.
+ */
+#ifndef TP_PROJECT_INTERNAL_H
+#define TP_PROJECT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/tp_project.h"
+#include "store/tp_store.h"
+
+/* A projected row and, where the database measured this shape at this degree, the
+ * measurement (pass fwd, the latest ok row; dist_gemm: schedule auto, else ce). */
+typedef struct {
+  tp_project_row row;
+  int64_t stock_id, dist_id; /* 0: not measured */
+  double stock_measured_us, dist_measured_us;
+  double stock_err_pct, dist_err_pct; /* (predicted − measured) / measured; NaN: no pair */
+  int dist_stock_path;                /* the measured dist_gemm took the stock path */
+} tp_projected;
+
+/* One degree's validation: the medians of |error| over its shapes. */
+typedef struct {
+  int tp;
+  int stock_rows, dist_rows;
+  double stock_median_abs_pct, dist_median_abs_pct;
+} tp_project_check;
+
+typedef struct {
+  tp_project_shape *shapes;
+  size_t n_shapes, shapes_cap;
+  tp_project_gemm *gemms;
+  size_t n_gemms, gemms_cap;
+  tp_project_link_point *points[TP_LINK_KINDS];
+  size_t n_points[TP_LINK_KINDS], points_cap[TP_LINK_KINDS];
+  int64_t link_run; /* 0: no probe */
+  char link_host[128], link_gpu[128];
+  tp_projected *rows; /* shape-major, then the request's degrees */
+  size_t n_rows;
+  tp_project_check *checks; /* the degrees with a measured row, in the request's order */
+  size_t n_checks;
+} tp_project_data;
+
+/* Reads the shapes, GEMM rows and the latest link probe for req (tp_project_report's
+ * refusals: TP_EUSAGE for no such run, no GEMM rows, no probe without --link-gbps). */
+TP_MUST_CHECK tp_rc tp_project_load(tp_store *store, const tp_project_request *req,
+                                    tp_project_data *data);
+
+/* Projects every shape at every degree of req and reads the rows measured there, then the
+ * medians of |error| per degree. */
+TP_MUST_CHECK tp_rc tp_project_compute(tp_store *store, const tp_project_request *req,
+                                       tp_project_data *data);
+
+void tp_project_data_free(tp_project_data *data);
+
+/* The inputs of a prediction, pointing into data. */
+tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_gbps);
+
+#endif /* TP_PROJECT_INTERNAL_H */

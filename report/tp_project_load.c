@@ -1,0 +1,346 @@
+/*
+ * tp_project_load.c — `tpbench project`'s reading side (tp_project_internal.h): the op shapes
+ * and GEMM-alone rows the database measured (pass fwd, `tpbench ops`' three ops), the latest
+ * link probe, then every prediction with the stock and dist_gemm rows measured at its degree.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/tp_array.h"
+#include "report/tp_project_internal.h"
+#include "report/tp_report_util.h"
+
+/* The rows `tpbench ops` measured of its three ops, forward pass (the model's scope). */
+#define OPS_FWD                                                                                    \
+  "c.status = 'ok' AND c.pass = 'fwd' "                                                            \
+  "AND c.layer IN ('ag_linear', 'ag_linear_multi', 'linear_rs') AND (?1 = 0 OR c.run_id = ?1)"
+
+/* Distinct global shapes, in the order they were first measured (the matrix's order). */
+static const char shapes_sql[] =
+    "SELECT coalesce(c.model, ''), coalesce(c.proj, ''), c.layer, c.dtype, c.tokens, "
+    "CASE WHEN c.layer = 'linear_rs' THEN c.n ELSE c.n * c.tp END AS gn, "
+    "CASE WHEN c.layer = 'linear_rs' THEN c.k * c.tp ELSE c.k END AS gk, c.n_weights, min(c.id) "
+    "FROM configs c WHERE c.kind IN ('op', 'gemm') AND " OPS_FWD
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
+
+/* The latest GEMM alone per shard shape. */
+static const char gemms_sql[] =
+    "SELECT id, run_id, m, n, k, n_weights, dtype, median_us FROM (SELECT c.id, c.run_id, c.m, "
+    "c.n, c.k, c.n_weights, c.dtype, r.median_us, row_number() OVER (PARTITION BY c.m, c.n, c.k, "
+    "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick FROM configs c JOIN results r ON "
+    "r.config_id = c.id WHERE c.kind = 'gemm' AND r.median_us > 0 AND " OPS_FWD
+    ") WHERE pick = 1 ORDER BY id";
+
+static const char link_run_sql[] =
+    "SELECT c.run_id, coalesce(u.host, '?'), coalesce(u.gpu_name, '?') || ' × ' || "
+    "coalesce(u.gpu_count, '?') FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON "
+    "u.id = c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND "
+    "c.layer IN ('nccl_all_gather', 'nccl_reduce_scatter', 'ce_push') AND ?1 >= 0 "
+    "ORDER BY c.run_id DESC LIMIT 1";
+
+/* A probe point's bytes through one rank's links: a collective's shares of the other ranks,
+ * a push's own bytes. The latest point of a size wins. */
+static const char points_sql[] =
+    "SELECT max(c.id), c.layer, CASE WHEN c.layer LIKE 'nccl_%' THEN c.m * (c.tp - 1) ELSE c.m "
+    "END AS bytes, r.median_us FROM configs c JOIN results r ON r.config_id = c.id WHERE "
+    "c.run_id = ?1 AND c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 GROUP BY 2, 3 "
+    "ORDER BY 2, 3";
+
+static const char measured_sql[] =
+    "SELECT c.id, c.backend, r.median_us, r.fused FROM configs c JOIN results r ON r.config_id = "
+    "c.id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
+    " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND c.dtype = "
+    "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND c.n_weights = "
+    "?11 AND (c.backend = 'stock' OR (c.backend = 'dist_gemm' AND c.schedule IN ('auto', 'ce'))) "
+    "ORDER BY c.backend, c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC";
+
+static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "project: out of memory"); }
+
+static tp_rc prepare(tp_store *store, const char *sql, const char *what, sqlite3_stmt **st) {
+  sqlite3 *db = tp_store_db(store);
+  if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK)
+    return TP_FAIL(TP_ESQLITE, "%s: preparing %s: %s", tp_store_path(store), what,
+                   sqlite3_errmsg(db));
+  return TP_OK;
+}
+
+typedef tp_rc (*row_fn)(sqlite3_stmt *st, tp_project_data *data, void *ctx);
+
+/* Runs sql with ?1 = run, calling take on every row. */
+static tp_rc each_row(tp_store *store, const char *sql, const char *what, int64_t run, row_fn take,
+                      tp_project_data *data, void *ctx) {
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(store, sql, what, &st));
+  tp_rc rc = TP_OK;
+  int step = SQLITE_DONE;
+  if (sqlite3_bind_int64(st, 1, run) != SQLITE_OK) step = SQLITE_ERROR;
+  else
+    while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) rc = take(st, data, ctx);
+  if (rc == TP_OK && step != SQLITE_DONE)
+    rc = TP_FAIL(TP_ESQLITE, "%s: reading %s: %s", tp_store_path(store), what,
+                 sqlite3_errmsg(tp_store_db(store)));
+  sqlite3_finalize(st);
+  return rc;
+}
+
+static void copy_text(sqlite3_stmt *st, int col, char *dst, size_t cap) {
+  const unsigned char *text = sqlite3_column_text(st, col);
+  snprintf(dst, cap, "%s", text ? (const char *)text : "");
+}
+
+/* The enum of a name the SQL filtered to the known ones; -1 otherwise. */
+static int vocab_of(const tp_vocab_table *table, sqlite3_stmt *st, int col) {
+  const unsigned char *text = sqlite3_column_text(st, col);
+  int value = -1;
+  if (!text || tp_vocab_parse(table, (const char *)text, &value) != TP_OK) return -1;
+  return value;
+}
+
+static tp_rc take_shape(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  int op = vocab_of(&tp_op_vocab, st, 2), dtype = vocab_of(&tp_dtype_vocab, st, 3);
+  if (op < 0 || dtype < 0) return TP_OK; /* a name this binary does not know: not projected */
+  tp_project_shape *grown =
+      tp_grow_array(data->shapes, &data->shapes_cap, data->n_shapes, sizeof *data->shapes);
+  if (!grown) return out_of_memory();
+  data->shapes = grown;
+  tp_project_shape *s = &data->shapes[data->n_shapes++];
+  memset(s, 0, sizeof *s);
+  copy_text(st, 0, s->model, sizeof s->model);
+  copy_text(st, 1, s->proj, sizeof s->proj);
+  s->op = (tp_op)op;
+  s->dtype = (tp_dtype)dtype;
+  s->tokens = sqlite3_column_int64(st, 4);
+  s->n = sqlite3_column_int64(st, 5);
+  s->k = sqlite3_column_int64(st, 6);
+  s->n_weights = sqlite3_column_int64(st, 7);
+  return TP_OK;
+}
+
+static tp_rc take_gemm(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  int dtype = vocab_of(&tp_dtype_vocab, st, 6);
+  if (dtype < 0) return TP_OK;
+  tp_project_gemm *grown =
+      tp_grow_array(data->gemms, &data->gemms_cap, data->n_gemms, sizeof *data->gemms);
+  if (!grown) return out_of_memory();
+  data->gemms = grown;
+  tp_project_gemm *g = &data->gemms[data->n_gemms++];
+  g->config_id = sqlite3_column_int64(st, 0);
+  g->run_id = sqlite3_column_int64(st, 1);
+  g->m = sqlite3_column_int64(st, 2);
+  g->n = sqlite3_column_int64(st, 3);
+  g->k = sqlite3_column_int64(st, 4);
+  g->n_weights = sqlite3_column_int64(st, 5);
+  g->dtype = (tp_dtype)dtype;
+  g->median_us = sqlite3_column_double(st, 7);
+  return TP_OK;
+}
+
+static tp_rc take_link_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  data->link_run = sqlite3_column_int64(st, 0);
+  copy_text(st, 1, data->link_host, sizeof data->link_host);
+  copy_text(st, 2, data->link_gpu, sizeof data->link_gpu);
+  return TP_OK;
+}
+
+static tp_rc take_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  const unsigned char *layer = sqlite3_column_text(st, 1);
+  for (int kind = 0; kind < TP_LINK_KINDS; kind++) {
+    if (!layer || strcmp((const char *)layer, tp_link_kind_name((tp_link_kind)kind)) != 0) continue;
+    tp_project_link_point *grown = tp_grow_array(data->points[kind], &data->points_cap[kind],
+                                                 data->n_points[kind], sizeof *grown);
+    if (!grown) return out_of_memory();
+    data->points[kind] = grown;
+    tp_project_link_point *p = &grown[data->n_points[kind]++];
+    p->config_id = sqlite3_column_int64(st, 0);
+    p->bytes = sqlite3_column_double(st, 2);
+    p->time_us = sqlite3_column_double(st, 3);
+  }
+  return TP_OK;
+}
+
+static tp_rc check_run(tp_store *store, int64_t run_id) {
+  static const char sql[] = "SELECT count(*) FROM runs WHERE id = ?1";
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(store, sql, "the run", &st));
+  int found = sqlite3_bind_int64(st, 1, run_id) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW
+                  ? sqlite3_column_int(st, 0)
+                  : -1;
+  sqlite3_finalize(st);
+  if (found < 0)
+    return TP_FAIL(TP_ESQLITE, "%s: reading the run: %s", tp_store_path(store),
+                   sqlite3_errmsg(tp_store_db(store)));
+  if (found == 0)
+    return TP_FAIL(TP_EUSAGE, "project: no run %lld in %s (tpbench runs lists them)",
+                   (long long)run_id, tp_store_path(store));
+  return TP_OK;
+}
+
+static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_project_data *data) {
+  TP_TRY(each_row(store, link_run_sql, "the latest link probe", 0, take_link_run, data, NULL));
+  if (data->link_run == 0) {
+    if (req->link_gbps > 0) return TP_OK;
+    return TP_FAIL(TP_EUSAGE,
+                   "project: no link probe in %s (run 'tpbench link' on the host, or give "
+                   "--link-gbps)",
+                   tp_store_path(store));
+  }
+  return each_row(store, points_sql, "the link probe's points", data->link_run, take_point, data,
+                  NULL);
+}
+
+tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project_data *data) {
+  memset(data, 0, sizeof *data);
+  if (req->run_id != 0) TP_TRY(check_run(store, req->run_id));
+  TP_TRY(each_row(store, gemms_sql, "the GEMM rows", req->run_id, take_gemm, data, NULL));
+  if (data->n_gemms == 0) {
+    char scope[64] = "";
+    if (req->run_id) snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
+    return TP_FAIL(TP_EUSAGE,
+                   "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
+                   "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",
+                   scope, tp_store_path(store));
+  }
+  TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, take_shape, data, NULL));
+  return load_link(store, req, data);
+}
+
+tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_gbps) {
+  tp_project_inputs in = {.gemms = data->gemms, .n_gemms = data->n_gemms, .link_gbps = link_gbps};
+  for (int kind = 0; kind < TP_LINK_KINDS; kind++) {
+    in.links[kind].points = data->points[kind];
+    in.links[kind].n = data->n_points[kind];
+  }
+  return in;
+}
+
+/* ---- measured rows ---------------------------------------------------------- */
+
+static double err_pct(double predicted, double measured) {
+  return (predicted - measured) / measured * 100.0;
+}
+
+static tp_rc take_measured(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)data;
+  tp_projected *p = ctx;
+  const unsigned char *backend = sqlite3_column_text(st, 1);
+  int stock = backend && !strcmp((const char *)backend, "stock");
+  if (stock ? p->stock_id : p->dist_id) return TP_OK; /* the first is the one (ORDER BY) */
+  if (stock) {
+    p->stock_id = sqlite3_column_int64(st, 0);
+    p->stock_measured_us = sqlite3_column_double(st, 2);
+    p->stock_err_pct = err_pct(p->row.stock_us, p->stock_measured_us);
+  } else {
+    p->dist_id = sqlite3_column_int64(st, 0);
+    p->dist_measured_us = sqlite3_column_double(st, 2);
+    p->dist_err_pct = err_pct(p->row.dist_us, p->dist_measured_us);
+    p->dist_stock_path = sqlite3_column_type(st, 3) != SQLITE_NULL && !sqlite3_column_int(st, 3);
+  }
+  return TP_OK;
+}
+
+static tp_rc bind_shape(sqlite3_stmt *st, const tp_project_row *r, int64_t run_id) {
+  const tp_project_shape *s = &r->shape;
+  int ok = sqlite3_bind_int64(st, 1, run_id) == SQLITE_OK &&
+           sqlite3_bind_text(st, 2, s->model, -1, SQLITE_STATIC) == SQLITE_OK &&
+           sqlite3_bind_text(st, 3, s->proj, -1, SQLITE_STATIC) == SQLITE_OK &&
+           sqlite3_bind_text(st, 4, tp_op_name(s->op), -1, SQLITE_STATIC) == SQLITE_OK &&
+           sqlite3_bind_text(st, 5, tp_dtype_name(s->dtype), -1, SQLITE_STATIC) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 6, s->tokens) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 7, r->tp) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 8, r->m) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 9, r->n) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 10, r->k) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 11, s->n_weights) == SQLITE_OK;
+  return ok ? TP_OK : TP_FAIL(TP_ESQLITE, "project: binding a shape to the measured-row query");
+}
+
+/* Fills p's measured side from the database (nothing when the degree was not measured). */
+static tp_rc read_measured(tp_store *store, sqlite3_stmt *st, int64_t run_id, tp_projected *p) {
+  if (p->row.m == 0) return TP_OK; /* not projected: no shard to match */
+  if (sqlite3_reset(st) != SQLITE_OK || sqlite3_clear_bindings(st) != SQLITE_OK)
+    return TP_FAIL(TP_ESQLITE, "%s: resetting the measured-row query: %s", tp_store_path(store),
+                   sqlite3_errmsg(tp_store_db(store)));
+  TP_TRY(bind_shape(st, &p->row, run_id));
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) TP_TRY(take_measured(st, NULL, p));
+  if (step != SQLITE_DONE)
+    return TP_FAIL(TP_ESQLITE, "%s: reading the measured rows: %s", tp_store_path(store),
+                   sqlite3_errmsg(tp_store_db(store)));
+  return TP_OK;
+}
+
+/* The medians of |error| of one degree; rows == 0 when nothing was measured there. */
+static tp_rc check_degree(const tp_project_data *data, int tp, tp_project_check *check) {
+  memset(check, 0, sizeof *check);
+  check->tp = tp;
+  double *stock = calloc(data->n_rows + 1, sizeof *stock);
+  double *dist = calloc(data->n_rows + 1, sizeof *dist);
+  if (!stock || !dist) {
+    free(stock);
+    free(dist);
+    return out_of_memory();
+  }
+  for (size_t i = 0; i < data->n_rows; i++) {
+    const tp_projected *p = &data->rows[i];
+    if (p->row.tp != tp) continue;
+    if (isfinite(p->stock_err_pct)) stock[check->stock_rows++] = fabs(p->stock_err_pct);
+    if (isfinite(p->dist_err_pct)) dist[check->dist_rows++] = fabs(p->dist_err_pct);
+  }
+  check->stock_median_abs_pct = tp_median(stock, (size_t)check->stock_rows);
+  check->dist_median_abs_pct = tp_median(dist, (size_t)check->dist_rows);
+  free(stock);
+  free(dist);
+  return TP_OK;
+}
+
+static tp_rc check_degrees(const tp_project_request *req, tp_project_data *data) {
+  data->checks = calloc((size_t)req->n_tps + 1, sizeof *data->checks);
+  if (!data->checks) return out_of_memory();
+  for (int i = 0; i < req->n_tps; i++) {
+    tp_project_check *check = &data->checks[data->n_checks];
+    TP_TRY(check_degree(data, req->tps[i], check));
+    int measured = 0;
+    for (size_t r = 0; r < data->n_rows; r++)
+      measured |=
+          data->rows[r].row.tp == req->tps[i] && (data->rows[r].stock_id || data->rows[r].dist_id);
+    if (measured) data->n_checks++;
+  }
+  return TP_OK;
+}
+
+tp_rc tp_project_compute(tp_store *store, const tp_project_request *req, tp_project_data *data) {
+  size_t n = data->n_shapes * (size_t)req->n_tps;
+  data->rows = calloc(n + 1, sizeof *data->rows);
+  if (!data->rows) return out_of_memory();
+  tp_project_inputs in = tp_project_inputs_of(data, req->link_gbps);
+  sqlite3_stmt *st = NULL;
+  TP_TRY(prepare(store, measured_sql, "the measured rows", &st));
+  tp_rc rc = TP_OK;
+  for (size_t s = 0; s < data->n_shapes && rc == TP_OK; s++)
+    for (int t = 0; t < req->n_tps && rc == TP_OK; t++) {
+      tp_projected *p = &data->rows[data->n_rows++];
+      tp_project_predict(&in, &data->shapes[s], req->tps[t], &p->row);
+      p->stock_err_pct = p->dist_err_pct = NAN;
+      p->stock_measured_us = p->dist_measured_us = NAN;
+      rc = read_measured(store, st, req->run_id, p);
+    }
+  sqlite3_finalize(st);
+  if (rc == TP_OK) rc = check_degrees(req, data);
+  return rc;
+}
+
+void tp_project_data_free(tp_project_data *data) {
+  free(data->shapes);
+  free(data->gemms);
+  for (int kind = 0; kind < TP_LINK_KINDS; kind++) free(data->points[kind]);
+  free(data->rows);
+  free(data->checks);
+  memset(data, 0, sizeof *data);
+}
