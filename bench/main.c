@@ -31,6 +31,7 @@ static const command_entry commands[] = {
     {"dashboard", tp_cmd_dashboard, "write a static, offline HTML dashboard of a database"},
     {"migrate", tp_cmd_migrate, "bring a database of an older tpbench up to this schema"},
     {"profile", tp_cmd_profile, "run one CUDA program with the collector injected and store it"},
+    {"project", tp_cmd_project, "predict stock and dist_gemm at other TP degrees and link speeds"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

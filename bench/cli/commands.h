@@ -61,6 +61,10 @@ int tp_cmd_migrate(int argc, char **argv);
  * (127: not runnable; 128 + N: killed by signal N); 1 in a build without CUDA. */
 int tp_cmd_profile(int argc, char **argv);
 
+/* `tpbench project`: stock and dist_gemm predicted at other TP degrees from the database's
+ * GEMM rates and link probe, validated against measured rows (bench/cli/cmd_project.c). */
+int tp_cmd_project(int argc, char **argv);
+
 /* The exit statuses every command uses are TP_EXIT_OK, TP_EXIT_FAILURE and TP_EXIT_USAGE
  * (common/tp_error.h, beside the codes tp_exit_for maps to them). */
 

@@ -1,0 +1,105 @@
+/*
+ * cmd_project.c — `tpbench project`: stock and dist_gemm time at other TP degrees and link
+ * bandwidths, predicted from a database's GEMM-alone rows and link probe, with the validation
+ * against rows measured at a projected degree (report/tp_project.h holds the model). Reads the
+ * database only; needs no GPU.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench/cli/cli.h"
+#include "bench/cli/commands.h"
+#include "report/tp_project.h"
+
+typedef struct project_args {
+  const char *db;
+  const char *format;
+  tp_int_list tp;
+  const char *link_gbps;
+  long long run;
+} project_args;
+
+static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
+  const tp_option options[] = {
+      {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
+      {"tp", TP_OPT_INT_LIST, &a->tp, "N,...", "TP degrees to project (2 and up)", 2, 64, NULL},
+      {"link-gbps", TP_OPT_STRING, &a->link_gbps, "X",
+       "per-GPU link bandwidth in GB/s for every transport (default: the link probe's)", 0, 0,
+       NULL},
+      {"run", TP_OPT_INT64, &a->run, "N",
+       "read GEMM rows, shapes and measured rows of this run only (0: every run)", 0, 0, NULL},
+      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+  };
+  const tp_command cmd = {
+      .name = "project",
+      .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--format "
+               "md|csv|json]",
+      .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
+                 "at other TP degrees (an NVSwitch host) from its GEMM-alone rates and its link\n"
+                 "probe, showing every input, and compares the prediction with the rows measured\n"
+                 "at a projected degree (error % per shape, median |error|).",
+      .options = options,
+      .n_options = (int)(sizeof options / sizeof options[0]),
+  };
+  return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
+}
+
+/* --link-gbps: a positive finite number of GB/s; 0 when not given. */
+static tp_rc parse_gbps(const char *text, double *out) {
+  *out = 0;
+  if (!text) return TP_OK;
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || v > 1e6) {
+    fprintf(stderr,
+            "tpbench project: --link-gbps: '%s' is not a bandwidth in GB/s (a number "
+            "above 0)\n",
+            text);
+    return TP_FAIL(TP_EUSAGE, "--link-gbps: '%s' is not a bandwidth in GB/s", text);
+  }
+  *out = v;
+  return TP_OK;
+}
+
+static tp_rc project(const project_args *a) {
+  tp_report_format fmt;
+  double gbps = 0;
+  tp_rc rc = tp_report_format_parse(a->format, &fmt);
+  if (rc != TP_OK) {
+    tp_print_error("project");
+    return rc;
+  }
+  TP_TRY(parse_gbps(a->link_gbps, &gbps));
+  if (a->run < 0) {
+    fprintf(stderr, "tpbench project: --run: %lld is not a run id\n", a->run);
+    return TP_FAIL(TP_EUSAGE, "--run: %lld is not a run id", a->run);
+  }
+  int tps[TP_LIST_MAX];
+  for (int i = 0; i < a->tp.count; i++) {
+    tps[i] = (int)a->tp.items[i];
+    for (int j = 0; j < i; j++)
+      if (tps[j] == tps[i]) {
+        fprintf(stderr, "tpbench project: --tp: %d is listed twice\n", tps[i]);
+        return TP_FAIL(TP_EUSAGE, "--tp: %d is listed twice", tps[i]);
+      }
+  }
+  const tp_project_request req = {
+      .run_id = a->run, .tps = tps, .n_tps = a->tp.count, .link_gbps = gbps};
+  tp_store *store = NULL;
+  TP_TRY(tp_open_for_reading("project", a->db, &store));
+  rc = tp_project_report(store, &req, fmt, stdout);
+  if (rc != TP_OK) tp_print_error("project");
+  tp_store_close(store);
+  return rc;
+}
+
+int tp_cmd_project(int argc, char **argv) {
+  project_args args = {.db = "tpbench.db", .format = "md", .tp = {3, {2, 4, 8}}};
+  int help = 0;
+  tp_rc rc = parse_args(argc, argv, &args, &help);
+  if (rc != TP_OK || help) return tp_exit_for(rc);
+  return tp_exit_for(project(&args));
+}
