@@ -40,3 +40,10 @@ tp_add_cpu_test(test_profile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile.c
 target_compile_definitions(test_profile PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>"
                            $<$<BOOL:${TPBENCH_WITH_CUDA}>:TPBENCH_PROFILE_INJECT=1>)
 add_dependencies(test_profile tpbench)
+# tpbench project: the model's arithmetic by hand, interpolation, the validation table on a
+# synthetic database, refusals, and the command on a copy of the sample database.
+tp_add_cpu_test(test_project SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_project.c
+                LIBS tp_report m)
+target_include_directories(test_project PRIVATE ${JANSSON_INCLUDE_DIR})
+target_compile_definitions(test_project PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_project tpbench)
