@@ -8,7 +8,7 @@
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const char *const dtype_names[] = {"bf16", "fp32"};
+static const char *const dtype_names[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
 static const char *const schedule_names[] = {"auto", "ce", "sm", "ring", "multimem", "nccl"};
 static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
@@ -39,6 +39,10 @@ const char *tp_backend_kind(tp_backend backend, const char *unit_kind) {
   if (backend == TP_BACKEND_GEMM_ONLY) return "gemm";
   if (backend == TP_BACKEND_COMM_ONLY) return "comm";
   return unit_kind;
+}
+
+const char *tp_dtype_name(tp_dtype dt) {
+  return name_at(dtype_names, COUNT_OF(dtype_names), (int)dt);
 }
 
 const char *tp_pass_name(tp_pass pass) {

@@ -16,11 +16,38 @@
 extern "C" {
 #endif
 
-/* Element types: "bf16" (2 bytes), "fp32" (4 bytes). */
-typedef enum { TP_BF16 = 0, TP_FP32 = 1 } tp_dtype;
+/* The dtype axis. Element types: "bf16" (2 bytes), "fp32" (4 bytes). The
+ * fp8 formats of the GEMMs (kernels/tp_quant.h; issue 15): "fp8" (E4M3, one
+ * scale per tensor), "fp8-row" (per row / output channel), "fp8-block"
+ * (1x128 activation, 128x128 weight blocks), "mxfp8" (32-element blocks,
+ * E8M0 scales). An fp8 dtype is a recipe, not an element type: the layer's
+ * activations and outputs are stored in bf16 (tp_dtype_storage), each GEMM
+ * quantizes its operands. Kernels that take a tp_dtype as an element type
+ * take bf16 or fp32 only. */
+typedef enum {
+  TP_BF16 = 0,
+  TP_FP32 = 1,
+  TP_FP8 = 2,
+  TP_FP8_ROW = 3,
+  TP_FP8_BLOCK = 4,
+  TP_MXFP8 = 5
+} tp_dtype;
 
-static inline size_t tp_dtype_bytes(tp_dtype dt) { return dt == TP_BF16 ? 2u : 4u; }
-static inline const char *tp_dtype_name(tp_dtype dt) { return dt == TP_BF16 ? "bf16" : "fp32"; }
+/* One of the fp8 formats (their GEMMs run quantized). */
+static inline int tp_dtype_is_fp8(tp_dtype dt) { return dt >= TP_FP8 && dt <= TP_MXFP8; }
+
+/* The element type the layer's activations are stored in: bf16 for the fp8
+ * formats, the dtype itself otherwise. */
+static inline tp_dtype tp_dtype_storage(tp_dtype dt) { return tp_dtype_is_fp8(dt) ? TP_BF16 : dt; }
+
+/* Bytes of one stored element (of tp_dtype_storage(dt): 2 for the fp8
+ * formats, whose 1-byte quantized copies are counted where they are made). */
+static inline size_t tp_dtype_bytes(tp_dtype dt) {
+  return tp_dtype_storage(dt) == TP_FP32 ? 4u : 2u;
+}
+
+/* "bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"; "?" for another value. */
+const char *tp_dtype_name(tp_dtype dt);
 
 /* What one timed iteration runs: "fwd", "bwd" (the backward alone, its forward
  * run before the window), "fwd+bwd". */

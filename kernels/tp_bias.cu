@@ -65,6 +65,7 @@ extern "C" size_t tp_bias_partial_floats(size_t rows, size_t cols) {
 
 extern "C" cudaError_t tp_launch_add_bias(tp_dtype dt, void *y, const void *bias, size_t rows,
                                           size_t cols, cudaStream_t stream) {
+  if (dt != TP_BF16 && dt != TP_FP32) return cudaErrorInvalidValue; /* no fp8 dtype */
   unsigned int grid = grid_blocks(rows * cols, kThreads, 8192);
   if (dt == TP_BF16)
     add_bias_kernel<<<grid, kThreads, 0, stream>>>(
@@ -77,6 +78,7 @@ extern "C" cudaError_t tp_launch_add_bias(tp_dtype dt, void *y, const void *bias
 
 extern "C" cudaError_t tp_launch_column_partials(tp_dtype dt, const void *dy, size_t rows,
                                                  size_t cols, float *partial, cudaStream_t stream) {
+  if (dt != TP_BF16 && dt != TP_FP32) return cudaErrorInvalidValue; /* no fp8 dtype */
   dim3 grid(static_cast<unsigned int>((cols + kThreads - 1) / kThreads),
             static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
   if (dt == TP_BF16)
@@ -91,6 +93,7 @@ extern "C" cudaError_t tp_launch_column_partials(tp_dtype dt, const void *dy, si
 extern "C" cudaError_t tp_launch_sum_f32_rows(tp_dtype dt, void *out, const float *const *srcs,
                                               int n_src, size_t rows_each, size_t cols,
                                               cudaStream_t stream) {
+  if (dt != TP_BF16 && dt != TP_FP32) return cudaErrorInvalidValue; /* no fp8 dtype */
   if (n_src < 1 || n_src > TP_MAX_WORLD) return cudaErrorInvalidValue;
   f32_sources list{};
   for (int s = 0; s < n_src; ++s) list.p[s] = srcs[s];

@@ -193,8 +193,13 @@ extern "C" cudaError_t tp_launch_copy_signal(void *dst, const void *src, size_t 
   return cudaGetLastError();
 }
 
+/* The launchers below take element types only: an fp8 dtype is a GEMM recipe
+ * whose tensors are bf16 (tp_dtype_storage), never an element type here. */
+static bool is_element_type(tp_dtype dt) { return dt == TP_BF16 || dt == TP_FP32; }
+
 extern "C" cudaError_t tp_launch_reduce_sum(tp_dtype dt, void *out, const void *const *srcs,
                                             int n_src, size_t count, cudaStream_t stream) {
+  if (!is_element_type(dt)) return cudaErrorInvalidValue;
   if (n_src < 1 || n_src > TP_MAX_WORLD) return cudaErrorInvalidValue;
   src_list list{};
   bool aligned = reinterpret_cast<uintptr_t>(out) % 16 == 0;
@@ -226,6 +231,7 @@ extern "C" cudaError_t tp_launch_reduce_sum(tp_dtype dt, void *out, const void *
 
 extern "C" cudaError_t tp_launch_fill_random(tp_dtype dt, void *buf, size_t count, uint64_t seed,
                                              float scale, cudaStream_t stream) {
+  if (!is_element_type(dt)) return cudaErrorInvalidValue;
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(buf), count, seed,
@@ -235,6 +241,7 @@ extern "C" cudaError_t tp_launch_fill_random(tp_dtype dt, void *buf, size_t coun
 }
 
 extern "C" cudaError_t tp_launch_poison(tp_dtype dt, void *buf, size_t count, cudaStream_t stream) {
+  if (!is_element_type(dt)) return cudaErrorInvalidValue;
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     poison_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(buf), count);
@@ -244,6 +251,7 @@ extern "C" cudaError_t tp_launch_poison(tp_dtype dt, void *buf, size_t count, cu
 
 extern "C" cudaError_t tp_launch_compare(tp_dtype dt, const void *a, const void *b, size_t count,
                                          double *acc, cudaStream_t stream) {
+  if (!is_element_type(dt)) return cudaErrorInvalidValue;
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     compare_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(a),
@@ -256,6 +264,7 @@ extern "C" cudaError_t tp_launch_compare(tp_dtype dt, const void *a, const void 
 
 extern "C" cudaError_t tp_launch_to_fp32(tp_dtype dt, const void *src, float *dst, size_t count,
                                          cudaStream_t stream) {
+  if (!is_element_type(dt)) return cudaErrorInvalidValue;
   unsigned int grid = grid_for(count, 256);
   if (dt == TP_BF16)
     to_fp32_kernel<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(src), dst, count);

@@ -261,6 +261,10 @@ static unsigned operand_alignment(const tp_gemm_desc *d, const tp_gemm_batch *ba
 /* D = alpha·op(A)·op(B) + beta·C_in, one call or a strided batch (batch not NULL). */
 static tp_rc enqueue(tp_gemm *gemm, const tp_gemm_desc *d, const tp_gemm_batch *batch, float alpha,
                      cudaStream_t stream) {
+  /* Element types only: the fp8 formats go through tp_gemm_scaled. */
+  if (d->dtype != TP_BF16 && d->dtype != TP_FP32)
+    return TP_FAIL(TP_EINTERNAL, "GEMM of %s elements: tp_gemm takes bf16 or fp32",
+                   tp_dtype_name(d->dtype));
   gemm_key key = shape_key(d);
   if (batch) {
     key.c_dt_plus1 = batch->c_dtype == d->dtype ? 0 : (int)batch->c_dtype + 1;

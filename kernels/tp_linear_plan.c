@@ -313,6 +313,11 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   out->backend = backend;
   out->world = g->world;
   out->rank = g->rank;
+  if (desc->dtype != TP_BF16 && desc->dtype != TP_FP32)
+    return TP_FAIL(TP_EINTERNAL,
+                   "tp_linear takes bf16 or fp32 elements, not %s (the fp8 formats run through "
+                   "kernels/tp_linear_fp8.h)",
+                   tp_dtype_name(desc->dtype));
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
   if (!desc->sp) out->comm_bytes = all_reduce_bytes(desc, g->world);

@@ -170,6 +170,10 @@ const char *tp_quant_role_name(tp_quant_role r);     /* "activation", "weight" *
 const char *tp_shard_layout_name(tp_shard_layout l); /* e.g. "activation rows" */
 const char *tp_scale_layout_name(tp_scale_layout l); /* cuBLASLt's name, e.g. "VEC128_32F" */
 
+/* The format of an fp8 dtype of the matrix (common/tp_vocab.h): TP_FP8 ->
+ * fp8, ... TP_MXFP8 -> mxfp8. TP_EINTERNAL for bf16, fp32 or another value. */
+TP_MUST_CHECK tp_rc tp_quant_format_of(tp_dtype dt, tp_quant_format *out);
+
 /* The role a shard layout splits (ACT or WEIGHT) and whether it splits rows. */
 tp_quant_role tp_shard_layout_role(tp_shard_layout l);
 int tp_shard_layout_splits_rows(tp_shard_layout l);

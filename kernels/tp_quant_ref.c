@@ -60,6 +60,16 @@ const char *tp_scale_layout_name(tp_scale_layout l) {
   return "?";
 }
 
+tp_rc tp_quant_format_of(tp_dtype dt, tp_quant_format *out) {
+  switch (dt) {
+  case TP_FP8: *out = TP_QFMT_FP8; return TP_OK;
+  case TP_FP8_ROW: *out = TP_QFMT_FP8_ROW; return TP_OK;
+  case TP_FP8_BLOCK: *out = TP_QFMT_FP8_BLOCK; return TP_OK;
+  case TP_MXFP8: *out = TP_QFMT_MXFP8; return TP_OK;
+  default: return TP_FAIL(TP_EINTERNAL, "dtype %s is not an fp8 format", tp_dtype_name(dt));
+  }
+}
+
 tp_quant_role tp_shard_layout_role(tp_shard_layout l) {
   return l == TP_SHARD_WEIGHT_COLS || l == TP_SHARD_WEIGHT_ROWS ? TP_QROLE_WEIGHT : TP_QROLE_ACT;
 }

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/matrix/fp8_rules.h"
 #include "bench/matrix/matrix_file.h"
+#include "kernels/tp_quant.h"
 
 static const char *const on_off_table[] = {"off", "on"};
 
@@ -337,7 +339,8 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
              c->proj.name, tp_pass_name(c->pass));
     return 1;
   }
-  return 0;
+  const tp_fp8_case fp8 = {c->dtype, c->proj.op, c->tokens, c->proj.n, c->proj.k, c->tp, c->pass};
+  return tp_fp8_case_rejection(&fp8, reason, cap);
 }
 
 static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, size_t cap) {
@@ -389,6 +392,21 @@ static tp_config_axes case_axes(const tp_ops_case *c) {
   return a;
 }
 
+/* The whole collective buffer: on the all-gather side the gathered input,
+ * in fp8 (1 byte per element plus the activation's scales) for an fp8
+ * dtype; on the reduce-scatter side the partial output, bf16 for the fp8
+ * dtypes too (the partials are reduced in bf16). */
+static int64_t collective_bytes(const tp_ops_case *c) {
+  if (c->proj.op == TP_OP_LINEAR_RS)
+    return c->tokens * c->proj.n * (int64_t)tp_dtype_bytes(c->dtype);
+  tp_quant_format f;
+  tp_scale_shape s;
+  if (tp_dtype_is_fp8(c->dtype) && tp_quant_format_of(c->dtype, &f) == TP_OK &&
+      tp_quant_scale_shape(f, TP_QROLE_ACT, c->tokens, c->proj.k, &s) == TP_OK)
+    return c->tokens * c->proj.k + (int64_t)tp_quant_scale_bytes(&s);
+  return c->tokens * c->proj.k * (int64_t)tp_dtype_bytes(c->dtype);
+}
+
 static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_backend backend) {
   tp_ops_config cfg = {.backend = backend, .schedule = TP_SCHED_AUTO, .case_index = case_index};
   cfg.axes = case_axes(c);
@@ -396,8 +414,7 @@ static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_backen
   cfg.axes.backend = tp_backend_axis(backend);
   if (backend != TP_BACKEND_COMM_ONLY)
     cfg.flops = tp_projection_flops(&c->proj, c->tokens) * pass_flop_factor(c->pass);
-  int64_t width = c->proj.op == TP_OP_LINEAR_RS ? c->proj.n : c->proj.k;
-  cfg.comm_bytes = c->tokens * width * (int64_t)tp_dtype_bytes(c->dtype);
+  cfg.comm_bytes = collective_bytes(c);
   cfg.rejected = case_rejection(c, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected && backend == TP_BACKEND_COMM_ONLY)
     cfg.rejected = comm_rejection(c, cfg.reason, sizeof cfg.reason);
@@ -557,7 +574,7 @@ static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
-  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-5s %-7s %-5s %-28s %7s %6s %6s  %s\n", "case",
+  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-9s %-7s %-5s %-28s %7s %6s %6s  %s\n", "case",
           "model", "proj", "layer", "tokens", "tp", "dtype", "pass", "saved", "configuration", "m",
           "n", "k", "status");
   for (int i = 0; i < matrix->n_configs; i++) {
@@ -565,7 +582,7 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
     const tp_config_axes *a = &cfg->axes;
     char what[64];
     describe_config(cfg, what, sizeof what);
-    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-5s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
+    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-9s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
             cfg->case_index, a->model, a->proj, a->op_or_layer, (long long)a->tokens, a->tp,
             a->dtype, a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m,
             (long long)a->n, (long long)a->k, cfg->rejected ? "rejected: " : "ok",
@@ -573,4 +590,10 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
   }
   fprintf(out, "%d configurations, %d to run, %d rejected\n", matrix->n_configs,
           tp_ops_runnable(matrix), matrix->n_configs - tp_ops_runnable(matrix));
+  for (int i = 0; i < matrix->n_cases; i++)
+    if (tp_dtype_is_fp8(matrix->cases[i].dtype)) {
+      fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "
+                   "(mxfp8 needs sm_100); the worker's plan rejects it with cuBLASLt's answer\n");
+      break;
+    }
 }

@@ -11,7 +11,9 @@
  * (the two references that bound a fused op). A configuration that cannot
  * run on these shapes is kept, marked rejected with its reason, so the
  * database records why it was not measured; names the tool does not know are
- * usage errors instead.
+ * usage errors instead. The fp8 dtypes (fp8, fp8-row, fp8-block, mxfp8) are
+ * held to fp8_rules.h (forward only, the shard rule of each quantized
+ * operand, TP 1 until fp8 communication exists).
  *
  * Shapes in the axes are those one rank's GEMM runs (T tokens, TP degree W):
  *   ag_linear, ag_linear_multi: M = T, N = N / W (per weight), K = K
@@ -86,10 +88,11 @@ typedef struct tp_ops_config {
   tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
-  char reason[160];
+  char reason[400];
   double flops;       /* per iteration, all ranks and weights, this pass; 0 for comm */
   int64_t comm_bytes; /* the whole collective buffer: gathered input (T x K) for the
-                         all-gather ops, full-size partial output (T x N) for linear_rs */
+                         all-gather ops (fp8 dtypes: 1 byte each plus the scales),
+                         full-size partial output (T x N) for linear_rs (bf16 for fp8) */
 } tp_ops_config;
 
 typedef struct tp_ops_matrix {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 double tp_numerics_tolerance(tp_dtype dtype, int64_t reduction_len, int summed_ranks, int depth) {
-  const double u = dtype == TP_FP32 ? ldexp(1.0, -24) : ldexp(1.0, -8);
+  const double u = tp_dtype_storage(dtype) == TP_FP32 ? ldexp(1.0, -24) : ldexp(1.0, -8);
   const double u32 = ldexp(1.0, -24);
   const double w = summed_ranks > 1 ? (double)summed_ranks : 1.0;
   const double k = reduction_len > 1 ? (double)reduction_len : 1.0;

@@ -217,8 +217,8 @@ static void test_usage_errors(void **state) {
   expect_usage(spec_with("", "w1", "", "", "", ""), "unknown proj 'w1' (valid: qkv, wo, w13, w2)");
   tp_ops_spec s;
   tp_ops_spec_defaults(&s);
-  assert_int_equal(tp_str_list_set(&s.dtypes, "fp8"), TP_OK);
-  expect_usage(s, "unknown dtype 'fp8' (valid: bf16, fp32)");
+  assert_int_equal(tp_str_list_set(&s.dtypes, "fp9"), TP_OK);
+  expect_usage(s, "unknown dtype 'fp9' (valid: bf16, fp32, fp8, fp8-row, fp8-block, mxfp8)");
   tp_ops_spec_defaults(&s);
   assert_int_equal(tp_str_list_set(&s.passes, "back"), TP_OK);
   expect_usage(s, "unknown pass 'back'");

@@ -1,0 +1,48 @@
+/*
+ * fp8_rules.h — the plan-time rules of the fp8 dtypes of `tpbench ops`
+ * (issue 15), decided on the CPU before any GPU work; the ops matrix applies
+ * them to every configuration of an fp8 case.
+ *
+ * In order, the first that fails names the rejection:
+ *   pass       forward only: the fp8 backward is not implemented yet.
+ *   placement  each quantized operand, split as the op splits it at this TP
+ *              degree, must quantize shard by shard exactly as the whole
+ *              (tp_quant_shard_check):
+ *                all-gather side (ag_linear, ag_linear_multi): the activation
+ *                X[T, K] by rows (sequence-sharded, what each rank quantizes
+ *                before the gather) and the column-parallel weight W[N, K]
+ *                along N;
+ *                reduce-scatter side (linear_rs): X[T, K] and W[N, K] along
+ *                K (the partial outputs stay bf16 and are reduced in bf16).
+ *              The reason names the rule ("fp8 placement rule <layout>").
+ *   comm       TP > 1 needs the fp8 shard and its scales to travel (NCCL
+ *              all-gather of the bytes for stock, the fused pushes for
+ *              dist_gemm): not implemented yet, so TP > 1 is rejected
+ *              rather than run in bf16.
+ * What only the GPU can decide (whether cuBLASLt runs the format's scale
+ * modes here: mxfp8 needs sm_100) is asked by the worker's plan step.
+ * Pure C, no CUDA.
+ */
+#ifndef TP_FP8_RULES_H
+#define TP_FP8_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tp_vocab.h"
+
+/* One op of an fp8 case: global shapes (T tokens, N out features of each
+ * weight, K in features), the TP degree and the pass. */
+typedef struct tp_fp8_case {
+  tp_dtype dtype; /* an fp8 dtype (tp_dtype_is_fp8) */
+  tp_op op;
+  int64_t tokens, n, k;
+  int tp;
+  tp_pass pass;
+} tp_fp8_case;
+
+/* 1 with the reason in reason (cap bytes) when the case cannot run, 0 when
+ * the CPU finds nothing against it (also for a dtype that is not fp8). */
+int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap);
+
+#endif /* TP_FP8_RULES_H */

@@ -1,0 +1,205 @@
+/*
+ * test_fp8_matrix.c — the fp8 dtypes of `tpbench ops` before any GPU work
+ * (issue 15): the vocabulary (names, the fp8 predicate, bf16 storage, every
+ * name parsed back), the ops matrix parsing them and refusing a misspelt
+ * one, the axes they are stored with, and the plan-time rules of
+ * bench/matrix/fp8_rules.h: forward only; for every fp8 format x op side
+ * (all-gather: activation rows and weight N; reduce-scatter: activation and
+ * weight K) x TP in {2, 4, 8}, a shape whose split would put a scale block
+ * across two ranks is rejected by the placement rule naming the layout,
+ * and an aligned shape reaches the communication rule (fp8 communication
+ * not implemented yet) instead; TP 1 runs stock and the GEMM alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/matrix/fp8_rules.h"
+#include "bench/matrix/ops_matrix.h"
+#include "common/tp_vocab.h"
+
+static const tp_dtype FP8_DTYPES[] = {TP_FP8, TP_FP8_ROW, TP_FP8_BLOCK, TP_MXFP8};
+enum { N_FP8 = 4 };
+
+static void test_vocab(void **state) {
+  (void)state;
+  const char *const names[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
+  for (int i = 0; i < 6; ++i) {
+    assert_string_equal(tp_dtype_name((tp_dtype)i), names[i]);
+    int parsed = -1;
+    assert_int_equal(tp_vocab_parse(&tp_dtype_vocab, names[i], &parsed), TP_OK);
+    assert_int_equal(parsed, i);
+    const int fp8 = i >= 2;
+    assert_int_equal(tp_dtype_is_fp8((tp_dtype)i), fp8);
+    /* fp8 recipes store their activations in bf16, never as fp32 */
+    assert_int_equal(tp_dtype_storage((tp_dtype)i), fp8 ? TP_BF16 : (tp_dtype)i);
+    assert_int_equal(tp_dtype_bytes((tp_dtype)i), i == 1 ? 4 : 2);
+  }
+  assert_string_equal(tp_dtype_name((tp_dtype)17), "?");
+  int parsed = -1;
+  assert_int_equal(tp_vocab_parse(&tp_dtype_vocab, "fp8_row", &parsed), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_message(), "fp8-block"));
+}
+
+/* The expanded matrix of one shape at the given dtypes, TP degrees and passes. */
+static tp_rc expand(const char *shape, const char *dtypes, const char *tp, const char *passes,
+                    tp_ops_matrix *m) {
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", shape), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "dtype", dtypes), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", tp), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "pass", passes), TP_OK);
+  return tp_ops_expand(&s, m);
+}
+
+static void test_matrix_parses_fp8(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  assert_int_equal(expand("4096x8192x8192", "fp8,fp8-row,fp8-block,mxfp8,bf16", "1", "fwd", &m),
+                   TP_OK);
+  assert_int_equal(m.n_cases, 5);
+  for (int c = 0; c < m.n_cases; ++c) {
+    const tp_ops_case *k = &m.cases[c];
+    assert_int_equal(k->dtype, c < 4 ? FP8_DTYPES[c] : TP_BF16);
+    for (int i = k->first_config; i < k->first_config + k->n_configs; ++i) {
+      const tp_ops_config *cfg = &m.configs[i];
+      assert_string_equal(cfg->axes.dtype, tp_dtype_name(k->dtype));
+      /* TP 1: stock and the GEMM alone run, dist_gemm and the collective alone do not */
+      const int runs = cfg->backend == TP_BACKEND_STOCK || cfg->backend == TP_BACKEND_GEMM_ONLY;
+      assert_int_equal(cfg->rejected, !runs);
+    }
+  }
+  tp_ops_matrix_free(&m);
+  assert_int_equal(expand("4096x8192x8192", "fp8,fp9", "1", "fwd", &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_message(), "unknown dtype 'fp9'"));
+  assert_non_null(strstr(tp_last_message(), "mxfp8"));
+}
+
+/* The gathered bytes of an fp8 dtype are 1 per element plus the scales. */
+static void test_comm_bytes(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  assert_int_equal(expand("4096x8192x8192", "bf16,fp8,fp8-row", "1", "fwd", &m), TP_OK);
+  const int64_t elems = 4096LL * 8192;
+  assert_int_equal(m.configs[m.cases[0].first_config].comm_bytes, 2 * elems);
+  assert_int_equal(m.configs[m.cases[1].first_config].comm_bytes, elems + 4);
+  assert_int_equal(m.configs[m.cases[2].first_config].comm_bytes, elems + 4LL * 4096);
+  tp_ops_matrix_free(&m);
+}
+
+static void test_backward_rejected(void **state) {
+  (void)state;
+  for (int f = 0; f < N_FP8; ++f) {
+    const tp_fp8_case c = {FP8_DTYPES[f], TP_OP_AG_LINEAR, 4096, 8192, 8192, 1, TP_PASS_FWD_BWD};
+    char reason[400] = "";
+    assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
+    assert_non_null(strstr(reason, "backward is not implemented yet"));
+  }
+  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096, 8192, 8192, 2, TP_PASS_FWD_BWD};
+  char reason[400] = "";
+  assert_int_equal(tp_fp8_case_rejection(&bf16, reason, sizeof reason), 0);
+}
+
+/* A shape whose split dimension puts a scale block across ranks, per format
+ * and layout: tokens, n, k of the op, for an all-gather or reduce-scatter op. */
+typedef struct straddle {
+  tp_dtype dtype;
+  tp_op op;
+  const char *layout; /* the rule's name in the reason */
+  int64_t tokens, n, k;
+} straddle;
+
+static int straddles_for(int tp, straddle *out) {
+  const int64_t t = 4096, aligned = 1024LL * tp; /* a multiple of 128 per rank */
+  int n = 0;
+  for (int f = 0; f < N_FP8; ++f) {
+    const tp_dtype d = FP8_DTYPES[f];
+    /* weight N with 64 rows per rank: fp8-block's 128-row weight blocks straddle */
+    if (d == TP_FP8_BLOCK)
+      out[n++] = (straddle){d, TP_OP_AG_LINEAR, "weight N", t, 64LL * tp, aligned};
+    /* K per rank of 80 (x16, not x32 or x128): the 1x32 and 1x128 blocks straddle */
+    if (d == TP_FP8_BLOCK || d == TP_MXFP8) {
+      out[n++] = (straddle){d, TP_OP_LINEAR_RS, "activation K", t, aligned, 80LL * tp};
+      out[n++] = (straddle){d, TP_OP_AG_LINEAR_MULTI, "weight N", t, 100LL * tp + 1, aligned};
+    }
+    /* every format: a split dimension that TP does not divide */
+    out[n++] = (straddle){d, TP_OP_AG_LINEAR, "activation rows", t + 1, aligned, aligned};
+  }
+  return n;
+}
+
+static void test_placement_rejections(void **state) {
+  (void)state;
+  const int degrees[] = {2, 4, 8};
+  int rejected = 0, reached_comm = 0;
+  for (int i = 0; i < 3; ++i) {
+    straddle cases[16];
+    const int n = straddles_for(degrees[i], cases);
+    for (int j = 0; j < n; ++j) {
+      const straddle *s = &cases[j];
+      const tp_fp8_case c = {s->dtype, s->op, s->tokens, s->n, s->k, degrees[i], TP_PASS_FWD};
+      char reason[400] = "";
+      assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
+      char rule[64];
+      snprintf(rule, sizeof rule, "fp8 placement rule %s at TP %d", s->layout, degrees[i]);
+      if (!strstr(reason, rule)) fail_msg("expected '%s' in '%s'", rule, reason);
+      assert_non_null(strstr(reason, tp_dtype_name(s->dtype)));
+      rejected++;
+    }
+    /* aligned shapes pass every placement rule and meet the communication rule */
+    const tp_op ops[] = {TP_OP_AG_LINEAR, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS};
+    for (int f = 0; f < N_FP8; ++f)
+      for (int o = 0; o < 3; ++o) {
+        const int64_t dim = 1024LL * degrees[i];
+        const tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, dim, dim, degrees[i], TP_PASS_FWD};
+        char reason[400] = "";
+        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
+        if (!strstr(reason, "fp8 communication not implemented yet"))
+          fail_msg("aligned %s: '%s'", tp_dtype_name(c.dtype), reason);
+        reached_comm++;
+      }
+  }
+  printf("  placement: %d straddling shapes rejected by their rule, %d aligned ones "
+         "(4 formats x 3 ops x TP 2/4/8) reach the communication rule\n",
+         rejected, reached_comm);
+  assert_int_equal(reached_comm, 36);
+}
+
+/* The matrix shows the placement rule's reason on every configuration of the case. */
+static void test_matrix_shows_rule(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  assert_int_equal(expand("4096x4096x4000:linear_rs", "fp8-block", "4", "fwd", &m), TP_OK);
+  assert_int_equal(tp_ops_runnable(&m), 0);
+  for (int i = 0; i < m.n_configs; ++i)
+    assert_non_null(strstr(m.configs[i].reason, "fp8 placement rule activation K at TP 4"));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  tp_ops_matrix_print(&m, out);
+  fclose(out);
+  assert_non_null(strstr(text, "rejected: fp8 placement rule activation K at TP 4"));
+  assert_non_null(strstr(text, "decided on the GPU"));
+  free(text);
+  tp_ops_matrix_free(&m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_vocab),
+      cmocka_unit_test(test_matrix_parses_fp8),
+      cmocka_unit_test(test_comm_bytes),
+      cmocka_unit_test(test_backward_rejected),
+      cmocka_unit_test(test_placement_rejections),
+      cmocka_unit_test(test_matrix_shows_rule),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
