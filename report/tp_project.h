@@ -161,6 +161,8 @@ void tp_project_predict(const tp_project_inputs *in, const tp_project_shape *sha
 typedef struct tp_project_request {
   int64_t run_id; /* 0: every run (the latest row per shard shape); else GEMM rows, shapes and
                      measured rows of this run only */
+  int gemm_tp;    /* > 0: GEMM rates only from rows measured at this degree (1: single-GPU
+                     GEMMs, so TP 2 is predicted without its own shard rows); 0: any */
   const int *tps; /* the degrees, each >= 2 */
   int n_tps;
   double link_gbps; /* > 0: --link-gbps */

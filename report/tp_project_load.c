@@ -31,8 +31,8 @@ static const char gemms_sql[] =
     "SELECT id, run_id, m, n, k, n_weights, dtype, median_us FROM (SELECT c.id, c.run_id, c.m, "
     "c.n, c.k, c.n_weights, c.dtype, r.median_us, row_number() OVER (PARTITION BY c.m, c.n, c.k, "
     "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick FROM configs c JOIN results r ON "
-    "r.config_id = c.id WHERE c.kind = 'gemm' AND r.median_us > 0 AND " OPS_FWD
-    ") WHERE pick = 1 ORDER BY id";
+    "r.config_id = c.id WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) "
+    "AND " OPS_FWD ") WHERE pick = 1 ORDER BY id";
 
 static const char link_run_sql[] =
     "SELECT c.run_id, coalesce(u.host, '?'), coalesce(u.gpu_name, '?') || ' × ' || "
@@ -69,14 +69,17 @@ static tp_rc prepare(tp_store *store, const char *sql, const char *what, sqlite3
 
 typedef tp_rc (*row_fn)(sqlite3_stmt *st, tp_project_data *data, void *ctx);
 
-/* Runs sql with ?1 = run, calling take on every row. */
-static tp_rc each_row(tp_store *store, const char *sql, const char *what, int64_t run, row_fn take,
-                      tp_project_data *data, void *ctx) {
+/* Runs sql with ?1 = run (and ?2 = param2 where the statement has it), calling take on every
+ * row. */
+static tp_rc each_row(tp_store *store, const char *sql, const char *what, int64_t run,
+                      int64_t param2, row_fn take, tp_project_data *data, void *ctx) {
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(store, sql, what, &st));
   tp_rc rc = TP_OK;
   int step = SQLITE_DONE;
-  if (sqlite3_bind_int64(st, 1, run) != SQLITE_OK) step = SQLITE_ERROR;
+  if (sqlite3_bind_int64(st, 1, run) != SQLITE_OK ||
+      (sqlite3_bind_parameter_count(st) >= 2 && sqlite3_bind_int64(st, 2, param2) != SQLITE_OK))
+    step = SQLITE_ERROR;
   else
     while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) rc = take(st, data, ctx);
   if (rc == TP_OK && step != SQLITE_DONE)
@@ -183,7 +186,7 @@ static tp_rc check_run(tp_store *store, int64_t run_id) {
 }
 
 static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_project_data *data) {
-  TP_TRY(each_row(store, link_run_sql, "the latest link probe", 0, take_link_run, data, NULL));
+  TP_TRY(each_row(store, link_run_sql, "the latest link probe", 0, 0, take_link_run, data, NULL));
   if (data->link_run == 0) {
     if (req->link_gbps > 0) return TP_OK;
     return TP_FAIL(TP_EUSAGE,
@@ -191,23 +194,28 @@ static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_projec
                    "--link-gbps)",
                    tp_store_path(store));
   }
-  return each_row(store, points_sql, "the link probe's points", data->link_run, take_point, data,
+  return each_row(store, points_sql, "the link probe's points", data->link_run, 0, take_point, data,
                   NULL);
 }
 
 tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project_data *data) {
   memset(data, 0, sizeof *data);
   if (req->run_id != 0) TP_TRY(check_run(store, req->run_id));
-  TP_TRY(each_row(store, gemms_sql, "the GEMM rows", req->run_id, take_gemm, data, NULL));
+  TP_TRY(each_row(store, gemms_sql, "the GEMM rows", req->run_id, req->gemm_tp, take_gemm, data,
+                  NULL));
   if (data->n_gemms == 0) {
-    char scope[64] = "";
-    if (req->run_id) snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
+    char scope[96] = "";
+    size_t used = 0;
+    if (req->run_id)
+      used = (size_t)snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
+    if (req->gemm_tp && used < sizeof scope)
+      snprintf(scope + used, sizeof scope - used, " at TP %d", req->gemm_tp);
     return TP_FAIL(TP_EUSAGE,
                    "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
                    "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",
                    scope, tp_store_path(store));
   }
-  TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, take_shape, data, NULL));
+  TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, 0, take_shape, data, NULL));
   return load_link(store, req, data);
 }
 

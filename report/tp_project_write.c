@@ -35,6 +35,7 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   fputs(". GEMM rates: GEMM-alone rows (pass fwd) of ", out);
   if (req->run_id) fprintf(out, "run %lld", (long long)req->run_id);
   else fputs("every run (the latest row per shard shape)", out);
+  if (req->gemm_tp) fprintf(out, " measured at TP %d", req->gemm_tp);
   fprintf(out, ", %zu shard shapes. Link probe: ", data->n_gemms);
   if (data->link_run) {
     fprintf(out, "run %lld (", (long long)data->link_run);
@@ -317,6 +318,7 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   for (int i = 0; i < req->n_tps; i++) tp_json_append(jb, tps, json_integer(req->tps[i]));
   tp_json_set(jb, o, "tp", tps);
   tp_json_set(jb, o, "gemm_run", req->run_id ? json_integer(req->run_id) : json_null());
+  tp_json_set(jb, o, "gemm_tp", req->gemm_tp ? json_integer(req->gemm_tp) : json_null());
   tp_json_set(jb, o, "gemm_shard_shapes", json_integer((json_int_t)data->n_gemms));
   tp_json_set(jb, o, "link_run", data->link_run ? json_integer(data->link_run) : json_null());
   tp_json_set(jb, o, "link_host", tp_json_str(data->link_run ? data->link_host : NULL));

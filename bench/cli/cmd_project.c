@@ -19,6 +19,7 @@ typedef struct project_args {
   tp_int_list tp;
   const char *link_gbps;
   long long run;
+  int gemm_tp;
 } project_args;
 
 static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
@@ -30,12 +31,14 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        NULL},
       {"run", TP_OPT_INT64, &a->run, "N",
        "read GEMM rows, shapes and measured rows of this run only (0: every run)", 0, 0, NULL},
+      {"gemm-tp", TP_OPT_INT, &a->gemm_tp, "N",
+       "GEMM rates only from rows measured at TP N (1: single-GPU GEMMs; 0: any)", 0, 64, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
   };
   const tp_command cmd = {
       .name = "project",
-      .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--format "
-               "md|csv|json]",
+      .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--gemm-tp N] "
+               "[--format md|csv|json]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
                  "at other TP degrees (an NVSwitch host) from its GEMM-alone rates and its link\n"
                  "probe, showing every input, and compares the prediction with the rows measured\n"
@@ -87,7 +90,7 @@ static tp_rc project(const project_args *a) {
       }
   }
   const tp_project_request req = {
-      .run_id = a->run, .tps = tps, .n_tps = a->tp.count, .link_gbps = gbps};
+      .run_id = a->run, .gemm_tp = a->gemm_tp, .tps = tps, .n_tps = a->tp.count, .link_gbps = gbps};
   tp_store *store = NULL;
   TP_TRY(tp_open_for_reading("project", a->db, &store));
   rc = tp_project_report(store, &req, fmt, stdout);

@@ -343,6 +343,22 @@ static void make_synth(synth_db *d, int with_link) {
   int64_t ops = begin(s, "ops");
   put_shape(s, ops, 4096, 100.0, 200.0, 80.0);
   put_shape(s, ops, 8192, 200.0, 250.0, 250.0);
+  /* a single-GPU GEMM of the first shape's whole weight: the rate --gemm-tp 1 reads */
+  tp_config_axes one = {.kind = "gemm",
+                        .model = "m",
+                        .op_or_layer = "ag_linear",
+                        .proj = "qkv",
+                        .backend = "cublaslt",
+                        .tp = 1,
+                        .tokens = 4096,
+                        .m = 4096,
+                        .n = 6144,
+                        .k = 4096,
+                        .dtype = "bf16",
+                        .n_weights = 1,
+                        .sp = 1,
+                        .pass = "fwd"};
+  put(s, ops, &one, 150.0, TP_FUSED_NA);
   if (with_link) {
     int64_t link = begin(s, "link");
     put_link(s, link, "nccl_all_gather", AG, 2);
@@ -402,6 +418,15 @@ static void test_validation_on_synthetic_db(void **state) {
   assert_null(strstr(text, "### Validation at TP 4"));
   assert_non_null(strstr(text, "Median |error| at TP 2: stock 20.0 % over 2 shapes, dist_gemm "
                                "22.5 % over 2 shapes."));
+  free(text);
+  /* --gemm-tp 1: the TP 2 shard's time from the single-GPU rate (half its FLOPs at the one
+   * row's rate, held flat): 75 µs, so stock 75 + 60 */
+  req.gemm_tp = 1;
+  req.n_tps = 1;
+  text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "\nm,qkv,ag_linear,4096,bf16,2,4096,3072,4096,103.079,75.000,"));
+  assert_non_null(strstr(text, ",135.000,"));
   free(text);
   fx_rmdir(&d.dir);
 }
