@@ -693,6 +693,38 @@ static void add_check(entry_state *es, const tp_item_output *o, const tp_output_
                              v->reason[0] ? es->check_reasons[k] : NULL};
 }
 
+/* The worst of the ranks' judgements of one own check: a failure first, else the largest error. */
+static const tp_item_check *worst_own(tp_item_check (*all)[TP_ITEM_MAX_OWN_CHECKS], int world,
+                                      int i) {
+  const tp_item_check *worst = &all[0][i];
+  for (int r = 1; r < world; ++r) {
+    const tp_item_check *c = &all[r][i];
+    if (c->failed > worst->failed || (c->failed == worst->failed && c->rel_err > worst->rel_err))
+      worst = c;
+  }
+  return worst;
+}
+
+/* The item's own checks (tp_item_ops.judge), after its numerics step. */
+static tp_rc own_checks(tp_harness *h, entry_state *es) {
+  const tp_item *item = es->s.item;
+  if (!item->ops->judge) return TP_OK;
+  tp_item_check mine[TP_ITEM_MAX_OWN_CHECKS], all[TP_MAX_WORLD][TP_ITEM_MAX_OWN_CHECKS];
+  memset(mine, 0, sizeof mine);
+  int n = 0;
+  TP_TRY(item->ops->judge(item->self, h->ctx->group, mine, TP_ITEM_MAX_OWN_CHECKS, &n));
+  TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, mine, sizeof mine, all));
+  for (int i = 0; i < n && es->n_checks < TP_ITEM_MAX_OUTPUTS; ++i) {
+    const tp_item_check *c = worst_own(all, h->ctx->world, i);
+    const tp_item_output o = {c->name, NULL, (size_t)c->elements, TP_RULE_TOLERANCE, 0, 1, 1, NULL};
+    const tp_output_measure m = {NAN, NAN, c->max_abs_err, c->differ, c->nonfinite, c->elements};
+    tp_output_verdict v = {c->failed ? "failed" : "ok", "tolerance", c->rel_err, c->tolerance, ""};
+    snprintf(v.reason, sizeof v.reason, "%s", c->reason);
+    add_check(es, &o, &m, &v);
+  }
+  return TP_OK;
+}
+
 /* The configuration's numerics from its checks: failed, else not checked, else ok. */
 static void settle_numerics(entry_state *es, const char *fallback) {
   const char *verdict = "ok";
@@ -763,6 +795,7 @@ static tp_rc reference_numerics(tp_harness *h, entry_state *es) {
                v.reason);
     }
   }
+  TP_TRY(own_checks(h, es));
   settle_numerics(es, "the reference has no outputs to keep");
   es->oc.result.numerics = strcmp(es->oc.result.numerics, "ok") == 0 ? "reference" : "failed";
   if (finite) TP_TRY(keep_reference(h, out, n, es->oc.info.dtype));
@@ -791,6 +824,7 @@ static tp_rc check_numerics(tp_harness *h, entry_state *es) {
     tp_numerics_judge(out[i].name, out[i].rule, tol, &m[i], &v);
     add_check(es, &out[i], &m[i], &v);
   }
+  TP_TRY(own_checks(h, es));
   settle_numerics(es, !usable && h->no_ref_why[0] ? h->no_ref_why
                                                   : "it computes none of the compared outputs");
   es->oc.result.numerics_ref = "stock";

@@ -24,7 +24,9 @@
  *   numerics       every compared output poisoned (NaN), `before`, one
  *                  step; the REFERENCE configuration's outputs must be
  *                  finite and are kept, each CHECK configuration's outputs
- *                  are judged one by one against them (numerics.h)
+ *                  are judged one by one against them (numerics.h); an
+ *                  item that judges itself (tp_item_ops.judge) adds its own
+ *                  checks (every rank's, the worst kept)
  *   [trace]        a traced window per configuration, in its own phase, so
  *                  the collector is off during every timed window
  *
@@ -73,6 +75,21 @@ typedef struct tp_item_info {
   tp_fused fused;             /* dist_gemm: did every op fuse? */
 } tp_item_info;
 
+/* An item's own judgement of one output against a reference it computes
+ * itself (the fp8 ops: a float64 product of the dequantized operands),
+ * recorded as a check beside the comparison with the case's reference.
+ * Plain data: the ranks' judgements are gathered and the worst is kept. */
+typedef struct tp_item_check {
+  char name[32];            /* the check's output name, e.g. "y:fp64" */
+  int failed;               /* 1: the output fails it */
+  double elements;          /* elements judged */
+  double nonfinite, differ; /* of them: not finite; outside the bound */
+  double rel_err, max_abs_err, tolerance;
+  char reason[192]; /* required when failed; what was compared otherwise */
+} tp_item_check;
+
+enum { TP_ITEM_MAX_OWN_CHECKS = 8 };
+
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */
   tp_rc (*plan)(void *self, tp_group *group);
@@ -84,6 +101,9 @@ typedef struct tp_item_ops {
   /* Fills out[0..max) and returns how many (0: nothing to compare). */
   int (*outputs)(void *self, tp_item_output *out, int max);
   void (*info)(void *self, tp_item_info *out);
+  /* After the numerics step (NULL: none): the item's own checks of the
+   * outputs it just computed, out[0..*n) with *n <= max. */
+  tp_rc (*judge)(void *self, tp_group *group, tp_item_check *out, int max, int *n);
 } tp_item_ops;
 
 typedef struct tp_item {

@@ -187,7 +187,7 @@ static void layer_info(void *self, tp_item_info *info) {
 }
 
 static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
-                                           layer_step, layer_outputs, layer_info};
+                                           layer_step, layer_outputs, layer_info,    NULL};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
 

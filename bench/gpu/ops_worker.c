@@ -13,6 +13,16 @@
  * reads the gathered input the all-gather delivers, the collective alone
  * reduces the partial the GEMM makes — the same data as the stock op, which
  * the GEMM alone proves by matching stock's gather-side outputs bit for bit.
+ *
+ * An fp8 dtype's case (issue 15) runs kernels/tp_linear_fp8.h on the same
+ * bf16 tensors: its stock step quantizes the activation and runs the scaled
+ * GEMMs (the weights are quantized once, in prepare, untimed); the GEMM
+ * alone runs the scaled GEMMs on the activation its `before` quantized, and
+ * must match stock bit for bit. The stock step also judges its outputs
+ * against a float64 product of the dequantized operands on sampled rows and
+ * columns (tp_linear_fp8_check, with the device's accumulation model), and
+ * reports the error against the unquantized bf16 operands as a check of its
+ * own ("y:bf16", not judged).
  */
 #include "bench/gpu/ops_worker.h"
 
@@ -25,6 +35,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_linear.h"
+#include "kernels/tp_linear_fp8.h"
 
 enum { REASON_CAP = 416 };
 
@@ -40,7 +51,7 @@ static tp_linear_desc case_desc(const tp_ops_case *c) {
   tp_linear_desc d;
   memset(&d, 0, sizeof d);
   d.op = c->proj.op;
-  d.dtype = c->dtype;
+  d.dtype = tp_dtype_storage(c->dtype); /* an fp8 case's tensors are bf16 */
   d.tokens = c->tokens;
   d.in_features = c->proj.k;
   d.out_features = c->proj.n;
@@ -227,7 +238,131 @@ static void op_info(void *self, tp_item_info *info) {
 }
 
 static const tp_item_ops op_item_ops = {"op",    op_plan,    op_prepare, op_before,
-                                        op_step, op_outputs, op_info};
+                                        op_step, op_outputs, op_info,    NULL};
+
+/* ---- an fp8 op as a harness item --------------------------------------------------------- */
+
+/* Sampled outputs of the fp8 check: rows x columns of each output. */
+enum { FP8_CHECK_ROWS = 16, FP8_CHECK_COLS = 128 };
+
+typedef struct fp8_item {
+  const tp_ops_case *c;
+  const tp_ops_config *cfg;
+  case_buffers *b;
+  tp_fp8_linear lin;
+  int have_plan;
+} fp8_item;
+
+static int fp8_gemm_alone(const fp8_item *it) { return it->cfg->backend == TP_BACKEND_GEMM_ONLY; }
+
+static tp_rc fp8_plan(void *self, tp_group *g) {
+  fp8_item *it = self;
+  if (it->cfg->backend != TP_BACKEND_STOCK && !fp8_gemm_alone(it))
+    return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
+                   tp_dtype_name(it->c->dtype), it->cfg->axes.backend);
+  const tp_fp8_linear_desc d = {it->c->dtype,  it->c->proj.op, it->c->tokens,
+                                it->c->proj.k, it->c->proj.n,  it->c->proj.n_weights};
+  tp_rc rc = tp_fp8_linear_plan(g, &d, &it->lin);
+  it->have_plan = rc == TP_OK;
+  return rc;
+}
+
+static tp_rc fp8_prepare(void *self, tp_group *g) {
+  fp8_item *it = self;
+  return tp_fp8_linear_prepare(&it->lin, (const void *const *)it->b->w, g->main_stream);
+}
+
+/* The GEMMs alone read the activation quantized here, untimed. */
+static tp_rc fp8_before(void *self, tp_group *g) {
+  fp8_item *it = self;
+  if (!fp8_gemm_alone(it)) return TP_OK;
+  return tp_fp8_linear_quantize_input(g, &it->lin, it->b->x, g->main_stream);
+}
+
+static tp_rc fp8_step(void *self, tp_group *g) {
+  fp8_item *it = self;
+  if (fp8_gemm_alone(it)) return tp_fp8_linear_gemms(&it->lin, it->b->y, g->main_stream);
+  return tp_fp8_linear_forward(g, &it->lin, it->b->x, it->b->y, g->main_stream);
+}
+
+/* y per weight: the GEMMs alone must equal stock bit for bit (same quantized operands). */
+static int fp8_outputs(void *self, tp_item_output *out, int max) {
+  static const char *y_names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  fp8_item *it = self;
+  int n = 0;
+  for (int i = 0; i < it->c->proj.n_weights && n < max; ++i)
+    out[n++] = (tp_item_output){
+        y_names[i], it->b->y[i], (size_t)(it->lin.m * it->lin.n), TP_RULE_EXACT, it->lin.k, 1,
+        1,          NULL};
+  return n;
+}
+
+static void fp8_info(void *self, tp_item_info *info) {
+  fp8_item *it = self;
+  memset(info, 0, sizeof *info);
+  info->dtype = TP_BF16; /* the outputs' element type: an fp8 recipe stores bf16 */
+  if (!it->have_plan) return;
+  info->planned = 1;
+  info->schedules[0] =
+      (tp_schedule_choice){it->cfg->axes.op_or_layer, "nccl", "none", 1, "TP 1: no communication"};
+  info->n_schedules = 1;
+  info->schedule_label = tp_dtype_name(it->c->dtype);
+  /* the quantized copies, their scales and cuBLASLt's workspace */
+  info->workspace_bytes = (int64_t)tp_fp8_linear_workspace_bytes(&it->lin);
+}
+
+/* One weight's check as the harness records it: the kernel against the
+ * dequantized operands (judged), then quantization against bf16 (reported). */
+static void fp8_checks_of(const fp8_item *it, int weight, const tp_fp8_check *k,
+                          tp_item_check *out) {
+  static const char *names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  tp_item_check *judged = &out[0], *reported = &out[1];
+  memset(out, 0, 2 * sizeof *out);
+  snprintf(judged->name, sizeof judged->name, "%s:fp64", names[weight]);
+  judged->failed = k->nonfinite > 0 || k->outside > 0;
+  judged->elements = (double)k->elements;
+  judged->nonfinite = (double)k->nonfinite;
+  judged->differ = (double)k->outside;
+  judged->rel_err = k->rel_err;
+  judged->max_abs_err = k->max_abs_err;
+  judged->tolerance = k->rel_tol;
+  snprintf(judged->reason, sizeof judged->reason,
+           "%s%s against a float64 product of the dequantized %s operands on %lld sampled "
+           "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",
+           judged->failed ? "failed: " : "", names[weight], tp_dtype_name(it->c->dtype),
+           (long long)k->elements, (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+  snprintf(reported->name, sizeof reported->name, "%s:bf16", names[weight]);
+  reported->elements = (double)k->elements;
+  reported->nonfinite = (double)k->nonfinite;
+  reported->rel_err = k->rel_err_bf16;
+  reported->max_abs_err = NAN;
+  reported->tolerance = NAN;
+  snprintf(reported->reason, sizeof reported->reason,
+           "reported, not judged: %s's error against a float64 product of the unquantized "
+           "bf16 operands (what quantization costs)",
+           names[weight]);
+}
+
+static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  fp8_item *it = self;
+  *n = 0;
+  if (fp8_gemm_alone(it)) return TP_OK; /* held to stock bit for bit instead */
+  int major = 0, minor = 0;
+  TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
+  TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device));
+  const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+  for (int i = 0; i < it->c->proj.n_weights && *n + 2 <= max; ++i) {
+    tp_fp8_check k;
+    TP_TRY(tp_fp8_linear_check(&it->lin, i, it->b->x, it->b->w[i], it->b->y[i], FP8_CHECK_ROWS,
+                               FP8_CHECK_COLS, &model, &k));
+    fp8_checks_of(it, i, &k, out + *n);
+    *n += 2;
+  }
+  return TP_OK;
+}
+
+static const tp_item_ops fp8_item_ops = {"op",     fp8_plan,    fp8_prepare, fp8_before,
+                                         fp8_step, fp8_outputs, fp8_info,    fp8_judge};
 
 /* ---- the matrix ------------------------------------------------------------------- */
 
@@ -256,8 +391,11 @@ static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_confi
 
 enum { LABEL_CAP = 128 };
 
-static void free_items(op_item *items, int n) {
-  for (int i = 0; i < n; ++i) cudaFree(items[i].scratch);
+static void free_items(op_item *items, fp8_item *fp8, int n) {
+  for (int i = 0; i < n; ++i) {
+    cudaFree(items[i].scratch);
+    tp_fp8_linear_release(&fp8[i].lin);
+  }
 }
 
 /* The state a worker walks the matrix with. */
@@ -278,9 +416,11 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
     return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, end - from,
                    TP_HARNESS_MAX_CASE);
   op_item items[TP_HARNESS_MAX_CASE];
+  fp8_item fp8[TP_HARNESS_MAX_CASE];
   tp_harness_entry entries[TP_HARNESS_MAX_CASE];
   char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
   memset(items, 0, sizeof items);
+  memset(fp8, 0, sizeof fp8);
   case_buffers b;
   memset(&b, 0, sizeof b);
   int n = 0, runnable = 0;
@@ -293,6 +433,12 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
     items[n].b = &b;
     items[n].bwd_only = c->pass == TP_PASS_BWD;
     entries[n].item = (tp_item){&op_item_ops, &items[n]};
+    if (tp_dtype_is_fp8(c->dtype)) {
+      fp8[n].c = c;
+      fp8[n].cfg = cfg;
+      fp8[n].b = &b;
+      entries[n].item = (tp_item){&fp8_item_ops, &fp8[n]};
+    }
     runnable += !cfg->rejected;
     n++;
   }
@@ -314,7 +460,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   if (st->g->rank == 0) tp_job_progress_case_done(st->progress, end, tp_harness_recorded(st->h));
-  free_items(items, n);
+  free_items(items, fp8, n);
   free_buffers(&b);
   return rc;
 }
