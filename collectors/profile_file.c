@@ -213,6 +213,9 @@ static tp_rc merge_into(tp_profile_data *all, tp_profile_data *one, int first) {
     if (one->meta.end_ns > all->meta.end_ns) all->meta.end_ns = one->meta.end_ns;
     all->meta.dropped += one->meta.dropped;
     all->meta.complete = all->meta.complete && one->meta.complete;
+    /* a launcher's own process (torchrun's agent) may come first and use no GPU */
+    if (!all->meta.gpu_name[0])
+      memcpy(all->meta.gpu_name, one->meta.gpu_name, sizeof all->meta.gpu_name);
   }
   all->truncated |= one->truncated;
   free(one->events);

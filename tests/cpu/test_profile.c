@@ -464,8 +464,9 @@ static void test_folder_ranks(void **state) {
   tp_profile_data_free(&d);
   snprintf(path, sizeof path, "%s/process-201.tpprof", dir);
   unlink(path);
-  write_rank(dir, 202, 0, ""); /* torchrun's worker beside its agent */
+  write_rank(dir, 202, 0, "NVIDIA H200"); /* torchrun's worker beside its agent */
   assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_OK);
+  assert_string_equal(d.meta.gpu_name, "NVIDIA H200"); /* the agent's file came first */
   assert_int_equal(d.events[0].rank, -1);
   assert_int_equal(d.events[d.n_events - 1].rank, 0);
   tp_profile_data_free(&d);
