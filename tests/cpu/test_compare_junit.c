@@ -82,8 +82,9 @@ static void check_file(const char *db, const char *base, const char *head, const
   char *check[] = {"/usr/bin/python3", (char *)script, (char *)xml_path,  counts[0], counts[1],
                    counts[2],          (char *)name,   (char *)classname, NULL};
   r = rp_run(check, 120);
-  printf("%s", r.out);
-  if (r.status != 0) fail_msg("check_junit.py exited %d:\n%s%s", r.status, r.out, r.err);
+  fputs(r.out ? r.out : "", stdout);
+  if (r.status != 0)
+    fail_msg("check_junit.py exited %d:\n%s%s", r.status, r.out ? r.out : "", r.err ? r.err : "");
   rp_free(&r);
 }
 
