@@ -110,7 +110,8 @@ enum {
   C_REF,
   C_BYTES,
   C_SKEW,
-  C_STALL
+  C_STALL,
+  C_PEAK
 };
 
 static const char config_sql[] =
@@ -118,7 +119,7 @@ static const char config_sql[] =
     "tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
     "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
-    "config_results.config_id), rank_skew, host_stall_frac FROM config_results "
+    "config_results.config_id), rank_skew, host_stall_frac, peak_mem_bytes FROM config_results "
     "WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
@@ -158,6 +159,7 @@ static void fill_config_numbers(sqlite3_stmt *s, config *c) {
   c->bytes_moved = real_column(s, C_BYTES);
   c->rank_skew = real_column(s, C_SKEW);
   c->host_stall = real_column(s, C_STALL);
+  c->peak_mem_bytes = real_column(s, C_PEAK);
 }
 
 /* "ce x4+sm x2": what ran for each op, in op order. */

@@ -145,6 +145,39 @@ static void md_dist_over_bound(const report *rep, const table_row *row, cell *c)
 }
 
 /* A number of the dist_gemm configuration's result, blank unless it ran. */
+/* The stock configuration's own figures (the bf16-vs-fp8 table: at TP 1 only stock runs). */
+static void get_stock_tokens_per_s(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.tokens_per_s : NAN);
+}
+
+static double mib_of(const config *k, double bytes) {
+  return tp_report_ran_ok(k) ? bytes / (1024.0 * 1024.0) : NAN;
+}
+
+static void get_stock_peak_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->stock, row->stock.peak_mem_bytes));
+}
+
+static void get_dist_peak_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->dist, row->dist.peak_mem_bytes));
+}
+
+static void get_stock_workspace_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->stock, row->stock.workspace_bytes));
+}
+
+/* The worst error of the stock configuration's checks: for an fp8 dtype the
+ * output against the unquantized bf16 operands (what quantization costs). */
+static void get_stock_rel_err(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.rel_err : NAN);
+  if (c->type == CELL_NUM) c->type = CELL_SCI;
+}
+
 static void get_dist_tokens_per_s(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN);
@@ -395,6 +428,12 @@ static const column registry[] = {
     CUSTOM("op", "op", 0, 0, 0, get_op, NULL),
     CUSTOM("shape", "shape", 0, 0, 0, get_shape, NULL),
     CUSTOM("options", "options", 0, 0, 0, get_options, NULL),
+    CUSTOM("stock_tokens_per_s", "stock tok/s", COL_NUMBER, 0, 0, get_stock_tokens_per_s, NULL),
+    CUSTOM("stock_peak_mib", "stock peak MiB", COL_NUMBER, 1, 1, get_stock_peak_mib, NULL),
+    CUSTOM("dist_peak_mib", "dist peak MiB", COL_NUMBER, 1, 1, get_dist_peak_mib, NULL),
+    CUSTOM("stock_workspace_mib", "stock workspace MiB", COL_NUMBER, 2, 1, get_stock_workspace_mib,
+           NULL),
+    CUSTOM("stock_rel_err", "stock rel err", COL_NUMBER, 0, 0, get_stock_rel_err, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 

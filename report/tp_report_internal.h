@@ -31,6 +31,8 @@ typedef struct {
   int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
+  /* device memory in use at the configuration's peak, rank 0 (NaN: not recorded) */
+  double peak_mem_bytes;
   double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
   double rank_skew;   /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
   double host_stall;  /* share of iterations a rank's host issued slower than the GPU ran */

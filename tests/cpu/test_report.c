@@ -977,6 +977,23 @@ static char *report_text(const fixture *f, const tp_report_filter *filter, tp_re
   return report_ok(f, filter, fmt);
 }
 
+/* The stock configuration's own columns, named on request (the bf16-vs-fp8
+ * table at TP 1, where only stock runs): tokens/s, peak memory and workspace
+ * apart, and its worst check error (empty: the bf16 reference has none). */
+static void test_stock_columns(void **state) {
+  fixture *f = *state;
+  tp_report_filter filter = {
+      .columns = "stock_tokens_per_s,stock_peak_mib,dist_peak_mib,stock_workspace_mib,"
+                 "stock_rel_err"};
+  char *csv = report_text(f, &filter, TP_FMT_CSV);
+  const char *want = "stock_tokens_per_s,stock_peak_mib,dist_peak_mib,stock_workspace_mib,"
+                     "stock_rel_err\r\n4096000,4096.0,4096.0,48.00,\r\n";
+  assert_memory_equal(csv, want, strlen(want));
+  /* a row whose dist_gemm did not run has no dist peak */
+  assert_non_null(strstr(csv, "\r\n2730667,4096.0,,48.00,\r\n"));
+  free(csv);
+}
+
 /* --columns picks the same columns in every format; all is every one; an
  * unknown name is a usage error that lists the valid ones. CSV keeps every
  * column by default. */
@@ -1359,6 +1376,7 @@ int main(void) {
       cmocka_unit_test(test_config_label),
       cmocka_unit_test(test_injection),
       cmocka_unit_test(test_columns),
+      cmocka_unit_test(test_stock_columns),
       cmocka_unit_test(test_ids_and_short_keys),
       cmocka_unit_test(test_key_prefix_resolve),
       cmocka_unit_test(test_key_prefix_ambiguous),
