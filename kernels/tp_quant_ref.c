@@ -375,6 +375,9 @@ tp_rc tp_quant_dequant_ref(const tp_quant_args *a, double *out) {
 /* ---- the scaled GEMM's accuracy ---------------------------------------------------------------
  */
 
+/* Standard deviations the addends' independent cuts are bounded at (tp_quant.h). */
+static const double FP8_MMA_LAMBDA = 8.0;
+
 tp_fp8_accum_model tp_fp8_accum_model_of(int major, int minor) {
   /* Ada (8.9) and Hopper (9.x) run FP8 MMAs with the reduced accumulator. */
   const int reduced = major == 9 || (major == 8 && minor == 9);
@@ -383,7 +386,7 @@ tp_fp8_accum_model tp_fp8_accum_model_of(int major, int minor) {
 }
 
 tp_fp8_dot tp_fp8_dot_ref(const double *x, const double *w, int64_t k, int group) {
-  tp_fp8_dot d = {0.0, 0.0, 0.0};
+  tp_fp8_dot d = {0.0, 0.0, 0.0, 0.0};
   double peak = 0.0, pmax = 0.0; /* largest |partial| at a step boundary; |product| in the step */
   for (int64_t p = 0; p < k; ++p) {
     const double prod = x[p] * w[p];
@@ -391,7 +394,9 @@ tp_fp8_dot tp_fp8_dot_ref(const double *x, const double *w, int64_t k, int group
     d.sabs += fabs(prod);
     if (fabs(prod) > pmax) pmax = fabs(prod);
     if (group < 1 || ((p + 1) % group != 0 && p + 1 != k)) continue;
-    d.mma_mag += fmax(2.0 * peak, pmax); /* this step's M_j, with P of the steps before */
+    const double m_j = fmax(2.0 * peak, pmax); /* this step's M_j, with P of the steps before */
+    d.mma_mag += m_j;
+    d.mma_mag2 += m_j * m_j;
     if (fabs(d.ref) > peak) peak = fabs(d.ref);
     pmax = 0.0;
   }
@@ -400,6 +405,7 @@ tp_fp8_dot tp_fp8_dot_ref(const double *x, const double *w, int64_t k, int group
 
 double tp_fp8_gemm_tolerance(const tp_fp8_accum_model *m, const tp_fp8_dot *d, int64_t k) {
   double acc = (double)(k + 2) * 0x1p-24 * d->sabs;
-  if (m->reduced_mma) acc += 2.0 * (double)(m->group + 1) * 0x1p-13 * d->mma_mag;
+  if (m->reduced_mma)
+    acc += 0x1p-13 * (d->mma_mag + FP8_MMA_LAMBDA * sqrt((double)(m->group + 1) * d->mma_mag2));
   return 0x1p-8 * (fabs(d->ref) + acc) + acc;
 }

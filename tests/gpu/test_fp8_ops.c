@@ -15,8 +15,9 @@
  *   costs something, not everything);
  * - the GEMMs alone on the step's quantized activation equal the step's
  *   outputs bit for bit (the worker's exact rule for the GEMM alone);
- * - the check can fail: with the first activation scale doubled the same
- *   check finds elements outside the bound, and a NaN output is counted.
+ * - the check can fail: outputs of GEMMs run with the first activation
+ *   scale doubled, judged with the right scale, have elements outside the
+ *   bound, and a NaN output is counted.
  *
  * Exit 77 (skipped) without a GPU.
  */
@@ -98,18 +99,19 @@ static int same_bytes(const void *a, const void *b, size_t bytes) {
   return same;
 }
 
-/* Doubles the first stored activation scale (an E8M0 byte: one more exponent). */
-static int break_first_scale(tp_fp8_linear *p) {
+/* Doubles (up) or halves the first stored activation scale (an E8M0 byte:
+ * one exponent more or less). */
+static int scale_first(tp_fp8_linear *p, int up) {
   unsigned char bytes[4];
   const size_t e = p->x_scales_shape.elem_bytes;
   if (cudaMemcpy(bytes, p->x_scales, e, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
   if (e == 4) {
     float v;
     memcpy(&v, bytes, 4);
-    v *= 2.0f;
+    v = up ? v * 2.0f : v * 0.5f;
     memcpy(bytes, &v, 4);
   } else {
-    bytes[0]++;
+    bytes[0] = (unsigned char)(up ? bytes[0] + 1 : bytes[0] - 1);
   }
   return cudaMemcpy(p->x_scales, bytes, e, cudaMemcpyHostToDevice) == cudaSuccess;
 }
@@ -137,9 +139,10 @@ static int run_planned(tp_group *g, const fp8_case *c, tp_fp8_linear *p,
     bad |= !passes(&k) || !(k.rel_err_bf16 > 1e-4 && k.rel_err_bf16 < 0.2) ||
            !same_bytes(t.y[i], t.y2[i], (size_t)(c->t * c->n) * 2);
   }
-  /* the check can fail: a doubled scale, then a NaN output */
+  /* the check can fail: GEMMs run with a doubled scale, judged with the right one; then a NaN */
   tp_fp8_check broken;
-  bad |= bad || !break_first_scale(p) || !rc_ok(tp_fp8_linear_gemms(p, t.y2, s), "GEMMs") ||
+  bad |= bad || !scale_first(p, 1) || !rc_ok(tp_fp8_linear_gemms(p, t.y2, s), "GEMMs") ||
+         cudaStreamSynchronize(s) != cudaSuccess || !scale_first(p, 0) ||
          !rc_ok(tp_fp8_linear_check(p, 0, t.x, t.w[0], t.y2[0], 16, 128, model, &broken), "check");
   if (!bad) printf("  doubled first scale: %lld outside the bound\n", (long long)broken.outside);
   bad |= !bad && broken.outside == 0;
