@@ -3,7 +3,8 @@
 # the GPU test (a CUDA program profiled from outside: step windows against
 # its own CUDA-event times, --overhead, missing steps, CUPTI claimed by the
 # program) and the collector's own GPU test; tpbench's own `ops` profiled
-# from outside with its op ranges as windows; the PyTorch example
+# from outside with its op ranges as windows and held against `ops --trace`
+# (scripts/profile-agreement.py); the PyTorch example
 # (examples/symm_mem_tp.py) under torchrun with --steps and --overhead, its
 # report and both trace exports; a program that runs torch.profiler itself
 # (two CUPTI clients). Reports and traces under $OUT.
@@ -25,12 +26,19 @@ db=$out/profile.db
 echo "ctest gpu_profile + gpu_collector exit $?"
 grep -E "tests passed|step [0-9]: tpbench|overhead on|busy:|Passed|Failed|FAIL" "$out/ctest-profile.txt"
 
-"$tp" profile --db "$db" --label ops --range '\.fwd ' -- "$tp" ops --gpus "$gpus" --tp "$gpus" \
-  --models debug --warmup 2 --iters 5 --db "$out/ops.db" > "$out/profile-ops.txt" 2>&1
+# tpbench's own ops, traced from inside and profiled from outside, one shape per op
+shapes=(--shape 4096,4096,4096 --shape 4096,8192,4096,ag_linear_multi --shape 4096,4096,8192,linear_rs)
+"$tp" ops --gpus "$gpus" --tp "$gpus" "${shapes[@]}" --pass fwd --trace --warmup 2 --iters 10 \
+  --db "$out/ops-trace.db" > "$out/ops-trace.txt" 2>&1
+echo "ops --trace exit $?"
+"$tp" profile --db "$out/ops-profile.db" --label ops --range '\.fwd ' -- "$tp" ops --gpus "$gpus" \
+  --tp "$gpus" "${shapes[@]}" --pass fwd --warmup 2 --iters 10 --db "$out/ops.db" \
+  > "$out/profile-ops.txt" 2>&1
 echo "profile of ops exit $?"
 tail -n 4 "$out/profile-ops.txt"
-run=$("$tp" runs --db "$db" --format csv 2> /dev/null | tail -n 1 | cut -d, -f1)
-"$tp" report --db "$db" --run "${run:-1}" | head -n 40
+"$tp" report --db "$out/ops-profile.db" | sed -n '/## transports/,/## kernels/p'
+python3 "$(dirname "${BASH_SOURCE[0]}")/profile-agreement.py" "$out/ops-trace.db" "$out/ops-profile.db"
+echo "agreement exit $?"
 
 if python3 -c 'import torch' 2> /dev/null; then
   python3 -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)'
