@@ -102,7 +102,7 @@ tp_rc tp_report_trace_ranks(tp_store *store, int64_t config_id, int **ranks, siz
 static int on_host(const tp_trace_track *t) { return t->cls == TP_TRACK_NVTX_CPU; }
 
 static int64_t pid_of(const tp_trace_track *t) {
-  if (on_host(t)) return HOST_PID_BASE + t->rank;
+  if (on_host(t)) return HOST_PID_BASE + (int64_t)t->rank;
   return t->device >= 0 ? t->device : t->rank;
 }
 
@@ -170,8 +170,9 @@ static void write_tracks(tp_trace_writer *w, const tp_trace_model *m, int rank,
       else
         snprintf(name, sizeof name, "rank %d GPU %lld (%s)", rank, (long long)pid, meta->gpu_name);
       tp_trace_emit(w, tp_trace_metadata("process_name", pid, 0, "name", tp_json_str(name)));
-      tp_trace_emit(w, tp_trace_metadata("process_sort_index", pid, 0, "sort_index",
-                                         json_integer(which ? HOST_PID_BASE + rank : pid)));
+      tp_trace_emit(w,
+                    tp_trace_metadata("process_sort_index", pid, 0, "sort_index",
+                                      json_integer(which ? HOST_PID_BASE + (int64_t)rank : pid)));
       named[which] = pid;
     }
     tp_trace_emit(w, tp_trace_metadata("thread_name", pid, t->tid, "name", json_string(t->name)));

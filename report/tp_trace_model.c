@@ -350,7 +350,32 @@ static int64_t fixed_tid(const tp_trace_model *m, const tp_trace_track *t) {
   return -1;
 }
 
-static tp_rc make_tracks(tp_trace_model *m, const group_set *gs, const int *rank_device) {
+/* Per rank, the largest device ordinal its events name; ranks in increasing
+ * order. Ranks are whatever the events say (-1 for a profiled launcher's own
+ * process, up to INT_MAX in a hand-made file), so they are looked up, never
+ * used as indices. */
+typedef struct rank_device {
+  int rank, device;
+} rank_device;
+
+typedef struct rank_devices {
+  rank_device *v;
+  size_t n;
+} rank_devices;
+
+/* The rank's device ordinal; -1 for a rank without events. */
+static int device_of_rank(const rank_devices *rd, int rank) {
+  size_t lo = 0, hi = rd->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (rd->v[mid].rank == rank) return rd->v[mid].device;
+    if (rd->v[mid].rank < rank) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+static tp_rc make_tracks(tp_trace_model *m, const group_set *gs, const rank_devices *rd) {
   size_t n = 0;
   for (size_t g = 0; g < gs->n; g++) n += (size_t)gs->g[g].n_lanes;
   m->tracks = calloc(n ? n : 1, sizeof *m->tracks);
@@ -362,7 +387,7 @@ static tp_rc make_tracks(tp_trace_model *m, const group_set *gs, const int *rank
       t->stream = gs->g[g].stream;
       t->cls = gs->g[g].cls;
       t->lane = k;
-      t->device = rank_device[t->rank];
+      t->device = device_of_rank(rd, t->rank);
       int64_t stream_rank = t->stream == TP_TRACE_NO_STREAM ? 0 : (int64_t)t->stream + 1;
       if (t->cls == TP_TRACK_NO_STREAM) stream_rank = (int64_t)UINT32_MAX + 2;
       int64_t lane_rank = k < 15 ? k : 15;
@@ -398,7 +423,7 @@ static size_t track_index(const tp_trace_model *m, int rank, uint32_t stream, tp
 /* ---- projections ------------------------------------------------------------------------ */
 
 static tp_rc add_projections(tp_trace_model *m, slice_vec *sv, const uint64_t *p_start,
-                             const uint64_t *p_end, const int *rank_device) {
+                             const uint64_t *p_end, const rank_devices *rd) {
   size_t n_stored = sv->n;
   for (size_t i = 0; i < n_stored; i++) {
     if (!is_range(&sv->v[i].ev) || p_start[i] == UINT64_MAX) continue;
@@ -407,7 +432,7 @@ static tp_rc add_projections(tp_trace_model *m, slice_vec *sv, const uint64_t *p
     p.range = (long)i;
     p.ev.start_ns = p_start[i];
     p.ev.end_ns = p_end[i];
-    p.ev.device = rank_device[p.ev.rank];
+    p.ev.device = device_of_rank(rd, p.ev.rank);
     TP_TRY(push_slice(sv, &p));
   }
   /* projections in (rank, start, longer first) order, after the stored events */
@@ -425,8 +450,7 @@ typedef struct {
   uint64_t *p_start, *p_end;
   int *lanes;
   size_t *group_of;
-  int *rank_device; /* indexed by rank: the largest device ordinal seen */
-  int max_rank;
+  rank_devices ranks;
 } scratch;
 
 static void free_scratch(scratch *w) {
@@ -439,14 +463,11 @@ static void free_scratch(scratch *w) {
   free(w->p_end);
   free(w->lanes);
   free(w->group_of);
-  free(w->rank_device);
+  free(w->ranks.v);
 }
 
 static tp_rc alloc_scratch(scratch *w, const slice_vec *sv) {
   size_t n = sv->n ? sv->n : 1;
-  w->max_rank = 0;
-  for (size_t i = 0; i < sv->n; i++)
-    if (sv->v[i].ev.rank > w->max_rank) w->max_rank = sv->v[i].ev.rank;
   w->f.parent = malloc(n * sizeof(long));
   w->f.first_child = malloc(n * sizeof(long));
   w->f.next_sibling = malloc(n * sizeof(long));
@@ -454,15 +475,14 @@ static tp_rc alloc_scratch(scratch *w, const slice_vec *sv) {
   w->stack = malloc(n * sizeof(long));
   w->p_start = malloc(n * sizeof(uint64_t));
   w->p_end = calloc(n, sizeof(uint64_t));
-  w->rank_device = malloc(((size_t)w->max_rank + 1) * sizeof(int));
+  w->ranks.v = malloc(n * sizeof *w->ranks.v); /* at most one rank per event */
   if (!w->f.parent || !w->f.first_child || !w->f.next_sibling || !w->f.last_child || !w->stack ||
-      !w->p_start || !w->p_end || !w->rank_device)
+      !w->p_start || !w->p_end || !w->ranks.v)
     return out_of_memory();
   for (size_t i = 0; i < n; i++) {
     w->f.parent[i] = w->f.first_child[i] = w->f.next_sibling[i] = w->f.last_child[i] = -1;
     w->p_start[i] = UINT64_MAX;
   }
-  for (int r = 0; r <= w->max_rank; r++) w->rank_device[r] = -1;
   return TP_OK;
 }
 
@@ -471,10 +491,12 @@ static tp_rc project_ranks(tp_trace_model *m, slice_vec *sv, scratch *w) {
   for (size_t lo = 0, hi; lo < sv->n; lo = hi) {
     int rank = sv->v[lo].ev.rank;
     uint64_t first_range = UINT64_MAX;
+    rank_device *rd = &w->ranks.v[w->ranks.n++]; /* events are sorted by rank */
+    *rd = (rank_device){.rank = rank, .device = -1};
     for (hi = lo; hi < sv->n && sv->v[hi].ev.rank == rank; hi++) {
       if (is_range(&sv->v[hi].ev) && sv->v[hi].ev.start_ns < first_range)
         first_range = sv->v[hi].ev.start_ns;
-      if (sv->v[hi].ev.device > w->rank_device[rank]) w->rank_device[rank] = sv->v[hi].ev.device;
+      if (sv->v[hi].ev.device > rd->device) rd->device = sv->v[hi].ev.device;
     }
     m->n_ranks_seen++;
     if (first_range == UINT64_MAX) first_range = 0;
@@ -491,7 +513,7 @@ static tp_rc lay_out(tp_trace_model *m, scratch *w) {
   w->group_of = malloc((m->n_slices ? m->n_slices : 1) * sizeof(size_t));
   tp_rc rc = w->lanes && w->group_of ? TP_OK : out_of_memory();
   if (rc == TP_OK) rc = assign_lanes(m, &gs, w->lanes, w->group_of);
-  if (rc == TP_OK) rc = make_tracks(m, &gs, w->rank_device);
+  if (rc == TP_OK) rc = make_tracks(m, &gs, &w->ranks);
   if (rc == TP_OK) {
     number_tracks(m);
     for (size_t i = 0; i < m->n_slices; i++) {
@@ -527,7 +549,7 @@ tp_rc tp_trace_model_load(tp_store *store, int64_t config_id, tp_trace_model *m)
     rc = alloc_scratch(&w, &sv);
   }
   if (rc == TP_OK) rc = project_ranks(m, &sv, &w);
-  if (rc == TP_OK) rc = add_projections(m, &sv, w.p_start, w.p_end, w.rank_device);
+  if (rc == TP_OK) rc = add_projections(m, &sv, w.p_start, w.p_end, &w.ranks);
   m->slices = sv.v;
   m->n_slices = sv.n;
   if (rc == TP_OK) rc = lay_out(m, &w);
