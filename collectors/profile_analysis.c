@@ -222,7 +222,8 @@ static void set_device_bounds(const tp_event *ev, size_t n, tp_profile_window *w
 static int range_selected(const tp_event *e, const tp_profile_selector *sel, int64_t *step) {
   if (e->type != TP_EV_RANGE) return 0;
   if (sel->mode == TP_SELECT_STEPS)
-    return tp_profile_step_number(e->name, step) && *step >= sel->step_lo && *step < sel->step_hi;
+    return tp_profile_step_number(e->name, step) && *step >= sel->step_lo &&
+           (*step < sel->step_hi || sel->step_hi == INT64_MAX); /* "A:" keeps the last too */
   *step = 0;
   return regexec(&sel->range_re, e->name, 0, NULL, 0) == 0;
 }
@@ -294,7 +295,7 @@ static void describe_steps(const rank_step *s, size_t n, message *m) {
     message_add(m, "%s", i ? "; " : "");
     for (size_t j = i; j < end;) {
       size_t k = j;
-      while (k + 1 < end && s[k + 1].step <= s[k].step + 1) ++k;
+      while (k + 1 < end && s[k + 1].step - s[k].step <= 1) ++k; /* sorted: no overflow */
       message_add(m, "%s%lld", j > i ? ", " : "", (long long)s[j].step);
       if (s[k].step != s[j].step) message_add(m, "..%lld", (long long)s[k].step);
       j = k + 1;
@@ -339,6 +340,33 @@ static tp_rc fail_no_range(const tp_event *ev, size_t n, const tp_profile_select
                  sel->text, m.text);
 }
 
+static int by_rank_step_start(const void *a, const void *b) {
+  const tp_profile_window *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->step != y->step) return x->step < y->step ? -1 : 1;
+  return window_cmp(a, b);
+}
+
+/* A program that marks its steps twice ("ProfilerStep#3" around "step 3")
+ * has one step there: a step window inside another of the same number on
+ * the same rank is dropped, the outer one kept (one window per rank, step
+ * and start: the store's key). Leaves the windows in window_cmp order;
+ * returns the count kept. */
+static size_t drop_nested_steps(tp_profile_window *w, size_t n) {
+  if (n < 2) return n;
+  qsort(w, n, sizeof *w, by_rank_step_start);
+  size_t kept = 0;
+  uint64_t reach = 0; /* the latest end of the kept windows of this rank and step */
+  for (size_t i = 0; i < n; ++i) {
+    int same = kept > 0 && w[kept - 1].rank == w[i].rank && w[kept - 1].step == w[i].step;
+    if (same && w[i].host_end_ns <= reach) continue; /* inside an earlier-starting one */
+    reach = w[i].host_end_ns;                        /* later than reach when same */
+    w[kept++] = w[i];
+  }
+  qsort(w, kept, sizeof *w, window_cmp);
+  return kept;
+}
+
 /* Numbers --range windows by their order of start on their rank. */
 static void number_by_order(tp_profile_window *w, size_t n) {
   int64_t next = 0;
@@ -366,6 +394,7 @@ tp_rc tp_profile_windows(const tp_event *ev, size_t n, const tp_profile_selector
     return rc;
   }
   if (l.n > 1) qsort(l.items, l.n, sizeof *l.items, window_cmp);
+  if (sel->mode == TP_SELECT_STEPS) l.n = drop_nested_steps(l.items, l.n);
   if (sel->mode == TP_SELECT_RANGE) number_by_order(l.items, l.n);
   for (size_t k = 0; k < l.n; ++k) set_device_bounds(ev, n, &l.items[k]);
   *out = l.items;

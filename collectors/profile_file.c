@@ -5,14 +5,25 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collectors/tp_profile_file.h"
 
 static const char MAGIC[] = "tpbench-profile 1";
+
+/* A line of what a file holds, to the first newline, its control characters
+ * (a binary file's too) as spaces: it is stored and printed as text. */
+static void blank_controls(char *text) {
+  text[strcspn(text, "\n")] = '\0';
+  for (unsigned char *p = (unsigned char *)text; *p; ++p)
+    if (*p < 0x20 || *p == 0x7f) *p = ' ';
+}
 
 /* A name on one line: tabs, newlines and carriage returns become spaces. */
 static int write_name(FILE *f, const char *name) {
@@ -172,17 +183,39 @@ static tp_rc read_lines(FILE *f, const char *path, tp_profile_data *d) {
   return rc;
 }
 
+/* Opens path for reading only when it is a regular file, not through a
+ * link: the folder is the profiled program's to write, and a FIFO placed
+ * there would block the reader forever. NULL (errno set) otherwise. */
+static FILE *open_regular(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) close(fd);
+  return f;
+}
+
 tp_rc tp_profile_file_read(const char *path, tp_profile_data *out) {
   if (!path || !out) return TP_FAIL(TP_EUSAGE, "tp_profile_file_read: NULL argument");
-  FILE *f = fopen(path, "r");
-  if (!f) return TP_FAIL(TP_EIO, "cannot open the profile file %s", path);
+  FILE *f = open_regular(path);
+  if (!f)
+    return TP_FAIL(TP_EIO, "cannot open the profile file %s (%s)", path,
+                   errno == EINVAL || errno == ELOOP ? "not a regular file" : strerror(errno));
   char header[64] = "";
   tp_profile_data d;
   memset(&d, 0, sizeof d);
   tp_rc rc = TP_OK;
-  if (!fgets(header, sizeof header, f) || strncmp(header, MAGIC, sizeof MAGIC - 1) != 0)
+  if (!fgets(header, sizeof header, f) || strncmp(header, MAGIC, sizeof MAGIC - 1) != 0) {
+    blank_controls(header);
     rc = TP_FAIL(TP_EIO, "%s is not a tpbench profile file (first line: %.40s)", path, header);
-  else rc = read_lines(f, path, &d);
+  } else {
+    rc = read_lines(f, path, &d);
+  }
   fclose(f);
   if (rc != TP_OK) {
     tp_profile_data_free(&d);
@@ -318,8 +351,8 @@ tp_rc tp_profile_folder_errors(const char *folder, char *first, size_t cap, size
     if ((*n_errors)++ > 0) continue;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", folder, ent->d_name);
-    FILE *f = fopen(path, "r");
-    if (f && fgets(first, (int)cap, f)) first[strcspn(first, "\n")] = '\0';
+    FILE *f = open_regular(path);
+    if (f && fgets(first, (int)cap, f)) blank_controls(first);
     else snprintf(first, cap, "%s could not be read", path);
     if (f) fclose(f);
   }

@@ -40,7 +40,8 @@ typedef enum {
 typedef struct tp_profile_selector {
   tp_select_mode mode;
   int64_t step_lo;       /* TP_SELECT_STEPS: first step kept (0 when "A" was left open) */
-  int64_t step_hi;       /* ... first step not kept; INT64_MAX when "B" was left open */
+  int64_t step_hi;       /* ... first step not kept; INT64_MAX: open ("A:"), every step up
+                            to INT64_MAX itself kept */
   char text[128];        /* the option as given, for messages ("--steps 3:5") */
   regex_t range_re;      /* TP_SELECT_RANGE: compiled with REG_EXTENDED | REG_NOSUB */
   int range_re_compiled; /* 1 when range_re must be freed */
@@ -82,8 +83,10 @@ typedef struct tp_profile_window {
  * host start, in a malloc'd array (*out NULL when *n_out is 0; free() it). Device work is
  * a kernel, copy, memset or sync event; it belongs to a range's window when its launch_ns
  * lies in [host_start, host_end) of the range and it is of the range's rank (work without a
- * launch time is in no step window). Names point into the events. Returns TP_EUSAGE when
- * --steps or --range selects nothing, with a message listing what exists ("no step in
+ * launch time is in no step window). A step range inside another of the same number on the
+ * same rank (a program marking its steps twice) is no window of its own: the outer one is
+ * the step. Names point into the events. Returns TP_EUSAGE when --steps or --range selects
+ * nothing, with a message listing what exists ("no step in
  * 10:20; the program's steps are 0..7 on rank 0"); TP_EUSAGE for NULL arguments; TP_EOOM.
  * The whole-process selection of no events is zero windows and TP_OK. */
 TP_MUST_CHECK tp_rc tp_profile_windows(const tp_event *ev, size_t n, const tp_profile_selector *sel,

@@ -57,9 +57,9 @@ TP_MUST_CHECK tp_rc tp_profile_file_write(FILE *f, const tp_profile_meta *meta,
                                           const tp_event *events, size_t n);
 
 /* Reads a file written by tp_profile_file_write. TP_EIO if it cannot be
- * opened, TP_EIO (with the line number) also for a header that is not this
- * format or a malformed line other than a cut-off last one, TP_EOOM.
- * *out is filled only on TP_OK; free it with tp_profile_data_free. */
+ * opened or is not a regular file (a link, a FIFO: never followed), TP_EIO (with the line number)
+ * also for a header that is not this format or a malformed line other than a cut-off last one,
+ * TP_EOOM. *out is filled only on TP_OK; free it with tp_profile_data_free. */
 TP_MUST_CHECK tp_rc tp_profile_file_read(const char *path, tp_profile_data *out);
 
 /* Reads every process-*.tpprof file of `folder` (one per process of the
@@ -75,7 +75,8 @@ TP_MUST_CHECK tp_rc tp_profile_folder_read(const char *folder, tp_profile_data *
 
 /* Counts the process-*.error files of `folder` (a process whose collector
  * could not start writes one, with the reason, and runs unprofiled) and
- * copies the first one's reason into first (cut to cap). A missing folder
+ * copies the first one's reason into first: its first line, cut to cap,
+ * control characters as spaces; a link or FIFO is not read. A missing folder
  * has none. TP_EUSAGE for NULL arguments. */
 TP_MUST_CHECK tp_rc tp_profile_folder_errors(const char *folder, char *first, size_t cap,
                                              size_t *n_errors);

@@ -17,6 +17,7 @@
 #include "collectors/tp_profile_analysis.h"
 #include "collectors/tp_profile_file.h"
 #include "report/tp_compare.h"
+#include "report/tp_report_util.h"
 #include "store/tp_store_profile.h"
 
 /* ---- small helpers -------------------------------------------------------------- */
@@ -100,8 +101,8 @@ static void analysis_free(analysis *a) {
 static tp_rc analyse(const tp_profile_data *d, const tp_profile_selector *sel, analysis *a) {
   memset(a, 0, sizeof *a);
   tp_profile_selector whole = {.mode = TP_SELECT_PROCESS};
-  a->select_rc = tp_profile_windows(d->events, d->n_events, sel ? sel : &whole, &a->windows,
-                                    &a->n_windows);
+  a->select_rc =
+      tp_profile_windows(d->events, d->n_events, sel ? sel : &whole, &a->windows, &a->n_windows);
   if (a->select_rc == TP_EUSAGE) {
     snprintf(a->select_msg, sizeof a->select_msg, "%s", tp_last_error());
     return TP_OK; /* stored as the configuration's reason; the events are kept */
@@ -115,8 +116,8 @@ static tp_rc analyse(const tp_profile_data *d, const tp_profile_selector *sel, a
     TP_TRY(tp_profile_breakdown_of(d->events, d->n_events, &a->windows[i], &a->breakdowns[i]));
   TP_TRY(tp_profile_schedules(d->events, d->n_events, a->windows, a->n_windows, &a->schedules,
                               &a->n_schedules));
-  return tp_profile_kernel_summary_of(d->events, d->n_events, a->windows, a->n_windows,
-                                      &a->kernels, &a->n_kernels);
+  return tp_profile_kernel_summary_of(d->events, d->n_events, a->windows, a->n_windows, &a->kernels,
+                                      &a->n_kernels);
 }
 
 /* ---- import ------------------------------------------------------------------------ */
@@ -317,18 +318,53 @@ static void drop_duplicate_kernels(tp_profile_record *r) {
   size_t kept = 0;
   for (size_t i = 0; i < r->n_kernels; ++i) {
     int seen = 0;
-    for (size_t j = 0; j < kept && !seen; ++j) seen = !strcmp(r->kernels[j].name, r->kernels[i].name);
+    for (size_t j = 0; j < kept && !seen; ++j)
+      seen = !strcmp(r->kernels[j].name, r->kernels[i].name);
     if (!seen) r->kernels[kept++] = r->kernels[i];
   }
   r->n_kernels = kept;
+}
+
+/* The transport of two ranges' communication together (verdict_of's rule
+ * over the summed counts): one kind, "none", or "mixed". */
+static const char *joint_transport(const char *a, const char *b) {
+  if (!strcmp(a, b) || !strcmp(b, "none")) return a;
+  return strcmp(a, "none") == 0 ? b : "mixed";
+}
+
+/* Range names cut to the same text on one rank would collide in the store's
+ * key: one row, their counts summed. Rows are in (rank, full name) order, so
+ * names sharing the kept prefix are neighbours. */
+static void merge_cut_schedules(tp_profile_record *r) {
+  size_t kept = 0;
+  for (size_t i = 0; i < r->n_schedules; ++i) {
+    tp_profile_schedule_row *s = &r->schedules[i], *last = kept ? &r->schedules[kept - 1] : NULL;
+    if (!last || last->rank != s->rank || strcmp(last->range_name, s->range_name) != 0) {
+      r->schedules[kept++] = *s;
+      continue;
+    }
+    last->ranges += s->ranges;
+    last->nccl_kernels += s->nccl_kernels;
+    last->ce_copies += s->ce_copies;
+    last->sm_copy_kernels += s->sm_copy_kernels;
+    last->multicast_kernels += s->multicast_kernels;
+    last->comm_ns += s->comm_ns;
+    last->gemm_ns += s->gemm_ns;
+    char joint[sizeof last->transport];
+    snprintf(joint, sizeof joint, "%s", joint_transport(last->transport, s->transport));
+    memcpy(last->transport, joint, sizeof joint);
+  }
+  r->n_schedules = kept;
 }
 
 static void fill_profile_header(const tp_profile_import_args *args, const tp_profile_data *d,
                                 size_t n_files, const analysis *a, const step_stats *st,
                                 tp_profile_record *r, tp_profile_import_result *out) {
   const tp_profile_selector *sel = args->selector;
-  if (!sel || sel->mode == TP_SELECT_PROCESS) snprintf(r->selector, sizeof r->selector, "whole process");
-  else if (strncmp(sel->text, "--", 2) == 0) snprintf(r->selector, sizeof r->selector, "%s", sel->text);
+  if (!sel || sel->mode == TP_SELECT_PROCESS)
+    snprintf(r->selector, sizeof r->selector, "whole process");
+  else if (strncmp(sel->text, "--", 2) == 0)
+    snprintf(r->selector, sizeof r->selector, "%s", sel->text);
   else
     snprintf(r->selector, sizeof r->selector, "%s %s",
              sel->mode == TP_SELECT_STEPS ? "--steps" : "--range", sel->text);
@@ -340,10 +376,10 @@ static void fill_profile_header(const tp_profile_import_args *args, const tp_pro
            args->baseline_method ? args->baseline_method : "");
   r->baseline_step_us = args->baseline_step_us;
   r->profiled_step_us = st->host_median_us;
-  r->overhead_pct = isfinite(args->baseline_step_us) && args->baseline_step_us > 0 &&
-                            isfinite(st->host_median_us)
-                        ? 100.0 * (st->host_median_us / args->baseline_step_us - 1.0)
-                        : NAN;
+  r->overhead_pct =
+      isfinite(args->baseline_step_us) && args->baseline_step_us > 0 && isfinite(st->host_median_us)
+          ? 100.0 * (st->host_median_us / args->baseline_step_us - 1.0)
+          : NAN;
   out->overhead_pct = r->overhead_pct;
   out->n_ranks = (size_t)r->ranks;
   out->n_windows = a->n_windows;
@@ -393,6 +429,7 @@ static tp_rc store_profiled(tp_store *store, int64_t run_id, const tp_profile_im
   if (rc == TP_OK) {
     fill_profile_header(args, d, n_files, a, &st, &prof, out);
     drop_duplicate_kernels(&prof);
+    merge_cut_schedules(&prof);
     rc = tp_store_put_profile(store, out->config_id, &prof);
   }
   out->n_events = d->n_events;
@@ -414,6 +451,17 @@ static tp_rc store_unprofiled(tp_store *store, int64_t run_id, const tp_profile_
   if (busy_reason) {
     snprintf(out->reason, sizeof out->reason, "not profiled: %s", busy_reason);
     out->busy = 1;
+  } else if (args->exit_status == 127) {
+    snprintf(out->reason, sizeof out->reason,
+             "the command could not be run (or exited with status 127): nothing was profiled "
+             "(empty)");
+  } else if (args->exit_status > 128 && args->exit_status < 128 + 65) {
+    /* a process killed by SIGKILL writes no file: "never initialised" may be untrue */
+    snprintf(out->reason, sizeof out->reason,
+             "the command ended with status %d (killed by signal %d?) and no process left its "
+             "events: it never initialised CUDA, or a process killed by SIGKILL lost what it "
+             "recorded; nothing was profiled (empty)",
+             args->exit_status, args->exit_status - 128);
   } else if (args->exit_status != 0) {
     snprintf(out->reason, sizeof out->reason,
              "the program never initialised CUDA (it exited with status %d): nothing was "
@@ -541,19 +589,24 @@ static tp_rc print_header(tp_store *store, int64_t run_id, int64_t config_id, FI
     const unsigned char *cmd = sqlite3_column_text(st, 0);
     const unsigned char *status = sqlite3_column_text(st, 1);
     const unsigned char *reason = sqlite3_column_text(st, 2);
-    fprintf(out, "# profile run %lld, configuration %lld\n\ncommand: %s\nstatus: %s%s%s\n",
-            (long long)run_id, (long long)config_id, cmd ? (const char *)cmd : "(not recorded)",
-            status ? (const char *)status : "?", reason ? ": " : "",
-            reason ? (const char *)reason : "");
+    /* the command line and the reason hold the program's text: escaped */
+    fprintf(out, "# profile run %lld, configuration %lld\n\ncommand: ", (long long)run_id,
+            (long long)config_id);
+    tp_md_text(out, cmd ? (const char *)cmd : "(not recorded)");
+    fprintf(out, "\nstatus: %s%s", status ? (const char *)status : "?", reason ? ": " : "");
+    tp_md_text(out, (const char *)reason);
+    fputc('\n', out);
   }
   sqlite3_finalize(st);
   return rc;
 }
 
 static void print_summary(const tp_profile_record *r, FILE *out) {
-  fprintf(out, "processes: %lld, ranks: %lld, GPU: %s, windows: %s (%zu)\n",
-          (long long)r->processes, (long long)r->ranks, r->gpu_name[0] ? r->gpu_name : "unknown",
-          r->selector, r->n_steps);
+  fprintf(out, "processes: %lld, ranks: %lld, GPU: ", (long long)r->processes, (long long)r->ranks);
+  tp_md_text(out, r->gpu_name[0] ? r->gpu_name : "unknown");
+  fprintf(out, ", windows: ");
+  tp_md_text(out, r->selector);
+  fprintf(out, " (%zu)\n", r->n_steps);
   if (isfinite(r->overhead_pct))
     fprintf(out,
             "overhead: %+.1f %% (median step %.3f ms profiled, %.3f ms without device "
@@ -566,12 +619,8 @@ static void print_summary(const tp_profile_record *r, FILE *out) {
 
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
-static void print_cell_text(const char *text, FILE *out) {
-  for (const char *p = text; *p; ++p) {
-    if (*p == '|') fputs("\\|", out); /* a table cell */
-    else fputc(*p, out);
-  }
-}
+/* Names are the program's: no row, markup or HTML of their own. */
+static void print_cell_text(const char *text, FILE *out) { tp_md_text(out, text); }
 
 static void print_steps(const tp_profile_record *r, FILE *out) {
   fprintf(out, "\n## windows\n\n");
@@ -586,9 +635,10 @@ static void print_steps(const tp_profile_record *r, FILE *out) {
     const tp_profile_step_row *s = &r->steps[i];
     fprintf(out, "| %d | %lld | ", s->rank, (long long)s->step);
     print_cell_text(s->name, out);
-    fprintf(out, "%s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | ", s->empty ? " (empty)" : "",
-            ms(s->end_ns - s->start_ns), ms(s->host_end_ns - s->host_start_ns), ms(s->comm_ns),
-            ms(s->compute_ns), ms(s->sync_ns), ms(s->other_ns), ms(s->idle_ns));
+    fprintf(out, "%s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | ",
+            s->empty ? " (empty)" : "", ms(s->end_ns - s->start_ns),
+            ms(s->host_end_ns - s->host_start_ns), ms(s->comm_ns), ms(s->compute_ns),
+            ms(s->sync_ns), ms(s->other_ns), ms(s->idle_ns));
     if (s->comm_ns) fprintf(out, "%.1f", 100.0 * (double)s->overlap_ns / (double)s->comm_ns);
     else fprintf(out, "-");
     fprintf(out, " | %.3f | %lld |\n", ms(s->exposed_ns), (long long)s->kernels);
@@ -712,24 +762,30 @@ tp_rc tp_profile_compare_pair(tp_store *store, int64_t base_config, int64_t head
     tp_profile_record_free(&b);
     return rc;
   }
-  fprintf(out, "\n### profile `%s`: configuration %lld → %lld\n\n", label ? label : "?",
-          (long long)base_config, (long long)head_config);
+  fprintf(out, "\n### profile ");
+  tp_md_code(out, label ? label : "?");
+  fprintf(out, ": configuration %lld → %lld\n\n", (long long)base_config, (long long)head_config);
   if (!found_b || !found_h || !b.n_steps || !h.n_steps) {
     fprintf(out, "no windows on %s side: nothing to compare\n",
-             !found_b || !b.n_steps ? "the base" : "the head");
+            !found_b || !b.n_steps ? "the base" : "the head");
   } else {
-    fprintf(out, "windows: %s (%zu) → %s (%zu). Each value is the median over steps of the "
-                 "slowest rank; p: Welch's t test over the steps of one run each (step-to-step "
-                 "spread only: rerun both for run-to-run spread)\n\n"
-                 "| per step | base ms | head ms | change | p |\n|---|---:|---:|---:|---:|\n",
-            b.selector, b.n_steps, h.selector, h.n_steps);
+    fprintf(out, "windows: ");
+    tp_md_text(out, b.selector);
+    fprintf(out, " (%zu) → ", b.n_steps);
+    tp_md_text(out, h.selector);
+    fprintf(out,
+            " (%zu). Each value is the median over steps of the slowest rank; p: Welch's t "
+            "test over the steps of one run each (step-to-step spread only: rerun both for "
+            "run-to-run spread)\n\n"
+            "| per step | base ms | head ms | change | p |\n|---|---:|---:|---:|---:|\n",
+            h.n_steps);
     static const struct {
       const char *name;
       step_field f;
       int test;
-    } fields[] = {{"step time", f_step, 1},     {"communication", f_comm, 0},
-                  {"compute", f_compute, 0},    {"sync", f_sync, 0},
-                  {"idle", f_idle, 0},          {"exposed communication", f_exposed, 0}};
+    } fields[] = {{"step time", f_step, 1},  {"communication", f_comm, 0},
+                  {"compute", f_compute, 0}, {"sync", f_sync, 0},
+                  {"idle", f_idle, 0},       {"exposed communication", f_exposed, 0}};
     for (size_t k = 0; rc == TP_OK && k < sizeof fields / sizeof fields[0]; ++k) {
       double *vb = NULL, *vh = NULL;
       size_t nb = 0, nh = 0;

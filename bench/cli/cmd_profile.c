@@ -12,7 +12,8 @@
  * NVTX ranges only, for the step time without device recording. Exits
  * with the command's own status (127: it could not be run; 128 + N: signal
  * N killed it); 1 when the command succeeded but nothing could be
- * profiled (CUPTI busy) or the windows were not found. A build without
+ * profiled (CUPTI busy) or the windows were not found; 1, running nothing,
+ * when the database cannot be opened. A build without
  * CUDA has no injection library: it parses the options, then says so and
  * exits 1.
  */
@@ -93,15 +94,20 @@ static tp_rc parse_args(int argc, char **argv, profile_args *a, int *cmd_at, int
 #endif
 
 #ifdef TPBENCH_PROFILE_INJECT
-/* The command line as typed, arguments with spaces or quotes in single quotes. */
+/* The command line as typed, arguments with spaces or quotes in single
+ * quotes; one that does not fit ends in " ..." so it does not read whole. */
 static void join_command(int argc, char **argv, char *buf, size_t cap) {
-  size_t used = 0;
+  static const char more[] = " ...";
+  size_t used = 0, room = cap - sizeof more; /* the mark always fits */
   buf[0] = '\0';
-  for (int i = 0; i < argc && used < cap; ++i) {
+  for (int i = 0; i < argc; ++i) {
     int quote = strpbrk(argv[i], " \t'\"") != NULL || !*argv[i];
-    int n = snprintf(buf + used, cap - used, "%s%s%s%s", i ? " " : "", quote ? "'" : "", argv[i],
+    int n = snprintf(buf + used, room - used, "%s%s%s%s", i ? " " : "", quote ? "'" : "", argv[i],
                      quote ? "'" : "");
-    if (n < 0) break;
+    if (n < 0 || (size_t)n >= room - used) {
+      memcpy(buf + used, more, sizeof more); /* used < room: the last whole argument */
+      return;
+    }
     used += (size_t)n;
   }
 }
@@ -135,8 +141,8 @@ static void remove_folder(const char *dir) {
 }
 
 /* Stores what the command left, says what became of it; the exit status. */
-static int import_profile(const profile_args *a, const char *out_dir, const char *line,
-                          int status, double baseline_us, const char *baseline_method) {
+static int import_profile(const profile_args *a, const char *out_dir, const char *line, int status,
+                          double baseline_us, const char *baseline_method) {
   char host[256];
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
   tp_profile_import_args ia = {.profile_dir = out_dir,
@@ -161,9 +167,7 @@ static int import_profile(const profile_args *a, const char *out_dir, const char
   }
   remove_folder(out_dir);
   if (res.empty) {
-    fprintf(stderr,
-            "tpbench profile: the command never initialised CUDA: nothing was profiled "
-            "(run %lld stored, marked empty)\n",
+    fprintf(stderr, "tpbench profile: %s (run %lld stored, marked empty)\n", res.reason,
             (long long)res.run_id);
     return status;
   }
@@ -192,15 +196,22 @@ static tp_rc spawn_injected(const char *lib, const char *mode, char **argv, char
                             int *status) {
   if (!mkdtemp(dir))
     return TP_FAIL(TP_EIO, "profile: cannot make a folder for the events (mkdtemp)");
-  char inject_env[PATH_MAX + 64], out_env[PATH_MAX + 64], preload_env[2 * PATH_MAX];
+  char inject_env[PATH_MAX + 64], out_env[PATH_MAX + 64];
   char nvtx_env[PATH_MAX + 64], mode_env[64], cupti[PATH_MAX];
   snprintf(inject_env, sizeof inject_env, "CUDA_INJECTION64_PATH=%s", lib);
   snprintf(out_env, sizeof out_env, "TPBENCH_PROFILE_OUT=%s", dir);
   snprintf(mode_env, sizeof mode_env, "TPBENCH_PROFILE_MODE=%s", mode);
-  /* preloaded as well, so a process that ends with _exit still writes its events */
+  /* preloaded as well, so a process that ends with _exit still writes its
+   * events; the user's own preloads follow, whatever their length */
   const char *preload = getenv("LD_PRELOAD");
-  snprintf(preload_env, sizeof preload_env, "LD_PRELOAD=%s%s%s", lib,
-           preload && *preload ? ":" : "", preload ? preload : "");
+  size_t preload_len = sizeof "LD_PRELOAD=:" + strlen(lib) + (preload ? strlen(preload) : 0);
+  char *preload_env = malloc(preload_len);
+  if (!preload_env) {
+    (void)rmdir(dir);
+    return TP_FAIL(TP_EOOM, "profile: out of memory");
+  }
+  snprintf(preload_env, preload_len, "LD_PRELOAD=%s%s%s", lib, preload && *preload ? ":" : "",
+           preload ? preload : "");
   /* NVTX finds its tool at a module's first call, which in a Python program
    * may come before CUDA starts and the collector could set the variable */
   const char *nvtx = getenv("NVTX_INJECTION64_PATH");
@@ -209,6 +220,7 @@ static tp_rc spawn_injected(const char *lib, const char *mode, char **argv, char
   const char *env[] = {inject_env, out_env, preload_env, mode_env, set_nvtx ? nvtx_env : NULL,
                        NULL};
   tp_rc rc = tp_profile_spawn(argv, env, status);
+  free(preload_env);
   if (rc != TP_OK) (void)rmdir(dir);
   return rc;
 }
@@ -237,11 +249,26 @@ static double baseline_step(const profile_args *a, const char *lib, char **argv)
   return status == 0 ? median : NAN;
 }
 
+/* Opens (creating or migrating) the database before the command runs: a
+ * database that cannot take the profile is found now, not after a long
+ * job whose events could then only be left in a folder. */
+static tp_rc check_database(const char *db) {
+  tp_store *store = NULL;
+  tp_rc rc = tp_store_open(db, 1, &store);
+  tp_store_close(store);
+  return rc;
+}
+
 static int run_profile(const profile_args *a, int argc, char **argv) {
   char lib[PATH_MAX + 32], dir[] = "/tmp/tpbench-profile-XXXXXX";
   if (inject_path(lib, sizeof lib) != TP_OK) {
     tp_print_error("profile");
     return TP_EXIT_USAGE;
+  }
+  if (check_database(a->db) != TP_OK) {
+    tp_print_error("profile");
+    fprintf(stderr, "tpbench profile: nothing was run\n");
+    return TP_EXIT_FAILURE;
   }
   char line[4096];
   join_command(argc, argv, line, sizeof line);

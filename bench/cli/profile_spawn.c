@@ -21,12 +21,16 @@ int tp_profile_exit_status(int wait_status) {
   return 1; /* stopped or continued: waitpid without WUNTRACED does not report these */
 }
 
-/* In the child: set the variables and exec; only returns by _exit. */
-static void exec_child(char *const argv[], const char *const env[]) {
+/* In the child: set the variables and exec; only returns by _exit. The
+ * signals tpbench ignores while it waits are given back as they were before
+ * (a command started with SIGINT ignored, in a script's background, keeps
+ * it ignored); a handler does not survive exec, so anything else is default. */
+static void exec_child(char *const argv[], const char *const env[], void (*old_int)(int),
+                       void (*old_term)(int)) {
   for (size_t i = 0; env && env[i]; ++i)
     if (putenv((char *)(uintptr_t)env[i]) != 0) _exit(EXIT_NOT_FOUND);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, old_int == SIG_IGN ? SIG_IGN : SIG_DFL);
+  signal(SIGTERM, old_term == SIG_IGN ? SIG_IGN : SIG_DFL);
   execvp(argv[0], argv);
   fprintf(stderr, "tpbench profile: cannot run %s: %s\n", argv[0], strerror(errno));
   _exit(EXIT_NOT_FOUND);
@@ -39,7 +43,7 @@ tp_rc tp_profile_spawn(char *const argv[], const char *const env[], int *exit_st
   void (*old_int)(int) = signal(SIGINT, SIG_IGN);
   void (*old_term)(int) = signal(SIGTERM, SIG_IGN);
   pid_t pid = fork();
-  if (pid == 0) exec_child(argv, env);
+  if (pid == 0) exec_child(argv, env, old_int, old_term);
   tp_rc rc = TP_OK;
   int status = 0;
   if (pid < 0) {
