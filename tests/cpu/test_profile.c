@@ -14,9 +14,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -731,6 +733,275 @@ static void test_profile_command(void **state) {
   remove_folder(dir, err);
 }
 
+/* Writes text as the file dir/name. */
+static void write_text(const char *dir, const char *name, const char *text) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_true(fputs(text, f) >= 0);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The profile report of run_id, malloc'd. */
+static char *report_text(tp_store *store, int64_t run_id) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_profile_report(store, run_id, out), TP_OK);
+  assert_int_equal(fclose(out), 0);
+  return text;
+}
+
+/* torchrun's agent keeps rank -1 beside its workers, and a file may name
+ * any int rank: `tpbench trace` (both formats) reads such a profile (the
+ * trace model indexed an array by rank: -1 wrote before it, INT_MAX asked
+ * for 8 GiB and overflowed). */
+static void test_trace_odd_ranks(void **state) {
+  (void)state;
+  char dir[64], db[64], out[128], err[128], config[32];
+  make_folder(dir);
+  write_rank(dir, 100, -1, "");
+  write_rank(dir, 101, 0, "NVIDIA H200");
+  write_rank(dir, 102, 2147483647, "NVIDIA H200");
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  a.baseline_step_us = NAN;
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.n_ranks, 3);
+  tp_store_close(store);
+  snprintf(config, sizeof config, "%lld", (long long)r.config_id);
+  snprintf(out, sizeof out, "%s/trace.json", dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  char *chrome[] = {TPBENCH_EXE, "trace", "--db", db, "--config", config, "--out", out, NULL};
+  assert_int_equal(run_quietly(chrome, err, NULL), 0);
+  assert_true(file_has(out, "nvjet_gemm"));
+  snprintf(out, sizeof out, "%s/kineto", dir);
+  char *kineto[] = {TPBENCH_EXE, "trace",  "--db",  db,  "--config", config,
+                    "--format",  "kineto", "--out", out, NULL};
+  assert_int_equal(run_quietly(kineto, err, NULL), 0);
+  snprintf(out, sizeof out, "%s/kineto/rank-1.json", dir);
+  assert_true(file_has(out, "nvjet_gemm"));
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* Names, the GPU, the label and the reason are the program's text: the
+ * report and compare escape them (no HTML, no extra cell, no broken code
+ * span), as every other report does. */
+static void test_report_escapes_program_text(void **state) {
+  (void)state;
+  char dir[64], db[64], out[128], err[128];
+  make_folder(dir);
+  write_text(dir, "process-5.tpprof",
+             "tpbench-profile 1\n"
+             "meta 5 0 1000 900000 0 0 1\n"
+             "gpu NVIDIA <b>H200</b>\n"
+             "ev 4 6 0 1000 500000 0 0 0 -1 4294967295 0 -1 my|range <i>x</i>\n"
+             "ev 0 0 0 2000 3000 0 1500 0 0 7 1 -1 nccl<script>alert(1)</script>|`x`\n");
+  tp_store *store = fresh_store(db);
+  const char *commits[] = {"aaaa1111", "bbbb2222"};
+  int64_t run = 0;
+  for (int i = 0; i < 2; ++i) {
+    tp_profile_import_args a = import_args(dir, 0);
+    a.commit = commits[i];
+    a.label = "lab`el|<x>";
+    a.command_line = "python3 <t>.py";
+    a.baseline_step_us = NAN;
+    tp_profile_import_result r;
+    assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+    run = r.run_id;
+  }
+  char *text = report_text(store, run);
+  tp_store_close(store);
+  assert_null(strstr(text, "<"));
+  assert_non_null(strstr(text, "command: python3 &lt;t&gt;.py"));
+  assert_non_null(strstr(text, "GPU: NVIDIA &lt;b&gt;H200&lt;/b&gt;"));
+  assert_non_null(strstr(text, "| 0 | my\\|range &lt;i&gt;x&lt;/i&gt; |"));
+  assert_non_null(strstr(text, "| nccl&lt;script&gt;alert(1)&lt;/script&gt;\\|\\`x\\` |"));
+  free(text);
+  snprintf(out, sizeof out, "%s/compare.md", dir);
+  snprintf(err, sizeof err, "%s/compare.err", dir);
+  char *argv[] = {TPBENCH_EXE, "compare", "aaaa1111", "bbbb2222", "--db", db, NULL};
+  assert_int_equal(run_quietly(argv, err, out), 0);
+  assert_true(file_has(out, "### profile ``lab`el|<x>"));
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* Two things the store's keys refused, failing the whole import after the
+ * run was begun: a step marked twice from one start (ProfilerStep#1 around
+ * "step 1"), and two range names that are the same in their first 127
+ * bytes (one row, their counts summed). */
+static void test_import_nested_steps_and_cut_names(void **state) {
+  (void)state;
+  char dir[64], db[64], text[2048], name[140];
+  memset(name, 'x', 130);
+  name[130] = '\0';
+  make_folder(dir);
+  snprintf(text, sizeof text,
+           "tpbench-profile 1\n"
+           "meta 5 0 1000 900000 0 0 1\n"
+           "ev 4 6 0 1000 500000 0 0 0 -1 4294967295 0 -1 ProfilerStep#1\n"
+           "ev 4 6 0 1000 400000 0 0 0 -1 4294967295 0 -1 step 1\n"
+           "ev 4 6 0 1100 2000 0 0 0 -1 4294967295 0 -1 %sA\n"
+           "ev 4 6 0 3000 4000 0 0 0 -1 4294967295 0 -1 %sB\n"
+           "ev 0 0 0 5000 6000 0 1500 0 0 7 1 -1 ncclDevKernel_AllGather_RING_LL\n"
+           "ev 0 0 0 7000 8000 0 3500 0 0 7 2 -1 ncclDevKernel_AllGather_RING_LL\n",
+           name, name);
+  write_text(dir, "process-5.tpprof", text);
+  tp_profile_selector sel;
+  assert_int_equal(tp_profile_selector_parse("1", NULL, &sel), TP_OK);
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args(dir, 0);
+  a.selector = &sel;
+  a.baseline_step_us = NAN;
+  tp_profile_import_result r;
+  if (tp_profile_import(store, &a, &r) != TP_OK) fail_msg("%s", tp_last_error());
+  assert_int_equal(r.n_windows, 1);
+  tp_profile_record prof;
+  int found = 0;
+  assert_int_equal(tp_store_get_profile(store, r.config_id, &prof, &found), TP_OK);
+  assert_int_equal(prof.n_steps, 1);
+  assert_string_equal(prof.steps[0].name, "ProfilerStep#1");
+  assert_int_equal(prof.n_schedules, 1);
+  assert_int_equal(prof.schedules[0].ranges, 2);
+  assert_int_equal(prof.schedules[0].nccl_kernels, 2);
+  assert_string_equal(prof.schedules[0].transport, "nccl");
+  tp_profile_record_free(&prof);
+  tp_profile_selector_free(&sel);
+  tp_store_close(store);
+  remove_db(db);
+  remove_all(dir);
+}
+
+/* The folder is the program's to write: a FIFO named like an event file
+ * is refused, not read (it blocked the import forever), a link is not
+ * followed, and a binary .error file's reason is one line of text. */
+static void test_folder_not_regular_files(void **state) {
+  (void)state;
+  char dir[64], path[160], reason[64];
+  make_folder(dir);
+  snprintf(path, sizeof path, "%s/process-5.tpprof", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  alarm(20); /* a blocked read fails the test instead of hanging it */
+  tp_profile_data d;
+  size_t files = 0;
+  assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_EIO);
+  assert_non_null(strstr(tp_last_message(), "not a regular file"));
+  unlink(path);
+  write_process(dir, path, 5, 1, NULL);
+  char link[160];
+  snprintf(link, sizeof link, "%s/process-6.tpprof", dir);
+  assert_int_equal(symlink(path, link), 0);
+  assert_int_equal(tp_profile_folder_read(dir, &d, &files), TP_EIO);
+  assert_non_null(strstr(tp_last_message(), "process-6.tpprof (not a regular file)"));
+  unlink(link);
+  unlink(path);
+  write_text(dir, "process-7.error", "\x1b[31mred\x01\tx\x7f|<b>\nsecond line\n");
+  size_t n_errors = 0;
+  assert_int_equal(tp_profile_folder_errors(dir, reason, sizeof reason, &n_errors), TP_OK);
+  assert_int_equal(n_errors, 1);
+  assert_string_equal(reason, " [31mred  x |<b>");
+  snprintf(path, sizeof path, "%s/process-8.error", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(tp_profile_folder_errors(dir, reason, sizeof reason, &n_errors), TP_OK);
+  assert_int_equal(n_errors, 2);
+  alarm(0);
+  remove_all(dir);
+}
+
+/* No event file and a command that failed: the reason says what is known
+ * (127: it could not be run; 128 + N: a signal, whose SIGKILL leaves no
+ * file) instead of claiming the program never used CUDA. */
+static void test_import_unprofiled_reasons(void **state) {
+  (void)state;
+  char db[64];
+  tp_store *store = fresh_store(db);
+  tp_profile_import_args a = import_args("/nonexistent/profile-folder", 127);
+  tp_profile_import_result r;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_int_equal(r.empty, 1);
+  assert_non_null(strstr(r.reason, "could not be run"));
+  a.exit_status = 137;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_non_null(strstr(r.reason, "killed by signal 9"));
+  assert_null(strstr(r.reason, "the program never initialised CUDA"));
+  a.exit_status = 5;
+  assert_int_equal(tp_profile_import(store, &a, &r), TP_OK);
+  assert_non_null(strstr(r.reason, "never initialised CUDA (it exited with status 5)"));
+  tp_store_close(store);
+  remove_db(db);
+}
+
+/* tpbench started with SIGINT ignored (a script's background job) starts
+ * the command with SIGINT still ignored, as the shell would have. */
+static void test_spawn_keeps_ignored_sigint(void **state) {
+  (void)state;
+  void (*old)(int) = signal(SIGINT, SIG_IGN);
+  assert_int_equal(spawn("kill -INT $$; exit 4", NULL), 4);
+  signal(SIGINT, old);
+  assert_int_equal(spawn("kill -INT $$; exit 4", NULL), 128 + SIGINT);
+}
+
+/* The command line around the command: a database that cannot take the
+ * profile is refused before anything runs; a user's LD_PRELOAD of any
+ * length reaches the command after the collector; a command line longer
+ * than the stored one ends in " ...". */
+static void test_profile_command_edges(void **state) {
+  (void)state;
+  char dir[64], db[128], err[128], marker[128], script[256];
+  make_folder(dir);
+  snprintf(db, sizeof db, "%s/bad.db", dir);
+  snprintf(err, sizeof err, "%s/err", dir);
+  snprintf(marker, sizeof marker, "%s/ran", dir);
+  write_text(dir, "bad.db", "not a database\n");
+  snprintf(script, sizeof script, "touch '%s'", marker);
+  char *bad[] = {TPBENCH_EXE, "profile", "--db", db, "--", "sh", "-c", script, NULL};
+  assert_int_equal(run_quietly(bad, err, NULL), 1);
+  assert_int_equal(access(marker, F_OK), -1); /* nothing ran */
+#ifdef TPBENCH_PROFILE_INJECT
+  assert_true(file_has(err, "nothing was run"));
+  snprintf(db, sizeof db, "%s/p.db", dir);
+  static char preload[9000], long_arg[6000];
+  memset(preload, 'p', sizeof preload - 1);
+  memcpy(preload, "/nonexistent/", 13);
+  memset(long_arg, 'a', sizeof long_arg - 1);
+  assert_int_equal(setenv("LD_PRELOAD", preload, 1), 0);
+  char *argv[] = {TPBENCH_EXE,
+                  "profile",
+                  "--db",
+                  db,
+                  "--",
+                  "sh",
+                  "-c",
+                  "case \"$LD_PRELOAD\" in *libtpbench_inject.so:/nonexistent/ppp*ppp) exit 0;; "
+                  "esac; exit 9",
+                  long_arg,
+                  NULL};
+  int status = run_quietly(argv, err, NULL);
+  unsetenv("LD_PRELOAD");
+  assert_int_equal(status, 0);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(db, 0, &store), TP_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(
+      sqlite3_prepare_v2(tp_store_db(store), "SELECT command_line FROM runs", -1, &st, NULL),
+      SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  const char *line = (const char *)sqlite3_column_text(st, 0);
+  assert_non_null(line);
+  assert_true(strlen(line) > 4 && strcmp(line + strlen(line) - 4, " ...") == 0);
+  sqlite3_finalize(st);
+  tp_store_close(store);
+#else
+  assert_true(file_has(err, "profiling needs a CUDA build"));
+#endif
+  remove_all(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_file_round_trip),
@@ -747,6 +1018,13 @@ int main(void) {
       cmocka_unit_test(test_compare_profiles),
       cmocka_unit_test(test_spawn_exit_status),
       cmocka_unit_test(test_profile_command),
+      cmocka_unit_test(test_trace_odd_ranks),
+      cmocka_unit_test(test_report_escapes_program_text),
+      cmocka_unit_test(test_import_nested_steps_and_cut_names),
+      cmocka_unit_test(test_folder_not_regular_files),
+      cmocka_unit_test(test_import_unprofiled_reasons),
+      cmocka_unit_test(test_spawn_keeps_ignored_sigint),
+      cmocka_unit_test(test_profile_command_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

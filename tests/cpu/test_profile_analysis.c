@@ -305,6 +305,48 @@ static void test_windows_nothing_selected(void **state) {
   tp_profile_selector_free(&sel);
 }
 
+/* A program marking its steps twice (ProfilerStep#1 around "step 1", from
+ * one start) has one step there, the outer range: two windows of one rank,
+ * step and start would collide in the store's key. A step repeated later
+ * (a new epoch) stays a window of its own. */
+static void test_windows_nested_same_step(void **state) {
+  (void)state;
+  trace t = {.n = 0};
+  range(&t, 0, "ProfilerStep#1", 100, 900);
+  range(&t, 0, "step 1", 100, 800);
+  range(&t, 0, "step_1", 200, 300);
+  range(&t, 0, "step 1", 100, 900); /* the same bounds twice */
+  range(&t, 1, "step 1", 100, 800); /* another rank's */
+  range(&t, 0, "step 1", 2000, 2500);
+  kernel(&t, 0, GEMM_K, 150, 400, 150);
+  tp_profile_window *w = windows_of(&t, "1", NULL, 3);
+  assert_int_equal(w[0].rank, 0);
+  assert_int_equal(w[0].host_start_ns, 100);
+  assert_int_equal(w[0].host_end_ns, 900);
+  assert_int_equal(w[0].empty, 0);
+  assert_int_equal(w[1].host_start_ns, 2000);
+  assert_int_equal(w[2].rank, 1);
+  free(w);
+}
+
+/* Step numbers at the top of int64_t, repeated on a rank: the message
+ * listing the program's steps runs them without overflowing. */
+static void test_windows_huge_step_numbers(void **state) {
+  (void)state;
+  trace t = {.n = 0};
+  range(&t, 0, "step 9223372036854775807", 0, 10);
+  range(&t, 0, "step 9223372036854775807", 20, 30);
+  range(&t, 0, "step 9223372036854775806", 40, 50);
+  tp_profile_selector sel = selector("0:5", NULL);
+  tp_profile_window *w = NULL;
+  size_t n = 0;
+  assert_int_equal(tp_profile_windows(t.ev, t.n, &sel, &w, &n), TP_EUSAGE);
+  assert_non_null(
+      strstr(tp_last_message(), "steps are 9223372036854775806..9223372036854775807 on rank 0"));
+  tp_profile_selector_free(&sel);
+  free(windows_of(&t, "9223372036854775806:", NULL, 3));
+}
+
 static void test_windows_range_and_process(void **state) {
   (void)state;
   trace t;
@@ -742,6 +784,8 @@ int main(void) {
       cmocka_unit_test(test_windows_steps),
       cmocka_unit_test(test_windows_nothing_selected),
       cmocka_unit_test(test_windows_range_and_process),
+      cmocka_unit_test(test_windows_nested_same_step),
+      cmocka_unit_test(test_windows_huge_step_numbers),
       cmocka_unit_test(test_breakdown_by_hand),
       cmocka_unit_test(test_breakdown_peer_dtod_is_comm_and_empty_is_idle),
       cmocka_unit_test(test_async_step_by_launch_time),
