@@ -3,15 +3,29 @@
  * E4M3/E5M2 bytes and scales out, for the four formats of tp_quant.h, with
  * the bits of the reference (tp_quant_ref.c).
  *
- * One CUDA block per scale block (a row for fp8-row, 1x128 or 128x128 for
- * fp8-block, 1x32 for mxfp8): it reduces the block's amax (fmaxf, so NaNs do
- * not count, as in the reference; the max is exact, so the order of the
- * reduction cannot change it), derives the scale with tp_quant.h's shared
- * rule, stores it at the layout's offset and converts the block's elements
- * with the hardware's cvt.rn.satfinite. Tensorwise fp8 reduces the tensor's
- * amax with an atomic max on the float's bits (non-negative floats order as
- * their bits do) into the scale slot, turns it into the scale in place with
- * one thread, then converts every element.
+ * Built to run at memory bandwidth: a thread handles a vector of 8
+ * consecutive elements of a row (16-byte loads of bf16, 8-byte stores of
+ * fp8) and index arithmetic stays out of the per-element work (the first
+ * version spent most of its time in a 64-bit division and modulo per
+ * element, and one CUDA block per 32-element scale block). Every scale
+ * block that lies inside one row is reduced where its elements are held:
+ *   mxfp8 (1x32) and fp8-block activations (1x128): 4 or 16 neighbouring
+ *     lanes of a warp own one block; they reduce its amax with shuffles,
+ *     the first stores the scale, each converts its own 8 elements.
+ *   fp8-row: one CUDA block per row, its vectors held in registers across
+ *     the block's amax reduction, then converted (one read of the row).
+ *   fp8 (tensorwise): a first pass reduces the amax (a block reduction and
+ *     one atomic max per CUDA block on the float's bits: non-negative floats
+ *     order as their bits do), one thread turns it into the scale, then the
+ *     conversion pass; with an agreed amax only the conversion pass runs.
+ * Rows that are not 16-byte aligned, partial vectors at a row's end and
+ * data rows whose length is not a multiple of 8 take a per-element path of
+ * the same kernels. 128x128 weight blocks and rows longer than a register
+ * held row (untimed: weights are quantized once) run a simple kernel with
+ * one CUDA block per scale block. The amax is an exact max (fmaxf, NaNs do
+ * not count, as in the reference), so the order of reduction cannot change
+ * it; an element is one IEEE division by the scale and the hardware's
+ * cvt.rn.satfinite, as in every path.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -21,22 +35,123 @@
 
 namespace {
 
-constexpr int kMaxThreads = 256;
-constexpr int64_t kMaxGrid = int64_t{1} << 20; /* blocks loop over the rest */
+constexpr int kVec = 8;          /* elements per thread vector */
+constexpr int kThreads = 256;    /* threads of the streaming kernels */
+constexpr int kRowThreads = 512; /* most threads of the register-held row kernel */
+constexpr int kMaxRowVecs = 8;   /* most vectors a thread of it holds */
+constexpr int64_t kMaxGridX = int64_t{1} << 30;
+constexpr int64_t kMaxGridY = 65535; /* kernels loop over the rest */
 
-__device__ __forceinline__ float load(const float *x, int64_t i) { return x[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16 *x, int64_t i) {
-  return __bfloat162float(x[i]);
+/* ---- vectors ----------------------------------------------------------------------------------
+ */
+
+struct vec8 {
+  float v[kVec];
+};
+
+/* The bits of 8 consecutive elements as loaded: one 16-byte word of bf16,
+ * two of fp32. The fp8-row kernel holds these across its reduction (half
+ * the registers of the floats for bf16). */
+template <typename T> struct raw8 { uint4 w[sizeof(T) / 2]; };
+
+__device__ __forceinline__ uint32_t bits_of(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+__device__ __forceinline__ uint32_t bits_of(float v) { return __float_as_uint(v); }
+
+/* Elements [c, c + 8) of a row, zeros past `cols`. fast: the row is 16-byte
+ * aligned (checked on the host), so a full vector is 16-byte loads. */
+template <typename T>
+__device__ __forceinline__ raw8<T> load_raw(const T *row, int64_t c, int64_t cols, bool fast) {
+  raw8<T> out;
+  if (fast && c + kVec <= cols) {
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(T) / 2); ++i)
+      out.w[i] = reinterpret_cast<const uint4 *>(row + c)[i];
+    return out;
+  }
+  uint32_t words[sizeof(T) * 2] = {}; /* 8 elements' bits, element k at byte k sizeof(T) */
+#pragma unroll
+  for (int k = 0; k < kVec; ++k)
+    if (c + k < cols) words[k * sizeof(T) / 4] |= bits_of(row[c + k]) << (8 * (k * sizeof(T) % 4));
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(T) / 2); ++i)
+    out.w[i] = make_uint4(words[4 * i], words[4 * i + 1], words[4 * i + 2], words[4 * i + 3]);
+  return out;
+}
+
+__device__ __forceinline__ vec8 decode(const raw8<__nv_bfloat16> &r) {
+  const uint32_t w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+  vec8 out;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) { /* little-endian: the even element in the low half */
+    out.v[2 * k] = __uint_as_float(w[k] << 16);
+    out.v[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+  }
+  return out;
+}
+
+__device__ __forceinline__ vec8 decode(const raw8<float> &r) {
+  const uint4 a = r.w[0], b = r.w[1];
+  return vec8{{__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z),
+               __uint_as_float(a.w), __uint_as_float(b.x), __uint_as_float(b.y),
+               __uint_as_float(b.z), __uint_as_float(b.w)}};
+}
+
+template <typename T>
+__device__ __forceinline__ vec8 load_vec(const T *row, int64_t c, int64_t cols, bool fast) {
+  return decode(load_raw(row, c, cols, fast));
+}
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(float v) { return v; }
+
+__device__ __forceinline__ float vec_amax(const vec8 &x) {
+  float m = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) m = fmaxf(m, fabsf(x.v[k]));
+  return m;
+}
+
+__device__ __forceinline__ __nv_fp8_interpretation_t interp(tp_fp8_type t) {
+  return t == TP_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
 }
 
 __device__ __forceinline__ uint8_t encode(float v, tp_fp8_type t) {
-  return static_cast<uint8_t>(
-      __nv_cvt_float_to_fp8(v, __NV_SATFINITE, t == TP_FP8_E4M3 ? __NV_E4M3 : __NV_E5M2));
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, interp(t)));
 }
 
-/* Max over the CUDA block of every thread's v (>= 0); blockDim.x a multiple of 32. */
+/* fp8(x[k] / scale) for the 8 elements, element 0 in the lowest byte. The
+ * pair conversion is the same cvt.rn.satfinite as the single one, per lane. */
+__device__ __forceinline__ uint2 encode_vec(const vec8 &x, float scale, tp_fp8_type t) {
+  uint32_t w[2] = {0u, 0u};
+#pragma unroll
+  for (int k = 0; k < kVec / 2; ++k) {
+    const float2 pair = make_float2(__fdiv_rn(x.v[2 * k], scale), __fdiv_rn(x.v[2 * k + 1], scale));
+    const uint32_t bytes = __nv_cvt_float2_to_fp8x2(pair, __NV_SATFINITE, interp(t));
+    w[k / 2] |= bytes << (16 * (k % 2));
+  }
+  return make_uint2(w[0], w[1]);
+}
+
+/* Stores the first min(8, cols - c) bytes of e at row[c]. fast: the row is
+ * 8-byte aligned (checked on the host). */
+__device__ __forceinline__ void store_vec(uint8_t *row, int64_t c, int64_t cols, bool fast,
+                                          uint2 e) {
+  if (fast && c + kVec <= cols) {
+    *reinterpret_cast<uint2 *>(row + c) = e;
+    return;
+  }
+#pragma unroll
+  for (int k = 0; k < kVec && c + k < cols; ++k)
+    row[c + k] = static_cast<uint8_t>((k < 4 ? e.x : e.y) >> (8 * (k % 4)));
+}
+
+/* ---- reductions -------------------------------------------------------------------------------
+ */
+
+/* Max over the CUDA block of every thread's v (>= 0); blockDim.x a multiple
+ * of 32, at most 1024; every thread of the block calls it. */
 __device__ float block_max(float v) {
-  __shared__ float warp_max[kMaxThreads / 32];
+  __shared__ float warp_max[32];
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads(); /* the previous call's readers are done with warp_max */
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = v;
@@ -46,85 +161,155 @@ __device__ float block_max(float v) {
   return m;
 }
 
-/* One scale block's elements: rows [r0, r1), columns [c0, c1). */
-struct region {
-  int64_t r0, r1, c0, c1;
-  __device__ int64_t count() const { return (r1 - r0) * (c1 - c0); }
-  __device__ int64_t row(int64_t i) const { return r0 + i / (c1 - c0); }
-  __device__ int64_t col(int64_t i) const { return c0 + i % (c1 - c0); }
-};
-
-__device__ region block_region(const tp_scale_shape &s, int64_t gr, int64_t gc) {
-  region g{gr * s.block_rows, gr * s.block_rows + s.block_rows, gc * s.block_cols,
-           gc * s.block_cols + s.block_cols};
-  if (g.r1 > s.rows) g.r1 = s.rows;
-  if (g.c1 > s.cols) g.c1 = s.cols;
-  return g;
+/* Max over aligned groups of G lanes (G a power of two <= 32); every lane of the warp calls it. */
+template <int G> __device__ __forceinline__ float group_max(float v) {
+  for (int o = G / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
-template <typename T> __device__ float region_amax(const T *x, int64_t ld, const region &g) {
-  float amax = 0.0f;
-  for (int64_t i = threadIdx.x; i < g.count(); i += blockDim.x)
-    amax = fmaxf(amax, fabsf(load(x, g.row(i) * ld + g.col(i))));
-  return block_max(amax);
+/* The scale of a block from its amax: stored at offset `off` by the caller
+ * that `writes`, returned as the float every element is divided by. */
+__device__ __forceinline__ float block_scale(const tp_scale_shape &s, tp_fp8_type t, float amax,
+                                             int64_t off, bool writes, void *scales) {
+  if (s.layout == TP_SCALE_VEC32_E8M0) {
+    const uint8_t byte = tp_quant_scale_e8m0(t, amax);
+    if (writes) static_cast<uint8_t *>(scales)[off] = byte;
+    return tp_e8m0_value(byte);
+  }
+  const float scale = tp_quant_scale_f32(t, amax);
+  if (writes) static_cast<float *>(scales)[off] = scale;
+  return scale;
 }
 
-/* Every scale block of fp8-row, fp8-block and mxfp8. agreed: NULL, or one
- * amax per row (fp8-row). */
+/* ---- 1 x (8 G) scale blocks: mxfp8 (G = 4), fp8-block activations (G = 16) ------------------
+ */
+
+/* Thread slot i of a row holds columns [8 i, 8 i + 8); the G slots of scale
+ * block gc are gc G .. gc G + G - 1, neighbouring lanes of one warp. */
+template <typename T, int G>
+__global__ void __launch_bounds__(kThreads)
+    quantize_segments_kernel(const T *x, int64_t ld, bool x_fast, uint8_t *q, bool q_fast,
+                             void *scales, tp_scale_shape s, tp_fp8_type t) {
+  const int64_t slot = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const int64_t gc = slot / G, c = slot * kVec;
+  const bool in_row = c < s.cols, leader = slot % G == 0 && gc < s.grid_cols;
+  for (int64_t r = blockIdx.y; r < s.rows; r += gridDim.y) {
+    const vec8 v = in_row ? load_vec(x + r * ld, c, s.cols, x_fast) : vec8{};
+    const float amax = group_max<G>(vec_amax(v));
+    const int64_t off = leader ? tp_scale_offset(&s, r, gc) : 0;
+    const float scale = block_scale(s, t, amax, off, leader, scales);
+    if (in_row) store_vec(q + r * s.cols, c, s.cols, q_fast, encode_vec(v, scale, t));
+  }
+}
+
+/* ---- fp8-row: one CUDA block per row, the row held in registers ------------------------------
+ */
+
+/* Thread j holds vectors j, j + blockDim.x, ... (VPT of them, coalesced);
+ * blockDim.x VPT 8 >= cols. agreed: NULL, or one amax per row. */
+template <typename T, int VPT>
+__global__ void __launch_bounds__(kRowThreads)
+    quantize_rows_kernel(const T *x, int64_t ld, bool x_fast, uint8_t *q, bool q_fast,
+                         float *scales, int64_t rows, int64_t cols, tp_fp8_type t,
+                         const float *agreed) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    raw8<T> v[VPT];
+    float local = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int64_t c = (int64_t{threadIdx.x} + int64_t{i} * blockDim.x) * kVec;
+      v[i] = c < cols ? load_raw(x + r * ld, c, cols, x_fast) : raw8<T>{};
+      local = fmaxf(local, vec_amax(decode(v[i])));
+    }
+    const float amax = agreed ? agreed[r] : block_max(local);
+    const float scale = tp_quant_scale_f32(t, amax);
+    if (threadIdx.x == 0) scales[r] = scale;
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int64_t c = (int64_t{threadIdx.x} + int64_t{i} * blockDim.x) * kVec;
+      if (c < cols) store_vec(q + r * cols, c, cols, q_fast, encode_vec(decode(v[i]), scale, t));
+    }
+  }
+}
+
+/* amax[r] = max |x| over row r: one CUDA block per row (fp8-row's local amax). */
+template <typename T>
+__global__ void __launch_bounds__(kRowThreads)
+    rows_amax_kernel(const T *x, int64_t ld, bool x_fast, int64_t rows, int64_t cols, float *amax) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float local = 0.0f;
+    for (int64_t c = int64_t{threadIdx.x} * kVec; c < cols; c += int64_t{blockDim.x} * kVec)
+      local = fmaxf(local, vec_amax(load_vec(x + r * ld, c, cols, x_fast)));
+    const float m = block_max(local);
+    if (threadIdx.x == 0) amax[r] = m;
+  }
+}
+
+/* ---- fp8 (tensorwise) --------------------------------------------------------------------------
+ */
+
+/* amax_bits = max(amax_bits, max over the tensor of |x| as float bits).
+ * Rows from blockIdx.y, vectors from blockIdx.x, both looping; one atomic
+ * per CUDA block. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    tensor_amax_kernel(const T *x, int64_t ld, bool x_fast, int64_t rows, int64_t cols,
+                       unsigned int *amax_bits) {
+  float local = 0.0f;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x * kVec;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+    for (int64_t c = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kVec; c < cols; c += stride)
+      local = fmaxf(local, vec_amax(load_vec(x + r * ld, c, cols, x_fast)));
+  const float m = block_max(local);
+  if (threadIdx.x == 0 && m > 0.0f) atomicMax(amax_bits, __float_as_uint(m));
+}
+
+/* scale[0] = the scale of the amax that tensor_amax_kernel left in scale[0]
+ * (the bits of a float). */
+__global__ void tensor_scale_kernel(float *scale, tp_fp8_type t) {
+  scale[0] = tp_quant_scale_f32(t, scale[0]);
+}
+
+/* Converts every element with one scale: agreed's (then also stored in
+ * scale[0]) or, without agreed, the one already in scale[0]. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    quantize_tensor_kernel(const T *x, int64_t ld, bool x_fast, uint8_t *q, bool q_fast,
+                           int64_t rows, int64_t cols, float *scale, tp_fp8_type t,
+                           const float *agreed) {
+  const float s = agreed ? tp_quant_scale_f32(t, agreed[0]) : scale[0];
+  if (agreed && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scale[0] = s;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x * kVec;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+    for (int64_t c = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kVec; c < cols; c += stride)
+      store_vec(q + r * cols, c, cols, q_fast,
+                encode_vec(load_vec(x + r * ld, c, cols, x_fast), s, t));
+}
+
+/* ---- any scale block (128x128 weights, very long rows): one CUDA block each ------------------
+ */
+
 template <typename T>
 __global__ void quantize_blocks_kernel(const T *x, int64_t ld, uint8_t *q, void *scales,
                                        tp_scale_shape s, tp_fp8_type t, const float *agreed) {
   const int64_t blocks = s.grid_rows * s.grid_cols;
   for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
     const int64_t gr = b / s.grid_cols, gc = b % s.grid_cols;
-    const region g = block_region(s, gr, gc);
-    float amax = region_amax(x, ld, g);
+    const int64_t r0 = gr * s.block_rows, c0 = gc * s.block_cols;
+    const int64_t r1 = r0 + s.block_rows < s.rows ? r0 + s.block_rows : s.rows;
+    const int64_t c1 = c0 + s.block_cols < s.cols ? c0 + s.block_cols : s.cols;
+    float local = 0.0f;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
+        local = fmaxf(local, fabsf(to_float(x[r * ld + c])));
+    float amax = block_max(local);
     if (agreed) amax = agreed[gr];
-    const int64_t off = tp_scale_offset(&s, gr, gc);
-    float scale;
-    if (s.layout == TP_SCALE_VEC32_E8M0) {
-      const uint8_t byte = tp_quant_scale_e8m0(t, amax);
-      if (threadIdx.x == 0) static_cast<uint8_t *>(scales)[off] = byte;
-      scale = tp_e8m0_value(byte);
-    } else {
-      scale = tp_quant_scale_f32(t, amax);
-      if (threadIdx.x == 0) static_cast<float *>(scales)[off] = scale;
-    }
-    for (int64_t i = threadIdx.x; i < g.count(); i += blockDim.x) {
-      const int64_t r = g.row(i), c = g.col(i);
-      q[r * s.cols + c] = encode(__fdiv_rn(load(x, r * ld + c), scale), t);
-    }
+    const float scale =
+        block_scale(s, t, amax, tp_scale_offset(&s, gr, gc), threadIdx.x == 0, scales);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
+        q[r * s.cols + c] = encode(__fdiv_rn(to_float(x[r * ld + c]), scale), t);
   }
-}
-
-/* amax_bits = max over the tensor of |x| as float bits (zeroed beforehand). */
-template <typename T>
-__global__ void tensor_amax_kernel(const T *x, int64_t rows, int64_t cols, int64_t ld,
-                                   unsigned int *amax_bits) {
-  float amax = 0.0f;
-  const int64_t total = rows * cols;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x)
-    amax = fmaxf(amax, fabsf(load(x, (i / cols) * ld + i % cols)));
-  amax = block_max(amax);
-  if (threadIdx.x == 0) atomicMax(amax_bits, __float_as_uint(amax));
-}
-
-/* scale[0] = the scale of amax: agreed[0] when given, else the amax that
- * tensor_amax_kernel left in scale[0] (the bits of a float). */
-__global__ void tensor_scale_kernel(float *scale, tp_fp8_type t, const float *agreed) {
-  const float amax = agreed ? agreed[0] : scale[0];
-  scale[0] = tp_quant_scale_f32(t, amax);
-}
-
-template <typename T>
-__global__ void quantize_tensor_kernel(const T *x, int64_t rows, int64_t cols, int64_t ld,
-                                       uint8_t *q, const float *scale, tp_fp8_type t) {
-  const float s = scale[0];
-  const int64_t total = rows * cols;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x)
-    q[i] = encode(__fdiv_rn(load(x, (i / cols) * ld + i % cols), s), t);
 }
 
 __global__ void encode_kernel(const float *x, size_t n, uint8_t *out, tp_fp8_type t) {
@@ -133,74 +318,159 @@ __global__ void encode_kernel(const float *x, size_t n, uint8_t *out, tp_fp8_typ
     out[i] = encode(x[i], t);
 }
 
-unsigned int grid_for(int64_t work, int threads) {
-  int64_t blocks = (work + threads - 1) / threads;
-  if (blocks > kMaxGrid) blocks = kMaxGrid;
-  return blocks < 1 ? 1u : static_cast<unsigned int>(blocks);
+/* ---- launch configuration ---------------------------------------------------------------------
+ */
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t clamp_grid(int64_t n, int64_t most) { return n < 1 ? 1 : n > most ? most : n; }
+
+/* Threads for `slots` per row: whole warps, at most `most`. */
+int threads_for(int64_t slots, int most) {
+  const int64_t n = ceil_div(slots, 32) * 32;
+  return static_cast<int>(n > most ? most : n);
 }
 
-/* Threads for one scale block: its element count rounded up to whole warps, at most 256. */
-int threads_for(const tp_scale_shape &s) {
-  int64_t n = s.block_rows * s.block_cols;
-  if (n > kMaxThreads) return kMaxThreads;
-  return static_cast<int>((n + 31) / 32 * 32);
+/* The operand as the kernels see it: rows of cols elements ld apart, and
+ * whether whole vectors may be moved at once (x rows 16-byte aligned, q rows
+ * 8-byte aligned). A contiguous tensor counts as one row, so tails occur
+ * only at its end. */
+template <typename T> struct view {
+  const T *x;
+  int64_t rows, cols, ld;
+  bool x_fast, q_fast;
+};
+
+bool aligned(const void *p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+template <typename T> view<T> view_of(const tp_quant_args *a, bool flatten) {
+  view<T> v{static_cast<const T *>(a->x), a->rows, a->cols, a->ld, false, false};
+  if (flatten && a->ld == a->cols) {
+    v.cols = a->rows * a->cols;
+    v.rows = 1;
+    v.ld = v.cols;
+  }
+  /* one row: only its start must be aligned */
+  v.x_fast =
+      aligned(v.x, 16) && (v.rows == 1 || (v.ld * static_cast<int64_t>(sizeof(T))) % 16 == 0);
+  v.q_fast = aligned(a->q, 8) && (v.rows == 1 || v.cols % kVec == 0);
+  return v;
 }
 
-template <typename T> tp_rc enqueue_tensorwise(const tp_quant_args *a, cudaStream_t stream) {
-  const T *x = static_cast<const T *>(a->x);
+/* SMs of the current device: the tensorwise amax pass runs a few blocks per
+ * SM so its atomics stay few. */
+tp_rc sm_count(int *out) {
+  int dev = 0;
+  TP_CUDA(cudaGetDevice(&dev));
+  TP_CUDA(cudaDeviceGetAttribute(out, cudaDevAttrMultiProcessorCount, dev));
+  return TP_OK;
+}
+
+/* The streaming grid of a view: x over a row's vectors, y over rows; with
+ * `ctas` > 0 at most about that many CUDA blocks (the kernels loop). */
+template <typename T> dim3 stream_grid(const view<T> &v, int64_t ctas) {
+  int64_t gx = ceil_div(ceil_div(v.cols, kVec), kThreads);
+  if (ctas > 0) gx = clamp_grid(gx, ctas);
+  gx = clamp_grid(gx, kMaxGridX);
+  int64_t gy = ctas > 0 ? clamp_grid(ctas / gx, v.rows) : v.rows;
+  gy = clamp_grid(gy, kMaxGridY);
+  return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+}
+
+template <typename T> tp_rc enqueue_tensor_amax(const view<T> &v, float *amax, cudaStream_t st) {
+  int sms = 0;
+  TP_TRY(sm_count(&sms));
+  TP_CUDA(cudaMemsetAsync(amax, 0, sizeof(float), st));
+  TP_CHECK_LAUNCH((tensor_amax_kernel<T><<<stream_grid(v, int64_t{sms} * 8), kThreads, 0, st>>>(
+      v.x, v.ld, v.x_fast, v.rows, v.cols, reinterpret_cast<unsigned int *>(amax))));
+  return TP_OK;
+}
+
+template <typename T> tp_rc enqueue_tensorwise(const tp_quant_args *a, cudaStream_t st) {
+  const view<T> v = view_of<T>(a, true);
   float *scale = static_cast<float *>(a->scales);
   if (!a->agreed_amax) {
-    TP_CUDA(cudaMemsetAsync(scale, 0, sizeof(float), stream));
-    TP_CHECK_LAUNCH((tensor_amax_kernel<T>
-                     <<<grid_for(a->rows * a->cols, kMaxThreads), kMaxThreads, 0, stream>>>(
-                         x, a->rows, a->cols, a->ld, reinterpret_cast<unsigned int *>(scale))));
+    TP_TRY(enqueue_tensor_amax(v, scale, st));
+    TP_CHECK_LAUNCH((tensor_scale_kernel<<<1, 1, 0, st>>>(scale, a->elem)));
   }
-  TP_CHECK_LAUNCH((tensor_scale_kernel<<<1, 1, 0, stream>>>(scale, a->elem, a->agreed_amax)));
-  TP_CHECK_LAUNCH((quantize_tensor_kernel<T>
-                   <<<grid_for(a->rows * a->cols, kMaxThreads), kMaxThreads, 0, stream>>>(
-                       x, a->rows, a->cols, a->ld, a->q, scale, a->elem)));
+  TP_CHECK_LAUNCH((quantize_tensor_kernel<T><<<stream_grid(v, 0), kThreads, 0, st>>>(
+      v.x, v.ld, v.x_fast, a->q, v.q_fast, v.rows, v.cols, scale, a->elem, a->agreed_amax)));
+  return TP_OK;
+}
+
+template <typename T, int G>
+tp_rc enqueue_segments(const tp_quant_args *a, const tp_scale_shape &s, cudaStream_t st) {
+  const view<T> v = view_of<T>(a, false);
+  const int64_t slots = s.grid_cols * G;
+  const int threads = threads_for(slots, kThreads);
+  const dim3 grid(static_cast<unsigned>(ceil_div(slots, threads)),
+                  static_cast<unsigned>(clamp_grid(s.rows, kMaxGridY)));
+  TP_CHECK_LAUNCH((quantize_segments_kernel<T, G><<<grid, threads, 0, st>>>(
+      v.x, v.ld, v.x_fast, a->q, v.q_fast, a->scales, s, a->elem)));
+  return TP_OK;
+}
+
+template <typename T, int VPT>
+tp_rc launch_rows(const tp_quant_args *a, const view<T> &v, int threads, cudaStream_t st) {
+  TP_CHECK_LAUNCH((quantize_rows_kernel<T, VPT>
+                   <<<static_cast<unsigned>(clamp_grid(v.rows, kMaxGridX)), threads, 0, st>>>(
+                       v.x, v.ld, v.x_fast, a->q, v.q_fast, static_cast<float *>(a->scales), v.rows,
+                       v.cols, a->elem, a->agreed_amax)));
+  return TP_OK;
+}
+
+/* fp8-row with the row in registers: the fewest vectors per thread that fit
+ * kRowThreads threads. false (nothing enqueued) when a row is too long. */
+template <typename T> tp_rc enqueue_rows(const tp_quant_args *a, cudaStream_t st, bool *done) {
+  const view<T> v = view_of<T>(a, false);
+  const int64_t vecs = ceil_div(v.cols, kVec);
+  *done = true;
+  for (int vpt = 1; vpt <= kMaxRowVecs; vpt *= 2) {
+    if (vecs > int64_t{kRowThreads} * vpt) continue;
+    const int threads = threads_for(ceil_div(vecs, vpt), kRowThreads);
+    switch (vpt) {
+    case 1: return launch_rows<T, 1>(a, v, threads, st);
+    case 2: return launch_rows<T, 2>(a, v, threads, st);
+    case 4: return launch_rows<T, 4>(a, v, threads, st);
+    default: return launch_rows<T, kMaxRowVecs>(a, v, threads, st);
+    }
+  }
+  *done = false;
   return TP_OK;
 }
 
 template <typename T>
-tp_rc enqueue_blocks(const tp_quant_args *a, const tp_scale_shape &s, cudaStream_t stream) {
-  TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), stream));
-  const int64_t blocks = s.grid_rows * s.grid_cols;
-  const unsigned int grid = static_cast<unsigned int>(blocks < kMaxGrid ? blocks : kMaxGrid);
-  TP_CHECK_LAUNCH((quantize_blocks_kernel<T><<<grid, threads_for(s), 0, stream>>>(
-      static_cast<const T *>(a->x), a->ld, a->q, a->scales, s, a->elem, a->agreed_amax)));
+tp_rc enqueue_any_blocks(const tp_quant_args *a, const tp_scale_shape &s, cudaStream_t st) {
+  const int threads = threads_for(s.block_cols, kThreads);
+  TP_CHECK_LAUNCH((
+      quantize_blocks_kernel<T>
+      <<<static_cast<unsigned>(clamp_grid(s.grid_rows * s.grid_cols, kMaxGridX)), threads, 0, st>>>(
+          static_cast<const T *>(a->x), a->ld, a->q, a->scales, s, a->elem, a->agreed_amax)));
   return TP_OK;
 }
 
-template <typename T> tp_rc enqueue_typed(const tp_quant_args *a, cudaStream_t stream) {
-  if (a->format == TP_QFMT_FP8) return enqueue_tensorwise<T>(a, stream);
+template <typename T> tp_rc enqueue_typed(const tp_quant_args *a, cudaStream_t st) {
+  if (a->format == TP_QFMT_FP8) return enqueue_tensorwise<T>(a, st);
   tp_scale_shape s;
   TP_TRY(tp_quant_scale_shape(a->format, a->role, a->rows, a->cols, &s));
-  return enqueue_blocks<T>(a, s, stream);
+  /* Only padded layouts (VEC32's tiles, BLK128's K-block count) have entries no block writes. */
+  if (s.stored != s.grid_rows * s.grid_cols)
+    TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), st));
+  if (s.block_rows == 1 && s.block_cols == 4 * kVec) return enqueue_segments<T, 4>(a, s, st);
+  if (s.block_rows == 1 && s.block_cols == 16 * kVec) return enqueue_segments<T, 16>(a, s, st);
+  if (a->format == TP_QFMT_FP8_ROW) {
+    bool done = false;
+    TP_TRY(enqueue_rows<T>(a, st, &done));
+    if (done) return TP_OK;
+  }
+  return enqueue_any_blocks<T>(a, s, st);
 }
 
-/* Row amax of fp8-row: one CUDA block per row. */
-template <typename T>
-__global__ void row_amax_kernel(const T *x, int64_t rows, int64_t cols, int64_t ld, float *amax) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float m = region_amax(x, ld, region{r, r + 1, 0, cols});
-    if (threadIdx.x == 0) amax[r] = m;
-  }
-}
-
-template <typename T>
-tp_rc local_amax_typed(const tp_quant_args *a, float *amax, cudaStream_t stream) {
-  const T *x = static_cast<const T *>(a->x);
-  if (a->format == TP_QFMT_FP8) {
-    TP_CUDA(cudaMemsetAsync(amax, 0, sizeof(float), stream));
-    TP_CHECK_LAUNCH((tensor_amax_kernel<T>
-                     <<<grid_for(a->rows * a->cols, kMaxThreads), kMaxThreads, 0, stream>>>(
-                         x, a->rows, a->cols, a->ld, reinterpret_cast<unsigned int *>(amax))));
-    return TP_OK;
-  }
-  const unsigned int grid = static_cast<unsigned int>(a->rows < kMaxGrid ? a->rows : kMaxGrid);
-  TP_CHECK_LAUNCH(
-      (row_amax_kernel<T><<<grid, kMaxThreads, 0, stream>>>(x, a->rows, a->cols, a->ld, amax)));
+template <typename T> tp_rc local_amax_typed(const tp_quant_args *a, float *amax, cudaStream_t st) {
+  if (a->format == TP_QFMT_FP8) return enqueue_tensor_amax(view_of<T>(a, true), amax, st);
+  const view<T> v = view_of<T>(a, false);
+  TP_CHECK_LAUNCH((rows_amax_kernel<T><<<static_cast<unsigned>(clamp_grid(v.rows, kMaxGridX)),
+                                         threads_for(ceil_div(v.cols, kVec), kRowThreads), 0, st>>>(
+      v.x, v.ld, v.x_fast, v.rows, v.cols, amax)));
   return TP_OK;
 }
 
@@ -226,8 +496,8 @@ extern "C" tp_rc tp_quant_local_amax_enqueue(const tp_quant_args *a, float *amax
 extern "C" tp_rc tp_quant_encode_enqueue(tp_fp8_type t, const float *x, size_t n, uint8_t *out,
                                          cudaStream_t stream) {
   if (!x || !out || n == 0) return TP_FAIL(TP_EINTERNAL, "fp8 encode: empty or missing buffers");
-  TP_CHECK_LAUNCH(
-      (encode_kernel<<<grid_for(static_cast<int64_t>(n), kMaxThreads), kMaxThreads, 0, stream>>>(
-          x, n, out, t)));
+  const unsigned grid =
+      static_cast<unsigned>(clamp_grid(ceil_div(static_cast<int64_t>(n), kThreads), 1 << 20));
+  TP_CHECK_LAUNCH((encode_kernel<<<grid, kThreads, 0, stream>>>(x, n, out, t)));
   return TP_OK;
 }
