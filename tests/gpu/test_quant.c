@@ -9,6 +9,10 @@
  * - Every format x role x element type x input type on shapes with partial
  *   blocks gives the reference's bytes: data and the whole stored scale
  *   buffer (padding included), from NaN-poisoned outputs.
+ * - The same on the activation shapes of the default op set (T up to 16384,
+ *   K up to 28672) and on the vectorised kernels' edges: K not a multiple
+ *   of 8, rows too long for registers, more rows than a grid dimension, a
+ *   misaligned input.
  * - Shard invariance on the device: for every format x shard layout x TP in
  *   {2, 4, 8}, each shard quantized from its slice of the tensor (with the
  *   amax agreement the shard rule asks for, reduced on the device) gives the
@@ -189,12 +193,19 @@ static void dev_quant_free(dev_quant *d) {
   cudaFree(d->scales);
 }
 
-static void compare_whole(tp_quant_format f, tp_quant_role role, tp_fp8_type t, tp_dtype dt,
-                          int64_t rows, int64_t cols, uint64_t seed) {
+/* The device quantizer of a random [rows, cols] tensor against the
+ * reference. x_offset: elements the device input starts past a cudaMalloc'd
+ * (256-byte aligned) buffer, so 1 makes every vector load misaligned. */
+static void compare_whole_at(tp_quant_format f, tp_quant_role role, tp_fp8_type t, tp_dtype dt,
+                             int64_t rows, int64_t cols, uint64_t seed, int64_t x_offset) {
   uint16_t *xb = random_bf16(rows, cols, seed);
   float *xf = bf16_to_f32(xb, (size_t)(rows * cols));
   const void *host_x = dt == TP_BF16 ? (const void *)xb : (const void *)xf;
-  void *dx = dev_upload(host_x, (size_t)(rows * cols) * tp_dtype_bytes(dt));
+  const size_t esize = tp_dtype_bytes(dt), bytes = (size_t)(rows * cols) * esize;
+  char *dbuf = dev_alloc(bytes + (size_t)x_offset * esize);
+  void *dx = dbuf + (size_t)x_offset * esize;
+  if (cudaMemcpy(dx, host_x, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    fail_msg("upload of %zu bytes failed", bytes);
   dev_quant d;
   dev_quant_init(&d, f, role, rows, cols);
   const tp_quant_args dev_args = {f, role, t, dt, dx, rows, cols, cols, d.q, d.scales, NULL};
@@ -219,9 +230,14 @@ static void compare_whole(tp_quant_format f, tp_quant_role role, tp_fp8_type t, 
   free(ref_q);
   free(ref_scales);
   dev_quant_free(&d);
-  cudaFree(dx);
+  cudaFree(dbuf);
   free(xb);
   free(xf);
+}
+
+static void compare_whole(tp_quant_format f, tp_quant_role role, tp_fp8_type t, tp_dtype dt,
+                          int64_t rows, int64_t cols, uint64_t seed) {
+  compare_whole_at(f, role, t, dt, rows, cols, seed, 0);
 }
 
 static void test_quantize_matches_reference(void **state) {
@@ -240,6 +256,45 @@ static void test_quantize_matches_reference(void **state) {
   printf("  device quantizer: %d cases (3 shapes x 4 formats x 2 roles x 2 fp8 types x 2 input "
          "types), data and scale buffers bit-identical to the reference\n",
          checked);
+}
+
+/* The activation shapes of the default op set and the edges of the
+ * vectorised kernels (8 elements a thread): T up to 16384, K up to 28672
+ * (rows of 1, 2, 4 and 8 vectors a thread for fp8-row), rows whose length
+ * is not a multiple of 8 (unaligned rows, partial vectors), a row too long
+ * to hold in registers, more rows than a grid dimension (65535), and an
+ * input that starts off a 16-byte boundary. Every format, E4M3 and E5M2,
+ * bf16 in (fp32 on the smaller shapes): data and scales bit-identical. */
+static void test_quantize_op_shapes(void **state) {
+  (void)state;
+  typedef struct {
+    int64_t rows, cols, x_offset;
+    int with_fp32;
+  } op_shape;
+  const op_shape shapes[] = {
+      {16384, 4096, 0, 0}, /* llama3-8b qkv/o/gate_up at T = 16384 */
+      {512, 14336, 0, 1},  /* 8b's down projection */
+      {256, 28672, 0, 1},  /* 70b's down projection */
+      {3, 4100, 0, 1},     /* K % 8 = 4: every row but the first unaligned */
+      {5, 1031, 0, 1},     /* K % 8 = 7 */
+      {2, 40000, 0, 1},    /* fp8-row past the register-held row */
+      {70000, 24, 0, 1},   /* rows past gridDim.y */
+      {64, 4096, 1, 1},    /* input 2 bytes (bf16) / 4 bytes (fp32) off alignment */
+  };
+  int checked = 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+    for (int f = 0; f < TP_QFMT_COUNT; ++f)
+      for (int t = 0; t < 2; ++t)
+        for (int dt = 0; dt < 1 + shapes[s].with_fp32; ++dt) {
+          compare_whole_at((tp_quant_format)f, TP_QROLE_ACT, (tp_fp8_type)t, dt ? TP_FP32 : TP_BF16,
+                           shapes[s].rows, shapes[s].cols, 300 + (uint64_t)checked,
+                           shapes[s].x_offset);
+          ++checked;
+        }
+  printf("  device quantizer on the op set's activation shapes and the kernels' edges: %d cases, "
+         "data and scale buffers bit-identical to the reference\n",
+         checked);
+  assert_int_equal(checked, 8 * TP_QFMT_COUNT * 2 + 7 * TP_QFMT_COUNT * 2);
 }
 
 /* ---- shard invariance on the device -----------------------------------------------------------
@@ -555,6 +610,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_encode_matches_reference),
       cmocka_unit_test(test_quantize_matches_reference),
+      cmocka_unit_test(test_quantize_op_shapes),
       cmocka_unit_test(test_shard_invariance_on_device),
       cmocka_unit_test(test_scaled_gemm),
   };
