@@ -279,9 +279,12 @@ __global__ void __launch_bounds__(kThreads)
                            const float *agreed) {
   const float s = agreed ? tp_quant_scale_f32(t, agreed[0]) : scale[0];
   if (agreed && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) scale[0] = s;
+  /* Blocks numbered from the end: blocks start roughly in order, so the data
+   * the amax pass read last (the likeliest still in L2) is converted first. */
+  const int64_t bx = gridDim.x - 1 - blockIdx.x, by = gridDim.y - 1 - blockIdx.y;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x * kVec;
-  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-    for (int64_t c = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kVec; c < cols; c += stride)
+  for (int64_t r = by; r < rows; r += gridDim.y)
+    for (int64_t c = (bx * blockDim.x + threadIdx.x) * kVec; c < cols; c += stride)
       store_vec(q + r * cols, c, cols, q_fast,
                 encode_vec(load_vec(x + r * ld, c, cols, x_fast), s, t));
 }
