@@ -151,6 +151,32 @@ static void get_stock_tokens_per_s(const report *rep, const table_row *row, cell
   set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.tokens_per_s : NAN);
 }
 
+/* What stock loses beyond "the GEMMs, then the collectives", each measured
+ * alone in the same run: stock - (GEMM alone + collective alone). Waiting
+ * for the slower rank at each synchronisation, collectives slower in place
+ * than alone, copies on the TP path: what a fused schedule can still win. */
+static double stock_unaccounted_ms(const table_row *row) {
+  return row->stock_ms - (row->gemm_ms + row->comm_ms);
+}
+
+static void get_stock_unaccounted_ms(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, stock_unaccounted_ms(row));
+}
+
+/* ... as a share of the collectives' own time. */
+static void get_stock_unaccounted_of_comm(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, row->comm_ms > 0 ? stock_unaccounted_ms(row) / row->comm_ms : NAN);
+}
+
+/* dist_gemm over the GEMM alone (the no-collective variant): how far above
+ * its compute the fused configuration sits. */
+static void get_dist_over_gemm(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, row->gemm_ms > 0 ? row->dist_ms / row->gemm_ms : NAN);
+}
+
 static double mib_of(const config *k, double bytes) {
   return tp_report_ran_ok(k) ? bytes / (1024.0 * 1024.0) : NAN;
 }
@@ -434,6 +460,11 @@ static const column registry[] = {
     CUSTOM("stock_workspace_mib", "stock workspace MiB", COL_NUMBER, 2, 1, get_stock_workspace_mib,
            NULL),
     CUSTOM("stock_rel_err", "stock rel err", COL_NUMBER, 0, 0, get_stock_rel_err, NULL),
+    CUSTOM("stock_unaccounted_ms", "stock unaccounted ms", COL_NUMBER, 4, 3,
+           get_stock_unaccounted_ms, NULL),
+    CUSTOM("stock_unaccounted_of_comm", "unaccounted / comm", COL_NUMBER, 3, 2,
+           get_stock_unaccounted_of_comm, NULL),
+    CUSTOM("dist_over_gemm", "dist/GEMM", COL_NUMBER, 3, 2, get_dist_over_gemm, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 

@@ -994,6 +994,23 @@ static void test_stock_columns(void **state) {
   free(csv);
 }
 
+/* What stock loses beyond GEMM alone + collective alone, and dist_gemm over
+ * its GEMM alone: the first row's figures from its own columns. */
+static void test_unaccounted_columns(void **state) {
+  fixture *f = *state;
+  tp_report_filter filter = {.columns = "stock_ms,gemm_ms,comm_ms,dist_ms,stock_unaccounted_ms,"
+                                        "stock_unaccounted_of_comm,dist_over_gemm"};
+  json_t *root = report_json(f, &filter);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  double stock = jnum(row, "stock_ms"), gemm = jnum(row, "gemm_ms"), comm = jnum(row, "comm_ms");
+  double dist = jnum(row, "dist_ms");
+  assert_true(gemm > 0 && comm > 0 && dist > 0);
+  assert_close(jnum(row, "stock_unaccounted_ms"), stock - gemm - comm);
+  assert_close(jnum(row, "stock_unaccounted_of_comm"), (stock - gemm - comm) / comm);
+  assert_close(jnum(row, "dist_over_gemm"), dist / gemm);
+  json_decref(root);
+}
+
 /* --columns picks the same columns in every format; all is every one; an
  * unknown name is a usage error that lists the valid ones. CSV keeps every
  * column by default. */
@@ -1377,6 +1394,7 @@ int main(void) {
       cmocka_unit_test(test_injection),
       cmocka_unit_test(test_columns),
       cmocka_unit_test(test_stock_columns),
+      cmocka_unit_test(test_unaccounted_columns),
       cmocka_unit_test(test_ids_and_short_keys),
       cmocka_unit_test(test_key_prefix_resolve),
       cmocka_unit_test(test_key_prefix_ambiguous),
