@@ -261,3 +261,113 @@ tp_rc tp_composition_layer(const char *layer, int fused, int sp, const tp_layer_
   out->output = in_of(y, TP_PLACE_BIT(x_place), dims->dim);
   return TP_OK;
 }
+
+/* ---- two mesh dimensions ------------------------------------------------------------------ */
+
+int tp_mesh_rank(const tp_mesh *m, int dp_index, int tp_index) {
+  return dp_index * m->tp + tp_index;
+}
+
+void tp_mesh_coords(const tp_mesh *m, int rank, int *dp_index, int *tp_index) {
+  *dp_index = rank / m->tp;
+  *tp_index = rank % m->tp;
+}
+
+const char *tp_mesh_place_name(tp_mesh_place p, char *buf, size_t cap) {
+  if (p.kind == TP_MESH_SHARD) snprintf(buf, cap, "shard(%d)", p.dim);
+  else snprintf(buf, cap, "%s", p.kind == TP_MESH_PARTIAL ? "partial" : "replicate");
+  return buf;
+}
+
+static const char *mesh_dim_name(int d) { return d == TP_MESH_DP ? "dp" : "tp"; }
+
+static int mesh_size(const tp_mesh *m, int d) { return d == TP_MESH_DP ? m->dp : m->tp; }
+
+tp_rc tp_mesh_local_shape(const tp_mesh *m, const tp_mesh_tensor *t,
+                          int64_t local[TP_MESH_MAX_RANK]) {
+  if (m->dp < 1 || m->tp < 1) return TP_FAIL(TP_EINTERNAL, "mesh %d x %d", m->dp, m->tp);
+  if (!t->name || t->rank < 1 || t->rank > TP_MESH_MAX_RANK)
+    return TP_FAIL(TP_EINTERNAL, "a mesh tensor without a name or with %d dims", t->rank);
+  for (int i = 0; i < TP_MESH_MAX_RANK; ++i) local[i] = i < t->rank ? t->shape[i] : 1;
+  /* tp splits first, dp the TP shard: tp is the inner mesh dimension. */
+  static const int order[TP_MESH_NDIMS] = {TP_MESH_TP, TP_MESH_DP};
+  for (int o = 0; o < TP_MESH_NDIMS; ++o) {
+    const int d = order[o], size = mesh_size(m, d);
+    const tp_mesh_place p = t->on[d];
+    if (p.kind == TP_MESH_PARTIAL && t->is_param)
+      return TP_FAIL(TP_EREJECT, "%s: a parameter cannot be partial over %s", t->name,
+                     mesh_dim_name(d));
+    if (p.kind != TP_MESH_SHARD) continue;
+    if (p.dim < 0 || p.dim >= t->rank)
+      return TP_FAIL(TP_EREJECT, "%s: %s shards dim %d of a %d-dim tensor", t->name,
+                     mesh_dim_name(d), p.dim, t->rank);
+    if (local[p.dim] % size != 0)
+      return TP_FAIL(TP_EREJECT, "%s: %s=%d shards dim %d of %lld%s, which does not divide",
+                     t->name, mesh_dim_name(d), size, p.dim, (long long)local[p.dim],
+                     local[p.dim] != t->shape[p.dim] ? " (its TP shard)" : "");
+    local[p.dim] /= size;
+  }
+  return TP_OK;
+}
+
+tp_rc tp_mesh_check(const tp_mesh *m, const tp_mesh_tensor *t, int n) {
+  int64_t local[TP_MESH_MAX_RANK];
+  for (int i = 0; i < n; ++i) TP_TRY(tp_mesh_local_shape(m, &t[i], local));
+  return TP_OK;
+}
+
+typedef struct mesh_builder {
+  tp_mesh_tensor *out;
+  int n;
+} mesh_builder;
+
+static const tp_mesh_place REPLICATE = {TP_MESH_REPLICATE, 0};
+static const tp_mesh_place PARTIAL = {TP_MESH_PARTIAL, 0};
+
+static tp_mesh_place shard(int dim) { return (tp_mesh_place){TP_MESH_SHARD, dim}; }
+
+static void add_tensor(mesh_builder *b, const char *name, int rank, int64_t d0, int64_t d1,
+                       tp_mesh_place on_dp, tp_mesh_place on_tp, int is_param) {
+  b->out[b->n++] = (tp_mesh_tensor){name, rank, {d0, d1, 1}, {on_dp, on_tp}, is_param};
+}
+
+/* A parameter (FSDP: dp shard(0)) and its gradient before the reduce-scatter
+ * (dp partial). tp_dim < 0: replicated over tp; its gradient is then partial
+ * over tp with sequence parallelism (each rank saw its share of the
+ * sequence), replicated without. */
+static void add_param(mesh_builder *b, const char *name, const char *grad, int rank, int64_t d0,
+                      int64_t d1, int tp_dim, int sp) {
+  const tp_mesh_place on_tp = tp_dim < 0 ? REPLICATE : shard(tp_dim);
+  const tp_mesh_place grad_tp = tp_dim < 0 && sp ? PARTIAL : on_tp;
+  add_tensor(b, name, rank, d0, d1, shard(0), on_tp, 1);
+  add_tensor(b, grad, rank, d0, d1, PARTIAL, grad_tp, 0);
+}
+
+static void add_attention_params(mesh_builder *b, const tp_layer_dims *d, int sp) {
+  add_param(b, "attention.norm.weight", "attention.norm.weight.grad", 1, d->dim, 1, -1, sp);
+  add_param(b, "attention.qkv.weight", "attention.qkv.weight.grad", 2, d->qkv_width, d->dim, 0, sp);
+  add_param(b, "attention.wo.weight", "attention.wo.weight.grad", 2, d->dim, d->q_width, 1, sp);
+}
+
+static void add_ffn_params(mesh_builder *b, const tp_layer_dims *d, int sp) {
+  add_param(b, "ffn.norm.weight", "ffn.norm.weight.grad", 1, d->dim, 1, -1, sp);
+  add_param(b, "ffn.w1.weight", "ffn.w1.weight.grad", 2, d->ffn_hidden, d->dim, 0, sp);
+  add_param(b, "ffn.w3.weight", "ffn.w3.weight.grad", 2, d->ffn_hidden, d->dim, 0, sp);
+  add_param(b, "ffn.w2.weight", "ffn.w2.weight.grad", 2, d->dim, d->ffn_hidden, 1, sp);
+}
+
+tp_rc tp_mesh_layer_tensors(const char *layer, int sp, const tp_layer_dims *dims, int64_t batch,
+                            int64_t seqlen, tp_mesh_tensor *out, int *n) {
+  const int attention = strcmp(layer, "attention") == 0 || strcmp(layer, "block") == 0;
+  const int ffn = strcmp(layer, "ffn") == 0 || strcmp(layer, "block") == 0;
+  *n = 0;
+  if (!attention && !ffn)
+    return TP_FAIL(TP_EUSAGE, "unknown layer '%s' (valid: attention, ffn, block)", layer);
+  mesh_builder b = {out, 0};
+  b.out[b.n++] = (tp_mesh_tensor){
+      "x", 3, {batch, seqlen, dims->dim}, {shard(0), sp ? shard(1) : REPLICATE}, 0};
+  if (attention) add_attention_params(&b, dims, sp);
+  if (ffn) add_ffn_params(&b, dims, sp);
+  *n = b.n;
+  return TP_OK;
+}

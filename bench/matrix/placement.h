@@ -27,11 +27,16 @@
  *
  * Only the forward is declared: each backward op has the dual contract of
  * its forward (an all-gather's backward reduce-scatters, and so on).
+ *
+ * The second half (tp_mesh_*) places tensors on two mesh dimensions, dp × tp
+ * (FSDP beside TP): one placement per dimension for each tensor, the shard a
+ * rank holds, and the check that every shard divides.
  * Pure C, no CUDA.
  */
 #ifndef TP_PLACEMENT_H
 #define TP_PLACEMENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/tp_error.h"
@@ -109,5 +114,72 @@ typedef struct tp_layer_dims {
  * an unknown layer. */
 TP_MUST_CHECK tp_rc tp_composition_layer(const char *layer, int fused, int sp,
                                          const tp_layer_dims *dims, tp_composition *out);
+
+/* ---- two mesh dimensions: data parallel × tensor parallel ------------------------------
+ *
+ * `run --axis dp=D --axis tp=T` places a layer on a D × T mesh of D·T ranks,
+ * laid out tp-innermost:
+ *   rank = dp_index · T + tp_index
+ * so a TP group is T consecutive ranks (the GPUs of one NVLink island when T
+ * divides a host's GPUs) and a dp group is the ranks T apart. Each tensor has
+ * one placement per mesh dimension, as DTensor's: shard(d) (split along its
+ * dim d), replicate, or partial (a sum over that dimension's ranks). When both
+ * dimensions shard one tensor dim, tp splits it first and dp splits the TP
+ * shard (FSDP over TP: the TP-local tensor's dim 0 is what FSDP shards), so
+ * the dim must divide by T and its TP shard by D. Parameters are never
+ * partial: a gradient is (over dp, until its reduce-scatter).
+ */
+typedef enum { TP_MESH_REPLICATE = 0, TP_MESH_SHARD, TP_MESH_PARTIAL } tp_mesh_kind;
+
+typedef struct tp_mesh_place {
+  tp_mesh_kind kind;
+  int dim; /* shard's tensor dim */
+} tp_mesh_place;
+
+enum { TP_MESH_DP = 0, TP_MESH_TP = 1, TP_MESH_NDIMS = 2, TP_MESH_MAX_RANK = 3 };
+
+typedef struct tp_mesh {
+  int dp, tp; /* sizes, >= 1 */
+} tp_mesh;
+
+typedef struct tp_mesh_tensor {
+  const char *name;                /* static */
+  int rank;                        /* tensor dims, 1..TP_MESH_MAX_RANK */
+  int64_t shape[TP_MESH_MAX_RANK]; /* global */
+  tp_mesh_place on[TP_MESH_NDIMS]; /* by mesh dimension: TP_MESH_DP, TP_MESH_TP */
+  int is_param;                    /* a parameter: never partial */
+} tp_mesh_tensor;
+
+/* The rank of mesh coordinates (tp-innermost) and back; the caller keeps the
+ * indices inside the mesh. */
+int tp_mesh_rank(const tp_mesh *m, int dp_index, int tp_index);
+void tp_mesh_coords(const tp_mesh *m, int rank, int *dp_index, int *tp_index);
+
+/* "shard(0)", "replicate", "partial". */
+const char *tp_mesh_place_name(tp_mesh_place p, char *buf, size_t cap);
+
+/* The shape one rank holds. TP_EREJECT naming the tensor, the mesh dimension
+ * and the tensor dim when a shard names a dim the tensor lacks or does not
+ * split evenly, or a parameter is partial; TP_EINTERNAL for a malformed
+ * tensor or mesh. */
+TP_MUST_CHECK tp_rc tp_mesh_local_shape(const tp_mesh *m, const tp_mesh_tensor *t,
+                                        int64_t local[TP_MESH_MAX_RANK]);
+
+/* tp_mesh_local_shape of every tensor: the first failure. */
+TP_MUST_CHECK tp_rc tp_mesh_check(const tp_mesh *m, const tp_mesh_tensor *t, int n);
+
+enum { TP_MESH_MAX_TENSORS = 24 };
+
+/* The tensors of a layer ("attention", "ffn", "block") under FSDP × TP: the
+ * block's input x [B, S, D] (dp shard(0): whole sequences per dp rank; tp
+ * shard(1) with sequence parallelism, else replicate), every parameter (dp
+ * shard(0); tp shard(0) column-parallel qkv, w1, w3; shard(1) row-parallel
+ * wo, w2; replicate the RMSNorm weights) and, for each, its gradient as the
+ * backward leaves it before the reduce-scatter (dp partial, tp as the
+ * parameter). out has room for TP_MESH_MAX_TENSORS. TP_EUSAGE for an unknown
+ * layer. */
+TP_MUST_CHECK tp_rc tp_mesh_layer_tensors(const char *layer, int sp, const tp_layer_dims *dims,
+                                          int64_t batch, int64_t seqlen, tp_mesh_tensor *out,
+                                          int *n);
 
 #endif /* TP_PLACEMENT_H */
