@@ -24,6 +24,8 @@ static tp_rc print_plan(const tp_ops_args *args) {
     tp_print_error("ops");
     return rc;
   }
+  /* Listed against a host of --gpus N, else of TP_OPS_LIST_DEFAULT_TP GPUs (as `matrix`). */
+  tp_ops_plan_host(&matrix, args->gpus > 0 ? args->gpus : TP_OPS_LIST_DEFAULT_TP);
   tp_ops_matrix_print(&matrix, stdout);
   tp_ops_matrix_free(&matrix);
   return TP_OK;

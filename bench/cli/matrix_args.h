@@ -71,6 +71,10 @@ int tp_matrix_flag_options(const char *owner, void *display, tp_option *out);
 
 /* The --matrix and --axis rows of --help; axes_help names the owner's axes. */
 enum { TP_MATRIX_N_COMMON = 2 };
+
+/* Options of `tpbench matrix` itself (--for, --gpus, --composition), which it
+ * takes out of argv first and hands to the run or ops parser to list. */
+enum { TP_MATRIX_N_EXTRA = 3 };
 void tp_matrix_common_options(const char **matrix_file, const char **axis_dummy,
                               const char *axis_help, tp_option *out);
 

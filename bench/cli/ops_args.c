@@ -149,12 +149,12 @@ tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *extra, int n_ext
   return rc;
 }
 
-tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **argv, const tp_option *for_option,
-                               tp_ops_args *args, int *help_shown) {
-  tp_option options[N_MATRIX + 1];
+tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **argv, const tp_option *extra,
+                               int n_extra, tp_ops_args *args, int *help_shown) {
+  tp_option options[N_MATRIX + TP_MATRIX_N_EXTRA];
   const char *axis_dummy = NULL;
   int n = matrix_options(args, &axis_dummy, options);
-  if (for_option) options[n++] = *for_option;
+  for (int i = 0; i < n_extra && i < TP_MATRIX_N_EXTRA; ++i) options[n++] = extra[i];
   tp_command command = {
       .name = cmd,
       .usage = "tpbench matrix --for ops [--matrix FILE] [--axis NAME=LIST]... [axis flags]",

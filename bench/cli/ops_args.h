@@ -54,10 +54,11 @@ TP_MUST_CHECK tp_rc tp_ops_args_parse(int argc, char **argv, const tp_option *ex
                                       tp_ops_args *args, int *help_shown);
 
 /* The same for `tpbench matrix --for ops` (cmd "matrix"): only the matrix
- * options (--matrix, --axis, the convenience flags) and for_option (the row of
- * --for, listed in --help), into args->spec. */
+ * options (--matrix, --axis, the convenience flags) and extra (n_extra, at
+ * most TP_MATRIX_N_EXTRA: `matrix`'s own rows, listed in --help), into
+ * args->spec. */
 TP_MUST_CHECK tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **argv,
-                                             const tp_option *for_option, tp_ops_args *args,
+                                             const tp_option *extra, int n_extra, tp_ops_args *args,
                                              int *help_shown);
 
 /* The spec to expand: args->spec, with --tp set to tp_default if not given. */

@@ -17,7 +17,7 @@
 
 enum {
   N_PRESET_OPTIONS = 1,
-  N_MATRIX_OPTIONS = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON + TP_MATRIX_N_FLAGS + 1,
+  N_MATRIX_OPTIONS = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON + TP_MATRIX_N_FLAGS + TP_MATRIX_N_EXTRA,
   N_RUN_OWN = 7,
   N_RUN_OPTIONS = N_RUN_OWN + TP_TRACING_N_OPTIONS + TP_ROUNDS_N_OPTIONS
 };
@@ -40,12 +40,12 @@ static tp_rc usage(const char *cmd, const char *msg) {
 
 #define RUN_AXIS_HELP                                                                              \
   "replace one axis's values, e.g. seqlen=2048,4096 (repeatable; axes: model, layer, "             \
-  "backend, schedule, chunks, tp, batch, seqlen, dtype, sp, pass, graph, save_gathered)"
+  "backend, schedule, chunks, tp, batch, seqlen, dtype, sp, pass, graph, save_gathered, dp, ac)"
 
 /* --preset, --matrix, --axis and the convenience flags of run's axes (their
  * defaults shown from display, the quick preset); returns how many rows. */
 static int matrix_options(tp_run_args *a, const char **axis_help, tp_layer_spec *display,
-                          const tp_option *for_option, tp_option *o) {
+                          const tp_option *extra, int n_extra, tp_option *o) {
   o[0] = (tp_option){"preset",
                      TP_OPT_STRING,
                      &a->preset,
@@ -57,7 +57,7 @@ static int matrix_options(tp_run_args *a, const char **axis_help, tp_layer_spec 
   tp_matrix_common_options(&a->matrix_file, axis_help, RUN_AXIS_HELP, o + N_PRESET_OPTIONS);
   int n = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON;
   n += tp_matrix_flag_options("run", display, o + n);
-  if (for_option) o[n++] = *for_option;
+  for (int i = 0; i < n_extra && i < TP_MATRIX_N_EXTRA; ++i) o[n++] = extra[i];
   return n;
 }
 
@@ -108,11 +108,11 @@ static tp_rc build_spec(const char *cmd, tp_run_args *args, const tp_matrix_item
 
 tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args,
                         int *help_shown) {
-  return tp_run_args_parse_for(cmd, argc, argv, NULL, args, help_shown);
+  return tp_run_args_parse_for(cmd, argc, argv, NULL, 0, args, help_shown);
 }
 
-tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv, const tp_option *for_option,
-                            tp_run_args *args, int *help_shown) {
+tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv, const tp_option *extra,
+                            int n_extra, tp_run_args *args, int *help_shown) {
   const int is_run = strcmp(cmd, "run") == 0;
   char **kept = calloc((size_t)argc + 1, sizeof *kept);
   tp_matrix_items *items = calloc(1, sizeof *items);
@@ -129,7 +129,7 @@ tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv, const tp_opt
   tp_rc rc = tp_matrix_items_take(cmd, argc, argv, kept, &n_kept, items);
   const char *axis_help = NULL;
   tp_option options[N_MATRIX_OPTIONS + N_RUN_OPTIONS];
-  int n = matrix_options(args, &axis_help, display, for_option, options);
+  int n = matrix_options(args, &axis_help, display, extra, n_extra, options);
   if (is_run) run_options(args, options + n);
   tp_command command = {
       .name = cmd,

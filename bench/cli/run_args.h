@@ -50,10 +50,10 @@ void tp_run_args_defaults(tp_run_args *args);
 TP_MUST_CHECK tp_rc tp_run_args_parse(const char *cmd, int argc, char **argv, tp_run_args *args,
                                       int *help_shown);
 
-/* The same, listing for_option (may be NULL: `matrix`'s --for, which the
- * caller has taken out of argv) in --help. */
+/* The same, listing extra (n_extra, at most TP_MATRIX_N_EXTRA: `matrix`'s
+ * own options, which the caller has taken out of argv) in --help. */
 TP_MUST_CHECK tp_rc tp_run_args_parse_for(const char *cmd, int argc, char **argv,
-                                          const tp_option *for_option, tp_run_args *args,
+                                          const tp_option *extra, int n_extra, tp_run_args *args,
                                           int *help_shown);
 
 #endif /* TP_RUN_ARGS_H */

@@ -82,6 +82,8 @@ int tp_cmd_ops(int argc, char **argv) {
       fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
       return TP_EXIT_USAGE;
     }
+    /* Listed against a host of --gpus N, else of TP_OPS_LIST_DEFAULT_TP GPUs (as `matrix`). */
+    tp_ops_plan_host(&job.matrix, args.gpus > 0 ? args.gpus : TP_OPS_LIST_DEFAULT_TP);
     tp_ops_matrix_print(&job.matrix, stdout);
     tp_ops_matrix_free(&job.matrix);
     return TP_EXIT_OK;
@@ -100,6 +102,13 @@ int tp_cmd_ops(int argc, char **argv) {
     return TP_EXIT_USAGE;
   }
   (void)tp_ops_reject_world(&job.matrix, world);
+  /* A TP degree above the job's workers is planned: listed, not stored, never run. */
+  tp_ops_drop_planned(&job.matrix, stderr);
+  if (job.matrix.n_configs == 0) {
+    fprintf(stderr, "tpbench ops: every configuration is planned: nothing this job can run\n");
+    tp_ops_matrix_free(&job.matrix);
+    return TP_EXIT_USAGE;
+  }
   int check = tp_job_check_database("ops", args.db);
   if (check != TP_EXIT_OK) {
     tp_ops_matrix_free(&job.matrix);

@@ -85,6 +85,14 @@ int tp_cmd_run(int argc, char **argv) {
     return TP_EXIT_USAGE;
   }
   tp_layer_reject_world(&job.matrix, world);
+  /* Planned configurations (a runtime not there yet, more GPUs than the job) are listed, never
+   * run as something else, and not stored: the database's axes hold neither dp nor ac yet. */
+  tp_layer_drop_planned(&job.matrix, stderr);
+  if (job.matrix.n_configs == 0) {
+    fprintf(stderr, "tpbench run: every configuration is planned: nothing this job can run\n");
+    tp_layer_matrix_free(&job.matrix);
+    return TP_EXIT_USAGE;
+  }
   int status = tp_job_check_database("run", args.db);
   char *line = status == 0 ? tp_job_command_line(argc, argv) : NULL;
   if (status == 0) {

@@ -31,6 +31,11 @@ static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multi
 static const char *const dtype_values[] = {"bf16", "fp32"};
 static const char *const on_off_values[] = {"off", "on"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
+static const char *const ac_values[] = {"none", "selective", "full"};
+
+const char *tp_ac_name(tp_ac ac) {
+  return ac >= TP_AC_NONE && ac <= TP_AC_FULL ? ac_values[ac] : "?";
+}
 
 typedef struct axis_def {
   const char *name;
@@ -60,6 +65,8 @@ static const axis_def axes[] = {
     STR_AXIS("pass", pass, pass_values),
     STR_AXIS("graph", graph, on_off_values),
     STR_AXIS("save_gathered", save_gathered, on_off_values),
+    INT_AXIS("dp", dp, 1, 4096),
+    STR_AXIS("ac", ac, ac_values),
 };
 enum { N_AXES = COUNT_OF(axes) };
 
@@ -135,11 +142,11 @@ static const preset_def presets[] = {
      * layer, two sequence lengths, both passes, eager and graph. */
     {"quick",
      {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
-      "bf16", "on", "fwd,fwd+bwd", "off,on", "off"}},
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none"}},
     /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
     {"full",
      {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
-      "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on"}},
+      "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none"}},
 };
 
 static const char *preset_names_table[COUNT_OF(presets)];
@@ -265,6 +272,41 @@ static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
 static int layer_has_attention(tp_layer layer) { return layer != TP_LAYER_FFN; }
 static int layer_has_ffn(tp_layer layer) { return layer != TP_LAYER_ATTENTION; }
 
+/* The rules of the ac axis and of the dp × tp mesh (placement.h). */
+static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+  if (c->ac != TP_AC_NONE && c->pass == TP_PASS_FWD) {
+    snprintf(reason, cap, "ac=%s recomputes activations in the backward; pass fwd has none",
+             tp_ac_name(c->ac));
+    return 1;
+  }
+  if (c->ac == TP_AC_FULL && c->save_gathered) {
+    snprintf(reason, cap,
+             "ac=full recomputes the forward, its all-gathers included, in the backward: nothing "
+             "is kept for save_gathered=on to reuse");
+    return 1;
+  }
+  if (c->batch % c->dp != 0) {
+    snprintf(reason, cap,
+             "batch %d not divisible by dp %d: data parallelism gives each dp rank whole "
+             "sequences",
+             c->batch, c->dp);
+    return 1;
+  }
+  const tp_model_preset *m = c->model;
+  const tp_layer_dims dims = {m->dim, (int64_t)(m->n_heads + 2 * m->n_kv_heads) * m->head_dim,
+                              (int64_t)m->n_heads * m->head_dim, m->ffn_hidden};
+  tp_mesh_tensor tensors[TP_MESH_MAX_TENSORS];
+  int n = 0;
+  const tp_mesh mesh = {c->dp, c->tp};
+  tp_rc rc = tp_mesh_layer_tensors(tp_layer_name(c->layer), c->sp, &dims, c->batch, c->seqlen,
+                                   tensors, &n);
+  if (rc == TP_OK) rc = tp_mesh_check(&mesh, tensors, n);
+  if (rc == TP_OK) return 0;
+  snprintf(reason, cap, "placement on the dp %d x tp %d mesh: %s", c->dp, c->tp,
+           tp_cli_last_message());
+  return 1;
+}
+
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
@@ -311,7 +353,7 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
              "and never gathered");
     return 1;
   }
-  return 0;
+  return mesh_rejection(c, reason, cap);
 }
 
 static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason, size_t cap) {
@@ -325,7 +367,7 @@ static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason,
     snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to gather or scatter");
     return 1;
   }
-  int64_t per_rank = c->tokens / c->tp;
+  int64_t per_rank = c->tokens / c->dp / c->tp;
   if (chunks > MAX_DIST_CHUNKS) {
     snprintf(reason, cap, "chunks %d outside 1..%d", chunks, MAX_DIST_CHUNKS);
     return 1;
@@ -378,6 +420,23 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   return a;
 }
 
+/* Adds a planned reason to a configuration no rule rejects ("; " between two). */
+static void add_plan(tp_layer_config *cfg, const char *why) {
+  if (cfg->rejected && !cfg->planned) return;
+  size_t used = cfg->planned ? strlen(cfg->reason) : 0;
+  snprintf(cfg->reason + used, sizeof cfg->reason - used, "%s%s", used ? "; " : "", why);
+  cfg->rejected = cfg->planned = 1;
+}
+
+/* The runtimes tpbench does not have yet: never run such a configuration as
+ * another (dp 1, ac none). */
+static void plan_runtime(const tp_layer_case *c, tp_layer_config *cfg) {
+  if (c->dp > 1) {
+    add_plan(cfg, "FSDP runtime not implemented yet");
+  }
+  if (c->ac != TP_AC_NONE) add_plan(cfg, "activation checkpointing runtime not implemented yet");
+}
+
 static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_backend backend) {
   tp_layer_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -398,6 +457,7 @@ static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_ba
   }
   if (!cfg.rejected && backend != TP_BACKEND_DIST)
     cfg.rejected = placement_rejection(c, 0, cfg.reason, sizeof cfg.reason);
+  if (backend != TP_BACKEND_DIST) plan_runtime(c, &cfg);
   return cfg;
 }
 
@@ -409,6 +469,7 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
+  plan_runtime(c, &cfg);
   return cfg;
 }
 
@@ -426,7 +487,9 @@ enum {
   A_SP,
   A_PASS,
   A_GRAPH,
-  A_SAVE
+  A_SAVE,
+  A_DP,
+  A_AC
 };
 
 static int has_backend(const resolved *r, const char *backend) {
@@ -454,8 +517,8 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
 }
 
 /* The case axes, outermost first; each index runs over that axis's list. */
-static const int case_axis_order[] = {A_MODEL,  A_LAYER, A_DTYPE, A_TP,   A_BATCH,
-                                      A_SEQLEN, A_SP,    A_PASS,  A_SAVE, A_GRAPH};
+static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP,    A_BATCH, A_SEQLEN,
+                                      A_SP,    A_PASS,  A_SAVE,  A_GRAPH, A_DP,    A_AC};
 enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }
@@ -474,6 +537,8 @@ static void fill_case(const resolved *r, const tp_model_preset *models, const in
   c->sp = is_on(r->names[A_SP][at[A_SP]]);
   c->graph = is_on(r->names[A_GRAPH][at[A_GRAPH]]);
   c->save_gathered = is_on(r->names[A_SAVE][at[A_SAVE]]);
+  c->dp = (int)r->numbers[A_DP][at[A_DP]];
+  c->ac = (tp_ac)index_of(ac_values, COUNT_OF(ac_values), r->names[A_AC][at[A_AC]]);
 }
 
 /* Walks every case like an odometer, innermost axis fastest. */
@@ -542,17 +607,64 @@ int tp_layer_runnable(const tp_layer_matrix *matrix) {
   return n;
 }
 
+int tp_layer_rejected(const tp_layer_matrix *matrix) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; ++i)
+    n += matrix->configs[i].rejected && !matrix->configs[i].planned;
+  return n;
+}
+
+int tp_layer_planned(const tp_layer_matrix *matrix) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; ++i) n += matrix->configs[i].planned;
+  return n;
+}
+
 /* ---- host rules ---------------------------------------------------------------------------- */
+
+static int mesh_gpus(const tp_layer_matrix *m, const tp_layer_config *cfg) {
+  return m->cases[cfg->case_index].dp * cfg->axes.tp;
+}
+
+/* Plans cfg for a host of gpus GPUs when its mesh needs more; 1 if it did. */
+static int plan_gpus(const tp_layer_matrix *m, tp_layer_config *cfg, int gpus, const char *has) {
+  const int need = mesh_gpus(m, cfg);
+  if (need <= gpus || (cfg->rejected && !cfg->planned)) return 0;
+  char why[160];
+  snprintf(why, sizeof why, "needs %d GPUs (dp %d x tp %d); %s %d", need,
+           m->cases[cfg->case_index].dp, cfg->axes.tp, has, gpus);
+  /* The GPU count comes first: it is what this host lacks whatever runtime exists. */
+  const int had_plan = cfg->planned;
+  size_t len = strlen(why), rest = had_plan ? strlen(cfg->reason) : 0;
+  if (len + 2 + rest >= sizeof cfg->reason) rest = sizeof cfg->reason - len - 3;
+  memmove(cfg->reason + len + (had_plan ? 2 : 0), cfg->reason, rest);
+  memcpy(cfg->reason, why, len);
+  if (had_plan) memcpy(cfg->reason + len, "; ", 2);
+  cfg->reason[len + (had_plan ? 2 + rest : 0)] = '\0';
+  cfg->rejected = cfg->planned = 1;
+  return 1;
+}
+
+int tp_layer_plan_host(tp_layer_matrix *m, int gpus) {
+  int n = 0;
+  for (int i = 0; i < m->n_configs; ++i) n += plan_gpus(m, &m->configs[i], gpus, "the host has");
+  return n;
+}
 
 int tp_layer_reject_world(tp_layer_matrix *m, int world) {
   int n = 0;
   for (int i = 0; i < m->n_configs; ++i) {
     tp_layer_config *cfg = &m->configs[i];
-    if (cfg->rejected || cfg->axes.tp == world) continue;
+    if (plan_gpus(m, cfg, world, "this job has")) {
+      ++n;
+      continue;
+    }
+    const int need = mesh_gpus(m, cfg);
+    if (cfg->rejected || need == world) continue;
     cfg->rejected = 1;
     snprintf(cfg->reason, sizeof cfg->reason,
-             "TP %d needs a job of %d workers; this one has %d (--gpus %d)", cfg->axes.tp,
-             cfg->axes.tp, world, cfg->axes.tp);
+             "dp %d x tp %d needs a job of %d workers; this one has %d (--gpus %d)",
+             m->cases[cfg->case_index].dp, cfg->axes.tp, need, world, need);
     ++n;
   }
   return n;
@@ -572,6 +684,34 @@ int tp_layer_reject_no_peer_access(tp_layer_matrix *m) {
   return n;
 }
 
+int tp_layer_drop_planned(tp_layer_matrix *m, FILE *out) {
+  int kept = 0, cases = 0;
+  for (int ci = 0; ci < m->n_cases; ++ci) {
+    tp_layer_case c = m->cases[ci];
+    const int first = kept;
+    for (int i = c.first_config; i < c.first_config + c.n_configs; ++i) {
+      tp_layer_config cfg = m->configs[i];
+      if (cfg.planned) {
+        if (out)
+          fprintf(out, "planned, not run: %s %s tp %d dp %d ac %s %s %s: %s\n", cfg.axes.model,
+                  cfg.axes.op_or_layer, cfg.axes.tp, c.dp, tp_ac_name(c.ac), cfg.axes.kind,
+                  cfg.axes.backend, cfg.reason);
+        continue;
+      }
+      cfg.case_index = cases;
+      m->configs[kept++] = cfg;
+    }
+    if (kept == first) continue;
+    c.first_config = first;
+    c.n_configs = kept - first;
+    m->cases[cases++] = c;
+  }
+  const int dropped = m->n_configs - kept;
+  m->n_configs = kept;
+  m->n_cases = cases;
+  return dropped;
+}
+
 /* ---- printing ------------------------------------------------------------------------------ */
 
 static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
@@ -586,33 +726,38 @@ static int decided_at_plan_time(const tp_layer_config *cfg) {
          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING);
 }
 
-void tp_layer_matrix_print(const tp_layer_matrix *m, FILE *out) {
-  fprintf(out, "%-5s %-11s %-9s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-24s %10s  %s\n", "case",
-          "model", "layer", "tp", "BxS", "tokens", "dtype", "sp", "pass", "graph", "saved",
-          "configuration", "GFLOP", "status");
+void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
+  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10s  %s\n",
+          "case", "model", "layer", "tp", "dp", "BxS", "tokens", "dtype", "sp", "pass", "graph",
+          "saved", "ac", "configuration", "GFLOP", "status");
   int plan_time = 0;
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_layer_config *cfg = &m->configs[i];
+    const tp_layer_case *c = &m->cases[cfg->case_index];
     const tp_config_axes *a = &cfg->axes;
     char what[64], bxs[32];
     describe(cfg, what, sizeof what);
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
-    const char *status = cfg->rejected ? "rejected: " : "ok";
+    const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";
     if (!cfg->rejected && decided_at_plan_time(cfg)) {
       note = " (the kernels decide at plan time whether this host runs it)";
       ++plan_time;
     }
-    fprintf(out, "%-5d %-11s %-9s %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-24s %10.1f  %s%s\n",
-            cfg->case_index, a->model, a->op_or_layer, a->tp, bxs, (long long)a->tokens, a->dtype,
-            a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off", a->save_gathered ? "on" : "off",
-            what, cfg->flops / 1e9, status, note);
+    fprintf(
+        out,
+        "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10.1f  %s%s\n",
+        cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
+        a->dtype, a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off",
+        a->save_gathered ? "on" : "off", tp_ac_name(c->ac), what, cfg->flops / 1e9, status, note);
   }
-  int runnable = tp_layer_runnable(m);
-  fprintf(out, "%d cases, %d configurations: %d to run, %d rejected\n", m->n_cases, m->n_configs,
-          runnable, m->n_configs - runnable);
   fprintf(out,
-          "tpbench run also rejects, with the reason: a TP degree other than its worker "
-          "count, dist_gemm without peer access between the GPUs%s.\n",
+          "%d cases, %d configurations: %d to run, %d rejected, %d planned (host of %d GPUs)\n",
+          m->n_cases, m->n_configs, tp_layer_runnable(m), tp_layer_rejected(m), tp_layer_planned(m),
+          gpus);
+  fprintf(out,
+          "tpbench run also rejects, with the reason: a mesh (dp x tp) smaller than its worker "
+          "count, dist_gemm without peer access between the GPUs%s; it plans (lists, does not "
+          "run) a mesh larger than its worker count.\n",
           plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
 }

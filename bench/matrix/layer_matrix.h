@@ -19,6 +19,15 @@
  *   graph          off, on (time CUDA graph replays of a captured step)
  *   save_gathered  off, on (the all-gather side's backward reuses the
  *                  forward's gathered input instead of gathering again)
+ *   dp             data-parallel degree (FSDP), default 1: a dp × tp mesh,
+ *                  ranks tp-innermost (rank = dp_index · tp + tp_index,
+ *                  placement.h); batch is the global batch, split over dp
+ *   ac             activation checkpointing: none, selective (the
+ *                  projections' outputs and the attention core's output are
+ *                  saved; RMSNorm, RoPE, SwiGLU and the residual adds are
+ *                  recomputed in the backward), full (the block's whole
+ *                  forward, its all-gathers included, is recomputed in the
+ *                  backward)
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -47,10 +56,16 @@
 #include "bench/matrix/presets.h"
 #include "store/tp_store.h"
 
+/* Activation checkpointing (the ac axis). */
+typedef enum { TP_AC_NONE = 0, TP_AC_SELECTIVE, TP_AC_FULL } tp_ac;
+
+/* "none", "selective", "full". */
+const char *tp_ac_name(tp_ac ac);
+
 typedef struct tp_layer_spec {
-  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered;
-  tp_int_list chunks, tp, batch, seqlen; /* tp.count == 0: the job's worker count */
-  tp_model_set defined;                  /* models the matrix file defined */
+  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac;
+  tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
+  tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
 
 /* The axis names, in the order above. */
@@ -87,6 +102,8 @@ typedef struct tp_layer_case {
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
+  int dp;   /* data-parallel degree: the mesh is dp × tp */
+  tp_ac ac; /* activation checkpointing */
   int first_config, n_configs;
 } tp_layer_case;
 
@@ -98,6 +115,8 @@ typedef struct tp_layer_config {
   tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
+  int planned;  /* 1 (with rejected 1): valid but not runnable here, reason says why (no
+                   "planned: " prefix); 0 with rejected 1: a rule rejects it */
   char reason[320];
   double flops; /* per iteration, the whole group (tp_layer_flops); 0 for comm */
 } tp_layer_config;
@@ -126,7 +145,13 @@ typedef struct tp_layer_matrix {
  *   - dist_gemm with SP off, at TP 1, with chunks that do not divide the
  *     tokens per rank or outside 1..32;
  *   - the collective alone at TP 1;
- *   - a composition whose placement contracts do not hold (placement.h).
+ *   - a composition whose placement contracts do not hold (placement.h),
+ *     on the TP group and on the dp × tp mesh (batch not divisible by dp,
+ *     a parameter's TP shard whose dim 0 does not divide by dp);
+ *   - ac other than none with pass fwd (nothing to recompute), ac=full with
+ *     save_gathered=on (full recomputes the gathers: nothing is kept).
+ * And planned, after the rules: dp > 1 (no FSDP runtime yet), ac other than
+ * none (no recomputation runtime yet).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */
@@ -135,18 +160,36 @@ TP_MUST_CHECK tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default,
 
 void tp_layer_matrix_free(tp_layer_matrix *matrix);
 
-/* Configurations not rejected. */
+/* Configurations to run (neither rejected nor planned), rejected by a rule,
+ * planned. */
 int tp_layer_runnable(const tp_layer_matrix *matrix);
+int tp_layer_rejected(const tp_layer_matrix *matrix);
+int tp_layer_planned(const tp_layer_matrix *matrix);
+
+/* Marks planned every configuration not yet rejected or planned whose mesh
+ * (dp · tp) needs more than gpus GPUs, with that count; returns how many.
+ * `matrix` applies it for the host it lists against, `run` through
+ * tp_layer_reject_world. */
+int tp_layer_plan_host(tp_layer_matrix *matrix, int gpus);
+
+/* Removes the planned configurations (and cases left empty) from the
+ * matrix, printing each on out (if not NULL) as "planned, not run: ...";
+ * returns how many. `run` stores no planned configuration: the database's
+ * axes do not hold dp and ac yet, and nothing planned runs. */
+int tp_layer_drop_planned(tp_layer_matrix *matrix, FILE *out);
 
 /* Host rules `run` applies before the first configuration. Each marks the
- * configurations it concerns rejected (if they were not) and returns how
- * many: a TP degree other than the job's worker count; dist_gemm where the
- * job's GPUs cannot all reach each other's memory (peer access). */
+ * configurations it concerns (if they were not) and returns how many: a
+ * mesh (dp · tp) larger than the job's worker count planned (needs that
+ * many GPUs), a smaller one rejected (a job of that many workers runs it:
+ * --gpus); dist_gemm where the job's GPUs cannot all reach each other's
+ * memory (peer access) rejected. */
 int tp_layer_reject_world(tp_layer_matrix *matrix, int world);
 int tp_layer_reject_no_peer_access(tp_layer_matrix *matrix);
 
-/* Prints one line per configuration (case, axes, role, "ok" or the
- * rejection) and a summary: `tpbench matrix`. */
-void tp_layer_matrix_print(const tp_layer_matrix *matrix, FILE *out);
+/* Prints one line per configuration (case, axes, role, and "run",
+ * "rejected: <rule>" or "planned: <why>") and a summary naming the host of
+ * gpus GPUs it was listed against: `tpbench matrix`. */
+void tp_layer_matrix_print(const tp_layer_matrix *matrix, int gpus, FILE *out);
 
 #endif /* TP_LAYER_MATRIX_H */

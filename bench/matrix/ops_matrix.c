@@ -332,11 +332,16 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
     snprintf(reason, cap, "out features %lld not divisible by TP %d", (long long)c->proj.n, c->tp);
     return 1;
   }
-  if (c->save_gathered && (c->proj.op == TP_OP_LINEAR_RS || c->pass == TP_PASS_FWD)) {
+  if (c->save_gathered && c->proj.op == TP_OP_LINEAR_RS) {
     snprintf(reason, cap,
-             "save_gathered=on applies to the backward of an all-gather op "
-             "(qkv, w13); %s %s has none to save",
-             c->proj.name, tp_pass_name(c->pass));
+             "save_gathered=on applies to the backward of an all-gather op (qkv, w13): a "
+             "reduce-scatter op gathers nothing to save");
+    return 1;
+  }
+  if (c->save_gathered && c->pass == TP_PASS_FWD) {
+    snprintf(reason, cap,
+             "save_gathered=on keeps the forward's gathered input for the backward; pass fwd has "
+             "no backward");
     return 1;
   }
   const tp_fp8_case fp8 = {c->dtype, c->proj.op, c->tokens, c->proj.n, c->proj.k, c->tp, c->pass};
@@ -543,10 +548,23 @@ int tp_ops_runnable(const tp_ops_matrix *matrix) {
   return n;
 }
 
+/* Plans cfg when its TP group needs more than gpus GPUs; 1 if it did. */
+static int plan_gpus(tp_ops_config *cfg, int gpus, const char *has) {
+  if (cfg->rejected || cfg->axes.tp <= gpus) return 0;
+  snprintf(cfg->reason, sizeof cfg->reason, "needs %d GPUs (tp %d); %s %d", cfg->axes.tp,
+           cfg->axes.tp, has, gpus);
+  cfg->rejected = cfg->planned = 1;
+  return 1;
+}
+
 int tp_ops_reject_world(tp_ops_matrix *matrix, int world) {
   int n = 0;
   for (int i = 0; i < matrix->n_configs; i++) {
     tp_ops_config *cfg = &matrix->configs[i];
+    if (plan_gpus(cfg, world, "this job has")) {
+      n++;
+      continue;
+    }
     if (cfg->rejected || cfg->axes.tp == world) continue;
     cfg->rejected = 1;
     snprintf(cfg->reason, sizeof cfg->reason,
@@ -555,6 +573,47 @@ int tp_ops_reject_world(tp_ops_matrix *matrix, int world) {
     n++;
   }
   return n;
+}
+
+int tp_ops_plan_host(tp_ops_matrix *matrix, int gpus) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; i++)
+    n += plan_gpus(&matrix->configs[i], gpus, "the host has");
+  matrix->host_gpus = gpus;
+  return n;
+}
+
+int tp_ops_planned(const tp_ops_matrix *matrix) {
+  int n = 0;
+  for (int i = 0; i < matrix->n_configs; i++) n += matrix->configs[i].planned;
+  return n;
+}
+
+int tp_ops_drop_planned(tp_ops_matrix *m, FILE *out) {
+  int kept = 0, cases = 0;
+  for (int ci = 0; ci < m->n_cases; ci++) {
+    tp_ops_case c = m->cases[ci];
+    const int first = kept;
+    for (int i = c.first_config; i < c.first_config + c.n_configs; i++) {
+      tp_ops_config cfg = m->configs[i];
+      if (cfg.planned) {
+        if (out)
+          fprintf(out, "planned, not run: %s %s tp %d %s %s: %s\n", cfg.axes.model, cfg.axes.proj,
+                  cfg.axes.tp, cfg.axes.kind, cfg.axes.backend, cfg.reason);
+        continue;
+      }
+      cfg.case_index = cases;
+      m->configs[kept++] = cfg;
+    }
+    if (kept == first) continue;
+    c.first_config = first;
+    c.n_configs = kept - first;
+    m->cases[cases++] = c;
+  }
+  const int dropped = m->n_configs - kept;
+  m->n_configs = kept;
+  m->n_cases = cases;
+  return dropped;
 }
 
 int tp_ops_max_tp(const tp_ops_matrix *matrix) {
@@ -585,11 +644,17 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
     fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-9s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
             cfg->case_index, a->model, a->proj, a->op_or_layer, (long long)a->tokens, a->tp,
             a->dtype, a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m,
-            (long long)a->n, (long long)a->k, cfg->rejected ? "rejected: " : "ok",
+            (long long)a->n, (long long)a->k,
+            cfg->planned    ? "planned: "
+            : cfg->rejected ? "rejected: "
+                            : "run",
             cfg->rejected ? cfg->reason : "");
   }
-  fprintf(out, "%d configurations, %d to run, %d rejected\n", matrix->n_configs,
-          tp_ops_runnable(matrix), matrix->n_configs - tp_ops_runnable(matrix));
+  const int planned = tp_ops_planned(matrix), runnable = tp_ops_runnable(matrix);
+  fprintf(out, "%d configurations, %d to run, %d rejected, %d planned", matrix->n_configs, runnable,
+          matrix->n_configs - runnable - planned, planned);
+  if (matrix->host_gpus > 0) fprintf(out, " (host of %d GPUs)", matrix->host_gpus);
+  fprintf(out, "\n");
   for (int i = 0; i < matrix->n_cases; i++)
     if (tp_dtype_is_fp8(matrix->cases[i].dtype)) {
       fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "

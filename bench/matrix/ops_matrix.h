@@ -88,6 +88,8 @@ typedef struct tp_ops_config {
   tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
+  int planned;  /* 1 (with rejected 1): valid, but needs more GPUs than the host or job holds
+                   (reason without a "planned: " prefix); 0 with rejected 1: a rule rejects it */
   char reason[400];
   double flops;       /* per iteration, all ranks and weights, this pass; 0 for comm */
   int64_t comm_bytes; /* the whole collective buffer: gathered input (T x K) for the
@@ -103,6 +105,7 @@ typedef struct tp_ops_matrix {
   int n_cases;
   tp_ops_config *configs;
   int n_configs;
+  int host_gpus; /* the host tp_ops_plan_host listed against; 0: none */
 } tp_ops_matrix;
 
 /* Expands spec into *out (free with tp_ops_matrix_free; it holds copies of its
@@ -121,15 +124,31 @@ void tp_ops_matrix_free(tp_ops_matrix *matrix);
 int tp_ops_runnable(const tp_ops_matrix *matrix);
 
 /* Marks every configuration whose TP degree differs from the job's worker
- * count rejected (if it was not), with the reason; returns how many. */
+ * count (if it was not rejected): a larger one planned (needs that many
+ * GPUs), a smaller one rejected (a job of that many workers runs it:
+ * --gpus); returns how many. */
 int tp_ops_reject_world(tp_ops_matrix *matrix, int world);
+
+/* Marks planned every configuration no rule rejects whose TP degree needs
+ * more than gpus GPUs, and records gpus as the host listed against; returns
+ * how many. */
+int tp_ops_plan_host(tp_ops_matrix *matrix, int gpus);
+
+/* Planned configurations. */
+int tp_ops_planned(const tp_ops_matrix *matrix);
+
+/* Removes the planned configurations (and cases left empty), printing each
+ * on out (if not NULL) as "planned, not run: ..."; returns how many. `ops`
+ * stores no planned configuration. */
+int tp_ops_drop_planned(tp_ops_matrix *matrix, FILE *out);
 
 /* The largest TP degree of any runnable configuration (the GPUs a run
  * needs), 0 if none can run. */
 int tp_ops_max_tp(const tp_ops_matrix *matrix);
 
 /* Prints one line per configuration: case, role, schedule, shapes, and
- * "ok" or the rejection reason (the plan of `tpbench ops --dry-run`). */
+ * "run", "rejected: <rule>" or "planned: <why>" (the plan of `tpbench ops
+ * --list` and `tpbench matrix --for ops`). */
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out);
 
 #endif /* TP_OPS_MATRIX_H */

@@ -26,7 +26,7 @@ static void expand_and_print(const tp_layer_spec *spec) {
   tp_layer_matrix matrix;
   if (tp_layer_expand(spec, MATRIX_TP, &matrix) != TP_OK) return;
   /* Printing 200,000 configurations would only slow the search down. */
-  if (matrix.n_configs <= PRINT_AT_MOST) tp_layer_matrix_print(&matrix, fuzz_sink());
+  if (matrix.n_configs <= PRINT_AT_MOST) tp_layer_matrix_print(&matrix, 2, fuzz_sink());
   tp_layer_matrix_free(&matrix);
 }
 
