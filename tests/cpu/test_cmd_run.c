@@ -11,7 +11,9 @@
  * report: a run written through the store the way `run` writes it (kind
  * 'layer' for the stock and dist_gemm layers, 'gemm' and 'comm' for the
  * references) gives a table row per dist_gemm layer with speedup and bound,
- * and a row for a stock-only case (sequence parallelism off).
+ * and a row for a stock-only case (sequence parallelism off). matrix marks
+ * configurations planned against a host of --gpus N, and README's
+ * composition table is `matrix --composition`'s output, byte for byte.
  *
  * TPBENCH_EXE is the path of the binary under test (set by CMake).
  */
@@ -41,7 +43,7 @@ static void test_matrix_quick(void **state) {
   (void)state;
   rp_result r = tpbench("matrix", NULL);
   rp_expect(&r, 0, "48 cases, 192 configurations: 192 to run, 0 rejected", NULL);
-  assert_non_null(strstr(r.out, "llama3-8b   block       2 1x4096"));
+  assert_non_null(strstr(r.out, "llama3-8b   block       2   1 1x4096"));
   assert_non_null(strstr(r.out, "dist_gemm auto chunks=0"));
   rp_free(&r);
 }
@@ -91,7 +93,7 @@ static void test_matrix_file(void **state) {
   /* The file, then --axis on top of it. */
   rp_result r = tpbench("matrix", "--matrix", path, "--axis", "seqlen=1024", NULL);
   rp_expect(&r, 0, "1 cases, 4 configurations: 4 to run, 0 rejected", NULL);
-  assert_non_null(strstr(r.out, "debug       block       2 1x1024"));
+  assert_non_null(strstr(r.out, "debug       block       2   1 1x1024"));
   rp_free(&r);
   unlink(path);
 }
@@ -112,7 +114,7 @@ static void test_one_matrix_interface(void **state) {
   rp_result r = tpbench("matrix", "--matrix", path, "--axis", "layer=ffn", "--axis", "graph=off",
                         "--axis", "seqlen=4096", NULL);
   rp_expect(&r, 0, "2 cases, 8 configurations: 8 to run, 0 rejected", NULL);
-  assert_non_null(strstr(r.out, "mymodel     ffn         2 1x4096"));
+  assert_non_null(strstr(r.out, "mymodel     ffn         2   1 1x4096"));
   rp_free(&r);
   /* ops' plan from the same file, with ops' flags on top; and ops itself. */
   r = tpbench("matrix", "--for", "ops", "--matrix", path, "--tokens", "4096", "--projs", "w2",
@@ -172,7 +174,7 @@ static void test_ops_shape(void **state) {
                         "4096,4096,14336,linear_rs", NULL);
   rp_expect(&r, 0, "8 configurations, 8 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "shape       8192x4096 ag_linear"));
-  assert_non_null(strstr(r.out, "4096   4096   7168  ok")); /* linear_rs: K split over TP 2 */
+  assert_non_null(strstr(r.out, "4096   4096   7168  run")); /* linear_rs: K split over TP 2 */
   rp_free(&r);
   r = tpbench("ops", "--list", "--shape", "4096,8192", NULL);
   rp_expect(&r, 2, NULL, "--shape: '4096,8192' is not M,N,K or M,N,K,OP");
@@ -319,12 +321,106 @@ static void test_report_layers(void **state) {
   unlink(side);
 }
 
+/* matrix marks each configuration run, rejected or planned against a host of
+ * --gpus N (default 2): a mesh larger than the host is planned with the GPUs
+ * it needs, for run and for ops. */
+static void test_matrix_planned(void **state) {
+  (void)state;
+  rp_result r =
+      tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
+              "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
+  rp_expect(&r, 0, "2 cases, 8 configurations: 4 to run, 0 rejected, 4 planned (host of 2 GPUs)",
+            NULL);
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 1 x tp 4); the host has 2"));
+  assert_non_null(strstr(r.out, "  run\n"));
+  rp_free(&r);
+  r = tpbench("matrix", "--gpus", "4", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
+              "seqlen=2048", "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
+  rp_expect(&r, 0, "8 to run, 0 rejected, 0 planned (host of 4 GPUs)", NULL);
+  rp_free(&r);
+  /* dp 2 x tp 2: valid, planned for the runtime and the GPUs; never "run". */
+  r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
+              "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
+              NULL);
+  rp_expect(&r, 0, "0 to run, 0 rejected, 4 planned", NULL);
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime "
+                                "not implemented yet"));
+  rp_free(&r);
+  r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "w2", "--tokens",
+              "4096", "--tp", "2,4", NULL);
+  rp_expect(&r, 0, "8 configurations, 4 to run, 0 rejected, 4 planned (host of 2 GPUs)", NULL);
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (tp 4); the host has 2"));
+  rp_free(&r);
+  rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--gpus: '0' is not a whole number in [1, 4096]",
+                "matrix", "--gpus", "0", NULL);
+  rp_run_expect(TPBENCH_EXE, 60, 0, "--composition", NULL, "matrix", "--help", NULL);
+}
+
+/* README's composition table is `tpbench matrix --composition` verbatim, between its markers. */
+#define COMPOSITION_BEGIN "<!-- composition table: `tpbench matrix --composition` writes it -->\n"
+#define COMPOSITION_END "<!-- end of the composition table -->"
+
+/* A text file, NUL-terminated; fails the test if unreadable. */
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *sink = open_memstream(&text, &len);
+  assert_non_null(sink);
+  for (int c; (c = fgetc(f)) != EOF;) fputc(c, sink);
+  fclose(f);
+  assert_int_equal(fclose(sink), 0); /* open_memstream NUL-terminates */
+  assert_non_null(text);
+  return text;
+}
+
+static void test_composition_table_in_readme(void **state) {
+  (void)state;
+  rp_result r = tpbench("matrix", "--composition", NULL);
+  rp_expect(&r, 0, "| verdict | layer | backend | schedule | tp | dp |", NULL);
+  assert_non_null(strstr(r.out, "planned: FSDP runtime not implemented yet"));
+  assert_non_null(strstr(r.out, "planned: activation checkpointing runtime not implemented yet"));
+  assert_non_null(strstr(r.out, "| run |"));
+  char *readme = read_text(TP_TEST_DATA_DIR "/../../README.md");
+  const char *begin = strstr(readme, COMPOSITION_BEGIN);
+  const char *end = begin ? strstr(begin, COMPOSITION_END) : NULL;
+  if (!begin || !end) {
+    free(readme);
+    rp_free(&r);
+    fail_msg("README.md has no composition table between its markers");
+    return;
+  }
+  begin += strlen(COMPOSITION_BEGIN);
+  const char *out = r.out ? r.out : "";
+  const size_t copy = (size_t)(end - begin), want = strlen(out);
+  if (copy != want || memcmp(begin, out, want) != 0)
+    fail_msg("README.md's composition table differs from `tpbench matrix --composition`: "
+             "paste its output between the markers");
+  free(readme);
+  rp_free(&r);
+  /* Another host changes the plan: on 4 GPUs TP 4 and dp 2 x tp 2 need no more GPUs. */
+  r = tpbench("matrix", "--composition", "--gpus", "4", NULL);
+  rp_expect(&r, 0, "a host of 4 GPUs", NULL);
+  assert_null(strstr(r.out, "needs 4 GPUs"));
+  assert_non_null(strstr(r.out, "needs 8 GPUs (dp 2 x tp 4)"));
+  rp_free(&r);
+  rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--composition: '--tp' is not taken", "matrix",
+                "--composition", "--tp", "2", NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_matrix_quick),         cmocka_unit_test(test_matrix_rejections),
-      cmocka_unit_test(test_matrix_usage_errors),  cmocka_unit_test(test_matrix_file),
-      cmocka_unit_test(test_run_options),          cmocka_unit_test(test_report_layers),
-      cmocka_unit_test(test_one_matrix_interface), cmocka_unit_test(test_ops_shape),
+      cmocka_unit_test(test_matrix_quick),
+      cmocka_unit_test(test_matrix_rejections),
+      cmocka_unit_test(test_matrix_usage_errors),
+      cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_run_options),
+      cmocka_unit_test(test_report_layers),
+      cmocka_unit_test(test_one_matrix_interface),
+      cmocka_unit_test(test_ops_shape),
+      cmocka_unit_test(test_matrix_planned),
+      cmocka_unit_test(test_composition_table_in_readme),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

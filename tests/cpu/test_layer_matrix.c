@@ -4,7 +4,10 @@
  * FLOP counts of the layers, every validity rule with its reason, the host
  * rules `run` applies, usage errors for names and numbers the tool does not
  * take, --axis assignments, and matrix files (JSON) good and bad: strings
- * never cut, FIFOs and other non-files refused without blocking.
+ * never cut, FIFOs and other non-files refused without blocking. The dp and
+ * ac axes: the dp x tp mesh expanded, placement-checked and planned (no FSDP
+ * runtime; more GPUs than the host), its rules, ac's rules and plan, and
+ * `run` leaving planned configurations out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,7 +272,7 @@ static void test_chunks_and_schedules(void **state) {
   assert_int_equal(m.configs[2].axes.chunks, 3);
   FILE *f = tmpfile();
   assert_non_null(f);
-  tp_layer_matrix_print(&m, f);
+  tp_layer_matrix_print(&m, 2, f);
   char *text = calloc(1, 65536);
   rewind(f);
   size_t got = fread(text, 1, 65535, f);
@@ -300,12 +303,15 @@ static void test_tp_default_and_list(void **state) {
                 NULL);
   expand_ok(&s, 8, &m);
   assert_int_equal(m.n_cases, 3);
-  /* `run` on 2 GPUs rejects the other degrees, with the reason. */
+  /* `run` on 2 GPUs rejects a smaller mesh and plans a larger one, with the reason. */
   int n = tp_layer_reject_world(&m, 2);
   assert_int_equal(n, 2 + 4); /* TP 1's dist_gemm and comm were rejected already */
-  expect_reason(&m.configs[0], "TP 1 needs a job of 1 workers; this one has 2 (--gpus 1)");
+  expect_reason(&m.configs[0], "dp 1 x tp 1 needs a job of 1 workers; this one has 2 (--gpus 1)");
+  assert_false(m.configs[0].planned);
   assert_false(m.configs[4].rejected);
-  expect_reason(&m.configs[8], "TP 4 needs a job of 4 workers");
+  expect_reason(&m.configs[8], "needs 4 GPUs (dp 1 x tp 4); this job has 2");
+  assert_true(m.configs[8].planned);
+  assert_int_equal(tp_layer_planned(&m), 4);
   n = tp_layer_reject_no_peer_access(&m);
   assert_int_equal(n, 1); /* the one dist_gemm left */
   expect_reason(&m.configs[5], "dist_gemm needs peer access");
@@ -597,16 +603,161 @@ static void test_matrix_file_not_regular(void **state) {
   free(path);
 }
 
+/* ---- dp and ac --------------------------------------------------------------------------- */
+
+static void expect_planned(const tp_layer_config *cfg, const char *words) {
+  if (!cfg->planned || !cfg->rejected) fail_msg("not planned; expected '%s'", words);
+  if (!strstr(cfg->reason, words)) fail_msg("'%s' missing from: %s", words, cfg->reason);
+  printf("  %s %s: planned: %s\n", cfg->axes.kind, cfg->axes.backend, cfg->reason);
+}
+
+/* dp x tp with both > 1 expands, passes every rule and the mesh's placement
+ * check, and is planned (never run as dp 1): no FSDP runtime yet, and on a
+ * host of 2 GPUs, needs 4. */
+static void test_dp_mesh_expansion(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=block", "seqlen=4096", "batch=2", "pass=fwd+bwd",
+                              "graph=off", "tp=1,2", "dp=1,2", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 4); /* tp 1, 2 x dp 1, 2: dp is the innermost case axis */
+  assert_int_equal(m.cases[1].dp, 2);
+  assert_int_equal(m.cases[1].tp, 1);
+  assert_int_equal(m.cases[3].dp, 2);
+  assert_int_equal(m.cases[3].tp, 2);
+  /* No rule rejects the 2 x 2 mesh's stock, dist_gemm, GEMMs and collectives: all planned. */
+  const tp_layer_case *c = &m.cases[3];
+  for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+    expect_planned(&m.configs[i], "FSDP runtime not implemented yet");
+  /* dp 1 still runs; nothing with dp 2 does. */
+  for (int i = 0; i < m.n_configs; ++i)
+    if (m.cases[m.configs[i].case_index].dp == 2) assert_true(m.configs[i].rejected);
+  assert_int_equal(tp_layer_runnable(&m), 2 + 4); /* tp 1: stock, gemm; tp 2: all four */
+  assert_int_equal(tp_layer_plan_host(&m, 2), 4); /* the 2 x 2 mesh's four */
+  expect_planned(&m.configs[c->first_config],
+                 "needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime not implemented yet");
+  /* On a host of 4, it is planned for the runtime alone. */
+  tp_layer_matrix_free(&m);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(tp_layer_plan_host(&m, 4), 0);
+  expect_planned(&m.configs[m.cases[3].first_config], "FSDP runtime not implemented yet");
+  assert_null(strstr(m.configs[m.cases[3].first_config].reason, "needs"));
+  assert_int_equal(tp_layer_planned(&m), 4 + 2);
+  assert_int_equal(tp_layer_rejected(&m), 4); /* tp 1 (dp 1 and 2): dist_gemm and comm */
+  tp_layer_matrix_free(&m);
+}
+
+/* The mesh's rules: batch split over dp, FSDP's shard of each parameter. */
+static void test_dp_rules(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=1", "pass=fwd", "graph=off",
+                     "tp=2", "dp=2", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "batch 1 not divisible by dp 2");
+  assert_false(first_of(&m, TP_BACKEND_STOCK)->planned);
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=attention", "seqlen=4096", "batch=3", "pass=fwd",
+                     "graph=off", "tp=2", "dp=3", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST),
+                "placement on the dp 3 x tp 2 mesh: attention.norm.weight: dp=3 shards dim 0 of "
+                "4096");
+  tp_layer_matrix_free(&m);
+  /* dist_gemm's chunks divide the rows of one rank of the mesh: 2 x 4096 / (2 x 2) = 2048. */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=off",
+                     "tp=2", "dp=2", "chunks=3", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST), "tokens per rank 2048 not divisible by chunks 3");
+  assert_false(first_of(&m, TP_BACKEND_DIST)->planned);
+  tp_layer_matrix_free(&m);
+}
+
+/* ac: needs a backward; full cannot keep the gathered input; valid ones are
+ * planned (no recomputation runtime), never run as ac=none. */
+static void test_ac_rules(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd", "graph=off",
+                              "ac=selective", NULL);
+  one_case(s, 2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK),
+                "ac=selective recomputes activations in the backward; pass fwd has none");
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd+bwd", "graph=off",
+                     "ac=full", "save_gathered=on", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_DIST), "ac=full recomputes the forward, its all-gathers");
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd+bwd", "graph=on",
+                     "ac=selective", "save_gathered=on", NULL),
+           2, &m);
+  for (int i = 0; i < m.n_configs; ++i)
+    expect_planned(&m.configs[i], "activation checkpointing runtime not implemented yet");
+  assert_int_equal(tp_layer_runnable(&m), 0);
+  assert_int_equal(m.cases[0].ac, TP_AC_SELECTIVE);
+  tp_layer_matrix_free(&m);
+  assert_string_equal(tp_ac_name(TP_AC_FULL), "full");
+  tp_layer_spec bad;
+  assert_int_equal(tp_layer_spec_preset("quick", &bad), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&bad, "ac=some"), TP_OK);
+  assert_int_equal(tp_layer_expand(&bad, 2, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "(valid: none, selective, full)"));
+}
+
+/* `run` drops the planned configurations (listing each) and keeps the rest
+ * with their cases renumbered. */
+static void test_drop_planned(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd",
+                              "graph=off", "tp=2", "dp=2,1", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_configs, 8);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  assert_int_equal(tp_layer_drop_planned(&m, f), 4);
+  fclose(f);
+  printf("%s", text);
+  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: "
+                               "FSDP runtime not implemented yet"));
+  free(text);
+  assert_int_equal(m.n_cases, 1);
+  assert_int_equal(m.n_configs, 4);
+  assert_int_equal(m.cases[0].dp, 1);
+  assert_int_equal(m.cases[0].first_config, 0);
+  for (int i = 0; i < m.n_configs; ++i) {
+    assert_int_equal(m.configs[i].case_index, 0);
+    assert_false(m.configs[i].planned);
+  }
+  assert_int_equal(tp_layer_runnable(&m), 4);
+  tp_layer_matrix_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_quick_preset),        cmocka_unit_test(test_full_preset),
-      cmocka_unit_test(test_layer_flops),         cmocka_unit_test(test_case_rules),
-      cmocka_unit_test(test_save_gathered_rules), cmocka_unit_test(test_dist_gemm_rules),
-      cmocka_unit_test(test_empty_spec_is_usage), cmocka_unit_test(test_chunks_and_schedules),
-      cmocka_unit_test(test_tp_default_and_list), cmocka_unit_test(test_usage_errors),
-      cmocka_unit_test(test_matrix_file),         cmocka_unit_test(test_matrix_file_errors),
-      cmocka_unit_test(test_matrix_file_models),  cmocka_unit_test(test_no_attention_model),
-      cmocka_unit_test(test_matrix_file_strings), cmocka_unit_test(test_matrix_file_not_regular),
+      cmocka_unit_test(test_quick_preset),
+      cmocka_unit_test(test_full_preset),
+      cmocka_unit_test(test_layer_flops),
+      cmocka_unit_test(test_case_rules),
+      cmocka_unit_test(test_save_gathered_rules),
+      cmocka_unit_test(test_dist_gemm_rules),
+      cmocka_unit_test(test_empty_spec_is_usage),
+      cmocka_unit_test(test_chunks_and_schedules),
+      cmocka_unit_test(test_tp_default_and_list),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_matrix_file),
+      cmocka_unit_test(test_matrix_file_errors),
+      cmocka_unit_test(test_matrix_file_models),
+      cmocka_unit_test(test_no_attention_model),
+      cmocka_unit_test(test_matrix_file_strings),
+      cmocka_unit_test(test_matrix_file_not_regular),
+      cmocka_unit_test(test_dp_mesh_expansion),
+      cmocka_unit_test(test_dp_rules),
+      cmocka_unit_test(test_ac_rules),
+      cmocka_unit_test(test_drop_planned),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

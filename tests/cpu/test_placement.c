@@ -7,7 +7,9 @@
  * skipped all-gather, a residual add of a partial sum, a feature count that
  * does not match, a tensor used before it is produced, a block whose output
  * is placed unlike its input, residual inputs that disagree, and malformed
- * compositions.
+ * compositions. The dp × tp mesh: ranks tp-innermost, each tensor's
+ * placement per mesh dimension and the shard a rank holds, and shards that
+ * cannot be (not dividing, a missing dim, a partial parameter).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,6 +194,112 @@ static void test_malformed(void **state) {
   assert_string_equal(tp_placement_name(TP_PLACE_PARTIAL), "partial");
 }
 
+/* ---- the dp × tp mesh ------------------------------------------------------------------- */
+
+/* Ranks are laid out tp-innermost: a TP group is consecutive ranks. */
+static void test_mesh_rank_layout(void **state) {
+  (void)state;
+  const tp_mesh m = {3, 4};
+  assert_int_equal(tp_mesh_rank(&m, 0, 0), 0);
+  assert_int_equal(tp_mesh_rank(&m, 0, 3), 3);
+  assert_int_equal(tp_mesh_rank(&m, 1, 0), 4);
+  assert_int_equal(tp_mesh_rank(&m, 2, 1), 9);
+  for (int r = 0; r < 12; ++r) {
+    int d = -1, t = -1;
+    tp_mesh_coords(&m, r, &d, &t);
+    assert_int_equal(tp_mesh_rank(&m, d, t), r);
+    assert_int_equal(d, r / 4);
+  }
+}
+
+static const tp_mesh_tensor *find_tensor(const tp_mesh_tensor *t, int n, const char *name) {
+  for (int i = 0; i < n; ++i)
+    if (strcmp(t[i].name, name) == 0) return &t[i];
+  fail_msg("no tensor %s", name);
+  return NULL;
+}
+
+static void expect_local(const tp_mesh *m, const tp_mesh_tensor *t, int64_t d0, int64_t d1,
+                         int64_t d2) {
+  int64_t local[TP_MESH_MAX_RANK];
+  if (tp_mesh_local_shape(m, t, local) != TP_OK) fail_msg("%s: %s", t->name, tp_last_error());
+  printf("  %-28s on dp %d x tp %d: [%lld, %lld, %lld]\n", t->name, m->dp, m->tp,
+         (long long)local[0], (long long)local[1], (long long)local[2]);
+  assert_int_equal(local[0], d0);
+  assert_int_equal(local[1], d1);
+  assert_int_equal(local[2], d2);
+}
+
+/* 8B's block on dp 2 x tp 2: every tensor's placement per mesh dimension and the
+ * shard one rank holds (tp splits first, dp the TP shard). */
+static void test_mesh_block_placements(void **state) {
+  (void)state;
+  tp_mesh_tensor t[TP_MESH_MAX_TENSORS];
+  int n = 0;
+  assert_int_equal(tp_mesh_layer_tensors("block", 1, &DIMS, 2, 4096, t, &n), TP_OK);
+  assert_int_equal(n, 1 + 2 * 7); /* x, seven parameters and their gradients */
+  const tp_mesh m = {2, 2};
+  assert_int_equal(tp_mesh_check(&m, t, n), TP_OK);
+  expect_local(&m, find_tensor(t, n, "x"), 1, 2048, 4096);
+  expect_local(&m, find_tensor(t, n, "attention.qkv.weight"), 6144 / 2 / 2, 4096, 1);
+  expect_local(&m, find_tensor(t, n, "attention.wo.weight"), 4096 / 2, 4096 / 2, 1);
+  expect_local(&m, find_tensor(t, n, "ffn.w2.weight"), 4096 / 2, 14336 / 2, 1);
+  expect_local(&m, find_tensor(t, n, "ffn.norm.weight"), 4096 / 2, 1, 1);
+  /* A gradient is partial over dp (whole until its reduce-scatter), sharded over tp as its
+   * parameter; a norm weight's gradient is partial over tp with sequence parallelism. */
+  const tp_mesh_tensor *g = find_tensor(t, n, "ffn.w1.weight.grad");
+  assert_int_equal(g->on[TP_MESH_DP].kind, TP_MESH_PARTIAL);
+  assert_int_equal(g->on[TP_MESH_TP].kind, TP_MESH_SHARD);
+  expect_local(&m, g, 14336 / 2, 4096, 1);
+  assert_int_equal(find_tensor(t, n, "ffn.norm.weight.grad")->on[TP_MESH_TP].kind, TP_MESH_PARTIAL);
+  char name[32];
+  assert_string_equal(tp_mesh_place_name(find_tensor(t, n, "x")->on[TP_MESH_TP], name, sizeof name),
+                      "shard(1)");
+  /* Without sequence parallelism x is replicated over tp, whole sequences per dp rank. */
+  assert_int_equal(tp_mesh_layer_tensors("ffn", 0, &DIMS, 2, 4096, t, &n), TP_OK);
+  expect_local(&m, find_tensor(t, n, "x"), 1, 4096, 4096);
+  assert_int_equal(find_tensor(t, n, "ffn.norm.weight.grad")->on[TP_MESH_TP].kind,
+                   TP_MESH_REPLICATE);
+  assert_int_equal(tp_mesh_layer_tensors("mlp", 1, &DIMS, 2, 4096, t, &n), TP_EUSAGE);
+}
+
+static void expect_mesh_reject(const tp_mesh *m, const tp_mesh_tensor *t, int n,
+                               const char *words) {
+  tp_clear_error();
+  assert_int_equal(tp_mesh_check(m, t, n), TP_EREJECT);
+  printf("  rejected as expected: %s\n", tp_last_error());
+  if (!strstr(tp_last_error(), words)) fail_msg("'%s' missing from: %s", words, tp_last_error());
+}
+
+/* Shards that do not divide, a shard of a dim the tensor lacks and a partial
+ * parameter are refused, naming the tensor, the mesh dimension and the dim. */
+static void test_mesh_rejections(void **state) {
+  (void)state;
+  tp_mesh_tensor t[TP_MESH_MAX_TENSORS];
+  int n = 0;
+  /* batch 1 cannot give two dp ranks whole sequences */
+  assert_int_equal(tp_mesh_layer_tensors("ffn", 1, &DIMS, 1, 4096, t, &n), TP_OK);
+  expect_mesh_reject(&(tp_mesh){2, 2}, t, n, "x: dp=2 shards dim 0 of 1");
+  /* 4096 / 3 does not divide: the first parameter that fails is named */
+  assert_int_equal(tp_mesh_layer_tensors("attention", 1, &DIMS, 3, 4096, t, &n), TP_OK);
+  expect_mesh_reject(&(tp_mesh){3, 1}, t, n, "attention.norm.weight: dp=3 shards dim 0 of 4096");
+  /* dp splits the TP shard: qkv's 6144 rows over tp 4 leave 1536, not divisible by dp 5 */
+  const tp_mesh_tensor qkv = {
+      "qkv", 2, {6144, 4096, 1}, {{TP_MESH_SHARD, 0}, {TP_MESH_SHARD, 0}}, 1};
+  expect_mesh_reject(&(tp_mesh){5, 4}, &qkv, 1, "qkv: dp=5 shards dim 0 of 1536 (its TP shard)");
+  const tp_mesh_tensor bad_dim = {
+      "v", 1, {4096, 1, 1}, {{TP_MESH_SHARD, 1}, {TP_MESH_REPLICATE, 0}}, 0};
+  expect_mesh_reject(&(tp_mesh){2, 1}, &bad_dim, 1, "v: dp shards dim 1 of a 1-dim tensor");
+  const tp_mesh_tensor partial = {"w", 2, {8, 8, 1}, {{TP_MESH_PARTIAL, 0}, {TP_MESH_SHARD, 0}}, 1};
+  expect_mesh_reject(&(tp_mesh){2, 2}, &partial, 1, "w: a parameter cannot be partial over dp");
+  /* The same tensor as a gradient may be partial. */
+  tp_mesh_tensor grad = partial;
+  grad.is_param = 0;
+  assert_int_equal(tp_mesh_check(&(tp_mesh){2, 2}, &grad, 1), TP_OK);
+  const tp_mesh_tensor unnamed = {NULL, 1, {8, 1, 1}, {{TP_MESH_REPLICATE, 0}}, 0};
+  assert_int_equal(tp_mesh_check(&(tp_mesh){1, 1}, &unnamed, 1), TP_EINTERNAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_layers_compose),
@@ -204,6 +312,9 @@ int main(void) {
       cmocka_unit_test(test_used_before_produced),
       cmocka_unit_test(test_output_unlike_input),
       cmocka_unit_test(test_malformed),
+      cmocka_unit_test(test_mesh_rank_layout),
+      cmocka_unit_test(test_mesh_block_placements),
+      cmocka_unit_test(test_mesh_rejections),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
