@@ -17,6 +17,7 @@ enum { SCALED_CACHE_SLOTS = 64, SCALED_HEURISTICS = 8 };
 
 typedef struct scaled_key {
   int format;
+  int kind; /* tp_gemm_scaled_kind */
   int64_t m, n, k;
   unsigned align; /* smallest alignment of A, B and D, capped at 256 */
 } scaled_key;
@@ -72,6 +73,23 @@ void tp_gemm_scaled_destroy(tp_gemm_scaled *g) {
   free(g);
 }
 
+const char *tp_gemm_scaled_kind_name(tp_gemm_scaled_kind k) {
+  static const char *names[TP_GEMM_SCALED_KINDS] = {"forward", "dgrad", "wgrad"};
+  return (int)k >= 0 && k < TP_GEMM_SCALED_KINDS ? names[k] : "?";
+}
+
+tp_fp8_type tp_gemm_scaled_elem(tp_gemm_scaled_kind k, int b) {
+  return k != TP_GEMM_SCALED_FWD && !b ? TP_FP8_E5M2 : TP_FP8_E4M3;
+}
+
+tp_quant_role tp_gemm_scaled_role(tp_gemm_scaled_kind k, int b) {
+  return b && k != TP_GEMM_SCALED_WGRAD ? TP_QROLE_WEIGHT : TP_QROLE_ACT;
+}
+
+static cudaDataType_t cuda_fp8_type(tp_fp8_type t) {
+  return t == TP_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
+
 /* cuBLASLt's scale mode of an operand of this format and role. */
 static int32_t scale_mode(tp_quant_format f, tp_quant_role role) {
   switch (f) {
@@ -107,13 +125,25 @@ static tp_rc reject(const scaled_key *k, const char *answer, char *reason, size_
   char platform[96];
   TP_TRY(describe_platform(platform, sizeof platform));
   const tp_quant_format f = (tp_quant_format)k->format;
+  const tp_gemm_scaled_kind kind = (tp_gemm_scaled_kind)k->kind;
   char msg[400];
-  snprintf(msg, sizeof msg,
-           "%s GEMM (weight scales %s, activation scales %s) m=%lld n=%lld k=%lld is not "
-           "supported on %s: cublasLtMatmulAlgoGetHeuristic %s",
-           tp_quant_format_name(f), scale_mode_name(f, TP_QROLE_WEIGHT),
-           scale_mode_name(f, TP_QROLE_ACT), (long long)k->m, (long long)k->n, (long long)k->k,
-           platform, answer);
+  if (kind == TP_GEMM_SCALED_FWD)
+    snprintf(msg, sizeof msg,
+             "%s GEMM (weight scales %s, activation scales %s) m=%lld n=%lld k=%lld is not "
+             "supported on %s: cublasLtMatmulAlgoGetHeuristic %s",
+             tp_quant_format_name(f), scale_mode_name(f, TP_QROLE_WEIGHT),
+             scale_mode_name(f, TP_QROLE_ACT), (long long)k->m, (long long)k->n, (long long)k->k,
+             platform, answer);
+  else
+    snprintf(msg, sizeof msg,
+             "%s %s GEMM (A %s scales %s, B %s scales %s) m=%lld n=%lld k=%lld is not "
+             "supported on %s: cublasLtMatmulAlgoGetHeuristic %s",
+             tp_quant_format_name(f), tp_gemm_scaled_kind_name(kind),
+             tp_fp8_type_name(tp_gemm_scaled_elem(kind, 0)),
+             scale_mode_name(f, tp_gemm_scaled_role(kind, 0)),
+             tp_fp8_type_name(tp_gemm_scaled_elem(kind, 1)),
+             scale_mode_name(f, tp_gemm_scaled_role(kind, 1)), (long long)k->m, (long long)k->n,
+             (long long)k->k, platform, answer);
   if (reason && cap > 0) snprintf(reason, cap, "%s", msg);
   return TP_FAIL(TP_EREJECT, "%s", msg);
 }
@@ -130,8 +160,10 @@ static tp_rc set_attr(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t at
 static tp_rc build_desc(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k) {
   TP_CUBLAS(cublasLtMatmulDescCreate(&e->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t op_a = CUBLAS_OP_T, op_b = CUBLAS_OP_N;
-  const int32_t mode_a = scale_mode((tp_quant_format)k->format, TP_QROLE_WEIGHT);
-  const int32_t mode_b = scale_mode((tp_quant_format)k->format, TP_QROLE_ACT);
+  /* cuBLASLt's A is the desc's B (the weight side), its B the desc's A */
+  const tp_gemm_scaled_kind kind = (tp_gemm_scaled_kind)k->kind;
+  const int32_t mode_a = scale_mode((tp_quant_format)k->format, tp_gemm_scaled_role(kind, 1));
+  const int32_t mode_b = scale_mode((tp_quant_format)k->format, tp_gemm_scaled_role(kind, 0));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
@@ -142,10 +174,10 @@ static tp_rc build_desc(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k)
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum, sizeof fast_accum));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g->workspace, sizeof g->workspace));
   TP_TRY(set_attr(e->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g->workspace, sizeof g->workspace));
-  TP_CUBLAS(
-      cublasLtMatrixLayoutCreate(&e->a, CUDA_R_8F_E4M3, (uint64_t)k->k, (uint64_t)k->n, k->k));
-  TP_CUBLAS(
-      cublasLtMatrixLayoutCreate(&e->b, CUDA_R_8F_E4M3, (uint64_t)k->k, (uint64_t)k->m, k->k));
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->a, cuda_fp8_type(tp_gemm_scaled_elem(kind, 1)),
+                                       (uint64_t)k->k, (uint64_t)k->n, k->k));
+  TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->b, cuda_fp8_type(tp_gemm_scaled_elem(kind, 0)),
+                                       (uint64_t)k->k, (uint64_t)k->m, k->k));
   TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->c, CUDA_R_16BF, (uint64_t)k->n, (uint64_t)k->m, k->n));
   return TP_OK;
 }
@@ -210,16 +242,16 @@ static tp_rc entry_build(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k
 }
 
 static uint64_t key_hash(const scaled_key *k) {
-  const uint64_t parts[] = {(uint64_t)k->format, (uint64_t)k->m, (uint64_t)k->n, (uint64_t)k->k,
-                            k->align};
+  const uint64_t parts[] = {(uint64_t)k->format, (uint64_t)k->kind, (uint64_t)k->m,
+                            (uint64_t)k->n,      (uint64_t)k->k,    k->align};
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; ++i) h = (h ^ parts[i]) * 1099511628211ull;
   return h;
 }
 
 static int key_equal(const scaled_key *a, const scaled_key *b) {
-  return a->format == b->format && a->m == b->m && a->n == b->n && a->k == b->k &&
-         a->align == b->align;
+  return a->format == b->format && a->kind == b->kind && a->m == b->m && a->n == b->n &&
+         a->k == b->k && a->align == b->align;
 }
 
 /* The cached entry of key, built (heuristic asked) on first use. */
@@ -252,15 +284,18 @@ static unsigned pointer_alignment(const void *p) {
   return align;
 }
 
-static tp_rc key_of(tp_quant_format f, int64_t m, int64_t n, int64_t k, unsigned align,
-                    scaled_key *out) {
+static tp_rc key_of(tp_gemm_scaled_kind kind, tp_quant_format f, int64_t m, int64_t n, int64_t k,
+                    unsigned align, scaled_key *out) {
   if ((int)f < 0 || f >= TP_QFMT_COUNT)
     return TP_FAIL(TP_EINTERNAL, "scaled GEMM: unknown format %d", (int)f);
+  if ((int)kind < 0 || kind >= TP_GEMM_SCALED_KINDS)
+    return TP_FAIL(TP_EINTERNAL, "scaled GEMM: unknown kind %d", (int)kind);
   if (m <= 0 || n <= 0 || k <= 0)
     return TP_FAIL(TP_EINTERNAL, "scaled GEMM with an empty dimension m=%lld n=%lld k=%lld",
                    (long long)m, (long long)n, (long long)k);
   memset(out, 0, sizeof *out);
   out->format = (int)f;
+  out->kind = (int)kind;
   out->m = m;
   out->n = n;
   out->k = k;
@@ -268,14 +303,20 @@ static tp_rc key_of(tp_quant_format f, int64_t m, int64_t n, int64_t k, unsigned
   return TP_OK;
 }
 
-tp_rc tp_gemm_scaled_supported(tp_gemm_scaled *g, tp_quant_format format, int64_t m, int64_t n,
-                               int64_t k, char *reason, size_t cap) {
+tp_rc tp_gemm_scaled_supported_kind(tp_gemm_scaled *g, tp_gemm_scaled_kind kind,
+                                    tp_quant_format format, int64_t m, int64_t n, int64_t k,
+                                    char *reason, size_t cap) {
   if (reason && cap > 0) reason[0] = '\0';
   scaled_key key;
   /* cudaMalloc's alignment: what tp_gemm_scaled_enqueue sees for whole buffers. */
-  TP_TRY(key_of(format, m, n, k, 256, &key));
+  TP_TRY(key_of(kind, format, m, n, k, 256, &key));
   scaled_entry *e = NULL;
   return entry_lookup(g, &key, &e, reason, cap);
+}
+
+tp_rc tp_gemm_scaled_supported(tp_gemm_scaled *g, tp_quant_format format, int64_t m, int64_t n,
+                               int64_t k, char *reason, size_t cap) {
+  return tp_gemm_scaled_supported_kind(g, TP_GEMM_SCALED_FWD, format, m, n, k, reason, cap);
 }
 
 tp_rc tp_gemm_scaled_enqueue(tp_gemm_scaled *g, const tp_gemm_scaled_desc *d, cudaStream_t stream) {
@@ -284,7 +325,7 @@ tp_rc tp_gemm_scaled_enqueue(tp_gemm_scaled *g, const tp_gemm_scaled_desc *d, cu
   for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
     if (others[i] < align) align = others[i];
   scaled_key key;
-  TP_TRY(key_of(d->format, d->m, d->n, d->k, align, &key));
+  TP_TRY(key_of(d->kind, d->format, d->m, d->n, d->k, align, &key));
   if (!d->a || !d->b || !d->d || !d->a_scales || !d->b_scales)
     return TP_FAIL(TP_EINTERNAL, "scaled GEMM: missing operand, scale or output pointer");
   scaled_entry *e = NULL;

@@ -21,6 +21,20 @@
  * cached per shape (the first without split-K), so timed loops make no
  * heuristic calls. One tp_gemm_scaled per thread: a call sets the scale
  * pointers on the cached descriptor.
+ *
+ * The backward's GEMMs are the same TN product on other operands (a kind,
+ * tp_gemm_scaled_kind): cuBLASLt's FP8 GEMMs need A transposed and B not
+ * (its "TN" format: both operands contiguous along k, the contraction), so
+ * the caller materialises each operand K-major and quantized along k:
+ *   dgrad  dX[T, K] = dY[T, N] · Wᵀ[K, N]ᵀ: A = dY (E5M2, role ACT, blocks
+ *          along N), B = Wᵀ (E4M3, role WEIGHT: 128x128 blocks for
+ *          fp8-block, one scale per row of Wᵀ, i.e. per input feature, for
+ *          fp8-row);
+ *   wgrad  dW[N, K] = dYᵀ[N, T] · Xᵀ[K, T]ᵀ: A = dYᵀ (E5M2, role ACT),
+ *          B = Xᵀ (E4M3, role ACT): both blocked along T, 1x128 and 1x128
+ *          for fp8-block (DeepSeek-V3's 1x128 / 128x1 wgrad).
+ * One operand is E5M2 at most: cuBLASLt's FP8 type table has E4M3 x E4M3,
+ * E4M3 x E5M2 and E5M2 x E4M3, not E5M2 x E5M2, and no kind asks for it.
  */
 #ifndef TP_GEMM_SCALED_H
 #define TP_GEMM_SCALED_H
@@ -33,6 +47,20 @@
 #include "kernels/tp_quant.h"
 
 typedef struct tp_gemm_scaled tp_gemm_scaled;
+
+/* Which product a GEMM is (above): the operands' element types and roles. */
+typedef enum {
+  TP_GEMM_SCALED_FWD = 0, /* A: X E4M3 (ACT), B: W E4M3 (WEIGHT) */
+  TP_GEMM_SCALED_DGRAD,   /* A: dY E5M2 (ACT), B: Wᵀ E4M3 (WEIGHT) */
+  TP_GEMM_SCALED_WGRAD,   /* A: dYᵀ E5M2 (ACT), B: Xᵀ E4M3 (ACT) */
+  TP_GEMM_SCALED_KINDS
+} tp_gemm_scaled_kind;
+
+/* "forward", "dgrad", "wgrad". */
+const char *tp_gemm_scaled_kind_name(tp_gemm_scaled_kind k);
+/* The element type and the scale role of an operand of a kind (b: 0 for A, 1 for B). */
+tp_fp8_type tp_gemm_scaled_elem(tp_gemm_scaled_kind k, int b);
+tp_quant_role tp_gemm_scaled_role(tp_gemm_scaled_kind k, int b);
 
 /* A cuBLASLt handle, a device workspace of workspace_bytes and an empty
  * algorithm cache. TP_EOOM / TP_ECUDA / TP_ECUBLAS with the library's text. */
@@ -51,16 +79,23 @@ void tp_gemm_scaled_destroy(tp_gemm_scaled *g);
 TP_MUST_CHECK tp_rc tp_gemm_scaled_supported(tp_gemm_scaled *g, tp_quant_format format, int64_t m,
                                              int64_t n, int64_t k, char *reason, size_t cap);
 
-/* One GEMM (device pointers; elem of both operands E4M3). Zero-initialise and
+/* tp_gemm_scaled_supported for a GEMM of kind `kind` (the reason names it). */
+TP_MUST_CHECK tp_rc tp_gemm_scaled_supported_kind(tp_gemm_scaled *g, tp_gemm_scaled_kind kind,
+                                                  tp_quant_format format, int64_t m, int64_t n,
+                                                  int64_t k, char *reason, size_t cap);
+
+/* One GEMM (device pointers; the operands' element types and scale roles
+ * those of `kind`, TP_GEMM_SCALED_FWD when left zero). Zero-initialise and
  * set every field. */
 typedef struct tp_gemm_scaled_desc {
   tp_quant_format format;
   int64_t m, n, k;
-  const uint8_t *a;     /* X[m, k] E4M3, contiguous rows */
-  const void *a_scales; /* X's scales: tp_quant_scale_shape(format, TP_QROLE_ACT, m, k) */
-  const uint8_t *b;     /* W[n, k] E4M3, contiguous rows */
-  const void *b_scales; /* W's scales: tp_quant_scale_shape(format, TP_QROLE_WEIGHT, n, k) */
+  const uint8_t *a;     /* X[m, k] (forward), contiguous rows */
+  const void *a_scales; /* A's scales: tp_quant_scale_shape(format, role of A, m, k) */
+  const uint8_t *b;     /* W[n, k] (forward), contiguous rows */
+  const void *b_scales; /* B's scales: tp_quant_scale_shape(format, role of B, n, k) */
   void *d;              /* D[m, n] bf16, contiguous rows */
+  tp_gemm_scaled_kind kind;
 } tp_gemm_scaled_desc;
 
 /* Enqueues D = dequant(A) · dequant(B)ᵀ on stream (host-asynchronous). The

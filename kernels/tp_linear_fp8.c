@@ -1,8 +1,10 @@
 /*
  * tp_linear_fp8.c — the fp8 projection of tp_linear_fp8.h: plan (the
- * rules, cuBLASLt's answer), prepare (weights quantized once), the timed
- * step (quantize X with the amax agreement, scaled GEMMs) and the sampled
- * float64 check.
+ * rules, cuBLASLt's answer for each GEMM kind), prepare (weights, and for
+ * the backward their transposes, quantized once), the timed forward
+ * (quantize X with the amax agreement, scaled GEMMs), the timed backward
+ * (transpose and quantize the operands along the contraction, dgrad and
+ * wgrad GEMMs) and the sampled float64 checks.
  */
 #include "kernels/tp_linear_fp8.h"
 
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
 #include "kernels/tp_quant_device.h"
 
 /* cuBLASLt's workspace for the scaled GEMMs (what tp_gemm.c gives the bf16 ones). */
@@ -36,6 +39,20 @@ static tp_rc check_activation_shards(tp_fp8_linear *p) {
     return reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout), p->world,
                   why);
   return TP_OK;
+}
+
+/* The backward's scale shapes and cuBLASLt's answer for its two GEMM kinds:
+ * dgrad m = T, n = K, k = N; wgrad m = N, n = K, k = T. */
+static tp_rc plan_backward(tp_fp8_linear *p) {
+  const tp_quant_format f = p->format;
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->m, p->n, &p->dy_scales_shape));
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_WEIGHT, p->k, p->n, &p->wt_scales_shape));
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->n, p->m, &p->dyt_scales_shape));
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->k, p->m, &p->xt_scales_shape));
+  TP_TRY(tp_gemm_scaled_supported_kind(p->gemm, TP_GEMM_SCALED_DGRAD, f, p->m, p->k, p->n,
+                                       p->reason, sizeof p->reason));
+  return tp_gemm_scaled_supported_kind(p->gemm, TP_GEMM_SCALED_WGRAD, f, p->n, p->k, p->m,
+                                       p->reason, sizeof p->reason);
 }
 
 tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_fp8_linear *out) {
@@ -63,10 +80,10 @@ tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_f
   TP_TRY(tp_quant_scale_shape(out->format, TP_QROLE_WEIGHT, out->n, out->k, &out->w_scales_shape));
   out->gemm_workspace_bytes = FP8_GEMM_WORKSPACE;
   TP_TRY(tp_gemm_scaled_create(out->gemm_workspace_bytes, &out->gemm));
-  tp_rc rc = tp_gemm_scaled_supported(out->gemm, out->format, out->m, out->n, out->k, out->reason,
-                                      sizeof out->reason);
   /* cuBLASLt's refusal is the rejection, in its words (recorded as the last error) */
-  return rc;
+  TP_TRY(tp_gemm_scaled_supported(out->gemm, out->format, out->m, out->n, out->k, out->reason,
+                                  sizeof out->reason));
+  return desc->backward ? plan_backward(out) : TP_OK;
 }
 
 static size_t amax_floats(const tp_fp8_linear *p) {
@@ -80,12 +97,52 @@ static tp_rc device_alloc(tp_fp8_linear *p, void **out, size_t bytes) {
   return TP_OK;
 }
 
-/* The quantization of an operand of p into out and scales. */
+/* The quantization of a [rows, cols] bf16 operand of p (q and scales for the caller to set). */
+static tp_quant_args quant_of(const tp_fp8_linear *p, tp_quant_role role, tp_fp8_type elem,
+                              const void *src, int64_t rows, int64_t cols) {
+  const tp_quant_args a = {p->format, role, elem, TP_BF16, src, rows, cols, cols, NULL, NULL, NULL};
+  return a;
+}
+
 static tp_quant_args quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
                                 int64_t rows) {
-  const tp_quant_args a = {p->format, role, TP_FP8_E4M3, TP_BF16, src, rows,
-                           p->k,      p->k, NULL,        NULL,    NULL};
-  return a;
+  return quant_of(p, role, TP_FP8_E4M3, src, rows, p->k);
+}
+
+/* A quantized copy and its scales. */
+static tp_rc alloc_quantized(tp_fp8_linear *p, int64_t elems, const tp_scale_shape *shape,
+                             uint8_t **q, void **scales) {
+  TP_TRY(device_alloc(p, (void **)q, (size_t)elems));
+  return device_alloc(p, scales, tp_quant_scale_bytes(shape));
+}
+
+/* Transposes src (bf16, rows x cols) into p->transposed and quantizes it
+ * along rows (its new contraction) into q and scales. */
+static tp_rc transpose_quantize(tp_fp8_linear *p, tp_quant_role role, tp_fp8_type elem,
+                                const void *src, int64_t rows, int64_t cols, uint8_t *q,
+                                void *scales, cudaStream_t stream) {
+  TP_TRY(tp_quant_transpose_enqueue(TP_BF16, src, rows, cols, p->transposed, stream));
+  tp_quant_args a = quant_of(p, role, elem, p->transposed, cols, rows);
+  a.q = q;
+  a.scales = scales;
+  return tp_quant_enqueue(&a, stream);
+}
+
+/* The backward's buffers, and each W_iᵀ quantized along N. */
+static tp_rc prepare_backward(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
+  const int64_t t = p->m, n = p->n, k = p->k;
+  const int64_t longest = (n > k ? n : k) * t, scratch = longest > n * k ? longest : n * k;
+  TP_TRY(device_alloc(p, &p->transposed, (size_t)scratch * 2));
+  TP_TRY(alloc_quantized(p, k * t, &p->xt_scales_shape, &p->xtq, &p->xt_scales));
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    TP_TRY(alloc_quantized(p, t * n, &p->dy_scales_shape, &p->dyq[i], &p->dy_scales[i]));
+    TP_TRY(alloc_quantized(p, n * t, &p->dyt_scales_shape, &p->dytq[i], &p->dyt_scales[i]));
+    TP_TRY(alloc_quantized(p, k * n, &p->wt_scales_shape, &p->wtq[i], &p->wt_scales[i]));
+    TP_TRY(transpose_quantize(p, TP_QROLE_WEIGHT, TP_FP8_E4M3, w[i], n, k, p->wtq[i],
+                              p->wt_scales[i], stream));
+    if (p->desc.n_weights > 1) TP_TRY(device_alloc(p, &p->dx_parts[i], (size_t)(t * k) * 2));
+  }
+  return TP_OK;
 }
 
 tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
@@ -100,6 +157,7 @@ tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w, cudaStream_t
     a.scales = p->w_scales[i];
     TP_TRY(tp_quant_enqueue(&a, stream));
   }
+  if (p->desc.backward) TP_TRY(prepare_backward(p, w, stream));
   TP_CUDA(cudaStreamSynchronize(stream));
   return TP_OK;
 }
@@ -123,7 +181,7 @@ tp_rc tp_fp8_linear_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x,
 tp_rc tp_fp8_linear_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream) {
   for (int i = 0; i < p->desc.n_weights; ++i) {
     const tp_gemm_scaled_desc d = {p->format,   p->m,     p->n,           p->k, p->xq,
-                                   p->x_scales, p->wq[i], p->w_scales[i], y[i]};
+                                   p->x_scales, p->wq[i], p->w_scales[i], y[i], TP_GEMM_SCALED_FWD};
     TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
   }
   return TP_OK;
@@ -135,12 +193,71 @@ tp_rc tp_fp8_linear_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *
   return tp_fp8_linear_gemms(p, y, stream);
 }
 
+static tp_rc need_backward(const tp_fp8_linear *p) {
+  if (!p->desc.backward || !p->xtq)
+    return TP_FAIL(TP_EINTERNAL, "fp8 backward: the plan has no backward or was not prepared");
+  return TP_OK;
+}
+
+tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x, const void *const *dy,
+                                   cudaStream_t stream) {
+  TP_TRY(need_backward(p));
+  /* the scratch is reused in stream order: each transpose is quantized before the next */
+  TP_TRY(transpose_quantize(p, TP_QROLE_ACT, TP_FP8_E4M3, x, p->m, p->k, p->xtq, p->xt_scales,
+                            stream));
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    tp_quant_args a = quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n);
+    a.q = p->dyq[i];
+    a.scales = p->dy_scales[i];
+    TP_TRY(tp_quant_enqueue(&a, stream));
+    TP_TRY(transpose_quantize(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n, p->dytq[i],
+                              p->dyt_scales[i], stream));
+  }
+  return TP_OK;
+}
+
+tp_rc tp_fp8_linear_backward_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
+                                   cudaStream_t stream) {
+  TP_TRY(need_backward(p));
+  const int nw = p->desc.n_weights;
+  for (int i = 0; i < nw; ++i) {
+    const tp_gemm_scaled_desc d = {p->format,
+                                   p->m,
+                                   p->k,
+                                   p->n,
+                                   p->dyq[i],
+                                   p->dy_scales[i],
+                                   p->wtq[i],
+                                   p->wt_scales[i],
+                                   nw > 1 ? p->dx_parts[i] : dx,
+                                   TP_GEMM_SCALED_DGRAD};
+    TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
+  }
+  if (nw > 1)
+    TP_CUDA(tp_launch_reduce_sum(TP_BF16, dx, (const void *const *)p->dx_parts, nw,
+                                 (size_t)(p->m * p->k), stream));
+  for (int i = 0; i < nw; ++i) {
+    const tp_gemm_scaled_desc d = {
+        p->format,        p->n,   p->k,         p->m,  p->dytq[i],
+        p->dyt_scales[i], p->xtq, p->xt_scales, dw[i], TP_GEMM_SCALED_WGRAD};
+    TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
+  }
+  return TP_OK;
+}
+
+tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const *dy, void *dx,
+                             void *const *dw, cudaStream_t stream) {
+  TP_TRY(tp_fp8_linear_quantize_grads(p, x, dy, stream));
+  return tp_fp8_linear_backward_gemms(p, dx, dw, stream);
+}
+
 void tp_fp8_linear_release(tp_fp8_linear *p) {
-  void *bufs[] = {p->xq, p->x_scales, p->amax};
+  void *bufs[] = {p->xq, p->x_scales, p->amax, p->xtq, p->xt_scales, p->transposed};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) cudaFree(bufs[i]);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
-    cudaFree(p->wq[i]);
-    cudaFree(p->w_scales[i]);
+    void *per[] = {p->wq[i],        p->w_scales[i], p->wtq[i],        p->wt_scales[i], p->dyq[i],
+                   p->dy_scales[i], p->dytq[i],     p->dyt_scales[i], p->dx_parts[i]};
+    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) cudaFree(per[j]);
   }
   tp_gemm_scaled_destroy(p->gemm);
   const tp_fp8_linear_desc desc = p->desc;
@@ -152,7 +269,7 @@ size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p) {
   return p->quant_bytes + (p->gemm ? p->gemm_workspace_bytes : 0);
 }
 
-/* ---- the sampled float64 check ---------------------------------------------------------------
+/* ---- the sampled float64 checks ----------------------------------------------------------------
  */
 
 static double bf16_value(uint16_t b) {
@@ -174,38 +291,64 @@ static tp_rc download(void *host, const void *dev, size_t bytes) {
   return TP_OK;
 }
 
-/* One sampled row of an operand: its quantized bytes, dequantized, and its bf16 values. */
-typedef struct operand_rows {
+/* One GEMM operand as the check reads it: the quantized rows (length
+ * shape->cols, the contraction) with their scales and element type, and the
+ * bf16 tensor they came from: row r of the operand is row r of bf16, or,
+ * for a transposed operand, column r of bf16 (whose rows hold shape->rows
+ * elements). */
+typedef struct check_operand {
+  const uint8_t *q;
+  const void *scales;
   const tp_scale_shape *shape;
+  tp_fp8_type elem;
+  const void *bf16;
+  int transposed;
+} check_operand;
+
+/* Sampled rows of an operand, dequantized and as bf16 values. */
+typedef struct operand_rows {
   void *scales; /* the whole stored scale buffer (host) */
   double *deq;  /* n_rows x k */
   double *orig; /* n_rows x k, the bf16 operand */
 } operand_rows;
 
-static tp_rc load_rows(const tp_fp8_linear *p, const uint8_t *q, const void *scales,
-                       const void *bf16, const tp_scale_shape *shape, const int64_t *rows, int n,
-                       operand_rows *out) {
-  const size_t k = (size_t)p->k;
-  out->shape = shape;
+/* Row r of op's bf16 tensor (k elements) into host, through a device
+ * gather for a column. */
+static tp_rc download_bf16_row(const check_operand *op, int64_t r, int64_t k, uint16_t *dev_tmp,
+                               uint16_t *host) {
+  const uint16_t *src = op->bf16;
+  if (!op->transposed) return download(host, src + r * k, (size_t)k * 2);
+  const int64_t width = op->shape->rows; /* the untransposed tensor's row length */
+  TP_CUDA(
+      cudaMemcpy2D(dev_tmp, 2, src + r, (size_t)width * 2, 2, (size_t)k, cudaMemcpyDeviceToDevice));
+  return download(host, dev_tmp, (size_t)k * 2);
+}
+
+static tp_rc load_rows(const check_operand *op, const int64_t *rows, int n, operand_rows *out) {
+  const size_t k = (size_t)op->shape->cols;
+  const tp_scale_shape *shape = op->shape;
   out->scales = malloc(tp_quant_scale_bytes(shape));
   out->deq = malloc(sizeof(double) * k * (size_t)n);
   out->orig = malloc(sizeof(double) * k * (size_t)n);
   uint8_t *qrow = malloc(k);
-  uint16_t *brow = malloc(k * sizeof(uint16_t));
+  uint16_t *brow = malloc(k * sizeof(uint16_t)), *dev_tmp = NULL;
   tp_rc rc = out->scales && out->deq && out->orig && qrow && brow
                  ? TP_OK
                  : TP_FAIL(TP_EOOM, "no host memory for the fp8 check");
-  if (rc == TP_OK) rc = download(out->scales, scales, tp_quant_scale_bytes(shape));
+  if (rc == TP_OK && op->transposed && cudaMalloc((void **)&dev_tmp, k * 2) != cudaSuccess)
+    rc = TP_FAIL(TP_ECUDA, "cudaMalloc of %zu bytes for the fp8 check's column gather", k * 2);
+  if (rc == TP_OK) rc = download(out->scales, op->scales, tp_quant_scale_bytes(shape));
   for (int r = 0; rc == TP_OK && r < n; ++r) {
-    rc = download(qrow, q + (size_t)rows[r] * k, k);
-    if (rc == TP_OK) rc = download(brow, (const uint16_t *)bf16 + (size_t)rows[r] * k, k * 2);
+    rc = download(qrow, op->q + (size_t)rows[r] * k, k);
+    if (rc == TP_OK) rc = download_bf16_row(op, rows[r], (int64_t)k, dev_tmp, brow);
     for (size_t c = 0; rc == TP_OK && c < k; ++c) {
       const float s = tp_quant_scale_at(shape, out->scales, rows[r] / shape->block_rows,
                                         (int64_t)c / shape->block_cols);
-      out->deq[(size_t)r * k + c] = (double)tp_fp8_decode(TP_FP8_E4M3, qrow[c]) * (double)s;
+      out->deq[(size_t)r * k + c] = (double)tp_fp8_decode(op->elem, qrow[c]) * (double)s;
       out->orig[(size_t)r * k + c] = bf16_value(brow[c]);
     }
   }
+  cudaFree(dev_tmp);
   free(qrow);
   free(brow);
   return rc;
@@ -217,30 +360,52 @@ static void free_rows(operand_rows *o) {
   free(o->orig);
 }
 
+/* out[r, c] = sum over the products p of A_p[r, :] · B_p[c, :] (each a scaled
+ * GEMM of contraction k, rounded to bf16; with several products the bf16
+ * results summed in fp32 and rounded once more). */
+typedef struct check_product {
+  check_operand a[TP_MAX_WEIGHTS], b[TP_MAX_WEIGHTS];
+  int n;
+  int64_t rows, cols, k; /* the output and the contraction */
+} check_product;
+
 /* Running sums of the check. */
 typedef struct check_sums {
   double diff2, ref2, tol2, diff16, ref16;
 } check_sums;
 
-static void judge_element(double y, const double *xd, const double *wd, const double *xo,
-                          const double *wo, const tp_fp8_linear *p, const tp_fp8_accum_model *model,
-                          check_sums *s, tp_fp8_check *out) {
+/* The sampled rows of every operand of a product. */
+typedef struct product_rows {
+  operand_rows a[TP_MAX_WEIGHTS], b[TP_MAX_WEIGHTS];
+} product_rows;
+
+static void judge_element(double y, const product_rows *pr, int n, size_t ao, size_t bo,
+                          const check_product *cp, const tp_fp8_accum_model *model, check_sums *s,
+                          tp_fp8_check *out) {
   out->elements++;
   if (!isfinite(y)) {
     out->nonfinite++;
     return;
   }
-  const tp_fp8_dot d = tp_fp8_dot_ref(xd, wd, p->k, model->group);
-  const tp_fp8_dot d16 = tp_fp8_dot_ref(xo, wo, p->k, 0);
-  const double err = fabs(y - d.ref), tol = tp_fp8_gemm_tolerance(model, &d, p->k);
+  double ref = 0.0, tol = 0.0, ref16 = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const tp_fp8_dot d = tp_fp8_dot_ref(pr->a[i].deq + ao, pr->b[i].deq + bo, cp->k, model->group);
+    const tp_fp8_dot d16 = tp_fp8_dot_ref(pr->a[i].orig + ao, pr->b[i].orig + bo, cp->k, 0);
+    ref += d.ref;
+    tol += tp_fp8_gemm_tolerance(model, &d, cp->k);
+    ref16 += d16.ref;
+  }
+  /* the sum of several products' bf16 results is rounded to bf16 once more */
+  if (n > 1) tol += 0x1p-8 * (fabs(ref) + tol);
+  const double err = fabs(y - ref);
   out->outside += err > tol;
   out->worst_ratio = fmax(out->worst_ratio, err / tol);
   out->max_abs_err = fmax(out->max_abs_err, err);
   s->diff2 += err * err;
-  s->ref2 += d.ref * d.ref;
+  s->ref2 += ref * ref;
   s->tol2 += tol * tol;
-  s->diff16 += (y - d16.ref) * (y - d16.ref);
-  s->ref16 += d16.ref * d16.ref;
+  s->diff16 += (y - ref16) * (y - ref16);
+  s->ref16 += ref16 * ref16;
 }
 
 static double ratio_of(double num2, double den2) {
@@ -250,36 +415,96 @@ static double ratio_of(double num2, double den2) {
 
 enum { FP8_CHECK_MAX = 256 };
 
+/* Judges y (bf16, device, cp->rows x cp->cols) on up to rows x cols sampled elements. */
+static tp_rc check_product_output(const check_product *cp, const void *y, int rows, int cols,
+                                  const tp_fp8_accum_model *model, tp_fp8_check *out) {
+  memset(out, 0, sizeof *out);
+  TP_CUDA(cudaDeviceSynchronize());
+  int64_t ri[FP8_CHECK_MAX], ci[FP8_CHECK_MAX];
+  const int nr = spread(cp->rows, rows < FP8_CHECK_MAX ? rows : FP8_CHECK_MAX, ri);
+  const int nc = spread(cp->cols, cols < FP8_CHECK_MAX ? cols : FP8_CHECK_MAX, ci);
+  product_rows pr;
+  memset(&pr, 0, sizeof pr);
+  uint16_t *yrow = malloc(sizeof(uint16_t) * (size_t)cp->cols);
+  tp_rc rc = yrow ? TP_OK : TP_FAIL(TP_EOOM, "no host memory for the fp8 check");
+  for (int i = 0; rc == TP_OK && i < cp->n; ++i) {
+    rc = load_rows(&cp->a[i], ri, nr, &pr.a[i]);
+    if (rc == TP_OK) rc = load_rows(&cp->b[i], ci, nc, &pr.b[i]);
+  }
+  check_sums s = {0};
+  for (int i = 0; rc == TP_OK && i < nr; ++i) {
+    rc = download(yrow, (const uint16_t *)y + (size_t)(ri[i] * cp->cols),
+                  sizeof(uint16_t) * (size_t)cp->cols);
+    for (int j = 0; rc == TP_OK && j < nc; ++j)
+      judge_element(bf16_value(yrow[ci[j]]), &pr, cp->n, (size_t)i * (size_t)cp->k,
+                    (size_t)j * (size_t)cp->k, cp, model, &s, out);
+  }
+  out->rel_err = ratio_of(s.diff2, s.ref2);
+  out->rel_tol = ratio_of(s.tol2, s.ref2);
+  out->rel_err_bf16 = ratio_of(s.diff16, s.ref16);
+  for (int i = 0; i < cp->n; ++i) {
+    free_rows(&pr.a[i]);
+    free_rows(&pr.b[i]);
+  }
+  free(yrow);
+  return rc;
+}
+
 tp_rc tp_fp8_linear_check(const tp_fp8_linear *p, int weight, const void *x, const void *w,
                           const void *y, int rows, int cols, const tp_fp8_accum_model *model,
                           tp_fp8_check *out) {
   memset(out, 0, sizeof *out);
   if (weight < 0 || weight >= p->desc.n_weights || !p->xq)
     return TP_FAIL(TP_EINTERNAL, "fp8 check of weight %d: not prepared", weight);
-  TP_CUDA(cudaDeviceSynchronize());
-  int64_t ri[FP8_CHECK_MAX], ci[FP8_CHECK_MAX];
-  const int nr = spread(p->m, rows < FP8_CHECK_MAX ? rows : FP8_CHECK_MAX, ri);
-  const int nc = spread(p->n, cols < FP8_CHECK_MAX ? cols : FP8_CHECK_MAX, ci);
-  operand_rows xs = {0}, ws = {0};
-  uint16_t *yrow = malloc(sizeof(uint16_t) * (size_t)p->n);
-  tp_rc rc = yrow ? TP_OK : TP_FAIL(TP_EOOM, "no host memory for the fp8 check");
-  if (rc == TP_OK) rc = load_rows(p, p->xq, p->x_scales, x, &p->x_scales_shape, ri, nr, &xs);
-  if (rc == TP_OK)
-    rc = load_rows(p, p->wq[weight], p->w_scales[weight], w, &p->w_scales_shape, ci, nc, &ws);
-  check_sums s = {0};
-  for (int i = 0; rc == TP_OK && i < nr; ++i) {
-    rc = download(yrow, (const uint16_t *)y + (size_t)(ri[i] * p->n), sizeof(uint16_t) * p->n);
-    for (int j = 0; rc == TP_OK && j < nc; ++j) {
-      const size_t xo = (size_t)i * (size_t)p->k, wo = (size_t)j * (size_t)p->k;
-      judge_element(bf16_value(yrow[ci[j]]), xs.deq + xo, ws.deq + wo, xs.orig + xo, ws.orig + wo,
-                    p, model, &s, out);
-    }
+  check_product cp;
+  memset(&cp, 0, sizeof cp);
+  cp.a[0] = (check_operand){p->xq, p->x_scales, &p->x_scales_shape, TP_FP8_E4M3, x, 0};
+  cp.b[0] =
+      (check_operand){p->wq[weight], p->w_scales[weight], &p->w_scales_shape, TP_FP8_E4M3, w, 0};
+  cp.n = 1;
+  cp.rows = p->m;
+  cp.cols = p->n;
+  cp.k = p->k;
+  return check_product_output(&cp, y, rows, cols, model, out);
+}
+
+tp_rc tp_fp8_linear_check_dx(const tp_fp8_linear *p, const void *const *dy, const void *const *w,
+                             const void *dx, int rows, int cols, const tp_fp8_accum_model *model,
+                             tp_fp8_check *out) {
+  memset(out, 0, sizeof *out);
+  TP_TRY(need_backward(p));
+  check_product cp;
+  memset(&cp, 0, sizeof cp);
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    cp.a[i] =
+        (check_operand){p->dyq[i], p->dy_scales[i], &p->dy_scales_shape, TP_FP8_E5M2, dy[i], 0};
+    /* row j of W_iᵀ is column j of W_i */
+    cp.b[i] =
+        (check_operand){p->wtq[i], p->wt_scales[i], &p->wt_scales_shape, TP_FP8_E4M3, w[i], 1};
   }
-  out->rel_err = ratio_of(s.diff2, s.ref2);
-  out->rel_tol = ratio_of(s.tol2, s.ref2);
-  out->rel_err_bf16 = ratio_of(s.diff16, s.ref16);
-  free_rows(&xs);
-  free_rows(&ws);
-  free(yrow);
-  return rc;
+  cp.n = p->desc.n_weights;
+  cp.rows = p->m;
+  cp.cols = p->k;
+  cp.k = p->n;
+  return check_product_output(&cp, dx, rows, cols, model, out);
+}
+
+tp_rc tp_fp8_linear_check_dw(const tp_fp8_linear *p, int weight, const void *x, const void *dy,
+                             const void *dw, int rows, int cols, const tp_fp8_accum_model *model,
+                             tp_fp8_check *out) {
+  memset(out, 0, sizeof *out);
+  TP_TRY(need_backward(p));
+  if (weight < 0 || weight >= p->desc.n_weights)
+    return TP_FAIL(TP_EINTERNAL, "fp8 dw check of weight %d of %d", weight, p->desc.n_weights);
+  check_product cp;
+  memset(&cp, 0, sizeof cp);
+  /* row j of dY_iᵀ is column j of dY_i, row j of Xᵀ column j of X */
+  cp.a[0] = (check_operand){
+      p->dytq[weight], p->dyt_scales[weight], &p->dyt_scales_shape, TP_FP8_E5M2, dy, 1};
+  cp.b[0] = (check_operand){p->xtq, p->xt_scales, &p->xt_scales_shape, TP_FP8_E4M3, x, 1};
+  cp.n = 1;
+  cp.rows = p->n;
+  cp.cols = p->k;
+  cp.k = p->m;
+  return check_product_output(&cp, dw, rows, cols, model, out);
 }

@@ -17,7 +17,31 @@
  * all-gather side (NCCL for stock, the fused pushes for dist_gemm) and keep
  * reducing bf16 partials on the reduce-scatter side; until that is written
  * the plan rejects TP > 1 (fp8 communication not implemented yet) rather
- * than run bf16 communication under an fp8 name. The forward only.
+ * than run bf16 communication under an fp8 name.
+ *
+ * The backward (desc.backward), the recipe of tp_quant.h: forward operands
+ * E4M3, gradients E5M2 with the same scale granularity as the operand they
+ * stand beside, scales from the gradient's own amax. cuBLASLt's FP8 GEMMs
+ * take both operands contiguous along the contraction (tp_gemm_scaled.h:
+ * the "TN" form), so each operand is materialised K-major and quantized
+ * along the contraction:
+ *   dX = dY_i · W_i   (contraction N): dY_i [T, N] quantized E5M2 as it
+ *                     lies (blocks along N: 1x128 for fp8-block, one scale
+ *                     per token for fp8-row); W_iᵀ [K, N] transposed and
+ *                     quantized E4M3 along N in PREPARE, untimed, like the
+ *                     forward's copy (a training step quantizes a weight
+ *                     once and reuses it): 128x128 blocks for fp8-block
+ *                     (the same blocks as W's, transposed), one scale per
+ *                     input feature for fp8-row, the tensor's amax for fp8;
+ *                     with several weights each dX_i goes to its own bf16
+ *                     buffer and one kernel sums them (fp32, one rounding);
+ *   dW_i = dY_iᵀ · X  (contraction T): dY_iᵀ [N, T] (E5M2) and Xᵀ [K, T]
+ *                     (E4M3) transposed (a tiled bf16 transpose) and
+ *                     quantized along T in the timed step, 1x128 blocks on
+ *                     both for fp8-block (DeepSeek-V3's 1x128 / 128x1
+ *                     wgrad), a scale per row of each for fp8-row.
+ * The plan asks cuBLASLt's heuristic for each kind (forward, dgrad, wgrad)
+ * and rejects in its words.
  *
  * tp_fp8_linear_check judges a step's output against a float64 product of
  * the DEQUANTIZED operands on sampled rows and columns, with tp_quant.h's
@@ -45,6 +69,7 @@ typedef struct tp_fp8_linear_desc {
   int64_t in_features;  /* K */
   int64_t out_features; /* N of each weight */
   int n_weights;        /* 1..TP_MAX_WEIGHTS */
+  int backward;         /* also plan the backward (dX and every dW) */
 } tp_fp8_linear_desc;
 
 typedef struct tp_fp8_linear {
@@ -59,6 +84,21 @@ typedef struct tp_fp8_linear {
   float *amax;    /* the agreed amax (1 float, or m for rows); NULL when not needed */
   uint8_t *wq[TP_MAX_WEIGHTS];
   void *w_scales[TP_MAX_WEIGHTS];
+  /* the backward (desc.backward): quantized operands along the contraction */
+  tp_scale_shape dy_scales_shape;  /* dY_i [T, N], ACT, E5M2 */
+  tp_scale_shape wt_scales_shape;  /* W_iᵀ [K, N], WEIGHT, E4M3 */
+  tp_scale_shape dyt_scales_shape; /* dY_iᵀ [N, T], ACT, E5M2 */
+  tp_scale_shape xt_scales_shape;  /* Xᵀ [K, T], ACT, E4M3 */
+  uint8_t *wtq[TP_MAX_WEIGHTS];    /* from prepare */
+  void *wt_scales[TP_MAX_WEIGHTS];
+  uint8_t *dyq[TP_MAX_WEIGHTS];
+  void *dy_scales[TP_MAX_WEIGHTS];
+  uint8_t *dytq[TP_MAX_WEIGHTS];
+  void *dyt_scales[TP_MAX_WEIGHTS];
+  uint8_t *xtq;
+  void *xt_scales;
+  void *transposed;               /* bf16 scratch: a transposed operand before quantizing */
+  void *dx_parts[TP_MAX_WEIGHTS]; /* n_weights > 1: dX_i (bf16), summed into dX */
   tp_gemm_scaled *gemm;
   size_t gemm_workspace_bytes;
   size_t quant_bytes; /* the quantized copies, their scales and the amax */
@@ -75,7 +115,7 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_de
                                        tp_fp8_linear *out);
 
 /* Allocates the quantized buffers and quantizes each bf16 weight w[i]
- * (device, N x K) once, waited for. */
+ * (device, N x K) once, waited for; with the backward also W_iᵀ. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w,
                                           cudaStream_t stream);
 
@@ -92,6 +132,22 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_gemms(tp_fp8_linear *p, void *const *y, cudaSt
 /* The timed step: quantize_input, then gemms. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_forward(tp_group *g, tp_fp8_linear *p, const void *x,
                                           void *const *y, cudaStream_t stream);
+
+/* The backward's quantizations (a plan with desc.backward): Xᵀ from x (bf16,
+ * T x K), then per weight dY_i and dY_iᵀ from dy[i] (bf16, T x N), each
+ * with its own amax (TP 1: nothing to agree on). Enqueued on stream. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x,
+                                                 const void *const *dy, cudaStream_t stream);
+
+/* The backward's scaled GEMMs on the quantized operands: dx (bf16, T x K) =
+ * sum_i dY_i · W_i (the dgrad GEMMs, then the sum when n_weights > 1) and
+ * dw[i] (bf16, N x K) = dY_iᵀ · X (the wgrad GEMMs). Enqueued on stream. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_backward_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
+                                                 cudaStream_t stream);
+
+/* The timed backward: quantize_grads, then backward_gemms. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const *dy,
+                                           void *dx, void *const *dw, cudaStream_t stream);
 
 /* Frees what plan and prepare made (a zeroed or partly made p is fine). */
 void tp_fp8_linear_release(tp_fp8_linear *p);
@@ -120,5 +176,20 @@ typedef struct tp_fp8_check {
 TP_MUST_CHECK tp_rc tp_fp8_linear_check(const tp_fp8_linear *p, int weight, const void *x,
                                         const void *w, const void *y, int rows, int cols,
                                         const tp_fp8_accum_model *model, tp_fp8_check *out);
+
+/* The backward's outputs after a backward on x and dy, judged like
+ * tp_fp8_linear_check (rows x cols sampled of the output): dx (T x K)
+ * against sum_i of the float64 products of the dequantized dY_i and W_iᵀ
+ * (the bound the sum of the products' bounds, plus the sum's bf16 rounding
+ * when n_weights > 1), and against the unquantized bf16 dY_i · W_i. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_check_dx(const tp_fp8_linear *p, const void *const *dy,
+                                           const void *const *w, const void *dx, int rows, int cols,
+                                           const tp_fp8_accum_model *model, tp_fp8_check *out);
+
+/* dw of weight `weight` (N x K) against the float64 product of the
+ * dequantized dY_iᵀ and Xᵀ, and against the bf16 dY_iᵀ · X. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_check_dw(const tp_fp8_linear *p, int weight, const void *x,
+                                           const void *dy, const void *dw, int rows, int cols,
+                                           const tp_fp8_accum_model *model, tp_fp8_check *out);
 
 #endif /* TP_LINEAR_FP8_H */

@@ -26,6 +26,10 @@
  * not count, as in the reference), so the order of reduction cannot change
  * it; an element is one IEEE division by the scale and the hardware's
  * cvt.rn.satfinite, as in every path.
+ *
+ * tp_quant_transpose_enqueue (the backward's K-major operands: dYᵀ, Xᵀ, Wᵀ)
+ * is a tiled transpose of 16-bit elements; the quantizer then runs on the
+ * transposed copy, so its bits are the reference's on the transposed tensor.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -477,6 +481,28 @@ template <typename T> tp_rc local_amax_typed(const tp_quant_args *a, float *amax
   return TP_OK;
 }
 
+/* dst[c, r] = src[r, c] for 16-bit elements: a 32 x 32 tile through shared
+ * memory (one padding column against bank conflicts), so both the reads of
+ * src's rows and the writes of dst's rows are coalesced. */
+constexpr int kTile = 32, kTileRows = 8;
+
+__global__ void __launch_bounds__(kTile *kTileRows)
+    transpose16_kernel(const uint16_t *__restrict__ src, int64_t rows, int64_t cols,
+                       uint16_t *__restrict__ dst) {
+  __shared__ uint16_t tile[kTile][kTile + 1];
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTile; i += kTileRows) {
+    const int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
 } // namespace
 
 extern "C" tp_rc tp_quant_enqueue(const tp_quant_args *a, cudaStream_t stream) {
@@ -502,5 +528,21 @@ extern "C" tp_rc tp_quant_encode_enqueue(tp_fp8_type t, const float *x, size_t n
   const unsigned grid =
       static_cast<unsigned>(clamp_grid(ceil_div(static_cast<int64_t>(n), kThreads), 1 << 20));
   TP_CHECK_LAUNCH((encode_kernel<<<grid, kThreads, 0, stream>>>(x, n, out, t)));
+  return TP_OK;
+}
+
+extern "C" tp_rc tp_quant_transpose_enqueue(tp_dtype dt, const void *src, int64_t rows,
+                                            int64_t cols, void *dst, cudaStream_t stream) {
+  if (dt != TP_BF16)
+    return TP_FAIL(TP_EINTERNAL, "transpose: only bf16 (got %s)", tp_dtype_name(dt));
+  if (!src || !dst || rows < 1 || cols < 1)
+    return TP_FAIL(TP_EINTERNAL, "transpose: empty or missing buffers");
+  const int64_t grid_y = ceil_div(rows, kTile);
+  if (grid_y > 65535)
+    return TP_FAIL(TP_EINTERNAL, "transpose: %lld rows (at most %d)", (long long)rows,
+                   65535 * kTile);
+  const dim3 grid(static_cast<unsigned>(ceil_div(cols, kTile)), static_cast<unsigned>(grid_y));
+  TP_CHECK_LAUNCH((transpose16_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(
+      static_cast<const uint16_t *>(src), rows, cols, static_cast<uint16_t *>(dst))));
   return TP_OK;
 }

@@ -38,6 +38,14 @@ TP_MUST_CHECK tp_rc tp_quant_local_amax_enqueue(const tp_quant_args *a, float *a
 TP_MUST_CHECK tp_rc tp_quant_encode_enqueue(tp_fp8_type t, const float *x, size_t n, uint8_t *out,
                                             cudaStream_t stream);
 
+/* dst (cols x rows) = the transpose of src (rows x cols, contiguous), bf16
+ * (the only dtype the fp8 recipes store; TP_EINTERNAL otherwise, for empty
+ * shapes or more than 65535 · 32 rows). The backward's K-major operands:
+ * cuBLASLt's FP8 GEMMs take both operands contiguous along the contraction
+ * (tp_gemm_scaled.h), so dYᵀ, Xᵀ and Wᵀ are materialised, then quantized. */
+TP_MUST_CHECK tp_rc tp_quant_transpose_enqueue(tp_dtype dt, const void *src, int64_t rows,
+                                               int64_t cols, void *dst, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

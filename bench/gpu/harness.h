@@ -88,7 +88,8 @@ typedef struct tp_item_check {
   char reason[192]; /* required when failed; what was compared otherwise */
 } tp_item_check;
 
-enum { TP_ITEM_MAX_OWN_CHECKS = 8 };
+/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice. */
+enum { TP_ITEM_MAX_OWN_CHECKS = 16 };
 
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */

@@ -22,7 +22,12 @@
  * against a float64 product of the dequantized operands on sampled rows and
  * columns (tp_linear_fp8_check, with the device's accumulation model), and
  * reports the error against the unquantized bf16 operands as a check of its
- * own ("y:bf16", not judged).
+ * own ("y:bf16", not judged). With the backward (pass bwd or fwd+bwd, TP 1)
+ * the step also transposes and quantizes Xᵀ, dY and dYᵀ and runs the dgrad
+ * and wgrad GEMMs (tp_linear_fp8.h); dx and each dw are judged the same way
+ * ("dx:fp64", "dw:fp64", and their ":bf16" errors reported), and the GEMMs
+ * alone run every GEMM of the pass on operands their `before` quantized.
+ * Pass bwd times the backward alone, its forward run once in `before`.
  */
 #include "bench/gpu/ops_worker.h"
 
@@ -251,7 +256,10 @@ typedef struct fp8_item {
   case_buffers *b;
   tp_fp8_linear lin;
   int have_plan;
+  int bwd_only; /* pass bwd: the window times the backward alone */
 } fp8_item;
+
+static int fp8_has_backward(const fp8_item *it) { return tp_pass_has_backward(it->c->pass); }
 
 static int fp8_gemm_alone(const fp8_item *it) { return it->cfg->backend == TP_BACKEND_GEMM_ONLY; }
 
@@ -260,8 +268,9 @@ static tp_rc fp8_plan(void *self, tp_group *g) {
   if (it->cfg->backend != TP_BACKEND_STOCK && !fp8_gemm_alone(it))
     return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
                    tp_dtype_name(it->c->dtype), it->cfg->axes.backend);
-  const tp_fp8_linear_desc d = {it->c->dtype,  it->c->proj.op, it->c->tokens,
-                                it->c->proj.k, it->c->proj.n,  it->c->proj.n_weights};
+  const tp_fp8_linear_desc d = {it->c->dtype,        it->c->proj.op, it->c->tokens,
+                                it->c->proj.k,       it->c->proj.n,  it->c->proj.n_weights,
+                                fp8_has_backward(it)};
   tp_rc rc = tp_fp8_linear_plan(g, &d, &it->lin);
   it->have_plan = rc == TP_OK;
   return rc;
@@ -272,28 +281,51 @@ static tp_rc fp8_prepare(void *self, tp_group *g) {
   return tp_fp8_linear_prepare(&it->lin, (const void *const *)it->b->w, g->main_stream);
 }
 
-/* The GEMMs alone read the activation quantized here, untimed. */
+/* The GEMMs alone read operands quantized here, untimed; a backward window
+ * (pass bwd) has its forward run here once. */
 static tp_rc fp8_before(void *self, tp_group *g) {
   fp8_item *it = self;
-  if (!fp8_gemm_alone(it)) return TP_OK;
-  return tp_fp8_linear_quantize_input(g, &it->lin, it->b->x, g->main_stream);
+  cudaStream_t s = g->main_stream;
+  case_buffers *b = it->b;
+  if (!fp8_gemm_alone(it))
+    return it->bwd_only ? tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s) : TP_OK;
+  TP_TRY(tp_fp8_linear_quantize_input(g, &it->lin, b->x, s));
+  if (it->bwd_only) TP_TRY(tp_fp8_linear_gemms(&it->lin, b->y, s));
+  if (!fp8_has_backward(it)) return TP_OK;
+  return tp_fp8_linear_quantize_grads(&it->lin, b->x, (const void *const *)b->dy, s);
 }
 
 static tp_rc fp8_step(void *self, tp_group *g) {
   fp8_item *it = self;
-  if (fp8_gemm_alone(it)) return tp_fp8_linear_gemms(&it->lin, it->b->y, g->main_stream);
-  return tp_fp8_linear_forward(g, &it->lin, it->b->x, it->b->y, g->main_stream);
+  cudaStream_t s = g->main_stream;
+  case_buffers *b = it->b;
+  if (!it->bwd_only)
+    TP_TRY(fp8_gemm_alone(it) ? tp_fp8_linear_gemms(&it->lin, b->y, s)
+                              : tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s));
+  if (!fp8_has_backward(it)) return TP_OK;
+  if (fp8_gemm_alone(it)) return tp_fp8_linear_backward_gemms(&it->lin, b->dx, b->dw, s);
+  return tp_fp8_linear_backward(&it->lin, b->x, (const void *const *)b->dy, b->dx, b->dw, s);
 }
 
-/* y per weight: the GEMMs alone must equal stock bit for bit (same quantized operands). */
+/* y (and dw) per weight, then dx: the GEMMs alone must equal stock bit for
+ * bit (the same quantized operands, the same GEMMs). */
 static int fp8_outputs(void *self, tp_item_output *out, int max) {
   static const char *y_names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  static const char *dw_names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
   fp8_item *it = self;
+  const tp_fp8_linear *l = &it->lin;
+  const int bwd = fp8_has_backward(it);
   int n = 0;
-  for (int i = 0; i < it->c->proj.n_weights && n < max; ++i)
+  for (int i = 0; i < it->c->proj.n_weights && n + 2 <= max; ++i) {
     out[n++] = (tp_item_output){
-        y_names[i], it->b->y[i], (size_t)(it->lin.m * it->lin.n), TP_RULE_EXACT, it->lin.k, 1,
-        1,          NULL};
+        y_names[i], it->b->y[i], (size_t)(l->m * l->n), TP_RULE_EXACT, l->k, 1, 1, NULL};
+    if (bwd)
+      out[n++] = (tp_item_output){
+          dw_names[i], it->b->dw[i], (size_t)(l->n * l->k), TP_RULE_EXACT, l->m, 1, 1, NULL};
+  }
+  if (bwd && n < max)
+    out[n++] =
+        (tp_item_output){"dx", it->b->dx, (size_t)(l->m * l->k), TP_RULE_EXACT, l->n, 1, 1, NULL};
   return n;
 }
 
@@ -311,14 +343,13 @@ static void fp8_info(void *self, tp_item_info *info) {
   info->workspace_bytes = (int64_t)tp_fp8_linear_workspace_bytes(&it->lin);
 }
 
-/* One weight's check as the harness records it: the kernel against the
+/* One output's check as the harness records it: the kernel against the
  * dequantized operands (judged), then quantization against bf16 (reported). */
-static void fp8_checks_of(const fp8_item *it, int weight, const tp_fp8_check *k,
+static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_check *k,
                           tp_item_check *out) {
-  static const char *names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
   tp_item_check *judged = &out[0], *reported = &out[1];
   memset(out, 0, 2 * sizeof *out);
-  snprintf(judged->name, sizeof judged->name, "%s:fp64", names[weight]);
+  snprintf(judged->name, sizeof judged->name, "%s:fp64", name);
   judged->failed = k->nonfinite > 0 || k->outside > 0;
   judged->elements = (double)k->elements;
   judged->nonfinite = (double)k->nonfinite;
@@ -329,9 +360,9 @@ static void fp8_checks_of(const fp8_item *it, int weight, const tp_fp8_check *k,
   snprintf(judged->reason, sizeof judged->reason,
            "%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",
-           judged->failed ? "failed: " : "", names[weight], tp_dtype_name(it->c->dtype),
+           judged->failed ? "failed: " : "", name, tp_dtype_name(it->c->dtype),
            (long long)k->elements, (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
-  snprintf(reported->name, sizeof reported->name, "%s:bf16", names[weight]);
+  snprintf(reported->name, sizeof reported->name, "%s:bf16", name);
   reported->elements = (double)k->elements;
   reported->nonfinite = (double)k->nonfinite;
   reported->rel_err = k->rel_err_bf16;
@@ -340,7 +371,7 @@ static void fp8_checks_of(const fp8_item *it, int weight, const tp_fp8_check *k,
   snprintf(reported->reason, sizeof reported->reason,
            "reported, not judged: %s's error against a float64 product of the unquantized "
            "bf16 operands (what quantization costs)",
-           names[weight]);
+           name);
 }
 
 static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
@@ -351,11 +382,28 @@ static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int
   TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
   TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device));
   const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+  static const char *y_names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  static const char *dw_names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
+  const case_buffers *b = it->b;
+  tp_fp8_check k;
+  /* pass bwd: y came from `before`, untimed; the pass's own outputs are judged */
+  for (int i = 0; !it->bwd_only && i < it->c->proj.n_weights && *n + 2 <= max; ++i) {
+    TP_TRY(tp_fp8_linear_check(&it->lin, i, b->x, b->w[i], b->y[i], FP8_CHECK_ROWS, FP8_CHECK_COLS,
+                               &model, &k));
+    fp8_checks_of(it, y_names[i], &k, out + *n);
+    *n += 2;
+  }
+  if (!fp8_has_backward(it)) return TP_OK;
+  if (*n + 2 <= max) {
+    TP_TRY(tp_fp8_linear_check_dx(&it->lin, (const void *const *)b->dy, (const void *const *)b->w,
+                                  b->dx, FP8_CHECK_ROWS, FP8_CHECK_COLS, &model, &k));
+    fp8_checks_of(it, "dx", &k, out + *n);
+    *n += 2;
+  }
   for (int i = 0; i < it->c->proj.n_weights && *n + 2 <= max; ++i) {
-    tp_fp8_check k;
-    TP_TRY(tp_fp8_linear_check(&it->lin, i, it->b->x, it->b->w[i], it->b->y[i], FP8_CHECK_ROWS,
-                               FP8_CHECK_COLS, &model, &k));
-    fp8_checks_of(it, i, &k, out + *n);
+    TP_TRY(tp_fp8_linear_check_dw(&it->lin, i, b->x, b->dy[i], b->dw[i], FP8_CHECK_ROWS,
+                                  FP8_CHECK_COLS, &model, &k));
+    fp8_checks_of(it, dw_names[i], &k, out + *n);
     *n += 2;
   }
   return TP_OK;
@@ -437,6 +485,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
       fp8[n].c = c;
       fp8[n].cfg = cfg;
       fp8[n].b = &b;
+      fp8[n].bwd_only = c->pass == TP_PASS_BWD;
       entries[n].item = (tp_item){&fp8_item_ops, &fp8[n]};
     }
     runnable += !cfg->rejected;

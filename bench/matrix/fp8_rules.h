@@ -3,8 +3,9 @@
  * (issue 15), decided on the CPU before any GPU work; the ops matrix applies
  * them to every configuration of an fp8 case.
  *
- * In order, the first that fails names the rejection:
- *   pass       forward only: the fp8 backward is not implemented yet.
+ * Every pass is planned (fwd, bwd, fwd+bwd: the backward's dgrad and wgrad
+ * GEMMs take E5M2 gradients, kernels/tp_linear_fp8.h). In order, the first
+ * rule that fails names the rejection:
  *   placement  each quantized operand, split as the op splits it at this TP
  *              degree, must quantize shard by shard exactly as the whole
  *              (tp_quant_shard_check):
@@ -20,7 +21,9 @@
  *              dist_gemm): not implemented yet, so TP > 1 is rejected
  *              rather than run in bf16.
  * What only the GPU can decide (whether cuBLASLt runs the format's scale
- * modes here: mxfp8 needs sm_100) is asked by the worker's plan step.
+ * modes here: mxfp8 needs sm_100; with the backward, also its dgrad and
+ * wgrad GEMMs' operand types and scale modes) is asked by the worker's plan
+ * step.
  * Pure C, no CUDA.
  */
 #ifndef TP_FP8_RULES_H

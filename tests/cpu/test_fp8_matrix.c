@@ -3,7 +3,10 @@
  * (issue 15): the vocabulary (names, the fp8 predicate, bf16 storage, every
  * name parsed back), the ops matrix parsing them and refusing a misspelt
  * one, the axes they are stored with, and the plan-time rules of
- * bench/matrix/fp8_rules.h: forward only; for every fp8 format x op side
+ * bench/matrix/fp8_rules.h: the backward planned (every format x op x pass
+ * bwd and fwd+bwd at TP 1 passes the rules, the matrix runs stock and the
+ * GEMM alone for it, TP 2 still meets the communication rule and no
+ * reason speaks of a missing backward); for every fp8 format x op side
  * (all-gather: activation rows and weight N; reduce-scatter: activation and
  * weight K) x TP in {2, 4, 8}, a shape whose split would put a scale block
  * across two ranks is rejected by the placement rule naming the layout,
@@ -94,17 +97,42 @@ static void test_comm_bytes(void **state) {
   tp_ops_matrix_free(&m);
 }
 
-static void test_backward_rejected(void **state) {
+static void test_backward_planned(void **state) {
   (void)state;
-  for (int f = 0; f < N_FP8; ++f) {
-    const tp_fp8_case c = {FP8_DTYPES[f], TP_OP_AG_LINEAR, 4096, 8192, 8192, 1, TP_PASS_FWD_BWD};
-    char reason[400] = "";
-    assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
-    assert_non_null(strstr(reason, "backward is not implemented yet"));
-  }
+  const tp_op ops[] = {TP_OP_AG_LINEAR, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS};
+  const tp_pass passes[] = {TP_PASS_BWD, TP_PASS_FWD_BWD};
+  for (int f = 0; f < N_FP8; ++f)
+    for (int o = 0; o < 3; ++o)
+      for (int p = 0; p < 2; ++p) {
+        tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, 6144, 4096, 1, passes[p]};
+        char reason[400] = "";
+        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+          fail_msg("%s %s TP 1 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
+        /* TP 2: the communication rule, never a missing backward */
+        c.tp = 2;
+        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
+        assert_non_null(strstr(reason, "fp8 communication not implemented yet"));
+        assert_null(strstr(reason, "backward"));
+      }
   const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096, 8192, 8192, 2, TP_PASS_FWD_BWD};
   char reason[400] = "";
   assert_int_equal(tp_fp8_case_rejection(&bf16, reason, sizeof reason), 0);
+  /* the matrix: llama3-8b qkv's shape at TP 1, both backward passes, every fp8 format */
+  tp_ops_matrix m;
+  assert_int_equal(expand("4096x6144x4096", "fp8,fp8-row,fp8-block,mxfp8", "1", "bwd,fwd+bwd", &m),
+                   TP_OK);
+  int runnable = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_ops_config *cfg = &m.configs[i];
+    const int runs = cfg->backend == TP_BACKEND_STOCK || cfg->backend == TP_BACKEND_GEMM_ONLY;
+    if (cfg->rejected == runs)
+      fail_msg("%s %s: rejected %d (%s)", cfg->axes.dtype, cfg->axes.backend, cfg->rejected,
+               cfg->reason);
+    runnable += runs;
+  }
+  assert_int_equal(runnable, tp_ops_runnable(&m));
+  assert_true(runnable >= 4 * 2 * 2); /* formats x passes x (stock, GEMM alone) */
+  tp_ops_matrix_free(&m);
 }
 
 /* A shape whose split dimension puts a scale block across ranks, per format
@@ -197,7 +225,7 @@ int main(void) {
       cmocka_unit_test(test_vocab),
       cmocka_unit_test(test_matrix_parses_fp8),
       cmocka_unit_test(test_comm_bytes),
-      cmocka_unit_test(test_backward_rejected),
+      cmocka_unit_test(test_backward_planned),
       cmocka_unit_test(test_placement_rejections),
       cmocka_unit_test(test_matrix_shows_rule),
   };

@@ -17,7 +17,16 @@
  *   outputs bit for bit (the worker's exact rule for the GEMM alone);
  * - the check can fail: outputs of GEMMs run with the first activation
  *   scale doubled, judged with the right scale, have elements outside the
- *   bound, and a NaN output is counted.
+ *   bound, and a NaN output is counted;
+ * - the backward (cases marked bwd: dX = sum_i dY_i · W_i with dY_i E5M2
+ *   along N and W_iᵀ E4M3 from prepare, dW_i = dY_iᵀ · X with both
+ *   transposed and quantized along T): dx and every dw pass the same
+ *   verdict against float64 products of their dequantized operands (dx of
+ *   two weights against the sum of two), their error against the bf16
+ *   operands lies between 1e-4 and 0.25 (E5M2 keeps 2 mantissa bits), the
+ *   backward's GEMMs alone on its quantized operands equal its outputs bit
+ *   for bit, and dx from GEMMs run with the first dY scale doubled fails
+ *   the check (so does a dw with the first dYᵀ scale doubled).
  *
  * Exit 77 (skipped) without a GPU.
  */
@@ -45,6 +54,7 @@ typedef struct fp8_case {
   tp_op op;
   int64_t t, n, k;
   int weights;
+  int backward;
 } fp8_case;
 
 #define FAIL_IF(cond, ...)                                                                         \
@@ -65,6 +75,7 @@ static int rc_ok(tp_rc rc, const char *what) {
 /* The bf16 tensors of a case, random, on the device. */
 typedef struct tensors {
   void *x, *w[TP_MAX_WEIGHTS], *y[TP_MAX_WEIGHTS], *y2[TP_MAX_WEIGHTS];
+  void *dy[TP_MAX_WEIGHTS], *dw[TP_MAX_WEIGHTS], *dw2[TP_MAX_WEIGHTS], *dx, *dx2;
 } tensors;
 
 static int alloc_tensors(const fp8_case *c, tensors *t) {
@@ -77,15 +88,25 @@ static int alloc_tensors(const fp8_case *c, tensors *t) {
          cudaMalloc(&t->y2[i], (size_t)(c->t * c->n) * 2) == cudaSuccess &&
          tp_launch_fill_random(TP_BF16, t->w[i], (size_t)(c->n * c->k), 20 + (uint64_t)i,
                                1.0f / sqrtf((float)c->k), 0) == cudaSuccess;
+  if (!c->backward) return ok && cudaDeviceSynchronize() == cudaSuccess;
+  const size_t nx = (size_t)(c->t * c->k), nw = (size_t)(c->n * c->k), ny = (size_t)(c->t * c->n);
+  ok =
+      ok && cudaMalloc(&t->dx, nx * 2) == cudaSuccess && cudaMalloc(&t->dx2, nx * 2) == cudaSuccess;
+  for (int i = 0; ok && i < c->weights; ++i)
+    ok = cudaMalloc(&t->dy[i], ny * 2) == cudaSuccess &&
+         cudaMalloc(&t->dw[i], nw * 2) == cudaSuccess &&
+         cudaMalloc(&t->dw2[i], nw * 2) == cudaSuccess &&
+         tp_launch_fill_random(TP_BF16, t->dy[i], ny, 40 + (uint64_t)i, 1.0f, 0) == cudaSuccess;
   return ok && cudaDeviceSynchronize() == cudaSuccess;
 }
 
 static void free_tensors(tensors *t) {
   cudaFree(t->x);
+  cudaFree(t->dx);
+  cudaFree(t->dx2);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
-    cudaFree(t->w[i]);
-    cudaFree(t->y[i]);
-    cudaFree(t->y2[i]);
+    void *per[] = {t->w[i], t->y[i], t->y2[i], t->dy[i], t->dw[i], t->dw2[i]};
+    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) cudaFree(per[j]);
   }
 }
 
@@ -99,12 +120,11 @@ static int same_bytes(const void *a, const void *b, size_t bytes) {
   return same;
 }
 
-/* Doubles (up) or halves the first stored activation scale (an E8M0 byte:
- * one exponent more or less). */
-static int scale_first(tp_fp8_linear *p, int up) {
+/* Doubles (up) or halves the first stored scale of a buffer of elements of
+ * e bytes (an E8M0 byte: one exponent more or less). */
+static int scale_first_of(void *scales, size_t e, int up) {
   unsigned char bytes[4];
-  const size_t e = p->x_scales_shape.elem_bytes;
-  if (cudaMemcpy(bytes, p->x_scales, e, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
+  if (cudaMemcpy(bytes, scales, e, cudaMemcpyDeviceToHost) != cudaSuccess) return 0;
   if (e == 4) {
     float v;
     memcpy(&v, bytes, 4);
@@ -113,11 +133,76 @@ static int scale_first(tp_fp8_linear *p, int up) {
   } else {
     bytes[0] = (unsigned char)(up ? bytes[0] + 1 : bytes[0] - 1);
   }
-  return cudaMemcpy(p->x_scales, bytes, e, cudaMemcpyHostToDevice) == cudaSuccess;
+  return cudaMemcpy(scales, bytes, e, cudaMemcpyHostToDevice) == cudaSuccess;
+}
+
+/* The first stored activation scale. */
+static int scale_first(tp_fp8_linear *p, int up) {
+  return scale_first_of(p->x_scales, p->x_scales_shape.elem_bytes, up);
 }
 
 /* The worker's verdict on one output (bench/gpu/ops_worker.c's fp8_judge). */
 static int passes(const tp_fp8_check *k) { return k->nonfinite == 0 && k->outside == 0; }
+
+static void print_check(const fp8_case *c, const char *name, const tp_fp8_check *k) {
+  printf("  %-9s %-15s %s: %lld sampled, %lld outside, %lld non-finite, worst |err|/bound %.3g, "
+         "rel err %.2e (bound %.2e), vs bf16 %.2e\n",
+         tp_dtype_name(c->dtype), tp_op_name(c->op), name, (long long)k->elements,
+         (long long)k->outside, (long long)k->nonfinite, k->worst_ratio, k->rel_err, k->rel_tol,
+         k->rel_err_bf16);
+}
+
+/* The worker's verdict on a gradient, and quantization's cost within reason. */
+static int grad_passes(const tp_fp8_check *k) {
+  return k->nonfinite == 0 && k->outside == 0 && k->rel_err_bf16 > 1e-4 && k->rel_err_bf16 < 0.25;
+}
+
+/* A broken backward is caught: GEMMs run with a doubled first scale of one
+ * of the quantized gradients, judged with the right one. dx: dY_0's scale. */
+static int backward_control(tp_fp8_linear *p, const fp8_case *c, tensors *t,
+                            const tp_fp8_accum_model *model, cudaStream_t s) {
+  tp_fp8_check k;
+  int bad = !scale_first_of(p->dy_scales[0], p->dy_scales_shape.elem_bytes, 1) ||
+            !rc_ok(tp_fp8_linear_backward_gemms(p, t->dx2, t->dw2, s), "backward GEMMs") ||
+            cudaStreamSynchronize(s) != cudaSuccess ||
+            !scale_first_of(p->dy_scales[0], p->dy_scales_shape.elem_bytes, 0) ||
+            !rc_ok(tp_fp8_linear_check_dx(p, (const void *const *)t->dy, (const void *const *)t->w,
+                                          t->dx2, 16, 128, model, &k),
+                   "dx check");
+  if (!bad) printf("  doubled first dY scale: dx %lld outside the bound\n", (long long)k.outside);
+  bad |= !bad && k.outside == 0;
+  bad |= bad || !scale_first_of(p->dyt_scales[0], p->dyt_scales_shape.elem_bytes, 1) ||
+         !rc_ok(tp_fp8_linear_backward_gemms(p, t->dx2, t->dw2, s), "backward GEMMs") ||
+         cudaStreamSynchronize(s) != cudaSuccess ||
+         !scale_first_of(p->dyt_scales[0], p->dyt_scales_shape.elem_bytes, 0) ||
+         !rc_ok(tp_fp8_linear_check_dw(p, 0, t->x, t->dy[0], t->dw2[0], 16, 128, model, &k),
+                "dw check");
+  if (!bad) printf("  doubled first dYt scale: dw %lld outside the bound\n", (long long)k.outside);
+  (void)c;
+  return bad || k.outside == 0;
+}
+
+/* The backward after a forward: judged, its GEMMs alone bit for bit, the control. */
+static int run_backward(tp_fp8_linear *p, const fp8_case *c, tensors *t,
+                        const tp_fp8_accum_model *model, cudaStream_t s) {
+  int bad = !rc_ok(tp_fp8_linear_backward(p, t->x, (const void *const *)t->dy, t->dx, t->dw, s),
+                   "backward");
+  bad |= bad || !rc_ok(tp_fp8_linear_backward_gemms(p, t->dx2, t->dw2, s), "backward GEMMs alone");
+  if (bad) return 1;
+  tp_fp8_check k;
+  bad |= !rc_ok(tp_fp8_linear_check_dx(p, (const void *const *)t->dy, (const void *const *)t->w,
+                                       t->dx, 16, 128, model, &k),
+                "dx check");
+  print_check(c, "dx", &k);
+  bad |= !grad_passes(&k) || !same_bytes(t->dx, t->dx2, (size_t)(c->t * c->k) * 2);
+  for (int i = 0; !bad && i < c->weights; ++i) {
+    bad |= !rc_ok(tp_fp8_linear_check_dw(p, i, t->x, t->dy[i], t->dw[i], 16, 128, model, &k),
+                  "dw check");
+    print_check(c, i ? "dw1" : "dw", &k);
+    bad |= !grad_passes(&k) || !same_bytes(t->dw[i], t->dw2[i], (size_t)(c->n * c->k) * 2);
+  }
+  return bad || backward_control(p, c, t, model, s);
+}
 
 static int run_planned(tp_group *g, const fp8_case *c, tp_fp8_linear *p,
                        const tp_fp8_accum_model *model) {
@@ -150,6 +235,7 @@ static int run_planned(tp_group *g, const fp8_case *c, tp_fp8_linear *p,
   bad |= bad || cudaMemcpy(t.y[0], &nan, 2, cudaMemcpyHostToDevice) != cudaSuccess ||
          !rc_ok(tp_fp8_linear_check(p, 0, t.x, t.w[0], t.y[0], 16, 128, model, &broken), "check");
   bad |= !bad && broken.nonfinite != 1;
+  if (!bad && c->backward) bad |= run_backward(p, c, &t, model, s);
   free_tensors(&t);
   return bad;
 }
@@ -162,7 +248,7 @@ static int run_case(tp_group *g, const fp8_case *c) {
                   cudaSuccess,
           "compute capability");
   const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
-  const tp_fp8_linear_desc d = {c->dtype, c->op, c->t, c->k, c->n, c->weights};
+  const tp_fp8_linear_desc d = {c->dtype, c->op, c->t, c->k, c->n, c->weights, c->backward};
   tp_fp8_linear p;
   const tp_rc rc = tp_fp8_linear_plan(g, &d, &p);
   int bad = 0;
@@ -185,11 +271,22 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   const fp8_case cases[] = {
-      {TP_FP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1},
-      {TP_FP8_ROW, TP_OP_AG_LINEAR_MULTI, 512, 768, 1024, 2},
-      {TP_FP8_BLOCK, TP_OP_LINEAR_RS, 512, 768, 1024, 1},
-      {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 384, 640, 896, 1},
-      {TP_MXFP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1},
+      {TP_FP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1, 0},
+      {TP_FP8_ROW, TP_OP_AG_LINEAR_MULTI, 512, 768, 1024, 2, 0},
+      {TP_FP8_BLOCK, TP_OP_LINEAR_RS, 512, 768, 1024, 1, 0},
+      {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 384, 640, 896, 1, 0},
+      {TP_MXFP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1, 0},
+      /* the backward: every format on every op, two weights summed into dx */
+      {TP_FP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1, 1},
+      {TP_FP8, TP_OP_AG_LINEAR_MULTI, 256, 512, 768, 2, 1},
+      {TP_FP8, TP_OP_LINEAR_RS, 384, 1024, 640, 1, 1},
+      {TP_FP8_ROW, TP_OP_AG_LINEAR, 512, 768, 1024, 1, 1},
+      {TP_FP8_ROW, TP_OP_AG_LINEAR_MULTI, 512, 768, 1024, 2, 1},
+      {TP_FP8_ROW, TP_OP_LINEAR_RS, 384, 1024, 640, 1, 1},
+      {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 384, 640, 896, 1, 1},
+      {TP_FP8_BLOCK, TP_OP_AG_LINEAR_MULTI, 256, 512, 768, 2, 1},
+      {TP_FP8_BLOCK, TP_OP_LINEAR_RS, 512, 1024, 768, 1, 1},
+      {TP_MXFP8, TP_OP_AG_LINEAR, 512, 768, 1024, 1, 1},
   };
   int bad = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) bad |= run_case(g, &cases[i]);

@@ -543,7 +543,8 @@ static long gemm_one_format(tp_gemm_scaled *g, tp_quant_format f, const gemm_cas
   void *dd = dev_alloc(sizeof(uint16_t) * (size_t)(c->m * c->n));
   if (cudaMemset(dd, 0xff, sizeof(uint16_t) * (size_t)(c->m * c->n)) != cudaSuccess)
     fail_msg("poisoning D failed");
-  const tp_gemm_scaled_desc desc = {f, c->m, c->n, c->k, qx.q, qx.scales, qw.q, qw.scales, dd};
+  const tp_gemm_scaled_desc desc = {f,         c->m, c->n,      c->k, qx.q,
+                                    qx.scales, qw.q, qw.scales, dd,   TP_GEMM_SCALED_FWD};
   long bad = 0;
   if (rc != TP_OK) {
     printf("  %-9s m=%lld n=%lld k=%lld: refused (%s): %s\n", tp_quant_format_name(f),
