@@ -206,13 +206,159 @@ int tp_profile_in_window(const tp_event *e, const tp_profile_window *w) {
   return e->launch_ns != 0 && e->launch_ns >= w->host_start_ns && e->launch_ns < w->host_end_ns;
 }
 
+/* ---- device work by launch, and the windows as intervals ------------------------------ */
+
+/* Each window's work is found in one sorted index, not by scanning every event per window:
+ * a profile of a training job holds millions of events and tens of thousands of windows. */
+
+/* A device event placed by its launch. */
+typedef struct launch_ref {
+  uint64_t at;
+  int rank;
+  size_t index;
+} launch_ref;
+
+static int by_rank_launch(const void *a, const void *b) {
+  const launch_ref *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->at != y->at) return x->at < y->at ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index); /* a stable order */
+}
+
+/* The device work of the events (launch time 0 included), by rank then launch. */
+typedef struct launch_index {
+  launch_ref *refs;
+  size_t n;
+} launch_index;
+
+static tp_rc launch_index_build(const tp_event *ev, size_t n, launch_index *idx) {
+  idx->n = 0;
+  idx->refs = malloc((n ? n : 1) * sizeof *idx->refs);
+  if (!idx->refs) return TP_FAIL(TP_EOOM, "profile analysis: no memory to index %zu events", n);
+  for (size_t i = 0; i < n; ++i)
+    if (is_device_work(&ev[i])) idx->refs[idx->n++] = (launch_ref){ev[i].launch_ns, ev[i].rank, i};
+  qsort(idx->refs, idx->n, sizeof *idx->refs, by_rank_launch);
+  return TP_OK;
+}
+
+/* The first entry at or after (rank, at); with past_rank, the first of a later rank. */
+static size_t launch_index_seek(const launch_index *idx, int rank, uint64_t at, int past_rank) {
+  size_t lo = 0, hi = idx->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const launch_ref *r = &idx->refs[mid];
+    int before = r->rank < rank || (r->rank == rank && (past_rank || r->at < at));
+    if (before) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The entries [*first, *last) of the work of window w (tp_profile_in_window). */
+static void launch_index_slice(const launch_index *idx, const tp_profile_window *w, size_t *first,
+                               size_t *last) {
+  if (w->whole_process) {
+    *first = launch_index_seek(idx, w->rank, 0, 0);
+    *last = launch_index_seek(idx, w->rank, 0, 1);
+    return;
+  }
+  uint64_t from = w->host_start_ns ? w->host_start_ns : 1; /* launch time 0: unknown */
+  *first = launch_index_seek(idx, w->rank, from, 0);
+  *last = w->host_end_ns > from ? launch_index_seek(idx, w->rank, w->host_end_ns, 0) : *first;
+}
+
+/* One window's host interval, and the latest end of it and of the windows of its rank
+ * that start earlier: a time is inside some window of the rank when the last window
+ * starting at or before it reaches past it. */
+typedef struct window_reach {
+  int rank;
+  uint64_t start, reach;
+} window_reach;
+
+static int by_window_start(const void *a, const void *b) {
+  const window_reach *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The windows as sorted intervals, and the ranks a whole-process window covers. */
+typedef struct window_set {
+  window_reach *iv;
+  size_t n;
+  int *whole_ranks; /* sorted */
+  size_t n_whole;
+} window_set;
+
+static int by_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static void window_set_free(window_set *s) {
+  free(s->iv);
+  free(s->whole_ranks);
+  memset(s, 0, sizeof *s);
+}
+
+static tp_rc window_set_build(const tp_profile_window *w, size_t n_w, window_set *s) {
+  memset(s, 0, sizeof *s);
+  s->iv = malloc((n_w ? n_w : 1) * sizeof *s->iv);
+  s->whole_ranks = malloc((n_w ? n_w : 1) * sizeof *s->whole_ranks);
+  if (!s->iv || !s->whole_ranks) {
+    window_set_free(s);
+    return TP_FAIL(TP_EOOM, "profile analysis: no memory for %zu windows", n_w);
+  }
+  for (size_t k = 0; k < n_w; ++k) {
+    if (w[k].whole_process) s->whole_ranks[s->n_whole++] = w[k].rank;
+    else s->iv[s->n++] = (window_reach){w[k].rank, w[k].host_start_ns, w[k].host_end_ns};
+  }
+  qsort(s->whole_ranks, s->n_whole, sizeof *s->whole_ranks, by_int);
+  qsort(s->iv, s->n, sizeof *s->iv, by_window_start);
+  for (size_t k = 1; k < s->n; ++k)
+    if (s->iv[k].rank == s->iv[k - 1].rank && s->iv[k - 1].reach > s->iv[k].reach)
+      s->iv[k].reach = s->iv[k - 1].reach;
+  return TP_OK;
+}
+
+static int window_set_whole(const window_set *s, int rank) {
+  return bsearch(&rank, s->whole_ranks, s->n_whole, sizeof rank, by_int) != NULL;
+}
+
+/* 1 when `at` lies in [host start, host end) of a window of `rank` (whole-process ones
+ * aside). */
+static int window_set_covers(const window_set *s, int rank, uint64_t at) {
+  size_t lo = 0, hi = s->n; /* find the first interval after (rank, at) */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const window_reach *r = &s->iv[mid];
+    if (r->rank < rank || (r->rank == rank && r->start <= at)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && s->iv[lo - 1].rank == rank && s->iv[lo - 1].reach > at;
+}
+
+/* 1 when `e` is device work of some window (tp_profile_in_window of any). */
+static int window_set_holds_launch(const window_set *s, const tp_event *e) {
+  if (!is_device_work(e)) return 0;
+  if (window_set_whole(s, e->rank)) return 1;
+  return e->launch_ns != 0 && window_set_covers(s, e->rank, e->launch_ns);
+}
+
+/* 1 when the range `r` starts inside some window of its rank (any range of the rank for a
+ * whole-process window). */
+static int window_set_holds_range(const window_set *s, const tp_event *r) {
+  return window_set_whole(s, r->rank) || window_set_covers(s, r->rank, r->start_ns);
+}
+
 /* Sets the device bounds of a window from the work launched inside it. */
-static void set_device_bounds(const tp_event *ev, size_t n, tp_profile_window *w) {
+static void set_device_bounds(const tp_event *ev, const launch_index *idx, tp_profile_window *w) {
   uint64_t lo = UINT64_MAX, hi = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!tp_profile_in_window(&ev[i], w)) continue;
-    if (ev[i].start_ns < lo) lo = ev[i].start_ns;
-    if (ev[i].end_ns > hi) hi = ev[i].end_ns;
+  size_t first, last;
+  launch_index_slice(idx, w, &first, &last);
+  for (size_t k = first; k < last; ++k) {
+    const tp_event *e = &ev[idx->refs[k].index];
+    if (e->start_ns < lo) lo = e->start_ns;
+    if (e->end_ns > hi) hi = e->end_ns;
   }
   w->empty = lo == UINT64_MAX;
   w->start_ns = w->empty ? w->host_start_ns : lo;
@@ -323,16 +469,46 @@ static tp_rc fail_no_step(const tp_event *ev, size_t n, const tp_profile_selecto
   return TP_FAIL(TP_EUSAGE, "no step in %s; %s", sel->text, m.text);
 }
 
+/* A range's name and where it first appears in the events. */
+typedef struct name_seen {
+  const char *name;
+  size_t at;
+} name_seen;
+
+static int by_name_then_at(const void *a, const void *b) {
+  const name_seen *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  if (c) return c;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+static int by_at(const void *a, const void *b) {
+  const name_seen *x = a, *y = b;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* The distinct range names, each at its first appearance, in order of it (sorted, not
+ * compared pairwise: a program opens millions of ranges of a few names); returns the count. */
+static size_t distinct_range_names(const tp_event *ev, size_t n, name_seen *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (ev[i].type == TP_EV_RANGE) out[k++] = (name_seen){ev[i].name, i};
+  qsort(out, k, sizeof *out, by_name_then_at);
+  size_t kept = 0;
+  for (size_t i = 0; i < k; ++i)
+    if (kept == 0 || strcmp(out[kept - 1].name, out[i].name) != 0) out[kept++] = out[i];
+  qsort(out, kept, sizeof *out, by_at);
+  return kept;
+}
+
 static tp_rc fail_no_range(const tp_event *ev, size_t n, const tp_profile_selector *sel) {
+  name_seen *names = malloc((n ? n : 1) * sizeof *names);
+  if (!names) return TP_FAIL(TP_EOOM, "profile windows: no memory for the message");
+  size_t listed = distinct_range_names(ev, n, names);
   message m = {.len = 0};
-  size_t listed = 0;
-  for (size_t i = 0; i < n && listed < 8; ++i) {
-    if (ev[i].type != TP_EV_RANGE) continue;
-    int seen = 0;
-    for (size_t j = 0; j < i && !seen; ++j)
-      seen = ev[j].type == TP_EV_RANGE && strcmp(ev[j].name, ev[i].name) == 0;
-    if (!seen) message_add(&m, "%s'%.60s'", listed++ ? ", " : "", ev[i].name);
-  }
+  for (size_t i = 0; i < listed && i < 8; ++i)
+    message_add(&m, "%s'%.60s'", i ? ", " : "", names[i].name);
+  free(names);
   if (listed == 0)
     return TP_FAIL(TP_EUSAGE, "no NVTX range matches --range '%s': the program opened none",
                    sel->text);
@@ -396,7 +572,14 @@ tp_rc tp_profile_windows(const tp_event *ev, size_t n, const tp_profile_selector
   if (l.n > 1) qsort(l.items, l.n, sizeof *l.items, window_cmp);
   if (sel->mode == TP_SELECT_STEPS) l.n = drop_nested_steps(l.items, l.n);
   if (sel->mode == TP_SELECT_RANGE) number_by_order(l.items, l.n);
-  for (size_t k = 0; k < l.n; ++k) set_device_bounds(ev, n, &l.items[k]);
+  launch_index idx;
+  rc = launch_index_build(ev, n, &idx);
+  for (size_t k = 0; rc == TP_OK && k < l.n; ++k) set_device_bounds(ev, &idx, &l.items[k]);
+  free(idx.refs);
+  if (rc != TP_OK) {
+    free(l.items);
+    return rc;
+  }
   *out = l.items;
   *n_out = l.n;
   return TP_OK;
@@ -435,26 +618,42 @@ typedef struct window_events {
   tp_event *ev;
   span *busy, *other;
   size_t n, n_other, kernels;
+  size_t cap; /* room in each array */
 } window_events;
+
+/* Room for `cap` events in we, emptied (the arrays replaced when smaller). */
+static tp_rc window_events_reserve(window_events *we, size_t cap) {
+  we->n = we->n_other = we->kernels = 0;
+  if (we->ev && cap <= we->cap) return TP_OK;
+  free(we->ev);
+  free(we->busy);
+  free(we->other);
+  we->cap = cap ? cap : 1;
+  we->ev = malloc(we->cap * sizeof *we->ev);
+  we->busy = malloc(we->cap * sizeof *we->busy);
+  we->other = malloc(we->cap * sizeof *we->other);
+  if (!we->ev || !we->busy || !we->other)
+    return TP_FAIL(TP_EOOM, "profile breakdown: no memory for %zu events", cap);
+  return TP_OK;
+}
+
+/* Adds e, device work of the window, to we (room reserved): work of no length is left out. */
+static void window_events_add(window_events *we, const tp_event *ev) {
+  if (ev->end_ns <= ev->start_ns) return;
+  tp_event e = as_counted(ev);
+  span s = {e.start_ns, e.end_ns};
+  we->ev[we->n] = e;
+  we->busy[we->n++] = s;
+  we->kernels += e.type == TP_EV_KERNEL;
+  if (e.type == TP_EV_MEMSET || (e.type == TP_EV_MEMCPY && e.category != TP_CAT_COMM))
+    we->other[we->n_other++] = s;
+}
 
 static tp_rc gather_window(const tp_event *ev, size_t n, const tp_profile_window *w,
                            window_events *we) {
-  size_t cap = n ? n : 1;
-  we->ev = malloc(cap * sizeof *we->ev);
-  we->busy = malloc(cap * sizeof *we->busy);
-  we->other = malloc(cap * sizeof *we->other);
-  if (!we->ev || !we->busy || !we->other)
-    return TP_FAIL(TP_EOOM, "profile breakdown: no memory for %zu events", n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!tp_profile_in_window(&ev[i], w) || ev[i].end_ns <= ev[i].start_ns) continue;
-    tp_event e = as_counted(&ev[i]);
-    span s = {e.start_ns, e.end_ns};
-    we->ev[we->n] = e;
-    we->busy[we->n++] = s;
-    we->kernels += e.type == TP_EV_KERNEL;
-    if (e.type == TP_EV_MEMSET || (e.type == TP_EV_MEMCPY && e.category != TP_CAT_COMM))
-      we->other[we->n_other++] = s;
-  }
+  TP_TRY(window_events_reserve(we, n));
+  for (size_t i = 0; i < n; ++i)
+    if (tp_profile_in_window(&ev[i], w)) window_events_add(we, &ev[i]);
   return TP_OK;
 }
 
@@ -464,31 +663,61 @@ static void free_window_events(window_events *we) {
   free(we->other);
 }
 
+/* The breakdown of w from its gathered events (their span lists sorted in place). */
+static tp_rc breakdown_from(window_events *we, const tp_profile_window *w,
+                            tp_profile_breakdown *out) {
+  tp_overlap o = {0};
+  TP_TRY(tp_overlap_compute(we->ev, we->n, w->rank, w->start_ns, w->end_ns, &o));
+  tp_profile_breakdown b = {0};
+  b.step_ns = w->end_ns - w->start_ns;
+  b.host_ns = w->host_end_ns > w->host_start_ns ? w->host_end_ns - w->host_start_ns : 0;
+  b.comm_ns = o.comm_ns;
+  b.compute_ns = o.compute_ns;
+  b.sync_ns = o.sync_ns;
+  b.overlap_ns = o.overlap_ns;
+  b.exposed_comm_ns = o.exposed_comm_ns;
+  b.overlap_pct = o.overlap_pct;
+  b.other_ns = union_length(we->other, we->n_other);
+  b.busy_ns = union_length(we->busy, we->n);
+  b.idle_ns = b.step_ns > b.busy_ns ? b.step_ns - b.busy_ns : 0;
+  b.kernels = we->kernels;
+  *out = b;
+  return TP_OK;
+}
+
 tp_rc tp_profile_breakdown_of(const tp_event *ev, size_t n, const tp_profile_window *w,
                               tp_profile_breakdown *out) {
   if (!w || !out || (n > 0 && !ev))
     return TP_FAIL(TP_EUSAGE, "tp_profile_breakdown_of: NULL argument");
   window_events we = {0};
   tp_rc rc = gather_window(ev, n, w, &we);
-  tp_overlap o = {0};
-  if (rc == TP_OK) rc = tp_overlap_compute(we.ev, we.n, w->rank, w->start_ns, w->end_ns, &o);
-  if (rc == TP_OK) {
-    tp_profile_breakdown b = {0};
-    b.step_ns = w->end_ns - w->start_ns;
-    b.host_ns = w->host_end_ns > w->host_start_ns ? w->host_end_ns - w->host_start_ns : 0;
-    b.comm_ns = o.comm_ns;
-    b.compute_ns = o.compute_ns;
-    b.sync_ns = o.sync_ns;
-    b.overlap_ns = o.overlap_ns;
-    b.exposed_comm_ns = o.exposed_comm_ns;
-    b.overlap_pct = o.overlap_pct;
-    b.other_ns = union_length(we.other, we.n_other);
-    b.busy_ns = union_length(we.busy, we.n);
-    b.idle_ns = b.step_ns > b.busy_ns ? b.step_ns - b.busy_ns : 0;
-    b.kernels = we.kernels;
-    *out = b;
-  }
+  if (rc == TP_OK) rc = breakdown_from(&we, w, out);
   free_window_events(&we);
+  return rc;
+}
+
+/* The breakdown of window w from its slice of the index, gathered in we (reused). */
+static tp_rc breakdown_indexed(const tp_event *ev, const launch_index *idx,
+                               const tp_profile_window *w, window_events *we,
+                               tp_profile_breakdown *out) {
+  size_t first, last;
+  launch_index_slice(idx, w, &first, &last);
+  TP_TRY(window_events_reserve(we, last - first));
+  for (size_t k = first; k < last; ++k) window_events_add(we, &ev[idx->refs[k].index]);
+  return breakdown_from(we, w, out);
+}
+
+tp_rc tp_profile_breakdowns(const tp_event *ev, size_t n, const tp_profile_window *w, size_t n_w,
+                            tp_profile_breakdown *out) {
+  if ((n_w > 0 && (!w || !out)) || (n > 0 && !ev))
+    return TP_FAIL(TP_EUSAGE, "tp_profile_breakdowns: NULL argument");
+  launch_index idx;
+  tp_rc rc = launch_index_build(ev, n, &idx);
+  window_events we = {0};
+  for (size_t k = 0; rc == TP_OK && k < n_w; ++k)
+    rc = breakdown_indexed(ev, &idx, &w[k], &we, &out[k]);
+  free_window_events(&we);
+  free(idx.refs);
   return rc;
 }
 
@@ -516,19 +745,6 @@ static int by_rank_start(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-/* A device event placed by its launch. */
-typedef struct launch_ref {
-  uint64_t at;
-  int rank;
-  size_t index;
-} launch_ref;
-
-static int by_rank_launch(const void *a, const void *b) {
-  const launch_ref *x = a, *y = b;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  return (x->at > y->at) - (x->at < y->at);
-}
-
 /* The device events a group of ranges launched (indices into the events). */
 typedef struct group {
   size_t *events;
@@ -537,27 +753,14 @@ typedef struct group {
   size_t stamp; /* 1 + the last launch placed in it, so an event counts once per name */
 } group;
 
-static int window_holds_range(const tp_profile_window *w, const tp_event *r) {
-  return r->rank == w->rank &&
-         (w->whole_process || (r->start_ns >= w->host_start_ns && r->start_ns < w->host_end_ns));
-}
-
-static int window_holds_launch(const tp_profile_window *w, size_t n_w, const tp_event *e) {
-  for (size_t k = 0; k < n_w; ++k)
-    if (tp_profile_in_window(e, &w[k])) return 1;
-  return 0;
-}
-
 /* The program's ranges inside the windows, step ranges left out. */
-static size_t collect_named_ranges(const tp_event *ev, size_t n, const tp_profile_window *w,
-                                   size_t n_w, named_range *out) {
+static size_t collect_named_ranges(const tp_event *ev, size_t n, const window_set *w,
+                                   named_range *out) {
   size_t k = 0;
   for (size_t i = 0; i < n; ++i) {
     int64_t step;
     if (ev[i].type != TP_EV_RANGE || tp_profile_step_number(ev[i].name, &step)) continue;
-    int inside = 0;
-    for (size_t j = 0; j < n_w && !inside; ++j) inside = window_holds_range(&w[j], &ev[i]);
-    if (!inside) continue;
+    if (!window_set_holds_range(w, &ev[i])) continue;
     named_range r = {ev[i].name, ev[i].start_ns, ev[i].end_ns, ev[i].rank, 0};
     out[k++] = r;
   }
@@ -611,15 +814,15 @@ static tp_rc place_launch(sweep *s, const launch_ref *l, size_t launch_no) {
   return TP_OK;
 }
 
-static tp_rc place_launches(const tp_event *ev, size_t n, const tp_profile_window *w, size_t n_w,
-                            const named_range *r, size_t n_r, group *groups) {
+static tp_rc place_launches(const tp_event *ev, size_t n, const window_set *w, const named_range *r,
+                            size_t n_r, group *groups) {
   launch_ref *l = malloc((n ? n : 1) * sizeof *l);
   size_t *active = malloc((n_r ? n_r : 1) * sizeof *active);
   tp_rc rc =
       l && active ? TP_OK : TP_FAIL(TP_EOOM, "profile schedules: no memory for %zu events", n);
   size_t n_l = 0;
   for (size_t i = 0; rc == TP_OK && i < n; ++i)
-    if (ev[i].launch_ns != 0 && window_holds_launch(w, n_w, &ev[i]))
+    if (ev[i].launch_ns != 0 && window_set_holds_launch(w, &ev[i]))
       l[n_l++] = (launch_ref){ev[i].launch_ns, ev[i].rank, i};
   if (rc == TP_OK) qsort(l, n_l, sizeof *l, by_rank_launch);
   sweep s = {r, n_r, 0, active, 0, groups};
@@ -715,17 +918,23 @@ tp_rc tp_profile_schedules(const tp_event *ev, size_t n, const tp_profile_window
     return TP_FAIL(TP_EUSAGE, "tp_profile_schedules: NULL argument");
   *out = NULL;
   *n_out = 0;
+  window_set set;
+  TP_TRY(window_set_build(w, n_w, &set));
   named_range *r = malloc((n ? n : 1) * sizeof *r);
-  if (!r) return TP_FAIL(TP_EOOM, "profile schedules: no memory for %zu ranges", n);
-  size_t n_r = collect_named_ranges(ev, n, w, n_w, r);
+  if (!r) {
+    window_set_free(&set);
+    return TP_FAIL(TP_EOOM, "profile schedules: no memory for %zu ranges", n);
+  }
+  size_t n_r = collect_named_ranges(ev, n, &set, r);
   size_t n_g = number_groups(r, n_r);
   group *groups = calloc(n_g ? n_g : 1, sizeof *groups);
   tp_rc rc = groups ? TP_OK : TP_FAIL(TP_EOOM, "profile schedules: no memory for %zu names", n_g);
-  if (rc == TP_OK) rc = place_launches(ev, n, w, n_w, r, n_r, groups);
+  if (rc == TP_OK) rc = place_launches(ev, n, &set, r, n_r, groups);
   if (rc == TP_OK) rc = build_rows(ev, r, n_r, groups, n_g, out, n_out);
   for (size_t g = 0; groups && g < n_g; ++g) free(groups[g].events);
   free(groups);
   free(r);
+  window_set_free(&set);
   return rc;
 }
 
@@ -765,19 +974,23 @@ tp_rc tp_profile_kernel_summary_of(const tp_event *ev, size_t n, const tp_profil
     return TP_FAIL(TP_EUSAGE, "tp_profile_kernel_summary_of: NULL argument");
   *out = NULL;
   *n_out = 0;
+  window_set set;
+  TP_TRY(window_set_build(w, n_w, &set));
   kernel_time *k = malloc((n ? n : 1) * sizeof *k);
   tp_profile_kernel *rows = malloc((n ? n : 1) * sizeof *rows);
   if (!k || !rows) {
     free(k);
     free(rows);
+    window_set_free(&set);
     return TP_FAIL(TP_EOOM, "kernel summary: no memory for %zu events", n);
   }
   size_t m = 0;
   for (size_t i = 0; i < n; ++i)
-    if (ev[i].type == TP_EV_KERNEL && window_holds_launch(w, n_w, &ev[i]))
+    if (ev[i].type == TP_EV_KERNEL && window_set_holds_launch(&set, &ev[i]))
       k[m++] = (kernel_time){ev[i].name ? ev[i].name : "",
                              ev[i].end_ns > ev[i].start_ns ? ev[i].end_ns - ev[i].start_ns : 0,
                              ev[i].category};
+  window_set_free(&set);
   qsort(k, m, sizeof *k, by_name);
   size_t n_rows = group_kernels(k, m, rows);
   uint64_t total = 0;

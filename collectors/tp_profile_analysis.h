@@ -118,6 +118,13 @@ typedef struct tp_profile_breakdown {
 TP_MUST_CHECK tp_rc tp_profile_breakdown_of(const tp_event *ev, size_t n,
                                             const tp_profile_window *w, tp_profile_breakdown *out);
 
+/* The breakdowns of all n_w windows at once, out[k] that of w[k] (room for n_w), exactly
+ * as tp_profile_breakdown_of gives each, in O((n + n_w) log n) plus each window's own
+ * events: the events are indexed by rank and launch time once, not scanned per window.
+ * TP_EUSAGE for NULL arguments, TP_EOOM. */
+TP_MUST_CHECK tp_rc tp_profile_breakdowns(const tp_event *ev, size_t n, const tp_profile_window *w,
+                                          size_t n_w, tp_profile_breakdown *out);
+
 /* ---- schedules per NVTX range name ---------------------------------------------------- */
 
 /* How a transfer moved its bytes. */
