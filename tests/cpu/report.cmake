@@ -40,6 +40,12 @@ tp_add_cpu_test(test_profile SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile.c
 target_compile_definitions(test_profile PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>"
                            $<$<BOOL:${TPBENCH_WITH_CUDA}>:TPBENCH_PROFILE_INJECT=1>)
 add_dependencies(test_profile tpbench)
+# ... and the import of a profile the size of a real job's (a million events, 20,000 windows)
+# completes: the analysis is not windows x events.
+tp_add_cpu_test(test_profile_scale SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_profile_scale.c
+                LIBS tp_report)
+# About 12 s in a release build, two minutes under the sanitizers on a busy machine.
+set_tests_properties(test_profile_scale PROPERTIES TIMEOUT 600)
 # tpbench project: the model's arithmetic by hand, interpolation, the validation table on a
 # synthetic database, refusals, and the command on a copy of the sample database.
 tp_add_cpu_test(test_project SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_project.c

@@ -731,6 +731,278 @@ static void test_kernel_summary_restricted_to_windows(void **state) {
   assert_null(k);
 }
 
+/* ---- the indexed analysis against the scan per window ------------------------------------- */
+
+/* A random event set: three ranks' step ranges (some marked twice, some repeated), nested and
+ * overlapping operation ranges, and device work of every kind launched anywhere (before,
+ * inside, at the edges of and after the ranges; some without a launch time), running later. */
+typedef struct random_trace {
+  tp_event *ev;
+  size_t n, cap;
+  uint64_t state;
+} random_trace;
+
+static uint64_t next_random(random_trace *t, uint64_t bound) {
+  t->state = t->state * 6364136223846793005ull + 1442695040888963407ull;
+  return (t->state >> 33) % bound;
+}
+
+static tp_event *random_add(random_trace *t, int rank, tp_event_type type, const char *name,
+                            uint64_t s, uint64_t e, uint64_t launch) {
+  assert_true(t->n < t->cap);
+  tp_event *ev = &t->ev[t->n++];
+  memset(ev, 0, sizeof *ev);
+  ev->name = name;
+  ev->rank = rank;
+  ev->device = type == TP_EV_RANGE ? -1 : rank;
+  ev->stream = type == TP_EV_RANGE ? TP_STREAM_NONE : (uint32_t)(7 + next_random(t, 3));
+  ev->type = type;
+  ev->start_ns = s;
+  ev->end_ns = e;
+  ev->launch_ns = launch;
+  ev->peer_device = -1;
+  ev->category = type == TP_EV_RANGE    ? TP_CAT_RANGE
+                 : type == TP_EV_KERNEL ? tp_classify_kernel(name)
+                 : type == TP_EV_SYNC   ? TP_CAT_SYNC
+                                        : TP_CAT_OTHER;
+  return ev;
+}
+
+static void random_work(random_trace *t, int rank, uint64_t horizon) {
+  static const char *const kernels[] = {GEMM_K,
+                                        NCCL_K,
+                                        OWN_COPY_K,
+                                        ONE_SHOT_K,
+                                        MULTIMEM_AG_K,
+                                        SYMM_BARRIER_K,
+                                        "vectorized_elementwise_kernel"};
+  uint64_t launch = next_random(t, 5) == 0 ? 0 : next_random(t, horizon);
+  uint64_t start = launch + next_random(t, 200), end = start + next_random(t, 60); /* 0: none */
+  switch (next_random(t, 6)) {
+  case 0: {
+    tp_event *c = random_add(t, rank, TP_EV_MEMCPY, "memcpy", start, end, launch);
+    static const tp_copy_kind kinds[] = {TP_COPY_PTOP, TP_COPY_DTOD, TP_COPY_HTOD};
+    c->copy_kind = kinds[next_random(t, 3)];
+    c->peer_device = c->copy_kind == TP_COPY_HTOD ? -1 : (int)next_random(t, 3);
+    c->category = tp_classify_copy(c->copy_kind);
+    break;
+  }
+  case 1: (void)random_add(t, rank, TP_EV_MEMSET, "memset", start, end, launch); break;
+  case 2:
+    (void)random_add(t, rank, TP_EV_SYNC,
+                     next_random(t, 2) ? "sync stream wait event" : "sync device", start, end,
+                     launch);
+    break;
+  default: (void)random_add(t, rank, TP_EV_KERNEL, kernels[next_random(t, 7)], start, end, launch);
+  }
+}
+
+static void random_ranges(random_trace *t, int rank, uint64_t horizon) {
+  static const char *const ops[] = {"aten::linear", "aten::mm", "fused_all_gather_matmul",
+                                    "nccl:all_reduce"};
+  static const char *const steps[] = {"ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2",
+                                      "ProfilerStep#3", "ProfilerStep#4"};
+  uint64_t at = next_random(t, 50), two_at = 0, two_len = 0;
+  for (size_t s = 0; s < 5; ++s) {
+    uint64_t len = 80 + next_random(t, 200);
+    (void)random_add(t, rank, TP_EV_RANGE, steps[s], at, at + len, 0);
+    if (s == 2) two_at = at, two_len = len;
+    at += len + next_random(t, 3) * 20;
+  }
+  /* step 2 marked twice: "step 2" inside ProfilerStep#2, or reaching past it */
+  uint64_t inner = two_at + next_random(t, 2) * 10;
+  (void)random_add(t, rank, TP_EV_RANGE, "step 2", inner, inner + next_random(t, two_len + 40), 0);
+  for (int k = 0; k < 12; ++k) {
+    uint64_t start = next_random(t, horizon), len = next_random(t, 300);
+    (void)random_add(t, rank, TP_EV_RANGE, ops[next_random(t, 4)], start, start + len, 0);
+  }
+}
+
+static random_trace random_events(uint64_t seed) {
+  random_trace t = {.cap = 400, .state = seed};
+  t.ev = calloc(t.cap, sizeof *t.ev);
+  assert_non_null(t.ev);
+  for (int rank = 0; rank < 3; ++rank) {
+    random_ranges(&t, rank, 1500);
+    for (int k = 0; k < 90; ++k) random_work(&t, rank, 1600);
+  }
+  for (size_t i = t.n; i > 1; --i) { /* the ranks' events interleaved */
+    size_t j = (size_t)next_random(&t, i);
+    tp_event x = t.ev[i - 1];
+    t.ev[i - 1] = t.ev[j];
+    t.ev[j] = x;
+  }
+  return t;
+}
+
+/* The device bounds a scan over every event gives each window. */
+static void expect_bounds_by_scan(const random_trace *t, const tp_profile_window *w, size_t n_w) {
+  for (size_t k = 0; k < n_w; ++k) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < t->n; ++i) {
+      if (!tp_profile_in_window(&t->ev[i], &w[k])) continue;
+      if (t->ev[i].start_ns < lo) lo = t->ev[i].start_ns;
+      if (t->ev[i].end_ns > hi) hi = t->ev[i].end_ns;
+    }
+    assert_int_equal(w[k].empty, lo == UINT64_MAX);
+    assert_int_equal(w[k].start_ns, w[k].empty ? w[k].host_start_ns : lo);
+    assert_int_equal(w[k].end_ns, w[k].empty ? w[k].host_end_ns : (hi > lo ? hi : lo));
+  }
+}
+
+/* tp_profile_breakdowns against tp_profile_breakdown_of, window by window, field by field. */
+static void expect_breakdowns_by_scan(const random_trace *t, const tp_profile_window *w,
+                                      size_t n_w) {
+  tp_profile_breakdown *all = calloc(n_w ? n_w : 1, sizeof *all);
+  assert_non_null(all);
+  assert_int_equal(tp_profile_breakdowns(t->ev, t->n, w, n_w, all), TP_OK);
+  for (size_t k = 0; k < n_w; ++k) {
+    tp_profile_breakdown one;
+    assert_int_equal(tp_profile_breakdown_of(t->ev, t->n, &w[k], &one), TP_OK);
+    assert_int_equal(all[k].step_ns, one.step_ns);
+    assert_int_equal(all[k].host_ns, one.host_ns);
+    assert_int_equal(all[k].comm_ns, one.comm_ns);
+    assert_int_equal(all[k].compute_ns, one.compute_ns);
+    assert_int_equal(all[k].sync_ns, one.sync_ns);
+    assert_int_equal(all[k].other_ns, one.other_ns);
+    assert_int_equal(all[k].busy_ns, one.busy_ns);
+    assert_int_equal(all[k].idle_ns, one.idle_ns);
+    assert_int_equal(all[k].overlap_ns, one.overlap_ns);
+    assert_int_equal(all[k].exposed_comm_ns, one.exposed_comm_ns);
+    assert_true(all[k].overlap_pct == one.overlap_pct);
+    assert_int_equal(all[k].kernels, one.kernels);
+  }
+  free(all);
+}
+
+static int in_any_window(const tp_event *e, const tp_profile_window *w, size_t n_w) {
+  for (size_t k = 0; k < n_w; ++k)
+    if (tp_profile_in_window(e, &w[k])) return 1;
+  return 0;
+}
+
+/* Each kernel summary row against a scan of every kernel in every window. */
+static void expect_kernels_by_scan(const random_trace *t, const tp_profile_window *w, size_t n_w) {
+  tp_profile_kernel *k = NULL;
+  size_t n_k = 0, counted = 0;
+  uint64_t grand = 0;
+  assert_int_equal(tp_profile_kernel_summary_of(t->ev, t->n, w, n_w, &k, &n_k), TP_OK);
+  for (size_t i = 0; i < t->n; ++i)
+    if (t->ev[i].type == TP_EV_KERNEL && in_any_window(&t->ev[i], w, n_w)) {
+      ++counted;
+      grand += t->ev[i].end_ns - t->ev[i].start_ns;
+    }
+  size_t rows_count = 0;
+  for (size_t r = 0; r < n_k; ++r) {
+    size_t count = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < t->n; ++i)
+      if (t->ev[i].type == TP_EV_KERNEL && strcmp(t->ev[i].name, k[r].name) == 0 &&
+          in_any_window(&t->ev[i], w, n_w)) {
+        ++count;
+        total += t->ev[i].end_ns - t->ev[i].start_ns;
+      }
+    assert_int_equal(k[r].count, count);
+    assert_int_equal(k[r].total_ns, total);
+    assert_int_equal(k[r].category, tp_classify_kernel(k[r].name));
+    assert_true(k[r].mean_ns == (double)total / (double)count);
+    assert_true(k[r].share_pct == (grand ? 100.0 * (double)total / (double)grand : 0.0));
+    if (r > 0) assert_true(k[r - 1].total_ns >= k[r].total_ns);
+    rows_count += count;
+  }
+  assert_int_equal(rows_count, counted);
+  free(k);
+}
+
+/* The schedules of the windows against those of the events a scan finds inside them (ranges
+ * starting in a window of their rank, work launched in one), all in whole-process windows. */
+static void expect_schedules_by_scan(const random_trace *t, const tp_profile_window *w,
+                                     size_t n_w) {
+  tp_event *inside = calloc(t->n, sizeof *inside);
+  assert_non_null(inside);
+  size_t n_in = 0;
+  for (size_t i = 0; i < t->n; ++i) {
+    const tp_event *e = &t->ev[i];
+    int keep = 0;
+    for (size_t k = 0; k < n_w && !keep; ++k)
+      keep = e->type == TP_EV_RANGE
+                 ? e->rank == w[k].rank &&
+                       (w[k].whole_process ||
+                        (e->start_ns >= w[k].host_start_ns && e->start_ns < w[k].host_end_ns))
+                 : tp_profile_in_window(e, &w[k]);
+    if (keep) inside[n_in++] = *e;
+  }
+  tp_profile_window whole[3];
+  for (int r = 0; r < 3; ++r)
+    whole[r] = (tp_profile_window){.name = "process", .rank = r, .whole_process = 1, .step = -1};
+  tp_profile_schedule *got = NULL, *want = NULL;
+  size_t n_got = 0, n_want = 0;
+  assert_int_equal(tp_profile_schedules(t->ev, t->n, w, n_w, &got, &n_got), TP_OK);
+  assert_int_equal(tp_profile_schedules(inside, n_in, whole, 3, &want, &n_want), TP_OK);
+  assert_int_equal(n_got, n_want);
+  for (size_t i = 0; i < n_got; ++i) {
+    assert_string_equal(got[i].name, want[i].name);
+    assert_int_equal(got[i].rank, want[i].rank);
+    assert_int_equal(got[i].ranges, want[i].ranges);
+    assert_int_equal(got[i].device_events, want[i].device_events);
+    assert_int_equal(got[i].nccl_kernels, want[i].nccl_kernels);
+    assert_int_equal(got[i].peer_copies, want[i].peer_copies);
+    assert_int_equal(got[i].sm_copy_kernels, want[i].sm_copy_kernels);
+    assert_int_equal(got[i].multicast_kernels, want[i].multicast_kernels);
+    assert_int_equal(got[i].comm_ns, want[i].comm_ns);
+    assert_int_equal(got[i].gemm_ns, want[i].gemm_ns);
+    assert_int_equal(got[i].overlap_ns, want[i].overlap_ns);
+    assert_string_equal(got[i].verdict, want[i].verdict);
+  }
+  free(got);
+  free(want);
+  free(inside);
+}
+
+static void expect_analysis_by_scan(const random_trace *t, const tp_profile_window *w, size_t n_w) {
+  expect_breakdowns_by_scan(t, w, n_w);
+  expect_kernels_by_scan(t, w, n_w);
+  expect_schedules_by_scan(t, w, n_w);
+}
+
+/* Windows, breakdowns, kernel summaries and schedules found through the index of device work
+ * by launch time are those a scan of every event per window finds, on random event sets, for
+ * every kind of selection: the whole process, steps (some marked twice), ranges that nest and
+ * overlap, and a mixed, unsorted set of windows. */
+static void test_indexed_analysis_matches_scan(void **state) {
+  (void)state;
+  static const struct {
+    const char *steps, *re;
+  } selections[] = {{NULL, NULL}, {":", NULL}, {"1:3", NULL}, {NULL, "aten|fused"}, {NULL, "."}};
+  size_t nonempty = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    random_trace t = random_events(seed);
+    tp_profile_window *mixed = NULL;
+    size_t n_mixed = 0;
+    for (size_t s = 0; s < sizeof selections / sizeof selections[0]; ++s) {
+      tp_profile_selector sel = selector(selections[s].steps, selections[s].re);
+      tp_profile_window *w = NULL;
+      size_t n_w = 0;
+      assert_int_equal(tp_profile_windows(t.ev, t.n, &sel, &w, &n_w), TP_OK);
+      tp_profile_selector_free(&sel);
+      expect_bounds_by_scan(&t, w, n_w);
+      expect_analysis_by_scan(&t, w, n_w);
+      for (size_t k = 0; k < n_w; ++k) nonempty += !w[k].empty;
+      /* mixed: rank 1's whole process with everyone's --range windows, in reverse */
+      tp_profile_window *grown = realloc(mixed, (n_mixed + n_w + 1) * sizeof *mixed);
+      assert_non_null(grown);
+      mixed = grown;
+      for (size_t k = n_w; k > 0; --k)
+        if (s == 0 ? w[k - 1].rank == 1 : s == 3) mixed[n_mixed++] = w[k - 1];
+      free(w);
+    }
+    expect_analysis_by_scan(&t, mixed, n_mixed);
+    free(mixed);
+    free(t.ev);
+  }
+  assert_true(nonempty > 1000); /* the windows held work: the comparison compared something */
+}
+
 /* ---- display names --------------------------------------------------------------------------- */
 
 static void test_display_names(void **state) {
@@ -795,6 +1067,7 @@ int main(void) {
       cmocka_unit_test(test_transport_of),
       cmocka_unit_test(test_classify_symmetric_memory),
       cmocka_unit_test(test_kernel_summary_restricted_to_windows),
+      cmocka_unit_test(test_indexed_analysis_matches_scan),
       cmocka_unit_test(test_display_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
