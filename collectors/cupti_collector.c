@@ -699,6 +699,22 @@ static tp_rc enable_window_kinds(int ranges_only) {
 static char first_gpu_name[128];
 static atomic_int have_gpu_name;
 
+/* The driver's name of device `id`, or 0. The driver's entry points are
+ * looked up, not linked: a tpbench built with CUDA must still start on a
+ * machine without the driver (to say there is no GPU), and where a context
+ * exists the driver is loaded. */
+static int driver_device_name(uint32_t id, char *buf, int cap) {
+  typedef CUresult (*get_fn)(CUdevice *, int);
+  typedef CUresult (*name_fn)(char *, int, CUdevice);
+  get_fn get = NULL;
+  name_fn name = NULL;
+  void *g = dlsym(RTLD_DEFAULT, "cuDeviceGet"), *n = dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+  memcpy(&get, &g, sizeof get); /* ISO C has no object-to-function pointer cast */
+  memcpy(&name, &n, sizeof name);
+  CUdevice dev = 0;
+  return get && name && get(&dev, (int)id) == CUDA_SUCCESS && name(buf, cap, dev) == CUDA_SUCCESS;
+}
+
 /* The subscriber's callback: only context creation is enabled. A driver
  * call in a CUPTI callback is allowed; a failure leaves the name unknown. */
 static void CUPTIAPI claim_callback(void *userdata, CUpti_CallbackDomain domain,
@@ -709,12 +725,9 @@ static void CUPTIAPI claim_callback(void *userdata, CUpti_CallbackDomain domain,
     return;
   const CUpti_ResourceData *rd = cbdata;
   uint32_t id = 0;
-  CUdevice dev = 0;
   char name[sizeof first_gpu_name];
   if (cuptiGetDeviceId(rd->context, &id) == CUPTI_SUCCESS &&
-      cuDeviceGet(&dev, (int)id) == CUDA_SUCCESS &&
-      cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS &&
-      !atomic_exchange(&have_gpu_name, 1))
+      driver_device_name(id, name, (int)sizeof name) && !atomic_exchange(&have_gpu_name, 1))
     memcpy(first_gpu_name, name, sizeof name);
 }
 

@@ -36,8 +36,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cuda.h>
-
 #include "collectors/tp_collector.h"
 #include "collectors/tp_profile_file.h"
 #include "common/tp_log.h"
@@ -85,20 +83,6 @@ static void write_file(const char *folder, const tp_profile_meta *meta, const tp
   else if (!ok) TP_LOGW(LOG, "%s may be cut short", path);
 }
 
-/* The driver's name of the device of the first device event ("" when none
- * or the driver cannot say: the name is a label, not a reason to fail). */
-static void device_name(const tp_event *events, size_t n, char *buf, size_t cap) {
-  buf[0] = '\0';
-  for (size_t i = 0; i < n; ++i) {
-    if (events[i].device < 0) continue;
-    CUdevice dev = 0;
-    if (cuDeviceGet(&dev, events[i].device) != CUDA_SUCCESS ||
-        cuDeviceGetName(buf, (int)cap, dev) != CUDA_SUCCESS)
-      buf[0] = '\0';
-    return;
-  }
-}
-
 /* Says in folder/process-<pid>.error why this process is not profiled. */
 static void write_error(const char *reason) {
   const char *folder = getenv("TPBENCH_PROFILE_OUT");
@@ -128,7 +112,6 @@ static void write_profile(int complete) {
                           .complete = complete && rc == TP_OK};
   tp_collector_window_bounds(collector, &meta.start_ns, &meta.end_ns);
   tp_collector_gpu_name(meta.gpu_name, sizeof meta.gpu_name);
-  if (!meta.gpu_name[0]) device_name(events, n, meta.gpu_name, sizeof meta.gpu_name);
   write_file(folder, &meta, events, n);
   tp_collector_stop(collector);
   collector = NULL;

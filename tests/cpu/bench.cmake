@@ -32,3 +32,13 @@ add_dependencies(test_commands tpbench)
 # installed) and the host list expansion against scontrol's.
 tp_add_cpu_test(test_launch_readme SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_launch_readme.c
                 LIBS tp_bench_cpu)
+
+# A CUDA build must start where there is no driver (a CPU machine, a login
+# node) to say so: tpbench and the injection library look the driver up at
+# run time, never link it.
+if(TPBENCH_WITH_CUDA)
+  add_test(NAME tpbench_links_no_driver
+           COMMAND sh -c "for f in \"$1\" \"$2\"; do if readelf -d \"$f\" | grep -q 'libcuda\\.so'; then echo \"$f needs libcuda.so\"; exit 1; fi; done"
+                   sh $<TARGET_FILE:tpbench> $<TARGET_FILE:tpbench_inject>)
+  set_tests_properties(tpbench_links_no_driver PROPERTIES LABELS cpu)
+endif()
