@@ -3,8 +3,8 @@
  * rules, cuBLASLt's answer for each GEMM kind), prepare (weights, and for
  * the backward their transposes, quantized once), the timed forward
  * (quantize X with the amax agreement, scaled GEMMs), the timed backward
- * (transpose and quantize the operands along the contraction, dgrad and
- * wgrad GEMMs) and the sampled float64 checks.
+ * (quantize dY along N; dYᵀ and Xᵀ transposed and quantized along T in
+ * one pass each; dgrad and wgrad GEMMs) and the sampled float64 checks.
  */
 #include "kernels/tp_linear_fp8.h"
 
@@ -128,11 +128,24 @@ static tp_rc transpose_quantize(tp_fp8_linear *p, tp_quant_role role, tp_fp8_typ
   return tp_quant_enqueue(&a, stream);
 }
 
-/* The backward's buffers, and each W_iᵀ quantized along N. */
+/* The quantization of src's transpose (src bf16, rows x cols) along rows,
+ * in one pass (the wgrad operands, quantized along T). */
+static tp_rc quantize_transposed(const tp_fp8_linear *p, tp_fp8_type elem, const void *src,
+                                 int64_t rows, int64_t cols, const float *agreed_amax, uint8_t *q,
+                                 void *scales, cudaStream_t stream) {
+  tp_quant_args a = quant_of(p, TP_QROLE_ACT, elem, src, rows, cols);
+  a.q = q;
+  a.scales = scales;
+  a.agreed_amax = agreed_amax;
+  return tp_quant_transpose_quantize_enqueue(&a, stream);
+}
+
+/* The backward's buffers, and each W_iᵀ quantized along N (its 128x128
+ * blocks for fp8-block span rows of the transpose: transposed first). */
 static tp_rc prepare_backward(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
   const int64_t t = p->m, n = p->n, k = p->k;
-  const int64_t longest = (n > k ? n : k) * t, scratch = longest > n * k ? longest : n * k;
-  TP_TRY(device_alloc(p, &p->transposed, (size_t)scratch * 2));
+  TP_TRY(device_alloc(p, &p->transposed, (size_t)(n * k) * 2));
+  if (p->format == TP_QFMT_FP8) TP_TRY(device_alloc(p, (void **)&p->dy_amax, sizeof(float)));
   TP_TRY(alloc_quantized(p, k * t, &p->xt_scales_shape, &p->xtq, &p->xt_scales));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     TP_TRY(alloc_quantized(p, t * n, &p->dy_scales_shape, &p->dyq[i], &p->dy_scales[i]));
@@ -202,16 +215,20 @@ static tp_rc need_backward(const tp_fp8_linear *p) {
 tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x, const void *const *dy,
                                    cudaStream_t stream) {
   TP_TRY(need_backward(p));
-  /* the scratch is reused in stream order: each transpose is quantized before the next */
-  TP_TRY(transpose_quantize(p, TP_QROLE_ACT, TP_FP8_E4M3, x, p->m, p->k, p->xtq, p->xt_scales,
-                            stream));
+  TP_TRY(quantize_transposed(p, TP_FP8_E4M3, x, p->m, p->k, NULL, p->xtq, p->xt_scales, stream));
   for (int i = 0; i < p->desc.n_weights; ++i) {
+    /* dY is quantized twice, both needed: along N (dgrad) and transposed along T (wgrad) */
     tp_quant_args a = quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n);
     a.q = p->dyq[i];
     a.scales = p->dy_scales[i];
+    if (p->format == TP_QFMT_FP8) {
+      /* tensorwise: dYᵀ's amax is dY's, found once for both (the same scale bits) */
+      TP_TRY(tp_quant_local_amax_enqueue(&a, p->dy_amax, stream));
+      a.agreed_amax = p->dy_amax;
+    }
     TP_TRY(tp_quant_enqueue(&a, stream));
-    TP_TRY(transpose_quantize(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n, p->dytq[i],
-                              p->dyt_scales[i], stream));
+    TP_TRY(quantize_transposed(p, TP_FP8_E5M2, dy[i], p->m, p->n, a.agreed_amax, p->dytq[i],
+                               p->dyt_scales[i], stream));
   }
   return TP_OK;
 }
@@ -252,7 +269,7 @@ tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const 
 }
 
 void tp_fp8_linear_release(tp_fp8_linear *p) {
-  void *bufs[] = {p->xq, p->x_scales, p->amax, p->xtq, p->xt_scales, p->transposed};
+  void *bufs[] = {p->xq, p->x_scales, p->amax, p->xtq, p->xt_scales, p->transposed, p->dy_amax};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) cudaFree(bufs[i]);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
     void *per[] = {p->wq[i],        p->w_scales[i], p->wtq[i],        p->wt_scales[i], p->dyq[i],

@@ -36,10 +36,12 @@
  *                     with several weights each dX_i goes to its own bf16
  *                     buffer and one kernel sums them (fp32, one rounding);
  *   dW_i = dY_iᵀ · X  (contraction T): dY_iᵀ [N, T] (E5M2) and Xᵀ [K, T]
- *                     (E4M3) transposed (a tiled bf16 transpose) and
- *                     quantized along T in the timed step, 1x128 blocks on
- *                     both for fp8-block (DeepSeek-V3's 1x128 / 128x1
- *                     wgrad), a scale per row of each for fp8-row.
+ *                     (E4M3) transposed and quantized along T in one pass
+ *                     each in the timed step (so dY is quantized twice,
+ *                     along N and along T; fp8 finds dY's tensor amax once
+ *                     for both), 1x128 blocks on both for fp8-block
+ *                     (DeepSeek-V3's 1x128 / 128x1 wgrad), a scale per
+ *                     row of each for fp8-row.
  * The plan asks cuBLASLt's heuristic for each kind (forward, dgrad, wgrad)
  * and rejects in its words.
  *
@@ -97,7 +99,8 @@ typedef struct tp_fp8_linear {
   void *dyt_scales[TP_MAX_WEIGHTS];
   uint8_t *xtq;
   void *xt_scales;
-  void *transposed;               /* bf16 scratch: a transposed operand before quantizing */
+  void *transposed;               /* bf16 scratch: W_iᵀ before quantizing (prepare) */
+  float *dy_amax;                 /* fp8: dY_i's tensor amax, shared by dY_i and dY_iᵀ */
   void *dx_parts[TP_MAX_WEIGHTS]; /* n_weights > 1: dX_i (bf16), summed into dX */
   tp_gemm_scaled *gemm;
   size_t gemm_workspace_bytes;

@@ -27,9 +27,18 @@
  * it; an element is one IEEE division by the scale and the hardware's
  * cvt.rn.satfinite, as in every path.
  *
- * tp_quant_transpose_enqueue (the backward's K-major operands: dYᵀ, Xᵀ, Wᵀ)
- * is a tiled transpose of 16-bit elements; the quantizer then runs on the
- * transposed copy, so its bits are the reference's on the transposed tensor.
+ * tp_quant_transpose_quantize_enqueue (the wgrad operands dYᵀ and Xᵀ,
+ * quantized along T in the timed step) reads the bf16 source once: 128 x 64
+ * tiles through shared memory, stored transposed (16-byte chunks swizzled
+ * against bank conflicts), converted a half-warp per transposed row with the
+ * same scale rules, division and conversion as above, so its bits are the
+ * quantizer's on the transposed tensor. 1x128 and 1x32 blocks reduce their
+ * amax inside the tile; fp8-row's scales come from a column amax pass (one
+ * atomic per column per 64+ rows), fp8's from the tensor amax pass (or an
+ * agreed amax: dY's, shared with its quantization along N).
+ * tp_quant_transpose_enqueue, a plain tiled transpose of 16-bit elements,
+ * is left for Wᵀ in prepare (untimed): fp8-block's 128x128 weight blocks
+ * span rows of the transpose, so the quantizer runs on the transposed copy.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -43,6 +52,8 @@ constexpr int kVec = 8;          /* elements per thread vector */
 constexpr int kThreads = 256;    /* threads of the streaming kernels */
 constexpr int kRowThreads = 512; /* most threads of the register-held row kernel */
 constexpr int kMaxRowVecs = 8;   /* most vectors a thread of it holds */
+constexpr int kColThreads = 128; /* threads of the column amax kernel */
+constexpr int64_t kColRows = 64; /* fewest source rows a column amax thread walks */
 constexpr int64_t kMaxGridX = int64_t{1} << 30;
 constexpr int64_t kMaxGridY = 65535; /* kernels loop over the rest */
 
@@ -481,6 +492,186 @@ template <typename T> tp_rc local_amax_typed(const tp_quant_args *a, float *amax
   return TP_OK;
 }
 
+/* ---- the wgrad operands: xᵀ transposed and quantized in one pass -----------------------------
+ *
+ * A CUDA block takes a tile of kTileT source rows (the operand's contraction)
+ * by kTileC source columns (the operand's rows): 16-byte loads of the source
+ * rows into shared memory, stored transposed, then each half-warp converts
+ * one operand row's kTileT elements (8 a thread, 8-byte stores, 128 bytes a
+ * row). A 1x128 block (fp8-block) is one half-warp, a 1x32 block (mxfp8)
+ * four lanes: their amax is reduced with shuffles where it is held, as in
+ * quantize_segments_kernel. fp8-row and fp8 take scales computed before the
+ * tile pass (a column amax of the source, or the tensor amax). */
+
+constexpr int kTileT = 128, kTileC = 64;
+constexpr int kTileSlots = kTileT * kTileC / kVec; /* 8-element vectors of a tile */
+
+enum class tscale { blocks, given_rows, given_tensor };
+
+/* Element (c, t) of the transposed tile: row c holds kTileT elements in
+ * 16-byte chunks, chunk t / 8 stored at t / 8 ^ (c / 8 % 8). The swizzle
+ * puts the load phase's scalar stores (8 columns of 4 source rows a warp)
+ * and the convert phase's 16-byte reads (one row a half-warp) on distinct
+ * banks. */
+__device__ __forceinline__ int tile_at(int c, int t) {
+  return c * kTileT + (((t / kVec) ^ ((c / kVec) & 7)) * kVec) + t % kVec;
+}
+
+/* q (rows x cols) and scales = the quantization of the transpose of src
+ * (cols x rows, ld apart). MODE blocks: 1 x (8 G) scale blocks of shape s;
+ * given_rows: scales[r] already holds row r's scale; given_tensor: scales[0]. */
+template <tscale MODE, int G>
+__global__ void __launch_bounds__(kThreads)
+    transpose_quantize_kernel(const __nv_bfloat16 *__restrict__ src, int64_t ld, bool x_fast,
+                              uint8_t *__restrict__ q, bool q_fast, void *scales, tp_scale_shape s,
+                              tp_fp8_type t) {
+  __shared__ uint4 tile_words[kTileT * kTileC * 2 / sizeof(uint4)];
+  uint16_t *tile = reinterpret_cast<uint16_t *>(tile_words);
+  const int64_t rows = s.rows, cols = s.cols; /* of the operand: src is cols x rows */
+  const int64_t t0 = int64_t{blockIdx.y} * kTileT, c0 = int64_t{blockIdx.x} * kTileC;
+#pragma unroll
+  for (int j = 0; j < kTileSlots / kThreads; ++j) {
+    const int slot = static_cast<int>(threadIdx.x) + j * kThreads;
+    const int tr = slot / (kTileC / kVec), cv = slot % (kTileC / kVec);
+    const raw8<__nv_bfloat16> r = t0 + tr < cols
+                                      ? load_raw(src + (t0 + tr) * ld, c0 + cv * kVec, rows, x_fast)
+                                      : raw8<__nv_bfloat16>{};
+    const uint32_t w[4] = {r.w[0].x, r.w[0].y, r.w[0].z, r.w[0].w};
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      tile[tile_at(cv * kVec + k, tr)] = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
+  }
+  __syncthreads();
+  constexpr int kLanesPerRow = kTileT / kVec; /* 16: a half-warp */
+#pragma unroll
+  for (int pass = 0; pass < kTileC * kLanesPerRow / kThreads; ++pass) {
+    const int cl = pass * (kThreads / kLanesPerRow) + static_cast<int>(threadIdx.x) / kLanesPerRow;
+    const int g = static_cast<int>(threadIdx.x) % kLanesPerRow;
+    const int64_t c = c0 + cl, tc = t0 + int64_t{g} * kVec;
+    const bool inside = c < rows && tc < cols;
+    raw8<__nv_bfloat16> raw;
+    raw.w[0] = *reinterpret_cast<const uint4 *>(tile + tile_at(cl, g * kVec));
+    const vec8 v = decode(raw);
+    float scale;
+    if constexpr (MODE == tscale::blocks) {
+      const float amax = group_max<G>(vec_amax(v)); /* every lane takes part */
+      const bool leader = inside && g % G == 0;
+      scale = block_scale(s, t, amax, leader ? tp_scale_offset(&s, c, tc / (G * kVec)) : 0, leader,
+                          scales);
+    } else if constexpr (MODE == tscale::given_rows) {
+      scale = c < rows ? static_cast<const float *>(scales)[c] : 1.0f;
+    } else {
+      scale = static_cast<const float *>(scales)[0];
+    }
+    if (inside) store_vec(q + c * cols, tc, cols, q_fast, encode_vec(v, scale, t));
+  }
+}
+
+/* amax_bits[c] = max(amax_bits[c], max over rows of |src[r, c]| as float
+ * bits): a thread holds 8 columns and walks rows blockIdx.y, + gridDim.y, ...
+ * (one atomic per column per CUDA block row; coalesced along the rows). */
+__global__ void __launch_bounds__(kColThreads)
+    cols_amax_kernel(const __nv_bfloat16 *src, int64_t ld, bool x_fast, int64_t rows, int64_t cols,
+                     unsigned int *amax_bits) {
+  const int64_t c = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) * kVec;
+  if (c >= cols) return;
+  float m[kVec] = {};
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const vec8 v = load_vec(src + r * ld, c, cols, x_fast);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) m[k] = fmaxf(m[k], fabsf(v.v[k]));
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k)
+    if (c + k < cols && m[k] > 0.0f) atomicMax(amax_bits + c + k, __float_as_uint(m[k]));
+}
+
+/* scales[i] = the fp32 scale of amax[i] (i < n); amax may be scales (in place). */
+__global__ void scales_of_amax_kernel(const float *amax, float *scales, int64_t n, tp_fp8_type t) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    scales[i] = tp_quant_scale_f32(t, amax[i]);
+}
+
+/* ---- launches of the fused transpose-quantize ----------------------------------------------- */
+
+/* The source of a transpose-quantize: rows x cols bf16, ld apart; x_fast:
+ * every row 16-byte aligned. */
+struct tsource {
+  const __nv_bfloat16 *x;
+  int64_t rows, cols, ld;
+  bool x_fast;
+};
+
+/* amax[c] = max over the source's rows of |x[r, c]| (fp8-row of the transpose). */
+tp_rc enqueue_cols_amax(const tsource &src, float *amax, cudaStream_t st) {
+  int sms = 0;
+  TP_TRY(sm_count(&sms));
+  TP_CUDA(cudaMemsetAsync(amax, 0, static_cast<size_t>(src.cols) * sizeof(float), st));
+  const int64_t gx = ceil_div(ceil_div(src.cols, kVec), kColThreads);
+  /* a few CUDA blocks per SM, each walking at least kColRows rows (the atomics stay rare) */
+  int64_t gy = ceil_div(int64_t{sms} * 8, gx);
+  const int64_t most = ceil_div(src.rows, kColRows);
+  gy = clamp_grid(gy < most ? gy : most, kMaxGridY);
+  TP_CHECK_LAUNCH((cols_amax_kernel<<<dim3(static_cast<unsigned>(clamp_grid(gx, kMaxGridX)),
+                                           static_cast<unsigned>(gy)),
+                                      kColThreads, 0, st>>>(
+      src.x, src.ld, src.x_fast, src.rows, src.cols, reinterpret_cast<unsigned int *>(amax))));
+  return TP_OK;
+}
+
+/* scales[0, n) = the scales of amax[0, n) (in place when amax == scales). */
+tp_rc enqueue_scales_of_amax(const float *amax, float *scales, int64_t n, tp_fp8_type t,
+                             cudaStream_t st) {
+  const unsigned grid = static_cast<unsigned>(clamp_grid(ceil_div(n, kThreads), 4096));
+  TP_CHECK_LAUNCH((scales_of_amax_kernel<<<grid, kThreads, 0, st>>>(amax, scales, n, t)));
+  return TP_OK;
+}
+
+template <tscale MODE, int G>
+tp_rc launch_transpose_quantize(const tp_quant_args *a, const tsource &src, const tp_scale_shape &s,
+                                cudaStream_t st) {
+  const bool q_fast = aligned(a->q, 8) && (s.rows == 1 || s.cols % kVec == 0);
+  const dim3 grid(static_cast<unsigned>(ceil_div(s.rows, kTileC)),
+                  static_cast<unsigned>(ceil_div(s.cols, kTileT)));
+  TP_CHECK_LAUNCH((transpose_quantize_kernel<MODE, G><<<grid, kThreads, 0, st>>>(
+      src.x, src.ld, src.x_fast, a->q, q_fast, a->scales, s, a->elem)));
+  return TP_OK;
+}
+
+/* The transpose of src quantized into a->q and a->scales (shape s). The
+ * scales of fp8 and fp8-row are computed first, from agreed_amax or from the
+ * source itself (into the scale buffer, then turned into scales in place);
+ * block formats reduce their amax inside the tile. */
+tp_rc enqueue_transpose_quantize(const tp_quant_args *a, const tsource &src,
+                                 const tp_scale_shape &s, cudaStream_t st) {
+  float *scales = static_cast<float *>(a->scales);
+  if (a->format == TP_QFMT_FP8) {
+    if (!a->agreed_amax) {
+      view<__nv_bfloat16> v{src.x, src.rows, src.cols, src.ld, src.x_fast, false};
+      if (src.ld == src.cols)
+        v = {src.x, 1, src.rows * src.cols, src.rows * src.cols, aligned(src.x, 16), false};
+      TP_TRY(enqueue_tensor_amax(v, scales, st));
+    }
+    TP_TRY(
+        enqueue_scales_of_amax(a->agreed_amax ? a->agreed_amax : scales, scales, 1, a->elem, st));
+    return launch_transpose_quantize<tscale::given_tensor, 1>(a, src, s, st);
+  }
+  if (a->format == TP_QFMT_FP8_ROW) {
+    if (!a->agreed_amax) TP_TRY(enqueue_cols_amax(src, scales, st));
+    TP_TRY(enqueue_scales_of_amax(a->agreed_amax ? a->agreed_amax : scales, scales, s.rows, a->elem,
+                                  st));
+    return launch_transpose_quantize<tscale::given_rows, 1>(a, src, s, st);
+  }
+  if (s.stored != s.grid_rows * s.grid_cols)
+    TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), st));
+  if (s.block_cols == 4 * kVec) return launch_transpose_quantize<tscale::blocks, 4>(a, src, s, st);
+  if (s.block_cols == 16 * kVec)
+    return launch_transpose_quantize<tscale::blocks, 16>(a, src, s, st);
+  return TP_FAIL(TP_EINTERNAL, "transpose-quantize: no fused kernel for %s blocks of %lld",
+                 tp_quant_format_name(a->format), (long long)s.block_cols);
+}
+
 /* dst[c, r] = src[r, c] for 16-bit elements: a 32 x 32 tile through shared
  * memory (one padding column against bank conflicts), so both the reads of
  * src's rows and the writes of dst's rows are coalesced. */
@@ -545,4 +736,25 @@ extern "C" tp_rc tp_quant_transpose_enqueue(tp_dtype dt, const void *src, int64_
   TP_CHECK_LAUNCH((transpose16_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(
       static_cast<const uint16_t *>(src), rows, cols, static_cast<uint16_t *>(dst))));
   return TP_OK;
+}
+
+extern "C" tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a, cudaStream_t stream) {
+  TP_TRY(tp_quant_args_check(a));
+  if (a->in_dtype != TP_BF16)
+    return TP_FAIL(TP_EINTERNAL, "transpose-quantize: only bf16 in (got %s)",
+                   tp_dtype_name(a->in_dtype));
+  tp_scale_shape s;
+  TP_TRY(tp_quant_scale_shape(a->format, a->role, a->cols, a->rows, &s));
+  if (s.block_rows != 1)
+    return TP_FAIL(TP_EINTERNAL,
+                   "transpose-quantize: %s %s blocks span %lld rows of the transpose (transpose, "
+                   "then tp_quant_enqueue)",
+                   tp_quant_format_name(a->format), tp_quant_role_name(a->role),
+                   (long long)s.block_rows);
+  if (ceil_div(a->rows, kTileT) > kMaxGridY)
+    return TP_FAIL(TP_EINTERNAL, "transpose-quantize: %lld source rows (at most %lld)",
+                   (long long)a->rows, (long long)(kMaxGridY * kTileT));
+  const tsource src{static_cast<const __nv_bfloat16 *>(a->x), a->rows, a->cols, a->ld,
+                    aligned(a->x, 16) && (a->rows == 1 || (a->ld * 2) % 16 == 0)};
+  return enqueue_transpose_quantize(a, src, s, stream);
 }

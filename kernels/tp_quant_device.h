@@ -38,6 +38,21 @@ TP_MUST_CHECK tp_rc tp_quant_local_amax_enqueue(const tp_quant_args *a, float *a
 TP_MUST_CHECK tp_rc tp_quant_encode_enqueue(tp_fp8_type t, const float *x, size_t n, uint8_t *out,
                                             cudaStream_t stream);
 
+/* The quantization of the TRANSPOSE of a->x in one pass (the backward's
+ * wgrad operands dYᵀ and Xᵀ, quantized along T): a->x, rows, cols, ld
+ * describe the bf16 source as it lies ([T, C], rows T); a->q receives the
+ * transpose (cols x rows bytes, contiguous) and a->scales the layout of
+ * tp_quant_scale_shape(format, role, cols, rows). The bytes are those of
+ * tp_quant_enqueue (and tp_quant_ref) on the transposed tensor. a->agreed_amax
+ * as for tp_quant_enqueue, counted on the transpose: fp8 1 float, fp8-row
+ * a->cols floats (one per source column); the tensor amax of the source is
+ * the transpose's, so an amax found for the untransposed tensor serves.
+ * Every format with blocks inside a row of the transpose (all but
+ * fp8-block's 128x128 weight blocks: TP_EINTERNAL, transpose then quantize);
+ * bf16 in only; at most 65535 · 128 source rows. */
+TP_MUST_CHECK tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a,
+                                                        cudaStream_t stream);
+
 /* dst (cols x rows) = the transpose of src (rows x cols, contiguous), bf16
  * (the only dtype the fp8 recipes store; TP_EINTERNAL otherwise, for empty
  * shapes or more than 65535 · 32 rows). The backward's K-major operands:
