@@ -13,6 +13,12 @@
  *   K up to 28672) and on the vectorised kernels' edges: K not a multiple
  *   of 8, rows too long for registers, more rows than a grid dimension, a
  *   misaligned input.
+ * - The fused transpose-quantize (the backward's wgrad operands) equals the
+ *   reference quantizer of the host-transposed tensor bit for bit (data and
+ *   stored scales, padding included): every format, role and element type,
+ *   with and without an agreed amax (fp8 taking the untransposed tensor's),
+ *   on the tiles' edges and on the op set's Xᵀ / dYᵀ (T 4096..16384, C
+ *   4096..28672); fp8-block's 128x128 weight blocks must be refused.
  * - Shard invariance on the device: for every format x shard layout x TP in
  *   {2, 4, 8}, each shard quantized from its slice of the tensor (with the
  *   amax agreement the shard rule asks for, reduced on the device) gives the
@@ -295,6 +301,155 @@ static void test_quantize_op_shapes(void **state) {
          "data and scale buffers bit-identical to the reference\n",
          checked);
   assert_int_equal(checked, 8 * TP_QFMT_COUNT * 2 + 7 * TP_QFMT_COUNT * 2);
+}
+
+/* ---- the fused transpose-quantize -------------------------------------------------------------
+ */
+
+static uint16_t *transpose_host(const uint16_t *x, int64_t rows, int64_t cols) {
+  uint16_t *out = malloc(sizeof(uint16_t) * (size_t)(rows * cols));
+  assert_non_null(out);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
+  return out;
+}
+
+/* One source [rows, cols] (host bf16 x, its transpose xt) on the device. */
+typedef struct tsrc {
+  const uint16_t *x, *xt;
+  int64_t rows, cols;
+  const void *dev; /* x on the device, x_offset elements past a 256-byte boundary */
+} tsrc;
+
+/* The amax agreement the transposed quantization takes, on the device: fp8
+ * the tensor amax of the UNtransposed source (what the backward shares
+ * between dY and dYᵀ), fp8-row one per row of the transpose. NULL for the
+ * rest. */
+static float *agreed_for_transpose(tp_quant_format f, const tsrc *s) {
+  if (f != TP_QFMT_FP8 && f != TP_QFMT_FP8_ROW) return NULL;
+  const int row = f == TP_QFMT_FP8_ROW;
+  const tp_quant_args a = {f,
+                           TP_QROLE_ACT,
+                           TP_FP8_E4M3,
+                           TP_BF16,
+                           row ? s->xt : s->x,
+                           row ? s->cols : s->rows,
+                           row ? s->rows : s->cols,
+                           row ? s->rows : s->cols,
+                           NULL,
+                           NULL,
+                           NULL};
+  const size_t n = row ? (size_t)s->cols : 1;
+  float *host = malloc(sizeof(float) * n);
+  assert_non_null(host);
+  check_rc(tp_quant_local_amax_ref(&a, host), "tp_quant_local_amax_ref");
+  float *dev = dev_upload(host, sizeof(float) * n);
+  free(host);
+  return dev;
+}
+
+/* tp_quant_transpose_quantize_enqueue of s against tp_quant_ref of its
+ * transpose: data and the whole stored scale buffer, from poisoned outputs.
+ * Returns 1 when compared (0 for fp8-block weights, which must be refused). */
+static int compare_transposed(tp_quant_format f, tp_quant_role role, tp_fp8_type t, const tsrc *s,
+                              int agreed) {
+  const int64_t n = s->rows * s->cols;
+  dev_quant d;
+  dev_quant_init(&d, f, role, s->cols, s->rows);
+  float *dev_amax = agreed ? agreed_for_transpose(f, s) : NULL;
+  const tp_quant_args args = {f,       role,    t,   TP_BF16,  s->dev,  s->rows,
+                              s->cols, s->cols, d.q, d.scales, dev_amax};
+  const tp_rc rc = tp_quant_transpose_quantize_enqueue(&args, 0);
+  if (f == TP_QFMT_FP8_BLOCK && role == TP_QROLE_WEIGHT) {
+    if (rc == TP_OK) fail_msg("fp8-block weight (128x128 blocks) transpose-quantize accepted");
+    dev_quant_free(&d);
+    return 0;
+  }
+  check_rc(rc, "tp_quant_transpose_quantize_enqueue");
+  sync_ok();
+  uint8_t *q = download(d.q, (size_t)n);
+  void *scales = download(d.scales, tp_quant_scale_bytes(&d.shape));
+  uint8_t *ref_q = malloc((size_t)n);
+  void *ref_scales = malloc(tp_quant_scale_bytes(&d.shape));
+  assert_non_null(ref_q);
+  assert_non_null(ref_scales);
+  const tp_quant_args ref = {f,       role,    t,     TP_BF16,    s->xt, s->cols,
+                             s->rows, s->rows, ref_q, ref_scales, NULL};
+  check_rc(tp_quant_ref(&ref), "tp_quant_ref of the transpose");
+  size_t bad_q = 0;
+  for (int64_t i = 0; i < n; ++i) bad_q += q[i] != ref_q[i];
+  const int scales_equal = memcmp(scales, ref_scales, tp_quant_scale_bytes(&d.shape)) == 0;
+  if (bad_q || !scales_equal)
+    fail_msg("transpose-quantize %s %s %s of %lldx%lld%s: %zu data bytes differ, scales %s",
+             tp_quant_format_name(f), tp_quant_role_name(role), tp_fp8_type_name(t),
+             (long long)s->rows, (long long)s->cols, agreed ? " (agreed amax)" : "", bad_q,
+             scales_equal ? "equal" : "differ");
+  free(q);
+  free(scales);
+  free(ref_q);
+  free(ref_scales);
+  cudaFree(dev_amax);
+  dev_quant_free(&d);
+  return 1;
+}
+
+/* Every format x role x element type (x an agreed amax for fp8 and fp8-row)
+ * on one random source of rows x cols; returns the cases compared. */
+static int compare_transposed_all(int64_t rows, int64_t cols, int64_t x_offset, int both_roles,
+                                  uint64_t seed) {
+  uint16_t *x = random_bf16(rows, cols, seed);
+  uint16_t *xt = transpose_host(x, rows, cols);
+  const size_t bytes = sizeof(uint16_t) * (size_t)(rows * cols);
+  char *dbuf = dev_alloc(bytes + (size_t)x_offset * 2);
+  if (cudaMemcpy(dbuf + x_offset * 2, x, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    fail_msg("upload of %zu bytes failed", bytes);
+  const tsrc s = {x, xt, rows, cols, dbuf + x_offset * 2};
+  int checked = 0;
+  for (int f = 0; f < TP_QFMT_COUNT; ++f)
+    for (int role = 0; role < 1 + both_roles; ++role)
+      for (int t = 0; t < 2; ++t)
+        for (int agreed = 0; agreed < 1 + (f == TP_QFMT_FP8 || f == TP_QFMT_FP8_ROW); ++agreed)
+          checked += compare_transposed((tp_quant_format)f, (tp_quant_role)role, (tp_fp8_type)t, &s,
+                                        agreed);
+  cudaFree(dbuf);
+  free(xt);
+  free(x);
+  return checked;
+}
+
+/* The edges of the tiles (128 source rows x 64 columns) and of the vector
+ * paths: dimensions below, just past and not multiples of a tile, source
+ * rows whose length is not a multiple of 8 (unaligned rows), a misaligned
+ * start, a single row or column; both roles (fp8-block weights refused). */
+static void test_transpose_quantize_edges(void **state) {
+  (void)state;
+  const int64_t shapes[][3] = {{1, 1, 0},      {3, 5, 0},    {130, 200, 0},  {127, 65, 0},
+                               {129, 4100, 0}, {1000, 7, 0}, {256, 1031, 0}, {64, 4096, 1},
+                               {300, 24, 0},   {1, 4096, 0}, {4100, 1, 0}};
+  int checked = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+    checked += compare_transposed_all(shapes[i][0], shapes[i][1], shapes[i][2], 1, 700 + i);
+  printf("  transpose-quantize on the tiles' edges: %d cases, data and scale buffers "
+         "bit-identical to the reference quantizer of the transpose\n",
+         checked);
+  /* per shape: 4 formats x 2 types, x2 agreed for fp8 and fp8-row, x2 roles, less fp8-block weight
+   */
+  assert_int_equal(checked, 11 * (2 * (2 * 2 + 2 * 2 + 2 + 2) - 2));
+}
+
+/* The wgrad operands of the default op set: Xᵀ and dYᵀ of llama3-8b and
+ * 70b at T 4096 and 16384 (C from 4096 to 28672), as activations. */
+static void test_transpose_quantize_op_shapes(void **state) {
+  (void)state;
+  const int64_t shapes[][2] = {
+      {4096, 4096}, {4096, 6144}, {16384, 4096}, {4096, 28672}, {16384, 8192}};
+  int checked = 0;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+    checked += compare_transposed_all(shapes[i][0], shapes[i][1], 0, 0, 800 + i);
+  printf("  transpose-quantize on the op set's wgrad operands: %d cases, data and scale buffers "
+         "bit-identical to the reference quantizer of the transpose\n",
+         checked);
+  assert_int_equal(checked, 5 * (2 * 2 + 2 * 2 + 2 + 2));
 }
 
 /* ---- shard invariance on the device -----------------------------------------------------------
@@ -612,6 +767,8 @@ int main(void) {
       cmocka_unit_test(test_encode_matches_reference),
       cmocka_unit_test(test_quantize_matches_reference),
       cmocka_unit_test(test_quantize_op_shapes),
+      cmocka_unit_test(test_transpose_quantize_edges),
+      cmocka_unit_test(test_transpose_quantize_op_shapes),
       cmocka_unit_test(test_shard_invariance_on_device),
       cmocka_unit_test(test_scaled_gemm),
   };
