@@ -708,11 +708,15 @@ static int driver_device_name(uint32_t id, char *buf, int cap) {
   typedef CUresult (*name_fn)(char *, int, CUdevice);
   get_fn get = NULL;
   name_fn name = NULL;
-  void *g = dlsym(RTLD_DEFAULT, "cuDeviceGet"), *n = dlsym(RTLD_DEFAULT, "cuDeviceGetName");
+  /* the runtime loads the driver privately (RTLD_LOCAL): ask for that copy, never load one */
+  void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  void *g = lib ? dlsym(lib, "cuDeviceGet") : NULL, *n = lib ? dlsym(lib, "cuDeviceGetName") : NULL;
   memcpy(&get, &g, sizeof get); /* ISO C has no object-to-function pointer cast */
   memcpy(&name, &n, sizeof name);
   CUdevice dev = 0;
-  return get && name && get(&dev, (int)id) == CUDA_SUCCESS && name(buf, cap, dev) == CUDA_SUCCESS;
+  int ok = get && name && get(&dev, (int)id) == CUDA_SUCCESS && name(buf, cap, dev) == CUDA_SUCCESS;
+  if (lib) (void)dlclose(lib); /* drops the reference NOLOAD took; the driver stays loaded */
+  return ok;
 }
 
 /* The subscriber's callback: only context creation is enabled. A driver

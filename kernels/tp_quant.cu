@@ -745,7 +745,8 @@ extern "C" tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a, cud
                    tp_dtype_name(a->in_dtype));
   tp_scale_shape s;
   TP_TRY(tp_quant_scale_shape(a->format, a->role, a->cols, a->rows, &s));
-  if (s.block_rows != 1)
+  /* tensorwise has one "block", the whole tensor: its scale comes first (below) */
+  if (s.block_rows != 1 && a->format != TP_QFMT_FP8)
     return TP_FAIL(TP_EINTERNAL,
                    "transpose-quantize: %s %s blocks span %lld rows of the transpose (transpose, "
                    "then tp_quant_enqueue)",
