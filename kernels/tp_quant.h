@@ -267,7 +267,8 @@ uint8_t tp_fp8_encode(tp_fp8_type t, float v);
 float tp_fp8_decode(tp_fp8_type t, uint8_t byte);
 
 /* The amax the ranks would agree on, from this tensor alone: for fp8 one
- * float (max |x|), for fp8-row one per row. TP_EINTERNAL for other formats. */
+ * float (max |x|), for fp8-row one per row. Only a->x is read (q and
+ * scales may be NULL). TP_EINTERNAL for other formats. */
 TP_MUST_CHECK tp_rc tp_quant_local_amax_ref(const tp_quant_args *a, float *amax);
 
 /* Quantizes a->x into a->q and a->scales (padding zeroed). */
