@@ -75,8 +75,8 @@ static tp_rc put_steps(tp_store *s, int64_t config_id, const tp_profile_record *
   tp_rc rc = TP_OK;
   for (size_t i = 0; rc == TP_OK && i < r->n_steps; ++i) {
     const tp_profile_step_row *p = &r->steps[i];
-    const uint64_t ns[] = {p->host_start_ns, p->host_end_ns, p->start_ns,   p->end_ns,
-                           p->comm_ns,       p->compute_ns,  p->sync_ns,    p->other_ns,
+    const uint64_t ns[] = {p->host_start_ns, p->host_end_ns, p->start_ns,  p->end_ns,
+                           p->comm_ns,       p->compute_ns,  p->sync_ns,   p->other_ns,
                            p->idle_ns,       p->overlap_ns,  p->exposed_ns};
     int b = sqlite3_bind_int64(st, 1, config_id);
     b = b ? b : sqlite3_bind_int(st, 2, p->rank);
@@ -195,8 +195,8 @@ static void read_step(sqlite3_stmt *st, tp_profile_step_row *p) {
   p->rank = sqlite3_column_int(st, 0);
   p->step = sqlite3_column_int64(st, 1);
   copy_text(p->name, sizeof p->name, st, 2);
-  uint64_t *ns[] = {&p->host_start_ns, &p->host_end_ns, &p->start_ns,   &p->end_ns,
-                    &p->comm_ns,       &p->compute_ns,  &p->sync_ns,    &p->other_ns,
+  uint64_t *ns[] = {&p->host_start_ns, &p->host_end_ns, &p->start_ns,  &p->end_ns,
+                    &p->comm_ns,       &p->compute_ns,  &p->sync_ns,   &p->other_ns,
                     &p->idle_ns,       &p->overlap_ns,  &p->exposed_ns};
   for (int k = 0; k < (int)(sizeof ns / sizeof ns[0]); ++k)
     *ns[k] = (uint64_t)sqlite3_column_int64(st, 3 + k);
@@ -299,8 +299,7 @@ static tp_rc get_kernels(tp_store *s, int64_t config_id, tp_profile_record *r) {
   return rc;
 }
 
-tp_rc tp_store_get_profile(tp_store *store, int64_t config_id, tp_profile_record *out,
-                           int *found) {
+tp_rc tp_store_get_profile(tp_store *store, int64_t config_id, tp_profile_record *out, int *found) {
   if (!store || !out || !found) return TP_FAIL(TP_EUSAGE, "tp_store_get_profile: NULL argument");
   memset(out, 0, sizeof *out);
   *found = 0;

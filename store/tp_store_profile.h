@@ -69,8 +69,8 @@ TP_MUST_CHECK tp_rc tp_store_put_profile(tp_store *store, int64_t config_id,
                                          const tp_profile_record *rec);
 
 /* Reads the profile of config_id with its steps (by rank, then start),
- * schedules (by rank, then range name) and kernels (longest total first). *found 0 when the configuration has
- * none (a database before 005 has none either). TP_ESQLITE, TP_EOOM. */
+ * schedules (by rank, then range name) and kernels (longest total first). *found 0 when the
+ * configuration has none (a database before 005 has none either). TP_ESQLITE, TP_EOOM. */
 TP_MUST_CHECK tp_rc tp_store_get_profile(tp_store *store, int64_t config_id, tp_profile_record *out,
                                          int *found);
 

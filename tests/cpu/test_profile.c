@@ -967,20 +967,14 @@ static void test_profile_command_edges(void **state) {
   snprintf(db, sizeof db, "%s/p.db", dir);
   static char preload[9000], long_arg[6000];
   memset(preload, 'p', sizeof preload - 1);
-  memcpy(preload, "/nonexistent/", 13);
+  static const char prefix[] = "/nonexistent/";
+  for (size_t i = 0; prefix[i]; ++i) preload[i] = prefix[i]; /* over the first 'p's, no NUL */
   memset(long_arg, 'a', sizeof long_arg - 1);
   assert_int_equal(setenv("LD_PRELOAD", preload, 1), 0);
-  char *argv[] = {TPBENCH_EXE,
-                  "profile",
-                  "--db",
-                  db,
-                  "--",
-                  "sh",
-                  "-c",
-                  "case \"$LD_PRELOAD\" in *libtpbench_inject.so:/nonexistent/ppp*ppp) exit 0;; "
-                  "esac; exit 9",
-                  long_arg,
-                  NULL};
+  static const char check[] =
+      "case \"$LD_PRELOAD\" in *libtpbench_inject.so:/nonexistent/ppp*ppp) exit 0;; esac; exit 9";
+  char *argv[] = {TPBENCH_EXE, "profile", "--db",        db,       "--",
+                  "sh",        "-c",      (char *)check, long_arg, NULL};
   int status = run_quietly(argv, err, NULL);
   unsetenv("LD_PRELOAD");
   assert_int_equal(status, 0);

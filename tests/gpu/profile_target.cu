@@ -23,7 +23,7 @@
   do {                                                                                             \
     cudaError_t err_ = (call);                                                                     \
     if (err_ != cudaSuccess) {                                                                     \
-      fprintf(stderr, "profile_target: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,      \
+      fprintf(stderr, "profile_target: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,       \
               cudaGetErrorString(err_));                                                           \
       exit(1);                                                                                     \
     }                                                                                              \
