@@ -30,7 +30,7 @@ static const command_entry commands[] = {
     {"import", tp_cmd_import, "merge runs from other databases"},
     {"dashboard", tp_cmd_dashboard, "write a static, offline HTML dashboard of a database"},
     {"migrate", tp_cmd_migrate, "bring a database of an older tpbench up to this schema"},
-    {"profile", tp_cmd_profile, "run one CUDA program with the collector injected and store it"},
+    {"profile", tp_cmd_profile, "run a CUDA program or job with the collector injected"},
     {"project", tp_cmd_project, "predict stock and dist_gemm at other TP degrees and link speeds"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
