@@ -217,86 +217,60 @@ static void read_schedule(sqlite3_stmt *st, tp_profile_schedule_row *p) {
   copy_text(p->transport, sizeof p->transport, st, 9);
 }
 
-static tp_rc get_steps(tp_store *s, int64_t config_id, tp_profile_record *r) {
+static void read_kernel(sqlite3_stmt *st, tp_profile_kernel_row *k) {
+  copy_text(k->name, sizeof k->name, st, 0);
+  copy_text(k->category, sizeof k->category, st, 1);
+  k->count = sqlite3_column_int64(st, 2);
+  k->total_ns = (uint64_t)sqlite3_column_int64(st, 3);
+}
+
+/* Every row of sql (bound to config_id) read by `read` into a grown array of
+ * rows of `size` bytes at *items; *n counts them. `what` names them in errors. */
+static tp_rc read_rows(tp_store *s, int64_t config_id, const char *sql, const char *what,
+                       void **items, size_t *n, size_t size, void (*read)(sqlite3_stmt *, void *)) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "SELECT rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, comm_ns, "
-                 "compute_ns, sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, kernels, empty "
-                 "FROM profile_steps WHERE config_id = ? ORDER BY rank, start_ns, step",
-                 "the profile steps", &st));
+  TP_TRY(prepare(s, sql, what, &st));
   size_t cap = 0;
   tp_rc rc = TP_OK;
   int step = sqlite3_bind_int64(st, 1, config_id) == SQLITE_OK ? SQLITE_OK : SQLITE_ERROR;
   while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    tp_profile_step_row *grown = tp_grow_array(r->steps, &cap, r->n_steps, sizeof *grown);
-    if (!grown) rc = TP_FAIL(TP_EOOM, "store: out of memory reading profile steps");
+    char *grown = tp_grow_array(*items, &cap, *n, size);
+    if (!grown) rc = TP_FAIL(TP_EOOM, "store: out of memory reading %s", what);
     else {
-      r->steps = grown;
-      read_step(st, &r->steps[r->n_steps++]);
+      *items = grown;
+      read(st, grown + size * (*n)++);
       step = SQLITE_OK;
     }
   }
   if (rc == TP_OK && step != SQLITE_DONE)
-    rc = TP_STORE_SQL_FAIL(s, "reading the profile steps of configuration %lld",
-                           (long long)config_id);
+    rc = TP_STORE_SQL_FAIL(s, "reading %s of configuration %lld", what, (long long)config_id);
   sqlite3_finalize(st);
   return rc;
 }
 
-static tp_rc get_schedules(tp_store *s, int64_t config_id, tp_profile_record *r) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "SELECT rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, "
-                 "multicast_kernels, comm_ns, gemm_ns, transport FROM profile_schedules "
-                 "WHERE config_id = ? ORDER BY rank, range_name",
-                 "the profile schedules", &st));
-  size_t cap = 0;
-  tp_rc rc = TP_OK;
-  int step = sqlite3_bind_int64(st, 1, config_id) == SQLITE_OK ? SQLITE_OK : SQLITE_ERROR;
-  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    tp_profile_schedule_row *grown =
-        tp_grow_array(r->schedules, &cap, r->n_schedules, sizeof *grown);
-    if (!grown) rc = TP_FAIL(TP_EOOM, "store: out of memory reading profile schedules");
-    else {
-      r->schedules = grown;
-      read_schedule(st, &r->schedules[r->n_schedules++]);
-      step = SQLITE_OK;
-    }
-  }
-  if (rc == TP_OK && step != SQLITE_DONE)
-    rc = TP_STORE_SQL_FAIL(s, "reading the profile schedules of configuration %lld",
-                           (long long)config_id);
-  sqlite3_finalize(st);
-  return rc;
-}
+static void read_step_row(sqlite3_stmt *st, void *row) { read_step(st, row); }
+static void read_schedule_row(sqlite3_stmt *st, void *row) { read_schedule(st, row); }
+static void read_kernel_row(sqlite3_stmt *st, void *row) { read_kernel(st, row); }
 
-static tp_rc get_kernels(tp_store *s, int64_t config_id, tp_profile_record *r) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "SELECT name, category, count, total_ns FROM profile_kernels "
-                 "WHERE config_id = ? ORDER BY total_ns DESC, name",
-                 "the profile kernels", &st));
-  size_t cap = 0;
-  tp_rc rc = TP_OK;
-  int step = sqlite3_bind_int64(st, 1, config_id) == SQLITE_OK ? SQLITE_OK : SQLITE_ERROR;
-  while (rc == TP_OK && step == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
-    tp_profile_kernel_row *grown = tp_grow_array(r->kernels, &cap, r->n_kernels, sizeof *grown);
-    if (!grown) rc = TP_FAIL(TP_EOOM, "store: out of memory reading profile kernels");
-    else {
-      r->kernels = grown;
-      tp_profile_kernel_row *k = &r->kernels[r->n_kernels++];
-      copy_text(k->name, sizeof k->name, st, 0);
-      copy_text(k->category, sizeof k->category, st, 1);
-      k->count = sqlite3_column_int64(st, 2);
-      k->total_ns = (uint64_t)sqlite3_column_int64(st, 3);
-      step = SQLITE_OK;
-    }
-  }
-  if (rc == TP_OK && step != SQLITE_DONE)
-    rc = TP_STORE_SQL_FAIL(s, "reading the profile kernels of configuration %lld",
-                           (long long)config_id);
-  sqlite3_finalize(st);
-  return rc;
+static tp_rc get_rows(tp_store *s, int64_t config_id, tp_profile_record *r) {
+  TP_TRY(read_rows(s, config_id,
+                   "SELECT rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, "
+                   "comm_ns, compute_ns, sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, "
+                   "kernels, empty FROM profile_steps WHERE config_id = ? "
+                   "ORDER BY rank, start_ns, step",
+                   "the profile steps", (void **)&r->steps, &r->n_steps, sizeof *r->steps,
+                   read_step_row));
+  TP_TRY(read_rows(s, config_id,
+                   "SELECT rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, "
+                   "multicast_kernels, comm_ns, gemm_ns, transport FROM profile_schedules "
+                   "WHERE config_id = ? ORDER BY rank, range_name",
+                   "the profile schedules", (void **)&r->schedules, &r->n_schedules,
+                   sizeof *r->schedules, read_schedule_row));
+  return read_rows(s, config_id,
+                   "SELECT name, category, count, total_ns FROM profile_kernels "
+                   "WHERE config_id = ? ORDER BY total_ns DESC, name",
+                   "the profile kernels", (void **)&r->kernels, &r->n_kernels, sizeof *r->kernels,
+                   read_kernel_row);
 }
 
 tp_rc tp_store_get_profile(tp_store *store, int64_t config_id, tp_profile_record *out, int *found) {
@@ -305,9 +279,7 @@ tp_rc tp_store_get_profile(tp_store *store, int64_t config_id, tp_profile_record
   *found = 0;
   if (tp_store_version(store) < 5) return TP_OK;
   tp_rc rc = get_header(store, config_id, out, found);
-  if (rc == TP_OK && *found) rc = get_steps(store, config_id, out);
-  if (rc == TP_OK && *found) rc = get_schedules(store, config_id, out);
-  if (rc == TP_OK && *found) rc = get_kernels(store, config_id, out);
+  if (rc == TP_OK && *found) rc = get_rows(store, config_id, out);
   if (rc != TP_OK) tp_profile_record_free(out);
   return rc;
 }
