@@ -67,9 +67,10 @@ static tp_rc prepare(reader *r, const char *sql, sqlite3_stmt **stmt) {
 }
 
 static void free_config(config *c) {
-  char **strings[] = {&c->kind,         &c->backend,    &c->model, &c->layer,  &c->proj,
-                      &c->schedule,     &c->dtype,      &c->pass,  &c->status, &c->reason,
-                      &c->numerics_ref, &c->config_key, &c->ran};
+  char **strings[] = {&c->kind,   &c->backend,  &c->model,        &c->layer,
+                      &c->proj,   &c->schedule, &c->dtype,        &c->pass,
+                      &c->status, &c->reason,   &c->numerics_ref, &c->config_key,
+                      &c->ran,    &c->ac,       &c->graph_sizes,  &c->rs_sum};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
   memset(c, 0, sizeof *c);
 }
@@ -111,7 +112,13 @@ enum {
   C_BYTES,
   C_SKEW,
   C_STALL,
-  C_PEAK
+  C_PEAK,
+  C_DP,
+  C_AC,
+  C_GRAPH_SIZES,
+  C_RS_SUM,
+  C_ACTIVATION,
+  C_ALLOC_PEAK
 };
 
 static const char config_sql[] =
@@ -119,17 +126,21 @@ static const char config_sql[] =
     "tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
     "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
-    "config_results.config_id), rank_skew, host_stall_frac, peak_mem_bytes FROM config_results "
-    "WHERE config_id = ?";
+    "config_results.config_id), rank_skew, host_stall_frac, peak_mem_bytes, dp, ac, graph_sizes, "
+    "rs_sum, activation_bytes, alloc_peak_bytes FROM config_results WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
   struct {
     int col;
     char **dst;
-  } texts[] = {{C_KIND, &c->kind},     {C_BACKEND, &c->backend}, {C_MODEL, &c->model},
-               {C_LAYER, &c->layer},   {C_PROJ, &c->proj},       {C_SCHEDULE, &c->schedule},
-               {C_DTYPE, &c->dtype},   {C_PASS, &c->pass},       {C_STATUS, &c->status},
-               {C_REASON, &c->reason}, {C_KEY, &c->config_key},  {C_REF, &c->numerics_ref}};
+  } texts[] = {{C_KIND, &c->kind},      {C_BACKEND, &c->backend},
+               {C_MODEL, &c->model},    {C_LAYER, &c->layer},
+               {C_PROJ, &c->proj},      {C_SCHEDULE, &c->schedule},
+               {C_DTYPE, &c->dtype},    {C_PASS, &c->pass},
+               {C_STATUS, &c->status},  {C_REASON, &c->reason},
+               {C_KEY, &c->config_key}, {C_REF, &c->numerics_ref},
+               {C_AC, &c->ac},          {C_GRAPH_SIZES, &c->graph_sizes},
+               {C_RS_SUM, &c->rs_sum}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     TP_TRY(dup_column(s, texts[i].col, texts[i].dst));
   return TP_OK;
@@ -160,6 +171,9 @@ static void fill_config_numbers(sqlite3_stmt *s, config *c) {
   c->rank_skew = real_column(s, C_SKEW);
   c->host_stall = real_column(s, C_STALL);
   c->peak_mem_bytes = real_column(s, C_PEAK);
+  c->dp = int_column(s, C_DP, 1);
+  c->activation_bytes = real_column(s, C_ACTIVATION);
+  c->alloc_peak_bytes = real_column(s, C_ALLOC_PEAK);
 }
 
 /* "ce x4+sm x2": what ran for each op, in op order. */
@@ -742,7 +756,11 @@ tp_config_axes tp_report_axes_of(const config *c) {
                           .sp = (int)c->sp,
                           .pass = c->pass,
                           .graph = (int)c->graph,
-                          .save_gathered = (int)c->save_gathered};
+                          .save_gathered = (int)c->save_gathered,
+                          .dp = (int)c->dp,
+                          .ac = c->ac,
+                          .graph_sizes = c->graph_sizes,
+                          .rs_sum = c->rs_sum};
 }
 
 /* A configuration's label (report/tp_report_util.h). */
@@ -980,6 +998,10 @@ static void json_axes(tp_json_builder *jb, json_t *o, const config *c) {
   tp_json_set(jb, o, "sp", json_boolean(c->sp));
   tp_json_set(jb, o, "graph", json_boolean(c->graph));
   tp_json_set(jb, o, "save_gathered", json_boolean(c->save_gathered));
+  tp_json_set(jb, o, "dp", json_integer(c->dp));
+  tp_json_set(jb, o, "ac", tp_json_str(c->ac));
+  tp_json_set(jb, o, "graph_sizes", tp_json_str(c->graph_sizes));
+  tp_json_set(jb, o, "rs_sum", tp_json_str(c->rs_sum));
 }
 
 static json_t *json_skipped(tp_json_builder *jb, const config *c) {

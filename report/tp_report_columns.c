@@ -351,13 +351,39 @@ static void get_shape(const report *rep, const table_row *row, cell *c) {
   set_own_text(c);
 }
 
-/* "sp", "no-sp graph save-gathered". */
+/* "sp", "no-sp graph save-gathered", "sp dp2 ac-full graph among 2048,4096 rs-nccl". */
 static void get_options(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   const config *k = tp_report_case_of(row);
-  snprintf(c->buf, sizeof c->buf, "%s%s%s", k->sp ? "sp" : "no-sp", k->graph ? " graph" : "",
-           k->save_gathered ? " save-gathered" : "");
+  char dp[24] = "";
+  if (k->dp > 1) snprintf(dp, sizeof dp, " dp%lld", (long long)k->dp);
+  const int ac = k->ac && strcmp(k->ac, "none") != 0;
+  const int rs_nccl = row->dist.present && row->dist.rs_sum && !strcmp(row->dist.rs_sum, "nccl");
+  snprintf(c->buf, sizeof c->buf, "%s%s%s%s%s%s%s%.200s%s", k->sp ? "sp" : "no-sp", dp,
+           ac ? " ac-" : "", ac ? k->ac : "", k->graph ? " graph" : "",
+           k->save_gathered ? " save-gathered" : "", k->graph_sizes ? " among " : "",
+           k->graph_sizes ? k->graph_sizes : "", rs_nccl ? " rs-nccl" : "");
   set_own_text(c);
+}
+
+static void get_stock_activation_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->stock, row->stock.activation_bytes));
+}
+
+static void get_dist_activation_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->dist, row->dist.activation_bytes));
+}
+
+static void get_stock_alloc_peak_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->stock, row->stock.alloc_peak_bytes));
+}
+
+static void get_dist_alloc_peak_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->dist, row->dist.alloc_peak_bytes));
 }
 
 #define ROW_NUM(name, header, field, csv_dec, md_dec)                                              \
@@ -465,6 +491,18 @@ static const column registry[] = {
     CUSTOM("stock_unaccounted_of_comm", "unaccounted / comm", COL_NUMBER, 3, 2,
            get_stock_unaccounted_of_comm, NULL),
     CUSTOM("dist_over_gemm", "dist/GEMM", COL_NUMBER, 3, 2, get_dist_over_gemm, NULL),
+    /* appended with schema 006: the composition axes and what a configuration holds */
+    AXIS("dp", "dp", SRC_AXIS_INT, dp, COL_NUMBER),
+    AXIS("ac", "ac", SRC_AXIS_TEXT, ac, 0),
+    AXIS("graph_sizes", "graph sizes", SRC_AXIS_TEXT, graph_sizes, 0),
+    CUSTOM("stock_activation_mib", "stock activations MiB", COL_NUMBER, 2, 1,
+           get_stock_activation_mib, NULL),
+    CUSTOM("dist_activation_mib", "dist activations MiB", COL_NUMBER, 2, 1, get_dist_activation_mib,
+           NULL),
+    CUSTOM("stock_alloc_peak_mib", "stock alloc peak MiB", COL_NUMBER, 1, 1,
+           get_stock_alloc_peak_mib, NULL),
+    CUSTOM("dist_alloc_peak_mib", "dist alloc peak MiB", COL_NUMBER, 1, 1, get_dist_alloc_peak_mib,
+           NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 

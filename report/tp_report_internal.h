@@ -27,12 +27,16 @@ typedef struct {
   int64_t id;
   char *kind, *backend, *model, *layer, *proj, *schedule, *dtype, *pass, *status, *reason;
   char *numerics_ref, *config_key;
-  char *ran; /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
-  int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered;
+  char *ran;                       /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
+  char *ac, *graph_sizes, *rs_sum; /* schema 006's composition axes (NULL: default) */
+  int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered, dp;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
   /* device memory in use at the configuration's peak, rank 0 (NaN: not recorded) */
   double peak_mem_bytes;
+  /* schema 006 (NaN: not recorded): per rank, what the forward leaves for the backward; rank
+   * 0, tpbench's own allocations the configuration holds over its step */
+  double activation_bytes, alloc_peak_bytes;
   double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
   double rank_skew;   /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
   double host_stall;  /* share of iterations a rank's host issued slower than the GPU ran */

@@ -186,6 +186,41 @@ static int read_numbers(const char *text, long long *v, int n) {
   return got;
 }
 
+/* The word after the n-th space of text (NULL when there is none). */
+static const char *word_after(const char *text, int n) {
+  for (const char *p = text; p && *p; p++)
+    if (*p == ' ' && --n == 0) return p + 1;
+  return NULL;
+}
+
+/* Whether the word at p (ending at a space or the end) is word. */
+static int word_is(const char *p, const char *word) {
+  size_t len = strlen(word);
+  return p && strncmp(p, word, len) == 0 && (p[len] == ' ' || p[len] == '\0');
+}
+
+/* A word of a fixed vocabulary as its static string (the row's text is not
+ * terminated after it), NULL when it is none of them. */
+static const char *static_word(const char *p, const char *const *words, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (word_is(p, words[i])) return words[i];
+  return NULL;
+}
+
+/* The composition words of schema 006 after the ten numbers: "dp ac rs_sum
+ * graph_sizes", '-' for NULL. graph_sizes is last, so it can point into the
+ * row's text. */
+static void composition_from_text(const char *text, tp_config_axes *axes) {
+  static const char *const acs[] = {"none", "selective", "full"};
+  static const char *const sums[] = {"epilogue", "nccl"};
+  const char *dp = word_after(text, 10), *ac = word_after(text, 11);
+  const char *rs = word_after(text, 12), *sizes = word_after(text, 13);
+  axes->dp = dp ? atoi(dp) : 0;
+  axes->ac = static_word(ac, acs, sizeof acs / sizeof acs[0]);
+  axes->rs_sum = static_word(rs, sums, sizeof sums / sizeof sums[0]);
+  axes->graph_sizes = sizes && strcmp(sizes, "-") != 0 ? sizes : NULL;
+}
+
 /* The eleventh label column: chunks, then the axes beyond the first ten
  * (TP_LABEL_COLUMNS). A column holding chunks alone leaves the defaults. */
 static void extra_axes_from_text(const char *text, tp_config_axes *axes) {
@@ -206,6 +241,7 @@ static void extra_axes_from_text(const char *text, tp_config_axes *axes) {
   axes->sp = (int)v[SP];
   axes->graph = (int)v[GRAPH];
   axes->save_gathered = (int)v[SAVE];
+  if (got == N_EXTRA) composition_from_text(text, axes);
 }
 
 void tp_axes_from_row(sqlite3_stmt *st, int col, tp_config_axes *axes) {
@@ -275,6 +311,19 @@ static void append_method(char *buf, size_t cap, size_t *len, const tp_config_ax
   if (!axes->sp && !is_link) append_word(buf, cap, len, "no-sp");
   if (axes->graph) append_word(buf, cap, len, "graph");
   if (axes->save_gathered) append_word(buf, cap, len, "save-gathered");
+  if (axes->dp > 1) {
+    snprintf(word, sizeof word, "dp%d", axes->dp);
+    append_word(buf, cap, len, word);
+  }
+  if (axes->ac && strcmp(axes->ac, "none") != 0) {
+    snprintf(word, sizeof word, "ac-%s", axes->ac);
+    append_word(buf, cap, len, word);
+  }
+  if (axes->rs_sum && !strcmp(axes->rs_sum, "nccl")) append_word(buf, cap, len, "rs-nccl");
+  if (axes->graph_sizes) {
+    snprintf(word, sizeof word, "among %.50s", axes->graph_sizes);
+    append_word(buf, cap, len, word);
+  }
 }
 
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {

@@ -58,6 +58,7 @@ struct tp_store {
   sqlite3_stmt *insert_schedule;
   sqlite3_stmt *insert_window;
   sqlite3_stmt *insert_check;
+  sqlite3_stmt *insert_drift_step;
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -636,6 +637,7 @@ void tp_store_close(tp_store *store) {
   sqlite3_finalize(store->insert_schedule);
   sqlite3_finalize(store->insert_window);
   sqlite3_finalize(store->insert_check);
+  sqlite3_finalize(store->insert_drift_step);
   if (store->db && sqlite3_close(store->db) != SQLITE_OK)
     TP_LOGE("store", "%s: close failed: %s", store->path, sqlite3_errmsg(store->db));
   free(store->path);
@@ -933,6 +935,11 @@ static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, si
   key_str(&w, "pass", a->pass);
   key_int(&w, "graph", a->graph);
   key_int(&w, "save_gathered", a->save_gathered);
+  /* Appended in 006, only where not at the default: older keys stay valid. */
+  if (a->dp > 1) key_int(&w, "dp", a->dp);
+  if (a->ac && *a->ac && strcmp(a->ac, "none") != 0) key_str(&w, "ac", a->ac);
+  if (a->graph_sizes && *a->graph_sizes) key_str(&w, "graph_sizes", a->graph_sizes);
+  if (whole_config && a->rs_sum && *a->rs_sum) key_str(&w, "rs_sum", a->rs_sum);
   if (cap > 0) buf[w.len < cap ? w.len : cap - 1] = '\0';
   return w.len;
 }
@@ -991,6 +998,8 @@ static tp_rc check_record(const tp_config_record *rec) {
     return TP_FAIL(TP_EINTERNAL, "%d windows without entries", rec->n_windows);
   if (rec->n_checks < 0 || (rec->n_checks > 0 && !rec->checks))
     return TP_FAIL(TP_EINTERNAL, "%d checks without entries", rec->n_checks);
+  if (rec->n_drift_steps < 0 || (rec->n_drift_steps > 0 && !rec->drift_steps))
+    return TP_FAIL(TP_EINTERNAL, "%d drift steps without entries", rec->n_drift_steps);
   if (rec->trace) return tp_store_check_trace(rec->trace);
   return TP_OK;
 }
@@ -1000,9 +1009,10 @@ static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *
   TP_TRY(prepare_once(s, &s->insert_config,
                       "INSERT INTO configs (run_id, config_key, case_key, kind, model, layer, "
                       "proj, backend, schedule, chunks, tp, batch, seqlen, tokens, m, n, k, "
-                      "n_weights, dtype, sp, pass, graph, save_gathered, status, reason) "
+                      "n_weights, dtype, sp, pass, graph, save_gathered, status, reason, dp, ac, "
+                      "graph_sizes, rs_sum) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                      "?, ?, ?)"));
+                      "?, ?, ?, ?, ?, ?, ?)"));
   const tp_config_axes *a = rec->axes;
   binder b = {s->insert_config, 0, SQLITE_OK};
   bind_int(&b, run_id);
@@ -1030,19 +1040,31 @@ static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *
   bind_int(&b, a->save_gathered);
   bind_text(&b, tp_status_name(rec->status));
   bind_text(&b, rec->reason);
+  bind_int(&b, a->dp > 1 ? a->dp : 1);
+  bind_text(&b, a->ac && *a->ac ? a->ac : "none");
+  bind_text(&b, a->graph_sizes && *a->graph_sizes ? a->graph_sizes : NULL);
+  bind_text(&b, a->rs_sum && *a->rs_sum ? a->rs_sum : NULL);
   TP_TRY(bind_and_step(s, &b, "inserting into configs"));
   *id = sqlite3_last_insert_rowid(s->db);
   return TP_OK;
 }
 
+/* A byte count that 0 marks as not recorded: NULL then. */
+static void bind_optional_bytes(binder *b, int64_t bytes) {
+  if (bytes > 0) bind_int(b, bytes);
+  else bind_text(b, NULL);
+}
+
 static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
-  TP_TRY(prepare_once(s, &s->insert_result,
-                      "INSERT INTO results (config_id, n_samples, median_us, p10_us, p90_us, "
-                      "mean_us, min_us, max_us, cv, tokens_per_s, tflops, flops, bytes_moved, "
-                      "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref, "
-                      "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, "
-                      "numerics_reason, fused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  TP_TRY(
+      prepare_once(s, &s->insert_result,
+                   "INSERT INTO results (config_id, n_samples, median_us, p10_us, p90_us, "
+                   "mean_us, min_us, max_us, cv, tokens_per_s, tflops, flops, bytes_moved, "
+                   "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref, "
+                   "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, "
+                   "numerics_reason, fused, activation_bytes, alloc_peak_bytes) VALUES (?, ?, ?, "
+                   "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                   "?)"));
   binder b = {s->insert_result, 0, SQLITE_OK};
   bind_int(&b, config_id);
   bind_int(&b, r->n_samples);
@@ -1073,6 +1095,8 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
   bind_text(&b, r->numerics_reason);
   if (r->fused == TP_FUSED_NA) bind_text(&b, NULL);
   else bind_int(&b, r->fused == TP_FUSED_ALL);
+  bind_optional_bytes(&b, r->activation_bytes);
+  bind_optional_bytes(&b, r->alloc_peak_bytes);
   return bind_and_step(s, &b, "inserting into results");
 }
 
@@ -1157,6 +1181,22 @@ static tp_rc insert_checks(tp_store *s, int64_t config_id, const tp_check *c, in
   return TP_OK;
 }
 
+static tp_rc insert_drift_steps(tp_store *s, int64_t config_id, const tp_drift_step *d, int n) {
+  if (n == 0) return TP_OK;
+  TP_TRY(prepare_once(s, &s->insert_drift_step,
+                      "INSERT INTO drift_steps (config_id, step, loss, grad_norm) "
+                      "VALUES (?, ?, ?, ?)"));
+  for (int i = 0; i < n; i++) {
+    binder b = {s->insert_drift_step, 0, SQLITE_OK};
+    bind_int(&b, config_id);
+    bind_int(&b, d[i].step);
+    bind_real(&b, d[i].loss);
+    bind_real(&b, d[i].grad_norm);
+    TP_TRY(bind_and_step(s, &b, "inserting into drift_steps"));
+  }
+  return TP_OK;
+}
+
 static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *rec, const char *key,
                           const char *case_key, int64_t *id) {
   TP_TRY(insert_config(s, run_id, rec, key, case_key, id));
@@ -1165,6 +1205,7 @@ static tp_rc write_record(tp_store *s, int64_t run_id, const tp_config_record *r
   TP_TRY(insert_schedules(s, *id, rec->schedules, rec->n_schedules));
   TP_TRY(insert_windows(s, *id, rec->windows, rec->n_windows));
   TP_TRY(insert_checks(s, *id, rec->checks, rec->n_checks));
+  TP_TRY(insert_drift_steps(s, *id, rec->drift_steps, rec->n_drift_steps));
   if (rec->trace) TP_TRY(tp_store_write_trace(s, *id, rec->trace));
   return TP_OK;
 }

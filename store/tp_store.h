@@ -176,6 +176,12 @@ typedef struct tp_config_axes {
   const char *pass;  /* "fwd", "bwd", "fwd+bwd" */
   int graph;         /* CUDA graph replay */
   int save_gathered;
+  /* Composition (schemas/006_composition.sql); 0 / NULL read as the defaults. */
+  int dp;                  /* data-parallel degree; 0 or 1: none */
+  const char *ac;          /* "none", "selective", "full"; NULL: "none" */
+  const char *graph_sizes; /* mixed-size graph replay: "2048,4096"; NULL: one size */
+  const char *rs_sum;      /* dist_gemm's reduce-scatter sum: "epilogue", "nccl"; NULL: none
+                              asked for (the epilogue where one runs) */
 } tp_config_axes;
 
 /* Writes the canonical key of a configuration: every axis as name=value in a
@@ -185,8 +191,11 @@ typedef struct tp_config_axes {
  * Format: "kind=op;model=llama3-8b;...;save_gathered=0", axes in this order:
  * kind, model, layer, proj, backend, schedule, chunks, tp, batch, seqlen,
  * tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered (the
- * struct's order but for dtype, placed there to avoid padding); a NULL string
- * is written as empty (NULL and "" match);
+ * struct's order but for dtype, placed there to avoid padding), then dp, ac,
+ * graph_sizes and (whole configurations only) rs_sum, each written only where
+ * it differs from its default (dp 1, ac none, no graph sizes, no rs_sum), so
+ * keys made before those axes existed still match; a NULL string is written
+ * as empty (NULL and "" match);
  * '\\', ';' and '=' inside a value are escaped with a backslash. The format
  * is stored in databases: axes may be appended, never reordered or renamed. */
 size_t tp_config_key(const tp_config_axes *axes, char *buf, size_t cap);
@@ -238,6 +247,9 @@ typedef struct tp_result {
   const char *numerics;      /* "ok", "failed", "not checked", "reference"; NULL: not compared */
   const char *numerics_reason;
   tp_fused fused;
+  /* From schema 006; 0: not recorded (stored as NULL). */
+  int64_t activation_bytes; /* per rank: what the forward leaves for the backward */
+  int64_t alloc_peak_bytes; /* rank 0: tpbench's own allocations the configuration holds */
 } tp_result;
 
 /* Per-iteration times of one rank. */
@@ -280,6 +292,13 @@ struct tp_trace_record; /* below, with the traces */
 /* One finished configuration, written in one transaction. result, samples
  * and schedules may be NULL/0 for a rejected or failed configuration; trace
  * is NULL unless the configuration was traced. */
+/* One training step of a drift configuration (schemas/006_composition.sql). */
+typedef struct tp_drift_step {
+  int step;
+  double loss;      /* after the step's backward, before its update */
+  double grad_norm; /* the global gradient norm of that backward */
+} tp_drift_step;
+
 typedef struct tp_config_record {
   const tp_config_axes *axes;
   tp_config_status status;
@@ -294,6 +313,8 @@ typedef struct tp_config_record {
   const tp_check *checks; /* per compared output; may be NULL */
   int n_checks;
   const struct tp_trace_record *trace; /* written as tp_store_put_trace would, same transaction */
+  const struct tp_drift_step *drift_steps; /* kind "drift": its training steps; may be NULL */
+  int n_drift_steps;
 } tp_config_record;
 
 /* Writes one configuration of run run_id in one transaction (BEGIN IMMEDIATE

@@ -55,6 +55,8 @@ static const char config_columns[] =
     "config_key, case_key, kind, model, layer, proj, backend, schedule, chunks, tp, batch, "
     "seqlen, tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered, status, reason, "
     "recorded_at";
+/* ... and what migration 006 added to configs */
+static const char config_columns_v6[] = "dp, ac, graph_sizes, rs_sum";
 
 /* A table below configs, copied through the id map: its columns besides
  * config_id, and those a later schema version added. */
@@ -63,42 +65,45 @@ typedef struct detail_table {
   int since;            /* the schema version that made the table */
   const char *columns;  /* columns at `since` */
   const char *added_v3; /* columns migration 003 added (NULL: none) */
+  const char *added_v6; /* columns migration 006 added (NULL: none) */
 } detail_table;
 
 static const detail_table details[] = {
     {"results", "results", 1,
      "n_samples, median_us, p10_us, p90_us, mean_us, min_us, max_us, cv, tokens_per_s, tflops, "
      "flops, bytes_moved, workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref",
-     "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, numerics_reason, fused"},
-    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us"},
+     "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, numerics_reason, fused",
+     "activation_bytes, alloc_peak_bytes"},
+    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us", NULL},
     {"schedules", "schedules", 1, "seq, op, schedule, engine, chunks, reason",
-     "evidence, evidence_message"},
+     "evidence, evidence_message", NULL},
     {"overlap", "overlap rows", 2,
      "rank, window, window_start_ns, window_end_ns, comm_ns, compute_ns, overlap_ns, exposed_ns, "
      "overlap_pct",
-     "sync_ns"},
+     "sync_ns", NULL},
     {"traces", "traces", 2,
      "traced_iters, traced_median_us, untraced_median_us, overhead, evidence_ok, "
      "evidence_message, dropped_records, clock_offset_ns, recorded_at",
-     "evidence"},
-    {"windows", "round windows", 3, "round, position, median_us", NULL},
+     "evidence", NULL},
+    {"windows", "round windows", 3, "round, position, median_us", NULL, NULL},
     {"checks", "numerics checks", 3,
      "seq, output, rule, status, elements, nonfinite, differ, rel_err, max_abs_err, tolerance, "
      "reason",
-     NULL},
+     NULL, NULL},
     {"profiles", "profiles", 5,
      "selector, processes, ranks, windows, exit_status, gpu_name, baseline_method, "
      "baseline_step_us, profiled_step_us, overhead_pct",
-     NULL},
+     NULL, NULL},
     {"profile_steps", "profile steps", 5,
      "rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, comm_ns, compute_ns, "
      "sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, kernels, empty",
-     NULL},
+     NULL, NULL},
     {"profile_schedules", "profile schedules", 5,
      "rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, "
      "comm_ns, gemm_ns, transport",
-     NULL},
-    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL},
+     NULL, NULL},
+    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL, NULL},
+    {"drift_steps", "drift steps", 6, "step, loss, grad_norm", NULL, NULL},
 };
 
 /* Trace names are matched by text: string ids differ between files. */
@@ -245,10 +250,12 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
   }
   TP_TRY(prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id",
                  "the configuration list", &im->list_configs));
+  snprintf(cols, sizeof cols, "%s%s%s", config_columns, version >= 6 ? ", " : "",
+           version >= 6 ? config_columns_v6 : "");
   snprintf(sql, sizeof sql,
            "INSERT INTO main.configs (run_id, %s) SELECT ?2, %s "
            "FROM tp_src.configs WHERE id = ?1",
-           config_columns, config_columns);
+           cols, cols);
   TP_TRY(prepare(s, sql, "the configuration copy", &im->insert_config));
   return prepare(s, "INSERT INTO temp.tp_import_map (old_id, new_id) VALUES (?, ?)",
                  "the configuration id map", &im->map);
@@ -399,8 +406,9 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
 /* Copies one table below configs with the columns the source's version has. */
 static tp_rc copy_detail(tp_store *s, const detail_table *d, int64_t version, int64_t *count) {
   char cols[1024], sql[3072];
-  const int more = version >= 3 && d->added_v3;
-  snprintf(cols, sizeof cols, "%s%s%s", d->columns, more ? ", " : "", more ? d->added_v3 : "");
+  const int more = version >= 3 && d->added_v3, more6 = version >= 6 && d->added_v6;
+  snprintf(cols, sizeof cols, "%s%s%s%s%s", d->columns, more ? ", " : "", more ? d->added_v3 : "",
+           more6 ? ", " : "", more6 ? d->added_v6 : "");
   /* the source's columns need no prefix: the id map's are old_id and new_id */
   snprintf(sql, sizeof sql,
            "INSERT INTO main.%s (config_id, %s) SELECT m.new_id, %s FROM tp_src.%s t "

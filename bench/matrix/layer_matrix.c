@@ -417,6 +417,8 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   a.pass = tp_pass_name(c->pass);
   a.graph = c->graph;
   a.save_gathered = c->save_gathered;
+  a.dp = c->dp;
+  a.ac = tp_ac_name(c->ac);
   return a;
 }
 

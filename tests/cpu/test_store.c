@@ -837,6 +837,78 @@ static void test_import_keeps_system(void **state) {
   tp_store_close(dst);
 }
 
+/* Schema 006's composition axes: absent from the key at their defaults (a key
+ * made before them still matches), named in it otherwise, rs_sum in the whole
+ * key only; stored in their columns with the drift steps and the memory
+ * figures, and copied by import. */
+static void test_composition_axes_and_drift(void **state) {
+  scratch *s = *state;
+  tp_config_axes plain = demo_axes(), defaults = demo_axes();
+  defaults.dp = 1;
+  defaults.ac = "none";
+  char k_plain[512], k_def[512], k[512], case_k[512];
+  tp_config_key(&plain, k_plain, sizeof k_plain);
+  tp_config_key(&defaults, k_def, sizeof k_def);
+  assert_string_equal(k_plain, k_def);
+  tp_config_axes comp = demo_axes();
+  comp.dp = 2;
+  comp.ac = "selective";
+  comp.graph_sizes = "2048,4096";
+  comp.rs_sum = "nccl";
+  tp_config_key(&comp, k, sizeof k);
+  assert_string_not_equal(k, k_plain);
+  assert_non_null(
+      strstr(k, ";save_gathered=0;dp=2;ac=selective;graph_sizes=2048,4096;rs_sum=nccl"));
+  tp_case_key(&comp, case_k, sizeof case_k);
+  assert_non_null(strstr(case_k, ";dp=2;ac=selective;graph_sizes=2048,4096"));
+  assert_null(strstr(case_k, "rs_sum"));
+
+  tp_store *store = open_new(s, "comp.db");
+  int64_t run = begin_demo_run(store);
+  tp_result result = demo_result();
+  result.activation_bytes = 3 << 20;
+  result.alloc_peak_bytes = 5 << 20;
+  const tp_drift_step steps[] = {{0, 2.5, 0.75}, {1, 2.25, NAN}};
+  tp_config_record rec = {.axes = &comp,
+                          .status = TP_STATUS_OK,
+                          .result = &result,
+                          .drift_steps = steps,
+                          .n_drift_steps = 2};
+  assert_int_equal(tp_store_put_config(store, run, &rec, NULL), TP_OK);
+  tp_config_record old = {.axes = &plain, .status = TP_STATUS_OK, .result = &result};
+  result.activation_bytes = 0;
+  result.alloc_peak_bytes = 0;
+  assert_int_equal(tp_store_put_config(store, run, &old, NULL), TP_OK);
+  assert_int_equal(count(store, "SELECT count(*) FROM config_results WHERE dp = 2 AND ac = "
+                                "'selective' AND graph_sizes = '2048,4096' AND rs_sum = 'nccl' "
+                                "AND activation_bytes = 3145728 AND alloc_peak_bytes = 5242880"),
+                   1);
+  assert_int_equal(count(store, "SELECT count(*) FROM config_results WHERE dp = 1 AND ac = 'none' "
+                                "AND graph_sizes IS NULL AND rs_sum IS NULL AND activation_bytes "
+                                "IS NULL AND alloc_peak_bytes IS NULL"),
+                   1);
+  assert_int_equal(count(store, "SELECT count(*) FROM drift_steps WHERE (step = 0 AND loss = 2.5 "
+                                "AND grad_norm = 0.75) OR (step = 1 AND grad_norm IS NULL)"),
+                   2);
+  /* a malformed record writes nothing */
+  tp_config_record bad = {
+      .axes = &comp, .status = TP_STATUS_OK, .result = &result, .n_drift_steps = 1};
+  assert_int_equal(tp_store_put_config(store, run, &bad, NULL), TP_EINTERNAL);
+  tp_store_close(store);
+
+  tp_store *dst = open_new(s, "comp-all.db");
+  tp_import_stats stats;
+  memset(&stats, 0, sizeof stats);
+  assert_int_equal(tp_store_import(dst, path_in(s, "comp.db"), &stats), TP_OK);
+  sqlite3 *db = tp_store_db(dst);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM configs WHERE dp = 2 AND ac = 'selective' "
+                               "AND graph_sizes = '2048,4096' AND rs_sum = 'nccl'"),
+                   1);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM results WHERE activation_bytes = 3145728"), 1);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM drift_steps"), 2);
+  tp_store_close(dst);
+}
+
 /* WAL on local filesystems, the rollback journal on network, cluster and
  * FUSE ones; TPBENCH_DB_JOURNAL overrides either way; a bad override is a
  * usage error. */
@@ -930,6 +1002,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_find_run, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_put_system, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_import_keeps_system, make_scratch, remove_scratch),
+      cmocka_unit_test_setup_teardown(test_composition_axes_and_drift, make_scratch,
+                                      remove_scratch),
       cmocka_unit_test(test_journal_mode_choice),
       cmocka_unit_test_setup_teardown(test_journal_mode_override_opens, make_scratch,
                                       remove_scratch),
