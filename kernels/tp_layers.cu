@@ -179,39 +179,51 @@ __global__ void rope_table_kernel(float *table, int64_t seq, int64_t half, doubl
   }
 }
 
-/* One thread per (row, rotated head, pair). kInverse rotates by −angle. */
+/* One thread per (row, head, pair) over the first `heads` heads of each row:
+ * the rot_heads Q and K heads turn (kInverse: by −angle), the heads after them
+ * (V, when `heads` covers them) are copied. In place (in == out) `heads` is
+ * rot_heads; into another buffer it covers V too. Both are this one kernel, so
+ * a rotated element has the same bits either way. */
 template <typename T, bool kInverse>
 __global__ void __launch_bounds__(kEltThreads)
-    rope_kernel(T *__restrict__ qkv, const float *__restrict__ table, int64_t seq, int64_t batch,
-                int64_t rot_heads, int64_t width, int64_t half) {
-  const size_t count = static_cast<size_t>(seq * batch * rot_heads * half);
+    rope_kernel(const T *in, T *out, const float *__restrict__ table, int64_t seq, int64_t batch,
+                int64_t heads, int64_t rot_heads, int64_t width, int64_t half) {
+  const size_t count = static_cast<size_t>(seq * batch * heads * half);
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t sin_off = static_cast<size_t>(seq * half);
   for (size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < count;
        idx += stride) {
     const size_t i = idx % static_cast<size_t>(half);
     const size_t rest = idx / static_cast<size_t>(half);
-    const size_t head = rest % static_cast<size_t>(rot_heads);
-    const size_t row = rest / static_cast<size_t>(rot_heads);
+    const size_t head = rest % static_cast<size_t>(heads);
+    const size_t row = rest / static_cast<size_t>(heads);
     const size_t s = row / static_cast<size_t>(batch); /* rows are (seq, batch) */
     const size_t lo = row * static_cast<size_t>(width) + head * 2 * static_cast<size_t>(half) + i;
     const size_t hi = lo + static_cast<size_t>(half);
+    if (head >= static_cast<size_t>(rot_heads)) {
+      out[lo] = in[lo];
+      out[hi] = in[hi];
+      continue;
+    }
     const float c = table[s * static_cast<size_t>(half) + i];
     const float sn = kInverse ? -table[sin_off + s * static_cast<size_t>(half) + i]
                               : table[sin_off + s * static_cast<size_t>(half) + i];
-    const float x1 = load_f32(qkv, lo), x2 = load_f32(qkv, hi);
-    qkv[lo] = from_f32<T>(x1 * c - x2 * sn);
-    qkv[hi] = from_f32<T>(x2 * c + x1 * sn);
+    const float x1 = load_f32(in, lo), x2 = load_f32(in, hi);
+    out[lo] = from_f32<T>(x1 * c - x2 * sn);
+    out[hi] = from_f32<T>(x2 * c + x1 * sn);
   }
 }
 
+/* in == out: the Q and K heads in place; else every head into out (V copied). */
 template <typename T, bool kInverse>
-cudaError_t rope(const tp_attention_shape *s, void *qkv, const float *table, cudaStream_t stream) {
+cudaError_t rope(const tp_attention_shape *s, const void *in, void *out, const float *table,
+                 cudaStream_t stream) {
   const int64_t half = s->head_dim / 2, rot_heads = s->hq + s->hkv;
-  const size_t count = static_cast<size_t>(s->seq * s->batch * rot_heads * half);
+  const int64_t heads = in == out ? rot_heads : rot_heads + s->hkv;
+  const size_t count = static_cast<size_t>(s->seq * s->batch * heads * half);
   rope_kernel<T, kInverse><<<grid_for(count), kEltThreads, 0, stream>>>(
-      static_cast<T *>(qkv), table, s->seq, s->batch, rot_heads, (s->hq + 2 * s->hkv) * s->head_dim,
-      half);
+      static_cast<const T *>(in), static_cast<T *>(out), table, s->seq, s->batch, heads, rot_heads,
+      (s->hq + 2 * s->hkv) * s->head_dim, half);
   return cudaGetLastError();
 }
 
@@ -222,11 +234,17 @@ bool valid_rope(const tp_attention_shape *s, const void *qkv, const float *table
 
 /* The rotation (kInverse: its inverse) of a shape's Q and K heads, checked. */
 template <bool kInverse>
-cudaError_t rope_checked(const tp_attention_shape *s, void *qkv, const float *table,
+cudaError_t rope_checked(const tp_attention_shape *s, const void *in, void *out, const float *table,
                          cudaStream_t stream) {
-  if (!valid_rope(s, qkv, table)) return cudaErrorInvalidValue;
-  return s->dtype == TP_BF16 ? rope<__nv_bfloat16, kInverse>(s, qkv, table, stream)
-                             : rope<float, kInverse>(s, qkv, table, stream);
+  if (!valid_rope(s, in, table) || !out) return cudaErrorInvalidValue;
+  return s->dtype == TP_BF16 ? rope<__nv_bfloat16, kInverse>(s, in, out, table, stream)
+                             : rope<float, kInverse>(s, in, out, table, stream);
+}
+
+/* Whether two byte ranges share a byte. */
+bool overlaps(const void *a, const void *b, size_t bytes) {
+  const char *pa = static_cast<const char *>(a), *pb = static_cast<const char *>(b);
+  return pa < pb + bytes && pb < pa + bytes;
 }
 
 /* ---- attention: layout copies and causal softmax -------------------------------------------- */
@@ -416,12 +434,22 @@ extern "C" cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_t h
 
 extern "C" cudaError_t tp_launch_rope_fwd(const tp_attention_shape *shape, void *qkv,
                                           const float *table, cudaStream_t stream) {
-  return rope_checked<false>(shape, qkv, table, stream);
+  return rope_checked<false>(shape, qkv, qkv, table, stream);
+}
+
+extern "C" cudaError_t tp_launch_rope_fwd_into(const tp_attention_shape *shape, const void *qkv,
+                                               void *out, const float *table, cudaStream_t stream) {
+  if (!valid_rope(shape, qkv, table) || !out) return cudaErrorInvalidValue;
+  const size_t bytes =
+      static_cast<size_t>(shape->seq * shape->batch * tp_attention_qkv_width(shape)) *
+      tp_dtype_bytes(shape->dtype);
+  if (overlaps(qkv, out, bytes)) return cudaErrorInvalidValue;
+  return rope_checked<false>(shape, qkv, out, table, stream);
 }
 
 extern "C" cudaError_t tp_launch_rope_bwd(const tp_attention_shape *shape, void *dqkv,
                                           const float *table, cudaStream_t stream) {
-  return rope_checked<true>(shape, dqkv, table, stream);
+  return rope_checked<true>(shape, dqkv, dqkv, table, stream);
 }
 
 extern "C" cudaError_t tp_launch_attention_gather_heads(tp_dtype dt, const void *src, int64_t ld,

@@ -103,6 +103,15 @@ TP_MUST_CHECK cudaError_t tp_launch_rope_table(float *table, int64_t seq, int64_
 TP_MUST_CHECK cudaError_t tp_launch_rope_fwd(const tp_attention_shape *shape, void *qkv,
                                              const float *table, cudaStream_t stream);
 
+/* The same rotation into another buffer of the layout: out holds qkv with its
+ * Q and K heads rotated and its V heads copied, each rotated element the bits
+ * tp_launch_rope_fwd gives in place; qkv is only read (selective activation
+ * checkpointing keeps the projection's output and recomputes this).
+ * cudaErrorInvalidValue when the two buffers overlap. */
+TP_MUST_CHECK cudaError_t tp_launch_rope_fwd_into(const tp_attention_shape *shape, const void *qkv,
+                                                  void *out, const float *table,
+                                                  cudaStream_t stream);
+
 /* Backward: the inverse (transposed) rotation applied in place to the dQ and
  * dK heads of a dQKV buffer of the same layout; dV is not touched. */
 TP_MUST_CHECK cudaError_t tp_launch_rope_bwd(const tp_attention_shape *shape, void *dqkv,

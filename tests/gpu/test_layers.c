@@ -381,6 +381,35 @@ static int rope_pass(tp_dtype dt, dev_pool *pool, const float *table, int backwa
   return failures;
 }
 
+/* The rotation into another buffer: the in-place rotation's bits, V copied
+ * (the whole buffer equal, a poisoned element nothing wrote shows), its input
+ * left as it was. */
+static int rope_into_pass(tp_dtype dt, dev_pool *pool, const float *table) {
+  const size_t bytes = N_QKV * tp_dtype_bytes(dt);
+  void *in = host_random(dt, N_QKV, 21, 1.0f);
+  void *in_place = rope_run(dt, pool, table, in, 0);
+  void *src = dev_upload(pool, in, bytes), *dst = dev_alloc(pool, bytes);
+  const tp_attention_shape shape = {dt, SEQ, BATCH, HQ, HKV, HEAD_DIM};
+  int failures = !in_place || !src || !dst || poison(dt, dst, N_QKV);
+  if (!failures)
+    failures =
+        tp_launch_rope_fwd_into(&shape, src, dst, table, 0) != cudaSuccess || !sync_ok("rope into");
+  if (failures) {
+    printf("rope      into %s: launch failed: FAIL\n", tp_dtype_name(dt));
+  } else {
+    void *out = download(dst, bytes), *kept = download(src, bytes);
+    failures += check_same("rope", "fwd", dt, "qkv", "into another buffer vs in place", out,
+                           in_place, N_QKV, tp_dtype_bytes(dt));
+    failures += check_same("rope", "fwd", dt, "qkv", "input of the rotation into another buffer",
+                           kept, in, N_QKV, tp_dtype_bytes(dt));
+    free(out);
+    free(kept);
+  }
+  free(in_place);
+  free(in);
+  return failures;
+}
+
 static int rope_case(tp_dtype dt) {
   dev_pool pool = {0};
   float *table = dev_alloc(&pool, tp_rope_table_bytes(SEQ, HEAD_DIM));
@@ -388,6 +417,7 @@ static int rope_case(tp_dtype dt) {
       !table || tp_launch_rope_table(table, SEQ, HEAD_DIM, TP_ROPE_THETA, 0) != cudaSuccess;
   if (failures) printf("rope      %s: table failed: FAIL\n", tp_dtype_name(dt));
   if (!failures) failures += rope_pass(dt, &pool, table, 0) + rope_pass(dt, &pool, table, 1);
+  if (!failures) failures += rope_into_pass(dt, &pool, table);
   dev_pool_free(&pool);
   return failures;
 }
@@ -703,6 +733,10 @@ static int contracts(void) {
   const tp_attention_shape odd_dim = {TP_FP32, 4, 1, 1, 1, 3};
   failures += refusal("rope with an odd head_dim",
                       tp_launch_rope_fwd(&odd_dim, dummy, dummy, 0) == cudaErrorInvalidValue);
+  const tp_attention_shape small = {TP_FP32, 4, 1, 1, 1, 4}; /* 4 rows of 12 floats: 192 bytes */
+  failures +=
+      refusal("rope into a buffer overlapping its input",
+              tp_launch_rope_fwd_into(&small, dummy, dummy + 8, dummy, 0) == cudaErrorInvalidValue);
   failures += refusal("gather of heads past the row's end",
                       tp_launch_attention_gather_heads(TP_FP32, dummy, 64, 32, dummy, 1, 1, 1, 64,
                                                        0) == cudaErrorInvalidValue);
