@@ -31,11 +31,7 @@ static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multi
 static const char *const dtype_values[] = {"bf16", "fp32"};
 static const char *const on_off_values[] = {"off", "on"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
-static const char *const ac_values[] = {"none", "selective", "full"};
-
-const char *tp_ac_name(tp_ac ac) {
-  return ac >= TP_AC_NONE && ac <= TP_AC_FULL ? ac_values[ac] : "?";
-}
+static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
 
 typedef struct axis_def {
   const char *name;

@@ -53,14 +53,9 @@
 #include <stdio.h>
 
 #include "bench/cli/cli.h"
+#include "bench/matrix/activation.h"
 #include "bench/matrix/presets.h"
 #include "store/tp_store.h"
-
-/* Activation checkpointing (the ac axis). */
-typedef enum { TP_AC_NONE = 0, TP_AC_SELECTIVE, TP_AC_FULL } tp_ac;
-
-/* "none", "selective", "full". */
-const char *tp_ac_name(tp_ac ac);
 
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac;
