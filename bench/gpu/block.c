@@ -91,6 +91,69 @@ static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   return d;
 }
 
+/* The ac axis's rules, in the matrix's words (layer_matrix.c rejects these first). */
+static tp_rc check_ac(const tp_block_shape *s) {
+  if (s->ac != TP_AC_NONE && s->ac != TP_AC_SELECTIVE && s->ac != TP_AC_FULL)
+    return TP_FAIL(TP_EINTERNAL, "unknown activation checkpointing mode %d", (int)s->ac);
+  if (s->ac != TP_AC_NONE && !s->backward)
+    return TP_FAIL(TP_EREJECT, "ac=%s recomputes activations in the backward; pass fwd has none",
+                   tp_ac_name(s->ac));
+  if (s->ac == TP_AC_FULL && s->save_gathered)
+    return TP_FAIL(TP_EREJECT, "ac=full recomputes the forward, its all-gathers included, in the "
+                               "backward: nothing is kept for save_gathered=on to reuse");
+  return TP_OK;
+}
+
+/* What the activation count needs of this rank's block. */
+static tp_activation_shape activation_shape(const tp_block_plan *p) {
+  const tp_block_shape *s = &p->shape;
+  tp_activation_shape a;
+  memset(&a, 0, sizeof a);
+  a.layer = s->layer;
+  a.elem_bytes = (int64_t)tp_dtype_bytes(s->dtype);
+  a.batch = s->batch;
+  a.seq = s->seq;
+  a.local_rows = p->local_rows;
+  a.dim = s->dim;
+  a.hq = p->hq;
+  a.hkv = p->hkv;
+  a.head_dim = s->head_dim;
+  a.ffn_local = p->ffn_local;
+  a.save_gathered = s->save_gathered;
+  return a;
+}
+
+void tp_block_kept(const tp_block_plan *p, tp_activation_set *out) {
+  const tp_activation_shape as = activation_shape(p);
+  tp_activation_saved(&as, p->shape.ac, out);
+}
+
+/* The gathered inputs the activation count keeps must be the ones the
+ * projections' plans ask the caller for (saved_bytes), or one of the two
+ * is wrong. */
+static tp_rc check_activation_count(const tp_block_plan *p, const tp_activation_set *kept) {
+  int64_t saved = 0;
+  for (int i = 0; i < kept->n; ++i)
+    if (strstr(kept->tensors[i].name, ".saved")) saved += kept->tensors[i].bytes;
+  if (saved == (int64_t)p->saved_bytes) return TP_OK;
+  return TP_FAIL(TP_EINTERNAL,
+                 "activation count keeps %lld bytes of gathered inputs, the projections save %zu",
+                 (long long)saved, p->saved_bytes);
+}
+
+/* Bytes one rank sends in a projection's forward alone: its plan, asked for
+ * the same way, without the backward (ac=full sends them twice a step). */
+static tp_rc forward_comm_bytes(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
+                                tp_schedule requested, int chunks, size_t *out) {
+  tp_linear_desc d = *desc;
+  d.backward = 0;
+  d.save_gathered = 0;
+  tp_linear_plan fwd;
+  TP_TRY(tp_linear_plan_make(g, &d, backend, requested, chunks, &fwd));
+  *out = fwd.comm_bytes;
+  return TP_OK;
+}
+
 static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
   /* a dist_gemm projection for which auto chose the stock path uses the scratch */
   if (lp->backend == TP_BACKEND_DIST && lp->schedule != TP_SCHED_NCCL) {
@@ -109,6 +172,7 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->backend = backend;
   out->world = g->world;
   out->rank = g->rank;
+  TP_TRY(check_ac(shape));
   TP_TRY(check_divisible(shape, g->world));
   TP_TRY(check_placement(shape, backend));
   out->tokens = shape->batch * shape->seq;
@@ -120,15 +184,23 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
+  const tp_schedule request = backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO;
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!out->has[i]) continue;
     tp_linear_desc d = proj_desc(shape, (tp_block_proj)i);
-    tp_rc rc =
-        tp_linear_plan_make(g, &d, backend, backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO,
-                            chunks, &out->proj[i]);
+    tp_rc rc = tp_linear_plan_make(g, &d, backend, request, chunks, &out->proj[i]);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", proj_names[i]);
     add_sizes(out, &out->proj[i]);
+    size_t again = 0;
+    if (shape->ac == TP_AC_FULL) rc = forward_comm_bytes(g, &d, backend, request, chunks, &again);
+    if (rc != TP_OK) return tp_fail_context(rc, "%s recomputed", proj_names[i]);
+    out->comm_bytes += again;
   }
+  if (!shape->backward) return TP_OK;
+  tp_activation_set kept;
+  tp_block_kept(out, &kept);
+  TP_TRY(check_activation_count(out, &kept));
+  out->activation_bytes = kept.bytes;
   return TP_OK;
 }
 
@@ -139,9 +211,12 @@ tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
 }
 
 int tp_block_transfers(const tp_block_plan *p) {
+  const int forwards = p->shape.ac == TP_AC_FULL ? 2 : 1;
   int n = 0;
   for (int i = 0; i < TP_N_PROJ; ++i)
-    if (p->has[i]) n += tp_linear_transfers(&p->proj[i], 1, p->shape.backward);
+    if (p->has[i])
+      n += forwards * tp_linear_transfers(&p->proj[i], 1, 0) +
+           tp_linear_transfers(&p->proj[i], 0, p->shape.backward);
   return n;
 }
 
@@ -254,6 +329,10 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
     TP_TRY(alloc_attention(al, p, &t->attn, full ? NULL : t->y));
   }
   if (has_ffn(s->layer)) TP_TRY(alloc_ffn(al, p, &t->ffn, full ? NULL : t->y));
+  /* Last, so the tensors before hold the same numbers whatever the mode. */
+  if (s->ac == TP_AC_SELECTIVE && has_attention(s->layer))
+    TP_TRY(alloc_random(al, &t->attn.qkv_rot,
+                        (size_t)p->tokens * (size_t)tp_attention_qkv_width(&p->attn), 1.0f, 1));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
 }
@@ -278,7 +357,7 @@ void tp_block_free(tp_block_tensors *t) {
   void *a_y = a->y == t->y ? NULL : a->y, *f_y = f->y == t->y ? NULL : f->y;
   void *const attn[] = {a->g,  a->h,      a->inv_rms, a->w_qkv, a->qkv,   a->probs,
                         a->ws, a->o,      a->w_o,     a_y,      a->saved, a->dg,
-                        a->dh, a->dw_qkv, a->dqkv,    a->d_o,   a->dw_o};
+                        a->dh, a->dw_qkv, a->dqkv,    a->d_o,   a->dw_o,  a->qkv_rot};
   void *const ffn[] = {f->g, f->h,     f->inv_rms, f->w1, f->w3,  f->a,   f->b,  f->m,  f->w2,
                        f_y,  f->saved, f->dg,      f->dh, f->dw1, f->dw3, f->dm, f->dw2};
   void *const top[] = {t->x,   t->y,       t->dy,         t->dx,     t->x1,
@@ -314,6 +393,49 @@ int tp_block_outputs(const tp_block_plan *p, const tp_block_tensors *t, tp_block
     add_output(out, &n, "dw3", t->ffn.dw3, fl * D);
     add_output(out, &n, "dw2", t->ffn.dw2, D * fl);
     add_output(out, &n, "dg_ffn_norm", t->ffn.dg, D);
+  }
+  return n;
+}
+
+/* ---- what the forward writes ------------------------------------------------------------- */
+
+static void add_tensor(tp_block_tensor *out, int *n, const char *name, void *ptr, size_t bytes,
+                       tp_dtype dtype) {
+  if (ptr && *n < TP_BLOCK_MAX_FORWARD_TENSORS)
+    out[(*n)++] = (tp_block_tensor){name, ptr, bytes, dtype};
+}
+
+int tp_block_forward_tensors(const tp_block_plan *p, const tp_block_tensors *t,
+                             tp_block_tensor *out) {
+  const tp_block_shape *s = &p->shape;
+  const tp_dtype dt = s->dtype;
+  const size_t e = tp_dtype_bytes(dt), L = (size_t)p->local_rows, T = (size_t)p->tokens;
+  const size_t D = (size_t)s->dim, LD = L * D * e, fl = (size_t)p->ffn_local;
+  const int block = s->layer == TP_LAYER_BLOCK;
+  int n = 0;
+  add_tensor(out, &n, "x", t->x, LD, dt);
+  if (has_attention(s->layer)) {
+    const tp_block_attn *a = &t->attn;
+    const size_t qkv = T * (size_t)tp_attention_qkv_width(&p->attn) * e;
+    add_tensor(out, &n, "attention.h", a->h, LD, dt);
+    add_tensor(out, &n, "attention.inv_rms", a->inv_rms, L * sizeof(float), TP_FP32);
+    add_tensor(out, &n, "attention.saved", a->saved, T * D * e, dt);
+    add_tensor(out, &n, "attention.qkv", a->qkv, qkv, dt);
+    add_tensor(out, &n, "attention.qkv_rot", a->qkv_rot, qkv, dt);
+    add_tensor(out, &n, "attention.probs", a->probs, tp_attention_saved_bytes(&p->attn), dt);
+    add_tensor(out, &n, "attention.o", a->o, T * (size_t)(p->hq * s->head_dim) * e, dt);
+    if (block) add_tensor(out, &n, "attention.y", a->y, LD, dt);
+  }
+  if (block) add_tensor(out, &n, "x1", t->x1, LD, dt);
+  if (has_ffn(s->layer)) {
+    const tp_block_ffn *f = &t->ffn;
+    add_tensor(out, &n, "ffn.h", f->h, LD, dt);
+    add_tensor(out, &n, "ffn.inv_rms", f->inv_rms, L * sizeof(float), TP_FP32);
+    add_tensor(out, &n, "ffn.saved", f->saved, T * D * e, dt);
+    add_tensor(out, &n, "ffn.a", f->a, T * fl * e, dt);
+    add_tensor(out, &n, "ffn.b", f->b, T * fl * e, dt);
+    add_tensor(out, &n, "ffn.m", f->m, T * fl * e, dt);
+    if (block) add_tensor(out, &n, "ffn.y", f->y, LD, dt);
   }
   return n;
 }

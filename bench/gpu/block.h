@@ -23,6 +23,30 @@
  * activations are replicated [T, D] on every rank and the row-parallel ops
  * all-reduce.
  *
+ * Activation checkpointing (shape.ac; bench/matrix/activation.h says what
+ * each mode keeps and counts its bytes). The forward is the same in every
+ * mode but one op: under selective RoPE writes the rotated Q and K into
+ * attn.qkv_rot and leaves qkv as the projection wrote it. The backward
+ * starts with the recomputation, inside the timed step, then runs as under
+ * none:
+ *   none       nothing recomputed.
+ *   selective  attention: RMSNorm forward (h, inv_rms from the part's input),
+ *              RoPE (qkv -> qkv_rot); block: the residual add x1 = x +
+ *              attention's y; FFN: RMSNorm forward (from x1 in the block),
+ *              SwiGLU forward (m from a and b). Not recomputed: the
+ *              projections (their outputs are kept), the attention core (o and
+ *              P are kept), the last residual add (its sum y is not read).
+ *   full       the whole forward again, every op of tp_block_forward: RMSNorm,
+ *              qkv with its all-gather, RoPE, the core, wo with its
+ *              reduce-scatter, the residual adds, RMSNorm, w1/w3 with their
+ *              all-gather, SwiGLU, w2 with its reduce-scatter (through the same
+ *              tp_linear calls and tensors as the forward; y is written again,
+ *              with the same values).
+ * Every mode gives the same outputs (y, dx, every weight and gain gradient)
+ * bit for bit on the same tensors: the recomputed ops are the forward's own
+ * kernels on the same inputs. COMM_ONLY recomputes only collectives (full:
+ * the forward's again); GEMM_ONLY every op but them.
+ *
  * Local weight layouts (this rank's shard of the global weight):
  *   w_qkv [(hq + 2·hkv)·d, D]  rows: its hq query heads of Wq, then its hkv
  *                              heads of Wk, then of Wv (global rows
@@ -41,6 +65,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bench/matrix/activation.h"
 #include "kernels/tp_layers.h"
 #include "kernels/tp_linear.h"
 
@@ -53,6 +78,8 @@ typedef struct tp_block_shape {
   int sp;            /* sequence parallelism */
   int backward;      /* the plan runs the backward too */
   int save_gathered; /* the all-gather side keeps AG(x) for its backward */
+  tp_ac ac;          /* activation checkpointing: none unless backward; full refuses
+                        save_gathered (the plan rejects both) */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */
@@ -69,25 +96,33 @@ typedef struct tp_block_plan {
   int64_t ffn_local;  /* F/W */
   int has[TP_N_PROJ]; /* which projections the block has */
   tp_linear_plan proj[TP_N_PROJ];
-  tp_attention_shape attn; /* the local heads over the whole sequence */
-  size_t symm_bytes;       /* symmetric workspace: max over the projections (dist_gemm) */
-  size_t scratch_bytes;    /* private scratch: max over the projections (the others) */
-  size_t saved_bytes;      /* gathered inputs kept for the backward: a sum */
-  size_t comm_bytes;       /* per rank per step: a sum over the projections */
+  tp_attention_shape attn;  /* the local heads over the whole sequence */
+  size_t symm_bytes;        /* symmetric workspace: max over the projections (dist_gemm) */
+  size_t scratch_bytes;     /* private scratch: max over the projections (the others) */
+  size_t saved_bytes;       /* gathered inputs kept for the backward: a sum */
+  size_t comm_bytes;        /* per rank per step: a sum over the projections (ac=full: with
+                               the recomputed forward's again) */
+  int64_t activation_bytes; /* per rank: what the forward leaves for the backward under
+                               shape.ac (tp_activation_saved); 0 without a backward */
 } tp_block_plan;
 
 /* Plans every projection for backend (schedule and chunks: dist_gemm's
  * request) and checks the block's placement contracts. TP_EREJECT with the
- * reason ("qkv: ...", "placement: ...") when it cannot run here. */
+ * reason ("qkv: ...", "placement: ...", "ac=...") when it cannot run here. */
 TP_MUST_CHECK tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape,
                                        tp_backend backend, tp_schedule requested, int chunks,
                                        tp_block_plan *out);
+
+/* The tensors this rank's forward leaves for the backward under the plan's
+ * ac (tp_activation_saved of its shape; their sum is activation_bytes). */
+void tp_block_kept(const tp_block_plan *plan, tp_activation_set *out);
 
 /* Collective (dist_gemm grows the symmetric workspace on every rank):
  * workspaces and scratch of every projection. */
 TP_MUST_CHECK tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
 
-/* Transfers one rank issues per step (tp_linear_transfers summed). */
+/* Transfers one rank issues per step (tp_linear_transfers summed; ac=full
+ * adds the recomputed forward's). */
 int tp_block_transfers(const tp_block_plan *plan);
 
 /* This rank's tensors of a block (NULL where the block or pass has none).
@@ -99,7 +134,8 @@ typedef struct tp_block_attn {
   void *g, *h;    /* [D] gain; [L, D] normed input */
   float *inv_rms; /* [L] */
   void *w_qkv;    /* [k, D] */
-  void *qkv;      /* [T, k] (rotated in place by RoPE) */
+  void *qkv;      /* [T, k] (rotated in place by RoPE but under ac=selective) */
+  void *qkv_rot;  /* [T, k] ac=selective: RoPE's output, recomputed in the backward */
   void *probs;    /* softmax P, tp_attention_saved_bytes */
   void *ws;       /* the core's workspace (backward-sized when the plan has one) */
   void *o;        /* [T, q] attention output */
@@ -137,8 +173,10 @@ typedef struct tp_block_tensors {
 
 /* Allocates and fills the tensors for plan's shape (seed: per case; rank
  * mixed in for sharded tensors, left out for replicated ones, so replicated
- * activations without sp hold the same numbers on every rank). On failure
- * everything allocated is freed (TP_EOOM when the device is full). */
+ * activations without sp hold the same numbers on every rank). The tensors
+ * only an ac mode has come last, so every ac mode of one shape and seed gets
+ * the same inputs and weights. On failure everything allocated is freed
+ * (TP_EOOM when the device is full). */
 TP_MUST_CHECK tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, uint64_t seed,
                                    tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
@@ -166,5 +204,21 @@ enum { TP_BLOCK_MAX_OUTPUTS = 12 };
 
 /* Fills out (TP_BLOCK_MAX_OUTPUTS at most) and returns the count. */
 int tp_block_outputs(const tp_block_plan *plan, const tp_block_tensors *t, tp_block_output *out);
+
+/* A tensor the forward writes (other than the block's output y), named as
+ * tp_activation_saved names what it keeps: the candidates for keeping. */
+typedef struct tp_block_tensor {
+  const char *name;
+  void *ptr;
+  size_t bytes;
+  tp_dtype dtype; /* inv_rms: fp32; the rest the block's */
+} tp_block_tensor;
+
+enum { TP_BLOCK_MAX_FORWARD_TENSORS = 20 };
+
+/* Fills out (TP_BLOCK_MAX_FORWARD_TENSORS at most) with every such tensor the
+ * plan's block has, x included; returns the count. */
+int tp_block_forward_tensors(const tp_block_plan *plan, const tp_block_tensors *t,
+                             tp_block_tensor *out);
 
 #endif

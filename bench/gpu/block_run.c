@@ -10,6 +10,12 @@
  *
  * COMM_ONLY runs the projections' collectives and nothing else; every other
  * backend runs every op, the projections as their backend says.
+ *
+ * Activation checkpointing (block.h has the op lists): the backward starts
+ * with the recomputation, in its own NVTX range ("<layer>.recompute") inside
+ * the backward's, then runs the backward every mode shares. Selective's
+ * forward differs from the others in RoPE alone, which writes the rotated
+ * copy (qkv_rot) so that the projection's output stays as it was.
  */
 #include <string.h>
 
@@ -57,6 +63,28 @@ static tp_rc rmsnorm_bwd(tp_group *g, const tp_block_plan *p, const tp_block_ten
 
 /* ---- attention: RMSNorm, QKV, RoPE, causal GQA core, wo ------------------------------------ */
 
+/* Selective keeps the projection's output: RoPE writes a rotated copy. */
+static int rotates_a_copy(const tp_block_plan *p) { return p->shape.ac == TP_AC_SELECTIVE; }
+
+/* The rotated QKV the attention core reads: qkv_rot under selective, else qkv itself. */
+static void *rotated_qkv(const tp_block_plan *p, const tp_block_attn *a) {
+  return rotates_a_copy(p) ? a->qkv_rot : a->qkv;
+}
+
+/* RoPE of the projection's output: in place, or (selective) into qkv_rot. */
+static tp_rc rope_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  tp_block_attn *a = &t->attn;
+  if (!rotates_a_copy(p)) {
+    TP_CUDA(tp_launch_rope_fwd(&p->attn, a->qkv, t->rope_table, g->main_stream));
+    return TP_OK;
+  }
+  /* In place it would turn the kept output a second time at every recomputation. */
+  if (!a->qkv_rot)
+    return TP_FAIL(TP_EINTERNAL, "ac=selective on tensors allocated without its rotated copy");
+  TP_CUDA(tp_launch_rope_fwd_into(&p->attn, a->qkv, a->qkv_rot, t->rope_table, g->main_stream));
+  return TP_OK;
+}
+
 static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, const void *x,
                            void *y) {
   tp_block_attn *a = &t->attn;
@@ -70,8 +98,9 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
   TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_QKV], &qkv));
   if (compute) {
-    TP_CUDA(tp_launch_rope_fwd(as, a->qkv, t->rope_table, g->main_stream));
-    TP_TRY(tp_attention_forward(g->gemm, as, a->qkv, a->o, a->probs, a->ws, g->main_stream));
+    TP_TRY(rope_fwd(g, p, t));
+    TP_TRY(tp_attention_forward(g->gemm, as, rotated_qkv(p, a), a->o, a->probs, a->ws,
+                                g->main_stream));
   }
   tp_linear_tensors wo = proj_tensors(t, TP_PROJ_WO);
   wo.x = a->o;
@@ -95,7 +124,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   if (compute) {
     /* The core's gradient is with respect to the rotated Q and K; RoPE's
      * backward turns it back. */
-    TP_TRY(tp_attention_backward(g->gemm, as, a->qkv, a->probs, a->d_o, a->dqkv, a->ws,
+    TP_TRY(tp_attention_backward(g->gemm, as, rotated_qkv(p, a), a->probs, a->d_o, a->dqkv, a->ws,
                                  g->main_stream));
     TP_CUDA(tp_launch_rope_bwd(as, a->dqkv, t->rope_table, g->main_stream));
   }
@@ -184,9 +213,62 @@ static tp_rc forward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
   return TP_OK;
 }
 
+/* ---- recomputation (activation checkpointing) ------------------------------------------------ */
+
+/* Selective, attention: RMSNorm's h and 1/rms from the part's input, RoPE from qkv. */
+static tp_rc attention_recompute(tp_group *g, const tp_block_plan *p, tp_block_tensors *t,
+                                 const void *x) {
+  TP_TRY(rmsnorm_fwd(g, p, x, t->attn.g, t->attn.h, t->attn.inv_rms));
+  return rope_fwd(g, p, t);
+}
+
+/* Selective, FFN: RMSNorm's h and 1/rms from the part's input, m = silu(a)·b. */
+static tp_rc ffn_recompute(tp_group *g, const tp_block_plan *p, tp_block_tensors *t,
+                           const void *x) {
+  tp_block_ffn *f = &t->ffn;
+  TP_TRY(rmsnorm_fwd(g, p, x, f->g, f->h, f->inv_rms));
+  TP_CUDA(tp_launch_swiglu_fwd(p->shape.dtype, f->a, f->b, f->m, ffn_elems(p), g->main_stream));
+  return TP_OK;
+}
+
+/* Selective: the forward's elementwise outputs again from what it kept (no
+ * collective among them: COMM_ONLY has nothing to recompute). */
+static tp_rc recompute_selective(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  if (!runs_compute(p)) return TP_OK;
+  switch (p->shape.layer) {
+  case TP_LAYER_ATTENTION: return attention_recompute(g, p, t, t->x);
+  case TP_LAYER_FFN: return ffn_recompute(g, p, t, t->x);
+  case TP_LAYER_BLOCK: break;
+  }
+  TP_TRY(attention_recompute(g, p, t, t->x));
+  TP_TRY(residual(g, p, t->x1, t->x, t->attn.y));
+  return ffn_recompute(g, p, t, t->x1);
+}
+
+static tp_rc recompute(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  switch (p->shape.ac) {
+  case TP_AC_NONE: return TP_OK;
+  case TP_AC_SELECTIVE: return recompute_selective(g, p, t);
+  case TP_AC_FULL: return forward(g, p, t);
+  }
+  return TP_FAIL(TP_EINTERNAL, "unknown activation checkpointing mode %d", (int)p->shape.ac);
+}
+
+static const char *recompute_range(tp_layer layer) {
+  return layer == TP_LAYER_BLOCK ? "block.recompute"
+         : layer == TP_LAYER_FFN ? "ffn.recompute"
+                                 : "attention.recompute";
+}
+
 /* The residual passes dy on unchanged, so each part's input gradient is
  * what came around it plus what came through it. */
 static tp_rc backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  if (p->shape.ac != TP_AC_NONE) {
+    tp_nvtx_push(recompute_range(p->shape.layer));
+    tp_rc rc = recompute(g, p, t);
+    tp_nvtx_pop();
+    TP_TRY(rc);
+  }
   switch (p->shape.layer) {
   case TP_LAYER_ATTENTION: return attention_bwd(g, p, t, t->x, t->dy, t->dx);
   case TP_LAYER_FFN: return ffn_bwd(g, p, t, t->x, t->dy, t->dx);
