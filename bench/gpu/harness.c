@@ -343,9 +343,9 @@ typedef struct entry_state {
   int *round_of; /* rounds * iters */
   int n_rounds;  /* rounds measured */
   tp_window windows[TP_HARNESS_MAX_ROUNDS];
-  tp_check checks[TP_ITEM_MAX_OUTPUTS];
-  char check_reasons[TP_ITEM_MAX_OUTPUTS][192];
-  char check_names[TP_ITEM_MAX_OUTPUTS][32];
+  tp_check checks[TP_HARNESS_MAX_CHECKS];
+  char check_reasons[TP_HARNESS_MAX_CHECKS][192];
+  char check_names[TP_HARNESS_MAX_CHECKS][32];
   int n_checks;
   int64_t peak_in_use;
 } entry_state;
@@ -609,6 +609,7 @@ static tp_rc fill_result(tp_harness *h, entry_state *es) {
       cfg->flops > 0 ? cfg->flops / (double)h->ctx->world / (st.median * 1e-6) / 1e12 : NAN;
   res->bytes_moved = es->oc.info.bytes_moved;
   res->workspace_bytes = es->oc.info.workspace_bytes;
+  res->activation_bytes = es->oc.info.activation_bytes;
   res->peak_mem_bytes = es->peak_in_use;
   res->max_abs_err = NAN;
   res->rel_err = NAN;
@@ -693,16 +694,24 @@ static void add_check(entry_state *es, const tp_item_output *o, const tp_output_
                              v->reason[0] ? es->check_reasons[k] : NULL};
 }
 
-/* The worst of the ranks' judgements of one own check: a failure first, else the largest error. */
+/* How bad one rank's judgement is: failed, then not checked, then ok. */
+static int own_severity(const tp_item_check *c) { return c->failed ? 2 : c->not_checked ? 1 : 0; }
+
+/* The worst of the ranks' judgements of one own check: a failure first, then
+ * one that could not run, else the largest error. */
 static const tp_item_check *worst_own(tp_item_check (*all)[TP_ITEM_MAX_OWN_CHECKS], int world,
                                       int i) {
   const tp_item_check *worst = &all[0][i];
   for (int r = 1; r < world; ++r) {
     const tp_item_check *c = &all[r][i];
-    if (c->failed > worst->failed || (c->failed == worst->failed && c->rel_err > worst->rel_err))
-      worst = c;
+    const int sc = own_severity(c), sw = own_severity(worst);
+    if (sc > sw || (sc == sw && c->rel_err > worst->rel_err)) worst = c;
   }
   return worst;
+}
+
+static const char *own_status(const tp_item_check *c) {
+  return c->failed ? "failed" : c->not_checked ? "not checked" : "ok";
 }
 
 /* The item's own checks (tp_item_ops.judge), after its numerics step. */
@@ -714,11 +723,13 @@ static tp_rc own_checks(tp_harness *h, entry_state *es) {
   int n = 0;
   TP_TRY(item->ops->judge(item->self, h->ctx->group, mine, TP_ITEM_MAX_OWN_CHECKS, &n));
   TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, mine, sizeof mine, all));
-  for (int i = 0; i < n && es->n_checks < TP_ITEM_MAX_OUTPUTS; ++i) {
+  for (int i = 0; i < n && es->n_checks < TP_HARNESS_MAX_CHECKS; ++i) {
     const tp_item_check *c = worst_own(all, h->ctx->world, i);
-    const tp_item_output o = {c->name, NULL, (size_t)c->elements, TP_RULE_TOLERANCE, 0, 1, 1, NULL};
+    const tp_output_rule rule = c->exact ? TP_RULE_EXACT : TP_RULE_TOLERANCE;
+    const tp_item_output o = {c->name, NULL, (size_t)c->elements, rule, 0, 1, 1, NULL};
     const tp_output_measure m = {NAN, NAN, c->max_abs_err, c->differ, c->nonfinite, c->elements};
-    tp_output_verdict v = {c->failed ? "failed" : "ok", "tolerance", c->rel_err, c->tolerance, ""};
+    tp_output_verdict v = {own_status(c), c->exact ? "exact" : "tolerance", c->rel_err,
+                           c->tolerance, ""};
     snprintf(v.reason, sizeof v.reason, "%s", c->reason);
     add_check(es, &o, &m, &v);
   }

@@ -70,6 +70,8 @@ typedef struct tp_item_info {
   const char *schedule_label; /* progress line: "ce", "nccl"; NULL: nothing to say */
   double bytes_moved;         /* communication per rank per step */
   int64_t workspace_bytes;    /* symmetric workspace or stock scratch, plus saved inputs */
+  int64_t activation_bytes;   /* per rank: what the forward leaves for the backward; 0: none
+                                 recorded (no backward) */
   int transfers_per_step;     /* transfers a trace must show per step (every op together) */
   tp_dtype dtype;             /* of the outputs */
   tp_fused fused;             /* dist_gemm: did every op fuse? */
@@ -82,14 +84,20 @@ typedef struct tp_item_info {
 typedef struct tp_item_check {
   char name[32];            /* the check's output name, e.g. "y:fp64" */
   int failed;               /* 1: the output fails it */
+  int not_checked;          /* 1: the check could not run; reason says why */
+  int exact;                /* 1: judged bit for bit (rule "exact"), else within tolerance */
   double elements;          /* elements judged */
   double nonfinite, differ; /* of them: not finite; outside the bound */
   double rel_err, max_abs_err, tolerance;
   char reason[192]; /* required when failed; what was compared otherwise */
 } tp_item_check;
 
-/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice. */
+/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice; a
+ * block under activation checkpointing each of its up to 12 outputs once. */
 enum { TP_ITEM_MAX_OWN_CHECKS = 16 };
+
+/* A configuration's checks: one per compared output and its own. */
+enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS };
 
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */

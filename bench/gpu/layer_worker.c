@@ -15,9 +15,19 @@
  * A case is measured whole (rounds interleave its configurations), so a
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
+ *
+ * Activation checkpointing: a case's tensors are seeded from its axes but
+ * ac, so every ac mode of one shape runs on the same numbers. A stock or
+ * dist_gemm configuration with ac other than none also judges itself (the
+ * item's judge): after its numerics step it runs one untimed step of the
+ * same block with ac=none on the same tensors and records, per output, a
+ * check "<output>:ac_none" that the two are equal bit for bit (rule exact);
+ * then its own outputs are put back. A check that cannot run (no device
+ * memory for the copies on some rank) is recorded "not checked" with why.
  */
 #include "bench/gpu/layer_worker.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,9 +52,17 @@ typedef struct layer_item {
   char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
   tp_block_plan stock; /* references: the stock layer that fills their scratch */
   void *scratch[TP_N_PROJ]; /* references: each projection's own */
+  tp_block_plan none;       /* ac other than none (stock, dist_gemm): the same block with
+                               ac=none, whose untimed step the outputs must equal */
+  tp_harness *h;            /* the ranks agree whether that check can run */
 } layer_item;
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
+
+/* ac other than none on a configuration whose outputs are compared (stock, dist_gemm). */
+static int checks_ac(const layer_item *it) {
+  return it->shape.ac != TP_AC_NONE && !is_reference(it);
+}
 
 static tp_block_shape shape_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
@@ -62,6 +80,7 @@ static tp_block_shape shape_of(const tp_layer_case *c) {
   s.sp = c->sp;
   s.backward = tp_pass_has_backward(c->pass);
   s.save_gathered = c->save_gathered;
+  s.ac = c->ac;
   return s;
 }
 
@@ -72,12 +91,20 @@ static tp_rc layer_plan(void *self, tp_group *g) {
   if (rc == TP_OK && is_reference(it))
     rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
   it->have_plan = rc == TP_OK;
+  if (rc == TP_OK && checks_ac(it)) {
+    tp_block_shape none = it->shape;
+    none.ac = TP_AC_NONE;
+    rc = tp_block_plan_make(g, &none, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
+                            &it->none);
+    if (rc != TP_OK) rc = tp_fail_context(rc, "the ac=none block the outputs are checked against");
+  }
   return rc;
 }
 
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
   TP_TRY(tp_block_prepare(g, &it->plan));
+  if (checks_ac(it)) TP_TRY(tp_block_prepare(g, &it->none));
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k)
@@ -124,6 +151,115 @@ static int layer_outputs(void *self, tp_item_output *out, int max) {
     out[i] = (tp_item_output){blk[i].name, blk[i].ptr,     blk[i].count, TP_RULE_TOLERANCE,
                               k,           it->plan.world, LAYER_DEPTH,  NULL};
   return n;
+}
+
+/* ---- activation checkpointing: the outputs against ac=none's ----------------------------- */
+
+/* Device copies of a step's outputs, and the comparison's sums (5 doubles each). */
+typedef struct ac_copies {
+  void *kept[TP_BLOCK_MAX_OUTPUTS];
+  double *acc;
+} ac_copies;
+
+static void free_copies(ac_copies *c) {
+  for (int i = 0; i < TP_BLOCK_MAX_OUTPUTS; ++i)
+    if (c->kept[i] && cudaFree(c->kept[i]) != cudaSuccess) (void)cudaGetLastError();
+  if (c->acc && cudaFree(c->acc) != cudaSuccess) (void)cudaGetLastError();
+  memset(c, 0, sizeof *c);
+}
+
+static tp_rc keep_outputs(tp_dtype dt, const tp_block_output *out, int n, ac_copies *c,
+                          cudaStream_t s) {
+  TP_CUDA(cudaMalloc((void **)&c->acc, sizeof(double) * 5 * (size_t)n));
+  TP_CUDA(cudaMemsetAsync(c->acc, 0, sizeof(double) * 5 * (size_t)n, s));
+  for (int i = 0; i < n; ++i) {
+    const size_t bytes = out[i].count * tp_dtype_bytes(dt);
+    TP_CUDA(cudaMalloc(&c->kept[i], bytes));
+    TP_CUDA(cudaMemcpyAsync(c->kept[i], out[i].ptr, bytes, cudaMemcpyDeviceToDevice, s));
+  }
+  TP_CUDA(cudaStreamSynchronize(s));
+  return TP_OK;
+}
+
+/* The ac=none step on the same tensors, its outputs poisoned first; then
+ * each kept output (this configuration's) against it, and the kept ones put
+ * back. host: 5 doubles per output (tp_launch_compare's sums). */
+static tp_rc none_step_against(layer_item *it, tp_group *g, const tp_block_output *out, int n,
+                               const ac_copies *c, double *host) {
+  const tp_dtype dt = it->shape.dtype;
+  cudaStream_t s = g->main_stream;
+  for (int i = 0; i < n; ++i) TP_CUDA(tp_launch_poison(dt, out[i].ptr, out[i].count, s));
+  TP_TRY(step_with_scratch(it, g, &it->none));
+  for (int i = 0; i < n; ++i)
+    TP_CUDA(tp_launch_compare(dt, c->kept[i], out[i].ptr, out[i].count, c->acc + 5 * i, s));
+  for (int i = 0; i < n; ++i)
+    TP_CUDA(cudaMemcpyAsync(out[i].ptr, c->kept[i], out[i].count * tp_dtype_bytes(dt),
+                            cudaMemcpyDeviceToDevice, s));
+  TP_CUDA(cudaMemcpyAsync(host, c->acc, sizeof(double) * 5 * (size_t)n, cudaMemcpyDeviceToHost, s));
+  TP_CUDA(cudaStreamSynchronize(s));
+  return TP_OK;
+}
+
+static void ac_check(const layer_item *it, const tp_block_output *o, const double *acc,
+                     tp_item_check *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s:ac_none", o->name);
+  c->exact = 1;
+  c->elements = (double)o->count;
+  c->differ = acc[3];
+  c->nonfinite = acc[4];
+  c->max_abs_err = acc[2];
+  c->tolerance = 0.0;
+  c->failed = c->differ > 0 || c->nonfinite > 0;
+  /* equal bits have no error to report; a difference says how large it is */
+  c->rel_err = !c->failed ? NAN : acc[1] > 0 ? sqrt(acc[0] / acc[1]) : INFINITY;
+  const char *ac = tp_ac_name(it->shape.ac);
+  if (c->failed)
+    snprintf(c->reason, sizeof c->reason,
+             "ac=%s's %s differs from an untimed ac=none step's on the same tensors: %.0f of %zu "
+             "elements' bits differ, %.0f not finite",
+             ac, o->name, c->differ, o->count, c->nonfinite);
+  else
+    snprintf(c->reason, sizeof c->reason,
+             "ac=%s's %s equals an untimed ac=none step's on the same tensors bit for bit", ac,
+             o->name);
+}
+
+static void ac_not_checked(const tp_block_output *o, const char *why, tp_item_check *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s:ac_none", o->name);
+  c->exact = 1;
+  c->not_checked = 1;
+  c->elements = (double)o->count;
+  c->rel_err = c->max_abs_err = c->tolerance = NAN;
+  snprintf(c->reason, sizeof c->reason, "the ac=none step could not run: %.150s", why);
+}
+
+/* After the numerics step: this configuration's outputs against ac=none's. */
+static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  layer_item *it = self;
+  *n = 0;
+  if (!checks_ac(it)) return TP_OK;
+  tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
+  int count = tp_block_outputs(&it->plan, it->t, blk);
+  if (count > max) count = max;
+  ac_copies copies;
+  memset(&copies, 0, sizeof copies);
+  /* The ac=none step is collective: every rank runs it or none does. */
+  tp_rc local = keep_outputs(it->shape.dtype, blk, count, &copies, g->main_stream);
+  tp_rc agreed = TP_OK;
+  char why[REASON_CAP];
+  tp_rc rc = tp_harness_agree(it->h, local, &agreed, why, sizeof why);
+  double host[5 * TP_BLOCK_MAX_OUTPUTS];
+  if (rc == TP_OK && agreed == TP_OK) rc = none_step_against(it, g, blk, count, &copies, host);
+  free_copies(&copies);
+  TP_TRY(rc);
+  for (int i = 0; i < count; ++i) {
+    if (agreed == TP_OK) ac_check(it, &blk[i], host + 5 * i, &out[i]);
+    else ac_not_checked(&blk[i], why, &out[i]);
+  }
+  *n = count;
+  return TP_OK;
 }
 
 /* dist_gemm: did every projection fuse? */
@@ -182,12 +318,14 @@ static void layer_info(void *self, tp_item_info *info) {
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
   info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
+  /* the collectives alone keep no activations */
+  info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
   info->fused = fused_of(it);
   info->transfers_per_step = tp_block_transfers(p);
 }
 
 static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
-                                           layer_step, layer_outputs, layer_info,    NULL};
+                                           layer_step, layer_outputs, layer_info,    layer_judge};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
 
@@ -205,9 +343,10 @@ static tp_numerics_use numerics_use(tp_backend backend) {
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
                                         int index, char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, tp_layer_name(c->layer),
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
-           c->graph ? " graph" : "");
+           c->graph ? " graph" : "", c->ac != TP_AC_NONE ? " ac=" : "",
+           c->ac != TP_AC_NONE ? tp_ac_name(c->ac) : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
@@ -227,6 +366,18 @@ static void mark_next(run_state *st, int next) {
 }
 
 enum { LABEL_CAP = 128 };
+
+/* The seed of a case's tensors: from its axes but ac (FNV-1a of the case
+ * key), so every ac mode of one shape runs on the same inputs and weights. */
+static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
+  tp_config_axes axes = m->configs[c->first_config].axes;
+  axes.ac = NULL;
+  char key[1024];
+  tp_case_key(&axes, key, sizeof key);
+  uint64_t h = 1469598103934665603ull;
+  for (const char *k = key; *k; ++k) h = (h ^ (unsigned char)*k) * 1099511628211ull;
+  return h;
+}
 
 /* The configurations from..end of case ci but the lost ones (those that took
  * workers down), on tensors allocated for its shape, measured together. */
@@ -252,6 +403,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
     items[n].cfg = cfg;
     items[n].t = &t;
     items[n].shape = shape_of(c);
+    items[n].h = st->h;
     entries[n].item = (tp_item){&layer_item_ops, &items[n]};
     runnable += !cfg->rejected;
     n++;
@@ -262,7 +414,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   tp_rc rc = TP_OK;
   if (runnable) {
     rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
-    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, (uint64_t)ci + 1, &t);
+    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, case_seed(st->m, c), &t);
   }
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
