@@ -85,8 +85,8 @@ int tp_cmd_run(int argc, char **argv) {
     return TP_EXIT_USAGE;
   }
   tp_layer_reject_world(&job.matrix, world);
-  /* Planned configurations (a runtime not there yet, more GPUs than the job) are listed, never
-   * run as something else, and not stored: the database's axes hold neither dp nor ac yet. */
+  /* Planned configurations (dp > 1: no FSDP runtime yet; more GPUs than the job) are listed,
+   * never run as something else, and not stored: a stored row would read as a measurement. */
   tp_layer_drop_planned(&job.matrix, stderr);
   if (job.matrix.n_configs == 0) {
     fprintf(stderr, "tpbench run: every configuration is planned: nothing this job can run\n");

@@ -27,7 +27,8 @@
  *                  saved; RMSNorm, RoPE, SwiGLU and the residual adds are
  *                  recomputed in the backward), full (the block's whole
  *                  forward, its all-gathers included, is recomputed in the
- *                  backward)
+ *                  backward); bench/matrix/activation.h has the op lists and
+ *                  what each keeps
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -145,8 +146,8 @@ typedef struct tp_layer_matrix {
  *     a parameter's TP shard whose dim 0 does not divide by dp);
  *   - ac other than none with pass fwd (nothing to recompute), ac=full with
  *     save_gathered=on (full recomputes the gathers: nothing is kept).
- * And planned, after the rules: dp > 1 (no FSDP runtime yet), ac other than
- * none (no recomputation runtime yet).
+ * And planned, after the rules: dp > 1 (no FSDP runtime yet). Every ac mode
+ * runs (bench/gpu/block.h).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */
@@ -169,8 +170,9 @@ int tp_layer_plan_host(tp_layer_matrix *matrix, int gpus);
 
 /* Removes the planned configurations (and cases left empty) from the
  * matrix, printing each on out (if not NULL) as "planned, not run: ...";
- * returns how many. `run` stores no planned configuration: the database's
- * axes do not hold dp and ac yet, and nothing planned runs. */
+ * returns how many. `run` stores no planned configuration: nothing planned
+ * runs (dp > 1 has no FSDP runtime; a mesh larger than the job needs more
+ * GPUs), and a planned row would read as a measurement that never was. */
 int tp_layer_drop_planned(tp_layer_matrix *matrix, FILE *out);
 
 /* Host rules `run` applies before the first configuration. Each marks the

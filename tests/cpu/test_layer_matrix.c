@@ -6,8 +6,8 @@
  * take, --axis assignments, and matrix files (JSON) good and bad: strings
  * never cut, FIFOs and other non-files refused without blocking. The dp and
  * ac axes: the dp x tp mesh expanded, placement-checked and planned (no FSDP
- * runtime; more GPUs than the host), its rules, ac's rules and plan, and
- * `run` leaving planned configurations out.
+ * runtime; more GPUs than the host), its rules, ac's rules (valid modes run),
+ * and `run` leaving planned configurations out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -673,8 +673,8 @@ static void test_dp_rules(void **state) {
   tp_layer_matrix_free(&m);
 }
 
-/* ac: needs a backward; full cannot keep the gathered input; valid ones are
- * planned (no recomputation runtime), never run as ac=none. */
+/* ac: needs a backward; full cannot keep the gathered input; valid ones run
+ * (block_run.c recomputes) and keep their ac in the stored axes. */
 static void test_ac_rules(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -692,10 +692,22 @@ static void test_ac_rules(void **state) {
   one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd+bwd", "graph=on",
                      "ac=selective", "save_gathered=on", NULL),
            2, &m);
-  for (int i = 0; i < m.n_configs; ++i)
-    expect_planned(&m.configs[i], "activation checkpointing runtime not implemented yet");
-  assert_int_equal(tp_layer_runnable(&m), 0);
+  assert_int_equal(tp_layer_runnable(&m), m.n_configs); /* stock, dist_gemm, both halves */
+  assert_int_equal(tp_layer_planned(&m), 0);
   assert_int_equal(m.cases[0].ac, TP_AC_SELECTIVE);
+  for (int i = 0; i < m.n_configs; ++i) assert_string_equal(m.configs[i].axes.ac, "selective");
+  tp_layer_matrix_free(&m);
+  /* full without save_gathered runs at TP 1 (stock and the GEMMs alone); none is stored as none */
+  tp_layer_spec s2 = spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd+bwd",
+                               "graph=off", "tp=1", "ac=none,full", NULL);
+  expand_ok(&s2, 1, &m);
+  assert_int_equal(m.n_cases, 2); /* ac is the innermost case axis */
+  assert_int_equal(m.cases[0].ac, TP_AC_NONE);
+  assert_int_equal(m.cases[1].ac, TP_AC_FULL);
+  assert_int_equal(tp_layer_runnable(&m), 2 + 2);
+  assert_int_equal(tp_layer_drop_planned(&m, NULL), 0);
+  assert_string_equal(m.configs[m.cases[1].first_config].axes.ac, "full");
+  assert_string_equal(m.configs[0].axes.ac, "none");
   tp_layer_matrix_free(&m);
   assert_string_equal(tp_ac_name(TP_AC_FULL), "full");
   tp_layer_spec bad;
@@ -706,33 +718,38 @@ static void test_ac_rules(void **state) {
 }
 
 /* `run` drops the planned configurations (listing each) and keeps the rest
- * with their cases renumbered. */
+ * with their cases renumbered: dp > 1 goes, every ac mode stays. */
 static void test_drop_planned(void **state) {
   (void)state;
   tp_layer_matrix m;
-  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd",
-                              "graph=off", "tp=2", "dp=2,1", NULL);
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd+bwd",
+                              "graph=off", "tp=2", "dp=2,1", "ac=none,full", NULL);
   expand_ok(&s, 2, &m);
-  assert_int_equal(m.n_configs, 8);
+  assert_int_equal(m.n_configs, 16);
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  assert_int_equal(tp_layer_drop_planned(&m, f), 4);
+  assert_int_equal(tp_layer_drop_planned(&m, f), 8);
   fclose(f);
   printf("%s", text);
   assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: "
                                "FSDP runtime not implemented yet"));
+  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: "
+                               "FSDP runtime not implemented yet\n"));
   free(text);
-  assert_int_equal(m.n_cases, 1);
-  assert_int_equal(m.n_configs, 4);
-  assert_int_equal(m.cases[0].dp, 1);
-  assert_int_equal(m.cases[0].first_config, 0);
+  assert_int_equal(m.n_cases, 2);
+  assert_int_equal(m.n_configs, 8);
+  for (int ci = 0; ci < 2; ++ci) {
+    assert_int_equal(m.cases[ci].dp, 1);
+    assert_int_equal(m.cases[ci].first_config, 4 * ci);
+    assert_int_equal(m.cases[ci].ac, ci == 0 ? TP_AC_NONE : TP_AC_FULL);
+  }
   for (int i = 0; i < m.n_configs; ++i) {
-    assert_int_equal(m.configs[i].case_index, 0);
+    assert_int_equal(m.configs[i].case_index, i / 4);
     assert_false(m.configs[i].planned);
   }
-  assert_int_equal(tp_layer_runnable(&m), 4);
+  assert_int_equal(tp_layer_runnable(&m), 8);
   tp_layer_matrix_free(&m);
 }
 
