@@ -2,7 +2,8 @@
 # FFN and transformer block, forward and backward, stock and dist_gemm, on a
 # TP group of the visible GPUs against a single-device reference (TP=1 on
 # every rank), which is itself checked against a float64 CPU forward and
-# finite differences; CUDA graph replay and capture with workspace growth.
+# finite differences; CUDA graph replay and capture with workspace growth;
+# every activation-checkpointing mode against ac=none bit for bit.
 # The block code is compiled in (it lives in the tpbench binary otherwise).
 # Exits 77 (skipped) without a GPU.
 tp_add_gpu_test(gpu_blocks

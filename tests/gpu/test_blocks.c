@@ -38,6 +38,20 @@
  * direction v, (L(p + εv) − L(p − εv)) / 2ε with L = Σ y·dy must match
  * Σ dL/dp · v for the input and every weight and gain.
  *
+ * Activation checkpointing (test_blocks_ac: stock at TP 1; test_blocks_ac_
+ * dist_gemm: dist_gemm ce at TP >= 2, skipped below): for every layer and
+ * dtype, ac=selective (with and without save_gathered) and ac=full each run
+ * two steps on the tensors an ac=none step just ran on, and every output (y,
+ * dx, every weight and gain gradient) must equal ac=none's bit for bit and
+ * be finite. The mode's kept tensors (tp_block_kept) must be forward tensors
+ * of the counted bytes summing to the plan's activation bytes; a forward
+ * whose every other tensor is then poisoned (NaN) must still give a backward
+ * equal to ac=none's bit for bit (so the recomputation really runs and what
+ * is kept is all the backward reads; ac=none is run through the same); and
+ * one weight element flipped between the two runs must make some output
+ * differ (the comparison can fail). The plan refuses ac with a forward only
+ * and ac=full with save_gathered.
+ *
  * CUDA graphs: a captured step replayed must give what the eager step gave;
  * a capture whose step asks the frozen symmetric workspace to grow must
  * fail with TP_EREJECT, leave no stream capturing, and the group must still
@@ -348,7 +362,7 @@ enum { N_VARIANTS = sizeof VARIANTS / sizeof VARIANTS[0] };
 
 /* The two halves of the test: everything that runs at any TP degree, and
  * the dist_gemm variants, which need TP >= 2 (skipped below that). */
-typedef enum { PART_STOCK = 0, PART_DIST_GEMM } test_part;
+typedef enum { PART_STOCK = 0, PART_DIST_GEMM, PART_AC_STOCK, PART_AC_DIST_GEMM } test_part;
 
 static int is_baseline(const variant *v) { return !strcmp(v->name, "stock"); }
 
@@ -910,6 +924,251 @@ static int placement_refusal(tp_group *g) {
   return !ok;
 }
 
+/* ---- activation checkpointing -----------------------------------------------------------------
+ */
+
+/* A mode against ac=none with the same save_gathered. none itself is here for
+ * its poisoned backward (what none keeps must be all its backward reads). */
+typedef struct ac_variant {
+  const char *name;
+  tp_ac ac;
+  int save;
+} ac_variant;
+
+static const ac_variant AC_VARIANTS[] = {
+    {"ac=none", TP_AC_NONE, 0},           {"ac=none save_gathered", TP_AC_NONE, 1},
+    {"ac=selective", TP_AC_SELECTIVE, 0}, {"ac=selective save_gathered", TP_AC_SELECTIVE, 1},
+    {"ac=full", TP_AC_FULL, 0},
+};
+enum { N_AC_VARIANTS = sizeof AC_VARIANTS / sizeof AC_VARIANTS[0] };
+
+/* Where a block of an ac variant runs: stock on a TP group of one rank, or
+ * dist_gemm (ce, fused) on the TP group of every GPU. */
+typedef struct ac_ctx {
+  tp_group *g;
+  tp_backend backend;
+  tp_schedule schedule;
+  tp_layer kind;
+  const model *m;
+  const char *where; /* "stock TP=1", "dist_gemm ce TP=2" */
+} ac_ctx;
+
+/* Elements of a whose bits differ from b's, and elements of a not finite. */
+static void bits_compare(tp_dtype dt, const void *a, const void *b, size_t n, size_t *differ,
+                         size_t *nonfinite) {
+  const size_t e = tp_dtype_bytes(dt);
+  *differ = *nonfinite = 0;
+  for (size_t i = 0; i < n; ++i) {
+    *differ += memcmp((const char *)a + i * e, (const char *)b + i * e, e) != 0;
+    *nonfinite += !isfinite(gpu_host_value(dt, a, i));
+  }
+}
+
+/* Every output of o against ref's bit for bit, each finite; one line per output. */
+static int check_bitwise(const ac_ctx *ac, const char *what, const outputs *o, const outputs *ref) {
+  const tp_dtype dt = ac->m->dt;
+  int failures = 0;
+  if (o->n != ref->n) {
+    printf("rank %d: %-9s %-4s %s %s: %d outputs, ac=none has %d: FAIL\n", ac->g->rank,
+           kind_name(ac->kind), tp_dtype_name(dt), ac->where, what, o->n, ref->n);
+    return 1;
+  }
+  for (int i = 0; i < o->n; ++i) {
+    size_t count = 0, differ = 0, nonfinite = 0;
+    const void *r = output_named(ref, o->name[i], &count);
+    int ok = r && count == o->count[i];
+    if (ok) bits_compare(dt, o->host[i], r, count, &differ, &nonfinite);
+    ok = ok && differ == 0 && nonfinite == 0;
+    printf("rank %d: %-9s %-4s %s %-38s %-17s vs ac=none: %zu of %zu elements' bits differ, "
+           "non-finite %zu (tol 0): %s\n",
+           ac->g->rank, kind_name(ac->kind), tp_dtype_name(dt), ac->where, what, o->name[i], differ,
+           o->count[i], nonfinite, ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
+
+/* Every tensor the mode keeps is one the forward writes, of the bytes
+ * counted, and the count is the plan's activation bytes. */
+static int check_kept(const ac_ctx *ac, const char *what, const tp_block_plan *p,
+                      const tp_block_tensors *t) {
+  tp_activation_set kept;
+  tp_block_kept(p, &kept);
+  tp_block_tensor fwd[TP_BLOCK_MAX_FORWARD_TENSORS];
+  const int n = tp_block_forward_tensors(p, t, fwd);
+  int failures = 0;
+  for (int k = 0; k < kept.n; ++k) {
+    int found = 0;
+    for (int i = 0; i < n; ++i)
+      found |= !strcmp(fwd[i].name, kept.tensors[k].name) &&
+               fwd[i].bytes == (size_t)kept.tensors[k].bytes;
+    if (!found)
+      printf("rank %d: %-9s %s %s: kept %s (%lld bytes) is no forward tensor of that size: FAIL\n",
+             ac->g->rank, kind_name(ac->kind), ac->where, what, kept.tensors[k].name,
+             (long long)kept.tensors[k].bytes);
+    failures += !found;
+  }
+  const int same = kept.bytes == p->activation_bytes && kept.bytes > 0;
+  printf("rank %d: %-9s %-4s %s %-38s activation bytes %lld in %d tensors (plan %lld): %s\n",
+         ac->g->rank, kind_name(ac->kind), tp_dtype_name(ac->m->dt), ac->where, what,
+         (long long)kept.bytes, kept.n, (long long)p->activation_bytes, same ? "ok" : "FAIL");
+  return failures + !same;
+}
+
+/* The backward reads only what the mode keeps: after the forward every other
+ * tensor it wrote is poisoned (NaN), and the backward, its recomputation
+ * first, must still give ac=none's outputs bit for bit. */
+static int poisoned_backward(const ac_ctx *ac, const char *what, const tp_block_plan *p,
+                             tp_block_tensors *t, const outputs *ref) {
+  tp_group *g = ac->g;
+  tp_activation_set kept;
+  tp_block_kept(p, &kept);
+  tp_block_tensor fwd[TP_BLOCK_MAX_FORWARD_TENSORS];
+  const int n = tp_block_forward_tensors(p, t, fwd);
+  int bad = poison_outputs(p, t, g->main_stream) || tp_block_forward(g, p, t) != TP_OK;
+  int poisoned = 0;
+  for (int i = 0; !bad && i < n; ++i) {
+    if (tp_activation_has(&kept, fwd[i].name)) continue;
+    const size_t count = fwd[i].bytes / tp_dtype_bytes(fwd[i].dtype);
+    bad = tp_launch_poison(fwd[i].dtype, fwd[i].ptr, count, g->main_stream) != cudaSuccess;
+    poisoned++;
+  }
+  bad = bad || tp_block_backward(g, p, t) != TP_OK ||
+        cudaStreamSynchronize(g->main_stream) != cudaSuccess;
+  outputs o;
+  memset(&o, 0, sizeof o);
+  bad = bad || download(p, t, &o);
+  if (bad) {
+    printf("rank %d: %-9s %s %s poisoned backward: %s: FAIL\n", g->rank, kind_name(ac->kind),
+           ac->where, what, tp_last_error());
+    outputs_free(&o);
+    return 1;
+  }
+  char label[96];
+  snprintf(label, sizeof label, "%s, %d unkept poisoned", what, poisoned);
+  const int failures = check_bitwise(ac, label, &o, ref);
+  outputs_free(&o);
+  return failures;
+}
+
+/* Flips the top mantissa bit of element 0 of a device tensor (again: back). */
+static int flip_element(tp_dtype dt, void *dev) {
+  uint32_t bits = 0;
+  const size_t e = tp_dtype_bytes(dt);
+  if (cudaMemcpy(&bits, dev, e, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;
+  bits ^= dt == TP_BF16 ? 0x0040u : 0x00400000u;
+  return cudaMemcpy(dev, &bits, e, cudaMemcpyHostToDevice) != cudaSuccess;
+}
+
+/* A planted fault: one weight element changed between the ac=none step and
+ * the mode's, and the bitwise comparison must see it (some output differs). */
+static int planted_fault(const ac_ctx *ac, const char *what, const tp_block_plan *p,
+                         tp_block_tensors *t, const outputs *ref) {
+  tp_group *g = ac->g;
+  void *w = p->has[TP_PROJ_QKV] ? t->attn.w_qkv : t->ffn.w1;
+  outputs o;
+  memset(&o, 0, sizeof o);
+  const int flipped = flip_element(ac->m->dt, w) == 0;
+  int bad = !flipped || run_block(g, p, t, 1, &o);
+  if (flipped) bad |= flip_element(ac->m->dt, w); /* back, for the next check */
+  int differing = 0;
+  for (int i = 0; !bad && i < o.n; ++i) {
+    size_t count = 0, differ = 0, nonfinite = 0;
+    const void *r = output_named(ref, o.name[i], &count);
+    if (r && count == o.count[i]) bits_compare(ac->m->dt, o.host[i], r, count, &differ, &nonfinite);
+    differing += !r || differ > 0 || nonfinite > 0;
+  }
+  const int ok = !bad && differing > 0;
+  printf("rank %d: %-9s %-4s %s %-38s one %s element flipped: %d of %d outputs differ from "
+         "ac=none's (want > 0): %s\n",
+         g->rank, kind_name(ac->kind), tp_dtype_name(ac->m->dt), ac->where, what,
+         p->has[TP_PROJ_QKV] ? "w_qkv" : "w1", differing, o.n, ok ? "ok" : "FAIL");
+  outputs_free(&o);
+  return !ok;
+}
+
+/* One mode of one layer: ac=none's step and the mode's (two steps back to
+ * back) on the same tensors, bit for bit; the poisoned backward; the planted
+ * fault. The tensors are allocated for the mode (selective's rotated copy
+ * comes last: the rest hold the same numbers as ac=none's would). */
+static int run_ac_variant(const ac_ctx *ac, const ac_variant *v) {
+  tp_group *g = ac->g;
+  tp_block_shape s = shape_of(ac->kind, ac->m->dt, 1, 1, v->save);
+  tp_block_plan none, mode;
+  tp_block_tensors t;
+  memset(&t, 0, sizeof t);
+  tp_rc rc = tp_block_plan_make(g, &s, ac->backend, ac->schedule, 0, &none);
+  s.ac = v->ac;
+  if (rc == TP_OK) rc = tp_block_plan_make(g, &s, ac->backend, ac->schedule, 0, &mode);
+  if (rc == TP_OK) rc = tp_block_prepare(g, &none);
+  if (rc == TP_OK) rc = tp_block_prepare(g, &mode);
+  if (rc == TP_OK) rc = tp_block_alloc(g, &mode, 90, &t);
+  if (rc != TP_OK) {
+    printf("rank %d: %-9s %-4s %s %s: %s: FAIL\n", g->rank, kind_name(ac->kind),
+           tp_dtype_name(ac->m->dt), ac->where, v->name, tp_last_error());
+    return 1;
+  }
+  outputs ref, o;
+  memset(&ref, 0, sizeof ref);
+  memset(&o, 0, sizeof o);
+  int failures = load_model(&mode, ac->m, &t, g->rank);
+  if (!failures) failures = run_block(g, &none, &t, 1, &ref);
+  if (!failures) failures = run_block(g, &mode, &t, 2, &o);
+  if (failures) {
+    printf("rank %d: %-9s %s %s: did not run: FAIL\n", g->rank, kind_name(ac->kind), ac->where,
+           v->name);
+  } else {
+    failures += check_bitwise(ac, v->name, &o, &ref);
+    failures += check_kept(ac, v->name, &mode, &t);
+    failures += poisoned_backward(ac, v->name, &mode, &t, &ref);
+    failures += planted_fault(ac, v->name, &mode, &t, &ref);
+  }
+  outputs_free(&ref);
+  outputs_free(&o);
+  tp_block_free(&t);
+  return failures;
+}
+
+/* The plan refuses what the matrix rejects, in its words. */
+static int ac_refusals(tp_group *g) {
+  const struct {
+    const char *what, *words;
+    tp_ac ac;
+    int backward, save;
+  } cases[] = {
+      {"ac=selective, forward only", "ac=selective recomputes activations in the backward",
+       TP_AC_SELECTIVE, 0, 0},
+      {"ac=full with save_gathered", "nothing is kept for save_gathered=on to reuse", TP_AC_FULL, 1,
+       1},
+  };
+  int failures = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    tp_block_shape s = shape_of(TP_LAYER_BLOCK, TP_BF16, 1, cases[i].backward, cases[i].save);
+    s.ac = cases[i].ac;
+    tp_block_plan p;
+    const tp_rc rc = tp_block_plan_make(g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &p);
+    const int ok = rc == TP_EREJECT && strstr(tp_last_error(), cases[i].words);
+    printf("rank %d: block %s refused: %s: %s\n", g->rank, cases[i].what, tp_last_error(),
+           ok ? "ok" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
+
+static int run_ac(tp_group *g, tp_backend backend, const model *m) {
+  int failures = 0;
+  for (int k = 0; k < 3; ++k) {
+    char where[48];
+    if (backend == TP_BACKEND_DIST) snprintf(where, sizeof where, "dist_gemm ce TP=%d", g->world);
+    else snprintf(where, sizeof where, "stock TP=%d", g->world);
+    const ac_ctx ac = {
+        g,           backend, backend == TP_BACKEND_DIST ? TP_SCHED_CE : TP_SCHED_AUTO,
+        (tp_layer)k, m,       where};
+    for (int v = 0; v < N_AC_VARIANTS; ++v) failures += run_ac_variant(&ac, &AC_VARIANTS[v]);
+  }
+  return failures;
+}
+
 /* ---- the group
  * ---------------------------------------------------------------------------------------- */
 
@@ -934,11 +1193,33 @@ static tp_group *reference_group(int device) {
   return ref;
 }
 
+/* Activation checkpointing: stock on the one-rank group (TP 1), or dist_gemm
+ * on the whole group, for every layer, dtype and mode. */
+static int ac_body(tp_group *g, tp_group *ref, test_part part) {
+  int failures = part == PART_AC_STOCK ? ac_refusals(ref) : 0;
+  const tp_dtype dtypes[] = {TP_BF16, TP_FP32};
+  for (int d = 0; d < 2; ++d) {
+    model m = model_make(dtypes[d]);
+    failures +=
+        part == PART_AC_STOCK ? run_ac(ref, TP_BACKEND_STOCK, &m) : run_ac(g, TP_BACKEND_DIST, &m);
+    model_free(&m);
+  }
+  return failures;
+}
+
 /* ctx: the test_part to run. */
 static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   const test_part part = *(const test_part *)ctx;
   tp_group *ref = reference_group(g->device);
   if (!ref) return 1;
+  if (part == PART_AC_STOCK || part == PART_AC_DIST_GEMM) {
+    const int failures = ac_body(g, ref, part);
+    tp_group_destroy(ref);
+    if (cudaSetDevice(g->device) != cudaSuccess) return 1;
+    printf("rank %d: %d failure(s)\n", g->rank, failures);
+    fflush(stdout);
+    return failures ? 1 : 0;
+  }
   int failures = part == PART_STOCK ? placement_refusal(g) : 0;
   const tp_dtype dtypes[] = {TP_BF16, TP_FP32};
   for (int d = 0; d < 2; ++d) {
@@ -985,6 +1266,30 @@ static void test_blocks_dist_gemm(void **state) {
   assert_int_equal(gpu_run_group(world_size, body, &part), 0);
 }
 
+/* Activation checkpointing, stock at TP 1: every layer and dtype, ac none,
+ * selective (with and without the gathered input saved) and full against
+ * ac=none bit for bit, the kept tensors' bytes, a backward whose unkept
+ * forward tensors are poisoned, a planted fault, the plan's refusals. */
+static void test_blocks_ac(void **state) {
+  (void)state;
+  test_part part = PART_AC_STOCK;
+  assert_int_equal(gpu_run_group(world_size, body, &part), 0);
+}
+
+/* The same with dist_gemm (ce, fused) at TP 2 or more: skipped below it. */
+static void test_blocks_ac_dist_gemm(void **state) {
+  (void)state;
+  if (world_size < 2) {
+    printf("activation checkpointing dist_gemm blocks: TP group of %d GPU, fused schedules need "
+           "2: skipped\n",
+           world_size);
+    skip();
+    return;
+  }
+  test_part part = PART_AC_DIST_GEMM;
+  assert_int_equal(gpu_run_group(world_size, body, &part), 0);
+}
+
 int main(void) {
   int devices = gpu_device_count();
   if (devices == 0) {
@@ -995,7 +1300,8 @@ int main(void) {
   world_size = 1;
   while (world_size * 2 <= devices && world_size * 2 <= 8) world_size *= 2;
   printf("TP group of %d GPU(s) (%d visible)\n", world_size, devices);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_blocks_stock),
-                                     cmocka_unit_test(test_blocks_dist_gemm)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_blocks_stock), cmocka_unit_test(test_blocks_dist_gemm),
+      cmocka_unit_test(test_blocks_ac), cmocka_unit_test(test_blocks_ac_dist_gemm)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
