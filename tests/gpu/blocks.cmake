@@ -9,5 +9,6 @@ tp_add_gpu_test(gpu_blocks
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_blocks.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/graph.c
-                LIBS tp_gpu_harness m TIMEOUT 600)
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
