@@ -5,7 +5,7 @@
  * A plan is made per backend; the tensors per case, for the shape: the
  * stock layer, each dist_gemm variant and the two references of a case all
  * run on the same inputs and weights, which is what makes their outputs
- * comparable.
+ * comparable. An fp8 plan's projections are planned in block_fp8.c.
  */
 #include "bench/gpu/block.h"
 
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/gpu/block_fp8.h"
 #include "bench/matrix/placement.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
@@ -55,7 +56,7 @@ static tp_rc check_placement(const tp_block_shape *s, tp_backend backend) {
   return rc == TP_OK ? TP_OK : tp_fail_context(rc, "placement");
 }
 
-static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
+tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   tp_linear_desc d;
   memset(&d, 0, sizeof d);
   d.dtype = s->dtype;
@@ -120,9 +121,10 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
+  if (tp_dtype_is_fp8(shape->proj_dtype)) return tp_block_fp8_plan(g, backend, out);
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!out->has[i]) continue;
-    tp_linear_desc d = proj_desc(shape, (tp_block_proj)i);
+    tp_linear_desc d = tp_block_proj_desc(shape, (tp_block_proj)i);
     tp_rc rc =
         tp_linear_plan_make(g, &d, backend, backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO,
                             chunks, &out->proj[i]);
@@ -133,12 +135,14 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
 }
 
 tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
+  if (p->fp8) return TP_OK; /* its weights are quantized with the tensors: tp_block_prepare_fp8 */
   for (int i = 0; i < TP_N_PROJ; ++i)
     if (p->has[i]) TP_TRY(tp_linear_prepare(g, &p->proj[i]));
   return TP_OK;
 }
 
 int tp_block_transfers(const tp_block_plan *p) {
+  if (p->fp8) return 0; /* TP 1: fp8 communication is not implemented */
   int n = 0;
   for (int i = 0; i < TP_N_PROJ; ++i)
     if (p->has[i]) n += tp_linear_transfers(&p->proj[i], 1, p->shape.backward);

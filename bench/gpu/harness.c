@@ -34,6 +34,9 @@
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 
+/* A configuration's checks: one per compared output, then the item's own. */
+enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS };
+
 /* The watchdog fires this long after a phase's own deadlines: those report a
  * timeout themselves when the host can still look (harness waits). */
 static const double WATCHDOG_GRACE_S = 10.0;
@@ -343,9 +346,9 @@ typedef struct entry_state {
   int *round_of; /* rounds * iters */
   int n_rounds;  /* rounds measured */
   tp_window windows[TP_HARNESS_MAX_ROUNDS];
-  tp_check checks[TP_ITEM_MAX_OUTPUTS];
-  char check_reasons[TP_ITEM_MAX_OUTPUTS][192];
-  char check_names[TP_ITEM_MAX_OUTPUTS][32];
+  tp_check checks[TP_HARNESS_MAX_CHECKS];
+  char check_reasons[TP_HARNESS_MAX_CHECKS][192];
+  char check_names[TP_HARNESS_MAX_CHECKS][32];
   int n_checks;
   int64_t peak_in_use;
 } entry_state;
@@ -714,7 +717,7 @@ static tp_rc own_checks(tp_harness *h, entry_state *es) {
   int n = 0;
   TP_TRY(item->ops->judge(item->self, h->ctx->group, mine, TP_ITEM_MAX_OWN_CHECKS, &n));
   TP_TRY(tp_rdzv_allgather(h->ctx->rdzv, mine, sizeof mine, all));
-  for (int i = 0; i < n && es->n_checks < TP_ITEM_MAX_OUTPUTS; ++i) {
+  for (int i = 0; i < n && es->n_checks < TP_HARNESS_MAX_CHECKS; ++i) {
     const tp_item_check *c = worst_own(all, h->ctx->world, i);
     const tp_item_output o = {c->name, NULL, (size_t)c->elements, TP_RULE_TOLERANCE, 0, 1, 1, NULL};
     const tp_output_measure m = {NAN, NAN, c->max_abs_err, c->differ, c->nonfinite, c->elements};

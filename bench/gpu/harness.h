@@ -88,7 +88,10 @@ typedef struct tp_item_check {
   char reason[192]; /* required when failed; what was compared otherwise */
 } tp_item_check;
 
-/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice. */
+/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice; an
+ * fp8 transformer block judges its 4 projections and reports its 9 outputs
+ * against bf16. A configuration records its compared outputs' checks and
+ * then these (harness.c keeps room for both). */
 enum { TP_ITEM_MAX_OWN_CHECKS = 16 };
 
 typedef struct tp_item_ops {

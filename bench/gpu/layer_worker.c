@@ -15,13 +15,25 @@
  * A case is measured whole (rounds interleave its configurations), so a
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
+ *
+ * An fp8 layer (issue 15, block_fp8.h) keeps bf16 tensors and runs its four
+ * projections in the format: the stock layer quantizes in its timed step,
+ * the GEMMs alone read operands a full step quantized in `before`. Besides
+ * the harness's finite check of every output, the stock fp8 layer judges
+ * itself: each projection's outputs against float64 products of its
+ * dequantized operands ("qkv:fp64", judged as ops judges an fp8 op), then
+ * every output against a bf16 block run once on the same tensors ("y:bf16",
+ * ||fp8 - bf16|| / ||bf16||, reported, not judged; a non-finite element on
+ * either side fails it).
  */
 #include "bench/gpu/layer_worker.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bench/gpu/block.h"
+#include "bench/gpu/block_fp8.h"
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
 
@@ -42,16 +54,20 @@ typedef struct layer_item {
   char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
   tp_block_plan stock; /* references: the stock layer that fills their scratch */
   void *scratch[TP_N_PROJ]; /* references: each projection's own */
+  tp_block_plan bf16;       /* the stock fp8 layer: the same block in bf16, its comparison */
 } layer_item;
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
+
+static int is_fp8(const layer_item *it) { return tp_dtype_is_fp8(it->shape.proj_dtype); }
 
 static tp_block_shape shape_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
   tp_block_shape s;
   memset(&s, 0, sizeof s);
   s.layer = c->layer;
-  s.dtype = c->dtype;
+  s.dtype = tp_dtype_storage(c->dtype); /* an fp8 recipe keeps bf16 tensors */
+  s.proj_dtype = c->dtype;
   s.batch = c->batch;
   s.seq = c->seqlen;
   s.dim = m->dim;
@@ -65,12 +81,24 @@ static tp_block_shape shape_of(const tp_layer_case *c) {
   return s;
 }
 
+/* The same block with its projections in the tensors' own dtype. */
+static tp_block_shape bf16_shape(const layer_item *it) {
+  tp_block_shape s = it->shape;
+  s.proj_dtype = s.dtype;
+  return s;
+}
+
 static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
-  if (rc == TP_OK && is_reference(it))
+  /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer */
+  if (rc == TP_OK && is_reference(it) && !is_fp8(it))
     rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
+  if (rc == TP_OK && is_fp8(it) && it->cfg->backend == TP_BACKEND_STOCK) {
+    const tp_block_shape s = bf16_shape(it);
+    rc = tp_block_plan_make(g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->bf16);
+  }
   it->have_plan = rc == TP_OK;
   return rc;
 }
@@ -78,6 +106,10 @@ static tp_rc layer_plan(void *self, tp_group *g) {
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
   TP_TRY(tp_block_prepare(g, &it->plan));
+  if (is_fp8(it)) {
+    TP_TRY(tp_block_prepare_fp8(g, &it->plan, it->t));
+    return it->cfg->backend == TP_BACKEND_STOCK ? tp_block_prepare(g, &it->bf16) : TP_OK;
+  }
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k)
@@ -85,11 +117,14 @@ static tp_rc layer_prepare(void *self, tp_group *g) {
   return TP_OK;
 }
 
-static void free_scratch(layer_item *it) {
+static void free_item(layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
     cudaFree(it->scratch[k]);
     it->scratch[k] = NULL;
   }
+  tp_block_release(&it->plan);
+  tp_block_release(&it->stock);
+  tp_block_release(&it->bf16);
 }
 
 /* A step of plan with this item's private scratches in place. */
@@ -100,9 +135,14 @@ static tp_rc step_with_scratch(layer_item *it, tp_group *g, const tp_block_plan 
   return rc;
 }
 
-/* A reference's window needs its scratches filled as the stock layer fills them. */
+/* A reference's window needs its scratches filled as the stock layer fills
+ * them; an fp8 GEMM alone, its projections' operands quantized. */
 static tp_rc layer_before(void *self, tp_group *g) {
   layer_item *it = self;
+  if (is_fp8(it))
+    return it->cfg->backend == TP_BACKEND_GEMM_ONLY
+               ? tp_block_fp8_quantize_step(g, &it->plan, it->t)
+               : TP_OK;
   return is_reference(it) ? step_with_scratch(it, g, &it->stock) : TP_OK;
 }
 
@@ -164,6 +204,18 @@ static void describe_ran(layer_item *it) {
   }
 }
 
+/* An fp8 layer (TP 1): no communication; its workspace is the quantized
+ * copies, their scales and cuBLASLt's workspaces. */
+static void fp8_info(layer_item *it, tp_item_info *info) {
+  const tp_block_plan *p = &it->plan;
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (p->has[i])
+      info->schedules[info->n_schedules++] = (tp_schedule_choice){
+          tp_block_proj_name((tp_block_proj)i), "nccl", "none", 1, "TP 1: no communication"};
+  info->schedule_label = tp_dtype_name(it->shape.proj_dtype);
+  info->workspace_bytes = (int64_t)(tp_block_fp8_bytes(p) + p->scratch_bytes);
+}
+
 static void layer_info(void *self, tp_item_info *info) {
   layer_item *it = self;
   const tp_block_plan *p = &it->plan;
@@ -171,6 +223,10 @@ static void layer_info(void *self, tp_item_info *info) {
   info->dtype = it->shape.dtype;
   if (!it->have_plan) return;
   info->planned = 1;
+  if (p->fp8) {
+    fp8_info(it, info);
+    return;
+  }
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i] || info->n_schedules == TP_ITEM_MAX_SCHEDULES) continue;
     const tp_linear_plan *lp = &p->proj[i];
@@ -188,6 +244,74 @@ static void layer_info(void *self, tp_item_info *info) {
 
 static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
                                            layer_step, layer_outputs, layer_info,    NULL};
+
+/* ---- an fp8 layer's own checks ---------------------------------------------------------- */
+
+/* One projection against float64 products of its dequantized operands. */
+static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_block_fp8_verdict *v,
+                           tp_item_check *out) {
+  const tp_fp8_check *k = &v->sum;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s:fp64", tp_block_proj_name(proj));
+  out->failed = k->nonfinite > 0 || k->outside > 0;
+  out->elements = (double)k->elements;
+  out->nonfinite = (double)k->nonfinite;
+  out->differ = (double)k->outside;
+  out->rel_err = k->rel_err;
+  out->max_abs_err = k->max_abs_err;
+  out->tolerance = k->rel_tol;
+  snprintf(out->reason, sizeof out->reason,
+           "%s%s %s (%s) vs float64 products of the dequantized operands, %lld sampled: %lld "
+           "outside the bound, %lld not finite, worst |err|/bound %.3g",
+           out->failed ? "failed: " : "", tp_block_proj_name(proj),
+           tp_dtype_name(it->shape.proj_dtype), v->judged, (long long)k->elements,
+           (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+}
+
+/* One output of the fp8 layer against the bf16 layer's. */
+static void fp8_bf16_check(const layer_item *it, const tp_block_diff *d, tp_item_check *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s:bf16", d->name);
+  out->failed = d->nonfinite > 0 || d->ref_nonfinite > 0;
+  out->elements = d->elements;
+  out->nonfinite = d->nonfinite;
+  out->rel_err = d->ref2 > 0 ? sqrt(d->diff2 / d->ref2) : d->diff2 > 0 ? INFINITY : 0.0;
+  if (out->failed) out->rel_err = NAN;
+  out->max_abs_err = d->max_abs;
+  out->tolerance = NAN;
+  snprintf(out->reason, sizeof out->reason,
+           "%sreported, not judged: the %s layer's %s against the bf16 layer's on the same "
+           "inputs (what quantizing the projections costs); %.0f not finite, %.0f in bf16's",
+           out->failed ? "failed: " : "", tp_dtype_name(it->shape.proj_dtype), d->name,
+           d->nonfinite, d->ref_nonfinite);
+}
+
+/* The stock fp8 layer: each projection's fp64 check, then every output
+ * against the bf16 layer (which overwrites the activations, so last). */
+static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  layer_item *it = self;
+  *n = 0;
+  if (it->cfg->backend != TP_BACKEND_STOCK) return TP_OK;
+  int major = 0, minor = 0;
+  TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
+  TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device));
+  const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+  for (int i = 0; i < TP_N_PROJ && *n < max; ++i) {
+    if (!it->plan.has[i]) continue;
+    tp_block_fp8_verdict v;
+    TP_TRY(tp_block_fp8_check(&it->plan, it->t, (tp_block_proj)i, &model, &v));
+    if (v.n_judged) fp8_proj_check(it, (tp_block_proj)i, &v, &out[(*n)++]);
+  }
+  tp_block_diff d[TP_BLOCK_MAX_OUTPUTS];
+  int nd = 0;
+  TP_TRY(tp_block_fp8_against(g, &it->plan, &it->bf16, it->t, d, &nd));
+  for (int i = 0; i < nd && *n < max; ++i) fp8_bf16_check(it, &d[i], &out[(*n)++]);
+  return TP_OK;
+}
+
+static const tp_item_ops fp8_layer_item_ops = {"layer",      layer_plan, layer_prepare,
+                                               layer_before, layer_step, layer_outputs,
+                                               layer_info,   fp8_judge};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
 
@@ -252,12 +376,14 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
     items[n].cfg = cfg;
     items[n].t = &t;
     items[n].shape = shape_of(c);
-    entries[n].item = (tp_item){&layer_item_ops, &items[n]};
+    entries[n].item =
+        (tp_item){tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &items[n]};
     runnable += !cfg->rejected;
     n++;
   }
   if (n == 0) return TP_OK;
   tp_block_shape shape = shape_of(c);
+  shape.proj_dtype = shape.dtype; /* the tensors are the same whatever the projections' format */
   tp_block_plan sizes;
   tp_rc rc = TP_OK;
   if (runnable) {
@@ -277,7 +403,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < n; ++i) free_scratch(&items[i]);
+  for (int i = 0; i < n; ++i) free_item(&items[i]);
   tp_block_free(&t);
   return rc;
 }

@@ -111,7 +111,7 @@ static tp_rc compute_overlap(const tp_event *ev, size_t n, int rank, const uint6
 }
 
 /* The NVTX range prefix of an op: its tp_linear kind. The layers record
- * their projections by name (bench/gpu/block.c, proj_desc: qkv is an
+ * their projections by name (bench/gpu/block.c, tp_block_proj_desc: qkv is an
  * all-gather linear, w13 the two-weight one, wo and w2 reduce-scatter
  * ones); `ops` records the kind itself. */
 static const char *range_kind(const char *op) {

@@ -118,7 +118,7 @@ static void model_free(model *m) {
 }
 
 static tp_block_shape shape_of(tp_layer kind, tp_dtype dt, int sp, int backward, int save) {
-  tp_block_shape s = {kind, dt, BATCH, SEQ, DIM, HEADS, KV_HEADS, HD, FFN, sp, backward, save};
+  tp_block_shape s = {kind, dt, BATCH, SEQ, DIM, HEADS, KV_HEADS, HD, FFN, sp, backward, save, dt};
   return s;
 }
 
