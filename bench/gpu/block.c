@@ -17,6 +17,7 @@
 #include "bench/matrix/placement.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
 
@@ -161,7 +162,7 @@ typedef struct allocator {
 } allocator;
 
 static tp_rc alloc_bytes(void **p, size_t bytes) {
-  TP_CUDA(cudaMalloc(p, bytes ? bytes : 1));
+  TP_TRY(tp_device_malloc(p, bytes ? bytes : 1));
   return TP_OK;
 }
 
@@ -271,8 +272,7 @@ tp_rc tp_block_alloc(tp_group *g, const tp_block_plan *p, uint64_t seed, tp_bloc
 }
 
 static void free_all(void *const *ptrs, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (ptrs[i] && cudaFree(ptrs[i]) != cudaSuccess) (void)cudaGetLastError();
+  for (size_t i = 0; i < n; ++i) tp_device_release(ptrs[i]);
 }
 
 void tp_block_free(tp_block_tensors *t) {

@@ -36,6 +36,7 @@
 #include "bench/gpu/block_fp8.h"
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { REASON_CAP = 416 };
 
@@ -113,13 +114,14 @@ static tp_rc layer_prepare(void *self, tp_group *g) {
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k)
-    if (it->stock.has[k]) TP_CUDA(cudaMalloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
+    if (it->stock.has[k])
+      TP_TRY(tp_device_malloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
   return TP_OK;
 }
 
 static void free_item(layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
-    cudaFree(it->scratch[k]);
+    tp_device_release(it->scratch[k]);
     it->scratch[k] = NULL;
   }
   tp_block_release(&it->plan);
@@ -388,7 +390,9 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   tp_rc rc = TP_OK;
   if (runnable) {
     rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
+    const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0));
     if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, (uint64_t)ci + 1, &t);
+    tp_device_leave(outer);
   }
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
@@ -405,7 +409,8 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   mark_next(st, end);
   for (int i = 0; i < n; ++i) free_item(&items[i]);
   tp_block_free(&t);
-  return rc;
+  const tp_rc released = tp_harness_release_case(entries, n);
+  return rc != TP_OK ? rc : released;
 }
 
 /* dist_gemm maps every peer's memory: all GPUs of the job must reach each other. */
