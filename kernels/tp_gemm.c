@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { GEMM_CACHE_SLOTS = 256, GEMM_HEURISTICS = 16 };
 
@@ -49,11 +50,11 @@ tp_rc tp_gemm_create(size_t workspace_bytes, tp_gemm **out) {
     TP_CUBLAS(st);
   }
   g->workspace_bytes = workspace_bytes;
-  cudaError_t err = cudaMalloc(&g->workspace, workspace_bytes);
-  if (err != cudaSuccess) {
+  tp_rc rc = tp_device_malloc(&g->workspace, workspace_bytes);
+  if (rc != TP_OK) {
     cublasLtDestroy(g->handle);
     free(g);
-    TP_CUDA(err);
+    return rc;
   }
   *out = g;
   return TP_OK;
@@ -71,10 +72,12 @@ static void entry_release(gemm_entry *e) {
 void tp_gemm_destroy(tp_gemm *gemm) {
   if (!gemm) return;
   for (int i = 0; i < GEMM_CACHE_SLOTS; ++i) entry_release(&gemm->cache[i]);
-  cudaFree(gemm->workspace);
+  tp_device_release(gemm->workspace);
   cublasLtDestroy(gemm->handle);
   free(gemm);
 }
+
+size_t tp_gemm_workspace_bytes(const tp_gemm *gemm) { return gemm->workspace_bytes; }
 
 void tp_gemm_version(char *buf, size_t cap) {
   size_t v = cublasLtGetVersion();

@@ -29,6 +29,9 @@ typedef struct tp_gemm tp_gemm;
 TP_MUST_CHECK tp_rc tp_gemm_create(size_t workspace_bytes, tp_gemm **out);
 void tp_gemm_destroy(tp_gemm *gemm);
 
+/* The cuBLASLt workspace every GEMM of this context is offered (bytes). */
+size_t tp_gemm_workspace_bytes(const tp_gemm *gemm);
+
 /* One GEMM, in tpbench's row-major terms:
  *     D[m, n] = op(A) · op(B) + beta · C_in
  * with D at c, and C_in at c_in or, when c_in is NULL, at c itself (the

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { SCALED_CACHE_SLOTS = 64, SCALED_HEURISTICS = 8 };
 
@@ -46,11 +47,11 @@ tp_rc tp_gemm_scaled_create(size_t workspace_bytes, tp_gemm_scaled **out) {
     TP_CUBLAS(st);
   }
   g->workspace_bytes = workspace_bytes;
-  cudaError_t err = cudaMalloc(&g->workspace, workspace_bytes > 0 ? workspace_bytes : 256);
-  if (err != cudaSuccess) {
+  tp_rc rc = tp_device_malloc(&g->workspace, workspace_bytes > 0 ? workspace_bytes : 256);
+  if (rc != TP_OK) {
     cublasLtDestroy(g->handle);
     free(g);
-    TP_CUDA(err);
+    return rc;
   }
   *out = g;
   return TP_OK;
@@ -68,7 +69,7 @@ void tp_gemm_scaled_destroy(tp_gemm_scaled *g) {
   if (!g) return;
   for (int i = 0; i < SCALED_CACHE_SLOTS; ++i)
     if (g->cache[i].used) entry_release(&g->cache[i]);
-  cudaFree(g->workspace);
+  tp_device_release(g->workspace);
   cublasLtDestroy(g->handle);
   free(g);
 }

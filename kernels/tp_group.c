@@ -13,6 +13,7 @@
 
 #include "common/tp_log.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { GEMM_WORKSPACE_BYTES = 64 << 20 };
 
@@ -165,7 +166,9 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
   g->world = world;
   g->device = device;
   g->wait_timeout_ns = 20ull * 1000 * 1000 * 1000;
+  const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0));
   tp_rc rc = group_init(g, nccl_id, exchange, exchange_ctx);
+  tp_device_leave(outer);
   if (rc != TP_OK) {
     tp_group_destroy(g);
     return rc;
@@ -179,21 +182,23 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
 static tp_rc grow_buffer(void **buf, size_t *have, size_t bytes) {
   if (bytes <= *have) return TP_OK;
   TP_CUDA(cudaDeviceSynchronize());
-  if (*buf) TP_CUDA(cudaFree(*buf));
+  if (*buf) TP_TRY(tp_device_free(*buf));
   *buf = NULL;
   *have = 0;
-  TP_CUDA(cudaMalloc(buf, bytes));
+  TP_TRY(tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0), buf, bytes));
   *have = bytes;
   return TP_OK;
 }
 
 tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
+  TP_TRY(tp_device_claim(TP_SHARED_SCRATCH, bytes));
   TP_TRY(grow_buffer(&g->scratch, &g->scratch_bytes, bytes));
   *out = g->scratch;
   return TP_OK;
 }
 
 tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
+  TP_TRY(tp_device_claim(TP_SHARED_BIAS, bytes));
   void *buf = g->bias_scratch;
   TP_TRY(grow_buffer(&buf, &g->bias_scratch_bytes, bytes));
   g->bias_scratch = buf;
@@ -227,8 +232,8 @@ void tp_group_destroy(tp_group *g) {
     if (g->events[i]) cudaEventDestroy(g->events[i]);
   if (g->main_stream) cudaStreamDestroy(g->main_stream);
   if (g->comm_stream) cudaStreamDestroy(g->comm_stream);
-  if (g->scratch) cudaFree(g->scratch);
-  if (g->bias_scratch) cudaFree(g->bias_scratch);
+  tp_device_release(g->scratch);
+  tp_device_release(g->bias_scratch);
   free(g);
 }
 

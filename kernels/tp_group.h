@@ -59,10 +59,13 @@ void tp_group_destroy(tp_group *group);
  * synchronising a device that may never drain. Not collective. */
 void tp_group_abort(tp_group *group);
 
-/* Grows the private scratch buffer to at least bytes (not collective). */
+/* Grows the private scratch buffer to at least bytes (not collective). The
+ * request is claimed for the device ledger's current owner (tp_device_alloc.h);
+ * the buffer, like every buffer the group makes, is the group's. */
 TP_MUST_CHECK tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
 
-/* Grows the private fp32 buffer of the bias-gradient sums to at least bytes. */
+/* Grows the private fp32 buffer of the bias-gradient sums to at least bytes
+ * (claimed likewise). */
 TP_MUST_CHECK tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
 
 /* Stream memory operations: a flag written or waited for by the stream's

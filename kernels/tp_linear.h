@@ -86,7 +86,9 @@ TP_MUST_CHECK tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_d
                                         tp_linear_plan *out);
 
 /* Makes sure the workspace/scratch the plan needs exists (collective for
- * DIST: every rank must call it). */
+ * DIST: every rank must call it). Each request, and the group's cuBLASLt
+ * workspace when the plan runs GEMMs, is claimed for the device ledger's
+ * current owner (tp_device_alloc.h). */
 TP_MUST_CHECK tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
 
 /* This rank's tensors of one op. Gradients have their tensor's shape:

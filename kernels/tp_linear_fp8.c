@@ -16,6 +16,7 @@
 
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_quant_device.h"
 
 /* cuBLASLt's workspace for the scaled GEMMs (what tp_gemm.c gives the bf16 ones). */
@@ -92,7 +93,7 @@ static size_t amax_floats(const tp_fp8_linear *p) {
 }
 
 static tp_rc device_alloc(tp_fp8_linear *p, void **out, size_t bytes) {
-  TP_CUDA(cudaMalloc(out, bytes));
+  TP_TRY(tp_device_malloc(out, bytes));
   p->quant_bytes += bytes;
   return TP_OK;
 }
@@ -270,11 +271,11 @@ tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const 
 
 void tp_fp8_linear_release(tp_fp8_linear *p) {
   void *bufs[] = {p->xq, p->x_scales, p->amax, p->xtq, p->xt_scales, p->transposed, p->dy_amax};
-  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) cudaFree(bufs[i]);
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) tp_device_release(bufs[i]);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
     void *per[] = {p->wq[i],        p->w_scales[i], p->wtq[i],        p->wt_scales[i], p->dyq[i],
                    p->dy_scales[i], p->dytq[i],     p->dyt_scales[i], p->dx_parts[i]};
-    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) cudaFree(per[j]);
+    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) tp_device_release(per[j]);
   }
   tp_gemm_scaled_destroy(p->gemm);
   const tp_fp8_linear_desc desc = p->desc;
@@ -352,8 +353,7 @@ static tp_rc load_rows(const check_operand *op, const int64_t *rows, int n, oper
   tp_rc rc = out->scales && out->deq && out->orig && qrow && brow
                  ? TP_OK
                  : TP_FAIL(TP_EOOM, "no host memory for the fp8 check");
-  if (rc == TP_OK && op->transposed && cudaMalloc((void **)&dev_tmp, k * 2) != cudaSuccess)
-    rc = TP_FAIL(TP_ECUDA, "cudaMalloc of %zu bytes for the fp8 check's column gather", k * 2);
+  if (rc == TP_OK && op->transposed) rc = tp_device_malloc((void **)&dev_tmp, k * 2);
   if (rc == TP_OK) rc = download(out->scales, op->scales, tp_quant_scale_bytes(shape));
   for (int r = 0; rc == TP_OK && r < n; ++r) {
     rc = download(qrow, op->q + (size_t)rows[r] * k, k);
@@ -365,7 +365,7 @@ static tp_rc load_rows(const check_operand *op, const int64_t *rows, int n, oper
       out->orig[(size_t)r * k + c] = bf16_value(brow[c]);
     }
   }
-  cudaFree(dev_tmp);
+  tp_device_release(dev_tmp);
   free(qrow);
   free(brow);
   return rc;

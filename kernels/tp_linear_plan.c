@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
 
 enum {
@@ -364,6 +365,9 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   float *unused = NULL;
   if (linear_bias_partial_floats(p))
     TP_TRY(tp_group_bias_scratch(g, linear_bias_partial_floats(p) * sizeof(float), &unused));
+  /* the cuBLASLt workspace the group's GEMMs are given: a share every op that runs GEMMs holds */
+  if (p->backend != TP_BACKEND_COMM_ONLY)
+    TP_TRY(tp_device_claim(TP_SHARED_GEMM, tp_gemm_workspace_bytes(g->gemm)));
   if (linear_is_fused(p)) return tp_symm_reserve(g->symm, p->workspace_bytes);
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));

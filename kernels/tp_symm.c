@@ -10,6 +10,7 @@
 
 #include "common/tp_log.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { SYMM_GRANULE = 2 << 20 }; /* grow in 2 MiB steps */
 
@@ -32,7 +33,7 @@ static void region_unmap(tp_symm *s, symm_region *r) {
   for (int p = 0; p < s->world; ++p) {
     if (!r->ptr[p]) continue;
     if (p == s->rank) {
-      if (cudaFree(r->ptr[p]) != cudaSuccess) (void)cudaGetLastError();
+      tp_device_release(r->ptr[p]);
     } else if (cudaIpcCloseMemHandle(r->ptr[p]) != cudaSuccess) {
       (void)cudaGetLastError();
     }
@@ -43,7 +44,7 @@ static void region_unmap(tp_symm *s, symm_region *r) {
 
 /* Collective: allocates `bytes` here and maps every peer's allocation. */
 static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes) {
-  TP_CUDA(cudaMalloc(&r->ptr[s->rank], bytes));
+  TP_TRY(tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0), &r->ptr[s->rank], bytes));
   r->bytes = bytes;
   TP_CUDA(cudaMemset(r->ptr[s->rank], 0, bytes));
   cudaIpcMemHandle_t mine;
@@ -87,6 +88,7 @@ tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx, tp
 }
 
 tp_rc tp_symm_reserve(tp_symm *s, size_t bytes) {
+  TP_TRY(tp_device_claim(TP_SHARED_SYMM, bytes)); /* the asker's share, grown or not */
   if (bytes <= s->work.bytes) return TP_OK;
   if (s->frozen)
     return TP_FAIL(TP_EREJECT,

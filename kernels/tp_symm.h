@@ -33,7 +33,9 @@ typedef struct tp_symm tp_symm;
 TP_MUST_CHECK tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx,
                                    tp_symm **out);
 
-/* Collective. Makes the workspace at least `bytes` on every rank. */
+/* Collective. Makes the workspace at least `bytes` on every rank. The request
+ * is claimed for the device ledger's current owner (tp_device_alloc.h): its
+ * share of the workspace, whoever grew it; the heap itself is the group's. */
 TP_MUST_CHECK tp_rc tp_symm_reserve(tp_symm *symm, size_t bytes);
 
 /* Workspace base address of `rank` as this process sees it (own or mapped). */

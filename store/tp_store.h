@@ -235,7 +235,9 @@ typedef struct tp_result {
   double flops;             /* FLOP per iteration (whole TP group) */
   double bytes_moved;       /* bytes of communication per iteration, per rank */
   int64_t workspace_bytes;  /* symmetric workspace (dist_gemm) or collective buffers (stock) */
-  int64_t peak_mem_bytes;   /* device memory in use at the peak, rank 0 */
+  int64_t peak_mem_bytes;   /* rank 0, the driver's reading: device memory in use (total - free)
+                               at its most after prepare and each window; counts the context and
+                               every configuration of the case */
   double max_abs_err;       /* against the reference (NaN where not checked) */
   double rel_err;           /* ||out - ref|| / ||ref|| */
   const char *numerics_ref; /* what the error is measured against: "stock", "reference" */
@@ -249,7 +251,10 @@ typedef struct tp_result {
   tp_fused fused;
   /* From schema 006; 0: not recorded (stored as NULL). */
   int64_t activation_bytes; /* per rank: what the forward leaves for the backward */
-  int64_t alloc_peak_bytes; /* rank 0: tpbench's own allocations the configuration holds */
+  int64_t alloc_peak_bytes; /* rank 0, tpbench's own accounting (bench/gpu/harness.h): the
+                               high-water mark over its windows of the case's tensors + its own
+                               buffers + its requests of the group's shared buffers (symmetric
+                               workspace, scratch, cuBLASLt workspace); NCCL's buffers excluded */
 } tp_result;
 
 /* Per-iteration times of one rank. */

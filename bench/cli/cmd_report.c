@@ -39,7 +39,8 @@ static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
       {"layer", TP_OPT_STRING, &a->layer, "NAME", "only this op or layer (ag_linear, ...)", 0, 0,
        NULL},
       {"pass", TP_OPT_STRING, &a->pass, "NAME", "only this pass (fwd, bwd, fwd+bwd)", 0, 0, NULL},
-      {"dtype", TP_OPT_STRING, &a->dtype, "NAME", "only this data type (bf16, fp32)", 0, 0, NULL},
+      {"dtype", TP_OPT_STRING, &a->dtype, "NAME",
+       "only this data type (bf16, fp32, fp8, fp8-row, fp8-block, mxfp8)", 0, 0, NULL},
       {"columns", TP_OPT_STRING, &a->columns, "LIST",
        "columns to show, comma-separated, or all (default: md the compact table; csv and json "
        "every column)",

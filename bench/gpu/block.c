@@ -5,7 +5,7 @@
  * A plan is made per backend; the tensors per case, for the shape: the
  * stock layer, each dist_gemm variant and the two references of a case all
  * run on the same inputs and weights, which is what makes their outputs
- * comparable.
+ * comparable. An fp8 plan's projections are planned in block_fp8.c.
  */
 #include "bench/gpu/block.h"
 
@@ -13,9 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench/gpu/block_fp8.h"
 #include "bench/matrix/placement.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
 
@@ -55,7 +57,7 @@ static tp_rc check_placement(const tp_block_shape *s, tp_backend backend) {
   return rc == TP_OK ? TP_OK : tp_fail_context(rc, "placement");
 }
 
-static tp_linear_desc proj_desc(const tp_block_shape *s, tp_block_proj proj) {
+tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   tp_linear_desc d;
   memset(&d, 0, sizeof d);
   d.dtype = s->dtype;
@@ -119,7 +121,8 @@ static tp_activation_shape activation_shape(const tp_block_plan *p) {
   a.hkv = p->hkv;
   a.head_dim = s->head_dim;
   a.ffn_local = p->ffn_local;
-  a.save_gathered = s->save_gathered;
+  /* what the projections' plans keep (an fp8 projection keeps no gathered copy) */
+  a.save_gathered = p->saved_bytes > 0;
   return a;
 }
 
@@ -165,6 +168,27 @@ static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
   p->comm_bytes += lp->comm_bytes;
 }
 
+/* Every bf16/fp32 projection the block has, and what their plans add up to
+ * (ac=full sends the forward's bytes twice). */
+static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chunks,
+                              tp_block_plan *out) {
+  const tp_block_shape *shape = &out->shape;
+  const tp_backend backend = out->backend;
+  const tp_schedule request = backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO;
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!out->has[i]) continue;
+    tp_linear_desc d = tp_block_proj_desc(shape, (tp_block_proj)i);
+    tp_rc rc = tp_linear_plan_make(g, &d, backend, request, chunks, &out->proj[i]);
+    if (rc != TP_OK) return tp_fail_context(rc, "%s", proj_names[i]);
+    add_sizes(out, &out->proj[i]);
+    size_t again = 0;
+    if (shape->ac == TP_AC_FULL) rc = forward_comm_bytes(g, &d, backend, request, chunks, &again);
+    if (rc != TP_OK) return tp_fail_context(rc, "%s recomputed", proj_names[i]);
+    out->comm_bytes += again;
+  }
+  return TP_OK;
+}
+
 tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_backend backend,
                          tp_schedule requested, int chunks, tp_block_plan *out) {
   memset(out, 0, sizeof *out);
@@ -184,18 +208,8 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
-  const tp_schedule request = backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO;
-  for (int i = 0; i < TP_N_PROJ; ++i) {
-    if (!out->has[i]) continue;
-    tp_linear_desc d = proj_desc(shape, (tp_block_proj)i);
-    tp_rc rc = tp_linear_plan_make(g, &d, backend, request, chunks, &out->proj[i]);
-    if (rc != TP_OK) return tp_fail_context(rc, "%s", proj_names[i]);
-    add_sizes(out, &out->proj[i]);
-    size_t again = 0;
-    if (shape->ac == TP_AC_FULL) rc = forward_comm_bytes(g, &d, backend, request, chunks, &again);
-    if (rc != TP_OK) return tp_fail_context(rc, "%s recomputed", proj_names[i]);
-    out->comm_bytes += again;
-  }
+  if (tp_dtype_is_fp8(shape->proj_dtype)) TP_TRY(tp_block_fp8_plan(g, backend, out));
+  else TP_TRY(plan_projections(g, requested, chunks, out));
   if (!shape->backward) return TP_OK;
   tp_activation_set kept;
   tp_block_kept(out, &kept);
@@ -205,12 +219,14 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
 }
 
 tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
+  if (p->fp8) return TP_OK; /* its weights are quantized with the tensors: tp_block_prepare_fp8 */
   for (int i = 0; i < TP_N_PROJ; ++i)
     if (p->has[i]) TP_TRY(tp_linear_prepare(g, &p->proj[i]));
   return TP_OK;
 }
 
 int tp_block_transfers(const tp_block_plan *p) {
+  if (p->fp8) return 0; /* TP 1: fp8 communication is not implemented */
   const int forwards = p->shape.ac == TP_AC_FULL ? 2 : 1;
   int n = 0;
   for (int i = 0; i < TP_N_PROJ; ++i)
@@ -232,7 +248,7 @@ typedef struct allocator {
 } allocator;
 
 static tp_rc alloc_bytes(void **p, size_t bytes) {
-  TP_CUDA(cudaMalloc(p, bytes ? bytes : 1));
+  TP_TRY(tp_device_malloc(p, bytes ? bytes : 1));
   return TP_OK;
 }
 
@@ -346,8 +362,7 @@ tp_rc tp_block_alloc(tp_group *g, const tp_block_plan *p, uint64_t seed, tp_bloc
 }
 
 static void free_all(void *const *ptrs, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (ptrs[i] && cudaFree(ptrs[i]) != cudaSuccess) (void)cudaGetLastError();
+  for (size_t i = 0; i < n; ++i) tp_device_release(ptrs[i]);
 }
 
 void tp_block_free(tp_block_tensors *t) {

@@ -7,7 +7,9 @@
  *
  * Only the four TP projections (kernels/tp_linear.h) depend on the backend;
  * everything else is the same code in every backend, so the difference
- * measured is the TP path alone. GEMM_ONLY runs the block with its
+ * measured is the TP path alone. With an fp8 recipe (shape.proj_dtype, issue
+ * 15) the four projections run kernels/tp_linear_fp8.h instead, as `ops`
+ * does (block_fp8.h), and everything else stays bf16. GEMM_ONLY runs the block with its
  * projections' GEMMs alone (everything but the collectives), COMM_ONLY runs
  * the projections' collectives alone and nothing else: the two halves whose
  * maximum bounds the block.
@@ -78,13 +80,22 @@ typedef struct tp_block_shape {
   int sp;            /* sequence parallelism */
   int backward;      /* the plan runs the backward too */
   int save_gathered; /* the all-gather side keeps AG(x) for its backward */
-  tp_ac ac;          /* activation checkpointing: none unless backward; full refuses
-                        save_gathered (the plan rejects both) */
+  /* An fp8 dtype (tp_dtype_is_fp8): the four TP projections quantize their
+   * operands and run scaled FP8 GEMMs (block_fp8.h), dtype must be bf16;
+   * any other value (zero-initialised: bf16) runs them in dtype. */
+  tp_dtype proj_dtype;
+  tp_ac ac; /* activation checkpointing: none unless backward; full refuses
+               save_gathered (the plan rejects both) */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */
 typedef enum { TP_PROJ_QKV = 0, TP_PROJ_WO, TP_PROJ_W13, TP_PROJ_W2, TP_N_PROJ } tp_block_proj;
 const char *tp_block_proj_name(tp_block_proj proj); /* "qkv", "wo", "w13", "w2" */
+
+/* The op, global shape and pass of one projection of a block. */
+tp_linear_desc tp_block_proj_desc(const tp_block_shape *shape, tp_block_proj proj);
+
+struct tp_block_fp8; /* the fp8 projections of a plan (block_fp8.h) */
 
 typedef struct tp_block_plan {
   tp_block_shape shape;
@@ -104,21 +115,30 @@ typedef struct tp_block_plan {
                                the recomputed forward's again) */
   int64_t activation_bytes; /* per rank: what the forward leaves for the backward under
                                shape.ac (tp_activation_saved); 0 without a backward */
+  /* shape.proj_dtype an fp8 dtype: the projections' fp8 plans (proj[] is
+   * then unused, zeroed), owned: tp_block_release; else NULL */
+  struct tp_block_fp8 *fp8;
 } tp_block_plan;
 
 /* Plans every projection for backend (schedule and chunks: dist_gemm's
  * request) and checks the block's placement contracts. TP_EREJECT with the
- * reason ("qkv: ...", "placement: ...", "ac=...") when it cannot run here. */
+ * reason ("qkv: ...", "placement: ...", "ac=...") when it cannot run here.
+ * An fp8 plan (block_fp8.h) holds memory: tp_block_release it in every case. */
 TP_MUST_CHECK tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape,
                                        tp_backend backend, tp_schedule requested, int chunks,
                                        tp_block_plan *out);
+
+/* Frees what the plan holds (the fp8 projections; nothing otherwise); a
+ * zeroed plan is fine. */
+void tp_block_release(tp_block_plan *plan);
 
 /* The tensors this rank's forward leaves for the backward under the plan's
  * ac (tp_activation_saved of its shape; their sum is activation_bytes). */
 void tp_block_kept(const tp_block_plan *plan, tp_activation_set *out);
 
 /* Collective (dist_gemm grows the symmetric workspace on every rank):
- * workspaces and scratch of every projection. */
+ * workspaces and scratch of every projection (an fp8 plan's projections are
+ * prepared with the tensors: tp_block_prepare_fp8). */
 TP_MUST_CHECK tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
 
 /* Transfers one rank issues per step (tp_linear_transfers summed; ac=full

@@ -9,7 +9,8 @@
  * once from fp32 (tp_launch_reduce_sum of two sources).
  *
  * COMM_ONLY runs the projections' collectives and nothing else; every other
- * backend runs every op, the projections as their backend says.
+ * backend runs every op, the projections as their backend says (and, for an
+ * fp8 recipe, in its format: tp_block_proj_forward, block_fp8.h).
  *
  * Activation checkpointing (block.h has the op lists): the backward starts
  * with the recomputation, in its own NVTX range ("<layer>.recompute") inside
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "bench/gpu/block.h"
+#include "bench/gpu/block_fp8.h"
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
@@ -96,7 +98,7 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   qkv.w[0] = a->w_qkv;
   qkv.y[0] = a->qkv;
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
-  TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_QKV], &qkv));
+  TP_TRY(tp_block_proj_forward(g, p, TP_PROJ_QKV, &qkv));
   if (compute) {
     TP_TRY(rope_fwd(g, p, t));
     TP_TRY(tp_attention_forward(g->gemm, as, rotated_qkv(p, a), a->o, a->probs, a->ws,
@@ -106,7 +108,7 @@ static tp_rc attention_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   wo.x = a->o;
   wo.w[0] = a->w_o;
   wo.y[0] = y;
-  return tp_linear_forward(g, &p->proj[TP_PROJ_WO], &wo);
+  return tp_block_proj_forward(g, p, TP_PROJ_WO, &wo);
 }
 
 static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, const void *x,
@@ -120,7 +122,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   wo.dy[0] = dy;
   wo.dx = a->d_o;
   wo.dw[0] = a->dw_o;
-  TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_WO], &wo));
+  TP_TRY(tp_block_proj_backward(g, p, TP_PROJ_WO, &wo));
   if (compute) {
     /* The core's gradient is with respect to the rotated Q and K; RoPE's
      * backward turns it back. */
@@ -135,7 +137,7 @@ static tp_rc attention_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors
   qkv.dx = a->dh;
   qkv.dw[0] = a->dw_qkv;
   qkv.saved = p->proj[TP_PROJ_QKV].desc.save_gathered ? a->saved : NULL;
-  TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_QKV], &qkv));
+  TP_TRY(tp_block_proj_backward(g, p, TP_PROJ_QKV, &qkv));
   if (compute) TP_TRY(rmsnorm_bwd(g, p, t, a->dh, x, a->g, a->inv_rms, dx, a->dg));
   return TP_OK;
 }
@@ -156,14 +158,14 @@ static tp_rc ffn_fwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   w13.y[0] = f->a;
   w13.y[1] = f->b;
   w13.saved = p->proj[TP_PROJ_W13].desc.save_gathered ? f->saved : NULL;
-  TP_TRY(tp_linear_forward(g, &p->proj[TP_PROJ_W13], &w13));
+  TP_TRY(tp_block_proj_forward(g, p, TP_PROJ_W13, &w13));
   if (compute)
     TP_CUDA(tp_launch_swiglu_fwd(p->shape.dtype, f->a, f->b, f->m, ffn_elems(p), g->main_stream));
   tp_linear_tensors w2 = proj_tensors(t, TP_PROJ_W2);
   w2.x = f->m;
   w2.w[0] = f->w2;
   w2.y[0] = y;
-  return tp_linear_forward(g, &p->proj[TP_PROJ_W2], &w2);
+  return tp_block_proj_forward(g, p, TP_PROJ_W2, &w2);
 }
 
 static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, const void *x,
@@ -176,7 +178,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   w2.dy[0] = dy;
   w2.dx = f->dm;
   w2.dw[0] = f->dw2;
-  TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_W2], &w2));
+  TP_TRY(tp_block_proj_backward(g, p, TP_PROJ_W2, &w2));
   /* SwiGLU's gradients replace a and b in place (each element is read
    * before it is written): the forward recomputes them every step. */
   if (compute)
@@ -192,7 +194,7 @@ static tp_rc ffn_bwd(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, c
   w13.dw[0] = f->dw1;
   w13.dw[1] = f->dw3;
   w13.saved = p->proj[TP_PROJ_W13].desc.save_gathered ? f->saved : NULL;
-  TP_TRY(tp_linear_backward(g, &p->proj[TP_PROJ_W13], &w13));
+  TP_TRY(tp_block_proj_backward(g, p, TP_PROJ_W13, &w13));
   if (compute) TP_TRY(rmsnorm_bwd(g, p, t, f->dh, x, f->g, f->inv_rms, dx, f->dg));
   return TP_OK;
 }

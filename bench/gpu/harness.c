@@ -30,13 +30,23 @@
 #include "common/tp_bootstrap.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 #include "report/tp_report.h"
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 
+/* A configuration's checks: one per compared output, then the item's own. */
+enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS };
+
 /* The watchdog fires this long after a phase's own deadlines: those report a
  * timeout themselves when the host can still look (harness waits). */
 static const double WATCHDOG_GRACE_S = 10.0;
+
+/* The device ledger's owners (tp_device_alloc.h): the harness's own buffers,
+ * the case's tensors (the worker's), and each configuration's. */
+#define HARNESS_OWNER TP_ALLOC_OWNER(TP_ALLOC_HARNESS, 0)
+#define CASE_OWNER TP_ALLOC_OWNER(TP_ALLOC_CASE, 0)
+#define CONFIG_OWNER(cfg) TP_ALLOC_OWNER(TP_ALLOC_CONFIG, (cfg)->index)
 
 struct tp_harness {
   tp_worker_ctx *ctx;
@@ -131,7 +141,8 @@ static tp_rc setup_state(tp_harness *h) {
   if (!h->events || !h->window_us || !h->host_us)
     return TP_FAIL(TP_EOOM, "no host memory for %d iterations", iters);
   for (int i = 0; i <= iters; ++i) TP_CUDA(cudaEventCreate(&h->events[i]));
-  TP_CUDA(cudaMalloc((void **)&h->acc, sizeof(double) * ACC_DOUBLES * TP_ITEM_MAX_OUTPUTS));
+  TP_TRY(tp_device_malloc_as(HARNESS_OWNER, (void **)&h->acc,
+                             sizeof(double) * ACC_DOUBLES * TP_ITEM_MAX_OUTPUTS));
   return TP_OK;
 }
 
@@ -182,7 +193,7 @@ int tp_harness_recorded(const tp_harness *h) { return h->recorded; }
 
 static void free_references(tp_harness *h) {
   for (int i = 0; i < TP_ITEM_MAX_OUTPUTS; ++i) {
-    cudaFree(h->ref[i]);
+    tp_device_release(h->ref[i]);
     h->ref[i] = NULL;
     h->ref_cap[i] = 0;
     h->ref_count[i] = 0;
@@ -221,7 +232,7 @@ tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish) {
   free(h->events);
   free(h->window_us);
   free(h->host_us);
-  cudaFree(h->acc);
+  tp_device_release(h->acc);
   if (h->store) tp_store_close(h->store);
   free(h);
   return rc;
@@ -348,6 +359,7 @@ typedef struct entry_state {
   char check_names[TP_HARNESS_MAX_CHECKS][32];
   int n_checks;
   int64_t peak_in_use;
+  int64_t alloc_peak; /* the ledger's joint peak of the case and the configuration (harness.h) */
 } entry_state;
 
 static void set_failure(outcome *oc, tp_rc rc, const char *reason) {
@@ -386,6 +398,15 @@ static void free_entry(entry_state *es) {
   tp_ops_trace_free(&es->oc.trace);
 }
 
+/* fn on es with its configuration the device ledger's current owner: what
+ * its item allocates or claims there is charged to it. */
+static tp_rc charged(tp_harness *h, entry_state *es, tp_rc (*fn)(tp_harness *, entry_state *)) {
+  const tp_alloc_owner outer = tp_device_enter(CONFIG_OWNER(&es->e->cfg));
+  const tp_rc rc = fn(h, es);
+  tp_device_leave(outer);
+  return rc;
+}
+
 /* A device that timed out or raised a CUDA error may be wedged. */
 static int is_fatal(tp_rc rc) { return rc == TP_ETIMEOUT || rc == TP_ECUDA; }
 
@@ -404,7 +425,9 @@ static tp_rc prepare_all(tp_harness *h, entry_state *es, int n) {
       continue;
     }
     if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es[i].e->cfg.index;
+    const tp_alloc_owner outer = tp_device_enter(CONFIG_OWNER(&es[i].e->cfg));
     tp_rc rc = plan_and_prepare(h->ctx->group, &es[i].e->item);
+    tp_device_leave(outer);
     es[i].e->item.ops->info(es[i].e->item.self, &es[i].oc.info);
     if (rc == TP_OK) rc = alloc_samples(h, &es[i]);
     tp_rc agreed = TP_OK;
@@ -506,6 +529,24 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
   return TP_OK;
 }
 
+/* A timed window (time_window) charged to the configuration, the ledger
+ * watching what it and the case hold together; the configuration keeps the
+ * largest peak of its windows (alloc_peak_bytes, harness.h). */
+static tp_rc watched_window(tp_harness *h, entry_state *es, int withhold) {
+  const tp_alloc_owner owners[2] = {CASE_OWNER, CONFIG_OWNER(&es->e->cfg)};
+  const tp_alloc_owner outer = tp_device_enter(owners[1]);
+  tp_rc rc = tp_device_watch_begin(owners, 2);
+  if (rc == TP_OK) {
+    rc = time_window(h, &es->s, withhold);
+    int64_t peak = 0;
+    const tp_rc watched = tp_device_watch_end(&peak);
+    if (rc == TP_OK) rc = watched;
+    if (peak > es->alloc_peak) es->alloc_peak = peak;
+  }
+  tp_device_leave(outer);
+  return rc;
+}
+
 /* One window of one configuration in round `round`. Fatal errors stop the
  * worker; others end the configuration. */
 static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int position) {
@@ -515,7 +556,7 @@ static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int posit
   const tp_group *g = h->ctx->group;
   const int withhold =
       g->rank == g->test_withhold_rank && es->e->cfg.index == g->test_withhold_config;
-  tp_rc rc = time_window(h, &es->s, withhold);
+  tp_rc rc = watched_window(h, es, withhold);
   tp_watchdog_disarm(h->watchdog);
   note_memory(es);
   if (is_fatal(rc)) {
@@ -611,6 +652,7 @@ static tp_rc fill_result(tp_harness *h, entry_state *es) {
   res->workspace_bytes = es->oc.info.workspace_bytes;
   res->activation_bytes = es->oc.info.activation_bytes;
   res->peak_mem_bytes = es->peak_in_use;
+  res->alloc_peak_bytes = es->alloc_peak;
   res->max_abs_err = NAN;
   res->rel_err = NAN;
   res->n_rounds = es->n_rounds;
@@ -774,10 +816,10 @@ static tp_rc keep_reference(tp_harness *h, const tp_item_output *out, int n, tp_
   for (int i = 0; i < n; ++i) {
     size_t bytes = out[i].count * tp_dtype_bytes(dt);
     if (h->ref_cap[i] < bytes) {
-      cudaFree(h->ref[i]);
+      TP_TRY(tp_device_free(h->ref[i]));
       h->ref[i] = NULL;
       h->ref_cap[i] = 0;
-      TP_CUDA(cudaMalloc(&h->ref[i], bytes));
+      TP_TRY(tp_device_malloc_as(HARNESS_OWNER, &h->ref[i], bytes));
       h->ref_cap[i] = bytes;
     }
     TP_CUDA(cudaMemcpyAsync(h->ref[i], out[i].ptr, bytes, cudaMemcpyDeviceToDevice, s));
@@ -853,7 +895,7 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
       if (e->e->cfg.numerics != want || !e->oc.have_result) continue;
       if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = e->e->cfg.index;
       guard(h, 1, e->e->cfg.label);
-      tp_rc rc = want == TP_NUMERICS_REFERENCE ? reference_numerics(h, e) : check_numerics(h, e);
+      tp_rc rc = charged(h, e, want == TP_NUMERICS_REFERENCE ? reference_numerics : check_numerics);
       tp_watchdog_disarm(h->watchdog);
       if (is_fatal(rc)) {
         set_failure(&e->oc, rc, tp_last_message());
@@ -893,8 +935,10 @@ static tp_rc run_traces(tp_harness *h, entry_state *es, int n) {
     if (!oc->have_result) continue;
     if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = es[i].e->cfg.index;
     guard(h, 2, es[i].e->cfg.label);
+    const tp_alloc_owner outer = tp_device_enter(CONFIG_OWNER(&es[i].e->cfg));
     tp_rc rc = run_before(&es[i].s);
     if (rc == TP_OK) rc = trace_config(h, &es[i].s, oc);
+    tp_device_leave(outer);
     tp_watchdog_disarm(h->watchdog);
     if (rc != TP_OK) {
       set_failure(oc, rc, tp_last_message());
@@ -1004,7 +1048,7 @@ static tp_rc run_phases(tp_harness *h, entry_state *es, int n) {
   TP_TRY(prepare_all(h, es, n));
   if (es[0].e->cfg.axes->graph)
     for (int i = 0; i < n; ++i)
-      if (es[i].active) TP_TRY(capture(h, &es[i]));
+      if (es[i].active) TP_TRY(charged(h, &es[i], capture));
   TP_TRY(run_rounds(h, es, n));
   for (int i = 0; i < n; ++i)
     if (es[i].active && es[i].n_rounds > 0) TP_TRY(fill_result(h, &es[i]));
@@ -1035,6 +1079,16 @@ tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n) {
   h->cases++;
   if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = -1;
   return stop;
+}
+
+tp_rc tp_harness_release_case(const tp_harness_entry *entries, int n) {
+  tp_rc rc = TP_OK;
+  for (int i = 0; i < n; ++i) {
+    const tp_rc released = tp_device_owner_release(CONFIG_OWNER(&entries[i].cfg));
+    if (rc == TP_OK) rc = released;
+  }
+  const tp_rc released = tp_device_owner_release(CASE_OWNER);
+  return rc != TP_OK ? rc : released;
 }
 
 tp_rc tp_harness_skip(tp_harness *h, const tp_harness_config *cfg, tp_rc rc, const char *reason) {

@@ -33,6 +33,37 @@
  * Rank 0 writes each configuration (axes, status, reason, result, every
  * sample with its round, the windows, the checks, schedules, trace) in one
  * transaction, and prints a progress line.
+ *
+ * Memory, two readings of rank 0 (results.peak_mem_bytes, alloc_peak_bytes):
+ *   peak_mem_bytes    the driver's: the most of cudaMemGetInfo's total - free
+ *                     after the configuration's prepare and after each of its
+ *                     windows. Everything resident counts: the CUDA context,
+ *                     NCCL's own buffers, the group's, and every configuration
+ *                     of the case (all are prepared before any is timed).
+ *   alloc_peak_bytes  tpbench's own accounting (kernels/tp_device_alloc.h):
+ *                     the high-water mark, over each measurement window of
+ *                     the configuration (its `before`, warm-up and timed
+ *                     steps; the largest of its windows), of the bytes it
+ *                     holds =
+ *                       the case's tensors (all of them, counted once: the
+ *                         worker allocates them under the ledger's case owner,
+ *                         TP_ALLOC_CASE)
+ *                     + its own buffers (what its plan, prepare and steps
+ *                         allocate under its owner, TP_ALLOC_CONFIG with its
+ *                         matrix index: fp8 copies and scales, private
+ *                         scratch, its cuBLASLt context's workspace)
+ *                     + its share of the group's shared buffers: for each of
+ *                         the symmetric workspace, the stock scratch, the bias
+ *                         scratch and the group's cuBLASLt workspace, the
+ *                         largest request its plans made (what it asks for,
+ *                         not what other configurations grew the buffer to;
+ *                         the symmetric heap's 2 MiB rounding not included).
+ *                     NCCL's internal buffers and the CUDA context are outside
+ *                     it (the driver's reading has them); the workspace is
+ *                     also recorded apart (workspace_bytes, tp_item_info).
+ * The harness makes each configuration the ledger's current owner around
+ * every call into its item (plan, prepare, capture, windows, numerics,
+ * traces).
  */
 #ifndef TP_BENCH_HARNESS_H
 #define TP_BENCH_HARNESS_H
@@ -92,12 +123,13 @@ typedef struct tp_item_check {
   char reason[192]; /* required when failed; what was compared otherwise */
 } tp_item_check;
 
-/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice; a
- * block under activation checkpointing each of its up to 12 outputs once. */
-enum { TP_ITEM_MAX_OWN_CHECKS = 16 };
-
-/* A configuration's checks: one per compared output and its own. */
-enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS };
+/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice; an
+ * fp8 transformer block judges its 4 projections and reports its 9 outputs
+ * against bf16; a layer under activation checkpointing adds one check per
+ * output (up to 12), so an fp8 block under ac needs 25. A configuration
+ * records its compared outputs' checks and then these (harness.c keeps room
+ * for both). */
+enum { TP_ITEM_MAX_OWN_CHECKS = 32 };
 
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */
@@ -194,6 +226,12 @@ TP_MUST_CHECK tp_rc tp_harness_agree(tp_harness *h, tp_rc local, tp_rc *agreed, 
  * configuration of the case with what became of it. n <= TP_HARNESS_MAX_CASE. */
 enum { TP_HARNESS_MAX_CASE = 32 };
 TP_MUST_CHECK tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n);
+
+/* After the worker freed the case's tensors and every configuration's own
+ * buffers: forgets their ledger owners (the configurations' claims on the
+ * group's buffers with them). TP_EINTERNAL, naming the owner, when one still
+ * holds an allocation (a leak). */
+TP_MUST_CHECK tp_rc tp_harness_release_case(const tp_harness_entry *entries, int n);
 
 /* Records a configuration that could not be tried (its case failed): rc
  * gives the status, reason the text. */

@@ -16,14 +16,25 @@
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
  *
+ * An fp8 layer (issue 15, block_fp8.h) keeps bf16 tensors and runs its four
+ * projections in the format: the stock layer quantizes in its timed step,
+ * the GEMMs alone read operands a full step quantized in `before`. Besides
+ * the harness's finite check of every output, the stock fp8 layer judges
+ * itself: each projection's outputs against float64 products of its
+ * dequantized operands ("qkv:fp64", judged as ops judges an fp8 op), then
+ * every output against a bf16 block run once on the same tensors ("y:bf16",
+ * ||fp8 - bf16|| / ||bf16||, reported, not judged; a non-finite element on
+ * either side fails it).
+ *
  * Activation checkpointing: a case's tensors are seeded from its axes but
  * ac, so every ac mode of one shape runs on the same numbers. A stock or
  * dist_gemm configuration with ac other than none also judges itself (the
- * item's judge): after its numerics step it runs one untimed step of the
- * same block with ac=none on the same tensors and records, per output, a
- * check "<output>:ac_none" that the two are equal bit for bit (rule exact);
- * then its own outputs are put back. A check that cannot run (no device
- * memory for the copies on some rank) is recorded "not checked" with why.
+ * item's judge, after an fp8 layer's own checks): after its numerics step it
+ * plans the same block with ac=none, runs one untimed step of it on the same
+ * tensors and records, per output, a check "<output>:ac_none" that the two
+ * are equal bit for bit (rule exact); then its own outputs are put back and
+ * the ac=none plan released. A check that cannot run (the plan or the copies
+ * failing on some rank) is recorded "not checked" with why.
  */
 #include "bench/gpu/layer_worker.h"
 
@@ -32,8 +43,10 @@
 #include <string.h>
 
 #include "bench/gpu/block.h"
+#include "bench/gpu/block_fp8.h"
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 enum { REASON_CAP = 416 };
 
@@ -52,12 +65,13 @@ typedef struct layer_item {
   char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
   tp_block_plan stock; /* references: the stock layer that fills their scratch */
   void *scratch[TP_N_PROJ]; /* references: each projection's own */
-  tp_block_plan none;       /* ac other than none (stock, dist_gemm): the same block with
-                               ac=none, whose untimed step the outputs must equal */
-  tp_harness *h;            /* the ranks agree whether that check can run */
+  tp_block_plan bf16;       /* the stock fp8 layer: the same block in bf16, its comparison */
+  tp_harness *h;            /* ac: the ranks agree whether the check against ac=none runs */
 } layer_item;
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
+
+static int is_fp8(const layer_item *it) { return tp_dtype_is_fp8(it->shape.proj_dtype); }
 
 /* ac other than none on a configuration whose outputs are compared (stock, dist_gemm). */
 static int checks_ac(const layer_item *it) {
@@ -69,7 +83,8 @@ static tp_block_shape shape_of(const tp_layer_case *c) {
   tp_block_shape s;
   memset(&s, 0, sizeof s);
   s.layer = c->layer;
-  s.dtype = c->dtype;
+  s.dtype = tp_dtype_storage(c->dtype); /* an fp8 recipe keeps bf16 tensors */
+  s.proj_dtype = c->dtype;
   s.batch = c->batch;
   s.seq = c->seqlen;
   s.dim = m->dim;
@@ -84,39 +99,51 @@ static tp_block_shape shape_of(const tp_layer_case *c) {
   return s;
 }
 
+/* The same block with its projections in the tensors' own dtype. */
+static tp_block_shape bf16_shape(const layer_item *it) {
+  tp_block_shape s = it->shape;
+  s.proj_dtype = s.dtype;
+  return s;
+}
+
 static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
-  if (rc == TP_OK && is_reference(it))
+  /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer */
+  if (rc == TP_OK && is_reference(it) && !is_fp8(it))
     rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
-  it->have_plan = rc == TP_OK;
-  if (rc == TP_OK && checks_ac(it)) {
-    tp_block_shape none = it->shape;
-    none.ac = TP_AC_NONE;
-    rc = tp_block_plan_make(g, &none, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
-                            &it->none);
-    if (rc != TP_OK) rc = tp_fail_context(rc, "the ac=none block the outputs are checked against");
+  if (rc == TP_OK && is_fp8(it) && it->cfg->backend == TP_BACKEND_STOCK) {
+    const tp_block_shape s = bf16_shape(it);
+    rc = tp_block_plan_make(g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->bf16);
   }
+  it->have_plan = rc == TP_OK;
   return rc;
 }
 
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
   TP_TRY(tp_block_prepare(g, &it->plan));
-  if (checks_ac(it)) TP_TRY(tp_block_prepare(g, &it->none));
+  if (is_fp8(it)) {
+    TP_TRY(tp_block_prepare_fp8(g, &it->plan, it->t));
+    return it->cfg->backend == TP_BACKEND_STOCK ? tp_block_prepare(g, &it->bf16) : TP_OK;
+  }
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k)
-    if (it->stock.has[k]) TP_CUDA(cudaMalloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
+    if (it->stock.has[k])
+      TP_TRY(tp_device_malloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
   return TP_OK;
 }
 
-static void free_scratch(layer_item *it) {
+static void free_item(layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
-    cudaFree(it->scratch[k]);
+    tp_device_release(it->scratch[k]);
     it->scratch[k] = NULL;
   }
+  tp_block_release(&it->plan);
+  tp_block_release(&it->stock);
+  tp_block_release(&it->bf16);
 }
 
 /* A step of plan with this item's private scratches in place. */
@@ -127,9 +154,14 @@ static tp_rc step_with_scratch(layer_item *it, tp_group *g, const tp_block_plan 
   return rc;
 }
 
-/* A reference's window needs its scratches filled as the stock layer fills them. */
+/* A reference's window needs its scratches filled as the stock layer fills
+ * them; an fp8 GEMM alone, its projections' operands quantized. */
 static tp_rc layer_before(void *self, tp_group *g) {
   layer_item *it = self;
+  if (is_fp8(it))
+    return it->cfg->backend == TP_BACKEND_GEMM_ONLY
+               ? tp_block_fp8_quantize_step(g, &it->plan, it->t)
+               : TP_OK;
   return is_reference(it) ? step_with_scratch(it, g, &it->stock) : TP_OK;
 }
 
@@ -155,29 +187,40 @@ static int layer_outputs(void *self, tp_item_output *out, int max) {
 
 /* ---- activation checkpointing: the outputs against ac=none's ----------------------------- */
 
-/* Device copies of a step's outputs, and the comparison's sums (5 doubles each). */
-typedef struct ac_copies {
+/* What the check against ac=none holds while it runs: that block's plan
+ * (its fp8 weights quantized from the tensors), device copies of this
+ * configuration's outputs and the comparison's sums (5 doubles each). */
+typedef struct ac_none_run {
+  tp_block_plan none;
   void *kept[TP_BLOCK_MAX_OUTPUTS];
   double *acc;
-} ac_copies;
+} ac_none_run;
 
-static void free_copies(ac_copies *c) {
-  for (int i = 0; i < TP_BLOCK_MAX_OUTPUTS; ++i)
-    if (c->kept[i] && cudaFree(c->kept[i]) != cudaSuccess) (void)cudaGetLastError();
-  if (c->acc && cudaFree(c->acc) != cudaSuccess) (void)cudaGetLastError();
-  memset(c, 0, sizeof *c);
+static void release_run(ac_none_run *r) {
+  for (int i = 0; i < TP_BLOCK_MAX_OUTPUTS; ++i) tp_device_release(r->kept[i]);
+  tp_device_release(r->acc);
+  tp_block_release(&r->none);
+  memset(r, 0, sizeof *r);
 }
 
-static tp_rc keep_outputs(tp_dtype dt, const tp_block_output *out, int n, ac_copies *c,
-                          cudaStream_t s) {
-  TP_CUDA(cudaMalloc((void **)&c->acc, sizeof(double) * 5 * (size_t)n));
-  TP_CUDA(cudaMemsetAsync(c->acc, 0, sizeof(double) * 5 * (size_t)n, s));
+/* The ac=none block planned and prepared, the outputs copied aside. */
+static tp_rc set_up_run(layer_item *it, tp_group *g, const tp_block_output *out, int n,
+                        ac_none_run *r) {
+  tp_block_shape s = it->shape;
+  s.ac = TP_AC_NONE;
+  TP_TRY(tp_block_plan_make(g, &s, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
+                            &r->none));
+  TP_TRY(tp_block_prepare(g, &r->none));
+  TP_TRY(tp_block_prepare_fp8(g, &r->none, it->t));
+  cudaStream_t st = g->main_stream;
+  TP_TRY(tp_device_malloc((void **)&r->acc, sizeof(double) * 5 * (size_t)n));
+  TP_CUDA(cudaMemsetAsync(r->acc, 0, sizeof(double) * 5 * (size_t)n, st));
   for (int i = 0; i < n; ++i) {
-    const size_t bytes = out[i].count * tp_dtype_bytes(dt);
-    TP_CUDA(cudaMalloc(&c->kept[i], bytes));
-    TP_CUDA(cudaMemcpyAsync(c->kept[i], out[i].ptr, bytes, cudaMemcpyDeviceToDevice, s));
+    const size_t bytes = out[i].count * tp_dtype_bytes(it->shape.dtype);
+    TP_TRY(tp_device_malloc(&r->kept[i], bytes));
+    TP_CUDA(cudaMemcpyAsync(r->kept[i], out[i].ptr, bytes, cudaMemcpyDeviceToDevice, st));
   }
-  TP_CUDA(cudaStreamSynchronize(s));
+  TP_CUDA(cudaStreamSynchronize(st));
   return TP_OK;
 }
 
@@ -185,17 +228,17 @@ static tp_rc keep_outputs(tp_dtype dt, const tp_block_output *out, int n, ac_cop
  * each kept output (this configuration's) against it, and the kept ones put
  * back. host: 5 doubles per output (tp_launch_compare's sums). */
 static tp_rc none_step_against(layer_item *it, tp_group *g, const tp_block_output *out, int n,
-                               const ac_copies *c, double *host) {
+                               const ac_none_run *r, double *host) {
   const tp_dtype dt = it->shape.dtype;
   cudaStream_t s = g->main_stream;
   for (int i = 0; i < n; ++i) TP_CUDA(tp_launch_poison(dt, out[i].ptr, out[i].count, s));
-  TP_TRY(step_with_scratch(it, g, &it->none));
+  TP_TRY(step_with_scratch(it, g, &r->none));
   for (int i = 0; i < n; ++i)
-    TP_CUDA(tp_launch_compare(dt, c->kept[i], out[i].ptr, out[i].count, c->acc + 5 * i, s));
+    TP_CUDA(tp_launch_compare(dt, r->kept[i], out[i].ptr, out[i].count, r->acc + 5 * i, s));
   for (int i = 0; i < n; ++i)
-    TP_CUDA(cudaMemcpyAsync(out[i].ptr, c->kept[i], out[i].count * tp_dtype_bytes(dt),
+    TP_CUDA(cudaMemcpyAsync(out[i].ptr, r->kept[i], out[i].count * tp_dtype_bytes(dt),
                             cudaMemcpyDeviceToDevice, s));
-  TP_CUDA(cudaMemcpyAsync(host, c->acc, sizeof(double) * 5 * (size_t)n, cudaMemcpyDeviceToHost, s));
+  TP_CUDA(cudaMemcpyAsync(host, r->acc, sizeof(double) * 5 * (size_t)n, cudaMemcpyDeviceToHost, s));
   TP_CUDA(cudaStreamSynchronize(s));
   return TP_OK;
 }
@@ -235,31 +278,37 @@ static void ac_not_checked(const tp_block_output *o, const char *why, tp_item_ch
   snprintf(c->reason, sizeof c->reason, "the ac=none step could not run: %.150s", why);
 }
 
-/* After the numerics step: this configuration's outputs against ac=none's. */
-static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
-  layer_item *it = self;
-  *n = 0;
+/* After the numerics step (and an fp8 layer's own checks): this
+ * configuration's outputs against ac=none's, appended to out[*n..max). */
+static tp_rc ac_checks(layer_item *it, tp_group *g, tp_item_check *out, int max, int *n) {
   if (!checks_ac(it)) return TP_OK;
   tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
-  int count = tp_block_outputs(&it->plan, it->t, blk);
-  if (count > max) count = max;
-  ac_copies copies;
-  memset(&copies, 0, sizeof copies);
+  const int count = tp_block_outputs(&it->plan, it->t, blk);
+  if (*n + count > max)
+    return TP_FAIL(TP_EINTERNAL, "no room for %d ac=none checks after %d (at most %d)", count, *n,
+                   max);
+  ac_none_run run;
+  memset(&run, 0, sizeof run);
   /* The ac=none step is collective: every rank runs it or none does. */
-  tp_rc local = keep_outputs(it->shape.dtype, blk, count, &copies, g->main_stream);
+  const tp_rc local = set_up_run(it, g, blk, count, &run);
   tp_rc agreed = TP_OK;
   char why[REASON_CAP];
   tp_rc rc = tp_harness_agree(it->h, local, &agreed, why, sizeof why);
   double host[5 * TP_BLOCK_MAX_OUTPUTS];
-  if (rc == TP_OK && agreed == TP_OK) rc = none_step_against(it, g, blk, count, &copies, host);
-  free_copies(&copies);
+  if (rc == TP_OK && agreed == TP_OK) rc = none_step_against(it, g, blk, count, &run, host);
+  release_run(&run);
   TP_TRY(rc);
   for (int i = 0; i < count; ++i) {
-    if (agreed == TP_OK) ac_check(it, &blk[i], host + 5 * i, &out[i]);
-    else ac_not_checked(&blk[i], why, &out[i]);
+    if (agreed == TP_OK) ac_check(it, &blk[i], host + 5 * i, &out[*n + i]);
+    else ac_not_checked(&blk[i], why, &out[*n + i]);
   }
-  *n = count;
+  *n += count;
   return TP_OK;
+}
+
+static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  *n = 0;
+  return ac_checks(self, g, out, max, n);
 }
 
 /* dist_gemm: did every projection fuse? */
@@ -300,6 +349,18 @@ static void describe_ran(layer_item *it) {
   }
 }
 
+/* An fp8 layer (TP 1): no communication; its workspace is the quantized
+ * copies, their scales and cuBLASLt's workspaces. */
+static void fp8_info(layer_item *it, tp_item_info *info) {
+  const tp_block_plan *p = &it->plan;
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (p->has[i])
+      info->schedules[info->n_schedules++] = (tp_schedule_choice){
+          tp_block_proj_name((tp_block_proj)i), "nccl", "none", 1, "TP 1: no communication"};
+  info->schedule_label = tp_dtype_name(it->shape.proj_dtype);
+  info->workspace_bytes = (int64_t)(tp_block_fp8_bytes(p) + p->scratch_bytes);
+}
+
 static void layer_info(void *self, tp_item_info *info) {
   layer_item *it = self;
   const tp_block_plan *p = &it->plan;
@@ -307,6 +368,12 @@ static void layer_info(void *self, tp_item_info *info) {
   info->dtype = it->shape.dtype;
   if (!it->have_plan) return;
   info->planned = 1;
+  /* the collectives alone keep no activations */
+  info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
+  if (p->fp8) {
+    fp8_info(it, info);
+    return;
+  }
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i] || info->n_schedules == TP_ITEM_MAX_SCHEDULES) continue;
     const tp_linear_plan *lp = &p->proj[i];
@@ -318,14 +385,80 @@ static void layer_info(void *self, tp_item_info *info) {
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
   info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
-  /* the collectives alone keep no activations */
-  info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
   info->fused = fused_of(it);
   info->transfers_per_step = tp_block_transfers(p);
 }
 
 static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
                                            layer_step, layer_outputs, layer_info,    layer_judge};
+
+/* ---- an fp8 layer's own checks ---------------------------------------------------------- */
+
+/* One projection against float64 products of its dequantized operands. */
+static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_block_fp8_verdict *v,
+                           tp_item_check *out) {
+  const tp_fp8_check *k = &v->sum;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s:fp64", tp_block_proj_name(proj));
+  out->failed = k->nonfinite > 0 || k->outside > 0;
+  out->elements = (double)k->elements;
+  out->nonfinite = (double)k->nonfinite;
+  out->differ = (double)k->outside;
+  out->rel_err = k->rel_err;
+  out->max_abs_err = k->max_abs_err;
+  out->tolerance = k->rel_tol;
+  snprintf(out->reason, sizeof out->reason,
+           "%s%s %s (%s) vs float64 products of the dequantized operands, %lld sampled: %lld "
+           "outside the bound, %lld not finite, worst |err|/bound %.3g",
+           out->failed ? "failed: " : "", tp_block_proj_name(proj),
+           tp_dtype_name(it->shape.proj_dtype), v->judged, (long long)k->elements,
+           (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+}
+
+/* One output of the fp8 layer against the bf16 layer's. */
+static void fp8_bf16_check(const layer_item *it, const tp_block_diff *d, tp_item_check *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s:bf16", d->name);
+  out->failed = d->nonfinite > 0 || d->ref_nonfinite > 0;
+  out->elements = d->elements;
+  out->nonfinite = d->nonfinite;
+  out->rel_err = d->ref2 > 0 ? sqrt(d->diff2 / d->ref2) : d->diff2 > 0 ? INFINITY : 0.0;
+  if (out->failed) out->rel_err = NAN;
+  out->max_abs_err = d->max_abs;
+  out->tolerance = NAN;
+  snprintf(out->reason, sizeof out->reason,
+           "%sreported, not judged: the %s layer's %s against the bf16 layer's on the same "
+           "inputs (what quantizing the projections costs); %.0f not finite, %.0f in bf16's",
+           out->failed ? "failed: " : "", tp_dtype_name(it->shape.proj_dtype), d->name,
+           d->nonfinite, d->ref_nonfinite);
+}
+
+/* The stock fp8 layer: each projection's fp64 check, then every output
+ * against the bf16 layer (which overwrites the activations, so last). */
+static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  layer_item *it = self;
+  *n = 0;
+  if (it->cfg->backend != TP_BACKEND_STOCK) return TP_OK;
+  int major = 0, minor = 0;
+  TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
+  TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device));
+  const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+  for (int i = 0; i < TP_N_PROJ && *n < max; ++i) {
+    if (!it->plan.has[i]) continue;
+    tp_block_fp8_verdict v;
+    TP_TRY(tp_block_fp8_check(&it->plan, it->t, (tp_block_proj)i, &model, &v));
+    if (v.n_judged) fp8_proj_check(it, (tp_block_proj)i, &v, &out[(*n)++]);
+  }
+  tp_block_diff d[TP_BLOCK_MAX_OUTPUTS];
+  int nd = 0;
+  TP_TRY(tp_block_fp8_against(g, &it->plan, &it->bf16, it->t, d, &nd));
+  for (int i = 0; i < nd && *n < max; ++i) fp8_bf16_check(it, &d[i], &out[(*n)++]);
+  return ac_checks(it, g, out, max, n);
+}
+
+static const tp_item_ops fp8_layer_item_ops = {"layer",      layer_plan, layer_prepare,
+                                               layer_before, layer_step, layer_outputs,
+                                               layer_info,   fp8_judge};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
 
@@ -404,17 +537,21 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
     items[n].t = &t;
     items[n].shape = shape_of(c);
     items[n].h = st->h;
-    entries[n].item = (tp_item){&layer_item_ops, &items[n]};
+    entries[n].item =
+        (tp_item){tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &items[n]};
     runnable += !cfg->rejected;
     n++;
   }
   if (n == 0) return TP_OK;
   tp_block_shape shape = shape_of(c);
+  shape.proj_dtype = shape.dtype; /* the tensors are the same whatever the projections' format */
   tp_block_plan sizes;
   tp_rc rc = TP_OK;
   if (runnable) {
     rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
+    const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0));
     if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, case_seed(st->m, c), &t);
+    tp_device_leave(outer);
   }
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
@@ -429,9 +566,10 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < n; ++i) free_scratch(&items[i]);
+  for (int i = 0; i < n; ++i) free_item(&items[i]);
   tp_block_free(&t);
-  return rc;
+  const tp_rc released = tp_harness_release_case(entries, n);
+  return rc != TP_OK ? rc : released;
 }
 
 /* dist_gemm maps every peer's memory: all GPUs of the job must reach each other. */

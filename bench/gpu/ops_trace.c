@@ -17,6 +17,7 @@
 #include "bench/stats/stats.h"
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 /* An odd size nothing else uses: NCCL and cuBLASLt issue small memsets of
  * their own (4 bytes, seen on the H200 pair), which must not be taken for
@@ -111,7 +112,7 @@ static tp_rc compute_overlap(const tp_event *ev, size_t n, int rank, const uint6
 }
 
 /* The NVTX range prefix of an op: its tp_linear kind. The layers record
- * their projections by name (bench/gpu/block.c, proj_desc: qkv is an
+ * their projections by name (bench/gpu/block.c, tp_block_proj_desc: qkv is an
  * all-gather linear, w13 the two-weight one, wo and w2 reduce-scatter
  * ones); `ops` records the kind itself. */
 static const char *range_kind(const char *op) {
@@ -209,9 +210,7 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
     free(bounds);
     return TP_FAIL(TP_EOOM, "no host memory for the traced window");
   }
-  tp_rc rc = cudaMalloc(&marker, MARKER_BYTES) == cudaSuccess
-                 ? TP_OK
-                 : TP_FAIL(TP_ECUDA, "cudaMalloc(marker)");
+  tp_rc rc = tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_HARNESS, 0), &marker, MARKER_BYTES);
   for (int i = 0; rc == TP_OK && i <= t->iters; ++i)
     if (cudaEventCreate(&marks[i]) != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaEventCreate");
   if (rc == TP_OK)
@@ -251,7 +250,7 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
     if (marks[i]) cudaEventDestroy(marks[i]);
   free(marks);
   free(bounds);
-  cudaFree(marker);
+  tp_device_release(marker);
   return rc;
 }
 

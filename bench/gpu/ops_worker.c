@@ -39,6 +39,7 @@
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear.h"
 #include "kernels/tp_linear_fp8.h"
 
@@ -68,17 +69,17 @@ static tp_linear_desc case_desc(const tp_ops_case *c) {
 
 static void free_buffers(case_buffers *b) {
   void *all[] = {b->x, b->dx, b->saved};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) cudaFree(all[i]);
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) tp_device_release(all[i]);
   for (int i = 0; i < TP_MAX_WEIGHTS; ++i) {
     void *per[] = {b->w[i], b->y[i], b->dy[i], b->dw[i]};
-    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) cudaFree(per[j]);
+    for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) tp_device_release(per[j]);
   }
   memset(b, 0, sizeof *b);
 }
 
 static tp_rc alloc_random(void **buf, tp_dtype dt, size_t count, uint64_t seed, float scale,
                           cudaStream_t s) {
-  TP_CUDA(cudaMalloc(buf, count * tp_dtype_bytes(dt)));
+  TP_TRY(tp_device_malloc(buf, count * tp_dtype_bytes(dt)));
   TP_CUDA(tp_launch_fill_random(dt, *buf, count, seed, scale, s));
   return TP_OK;
 }
@@ -96,12 +97,12 @@ static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index,
   const float w_scale = 1.0f / sqrtf((float)p->gemm_k);
   for (int i = 0; i < p->desc.n_weights; ++i) {
     TP_TRY(alloc_random(&b->w[i], dt, nw, seed + 2 + (uint64_t)i, w_scale, s));
-    TP_CUDA(cudaMalloc(&b->y[i], ny * e));
+    TP_TRY(tp_device_malloc(&b->y[i], ny * e));
     if (!p->desc.backward) continue;
     TP_TRY(alloc_random(&b->dy[i], dt, ny, seed + 10 + (uint64_t)i, 1.0f, s));
-    TP_CUDA(cudaMalloc(&b->dw[i], nw * e));
+    TP_TRY(tp_device_malloc(&b->dw[i], nw * e));
   }
-  if (p->desc.backward) TP_CUDA(cudaMalloc(&b->dx, nx * e));
+  if (p->desc.backward) TP_TRY(tp_device_malloc(&b->dx, nx * e));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   return TP_OK;
 }
@@ -152,11 +153,12 @@ static tp_rc op_plan(void *self, tp_group *g) {
 static tp_rc op_prepare(void *self, tp_group *g) {
   op_item *it = self;
   TP_TRY(tp_linear_prepare(g, &it->plan));
-  if (it->plan.saved_bytes && !it->b->saved)
-    TP_CUDA(cudaMalloc(&it->b->saved, it->plan.saved_bytes));
+  if (it->plan.saved_bytes && !it->b->saved) /* a case tensor, made by its first user */
+    TP_TRY(
+        tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0), &it->b->saved, it->plan.saved_bytes));
   if (is_reference(it)) {
     TP_TRY(tp_linear_prepare(g, &it->stock));
-    TP_CUDA(cudaMalloc(&it->scratch, it->stock.workspace_bytes));
+    TP_TRY(tp_device_malloc(&it->scratch, it->stock.workspace_bytes));
   }
   return TP_OK;
 }
@@ -441,7 +443,7 @@ enum { LABEL_CAP = 128 };
 
 static void free_items(op_item *items, fp8_item *fp8, int n) {
   for (int i = 0; i < n; ++i) {
-    cudaFree(items[i].scratch);
+    tp_device_release(items[i].scratch);
     tp_fp8_linear_release(&fp8[i].lin);
   }
 }
@@ -495,7 +497,9 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
   tp_linear_plan shape;
   tp_linear_desc desc = case_desc(c);
   tp_rc rc = tp_linear_plan_make(st->g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &shape);
+  const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0));
   if (rc == TP_OK && runnable) rc = alloc_buffers(st->g, &shape, ci, &b);
+  tp_device_leave(outer);
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
   rc = tp_harness_agree(st->h, rc, &agreed, reason, sizeof reason);
@@ -511,7 +515,8 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
   if (st->g->rank == 0) tp_job_progress_case_done(st->progress, end, tp_harness_recorded(st->h));
   free_items(items, fp8, n);
   free_buffers(&b);
-  return rc;
+  const tp_rc released = tp_harness_release_case(entries, n);
+  return rc != TP_OK ? rc : released;
 }
 
 /* A configuration that took the last workers down is recorded, not retried. */

@@ -299,6 +299,15 @@ static int schedule_at_plan_time(tp_backend backend, tp_schedule s) {
   return backend == TP_BACKEND_DIST && (s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM);
 }
 
+#define MXFP8_ON_GPU                                                                               \
+  "run on sm_100 only: the plan asks cuBLASLt for the MX scales, rejected elsewhere"
+
+/* A configuration the rules let through whose dtype is mxfp8 runs only where
+ * cuBLASLt takes its scales (the worker's plan asks). */
+static void mxfp8_verdict(int rejected, const char *dtype, char *verdict, size_t cap) {
+  if (!rejected && strcmp(dtype, "mxfp8") == 0) snprintf(verdict, cap, "%s", MXFP8_ON_GPU);
+}
+
 /* ---- run's layers ------------------------------------------------------------------------- */
 
 static const table_axes run_axes = {
@@ -310,13 +319,13 @@ static const table_axes run_axes = {
      {"-", "auto", "ce", "sm", "ring", "multimem"},
      {"1", "2", "4"},
      {"1", "2"},
-     {"bf16", "fp32"},
+     {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
      {"off", "on"},
      {"fwd", "fwd+bwd"},
      {"off", "on"},
      {"off", "on"},
      {"none", "selective", "full"}},
-    {3, 4, 6, 3, 2, 2, 2, 2, 2, 2, 3},
+    {3, 4, 6, 3, 2, 6, 2, 2, 2, 2, 3},
 };
 
 static const char *const run_assignments[] = {
@@ -329,7 +338,7 @@ static const char *const run_assignments[] = {
     "dp=1,2",
     "batch=2",
     "seqlen=4096",
-    "dtype=bf16,fp32",
+    "dtype=bf16,fp32,fp8,fp8-row,fp8-block,mxfp8",
     "sp=off,on",
     "pass=fwd,fwd+bwd",
     "graph=off,on",
@@ -357,6 +366,7 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
                             tp_ac_name(c->ac)};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
+    mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);
     TP_TRY(add_point(t, values, verdict));
   }
   return TP_OK;
@@ -421,9 +431,6 @@ static const char *const ops_assignments[][2] = {
     {"save_gathered", "off,on"},
 };
 
-#define MXFP8_ON_GPU                                                                               \
-  "run on sm_100 only: the plan asks cuBLASLt for the MX scales, rejected elsewhere"
-
 static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_ops_config *cfg = &m->configs[i];
@@ -438,8 +445,7 @@ static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
                             cfg->axes.save_gathered ? "on" : "off"};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
-    if (!cfg->rejected && strcmp(cfg->axes.dtype, "mxfp8") == 0)
-      snprintf(verdict, sizeof verdict, "%s", MXFP8_ON_GPU);
+    mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);
     TP_TRY(add_point(t, values, verdict));
   }
   return TP_OK;

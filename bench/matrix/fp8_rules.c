@@ -1,5 +1,7 @@
 /*
- * fp8_rules.c — the plan-time rules of the fp8 dtypes (see fp8_rules.h).
+ * fp8_rules.c — the plan-time rules of the fp8 dtypes (see fp8_rules.h):
+ * the placement of every quantized operand, then the communication rule,
+ * for one op of `ops` or the projections of a layer of `run`.
  */
 #include "bench/matrix/fp8_rules.h"
 
@@ -40,18 +42,68 @@ static int placement_rejection(const tp_fp8_case *c, tp_quant_format f, char *re
   return 0;
 }
 
+static int comm_rejection(tp_dtype dtype, int tp, char *reason, size_t cap) {
+  if (tp <= 1) return 0;
+  snprintf(reason, cap,
+           "%s at TP %d: fp8 communication not implemented yet (the fp8 shard and its scales "
+           "would travel; never run as bf16)",
+           tp_dtype_name(dtype), tp);
+  return 1;
+}
+
 int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
   tp_quant_format f;
   if (!tp_dtype_is_fp8(c->dtype) || tp_quant_format_of(c->dtype, &f) != TP_OK) return 0;
   /* every pass: the backward (dgrad and wgrad, E5M2 gradients) runs where
    * the forward does; cuBLASLt's answer for its GEMMs is the worker's */
   if (placement_rejection(c, f, reason, cap)) return 1;
-  if (c->tp > 1) {
-    snprintf(reason, cap,
-             "%s at TP %d: fp8 communication not implemented yet (the fp8 shard and its scales "
-             "would travel; never run as bf16)",
-             tp_dtype_name(c->dtype), c->tp);
+  return comm_rejection(c->dtype, c->tp, reason, cap);
+}
+
+/* ---- a layer's projections ----------------------------------------------------------------- */
+
+enum { LAYER_MAX_PARTS = 6 };
+
+/* One quantized projection (or part of qkv's weight) of a layer, named. */
+typedef struct layer_part {
+  const char *name;
+  tp_fp8_case c;
+} layer_part;
+
+static layer_part part_of(const tp_fp8_layer *l, const char *name, tp_op op, int64_t n, int64_t k) {
+  const layer_part p = {name, {l->dtype, op, l->tokens, n, k, l->tp, l->pass}};
+  return p;
+}
+
+/* The layer's quantized operands as ops cases, in layer order. qkv's local
+ * weight is its query heads' rows, then its key heads', then its value
+ * heads' (bench/gpu/block.h): each part splits along N on its own. */
+static int layer_parts(const tp_fp8_layer *l, layer_part *out) {
+  int n = 0;
+  const int64_t q = l->n_heads * l->head_dim, kv = l->n_kv_heads * l->head_dim;
+  if (l->layer != TP_LAYER_FFN) {
+    out[n++] = part_of(l, "qkv (query heads)", TP_OP_AG_LINEAR, q, l->dim);
+    out[n++] = part_of(l, "qkv (key heads)", TP_OP_AG_LINEAR, kv, l->dim);
+    out[n++] = part_of(l, "qkv (value heads)", TP_OP_AG_LINEAR, kv, l->dim);
+    out[n++] = part_of(l, "wo", TP_OP_LINEAR_RS, l->dim, q);
+  }
+  if (l->layer != TP_LAYER_ATTENTION) {
+    out[n++] = part_of(l, "w13", TP_OP_AG_LINEAR_MULTI, l->ffn_hidden, l->dim);
+    out[n++] = part_of(l, "w2", TP_OP_LINEAR_RS, l->dim, l->ffn_hidden);
+  }
+  return n;
+}
+
+int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
+  tp_quant_format f;
+  if (!tp_dtype_is_fp8(l->dtype) || tp_quant_format_of(l->dtype, &f) != TP_OK) return 0;
+  layer_part parts[LAYER_MAX_PARTS];
+  const int n = layer_parts(l, parts);
+  for (int i = 0; i < n; ++i) {
+    char why[360];
+    if (!placement_rejection(&parts[i].c, f, why, sizeof why)) continue;
+    snprintf(reason, cap, "%s: %s", parts[i].name, why);
     return 1;
   }
-  return 0;
+  return comm_rejection(l->dtype, l->tp, reason, cap);
 }

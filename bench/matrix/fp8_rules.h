@@ -1,7 +1,8 @@
 /*
- * fp8_rules.h — the plan-time rules of the fp8 dtypes of `tpbench ops`
- * (issue 15), decided on the CPU before any GPU work; the ops matrix applies
- * them to every configuration of an fp8 case.
+ * fp8_rules.h — the plan-time rules of the fp8 dtypes of `tpbench ops` and
+ * `tpbench run` (issue 15), decided on the CPU before any GPU work; the ops
+ * matrix applies them to every configuration of an fp8 case, the layer
+ * matrix to every projection of an fp8 layer (tp_fp8_layer_rejection).
  *
  * Every pass is planned (fwd, bwd, fwd+bwd: the backward's dgrad and wgrad
  * GEMMs take E5M2 gradients, kernels/tp_linear_fp8.h). In order, the first
@@ -47,5 +48,26 @@ typedef struct tp_fp8_case {
 /* 1 with the reason in reason (cap bytes) when the case cannot run, 0 when
  * the CPU finds nothing against it (also for a dtype that is not fp8). */
 int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap);
+
+/* A layer of `tpbench run` whose four TP projections run in an fp8 format
+ * (everything else in the layer stays bf16): the model's global shapes. */
+typedef struct tp_fp8_layer {
+  tp_dtype dtype; /* an fp8 dtype (tp_dtype_is_fp8) */
+  tp_layer layer;
+  int64_t tokens; /* T = batch x seqlen */
+  int64_t dim, n_heads, n_kv_heads, head_dim, ffn_hidden;
+  int tp;
+  tp_pass pass;
+} tp_fp8_layer;
+
+/* The same rules over the layer's projections, in layer order: first the
+ * placement of every quantized operand of every projection (qkv's weight
+ * as its three parts, query, key and value heads, each split along N on
+ * its own: a rank's shard of each must hold whole scale blocks; then wo,
+ * w1/w3, w2), the reason prefixed by the projection ("qkv (key heads): fp8
+ * placement rule ..."); then the communication rule, in the words
+ * tp_fp8_case_rejection gives it. 1 with the reason, 0 when nothing is
+ * against it (also for a dtype that is not fp8). */
+int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap);
 
 #endif /* TP_FP8_RULES_H */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/matrix/fp8_rules.h"
 #include "bench/matrix/matrix_file.h"
 #include "bench/matrix/placement.h"
 
@@ -28,7 +29,7 @@
 static const char *const layer_values[] = {"attention", "ffn", "block"};
 static const char *const backend_values[] = {"stock", "dist_gemm"};
 static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multimem"};
-static const char *const dtype_values[] = {"bf16", "fp32"};
+static const char *const dtype_values[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
 static const char *const on_off_values[] = {"off", "on"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
@@ -303,6 +304,15 @@ static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   return 1;
 }
 
+/* An fp8 layer: the rules of its four projections (fp8_rules.h), the same
+ * as ops applies to each of them. */
+static int fp8_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+  const tp_model_preset *m = c->model;
+  const tp_fp8_layer l = {c->dtype,      c->layer,    c->tokens,     m->dim, m->n_heads,
+                          m->n_kv_heads, m->head_dim, m->ffn_hidden, c->tp,  c->pass};
+  return tp_fp8_layer_rejection(&l, reason, cap);
+}
+
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
@@ -349,7 +359,8 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
              "and never gathered");
     return 1;
   }
-  return mesh_rejection(c, reason, cap);
+  if (mesh_rejection(c, reason, cap)) return 1;
+  return fp8_rejection(c, reason, cap);
 }
 
 static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason, size_t cap) {
@@ -755,4 +766,10 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
           "count, dist_gemm without peer access between the GPUs%s; it plans (lists, does not "
           "run) a mesh larger than its worker count.\n",
           plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
+  for (int i = 0; i < m->n_cases; ++i)
+    if (tp_dtype_is_fp8(m->cases[i].dtype)) {
+      fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "
+                   "(mxfp8 needs sm_100); the worker's plan rejects it with cuBLASLt's answer\n");
+      break;
+    }
 }

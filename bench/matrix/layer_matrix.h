@@ -13,7 +13,9 @@
  *   chunks         dist_gemm's chunks per rank's shard, 0 = the plan decides
  *   tp             TP degree; not given: the job's worker count
  *   batch, seqlen  B and S; tokens per step T = B·S
- *   dtype          bf16, fp32
+ *   dtype          bf16, fp32, or an fp8 recipe (fp8, fp8-row, fp8-block,
+ *                  mxfp8): the four TP projections quantize their operands
+ *                  and run scaled FP8 GEMMs, everything else stays bf16
  *   sp             on, off (sequence parallelism)
  *   pass           fwd, fwd+bwd
  *   graph          off, on (time CUDA graph replays of a captured step)
@@ -145,7 +147,12 @@ typedef struct tp_layer_matrix {
  *     on the TP group and on the dp × tp mesh (batch not divisible by dp,
  *     a parameter's TP shard whose dim 0 does not divide by dp);
  *   - ac other than none with pass fwd (nothing to recompute), ac=full with
- *     save_gathered=on (full recomputes the gathers: nothing is kept).
+ *     save_gathered=on (full recomputes the gathers: nothing is kept);
+ *   - an fp8 dtype where a projection's quantized operand, split at this TP
+ *     degree, would put a scale block across two ranks, or at TP > 1 (fp8
+ *     communication not implemented yet): fp8_rules.h, the rules of ops,
+ *     applied to every projection. mxfp8 is rejected by the worker's plan
+ *     below sm_100, in cuBLASLt's words.
  * And planned, after the rules: dp > 1 (no FSDP runtime yet). Every ac mode
  * runs (bench/gpu/block.h).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range

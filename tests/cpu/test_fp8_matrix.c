@@ -12,6 +12,17 @@
  * across two ranks is rejected by the placement rule naming the layout,
  * and an aligned shape reaches the communication rule (fp8 communication
  * not implemented yet) instead; TP 1 runs stock and the GEMM alone.
+ *
+ * The layers of `tpbench run` (issue 15's fp8 layers): every fp8 format x
+ * layer x pass x sp at TP 1 runs the stock layer and its GEMMs alone, with
+ * dist_gemm and the collectives alone rejected as for bf16; at TP 2 and 4
+ * every configuration is rejected with exactly the communication reason
+ * ops gives the same dtype; a layer whose projection would split a scale
+ * block (qkv's key heads, wo's and w2's K, w13's N) is rejected naming the
+ * projection and the rule, qkv's weight judged per part (query, key, value
+ * heads), where ops' contiguous qkv shape passes; bf16 and fp32 layers meet
+ * none of it; the listing says mxfp8 is decided on the GPU; the generated
+ * composition table carries the fp8 dtypes for run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/matrix/composition.h"
 #include "bench/matrix/fp8_rules.h"
+#include "bench/matrix/layer_matrix.h"
 #include "bench/matrix/ops_matrix.h"
 #include "common/tp_vocab.h"
 
@@ -220,6 +233,170 @@ static void test_matrix_shows_rule(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* ---- the layers of `run` ------------------------------------------------------------------- */
+
+/* The run matrix of the quick preset with "NAME=LIST" assignments (NULL-terminated). */
+static void expand_layers(tp_layer_matrix *m, const char *first, ...) {
+  tp_layer_spec s;
+  assert_int_equal(tp_layer_spec_preset("quick", &s), TP_OK);
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a; a = va_arg(ap, const char *))
+    if (tp_layer_spec_assign(&s, a) != TP_OK) fail_msg("%s: %s", a, tp_last_message());
+  va_end(ap);
+  if (tp_layer_expand(&s, 1, m) != TP_OK) fail_msg("expand: %s", tp_last_message());
+}
+
+static void test_layers_tp1(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  expand_layers(&m, "model=8b", "layer=attention,ffn,block", "dtype=fp8,fp8-row,fp8-block,mxfp8",
+                "tp=1", "pass=fwd,fwd+bwd", "sp=on,off", "graph=off", "seqlen=4096", NULL);
+  assert_int_equal(m.n_cases, 3 * 4 * 2 * 2);
+  int stock = 0, gemm = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const tp_layer_case *c = &m.cases[cfg->case_index];
+    assert_true(tp_dtype_is_fp8(c->dtype));
+    assert_string_equal(cfg->axes.dtype, tp_dtype_name(c->dtype));
+    const int runs = cfg->backend == TP_BACKEND_STOCK || cfg->backend == TP_BACKEND_GEMM_ONLY;
+    if (cfg->rejected == runs)
+      fail_msg("%s %s %s: rejected %d (%s)", cfg->axes.op_or_layer, cfg->axes.dtype,
+               cfg->axes.backend, cfg->rejected, cfg->reason);
+    stock += cfg->backend == TP_BACKEND_STOCK;
+    gemm += cfg->backend == TP_BACKEND_GEMM_ONLY;
+    if (cfg->backend == TP_BACKEND_DIST)
+      assert_non_null(strstr(cfg->reason, c->sp ? "dist_gemm needs TP > 1"
+                                                : "dist_gemm needs sequence parallelism"));
+    if (cfg->backend == TP_BACKEND_COMM_ONLY)
+      assert_string_equal(cfg->reason, "TP 1 has no collective to time");
+    /* the FLOP count is the layer's, whatever the format of its GEMMs */
+    if (runs) assert_true(cfg->flops > 0);
+  }
+  assert_int_equal(stock, m.n_cases);
+  assert_int_equal(gemm, m.n_cases);
+  tp_layer_matrix_free(&m);
+}
+
+/* ops' reason for one projection of the dtype at this TP degree. */
+static void ops_reason(tp_dtype dtype, int tp, char *reason, size_t cap) {
+  const tp_fp8_case c = {dtype, TP_OP_AG_LINEAR, 4096, 6144, 4096, tp, TP_PASS_FWD};
+  assert_int_equal(tp_fp8_case_rejection(&c, reason, cap), 1);
+}
+
+static void test_layers_tp_over_1(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  expand_layers(&m, "model=8b", "layer=attention,ffn,block", "dtype=fp8,fp8-row,fp8-block,mxfp8",
+                "tp=2,4", "pass=fwd,fwd+bwd", "backend=stock,dist_gemm", "graph=off", "seqlen=4096",
+                NULL);
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const tp_layer_case *c = &m.cases[cfg->case_index];
+    char expected[400];
+    ops_reason(c->dtype, c->tp, expected, sizeof expected);
+    /* dist_gemm and the references too: nothing of an fp8 layer runs beyond TP 1 */
+    assert_int_equal(cfg->rejected, 1);
+    assert_int_equal(cfg->planned, 0);
+    assert_string_equal(cfg->reason, expected);
+  }
+  printf("  %d configurations at TP 2 and 4, each: %s\n", m.n_configs, m.configs[0].reason);
+  tp_layer_matrix_free(&m);
+}
+
+/* A model of its own: dim, heads, KV heads, head dim, FFN. */
+static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
+                              int64_t kv, int64_t hd, int64_t ffn) {
+  const tp_fp8_layer l = {dtype, layer, 4096, dim, heads, kv, hd, ffn, tp, TP_PASS_FWD_BWD};
+  return l;
+}
+
+static void expect_layer_rule(const tp_fp8_layer *l, const char *words) {
+  char reason[400] = "";
+  assert_int_equal(tp_fp8_layer_rejection(l, reason, sizeof reason), 1);
+  if (!strstr(reason, words)) fail_msg("expected '%s' in '%s'", words, reason);
+  assert_non_null(strstr(reason, "a block would straddle two ranks' shards"));
+  printf("  %s %s TP %d: %s\n", tp_dtype_name(l->dtype), tp_layer_name(l->layer), l->tp, reason);
+}
+
+static void test_layer_placement(void **state) {
+  (void)state;
+  /* debug (dim 256, 8 heads, 4 KV heads of 32): qkv's key heads are 128 rows, 64 per rank at
+   * TP 2: fp8-block's 128-row weight blocks straddle; ops' qkv of the same model (512 rows
+   * contiguous, 256 per rank) passes its placement rule */
+  const tp_fp8_layer debug = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
+  expect_layer_rule(&debug, "qkv (key heads): fp8 placement rule weight N at TP 2");
+  char reason[400] = "";
+  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2, TP_PASS_FWD};
+  assert_int_equal(tp_fp8_case_rejection(&ops_qkv, reason, sizeof reason), 1);
+  assert_non_null(strstr(reason, "fp8 communication not implemented yet"));
+  /* query heads: 6 heads of 32 = 192 rows, 96 per rank */
+  const tp_fp8_layer q = fp8_layer(TP_FP8_BLOCK, TP_LAYER_ATTENTION, 2, 256, 6, 8, 32, 768);
+  expect_layer_rule(&q, "qkv (query heads): fp8 placement rule weight N at TP 2");
+  /* wo's K = heads x head dim = 256, 16 per rank at TP 16: mxfp8's 1x32 blocks along K
+   * straddle (its weight blocks span one row, so qkv's rows split freely) */
+  const tp_fp8_layer wo = fp8_layer(TP_MXFP8, TP_LAYER_ATTENTION, 16, 512, 16, 16, 16, 1024);
+  expect_layer_rule(&wo, "wo: fp8 placement rule activation K at TP 16");
+  /* the FFN: w1/w3's N = 768, 192 per rank at TP 4; mxfp8's 1x32 blocks along w2's K */
+  const tp_fp8_layer w13 = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 4, 256, 8, 4, 32, 768);
+  expect_layer_rule(&w13, "w13: fp8 placement rule weight N at TP 4");
+  const tp_fp8_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
+  expect_layer_rule(&w2, "w2: fp8 placement rule activation K at TP 16");
+  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the communication rule */
+  const tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
+  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
+  char expected[400];
+  ops_reason(TP_FP8_BLOCK, 2, expected, sizeof expected);
+  assert_string_equal(reason, expected);
+  /* TP 1 and the element types: nothing against them */
+  const tp_fp8_layer one = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 1, 256, 6, 4, 32, 768);
+  assert_int_equal(tp_fp8_layer_rejection(&one, reason, sizeof reason), 0);
+  const tp_fp8_layer bf16 = fp8_layer(TP_BF16, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
+  assert_int_equal(tp_fp8_layer_rejection(&bf16, reason, sizeof reason), 0);
+  /* and the matrix applies the rule to every configuration of the case */
+  tp_layer_matrix m;
+  expand_layers(&m, "model=debug", "layer=attention,block", "dtype=fp8-block,bf16", "tp=2",
+                "graph=off", "seqlen=128", "pass=fwd", NULL);
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const int fp8 = m.cases[cfg->case_index].dtype == TP_FP8_BLOCK;
+    if (fp8) assert_non_null(strstr(cfg->reason, "qkv (key heads): fp8 placement rule"));
+    else assert_null(strstr(cfg->reason, "fp8"));
+  }
+  tp_layer_matrix_free(&m);
+}
+
+static void test_layer_listing_and_table(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  expand_layers(&m, "model=debug", "layer=block", "dtype=bf16,mxfp8", "tp=1", "graph=off",
+                "seqlen=128", NULL);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  assert_non_null(out);
+  tp_layer_matrix_print(&m, 1, out);
+  fclose(out);
+  assert_non_null(strstr(text, " mxfp8 "));
+  assert_non_null(strstr(text, "decided on the GPU: whether cuBLASLt runs an fp8 format"));
+  free(text);
+  tp_layer_matrix_free(&m);
+  /* the generated table (README's copy is compared with it elsewhere): run's rows hold the
+   * fp8 dtypes, mxfp8 with the GPU's decision */
+  out = open_memstream(&text, &len);
+  assert_non_null(out);
+  assert_int_equal(tp_composition_table_print(2, out), TP_OK);
+  fclose(out);
+  char *ops_part = strstr(text, "`ops` (projections");
+  assert_non_null(ops_part);
+  *ops_part = '\0';
+  assert_non_null(strstr(text, "| run | * | * | -, auto, ce, sm | 1, 2 | 1 | bf16, fp32, fp8, "
+                               "fp8-row, fp8-block |"));
+  assert_non_null(strstr(text, "| run on sm_100 only: the plan asks cuBLASLt for the MX scales"));
+  assert_non_null(strstr(text, "| rejected: fp8-block at TP 2: fp8 communication not implemented"));
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vocab),
@@ -228,6 +405,10 @@ int main(void) {
       cmocka_unit_test(test_backward_planned),
       cmocka_unit_test(test_placement_rejections),
       cmocka_unit_test(test_matrix_shows_rule),
+      cmocka_unit_test(test_layers_tp1),
+      cmocka_unit_test(test_layers_tp_over_1),
+      cmocka_unit_test(test_layer_placement),
+      cmocka_unit_test(test_layer_listing_and_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

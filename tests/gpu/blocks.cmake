@@ -10,5 +10,18 @@ tp_add_gpu_test(gpu_blocks
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_blocks.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/graph.c
-                LIBS tp_gpu_harness m TIMEOUT 600)
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
+# The fp8 layers of `run` at TP 1 (bench/gpu/block_fp8.h, issue 15): attention,
+# FFN and block, fwd and fwd+bwd, per fp8 format: finite outputs, each projection
+# against float64 products, the layer against the bf16 layer (y < 0.1, gradients
+# < 0.25), the GEMMs alone bit-identical, the checks failing on doubled scales;
+# mxfp8 refused below sm_100 with cuBLASLt's reason, dist_gemm refused.
+# Exits 77 (skipped) without a GPU.
+tp_add_gpu_test(gpu_fp8_blocks
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_blocks.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)

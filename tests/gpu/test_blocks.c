@@ -132,8 +132,8 @@ static void model_free(model *m) {
 }
 
 static tp_block_shape shape_of(tp_layer kind, tp_dtype dt, int sp, int backward, int save) {
-  tp_block_shape s = {kind, dt,  BATCH, SEQ,      DIM,  HEADS,     KV_HEADS,
-                      HD,   FFN, sp,    backward, save, TP_AC_NONE};
+  tp_block_shape s = {kind, dt,  BATCH, SEQ,      DIM,  HEADS, KV_HEADS,
+                      HD,   FFN, sp,    backward, save, dt,    TP_AC_NONE};
   return s;
 }
 

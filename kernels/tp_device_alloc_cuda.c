@@ -1,0 +1,116 @@
+/*
+ * tp_device_alloc_cuda.c — the process's device ledger of
+ * tp_device_alloc.h: one tp_alloc_ledger over cudaMalloc/cudaFree, made on
+ * first use (pthread_once) and kept until the process exits, and the
+ * tp_device_* calls that every tpbench allocation site uses.
+ */
+#include "kernels/tp_device_alloc.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+
+#include "common/tp_log.h"
+
+static tp_alloc_ledger *device_ledger;
+static pthread_once_t device_ledger_once = PTHREAD_ONCE_INIT;
+
+static tp_rc cuda_alloc(void *ctx, void **out, size_t bytes) {
+  (void)ctx;
+  cudaError_t err = cudaMalloc(out, bytes);
+  if (err == cudaSuccess) return TP_OK;
+  (void)cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */
+  return TP_FAIL(err == cudaErrorMemoryAllocation ? TP_EOOM : TP_ECUDA,
+                 "cudaMalloc of %zu bytes failed: %s (%s)", bytes, cudaGetErrorString(err),
+                 cudaGetErrorName(err));
+}
+
+static tp_rc cuda_free(void *ctx, void *ptr) {
+  (void)ctx;
+  cudaError_t err = cudaFree(ptr);
+  if (err == cudaSuccess) return TP_OK;
+  (void)cudaGetLastError();
+  return TP_FAIL(TP_ECUDA, "cudaFree(%p) failed: %s (%s)", ptr, cudaGetErrorString(err),
+                 cudaGetErrorName(err));
+}
+
+static void make_device_ledger(void) {
+  const tp_alloc_backend cuda = {cuda_alloc, cuda_free, NULL};
+  if (tp_alloc_ledger_create(&cuda, &device_ledger) != TP_OK) device_ledger = NULL;
+}
+
+tp_alloc_ledger *tp_device_ledger(void) {
+  pthread_once(&device_ledger_once, make_device_ledger);
+  return device_ledger;
+}
+
+static tp_rc ledger(tp_alloc_ledger **out) {
+  *out = tp_device_ledger();
+  if (!*out) return TP_FAIL(TP_EOOM, "no host memory for the device-memory ledger");
+  return TP_OK;
+}
+
+tp_rc tp_device_malloc(void **out, size_t bytes) {
+  *out = NULL;
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_malloc(l, tp_alloc_current(l), out, bytes);
+}
+
+tp_rc tp_device_malloc_as(tp_alloc_owner owner, void **out, size_t bytes) {
+  *out = NULL;
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_malloc(l, owner, out, bytes);
+}
+
+tp_rc tp_device_free(void *ptr) {
+  if (!ptr) return TP_OK;
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_free(l, ptr);
+}
+
+void tp_device_release(void *ptr) {
+  if (tp_device_free(ptr) != TP_OK) TP_LOGW("alloc", "%s", tp_last_error());
+}
+
+tp_rc tp_device_claim(tp_alloc_shared shared, size_t bytes) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_claim(l, tp_alloc_current(l), shared, bytes);
+}
+
+tp_alloc_owner tp_device_enter(tp_alloc_owner owner) {
+  tp_alloc_ledger *l = tp_device_ledger();
+  return l ? tp_alloc_enter(l, owner) : TP_ALLOC_OWNER(TP_ALLOC_UNOWNED, 0);
+}
+
+void tp_device_leave(tp_alloc_owner previous) {
+  tp_alloc_ledger *l = tp_device_ledger();
+  if (l) tp_alloc_leave(l, previous);
+}
+
+void tp_device_stats(tp_alloc_owner owner, tp_alloc_stats *out) {
+  tp_alloc_ledger *l = tp_device_ledger();
+  if (l) tp_alloc_stats_of(l, owner, out);
+  else *out = (tp_alloc_stats){0, 0, 0, 0, 0};
+}
+
+tp_rc tp_device_owner_release(tp_alloc_owner owner) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_release(l, owner);
+}
+
+tp_rc tp_device_watch_begin(const tp_alloc_owner *owners, int n) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_watch_begin(l, owners, n);
+}
+
+tp_rc tp_device_watch_end(int64_t *peak) {
+  *peak = 0;
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_watch_end(l, peak);
+}
