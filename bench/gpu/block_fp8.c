@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_device.h"
 
 /* ---- plan, prepare, release ------------------------------------------------------------ */
@@ -202,8 +203,8 @@ typedef struct saved_outputs {
 } saved_outputs;
 
 static void free_saved(saved_outputs *s) {
-  for (int i = 0; i < s->n; ++i) cudaFree(s->copy[i]);
-  cudaFree(s->acc);
+  for (int i = 0; i < s->n; ++i) tp_device_release(s->copy[i]);
+  tp_device_release(s->acc);
   memset(s, 0, sizeof *s);
 }
 
@@ -211,10 +212,10 @@ static tp_rc save_outputs(const tp_block_plan *p, tp_block_tensors *t, cudaStrea
                           saved_outputs *s) {
   const size_t e = tp_dtype_bytes(p->shape.dtype);
   const int n = tp_block_outputs(p, t, s->out);
-  TP_CUDA(cudaMalloc((void **)&s->acc, sizeof(double) * DIFF_DOUBLES * (size_t)n));
+  TP_TRY(tp_device_malloc((void **)&s->acc, sizeof(double) * DIFF_DOUBLES * (size_t)n));
   TP_CUDA(cudaMemsetAsync(s->acc, 0, sizeof(double) * DIFF_DOUBLES * (size_t)n, st));
   for (int i = 0; i < n; ++i) {
-    TP_CUDA(cudaMalloc(&s->copy[i], s->out[i].count * e));
+    TP_TRY(tp_device_malloc(&s->copy[i], s->out[i].count * e));
     s->n = i + 1;
     TP_CUDA(cudaMemcpyAsync(s->copy[i], s->out[i].ptr, s->out[i].count * e,
                             cudaMemcpyDeviceToDevice, st));
