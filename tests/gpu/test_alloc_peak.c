@@ -118,6 +118,7 @@ static int64_t attention_bytes(const tp_block_plan *p, int64_t e) {
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) sum += at_least_one(sizes[i]);
   if (s->layer == TP_LAYER_BLOCK) sum += L * D * e; /* its own y; else the block's */
   if (s->save_gathered) sum += T * D * e;
+  if (s->ac == TP_AC_SELECTIVE) sum += T * k * e; /* RoPE's rotated copy */
   for (size_t i = 0; s->backward && i < sizeof grads / sizeof grads[0]; ++i)
     sum += at_least_one(grads[i]);
   return sum;
