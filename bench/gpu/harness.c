@@ -26,6 +26,7 @@
 #include "bench/gpu/ops_trace.h"
 #include "bench/gpu/watchdog.h"
 #include "bench/launch/progress_line.h"
+#include "bench/stats/replay_order.h"
 #include "bench/stats/stats.h"
 #include "common/tp_bootstrap.h"
 #include "kernels/tp_cuda_check.h"
@@ -508,22 +509,11 @@ static uint64_t round_seed(const tp_harness *h, int round) {
   return h->opts.seed ^ ((uint64_t)h->cases << 32) ^ (uint64_t)(round + 1) * 0x9e37ull;
 }
 
-/* Fisher-Yates over a[0..n) driven by a linear congruential generator from st. */
-static void shuffle_ints(int *a, int n, uint64_t st) {
-  for (int i = n - 1; i > 0; --i) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    int j = (int)((st >> 33) % (uint64_t)(i + 1));
-    int t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-  }
-}
-
 /* The order of round r over the n active positions: rotated by r, or a
  * shuffle seeded by (seed, case, round) — the same on every rank. */
 static void round_order(const tp_harness *h, int round, int n, int *order) {
   for (int i = 0; i < n; ++i) order[i] = h->opts.shuffle ? i : (i + round) % n;
-  if (h->opts.shuffle) shuffle_ints(order, n, round_seed(h, round));
+  if (h->opts.shuffle) tp_shuffle_ints(order, n, round_seed(h, round));
 }
 
 static double median_of(const double *x, int n) {
@@ -641,9 +631,8 @@ static tp_rc mixed_events(tp_harness *h, int count) {
  * in a shuffle seeded by (seed, case, round) apart from the round's own
  * order — the same on every rank, recorded through the run's order_seed. */
 static void replay_order(const tp_harness *h, int round, int k, int *order) {
-  const int total = k * h->opts.measure_iters;
-  for (int i = 0; i < total; ++i) order[i] = i % k;
-  shuffle_ints(order, total, round_seed(h, round) * 0xff51afd7ed558ccdull + 0x6d69786564ull);
+  tp_mixed_order(k, h->opts.measure_iters,
+                 round_seed(h, round) * 0xff51afd7ed558ccdull + 0x6d69786564ull, order);
 }
 
 /* `before` of every member, warm-up replays of each in turn, a host
@@ -689,12 +678,8 @@ static tp_rc keep_mixed_window(tp_harness *h, entry_state **members, int k, cons
                                const double *dur, const double *host, int round, int position) {
   const int total = k * h->opts.measure_iters;
   for (int m = 0; m < k; ++m) {
-    int j = 0;
-    for (int i = 0; i < total; ++i)
-      if (order[i] == m) {
-        h->window_us[j] = dur[i];
-        h->host_us[j++] = host[i];
-      }
+    tp_mixed_samples(order, total, m, dur, h->window_us);
+    tp_mixed_samples(order, total, m, host, h->host_us);
     TP_TRY(keep_window(h, members[m], round, position));
   }
   return TP_OK;
