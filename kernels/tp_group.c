@@ -179,8 +179,14 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
 
 /* A private device buffer that only grows: the old one is freed once nothing
  * on the device can still use it. */
-static tp_rc grow_buffer(void **buf, size_t *have, size_t bytes) {
+static tp_rc grow_buffer(const tp_group *g, const char *what, void **buf, size_t *have,
+                         size_t bytes) {
   if (bytes <= *have) return TP_OK;
+  if (g->frozen)
+    return TP_FAIL(TP_EREJECT,
+                   "%s would grow from %zu to %zu bytes while frozen (CUDA graphs point into "
+                   "it): reserve it before capture",
+                   what, *have, bytes);
   TP_CUDA(cudaDeviceSynchronize());
   if (*buf) TP_TRY(tp_device_free(*buf));
   *buf = NULL;
@@ -192,7 +198,7 @@ static tp_rc grow_buffer(void **buf, size_t *have, size_t bytes) {
 
 tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
   TP_TRY(tp_device_claim(TP_SHARED_SCRATCH, bytes));
-  TP_TRY(grow_buffer(&g->scratch, &g->scratch_bytes, bytes));
+  TP_TRY(grow_buffer(g, "private scratch", &g->scratch, &g->scratch_bytes, bytes));
   *out = g->scratch;
   return TP_OK;
 }
@@ -200,10 +206,15 @@ tp_rc tp_group_scratch(tp_group *g, size_t bytes, void **out) {
 tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
   TP_TRY(tp_device_claim(TP_SHARED_BIAS, bytes));
   void *buf = g->bias_scratch;
-  TP_TRY(grow_buffer(&buf, &g->bias_scratch_bytes, bytes));
+  TP_TRY(grow_buffer(g, "bias-gradient scratch", &buf, &g->bias_scratch_bytes, bytes));
   g->bias_scratch = buf;
   *out = g->bias_scratch;
   return TP_OK;
+}
+
+void tp_group_freeze(tp_group *g, int frozen) {
+  g->frozen = frozen;
+  tp_symm_freeze(g->symm, frozen);
 }
 
 void tp_group_abort(tp_group *g) {

@@ -45,6 +45,7 @@ typedef struct tp_group {
    * TPBENCH_TEST_WITHHOLD=RANK:CONFIG; -1 = off). Recorded in the run too. */
   int test_withhold_rank, test_withhold_config;
   int aborted; /* tp_group_abort ran: the group can only be destroyed */
+  int frozen;  /* tp_group_freeze: neither the workspace nor the private buffers may grow */
 } tp_group;
 
 /* Collective over the group. The parent launcher must not have touched CUDA.
@@ -61,12 +62,20 @@ void tp_group_abort(tp_group *group);
 
 /* Grows the private scratch buffer to at least bytes (not collective). The
  * request is claimed for the device ledger's current owner (tp_device_alloc.h);
- * the buffer, like every buffer the group makes, is the group's. */
+ * the buffer, like every buffer the group makes, is the group's. While the
+ * group is frozen a growth fails with TP_EREJECT instead. */
 TP_MUST_CHECK tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
 
 /* Grows the private fp32 buffer of the bias-gradient sums to at least bytes
- * (claimed likewise). */
+ * (claimed likewise; TP_EREJECT while frozen, likewise). */
 TP_MUST_CHECK tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
+
+/* Freezes (1) or thaws (0) every buffer a captured CUDA graph points into:
+ * the symmetric workspace (tp_symm_freeze) and the private scratch buffers.
+ * Growing any of them frees the old buffer, so while graphs of it exist a
+ * request for more fails with TP_EREJECT and the reason; requests within
+ * the current sizes go on as before. */
+void tp_group_freeze(tp_group *group, int frozen);
 
 /* Stream memory operations: a flag written or waited for by the stream's
  * front end, with no kernel launch and no SM (cuStreamWriteValue32 with its

@@ -67,7 +67,9 @@ static void run_options(tp_run_args *a, tp_option *o) {
       {"gpus", TP_OPT_INT, &a->gpus, "N", "workers to start, one per GPU (0: every visible GPU)", 0,
        64, NULL},
       {"warmup", TP_OPT_INT, &a->warmup, "N",
-       "warm-up iterations per configuration (graph=on: as many replays again)", 0, 100000, NULL},
+       "warm-up iterations per configuration (graphs: as many replays again, and at least one "
+       "eager step before capture)",
+       0, 100000, NULL},
       {"iters", TP_OPT_INT, &a->iters, "N", "measured iterations per configuration", 1, 100000,
        NULL},
       {"timeout", TP_OPT_INT, &a->timeout_s, "S", "seconds before a window counts as hung", 1,

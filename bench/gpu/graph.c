@@ -30,9 +30,11 @@ tp_rc tp_graph_capture(tp_group *g, tp_graph_step_fn step, void *ctx, cudaGraphE
     return TP_FAIL(TP_ECUDA, "CUDA graph capture: cudaStreamBeginCapture: %s",
                    cudaGetErrorString(err));
   }
-  tp_symm_freeze(g->symm, 1);
+  /* A caller holding graphs already keeps the group frozen after this capture. */
+  const int was_frozen = g->frozen;
+  tp_group_freeze(g, 1);
   tp_rc rc = step(ctx);
-  tp_symm_freeze(g->symm, 0);
+  tp_group_freeze(g, was_frozen);
   cudaGraph_t graph = NULL;
   err = cudaStreamEndCapture(g->main_stream, &graph);
   if (rc != TP_OK || err != cudaSuccess) {

@@ -4,11 +4,14 @@
  *
  * Capture runs in thread-local mode; the fused ops fork to the comm stream
  * and join back with events, which capture follows. The symmetric workspace
- * is frozen while capturing (tp_symm_freeze): growing it would re-rendezvous
- * and free the buffer the graph points into, so a step that asks for more
- * than was reserved fails with TP_EREJECT instead. Any failure inside the
- * capture ends it cleanly: no stream is left capturing and the group keeps
- * working eagerly.
+ * and the private scratch are frozen while capturing (tp_group_freeze):
+ * growing them would free the buffer the graph points into (and, for the
+ * workspace, re-rendezvous), so a step that asks for more than was reserved
+ * fails with TP_EREJECT instead. A caller that keeps several graphs of one
+ * workspace (graphs of several sizes) freezes the group itself from the
+ * first capture until the graphs are destroyed; a capture leaves the group
+ * as frozen as it found it. Any failure inside the capture ends it cleanly:
+ * no stream is left capturing and the group keeps working eagerly.
  */
 #ifndef TP_BENCH_GRAPH_H
 #define TP_BENCH_GRAPH_H

@@ -26,6 +26,7 @@
 #include "bench/gpu/ops_trace.h"
 #include "bench/gpu/watchdog.h"
 #include "bench/launch/progress_line.h"
+#include "bench/stats/replay_order.h"
 #include "bench/stats/stats.h"
 #include "common/tp_bootstrap.h"
 #include "kernels/tp_cuda_check.h"
@@ -35,8 +36,9 @@
 
 enum { OUTCOME_MSG = 400, ACC_DOUBLES = 5, REASON_CAP = OUTCOME_MSG + 64 };
 
-/* A configuration's checks: one per compared output, then the item's own. */
-enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS };
+/* A configuration's checks: one per compared output, the item's own, and a
+ * graph configuration's replay against its eager step. */
+enum { TP_HARNESS_MAX_CHECKS = TP_ITEM_MAX_OUTPUTS + TP_ITEM_MAX_OWN_CHECKS + 1 };
 
 /* The watchdog fires this long after a phase's own deadlines: those report a
  * timeout themselves when the host can still look (harness waits). */
@@ -72,6 +74,11 @@ struct tp_harness {
   size_t ref_count[TP_ITEM_MAX_OUTPUTS];
   int n_ref, have_ref;
   char no_ref_why[REASON_CAP]; /* why the checks of the case cannot run */
+  /* A graph configuration's eager outputs, beside its replay's (numerics). */
+  void *eager[TP_ITEM_MAX_OUTPUTS];
+  size_t eager_cap[TP_ITEM_MAX_OUTPUTS];
+  cudaEvent_t *mixed_events; /* a mixed window's: one per replay and one before (grown) */
+  int n_mixed_events;
 };
 
 static double now_s(void);
@@ -202,6 +209,14 @@ static void free_references(tp_harness *h) {
   h->have_ref = 0;
 }
 
+static void free_eager_copies(tp_harness *h) {
+  for (int i = 0; i < TP_ITEM_MAX_OUTPUTS; ++i) {
+    tp_device_release(h->eager[i]);
+    h->eager[i] = NULL;
+    h->eager_cap[i] = 0;
+  }
+}
+
 static tp_rc print_table(tp_harness *h) {
   tp_report_format fmt = TP_FMT_MARKDOWN;
   TP_TRY(tp_report_format_parse(h->opts.format ? h->opts.format : "md", &fmt));
@@ -226,6 +241,9 @@ tp_rc tp_harness_close(tp_harness *h, tp_rc rc, int finish) {
   }
   tp_watchdog_stop(h->watchdog);
   free_references(h);
+  free_eager_copies(h);
+  for (int i = 0; i < h->n_mixed_events; ++i) cudaEventDestroy(h->mixed_events[i]);
+  free(h->mixed_events);
   if (h->events)
     for (int i = 0; i <= h->opts.measure_iters; ++i)
       if (h->events[i]) cudaEventDestroy(h->events[i]);
@@ -291,10 +309,14 @@ static tp_rc run_before(stepper *s) {
 
 /* Records events[0] on the main stream and waits for it until `since` plus
  * the timeout (since: when the work waited for began). */
-static tp_rc record_and_wait(tp_harness *h, tp_group *g, double since, const char *what) {
+static tp_rc record_and_wait_for(tp_harness *h, tp_group *g, double since, int timeout_s,
+                                 const char *what) {
   TP_CUDA(cudaEventRecord(h->events[0], g->main_stream));
-  const int t = h->opts.window_timeout_s;
-  return wait_event(h->events[0], since + t, t, what);
+  return wait_event(h->events[0], since + timeout_s, timeout_s, what);
+}
+
+static tp_rc record_and_wait(tp_harness *h, tp_group *g, double since, const char *what) {
+  return record_and_wait_for(h, g, since, h->opts.window_timeout_s, what);
 }
 
 /* Arms the watchdog for a phase of `waits` timed waits of GPU work. */
@@ -444,48 +466,74 @@ static tp_rc prepare_all(tp_harness *h, entry_state *es, int n) {
 
 /* ---- phase 2: graphs ------------------------------------------------------------------ */
 
-/* Eager warm-up steps (which plan algorithms and fill caches; capture must
- * not), waited for, then one step captured; the ranks agree. A capture that
- * failed (workspace growth while frozen, an uncapturable call) is recorded
- * as a failed configuration, never a crash or a hang. */
-static tp_rc capture(tp_harness *h, entry_state *es) {
+/* A configuration's graph failed (warm-up or capture): recorded as failed
+ * (out of memory where it was), never a crash or a hang. */
+static void graph_failure(entry_state *es, tp_rc agreed, const char *reason) {
+  set_failure(&es->oc, agreed == TP_EOOM ? TP_EOOM : TP_EINTERNAL, reason);
+  es->active = 0;
+}
+
+/* Eager warm-up steps, at least one (they plan algorithms, fill caches and
+ * grow the workspace and scratch to what the step asks: capture must not),
+ * waited for; the ranks agree. */
+static tp_rc warm_eagerly(tp_harness *h, entry_state *es) {
   stepper eager = {es->s.g, es->s.item, NULL};
   const double start = now_s();
   guard(h, 1, "the eager warm-up before capture");
   tp_rc rc = run_before(&eager);
-  if (rc == TP_OK) rc = run_steps(&eager, h->opts.warmup_iters, NULL, NULL);
+  if (rc == TP_OK)
+    rc = run_steps(&eager, h->opts.warmup_iters > 0 ? h->opts.warmup_iters : 1, NULL, NULL);
   if (rc == TP_OK) rc = record_and_wait(h, es->s.g, start, "the eager warm-up before capture");
   tp_watchdog_disarm(h->watchdog);
   if (is_fatal(rc)) {
     set_failure(&es->oc, rc, tp_last_message());
     return rc;
   }
-  if (rc == TP_OK) rc = tp_graph_capture(es->s.g, one_step, &eager, &es->s.graph);
   char reason[REASON_CAP];
   tp_rc agreed = TP_OK;
   TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
-  if (agreed != TP_OK) {
-    set_failure(&es->oc, agreed == TP_EOOM ? TP_EOOM : TP_EINTERNAL, reason);
-    es->active = 0;
-  }
+  if (agreed != TP_OK) graph_failure(es, agreed, reason);
+  return TP_OK;
+}
+
+/* One step captured (the group frozen: a step that would grow the workspace
+ * or scratch fails with the reason); the ranks agree. */
+static tp_rc capture(tp_harness *h, entry_state *es) {
+  stepper eager = {es->s.g, es->s.item, NULL};
+  tp_rc rc = tp_graph_capture(es->s.g, one_step, &eager, &es->s.graph);
+  char reason[REASON_CAP];
+  tp_rc agreed = TP_OK;
+  TP_TRY(tp_harness_agree(h, rc, &agreed, reason, sizeof reason));
+  if (agreed != TP_OK) graph_failure(es, agreed, reason);
+  return TP_OK;
+}
+
+/* Every configuration warmed eagerly before any is captured, so the one
+ * workspace and scratch have grown to the largest any of them asks (several
+ * graph sizes share them); then the group is frozen and stays frozen until
+ * the case's graphs are destroyed (tp_harness_measure_case), since growing
+ * would free what they point into. */
+static tp_rc capture_all(tp_harness *h, entry_state *es, int n) {
+  for (int i = 0; i < n; ++i)
+    if (es[i].active) TP_TRY(charged(h, &es[i], warm_eagerly));
+  tp_group_freeze(h->ctx->group, 1);
+  for (int i = 0; i < n; ++i)
+    if (es[i].active) TP_TRY(charged(h, &es[i], capture));
   return TP_OK;
 }
 
 /* ---- phase 3: rounds -------------------------------------------------------------------- */
 
+/* The state a round's shuffles start from: (seed, case, round). */
+static uint64_t round_seed(const tp_harness *h, int round) {
+  return h->opts.seed ^ ((uint64_t)h->cases << 32) ^ (uint64_t)(round + 1) * 0x9e37ull;
+}
+
 /* The order of round r over the n active positions: rotated by r, or a
- * Fisher-Yates shuffle seeded by (seed, case, round) — the same on every rank. */
+ * shuffle seeded by (seed, case, round) — the same on every rank. */
 static void round_order(const tp_harness *h, int round, int n, int *order) {
   for (int i = 0; i < n; ++i) order[i] = h->opts.shuffle ? i : (i + round) % n;
-  if (!h->opts.shuffle) return;
-  uint64_t st = h->opts.seed ^ ((uint64_t)h->cases << 32) ^ (uint64_t)(round + 1) * 0x9e37ull;
-  for (int i = n - 1; i > 0; --i) {
-    st = st * 6364136223846793005ull + 1442695040888963407ull;
-    int j = (int)((st >> 33) % (uint64_t)(i + 1));
-    int t = order[i];
-    order[i] = order[j];
-    order[j] = t;
-  }
+  if (h->opts.shuffle) tp_shuffle_ints(order, n, round_seed(h, round));
 }
 
 static double median_of(const double *x, int n) {
@@ -574,17 +622,174 @@ static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int posit
   return keep_window(h, es, round, position);
 }
 
+/* ---- phase 3 for graphs of several sizes: mixed windows ------------------------------------ */
+
+static int replay_group(const entry_state *es) { return es->e->cfg.replay_group; }
+
+/* The active entries of replay group `group`, in case order; returns how many. */
+static int replay_members(entry_state *es, int n, int group, entry_state **members) {
+  int k = 0;
+  for (int i = 0; i < n; ++i)
+    if (es[i].active && replay_group(&es[i]) == group) members[k++] = &es[i];
+  return k;
+}
+
+/* A replay group stands or falls whole: its windows replay every size its
+ * configurations are recorded among. One that dropped out before the
+ * windows (prepare, warm-up, capture) takes the others with it. */
+static void drop_incomplete_groups(entry_state *es, int n) {
+  for (int i = 0; i < n; ++i) {
+    const entry_state *out = &es[i];
+    if (out->active || replay_group(out) == 0) continue;
+    for (int j = 0; j < n; ++j) {
+      entry_state *e = &es[j];
+      if (!e->active || replay_group(e) != replay_group(out)) continue;
+      e->oc.status = out->oc.status;
+      snprintf(e->oc.reason, sizeof e->oc.reason,
+               "graph=mixed: its %lld-token configuration of the mix did not run: %.380s",
+               (long long)out->e->cfg.axes->tokens, out->oc.reason);
+      e->oc.have_result = 0;
+      e->active = 0;
+    }
+  }
+}
+
+/* The grown pool of a mixed window's events (count at least). */
+static tp_rc mixed_events(tp_harness *h, int count) {
+  if (count <= h->n_mixed_events) return TP_OK;
+  cudaEvent_t *grown = realloc(h->mixed_events, sizeof(cudaEvent_t) * (size_t)count);
+  if (!grown) return TP_FAIL(TP_EOOM, "no host memory for %d events", count);
+  h->mixed_events = grown;
+  for (; h->n_mixed_events < count; ++h->n_mixed_events)
+    TP_CUDA(cudaEventCreate(&h->mixed_events[h->n_mixed_events]));
+  return TP_OK;
+}
+
+/* The replays of a mixed window: each of the k members measure_iters times,
+ * in a shuffle seeded by (seed, case, round) apart from the round's own
+ * order — the same on every rank, recorded through the run's order_seed. */
+static void replay_order(const tp_harness *h, int round, int k, int *order) {
+  tp_mixed_order(k, h->opts.measure_iters,
+                 round_seed(h, round) * 0xff51afd7ed558ccdull + 0x6d69786564ull, order);
+}
+
+/* `before` of every member, warm-up replays of each in turn, a host
+ * barrier, then the members' replays in `order` back to back: one event
+ * before the first and one after each, so dur[i] is replay i's time. A
+ * window of k members gets k times the window timeout. */
+static tp_rc time_mixed_window(tp_harness *h, entry_state **members, int k, const int *order,
+                               double *dur, double *host) {
+  tp_group *g = h->ctx->group;
+  const int total = k * h->opts.measure_iters, timeout_s = k * h->opts.window_timeout_s;
+  int withhold = 0; /* the test knob, as in time_window */
+  for (int m = 0; m < k; ++m)
+    withhold |=
+        g->rank == g->test_withhold_rank && members[m]->e->cfg.index == g->test_withhold_config;
+  cudaEvent_t *ev = h->mixed_events;
+  const double warmup_start = now_s();
+  for (int m = 0; m < k && !withhold; ++m) TP_TRY(run_before(&members[m]->s));
+  for (int w = 0; w < (withhold ? 0 : h->opts.warmup_iters); ++w)
+    for (int m = 0; m < k; ++m) TP_TRY(one_step(&members[m]->s));
+  TP_TRY(record_and_wait_for(h, g, warmup_start, timeout_s, "the warm-up window"));
+  TP_TRY(tp_rdzv_barrier(h->ctx->rdzv));
+  const double window_start = now_s();
+  TP_CUDA(cudaEventRecord(ev[0], g->main_stream));
+  for (int i = 0; i < (withhold ? 0 : total); ++i) {
+    const double t0 = now_s();
+    TP_TRY(one_step(&members[order[i]]->s));
+    TP_CUDA(cudaEventRecord(ev[i + 1], g->main_stream));
+    host[i] = 1e6 * (now_s() - t0);
+  }
+  if (withhold)
+    return TP_FAIL(TP_EINTERNAL, "rank %d withheld its work (TPBENCH_TEST_WITHHOLD)", g->rank);
+  TP_TRY(wait_event(ev[total], window_start + timeout_s, timeout_s, "the measurement window"));
+  for (int i = 0; i < total; ++i) {
+    float ms = 0.0f;
+    TP_CUDA(cudaEventElapsedTime(&ms, ev[i], ev[i + 1]));
+    dur[i] = 1000.0 * (double)ms;
+  }
+  return TP_OK;
+}
+
+/* Each member's samples of the window, in replay order, kept as its window. */
+static tp_rc keep_mixed_window(tp_harness *h, entry_state **members, int k, const int *order,
+                               const double *dur, const double *host, int round, int position) {
+  const int total = k * h->opts.measure_iters;
+  for (int m = 0; m < k; ++m) {
+    tp_mixed_samples(order, total, m, dur, h->window_us);
+    tp_mixed_samples(order, total, m, host, h->host_us);
+    TP_TRY(keep_window(h, members[m], round, position));
+  }
+  return TP_OK;
+}
+
+/* One mixed window of a replay group in round `round`: its graphs replayed
+ * interleaved. Fatal errors stop the worker; others end every member. */
+static tp_rc measure_mixed_window(tp_harness *h, entry_state *es, int n, int group, int round,
+                                  int position) {
+  entry_state *members[TP_HARNESS_MAX_CASE];
+  const int k = replay_members(es, n, group, members), total = k * h->opts.measure_iters;
+  TP_TRY(mixed_events(h, total + 1));
+  int *order = malloc(sizeof(int) * (size_t)total);
+  double *dur = malloc(sizeof(double) * (size_t)total * 2);
+  if (!order || !dur) {
+    free(order);
+    free(dur);
+    return TP_FAIL(TP_EOOM, "no host memory for a mixed window of %d replays", total);
+  }
+  replay_order(h, round, k, order);
+  const char *label = members[0]->e->cfg.label;
+  if (h->opts.current_config && h->ctx->rank == 0)
+    *h->opts.current_config = members[0]->e->cfg.index;
+  draw_progress(h, label);
+  guard(h, 2 * k, label);
+  tp_rc rc = time_mixed_window(h, members, k, order, dur, dur + total);
+  tp_watchdog_disarm(h->watchdog);
+  char reason[REASON_CAP];
+  tp_rc agreed = TP_OK;
+  for (int m = 0; m < k; ++m) note_memory(members[m]);
+  if (is_fatal(rc)) {
+    for (int m = 0; m < k; ++m) set_failure(&members[m]->oc, rc, tp_last_message());
+  } else {
+    rc = tp_harness_agree(h, rc, &agreed, reason, sizeof reason);
+  }
+  if (rc == TP_OK && agreed != TP_OK)
+    for (int m = 0; m < k; ++m) {
+      set_failure(&members[m]->oc, agreed, reason);
+      members[m]->active = 0;
+    }
+  if (rc == TP_OK && agreed == TP_OK)
+    rc = keep_mixed_window(h, members, k, order, dur, dur + total, round, position);
+  free(order);
+  free(dur);
+  return rc;
+}
+
+/* The round's units: each active configuration outside a replay group, and
+ * each replay group once (at its first active member). */
+static int round_units(const entry_state *es, int n, int *first) {
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!es[i].active) continue;
+    int seen = 0;
+    for (int j = 0; j < i && replay_group(&es[i]) && !seen; ++j)
+      seen = es[j].active && replay_group(&es[j]) == replay_group(&es[i]);
+    if (!seen) first[k++] = i;
+  }
+  return k;
+}
+
 static tp_rc run_rounds(tp_harness *h, entry_state *es, int n) {
   int order[TP_HARNESS_MAX_CASE];
   for (int round = 0; round < h->opts.rounds; ++round) {
-    int live[TP_HARNESS_MAX_CASE], n_live = 0;
-    for (int i = 0; i < n; ++i)
-      if (es[i].active) live[n_live++] = i;
+    int live[TP_HARNESS_MAX_CASE];
+    const int n_live = round_units(es, n, live);
     round_order(h, round, n_live, order);
     for (int k = 0; k < n_live; ++k) {
       entry_state *e = &es[live[order[k]]];
       if (!e->active) continue;
-      TP_TRY(measure_window(h, e, round, k));
+      if (replay_group(e)) TP_TRY(measure_mixed_window(h, es, n, replay_group(e), round, k));
+      else TP_TRY(measure_window(h, e, round, k));
     }
   }
   return TP_OK;
@@ -668,17 +873,48 @@ static tp_rc fill_result(tp_harness *h, entry_state *es) {
 
 /* ---- phase 4: numerics ------------------------------------------------------------------ */
 
-/* Poison, `before`, one step (or graph replay), waited for. */
+/* Device copies of outputs into bufs (grown to fit: caps), waited for. */
+static tp_rc copy_outputs(tp_harness *h, const tp_item_output *out, int n, tp_dtype dt,
+                          void *const *src, void **bufs, size_t *caps) {
+  cudaStream_t s = h->ctx->group->main_stream;
+  for (int i = 0; i < n; ++i) {
+    size_t bytes = out[i].count * tp_dtype_bytes(dt);
+    if (caps[i] < bytes) {
+      TP_TRY(tp_device_free(bufs[i]));
+      bufs[i] = NULL;
+      caps[i] = 0;
+      TP_TRY(tp_device_malloc_as(HARNESS_OWNER, &bufs[i], bytes));
+      caps[i] = bytes;
+    }
+    TP_CUDA(
+        cudaMemcpyAsync(bufs[i], src ? src[i] : out[i].ptr, bytes, cudaMemcpyDeviceToDevice, s));
+  }
+  TP_CUDA(cudaStreamSynchronize(s));
+  return TP_OK;
+}
+
+static tp_rc keep_eager(tp_harness *h, const tp_item_output *out, int n, tp_dtype dt) {
+  return copy_outputs(h, out, n, dt, NULL, h->eager, h->eager_cap);
+}
+
+/* Poison, `before`, one step (or graph replay), waited for. A graph
+ * configuration runs its eager step first and keeps its outputs aside
+ * (h->eager), so its replay can be held against it (replay_check). */
 static tp_rc numerics_step(tp_harness *h, entry_state *es, tp_item_output *out, int *n_out) {
   tp_group *g = h->ctx->group;
   const tp_item *item = es->s.item;
   int n = item->ops->outputs(item->self, out, TP_ITEM_MAX_OUTPUTS);
-  for (int i = 0; i < n; ++i)
-    TP_CUDA(tp_launch_poison(es->oc.info.dtype, (void *)out[i].ptr, out[i].count, g->main_stream));
-  const double start = now_s();
-  TP_TRY(run_before(&es->s));
-  TP_TRY(one_step(&es->s));
-  TP_TRY(record_and_wait(h, g, start, "the numerics step"));
+  stepper eager = {es->s.g, es->s.item, NULL};
+  for (int pass = es->s.graph ? 0 : 1; pass < 2; ++pass) {
+    for (int i = 0; i < n; ++i)
+      TP_CUDA(
+          tp_launch_poison(es->oc.info.dtype, (void *)out[i].ptr, out[i].count, g->main_stream));
+    const double start = now_s();
+    TP_TRY(run_before(&es->s));
+    TP_TRY(one_step(pass == 0 ? &eager : &es->s));
+    TP_TRY(record_and_wait(h, g, start, "the numerics step"));
+    if (pass == 0) TP_TRY(keep_eager(h, out, n, es->oc.info.dtype));
+  }
   *n_out = n;
   return TP_OK;
 }
@@ -720,6 +956,7 @@ static tp_rc measure_outputs(tp_harness *h, tp_dtype dt, const tp_item_output *o
 
 static void add_check(entry_state *es, const tp_item_output *o, const tp_output_measure *m,
                       const tp_output_verdict *v) {
+  if (es->n_checks == TP_HARNESS_MAX_CHECKS) return;
   const int k = es->n_checks++;
   snprintf(es->check_names[k], sizeof es->check_names[k], "%s", o->name);
   snprintf(es->check_reasons[k], sizeof es->check_reasons[k], "%s", v->reason);
@@ -810,24 +1047,53 @@ static void settle_numerics(entry_state *es, const char *fallback) {
   }
 }
 
-/* Copies the reference's outputs aside once they are known to be finite. */
-static tp_rc keep_reference(tp_harness *h, const tp_item_output *out, int n, tp_dtype dt) {
-  cudaStream_t s = h->ctx->group->main_stream;
-  for (int i = 0; i < n; ++i) {
-    size_t bytes = out[i].count * tp_dtype_bytes(dt);
-    if (h->ref_cap[i] < bytes) {
-      TP_TRY(tp_device_free(h->ref[i]));
-      h->ref[i] = NULL;
-      h->ref_cap[i] = 0;
-      TP_TRY(tp_device_malloc_as(HARNESS_OWNER, &h->ref[i], bytes));
-      h->ref_cap[i] = bytes;
-    }
-    TP_CUDA(cudaMemcpyAsync(h->ref[i], out[i].ptr, bytes, cudaMemcpyDeviceToDevice, s));
-    h->ref_count[i] = out[i].count;
-  }
-  TP_CUDA(cudaStreamSynchronize(s));
+/* Copies the reference's outputs aside once they are known to be finite: a
+ * graph configuration's eager step's (src), else the outputs themselves. */
+static tp_rc keep_reference(tp_harness *h, const tp_item_output *out, int n, tp_dtype dt,
+                            void *const *src) {
+  TP_TRY(copy_outputs(h, out, n, dt, src, h->ref, h->ref_cap));
+  for (int i = 0; i < n; ++i) h->ref_count[i] = out[i].count;
   h->n_ref = n;
   h->have_ref = 1;
+  return TP_OK;
+}
+
+/* A graph configuration's replay against its own eager step, one check over
+ * every output ("graph:eager"): bit for bit up to TP 2, where both run the
+ * same kernels on the same operands; beyond, NCCL may take another algorithm
+ * for a captured collective (another summation order), so each output's own
+ * rule and tolerance apply there. */
+static tp_rc replay_check(tp_harness *h, entry_state *es, const tp_item_output *out, int n) {
+  if (!es->s.graph) return TP_OK;
+  tp_output_measure m[TP_ITEM_MAX_OUTPUTS], all;
+  TP_TRY(measure_outputs(h, es->oc.info.dtype, out, h->eager, n, m));
+  const int bitwise = h->ctx->world <= 2;
+  memset(&all, 0, sizeof all);
+  tp_output_verdict v = {"ok", bitwise ? "exact" : "tolerance", NAN, NAN, ""};
+  double worst = 0.0;
+  for (int i = 0; i < n; ++i) {
+    if (out[i].rule == TP_RULE_SKIP) continue;
+    tp_output_verdict one;
+    const tp_output_rule rule = bitwise ? TP_RULE_EXACT : out[i].rule;
+    const double tol = tp_numerics_tolerance(es->oc.info.dtype, out[i].reduction_len,
+                                             out[i].summed_ranks, out[i].depth);
+    tp_numerics_judge(out[i].name, rule, tol, &m[i], &one);
+    if (strcmp(one.status, "ok") != 0 && strcmp(v.status, "ok") == 0) {
+      v.status = one.status;
+      snprintf(v.reason, sizeof v.reason, "replay against its eager step: %.150s", one.reason);
+    }
+    if (!bitwise && isfinite(one.rel_err) && one.rel_err > worst) worst = one.rel_err;
+    all.diff2 += m[i].diff2;
+    all.ref2 += m[i].ref2;
+    all.max_abs = fmax(all.max_abs, m[i].max_abs);
+    all.differ += m[i].differ;
+    all.nonfinite += m[i].nonfinite;
+    all.elements += m[i].elements;
+  }
+  if (!bitwise) v.rel_err = worst; /* an exact check has no error to report: differ says it */
+  const tp_item_output o = {"graph:eager", NULL, (size_t)all.elements, TP_RULE_EXACT, 0, 1, 1,
+                            NULL};
+  add_check(es, &o, &all, &v);
   return TP_OK;
 }
 
@@ -849,9 +1115,10 @@ static tp_rc reference_numerics(tp_harness *h, entry_state *es) {
     }
   }
   TP_TRY(own_checks(h, es));
+  TP_TRY(replay_check(h, es, out, n));
   settle_numerics(es, "the reference has no outputs to keep");
   es->oc.result.numerics = strcmp(es->oc.result.numerics, "ok") == 0 ? "reference" : "failed";
-  if (finite) TP_TRY(keep_reference(h, out, n, es->oc.info.dtype));
+  if (finite) TP_TRY(keep_reference(h, out, n, es->oc.info.dtype, es->s.graph ? h->eager : NULL));
   return TP_OK;
 }
 
@@ -878,23 +1145,26 @@ static tp_rc check_numerics(tp_harness *h, entry_state *es) {
     add_check(es, &out[i], &m[i], &v);
   }
   TP_TRY(own_checks(h, es));
+  TP_TRY(replay_check(h, es, out, n));
   settle_numerics(es, !usable && h->no_ref_why[0] ? h->no_ref_why
                                                   : "it computes none of the compared outputs");
   es->oc.result.numerics_ref = "stock";
   return TP_OK;
 }
 
-/* Reference first (whatever its place in the case), then every CHECK. */
-static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
+/* Numerics group `group`: its reference first (whatever its place in the
+ * case), then every CHECK of the group against it. */
+static tp_rc group_numerics(tp_harness *h, entry_state *es, int n, int group) {
   free_references(h);
   snprintf(h->no_ref_why, sizeof h->no_ref_why, "%s", "the case's stock configuration did not run");
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < n; ++i) {
       entry_state *e = &es[i];
       const tp_numerics_use want = pass == 0 ? TP_NUMERICS_REFERENCE : TP_NUMERICS_CHECK;
+      if (e->e->cfg.numerics_group != group) continue;
       if (e->e->cfg.numerics != want || !e->oc.have_result) continue;
       if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = e->e->cfg.index;
-      guard(h, 1, e->e->cfg.label);
+      guard(h, 2, e->e->cfg.label); /* a graph's eager step and its replay */
       tp_rc rc = charged(h, e, want == TP_NUMERICS_REFERENCE ? reference_numerics : check_numerics);
       tp_watchdog_disarm(h->watchdog);
       if (is_fatal(rc)) {
@@ -903,6 +1173,17 @@ static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
       }
       TP_TRY(rc);
     }
+  return TP_OK;
+}
+
+/* Every numerics group in the order it first appears (a plain case: one). */
+static tp_rc run_numerics(tp_harness *h, entry_state *es, int n) {
+  for (int i = 0; i < n; ++i) {
+    int seen = 0;
+    for (int j = 0; j < i && !seen; ++j)
+      seen = es[j].e->cfg.numerics_group == es[i].e->cfg.numerics_group;
+    if (!seen) TP_TRY(group_numerics(h, es, n, es[i].e->cfg.numerics_group));
+  }
   return TP_OK;
 }
 
@@ -1046,9 +1327,9 @@ static tp_rc finish_case(tp_harness *h, entry_state *es, int n, tp_rc stop) {
 /* Phases 1-5 (harness.h); returns an error only when the worker must stop. */
 static tp_rc run_phases(tp_harness *h, entry_state *es, int n) {
   TP_TRY(prepare_all(h, es, n));
-  if (es[0].e->cfg.axes->graph)
-    for (int i = 0; i < n; ++i)
-      if (es[i].active) TP_TRY(charged(h, &es[i], capture));
+  drop_incomplete_groups(es, n);
+  if (es[0].e->cfg.axes->graph) TP_TRY(capture_all(h, es, n));
+  drop_incomplete_groups(es, n);
   TP_TRY(run_rounds(h, es, n));
   for (int i = 0; i < n; ++i)
     if (es[i].active && es[i].n_rounds > 0) TP_TRY(fill_result(h, &es[i]));
@@ -1074,8 +1355,10 @@ tp_rc tp_harness_measure_case(tp_harness *h, tp_harness_entry *entries, int n) {
   if (phases == TP_ETIMEOUT) tp_group_abort(h->ctx->group);
   tp_rc stop = finish_case(h, es, n, phases);
   for (int i = 0; i < n; ++i) free_entry(&es[i]);
+  tp_group_freeze(h->ctx->group, 0); /* its graphs are gone (capture_all froze it) */
   free(es);
   free_references(h);
+  free_eager_copies(h);
   h->cases++;
   if (h->opts.current_config && h->ctx->rank == 0) *h->opts.current_config = -1;
   return stop;

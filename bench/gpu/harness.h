@@ -12,21 +12,37 @@
  *                  (the symmetric workspace grows once to the case's
  *                  largest request; graphs captured afterwards stay valid)
  *                  -- the ranks agree: any rank's failure is everyone's --
- *   [graph]        each configuration's step captured into a CUDA graph
+ *   [graph]        every configuration's eager warm-up (at least one step:
+ *                  the workspace and scratch grow to the largest any asks),
+ *                  then the group frozen (tp_group_freeze) and each step
+ *                  captured into a CUDA graph; frozen until the case ends, a
+ *                  capture that would grow them fails its configuration with
+ *                  the reason
  *   rounds         R rounds; each round runs every configuration once, in an
  *                  order that rotates (or is shuffled, seeded) per round, as
  *                  a back-to-back window: `before` (what the window needs,
  *                  e.g. the forward of a backward window, or the data a
  *                  reference's skipped half would have delivered), warm-up,
  *                  a host barrier, then the timed steps with one CUDA event
- *                  between consecutive ones and no host synchronisation
+ *                  between consecutive ones and no host synchronisation.
+ *                  A replay group (graphs of several sizes on one
+ *                  workspace, tp_harness_config.replay_group) is one unit of
+ *                  the round: one mixed window replays its graphs
+ *                  interleaved, measure_iters each, in a shuffle seeded by
+ *                  the run's seed, the case and the round (whatever the
+ *                  round order's policy), each sample going to the
+ *                  configuration whose replay it timed
  *                  -- the ranks agree; samples gathered --
- *   numerics       every compared output poisoned (NaN), `before`, one
- *                  step; the REFERENCE configuration's outputs must be
- *                  finite and are kept, each CHECK configuration's outputs
- *                  are judged one by one against them (numerics.h); an
- *                  item that judges itself (tp_item_ops.judge) adds its own
- *                  checks (every rank's, the worst kept)
+ *   numerics       per numerics group (a plain case: one): every compared
+ *                  output poisoned (NaN), `before`, one step; the REFERENCE
+ *                  configuration's outputs must be finite and are kept, each
+ *                  CHECK configuration's outputs are judged one by one
+ *                  against them (numerics.h); an item that judges itself
+ *                  (tp_item_ops.judge) adds its own checks (every rank's,
+ *                  the worst kept). A graph configuration runs its eager
+ *                  step first (poisoned likewise) and its replay is held
+ *                  against it ("graph:eager": bit for bit up to TP 2); the
+ *                  reference kept is the eager step's
  *   [trace]        a traced window per configuration, in its own phase, so
  *                  the collector is off during every timed window
  *
@@ -168,6 +184,14 @@ typedef struct tp_harness_config {
   tp_numerics_use numerics;
   const char *label; /* the progress line's description */
   int index;         /* the configuration's index in its matrix (progress) */
+  /* Graphs of several sizes on one workspace (run's graph=mixed). The
+   * configurations of one replay_group > 0 are timed together in mixed
+   * windows and stand or fall together: one that drops out before the
+   * windows (prepare, warm-up, capture) fails the others with its reason. A
+   * CHECK is judged against the REFERENCE of its numerics_group (0 for
+   * every configuration of a plain case). */
+  int replay_group;
+  int numerics_group;
 } tp_harness_config;
 
 /* A configuration with the item that runs it. */

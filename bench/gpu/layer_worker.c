@@ -40,6 +40,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench/gpu/block.h"
@@ -478,8 +479,10 @@ static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_c
                                         int index, char *label, size_t cap) {
   snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
-           c->graph ? " graph" : "", c->ac != TP_AC_NONE ? " ac=" : "",
-           c->ac != TP_AC_NONE ? tp_ac_name(c->ac) : "");
+           c->graph_mixed ? " graph mixed"
+           : c->graph     ? " graph"
+                          : "",
+           c->ac != TP_AC_NONE ? " ac=" : "", c->ac != TP_AC_NONE ? tp_ac_name(c->ac) : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
@@ -512,63 +515,153 @@ static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
   return h;
 }
 
-/* The configurations from..end of case ci but the lost ones (those that took
- * workers down), on tensors allocated for its shape, measured together. */
-static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) {
-  const tp_layer_case *c = &st->m->cases[ci];
-  const int end = c->first_config + c->n_configs;
-  if (from < c->first_config) from = c->first_config;
-  if (end - from > TP_HARNESS_MAX_CASE)
-    return TP_FAIL(TP_EINTERNAL, "case %d has %d configurations (at most %d)", ci, end - from,
-                   TP_HARNESS_MAX_CASE);
+_Static_assert((int)TP_LAYER_MAX_MIX_CONFIGS <= (int)TP_HARNESS_MAX_CASE,
+               "a graph mix is measured as one harness case");
+
+/* The cases measured together from ci (*n of them, *together 1): one, or the
+ * sizes of its graph mix (graph=mixed) when the mix is within the matrix's
+ * limits; a mix beyond them (every configuration rejected) is *n cases each
+ * on its own. */
+static void measured_together(const tp_layer_matrix *m, int ci, int *n, int *together) {
+  const int mix = m->cases[ci].mix_group;
+  int k = 1, configs = m->cases[ci].n_configs;
+  while (mix >= 0 && ci + k < m->n_cases && m->cases[ci + k].mix_group == mix)
+    configs += m->cases[ci + k++].n_configs;
+  *n = k;
+  *together = k == 1 || (k <= TP_LAYER_MAX_GRAPH_SIZES && configs <= TP_HARNESS_MAX_CASE);
+}
+
+/* A mix's replay group of cfg: 1 + the place of its counterpart (the same
+ * backend, schedule and chunks) in the mix's first case. */
+static int replay_group_of(const tp_layer_matrix *m, int first_case, const tp_layer_config *cfg) {
+  const tp_layer_case *c = &m->cases[first_case];
+  for (int j = 0; j < c->n_configs; ++j) {
+    const tp_layer_config *o = &m->configs[c->first_config + j];
+    if (o->backend == cfg->backend && o->schedule == cfg->schedule &&
+        o->axes.chunks == cfg->axes.chunks)
+      return j + 1;
+  }
+  return 0; /* none: the layouts of a mix's cases are alike, so this does not happen */
+}
+
+/* What one call of the harness measures: cases first..first+n_cases-1. */
+typedef struct case_span {
+  int first, n_cases, mixed;
   tp_harness_entry entries[TP_HARNESS_MAX_CASE];
   layer_item items[TP_HARNESS_MAX_CASE];
   char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
-  memset(items, 0, sizeof items);
-  int n = 0, runnable = 0;
-  tp_block_tensors t;
-  memset(&t, 0, sizeof t);
-  for (int i = from; i < end; ++i) {
-    if (tp_resume_is_lost(resume, i)) continue;
-    const tp_layer_config *cfg = &st->m->configs[i];
-    entries[n].cfg = harness_config(c, cfg, i, labels[n], LABEL_CAP);
-    items[n].c = c;
-    items[n].cfg = cfg;
-    items[n].t = &t;
-    items[n].shape = shape_of(c);
-    items[n].h = st->h;
-    entries[n].item =
-        (tp_item){tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &items[n]};
-    runnable += !cfg->rejected;
-    n++;
+  int n;
+  tp_block_tensors t[TP_LAYER_MAX_GRAPH_SIZES]; /* one case's each */
+} case_span;
+
+/* Whether a configuration of cfg's replay group (another size of its mix)
+ * took the workers down: then cfg cannot be measured among the mix either. */
+static const tp_layer_config *lost_counterpart(const run_state *st, const case_span *sp,
+                                               const tp_layer_config *cfg, int group,
+                                               const tp_resume *resume) {
+  for (int k = 0; sp->mixed && k < sp->n_cases; ++k) {
+    const tp_layer_case *c = &st->m->cases[sp->first + k];
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+      if (&st->m->configs[i] != cfg && tp_resume_is_lost(resume, i) &&
+          replay_group_of(st->m, sp->first, &st->m->configs[i]) == group)
+        return &st->m->configs[i];
   }
-  if (n == 0) return TP_OK;
-  tp_block_shape shape = shape_of(c);
-  shape.proj_dtype = shape.dtype; /* the tensors are the same whatever the projections' format */
-  tp_block_plan sizes;
-  tp_rc rc = TP_OK;
-  if (runnable) {
-    rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
+  return NULL;
+}
+
+/* The span's configurations from `from` on but the lost ones (recorded
+ * already) as harness entries on their case's tensors; the counterparts of
+ * a lost one are recorded as failed here. */
+static tp_rc collect_entries(run_state *st, case_span *sp, int from, const tp_resume *resume) {
+  for (int k = 0; k < sp->n_cases; ++k) {
+    const int ci = sp->first + k;
+    const tp_layer_case *c = &st->m->cases[ci];
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i) {
+      if (i < from || tp_resume_is_lost(resume, i)) continue;
+      const tp_layer_config *cfg = &st->m->configs[i];
+      tp_harness_config hc = harness_config(c, cfg, i, sp->labels[sp->n], LABEL_CAP);
+      if (sp->mixed) {
+        hc.replay_group = replay_group_of(st->m, sp->first, cfg);
+        hc.numerics_group = k + 1;
+        const tp_layer_config *lost = lost_counterpart(st, sp, cfg, hc.replay_group, resume);
+        if (lost) {
+          char why[160];
+          snprintf(why, sizeof why,
+                   "graph=mixed: its %lld-token configuration of the mix took the workers down",
+                   (long long)lost->axes.tokens);
+          TP_TRY(tp_harness_skip(st->h, &hc, TP_EINTERNAL, why));
+          continue;
+        }
+      }
+      const int n = sp->n++;
+      sp->entries[n].cfg = hc;
+      sp->items[n].c = c;
+      sp->items[n].cfg = cfg;
+      sp->items[n].t = &sp->t[k];
+      sp->items[n].shape = shape_of(c);
+      sp->items[n].h = st->h;
+      sp->entries[n].item = (tp_item){
+          tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &sp->items[n]};
+    }
+  }
+  return TP_OK;
+}
+
+/* Each case's tensors, for the cases with a configuration to run: a mix's
+ * sizes all live at once (their graphs replay interleaved). */
+static tp_rc alloc_tensors(run_state *st, case_span *sp) {
+  for (int k = 0; k < sp->n_cases; ++k) {
+    int runnable = 0;
+    for (int i = 0; i < sp->n; ++i)
+      runnable += sp->items[i].t == &sp->t[k] && !sp->items[i].cfg->rejected;
+    if (!runnable) continue;
+    const int ci = sp->first + k;
+    tp_block_shape shape = shape_of(&st->m->cases[ci]);
+    shape.proj_dtype = shape.dtype; /* the tensors are the same whatever the projections' format */
+    tp_block_plan sizes;
+    TP_TRY(tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes));
     const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0));
-    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, case_seed(st->m, c), &t);
+    tp_rc rc = tp_block_alloc(st->g, &sizes, case_seed(st->m, &st->m->cases[ci]), &sp->t[k]);
     tp_device_leave(outer);
+    TP_TRY(rc);
   }
-  tp_rc agreed = TP_OK;
-  char reason[REASON_CAP];
-  rc = tp_harness_agree(st->h, rc, &agreed, reason, sizeof reason);
-  if (rc == TP_OK && agreed != TP_OK) {
-    for (int i = 0; rc == TP_OK && i < n; ++i)
-      rc = entries[i].cfg.rejected
-               ? tp_harness_skip(st->h, &entries[i].cfg, TP_EREJECT, entries[i].cfg.reason)
-               : tp_harness_skip(st->h, &entries[i].cfg, agreed, reason);
-  } else if (rc == TP_OK) {
-    rc = tp_harness_measure_case(st->h, entries, n);
+  return TP_OK;
+}
+
+/* The configurations from `from` on of cases first..first+n_cases-1 (one
+ * case, or the sizes of a graph mix, mixed 1) but the lost ones (those that
+ * took workers down), measured together. */
+static tp_rc run_cases(run_state *st, int first, int n_cases, int mixed, int from,
+                       const tp_resume *resume) {
+  const tp_layer_case *last = &st->m->cases[first + n_cases - 1];
+  const int end = last->first_config + last->n_configs;
+  if (from < st->m->cases[first].first_config) from = st->m->cases[first].first_config;
+  if (end - from > TP_HARNESS_MAX_CASE || n_cases > TP_LAYER_MAX_GRAPH_SIZES)
+    return TP_FAIL(TP_EINTERNAL, "cases %d.. have %d configurations (at most %d)", first,
+                   end - from, TP_HARNESS_MAX_CASE);
+  case_span *sp = calloc(1, sizeof *sp);
+  if (!sp) return TP_FAIL(TP_EOOM, "no host memory for a case");
+  sp->first = first;
+  sp->n_cases = n_cases;
+  sp->mixed = mixed;
+  tp_rc rc = collect_entries(st, sp, from, resume);
+  if (rc == TP_OK && sp->n > 0) {
+    tp_rc agreed = TP_OK;
+    char reason[REASON_CAP];
+    rc = tp_harness_agree(st->h, alloc_tensors(st, sp), &agreed, reason, sizeof reason);
+    for (int i = 0; rc == TP_OK && agreed != TP_OK && i < sp->n; ++i) {
+      const tp_harness_config *hc = &sp->entries[i].cfg;
+      rc = hc->rejected ? tp_harness_skip(st->h, hc, TP_EREJECT, hc->reason)
+                        : tp_harness_skip(st->h, hc, agreed, reason);
+    }
+    if (rc == TP_OK && agreed == TP_OK) rc = tp_harness_measure_case(st->h, sp->entries, sp->n);
   }
-  /* every configuration of the case is recorded once run_case returns, even on error */
+  /* every configuration of the cases is recorded once run_cases returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < n; ++i) free_item(&items[i]);
-  tp_block_free(&t);
-  const tp_rc released = tp_harness_release_case(entries, n);
+  for (int i = 0; i < sp->n; ++i) free_item(&sp->items[i]);
+  for (int k = 0; k < n_cases; ++k) tp_block_free(&sp->t[k]);
+  const tp_rc released = tp_harness_release_case(sp->entries, sp->n);
+  free(sp);
   return rc != TP_OK ? rc : released;
 }
 
@@ -618,10 +711,16 @@ tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
     rc = record_lost(&st, lost, opts->resume->lost_rc, opts->resume->lost_reason);
     if (ctx->rank == 0) progress->recorded = tp_harness_recorded(h);
   }
-  for (int ci = 0; rc == TP_OK && ci < matrix->n_cases; ++ci) {
-    const tp_layer_case *c = &matrix->cases[ci];
-    if (c->first_config + c->n_configs <= start) continue;
-    rc = run_case(&st, ci, start, opts->resume);
+  for (int ci = 0; rc == TP_OK && ci < matrix->n_cases;) {
+    int n = 1, together = 1;
+    measured_together(matrix, ci, &n, &together);
+    for (int k = 0; rc == TP_OK && k < n; k += together ? n : 1) {
+      const int first = ci + k, count = together ? n : 1;
+      const tp_layer_case *last = &matrix->cases[first + count - 1];
+      if (last->first_config + last->n_configs > start)
+        rc = run_cases(&st, first, count, together && n > 1, start, opts->resume);
+    }
+    ci += n;
   }
   return tp_harness_close(h, rc, 1);
 }

@@ -322,10 +322,10 @@ static const table_axes run_axes = {
      {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
      {"off", "on"},
      {"fwd", "fwd+bwd"},
-     {"off", "on"},
+     {"off", "on", "mixed"},
      {"off", "on"},
      {"none", "selective", "full"}},
-    {3, 4, 6, 3, 2, 6, 2, 2, 2, 2, 3},
+    {3, 4, 6, 3, 2, 6, 2, 2, 3, 2, 3},
 };
 
 static const char *const run_assignments[] = {
@@ -337,11 +337,11 @@ static const char *const run_assignments[] = {
     "tp=1,2,4",
     "dp=1,2",
     "batch=2",
-    "seqlen=4096",
+    "seqlen=4096,8192",
     "dtype=bf16,fp32,fp8,fp8-row,fp8-block,mxfp8",
     "sp=off,on",
     "pass=fwd,fwd+bwd",
-    "graph=off,on",
+    "graph=off,on,mixed",
     "save_gathered=off,on",
     "ac=none,selective,full",
 };
@@ -361,7 +361,7 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
                             cfg->axes.dtype,
                             c->sp ? "on" : "off",
                             cfg->axes.pass,
-                            c->graph ? "on" : "off",
+                            tp_layer_graph_name(c),
                             c->save_gathered ? "on" : "off",
                             tp_ac_name(c->ac)};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
@@ -395,7 +395,8 @@ static tp_rc run_table(int gpus, FILE *out) {
   if (rc == TP_OK) {
     fprintf(
         out,
-        "`run` (layers of llama3-8b, batch 2, seqlen 4096, a host of %d GPUs; \"*\": every "
+        "`run` (layers of llama3-8b, batch 2, seqlen 4096 and 8192 (graph=mixed: one mix of "
+        "both), a host of %d GPUs; \"*\": every "
         "value; rows read top-down, the first row holding a configuration gives its verdict):\n\n",
         gpus);
     print_table(&t, out);

@@ -31,8 +31,13 @@ static const char *const backend_values[] = {"stock", "dist_gemm"};
 static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multimem"};
 static const char *const dtype_values[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
 static const char *const on_off_values[] = {"off", "on"};
+static const char *const graph_values[] = {"off", "on", "mixed"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
+
+const char *tp_layer_graph_name(const tp_layer_case *c) {
+  return graph_values[c->graph_mixed ? 2 : c->graph ? 1 : 0];
+}
 
 typedef struct axis_def {
   const char *name;
@@ -60,7 +65,7 @@ static const axis_def axes[] = {
     STR_AXIS("dtype", dtype, dtype_values),
     STR_AXIS("sp", sp, on_off_values),
     STR_AXIS("pass", pass, pass_values),
-    STR_AXIS("graph", graph, on_off_values),
+    STR_AXIS("graph", graph, graph_values),
     STR_AXIS("save_gathered", save_gathered, on_off_values),
     INT_AXIS("dp", dp, 1, 4096),
     STR_AXIS("ac", ac, ac_values),
@@ -541,10 +546,21 @@ static void fill_case(const resolved *r, const tp_model_preset *models, const in
   c->seqlen = (int)r->numbers[A_SEQLEN][at[A_SEQLEN]];
   c->tokens = (int64_t)c->batch * c->seqlen;
   c->sp = is_on(r->names[A_SP][at[A_SP]]);
-  c->graph = is_on(r->names[A_GRAPH][at[A_GRAPH]]);
+  c->graph_mixed = strcmp(r->names[A_GRAPH][at[A_GRAPH]], "mixed") == 0;
+  c->graph = c->graph_mixed || is_on(r->names[A_GRAPH][at[A_GRAPH]]);
   c->save_gathered = is_on(r->names[A_SAVE][at[A_SAVE]]);
   c->dp = (int)r->numbers[A_DP][at[A_DP]];
   c->ac = (tp_ac)index_of(ac_values, COUNT_OF(ac_values), r->names[A_AC][at[A_AC]]);
+}
+
+/* The case's place in the odometer with seqlen left out: the cases of one
+ * mix (graph=mixed, differing in seqlen alone) share it. */
+static int mix_key(const resolved *r, const int *at) {
+  int key = 0;
+  for (int k = 0; k < N_CASE_AXES; ++k)
+    if (case_axis_order[k] != A_SEQLEN)
+      key = key * r->count[case_axis_order[k]] + at[case_axis_order[k]];
+  return key;
 }
 
 /* Walks every case like an odometer, innermost axis fastest. */
@@ -555,6 +571,7 @@ static tp_rc fill_matrix(const resolved *r, tp_layer_matrix *m) {
   for (int ci = 0; ci < m->n_cases; ++ci) {
     tp_layer_case *c = &m->cases[ci];
     fill_case(r, m->models, at, c);
+    c->mix_group = c->graph_mixed ? mix_key(r, at) : -1; /* numbered by group_mixes */
     if (c->tokens > MAX_TOKENS)
       return TP_FAIL(TP_EUSAGE, "batch %d x seqlen %d is more than %lld tokens", c->batch,
                      c->seqlen, MAX_TOKENS);
@@ -564,6 +581,167 @@ static tp_rc fill_matrix(const resolved *r, tp_layer_matrix *m) {
       if (++at[ax] < r->count[ax]) break;
       at[ax] = 0;
     }
+  }
+  return TP_OK;
+}
+
+/* ---- graph=mixed: the sizes of a mix, measured together ---------------------------------- */
+
+/* Cases between consecutive seqlen values in the odometer (the axes inside seqlen's). */
+static int seqlen_stride(const resolved *r) {
+  int stride = 1, inside = 0;
+  for (int k = 0; k < N_CASE_AXES; ++k) {
+    if (inside) stride *= r->count[case_axis_order[k]];
+    if (case_axis_order[k] == A_SEQLEN) inside = 1;
+  }
+  return stride;
+}
+
+/* The new place of every case: each mix's sizes adjacent, ascending in
+ * seqlen, where its first size stood; every other case keeps its order. */
+static void mix_order(const resolved *r, const tp_layer_matrix *m, int *order) {
+  const int stride = seqlen_stride(r), n_seq = r->count[A_SEQLEN];
+  int by_value[TP_LIST_MAX]; /* seqlen indices, ascending by value */
+  for (int i = 0; i < n_seq; ++i) {
+    int j = i;
+    for (; j > 0 && r->numbers[A_SEQLEN][by_value[j - 1]] > r->numbers[A_SEQLEN][i]; --j)
+      by_value[j] = by_value[j - 1];
+    by_value[j] = i;
+  }
+  int n = 0;
+  for (int ci = 0; ci < m->n_cases; ++ci) {
+    if (!m->cases[ci].graph_mixed) {
+      order[n++] = ci;
+    } else if ((ci / stride) % n_seq == 0) { /* the other sizes follow it */
+      for (int k = 0; k < n_seq; ++k) order[n++] = ci + by_value[k] * stride;
+    }
+  }
+}
+
+/* Rebuilds cases and configurations in order[] (their indices renumbered). */
+static tp_rc reorder_cases(tp_layer_matrix *m, const int *order) {
+  tp_layer_case *cases = malloc((size_t)m->n_cases * sizeof *cases);
+  tp_layer_config *configs = malloc((size_t)m->n_configs * sizeof *configs);
+  if (!cases || !configs) {
+    free(cases);
+    free(configs);
+    return TP_FAIL(TP_EOOM, "no memory to order the graph mixes");
+  }
+  int next = 0;
+  for (int k = 0; k < m->n_cases; ++k) {
+    tp_layer_case c = m->cases[order[k]];
+    for (int i = c.first_config; i < c.first_config + c.n_configs; ++i) {
+      configs[next] = m->configs[i];
+      configs[next++].case_index = k;
+    }
+    c.first_config = next - c.n_configs;
+    cases[k] = c;
+  }
+  free(m->cases);
+  free(m->configs);
+  m->cases = cases;
+  m->configs = configs;
+  return TP_OK;
+}
+
+/* A rule's rejection of a mix's configuration (it overrides a plan). */
+static void reject_in_mix(tp_layer_config *cfg, const char *why) {
+  if (cfg->rejected && !cfg->planned) return;
+  const size_t len = strnlen(why, sizeof cfg->reason - 1); /* cut where the reason ends */
+  memcpy(cfg->reason, why, len);
+  cfg->reason[len] = '\0';
+  cfg->rejected = 1;
+  cfg->planned = 0;
+}
+
+/* Whether a rule (not a plan) rejects cfg. */
+static int rule_rejects(const tp_layer_config *cfg) { return cfg->rejected && !cfg->planned; }
+
+/* The rules of one mix: cases first..first+n-1 (every one laid out alike). */
+static void mix_rules(tp_layer_matrix *m, int first, int n, const char *sizes) {
+  const int per_case = m->cases[first].n_configs;
+  char why[768]; /* the sizes and a counterpart's whole reason; cut to a reason's length */
+  why[0] = '\0';
+  if (n < 2)
+    snprintf(why, sizeof why,
+             "graph=mixed captures one graph per size on one workspace: it needs 2 or more sizes "
+             "(seqlen values), this mix has 1 (%s tokens)",
+             sizes);
+  else if (n > TP_LAYER_MAX_GRAPH_SIZES)
+    snprintf(why, sizeof why, "graph=mixed takes at most %d sizes; this mix has %d",
+             TP_LAYER_MAX_GRAPH_SIZES, n);
+  else if (n * per_case > TP_LAYER_MAX_MIX_CONFIGS)
+    snprintf(why, sizeof why,
+             "graph=mixed measures a mix's configurations together: %d sizes x %d configurations "
+             "is more than %d (fewer sizes, schedules or chunks)",
+             n, per_case, TP_LAYER_MAX_MIX_CONFIGS);
+  if (why[0]) {
+    for (int i = 0; i < n * per_case; ++i)
+      reject_in_mix(&m->configs[m->cases[first].first_config + i], why);
+    return;
+  }
+  /* A size a rule rejects takes its counterparts (same place in their case:
+   * the same backend, schedule and chunks) at the other sizes with it. */
+  int rejected_at[TP_LAYER_MAX_MIX_CONFIGS]; /* case of the mix whose rule rejects place j, -1 */
+  for (int j = 0; j < per_case; ++j) {
+    rejected_at[j] = -1;
+    for (int k = 0; k < n && rejected_at[j] < 0; ++k)
+      if (rule_rejects(&m->configs[m->cases[first + k].first_config + j])) rejected_at[j] = k;
+  }
+  for (int j = 0; j < per_case; ++j) {
+    if (rejected_at[j] < 0) continue;
+    const tp_layer_case *bad = &m->cases[first + rejected_at[j]];
+    snprintf(why, sizeof why, "graph=mixed among %s: its %lld-token size is rejected: %s", sizes,
+             (long long)bad->tokens, m->configs[bad->first_config + j].reason);
+    for (int k = 0; k < n; ++k)
+      reject_in_mix(&m->configs[m->cases[first + k].first_config + j], why);
+  }
+}
+
+/* "2048,4096": the token counts of cases first..first+n-1. */
+static void join_tokens(const tp_layer_matrix *m, int first, int n, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int k = 0; k < n && used < cap; ++k) {
+    int w = snprintf(buf + used, cap - used, "%s%lld", k ? "," : "",
+                     (long long)m->cases[first + k].tokens);
+    if (w > 0) used += (size_t)w;
+  }
+}
+
+/* Brings each mix's cases together, numbers the mixes, writes their sizes
+ * into the configurations' axes and applies the mixes' rules. */
+static tp_rc group_mixes(const resolved *r, tp_layer_matrix *m) {
+  if (index_of(r->names[A_GRAPH], r->count[A_GRAPH], "mixed") < 0) return TP_OK;
+  int *order = malloc((size_t)m->n_cases * sizeof *order);
+  if (!order) return TP_FAIL(TP_EOOM, "no memory to order the graph mixes");
+  mix_order(r, m, order);
+  tp_rc rc = reorder_cases(m, order);
+  free(order);
+  TP_TRY(rc);
+  int n_mixes = 0;
+  for (int ci = 0; ci < m->n_cases; ++ci)
+    n_mixes += m->cases[ci].graph_mixed &&
+               (ci == 0 || m->cases[ci - 1].mix_group != m->cases[ci].mix_group);
+  m->mix_sizes = calloc((size_t)n_mixes, sizeof *m->mix_sizes);
+  if (!m->mix_sizes) return TP_FAIL(TP_EOOM, "no memory for %d graph mixes", n_mixes);
+  for (int ci = 0; ci < m->n_cases;) {
+    if (!m->cases[ci].graph_mixed) {
+      ++ci;
+      continue;
+    }
+    int end = ci + 1;
+    while (end < m->n_cases && m->cases[end].mix_group == m->cases[ci].mix_group) ++end;
+    char *sizes = m->mix_sizes[m->n_mixes];
+    join_tokens(m, ci, end - ci, sizes, TP_LAYER_SIZES_TEXT);
+    for (int k = ci; k < end; ++k) {
+      m->cases[k].mix_group = m->n_mixes;
+      for (int i = 0; i < m->cases[k].n_configs; ++i)
+        m->configs[m->cases[k].first_config + i].axes.graph_sizes = sizes;
+    }
+    mix_rules(m, ci, end - ci, sizes);
+    m->n_mixes++;
+    ci = end;
   }
   return TP_OK;
 }
@@ -579,7 +757,7 @@ tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix
   if (rc == TP_OK && n_configs > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the axes make %lld configurations, more than the %d accepted",
                  (long long)n_configs, MAX_CONFIGS);
-  tp_layer_matrix m = {NULL, 0, NULL, (int)n_cases, NULL, (int)n_configs};
+  tp_layer_matrix m = {NULL, 0, NULL, (int)n_cases, NULL, (int)n_configs, NULL, 0};
   if (rc == TP_OK) {
     m.n_models = r->count[A_MODEL];
     m.models = calloc((size_t)m.n_models, sizeof *m.models);
@@ -591,6 +769,7 @@ tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix
   /* Copies: the cases and their axes' model names must not point into spec. */
   for (int i = 0; rc == TP_OK && i < m.n_models; ++i) m.models[i] = *r->models[i];
   if (rc == TP_OK) rc = fill_matrix(r, &m);
+  if (rc == TP_OK) rc = group_mixes(r, &m);
   free(r);
   if (rc != TP_OK) {
     tp_layer_matrix_free(&m);
@@ -604,6 +783,7 @@ void tp_layer_matrix_free(tp_layer_matrix *matrix) {
   free(matrix->models);
   free(matrix->cases);
   free(matrix->configs);
+  free(matrix->mix_sizes);
   memset(matrix, 0, sizeof *matrix);
 }
 
@@ -746,15 +926,19 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
     const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";
+    char among[TP_LAYER_SIZES_TEXT + 32];
     if (!cfg->rejected && decided_at_plan_time(cfg)) {
       note = " (the kernels decide at plan time whether this host runs it)";
       ++plan_time;
+    } else if (!cfg->rejected && a->graph_sizes) {
+      snprintf(among, sizeof among, " (replayed among %s tokens)", a->graph_sizes);
+      note = among;
     }
     fprintf(
         out,
         "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10.1f  %s%s\n",
         cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
-        a->dtype, a->sp ? "on" : "off", a->pass, a->graph ? "on" : "off",
+        a->dtype, a->sp ? "on" : "off", a->pass, tp_layer_graph_name(c),
         a->save_gathered ? "on" : "off", tp_ac_name(c->ac), what, cfg->flops / 1e9, status, note);
   }
   fprintf(out,

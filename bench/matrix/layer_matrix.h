@@ -18,7 +18,12 @@
  *                  and run scaled FP8 GEMMs, everything else stays bf16
  *   sp             on, off (sequence parallelism)
  *   pass           fwd, fwd+bwd
- *   graph          off, on (time CUDA graph replays of a captured step)
+ *   graph          off, on (time CUDA graph replays of a captured step),
+ *                  mixed (the inference situation: the case's sizes — the
+ *                  seqlen axis's values, the other axes alike — captured as
+ *                  one graph each on one workspace and replayed interleaved;
+ *                  each size is its own configuration, graph 1 and
+ *                  graph_sizes the token counts of the mix, ascending)
  *   save_gathered  off, on (the all-gather side's backward reuses the
  *                  forward's gathered input instead of gathering again)
  *   dp             data-parallel degree (FSDP), default 1: a dp × tp mesh,
@@ -100,10 +105,16 @@ typedef struct tp_layer_case {
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
-  int dp;   /* data-parallel degree: the mesh is dp × tp */
-  tp_ac ac; /* activation checkpointing */
+  int dp;          /* data-parallel degree: the mesh is dp × tp */
+  tp_ac ac;        /* activation checkpointing */
+  int graph_mixed; /* graph=mixed (graph is 1 too) */
+  int mix_group;   /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
+                      cases of one mix are adjacent, ascending in tokens. -1: none */
   int first_config, n_configs;
 } tp_layer_case;
+
+/* The case's graph axis: "off", "on", "mixed". */
+const char *tp_layer_graph_name(const tp_layer_case *c);
 
 typedef struct tp_layer_config {
   tp_config_axes axes;  /* the stored names of all of it; strings are static */
@@ -119,6 +130,11 @@ typedef struct tp_layer_config {
   double flops; /* per iteration, the whole group (tp_layer_flops); 0 for comm */
 } tp_layer_config;
 
+/* graph=mixed: at most this many sizes in a mix, and this many
+ * configurations of a mix together (the harness measures them as one case:
+ * bench/gpu/harness.h, TP_HARNESS_MAX_CASE). */
+enum { TP_LAYER_MAX_GRAPH_SIZES = 8, TP_LAYER_MAX_MIX_CONFIGS = 32, TP_LAYER_SIZES_TEXT = 128 };
+
 typedef struct tp_layer_matrix {
   tp_model_preset *models; /* the models the cases point to, owned */
   int n_models;
@@ -126,6 +142,10 @@ typedef struct tp_layer_matrix {
   int n_cases;
   tp_layer_config *configs;
   int n_configs;
+  /* graph=mixed: per mix its token counts ("2048,4096,8192"), which the
+   * configurations' axes.graph_sizes point to; owned, never moved */
+  char (*mix_sizes)[TP_LAYER_SIZES_TEXT];
+  int n_mixes;
 } tp_layer_matrix;
 
 /*
@@ -152,7 +172,14 @@ typedef struct tp_layer_matrix {
  *     degree, would put a scale block across two ranks, or at TP > 1 (fp8
  *     communication not implemented yet): fp8_rules.h, the rules of ops,
  *     applied to every projection. mxfp8 is rejected by the worker's plan
- *     below sm_100, in cuBLASLt's words.
+ *     below sm_100, in cuBLASLt's words;
+ *   - graph=mixed with fewer than 2 or more than TP_LAYER_MAX_GRAPH_SIZES
+ *     sizes (seqlen values), or whose mix holds more than
+ *     TP_LAYER_MAX_MIX_CONFIGS configurations; a configuration of a mix
+ *     whose counterpart at another size (same backend, schedule, chunks) a
+ *     rule rejects (the mix its graph_sizes names could not run whole).
+ *     dist_gemm schedules whose sizes need different workspaces are fine:
+ *     the warm-up grows the one workspace to the largest.
  * And planned, after the rules: dp > 1 (no FSDP runtime yet). Every ac mode
  * runs (bench/gpu/block.h).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range

@@ -2,7 +2,7 @@
 # rendezvous and launcher (forked processes on loopback), and the tpbench
 # binary itself.
 foreach(part stats numerics presets ops_matrix cli rendezvous launcher resume hostlist host_facts
-             progress_line)
+             progress_line replay_order)
   tp_add_cpu_test(test_bench_${part} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_${part}.c
                   LIBS tp_bench_cpu)
 endforeach()

@@ -753,6 +753,188 @@ static void test_drop_planned(void **state) {
   tp_layer_matrix_free(&m);
 }
 
+/* ---- graph=mixed ----------------------------------------------------------------------------- */
+
+/* The mix's sizes are adjacent cases, ascending in tokens, each configuration
+ * graph 1 with the whole list; one mix per point of the other axes. */
+static void test_graph_mixed_expansion(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096,2048,8192", "pass=fwd",
+                              "graph=mixed", "tp=2", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 3);
+  assert_int_equal(m.n_mixes, 1);
+  assert_int_equal(tp_layer_runnable(&m), 12);
+  const int64_t tokens[] = {2048, 4096, 8192};
+  for (int ci = 0; ci < 3; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->tokens, tokens[ci]);
+    assert_int_equal(c->graph, 1);
+    assert_int_equal(c->graph_mixed, 1);
+    assert_int_equal(c->mix_group, 0);
+    assert_string_equal(tp_layer_graph_name(c), "mixed");
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i) {
+      assert_int_equal(m.configs[i].case_index, ci);
+      assert_int_equal(m.configs[i].axes.graph, 1);
+      assert_string_equal(m.configs[i].axes.graph_sizes, "2048,4096,8192");
+      assert_int_equal(m.configs[i].axes.seqlen, tokens[ci]);
+    }
+  }
+  /* Its key says it was measured among those sizes, and differs from graph=on's. */
+  char mixed[512], on[512];
+  tp_config_key(&m.configs[0].axes, mixed, sizeof mixed);
+  tp_config_axes plain = m.configs[0].axes;
+  plain.graph_sizes = NULL;
+  tp_config_key(&plain, on, sizeof on);
+  assert_non_null(strstr(mixed, ";graph=1;"));
+  assert_non_null(strstr(mixed, "graph_sizes=2048,4096,8192"));
+  assert_null(strstr(on, "graph_sizes"));
+  assert_string_not_equal(mixed, on);
+  tp_layer_matrix_free(&m);
+  assert_null(m.mix_sizes);
+  /* Beside eager cases: those keep their order; each mix stands where its first size stood. */
+  s = spec_with("model=8b", "layer=ffn", "seqlen=2048,4096", "pass=fwd,fwd+bwd", "graph=off,mixed",
+                "tp=2", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 8);
+  assert_int_equal(m.n_mixes, 2);
+  /* odometer: (2048 fwd off) (2048 fwd mixed) (2048 bwd off) (2048 bwd mixed) (4096 ...) */
+  const struct {
+    int seqlen, bwd, mixed, mix;
+  } want[] = {{2048, 0, 0, -1}, {2048, 0, 1, 0}, {4096, 0, 1, 0},  {2048, 1, 0, -1},
+              {2048, 1, 1, 1},  {4096, 1, 1, 1}, {4096, 0, 0, -1}, {4096, 1, 0, -1}};
+  for (int ci = 0; ci < 8; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->seqlen, want[ci].seqlen);
+    assert_int_equal(tp_pass_has_backward(c->pass), want[ci].bwd);
+    assert_int_equal(c->graph_mixed, want[ci].mixed);
+    assert_int_equal(c->graph, want[ci].mixed);
+    assert_int_equal(c->mix_group, want[ci].mix);
+    assert_int_equal(c->first_config, 4 * ci);
+    const tp_layer_config *cfg = &m.configs[c->first_config];
+    assert_int_equal(cfg->case_index, ci);
+    if (c->graph_mixed) assert_string_equal(cfg->axes.graph_sizes, "2048,4096");
+    else assert_null(cfg->axes.graph_sizes);
+  }
+  /* The listing says which sizes a configuration is replayed among. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_layer_matrix_print(&m, 2, f);
+  fclose(f);
+  assert_non_null(strstr(text, "mixed"));
+  assert_non_null(strstr(text, "run (replayed among 2048,4096 tokens)"));
+  free(text);
+  tp_layer_matrix_free(&m);
+}
+
+/* Its rules: 2 to 8 sizes, at most 32 configurations a mix, and a size a rule
+ * rejects takes its counterparts at the other sizes with it. */
+static void test_graph_mixed_rules(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=mixed", NULL), 2,
+           &m);
+  for (int i = 0; i < m.n_configs; ++i)
+    expect_reason(&m.configs[i], "graph=mixed captures one graph per size on one workspace: it "
+                                 "needs 2 or more sizes (seqlen values), this mix has 1 (4096");
+  tp_layer_matrix_free(&m);
+  /* a rule over a plan: dp 2 alone would be planned */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=mixed",
+                     "dp=2", NULL),
+           2, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "needs 2 or more sizes");
+  assert_false(first_of(&m, TP_BACKEND_STOCK)->planned);
+  assert_int_equal(tp_layer_planned(&m), 0);
+  tp_layer_matrix_free(&m);
+  tp_layer_spec s = spec_with("model=debug", "layer=ffn", "pass=fwd", "graph=mixed",
+                              "seqlen=256,512,768,1024,1280,1536,1792,2048,2304", NULL);
+  expand_ok(&s, 2, &m);
+  for (int i = 0; i < m.n_configs; ++i)
+    expect_reason(&m.configs[i], "graph=mixed takes at most 8 sizes; this mix has 9");
+  tp_layer_matrix_free(&m);
+  /* 3 sizes x (stock, 5 schedules x 2 chunks, GEMMs, collectives) = 39 > 32 */
+  s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=2048,4096,8192",
+                "schedule=auto,ce,sm,ring,multimem", "chunks=0,2", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_configs, 39);
+  for (int i = 0; i < m.n_configs; ++i)
+    expect_reason(&m.configs[i], "3 sizes x 13 configurations is more than 32");
+  tp_layer_matrix_free(&m);
+  /* Fewer schedules fit: 3 x 6 = 18 run, dist_gemm's sizes needing different workspaces. */
+  s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=2048,4096,8192",
+                "schedule=auto,ce,sm", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(tp_layer_runnable(&m), 18);
+  tp_layer_matrix_free(&m);
+  /* chunks 3 divides 3072 / 2 rows per rank, not 2048 / 2: dist_gemm chunks=3 is out at both
+   * sizes, the rest of the mix runs. */
+  s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=3072,2048", "tp=2",
+                "chunks=3,0", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 2);
+  const tp_layer_config *small = &m.configs[m.cases[0].first_config + 1];
+  const tp_layer_config *large = &m.configs[m.cases[1].first_config + 1];
+  assert_int_equal(small->axes.chunks, 3);
+  assert_int_equal(large->axes.chunks, 3);
+  expect_reason(small, "tokens per rank 1024 not divisible by chunks 3");
+  expect_reason(large, "graph=mixed among 2048,3072: its 2048-token size is rejected: tokens per "
+                       "rank 1024 not divisible by chunks 3");
+  assert_int_equal(tp_layer_runnable(&m), 2 * 4);
+  tp_layer_matrix_free(&m);
+  /* A case rule at one size (seqlen 3000 not divisible by TP 16) takes the whole mix. */
+  s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=4096,3000", "tp=16",
+                NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(tp_layer_runnable(&m), 0);
+  expect_reason(&m.configs[m.cases[1].first_config],
+                "its 3000-token size is rejected: seqlen 3000 not divisible by TP 16");
+  tp_layer_matrix_free(&m);
+  tp_layer_spec bad;
+  assert_int_equal(tp_layer_spec_preset("quick", &bad), TP_OK);
+  assert_int_equal(tp_layer_spec_assign(&bad, "graph=several"), TP_OK);
+  assert_int_equal(tp_layer_expand(&bad, 2, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "(valid: off, on, mixed)"));
+}
+
+/* A matrix file names the mode as a string; run's host rules and dropping
+ * the planned configurations keep each mix whole, adjacent and named. */
+static void test_graph_mixed_file_and_host(void **state) {
+  (void)state;
+  tp_layer_spec s;
+  assert_int_equal(load_text("{\"axes\": {\"model\": \"8b\", \"layer\": \"block\", \"seqlen\": "
+                             "[2048, 4096], \"pass\": \"fwd\", \"graph\": \"mixed\", \"tp\": 1, "
+                             "\"dp\": [2, 1], \"batch\": 2}}",
+                             NULL, &s),
+                   TP_OK);
+  tp_layer_matrix m;
+  expand_ok(&s, 1, &m);
+  assert_int_equal(m.n_cases, 4);
+  assert_int_equal(m.n_mixes, 2);
+  /* dp 2 x tp 1 needs 2 GPUs: its stock and GEMMs alone planned (its dist_gemm and collectives
+   * a rule rejects at TP 1) and dropped */
+  assert_int_equal(tp_layer_reject_world(&m, 1), 4);
+  assert_int_equal(tp_layer_drop_planned(&m, NULL), 4);
+  assert_int_equal(m.n_cases, 4);
+  for (int ci = 0; ci < 4; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->dp, ci < 2 ? 2 : 1);
+    assert_int_equal(c->mix_group, m.cases[ci & ~1].mix_group); /* cases 0, 1 and 2, 3 */
+    assert_int_equal(c->tokens, 4096 * (1 + (ci & 1)));
+    assert_int_equal(c->n_configs, ci < 2 ? 2 : 4);
+    for (int i = 0; i < c->n_configs; ++i) {
+      assert_int_equal(m.configs[c->first_config + i].case_index, ci);
+      assert_string_equal(m.configs[c->first_config + i].axes.graph_sizes, "4096,8192");
+    }
+  }
+  assert_int_not_equal(m.cases[0].mix_group, m.cases[2].mix_group);
+  /* TP 1: stock and the GEMMs alone run at both sizes */
+  assert_int_equal(tp_layer_runnable(&m), 4);
+  tp_layer_matrix_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quick_preset),
@@ -775,6 +957,9 @@ int main(void) {
       cmocka_unit_test(test_dp_rules),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
+      cmocka_unit_test(test_graph_mixed_expansion),
+      cmocka_unit_test(test_graph_mixed_rules),
+      cmocka_unit_test(test_graph_mixed_file_and_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

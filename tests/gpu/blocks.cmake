@@ -25,3 +25,16 @@ tp_add_gpu_test(gpu_fp8_blocks
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
+
+# GPU test of several CUDA graph sizes on one workspace (run's graph=mixed):
+# three sizes of the block warmed eagerly (the workspace or scratch grown to
+# the largest), captured frozen, replayed interleaved, each bit-identical to
+# its eager step; a larger size's capture refused with the reason. Stock at
+# TP 1 (or 2), dist_gemm at TP 2 (skipped below). Exits 77 without a GPU.
+tp_add_gpu_test(gpu_graph_sizes
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_graph_sizes.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/graph.c
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 300)
