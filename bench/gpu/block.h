@@ -53,6 +53,7 @@ typedef struct tp_block_shape {
   int sp;            /* sequence parallelism */
   int backward;      /* the plan runs the backward too */
   int save_gathered; /* the all-gather side keeps AG(x) for its backward */
+  tp_rs_sum rs_sum;  /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */
