@@ -170,6 +170,22 @@ static tp_rc load_series(tp_store *store, tp_drift_run *run) {
   return rc;
 }
 
+tp_rc tp_drift_is_drift_run(tp_store *store, int64_t run_id, int *is_drift) {
+  sqlite3_stmt *st = NULL;
+  *is_drift = 0;
+  TP_TRY(prepare(store,
+                 "SELECT count(*), coalesce(sum(kind = 'drift'), 0) FROM configs WHERE run_id = ?",
+                 &st));
+  sqlite3_bind_int64(st, 1, run_id);
+  tp_rc rc = TP_OK;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    *is_drift = sqlite3_column_int64(st, 0) > 0 &&
+                sqlite3_column_int64(st, 0) == sqlite3_column_int64(st, 1);
+  else rc = sql_fail(store, "counting the run's drift configurations");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 static int trained(const tp_drift_series *s) { return s->status && !strcmp(s->status, "ok"); }
 
 static int is_stock(const tp_drift_series *s) { return s->backend && !strcmp(s->backend, "stock"); }
@@ -360,35 +376,37 @@ static void md_table(const tp_drift_run *run, FILE *out) {
   }
 }
 
-/* Steps whose value (which: 0 loss, 1 norm) is bit-identical, and the largest |Δ|. */
-static int identical_steps(const tp_drift_run *run, const tp_drift_series *s, int which,
-                           double *max_abs, double *max_rel) {
+/* How one value (which: 0 loss, 1 norm) of a configuration stands over the steps. */
+typedef struct drift_tally {
+  int same, differ;        /* steps bit-identical; finite and different */
+  double max_abs, max_rel; /* the largest |Δ| of the differing ones, and relative to stock's */
+} drift_tally;
+
+static drift_tally tally(const tp_drift_run *run, const tp_drift_series *s, int which) {
   const tp_drift_series *ref = &run->series[run->reference];
-  int same = 0;
-  *max_abs = *max_rel = 0.0;
+  drift_tally t = {0, 0, 0.0, 0.0};
   for (int k = 0; k < ref->n_steps; ++k) {
     const tp_drift_match m = match_at(run, s, k, which);
-    same += m == TP_DRIFT_IDENTICAL;
+    t.same += m == TP_DRIFT_IDENTICAL;
     if (m != TP_DRIFT_DIFFERS) continue;
+    t.differ++;
     const int i = step_index(s, ref->step[k]);
     const double r = which ? ref->grad_norm[k] : ref->loss[k];
     const double d = fabs((which ? s->grad_norm[i] : s->loss[i]) - r);
-    if (d > *max_abs) *max_abs = d;
-    if (r != 0.0 && d / fabs(r) > *max_rel) *max_rel = d / fabs(r);
+    if (d > t.max_abs) t.max_abs = d;
+    if (r != 0.0 && d / fabs(r) > t.max_rel) t.max_rel = d / fabs(r);
   }
-  return same;
+  return t;
 }
 
 static void md_compared_line(const tp_drift_run *run, const tp_drift_series *s, FILE *out) {
   const int n = run->series[run->reference].n_steps;
-  double loss_abs, loss_rel, norm_abs, norm_rel;
-  const int loss_same = identical_steps(run, s, 0, &loss_abs, &loss_rel);
-  const int norm_same = identical_steps(run, s, 1, &norm_abs, &norm_rel);
-  fprintf(out, "loss bit-identical at %d of %d steps, grad norm at %d of %d", loss_same, n,
-          norm_same, n);
-  if (loss_same < n || norm_same < n)
-    fprintf(out, "; largest |Δ loss| %.3e (%.3e of stock's), |Δ grad norm| %.3e (%.3e)", loss_abs,
-            loss_rel, norm_abs, norm_rel);
+  const drift_tally loss = tally(run, s, 0), norm = tally(run, s, 1);
+  fprintf(out, "loss bit-identical at %d of %d steps, grad norm at %d of %d", loss.same, n,
+          norm.same, n);
+  if (loss.differ || norm.differ)
+    fprintf(out, "; largest |Δ loss| %.3e (%.3e of stock's), |Δ grad norm| %.3e (%.3e)",
+            loss.max_abs, loss.max_rel, norm.max_abs, norm.max_rel);
   if (s->n_steps != n) fprintf(out, "; %d steps stored against stock's %d", s->n_steps, n);
 }
 
