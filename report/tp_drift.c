@@ -285,6 +285,21 @@ int tp_drift_exit_status(const tp_drift_verdict *v) {
                                                                        : TP_EXIT_FAILURE;
 }
 
+const char *tp_drift_failure(const tp_drift_verdict *v, char *buf, size_t cap) {
+  if (tp_drift_exit_status(v) == TP_EXIT_OK) return NULL;
+  size_t used = 0;
+  buf[0] = '\0';
+  if (!v->has_reference && used < cap)
+    used += (size_t)snprintf(buf + used, cap - used, "no stock configuration trained");
+  if (v->failed && used < cap)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%d configuration%s failed",
+                             used ? "; " : "", v->failed, v->failed == 1 ? "" : "s");
+  if (v->nonfinite_steps && used < cap)
+    snprintf(buf + used, cap - used, "%s%d step%s with a non-finite loss or gradient norm",
+             used ? "; " : "", v->nonfinite_steps, v->nonfinite_steps == 1 ? "" : "s");
+  return buf;
+}
+
 /* ---- markdown ----------------------------------------------------------------------------- */
 
 static void md_value(FILE *out, double v) {

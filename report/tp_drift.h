@@ -88,6 +88,10 @@ void tp_drift_judge(const tp_drift_run *run, tp_drift_verdict *out);
  * TP_EXIT_FAILURE. */
 int tp_drift_exit_status(const tp_drift_verdict *verdict);
 
+/* Why the exit status is a failure ("no stock configuration trained", "1 configuration failed",
+ * "3 steps with a non-finite loss or gradient norm"), into buf; NULL when it is not. */
+const char *tp_drift_failure(const tp_drift_verdict *verdict, char *buf, size_t cap);
+
 /* Writes the table: markdown (a header naming the run, its command line,
  * shape and reference; one row per step and compared configuration; a line
  * per configuration) or CSV (RFC 4180: one header line, then one line per

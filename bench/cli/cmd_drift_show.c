@@ -23,6 +23,9 @@ int tp_drift_show(const tp_drift_args *args) {
     tp_drift_verdict verdict;
     tp_drift_judge(&run, &verdict);
     status = tp_drift_exit_status(&verdict);
+    char why[160];
+    if (tp_drift_failure(&verdict, why, sizeof why))
+      fprintf(stderr, "tpbench drift: run %lld: %s\n", (long long)run.run_id, why);
   } else {
     tp_print_error("drift");
   }

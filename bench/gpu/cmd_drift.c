@@ -247,6 +247,9 @@ static int print_table(const drift_run *dr) {
     tp_drift_verdict verdict;
     tp_drift_judge(&run, &verdict);
     status = tp_drift_exit_status(&verdict);
+    char why[160];
+    if (tp_drift_failure(&verdict, why, sizeof why))
+      fprintf(stderr, "tpbench drift: run %lld: %s\n", (long long)run.run_id, why);
   } else {
     fprintf(stderr, "tpbench drift: the table: %s\n", tp_last_message());
   }

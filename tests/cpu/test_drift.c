@@ -467,12 +467,13 @@ static void test_verdicts(void **state) {
   tp_store_close(s);
   rp_result r = tpbench("drift", "--show", "1", "--db", db, NULL);
   rp_expect(&r, 1, "| 3 | 0.6625033333 | dist_gemm ce rs_sum=nccl | non-finite | - | non-finite",
-            NULL);
+            "run 1: 6 steps with a non-finite loss or gradient norm");
   assert_non_null(strstr(r.out, "| 9 | 0.5875033333 | dist_gemm ce rs_sum=nccl | - | - | missing"));
   assert_non_null(strstr(r.out, "9 steps stored against stock's 10; **6 steps not finite**"));
   rp_free(&r);
   r = tpbench("drift", "--show", "2", "--db", db, NULL);
-  rp_expect(&r, 1, "No stock configuration trained: nothing to compare against.", NULL);
+  rp_expect(&r, 1, "No stock configuration trained: nothing to compare against.",
+            "run 2: no stock configuration trained; 1 configuration failed");
   assert_non_null(strstr(r.out, "oom — cudaMalloc failed: out of memory"));
   assert_non_null(strstr(r.out, "2 steps, no reference to compare with."));
   rp_free(&r);
