@@ -188,12 +188,17 @@ static int body_train_kernels(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   CUDA_OK(cudaStreamSynchronize(s));
   CUDA_OK(cudaMemcpy(after, master, n * sizeof(float), cudaMemcpyDeviceToHost));
   bad = 0;
+  size_t moved = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float gi = (float)gpu_host_value(TP_BF16, hg, i);
-    const float want_m = hm[i] * (1.0f - 1e-3f * 0.1f) - (gi > 0 ? 1e-3f : gi < 0 ? -1e-3f : 0.0f);
-    bad += fabsf(after[i] - want_m) > 1e-5f;
+    /* PyTorch's AdamW, step 1, in double: m̂ = g, v̂ = g², about lr against the gradient's sign */
+    const double gi = gpu_host_value(TP_BF16, hg, i), mi = 0.1 * gi, vi = 0.05 * gi * gi;
+    const double want_m =
+        hm[i] * (1.0 - 1e-3 * 0.1) - (1e-3 / 0.1) * mi / (sqrt(vi) / sqrt(0.05) + 1e-8);
+    bad += fabs(after[i] - want_m) > 1e-6;
+    moved += fabs(gi) > 1e-4 && fabs(fabs(after[i] - hm[i] * (1.0 - 1e-4)) - 1e-3) < 1e-5;
   }
   CHECK(bad == 0, "adamw: %zu of %zu elements off its first step", bad, n);
+  CHECK(moved > n / 2, "adamw's first step moved only %zu of %zu weights by lr", moved, n);
   void *const frees[] = {y, t, grad, w, row_sums, partials, sums, master, m, v};
   for (size_t i = 0; i < sizeof frees / sizeof frees[0]; ++i) CUDA_OK(cudaFree(frees[i]));
   free(hy);
