@@ -170,8 +170,8 @@ extern "C" cudaError_t tp_launch_sgd_step(tp_dtype dt, void *w, float *master, c
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t tp_launch_adamw_step(tp_dtype dt, void *w, float *master, float *m,
-                                            float *v, const void *grad, size_t count,
+extern "C" cudaError_t tp_launch_adamw_step(tp_dtype dt, void *w, float *master, float *m, float *v,
+                                            const void *grad, size_t count,
                                             const tp_adamw_step *step, cudaStream_t stream) {
   if (!element_type(dt) || !step) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;

@@ -51,8 +51,8 @@ static tp_rc resolve_run(tp_store *store, int64_t run_id, int64_t *out) {
   tp_rc rc = TP_OK;
   if (sqlite3_step(st) != SQLITE_ROW) rc = sql_fail(store, "finding the drift run");
   else if (run_id == 0 && sqlite3_column_type(st, 2) == SQLITE_NULL)
-    rc = TP_FAIL(TP_EUSAGE, "%s has no drift run (`tpbench drift` makes one)",
-                 tp_store_path(store));
+    rc =
+        TP_FAIL(TP_EUSAGE, "%s has no drift run (`tpbench drift` makes one)", tp_store_path(store));
   else if (run_id == 0) *out = sqlite3_column_int64(st, 2);
   else if (sqlite3_column_int64(st, 0) == 0)
     rc = TP_FAIL(TP_EUSAGE, "%s has no run %lld", tp_store_path(store), (long long)run_id);
@@ -258,7 +258,8 @@ static int series_differs(const tp_drift_run *run, const tp_drift_series *s) {
   const tp_drift_series *ref = &run->series[run->reference];
   if (s->n_steps != ref->n_steps) return 1;
   for (int k = 0; k < ref->n_steps; ++k)
-    if (match_at(run, s, k, 0) != TP_DRIFT_IDENTICAL || match_at(run, s, k, 1) != TP_DRIFT_IDENTICAL)
+    if (match_at(run, s, k, 0) != TP_DRIFT_IDENTICAL ||
+        match_at(run, s, k, 1) != TP_DRIFT_IDENTICAL)
       return 1;
   return 0;
 }
@@ -336,8 +337,9 @@ static void md_header(const tp_drift_run *run, FILE *out) {
     const tp_drift_series *ref = &run->series[run->reference];
     fputs(" Reference: ", out);
     tp_md_text(out, ref->label);
-    fprintf(out, " (config %lld): each step's loss and global gradient norm, before the "
-                 "update.\n\n",
+    fprintf(out,
+            " (config %lld): each step's loss and global gradient norm, before the "
+            "update.\n\n",
             (long long)ref->config_id);
   } else {
     fputs(" No stock configuration trained: nothing to compare against.\n\n", out);
@@ -368,7 +370,8 @@ static void md_step_row(FILE *out, const tp_drift_run *run, const tp_drift_serie
 static void md_table(const tp_drift_run *run, FILE *out) {
   const tp_drift_series *ref = &run->series[run->reference];
   int compared = 0;
-  for (int i = 0; i < run->n_series; ++i) compared += i != run->reference && trained(&run->series[i]);
+  for (int i = 0; i < run->n_series; ++i)
+    compared += i != run->reference && trained(&run->series[i]);
   if (!compared) {
     fputs("| step | stock loss | stock grad norm |\n|---:|---:|---:|\n", out);
     for (int k = 0; k < ref->n_steps; ++k) {

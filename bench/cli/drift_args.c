@@ -59,8 +59,7 @@ static tp_rc parse_show(tp_drift_args *a) {
   if (!strcmp(a->show_text, "latest")) return TP_OK;
   long long run = 0;
   if (tp_parse_int("--show", a->show_text, 1, INT64_MAX, &run) != TP_OK)
-    return usage("--show: '%s' is not a run id (a whole number from 1) or 'latest'",
-                 a->show_text);
+    return usage("--show: '%s' is not a run id (a whole number from 1) or 'latest'", a->show_text);
   a->show_run = run;
   return TP_OK;
 }
@@ -126,10 +125,10 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
        "bf16|fp32"},
       {"gpus", TP_OPT_INT, &a->gpus, "N",
        "workers, one per GPU: the TP degree (0: every visible GPU)", 0, 64, NULL},
-      {"schedules", TP_OPT_STR_LIST, &a->schedule_names, "LIST", "dist_gemm schedules to train",
-       0, 0, "auto|ce|sm|ring|multimem"},
-      {"chunks", TP_OPT_INT, &a->chunks, "N", "dist_gemm chunks per rank's shard (0: auto)", 0,
-       32, NULL},
+      {"schedules", TP_OPT_STR_LIST, &a->schedule_names, "LIST", "dist_gemm schedules to train", 0,
+       0, "auto|ce|sm|ring|multimem"},
+      {"chunks", TP_OPT_INT, &a->chunks, "N", "dist_gemm chunks per rank's shard (0: auto)", 0, 32,
+       NULL},
       {"rs-sum", TP_OPT_STR_LIST, &a->rs_sum_names, "LIST",
        "dist_gemm's reduce-scatter sum: epilogue (fp32, one rounding) or nccl (NCCL's order "
        "and bf16 rounding)",
@@ -144,10 +143,9 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
       {"seed", TP_OPT_INT64, &a->seed, "N", "seed of the initial weights and the data", 0,
        INT64_MAX, NULL},
       {"same-batch", TP_OPT_FLAG, &a->same_batch, NULL,
-       "every step trains on step 0's input and target (a target the block can learn)", 0, 0,
+       "every step trains on step 0's input and target (a target the block can learn)", 0, 0, NULL},
+      {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write (and --show's to read)", 0, 0,
        NULL},
-      {"db", TP_OPT_STRING, &a->db, "PATH", "SQLite database to write (and --show's to read)", 0,
-       0, NULL},
       {"show", TP_OPT_STRING, &a->show_text, "RUN",
        "print the stored drift table of run RUN (an id, or latest) and exit; needs no GPU", 0, 0,
        NULL},

@@ -70,12 +70,12 @@ tp_rc tp_drift_agree(tp_exchange_fn exchange, void *ctx, int world, tp_rc local,
 
 /* A weight or a gain, with what its update needs. */
 typedef struct drift_param {
-  void *w;           /* the block's tensor (dtype) */
-  void *grad;        /* its gradient: this rank's shard, or a gain's partial sum */
-  void *grad_sum;    /* gains: the complete gradient summed over ranks; NULL for weights */
-  size_t count;      /* elements */
-  float *master;     /* fp32 copy of w */
-  float *m, *v;      /* AdamW's moments; NULL for SGD */
+  void *w;        /* the block's tensor (dtype) */
+  void *grad;     /* its gradient: this rank's shard, or a gain's partial sum */
+  void *grad_sum; /* gains: the complete gradient summed over ranks; NULL for weights */
+  size_t count;   /* elements */
+  float *master;  /* fp32 copy of w */
+  float *m, *v;   /* AdamW's moments; NULL for SGD */
 } drift_param;
 
 typedef struct drift_state {
@@ -85,15 +85,15 @@ typedef struct drift_state {
   tp_block_tensors *layers; /* recipe->depth blocks */
   drift_param *params;
   int n_params, cap_params;
-  void *target;           /* [L, D] */
-  float *row_sums;        /* [L] */
-  float *all_rows;        /* [T]: every rank's rows, in rank order */
-  float *host_rows;       /* [T] */
-  float *partials;        /* TP_SUM_SQUARES_PARTIALS */
-  double *sumsq;          /* [n_params] */
-  double *all_sumsq;      /* [world · n_params] */
-  double *host_sumsq;     /* [world · n_params] */
-  void *gain_gather;      /* [world, D]: every rank's partial of one gain's gradient */
+  void *target;       /* [L, D] */
+  float *row_sums;    /* [L] */
+  float *all_rows;    /* [T]: every rank's rows, in rank order */
+  float *host_rows;   /* [T] */
+  float *partials;    /* TP_SUM_SQUARES_PARTIALS */
+  double *sumsq;      /* [n_params] */
+  double *all_sumsq;  /* [world · n_params] */
+  double *host_sumsq; /* [world · n_params] */
+  void *gain_gather;  /* [world, D]: every rank's partial of one gain's gradient */
 } drift_state;
 
 static size_t elem_bytes(const drift_state *st) { return tp_dtype_bytes(st->plan->shape.dtype); }
@@ -219,8 +219,8 @@ static void teardown(drift_state *st) {
   free(st->params);
   for (int i = 0; st->layers && i < st->recipe->depth; ++i) tp_block_free(&st->layers[i]);
   free(st->layers);
-  void *const device[] = {st->target,    st->row_sums,  st->all_rows,   st->partials,
-                          st->sumsq,     st->all_sumsq, st->gain_gather};
+  void *const device[] = {st->target, st->row_sums,  st->all_rows,   st->partials,
+                          st->sumsq,  st->all_sumsq, st->gain_gather};
   for (size_t i = 0; i < sizeof device / sizeof device[0]; ++i) free_device(device[i]);
   free(st->host_rows);
   free(st->host_sumsq);
@@ -232,10 +232,10 @@ static tp_rc fill_step_data(drift_state *st, int step) {
   const tp_dtype dt = st->plan->shape.dtype;
   const int rank = st->g->rank;
   cudaStream_t s = st->g->main_stream;
-  TP_CUDA(tp_launch_fill_random(dt, st->layers[0].x, rows_elems(st), data_seed(st->recipe, step, 0, rank),
-                                1.0f, s));
-  TP_CUDA(tp_launch_fill_random(dt, st->target, rows_elems(st), data_seed(st->recipe, step, 1, rank),
-                                1.0f, s));
+  TP_CUDA(tp_launch_fill_random(dt, st->layers[0].x, rows_elems(st),
+                                data_seed(st->recipe, step, 0, rank), 1.0f, s));
+  TP_CUDA(tp_launch_fill_random(dt, st->target, rows_elems(st),
+                                data_seed(st->recipe, step, 1, rank), 1.0f, s));
   return TP_OK;
 }
 
@@ -243,8 +243,8 @@ static tp_rc forward_stack(drift_state *st) {
   const size_t bytes = rows_elems(st) * elem_bytes(st);
   for (int i = 0; i < st->recipe->depth; ++i) {
     if (i > 0)
-      TP_CUDA(cudaMemcpyAsync(st->layers[i].x, st->layers[i - 1].y, bytes,
-                              cudaMemcpyDeviceToDevice, st->g->main_stream));
+      TP_CUDA(cudaMemcpyAsync(st->layers[i].x, st->layers[i - 1].y, bytes, cudaMemcpyDeviceToDevice,
+                              st->g->main_stream));
     TP_TRY(tp_block_forward(st->g, st->plan, &st->layers[i]));
   }
   return TP_OK;
@@ -313,13 +313,15 @@ static tp_rc grad_norm(drift_state *st, double *norm) {
                                   st->partials, st->sumsq + i, g->main_stream));
   TP_NCCL(ncclAllGather(st->sumsq, st->all_sumsq, (size_t)n, ncclFloat64, g->nccl, g->main_stream),
           g->nccl);
-  TP_CUDA(cudaMemcpyAsync(st->host_sumsq, st->all_sumsq, (size_t)g->world * (size_t)n * sizeof(double),
-                          cudaMemcpyDeviceToHost, g->main_stream));
+  TP_CUDA(cudaMemcpyAsync(st->host_sumsq, st->all_sumsq,
+                          (size_t)g->world * (size_t)n * sizeof(double), cudaMemcpyDeviceToHost,
+                          g->main_stream));
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   double sum = 0.0;
   for (int r = 0; r < g->world; ++r)
     for (int i = 0; i < n; ++i)
-      if (r == 0 || !st->params[i].grad_sum) sum += st->host_sumsq[(size_t)r * (size_t)n + (size_t)i];
+      if (r == 0 || !st->params[i].grad_sum)
+        sum += st->host_sumsq[(size_t)r * (size_t)n + (size_t)i];
   *norm = sqrt(sum);
   return TP_OK;
 }

@@ -53,10 +53,10 @@ const char *tp_drift_optimizer_name(tp_drift_optimizer optimizer);
 
 /* How a configuration trains: the same for every configuration of a run. */
 typedef struct tp_drift_recipe {
-  int steps;  /* >= 1 */
-  int depth;  /* blocks stacked, >= 1 */
+  int steps; /* >= 1 */
+  int depth; /* blocks stacked, >= 1 */
   tp_drift_optimizer optimizer;
-  double lr;  /* > 0 */
+  double lr;      /* > 0 */
   uint64_t seed;  /* initial weights and data */
   int same_batch; /* every step trains on step 0's input and target */
 } tp_drift_recipe;

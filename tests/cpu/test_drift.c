@@ -79,11 +79,11 @@ static void test_defaults_resolve(void **state) {
 static void test_options_resolve(void **state) {
   (void)state;
   tp_drift_args a;
-  const char *argv[] = {"drift",     "--model",     "debug",     "--layer",  "ffn",
-                        "--layers",  "3",           "--steps",   "3",        "--optimizer",
-                        "sgd",       "--lr",        "2.5e1",     "--seed",   "7",
-                        "--rs-sum",  "nccl",        "--schedules", "sm,ce",  "--repeat",
-                        "1",         "--dtype",     "fp32",      "--same-batch", NULL};
+  const char *argv[] = {"drift", "--model",  "debug", "--layer",     "ffn",  "--layers",
+                        "3",     "--steps",  "3",     "--optimizer", "sgd",  "--lr",
+                        "2.5e1", "--seed",   "7",     "--rs-sum",    "nccl", "--schedules",
+                        "sm,ce", "--repeat", "1",     "--dtype",     "fp32", "--same-batch",
+                        NULL};
   assert_int_equal(parse(&a, argv), TP_OK);
   assert_string_equal(a.model->name, "debug");
   assert_int_equal(a.layer, TP_LAYER_FFN);
@@ -162,7 +162,8 @@ static void test_training_needs_a_gpu(void **state) {
   rp_free(&r);
 }
 
-/* ---- stored runs ------------------------------------------------------------------------------- */
+/* ---- stored runs -------------------------------------------------------------------------------
+ */
 
 typedef struct fixture {
   char db[64];
@@ -399,7 +400,8 @@ static void test_show_markdown(void **state) {
                               "| +2.025e-07 | differs | 0.0535 | 0.05350000637 | +6.367e-09 | "
                               "differs |"));
   assert_non_null(strstr(out, "- dist_gemm ce rs_sum=epilogue (config"));
-  assert_non_null(strstr(out, "loss bit-identical at 2 of 10 steps, grad norm at 2 of 10; largest"));
+  assert_non_null(
+      strstr(out, "loss bit-identical at 2 of 10 steps, grad norm at 2 of 10; largest"));
   assert_non_null(strstr(out, "rs_sum=nccl (config"));
   assert_non_null(strstr(out, "): loss bit-identical at 10 of 10 steps, grad norm at 10 of 10."));
   assert_non_null(strstr(out, "dist_gemm sm rs_sum=epilogue (config"));
@@ -486,7 +488,8 @@ static void test_verdicts(void **state) {
   remove_db(db);
 }
 
-/* ---- the other readers ------------------------------------------------------------------------- */
+/* ---- the other readers -------------------------------------------------------------------------
+ */
 
 static void test_report_on_drift_runs(void **state) {
   const fixture *f = *state;

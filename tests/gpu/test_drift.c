@@ -150,7 +150,8 @@ static int body_train_kernels(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   CUDA_OK(cudaMemcpy(got, sums, sizeof got, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(rows_got, row_sums, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
   double want = 0;
-  for (size_t i = 0; i < n; ++i) want += gpu_host_value(TP_BF16, hy, i) * gpu_host_value(TP_BF16, hy, i);
+  for (size_t i = 0; i < n; ++i)
+    want += gpu_host_value(TP_BF16, hy, i) * gpu_host_value(TP_BF16, hy, i);
   CHECK(memcmp(&got[0], &got[1], sizeof got[0]) == 0, "sum of squares: %.17g then %.17g", got[0],
         got[1]);
   CHECK(fabs(got[0] - want) <= 1e-5 * want, "sum of squares %.9g, host %.9g", got[0], want);
@@ -436,15 +437,15 @@ static int body_ops_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
           for (size_t i = 0; got && i < out_n; ++i)
             differ += ((uint16_t *)got)[i] != ((uint16_t *)ref)[i];
           if (g->rank == 0)
-            printf("%s %s x%d rs_sum=%s: %zu of %zu elements differ from stock\n",
-                   tp_op_name(d.op), tp_schedule_name(schedules[k]), chunks,
-                   tp_rs_sum_name(d.rs_sum), differ, out_n);
+            printf("%s %s x%d rs_sum=%s: %zu of %zu elements differ from stock\n", tp_op_name(d.op),
+                   tp_schedule_name(schedules[k]), chunks, tp_rs_sum_name(d.rs_sum), differ, out_n);
           CHECK(got != NULL, "%s dist_gemm", tp_op_name(d.op));
           if (mode) CHECK(differ == 0, "rs_sum=nccl: %zu elements differ from stock", differ);
           free(got);
         }
     free(ref);
-    void *const all[] = {b.x, b.dx, b.w[0], b.w[1], b.dw[0], b.dw[1], b.y[0], b.y[1], b.dy[0], b.dy[1]};
+    void *const all[] = {b.x,     b.dx,   b.w[0], b.w[1],  b.dw[0],
+                         b.dw[1], b.y[0], b.y[1], b.dy[0], b.dy[1]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
       if (all[i]) CUDA_OK(cudaFree(all[i]));
   }
@@ -534,9 +535,9 @@ int main(void) {
     return GPU_TEST_SKIP;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sum_chain),     cmocka_unit_test(test_train_kernels),
-      cmocka_unit_test(test_stock_tp1),     cmocka_unit_test(test_rejections),
-      cmocka_unit_test(test_ops_tp2),       cmocka_unit_test(test_training_tp2),
+      cmocka_unit_test(test_sum_chain), cmocka_unit_test(test_train_kernels),
+      cmocka_unit_test(test_stock_tp1), cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_ops_tp2),   cmocka_unit_test(test_training_tp2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
