@@ -148,10 +148,13 @@ static void test_rejections(void **state) {
   assert_int_equal(parse(&args, ffn), TP_OK);
 }
 
-/* Training needs a GPU: on this machine (none, or a build without CUDA) it says so, exit 1. */
+/* Training needs a GPU: with none visible (CUDA_VISIBLE_DEVICES empty, so a GPU host counts as
+ * none too), or in a build without CUDA, it says so, exit 1, and writes no database. */
 static void test_training_needs_a_gpu(void **state) {
   (void)state;
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
   rp_result r = tpbench("drift", "--model", "debug", "--db", "/tmp/tpbench-drift-none.db", NULL);
+  unsetenv("CUDA_VISIBLE_DEVICES");
   rp_expect(&r, 1, NULL, "tpbench drift: ");
   assert_true(strstr(r.err, "GPU") != NULL || strstr(r.err, "CUDA") != NULL);
   rp_free(&r);
