@@ -152,9 +152,13 @@ static void test_rejections(void **state) {
  * none too), or in a build without CUDA, it says so, exit 1, and writes no database. */
 static void test_training_needs_a_gpu(void **state) {
   (void)state;
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+  char *saved = visible ? strdup(visible) : NULL;
   setenv("CUDA_VISIBLE_DEVICES", "", 1);
   rp_result r = tpbench("drift", "--model", "debug", "--db", "/tmp/tpbench-drift-none.db", NULL);
-  unsetenv("CUDA_VISIBLE_DEVICES");
+  if (saved) setenv("CUDA_VISIBLE_DEVICES", saved, 1);
+  else unsetenv("CUDA_VISIBLE_DEVICES");
+  free(saved);
   rp_expect(&r, 1, NULL, "tpbench drift: ");
   assert_true(strstr(r.err, "GPU") != NULL || strstr(r.err, "CUDA") != NULL);
   rp_free(&r);
