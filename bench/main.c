@@ -21,6 +21,7 @@ static const command_entry commands[] = {
     {"ops", tp_cmd_ops, "time stock vs dist_gemm TP linear ops and store the results"},
     {"link", tp_cmd_link, "measure peer bandwidth: copy engine, SM copy, NCCL collectives"},
     {"run", tp_cmd_run, "time the layers (attention, FFN, block) stock vs dist_gemm over a matrix"},
+    {"drift", tp_cmd_drift, "train a block N steps stock and dist_gemm: loss and grad norm drift"},
     {"matrix", tp_cmd_matrix, "print run's configurations and rejections (no GPU needed)"},
     {"runs", tp_cmd_runs, "list the runs of a database: id, commit, time, host, counts"},
     {"report", tp_cmd_report, "print the throughput table of a database"},

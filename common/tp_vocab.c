@@ -13,6 +13,7 @@ static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
 static const char *const schedule_names[] = {"auto", "ce", "sm", "ring", "multimem", "nccl"};
 static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
 static const char *const layer_names[] = {"attention", "ffn", "block"};
+static const char *const rs_sum_names[] = {"epilogue", "nccl"};
 static const char *const backend_names[] = {"stock", "dist_gemm", "gemm_only", "comm_only"};
 static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
 
@@ -22,6 +23,7 @@ const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
 const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 1};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
 const tp_vocab_table tp_layer_vocab = {"layer", layer_names, COUNT_OF(layer_names)};
+const tp_vocab_table tp_rs_sum_vocab = {"rs_sum", rs_sum_names, COUNT_OF(rs_sum_names)};
 
 static const char *name_at(const char *const *names, int n, int value) {
   return value >= 0 && value < n ? names[value] : "?";
@@ -57,6 +59,10 @@ const char *tp_op_name(tp_op op) { return name_at(op_names, COUNT_OF(op_names), 
 
 const char *tp_layer_name(tp_layer layer) {
   return name_at(layer_names, COUNT_OF(layer_names), (int)layer);
+}
+
+const char *tp_rs_sum_name(tp_rs_sum sum) {
+  return name_at(rs_sum_names, COUNT_OF(rs_sum_names), (int)sum);
 }
 
 tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out) {

@@ -103,6 +103,19 @@ typedef enum {
 /* "auto", "ce", "sm", "ring", "multimem", "nccl"; "?" for another value. */
 const char *tp_schedule_name(tp_schedule schedule);
 
+/* How dist_gemm's fused reduce-scatter sums the ranks' partials (the stored
+ * rs_sum axis). EPILOGUE: the received partial is the C operand of the local
+ * rows' GEMM, accumulated in fp32 and rounded once (with more than two ranks
+ * the peers' partials are first summed in rank order, fp32, one rounding).
+ * NCCL: every partial rounded to the dtype first, then summed as NCCL's ring
+ * reduce-scatter does, one rounding per add (kernels/tp_sum_chain.h): at TP 2
+ * one add of two operands, NCCL's result whatever its algorithm; beyond, the
+ * ring order (unverified against NCCL there). */
+typedef enum { TP_RS_SUM_EPILOGUE = 0, TP_RS_SUM_NCCL } tp_rs_sum;
+
+/* "epilogue", "nccl"; "?" for another value. */
+const char *tp_rs_sum_name(tp_rs_sum sum);
+
 /* The tensor-parallel projections. */
 typedef enum {
   TP_OP_AG_LINEAR = 0,   /* all-gather the input, then one column-parallel GEMM */
@@ -132,7 +145,7 @@ typedef struct tp_vocab_table {
 } tp_vocab_table;
 
 extern const tp_vocab_table tp_dtype_vocab, tp_pass_vocab, tp_schedule_vocab, tp_op_vocab,
-    tp_layer_vocab;
+    tp_layer_vocab, tp_rs_sum_vocab;
 
 TP_MUST_CHECK tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out);
 

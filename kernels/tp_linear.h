@@ -19,7 +19,9 @@
  *         arrives. Reduce-scatter side: each destination's partial chunk is
  *         computed and pushed while the next is computed; one chunk behind,
  *         the GEMM of the local rows adds the partials received for them in
- *         its epilogue (fp32, one rounding) and writes the output directly;
+ *         its epilogue (fp32, one rounding) and writes the output directly
+ *         (rs_sum=nccl: the local partial rounded too, then the partials
+ *         summed in NCCL's order, one rounding per add: stock's bits);
  *   sm  — the same pipeline with a copy kernel on a few SMs;
  *   ring, multimem — named; rejected with a reason where they cannot run.
  * GEMM_ONLY and COMM_ONLY run the two halves of the stock path alone, on
@@ -52,6 +54,10 @@ typedef struct tp_linear_desc {
                            all-reduced on the scatter side */
   int bias;             /* each weight has a bias: column-parallel b[N/W] (sharded like the
                            weight), row-parallel b[N] (replicated, added after the sum) */
+  tp_rs_sum rs_sum;     /* dist_gemm's fused reduce-scatter (the forward of LINEAR_RS, the
+                           backward's dx of the gather side): EPILOGUE (0) or NCCL, partials
+                           rounded and summed as NCCL sums them (tp_vocab.h); the other
+                           backends refuse NCCL: they sum in NCCL itself */
 } tp_linear_desc;
 
 typedef struct tp_linear_plan {

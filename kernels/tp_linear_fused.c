@@ -9,6 +9,7 @@
  */
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_linear_internal.h"
+#include "kernels/tp_sum_chain.h"
 
 int linear_flag_slot(int src, int phase, int chunk) {
   return TP_SIG_FLAGS + src * TP_MAX_CHUNKS + phase * LINEAR_PHASE_CHUNKS + chunk;
@@ -127,11 +128,35 @@ tp_rc linear_place_own_rows(tp_group *g, const tp_linear_plan *p, void *gathered
 
 /* ---- the reduce-scatter side ---------------------------------------------------------- */
 
+/* rs_sum=nccl, the local chunk j: the local rows' partial rounded to the
+ * dtype into this rank's own receive slot, then every rank's partial summed
+ * as NCCL's ring reduce-scatter sums this rank's chunk — starting from the
+ * next rank's, each following rank adding its own, this rank's last, one
+ * rounding per add (tp_sum_chain.h). Ring order is taken to be rank order:
+ * at TP 2 that is the one add of two operands, whatever NCCL's algorithm;
+ * beyond TP 2 NCCL's ring, channels and algorithm choice were not checked. */
+static tp_rc local_chunk_nccl_sum(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                                  const linear_scatter *sc, size_t row, int j) {
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / sc->chunks;
+  const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
+  void *own = tp_symm_ptr(g->symm, rank);
+  void *mine = ptr_at(own, (size_t)rank * slot + chunk_off);
+  TP_TRY(sc->partial(g, p, t, rank * S + j * R, R, NULL, mine));
+  const void *ring[TP_MAX_WORLD];
+  for (int step = 1; step <= world; ++step)
+    ring[step - 1] = cptr_at(own, (size_t)((rank + step) % world) * slot + chunk_off);
+  TP_CUDA(tp_launch_sum_chain(p->desc.dtype, ptr_at(sc->out, chunk_off), ring, world,
+                              (size_t)R * row / tp_dtype_bytes(p->desc.dtype), g->main_stream));
+  return TP_OK;
+}
+
 /* The local chunk j: once every peer's partial of chunk j has landed, the
  * GEMM of the local rows adds them in its epilogue (fp32, one rounding)
  * and writes the output rows directly: no separate reduction pass. With
  * more than one peer, the peers' partials are first summed in rank order
- * into this rank's own receive slot. */
+ * into this rank's own receive slot. rs_sum=nccl sums as NCCL does instead
+ * (above). */
 static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                          const linear_scatter *sc, size_t row, int j) {
   const int rank = g->rank, world = g->world;
@@ -139,6 +164,7 @@ static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_t
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
   void *own = tp_symm_ptr(g->symm, rank);
   TP_TRY(wait_peers(g, sc->phase, j));
+  if (p->desc.rs_sum == TP_RS_SUM_NCCL) return local_chunk_nccl_sum(g, p, t, sc, row, j);
   const void *acc = cptr_at(own, (size_t)((rank + 1) % world) * slot + chunk_off);
   if (world > 2) {
     const void *peers[TP_MAX_WORLD];

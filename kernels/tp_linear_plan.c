@@ -328,6 +328,9 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
                     "only the all-gather side's backward reuses a gathered input");
     out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * tp_dtype_bytes(desc->dtype);
   }
+  if (desc->rs_sum != TP_RS_SUM_EPILOGUE && backend != TP_BACKEND_DIST)
+    return reject(out, "rs_sum %s: stock sums in NCCL itself (the mode is dist_gemm's)",
+                  tp_rs_sum_name(desc->rs_sum));
   switch (backend) {
   case TP_BACKEND_DIST: return resolve_dist(g, requested, chunks, out);
   case TP_BACKEND_STOCK:

@@ -401,7 +401,8 @@ static tp_rc load_runs(tp_store *store, side *s) {
 
 /* Every configuration of run ?1 with its case's stock, GEMM-alone and
  * collective-alone configurations in that run (picked as the throughput
- * table picks them: an ok one first, then the latest). */
+ * table picks them: an ok one first, then the latest). Drift configurations
+ * (`tpbench drift`'s training steps) are no measurement to gate: left out. */
 static const char entries_sql[] =
     "WITH roles AS (SELECT id, case_key, status, CASE WHEN kind IN ('op', 'layer') AND backend = "
     "'stock' THEN 1 WHEN kind = 'gemm' AND backend = 'cublaslt' THEN 2 WHEN kind = 'comm' AND "
@@ -416,7 +417,7 @@ static const char entries_sql[] =
     "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 2), 0), "
     "coalesce((SELECT id FROM picked p WHERE p.case_key = c.case_key AND p.role = 3), 0) "
     "FROM configs c LEFT JOIN results res ON res.config_id = c.id LEFT JOIN traces t ON "
-    "t.config_id = c.id WHERE c.run_id = ?1 ORDER BY c.id";
+    "t.config_id = c.id WHERE c.run_id = ?1 AND c.kind <> 'drift' ORDER BY c.id";
 
 static const char *column_text(sqlite3_stmt *st, int col) {
   return (const char *)sqlite3_column_text(st, col);

@@ -427,10 +427,12 @@ static void flush_series(tp_json_builder *jb, json_t *list, series_builder *b, i
   b->series = NULL;
 }
 
+/* Every ok configuration's medians across runs; drift configurations (training steps, whose
+ * times are no measurement of a layer) are left out. */
 static const char trend_sql[] =
     "SELECT c.id, c.run_id, c.config_key, res.median_us, res.p10_us, res.p90_us, " TP_LABEL_COLUMNS
     " FROM configs c JOIN runs r ON r.id = c.run_id "
-    "JOIN results res ON res.config_id = c.id WHERE c.status = 'ok' "
+    "JOIN results res ON res.config_id = c.id WHERE c.status = 'ok' AND c.kind <> 'drift' "
     "ORDER BY c.config_key, r.started_at DESC, c.id DESC";
 
 static tp_rc load_series(tp_store *store, tp_json_builder *jb, json_t *list,

@@ -356,10 +356,10 @@ static tp_rc take_skipped(reader *r, report *rep, sqlite3_stmt *s) {
 }
 
 static tp_rc load_skipped(reader *r, report *rep) {
-  return each_filtered_row(
-      r, rep,
-      "SELECT id FROM configs WHERE run_id = ?1 AND status <> 'ok' AND " FILTER_SQL " ORDER BY id",
-      take_skipped, "reading configurations not run");
+  return each_filtered_row(r, rep,
+                           "SELECT id FROM configs WHERE run_id = ?1 AND status <> 'ok' AND kind "
+                           "<> 'drift' AND " FILTER_SQL " ORDER BY id",
+                           take_skipped, "reading configurations not run");
 }
 
 /* The highest copy-engine push bandwidth `tpbench link` measured on the

@@ -1,6 +1,7 @@
 /*
  * cmd_report.c — `tpbench report`: prints the throughput table of an
  * existing database (report/tp_report.h does the work). Needs no GPU.
+ * A `tpbench drift` run's report is its drift table (report/tp_drift.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
 #include "bench/matrix/presets.h"
+#include "report/tp_drift.h"
 #include "report/tp_openmetrics.h"
 #include "report/tp_profile.h"
 #include "report/tp_report.h"
@@ -91,6 +93,22 @@ static int profile_run(tp_store *store, const report_args *a, int64_t *config_id
   return run > 0 && tp_profile_config_of_run(store, run, config_id) == TP_OK;
 }
 
+/* 1 when the run the reader means is a `tpbench drift` run (every configuration of kind drift). */
+static int drift_run(tp_store *store, const report_args *a) {
+  int64_t run = latest_run(store, a);
+  int is_drift = 0;
+  return run > 0 && tp_drift_is_drift_run(store, run, &is_drift) == TP_OK && is_drift;
+}
+
+/* A drift run's report is its drift table (report/tp_drift.h). */
+static tp_rc print_drift(tp_store *store, const report_args *a, tp_report_format fmt) {
+  tp_drift_run run;
+  tp_rc rc = tp_drift_load(store, latest_run(store, a), &run);
+  if (rc == TP_OK) rc = tp_drift_print(&run, fmt, stdout);
+  tp_drift_run_free(&run);
+  return rc;
+}
+
 static tp_rc print_report(const report_args *a) {
   tp_report_format fmt = TP_FMT_MARKDOWN;
   int openmetrics = !strcmp(a->format, "openmetrics"); /* the run's export, not the table */
@@ -104,6 +122,12 @@ static tp_rc print_report(const report_args *a) {
   int64_t profile_config = 0; /* a `tpbench profile` run has its own report */
   if (!openmetrics && profile_run(store, a, &profile_config) && profile_config > 0) {
     rc = tp_profile_report(store, latest_run(store, a), stdout);
+    if (rc != TP_OK) tp_print_error("report");
+    tp_store_close(store);
+    return rc;
+  }
+  if (!openmetrics && fmt != TP_FMT_JSON && drift_run(store, a)) {
+    rc = print_drift(store, a, fmt);
     if (rc != TP_OK) tp_print_error("report");
     tp_store_close(store);
     return rc;

@@ -27,6 +27,13 @@ int tp_cmd_link(int argc, char **argv);
  * bench/cli/cmd_run_unavailable.c parses the same options, run_args.h). */
 int tp_cmd_run(int argc, char **argv);
 
+/* `tpbench drift`: a block trained N steps stock and dist_gemm from the same weights and data,
+ * the loss and gradient norm of every step stored and compared with stock's
+ * (bench/gpu/cmd_drift.c; without CUDA, bench/cli/cmd_drift_unavailable.c parses the same
+ * options, drift_args.h, and --show prints a stored table). Exits 0 whatever the drift, 1
+ * when something failed or a value is not finite. */
+int tp_cmd_drift(int argc, char **argv);
+
 /* `tpbench matrix`: run's configurations and rejections, no GPU needed
  * (bench/cli/cmd_matrix.c). */
 int tp_cmd_matrix(int argc, char **argv);

@@ -65,6 +65,7 @@ tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   d.n_weights = 1;
   d.backward = s->backward;
   d.sp = s->sp;
+  d.rs_sum = s->rs_sum;
   switch (proj) {
   case TP_PROJ_QKV:
     d.op = TP_OP_AG_LINEAR;

@@ -86,6 +86,7 @@ typedef struct tp_block_shape {
   tp_dtype proj_dtype;
   tp_ac ac; /* activation checkpointing: none unless backward; full refuses
                save_gathered (the plan rejects both) */
+  tp_rs_sum rs_sum; /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */

@@ -6,9 +6,7 @@
 # build. Exits 77 (skipped) without a GPU.
 tp_add_gpu_test(gpu_alloc_peak
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_alloc_peak.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
+                        ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 900)
 target_compile_definitions(gpu_alloc_peak PRIVATE TP_BUILD_DIR="${CMAKE_BINARY_DIR}")
 add_dependencies(gpu_alloc_peak tpbench)

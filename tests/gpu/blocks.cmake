@@ -8,10 +8,7 @@
 # Exits 77 (skipped) without a GPU.
 tp_add_gpu_test(gpu_blocks
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_blocks.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/graph.c
+                        ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
 # The fp8 layers of `run` at TP 1 (bench/gpu/block_fp8.h, issue 15): attention,
 # FFN and block, fwd and fwd+bwd, per fp8 format: finite outputs, each projection
@@ -21,9 +18,7 @@ tp_add_gpu_test(gpu_blocks
 # Exits 77 (skipped) without a GPU.
 tp_add_gpu_test(gpu_fp8_blocks
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_blocks.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
+                        ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
 
 # GPU test of several CUDA graph sizes on one workspace (run's graph=mixed):
@@ -33,8 +28,5 @@ tp_add_gpu_test(gpu_fp8_blocks
 # TP 1 (or 2), dist_gemm at TP 2 (skipped below). Exits 77 without a GPU.
 tp_add_gpu_test(gpu_graph_sizes
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_graph_sizes.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_run.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/block_fp8.c
-                        ${CMAKE_SOURCE_DIR}/bench/gpu/graph.c
+                        ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 300)

@@ -132,8 +132,20 @@ static void model_free(model *m) {
 }
 
 static tp_block_shape shape_of(tp_layer kind, tp_dtype dt, int sp, int backward, int save) {
-  tp_block_shape s = {kind, dt,  BATCH, SEQ,      DIM,  HEADS, KV_HEADS,
-                      HD,   FFN, sp,    backward, save, dt,    TP_AC_NONE};
+  /* designated, so a field added to the shape (its default 0) needs no change here */
+  tp_block_shape s = {.layer = kind,
+                      .dtype = dt,
+                      .batch = BATCH,
+                      .seq = SEQ,
+                      .dim = DIM,
+                      .n_heads = HEADS,
+                      .n_kv_heads = KV_HEADS,
+                      .head_dim = HD,
+                      .ffn_hidden = FFN,
+                      .sp = sp,
+                      .backward = backward,
+                      .save_gathered = save,
+                      .proj_dtype = dt};
   return s;
 }
 

@@ -77,8 +77,19 @@ static int rc_ok(tp_rc rc, const char *what) {
 }
 
 static tp_block_shape shape_of(tp_layer layer, tp_dtype format, int backward) {
-  tp_block_shape s = {layer, TP_BF16, BATCH, SEQ,      DIM, HEADS,  KV_HEADS,
-                      HD,    FFN,     1,     backward, 0,   format, TP_AC_NONE};
+  tp_block_shape s = {.layer = layer,
+                      .dtype = TP_BF16,
+                      .batch = BATCH,
+                      .seq = SEQ,
+                      .dim = DIM,
+                      .n_heads = HEADS,
+                      .n_kv_heads = KV_HEADS,
+                      .head_dim = HD,
+                      .ffn_hidden = FFN,
+                      .sp = 1,
+                      .backward = backward,
+                      .proj_dtype = format,
+                      .ac = TP_AC_NONE};
   return s;
 }
 
