@@ -84,8 +84,8 @@ typedef struct tp_block_shape {
    * operands and run scaled FP8 GEMMs (block_fp8.h), dtype must be bf16;
    * any other value (zero-initialised: bf16) runs them in dtype. */
   tp_dtype proj_dtype;
-  tp_ac ac; /* activation checkpointing: none unless backward; full refuses
-               save_gathered (the plan rejects both) */
+  tp_ac ac;         /* activation checkpointing: none unless backward; full refuses
+                       save_gathered (the plan rejects both) */
   tp_rs_sum rs_sum; /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
 } tp_block_shape;
 

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "kernels/tp_cuda_check.h"
-#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_train.h"
 
 const char *tp_drift_optimizer_name(tp_drift_optimizer optimizer) {
@@ -103,9 +103,7 @@ static size_t rows_elems(const drift_state *st) {
 }
 static ncclDataType_t nccl_type(tp_dtype dt) { return dt == TP_BF16 ? ncclBfloat16 : ncclFloat32; }
 
-static tp_rc device_alloc(void **p, size_t bytes) {
-  return tp_device_malloc(p, bytes ? bytes : 1);
-}
+static tp_rc device_alloc(void **p, size_t bytes) { return tp_device_malloc(p, bytes ? bytes : 1); }
 
 static tp_rc add_param(drift_state *st, void *w, void *grad, size_t count, int gain) {
   if (st->n_params == st->cap_params) {
@@ -203,9 +201,7 @@ static tp_rc setup(drift_state *st) {
   return TP_OK;
 }
 
-static void free_device(void *p) {
-  tp_device_release(p);
-}
+static void free_device(void *p) { tp_device_release(p); }
 
 static void teardown(drift_state *st) {
   if (cudaStreamSynchronize(st->g->main_stream) != cudaSuccess) (void)cudaGetLastError();
