@@ -12,6 +12,13 @@
  * stock layer's collectives deliver (not another op's leftovers), and the
  * collectives alone move the partials its GEMMs make.
  *
+ * The stock variant on NCCL symmetric windows (and its collectives alone)
+ * runs the same collectives on windows: NCCL's symmetric kernels need both
+ * buffers of a collective in one, so such an item allocates the case's
+ * tensors again (the same seed, the same numbers) in one window of its own
+ * at prepare time, its references' scratches windows too; it is judged
+ * against plain stock like dist_gemm.
+ *
  * A case is measured whole (rounds interleave its configurations), so a
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
@@ -24,6 +31,7 @@
 #include "bench/gpu/block.h"
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_window.h"
 
 enum { REASON_CAP = 416 };
 
@@ -41,10 +49,15 @@ typedef struct layer_item {
   int have_plan;
   char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
   tp_block_plan stock; /* references: the stock layer that fills their scratch */
-  void *scratch[TP_N_PROJ]; /* references: each projection's own */
+  void *scratch[TP_N_PROJ]; /* references: each projection's own (nccl-window: windows) */
+  uint64_t seed;            /* the case's tensors' */
+  tp_block_tensors own;     /* nccl-window: the case's tensors again, in a window */
 } layer_item;
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
+
+/* The stock variant on NCCL symmetric windows (its layer or its collectives alone). */
+static int is_window(const layer_item *it) { return it->cfg->schedule == TP_SCHED_NCCL_WINDOW; }
 
 static tp_block_shape shape_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
@@ -69,27 +82,41 @@ static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
+  /* a window reference's scratches are filled by the window stock layer */
   if (rc == TP_OK && is_reference(it))
-    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
+    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK,
+                            is_window(it) ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO, 0, &it->stock);
   it->have_plan = rc == TP_OK;
   return rc;
 }
 
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
+  /* first: a window plan on a communicator without symmetric memory is rejected here */
   TP_TRY(tp_block_prepare(g, &it->plan));
+  if (is_window(it)) {
+    TP_TRY(tp_block_alloc_window(g, &it->plan, it->seed, &it->own));
+    it->t = &it->own;
+  }
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
-  for (int k = 0; k < TP_N_PROJ; ++k)
-    if (it->stock.has[k]) TP_CUDA(cudaMalloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
+  for (int k = 0; k < TP_N_PROJ; ++k) {
+    if (!it->stock.has[k]) continue;
+    const size_t bytes = it->stock.proj[k].workspace_bytes;
+    if (is_window(it)) TP_TRY(tp_window_alloc(g, bytes, &it->scratch[k]));
+    else TP_CUDA(cudaMalloc(&it->scratch[k], bytes));
+  }
   return TP_OK;
 }
 
-static void free_scratch(layer_item *it) {
+/* Windows go in the same order on every rank (the items' order). */
+static void free_scratch(tp_group *g, layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
-    cudaFree(it->scratch[k]);
+    if (is_window(it)) tp_window_free(g, it->scratch[k]);
+    else cudaFree(it->scratch[k]);
     it->scratch[k] = NULL;
   }
+  tp_block_free(&it->own);
 }
 
 /* A step of plan with this item's private scratches in place. */
@@ -181,7 +208,8 @@ static void layer_info(void *self, tp_item_info *info) {
   describe_ran(it);
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
-  info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
+  info->workspace_bytes =
+      (int64_t)(p->symm_bytes + p->scratch_bytes + p->window_bytes + p->saved_bytes);
   info->fused = fused_of(it);
   info->transfers_per_step = tp_block_transfers(p);
 }
@@ -198,9 +226,11 @@ typedef struct run_state {
   volatile tp_job_progress *progress;
 } run_state;
 
-static tp_numerics_use numerics_use(tp_backend backend) {
-  if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
-  return backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+/* Plain stock is the reference; its window variant is judged against it, like dist_gemm. */
+static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
+  if (cfg->backend == TP_BACKEND_STOCK)
+    return cfg->schedule == TP_SCHED_NCCL_WINDOW ? TP_NUMERICS_CHECK : TP_NUMERICS_REFERENCE;
+  return cfg->backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
@@ -214,7 +244,7 @@ static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_c
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_use(cfg->backend);
+  hc.numerics = numerics_use(cfg);
   hc.label = label;
   hc.index = index;
   return hc;
@@ -251,6 +281,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
     items[n].c = c;
     items[n].cfg = cfg;
     items[n].t = &t;
+    items[n].seed = (uint64_t)ci + 1;
     items[n].shape = shape_of(c);
     entries[n].item = (tp_item){&layer_item_ops, &items[n]};
     runnable += !cfg->rejected;
@@ -262,7 +293,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   tp_rc rc = TP_OK;
   if (runnable) {
     rc = tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
-    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, (uint64_t)ci + 1, &t);
+    if (rc == TP_OK) rc = tp_block_alloc(st->g, &sizes, items[0].seed, &t);
   }
   tp_rc agreed = TP_OK;
   char reason[REASON_CAP];
@@ -277,7 +308,7 @@ static tp_rc run_case(run_state *st, int ci, int from, const tp_resume *resume) 
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < n; ++i) free_scratch(&items[i]);
+  for (int i = 0; i < n; ++i) free_scratch(st->g, &items[i]);
   tp_block_free(&t);
   return rc;
 }
