@@ -748,10 +748,12 @@ static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
-/* Schedules that the kernels accept or refuse at plan time, by the host. */
+/* Schedules that the kernels accept or refuse at plan time, by the host (the
+ * nccl-window variant: as NCCL's runtime answers for the communicator). */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
-  return cfg->backend == TP_BACKEND_DIST &&
-         (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING);
+  return (cfg->backend == TP_BACKEND_DIST &&
+          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING)) ||
+         cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
 void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
