@@ -28,8 +28,8 @@ static tp_rc check_windows(const tp_group *g, const tp_linear_plan *p, const tp_
   if (t->scratch && !tp_window_covers(g, t->scratch, p->workspace_bytes))
     return outside_window(p, "the caller's scratch", p->workspace_bytes);
   if (!t->scratch && g->window_scratch_bytes < p->workspace_bytes)
-    return TP_FAIL(TP_EINTERNAL, "window scratch of %zu bytes, plan needs %zu: call "
-                                 "tp_linear_prepare",
+    return TP_FAIL(TP_EINTERNAL,
+                   "window scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
                    g->window_scratch_bytes, p->workspace_bytes);
   if (t->saved && !tp_window_covers(g, t->saved, p->saved_bytes))
     return outside_window(p, "saved", p->saved_bytes);

@@ -324,9 +324,9 @@ static tp_rc resolve_stock(tp_schedule requested, tp_linear_plan *p) {
   p->schedule = window ? TP_SCHED_NCCL_WINDOW : TP_SCHED_NCCL;
   p->chunks = 1;
   p->bwd_chunks = 1;
-  const char *what = backend == TP_BACKEND_GEMM_ONLY   ? "cuBLASLt GEMM alone"
-                     : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
-                                                       : "NCCL collective, then cuBLASLt GEMM, one stream";
+  const char *what = "NCCL collective, then cuBLASLt GEMM, one stream";
+  if (backend == TP_BACKEND_GEMM_ONLY) what = "cuBLASLt GEMM alone";
+  else if (backend == TP_BACKEND_COMM_ONLY) what = "NCCL collective alone";
   snprintf(p->reason, sizeof p->reason, "%s%s", what,
            window ? "; the collectives' buffers in NCCL symmetric windows (ncclMemAlloc, "
                     "ncclCommWindowRegister NCCL_WIN_COLL_SYMMETRIC)"

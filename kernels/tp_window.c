@@ -26,8 +26,9 @@ tp_rc tp_window_check_support(tp_group *g) {
                "(NCCL's check that a communicator supports symmetric memory, which "
                "ncclCommWindowRegister needs) failed: %s%s%s",
                g->world, ncclGetErrorString(r), why[0] ? ": " : "", why);
-    TP_LOGI("window", "rank %d: NCCL symmetric memory %s%s", g->rank,
-            r == ncclSuccess ? "supported" : "refused: ", r == ncclSuccess ? "" : g->window_refusal);
+    if (r == ncclSuccess) TP_LOGI("window", "rank %d: NCCL symmetric memory supported", g->rank);
+    else
+      TP_LOGI("window", "rank %d: NCCL symmetric memory refused: %s", g->rank, g->window_refusal);
   }
   if (g->window_support > 0) return TP_OK;
   return TP_FAIL(TP_EREJECT, "nccl-window: %s", g->window_refusal);
@@ -123,7 +124,8 @@ int tp_window_covers(const tp_group *g, const void *ptr, size_t bytes) {
   const char *p = ptr;
   for (int i = 0; p && i < g->n_windows; ++i) {
     const char *base = g->windows[i].base;
-    if (p >= base && bytes <= g->windows[i].bytes && (size_t)(p - base) <= g->windows[i].bytes - bytes)
+    if (p >= base && bytes <= g->windows[i].bytes &&
+        (size_t)(p - base) <= g->windows[i].bytes - bytes)
       return 1;
   }
   return 0;

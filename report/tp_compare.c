@@ -193,14 +193,7 @@ typedef struct {
  * the same run (config ids, 0: none): stock and the collective alone in
  * both variants (plain, and on NCCL symmetric windows: schedule
  * nccl-window), of which the faster is the measure's reference. */
-typedef enum {
-  REF_STOCK,
-  REF_GEMM,
-  REF_COMM,
-  REF_STOCK_WINDOW,
-  REF_COMM_WINDOW,
-  N_REFS
-} ref_role;
+typedef enum { REF_STOCK, REF_GEMM, REF_COMM, REF_STOCK_WINDOW, REF_COMM_WINDOW, N_REFS } ref_role;
 
 typedef struct {
   int64_t id;

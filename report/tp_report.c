@@ -273,17 +273,19 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
   "(?2 IS NULL OR model = ?2) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR pass = ?4) AND "   \
   "(?5 IS NULL OR dtype = ?5)"
 
-/* A row's references in its case: the stock op in both variants, the GEMM
- * alone, the collective alone in both variants (t: the table alias with
- * run_id and case_key). */
-#define REF_JOINS(t)                                                                               \
-  "LEFT JOIN refs s ON s.run_id = " t ".run_id AND s.case_key = " t ".case_key AND s.kind = 'op' " \
-  "AND s.variant = 'plain' LEFT JOIN refs sw ON sw.run_id = " t ".run_id AND sw.case_key = " t     \
-  ".case_key AND sw.kind = 'op' AND sw.variant = 'window' LEFT JOIN refs g ON g.run_id = " t       \
-  ".run_id AND g.case_key = " t ".case_key AND g.kind = 'gemm' LEFT JOIN refs cm ON cm.run_id = "  \
-  t ".run_id AND cm.case_key = " t ".case_key AND cm.kind = 'comm' AND cm.variant = 'plain' "      \
-  "LEFT JOIN refs cw ON cw.run_id = " t ".run_id AND cw.case_key = " t ".case_key AND cw.kind = "  \
-  "'comm' AND cw.variant = 'window' "
+/* A row's references in its case (c: the table with its run_id and
+ * case_key): the stock op in both variants, the GEMM alone, the collective
+ * alone in both variants. */
+#define REF_JOINS                                                                                  \
+  "LEFT JOIN refs s ON s.run_id = c.run_id AND s.case_key = c.case_key AND s.kind = 'op' AND "     \
+  "s.variant = 'plain' "                                                                           \
+  "LEFT JOIN refs sw ON sw.run_id = c.run_id AND sw.case_key = c.case_key AND sw.kind = 'op' AND " \
+  "sw.variant = 'window' "                                                                         \
+  "LEFT JOIN refs g ON g.run_id = c.run_id AND g.case_key = c.case_key AND g.kind = 'gemm' "       \
+  "LEFT JOIN refs cm ON cm.run_id = c.run_id AND cm.case_key = c.case_key AND cm.kind = 'comm' "   \
+  "AND cm.variant = 'plain' "                                                                      \
+  "LEFT JOIN refs cw ON cw.run_id = c.run_id AND cw.case_key = c.case_key AND cw.kind = 'comm' "   \
+  "AND cw.variant = 'window' "
 
 /* The throughput_rows view of schemas/001_init.sql, spelled out for the
  * layers of `tpbench run` as well: they are kind 'layer' where the op
@@ -294,24 +296,24 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
  * apart. Cases without dist_gemm (stock alone, e.g. at TP 1) are rows too. */
 #define ROWS_SQL                                                                                   \
   "WITH refs AS (SELECT config_id, run_id, case_key, kind, variant FROM (SELECT config_id, "       \
-  "run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END AS kind, CASE WHEN schedule "  \
-  "= 'nccl-window' THEN 'window' ELSE 'plain' END AS variant, row_number() OVER (PARTITION BY "    \
-  "run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END, CASE WHEN schedule = "      \
-  "'nccl-window' THEN 1 ELSE 0 END ORDER BY status = 'ok' DESC, config_id DESC) AS pick FROM config_results WHERE (kind IN "       \
-  "('op', 'layer') AND backend = 'stock') OR (kind = 'gemm' AND backend = 'cublaslt') OR (kind = " \
-  "'comm' AND backend = 'nccl')) WHERE pick = 1), "                                                \
-  "pairs AS (SELECT d.run_id, d.id AS dist_id, s.config_id AS stock_id, g.config_id AS gemm_id, "  \
+  "run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END AS kind, CASE WHEN "           \
+  "schedule = 'nccl-window' THEN 'window' ELSE 'plain' END AS variant, row_number() OVER "         \
+  "(PARTITION BY run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END, CASE WHEN "     \
+  "schedule = 'nccl-window' THEN 1 ELSE 0 END ORDER BY status = 'ok' DESC, config_id DESC) AS "    \
+  "pick FROM config_results WHERE (kind IN ('op', 'layer') AND backend = 'stock') OR (kind = "     \
+  "'gemm' AND backend = 'cublaslt') OR (kind = 'comm' AND backend = 'nccl')) WHERE pick = 1), "    \
+  "pairs AS (SELECT c.run_id, c.id AS dist_id, s.config_id AS stock_id, g.config_id AS gemm_id, "  \
   "cm.config_id AS comm_id, sw.config_id AS stock_window_id, cw.config_id AS comm_window_id, "     \
-  "d.model, d.layer, d.pass, d.dtype, (SELECT min(x.id) FROM configs x WHERE x.run_id = d.run_id " \
-  "AND x.case_key = d.case_key) AS order_key FROM configs d " REF_JOINS("d")                        \
-  "WHERE d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm' "                                   \
-  "UNION ALL SELECT k.run_id, NULL, s.config_id, g.config_id, cm.config_id, sw.config_id, "        \
+  "c.model, c.layer, c.pass, c.dtype, (SELECT min(x.id) FROM configs x WHERE x.run_id = "          \
+  "c.run_id AND x.case_key = c.case_key) AS order_key FROM configs c " REF_JOINS                   \
+  "WHERE c.kind IN ('op', 'layer') AND c.backend = 'dist_gemm' "                                   \
+  "UNION ALL SELECT c.run_id, NULL, s.config_id, g.config_id, cm.config_id, sw.config_id, "        \
   "cw.config_id, sc.model, sc.layer, sc.pass, sc.dtype, (SELECT min(x.id) FROM configs x WHERE "   \
-  "x.run_id = k.run_id AND x.case_key = k.case_key) FROM (SELECT run_id, case_key, "               \
-  "min(config_id) AS any_id FROM refs WHERE kind = 'op' GROUP BY run_id, case_key) k JOIN "        \
-  "configs sc ON sc.id = k.any_id " REF_JOINS("k")                                                 \
-  "WHERE NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = k.run_id AND d.case_key = "          \
-  "k.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
+  "x.run_id = c.run_id AND x.case_key = c.case_key) FROM (SELECT run_id, case_key, "               \
+  "min(config_id) AS any_id FROM refs WHERE kind = 'op' GROUP BY run_id, case_key) c JOIN "        \
+  "configs sc ON sc.id = c.any_id " REF_JOINS                                                      \
+  "WHERE NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = c.run_id AND d.case_key = "          \
+  "c.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
 
 /* Runs sql, bound by bind_filter, and hands each row to take; what names
  * the rows in an error. */

@@ -179,17 +179,13 @@ static void get_stock_unaccounted_of_comm(const report *rep, const table_row *ro
 /* "plain" or "window": the stock variant the speedup divides by. */
 static void get_best_stock(const report *rep, const table_row *row, cell *c) {
   (void)rep;
-  set_text(c, !row->best_stock                          ? NULL
-              : row->best_stock == &row->stock_window ? "window"
-                                                        : "plain");
+  set_text(c, !row->best_stock ? NULL : row->best_stock == &row->stock_window ? "window" : "plain");
 }
 
 /* ... and the collective alone the bound takes. */
 static void get_best_comm(const report *rep, const table_row *row, cell *c) {
   (void)rep;
-  set_text(c, !row->best_comm                         ? NULL
-              : row->best_comm == &row->comm_window ? "window"
-                                                      : "plain");
+  set_text(c, !row->best_comm ? NULL : row->best_comm == &row->comm_window ? "window" : "plain");
 }
 
 /* dist_gemm over the GEMM alone (the no-collective variant): how far above
@@ -515,11 +511,11 @@ enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 /* The compact markdown table; "?" marks a column shown only when its
  * values differ between rows, "~" one shown only when a row was traced,
  * "+" one shown only when the run has the stock variant on NCCL windows. */
-static const char *const compact[] = {
-    "config_id",       "short_key", "model",           "op",           "shape",
-    "?tp",             "?dtype",    "?options",        "pass",         "schedule",
-    "stock_ms",        "+stock_window_ms", "+best_stock", "dist_ms",   "speedup",
-    "dist_over_bound", "~overlap_pct", "status"};
+static const char *const compact[] = {"config_id",    "short_key", "model",    "op",
+                                      "shape",        "?tp",       "?dtype",   "?options",
+                                      "pass",         "schedule",  "stock_ms", "+stock_window_ms",
+                                      "+best_stock",  "dist_ms",   "speedup",  "dist_over_bound",
+                                      "~overlap_pct", "status"};
 
 static void cell_of(const column *col, const report *rep, const table_row *row, int markdown,
                     cell *c) {

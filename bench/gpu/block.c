@@ -173,8 +173,8 @@ static tp_rc alloc_bytes(allocator *a, void **p, size_t bytes) {
     return TP_OK;
   }
   *p = a->sizing ? NULL : a->window + a->used;
-  a->used += ((bytes ? bytes : 1) + WINDOW_TENSOR_ALIGN - 1) / WINDOW_TENSOR_ALIGN *
-             WINDOW_TENSOR_ALIGN;
+  a->used +=
+      ((bytes ? bytes : 1) + WINDOW_TENSOR_ALIGN - 1) / WINDOW_TENSOR_ALIGN * WINDOW_TENSOR_ALIGN;
   return TP_OK;
 }
 

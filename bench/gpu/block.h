@@ -153,8 +153,8 @@ TP_MUST_CHECK tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, u
  * group (collective: kernels/tp_window.h): the tensors of the stock
  * variant on windows, whose collectives need both of their buffers in
  * one. TP_EREJECT with NCCL's reason where the communicator has none. */
-TP_MUST_CHECK tp_rc tp_block_alloc_window(tp_group *group, const tp_block_plan *plan,
-                                          uint64_t seed, tp_block_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_alloc_window(tp_group *group, const tp_block_plan *plan, uint64_t seed,
+                                          tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
 
 /* Enqueued on the group's main stream; host-asynchronous. */

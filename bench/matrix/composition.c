@@ -445,13 +445,9 @@ static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
     const tp_ops_config *cfg = &m->configs[i];
     char tp[16], verdict[VERDICT_TEXT];
     snprintf(tp, sizeof tp, "%d", cfg->axes.tp);
-    const char *values[] = {cfg->axes.proj,
-                            role_name(cfg->backend),
-                            schedule_cell(cfg->axes.schedule),
-                            tp,
-                            cfg->axes.dtype,
-                            cfg->axes.pass,
-                            cfg->axes.save_gathered ? "on" : "off"};
+    const char *values[] = {
+        cfg->axes.proj,  role_name(cfg->backend), schedule_cell(cfg->axes.schedule),     tp,
+        cfg->axes.dtype, cfg->axes.pass,          cfg->axes.save_gathered ? "on" : "off"};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
     if (!cfg->rejected && strcmp(cfg->axes.dtype, "mxfp8") == 0)

@@ -57,8 +57,9 @@ static void test_default_expansion(void **state) {
   assert_int_equal(tp_ops_runnable(&m), 144);
   assert_int_equal(tp_ops_max_tp(&m), 2);
   /* both stock variants when stock is asked for, the collective alone in both */
-  static const tp_backend order[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,    TP_BACKEND_DIST,
-                                     TP_BACKEND_GEMM_ONLY, TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
+  static const tp_backend order[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,
+                                     TP_BACKEND_DIST,      TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
   static const tp_schedule scheds[] = {TP_SCHED_AUTO, TP_SCHED_NCCL_WINDOW, TP_SCHED_AUTO,
                                        TP_SCHED_AUTO, TP_SCHED_AUTO,        TP_SCHED_NCCL_WINDOW};
   static const char *const kinds[] = {"op", "op", "op", "gemm", "comm", "comm"};

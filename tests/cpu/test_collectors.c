@@ -560,8 +560,7 @@ static void test_evidence_nccl_window_symmetric_kernels(void **state) {
   assert_int_equal(e.verdict, TP_VERDICT_CONFIRMED);
   assert_int_equal(e.nccl_kernels, 3);
   ev[n++] = copy(0, TP_COPY_PTOP, 1500, 1510);
-  assert_int_equal(tp_schedule_evidence(ev, n, 1000, 4000, "nccl-window", 3, 1, &e),
-                   TP_EINTERNAL);
+  assert_int_equal(tp_schedule_evidence(ev, n, 1000, 4000, "nccl-window", 3, 1, &e), TP_EINTERNAL);
   assert_int_equal(e.peer_copies, 1);
 }
 

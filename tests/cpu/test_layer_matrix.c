@@ -68,8 +68,9 @@ static void test_quick_preset(void **state) {
   assert_int_equal(tp_layer_runnable(&m), 288);
   /* stock and the collectives alone in both variants: plain, and on NCCL windows */
   static const char *const kinds[] = {"layer", "layer", "layer", "gemm", "comm", "comm"};
-  static const tp_backend roles[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,    TP_BACKEND_DIST,
-                                     TP_BACKEND_GEMM_ONLY, TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
+  static const tp_backend roles[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,
+                                     TP_BACKEND_DIST,      TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
   static const char *const backends[] = {"stock", "stock", "dist_gemm", "cublaslt", "nccl", "nccl"};
   static const tp_schedule scheds[] = {TP_SCHED_AUTO, TP_SCHED_NCCL_WINDOW, TP_SCHED_AUTO,
                                        TP_SCHED_AUTO, TP_SCHED_AUTO,        TP_SCHED_NCCL_WINDOW};

@@ -205,10 +205,9 @@ static int remove_fixture(void **state) {
     return 0;
   }
   char path[600];
-  const char *names[] = {"report.db",  "report.db-wal",  "report.db-shm",
-                         "empty.db",   "empty.db-wal",   "empty.db-shm",
-                         "hostile.db", "hostile.db-wal", "hostile.db-shm",
-                         "window.db",  "window.db-wal",  "window.db-shm"};
+  const char *names[] = {"report.db",      "report.db-wal", "report.db-shm", "empty.db",
+                         "empty.db-wal",   "empty.db-shm",  "hostile.db",    "hostile.db-wal",
+                         "hostile.db-shm", "window.db",     "window.db-wal", "window.db-shm"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
     unlink(path);

@@ -87,8 +87,8 @@ static int alloc_plain(tp_group *g, const tp_linear_plan *p, tensors *t) {
     if (bad) break;
     bad |= tp_launch_fill_random(dt, t->w[i], nw, seed + 10 + (uint64_t)i, 0.0625f,
                                  g->main_stream) != 0;
-    bad |= tp_launch_fill_random(dt, t->dy[i], ny, seed + 20 + (uint64_t)i, 1.0f,
-                                 g->main_stream) != 0;
+    bad |=
+        tp_launch_fill_random(dt, t->dy[i], ny, seed + 20 + (uint64_t)i, 1.0f, g->main_stream) != 0;
   }
   return bad || cudaStreamSynchronize(g->main_stream) != cudaSuccess;
 }
@@ -266,8 +266,9 @@ static int run_case(tp_group *g, tp_op op, tp_dtype dt, int sp, int save, int *r
     return failures;
   }
   if (!failures && windows_expected(g) != 1) {
-    fprintf(stderr, "rank %d: NCCL registered windows on one rank, older than 2.28.7: the test's "
-                    "reading of NCCL is wrong\n",
+    fprintf(stderr,
+            "rank %d: NCCL registered windows on one rank, older than 2.28.7: the test's "
+            "reading of NCCL is wrong\n",
             g->rank);
     failures++;
   }
