@@ -235,9 +235,9 @@ static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
                                         int index, char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, tp_layer_name(c->layer),
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
-           c->graph ? " graph" : "");
+           cfg->schedule == TP_SCHED_NCCL_WINDOW ? " nccl-window" : "", c->graph ? " graph" : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;

@@ -502,8 +502,10 @@ static tp_numerics_use numerics_use(const tp_ops_config *cfg) {
 
 static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
                                         char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.op_or_layer,
-           (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend);
+  const int window = cfg->schedule == TP_SCHED_NCCL_WINDOW;
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->proj.name,
+           cfg->axes.op_or_layer, (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
+           window ? " nccl-window" : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
