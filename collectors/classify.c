@@ -48,8 +48,10 @@ typedef struct rule {
 /* THE table. Examples of real names each row exists for are in
  * tests/cpu/test_collectors.c. */
 static const rule rules[] = {
-    /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before. */
+    /* NCCL device kernels: "ncclDevKernel_*" since NCCL 2.19, "ncclKernel_*" before; the
+     * symmetric kernels on registered windows (2.27 on): "ncclSymkDevKernel_*". */
     {"ncclDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclSymkDevKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclKernel_", MATCH_SUBSTR, TP_CAT_COMM, TP_KERNEL_NCCL},
     /* NVLink multicast (multimem.ld_reduce / multimem.st): PyTorch's symmetric-memory
      * multimem_all_reduce_kernel, multimem_one_shot_all_reduce_kernel,

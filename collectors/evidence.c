@@ -40,6 +40,8 @@ static const sched_name sched_names[] = {
     {"ring", SCHED_CE, "peer-to-peer copies (ring)"},
     {"sm", SCHED_SM, "copy_signal_kernel launches"},
     {"nccl", SCHED_NCCL, "NCCL kernels"},
+    /* the stock variant on NCCL symmetric windows: NCCL's (symmetric) kernels */
+    {"nccl-window", SCHED_NCCL, "NCCL kernels (symmetric windows)"},
     {"none", SCHED_NONE, "no transfer"},
 };
 
@@ -106,8 +108,10 @@ static tp_rc check_args(const tp_event *ev, size_t n, const char *schedule, int 
         iterations, per_iter);
   const sched_name *s = find_sched(schedule);
   if (!s || s->id == SCHED_NONE)
-    return TP_FAIL(TP_EUSAGE, "tp_schedule_evidence: unknown schedule '%s' (valid: ce, sm, nccl)",
-                   schedule);
+    return TP_FAIL(
+        TP_EUSAGE,
+        "tp_schedule_evidence: unknown schedule '%s' (valid: ce, ring, sm, nccl, nccl-window)",
+        schedule);
   for (size_t i = 1; i < n; ++i)
     if (ev[i].rank != ev[0].rank)
       return TP_FAIL(

@@ -10,7 +10,9 @@
 
 static const char *const dtype_names[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
-static const char *const schedule_names[] = {"auto", "ce", "sm", "ring", "multimem", "nccl"};
+static const char *const schedule_names[] = {"auto",     "ce",   "sm",         "ring",
+                                             "multimem", "nccl", "nccl-window"};
+static const char *const stock_names[] = {"plain", "window"};
 static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
 static const char *const layer_names[] = {"attention", "ffn", "block"};
 static const char *const rs_sum_names[] = {"epilogue", "nccl"};
@@ -19,8 +21,10 @@ static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nc
 
 const tp_vocab_table tp_dtype_vocab = {"dtype", dtype_names, COUNT_OF(dtype_names)};
 const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
-/* "nccl" is recorded, never asked for. */
-const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 1};
+/* dist_gemm's schedules, the names a user asks for: "nccl" is recorded, never asked for, and
+ * "nccl-window" is the stock variant's (tp_stock_vocab), the last two names. */
+const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 2};
+const tp_vocab_table tp_stock_vocab = {"stock", stock_names, COUNT_OF(stock_names)};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
 const tp_vocab_table tp_layer_vocab = {"layer", layer_names, COUNT_OF(layer_names)};
 const tp_vocab_table tp_rs_sum_vocab = {"rs_sum", rs_sum_names, COUNT_OF(rs_sum_names)};
@@ -53,6 +57,10 @@ const char *tp_pass_name(tp_pass pass) {
 
 const char *tp_schedule_name(tp_schedule schedule) {
   return name_at(schedule_names, COUNT_OF(schedule_names), (int)schedule);
+}
+
+const char *tp_stock_variant_name(tp_stock_variant variant) {
+  return name_at(stock_names, COUNT_OF(stock_names), (int)variant);
 }
 
 const char *tp_op_name(tp_op op) { return name_at(op_names, COUNT_OF(op_names), (int)op); }

@@ -90,17 +90,20 @@ static inline int tp_backend_is_reference(tp_backend backend) {
 }
 
 /* dist_gemm's schedules. AUTO lets the plan choose; NCCL is what the stock
- * path runs (and what AUTO records when it does not fuse). */
+ * path runs (and what AUTO records when it does not fuse); NCCL_WINDOW is
+ * the stock path's second variant: the same NCCL collectives on buffers
+ * registered as NCCL symmetric windows (kernels/tp_window.h). */
 typedef enum {
   TP_SCHED_AUTO = 0,
   TP_SCHED_CE,
   TP_SCHED_SM,
   TP_SCHED_RING,
   TP_SCHED_MULTIMEM,
-  TP_SCHED_NCCL
+  TP_SCHED_NCCL,
+  TP_SCHED_NCCL_WINDOW
 } tp_schedule;
 
-/* "auto", "ce", "sm", "ring", "multimem", "nccl"; "?" for another value. */
+/* "auto", "ce", "sm", "ring", "multimem", "nccl", "nccl-window"; "?" for another value. */
 const char *tp_schedule_name(tp_schedule schedule);
 
 /* How dist_gemm's fused reduce-scatter sums the ranks' partials (the stored
@@ -115,6 +118,30 @@ typedef enum { TP_RS_SUM_EPILOGUE = 0, TP_RS_SUM_NCCL } tp_rs_sum;
 
 /* "epilogue", "nccl"; "?" for another value. */
 const char *tp_rs_sum_name(tp_rs_sum sum);
+
+/* The stock path's variants (the `stock` axis of ops and run): PLAIN runs the
+ * NCCL collectives on ordinary device buffers; WINDOW runs the same
+ * collectives on buffers from ncclMemAlloc registered as symmetric windows
+ * (NCCL_WIN_COLL_SYMMETRIC), stored as backend "stock" with schedule
+ * "nccl-window" (plain stock's schedule stays empty, so its configuration
+ * keys are those of runs before the variant existed). The collective-alone
+ * reference (kind "comm") has the same two variants. */
+typedef enum { TP_STOCK_PLAIN = 0, TP_STOCK_WINDOW } tp_stock_variant;
+
+/* "plain", "window"; "?" for another value. */
+const char *tp_stock_variant_name(tp_stock_variant variant);
+
+/* The schedule a stock (or collective-alone) plan is asked for: AUTO (the
+ * plain NCCL path) or NCCL_WINDOW. */
+static inline tp_schedule tp_stock_schedule(tp_stock_variant variant) {
+  return variant == TP_STOCK_WINDOW ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO;
+}
+
+/* The stored schedule axis of a stock or collective-alone configuration:
+ * NULL for plain (as before the variant existed), "nccl-window" for window. */
+static inline const char *tp_stock_schedule_axis(tp_stock_variant variant) {
+  return variant == TP_STOCK_WINDOW ? "nccl-window" : NULL;
+}
 
 /* The tensor-parallel projections. */
 typedef enum {
@@ -145,7 +172,7 @@ typedef struct tp_vocab_table {
 } tp_vocab_table;
 
 extern const tp_vocab_table tp_dtype_vocab, tp_pass_vocab, tp_schedule_vocab, tp_op_vocab,
-    tp_layer_vocab, tp_rs_sum_vocab;
+    tp_layer_vocab, tp_rs_sum_vocab, tp_stock_vocab;
 
 TP_MUST_CHECK tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out);
 

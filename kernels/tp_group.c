@@ -14,6 +14,7 @@
 #include "common/tp_log.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
+#include "kernels/tp_window.h"
 
 enum { GEMM_WORKSPACE_BYTES = 64 << 20 };
 
@@ -238,6 +239,7 @@ void tp_group_destroy(tp_group *g) {
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
   tp_gemm_destroy(g->gemm);
   tp_symm_destroy(g->symm);
+  tp_window_release_all(g); /* before the communicator they are registered with */
   if (g->nccl) ncclCommDestroy(g->nccl);
   for (int i = 0; i < TP_EVENT_POOL; ++i)
     if (g->events[i]) cudaEventDestroy(g->events[i]);

@@ -2,7 +2,8 @@
  * tp_group.h — everything one rank of a TP group holds on its GPU: the
  * device, two streams (compute, and a higher-priority communication stream
  * for the fused schedules), the NCCL communicator, the symmetric heap, the
- * cuBLASLt context, a private scratch buffer for the stock path, and a pool
+ * cuBLASLt context, a private scratch buffer for the stock path, the NCCL
+ * symmetric windows of its window variant (kernels/tp_window.h), and a pool
  * of events to order chunks between the two streams.
  */
 #ifndef TP_GROUP_H
@@ -16,7 +17,14 @@
 #include "kernels/tp_gemm.h"
 #include "kernels/tp_symm.h"
 
-enum { TP_EVENT_POOL = 2 * TP_MAX_WORLD * TP_MAX_CHUNKS + 4 };
+enum { TP_EVENT_POOL = 2 * TP_MAX_WORLD * TP_MAX_CHUNKS + 4, TP_MAX_WINDOWS = 32 };
+
+/* One NCCL symmetric window (kernels/tp_window.h): ncclMemAlloc'd, registered. */
+typedef struct tp_group_window {
+  void *base;
+  size_t bytes;
+  ncclWindow_t handle;
+} tp_group_window;
 
 typedef struct tp_group {
   int rank, world, device;
@@ -29,6 +37,14 @@ typedef struct tp_group {
   size_t scratch_bytes;
   float *bias_scratch; /* private fp32 partial sums of bias gradients */
   size_t bias_scratch_bytes;
+  /* NCCL symmetric windows (kernels/tp_window.h): every registered one, the
+   * window scratch (the stock path's buffers in its nccl-window variant) among them */
+  tp_group_window windows[TP_MAX_WINDOWS];
+  int n_windows;
+  void *window_scratch;
+  size_t window_scratch_bytes;
+  int window_support;       /* 0: not asked yet; 1: supported; -1: refused (window_refusal) */
+  char window_refusal[512]; /* NCCL's reason */
   cudaEvent_t events[TP_EVENT_POOL];
   int sm_count;
   int multicast_supported;  /* the device reports NVLink multicast */

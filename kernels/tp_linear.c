@@ -8,12 +8,51 @@
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_linear_internal.h"
+#include "kernels/tp_window.h"
 
-static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+/* One buffer a window plan's collectives touch, outside every window. */
+static tp_rc outside_window(const tp_linear_plan *p, const char *what, size_t bytes) {
+  return TP_FAIL(TP_EINTERNAL,
+                 "%s nccl-window: %s (%zu bytes) is not in an NCCL symmetric window "
+                 "(tp_window_alloc): NCCL would run its plain collectives on it",
+                 tp_op_name(p->desc.op), what, bytes);
+}
+
+/* A window plan's buffers of one pass: what its collectives send and
+ * receive (tp_linear.h lists them). */
+static tp_rc check_windows(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                           int backward) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  const size_t x_bytes = tp_linear_x_elems(p) * e, y_bytes = tp_linear_y_elems(p) * e;
+  const int gather = tp_op_gathers(p->desc.op), sp = p->desc.sp;
+  if (t->scratch && !tp_window_covers(g, t->scratch, p->workspace_bytes))
+    return outside_window(p, "the caller's scratch", p->workspace_bytes);
+  if (!t->scratch && g->window_scratch_bytes < p->workspace_bytes)
+    return TP_FAIL(TP_EINTERNAL,
+                   "window scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
+                   g->window_scratch_bytes, p->workspace_bytes);
+  if (t->saved && !tp_window_covers(g, t->saved, p->saved_bytes))
+    return outside_window(p, "saved", p->saved_bytes);
+  if (gather) {
+    /* x is gathered in the forward (sp) and, unless saved, again in the backward */
+    if (sp && (!backward || !t->saved) && !tp_window_covers(g, t->x, x_bytes))
+      return outside_window(p, "x", x_bytes);
+    if (backward && !tp_window_covers(g, t->dx, x_bytes)) return outside_window(p, "dx", x_bytes);
+    return TP_OK;
+  }
+  if (!backward && !tp_window_covers(g, t->y[0], y_bytes)) return outside_window(p, "y", y_bytes);
+  if (backward && sp && !tp_window_covers(g, t->dy[0], y_bytes))
+    return outside_window(p, "dy", y_bytes);
+  return TP_OK;
+}
+
+static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                         int backward) {
   if (p->desc.bias && g->bias_scratch_bytes < linear_bias_partial_floats(p) * sizeof(float))
     return TP_FAIL(TP_EINTERNAL, "bias scratch too small: call tp_linear_prepare");
   if (p->desc.save_gathered && !t->saved)
     return TP_FAIL(TP_EINTERNAL, "plan saves the gathered input but no buffer was given");
+  if (linear_is_window(p)) return check_windows(g, p, t, backward);
   if (linear_is_fused(p)) {
     if (tp_symm_size(g->symm) < p->workspace_bytes)
       return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
@@ -31,7 +70,7 @@ static tp_rc test_delay(tp_group *g) {
 }
 
 tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  TP_TRY(check_ready(g, p, t));
+  TP_TRY(check_ready(g, p, t, 0));
   tp_nvtx_push(p->nvtx_fwd);
   tp_rc rc = TP_OK;
   /* the test knob's fixed slowdown of every fused op (off unless set) */
@@ -44,7 +83,7 @@ tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_te
 
 tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   if (!p->desc.backward) return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
-  TP_TRY(check_ready(g, p, t));
+  TP_TRY(check_ready(g, p, t, 1));
   tp_nvtx_push(p->nvtx_bwd);
   tp_rc rc = linear_is_fused(p) ? linear_fused_backward(g, p, t) : linear_stock_backward(g, p, t);
   tp_nvtx_pop();

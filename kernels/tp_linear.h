@@ -11,8 +11,15 @@
  *   LINEAR_RS        x[T, K/W] → y[S, N] = RS(x · w[N, K/W]ᵀ)         (wo, w2)
  *
  * Backends: STOCK runs the NCCL collective and the cuBLASLt GEMM on the
- * main stream, as a framework does. DIST fuses them over symmetric memory
- * with a named schedule:
+ * main stream, as a framework does; asked for schedule NCCL_WINDOW, it
+ * runs the same collectives on NCCL symmetric windows (kernels/tp_window.h):
+ * its scratch is the group's window scratch, and the caller's tensors that
+ * a collective reads or writes must lie in windows too (NCCL's symmetric
+ * kernels need both sides in one): x (gather side, sp), y[0] (scatter side),
+ * dy[0] (scatter side's backward, sp), dx (gather side's backward), saved
+ * and scratch when given; a tensor outside every window fails the pass
+ * (TP_EINTERNAL) before anything is enqueued. DIST fuses them over
+ * symmetric memory with a named schedule:
  *   ce  — the copy engine pushes each chunk into the peer's workspace on the
  *         comm stream, then raises the peer's flag. All-gather side: the GEMM
  *         consumes the local shard at once and each peer chunk as its flag
@@ -92,9 +99,11 @@ TP_MUST_CHECK tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_d
                                         tp_linear_plan *out);
 
 /* Makes sure the workspace/scratch the plan needs exists (collective for
- * DIST: every rank must call it). Each request, and the group's cuBLASLt
- * workspace when the plan runs GEMMs, is claimed for the device ledger's
- * current owner (tp_device_alloc.h). */
+ * DIST and for the nccl-window stock variant: every rank must call it). Each
+ * request, and the group's cuBLASLt workspace when the plan runs GEMMs, is
+ * claimed for the device ledger's current owner (tp_device_alloc.h). A
+ * window plan on a communicator without NCCL symmetric memory is
+ * TP_EREJECT here, with NCCL's reason (kernels/tp_window.h). */
 TP_MUST_CHECK tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
 
 /* This rank's tensors of one op. Gradients have their tensor's shape:

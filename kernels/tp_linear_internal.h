@@ -6,7 +6,8 @@
  *   tp_linear.c           the entry points: checks, NVTX ranges, dispatch
  *   tp_linear_gemms.c     the GEMMs and bias kernels of each op on a block
  *                         of rows, shared by the stock and fused paths
- *   tp_linear_stock.c     the stock path, and the GEMM-alone and
+ *   tp_linear_stock.c     the stock path (plain, or on NCCL symmetric
+ *                         windows), and the GEMM-alone and
  *                         collective-alone references
  *   tp_linear_fused.c     the fused schedules' transfers: flags, chunk
  *                         pushes, the gather and reduce-scatter pipelines
@@ -46,6 +47,12 @@ enum { LINEAR_PHASE_CHUNKS = TP_MAX_CHUNKS / 2 };
  * schedule then says nccl, with the reason). */
 static inline int linear_is_fused(const tp_linear_plan *p) {
   return p->backend == TP_BACKEND_DIST && p->schedule != TP_SCHED_NCCL;
+}
+
+/* The stock path (or the collective alone) on NCCL symmetric windows
+ * (kernels/tp_window.h): every buffer its collectives touch is in a window. */
+static inline int linear_is_window(const tp_linear_plan *p) {
+  return p->backend != TP_BACKEND_DIST && p->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
 /* The GEMM-alone reference runs no collective, the collective-alone one no GEMM. */

@@ -11,6 +11,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
+#include "kernels/tp_window.h"
 
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
@@ -173,6 +174,9 @@ static size_t stock_scratch(const tp_linear_desc *d) {
 
 /* What rules dist_gemm out here, whatever the chunks. */
 static tp_rc dist_check(const tp_group *g, tp_schedule requested, tp_linear_plan *p) {
+  if (requested == TP_SCHED_NCCL_WINDOW)
+    return reject(p, "nccl-window: %s",
+                  "the stock path's variant on NCCL symmetric windows, not a dist_gemm schedule");
   if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
   if (!p->desc.sp)
     return reject(p, "dist_gemm needs sequence parallelism: %s",
@@ -307,6 +311,31 @@ static size_t all_reduce_bytes(const tp_linear_desc *desc, int world) {
   return has ? 2 * buf * (size_t)(world - 1) / (size_t)world : 0;
 }
 
+/* The stock path and its halves: NCCL on plain buffers, or (requested
+ * NCCL_WINDOW) on NCCL symmetric windows. */
+static tp_rc resolve_stock(tp_schedule requested, tp_linear_plan *p) {
+  const tp_backend backend = p->backend;
+  const int window = requested == TP_SCHED_NCCL_WINDOW;
+  if (window && backend == TP_BACKEND_GEMM_ONLY)
+    return reject(p, "nccl-window: %s", "the GEMM alone runs no collective to put on windows");
+  if (window && p->desc.bias)
+    return reject(p, "nccl-window: %s",
+                  "biases are not built on windows (the row-parallel bias gradient's all-reduce "
+                  "sums a private fp32 buffer)");
+  p->schedule = window ? TP_SCHED_NCCL_WINDOW : TP_SCHED_NCCL;
+  p->chunks = 1;
+  p->bwd_chunks = 1;
+  const char *what = "NCCL collective, then cuBLASLt GEMM, one stream";
+  if (backend == TP_BACKEND_GEMM_ONLY) what = "cuBLASLt GEMM alone";
+  else if (backend == TP_BACKEND_COMM_ONLY) what = "NCCL collective alone";
+  snprintf(p->reason, sizeof p->reason, "%s%s", what,
+           window ? "; the collectives' buffers in NCCL symmetric windows (ncclMemAlloc, "
+                    "ncclCommWindowRegister NCCL_WIN_COLL_SYMMETRIC)"
+                  : "");
+  p->workspace_bytes = stock_scratch(&p->desc);
+  return TP_OK;
+}
+
 static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
                           tp_schedule requested, int chunks, tp_linear_plan *out) {
   memset(out, 0, sizeof *out);
@@ -335,16 +364,7 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   case TP_BACKEND_DIST: return resolve_dist(g, requested, chunks, out);
   case TP_BACKEND_STOCK:
   case TP_BACKEND_GEMM_ONLY:
-  case TP_BACKEND_COMM_ONLY:
-    out->schedule = TP_SCHED_NCCL;
-    out->chunks = 1;
-    out->bwd_chunks = 1;
-    snprintf(out->reason, sizeof out->reason, "%s",
-             backend == TP_BACKEND_GEMM_ONLY   ? "cuBLASLt GEMM alone"
-             : backend == TP_BACKEND_COMM_ONLY ? "NCCL collective alone"
-                                               : "NCCL collective, then cuBLASLt GEMM, one stream");
-    out->workspace_bytes = stock_scratch(desc);
-    return TP_OK;
+  case TP_BACKEND_COMM_ONLY: return resolve_stock(requested, out);
   }
   return TP_FAIL(TP_EINTERNAL, "unknown backend %d", (int)backend);
 }
@@ -373,7 +393,10 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
     TP_TRY(tp_device_claim(TP_SHARED_GEMM, tp_gemm_workspace_bytes(g->gemm)));
   if (linear_is_fused(p)) return tp_symm_reserve(g->symm, p->workspace_bytes);
   void *scratch = NULL;
-  TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
+  /* a window plan asks NCCL first: a communicator without symmetric memory
+   * rejects the configuration here, with NCCL's reason (collective) */
+  if (linear_is_window(p)) TP_TRY(tp_window_scratch(g, p->workspace_bytes, &scratch));
+  else TP_TRY(tp_group_scratch(g, p->workspace_bytes, &scratch));
   /* The halves timed alone read the scratch: give them real numbers, not zeros. */
   TP_CUDA(tp_launch_fill_random(p->desc.dtype, scratch,
                                 p->workspace_bytes / tp_dtype_bytes(p->desc.dtype),

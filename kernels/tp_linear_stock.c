@@ -4,6 +4,9 @@
  * stream, as a framework runs them, with and without sequence parallelism.
  * The GEMM-alone and collective-alone references (GEMM_ONLY, COMM_ONLY) run
  * the same code with one half left out, on the same shapes and buffers.
+ * The nccl-window variant is this code too: the same collectives, its
+ * scratch the group's window scratch and the caller's tensors in windows
+ * (tp_linear.c checks), so NCCL picks its symmetric kernels.
  */
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_linear_internal.h"
@@ -65,14 +68,15 @@ static tp_rc stock_backward_no_sp(tp_group *g, const tp_linear_plan *p,
 
 /* The stock path's scratch: the caller's own (t->scratch: a reference whose
  * halves must read what the other half delivered, untouched by other ops)
- * or the group's. */
-static void *scratch_of(const tp_group *g, const tp_linear_tensors *t) {
-  return t->scratch ? t->scratch : g->scratch;
+ * or the group's (its window scratch for the nccl-window variant). */
+static void *scratch_of(const tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (t->scratch) return t->scratch;
+  return linear_is_window(p) ? g->window_scratch : g->scratch;
 }
 
 tp_rc linear_stock_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   if (!p->desc.sp) return stock_forward_no_sp(g, p, t);
-  void *scratch = scratch_of(g, t);
+  void *scratch = scratch_of(g, p, t);
   if (tp_op_gathers(p->desc.op)) {
     void *gathered = t->saved ? t->saved : scratch;
     if (linear_runs_comm(p)) TP_TRY(all_gather(g, p, t->x, gathered, tp_linear_x_elems(p)));
@@ -121,7 +125,7 @@ tp_rc linear_stock_backward(tp_group *g, const tp_linear_plan *p, const tp_linea
   /* Regions of one op never alias inside a step: the gathered input (or
    * gradient) has its own, so the GEMMs of a reference run alone read what
    * the collective delivered, not a partial written since. */
-  void *scratch = scratch_of(g, t);
+  void *scratch = scratch_of(g, p, t);
   if (tp_op_gathers(p->desc.op)) return stock_backward_gather_side(g, p, t, scratch);
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   void *gathered = ptr_at(scratch, (size_t)(p->desc.tokens * p->gemm_n) * e); /* past the partial */

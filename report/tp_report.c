@@ -1,8 +1,10 @@
 /*
  * tp_report.c — the throughput table (see tp_report.h): reads one run of a
  * tpbench database, pairs every dist_gemm op with its case's stock op, GEMM
- * alone and collective alone, derives speedup and bound, and writes markdown,
- * CSV or JSON.
+ * alone and collective alone (stock and the collective alone in both
+ * variants where the run has them: plain, and on NCCL symmetric windows),
+ * derives speedup (against the faster stock) and bound (with the faster
+ * collective), and writes markdown, CSV or JSON.
  *
  * The work is split in three passes so every format shows the same numbers:
  * load (SQL: the throughput_rows view of schemas/001_init.sql, extended to
@@ -285,31 +287,47 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
   "(?2 IS NULL OR model = ?2) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR pass = ?4) AND "   \
   "(?5 IS NULL OR dtype = ?5)"
 
+/* A row's references in its case (c: the table with its run_id and
+ * case_key): the stock op in both variants, the GEMM alone, the collective
+ * alone in both variants. */
+#define REF_JOINS                                                                                  \
+  "LEFT JOIN refs s ON s.run_id = c.run_id AND s.case_key = c.case_key AND s.kind = 'op' AND "     \
+  "s.variant = 'plain' "                                                                           \
+  "LEFT JOIN refs sw ON sw.run_id = c.run_id AND sw.case_key = c.case_key AND sw.kind = 'op' AND " \
+  "sw.variant = 'window' "                                                                         \
+  "LEFT JOIN refs g ON g.run_id = c.run_id AND g.case_key = c.case_key AND g.kind = 'gemm' "       \
+  "LEFT JOIN refs cm ON cm.run_id = c.run_id AND cm.case_key = c.case_key AND cm.kind = 'comm' "   \
+  "AND cm.variant = 'plain' "                                                                      \
+  "LEFT JOIN refs cw ON cw.run_id = c.run_id AND cw.case_key = c.case_key AND cw.kind = 'comm' "   \
+  "AND cw.variant = 'window' "
+
 /* The throughput_rows view of schemas/001_init.sql, spelled out for the
  * layers of `tpbench run` as well: they are kind 'layer' where the op
  * benchmark's are kind 'op', and pair with their case's stock layer, GEMMs
- * alone and collectives alone the same way. */
+ * alone and collectives alone the same way. Stock and the collective alone
+ * come in two variants (schedule 'nccl-window': on NCCL symmetric windows;
+ * anything else plain, as every run before the variant): each is picked
+ * apart. Cases without dist_gemm (stock alone, e.g. at TP 1) are rows too. */
 #define ROWS_SQL                                                                                   \
-  "WITH refs AS (SELECT config_id, run_id, case_key, kind FROM (SELECT config_id, run_id, "        \
-  "case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END AS kind, row_number() OVER "           \
-  "(PARTITION BY run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END ORDER BY "       \
-  "status = 'ok' DESC, config_id DESC) AS pick FROM config_results WHERE (kind IN ('op', "         \
-  "'layer') AND backend = 'stock') OR (kind = 'gemm' AND backend = 'cublaslt') OR (kind = "        \
-  "'comm' AND backend = 'nccl')) WHERE pick = 1), "                                                \
-  "pairs AS (SELECT d.run_id, d.id AS dist_id, s.config_id AS stock_id, g.config_id AS gemm_id, "  \
-  "cm.config_id AS comm_id, d.model, d.layer, d.pass, d.dtype, (SELECT min(x.id) FROM configs x "  \
-  "WHERE x.run_id = d.run_id AND x.case_key = d.case_key) AS order_key FROM configs d "            \
-  "LEFT JOIN refs s ON s.run_id = d.run_id AND s.case_key = d.case_key AND s.kind = 'op' "         \
-  "LEFT JOIN refs g ON g.run_id = d.run_id AND g.case_key = d.case_key AND g.kind = 'gemm' "       \
-  "LEFT JOIN refs cm ON cm.run_id = d.run_id AND cm.case_key = d.case_key AND cm.kind = 'comm' "   \
-  "WHERE d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm' "                                   \
-  "UNION ALL SELECT s.run_id, NULL, s.config_id, g.config_id, cm.config_id, sc.model, sc.layer, "  \
-  "sc.pass, sc.dtype, (SELECT min(x.id) FROM configs x WHERE x.run_id = s.run_id AND x.case_key "  \
-  "= s.case_key) FROM refs s JOIN configs sc ON sc.id = s.config_id "                              \
-  "LEFT JOIN refs g ON g.run_id = s.run_id AND g.case_key = s.case_key AND g.kind = 'gemm' "       \
-  "LEFT JOIN refs cm ON cm.run_id = s.run_id AND cm.case_key = s.case_key AND cm.kind = 'comm' "   \
-  "WHERE s.kind = 'op' AND NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = s.run_id AND "     \
-  "d.case_key = s.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
+  "WITH refs AS (SELECT config_id, run_id, case_key, kind, variant FROM (SELECT config_id, "       \
+  "run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END AS kind, CASE WHEN "           \
+  "schedule = 'nccl-window' THEN 'window' ELSE 'plain' END AS variant, row_number() OVER "         \
+  "(PARTITION BY run_id, case_key, CASE kind WHEN 'layer' THEN 'op' ELSE kind END, CASE WHEN "     \
+  "schedule = 'nccl-window' THEN 1 ELSE 0 END ORDER BY status = 'ok' DESC, config_id DESC) AS "    \
+  "pick FROM config_results WHERE (kind IN ('op', 'layer') AND backend = 'stock') OR (kind = "     \
+  "'gemm' AND backend = 'cublaslt') OR (kind = 'comm' AND backend = 'nccl')) WHERE pick = 1), "    \
+  "pairs AS (SELECT c.run_id, c.id AS dist_id, s.config_id AS stock_id, g.config_id AS gemm_id, "  \
+  "cm.config_id AS comm_id, sw.config_id AS stock_window_id, cw.config_id AS comm_window_id, "     \
+  "c.model, c.layer, c.pass, c.dtype, (SELECT min(x.id) FROM configs x WHERE x.run_id = "          \
+  "c.run_id AND x.case_key = c.case_key) AS order_key FROM configs c " REF_JOINS                   \
+  "WHERE c.kind IN ('op', 'layer') AND c.backend = 'dist_gemm' "                                   \
+  "UNION ALL SELECT c.run_id, NULL, s.config_id, g.config_id, cm.config_id, sw.config_id, "        \
+  "cw.config_id, sc.model, sc.layer, sc.pass, sc.dtype, (SELECT min(x.id) FROM configs x WHERE "   \
+  "x.run_id = c.run_id AND x.case_key = c.case_key) FROM (SELECT run_id, case_key, "               \
+  "min(config_id) AS any_id FROM refs WHERE kind = 'op' GROUP BY run_id, case_key) c JOIN "        \
+  "configs sc ON sc.id = c.any_id " REF_JOINS                                                      \
+  "WHERE NOT EXISTS (SELECT 1 FROM configs d WHERE d.run_id = c.run_id AND d.case_key = "          \
+  "c.case_key AND d.kind IN ('op', 'layer') AND d.backend = 'dist_gemm')) "
 
 /* Runs sql, bound by bind_filter, and hands each row to take; what names
  * the rows in an error. */
@@ -326,24 +344,27 @@ static tp_rc each_filtered_row(reader *r, report *rep, const char *sql, row_take
   return rc;
 }
 
-/* A table row: its dist_gemm, stock, GEMM-alone and collective-alone ids. */
+/* A table row: its dist_gemm, stock, GEMM-alone, collective-alone, window
+ * stock and window collective-alone ids. */
 static tp_rc take_row(reader *r, report *rep, sqlite3_stmt *s) {
   table_row *grown = tp_grow_array(rep->rows, &rep->rows_cap, rep->n_rows, sizeof *rep->rows);
   if (!grown) return out_of_memory();
   rep->rows = grown;
   table_row *row = &rep->rows[rep->n_rows++];
   memset(row, 0, sizeof *row);
-  config *parts[] = {&row->dist, &row->stock, &row->gemm, &row->comm};
-  for (int i = 0; i < 4; i++) TP_TRY(load_config(r, sqlite3_column_int64(s, i), parts[i]));
+  config *parts[] = {&row->dist, &row->stock,        &row->gemm,
+                     &row->comm, &row->stock_window, &row->comm_window};
+  for (int i = 0; i < 6; i++) TP_TRY(load_config(r, sqlite3_column_int64(s, i), parts[i]));
   return TP_OK;
 }
 
 static tp_rc load_rows(reader *r, report *rep) {
-  return each_filtered_row(r, rep,
-                           ROWS_SQL "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), "
-                                    "coalesce(gemm_id, 0), coalesce(comm_id, 0) FROM pairs WHERE "
-                                    "run_id = ?1 AND " FILTER_SQL " ORDER BY order_key, dist_id",
-                           take_row, "reading the throughput rows");
+  return each_filtered_row(
+      r, rep,
+      ROWS_SQL "SELECT coalesce(dist_id, 0), coalesce(stock_id, 0), coalesce(gemm_id, 0), "
+               "coalesce(comm_id, 0), coalesce(stock_window_id, 0), coalesce(comm_window_id, 0) "
+               "FROM pairs WHERE run_id = ?1 AND " FILTER_SQL " ORDER BY order_key, dist_id",
+      take_row, "reading the throughput rows");
 }
 
 /* A configuration that did not run. */
@@ -420,20 +441,23 @@ static tp_rc ratio_interval(const series *num, const series *den, double *lo, do
   return TP_OK;
 }
 
-/* The speedup's and dist/bound's intervals of a row whose stock and dist_gemm ran. */
+/* The speedup's and dist/bound's intervals of a row whose stock and dist_gemm
+ * ran: against the faster stock, the bound's with the faster collective. */
 static tp_rc load_row_intervals(tp_store *store, table_row *row) {
   row->speedup_lo = row->speedup_hi = row->bound_lo = row->bound_hi = NAN;
-  if (!tp_report_ran_ok(&row->dist) || !tp_report_ran_ok(&row->stock)) return TP_OK;
+  const config *best_stock = tp_report_faster(&row->stock, &row->stock_window);
+  const config *best_comm = tp_report_faster(&row->comm, &row->comm_window);
+  if (!tp_report_ran_ok(&row->dist) || !best_stock) return TP_OK;
   series dist, stock, ref;
   memset(&dist, 0, sizeof dist);
   memset(&stock, 0, sizeof stock);
   memset(&ref, 0, sizeof ref);
   tp_rc rc = load_series(store, &row->dist, &dist);
-  if (rc == TP_OK) rc = load_series(store, &row->stock, &stock);
+  if (rc == TP_OK) rc = load_series(store, best_stock, &stock);
   if (rc == TP_OK) rc = ratio_interval(&stock, &dist, &row->speedup_lo, &row->speedup_hi);
   /* the bound is the slower half: its interval is dist over that reference's */
-  if (rc == TP_OK && tp_report_ran_ok(&row->gemm) && tp_report_ran_ok(&row->comm)) {
-    const config *binding = row->gemm.median_us >= row->comm.median_us ? &row->gemm : &row->comm;
+  if (rc == TP_OK && tp_report_ran_ok(&row->gemm) && best_comm) {
+    const config *binding = row->gemm.median_us >= best_comm->median_us ? &row->gemm : best_comm;
     rc = load_series(store, binding, &ref);
     if (rc == TP_OK) rc = ratio_interval(&dist, &ref, &row->bound_lo, &row->bound_hi);
   }
@@ -467,6 +491,8 @@ static void free_report(report *rep) {
     free_config(&rep->rows[i].stock);
     free_config(&rep->rows[i].gemm);
     free_config(&rep->rows[i].comm);
+    free_config(&rep->rows[i].stock_window);
+    free_config(&rep->rows[i].comm_window);
     free(rep->rows[i].note);
   }
   for (size_t i = 0; i < rep->n_skipped; i++) free_config(&rep->skipped[i]);
@@ -480,6 +506,12 @@ static void free_report(report *rep) {
 
 int tp_report_ran_ok(const config *c) {
   return c->present && c->status && !strcmp(c->status, "ok") && c->has_result;
+}
+
+const config *tp_report_faster(const config *plain, const config *window) {
+  const int p = tp_report_ran_ok(plain), w = tp_report_ran_ok(window);
+  if (p && w) return window->median_us < plain->median_us ? window : plain;
+  return p ? plain : w ? window : NULL;
 }
 
 /* Median time in ms of a configuration that ran; NaN otherwise. */
@@ -499,9 +531,16 @@ static char *format_note(const char *fmt, const char *a, const char *b) {
   return note;
 }
 
+/* The row's stock as its status speaks of it: the faster that ran, else
+ * plain when the case has it, else the window variant. */
+static const config *stock_of(const table_row *row) {
+  if (row->best_stock) return row->best_stock;
+  return row->stock.present || !row->stock_window.present ? &row->stock : &row->stock_window;
+}
+
 /* The row's status and what explains its blanks. */
 static tp_rc derive_status(table_row *row) {
-  const config *d = &row->dist, *s = &row->stock;
+  const config *d = &row->dist, *s = stock_of(row);
   if (!d->present) {
     row->status = "missing";
     row->note = strdup("no dist_gemm configuration for this case");
@@ -539,7 +578,7 @@ static void describe_evidence(char *out, size_t cap, const tp_trace_info *t) {
  * never ok on the stock op's word; the stock op's evidence is added when it
  * is not ok (its trace must show NCCL and nothing else). */
 static void derive_trace(table_row *row) {
-  const config *d = &row->dist, *s = &row->stock;
+  const config *d = &row->dist, *s = stock_of(row);
   row->overlap_pct = row->exposed_ms = row->overhead_pct = row->sync_ms = NAN;
   row->evidence[0] = '\0';
   if (d->has_trace) {
@@ -562,13 +601,21 @@ static void derive_trace(table_row *row) {
 static tp_rc derive_row(table_row *row, double peer_peak_gbps) {
   derive_trace(row);
   row->stock_ms = median_ms(&row->stock);
+  row->stock_window_ms = median_ms(&row->stock_window);
   row->dist_ms = median_ms(&row->dist);
   row->gemm_ms = median_ms(&row->gemm);
   row->comm_ms = median_ms(&row->comm);
-  row->speedup = ratio(row->stock_ms, row->dist_ms);
+  row->comm_window_ms = median_ms(&row->comm_window);
+  /* against the strongest stock, so no gain comes from a weak baseline */
+  row->best_stock = tp_report_faster(&row->stock, &row->stock_window);
+  row->best_comm = tp_report_faster(&row->comm, &row->comm_window);
+  row->best_stock_ms = row->best_stock ? median_ms(row->best_stock) : NAN;
+  row->best_comm_ms = row->best_comm ? median_ms(row->best_comm) : NAN;
+  row->speedup = ratio(row->best_stock_ms, row->dist_ms);
   /* Both references are needed: half a bound would flatter the fused op. */
-  row->bound_ms =
-      (isfinite(row->gemm_ms) && isfinite(row->comm_ms)) ? fmax(row->gemm_ms, row->comm_ms) : NAN;
+  row->bound_ms = (isfinite(row->gemm_ms) && isfinite(row->best_comm_ms))
+                      ? fmax(row->gemm_ms, row->best_comm_ms)
+                      : NAN;
   row->dist_over_bound = ratio(row->dist_ms, row->bound_ms);
   /* bytes over GB/s: bytes / (GB/s · 1e9) s = bytes / (GB/s · 1e6) ms */
   double peak_ms = row->dist.bytes_moved / (peer_peak_gbps * 1e6);
@@ -647,8 +694,8 @@ static tp_rc summarise(const report *rep, scope sc, summary *sum) {
   for (size_t i = 0; i < rep->n_rows; i++) {
     const table_row *row = &rep->rows[i];
     if (!in_scope(rep, row, sc)) continue;
-    const config *both[2] = {&row->stock, &row->dist};
-    for (int k = 0; k < 2; k++) {
+    const config *both[3] = {&row->stock, &row->stock_window, &row->dist};
+    for (int k = 0; k < 3; k++) {
       if (!tp_report_ran_ok(both[k])) continue;
       sum->worst_skew = larger(sum->worst_skew, both[k]->rank_skew);
       sum->worst_stall = larger(sum->worst_stall, both[k]->host_stall);
@@ -723,6 +770,7 @@ static tp_rc derive_report(report *rep) {
     const config *c = tp_report_case_of(&rep->rows[i]);
     tp_short_key(c->config_key, rep->rows[i].short_key, sizeof rep->rows[i].short_key);
     if (rep->rows[i].evidence[0]) rep->any_trace = 1;
+    if (rep->rows[i].stock_window.present || rep->rows[i].comm_window.present) rep->any_window = 1;
   }
   return derive_summary(rep);
 }
@@ -942,6 +990,12 @@ static void write_markdown(FILE *out, const report *rep, const column_set *cols)
         "dist_gemm and dist/bound with their 95 % intervals; id and key name the "
         "configuration for `history` and `trace`; `--columns all` shows every column.\n",
         out);
+  if (rep->any_window)
+    fputs("Stock runs in two variants, plain NCCL and the same NCCL collectives on symmetric "
+          "windows (stock window ms; ncclMemAlloc + ncclCommWindowRegister): the speedup is "
+          "against the faster of the two per row (best stock), and the bound takes the faster "
+          "collective alone.\n",
+          out);
   md_summary(out, rep);
   if (rep->any_trace)
     fputs("\nTrace columns (dist_gemm, from its traced window): overlap % (of communication: "

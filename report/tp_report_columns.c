@@ -151,12 +151,18 @@ static void get_stock_tokens_per_s(const report *rep, const table_row *row, cell
   set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.tokens_per_s : NAN);
 }
 
+/* The collective alone of the faster stock's own variant (plain or window). */
+static double own_comm_ms(const table_row *row) {
+  return row->best_stock == &row->stock_window ? row->comm_window_ms : row->comm_ms;
+}
+
 /* What stock loses beyond "the GEMMs, then the collectives", each measured
- * alone in the same run: stock - (GEMM alone + collective alone). Waiting
- * for the slower rank at each synchronisation, collectives slower in place
- * than alone, copies on the TP path: what a fused schedule can still win. */
+ * alone in the same run: the faster stock - (GEMM alone + its variant's
+ * collective alone). Waiting for the slower rank at each synchronisation,
+ * collectives slower in place than alone, copies on the TP path: what a
+ * fused schedule can still win. */
 static double stock_unaccounted_ms(const table_row *row) {
-  return row->stock_ms - (row->gemm_ms + row->comm_ms);
+  return row->best_stock_ms - (row->gemm_ms + own_comm_ms(row));
 }
 
 static void get_stock_unaccounted_ms(const report *rep, const table_row *row, cell *c) {
@@ -167,7 +173,19 @@ static void get_stock_unaccounted_ms(const report *rep, const table_row *row, ce
 /* ... as a share of the collectives' own time. */
 static void get_stock_unaccounted_of_comm(const report *rep, const table_row *row, cell *c) {
   (void)rep;
-  set_num(c, row->comm_ms > 0 ? stock_unaccounted_ms(row) / row->comm_ms : NAN);
+  set_num(c, own_comm_ms(row) > 0 ? stock_unaccounted_ms(row) / own_comm_ms(row) : NAN);
+}
+
+/* "plain" or "window": the stock variant the speedup divides by. */
+static void get_best_stock(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, !row->best_stock ? NULL : row->best_stock == &row->stock_window ? "window" : "plain");
+}
+
+/* ... and the collective alone the bound takes. */
+static void get_best_comm(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_text(c, !row->best_comm ? NULL : row->best_comm == &row->comm_window ? "window" : "plain");
 }
 
 /* dist_gemm over the GEMM alone (the no-collective variant): how far above
@@ -306,6 +324,16 @@ static void get_comm_id(const report *rep, const table_row *row, cell *c) {
   id_of(&row->comm, c);
 }
 
+static void get_stock_window_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->stock_window, c);
+}
+
+static void get_comm_window_id(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  id_of(&row->comm_window, c);
+}
+
 static void get_short_key(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   set_text(c, row->short_key[0] ? row->short_key : NULL);
@@ -422,7 +450,7 @@ static const column registry[] = {
     CUSTOM("chunks_requested", "chunks requested", COL_FULL | COL_NUMBER, 0, 0,
            get_chunks_requested, NULL),
     CUSTOM("schedule", "schedule", COL_FULL, 0, 0, get_schedule_ran, md_schedule),
-    ROW_NUM("stock_ms", "stock ms", stock_ms, 3, 3),
+    ROW_NUM("stock_ms", "stock ms", stock_ms, 3, 3), /* the plain stock's */
     ROW_NUM("dist_ms", "dist_gemm ms", dist_ms, 3, 3),
     {"speedup", "speedup (95% CI)", COL_FULL | COL_NUMBER, SRC_ROW_NUM,
      offsetof(table_row, speedup), 3, 2, NULL, md_speedup},
@@ -503,15 +531,29 @@ static const column registry[] = {
            get_stock_alloc_peak_mib, NULL),
     CUSTOM("dist_alloc_peak_mib", "dist alloc peak MiB", COL_NUMBER, 1, 1, get_dist_alloc_peak_mib,
            NULL),
+    /* appended: the stock variant on NCCL symmetric windows, and which of the two the speedup
+     * and the bound use (stock_ms and comm_ms stay the plain ones) */
+    ROW_NUM("stock_window_ms", "stock window ms", stock_window_ms, 3, 3),
+    ROW_NUM("best_stock_ms", "best stock ms", best_stock_ms, 3, 3),
+    CUSTOM("best_stock", "best stock", COL_FULL, 0, 0, get_best_stock, NULL),
+    ROW_NUM("comm_window_ms", "comm window ms", comm_window_ms, 3, 3),
+    ROW_NUM("best_comm_ms", "best comm ms", best_comm_ms, 3, 3),
+    CUSTOM("best_comm", "best comm", COL_FULL, 0, 0, get_best_comm, NULL),
+    CUSTOM("stock_window_config_id", "stock window id", COL_FULL | COL_NUMBER, 0, 0,
+           get_stock_window_id, NULL),
+    CUSTOM("comm_window_config_id", "comm window id", COL_FULL | COL_NUMBER, 0, 0,
+           get_comm_window_id, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 
 /* The compact markdown table; "?" marks a column shown only when its
- * values differ between rows, "~" one shown only when a row was traced. */
-static const char *const compact[] = {
-    "config_id", "short_key",       "model",        "op",       "shape",    "?tp",
-    "?dtype",    "?options",        "pass",         "schedule", "stock_ms", "dist_ms",
-    "speedup",   "dist_over_bound", "~overlap_pct", "status"};
+ * values differ between rows, "~" one shown only when a row was traced,
+ * "+" one shown only when the run has the stock variant on NCCL windows. */
+static const char *const compact[] = {"config_id",    "short_key", "model",    "op",
+                                      "shape",        "?tp",       "?dtype",   "?options",
+                                      "pass",         "schedule",  "stock_ms", "+stock_window_ms",
+                                      "+best_stock",  "dist_ms",   "speedup",  "dist_over_bound",
+                                      "~overlap_pct", "status"};
 
 static void cell_of(const column *col, const report *rep, const table_row *row, int markdown,
                     cell *c) {
@@ -582,12 +624,14 @@ static int varies(const report *rep, int index) {
 static tp_rc pick_compact(const report *rep, column_set *set) {
   for (size_t i = 0; i < sizeof compact / sizeof compact[0]; i++) {
     const char *name = compact[i];
-    int only_if_varies = name[0] == '?', only_if_traced = name[0] == '~';
-    if (only_if_varies || only_if_traced) name++;
+    int only_if_varies = name[0] == '?', only_if_traced = name[0] == '~',
+        only_if_window = name[0] == '+';
+    if (only_if_varies || only_if_traced || only_if_window) name++;
     int index = find_column(name, strlen(name));
     if (index < 0) return TP_FAIL(TP_EINTERNAL, "report: no column %s", name);
     if (only_if_varies && !varies(rep, index)) continue;
     if (only_if_traced && !rep->any_trace) continue;
+    if (only_if_window && !rep->any_window) continue;
     TP_TRY(add_column(set, index));
   }
   return TP_OK;

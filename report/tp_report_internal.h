@@ -44,10 +44,19 @@ typedef struct {
   tp_trace_info trace;
 } config;
 
-/* One row of the table, with everything derived from its configurations. */
+/* One row of the table, with everything derived from its configurations.
+ * stock and comm are the plain stock op (or layer) and the plain collective
+ * alone; stock_window and comm_window their variants on NCCL symmetric
+ * windows (schedule "nccl-window"; absent in runs from before it). The
+ * speedup is against the faster stock, the bound takes the faster
+ * collective. */
 typedef struct {
-  config dist, stock, gemm, comm;
+  config dist, stock, gemm, comm, stock_window, comm_window;
   double stock_ms, dist_ms, speedup, gemm_ms, comm_ms, bound_ms, dist_over_bound;
+  double stock_window_ms, best_stock_ms, comm_window_ms, best_comm_ms;
+  /* tp_report_faster of each pair: the stock the speedup divides and the
+   * collective the bound takes; NULL when neither of the pair ran */
+  const config *best_stock, *best_comm;
   /* 95 % intervals, rounds paired (common/tp_bootstrap.h): the speedup, and
    * dist/bound against the reference that binds (the slower half); NaN
    * where a side has no samples. */
@@ -112,7 +121,8 @@ typedef struct {
   int headline_toy_only; /* no row of a real model: the headline covers the toys */
   model_summary *models; /* per model, in the order the rows name them */
   size_t n_models;
-  int any_trace; /* a row has a trace: markdown shows the trace columns */
+  int any_trace;  /* a row has a trace: markdown shows the trace columns */
+  int any_window; /* a row has a stock or collective-alone configuration on NCCL windows */
   double
       peer_peak_gbps; /* peak copy-engine push of `tpbench link` on the run's host; NaN if none */
 } report;
@@ -124,6 +134,11 @@ int tp_report_ran_ok(const config *c);
 
 /* The configuration that names the row: dist_gemm's, else the stock one. */
 const config *tp_report_case_of(const table_row *row);
+
+/* The faster of a plain configuration and its nccl-window variant, by
+ * median: the one that ran when only one did, plain on a tie; NULL when
+ * neither ran. A database without window rows thus reads as before. */
+const config *tp_report_faster(const config *plain, const config *window);
 
 /* The configuration's axes, pointing into it (for tp_config_label). */
 tp_config_axes tp_report_axes_of(const config *c);

@@ -56,6 +56,10 @@ static const flag_alias aliases[TP_MATRIX_N_FLAGS] = {
     {"save-gathered", "save_gathered", TP_OPT_STR_LIST, "LIST",
      "all-gather ops' backward: reuse the forward's gathered input (on) or gather again (off)", 0,
      0, "off|on", "off|on", OPS(save_gathered), RUN(save_gathered)},
+    {"stock", "stock", TP_OPT_STR_LIST, "LIST",
+     "stock variants: plain NCCL buffers, and window (the same NCCL collectives on symmetric "
+     "windows: ncclMemAlloc + ncclCommWindowRegister); speedups are against the faster",
+     0, 0, "plain|window", "plain|window", OPS(stocks), RUN(stock)},
     {"shape", "shape", TP_OPT_STRING, "M,N,K[,OP]",
      "a bare projection instead of models: M tokens, N out and K in features (global), OP "
      "ag_linear (default), ag_linear_multi or linear_rs; repeatable",

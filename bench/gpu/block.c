@@ -18,6 +18,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
+#include "kernels/tp_window.h"
 
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
 
@@ -162,6 +163,8 @@ static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
   /* a dist_gemm projection for which auto chose the stock path uses the scratch */
   if (lp->backend == TP_BACKEND_DIST && lp->schedule != TP_SCHED_NCCL) {
     if (lp->workspace_bytes > p->symm_bytes) p->symm_bytes = lp->workspace_bytes;
+  } else if (lp->schedule == TP_SCHED_NCCL_WINDOW) {
+    if (lp->workspace_bytes > p->window_bytes) p->window_bytes = lp->workspace_bytes;
   } else if (lp->workspace_bytes > p->scratch_bytes) {
     p->scratch_bytes = lp->workspace_bytes;
   }
@@ -175,7 +178,9 @@ static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chun
                               tp_block_plan *out) {
   const tp_block_shape *shape = &out->shape;
   const tp_backend backend = out->backend;
-  const tp_schedule request = backend == TP_BACKEND_DIST ? requested : TP_SCHED_AUTO;
+  /* dist_gemm's schedule, or the stock variant on NCCL symmetric windows */
+  const int asked = backend == TP_BACKEND_DIST || requested == TP_SCHED_NCCL_WINDOW;
+  const tp_schedule request = asked ? requested : TP_SCHED_AUTO;
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!out->has[i]) continue;
     tp_linear_desc d = tp_block_proj_desc(shape, (tp_block_proj)i);
@@ -239,27 +244,37 @@ int tp_block_transfers(const tp_block_plan *p) {
 
 /* ---- tensors -------------------------------------------------------------------------- */
 
-/* What allocation needs besides the plan. */
+/* What allocation needs besides the plan. In a window (tp_block_alloc_window)
+ * the tensors are carved one after the other from it, in the same order and
+ * sizes on every rank; a first pass with sizing set only adds up the bytes. */
 typedef struct allocator {
   tp_dtype dt;
   cudaStream_t stream;
   uint64_t seed;  /* per case */
   uint64_t rank;  /* mixed into the seeds of sharded tensors */
   uint64_t count; /* tensors so far: each gets its own seed */
+  char *window;   /* NULL: each tensor cudaMalloc'd */
+  size_t used;    /* bytes carved from the window (or counted, sizing) */
+  int sizing;     /* count only: no memory, no kernels */
 } allocator;
 
-static tp_rc alloc_bytes(void **p, size_t bytes) {
-  TP_TRY(tp_device_malloc(p, bytes ? bytes : 1));
+enum { WINDOW_TENSOR_ALIGN = 4096 };
+
+static tp_rc alloc_bytes(allocator *a, void **p, size_t bytes) {
+  if (!a->window && !a->sizing) return tp_device_malloc(p, bytes ? bytes : 1);
+  *p = a->sizing ? NULL : a->window + a->used;
+  a->used +=
+      ((bytes ? bytes : 1) + WINDOW_TENSOR_ALIGN - 1) / WINDOW_TENSOR_ALIGN * WINDOW_TENSOR_ALIGN;
   return TP_OK;
 }
 
 /* A tensor of n elements of the dtype, random in [-scale, scale). sharded:
  * different numbers on every rank; else the same everywhere. */
 static tp_rc alloc_random(allocator *a, void **p, size_t n, float scale, int sharded) {
-  TP_TRY(alloc_bytes(p, n * tp_dtype_bytes(a->dt)));
+  TP_TRY(alloc_bytes(a, p, n * tp_dtype_bytes(a->dt)));
   uint64_t seed = a->seed * 1000003ull + ++a->count;
   if (sharded) seed ^= (a->rank + 1) * 0x9E3779B97F4A7C15ull;
-  TP_CUDA(tp_launch_fill_random(a->dt, *p, n, seed, scale, a->stream));
+  if (!a->sizing) TP_CUDA(tp_launch_fill_random(a->dt, *p, n, seed, scale, a->stream));
   return TP_OK;
 }
 
@@ -272,12 +287,12 @@ static tp_rc alloc_attention(allocator *al, const tp_block_plan *p, tp_block_att
   const float w_scale = weight_scale(s->dim), o_scale = weight_scale(s->n_heads * s->head_dim);
   TP_TRY(alloc_random(al, &a->g, D, 1.0f, 0));
   TP_TRY(alloc_random(al, &a->h, L * D, 1.0f, s->sp));
-  TP_TRY(alloc_bytes((void **)&a->inv_rms, L * sizeof(float)));
+  TP_TRY(alloc_bytes(al, (void **)&a->inv_rms, L * sizeof(float)));
   TP_TRY(alloc_random(al, &a->w_qkv, k * D, w_scale, 1));
   TP_TRY(alloc_random(al, &a->qkv, T * k, 1.0f, 1));
   TP_TRY(alloc_random(al, &a->probs, tp_attention_saved_bytes(&p->attn) / tp_dtype_bytes(al->dt),
                       1.0f, 1));
-  TP_TRY(alloc_bytes(&a->ws, tp_attention_workspace_bytes(&p->attn, s->backward)));
+  TP_TRY(alloc_bytes(al, &a->ws, tp_attention_workspace_bytes(&p->attn, s->backward)));
   TP_TRY(alloc_random(al, &a->o, T * q, 1.0f, 1));
   TP_TRY(alloc_random(al, &a->w_o, D * q, o_scale, 1));
   a->y = y;
@@ -299,7 +314,7 @@ static tp_rc alloc_ffn(allocator *al, const tp_block_plan *p, tp_block_ffn *f, v
   const float w_scale = weight_scale(s->dim), w2_scale = weight_scale(s->ffn_hidden);
   TP_TRY(alloc_random(al, &f->g, D, 1.0f, 0));
   TP_TRY(alloc_random(al, &f->h, L * D, 1.0f, s->sp));
-  TP_TRY(alloc_bytes((void **)&f->inv_rms, L * sizeof(float)));
+  TP_TRY(alloc_bytes(al, (void **)&f->inv_rms, L * sizeof(float)));
   TP_TRY(alloc_random(al, &f->w1, fl * D, w_scale, 1));
   TP_TRY(alloc_random(al, &f->w3, fl * D, w_scale, 1));
   TP_TRY(alloc_random(al, &f->a, T * fl, 1.0f, 1));
@@ -328,8 +343,8 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
   if (s->backward) {
     TP_TRY(alloc_random(al, &t->dy, L * D, 1.0f, s->sp));
     TP_TRY(alloc_random(al, &t->dx, L * D, 1.0f, s->sp));
-    TP_TRY(
-        alloc_bytes((void **)&t->norm_ws, tp_rmsnorm_bwd_workspace_bytes(p->local_rows, s->dim)));
+    TP_TRY(alloc_bytes(al, (void **)&t->norm_ws,
+                       tp_rmsnorm_bwd_workspace_bytes(p->local_rows, s->dim)));
   }
   const int full = s->layer == TP_LAYER_BLOCK;
   if (full) {
@@ -340,9 +355,10 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
     }
   }
   if (has_attention(s->layer)) {
-    TP_TRY(alloc_bytes((void **)&t->rope_table, tp_rope_table_bytes(s->seq, s->head_dim)));
-    TP_CUDA(
-        tp_launch_rope_table(t->rope_table, s->seq, s->head_dim, TP_ROPE_THETA, g->main_stream));
+    TP_TRY(alloc_bytes(al, (void **)&t->rope_table, tp_rope_table_bytes(s->seq, s->head_dim)));
+    if (!al->sizing)
+      TP_CUDA(
+          tp_launch_rope_table(t->rope_table, s->seq, s->head_dim, TP_ROPE_THETA, g->main_stream));
     TP_TRY(alloc_attention(al, p, &t->attn, full ? NULL : t->y));
   }
   if (has_ffn(s->layer)) TP_TRY(alloc_ffn(al, p, &t->ffn, full ? NULL : t->y));
@@ -356,7 +372,23 @@ static tp_rc alloc_all(tp_group *g, const tp_block_plan *p, allocator *al, tp_bl
 
 tp_rc tp_block_alloc(tp_group *g, const tp_block_plan *p, uint64_t seed, tp_block_tensors *t) {
   memset(t, 0, sizeof *t);
-  allocator al = {p->shape.dtype, g->main_stream, seed, (uint64_t)g->rank, 0};
+  allocator al = {p->shape.dtype, g->main_stream, seed, (uint64_t)g->rank, 0, NULL, 0, 0};
+  tp_rc rc = alloc_all(g, p, &al, t);
+  if (rc != TP_OK) tp_block_free(t);
+  return rc;
+}
+
+tp_rc tp_block_alloc_window(tp_group *g, const tp_block_plan *p, uint64_t seed,
+                            tp_block_tensors *t) {
+  memset(t, 0, sizeof *t);
+  allocator size = {p->shape.dtype, g->main_stream, seed, (uint64_t)g->rank, 0, NULL, 0, 1};
+  TP_TRY(alloc_all(g, p, &size, t));
+  memset(t, 0, sizeof *t);
+  void *window = NULL;
+  TP_TRY(tp_window_alloc(g, size.used, &window));
+  t->window = window;
+  t->window_group = g;
+  allocator al = {p->shape.dtype, g->main_stream, seed, (uint64_t)g->rank, 0, window, 0, 0};
   tp_rc rc = alloc_all(g, p, &al, t);
   if (rc != TP_OK) tp_block_free(t);
   return rc;
@@ -367,6 +399,11 @@ static void free_all(void *const *ptrs, size_t n) {
 }
 
 void tp_block_free(tp_block_tensors *t) {
+  if (t->window) { /* every tensor is carved from it */
+    tp_window_free(t->window_group, t->window);
+    memset(t, 0, sizeof *t);
+    return;
+  }
   tp_block_attn *a = &t->attn;
   tp_block_ffn *f = &t->ffn;
   /* A part's output is the block's own y in the attention and FFN blocks. */

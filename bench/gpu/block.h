@@ -111,6 +111,8 @@ typedef struct tp_block_plan {
   tp_attention_shape attn;  /* the local heads over the whole sequence */
   size_t symm_bytes;        /* symmetric workspace: max over the projections (dist_gemm) */
   size_t scratch_bytes;     /* private scratch: max over the projections (the others) */
+  size_t window_bytes;      /* the group's window scratch: max over the projections (the
+                               stock variant on NCCL symmetric windows, kernels/tp_window.h) */
   size_t saved_bytes;       /* gathered inputs kept for the backward: a sum */
   size_t comm_bytes;        /* per rank per step: a sum over the projections (ac=full: with
                                the recomputed forward's again) */
@@ -190,6 +192,10 @@ typedef struct tp_block_tensors {
    * all): set by a reference configuration while it runs, so its GEMMs read
    * what its projection's collective delivered, not another op's data. */
   void *proj_scratch[TP_N_PROJ];
+  /* tp_block_alloc_window: the NCCL symmetric window every tensor is carved
+   * from, and its group (NULL: each tensor its own cudaMalloc) */
+  void *window;
+  tp_group *window_group;
 } tp_block_tensors;
 
 /* Allocates and fills the tensors for plan's shape (seed: per case; rank
@@ -200,6 +206,14 @@ typedef struct tp_block_tensors {
  * (TP_EOOM when the device is full). */
 TP_MUST_CHECK tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, uint64_t seed,
                                    tp_block_tensors *t);
+
+/* The same tensors with the same numbers (the same seed gives what
+ * tp_block_alloc gives), all carved from one NCCL symmetric window of the
+ * group (collective: kernels/tp_window.h): the tensors of the stock
+ * variant on windows, whose collectives need both of their buffers in
+ * one. TP_EREJECT with NCCL's reason where the communicator has none. */
+TP_MUST_CHECK tp_rc tp_block_alloc_window(tp_group *group, const tp_block_plan *plan, uint64_t seed,
+                                          tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
 
 /* Enqueued on the group's main stream; host-asynchronous. */

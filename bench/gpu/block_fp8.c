@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "kernels/tp_cuda_check.h"
-#include "kernels/tp_device_alloc.h"
 #include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
 
 /* ---- plan, prepare, release ------------------------------------------------------------ */
 

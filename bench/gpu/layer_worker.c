@@ -12,6 +12,13 @@
  * stock layer's collectives deliver (not another op's leftovers), and the
  * collectives alone move the partials its GEMMs make.
  *
+ * The stock variant on NCCL symmetric windows (and its collectives alone)
+ * runs the same collectives on windows: NCCL's symmetric kernels need both
+ * buffers of a collective in one, so such an item allocates the case's
+ * tensors again (the same seed, the same numbers) in one window of its own
+ * at prepare time, its references' scratches windows too; it is judged
+ * against plain stock like dist_gemm.
+ *
  * A case is measured whole (rounds interleave its configurations), so a
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
@@ -48,6 +55,7 @@
 #include "bench/gpu/plan_info.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
+#include "kernels/tp_window.h"
 
 enum { REASON_CAP = 416 };
 
@@ -65,9 +73,11 @@ typedef struct layer_item {
   int have_plan;
   char ran[64];        /* the schedules that ran: "ce", or "ce+sm" when the projections differ */
   tp_block_plan stock; /* references: the stock layer that fills their scratch */
-  void *scratch[TP_N_PROJ]; /* references: each projection's own */
+  void *scratch[TP_N_PROJ]; /* references: each projection's own (nccl-window: windows) */
   tp_block_plan bf16;       /* the stock fp8 layer: the same block in bf16, its comparison */
   tp_harness *h;            /* ac: the ranks agree whether the check against ac=none runs */
+  uint64_t seed;            /* the case's tensors' */
+  tp_block_tensors own;     /* nccl-window: the case's tensors again, in a window */
 } layer_item;
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
@@ -78,6 +88,9 @@ static int is_fp8(const layer_item *it) { return tp_dtype_is_fp8(it->shape.proj_
 static int checks_ac(const layer_item *it) {
   return it->shape.ac != TP_AC_NONE && !is_reference(it);
 }
+
+/* The stock variant on NCCL symmetric windows (its layer or its collectives alone). */
+static int is_window(const layer_item *it) { return it->cfg->schedule == TP_SCHED_NCCL_WINDOW; }
 
 static tp_block_shape shape_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
@@ -111,9 +124,11 @@ static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
-  /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer */
+  /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer; a window
+   * reference's scratches are filled by the window stock layer */
   if (rc == TP_OK && is_reference(it) && !is_fp8(it))
-    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
+    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK,
+                            is_window(it) ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO, 0, &it->stock);
   if (rc == TP_OK && is_fp8(it) && it->cfg->backend == TP_BACKEND_STOCK) {
     const tp_block_shape s = bf16_shape(it);
     rc = tp_block_plan_make(g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->bf16);
@@ -124,24 +139,35 @@ static tp_rc layer_plan(void *self, tp_group *g) {
 
 static tp_rc layer_prepare(void *self, tp_group *g) {
   layer_item *it = self;
+  /* first: a window plan on a communicator without symmetric memory is rejected here */
   TP_TRY(tp_block_prepare(g, &it->plan));
   if (is_fp8(it)) {
     TP_TRY(tp_block_prepare_fp8(g, &it->plan, it->t));
     return it->cfg->backend == TP_BACKEND_STOCK ? tp_block_prepare(g, &it->bf16) : TP_OK;
   }
+  if (is_window(it)) {
+    TP_TRY(tp_block_alloc_window(g, &it->plan, it->seed, &it->own));
+    it->t = &it->own;
+  }
   if (!is_reference(it)) return TP_OK;
   TP_TRY(tp_block_prepare(g, &it->stock));
-  for (int k = 0; k < TP_N_PROJ; ++k)
-    if (it->stock.has[k])
-      TP_TRY(tp_device_malloc(&it->scratch[k], it->stock.proj[k].workspace_bytes));
+  for (int k = 0; k < TP_N_PROJ; ++k) {
+    if (!it->stock.has[k]) continue;
+    const size_t bytes = it->stock.proj[k].workspace_bytes;
+    if (is_window(it)) TP_TRY(tp_window_alloc(g, bytes, &it->scratch[k]));
+    else TP_TRY(tp_device_malloc(&it->scratch[k], bytes));
+  }
   return TP_OK;
 }
 
-static void free_item(layer_item *it) {
+/* Windows go in the same order on every rank (the items' order). */
+static void free_item(tp_group *g, layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
-    tp_device_release(it->scratch[k]);
+    if (is_window(it)) tp_window_free(g, it->scratch[k]);
+    else tp_device_release(it->scratch[k]);
     it->scratch[k] = NULL;
   }
+  tp_block_free(&it->own);
   tp_block_release(&it->plan);
   tp_block_release(&it->stock);
   tp_block_release(&it->bf16);
@@ -385,7 +411,8 @@ static void layer_info(void *self, tp_item_info *info) {
   describe_ran(it);
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
-  info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->saved_bytes);
+  info->workspace_bytes =
+      (int64_t)(p->symm_bytes + p->scratch_bytes + p->window_bytes + p->saved_bytes);
   info->fused = fused_of(it);
   info->transfers_per_step = tp_block_transfers(p);
 }
@@ -470,15 +497,18 @@ typedef struct run_state {
   volatile tp_job_progress *progress;
 } run_state;
 
-static tp_numerics_use numerics_use(tp_backend backend) {
-  if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
-  return backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
+/* Plain stock is the reference; its window variant is judged against it, like dist_gemm. */
+static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
+  if (cfg->backend == TP_BACKEND_STOCK)
+    return cfg->schedule == TP_SCHED_NCCL_WINDOW ? TP_NUMERICS_CHECK : TP_NUMERICS_REFERENCE;
+  return cfg->backend == TP_BACKEND_DIST ? TP_NUMERICS_CHECK : TP_NUMERICS_NONE;
 }
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
                                         int index, char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s", c->model->name, tp_layer_name(c->layer),
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
+           cfg->schedule == TP_SCHED_NCCL_WINDOW ? " nccl-window" : "",
            c->graph_mixed ? " graph mixed"
            : c->graph     ? " graph"
                           : "",
@@ -489,7 +519,7 @@ static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_c
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_use(cfg->backend);
+  hc.numerics = numerics_use(cfg);
   hc.label = label;
   hc.index = index;
   return hc;
@@ -600,6 +630,7 @@ static tp_rc collect_entries(run_state *st, case_span *sp, int from, const tp_re
       sp->items[n].t = &sp->t[k];
       sp->items[n].shape = shape_of(c);
       sp->items[n].h = st->h;
+      sp->items[n].seed = case_seed(st->m, c);
       sp->entries[n].item = (tp_item){
           tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &sp->items[n]};
     }
@@ -658,7 +689,7 @@ static tp_rc run_cases(run_state *st, int first, int n_cases, int mixed, int fro
   }
   /* every configuration of the cases is recorded once run_cases returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < sp->n; ++i) free_item(&sp->items[i]);
+  for (int i = 0; i < sp->n; ++i) free_item(st->g, &sp->items[i]);
   for (int k = 0; k < n_cases; ++k) tp_block_free(&sp->t[k]);
   const tp_rc released = tp_harness_release_case(sp->entries, sp->n);
   free(sp);

@@ -28,6 +28,14 @@
  * ("dx:fp64", "dw:fp64", and their ":bf16" errors reported), and the GEMMs
  * alone run every GEMM of the pass on operands their `before` quantized.
  * Pass bwd times the backward alone, its forward run once in `before`.
+ *
+ * The nccl-window stock variant (and its collective alone) runs the same
+ * NCCL collectives on symmetric windows: NCCL takes its symmetric kernels
+ * only when both buffers of a collective are windows, so such an item
+ * carries its own copies of the case's tensors in one window of its own
+ * (inputs copied from the case's at prepare time, untimed), the references'
+ * scratch a window too. Its outputs are judged against plain stock's like
+ * dist_gemm's: bit for bit where no rank's partials meet.
  */
 #include "bench/gpu/ops_worker.h"
 
@@ -42,6 +50,7 @@
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear.h"
 #include "kernels/tp_linear_fp8.h"
+#include "kernels/tp_window.h"
 
 enum { REASON_CAP = 416 };
 
@@ -112,15 +121,20 @@ static tp_rc alloc_buffers(tp_group *g, const tp_linear_plan *p, int case_index,
 typedef struct op_item {
   const tp_ops_case *c;
   const tp_ops_config *cfg;
-  case_buffers *b;
+  case_buffers *b; /* the tensors it runs on: the case's, or (nccl-window) its own */
   tp_linear_plan plan;
   int have_plan;
   int bwd_only;         /* pass bwd: the window times the backward alone */
   tp_linear_plan stock; /* references: the stock op that fills their scratch */
-  void *scratch;        /* references: their own stock-path scratch */
+  void *scratch;        /* references: their own stock-path scratch (nccl-window: a window) */
+  case_buffers own;     /* nccl-window: the case's tensors again, in the window below */
+  void *own_window;     /* nccl-window: the window its tensors are carved from */
 } op_item;
 
 static int is_reference(const op_item *it) { return tp_backend_is_reference(it->cfg->backend); }
+
+/* The stock variant on NCCL symmetric windows (its op or its collective alone). */
+static int is_window(const op_item *it) { return it->cfg->schedule == TP_SCHED_NCCL_WINDOW; }
 
 static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b, void *scratch) {
   tp_linear_tensors t;
@@ -144,21 +158,80 @@ static tp_rc op_plan(void *self, tp_group *g) {
   desc.save_gathered = it->c->save_gathered;
   tp_rc rc = tp_linear_plan_make(g, &desc, it->cfg->backend, it->cfg->schedule,
                                  it->cfg->axes.chunks, &it->plan);
+  /* a window reference's scratch is filled by the window stock op: the data its own collective
+   * delivers there */
   if (rc == TP_OK && is_reference(it))
-    rc = tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->stock);
+    rc = tp_linear_plan_make(g, &desc, TP_BACKEND_STOCK,
+                             is_window(it) ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO, 0, &it->stock);
   it->have_plan = rc == TP_OK;
   return rc;
 }
 
+/* Room for one tensor in a window: whole pages, so every tensor starts aligned. */
+static size_t window_room(size_t bytes) {
+  const size_t page = 4096;
+  return (bytes + page - 1) / page * page;
+}
+
+/* Carves the next tensor of bytes from *at (a NULL base only counts). */
+static void *carve(char *base, size_t *at, size_t bytes) {
+  void *p = base ? base + *at : NULL;
+  *at += window_room(bytes ? bytes : 1);
+  return p;
+}
+
+/* Lays the case's tensors out in one window from base (NULL: only sizes
+ * them); returns the bytes. The same order and sizes on every rank, so each
+ * tensor sits at the same offset of every rank's window. */
+static size_t lay_out(const tp_linear_plan *p, char *base, case_buffers *own) {
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  const size_t x = tp_linear_x_elems(p) * e, y = tp_linear_y_elems(p) * e;
+  size_t at = 0;
+  own->x = carve(base, &at, x);
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    own->y[i] = carve(base, &at, y);
+    if (p->desc.backward) own->dy[i] = carve(base, &at, y);
+  }
+  if (p->desc.backward) own->dx = carve(base, &at, x);
+  if (p->saved_bytes) own->saved = carve(base, &at, p->saved_bytes);
+  return at;
+}
+
+/* The window item's own tensors: the collectives' ones in its window, the
+ * weights and weight gradients the case's (no collective touches them);
+ * the inputs copied from the case's, so every variant runs on the same numbers. */
+static tp_rc own_window_tensors(op_item *it, tp_group *g) {
+  const tp_linear_plan *p = &it->plan;
+  const case_buffers *cb = it->b;
+  TP_TRY(tp_window_alloc(g, lay_out(p, NULL, &it->own), &it->own_window));
+  lay_out(p, it->own_window, &it->own);
+  const size_t e = tp_dtype_bytes(p->desc.dtype);
+  cudaStream_t s = g->main_stream;
+  TP_CUDA(cudaMemcpyAsync(it->own.x, cb->x, tp_linear_x_elems(p) * e, cudaMemcpyDeviceToDevice, s));
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    it->own.w[i] = cb->w[i];
+    it->own.dw[i] = cb->dw[i];
+    if (p->desc.backward)
+      TP_CUDA(cudaMemcpyAsync(it->own.dy[i], cb->dy[i], tp_linear_y_elems(p) * e,
+                              cudaMemcpyDeviceToDevice, s));
+  }
+  TP_CUDA(cudaStreamSynchronize(s));
+  it->b = &it->own;
+  return TP_OK;
+}
+
 static tp_rc op_prepare(void *self, tp_group *g) {
   op_item *it = self;
+  /* first: a window plan on a communicator without symmetric memory is rejected here */
   TP_TRY(tp_linear_prepare(g, &it->plan));
+  if (is_window(it)) TP_TRY(own_window_tensors(it, g));
   if (it->plan.saved_bytes && !it->b->saved) /* a case tensor, made by its first user */
     TP_TRY(
         tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0), &it->b->saved, it->plan.saved_bytes));
   if (is_reference(it)) {
     TP_TRY(tp_linear_prepare(g, &it->stock));
-    TP_TRY(tp_device_malloc(&it->scratch, it->stock.workspace_bytes));
+    if (is_window(it)) TP_TRY(tp_window_alloc(g, it->stock.workspace_bytes, &it->scratch));
+    else TP_TRY(tp_device_malloc(&it->scratch, it->stock.workspace_bytes));
   }
   return TP_OK;
 }
@@ -270,6 +343,9 @@ static tp_rc fp8_plan(void *self, tp_group *g) {
   if (it->cfg->backend != TP_BACKEND_STOCK && !fp8_gemm_alone(it))
     return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
                    tp_dtype_name(it->c->dtype), it->cfg->axes.backend);
+  if (it->cfg->schedule == TP_SCHED_NCCL_WINDOW)
+    return TP_FAIL(TP_EREJECT, "%s: the stock path has no nccl-window variant for the fp8 formats",
+                   tp_dtype_name(it->c->dtype));
   const tp_fp8_linear_desc d = {it->c->dtype,        it->c->proj.op, it->c->tokens,
                                 it->c->proj.k,       it->c->proj.n,  it->c->proj.n_weights,
                                 fp8_has_backward(it)};
@@ -416,8 +492,11 @@ static const tp_item_ops fp8_item_ops = {"op",     fp8_plan,    fp8_prepare, fp8
 
 /* ---- the matrix ------------------------------------------------------------------- */
 
-static tp_numerics_use numerics_use(tp_backend backend) {
-  if (backend == TP_BACKEND_STOCK) return TP_NUMERICS_REFERENCE;
+static tp_numerics_use numerics_use(const tp_ops_config *cfg) {
+  const tp_backend backend = cfg->backend;
+  /* plain stock is the reference; its window variant is judged against it */
+  if (backend == TP_BACKEND_STOCK)
+    return cfg->schedule == TP_SCHED_NCCL_WINDOW ? TP_NUMERICS_CHECK : TP_NUMERICS_REFERENCE;
   /* the GEMM alone is checked too: its gather-side outputs must equal stock's */
   return backend == TP_BACKEND_DIST || backend == TP_BACKEND_GEMM_ONLY ? TP_NUMERICS_CHECK
                                                                        : TP_NUMERICS_NONE;
@@ -425,15 +504,17 @@ static tp_numerics_use numerics_use(tp_backend backend) {
 
 static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
                                         char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s", c->model->name, c->proj.name, cfg->axes.op_or_layer,
-           (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend);
+  const int window = cfg->schedule == TP_SCHED_NCCL_WINDOW;
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->proj.name,
+           cfg->axes.op_or_layer, (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
+           window ? " nccl-window" : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
   hc.rejected = cfg->rejected;
   hc.reason = cfg->reason;
   hc.flops = cfg->flops;
-  hc.numerics = numerics_use(cfg->backend);
+  hc.numerics = numerics_use(cfg);
   hc.label = label;
   hc.index = index;
   return hc;
@@ -441,9 +522,12 @@ static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_confi
 
 enum { LABEL_CAP = 128 };
 
-static void free_items(op_item *items, fp8_item *fp8, int n) {
+/* Windows go in the same order on every rank (the items' order). */
+static void free_items(tp_group *g, op_item *items, fp8_item *fp8, int n) {
   for (int i = 0; i < n; ++i) {
-    tp_device_release(items[i].scratch);
+    if (is_window(&items[i])) tp_window_free(g, items[i].scratch);
+    else tp_device_release(items[i].scratch);
+    tp_window_free(g, items[i].own_window); /* its tensors, saved among them */
     tp_fp8_linear_release(&fp8[i].lin);
   }
 }
@@ -513,7 +597,7 @@ static tp_rc run_case(ops_state *st, int ci, int from, const tp_resume *resume) 
   }
   /* every configuration of the case is recorded once run_case returns, even on error */
   if (st->g->rank == 0) tp_job_progress_case_done(st->progress, end, tp_harness_recorded(st->h));
-  free_items(items, fp8, n);
+  free_items(st->g, items, fp8, n);
   free_buffers(&b);
   const tp_rc released = tp_harness_release_case(entries, n);
   return rc != TP_OK ? rc : released;

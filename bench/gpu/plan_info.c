@@ -9,7 +9,8 @@ const char *tp_plan_engine(const tp_linear_plan *p) {
   case TP_SCHED_CE:
   case TP_SCHED_RING: return "copy-engine"; /* at TP 2 the ring's pushes are copy-engine ones */
   case TP_SCHED_SM: return "sm-kernel";
-  case TP_SCHED_NCCL: return "nccl";
+  case TP_SCHED_NCCL:
+  case TP_SCHED_NCCL_WINDOW: return "nccl";
   default: return "none";
   }
 }

@@ -287,16 +287,32 @@ static const char *role_name(tp_backend backend) {
 #define PLAN_TIME_SCHEDULE                                                                         \
   "run if the kernels take the schedule at plan time (ring: TP 2; multimem: multicast)"
 
+#define WINDOW_AT_PREPARE                                                                          \
+  "run if NCCL's runtime has symmetric memory on the communicator (asked at prepare time; NCCL "   \
+  "up to 2.28.3: not at TP 1)"
+
+/* What only the GPU side decides about a configuration no rule rejects. */
+typedef enum { DECIDED_HERE = 0, DECIDED_AT_PLAN, DECIDED_BY_NCCL } decided;
+
 /* The verdict text of a configuration. */
-static void verdict_of(int rejected, int planned, const char *reason, int plan_time, char *buf,
+static void verdict_of(int rejected, int planned, const char *reason, decided later, char *buf,
                        size_t cap) {
   if (planned) snprintf(buf, cap, "planned: %s", reason);
   else if (rejected) snprintf(buf, cap, "rejected: %s", reason);
-  else snprintf(buf, cap, "%s", plan_time ? PLAN_TIME_SCHEDULE : "run");
+  else
+    snprintf(buf, cap, "%s",
+             later == DECIDED_AT_PLAN   ? PLAN_TIME_SCHEDULE
+             : later == DECIDED_BY_NCCL ? WINDOW_AT_PREPARE
+                                        : "run");
 }
 
-static int schedule_at_plan_time(tp_backend backend, tp_schedule s) {
-  return backend == TP_BACKEND_DIST && (s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM);
+/* dist_gemm's schedule, stock's (and the collective alone's) nccl-window, else "-". */
+static const char *schedule_cell(const char *schedule) { return schedule ? schedule : "-"; }
+
+static decided schedule_at_plan_time(tp_backend backend, tp_schedule s) {
+  if (backend == TP_BACKEND_DIST && (s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM))
+    return DECIDED_AT_PLAN;
+  return s == TP_SCHED_NCCL_WINDOW ? DECIDED_BY_NCCL : DECIDED_HERE;
 }
 
 #define MXFP8_ON_GPU                                                                               \
@@ -316,7 +332,7 @@ static const table_axes run_axes = {
      "ac"},
     {{"attention", "ffn", "block"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
-     {"-", "auto", "ce", "sm", "ring", "multimem"},
+     {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
      {"1", "2", "4"},
      {"1", "2"},
      {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
@@ -325,7 +341,7 @@ static const table_axes run_axes = {
      {"off", "on", "mixed"},
      {"off", "on"},
      {"none", "selective", "full"}},
-    {3, 4, 6, 3, 2, 6, 2, 2, 3, 2, 3},
+    {3, 4, 7, 3, 2, 6, 2, 2, 3, 2, 3},
 };
 
 static const char *const run_assignments[] = {
@@ -355,7 +371,7 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
     snprintf(dp, sizeof dp, "%d", c->dp);
     const char *values[] = {cfg->axes.op_or_layer,
                             role_name(cfg->backend),
-                            cfg->backend == TP_BACKEND_DIST ? cfg->axes.schedule : "-",
+                            schedule_cell(cfg->axes.schedule),
                             tp,
                             dp,
                             cfg->axes.dtype,
@@ -412,12 +428,12 @@ static const table_axes ops_axes = {
     {"proj", "backend", "schedule", "tp", "dtype", "pass", "save_gathered"},
     {{"qkv", "wo", "w13", "w2"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
-     {"-", "auto", "ce", "sm", "ring", "multimem"},
+     {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
      {"1", "2", "4"},
      {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
      {"fwd", "bwd", "fwd+bwd"},
      {"off", "on"}},
-    {4, 4, 6, 3, 6, 3, 2},
+    {4, 4, 7, 3, 6, 3, 2},
 };
 
 static const char *const ops_assignments[][2] = {
@@ -437,13 +453,9 @@ static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
     const tp_ops_config *cfg = &m->configs[i];
     char tp[16], verdict[VERDICT_TEXT];
     snprintf(tp, sizeof tp, "%d", cfg->axes.tp);
-    const char *values[] = {cfg->axes.proj,
-                            role_name(cfg->backend),
-                            cfg->backend == TP_BACKEND_DIST ? cfg->axes.schedule : "-",
-                            tp,
-                            cfg->axes.dtype,
-                            cfg->axes.pass,
-                            cfg->axes.save_gathered ? "on" : "off"};
+    const char *values[] = {
+        cfg->axes.proj,  role_name(cfg->backend), schedule_cell(cfg->axes.schedule),     tp,
+        cfg->axes.dtype, cfg->axes.pass,          cfg->axes.save_gathered ? "on" : "off"};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
     mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);

@@ -34,6 +34,7 @@ static const char *const on_off_values[] = {"off", "on"};
 static const char *const graph_values[] = {"off", "on", "mixed"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
+static const char *const stock_values[] = {"plain", "window"};        /* tp_stock_vocab's names */
 
 const char *tp_layer_graph_name(const tp_layer_case *c) {
   return graph_values[c->graph_mixed ? 2 : c->graph ? 1 : 0];
@@ -69,6 +70,7 @@ static const axis_def axes[] = {
     STR_AXIS("save_gathered", save_gathered, on_off_values),
     INT_AXIS("dp", dp, 1, 4096),
     STR_AXIS("ac", ac, ac_values),
+    STR_AXIS("stock", stock, stock_values),
 };
 enum { N_AXES = COUNT_OF(axes) };
 
@@ -144,11 +146,12 @@ static const preset_def presets[] = {
      * layer, two sequence lengths, both passes, eager and graph. */
     {"quick",
      {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
-      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none"}},
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window"}},
     /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
     {"full",
      {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
-      "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none"}},
+      "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none",
+      "plain,window"}},
 };
 
 static const char *preset_names_table[COUNT_OF(presets)];
@@ -472,6 +475,21 @@ static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_ba
   return cfg;
 }
 
+/* The stock layer or the collectives alone of one stock variant (window:
+ * schedule "nccl-window", the same collectives on NCCL symmetric windows). */
+static tp_layer_config make_stock_variant(const tp_layer_case *c, int case_index,
+                                          tp_backend backend, tp_stock_variant variant) {
+  tp_layer_config cfg = make_config(c, case_index, backend);
+  cfg.schedule = tp_stock_schedule(variant);
+  cfg.axes.schedule = tp_stock_schedule_axis(variant);
+  if (!cfg.rejected && variant == TP_STOCK_WINDOW && tp_dtype_is_fp8(c->dtype)) {
+    cfg.rejected = 1;
+    snprintf(cfg.reason, sizeof cfg.reason,
+             "nccl-window: the fp8 formats have no stock variant on NCCL symmetric windows");
+  }
+  return cfg;
+}
+
 static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp_schedule schedule,
                                       int chunks) {
   tp_layer_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
@@ -500,22 +518,29 @@ enum {
   A_GRAPH,
   A_SAVE,
   A_DP,
-  A_AC
+  A_AC,
+  A_STOCK
 };
 
 static int has_backend(const resolved *r, const char *backend) {
   return index_of(r->names[A_BACKEND], r->count[A_BACKEND], backend) >= 0;
 }
 
+/* Stock (if asked for) and the collectives alone, once per stock variant. */
 static int configs_per_case(const resolved *r) {
-  return has_backend(r, "stock") +
-         (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] : 0) + 2;
+  return (has_backend(r, "stock") + 1) * r->count[A_STOCK] +
+         (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] : 0) + 1;
+}
+
+static tp_stock_variant stock_variant(const resolved *r, int i) {
+  return (tp_stock_variant)vocab_value(&tp_stock_vocab, r->names[A_STOCK][i]);
 }
 
 static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_config *configs,
                         int *next) {
   c->first_config = *next;
-  if (has_backend(r, "stock")) configs[(*next)++] = make_config(c, ci, TP_BACKEND_STOCK);
+  for (int v = 0; has_backend(r, "stock") && v < r->count[A_STOCK]; ++v)
+    configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_STOCK, stock_variant(r, v));
   if (has_backend(r, "dist_gemm"))
     for (int s = 0; s < r->count[A_SCHEDULE]; ++s)
       for (int k = 0; k < r->count[A_CHUNKS]; ++k)
@@ -523,7 +548,8 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
             make_dist_gemm(c, ci, vocab_value(&tp_schedule_vocab, r->names[A_SCHEDULE][s]),
                            (int)r->numbers[A_CHUNKS][k]);
   configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
-  configs[(*next)++] = make_config(c, ci, TP_BACKEND_COMM_ONLY);
+  for (int v = 0; v < r->count[A_STOCK]; ++v)
+    configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_COMM_ONLY, stock_variant(r, v));
   c->n_configs = *next - c->first_config;
 }
 
@@ -903,13 +929,17 @@ int tp_layer_drop_planned(tp_layer_matrix *m, FILE *out) {
 static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
   if (cfg->backend == TP_BACKEND_DIST)
     snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+  else if (cfg->axes.schedule)
+    snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
-/* Schedules that the kernels accept or refuse at plan time, by the host. */
+/* Schedules that the kernels accept or refuse at plan time, by the host (the
+ * nccl-window variant: as NCCL's runtime answers for the communicator). */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
-  return cfg->backend == TP_BACKEND_DIST &&
-         (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING);
+  return (cfg->backend == TP_BACKEND_DIST &&
+          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING)) ||
+         cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
 void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {

@@ -36,6 +36,10 @@
  *                  forward, its all-gathers included, is recomputed in the
  *                  backward); bench/matrix/activation.h has the op lists and
  *                  what each keeps
+ *   stock          plain, window: the stock layer's variants (and the
+ *                  collectives alone's): NCCL on plain buffers, or the same
+ *                  collectives on NCCL symmetric windows (stored schedule
+ *                  "nccl-window"); default both, the report takes the faster
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -43,11 +47,12 @@
  * one axis's list.
  *
  * A case is one point of every axis but backend, schedule and chunks. Each
- * yields, in this order: the stock layer (kind "layer", backend "stock") if
- * stock is asked for; one dist_gemm layer per schedule × chunks if dist_gemm
- * is; the layer with its TP ops as GEMMs alone (kind "gemm", backend
- * "cublaslt") and as collectives alone (kind "comm", backend "nccl"), whose
- * maximum bounds it. Rules that make a configuration meaningless are checked
+ * yields, in this order: the stock layer (kind "layer", backend "stock") per
+ * stock variant if stock is asked for; one dist_gemm layer per schedule ×
+ * chunks if dist_gemm is; the layer with its TP ops as GEMMs alone (kind
+ * "gemm", backend "cublaslt") and as collectives alone (kind "comm",
+ * backend "nccl") per stock variant, whose maximum (with the faster
+ * collectives) bounds it. Rules that make a configuration meaningless are checked
  * here, without a GPU, and kept as rejections with their reason (the list is
  * tp_layer_expand's); rules only the machine can decide are applied by `run`
  * (tp_layer_reject_world, tp_layer_reject_no_peer_access) or by the kernels at
@@ -66,7 +71,7 @@
 #include "store/tp_store.h"
 
 typedef struct tp_layer_spec {
-  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac;
+  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock;
   tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
@@ -121,7 +126,8 @@ typedef struct tp_layer_config {
   tp_backend backend;   /* stock, dist_gemm, or a reference: the layer with its TP ops' GEMMs
                            alone (kind gemm, stored backend cublaslt) or collectives alone
                            (kind comm, backend nccl) */
-  tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
+  tp_schedule schedule; /* dist_gemm's requested schedule; for stock and the collectives alone
+                           tp_stock_schedule(their variant); AUTO for the GEMMs alone */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   int planned;  /* 1 (with rejected 1): valid but not runnable here, reason says why (no

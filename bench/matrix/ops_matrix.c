@@ -45,7 +45,9 @@ typedef struct resolved_spec {
   int tp[TP_LIST_MAX];
   int chunks[TP_LIST_MAX];
   const char *save_gathered[TP_LIST_MAX];
-  int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save;
+  tp_stock_variant stocks[TP_LIST_MAX];
+  int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save,
+      n_stocks;
 } resolved_spec;
 
 void tp_ops_spec_defaults(tp_ops_spec *spec) {
@@ -60,6 +62,7 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   TP_EXPECT_OK(tp_int_list_set(&spec->chunks, "0", 0, INT32_MAX));
   TP_EXPECT_OK(tp_str_list_set(&spec->passes, "fwd"));
   TP_EXPECT_OK(tp_str_list_set(&spec->save_gathered, "off"));
+  TP_EXPECT_OK(tp_str_list_set(&spec->stocks, "plain,window"));
 }
 
 /* ---- the axes ------------------------------------------------------------- */
@@ -82,6 +85,7 @@ static const ops_axis ops_axes[] = {
     {"pass", offsetof(tp_ops_spec, passes), 0, 0, 0},
     {"save_gathered", offsetof(tp_ops_spec, save_gathered), 0, 0, 0},
     {"shape", offsetof(tp_ops_spec, shapes), 0, 0, 0},
+    {"stock", offsetof(tp_ops_spec, stocks), 0, 0, 0},
 };
 enum { N_OPS_AXES = COUNT_OF(ops_axes) };
 /* Bits of tp_ops_spec.given. */
@@ -307,6 +311,8 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
   for (int i = 0; i < r->n_passes; i++) r->passes[i] = (tp_pass)values[i];
   TP_TRY(resolve_names(&spec->save_gathered, on_off_table, COUNT_OF(on_off_table), "save_gathered",
                        r->save_gathered, &r->n_save));
+  TP_TRY(resolve_vocab(&spec->stocks, &tp_stock_vocab, values, &r->n_stocks));
+  for (int i = 0; i < r->n_stocks; i++) r->stocks[i] = (tp_stock_variant)values[i];
   return resolve_numbers(spec, r);
 }
 
@@ -426,6 +432,21 @@ static tp_ops_config make_config(const tp_ops_case *c, int case_index, tp_backen
   return cfg;
 }
 
+/* The stock op or the collective alone of one stock variant. */
+static tp_ops_config make_stock_variant(const tp_ops_case *c, int case_index, tp_backend backend,
+                                        tp_stock_variant variant) {
+  tp_ops_config cfg = make_config(c, case_index, backend);
+  cfg.schedule = tp_stock_schedule(variant);
+  cfg.axes.schedule = tp_stock_schedule_axis(variant);
+  if (!cfg.rejected && variant == TP_STOCK_WINDOW && tp_dtype_is_fp8(c->dtype)) {
+    cfg.rejected = 1;
+    snprintf(cfg.reason, sizeof cfg.reason,
+             "nccl-window: the fp8 formats' stock path (kernels/tp_linear_fp8.h) has no variant "
+             "on NCCL symmetric windows");
+  }
+  return cfg;
+}
+
 static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_schedule schedule,
                                     int chunks) {
   tp_ops_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
@@ -440,12 +461,14 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
 static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_config *configs,
                         int *next) {
   c->first_config = *next;
-  configs[(*next)++] = make_config(c, ci, TP_BACKEND_STOCK);
+  for (int v = 0; v < r->n_stocks; v++)
+    configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_STOCK, r->stocks[v]);
   for (int s = 0; s < r->n_schedules; s++)
     for (int k = 0; k < r->n_chunks; k++)
       configs[(*next)++] = make_dist_gemm(c, ci, r->schedules[s], r->chunks[k]);
   configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
-  configs[(*next)++] = make_config(c, ci, TP_BACKEND_COMM_ONLY);
+  for (int v = 0; v < r->n_stocks; v++)
+    configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_COMM_ONLY, r->stocks[v]);
   c->n_configs = *next - c->first_config;
 }
 
@@ -511,7 +534,7 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   int64_t variants = (int64_t)r->n_dtypes * r->n_tp * r->n_passes * r->n_save;
   int64_t n_cases = r->n_shapes > 0 ? r->n_shapes * variants
                                     : (int64_t)r->n_models * r->n_projs * r->n_tokens * variants;
-  int64_t per_case = 3 + (int64_t)r->n_schedules * r->n_chunks;
+  int64_t per_case = 1 + 2 * (int64_t)r->n_stocks + (int64_t)r->n_schedules * r->n_chunks;
   if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (rc == TP_OK && n_cases * per_case > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
@@ -629,6 +652,8 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
   if (cfg->backend == TP_BACKEND_DIST)
     snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+  else if (cfg->axes.schedule)
+    snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 

@@ -41,6 +41,7 @@ typedef struct tp_ops_spec {
   tp_int_list chunks;        /* chunks per shard, 0 = the schedule decides; default 0 */
   tp_str_list passes;        /* fwd, bwd, fwd+bwd; default fwd */
   tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
+  tp_str_list stocks;        /* stock variants: plain, window (tp_stock_variant); default both */
   /* Bare projections "MxNxK" or "MxNxK:op" (op ag_linear, the default, ag_linear_multi
    * or linear_rs; global shapes as a model's projection: M tokens, N out features per
    * weight, K in features; ag_linear_multi has two weights). Given: they replace
@@ -54,7 +55,7 @@ typedef struct tp_ops_spec {
 void tp_ops_spec_defaults(tp_ops_spec *spec);
 
 /* The axes of `ops` (the names --axis and the matrix file use): model, proj,
- * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape. */
+ * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape, stock. */
 const char *const *tp_ops_axis_names(int *count);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
@@ -85,7 +86,8 @@ typedef struct tp_ops_config {
   tp_config_axes axes;  /* the stored names of all of it; strings are static */
   tp_backend backend;   /* stock, dist_gemm, or a reference: GEMM alone (kind gemm, stored
                            backend cublaslt), collective alone (kind comm, backend nccl) */
-  tp_schedule schedule; /* dist_gemm's requested schedule; AUTO for the others */
+  tp_schedule schedule; /* dist_gemm's requested schedule; for stock and the collective alone
+                           tp_stock_schedule(their variant); AUTO for the GEMM alone */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   int planned;  /* 1 (with rejected 1): valid, but needs more GPUs than the host or job holds
@@ -110,7 +112,7 @@ typedef struct tp_ops_matrix {
 
 /* Expands spec into *out (free with tp_ops_matrix_free; it holds copies of its
  * models and names, not pointers into spec). TP_EUSAGE with the valid values
- * for an unknown model, proj, dtype, schedule or pass, a value listed twice,
+ * for an unknown model, proj, dtype, schedule, pass or stock variant, a value listed twice,
  * a number out of range (tokens, tp >= 1; chunks >= 0), a malformed shape, or
  * shapes given together with a given model, proj or tokens axis; *out is
  * empty then. TP_EOOM if no memory. The qkv and wo projections of a model

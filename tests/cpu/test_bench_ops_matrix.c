@@ -1,6 +1,7 @@
 /*
  * test_bench_ops_matrix.c — bench/ops_matrix: the default expansion (24
- * cases of 4 configurations), the axes and shapes each configuration
+ * cases of 6 configurations: stock and the collective alone in both
+ * variants, plain and nccl-window), the axes and shapes each configuration
  * carries, TP 4 and 8, every rejection rule with its reason, and usage
  * errors for names the tool does not know; the bare projections of --shape
  * (their per-rank M, N, K and keys), the axes by name, the matrix file with
@@ -52,23 +53,31 @@ static void test_default_expansion(void **state) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   assert_int_equal(m.n_cases, 24); /* 2 models x 4 projs x 3 tokens */
-  assert_int_equal(m.n_configs, 96);
-  assert_int_equal(tp_ops_runnable(&m), 96);
+  assert_int_equal(m.n_configs, 144);
+  assert_int_equal(tp_ops_runnable(&m), 144);
   assert_int_equal(tp_ops_max_tp(&m), 2);
-  static const tp_backend order[] = {TP_BACKEND_STOCK, TP_BACKEND_DIST, TP_BACKEND_GEMM_ONLY,
-                                     TP_BACKEND_COMM_ONLY};
-  static const char *const kinds[] = {"op", "op", "gemm", "comm"};
-  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  /* both stock variants when stock is asked for, the collective alone in both */
+  static const tp_backend order[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,
+                                     TP_BACKEND_DIST,      TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
+  static const tp_schedule scheds[] = {TP_SCHED_AUTO, TP_SCHED_NCCL_WINDOW, TP_SCHED_AUTO,
+                                       TP_SCHED_AUTO, TP_SCHED_AUTO,        TP_SCHED_NCCL_WINDOW};
+  static const char *const kinds[] = {"op", "op", "op", "gemm", "comm", "comm"};
+  static const char *const backends[] = {"stock", "stock", "dist_gemm", "cublaslt", "nccl", "nccl"};
+  static const char *const stored[] = {NULL, "nccl-window", "auto", NULL, NULL, "nccl-window"};
   for (int ci = 0; ci < m.n_cases; ci++) {
     const tp_ops_case *c = &m.cases[ci];
-    assert_int_equal(c->n_configs, 4);
-    assert_int_equal(c->first_config, 4 * ci);
-    for (int j = 0; j < 4; j++) {
+    assert_int_equal(c->n_configs, 6);
+    assert_int_equal(c->first_config, 6 * ci);
+    for (int j = 0; j < 6; j++) {
       const tp_ops_config *cfg = &m.configs[c->first_config + j];
       assert_int_equal(cfg->backend, order[j]);
+      assert_int_equal(cfg->schedule, scheds[j]);
       assert_int_equal(cfg->case_index, ci);
       assert_string_equal(cfg->axes.kind, kinds[j]);
       assert_string_equal(cfg->axes.backend, backends[j]);
+      if (stored[j]) assert_string_equal(cfg->axes.schedule, stored[j]);
+      else assert_null(cfg->axes.schedule);
     }
   }
   /* Outermost axis first: the first case is 8b qkv 4096, the last 70b w2 16384. */
@@ -130,7 +139,7 @@ static void test_tp4_and_tp8(void **state) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   assert_int_equal(m.n_cases, 48);
-  assert_int_equal(tp_ops_runnable(&m), 192);
+  assert_int_equal(tp_ops_runnable(&m), 288);
   assert_int_equal(tp_ops_max_tp(&m), 8);
   const tp_ops_config *w2 = find(&m, "llama3-70b", "w2", 8192, 8, TP_BACKEND_DIST);
   assert_int_equal(w2->axes.m, 8192);
@@ -148,13 +157,13 @@ static void test_schedules_times_chunks(void **state) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   assert_int_equal(m.n_cases, 1);
-  assert_int_equal(m.n_configs, 3 + 9);
+  assert_int_equal(m.n_configs, 5 + 9);
   /* multimem is the GPU side's to judge: not rejected here. */
-  assert_int_equal(tp_ops_runnable(&m), 12);
-  assert_string_equal(m.configs[1].axes.schedule, "ce");
-  assert_int_equal(m.configs[2].axes.chunks, 2);
-  assert_string_equal(m.configs[9].axes.schedule, "multimem");
-  assert_int_equal(m.configs[9].axes.chunks, 4);
+  assert_int_equal(tp_ops_runnable(&m), 14);
+  assert_string_equal(m.configs[2].axes.schedule, "ce");
+  assert_int_equal(m.configs[3].axes.chunks, 2);
+  assert_string_equal(m.configs[10].axes.schedule, "multimem");
+  assert_int_equal(m.configs[10].axes.chunks, 4);
   tp_ops_matrix_free(&m);
 }
 
@@ -173,11 +182,19 @@ static void test_rejections(void **state) {
   /* tokens per rank not divisible by chunks: dist_gemm only */
   s = spec_with("8b", "wo", "4096", "2", "", "3");
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 6);
+  for (int i = 0; i < m.n_configs; i++) assert_int_equal(m.configs[i].rejected, i == 2);
+  assert_string_equal(m.configs[2].reason, "tokens per rank 2048 not divisible by chunks 3");
+  tp_ops_matrix_free(&m);
+
+  /* the fp8 formats have no window variant: its stock is rejected with the reason, plain runs */
+  s = spec_with("8b", "qkv", "4096", "1", "", "");
+  assert_int_equal(tp_str_list_set(&s.dtypes, "fp8"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   assert_false(m.configs[0].rejected);
   assert_true(m.configs[1].rejected);
-  assert_string_equal(m.configs[1].reason, "tokens per rank 2048 not divisible by chunks 3");
-  assert_false(m.configs[2].rejected);
-  assert_false(m.configs[3].rejected);
+  assert_string_equal(m.configs[1].axes.schedule, "nccl-window");
+  assert_non_null(strstr(m.configs[1].reason, "nccl-window: the fp8 formats"));
   tp_ops_matrix_free(&m);
 
   /* TP 1: dist_gemm and the collective alone have nothing to do */
@@ -190,6 +207,9 @@ static void test_rejections(void **state) {
   assert_string_equal(find(&m, "llama3-8b", "w2", 4096, 1, TP_BACKEND_DIST)->reason,
                       "dist_gemm needs TP > 1: nothing to reduce-scatter");
   assert_true(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_COMM_ONLY)->rejected);
+  /* the window stock at TP 1 is NCCL's to judge (its runtime's symmetric support): run */
+  for (int i = 0; i < m.n_configs; i++)
+    if (m.configs[i].backend == TP_BACKEND_STOCK) assert_false(m.configs[i].rejected);
   tp_ops_matrix_free(&m);
 
   /* features not divisible by TP: out features on the gather side, in on the scatter side */
@@ -242,7 +262,8 @@ static void test_plan_print(void **state) {
   fclose(f);
   assert_true(got > 0);
   assert_non_null(strstr(text, "dist_gemm needs TP > 1"));
-  assert_non_null(strstr(text, "8 configurations, 6 to run, 2 rejected"));
+  assert_non_null(strstr(text, "12 configurations, 9 to run, 3 rejected"));
+  assert_non_null(strstr(text, "op stock nccl-window"));
   tp_ops_matrix_free(&m);
 }
 
@@ -256,11 +277,24 @@ static void test_preset_keys_unchanged(void **state) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   char key[512];
-  tp_config_key(&m.configs[1].axes, key, sizeof key);
+  tp_config_key(&m.configs[2].axes, key, sizeof key);
   assert_string_equal(key, "kind=op;model=llama3-8b;layer=linear_rs;proj=w2;backend=dist_gemm;"
                            "schedule=auto;chunks=0;tp=2;batch=0;seqlen=0;tokens=4096;m=4096;"
                            "n=4096;k=7168;n_weights=1;dtype=bf16;sp=1;pass=fwd;graph=0;"
                            "save_gathered=0");
+  /* plain stock and the collective alone keep an empty schedule, as before the window variant */
+  tp_config_key(&m.configs[0].axes, key, sizeof key);
+  assert_string_equal(key, "kind=op;model=llama3-8b;layer=linear_rs;proj=w2;backend=stock;"
+                           "schedule=;chunks=0;tp=2;batch=0;seqlen=0;tokens=4096;m=4096;"
+                           "n=4096;k=7168;n_weights=1;dtype=bf16;sp=1;pass=fwd;graph=0;"
+                           "save_gathered=0");
+  tp_config_key(&m.configs[4].axes, key, sizeof key);
+  assert_non_null(strstr(key, "kind=comm;model=llama3-8b;layer=linear_rs;proj=w2;backend=nccl;"
+                              "schedule=;chunks=0;"));
+  tp_config_key(&m.configs[1].axes, key, sizeof key);
+  assert_non_null(strstr(key, ";backend=stock;schedule=nccl-window;chunks=0;"));
+  tp_config_key(&m.configs[5].axes, key, sizeof key);
+  assert_non_null(strstr(key, "kind=comm;") && strstr(key, ";schedule=nccl-window;"));
   tp_ops_matrix_free(&m);
 }
 
@@ -347,15 +381,16 @@ static void test_axes(void **state) {
   (void)state;
   int n = 0;
   const char *const *names = tp_ops_axis_names(&n);
-  assert_int_equal(n, 10);
+  assert_int_equal(n, 11);
   assert_string_equal(names[0], "model");
   assert_string_equal(names[9], "shape");
+  assert_string_equal(names[10], "stock");
   tp_ops_spec s;
   tp_ops_spec_defaults(&s);
   assert_int_equal(tp_ops_spec_set_axis(&s, "layer", "ffn"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "unknown axis 'layer' for ops (valid: model, proj, "
                                           "tokens, dtype, tp, schedule, chunks, pass, "
-                                          "save_gathered, shape)"));
+                                          "save_gathered, shape, stock)"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "65"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "axis tp:"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);
@@ -369,6 +404,36 @@ static void test_axes(void **state) {
   assert_non_null(strstr(m.configs[0].reason, "multi-head latent attention"));
   assert_false(m.configs[m.cases[1].first_config].rejected);
   tp_ops_matrix_free(&m);
+}
+
+/* The stock axis: which stock variants (and collectives alone) each case has. */
+static void test_stock_axis(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "2", "", "");
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "plain"), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 4); /* as before the window variant existed */
+  for (int i = 0; i < m.n_configs; i++)
+    assert_int_not_equal(m.configs[i].schedule, TP_SCHED_NCCL_WINDOW);
+  tp_ops_matrix_free(&m);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "window"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 4);
+  assert_int_equal(m.configs[0].backend, TP_BACKEND_STOCK);
+  assert_int_equal(m.configs[0].schedule, TP_SCHED_NCCL_WINDOW);
+  assert_int_equal(m.configs[3].backend, TP_BACKEND_COMM_ONLY);
+  assert_string_equal(m.configs[3].axes.schedule, "nccl-window");
+  tp_ops_matrix_free(&m);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "window,plain"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.configs[0].schedule, TP_SCHED_NCCL_WINDOW); /* in the order listed */
+  assert_int_equal(m.configs[1].schedule, TP_SCHED_AUTO);
+  tp_ops_matrix_free(&m);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "symmetric"), TP_OK);
+  expect_usage(s, "unknown stock 'symmetric' (valid: plain, window)");
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "plain,plain"), TP_OK);
+  expect_usage(s, "listed twice");
 }
 
 static tp_rc load_ops_text(const char *text, tp_ops_spec *s) {
@@ -423,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_shapes),
       cmocka_unit_test(test_shape_errors),
       cmocka_unit_test(test_axes),
+      cmocka_unit_test(test_stock_axis),
       cmocka_unit_test(test_matrix_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

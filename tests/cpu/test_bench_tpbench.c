@@ -139,7 +139,8 @@ static void test_ops_list(void **state) {
                             "128", "--tp", "1,2", NULL);
   assert_int_equal(r.status, 0);
   expect_in(r.out, "dist_gemm needs TP > 1");
-  expect_in(r.out, "8 configurations");
+  expect_in(r.out, "12 configurations"); /* 2 cases: stock and the collective alone x2 */
+  expect_in(r.out, "op stock nccl-window");
   rp_free(&r);
 }
 

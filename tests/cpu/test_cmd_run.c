@@ -42,7 +42,7 @@
 static void test_matrix_quick(void **state) {
   (void)state;
   rp_result r = tpbench("matrix", NULL);
-  rp_expect(&r, 0, "48 cases, 192 configurations: 192 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "48 cases, 288 configurations: 288 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "llama3-8b   block       2   1 1x4096"));
   assert_non_null(strstr(r.out, "dist_gemm auto chunks=0"));
   rp_free(&r);
@@ -92,7 +92,7 @@ static void test_matrix_file(void **state) {
   close(fd);
   /* The file, then --axis on top of it. */
   rp_result r = tpbench("matrix", "--matrix", path, "--axis", "seqlen=1024", NULL);
-  rp_expect(&r, 0, "1 cases, 4 configurations: 4 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "1 cases, 6 configurations: 6 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "debug       block       2   1 1x1024"));
   rp_free(&r);
   unlink(path);
@@ -113,13 +113,13 @@ static void test_one_matrix_interface(void **state) {
   /* run's plan from the file, with run's axes on top. */
   rp_result r = tpbench("matrix", "--matrix", path, "--axis", "layer=ffn", "--axis", "graph=off",
                         "--axis", "seqlen=4096", NULL);
-  rp_expect(&r, 0, "2 cases, 8 configurations: 8 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "2 cases, 12 configurations: 12 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "mymodel     ffn         2   1 1x4096"));
   rp_free(&r);
   /* ops' plan from the same file, with ops' flags on top; and ops itself. */
   r = tpbench("matrix", "--for", "ops", "--matrix", path, "--tokens", "4096", "--projs", "w2",
               NULL);
-  rp_expect(&r, 0, "8 configurations, 8 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "12 configurations, 12 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "mymodel     w2   linear_rs"));
   rp_result same = tpbench("ops", "--list", "--matrix", path, "--axis", "tokens=4096", "--axis",
                            "proj=w2", NULL);
@@ -141,14 +141,14 @@ static void test_one_matrix_interface(void **state) {
   rp_free(&same);
   r = tpbench("ops", "--list", "--models", "8b", "--tokens", "4096", NULL);
   same = tpbench("ops", "--list", "--axis", "model=8b", "--axis=tokens=4096", NULL);
-  rp_expect(&r, 0, "16 configurations", NULL);
+  rp_expect(&r, 0, "24 configurations", NULL);
   assert_string_equal(r.out, same.out);
   rp_free(&r);
   rp_free(&same);
   /* In order: the later one wins. */
   r = tpbench("ops", "--list", "--axis", "tokens=8192", "--tokens", "4096", "--projs", "qkv",
               "--models", "8b", NULL);
-  rp_expect(&r, 0, "4 configurations", NULL);
+  rp_expect(&r, 0, "6 configurations", NULL);
   assert_non_null(strstr(r.out, "   4096   2 bf16"));
   rp_free(&r);
   r = tpbench("run", "--tokens", "4096", NULL);
@@ -172,7 +172,7 @@ static void test_ops_shape(void **state) {
   (void)state;
   rp_result r = tpbench("ops", "--list", "--shape", "4096,8192,4096", "--shape",
                         "4096,4096,14336,linear_rs", NULL);
-  rp_expect(&r, 0, "8 configurations, 8 to run, 0 rejected", NULL);
+  rp_expect(&r, 0, "12 configurations, 12 to run, 0 rejected", NULL);
   assert_non_null(strstr(r.out, "shape       8192x4096 ag_linear"));
   assert_non_null(strstr(r.out, "4096   4096   7168  run")); /* linear_rs: K split over TP 2 */
   rp_free(&r);
@@ -329,26 +329,26 @@ static void test_matrix_planned(void **state) {
   rp_result r =
       tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
               "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
-  rp_expect(&r, 0, "2 cases, 8 configurations: 4 to run, 0 rejected, 4 planned (host of 2 GPUs)",
+  rp_expect(&r, 0, "2 cases, 12 configurations: 6 to run, 0 rejected, 6 planned (host of 2 GPUs)",
             NULL);
   assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 1 x tp 4); the host has 2"));
   assert_non_null(strstr(r.out, "  run\n"));
   rp_free(&r);
   r = tpbench("matrix", "--gpus", "4", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
               "seqlen=2048", "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
-  rp_expect(&r, 0, "8 to run, 0 rejected, 0 planned (host of 4 GPUs)", NULL);
+  rp_expect(&r, 0, "12 to run, 0 rejected, 0 planned (host of 4 GPUs)", NULL);
   rp_free(&r);
   /* dp 2 x tp 2: valid, planned for the runtime and the GPUs; never "run". */
   r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
               "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
               NULL);
-  rp_expect(&r, 0, "0 to run, 0 rejected, 4 planned", NULL);
+  rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned", NULL);
   assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime "
                                 "not implemented yet"));
   rp_free(&r);
   r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "w2", "--tokens",
               "4096", "--tp", "2,4", NULL);
-  rp_expect(&r, 0, "8 configurations, 4 to run, 0 rejected, 4 planned (host of 2 GPUs)", NULL);
+  rp_expect(&r, 0, "12 configurations, 6 to run, 0 rejected, 6 planned (host of 2 GPUs)", NULL);
   assert_non_null(strstr(r.out, "planned: needs 4 GPUs (tp 4); the host has 2"));
   rp_free(&r);
   rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--gpus: '0' is not a whole number in [1, 4096]",

@@ -340,6 +340,14 @@ static const name_case names[] = {
     {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL128", TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclDevKernel_Generic", TP_CAT_COMM, TP_KERNEL_NCCL},
+    /* NCCL 2.27+ symmetric kernels, on buffers in registered windows (stock nccl-window);
+     * names as src/device/symmetric/generate.py makes them */
+    {"ncclSymkDevKernel_AllGather_ST(ncclSymkDevWorkArgs4K)", TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"_Z30ncclSymkDevKernel_AllGather_LL21ncclSymkDevWorkArgs4K", TP_CAT_COMM, TP_KERNEL_NCCL},
+    {"ncclSymkDevKernel_ReduceScatter_LD_sum_bf16(ncclSymkDevWorkArgs4K)", TP_CAT_COMM,
+     TP_KERNEL_NCCL},
+    {"ncclSymkDevKernel_AllReduce_RSxLD_AGxST_sum_f32(ncclSymkDevWorkArgs4K)", TP_CAT_COMM,
+     TP_KERNEL_NCCL},
     /* NCCL before 2.19 */
     {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", TP_CAT_COMM, TP_KERNEL_NCCL},
     {"ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, unsigned long, ncclWork*)", TP_CAT_COMM,
@@ -531,6 +539,29 @@ static void test_evidence_confirms_each_schedule(void **state) {
     assert_int_equal(e.expected, 6);
     assert_non_null(strstr(e.message, "confirmed"));
   }
+}
+
+/* The stock variant on NCCL symmetric windows: NCCL's symmetric kernels are
+ * its transfers, a copy-engine push inside it is not; plain NCCL kernels
+ * count as well (NCCL picks per call). */
+static void test_evidence_nccl_window_symmetric_kernels(void **state) {
+  (void)state;
+  static const char *const sym_ag = "ncclSymkDevKernel_AllGather_ST(ncclSymkDevWorkArgs4K)";
+  tp_event ev[64];
+  size_t n = 0;
+  for (int it = 0; it < 3; ++it) {
+    uint64_t t0 = 1000 + (uint64_t)it * 1000;
+    ev[n++] = named_kernel(sym_ag, t0, t0 + 50);
+    ev[n++] = named_kernel(GEMM, t0 + 60, t0 + 90);
+  }
+  tp_evidence e;
+  tp_rc rc = tp_schedule_evidence(ev, n, 1000, 4000, "nccl-window", 3, 1, &e);
+  if (rc != TP_OK) fail_msg("nccl-window: %s", tp_last_error());
+  assert_int_equal(e.verdict, TP_VERDICT_CONFIRMED);
+  assert_int_equal(e.nccl_kernels, 3);
+  ev[n++] = copy(0, TP_COPY_PTOP, 1500, 1510);
+  assert_int_equal(tp_schedule_evidence(ev, n, 1000, 4000, "nccl-window", 3, 1, &e), TP_EINTERNAL);
+  assert_int_equal(e.peer_copies, 1);
 }
 
 static void test_evidence_wrong_count_is_an_error(void **state) {
@@ -934,6 +965,7 @@ int main(void) {
       cmocka_unit_test(test_classify_names),
       cmocka_unit_test(test_classify_copies_and_labels),
       cmocka_unit_test(test_evidence_confirms_each_schedule),
+      cmocka_unit_test(test_evidence_nccl_window_symmetric_kernels),
       cmocka_unit_test(test_evidence_wrong_count_is_an_error),
       cmocka_unit_test(test_evidence_foreign_fingerprints),
       cmocka_unit_test(test_evidence_counts_only_the_window),

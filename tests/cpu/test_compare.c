@@ -842,6 +842,83 @@ static void test_references_gate_only_when_asked(void **state) {
   json_decref(root);
 }
 
+/* ---- the faster stock: plain or on NCCL symmetric windows ----------------------------- */
+
+/* One case with stock and the collective alone in both variants, at the
+ * levels given (us): plain stock, window stock, dist_gemm, GEMM, comm,
+ * comm on windows. */
+static size_t window_case(fx_synth_config *c, double stock, double stock_window, double dist,
+                          double gemm, double comm, double comm_window) {
+  fx_synth_axes(&c[0], "op", "llama3-8b", "ag_linear", "qkv", "stock", NULL, "fwd");
+  fx_synth_axes(&c[1], "op", "llama3-8b", "ag_linear", "qkv", "stock", "nccl-window", "fwd");
+  fx_synth_axes(&c[2], "op", "llama3-8b", "ag_linear", "qkv", "dist_gemm", "ce", "fwd");
+  fx_synth_axes(&c[3], "gemm", "llama3-8b", "ag_linear", "qkv", "cublaslt", NULL, "fwd");
+  fx_synth_axes(&c[4], "comm", "llama3-8b", "ag_linear", "qkv", "nccl", NULL, "fwd");
+  fx_synth_axes(&c[5], "comm", "llama3-8b", "ag_linear", "qkv", "nccl", "nccl-window", "fwd");
+  const double levels[6] = {stock, stock_window, dist, gemm, comm, comm_window};
+  for (int i = 0; i < 6; i++) {
+    c[i].level_us = levels[i];
+    c[i].fused = i == 2 ? 1 : -1;
+  }
+  return 6;
+}
+
+/* A base run of the case c and a head run of head (the same case at other
+ * levels), compared: the dist_gemm row's JSON (root in *root_out). */
+static json_t *window_compare(const fixture *f, const char *name, const fx_synth_config *c,
+                              const fx_synth_config *head, size_t n, json_t **root_out) {
+  char db[600];
+  fx_path(&f->dir, name, db, sizeof db);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  fx_synth_run b = {.commit = "5555", .started_at = "2026-12-04T10:00:00Z", .seed = 901};
+  fx_synth_run h = {.commit = "6666", .started_at = "2026-12-04T10:20:00Z", .seed = 902};
+  assert_true(fx_put_synth_run(s, &b, c, n) > 0);
+  assert_true(fx_put_synth_run(s, &h, head, n) > 0);
+  tp_store_close(s);
+  tp_compare_summary sum;
+  tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                            .alpha = TP_COMPARE_DEFAULT_ALPHA};
+  json_t *root = parse(capture_on(db, "5555", "6666", &opt, TP_COMPARE_JSON, &sum, TP_OK));
+  *root_out = root;
+  return row_with(json_object_get(root, "rows"), "backend=dist_gemm;", ";proj=qkv;", NULL);
+}
+
+/* dist/stock divides by the faster stock and dist/bound takes the faster
+ * collective alone, as the throughput table does: plain stock and plain
+ * collective 25-30 % slower at head, the window variants (faster in both
+ * runs) unchanged, leave dist_gemm's ratios unchanged; a window variant that
+ * becomes the faster at head moves dist/stock, and the row says why. */
+static void test_faster_stock_is_the_reference(void **state) {
+  fixture *f = *state;
+  fx_synth_config c[6], h[6];
+  size_t n = window_case(c, 1000, 900, 800, 600, 700, 500);
+  /* plain stock 25 % slower at head, plain collective 30 % slower: no change to either ratio */
+  memcpy(h, c, sizeof h);
+  h[0].level_us *= 1.25;
+  h[4].level_us *= 1.30;
+  json_t *root = NULL;
+  json_t *row = window_compare(f, "window-a.db", c, h, n, &root);
+  json_t *vs_stock = measure_of(row, "vs_stock"), *vs_bound = measure_of(row, "vs_bound");
+  assert_string_equal(str(vs_stock, "verdict"), "unchanged"); /* plain: "improved", -20 % */
+  assert_near(json_real_value(json_object_get(vs_stock, "change")), 0.0, 0.02);
+  assert_string_equal(str(vs_bound, "verdict"), "unchanged"); /* plain: improved, -14 % */
+  assert_near(json_real_value(json_object_get(vs_bound, "change")), 0.0, 0.02);
+  assert_null(strstr(str(row, "note") ? str(row, "note") : "", "faster stock"));
+  json_decref(root);
+  /* window stock slower than plain in base (1100 against 1000), 20 % faster at head (880):
+   * head's faster stock is the window variant, and dist/stock rises 1000 / 880 - 1 */
+  n = window_case(c, 1000, 1100, 800, 600, 500, 700);
+  memcpy(h, c, sizeof h);
+  h[1].level_us *= 0.8;
+  row = window_compare(f, "window-b.db", c, h, n, &root);
+  vs_stock = measure_of(row, "vs_stock");
+  assert_string_equal(str(vs_stock, "verdict"), "regressed"); /* plain: unchanged */
+  assert_near(json_real_value(json_object_get(vs_stock, "change")), 1000.0 / 880.0 - 1.0, 0.03);
+  assert_non_null(strstr(str(row, "note"), "faster stock: plain in base, nccl-window in head"));
+  json_decref(root);
+}
+
 /* ---- runs from before rounds ----------------------------------------------------------- */
 
 /* The per-iteration database: no rounds, no stock references. Each run is
@@ -1364,6 +1441,7 @@ int main(void) {
       cmocka_unit_test(test_mixed_hardware_refused),
       cmocka_unit_test(test_filters),
       cmocka_unit_test(test_references_gate_only_when_asked),
+      cmocka_unit_test(test_faster_stock_is_the_reference),
       cmocka_unit_test(test_runs_before_rounds),
       cmocka_unit_test(test_history),
       cmocka_unit_test(test_trends),

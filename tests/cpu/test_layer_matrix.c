@@ -64,19 +64,24 @@ static void test_quick_preset(void **state) {
   expand_ok(&s, 2, &m);
   /* 2 models x 3 layers x 2 seqlens x 2 passes x 2 graph modes */
   assert_int_equal(m.n_cases, 48);
-  assert_int_equal(m.n_configs, 192);
-  assert_int_equal(tp_layer_runnable(&m), 192);
-  static const char *const kinds[] = {"layer", "layer", "gemm", "comm"};
-  static const tp_backend roles[] = {TP_BACKEND_STOCK, TP_BACKEND_DIST, TP_BACKEND_GEMM_ONLY,
-                                     TP_BACKEND_COMM_ONLY};
-  static const char *const backends[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
+  assert_int_equal(m.n_configs, 288);
+  assert_int_equal(tp_layer_runnable(&m), 288);
+  /* stock and the collectives alone in both variants: plain, and on NCCL windows */
+  static const char *const kinds[] = {"layer", "layer", "layer", "gemm", "comm", "comm"};
+  static const tp_backend roles[] = {TP_BACKEND_STOCK,     TP_BACKEND_STOCK,
+                                     TP_BACKEND_DIST,      TP_BACKEND_GEMM_ONLY,
+                                     TP_BACKEND_COMM_ONLY, TP_BACKEND_COMM_ONLY};
+  static const char *const backends[] = {"stock", "stock", "dist_gemm", "cublaslt", "nccl", "nccl"};
+  static const tp_schedule scheds[] = {TP_SCHED_AUTO, TP_SCHED_NCCL_WINDOW, TP_SCHED_AUTO,
+                                       TP_SCHED_AUTO, TP_SCHED_AUTO,        TP_SCHED_NCCL_WINDOW};
   for (int ci = 0; ci < m.n_cases; ++ci) {
     const tp_layer_case *c = &m.cases[ci];
-    assert_int_equal(c->n_configs, 4);
-    assert_int_equal(c->first_config, 4 * ci);
-    for (int j = 0; j < 4; ++j) {
+    assert_int_equal(c->n_configs, 6);
+    assert_int_equal(c->first_config, 6 * ci);
+    for (int j = 0; j < 6; ++j) {
       const tp_layer_config *cfg = &m.configs[c->first_config + j];
       assert_int_equal(cfg->backend, roles[j]);
+      assert_int_equal(cfg->schedule, scheds[j]);
       assert_int_equal(cfg->case_index, ci);
       assert_string_equal(cfg->axes.backend, backends[j]);
       assert_string_equal(cfg->axes.kind, kinds[j]);
@@ -88,8 +93,11 @@ static void test_quick_preset(void **state) {
       assert_null(cfg->axes.proj);
       assert_int_equal(cfg->axes.save_gathered, 0);
     }
-    assert_string_equal(m.configs[c->first_config + 1].axes.schedule, "auto");
-    assert_null(m.configs[c->first_config].axes.schedule);
+    assert_string_equal(m.configs[c->first_config + 2].axes.schedule, "auto");
+    assert_null(m.configs[c->first_config].axes.schedule); /* plain stock's key as before */
+    assert_string_equal(m.configs[c->first_config + 1].axes.schedule, "nccl-window");
+    assert_null(m.configs[c->first_config + 4].axes.schedule);
+    assert_string_equal(m.configs[c->first_config + 5].axes.schedule, "nccl-window");
   }
   /* Outermost first: model, layer, ...; graph innermost. */
   assert_string_equal(m.cases[0].model->name, "debug");
@@ -105,9 +113,11 @@ static void test_quick_preset(void **state) {
   assert_string_equal(tp_layer_name(m.cases[47].layer), "block");
   /* debug attention, 2048 tokens: QKV 2·2048·256·512 + core 4·2048²·8·32 + wo 2·2048·256·256 */
   assert_true(m.configs[0].flops == 536870912.0 + 4294967296.0 + 268435456.0);
-  assert_true(m.configs[8].flops == 3.0 * m.configs[0].flops); /* case 2: fwd+bwd */
-  assert_true(m.configs[3].flops == 0.0);                      /* the collectives alone */
-  assert_true(m.configs[2].flops == m.configs[0].flops);       /* the GEMMs alone */
+  assert_true(m.configs[12].flops == 3.0 * m.configs[0].flops); /* case 2: fwd+bwd */
+  assert_true(m.configs[4].flops == 0.0);                       /* the collectives alone */
+  assert_true(m.configs[5].flops == 0.0);
+  assert_true(m.configs[3].flops == m.configs[0].flops); /* the GEMMs alone */
+  assert_true(m.configs[1].flops == m.configs[0].flops); /* stock on windows */
   tp_layer_matrix_free(&m);
   assert_null(m.configs);
 }
@@ -119,9 +129,9 @@ static void test_full_preset(void **state) {
   tp_layer_matrix m;
   expand_ok(&s, 2, &m);
   /* 5 models x 3 layers x 2 dtypes x 2 batches x 2 seqlens x sp x pass x save x graph;
-   * per case stock, dist_gemm auto/ce/sm, GEMMs alone, collectives alone */
+   * per case stock x2, dist_gemm auto/ce/sm, GEMMs alone, collectives alone x2 */
   assert_int_equal(m.n_cases, 1920);
-  assert_int_equal(m.n_configs, 1920 * 6);
+  assert_int_equal(m.n_configs, 1920 * 8);
   int runnable = tp_layer_runnable(&m);
   printf("full: %d of %d configurations to run\n", runnable, m.n_configs);
   assert_true(runnable > 0 && runnable < m.n_configs);
@@ -184,7 +194,7 @@ static void test_case_rules(void **state) {
   one_case(
       spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=off", "tp=16", NULL), 2,
       &m);
-  assert_int_equal(tp_layer_runnable(&m), 4);
+  assert_int_equal(tp_layer_runnable(&m), 6);
   tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd", "graph=off", "tp=16",
                      NULL),
@@ -215,7 +225,7 @@ static void test_save_gathered_rules(void **state) {
   one_case(spec_with("model=debug", "layer=block", "seqlen=2048", "pass=fwd+bwd", "graph=on",
                      "save_gathered=on", NULL),
            2, &m);
-  assert_int_equal(tp_layer_runnable(&m), 4);
+  assert_int_equal(tp_layer_runnable(&m), 6);
   assert_int_equal(m.configs[0].axes.save_gathered, 1);
   assert_int_equal(m.configs[0].axes.graph, 1);
   tp_layer_matrix_free(&m);
@@ -259,17 +269,17 @@ static void test_chunks_and_schedules(void **state) {
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
                      "chunks=0,3,4,33", "schedule=auto,ce,sm,ring,multimem", NULL),
            2, &m);
-  /* stock, 5 schedules x 4 chunk counts, GEMMs, collectives */
-  assert_int_equal(m.n_configs, 1 + 20 + 2);
-  for (int i = 1; i <= 20; ++i) {
+  /* stock x2, 5 schedules x 4 chunk counts, GEMMs, collectives x2 */
+  assert_int_equal(m.n_configs, 2 + 20 + 3);
+  for (int i = 2; i <= 21; ++i) {
     const tp_layer_config *cfg = &m.configs[i];
     assert_int_equal(cfg->backend, TP_BACKEND_DIST);
     if (cfg->axes.chunks == 3) expect_reason(cfg, "tokens per rank 1024 not divisible by chunks 3");
     else if (cfg->axes.chunks == 33) expect_reason(cfg, "chunks 33 outside 1..32");
     else assert_false(cfg->rejected); /* multimem and ring: the kernels decide at plan time */
   }
-  assert_string_equal(m.configs[1].axes.schedule, "auto");
-  assert_int_equal(m.configs[2].axes.chunks, 3);
+  assert_string_equal(m.configs[2].axes.schedule, "auto");
+  assert_int_equal(m.configs[3].axes.chunks, 3);
   FILE *f = tmpfile();
   assert_non_null(f);
   tp_layer_matrix_print(&m, 2, f);
@@ -280,13 +290,15 @@ static void test_chunks_and_schedules(void **state) {
   assert_true(got > 0);
   assert_non_null(strstr(text, "dist_gemm multimem chunks=4"));
   assert_non_null(strstr(text, "the kernels decide at plan time"));
-  assert_non_null(strstr(text, "1 cases, 23 configurations: 13 to run, 10 rejected"));
+  assert_non_null(strstr(text, "1 cases, 25 configurations: 15 to run, 10 rejected"));
+  assert_non_null(strstr(text, "layer stock nccl-window"));
+  assert_non_null(strstr(text, "comm nccl nccl-window"));
   free(text);
   tp_layer_matrix_free(&m);
   one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
                      "backend=dist_gemm", NULL),
            2, &m);
-  assert_int_equal(m.n_configs, 3); /* no stock: dist_gemm and the two references */
+  assert_int_equal(m.n_configs, 4); /* no stock: dist_gemm, the GEMMs, both collectives alone */
   assert_int_equal(m.configs[0].backend, TP_BACKEND_DIST);
   tp_layer_matrix_free(&m);
 }
@@ -299,8 +311,9 @@ static void test_tp_default_and_list(void **state) {
   expand_ok(&s, 4, &m);
   assert_int_equal(m.configs[0].axes.tp, 4);
   tp_layer_matrix_free(&m);
+  /* plain stock only: four configurations a case, as the positions below say */
   s = spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", "tp=1,2,4",
-                NULL);
+                "stock=plain", NULL);
   expand_ok(&s, 8, &m);
   assert_int_equal(m.n_cases, 3);
   /* `run` on 2 GPUs rejects a smaller mesh and plans a larger one, with the reason. */
@@ -397,12 +410,12 @@ static void test_matrix_file(void **state) {
   assert_string_equal(tp_layer_name(m.cases[0].layer), "ffn");
   assert_int_equal(m.cases[0].sp, 1);
   assert_int_equal(m.cases[1].graph, 1);
-  assert_int_equal(m.cases[0].n_configs, 6); /* full's three schedules */
+  assert_int_equal(m.cases[0].n_configs, 8); /* full's three schedules, both stock variants */
   tp_layer_matrix_free(&m);
   /* --preset wins over the file's preset. */
   assert_int_equal(load_text(text, "quick", &s), TP_OK);
   expand_ok(&s, 2, &m);
-  assert_int_equal(m.cases[0].n_configs, 4);
+  assert_int_equal(m.cases[0].n_configs, 6);
   tp_layer_matrix_free(&m);
   /* No preset at all: quick. */
   assert_int_equal(load_text("{\"axes\": {\"seqlen\": 512}}", NULL, &s), TP_OK);
@@ -632,8 +645,8 @@ static void test_dp_mesh_expansion(void **state) {
   /* dp 1 still runs; nothing with dp 2 does. */
   for (int i = 0; i < m.n_configs; ++i)
     if (m.cases[m.configs[i].case_index].dp == 2) assert_true(m.configs[i].rejected);
-  assert_int_equal(tp_layer_runnable(&m), 2 + 4); /* tp 1: stock, gemm; tp 2: all four */
-  assert_int_equal(tp_layer_plan_host(&m, 2), 4); /* the 2 x 2 mesh's four */
+  assert_int_equal(tp_layer_runnable(&m), 3 + 6); /* tp 1: stock x2, gemm; tp 2: all six */
+  assert_int_equal(tp_layer_plan_host(&m, 2), 6); /* the 2 x 2 mesh's six */
   expect_planned(&m.configs[c->first_config],
                  "needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime not implemented yet");
   /* On a host of 4, it is planned for the runtime alone. */
@@ -642,8 +655,8 @@ static void test_dp_mesh_expansion(void **state) {
   assert_int_equal(tp_layer_plan_host(&m, 4), 0);
   expect_planned(&m.configs[m.cases[3].first_config], "FSDP runtime not implemented yet");
   assert_null(strstr(m.configs[m.cases[3].first_config].reason, "needs"));
-  assert_int_equal(tp_layer_planned(&m), 4 + 2);
-  assert_int_equal(tp_layer_rejected(&m), 4); /* tp 1 (dp 1 and 2): dist_gemm and comm */
+  assert_int_equal(tp_layer_planned(&m), 6 + 3);
+  assert_int_equal(tp_layer_rejected(&m), 6); /* tp 1 (dp 1 and 2): dist_gemm and comm x2 */
   tp_layer_matrix_free(&m);
 }
 
@@ -699,7 +712,7 @@ static void test_ac_rules(void **state) {
   tp_layer_matrix_free(&m);
   /* full without save_gathered runs at TP 1 (stock and the GEMMs alone); none is stored as none */
   tp_layer_spec s2 = spec_with("model=8b", "layer=block", "seqlen=4096", "pass=fwd+bwd",
-                               "graph=off", "tp=1", "ac=none,full", NULL);
+                               "graph=off", "tp=1", "ac=none,full", "stock=plain", NULL);
   expand_ok(&s2, 1, &m);
   assert_int_equal(m.n_cases, 2); /* ac is the innermost case axis */
   assert_int_equal(m.cases[0].ac, TP_AC_NONE);
@@ -717,13 +730,45 @@ static void test_ac_rules(void **state) {
   assert_non_null(strstr(tp_last_error(), "(valid: none, selective, full)"));
 }
 
+/* The stock axis of run: plain only is the matrix before the window variant;
+ * window only has no plain stock; the collectives alone follow it even
+ * without stock in the backends; an unknown variant is a usage error. */
+static void test_stock_axis(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "stock=plain", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 4);
+  for (int i = 0; i < m.n_configs; ++i)
+    assert_int_not_equal(m.configs[i].schedule, TP_SCHED_NCCL_WINDOW);
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "stock=window", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 4);
+  assert_int_equal(m.configs[0].backend, TP_BACKEND_STOCK);
+  assert_string_equal(m.configs[0].axes.schedule, "nccl-window");
+  assert_int_equal(m.configs[3].backend, TP_BACKEND_COMM_ONLY);
+  assert_string_equal(m.configs[3].axes.schedule, "nccl-window");
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "backend=dist_gemm", "stock=window", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 3); /* dist_gemm, the GEMMs, the collectives on windows */
+  assert_string_equal(m.configs[2].axes.schedule, "nccl-window");
+  tp_layer_matrix_free(&m);
+  expect_usage("stock=symmetric", "axis stock: unknown value 'symmetric' (valid: plain, window)");
+  expect_usage("stock=window,window", "axis stock: 'window' is listed twice");
+}
+
 /* `run` drops the planned configurations (listing each) and keeps the rest
  * with their cases renumbered: dp > 1 goes, every ac mode stays. */
 static void test_drop_planned(void **state) {
   (void)state;
   tp_layer_matrix m;
   tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd+bwd",
-                              "graph=off", "tp=2", "dp=2,1", "ac=none,full", NULL);
+                              "graph=off", "tp=2", "dp=2,1", "ac=none,full", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_configs, 16);
   char *text = NULL;
@@ -761,7 +806,7 @@ static void test_graph_mixed_expansion(void **state) {
   (void)state;
   tp_layer_matrix m;
   tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096,2048,8192", "pass=fwd",
-                              "graph=mixed", "tp=2", NULL);
+                              "graph=mixed", "tp=2", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_cases, 3);
   assert_int_equal(m.n_mixes, 1);
@@ -795,7 +840,7 @@ static void test_graph_mixed_expansion(void **state) {
   assert_null(m.mix_sizes);
   /* Beside eager cases: those keep their order; each mix stands where its first size stood. */
   s = spec_with("model=8b", "layer=ffn", "seqlen=2048,4096", "pass=fwd,fwd+bwd", "graph=off,mixed",
-                "tp=2", NULL);
+                "tp=2", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_cases, 8);
   assert_int_equal(m.n_mixes, 2);
@@ -835,29 +880,31 @@ static void test_graph_mixed_expansion(void **state) {
 static void test_graph_mixed_rules(void **state) {
   (void)state;
   tp_layer_matrix m;
-  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=mixed", NULL), 2,
-           &m);
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "pass=fwd", "graph=mixed",
+                     "stock=plain", NULL),
+           2, &m);
   for (int i = 0; i < m.n_configs; ++i)
     expect_reason(&m.configs[i], "graph=mixed captures one graph per size on one workspace: it "
                                  "needs 2 or more sizes (seqlen values), this mix has 1 (4096");
   tp_layer_matrix_free(&m);
   /* a rule over a plan: dp 2 alone would be planned */
   one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=mixed",
-                     "dp=2", NULL),
+                     "dp=2", "stock=plain", NULL),
            2, &m);
   expect_reason(first_of(&m, TP_BACKEND_STOCK), "needs 2 or more sizes");
   assert_false(first_of(&m, TP_BACKEND_STOCK)->planned);
   assert_int_equal(tp_layer_planned(&m), 0);
   tp_layer_matrix_free(&m);
-  tp_layer_spec s = spec_with("model=debug", "layer=ffn", "pass=fwd", "graph=mixed",
-                              "seqlen=256,512,768,1024,1280,1536,1792,2048,2304", NULL);
+  tp_layer_spec s =
+      spec_with("model=debug", "layer=ffn", "pass=fwd", "graph=mixed",
+                "seqlen=256,512,768,1024,1280,1536,1792,2048,2304", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   for (int i = 0; i < m.n_configs; ++i)
     expect_reason(&m.configs[i], "graph=mixed takes at most 8 sizes; this mix has 9");
   tp_layer_matrix_free(&m);
   /* 3 sizes x (stock, 5 schedules x 2 chunks, GEMMs, collectives) = 39 > 32 */
   s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=2048,4096,8192",
-                "schedule=auto,ce,sm,ring,multimem", "chunks=0,2", NULL);
+                "schedule=auto,ce,sm,ring,multimem", "chunks=0,2", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_configs, 39);
   for (int i = 0; i < m.n_configs; ++i)
@@ -865,14 +912,14 @@ static void test_graph_mixed_rules(void **state) {
   tp_layer_matrix_free(&m);
   /* Fewer schedules fit: 3 x 6 = 18 run, dist_gemm's sizes needing different workspaces. */
   s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=2048,4096,8192",
-                "schedule=auto,ce,sm", NULL);
+                "schedule=auto,ce,sm", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(tp_layer_runnable(&m), 18);
   tp_layer_matrix_free(&m);
   /* chunks 3 divides 3072 / 2 rows per rank, not 2048 / 2: dist_gemm chunks=3 is out at both
    * sizes, the rest of the mix runs. */
   s = spec_with("model=8b", "layer=ffn", "pass=fwd", "graph=mixed", "seqlen=3072,2048", "tp=2",
-                "chunks=3,0", NULL);
+                "chunks=3,0", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_cases, 2);
   const tp_layer_config *small = &m.configs[m.cases[0].first_config + 1];
@@ -906,7 +953,7 @@ static void test_graph_mixed_file_and_host(void **state) {
   tp_layer_spec s;
   assert_int_equal(load_text("{\"axes\": {\"model\": \"8b\", \"layer\": \"block\", \"seqlen\": "
                              "[2048, 4096], \"pass\": \"fwd\", \"graph\": \"mixed\", \"tp\": 1, "
-                             "\"dp\": [2, 1], \"batch\": 2}}",
+                             "\"dp\": [2, 1], \"batch\": 2, \"stock\": \"plain\"}}",
                              NULL, &s),
                    TP_OK);
   tp_layer_matrix m;
@@ -945,6 +992,7 @@ int main(void) {
       cmocka_unit_test(test_dist_gemm_rules),
       cmocka_unit_test(test_empty_spec_is_usage),
       cmocka_unit_test(test_chunks_and_schedules),
+      cmocka_unit_test(test_stock_axis),
       cmocka_unit_test(test_tp_default_and_list),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_matrix_file),

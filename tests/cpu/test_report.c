@@ -11,6 +11,10 @@
  *   D           llama3-70b linear_rs w2 fp32: stock 5000, dist 4000, GEMM failed
  *   E           ag_linear qkv at 4096 tokens: stock only
  * Run 1 (another commit) has one case: stock 3000, dist 2000.
+ * window.db holds a run with the stock variant on NCCL windows (schedule
+ * nccl-window) beside plain stock in every case, the faster of the two
+ * differing from case to case; the speedup and the bound must take the
+ * faster stock and the faster collective alone.
  * A third database (hostile.db) stores what an attacker would (formulas,
  * newlines, table pipes, <script>) in every text field: markdown, CSV and
  * JSON of the table and of history must keep it inert.
@@ -201,9 +205,9 @@ static int remove_fixture(void **state) {
     return 0;
   }
   char path[600];
-  const char *names[] = {"report.db",  "report.db-wal",  "report.db-shm",
-                         "empty.db",   "empty.db-wal",   "empty.db-shm",
-                         "hostile.db", "hostile.db-wal", "hostile.db-shm"};
+  const char *names[] = {"report.db",      "report.db-wal", "report.db-shm", "empty.db",
+                         "empty.db-wal",   "empty.db-shm",  "hostile.db",    "hostile.db-wal",
+                         "hostile.db-shm", "window.db",     "window.db-wal", "window.db-shm"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
     unlink(path);
@@ -984,6 +988,12 @@ static char *report_text(const fixture *f, const tp_report_filter *filter, tp_re
   return report_ok(f, filter, fmt);
 }
 
+/* f's dir/name into buf. */
+static const char *fx_path_of(const fixture *f, const char *name, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s/%s", f->dir, name);
+  return buf;
+}
+
 /* The stock configuration's own columns, named on request (the bf16-vs-fp8
  * table at TP 1, where only stock runs): tokens/s, peak memory and workspace
  * apart, and its worst check error (empty: the bf16 reference has none). */
@@ -1254,6 +1264,141 @@ static void test_toy_models_apart(void **state) {
   free(md);
 }
 
+/* ---- the faster stock: plain or on NCCL symmetric windows ----------------------------- */
+
+#define WINDOW_REFUSAL                                                                             \
+  "nccl-window: no NCCL symmetric windows on this communicator of 1 rank(s): ncclDevCommCreate "   \
+  "failed: invalid usage: Communicator does not support symmetric memory!"
+
+/* window.db: per case stock in both variants, the faster differing:
+ *   W1 qkv: stock 2000, stock window 1600, dist 1500, GEMM 1000, comm 1400, comm window 1100
+ *   W2 wo:  stock 1000, stock window 1200, dist 800,  GEMM 700,  comm 500,  comm window 900
+ *   W3 w2:  stock 900, stock window rejected (NCCL's refusal), dist 600
+ *   W4 qkv at 4096 tokens (stock only): stock 900, stock window 850 */
+static void build_window_db(const fixture *f, fixture *w) {
+  *w = *f;
+  snprintf(w->db, sizeof w->db, "%s/window.db", f->dir);
+  tp_store *store = NULL;
+  if (tp_store_open(w->db, 1, &store) != TP_OK) fail_msg("%s", tp_last_error());
+  int64_t run = begin(store, COMMIT_2);
+  tp_schedule_choice ce = {"ag_linear", "ce", "copy-engine", 2, "auto"};
+  tp_config_axes a = case_axes("llama3-8b", "ag_linear", "qkv", 8192, "bf16");
+  put(store, run, a, "op", "stock", NULL, 0, 2000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "op", "stock", "nccl-window", 0, 1600, TP_STATUS_OK, NULL, NULL, 0, 0.0);
+  put(store, run, a, "op", "dist_gemm", "auto", 0, 1500, TP_STATUS_OK, NULL, &ce, 1, 1e-3);
+  put(store, run, a, "gemm", "cublaslt", NULL, 0, 1000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "comm", "nccl", NULL, 0, 1400, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, a, "comm", "nccl", "nccl-window", 0, 1100, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  tp_config_axes b = case_axes("llama3-8b", "linear_rs", "wo", 8192, "bf16");
+  put(store, run, b, "op", "stock", NULL, 0, 1000, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, b, "op", "stock", "nccl-window", 0, 1200, TP_STATUS_OK, NULL, NULL, 0, 0.0);
+  put(store, run, b, "op", "dist_gemm", "auto", 0, 800, TP_STATUS_OK, NULL, &ce, 1, 1e-3);
+  put(store, run, b, "gemm", "cublaslt", NULL, 0, 700, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, b, "comm", "nccl", NULL, 0, 500, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, b, "comm", "nccl", "nccl-window", 0, 900, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  tp_config_axes c = case_axes("llama3-8b", "linear_rs", "w2", 8192, "bf16");
+  put(store, run, c, "op", "stock", NULL, 0, 900, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, c, "op", "stock", "nccl-window", 0, 0, TP_STATUS_REJECTED, WINDOW_REFUSAL, NULL,
+      0, NAN);
+  put(store, run, c, "op", "dist_gemm", "auto", 0, 600, TP_STATUS_OK, NULL, &ce, 1, 1e-3);
+  tp_config_axes d = case_axes("llama3-8b", "ag_linear", "qkv", 4096, "bf16");
+  put(store, run, d, "op", "stock", NULL, 0, 900, TP_STATUS_OK, NULL, NULL, 0, NAN);
+  put(store, run, d, "op", "stock", "nccl-window", 0, 850, TP_STATUS_OK, NULL, NULL, 0, 0.0);
+  assert_int_equal(tp_store_finish_run(store, run), TP_OK);
+  tp_store_close(store);
+}
+
+/* The speedup divides the faster stock, the bound takes the faster collective
+ * alone, both per row; the two stock times are shown; a rejected window
+ * variant leaves plain stock as the faster. Each figure below is one that
+ * the slower stock (or collective) would make different. */
+static void test_faster_stock_per_row(void **state) {
+  fixture w;
+  build_window_db(*state, &w);
+  json_t *root = report_json(&w, NULL);
+  json_t *rows = json_object_get(root, "rows");
+  assert_int_equal(json_array_size(rows), 4);
+  json_t *w1 = json_array_get(rows, 0), *w2 = json_array_get(rows, 1);
+  json_t *w3 = json_array_get(rows, 2), *w4 = json_array_get(rows, 3);
+  /* W1: the window variant is faster, stock and collective */
+  assert_close(jnum(w1, "stock_ms"), 2.0);
+  assert_close(jnum(w1, "stock_window_ms"), 1.6);
+  assert_close(jnum(w1, "best_stock_ms"), 1.6);
+  assert_string_equal(json_string_value(json_object_get(w1, "best_stock")), "window");
+  assert_close(jnum(w1, "speedup"), 1600.0 / 1500.0); /* not 2000 / 1500 */
+  assert_close(jnum(w1, "comm_ms"), 1.4);
+  assert_close(jnum(w1, "comm_window_ms"), 1.1);
+  assert_string_equal(json_string_value(json_object_get(w1, "best_comm")), "window");
+  assert_close(jnum(w1, "bound_ms"), 1.1); /* max(1.0, 1.1), not max(1.0, 1.4) */
+  assert_close(jnum(w1, "dist_over_bound"), 1500.0 / 1100.0);
+  /* the intervals are of the same ratios: against 1.6 ms, and the window collective */
+  assert_true(jnum(w1, "speedup_lo") <= 1600.0 / 1500.0 && jnum(w1, "speedup_hi") < 1.2);
+  assert_true(jnum(w1, "dist_over_bound_lo") > 1.25);
+  /* W2: plain is faster, stock and collective */
+  assert_close(jnum(w2, "stock_window_ms"), 1.2);
+  assert_string_equal(json_string_value(json_object_get(w2, "best_stock")), "plain");
+  assert_close(jnum(w2, "speedup"), 1000.0 / 800.0); /* not 1200 / 800 */
+  assert_string_equal(json_string_value(json_object_get(w2, "best_comm")), "plain");
+  assert_close(jnum(w2, "bound_ms"), 0.7); /* max(0.7, 0.5), not max(0.7, 0.9) */
+  /* W3: the window stock was refused: plain is the one, the refusal listed */
+  assert_true(json_is_null(json_object_get(w3, "stock_window_ms")));
+  assert_string_equal(json_string_value(json_object_get(w3, "best_stock")), "plain");
+  assert_close(jnum(w3, "speedup"), 1.5);
+  assert_true(json_is_number(json_object_get(w3, "stock_window_config_id")));
+  /* W4: stock alone (TP 1 style): both variants shown, no speedup */
+  assert_close(jnum(w4, "stock_ms"), 0.9);
+  assert_close(jnum(w4, "stock_window_ms"), 0.85);
+  assert_string_equal(json_string_value(json_object_get(w4, "best_stock")), "window");
+  assert_true(json_is_null(json_object_get(w4, "speedup")));
+  /* the headline: over W1, W2, W3 with their own faster stocks */
+  json_t *sum = json_object_get(root, "summary");
+  assert_int_equal(json_integer_value(json_object_get(sum, "rows")), 3);
+  assert_close(jnum(sum, "geomean_speedup"), pow((1600.0 / 1500) * 1.25 * 1.5, 1.0 / 3));
+  int refusal_listed = 0;
+  json_t *rejected = json_object_get(root, "rejected");
+  for (size_t i = 0; i < json_array_size(rejected); i++) {
+    const char *why = json_string_value(json_object_get(json_array_get(rejected, i), "reason"));
+    refusal_listed += why && strstr(why, "does not support symmetric memory") != NULL;
+  }
+  assert_int_equal(refusal_listed, 1);
+  json_decref(root);
+  /* what stock loses: the faster stock against its own variant's collective alone */
+  tp_report_filter lost = {.columns = "best_stock,stock_unaccounted_ms,stock_unaccounted_of_comm"};
+  root = report_json(&w, &lost);
+  w1 = json_array_get(json_object_get(root, "rows"), 0);
+  w2 = json_array_get(json_object_get(root, "rows"), 1);
+  assert_close(jnum(w1, "stock_unaccounted_ms"), 1.6 - 1.0 - 1.1);
+  assert_close(jnum(w1, "stock_unaccounted_of_comm"), (1.6 - 1.0 - 1.1) / 1.1);
+  assert_close(jnum(w2, "stock_unaccounted_ms"), 1.0 - 0.7 - 0.5);
+  json_decref(root);
+  /* markdown shows both stock times and which one the speedup used, and says so */
+  char *md = report_text(&w, NULL, TP_FMT_MARKDOWN);
+  assert_non_null(strstr(md, "| stock ms | stock window ms | best stock |"));
+  assert_non_null(strstr(md, "against the faster of the two per row"));
+  free(md);
+  char path[600];
+  const char *names[] = {"window.db", "window.db-wal", "window.db-shm"};
+  for (size_t i = 0; i < 3; i++) unlink(fx_path_of(&w, names[i], path, sizeof path));
+}
+
+/* A database without window rows reads as before: no window columns in the
+ * compact table, no word of them, the speedup against plain stock. */
+static void test_old_runs_read_as_before(void **state) {
+  fixture *f = *state;
+  char *md = report_text(f, NULL, TP_FMT_MARKDOWN);
+  assert_null(strstr(md, "stock window ms"));
+  assert_null(strstr(md, "best stock"));
+  assert_null(strstr(md, "faster of the two"));
+  free(md);
+  json_t *root = report_json(f, NULL);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  assert_true(json_is_null(json_object_get(row, "stock_window_ms")));
+  assert_string_equal(json_string_value(json_object_get(row, "best_stock")), "plain");
+  assert_close(jnum(row, "best_stock_ms"), jnum(row, "stock_ms"));
+  assert_close(jnum(row, "speedup"), 2000.0 / 1600.0);
+  json_decref(root);
+}
+
 /* A link probe's run: per transfer kind, nccl-tests' size, count, time,
  * algbw and busbw (the sample's run 4: 2 ranks, 8 MiB per rank). */
 static void test_link_run_table(void **state) {
@@ -1407,6 +1552,8 @@ int main(void) {
       cmocka_unit_test(test_key_prefix_ambiguous),
       cmocka_unit_test(test_sample_labels_unique),
       cmocka_unit_test(test_toy_models_apart),
+      cmocka_unit_test(test_faster_stock_per_row),
+      cmocka_unit_test(test_old_runs_read_as_before),
       cmocka_unit_test(test_link_run_table),
       cmocka_unit_test(test_runs),
   };
