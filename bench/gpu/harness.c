@@ -673,6 +673,26 @@ static void replay_order(const tp_harness *h, int round, int k, int *order) {
                  round_seed(h, round) * 0xff51afd7ed558ccdull + 0x6d69786564ull, order);
 }
 
+/* A member's `before` charged to its configuration, the ledger watching
+ * what it and the case hold together (as watched_window does for a plain
+ * window): its alloc_peak_bytes. The replays after it allocate nothing
+ * through the ledger (graph launches), so the peak of the window is this
+ * one's; one watch at a time, so the members' are taken in turn. */
+static tp_rc watched_before(entry_state *es) {
+  const tp_alloc_owner owners[2] = {CASE_OWNER, CONFIG_OWNER(&es->e->cfg)};
+  const tp_alloc_owner outer = tp_device_enter(owners[1]);
+  tp_rc rc = tp_device_watch_begin(owners, 2);
+  if (rc == TP_OK) {
+    rc = run_before(&es->s);
+    int64_t peak = 0;
+    const tp_rc watched = tp_device_watch_end(&peak);
+    if (rc == TP_OK) rc = watched;
+    if (peak > es->alloc_peak) es->alloc_peak = peak;
+  }
+  tp_device_leave(outer);
+  return rc;
+}
+
 /* `before` of every member, warm-up replays of each in turn, a host
  * barrier, then the members' replays in `order` back to back: one event
  * before the first and one after each, so dur[i] is replay i's time. A
@@ -687,7 +707,7 @@ static tp_rc time_mixed_window(tp_harness *h, entry_state **members, int k, cons
         g->rank == g->test_withhold_rank && members[m]->e->cfg.index == g->test_withhold_config;
   cudaEvent_t *ev = h->mixed_events;
   const double warmup_start = now_s();
-  for (int m = 0; m < k && !withhold; ++m) TP_TRY(run_before(&members[m]->s));
+  for (int m = 0; m < k && !withhold; ++m) TP_TRY(watched_before(members[m]));
   for (int w = 0; w < (withhold ? 0 : h->opts.warmup_iters); ++w)
     for (int m = 0; m < k; ++m) TP_TRY(one_step(&members[m]->s));
   TP_TRY(record_and_wait_for(h, g, warmup_start, timeout_s, "the warm-up window"));

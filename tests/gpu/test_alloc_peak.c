@@ -22,7 +22,11 @@
  *   op or layer and the GEMM alone) has alloc_peak_bytes equal to its
  *   case's tensors + its own buffers + its requests of the group's shared
  *   buffers computed here from plans made on the same GPU, and
- *   peak_mem_bytes (the driver's reading) at least that.
+ *   peak_mem_bytes (the driver's reading) at least that;
+ * - `tpbench run --axis graph=mixed` (debug ffn fwd+bwd, seqlen 128 and 256,
+ *   one mix measured as one case): every configuration has alloc_peak_bytes
+ *   too (mixed windows watch the ledger like plain ones), both sizes'
+ *   tensors counted (they live at once, under the case's owner).
  *
  * A tensor added to block.h or to the ops' case buffers must be added to
  * the sums here: that is the point. Exit 77 (skipped) without a GPU.
@@ -56,7 +60,7 @@
 static const tp_alloc_owner CASE_OWNER = {TP_ALLOC_CASE, 0};
 static const tp_alloc_owner TEST_CONFIG = {TP_ALLOC_CONFIG, 100000};
 
-static char ops_db[256], run_db[256];
+static char ops_db[256], run_db[256], mix_db[256];
 
 /* ---- checks inside the GPU worker (no cmocka there: a forked process) ------------------ */
 
@@ -429,6 +433,40 @@ static void recorded(tp_group *g, const char *path, int want_rows, int is_ops) {
   }
 }
 
+enum { MIX_SIZES = 2 };
+static const int64_t mix_seqlens[MIX_SIZES] = {128, 256};
+
+/* A graph=mixed configuration: as run_expected, with the tensors of every
+ * size of its mix (allocated together under the case's owner). */
+static void recorded_mix(tp_group *g, const char *path, int want_rows) {
+  db_row rows[MAX_ROWS];
+  int n = 0;
+  if (read_rows(path, rows, MAX_ROWS, &n) != 0) {
+    check(0, "%s readable", path);
+    return;
+  }
+  check(n == want_rows, "run graph=mixed: %d configurations ok (want %d)", n, want_rows);
+  for (int i = 0; i < n; ++i) {
+    const db_row *r = &rows[i];
+    int64_t want = run_expected(g, r);
+    for (int k = 0; want > 0 && k < MIX_SIZES; ++k) {
+      if (mix_seqlens[k] == r->seqlen) continue;
+      tp_block_shape shape = shape_of(r->model, TP_LAYER_FFN, r->batch, mix_seqlens[k], 1);
+      tp_block_plan other;
+      if (tp_block_plan_make(g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &other) != TP_OK) {
+        printf("block plan: %s\n", tp_last_message());
+        want = -1;
+        break;
+      }
+      want += block_case_bytes(&other);
+    }
+    check(r->tp == 1 && r->have_alloc && want > 0 && r->alloc_peak == want,
+          "graph=mixed %s %s T=%lld: alloc_peak_bytes %s %lld, from the plans %lld", r->kind,
+          r->layer, (long long)r->tokens, r->have_alloc ? "" : "NULL", (long long)r->alloc_peak,
+          (long long)want);
+  }
+}
+
 static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
@@ -437,6 +475,7 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   block_case(g);
   recorded(g, ops_db, 16, 1);
   recorded(g, run_db, 8, 0);
+  recorded_mix(g, mix_db, 2 * MIX_SIZES); /* the stock layer and the GEMMs alone per size */
   fflush(stdout);
   return failures ? 1 : 0;
 }
@@ -459,6 +498,7 @@ static void test_alloc_peak_at_tp1(void **state) {
   assert_non_null(mkdtemp(dir));
   snprintf(ops_db, sizeof ops_db, "%s/ops.db", dir);
   snprintf(run_db, sizeof run_db, "%s/run.db", dir);
+  snprintf(mix_db, sizeof mix_db, "%s/mix.db", dir);
   char *ops[] = {TPBENCH_EXE, "ops",      "--gpus",   "1",           "--tp",     "1",
                  "--models",  "debug",    "--projs",  "qkv,w13",     "--tokens", "512",
                  "--dtype",   "bf16,fp8", "--pass",   "fwd,fwd+bwd", "--warmup", "2",
@@ -471,11 +511,27 @@ static void test_alloc_peak_at_tp1(void **state) {
                  "--warmup",  "2",           "--iters", "5",
                  "--rounds",  "2",           "--quiet", "--db",
                  run_db,      NULL};
+  char *mix[] = {TPBENCH_EXE, "run",
+                 "--gpus",    "1",
+                 "--axis",    "model=debug",
+                 "--axis",    "layer=ffn",
+                 "--axis",    "seqlen=128,256",
+                 "--axis",    "pass=fwd+bwd",
+                 "--axis",    "graph=mixed",
+                 "--axis",    "tp=1",
+                 "--axis",    "stock=plain",
+                 "--warmup",  "2",
+                 "--iters",   "5",
+                 "--rounds",  "2",
+                 "--quiet",   "--db",
+                 mix_db,      NULL};
   run_tpbench("ops", ops);
   run_tpbench("run", run);
+  run_tpbench("run graph=mixed", mix);
   assert_int_equal(gpu_run_group(1, body, NULL), 0);
   unlink(ops_db);
   unlink(run_db);
+  unlink(mix_db);
   rmdir(dir);
 }
 
