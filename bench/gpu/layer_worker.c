@@ -547,6 +547,8 @@ static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
 
 _Static_assert((int)TP_LAYER_MAX_MIX_CONFIGS <= (int)TP_HARNESS_MAX_CASE,
                "a graph mix is measured as one harness case");
+_Static_assert((int)TP_LAYER_MAX_WINDOWS == (int)TP_MAX_WINDOWS,
+               "the matrix's window rule counts the group's table");
 
 /* The cases measured together from ci (*n of them, *together 1): one, or the
  * sizes of its graph mix (graph=mixed) when the mix is within the matrix's

@@ -683,6 +683,40 @@ static void reject_in_mix(tp_layer_config *cfg, const char *why) {
 /* Whether a rule (not a plan) rejects cfg. */
 static int rule_rejects(const tp_layer_config *cfg) { return cfg->rejected && !cfg->planned; }
 
+/* NCCL symmetric windows a nccl-window configuration of case c holds while
+ * its case is measured (bench/gpu/layer_worker.c): the stock layer its
+ * tensors' one; the collectives alone that one and a scratch window per
+ * projection (the layers' 2 or 4). */
+static int config_windows(const tp_layer_case *c, const tp_layer_config *cfg) {
+  if (cfg->rejected || cfg->schedule != TP_SCHED_NCCL_WINDOW) return 0;
+  if (cfg->backend != TP_BACKEND_COMM_ONLY) return 1;
+  return 1 + (c->layer == TP_LAYER_BLOCK ? 4 : 2);
+}
+
+/* A mix's nccl-window configurations live at once (its sizes are one case):
+ * their windows and the group's window scratch must fit the group's table
+ * (TP_LAYER_MAX_WINDOWS), or the last of them would fail at prepare. */
+static void mix_window_rule(tp_layer_matrix *m, int first, int n, const char *sizes) {
+  int windows = 1; /* the group's window scratch */
+  for (int k = 0; k < n; ++k) {
+    const tp_layer_case *c = &m->cases[first + k];
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+      windows += config_windows(c, &m->configs[i]);
+  }
+  if (windows <= TP_LAYER_MAX_WINDOWS) return;
+  char why[320];
+  snprintf(why, sizeof why,
+           "graph=mixed among %s: the mix's nccl-window configurations need %d NCCL symmetric "
+           "windows at once (their tensors, the collectives' scratches, the group's), more than "
+           "%d a group holds (fewer sizes, or stock=plain)",
+           sizes, windows, TP_LAYER_MAX_WINDOWS);
+  for (int k = 0; k < n; ++k) {
+    const tp_layer_case *c = &m->cases[first + k];
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+      if (m->configs[i].schedule == TP_SCHED_NCCL_WINDOW) reject_in_mix(&m->configs[i], why);
+  }
+}
+
 /* The rules of one mix: cases first..first+n-1 (every one laid out alike). */
 static void mix_rules(tp_layer_matrix *m, int first, int n, const char *sizes) {
   const int per_case = m->cases[first].n_configs;
@@ -722,6 +756,7 @@ static void mix_rules(tp_layer_matrix *m, int first, int n, const char *sizes) {
     for (int k = 0; k < n; ++k)
       reject_in_mix(&m->configs[m->cases[first + k].first_config + j], why);
   }
+  mix_window_rule(m, first, n, sizes);
 }
 
 /* "2048,4096": the token counts of cases first..first+n-1. */

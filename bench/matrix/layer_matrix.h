@@ -141,6 +141,10 @@ typedef struct tp_layer_config {
  * bench/gpu/harness.h, TP_HARNESS_MAX_CASE). */
 enum { TP_LAYER_MAX_GRAPH_SIZES = 8, TP_LAYER_MAX_MIX_CONFIGS = 32, TP_LAYER_SIZES_TEXT = 128 };
 
+/* The NCCL symmetric windows a TP group holds at once (kernels/tp_group.h's
+ * TP_MAX_WINDOWS; layer_worker.c asserts they agree). */
+enum { TP_LAYER_MAX_WINDOWS = 32 };
+
 typedef struct tp_layer_matrix {
   tp_model_preset *models; /* the models the cases point to, owned */
   int n_models;
@@ -183,7 +187,9 @@ typedef struct tp_layer_matrix {
  *     sizes (seqlen values), or whose mix holds more than
  *     TP_LAYER_MAX_MIX_CONFIGS configurations; a configuration of a mix
  *     whose counterpart at another size (same backend, schedule, chunks) a
- *     rule rejects (the mix its graph_sizes names could not run whole).
+ *     rule rejects (the mix its graph_sizes names could not run whole);
+ *     the nccl-window configurations of a mix whose windows, all held at
+ *     once, would be more than TP_LAYER_MAX_WINDOWS.
  *     dist_gemm schedules whose sizes need different workspaces are fine:
  *     the warm-up grows the one workspace to the largest.
  * And planned, after the rules: dp > 1 (no FSDP runtime yet). Every ac mode

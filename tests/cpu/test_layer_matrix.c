@@ -939,6 +939,31 @@ static void test_graph_mixed_rules(void **state) {
   expect_reason(&m.configs[m.cases[1].first_config],
                 "its 3000-token size is rejected: seqlen 3000 not divisible by TP 16");
   tp_layer_matrix_free(&m);
+  /* The nccl-window configurations of a block mix at TP 2: 6 sizes x (the stock layer's tensors'
+   * window, the collectives' and their 4 scratches') + the group's window scratch = 37 windows
+   * at once, more than a group's 32: those are rejected, the plain ones run; 5 sizes fit (31). */
+  s = spec_with("model=debug", "layer=block", "pass=fwd", "graph=mixed", "tp=2", "backend=stock",
+                "seqlen=256,512,768,1024,1280,1536", "stock=plain,window", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_configs, 30);
+  int windows = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    if (m.configs[i].schedule != TP_SCHED_NCCL_WINDOW) {
+      assert_false(m.configs[i].rejected);
+      continue;
+    }
+    windows++;
+    expect_reason(&m.configs[i], "graph=mixed among 256,512,768,1024,1280,1536: the mix's "
+                                 "nccl-window configurations need 37 NCCL symmetric windows");
+  }
+  assert_int_equal(windows, 12);
+  assert_int_equal(tp_layer_runnable(&m), 18);
+  tp_layer_matrix_free(&m);
+  s = spec_with("model=debug", "layer=block", "pass=fwd", "graph=mixed", "tp=2", "backend=stock",
+                "seqlen=256,512,768,1024,1280", "stock=plain,window", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(tp_layer_runnable(&m), 25);
+  tp_layer_matrix_free(&m);
   tp_layer_spec bad;
   assert_int_equal(tp_layer_spec_preset("quick", &bad), TP_OK);
   assert_int_equal(tp_layer_spec_assign(&bad, "graph=several"), TP_OK);
