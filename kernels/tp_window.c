@@ -66,9 +66,11 @@ tp_rc tp_window_alloc(tp_group *g, size_t bytes, void **out) {
   if (r != ncclSuccess) return nccl_failure(g, r, TP_ENCCL, "ncclMemAlloc");
   ncclWindow_t handle = NULL;
   tp_rc rc = register_window(g, base, size, &handle);
-  if (rc == TP_OK && cudaMemset(base, 0, size) != cudaSuccess) {
+  const cudaError_t zeroed = rc == TP_OK ? cudaMemset(base, 0, size) : cudaSuccess;
+  if (zeroed != cudaSuccess) {
     (void)cudaGetLastError();
-    rc = TP_FAIL(TP_ECUDA, "nccl-window: cudaMemset of a new window failed");
+    rc = TP_FAIL(TP_ECUDA, "nccl-window: cudaMemset of a new window of %zu bytes failed: %s", size,
+                 cudaGetErrorString(zeroed));
   }
   if (rc != TP_OK) {
     if (handle && ncclCommWindowDeregister(g->nccl, handle) != ncclSuccess)
