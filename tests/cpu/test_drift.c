@@ -131,6 +131,9 @@ static void test_rejections(void **state) {
       {{"--model", "gpt5"}, "--model"},
       {{"--model", "deepseek-v3-dense"}, "train --layer ffn"},
       {{"--repeat", "8", "--schedules", "auto,ce,sm,ring,multimem"}, "at most 16"},
+      /* a name twice would train one configuration twice under one key */
+      {{"--schedules", "ce,sm,ce"}, "--schedules: 'ce' is listed twice"},
+      {{"--rs-sum", "nccl,nccl"}, "--rs-sum: 'nccl' is listed twice"},
       {{"--show", "0"}, "--show: '0' is not a run id"},
       {{"--show", "last"}, "is not a run id"},
       {{"--gpus", "-1"}, "--gpus"},
