@@ -513,6 +513,25 @@ static void test_report_on_drift_runs(void **state) {
   r = tpbench("report", "--db", f->db, NULL); /* the latest run: the second drift run */
   rp_expect(&r, 0, "(again)", NULL);
   rp_free(&r);
+  /* what the drift table cannot honour is refused with the reason (JSON read "run N has no op
+   * configurations"; a filter or --columns was ignored, the whole table printed) */
+  r = tpbench("report", "--db", f->db, "--run", run, "--format", "json", NULL);
+  rp_expect(&r, 2, NULL, "is a drift run: its table is markdown or CSV");
+  assert_string_equal(r.out, "");
+  rp_free(&r);
+  static const char *const table_options[][2] = {{"--model", "70b"},
+                                                 {"--layer", "ffn"},
+                                                 {"--pass", "fwd"},
+                                                 {"--dtype", "fp32"},
+                                                 {"--columns", "speedup"}};
+  for (size_t i = 0; i < sizeof table_options / sizeof table_options[0]; i++) {
+    r = tpbench("report", "--db", f->db, "--run", run, table_options[i][0], table_options[i][1],
+                NULL);
+    rp_expect(&r, 2, NULL, table_options[i][0]);
+    assert_non_null(strstr(r.err, "applies to op and layer runs"));
+    assert_string_equal(r.out, "");
+    rp_free(&r);
+  }
   /* the layer run's throughput table: its own two rows and no drift row */
   snprintf(run, sizeof run, "%lld", (long long)f->layer_run);
   r = tpbench("report", "--db", f->db, "--run", run, NULL);
