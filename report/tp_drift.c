@@ -5,6 +5,7 @@
  */
 #include "report/tp_drift.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,15 @@ static tp_rc load_steps(tp_store *store, tp_drift_series *s) {
       break;
     }
     s->grad_norm = norm;
-    s->step[n] = sqlite3_column_int(st, 0);
+    const sqlite3_int64 number = sqlite3_column_int64(st, 0);
+    if (number < 0 || number > INT_MAX) { /* read as int, it would alias another step */
+      rc = TP_FAIL(TP_EFOREIGN,
+                   "%s: configuration %lld has drift step %lld: not a step tpbench writes (0 to "
+                   "%d)",
+                   tp_store_path(store), (long long)s->config_id, (long long)number, INT_MAX);
+      break;
+    }
+    s->step[n] = (int)number;
     s->loss[n] = column_real_or_nan(st, 1);
     s->grad_norm[n] = column_real_or_nan(st, 2);
     s->n_steps++;
