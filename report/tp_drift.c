@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,7 +243,11 @@ const char *tp_drift_match_name(tp_drift_match match) {
 
 tp_drift_match tp_drift_compare(double reference, double value) {
   if (!isfinite(reference) || !isfinite(value)) return TP_DRIFT_NONFINITE;
-  return memcmp(&reference, &value, sizeof value) == 0 ? TP_DRIFT_IDENTICAL : TP_DRIFT_DIFFERS;
+  /* bit for bit: -0.0 and 0.0 differ (both finite here, so no NaN payloads) */
+  uint64_t ref_bits = 0, value_bits = 0;
+  memcpy(&ref_bits, &reference, sizeof ref_bits);
+  memcpy(&value_bits, &value, sizeof value_bits);
+  return ref_bits == value_bits ? TP_DRIFT_IDENTICAL : TP_DRIFT_DIFFERS;
 }
 
 /* The index of step number `step` in s, -1 when it has none. */
