@@ -5,7 +5,9 @@
  */
 #include "report/tp_drift.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +97,15 @@ static tp_rc load_steps(tp_store *store, tp_drift_series *s) {
       break;
     }
     s->grad_norm = norm;
-    s->step[n] = sqlite3_column_int(st, 0);
+    const sqlite3_int64 number = sqlite3_column_int64(st, 0);
+    if (number < 0 || number > INT_MAX) { /* read as int, it would alias another step */
+      rc = TP_FAIL(TP_EFOREIGN,
+                   "%s: configuration %lld has drift step %lld: not a step tpbench writes (0 to "
+                   "%d)",
+                   tp_store_path(store), (long long)s->config_id, (long long)number, INT_MAX);
+      break;
+    }
+    s->step[n] = (int)number;
     s->loss[n] = column_real_or_nan(st, 1);
     s->grad_norm[n] = column_real_or_nan(st, 2);
     s->n_steps++;
@@ -233,7 +243,11 @@ const char *tp_drift_match_name(tp_drift_match match) {
 
 tp_drift_match tp_drift_compare(double reference, double value) {
   if (!isfinite(reference) || !isfinite(value)) return TP_DRIFT_NONFINITE;
-  return memcmp(&reference, &value, sizeof value) == 0 ? TP_DRIFT_IDENTICAL : TP_DRIFT_DIFFERS;
+  /* bit for bit: -0.0 and 0.0 differ (both finite here, so no NaN payloads) */
+  uint64_t ref_bits = 0, value_bits = 0;
+  memcpy(&ref_bits, &reference, sizeof ref_bits);
+  memcpy(&value_bits, &value, sizeof value_bits);
+  return ref_bits == value_bits ? TP_DRIFT_IDENTICAL : TP_DRIFT_DIFFERS;
 }
 
 /* The index of step number `step` in s, -1 when it has none. */

@@ -69,10 +69,10 @@ static tp_rc prepare(reader *r, const char *sql, sqlite3_stmt **stmt) {
 }
 
 static void free_config(config *c) {
-  char **strings[] = {&c->kind,   &c->backend,  &c->model,        &c->layer,
-                      &c->proj,   &c->schedule, &c->dtype,        &c->pass,
-                      &c->status, &c->reason,   &c->numerics_ref, &c->config_key,
-                      &c->ran,    &c->ac,       &c->graph_sizes,  &c->rs_sum};
+  char **strings[] = {&c->kind,         &c->backend,    &c->model, &c->layer,  &c->proj,
+                      &c->schedule,     &c->dtype,      &c->pass,  &c->status, &c->reason,
+                      &c->numerics_ref, &c->config_key, &c->ran,   &c->ac,     &c->graph_sizes,
+                      &c->rs_sum,       &c->numerics};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
   memset(c, 0, sizeof *c);
 }
@@ -120,7 +120,8 @@ enum {
   C_GRAPH_SIZES,
   C_RS_SUM,
   C_ACTIVATION,
-  C_ALLOC_PEAK
+  C_ALLOC_PEAK,
+  C_NUMERICS
 };
 
 static const char config_sql[] =
@@ -129,7 +130,7 @@ static const char config_sql[] =
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
     "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
     "config_results.config_id), rank_skew, host_stall_frac, peak_mem_bytes, dp, ac, graph_sizes, "
-    "rs_sum, activation_bytes, alloc_peak_bytes FROM config_results WHERE config_id = ?";
+    "rs_sum, activation_bytes, alloc_peak_bytes, numerics FROM config_results WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
   struct {
@@ -142,7 +143,7 @@ static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
                {C_STATUS, &c->status},  {C_REASON, &c->reason},
                {C_KEY, &c->config_key}, {C_REF, &c->numerics_ref},
                {C_AC, &c->ac},          {C_GRAPH_SIZES, &c->graph_sizes},
-               {C_RS_SUM, &c->rs_sum}};
+               {C_RS_SUM, &c->rs_sum},  {C_NUMERICS, &c->numerics}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     TP_TRY(dup_column(s, texts[i].col, texts[i].dst));
   return TP_OK;
@@ -504,12 +505,26 @@ static void free_report(report *rep) {
 
 /* ---- deriving ----------------------------------------------------------- */
 
+/* "ok", "failed" or "not checked". */
+static const char *evidence_state(const tp_trace_info *t) {
+  return t->evidence[0] ? t->evidence : t->evidence_ok ? "ok" : "failed";
+}
+
 int tp_report_ran_ok(const config *c) {
   return c->present && c->status && !strcmp(c->status, "ok") && c->has_result;
 }
 
+/* Whether a configuration's numerics or its schedule evidence failed: what
+ * compare's faster reference also refuses (its entries' ok). */
+static int failed_a_check(const config *c) {
+  if (c->numerics && !strcmp(c->numerics, "failed")) return 1;
+  return c->has_trace && !strcmp(evidence_state(&c->trace), "failed");
+}
+
 const config *tp_report_faster(const config *plain, const config *window) {
   const int p = tp_report_ran_ok(plain), w = tp_report_ran_ok(window);
+  if (p && w && failed_a_check(plain) != failed_a_check(window))
+    return failed_a_check(window) ? plain : window;
   if (p && w) return window->median_us < plain->median_us ? window : plain;
   return p ? plain : w ? window : NULL;
 }
@@ -557,11 +572,6 @@ static tp_rc derive_status(table_row *row) {
     else return TP_OK;
   }
   return row->note ? TP_OK : out_of_memory();
-}
-
-/* "ok", "failed" or "not checked". */
-static const char *evidence_state(const tp_trace_info *t) {
-  return t->evidence[0] ? t->evidence : t->evidence_ok ? "ok" : "failed";
 }
 
 /* "ok", or the state and what decided it ("failed: ...", "not checked: ..."). */
@@ -993,7 +1003,8 @@ static void write_markdown(FILE *out, const report *rep, const column_set *cols)
   if (rep->any_window)
     fputs("Stock runs in two variants, plain NCCL and the same NCCL collectives on symmetric "
           "windows (stock window ms; ncclMemAlloc + ncclCommWindowRegister): the speedup is "
-          "against the faster of the two per row (best stock), and the bound takes the faster "
+          "against the faster of the two per row (best stock; a variant whose numerics or schedule "
+          "evidence failed is not taken while the other passed), and the bound takes the faster "
           "collective alone.\n",
           out);
   md_summary(out, rep);

@@ -29,6 +29,7 @@ typedef struct {
   char *numerics_ref, *config_key;
   char *ran;                       /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
   char *ac, *graph_sizes, *rs_sum; /* schema 006's composition axes (NULL: default) */
+  char *numerics;                  /* results.numerics: "ok", "failed", ... (NULL: not compared) */
   int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered, dp;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
@@ -137,7 +138,10 @@ const config *tp_report_case_of(const table_row *row);
 
 /* The faster of a plain configuration and its nccl-window variant, by
  * median: the one that ran when only one did, plain on a tie; NULL when
- * neither ran. A database without window rows thus reads as before. */
+ * neither ran. Where both ran and only one failed its numerics or schedule
+ * evidence, the other (a variant that computed something else, or not on
+ * windows, is no baseline; compare's faster reference likewise). A database
+ * without window rows thus reads as before. */
 const config *tp_report_faster(const config *plain, const config *window);
 
 /* The configuration's axes, pointing into it (for tp_config_label). */

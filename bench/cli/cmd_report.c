@@ -100,10 +100,36 @@ static int drift_run(tp_store *store, const report_args *a) {
   return run > 0 && tp_drift_is_drift_run(store, run, &is_drift) == TP_OK && is_drift;
 }
 
-/* A drift run's report is its drift table (report/tp_drift.h). */
+/* The first option given that selects rows or columns of a throughput table, NULL when none. */
+static const char *table_option(const report_args *a) {
+  const struct {
+    const char *value, *name;
+  } table_options[] = {{a->model, "--model"},
+                       {a->layer, "--layer"},
+                       {a->pass, "--pass"},
+                       {a->dtype, "--dtype"},
+                       {a->columns, "--columns"}};
+  for (size_t i = 0; i < sizeof table_options / sizeof table_options[0]; i++)
+    if (table_options[i].value) return table_options[i].name;
+  return NULL;
+}
+
+/* A drift run's report is its drift table (report/tp_drift.h): markdown or CSV, one shape per
+ * run, fixed columns. An option the table cannot honour is refused, not ignored. */
 static tp_rc print_drift(tp_store *store, const report_args *a, tp_report_format fmt) {
+  const int64_t run_id = latest_run(store, a);
+  if (fmt == TP_FMT_JSON)
+    return TP_FAIL(TP_EUSAGE,
+                   "%s: run %lld is a drift run: its table is markdown or CSV (--format md|csv), "
+                   "no JSON",
+                   tp_store_path(store), (long long)run_id);
+  if (table_option(a))
+    return TP_FAIL(TP_EUSAGE,
+                   "%s: run %lld is a drift run: its table has one shape and fixed columns; %s "
+                   "applies to op and layer runs",
+                   tp_store_path(store), (long long)run_id, table_option(a));
   tp_drift_run run;
-  tp_rc rc = tp_drift_load(store, latest_run(store, a), &run);
+  tp_rc rc = tp_drift_load(store, run_id, &run);
   if (rc == TP_OK) rc = tp_drift_print(&run, fmt, stdout);
   tp_drift_run_free(&run);
   return rc;
@@ -126,7 +152,7 @@ static tp_rc print_report(const report_args *a) {
     tp_store_close(store);
     return rc;
   }
-  if (!openmetrics && fmt != TP_FMT_JSON && drift_run(store, a)) {
+  if (!openmetrics && drift_run(store, a)) {
     rc = print_drift(store, a, fmt);
     if (rc != TP_OK) tp_print_error("report");
     tp_store_close(store);

@@ -64,9 +64,24 @@ static tp_rc parse_show(tp_drift_args *a) {
   return TP_OK;
 }
 
+/* A name listed twice would train the same configuration twice under one key (as `run` and
+ * `ops`, refused; --repeat is how stock is trained again). */
+static tp_rc reject_repeats(const char *option, const tp_str_list *list) {
+  for (int i = 1; i < list->count; ++i)
+    for (int j = 0; j < i; ++j)
+      if (!strcmp(tp_str_list_at(list, i), tp_str_list_at(list, j))) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: '%.64s' is listed twice", option, tp_str_list_at(list, i));
+        return usage("%s", msg);
+      }
+  return TP_OK;
+}
+
 /* Every list item through its vocabulary (the table's choices let only its names through:
  * these parses cannot fail). */
 static tp_rc resolve_lists(tp_drift_args *a) {
+  TP_TRY(reject_repeats("--schedules", &a->schedule_names));
+  TP_TRY(reject_repeats("--rs-sum", &a->rs_sum_names));
   a->n_schedules = a->schedule_names.count;
   for (int i = 0; i < a->n_schedules; ++i) {
     int v = 0;

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "bench/cli/drift_args.h"
 #include "report/tp_drift.h"
 #include "store/tp_store.h"
@@ -131,6 +133,9 @@ static void test_rejections(void **state) {
       {{"--model", "gpt5"}, "--model"},
       {{"--model", "deepseek-v3-dense"}, "train --layer ffn"},
       {{"--repeat", "8", "--schedules", "auto,ce,sm,ring,multimem"}, "at most 16"},
+      /* a name twice would train one configuration twice under one key */
+      {{"--schedules", "ce,sm,ce"}, "--schedules: 'ce' is listed twice"},
+      {{"--rs-sum", "nccl,nccl"}, "--rs-sum: 'nccl' is listed twice"},
       {{"--show", "0"}, "--show: '0' is not a run id"},
       {{"--show", "last"}, "is not a run id"},
       {{"--gpus", "-1"}, "--gpus"},
@@ -388,6 +393,40 @@ static void test_load_and_judge(void **state) {
   tp_store_close(s);
 }
 
+/* A step number no `tpbench drift` writes (beyond an int, or negative past the CHECK) is
+ * refused with the configuration named: read as an int, 2^32 was step 0 again, and the table
+ * showed the real step 3 missing and step 0 twice. */
+static void test_hostile_step_numbers(void **state) {
+  (void)state;
+  static const char *const tamper[] = {
+      "UPDATE drift_steps SET step = 4294967296 WHERE step = 3 AND config_id = (SELECT max(id) "
+      "FROM configs WHERE status = 'ok')",
+      "PRAGMA ignore_check_constraints = 1; UPDATE drift_steps SET step = -5 WHERE step = 3 AND "
+      "config_id = (SELECT max(id) FROM configs WHERE status = 'ok')"};
+  for (size_t i = 0; i < sizeof tamper / sizeof tamper[0]; ++i) {
+    char db[] = "/tmp/tpbench-drift-hostile-XXXXXX";
+    int fd = mkstemp(db);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(db);
+    tp_store *s = NULL;
+    assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+    int64_t run = begin_run(s, "drift", "tpbench drift --model debug --gpus 2");
+    put_drift_run(s, run);
+    assert_int_equal(tp_store_finish_run(s, run), TP_OK);
+    assert_int_equal(sqlite3_exec(tp_store_db(s), tamper[i], NULL, NULL, NULL), SQLITE_OK);
+    tp_store_close(s);
+    assert_int_equal(tp_store_open_readonly(db, &s), TP_OK);
+    tp_drift_run loaded;
+    assert_int_equal(tp_drift_load(s, run, &loaded), TP_EFOREIGN);
+    assert_non_null(strstr(tp_last_message(), i ? "drift step -5" : "drift step 4294967296"));
+    assert_non_null(strstr(tp_last_message(), "not a step tpbench writes"));
+    tp_drift_run_free(&loaded);
+    tp_store_close(s);
+    remove_db(db);
+  }
+}
+
 static void test_show_markdown(void **state) {
   const fixture *f = *state;
   char run[24];
@@ -510,6 +549,25 @@ static void test_report_on_drift_runs(void **state) {
   r = tpbench("report", "--db", f->db, NULL); /* the latest run: the second drift run */
   rp_expect(&r, 0, "(again)", NULL);
   rp_free(&r);
+  /* what the drift table cannot honour is refused with the reason (JSON read "run N has no op
+   * configurations"; a filter or --columns was ignored, the whole table printed) */
+  r = tpbench("report", "--db", f->db, "--run", run, "--format", "json", NULL);
+  rp_expect(&r, 2, NULL, "is a drift run: its table is markdown or CSV");
+  assert_string_equal(r.out, "");
+  rp_free(&r);
+  static const char *const table_options[][2] = {{"--model", "70b"},
+                                                 {"--layer", "ffn"},
+                                                 {"--pass", "fwd"},
+                                                 {"--dtype", "fp32"},
+                                                 {"--columns", "speedup"}};
+  for (size_t i = 0; i < sizeof table_options / sizeof table_options[0]; i++) {
+    r = tpbench("report", "--db", f->db, "--run", run, table_options[i][0], table_options[i][1],
+                NULL);
+    rp_expect(&r, 2, NULL, table_options[i][0]);
+    assert_non_null(strstr(r.err, "applies to op and layer runs"));
+    assert_string_equal(r.out, "");
+    rp_free(&r);
+  }
   /* the layer run's throughput table: its own two rows and no drift row */
   snprintf(run, sizeof run, "%lld", (long long)f->layer_run);
   r = tpbench("report", "--db", f->db, "--run", run, NULL);
@@ -566,17 +624,12 @@ static void test_compare_history_dashboard(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults_resolve),
-      cmocka_unit_test(test_options_resolve),
-      cmocka_unit_test(test_rejections),
-      cmocka_unit_test(test_training_needs_a_gpu),
-      cmocka_unit_test(test_compare_bits),
-      cmocka_unit_test(test_load_and_judge),
-      cmocka_unit_test(test_show_markdown),
-      cmocka_unit_test(test_show_csv_round_trips),
-      cmocka_unit_test(test_verdicts),
-      cmocka_unit_test(test_report_on_drift_runs),
-      cmocka_unit_test(test_compare_history_dashboard),
+      cmocka_unit_test(test_defaults_resolve),     cmocka_unit_test(test_options_resolve),
+      cmocka_unit_test(test_rejections),           cmocka_unit_test(test_training_needs_a_gpu),
+      cmocka_unit_test(test_compare_bits),         cmocka_unit_test(test_load_and_judge),
+      cmocka_unit_test(test_hostile_step_numbers), cmocka_unit_test(test_show_markdown),
+      cmocka_unit_test(test_show_csv_round_trips), cmocka_unit_test(test_verdicts),
+      cmocka_unit_test(test_report_on_drift_runs), cmocka_unit_test(test_compare_history_dashboard),
   };
   return cmocka_run_group_tests(tests, setup_fixture, teardown_fixture);
 }

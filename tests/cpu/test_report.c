@@ -1381,6 +1381,47 @@ static void test_faster_stock_per_row(void **state) {
   for (size_t i = 0; i < 3; i++) unlink(fx_path_of(&w, names[i], path, sizeof path));
 }
 
+/* A faster variant whose numerics failed (it computed something else than
+ * plain stock) or whose trace contradicts its schedule is no baseline while
+ * the other variant passed, as compare's faster reference refuses it: W1's
+ * window stock (1600 against plain 2000) failed its numerics, W2's plain
+ * collective alone (500 against 900) its evidence; W4's window stock stays
+ * the faster (nothing failed there). */
+static void test_faster_stock_passed_its_checks(void **state) {
+  fixture w;
+  build_window_db(*state, &w);
+  tp_store *store = NULL;
+  if (tp_store_open(w.db, 1, &store) != TP_OK) fail_msg("%s", tp_last_error());
+  sqlite3 *db = tp_store_db(store);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "UPDATE results SET numerics = 'failed', numerics_reason = 'y: 12 elements "
+                   "differ from plain stock' WHERE config_id = (SELECT id FROM configs WHERE "
+                   "proj = 'qkv' AND tokens = 8192 AND kind = 'op' AND schedule = 'nccl-window');"
+                   "INSERT INTO traces (config_id, traced_iters, evidence_ok, evidence_message, "
+                   "evidence) SELECT id, 5, 0, 'no NCCL kernel in the collective''s range', "
+                   "'failed' FROM configs WHERE proj = 'wo' AND kind = 'comm' AND schedule IS NULL",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  tp_store_close(store);
+  json_t *root = report_json(&w, NULL);
+  json_t *rows = json_object_get(root, "rows");
+  json_t *w1 = json_array_get(rows, 0), *w2 = json_array_get(rows, 1),
+         *w4 = json_array_get(rows, 3);
+  assert_string_equal(json_string_value(json_object_get(w1, "best_stock")), "plain");
+  assert_close(jnum(w1, "best_stock_ms"), 2.0);
+  assert_close(jnum(w1, "speedup"), 2000.0 / 1500.0); /* not 1600 / 1500 */
+  assert_string_equal(json_string_value(json_object_get(w1, "best_comm")), "window");
+  assert_string_equal(json_string_value(json_object_get(w2, "best_comm")), "window");
+  assert_close(jnum(w2, "bound_ms"), 0.9); /* max(0.7, 0.9): the plain collective failed */
+  assert_string_equal(json_string_value(json_object_get(w2, "best_stock")), "plain");
+  assert_string_equal(json_string_value(json_object_get(w4, "best_stock")), "window");
+  json_decref(root);
+  char path[600];
+  const char *names[] = {"window.db", "window.db-wal", "window.db-shm"};
+  for (size_t i = 0; i < 3; i++) unlink(fx_path_of(&w, names[i], path, sizeof path));
+}
+
 /* A database without window rows reads as before: no window columns in the
  * compact table, no word of them, the speedup against plain stock. */
 static void test_old_runs_read_as_before(void **state) {
@@ -1553,6 +1594,7 @@ int main(void) {
       cmocka_unit_test(test_sample_labels_unique),
       cmocka_unit_test(test_toy_models_apart),
       cmocka_unit_test(test_faster_stock_per_row),
+      cmocka_unit_test(test_faster_stock_passed_its_checks),
       cmocka_unit_test(test_old_runs_read_as_before),
       cmocka_unit_test(test_link_run_table),
       cmocka_unit_test(test_runs),
