@@ -947,7 +947,7 @@ static void describe_row(const comparison *c, compare_row *row) {
       append_note(row, buf);
     }
   }
-  if (row->subject && e->fused == 0) append_note(row, "dist_gemm took the stock path");
+  if (row->subject && e && e->fused == 0) append_note(row, "dist_gemm took the stock path");
   if (row->subject && row->base_latest && row->head_latest && row->base_latest->fused >= 0 &&
       row->head_latest->fused >= 0 && row->base_latest->fused != row->head_latest->fused)
     append_note(row, row->head_latest->fused ? "path changed: stock path in base, fused in head"

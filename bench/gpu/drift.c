@@ -180,8 +180,9 @@ static tp_rc alloc_buffers(drift_state *st) {
   TP_TRY(device_alloc((void **)&st->sumsq, n * sizeof(double)));
   TP_TRY(device_alloc((void **)&st->all_sumsq, W * n * sizeof(double)));
   TP_TRY(device_alloc(&st->gain_gather, W * (size_t)p->shape.dim * elem_bytes(st)));
-  st->host_rows = malloc(T * sizeof(float));
-  st->host_sumsq = malloc(W * n * sizeof(double));
+  /* at least one element each: the shapes are never empty, but malloc(0) may return NULL */
+  st->host_rows = calloc(T ? T : 1, sizeof(float));
+  st->host_sumsq = calloc(W * n > 0 ? W * n : 1, sizeof(double));
   if (!st->host_rows || !st->host_sumsq)
     return TP_FAIL(TP_EOOM, "no host memory for the drift read-backs");
   return TP_OK;
@@ -263,6 +264,7 @@ static tp_rc loss_and_grad(drift_state *st, double *loss) {
   tp_group *g = st->g;
   tp_block_tensors *last = &st->layers[st->recipe->depth - 1];
   const double elements = (double)p->tokens * (double)p->shape.dim;
+  if (!st->host_rows) return TP_FAIL(TP_EINTERNAL, "drift: the loss's read-back buffer is missing");
   TP_CUDA(tp_launch_sq_err_row_sums(p->shape.dtype, last->y, st->target, p->local_rows,
                                     p->shape.dim, st->row_sums, g->main_stream));
   TP_NCCL(ncclAllGather(st->row_sums, st->all_rows, (size_t)p->local_rows, ncclFloat32, g->nccl,

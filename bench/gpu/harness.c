@@ -749,9 +749,11 @@ static tp_rc measure_mixed_window(tp_harness *h, entry_state *es, int n, int gro
                                   int position) {
   entry_state *members[TP_HARNESS_MAX_CASE];
   const int k = replay_members(es, n, group, members), total = k * h->opts.measure_iters;
+  if (k == 0) return TP_FAIL(TP_EINTERNAL, "replay group %d has no active member", group);
   TP_TRY(mixed_events(h, total + 1));
-  int *order = malloc(sizeof(int) * (size_t)total);
-  double *dur = malloc(sizeof(double) * (size_t)total * 2);
+  const size_t slots = total > 0 ? (size_t)total : 1; /* a group has members: never 0 */
+  int *order = malloc(sizeof(int) * slots);
+  double *dur = malloc(sizeof(double) * slots * 2);
   if (!order || !dur) {
     free(order);
     free(dur);

@@ -261,7 +261,8 @@ static tp_rc none_step_against(layer_item *it, tp_group *g, const tp_block_outpu
   for (int i = 0; i < n; ++i) TP_CUDA(tp_launch_poison(dt, out[i].ptr, out[i].count, s));
   TP_TRY(step_with_scratch(it, g, &r->none));
   for (int i = 0; i < n; ++i)
-    TP_CUDA(tp_launch_compare(dt, r->kept[i], out[i].ptr, out[i].count, r->acc + 5 * i, s));
+    TP_CUDA(
+        tp_launch_compare(dt, r->kept[i], out[i].ptr, out[i].count, r->acc + (ptrdiff_t)5 * i, s));
   for (int i = 0; i < n; ++i)
     TP_CUDA(cudaMemcpyAsync(out[i].ptr, r->kept[i], out[i].count * tp_dtype_bytes(dt),
                             cudaMemcpyDeviceToDevice, s));
@@ -326,7 +327,7 @@ static tp_rc ac_checks(layer_item *it, tp_group *g, tp_item_check *out, int max,
   release_run(&run);
   TP_TRY(rc);
   for (int i = 0; i < count; ++i) {
-    if (agreed == TP_OK) ac_check(it, &blk[i], host + 5 * i, &out[*n + i]);
+    if (agreed == TP_OK) ac_check(it, &blk[i], host + (ptrdiff_t)5 * i, &out[*n + i]);
     else ac_not_checked(&blk[i], why, &out[*n + i]);
   }
   *n += count;

@@ -774,7 +774,8 @@ static void join_tokens(const tp_layer_matrix *m, int first, int n, char *buf, s
  * into the configurations' axes and applies the mixes' rules. */
 static tp_rc group_mixes(const resolved *r, tp_layer_matrix *m) {
   if (index_of(r->names[A_GRAPH], r->count[A_GRAPH], "mixed") < 0) return TP_OK;
-  int *order = malloc((size_t)m->n_cases * sizeof *order);
+  /* zeroed, so an index mix_order did not write is case 0, never garbage */
+  int *order = calloc(m->n_cases > 0 ? (size_t)m->n_cases : 1, sizeof *order);
   if (!order) return TP_FAIL(TP_EOOM, "no memory to order the graph mixes");
   mix_order(r, m, order);
   tp_rc rc = reorder_cases(m, order);
@@ -784,7 +785,7 @@ static tp_rc group_mixes(const resolved *r, tp_layer_matrix *m) {
   for (int ci = 0; ci < m->n_cases; ++ci)
     n_mixes += m->cases[ci].graph_mixed &&
                (ci == 0 || m->cases[ci - 1].mix_group != m->cases[ci].mix_group);
-  m->mix_sizes = calloc((size_t)n_mixes, sizeof *m->mix_sizes);
+  m->mix_sizes = calloc(n_mixes > 0 ? (size_t)n_mixes : 1, sizeof *m->mix_sizes);
   if (!m->mix_sizes) return TP_FAIL(TP_EOOM, "no memory for %d graph mixes", n_mixes);
   for (int ci = 0; ci < m->n_cases;) {
     if (!m->cases[ci].graph_mixed) {

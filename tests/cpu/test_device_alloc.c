@@ -288,7 +288,7 @@ static void test_many_allocations_shuffled_frees(void **state) {
   assert_non_null(ptrs);
   int64_t want = 0;
   for (int i = 0; i < N; ++i) {
-    ptrs[i] = must_alloc(x, i % 2 ? CASE : CONFIG3, (size_t)(i + 1));
+    ptrs[i] = must_alloc(x, i % 2 ? CASE : CONFIG3, (size_t)i + 1);
     want += i + 1;
   }
   int64_t live = 0, count = 0;

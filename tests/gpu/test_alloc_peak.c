@@ -54,8 +54,10 @@
 #include "tests/cpu/run_program.h"
 #include "tests/gpu/gpu_harness.h"
 
-#define TPBENCH_EXE TP_BUILD_DIR "/tpbench"
-#define MIB (1024 * 1024)
+/* one literal, not a concatenation inside the argument lists */
+static char tpbench_exe[] = TP_BUILD_DIR "/tpbench";
+#define TPBENCH_EXE tpbench_exe
+#define MIB ((int64_t)1024 * 1024)
 
 static const tp_alloc_owner CASE_OWNER = {TP_ALLOC_CASE, 0};
 static const tp_alloc_owner TEST_CONFIG = {TP_ALLOC_CONFIG, 100000};

@@ -20,6 +20,7 @@
 
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,14 @@
 #include "kernels/tp_sum_chain.h"
 #include "kernels/tp_train.h"
 #include "tests/gpu/gpu_harness.h"
+
+/* Whether two doubles have the same 64 bits (-0.0 differs from 0.0, a NaN equals its copy). */
+static int same_bits(double a, double b) {
+  uint64_t x, y;
+  memcpy(&x, &a, sizeof x);
+  memcpy(&y, &b, sizeof y);
+  return x == y;
+}
 
 static int devices;
 
@@ -152,8 +161,7 @@ static int body_train_kernels(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   double want = 0;
   for (size_t i = 0; i < n; ++i)
     want += gpu_host_value(TP_BF16, hy, i) * gpu_host_value(TP_BF16, hy, i);
-  CHECK(memcmp(&got[0], &got[1], sizeof got[0]) == 0, "sum of squares: %.17g then %.17g", got[0],
-        got[1]);
+  CHECK(same_bits(got[0], got[1]), "sum of squares: %.17g then %.17g", got[0], got[1]);
   CHECK(fabs(got[0] - want) <= 1e-5 * want, "sum of squares %.9g, host %.9g", got[0], want);
   for (int64_t r = 0; r < rows; ++r) {
     double row = 0;
@@ -253,8 +261,6 @@ static trained train(tp_group *g, tp_rdzv *rdzv, const tp_drift_variant *v,
   if (out.rc != TP_OK) fprintf(stderr, "rank %d: training: %s\n", g->rank, tp_last_error());
   return out;
 }
-
-static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 /* Steps of a and b with the same 64 bits, loss and norm both. */
 static int identical_steps(const trained *a, const trained *b) {

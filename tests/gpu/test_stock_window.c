@@ -177,11 +177,11 @@ static int step(tp_group *g, const tp_linear_plan *p, const tensors *d) {
 static int same_bytes(const tp_group *g, const char *what, const void *a, const void *b,
                       size_t bytes) {
   char *ha = malloc(bytes), *hb = malloc(bytes);
-  int same = ha && hb && cudaMemcpy(ha, a, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-             cudaMemcpy(hb, b, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-             memcmp(ha, hb, bytes) == 0;
+  const int copied = ha && hb && cudaMemcpy(ha, a, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                     cudaMemcpy(hb, b, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+  int same = copied && memcmp(ha, hb, bytes) == 0;
   size_t first = 0;
-  while (!same && ha && hb && first < bytes && ha[first] == hb[first]) first++;
+  while (!same && copied && first < bytes && ha[first] == hb[first]) first++;
   if (!same)
     fprintf(stderr, "rank %d: %s: window and plain differ (first at byte %zu of %zu)\n", g->rank,
             what, first, bytes);
