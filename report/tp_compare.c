@@ -820,7 +820,9 @@ static tp_rc check_something_compared(comparison *c) {
                    "compare: nothing compared: the filters match no configuration of %s or %s",
                    base, head);
   if (c->n_rows == 0)
-    return TP_FAIL(TP_EUSAGE, "compare: nothing compared: %s and %s recorded no configuration",
+    return TP_FAIL(TP_EUSAGE,
+                   "compare: nothing compared: %s and %s recorded no configuration compare gates "
+                   "(a drift run's steps: tpbench drift --show RUN)",
                    base, head);
   return TP_FAIL(TP_EUSAGE,
                  "compare: nothing compared: %s and %s have no configuration in common%s (%zu "

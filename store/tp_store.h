@@ -502,6 +502,7 @@ typedef struct tp_import_stats {
   int runs_imported; /* ... copied into the store */
   int runs_present;  /* ... already in the store (same uuid): skipped */
   int64_t configs, samples, events;
+  int64_t drift_steps; /* rows of drift_steps copied (schema 006) */
 } tp_import_stats;
 
 /* Copies every run of the tpbench database at src_path that the store does

@@ -422,7 +422,10 @@ static tp_rc copy_details(tp_store *s, int64_t version, tp_import_stats *stats) 
   for (size_t i = 0; i < sizeof details / sizeof details[0]; i++) {
     const detail_table *d = &details[i];
     if (version < d->since) continue;
-    TP_TRY(copy_detail(s, d, version, strcmp(d->table, "samples") ? NULL : &stats->samples));
+    int64_t *count = !strcmp(d->table, "samples")       ? &stats->samples
+                     : !strcmp(d->table, "drift_steps") ? &stats->drift_steps
+                                                        : NULL;
+    TP_TRY(copy_detail(s, d, version, count));
   }
   if (version < 2) return TP_OK; /* the source has no traces */
   TP_TRY(copy_rows(s, copy_strings, "trace names", NULL));

@@ -66,10 +66,13 @@ static tp_rc import_all(const import_args *a) {
       tp_print_error("import");
       break;
     }
-    printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events), "
+    char drift[48] = ""; /* named only when there are any: other imports read as before */
+    if (st.drift_steps > 0)
+      snprintf(drift, sizeof drift, ", %lld drift steps", (long long)st.drift_steps);
+    printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events%s), "
            "%d already present\n",
            a->sources[i], st.runs_imported, st.runs_imported == 1 ? "" : "s", (long long)st.configs,
-           (long long)st.samples, (long long)st.events, st.runs_present);
+           (long long)st.samples, (long long)st.events, drift, st.runs_present);
   }
   tp_store_close(store);
   return rc;

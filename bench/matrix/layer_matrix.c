@@ -992,14 +992,19 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
     const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";
-    char among[TP_LAYER_SIZES_TEXT + 32];
-    if (!cfg->rejected && decided_at_plan_time(cfg)) {
-      note = " (the kernels decide at plan time whether this host runs it)";
-      ++plan_time;
-    } else if (!cfg->rejected && a->graph_sizes) {
+    char among[TP_LAYER_SIZES_TEXT + 96];
+    /* both said where both hold: a mix's configuration the kernels may still refuse */
+    const int at_plan = !cfg->rejected && decided_at_plan_time(cfg);
+    plan_time += at_plan;
+    static const char kernels_decide[] =
+        "the kernels decide at plan time whether this host runs it";
+    if (at_plan && a->graph_sizes)
+      snprintf(among, sizeof among, " (%s; replayed among %s tokens)", kernels_decide,
+               a->graph_sizes);
+    else if (at_plan) snprintf(among, sizeof among, " (%s)", kernels_decide);
+    else if (!cfg->rejected && a->graph_sizes)
       snprintf(among, sizeof among, " (replayed among %s tokens)", a->graph_sizes);
-      note = among;
-    }
+    if (at_plan || (!cfg->rejected && a->graph_sizes)) note = among;
     fprintf(
         out,
         "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10.1f  %s%s\n",

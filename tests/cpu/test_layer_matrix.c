@@ -873,6 +873,19 @@ static void test_graph_mixed_expansion(void **state) {
   assert_non_null(strstr(text, "run (replayed among 2048,4096 tokens)"));
   free(text);
   tp_layer_matrix_free(&m);
+  /* a mix's window stock: the kernels may still refuse it, and it is replayed among the sizes */
+  s = spec_with("model=8b", "layer=ffn", "seqlen=2048,4096", "pass=fwd", "graph=mixed", "tp=2",
+                "stock=window", NULL);
+  expand_ok(&s, 2, &m);
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_layer_matrix_print(&m, 2, f);
+  fclose(f);
+  assert_non_null(strstr(text, "stock nccl-window"));
+  assert_non_null(strstr(text, "run (the kernels decide at plan time whether this host runs it; "
+                               "replayed among 2048,4096 tokens)"));
+  free(text);
+  tp_layer_matrix_free(&m);
 }
 
 /* Its rules: 2 to 8 sizes, at most 32 configurations a mix, and a size a rule

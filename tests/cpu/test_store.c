@@ -900,6 +900,7 @@ static void test_composition_axes_and_drift(void **state) {
   tp_import_stats stats;
   memset(&stats, 0, sizeof stats);
   assert_int_equal(tp_store_import(dst, path_in(s, "comp.db"), &stats), TP_OK);
+  assert_int_equal(stats.drift_steps, 2);
   sqlite3 *db = tp_store_db(dst);
   assert_int_equal(raw_int(db, "SELECT count(*) FROM configs WHERE dp = 2 AND ac = 'selective' "
                                "AND graph_sizes = '2048,4096' AND rs_sum = 'nccl'"),
