@@ -520,3 +520,20 @@ tp_rc tp_drift_print(const tp_drift_run *run, tp_report_format fmt, FILE *out) {
   else return TP_FAIL(TP_EUSAGE, "drift: the table is markdown or CSV (no JSON)");
   return TP_OK;
 }
+
+tp_rc tp_drift_show_table(tp_store *store, int64_t run_id, tp_report_format fmt, FILE *out,
+                          FILE *err, int *status) {
+  tp_drift_run run;
+  tp_rc rc = tp_drift_load(store, run_id, &run);
+  if (rc == TP_OK) rc = tp_drift_print(&run, fmt, out);
+  if (rc == TP_OK) {
+    tp_drift_verdict verdict;
+    tp_drift_judge(&run, &verdict);
+    *status = tp_drift_exit_status(&verdict);
+    char why[160];
+    if (tp_drift_failure(&verdict, why, sizeof why))
+      fprintf(err, "tpbench drift: run %lld: %s\n", (long long)run.run_id, why);
+  }
+  tp_drift_run_free(&run);
+  return rc;
+}

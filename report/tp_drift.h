@@ -100,4 +100,11 @@ const char *tp_drift_failure(const tp_drift_verdict *verdict, char *buf, size_t 
  * TP_EUSAGE for JSON (not offered). */
 TP_MUST_CHECK tp_rc tp_drift_print(const tp_drift_run *run, tp_report_format fmt, FILE *out);
 
+/* `drift`'s ending, after a training run and for `drift --show`: loads run_id
+ * (tp_drift_load), prints its table on out, judges it, and where the verdict
+ * fails says why on err ("tpbench drift: run N: ..."). *status: the exit
+ * status the table calls for (tp_drift_exit_status), set when TP_OK. */
+TP_MUST_CHECK tp_rc tp_drift_show_table(tp_store *store, int64_t run_id, tp_report_format fmt,
+                                        FILE *out, FILE *err, int *status);
+
 #endif /* TP_DRIFT_H */

@@ -21,6 +21,7 @@
 #include "bench/cli/commands.h"
 #include "bench/cli/drift_args.h"
 #include "bench/gpu/drift.h"
+#include "bench/gpu/harness.h"
 #include "bench/gpu/job.h"
 #include "bench/gpu/plan_info.h"
 #include "bench/gpu/worker_group.h"
@@ -131,14 +132,7 @@ static tp_rc step_result(const drift_run *dr, const tp_block_plan *plan, tp_resu
   free(us);
   TP_TRY(rc);
   memset(res, 0, sizeof *res);
-  res->n_samples = n;
-  res->median_us = st.median;
-  res->p10_us = st.p10;
-  res->p90_us = st.p90;
-  res->mean_us = st.mean;
-  res->min_us = st.min;
-  res->max_us = st.max;
-  res->cv = st.cv;
+  tp_result_set_stats(res, &st);
   res->tokens_per_s = (double)plan->tokens / (st.median * 1e-6);
   res->tflops = NAN;
   res->bytes_moved = (double)plan->comm_bytes * dr->job->recipe.depth;
@@ -237,23 +231,10 @@ static tp_rc begin_run(drift_run *dr) {
 /* Rank 0: the table from the database, and the exit status it calls for. */
 static int print_table(const drift_run *dr) {
   tp_report_format fmt = TP_FMT_MARKDOWN;
-  tp_drift_run run;
-  tp_rc rc = tp_report_format_parse(dr->job->args.format, &fmt);
-  if (rc == TP_OK) rc = tp_drift_load(dr->store, dr->run_id, &run);
-  else memset(&run, 0, sizeof run);
-  if (rc == TP_OK) rc = tp_drift_print(&run, fmt, stdout);
   int status = TP_EXIT_FAILURE;
-  if (rc == TP_OK) {
-    tp_drift_verdict verdict;
-    tp_drift_judge(&run, &verdict);
-    status = tp_drift_exit_status(&verdict);
-    char why[160];
-    if (tp_drift_failure(&verdict, why, sizeof why))
-      fprintf(stderr, "tpbench drift: run %lld: %s\n", (long long)run.run_id, why);
-  } else {
-    fprintf(stderr, "tpbench drift: the table: %s\n", tp_last_message());
-  }
-  tp_drift_run_free(&run);
+  tp_rc rc = tp_report_format_parse(dr->job->args.format, &fmt);
+  if (rc == TP_OK) rc = tp_drift_show_table(dr->store, dr->run_id, fmt, stdout, stderr, &status);
+  if (rc != TP_OK) fprintf(stderr, "tpbench drift: the table: %s\n", tp_last_message());
   fflush(stdout);
   return status;
 }

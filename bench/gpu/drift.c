@@ -202,23 +202,21 @@ static tp_rc setup(drift_state *st) {
   return TP_OK;
 }
 
-static void free_device(void *p) { tp_device_release(p); }
-
 static void teardown(drift_state *st) {
   if (cudaStreamSynchronize(st->g->main_stream) != cudaSuccess) (void)cudaGetLastError();
   for (int i = 0; i < st->n_params; ++i) {
     drift_param *p = &st->params[i];
-    free_device(p->grad_sum);
-    free_device(p->master);
-    free_device(p->m);
-    free_device(p->v);
+    tp_device_release(p->grad_sum);
+    tp_device_release(p->master);
+    tp_device_release(p->m);
+    tp_device_release(p->v);
   }
   free(st->params);
   for (int i = 0; st->layers && i < st->recipe->depth; ++i) tp_block_free(&st->layers[i]);
   free(st->layers);
   void *const device[] = {st->target, st->row_sums,  st->all_rows,   st->partials,
                           st->sumsq,  st->all_sumsq, st->gain_gather};
-  for (size_t i = 0; i < sizeof device / sizeof device[0]; ++i) free_device(device[i]);
+  for (size_t i = 0; i < sizeof device / sizeof device[0]; ++i) tp_device_release(device[i]);
   free(st->host_rows);
   free(st->host_sumsq);
 }

@@ -577,18 +577,32 @@ static tp_rc keep_window(tp_harness *h, entry_state *es, int round, int position
   return TP_OK;
 }
 
-/* A timed window (time_window) charged to the configuration, the ledger
- * watching what it and the case hold together; the configuration keeps the
- * largest peak of its windows (alloc_peak_bytes, harness.h). */
-static tp_rc watched_window(tp_harness *h, entry_state *es, int withhold) {
+void tp_result_set_stats(tp_result *res, const tp_stats *st) {
+  res->n_samples = st->n;
+  res->median_us = st->median;
+  res->p10_us = st->p10;
+  res->p90_us = st->p90;
+  res->mean_us = st->mean;
+  res->min_us = st->min;
+  res->max_us = st->max;
+  res->cv = st->cv;
+}
+
+/* What runs under the ledger's watch: a timed window, or a mixed window's `before`. */
+typedef enum { WATCH_WINDOW, WATCH_BEFORE } watched_part;
+
+/* part of es charged to its configuration, the ledger watching what it and
+ * the case hold together; the configuration keeps the largest peak of its
+ * windows (alloc_peak_bytes, harness.h). One watch at a time. */
+static tp_rc watched(tp_harness *h, entry_state *es, watched_part part, int withhold) {
   const tp_alloc_owner owners[2] = {CASE_OWNER, CONFIG_OWNER(&es->e->cfg)};
   const tp_alloc_owner outer = tp_device_enter(owners[1]);
   tp_rc rc = tp_device_watch_begin(owners, 2);
   if (rc == TP_OK) {
-    rc = time_window(h, &es->s, withhold);
+    rc = part == WATCH_WINDOW ? time_window(h, &es->s, withhold) : run_before(&es->s);
     int64_t peak = 0;
-    const tp_rc watched = tp_device_watch_end(&peak);
-    if (rc == TP_OK) rc = watched;
+    const tp_rc watched_rc = tp_device_watch_end(&peak);
+    if (rc == TP_OK) rc = watched_rc;
     if (peak > es->alloc_peak) es->alloc_peak = peak;
   }
   tp_device_leave(outer);
@@ -604,7 +618,7 @@ static tp_rc measure_window(tp_harness *h, entry_state *es, int round, int posit
   const tp_group *g = h->ctx->group;
   const int withhold =
       g->rank == g->test_withhold_rank && es->e->cfg.index == g->test_withhold_config;
-  tp_rc rc = watched_window(h, es, withhold);
+  tp_rc rc = watched(h, es, WATCH_WINDOW, withhold);
   tp_watchdog_disarm(h->watchdog);
   note_memory(es);
   if (is_fatal(rc)) {
@@ -673,26 +687,6 @@ static void replay_order(const tp_harness *h, int round, int k, int *order) {
                  round_seed(h, round) * 0xff51afd7ed558ccdull + 0x6d69786564ull, order);
 }
 
-/* A member's `before` charged to its configuration, the ledger watching
- * what it and the case hold together (as watched_window does for a plain
- * window): its alloc_peak_bytes. The replays after it allocate nothing
- * through the ledger (graph launches), so the peak of the window is this
- * one's; one watch at a time, so the members' are taken in turn. */
-static tp_rc watched_before(entry_state *es) {
-  const tp_alloc_owner owners[2] = {CASE_OWNER, CONFIG_OWNER(&es->e->cfg)};
-  const tp_alloc_owner outer = tp_device_enter(owners[1]);
-  tp_rc rc = tp_device_watch_begin(owners, 2);
-  if (rc == TP_OK) {
-    rc = run_before(&es->s);
-    int64_t peak = 0;
-    const tp_rc watched = tp_device_watch_end(&peak);
-    if (rc == TP_OK) rc = watched;
-    if (peak > es->alloc_peak) es->alloc_peak = peak;
-  }
-  tp_device_leave(outer);
-  return rc;
-}
-
 /* `before` of every member, warm-up replays of each in turn, a host
  * barrier, then the members' replays in `order` back to back: one event
  * before the first and one after each, so dur[i] is replay i's time. A
@@ -707,7 +701,9 @@ static tp_rc time_mixed_window(tp_harness *h, entry_state **members, int k, cons
         g->rank == g->test_withhold_rank && members[m]->e->cfg.index == g->test_withhold_config;
   cudaEvent_t *ev = h->mixed_events;
   const double warmup_start = now_s();
-  for (int m = 0; m < k && !withhold; ++m) TP_TRY(watched_before(members[m]));
+  /* each member's `before` under its own watch (one at a time): the replays after it allocate
+   * nothing through the ledger, so a member's peak in the window is its before's */
+  for (int m = 0; m < k && !withhold; ++m) TP_TRY(watched(h, members[m], WATCH_BEFORE, 0));
   for (int w = 0; w < (withhold ? 0 : h->opts.warmup_iters); ++w)
     for (int m = 0; m < k; ++m) TP_TRY(one_step(&members[m]->s));
   TP_TRY(record_and_wait_for(h, g, warmup_start, timeout_s, "the warm-up window"));
@@ -863,14 +859,7 @@ static tp_rc fill_result(tp_harness *h, entry_state *es) {
   TP_TRY(rc);
   const tp_harness_config *cfg = &es->e->cfg;
   tp_result *res = &es->oc.result;
-  res->n_samples = st.n;
-  res->median_us = st.median;
-  res->p10_us = st.p10;
-  res->p90_us = st.p90;
-  res->mean_us = st.mean;
-  res->min_us = st.min;
-  res->max_us = st.max;
-  res->cv = st.cv;
+  tp_result_set_stats(res, &st);
   res->tokens_per_s = (double)cfg->axes->tokens / (st.median * 1e-6);
   res->flops = cfg->flops;
   res->tflops =

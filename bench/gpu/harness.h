@@ -89,6 +89,7 @@
 
 #include "bench/gpu/worker_group.h"
 #include "bench/stats/numerics.h"
+#include "bench/stats/stats.h"
 #include "collectors/tp_collector.h"
 #include "common/tp_vocab.h"
 #include "store/tp_store.h"
@@ -219,6 +220,10 @@ typedef struct tp_harness_options {
 } tp_harness_options;
 
 typedef struct tp_harness tp_harness;
+
+/* The per-iteration statistics of a measurement into res (n_samples, the
+ * median, p10, p90, mean, min, max, cv); the other fields are left alone. */
+void tp_result_set_stats(tp_result *res, const tp_stats *st);
 
 /* Collective. Allocates the timing state; rank 0 opens the database and
  * begins the run (or resumes opts->resume_run). Every rank learns whether

@@ -427,15 +427,7 @@ static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prep
 static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_block_fp8_verdict *v,
                            tp_item_check *out) {
   const tp_fp8_check *k = &v->sum;
-  memset(out, 0, sizeof *out);
-  snprintf(out->name, sizeof out->name, "%s:fp64", tp_block_proj_name(proj));
-  out->failed = k->nonfinite > 0 || k->outside > 0;
-  out->elements = (double)k->elements;
-  out->nonfinite = (double)k->nonfinite;
-  out->differ = (double)k->outside;
-  out->rel_err = k->rel_err;
-  out->max_abs_err = k->max_abs_err;
-  out->tolerance = k->rel_tol;
+  tp_fp8_check_as_item(k, tp_block_proj_name(proj), out);
   snprintf(out->reason, sizeof out->reason,
            "%s%s %s (%s) vs float64 products of the dequantized operands, %lld sampled: %lld "
            "outside the bound, %lld not finite, worst |err|/bound %.3g",

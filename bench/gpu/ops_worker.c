@@ -426,15 +426,8 @@ static void fp8_info(void *self, tp_item_info *info) {
 static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_check *k,
                           tp_item_check *out) {
   tp_item_check *judged = &out[0], *reported = &out[1];
-  memset(out, 0, 2 * sizeof *out);
-  snprintf(judged->name, sizeof judged->name, "%s:fp64", name);
-  judged->failed = k->nonfinite > 0 || k->outside > 0;
-  judged->elements = (double)k->elements;
-  judged->nonfinite = (double)k->nonfinite;
-  judged->differ = (double)k->outside;
-  judged->rel_err = k->rel_err;
-  judged->max_abs_err = k->max_abs_err;
-  judged->tolerance = k->rel_tol;
+  memset(reported, 0, sizeof *reported);
+  tp_fp8_check_as_item(k, name, judged);
   snprintf(judged->reason, sizeof judged->reason,
            "%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",

@@ -1,7 +1,11 @@
 /*
- * plan_info.c — the name of a plan's engine (see plan_info.h).
+ * plan_info.c — the name of a plan's engine and an fp8 projection's check as
+ * a record's (see plan_info.h).
  */
 #include "bench/gpu/plan_info.h"
+
+#include <stdio.h>
+#include <string.h>
 
 const char *tp_plan_engine(const tp_linear_plan *p) {
   if (p->backend == TP_BACKEND_GEMM_ONLY) return "cublaslt";
@@ -13,4 +17,16 @@ const char *tp_plan_engine(const tp_linear_plan *p) {
   case TP_SCHED_NCCL_WINDOW: return "nccl";
   default: return "none";
   }
+}
+
+void tp_fp8_check_as_item(const tp_fp8_check *k, const char *name, tp_item_check *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s:fp64", name);
+  out->failed = k->nonfinite > 0 || k->outside > 0;
+  out->elements = (double)k->elements;
+  out->nonfinite = (double)k->nonfinite;
+  out->differ = (double)k->outside;
+  out->rel_err = k->rel_err;
+  out->max_abs_err = k->max_abs_err;
+  out->tolerance = k->rel_tol;
 }
