@@ -334,6 +334,18 @@
 
   /* ---- the table ------------------------------------------------------------------ */
 
+  /* The switches away from their defaults, as the report's options column says them, so rows
+   * that differ only there (graph=on beside graph=mixed, ac modes) can be told apart. */
+  function rowOptions(r) {
+    var words = [r.sp === false ? "no-sp" : "sp"];
+    if (r.dp > 1) words.push("dp" + r.dp);
+    if (r.ac && r.ac !== "none") words.push("ac-" + r.ac);
+    if (r.graph) words.push("graph");
+    if (r.save_gathered) words.push("save-gathered");
+    if (r.graph_sizes) words.push("among " + r.graph_sizes);
+    return words.join(" ");
+  }
+
   var COLUMNS = [
     { title: "model", get: function (r) { return r.model; } },
     { title: "op", get: function (r) { return r.layer; } },
@@ -342,6 +354,7 @@
     { title: "tokens", get: function (r) { return r.tokens; } },
     { title: "dtype", get: function (r) { return r.dtype; } },
     { title: "pass", get: function (r) { return r.pass; } },
+    { title: "options", get: rowOptions },
     { title: "schedule", get: function (r) { return r.schedule || r.schedule_requested; } },
     { title: "stock ms", key: "stock_ms", digits: 3 },
     { title: "stock window ms", key: "stock_window_ms", digits: 3 },
