@@ -50,8 +50,7 @@ tp_rc tp_agree_alloc(tp_agree_exchange_fn exchange, void *ctx, int rank, int wor
   return TP_FAIL((tp_rc)all[first].rc,
                  "%s of %zu bytes failed on rank%s %s of %d: rank %d: %s; every rank frees what "
                  "it allocated",
-                 what, bytes, strchr(ranks, ',') ? "s" : "", ranks, world, first,
-                 all[first].text);
+                 what, bytes, strchr(ranks, ',') ? "s" : "", ranks, world, first, all[first].text);
 }
 
 /* ---- the planted failure -------------------------------------------------------------- */
@@ -86,7 +85,6 @@ int tp_fail_alloc_hits(const tp_fail_alloc *k, int rank, size_t bytes) {
 tp_rc tp_fail_alloc_check(const tp_fail_alloc *k, int rank, const char *what, size_t bytes) {
   if (!tp_fail_alloc_hits(k, rank, bytes)) return TP_OK;
   return TP_FAIL(TP_EOOM,
-                 "%s of %zu bytes on rank %d: the planted failure of %s=%d:%" PRIu64
-                 " (test only)",
+                 "%s of %zu bytes on rank %d: the planted failure of %s=%d:%" PRIu64 " (test only)",
                  what, bytes, rank, TP_FAIL_ALLOC_ENV, k->rank, k->min_bytes);
 }

@@ -210,8 +210,8 @@ static void record_hung(void *arg, const char *what) {
            "%s did not finish within %d s (--timeout) after %d of %d steps: the run ended "
            "(NCCL aborted)",
            what, dr->job->args.timeout_s, done, dr->job->recipe.steps);
-  const tp_rc rc = record(dr, &dr->job->variants[dr->current], dr->current_plan, TP_ETIMEOUT,
-                          reason, done);
+  const tp_rc rc =
+      record(dr, &dr->job->variants[dr->current], dr->current_plan, TP_ETIMEOUT, reason, done);
   if (rc == TP_OK)
     fprintf(stderr,
             "tpbench drift: configuration %d of %d recorded as timed out with its %d finished "
@@ -274,8 +274,10 @@ static tp_rc begin_run(drift_run *dr) {
   tp_rc rc = TP_OK;
   if (dr->ctx->rank == 0) {
     const tp_drift_args *a = &dr->job->args;
-    tp_job_run_desc d = {"drift", dr->job->command_line, 0,   a->steps,
-                         0,       NULL,                 0,   dr->job->hang_knob[0] ? dr->job->hang_knob : NULL};
+    tp_job_run_desc d = {"drift", dr->job->command_line,
+                         0,       a->steps,
+                         0,       NULL,
+                         0,       dr->job->hang_knob[0] ? dr->job->hang_knob : NULL};
     rc = tp_store_open(a->db, 1, &dr->store);
     if (rc == TP_OK)
       rc = tp_job_begin_run(dr->store, dr->ctx->group, dr->ctx->world, &d, &system, &dr->run_id);

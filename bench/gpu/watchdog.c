@@ -2,8 +2,8 @@
  * watchdog.c — the thread of watchdog.h: a deadline under a mutex, a
  * condition variable to re-arm, disarm or stop it, and on expiry the
  * worker's last words (under the lock, so the main thread cannot re-arm or
- * disarm past them), an abort of the communicator and _exit (nothing else of the process can be trusted
- * then: the main thread may hold CUDA's or NCCL's locks).
+ * disarm past them), an abort of the communicator and _exit (nothing else of the process can be
+ * trusted then: the main thread may hold CUDA's or NCCL's locks).
  */
 #include "bench/gpu/watchdog.h"
 

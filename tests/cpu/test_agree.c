@@ -34,8 +34,8 @@ typedef struct meeting {
 typedef struct rank_ctx {
   meeting *m;
   int rank;
-  tp_rc local;     /* this rank's allocation outcome */
-  tp_rc agreed;    /* tp_agree_alloc's answer */
+  tp_rc local;  /* this rank's allocation outcome */
+  tp_rc agreed; /* tp_agree_alloc's answer */
   char reason[1024];
   int break_exchange; /* the exchange fails on this rank */
 } rank_ctx;
@@ -56,8 +56,9 @@ static void *rank_main(void *arg) {
   rank_ctx *c = arg;
   /* the local failure's message is this thread's last error, as in a worker */
   tp_rc local = c->local == TP_OK ? TP_OK
-                                  : TP_FAIL(c->local, "cudaMalloc of 4096 bytes on rank %d: no "
-                                                      "memory (test)",
+                                  : TP_FAIL(c->local,
+                                            "cudaMalloc of 4096 bytes on rank %d: no "
+                                            "memory (test)",
                                             c->rank);
   c->agreed = tp_agree_alloc(thread_exchange, c, c->rank, c->m->world, local, "test window", 4096);
   snprintf(c->reason, sizeof c->reason, "%s", c->agreed == TP_OK ? "" : tp_last_message());
@@ -179,9 +180,9 @@ static void test_knob_hits(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_all_succeed),     cmocka_unit_test(test_one_rank_fails),
-      cmocka_unit_test(test_two_ranks_fail),  cmocka_unit_test(test_exchange_failure_passes),
-      cmocka_unit_test(test_one_rank_group),  cmocka_unit_test(test_knob_parse),
+      cmocka_unit_test(test_all_succeed),    cmocka_unit_test(test_one_rank_fails),
+      cmocka_unit_test(test_two_ranks_fail), cmocka_unit_test(test_exchange_failure_passes),
+      cmocka_unit_test(test_one_rank_group), cmocka_unit_test(test_knob_parse),
       cmocka_unit_test(test_knob_hits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

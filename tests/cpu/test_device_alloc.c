@@ -371,7 +371,7 @@ static void test_adopted_memory_counts_and_is_never_freed_here(void **state) {
   s = stats(x, CONFIG3);
   assert_int_equal(s.live_bytes, 100);
   assert_int_equal(s.live_count, 1);
-  assert_int_equal(s.peak_bytes, 100 + (int64_t)sizeof window); /* the window's bytes stay */
+  assert_int_equal(s.peak_bytes, 100 + (int64_t)sizeof window);  /* the window's bytes stay */
   assert_int_equal(tp_alloc_disown(x->l, window), TP_EINTERNAL); /* disowned already */
   int64_t peak = 0;
   assert_int_equal(tp_alloc_watch_end(x->l, &peak), TP_OK);

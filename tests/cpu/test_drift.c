@@ -694,12 +694,18 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_timeout_and_hang_knob),
       cmocka_unit_test(test_hung_configuration_keeps_its_steps),
-      cmocka_unit_test(test_defaults_resolve),     cmocka_unit_test(test_options_resolve),
-      cmocka_unit_test(test_rejections),           cmocka_unit_test(test_training_needs_a_gpu),
-      cmocka_unit_test(test_compare_bits),         cmocka_unit_test(test_load_and_judge),
-      cmocka_unit_test(test_hostile_step_numbers), cmocka_unit_test(test_show_markdown),
-      cmocka_unit_test(test_show_csv_round_trips), cmocka_unit_test(test_verdicts),
-      cmocka_unit_test(test_report_on_drift_runs), cmocka_unit_test(test_compare_history_dashboard),
+      cmocka_unit_test(test_defaults_resolve),
+      cmocka_unit_test(test_options_resolve),
+      cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_training_needs_a_gpu),
+      cmocka_unit_test(test_compare_bits),
+      cmocka_unit_test(test_load_and_judge),
+      cmocka_unit_test(test_hostile_step_numbers),
+      cmocka_unit_test(test_show_markdown),
+      cmocka_unit_test(test_show_csv_round_trips),
+      cmocka_unit_test(test_verdicts),
+      cmocka_unit_test(test_report_on_drift_runs),
+      cmocka_unit_test(test_compare_history_dashboard),
   };
   return cmocka_run_group_tests(tests, setup_fixture, teardown_fixture);
 }

@@ -26,10 +26,11 @@
  *   ranks within seconds, both naming rank 1 and the size; rank 0 keeps no
  *   window and no memory; a window and a workspace below the threshold then
  *   work on both (the group is not wedged);
- * - `tpbench ops --stock plain,window` with every window and workspace
- *   allocation of rank 1 failing: the run ends (no watchdog), every window
- *   and dist_gemm configuration is stored as oom with the reason naming
- *   rank 1, plain stock is ok, the knob is in runs.test_knobs;
+ * - `tpbench ops` (8b wo, 4096 tokens, ce, --stock plain,window) with every
+ *   window and workspace allocation of rank 1 failing: the run ends (no
+ *   watchdog), every window and dist_gemm configuration is stored as oom
+ *   with the reason naming rank 1, plain stock is ok, the knob is in
+ *   runs.test_knobs;
  * - `tpbench drift` with rank 1 hung at step 2 (TPBENCH_TEST_HANG_STEP=2:1):
  *   rank 0's watchdog records the two finished steps and the run ends non-zero.
  *
@@ -265,10 +266,9 @@ static void drift_hangs(int gpus, const char *knob) {
   fresh_db(db, sizeof db, "drift.db");
   snprintf(gpus_text, sizeof gpus_text, "%d", gpus);
   snprintf(timeout, sizeof timeout, "%d", HANG_TIMEOUT_S);
-  char *argv[] = {tpbench_exe, "drift",     "--gpus",   gpus_text, "--model", "debug",
-                  "--layer",   "ffn",       "--seqlen", "256",     "--steps", "5",
-                  "--repeat",  "1",         "--timeout", timeout,  "--db",    db,
-                  NULL};
+  char *argv[] = {tpbench_exe, "drift",    "--gpus",    gpus_text, "--model", "debug",   "--layer",
+                  "block",     "--seqlen", "256",       "--batch", "2",       "--steps", "5",
+                  "--repeat",  "1",        "--timeout", timeout,   "--db",    db,        NULL};
   assert_int_equal(setenv("TPBENCH_TEST_HANG_STEP", knob, 1), 0);
   const double start = now_s();
   rp_result r = rp_run(argv, HANG_TIMEOUT_S + 10 + HANG_MARGIN_S);
@@ -276,7 +276,7 @@ static void drift_hangs(int gpus, const char *knob) {
   unsetenv("TPBENCH_TEST_HANG_STEP");
   printf("drift with TPBENCH_TEST_HANG_STEP=%s: exit %d after %.1f s\nstderr:\n%.4000s\n", knob,
          r.status, took, r.err ? r.err : "");
-  assert_true(r.status > 0);                                /* not 0, and not killed by us (-1) */
+  assert_true(r.status > 0);                               /* not 0, and not killed by us (-1) */
   assert_true(took < HANG_TIMEOUT_S + 10 + HANG_MARGIN_S); /* the watchdog ended it */
   assert_non_null(strstr(r.err, "did not finish within"));
   assert_non_null(strstr(r.err, "recorded as timed out with its 2 finished step(s)"));
@@ -302,11 +302,12 @@ static void drift_hangs(int gpus, const char *knob) {
 static void ops_fail_per_configuration(void) {
   char db[256];
   fresh_db(db, sizeof db, "ops.db");
-  char *argv[] = {tpbench_exe, "ops",    "--gpus",    "2",     "--tp",      "2",
-                  "--models",  "debug",  "--projs",   "wo",    "--tokens",  "512",
-                  "--stock",   "plain,window",        "--warmup", "1",      "--iters",
-                  "3",         "--rounds", "1",       "--timeout", "30",    "--quiet",
-                  "--db",      db,       NULL};
+  /* ce, not auto: auto may take the stock path on a shape, which needs no workspace */
+  char *argv[] = {tpbench_exe, "ops", "--gpus",     "2",    "--tp",     "2",
+                  "--models",  "8b",  "--projs",    "wo",   "--tokens", "4096",
+                  "--pass",    "fwd", "--schedule", "ce",   "--stock",  "plain,window",
+                  "--warmup",  "1",   "--iters",    "3",    "--rounds", "1",
+                  "--timeout", "30",  "--quiet",    "--db", db,         NULL};
   assert_int_equal(setenv(TP_FAIL_ALLOC_ENV, "1", 1), 0); /* every window and workspace */
   const double start = now_s();
   rp_result r = rp_run(argv, 300);
@@ -323,14 +324,15 @@ static void ops_fail_per_configuration(void) {
   const int64_t oom = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = 'nccl-window' "
                                     "OR backend = 'dist_gemm') AND status = 'oom' AND reason LIKE "
                                     "'%failed on rank 1 of 2%'");
-  printf("window and dist_gemm configurations: %lld, oom naming rank 1: %lld\n",
-         (long long)windows, (long long)oom);
+  printf("window and dist_gemm configurations: %lld, oom naming rank 1: %lld\n", (long long)windows,
+         (long long)oom);
   assert_true(windows > 0);
   assert_int_equal(oom, windows);
   assert_true(query_int(db, "SELECT count(*) FROM configs WHERE backend = 'stock' AND schedule IS "
                             "NULL AND status = 'ok'") > 0);
   assert_int_equal(
-      query_int(db, "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_FAIL_ALLOC=1:0%'"),
+      query_int(db,
+                "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_FAIL_ALLOC=1:0%'"),
       1);
 }
 
