@@ -230,8 +230,8 @@ tp_rc tp_group_symm(tp_group *g, tp_symm_transport transport, tp_symm **out) {
       return TP_FAIL(TP_EREJECT, "symm=nccl: the heap on NCCL windows would be made while frozen "
                                  "(CUDA graph capture): prepare before capture");
     const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0));
-    tp_rc rc =
-        tp_symm_create_nccl(g->rank, g->world, g->nccl, g->exchange, g->exchange_ctx, &g->symm_nccl);
+    tp_rc rc = tp_symm_create_nccl(g->rank, g->world, g->nccl, g->exchange, g->exchange_ctx,
+                                   &g->symm_nccl);
     tp_device_leave(outer);
     TP_TRY(rc);
   }

@@ -32,9 +32,9 @@ typedef struct tp_group {
   ncclComm_t nccl;
   cudaStream_t main_stream; /* compute; the stock path runs everything here */
   cudaStream_t comm_stream; /* transfers of the fused schedules, highest priority */
-  tp_symm *symm;      /* the CUDA-IPC heap (symm=ipc), made with the group */
-  tp_symm *symm_nccl; /* the heap on NCCL windows (symm=nccl): tp_group_symm makes it */
-  tp_exchange_fn exchange; /* the all-gather the heaps agree through */
+  tp_symm *symm;            /* the CUDA-IPC heap (symm=ipc), made with the group */
+  tp_symm *symm_nccl;       /* the heap on NCCL windows (symm=nccl): tp_group_symm makes it */
+  tp_exchange_fn exchange;  /* the all-gather the heaps agree through */
   void *exchange_ctx;
   tp_gemm *gemm;
   void *scratch; /* private (not symmetric) buffer: the stock path's gathered input or partials */

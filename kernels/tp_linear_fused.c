@@ -94,8 +94,8 @@ tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p, const linear_gath
   for (int j = 0; j < gather->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
-      void *to =
-          ptr_at(tp_symm_ptr(linear_heap(g, p), dst), gather->offset + (size_t)(rank * S + j * R) * row);
+      void *to = ptr_at(tp_symm_ptr(linear_heap(g, p), dst),
+                        gather->offset + (size_t)(rank * S + j * R) * row);
       TP_TRY(push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
                         (size_t)R * row, gather->phase, j));
     }
@@ -187,14 +187,15 @@ static tp_rc push_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_
   const int rank = g->rank, world = g->world, dst = (rank + step) % world;
   const int64_t S = p->shard_rows, R = S / sc->chunks;
   const size_t slot = (size_t)S * row;
-  void *staging =
-      ptr_at(tp_symm_ptr(linear_heap(g, p), rank), (size_t)world * slot + (size_t)(step - 1) * slot);
+  void *staging = ptr_at(tp_symm_ptr(linear_heap(g, p), rank),
+                         (size_t)world * slot + (size_t)(step - 1) * slot);
   void *part = ptr_at(staging, (size_t)(j * R) * row);
   TP_TRY(sc->partial(g, p, t, dst * S + j * R, R, NULL, part));
   cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS + j];
   TP_CUDA(cudaEventRecord(ready, g->main_stream));
   TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-  void *to = ptr_at(tp_symm_ptr(linear_heap(g, p), dst), (size_t)rank * slot + (size_t)(j * R) * row);
+  void *to =
+      ptr_at(tp_symm_ptr(linear_heap(g, p), dst), (size_t)rank * slot + (size_t)(j * R) * row);
   return push_chunk(g, p, dst, to, part, (size_t)R * row, sc->phase, j);
 }
 

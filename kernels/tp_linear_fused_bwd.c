@@ -38,7 +38,8 @@ static tp_rc backward_gather_side(tp_group *g, const tp_linear_plan *p,
   const int64_t S = p->shard_rows;
   const size_t row = (size_t)p->gemm_k * tp_dtype_bytes(p->desc.dtype);
   const size_t gather_off = (size_t)(g->world * S + (g->world - 1) * S) * row;
-  void *gathered = t->saved ? t->saved : ptr_at(tp_symm_ptr(linear_heap(g, p), g->rank), gather_off);
+  void *gathered =
+      t->saved ? t->saved : ptr_at(tp_symm_ptr(linear_heap(g, p), g->rank), gather_off);
   const linear_gather x_gather = {
       .rows_local = t->x, .row_bytes = row, .offset = gather_off, .phase = 0, .chunks = 1};
   if (!t->saved) TP_TRY(linear_push_gather(g, p, &x_gather));

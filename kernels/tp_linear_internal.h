@@ -183,8 +183,7 @@ TP_MUST_CHECK tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p,
                                        const linear_gather *gather);
 
 /* Waits for every peer chunk of a gather, chunk-major (the order pushed). */
-TP_MUST_CHECK tp_rc linear_wait_gather(tp_group *g, const tp_linear_plan *p, int phase,
-                                       int chunks);
+TP_MUST_CHECK tp_rc linear_wait_gather(tp_group *g, const tp_linear_plan *p, int phase, int chunks);
 
 /* Copies the local rows into the own slot of a gathered buffer, so a GEMM
  * over the whole gathered operand can run as one call. */

@@ -295,11 +295,6 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   const size_t transfer_bytes = (size_t)p->shard_rows * row_bytes;
   if (requested == TP_SCHED_AUTO && chunks == 0 && transfer_bytes < AUTO_FUSE_MIN_BYTES) {
     dist_falls_back_to_stock(p, transfer_bytes);
-    /* the stock path uses no symmetric memory: symm=nccl would time symm=ipc's configuration */
-    if (d->symm != TP_SYMM_IPC)
-      return reject(p, "symm=nccl: %s",
-                    "auto runs the stock path on this shape, which uses no symmetric memory (the "
-                    "symm=ipc configuration times it)");
     return TP_OK;
   }
   dist_name_schedule(p, requested, chunk_why);

@@ -150,8 +150,8 @@ static tp_rc map_peers(tp_symm *s, symm_region *r) {
   const uint64_t cookie = WINDOW_COOKIE(s->rank);
   tp_rc rc = TP_OK;
   cudaError_t err = cudaMemcpy(r->ptr[s->rank], &cookie, sizeof cookie, cudaMemcpyHostToDevice);
-  if (err != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaMemcpy of the window's cookie: %s",
-                                       cudaGetErrorString(err));
+  if (err != cudaSuccess)
+    rc = TP_FAIL(TP_ECUDA, "cudaMemcpy of the window's cookie: %s", cudaGetErrorString(err));
   TP_TRY(agree(s, rc, "write its window's cookie"));
   uint64_t words[TP_MAX_WORLD];
   err = tp_symm_nccl_peers(r->window, s->world, r->mapped, words);
@@ -186,8 +186,7 @@ static tp_rc region_map_nccl(tp_symm *s, symm_region *r, size_t bytes) {
 }
 
 static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes) {
-  return s->transport == TP_SYMM_NCCL ? region_map_nccl(s, r, bytes)
-                                      : region_map_ipc(s, r, bytes);
+  return s->transport == TP_SYMM_NCCL ? region_map_nccl(s, r, bytes) : region_map_ipc(s, r, bytes);
 }
 
 /* Every rank's pad is zeroed before anyone may signal into it. */
