@@ -16,6 +16,7 @@ static const char *const stock_names[] = {"plain", "window"};
 static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
 static const char *const layer_names[] = {"attention", "ffn", "block"};
 static const char *const rs_sum_names[] = {"epilogue", "nccl"};
+static const char *const symm_names[] = {"ipc", "nccl"};
 static const char *const backend_names[] = {"stock", "dist_gemm", "gemm_only", "comm_only"};
 static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
 
@@ -25,6 +26,7 @@ const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
  * "nccl-window" is the stock variant's (tp_stock_vocab), the last two names. */
 const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 2};
 const tp_vocab_table tp_stock_vocab = {"stock", stock_names, COUNT_OF(stock_names)};
+const tp_vocab_table tp_symm_vocab = {"symm", symm_names, COUNT_OF(symm_names)};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
 const tp_vocab_table tp_layer_vocab = {"layer", layer_names, COUNT_OF(layer_names)};
 const tp_vocab_table tp_rs_sum_vocab = {"rs_sum", rs_sum_names, COUNT_OF(rs_sum_names)};
@@ -61,6 +63,10 @@ const char *tp_schedule_name(tp_schedule schedule) {
 
 const char *tp_stock_variant_name(tp_stock_variant variant) {
   return name_at(stock_names, COUNT_OF(stock_names), (int)variant);
+}
+
+const char *tp_symm_transport_name(tp_symm_transport transport) {
+  return name_at(symm_names, COUNT_OF(symm_names), (int)transport);
 }
 
 const char *tp_op_name(tp_op op) { return name_at(op_names, COUNT_OF(op_names), (int)op); }

@@ -143,6 +143,19 @@ static inline const char *tp_stock_schedule_axis(tp_stock_variant variant) {
   return variant == TP_STOCK_WINDOW ? "nccl-window" : NULL;
 }
 
+/* dist_gemm's transport: where the fused schedules' symmetric workspace and
+ * signal pads live (the `symm` axis of ops and run). IPC: tpbench's own heap,
+ * cudaMalloc'd and mapped into the peers with CUDA IPC handles
+ * (kernels/tp_symm.h). NCCL: NCCL symmetric windows (ncclMemAlloc,
+ * ncclCommWindowRegister NCCL_WIN_COLL_SYMMETRIC), each peer reached
+ * through the LSA pointer NCCL's device API gives. The schedules, flags and
+ * barriers are the same over both. Stored as dist_gemm's "symm" ("ipc" or
+ * "nccl"); the other backends store none. */
+typedef enum { TP_SYMM_IPC = 0, TP_SYMM_NCCL } tp_symm_transport;
+
+/* "ipc", "nccl"; "?" for another value. */
+const char *tp_symm_transport_name(tp_symm_transport transport);
+
 /* The tensor-parallel projections. */
 typedef enum {
   TP_OP_AG_LINEAR = 0,   /* all-gather the input, then one column-parallel GEMM */
@@ -172,7 +185,7 @@ typedef struct tp_vocab_table {
 } tp_vocab_table;
 
 extern const tp_vocab_table tp_dtype_vocab, tp_pass_vocab, tp_schedule_vocab, tp_op_vocab,
-    tp_layer_vocab, tp_rs_sum_vocab, tp_stock_vocab;
+    tp_layer_vocab, tp_rs_sum_vocab, tp_stock_vocab, tp_symm_vocab;
 
 TP_MUST_CHECK tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out);
 

@@ -216,9 +216,38 @@ tp_rc tp_group_bias_scratch(tp_group *g, size_t bytes, float **out) {
   return TP_OK;
 }
 
+tp_rc tp_group_symm(tp_group *g, tp_symm_transport transport, tp_symm **out) {
+  *out = NULL;
+  if (transport == TP_SYMM_IPC) {
+    *out = g->symm;
+    return TP_OK;
+  }
+  if (transport != TP_SYMM_NCCL)
+    return TP_FAIL(TP_EINTERNAL, "unknown symmetric-memory transport %d", (int)transport);
+  if (!g->symm_nccl) {
+    if (tp_window_check_support(g) != TP_OK)
+      return TP_FAIL(TP_EREJECT, "symm=nccl: %s", g->window_refusal);
+    if (g->frozen)
+      return TP_FAIL(TP_EREJECT, "symm=nccl: the heap on NCCL windows would be made while frozen "
+                                 "(CUDA graph capture): prepare before capture");
+    const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0));
+    tp_rc rc = tp_symm_create_nccl(g->rank, g->world, g->nccl, g->exchange, g->exchange_ctx,
+                                   &g->symm_nccl);
+    tp_device_leave(outer);
+    TP_TRY(rc);
+  }
+  *out = g->symm_nccl;
+  return TP_OK;
+}
+
+tp_symm *tp_group_symm_of(const tp_group *g, tp_symm_transport transport) {
+  return transport == TP_SYMM_NCCL ? g->symm_nccl : g->symm;
+}
+
 void tp_group_freeze(tp_group *g, int frozen) {
   g->frozen = frozen;
   tp_symm_freeze(g->symm, frozen);
+  if (g->symm_nccl) tp_symm_freeze(g->symm_nccl, frozen);
 }
 
 void tp_group_abort(tp_group *g) {
@@ -242,7 +271,8 @@ void tp_group_destroy(tp_group *g) {
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
   tp_gemm_destroy(g->gemm);
   tp_symm_destroy(g->symm);
-  tp_window_release_all(g); /* before the communicator they are registered with */
+  tp_symm_destroy(g->symm_nccl); /* its windows, like the ones below, before the communicator */
+  tp_window_release_all(g);      /* before the communicator they are registered with */
   if (g->nccl) ncclCommDestroy(g->nccl);
   for (int i = 0; i < TP_EVENT_POOL; ++i)
     if (g->events[i]) cudaEventDestroy(g->events[i]);

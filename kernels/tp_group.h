@@ -1,7 +1,8 @@
 /*
  * tp_group.h — everything one rank of a TP group holds on its GPU: the
  * device, two streams (compute, and a higher-priority communication stream
- * for the fused schedules), the NCCL communicator, the symmetric heap, the
+ * for the fused schedules), the NCCL communicator, the symmetric heaps of
+ * the fused schedules (CUDA IPC, and on first use NCCL windows), the
  * cuBLASLt context, a private scratch buffer for the stock path, the NCCL
  * symmetric windows of its window variant (kernels/tp_window.h), and a pool
  * of events to order chunks between the two streams.
@@ -30,11 +31,13 @@ typedef struct tp_group_window {
 typedef struct tp_group {
   int rank, world, device;
   ncclComm_t nccl;
-  tp_exchange_fn exchange; /* the all-gather the group was made with (tp_group_create) */
+  tp_exchange_fn exchange; /* the all-gather the group was made with (tp_group_create), through
+                              which the heaps and windows agree */
   void *exchange_ctx;
   cudaStream_t main_stream; /* compute; the stock path runs everything here */
   cudaStream_t comm_stream; /* transfers of the fused schedules, highest priority */
-  tp_symm *symm;
+  tp_symm *symm;            /* the CUDA-IPC heap (symm=ipc), made with the group */
+  tp_symm *symm_nccl;       /* the heap on NCCL windows (symm=nccl): tp_group_symm makes it */
   tp_gemm *gemm;
   void *scratch; /* private (not symmetric) buffer: the stock path's gathered input or partials */
   size_t scratch_bytes;
@@ -92,6 +95,16 @@ TP_MUST_CHECK tp_rc tp_group_scratch(tp_group *group, size_t bytes, void **out);
 /* Grows the private fp32 buffer of the bias-gradient sums to at least bytes
  * (claimed likewise; TP_EREJECT while frozen, likewise). */
 TP_MUST_CHECK tp_rc tp_group_bias_scratch(tp_group *group, size_t bytes, float **out);
+
+/* The group's symmetric heap of transport (collective the first time
+ * symm=nccl is asked for: every rank, in the same order). The NCCL heap is
+ * made then, once the communicator's support for symmetric memory is asked
+ * (tp_window_check_support): TP_EREJECT with NCCL's text where it has none
+ * (NCCL up to 2.28.6 at one rank), never the IPC heap instead. */
+TP_MUST_CHECK tp_rc tp_group_symm(tp_group *group, tp_symm_transport transport, tp_symm **out);
+
+/* The heap of transport if the group has it (not collective), else NULL. */
+tp_symm *tp_group_symm_of(const tp_group *group, tp_symm_transport transport);
 
 /* Freezes (1) or thaws (0) every buffer a captured CUDA graph points into:
  * the symmetric workspace (tp_symm_freeze) and the private scratch buffers.

@@ -54,9 +54,14 @@ static tp_rc check_ready(const tp_group *g, const tp_linear_plan *p, const tp_li
     return TP_FAIL(TP_EINTERNAL, "plan saves the gathered input but no buffer was given");
   if (linear_is_window(p)) return check_windows(g, p, t, backward);
   if (linear_is_fused(p)) {
-    if (tp_symm_size(g->symm) < p->workspace_bytes)
-      return TP_FAIL(TP_EINTERNAL, "workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
-                     tp_symm_size(g->symm), p->workspace_bytes);
+    const tp_symm *heap = linear_heap(g, p);
+    if (!heap)
+      return TP_FAIL(TP_EINTERNAL, "no symm=%s heap in the group: call tp_linear_prepare",
+                     tp_symm_transport_name(p->desc.symm));
+    if (tp_symm_size(heap) < p->workspace_bytes)
+      return TP_FAIL(TP_EINTERNAL,
+                     "symm=%s workspace of %zu bytes, plan needs %zu: call tp_linear_prepare",
+                     tp_symm_transport_name(p->desc.symm), tp_symm_size(heap), p->workspace_bytes);
   } else if (!t->scratch && g->scratch_bytes < p->workspace_bytes) {
     return TP_FAIL(TP_EINTERNAL, "scratch of %zu bytes, plan needs %zu: call tp_linear_prepare",
                    g->scratch_bytes, p->workspace_bytes);

@@ -49,22 +49,25 @@ enum { TP_MAX_WEIGHTS = 4 };
 typedef struct tp_linear_desc {
   tp_op op;
   tp_dtype dtype;
-  int64_t tokens;       /* T: rows of the whole step */
-  int64_t in_features;  /* K of the unsharded weight */
-  int64_t out_features; /* N of the unsharded weight (each weight, for MULTI) */
-  int n_weights;        /* 1, or the weights sharing one input (MULTI) */
-  int backward;         /* the plan also runs the backward pass */
-  int save_gathered;    /* all-gather side: keep AG(x) from the forward for dW (memory for
-                           one all-gather less); 0: gather x again in the backward */
-  int sp;               /* sequence parallelism: activations sharded by rows between layers.
-                           0 (stock only): replicated, x [T, K] on the gather side, y [T, N]
-                           all-reduced on the scatter side */
-  int bias;             /* each weight has a bias: column-parallel b[N/W] (sharded like the
-                           weight), row-parallel b[N] (replicated, added after the sum) */
-  tp_rs_sum rs_sum;     /* dist_gemm's fused reduce-scatter (the forward of LINEAR_RS, the
-                           backward's dx of the gather side): EPILOGUE (0) or NCCL, partials
-                           rounded and summed as NCCL sums them (tp_vocab.h); the other
-                           backends refuse NCCL: they sum in NCCL itself */
+  int64_t tokens;         /* T: rows of the whole step */
+  int64_t in_features;    /* K of the unsharded weight */
+  int64_t out_features;   /* N of the unsharded weight (each weight, for MULTI) */
+  int n_weights;          /* 1, or the weights sharing one input (MULTI) */
+  int backward;           /* the plan also runs the backward pass */
+  int save_gathered;      /* all-gather side: keep AG(x) from the forward for dW (memory for
+                             one all-gather less); 0: gather x again in the backward */
+  int sp;                 /* sequence parallelism: activations sharded by rows between layers.
+                             0 (stock only): replicated, x [T, K] on the gather side, y [T, N]
+                             all-reduced on the scatter side */
+  int bias;               /* each weight has a bias: column-parallel b[N/W] (sharded like the
+                             weight), row-parallel b[N] (replicated, added after the sum) */
+  tp_rs_sum rs_sum;       /* dist_gemm's fused reduce-scatter (the forward of LINEAR_RS, the
+                             backward's dx of the gather side): EPILOGUE (0) or NCCL, partials
+                             rounded and summed as NCCL sums them (tp_vocab.h); the other
+                             backends refuse NCCL: they sum in NCCL itself */
+  tp_symm_transport symm; /* dist_gemm's symmetric memory: IPC (0), tpbench's CUDA-IPC heap,
+                             or NCCL, NCCL windows (tp_symm.h); the same schedules over
+                             either. The other backends refuse NCCL: they use none */
 } tp_linear_desc;
 
 typedef struct tp_linear_plan {
@@ -103,7 +106,9 @@ TP_MUST_CHECK tp_rc tp_linear_plan_make(const tp_group *group, const tp_linear_d
  * request, and the group's cuBLASLt workspace when the plan runs GEMMs, is
  * claimed for the device ledger's current owner (tp_device_alloc.h). A
  * window plan on a communicator without NCCL symmetric memory is
- * TP_EREJECT here, with NCCL's reason (kernels/tp_window.h). */
+ * TP_EREJECT here, with NCCL's reason (kernels/tp_window.h); so is a DIST
+ * plan with symm NCCL, whose first prepare makes the group's heap on NCCL
+ * windows (tp_group_symm). */
 TP_MUST_CHECK tp_rc tp_linear_prepare(tp_group *group, const tp_linear_plan *plan);
 
 /* This rank's tensors of one op. Gradients have their tensor's shape:

@@ -18,8 +18,9 @@ int linear_flag_slot(int src, int phase, int chunk) {
 /* A stream memory operation where usable (fenced; no kernel launch between
  * the work's end and the peer's wake-up), or the signal kernel while a
  * graph is captured. */
-tp_rc linear_raise_flag(tp_group *g, cudaStream_t stream, int dst, int slot) {
-  tp_pad_set pads = tp_symm_pads(g->symm);
+tp_rc linear_raise_flag(tp_group *g, const tp_linear_plan *p, cudaStream_t stream, int dst,
+                        int slot) {
+  tp_pad_set pads = tp_symm_pads(linear_heap(g, p));
   if (tp_group_memops_usable(g, stream))
     return tp_group_write_flag(g, stream, pads.pad[dst] + slot, 1);
   TP_CUDA(tp_launch_signal(pads.pad[dst], slot, stream));
@@ -30,7 +31,7 @@ tp_rc linear_raise_flag(tp_group *g, cudaStream_t stream, int dst, int slot) {
  * stream, then raises the flag of (this rank, phase, chunk) in dst's pad. */
 static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
                         const void *src_ptr, size_t bytes, int phase, int chunk) {
-  tp_pad_set pads = tp_symm_pads(g->symm);
+  tp_pad_set pads = tp_symm_pads(linear_heap(g, p));
   const int slot = linear_flag_slot(g->rank, phase, chunk);
   if (p->schedule == TP_SCHED_SM) {
     int counter = TP_SIG_COUNTERS + dst * TP_MAX_CHUNKS + phase * LINEAR_PHASE_CHUNKS + chunk;
@@ -39,11 +40,11 @@ static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst
     return TP_OK;
   }
   TP_CUDA(cudaMemcpyAsync(dst_ptr, src_ptr, bytes, cudaMemcpyDeviceToDevice, g->comm_stream));
-  return linear_raise_flag(g, g->comm_stream, dst, slot);
+  return linear_raise_flag(g, p, g->comm_stream, dst, slot);
 }
 
-tp_rc linear_wait_chunk(tp_group *g, int src, int phase, int chunk) {
-  tp_pad_set pads = tp_symm_pads(g->symm);
+tp_rc linear_wait_chunk(tp_group *g, const tp_linear_plan *p, int src, int phase, int chunk) {
+  tp_pad_set pads = tp_symm_pads(linear_heap(g, p));
   uint32_t *flag = pads.pad[g->rank] + linear_flag_slot(src, phase, chunk);
   if (tp_group_memops_usable(g, g->main_stream)) {
     TP_TRY(tp_group_wait_flag(g, g->main_stream, flag, 1));
@@ -55,24 +56,24 @@ tp_rc linear_wait_chunk(tp_group *g, int src, int phase, int chunk) {
 }
 
 /* Waits for chunk j of every peer, nearest preceding rank first. */
-static tp_rc wait_peers(tp_group *g, int phase, int j) {
+static tp_rc wait_peers(tp_group *g, const tp_linear_plan *p, int phase, int j) {
   for (int step = 1; step < g->world; ++step)
-    TP_TRY(linear_wait_chunk(g, (g->rank - step + g->world) % g->world, phase, j));
+    TP_TRY(linear_wait_chunk(g, p, (g->rank - step + g->world) % g->world, phase, j));
   return TP_OK;
 }
 
-tp_rc linear_wait_gather(tp_group *g, int phase, int chunks) {
-  for (int j = 0; j < chunks; ++j) TP_TRY(wait_peers(g, phase, j));
+tp_rc linear_wait_gather(tp_group *g, const tp_linear_plan *p, int phase, int chunks) {
+  for (int j = 0; j < chunks; ++j) TP_TRY(wait_peers(g, p, phase, j));
   return TP_OK;
 }
 
 /* Meets every rank before touching a peer's workspace (it may still be read
  * by the peer's previous op). */
-tp_rc linear_fork_to_comm(tp_group *g) {
+tp_rc linear_fork_to_comm(tp_group *g, const tp_linear_plan *p) {
   cudaEvent_t fork = g->events[TP_EVENT_POOL - 1];
   TP_CUDA(cudaEventRecord(fork, g->main_stream));
   TP_CUDA(cudaStreamWaitEvent(g->comm_stream, fork, 0));
-  TP_CUDA(tp_launch_barrier(tp_symm_pads(g->symm), g->rank, g->world, g->wait_timeout_ns,
+  TP_CUDA(tp_launch_barrier(tp_symm_pads(linear_heap(g, p)), g->rank, g->world, g->wait_timeout_ns,
                             g->comm_stream));
   return TP_OK;
 }
@@ -93,8 +94,8 @@ tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p, const linear_gath
   for (int j = 0; j < gather->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
-      void *to =
-          ptr_at(tp_symm_ptr(g->symm, dst), gather->offset + (size_t)(rank * S + j * R) * row);
+      void *to = ptr_at(tp_symm_ptr(linear_heap(g, p), dst),
+                        gather->offset + (size_t)(rank * S + j * R) * row);
       TP_TRY(push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
                         (size_t)R * row, gather->phase, j));
     }
@@ -105,13 +106,13 @@ tp_rc linear_fused_all_gather(tp_group *g, const tp_linear_plan *p, const tp_lin
                               const linear_gather *gather, linear_rows_fn consume) {
   const int rank = g->rank, world = g->world;
   const int64_t S = p->shard_rows, R = S / gather->chunks;
-  const void *gathered = ptr_at(tp_symm_ptr(g->symm, rank), gather->offset);
+  const void *gathered = ptr_at(tp_symm_ptr(linear_heap(g, p), rank), gather->offset);
   TP_TRY(linear_push_gather(g, p, gather));
   TP_TRY(consume(g, p, t, S, gather->rows_local, (size_t)(rank * S)));
   for (int j = 0; j < gather->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int src = (rank - step + world) % world;
-      TP_TRY(linear_wait_chunk(g, src, gather->phase, j));
+      TP_TRY(linear_wait_chunk(g, p, src, gather->phase, j));
       size_t row0 = (size_t)(src * S + j * R);
       TP_TRY(consume(g, p, t, R, cptr_at(gathered, row0 * gather->row_bytes), row0));
     }
@@ -140,7 +141,7 @@ static tp_rc local_chunk_nccl_sum(tp_group *g, const tp_linear_plan *p, const tp
   const int rank = g->rank, world = g->world;
   const int64_t S = p->shard_rows, R = S / sc->chunks;
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
-  void *own = tp_symm_ptr(g->symm, rank);
+  void *own = tp_symm_ptr(linear_heap(g, p), rank);
   void *mine = ptr_at(own, (size_t)rank * slot + chunk_off);
   TP_TRY(sc->partial(g, p, t, rank * S + j * R, R, NULL, mine));
   const void *ring[TP_MAX_WORLD];
@@ -162,8 +163,8 @@ static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_t
   const int rank = g->rank, world = g->world;
   const int64_t S = p->shard_rows, R = S / sc->chunks;
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
-  void *own = tp_symm_ptr(g->symm, rank);
-  TP_TRY(wait_peers(g, sc->phase, j));
+  void *own = tp_symm_ptr(linear_heap(g, p), rank);
+  TP_TRY(wait_peers(g, p, sc->phase, j));
   if (p->desc.rs_sum == TP_RS_SUM_NCCL) return local_chunk_nccl_sum(g, p, t, sc, row, j);
   const void *acc = cptr_at(own, (size_t)((rank + 1) % world) * slot + chunk_off);
   if (world > 2) {
@@ -186,14 +187,15 @@ static tp_rc push_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_
   const int rank = g->rank, world = g->world, dst = (rank + step) % world;
   const int64_t S = p->shard_rows, R = S / sc->chunks;
   const size_t slot = (size_t)S * row;
-  void *staging =
-      ptr_at(tp_symm_ptr(g->symm, rank), (size_t)world * slot + (size_t)(step - 1) * slot);
+  void *staging = ptr_at(tp_symm_ptr(linear_heap(g, p), rank),
+                         (size_t)world * slot + (size_t)(step - 1) * slot);
   void *part = ptr_at(staging, (size_t)(j * R) * row);
   TP_TRY(sc->partial(g, p, t, dst * S + j * R, R, NULL, part));
   cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS + j];
   TP_CUDA(cudaEventRecord(ready, g->main_stream));
   TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-  void *to = ptr_at(tp_symm_ptr(g->symm, dst), (size_t)rank * slot + (size_t)(j * R) * row);
+  void *to =
+      ptr_at(tp_symm_ptr(linear_heap(g, p), dst), (size_t)rank * slot + (size_t)(j * R) * row);
   return push_chunk(g, p, dst, to, part, (size_t)R * row, sc->phase, j);
 }
 

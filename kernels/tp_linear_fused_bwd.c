@@ -16,16 +16,16 @@
 static tp_rc bias_grads_rs(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                            size_t vec_offset) {
   const size_t cols = (size_t)p->gemm_n;
-  float *mine = (float *)(void *)ptr_at(tp_symm_ptr(g->symm, g->rank), vec_offset);
+  float *mine = (float *)(void *)ptr_at(tp_symm_ptr(linear_heap(g, p), g->rank), vec_offset);
   TP_TRY(linear_column_sums_f32(g, p, t->dy[0], (size_t)p->shard_rows, mine));
   for (int step = 1; step < g->world; ++step) {
     int dst = (g->rank + step) % g->world;
-    TP_TRY(linear_raise_flag(g, g->main_stream, dst, linear_flag_slot(g->rank, 1, 0)));
+    TP_TRY(linear_raise_flag(g, p, g->main_stream, dst, linear_flag_slot(g->rank, 1, 0)));
   }
-  TP_TRY(linear_wait_gather(g, 1, 1));
+  TP_TRY(linear_wait_gather(g, p, 1, 1));
   const float *srcs[TP_MAX_WORLD];
   for (int r = 0; r < g->world; ++r)
-    srcs[r] = (const float *)(const void *)ptr_at(tp_symm_ptr(g->symm, r), vec_offset);
+    srcs[r] = (const float *)(const void *)ptr_at(tp_symm_ptr(linear_heap(g, p), r), vec_offset);
   TP_CUDA(tp_launch_sum_f32_rows(p->desc.dtype, t->db[0], srcs, g->world, 1, cols, g->main_stream));
   return TP_OK;
 }
@@ -38,7 +38,8 @@ static tp_rc backward_gather_side(tp_group *g, const tp_linear_plan *p,
   const int64_t S = p->shard_rows;
   const size_t row = (size_t)p->gemm_k * tp_dtype_bytes(p->desc.dtype);
   const size_t gather_off = (size_t)(g->world * S + (g->world - 1) * S) * row;
-  void *gathered = t->saved ? t->saved : ptr_at(tp_symm_ptr(g->symm, g->rank), gather_off);
+  void *gathered =
+      t->saved ? t->saved : ptr_at(tp_symm_ptr(linear_heap(g, p), g->rank), gather_off);
   const linear_gather x_gather = {
       .rows_local = t->x, .row_bytes = row, .offset = gather_off, .phase = 0, .chunks = 1};
   if (!t->saved) TP_TRY(linear_push_gather(g, p, &x_gather));
@@ -50,7 +51,7 @@ static tp_rc backward_gather_side(tp_group *g, const tp_linear_plan *p,
   TP_TRY(linear_fused_reduce_scatter(g, p, t, &dx_scatter));
   if (!t->saved) {
     TP_TRY(linear_place_own_rows(g, p, gathered, t->x, row));
-    TP_TRY(linear_wait_gather(g, 0, 1));
+    TP_TRY(linear_wait_gather(g, p, 0, 1));
   }
   TP_TRY(linear_wgrad(g, p, t, gathered));
   if (p->desc.bias) TP_TRY(linear_bias_grads_local(g, p, t));
@@ -61,7 +62,7 @@ static tp_rc backward_gather_side(tp_group *g, const tp_linear_plan *p,
 static tp_rc backward_scatter_side(tp_group *g, const tp_linear_plan *p,
                                    const tp_linear_tensors *t) {
   const size_t row = (size_t)p->gemm_n * tp_dtype_bytes(p->desc.dtype);
-  void *gathered = tp_symm_ptr(g->symm, g->rank);
+  void *gathered = tp_symm_ptr(linear_heap(g, p), g->rank);
   const linear_gather dy_gather = {
       .rows_local = t->dy[0], .row_bytes = row, .offset = 0, .phase = 0, .chunks = p->bwd_chunks};
   TP_TRY(linear_fused_all_gather(g, p, t, &dy_gather, linear_rs_dgrad_rows));
@@ -72,7 +73,7 @@ static tp_rc backward_scatter_side(tp_group *g, const tp_linear_plan *p,
 }
 
 tp_rc linear_fused_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  TP_TRY(linear_fork_to_comm(g));
+  TP_TRY(linear_fork_to_comm(g, p));
   if (tp_op_gathers(p->desc.op)) TP_TRY(backward_gather_side(g, p, t));
   else TP_TRY(backward_scatter_side(g, p, t));
   return linear_join_from_comm(g);

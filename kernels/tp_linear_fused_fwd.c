@@ -48,7 +48,7 @@ static tp_rc forward_gather_side(tp_group *g, const tp_linear_plan *p, const tp_
       .rows_local = t->x, .row_bytes = row, .offset = 0, .phase = 0, .chunks = p->chunks};
   TP_TRY(linear_fused_all_gather(g, p, t, &gather, fwd_gathered_rows));
   if (t->saved) {
-    void *gathered = tp_symm_ptr(g->symm, g->rank);
+    void *gathered = tp_symm_ptr(linear_heap(g, p), g->rank);
     TP_TRY(linear_place_own_rows(g, p, gathered, t->x, row));
     TP_CUDA(cudaMemcpyAsync(t->saved, gathered, (size_t)p->desc.tokens * row,
                             cudaMemcpyDeviceToDevice, g->main_stream));
@@ -57,7 +57,7 @@ static tp_rc forward_gather_side(tp_group *g, const tp_linear_plan *p, const tp_
 }
 
 tp_rc linear_fused_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  TP_TRY(linear_fork_to_comm(g));
+  TP_TRY(linear_fork_to_comm(g, p));
   if (tp_op_gathers(p->desc.op)) TP_TRY(forward_gather_side(g, p, t));
   else TP_TRY(forward_scatter_side(g, p, t));
   TP_TRY(linear_add_biases(g, p, t));

@@ -55,6 +55,12 @@ static inline int linear_is_window(const tp_linear_plan *p) {
   return p->backend != TP_BACKEND_DIST && p->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
+/* The symmetric heap a fused plan runs over: the transport its descriptor
+ * names (tp_linear_prepare made it; NULL before). */
+static inline tp_symm *linear_heap(const tp_group *g, const tp_linear_plan *p) {
+  return tp_group_symm_of(g, p->desc.symm);
+}
+
 /* The GEMM-alone reference runs no collective, the collective-alone one no GEMM. */
 static inline int linear_runs_gemm(const tp_linear_plan *p) {
   return p->backend != TP_BACKEND_COMM_ONLY;
@@ -147,15 +153,17 @@ TP_MUST_CHECK tp_rc linear_fused_backward(tp_group *g, const tp_linear_plan *p,
 int linear_flag_slot(int src, int phase, int chunk);
 
 /* Raises slot `slot` in peer dst's pad once everything before it on `stream` is done. */
-TP_MUST_CHECK tp_rc linear_raise_flag(tp_group *g, cudaStream_t stream, int dst, int slot);
+TP_MUST_CHECK tp_rc linear_raise_flag(tp_group *g, const tp_linear_plan *p, cudaStream_t stream,
+                                      int dst, int slot);
 
 /* The main stream waits for (src, phase, chunk) to land here, then lowers
  * the flag for its next use. */
-TP_MUST_CHECK tp_rc linear_wait_chunk(tp_group *g, int src, int phase, int chunk);
+TP_MUST_CHECK tp_rc linear_wait_chunk(tp_group *g, const tp_linear_plan *p, int src, int phase,
+                                      int chunk);
 
 /* The comm stream starts after everything already on the main stream and
  * meets every rank; the join makes the main stream wait for the comm stream. */
-TP_MUST_CHECK tp_rc linear_fork_to_comm(tp_group *g);
+TP_MUST_CHECK tp_rc linear_fork_to_comm(tp_group *g, const tp_linear_plan *p);
 TP_MUST_CHECK tp_rc linear_join_from_comm(tp_group *g);
 
 /* One rank's rows on their way to every peer: the source [S, row_bytes],
@@ -175,7 +183,7 @@ TP_MUST_CHECK tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p,
                                        const linear_gather *gather);
 
 /* Waits for every peer chunk of a gather, chunk-major (the order pushed). */
-TP_MUST_CHECK tp_rc linear_wait_gather(tp_group *g, int phase, int chunks);
+TP_MUST_CHECK tp_rc linear_wait_gather(tp_group *g, const tp_linear_plan *p, int phase, int chunks);
 
 /* Copies the local rows into the own slot of a gathered buffer, so a GEMM
  * over the whole gathered operand can run as one call. */

@@ -272,6 +272,18 @@ static void dist_name_schedule(tp_linear_plan *p, tp_schedule requested, const c
   }
 }
 
+/* The transport of the fused schedules' symmetric memory, appended to the reason. */
+static void dist_name_transport(tp_linear_plan *p) {
+  const size_t used = strlen(p->reason);
+  snprintf(p->reason + used, sizeof p->reason - used, "; symm=%s: %s",
+           tp_symm_transport_name(p->desc.symm),
+           p->desc.symm == TP_SYMM_NCCL
+               ? "workspace and flags in NCCL symmetric windows (ncclMemAlloc, "
+                 "ncclCommWindowRegister NCCL_WIN_COLL_SYMMETRIC), peers through NCCL's LSA "
+                 "pointers"
+               : "workspace and flags in tpbench's CUDA-IPC heap");
+}
+
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   const tp_linear_desc *d = &p->desc;
   TP_TRY(dist_check(g, requested, p));
@@ -286,6 +298,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
     return TP_OK;
   }
   dist_name_schedule(p, requested, chunk_why);
+  dist_name_transport(p);
   p->workspace_bytes = dist_workspace(d, g->world, p->shard_rows);
   return TP_OK;
 }
@@ -357,6 +370,9 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
                     "only the all-gather side's backward reuses a gathered input");
     out->saved_bytes = (size_t)(desc->tokens * desc->in_features) * tp_dtype_bytes(desc->dtype);
   }
+  if (desc->symm != TP_SYMM_IPC && backend != TP_BACKEND_DIST)
+    return reject(out, "symm=nccl: %s",
+                  "the transport of dist_gemm's symmetric memory; the other backends use none");
   if (desc->rs_sum != TP_RS_SUM_EPILOGUE && backend != TP_BACKEND_DIST)
     return reject(out, "rs_sum %s: stock sums in NCCL itself (the mode is dist_gemm's)",
                   tp_rs_sum_name(desc->rs_sum));
@@ -391,7 +407,12 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   /* the cuBLASLt workspace the group's GEMMs are given: a share every op that runs GEMMs holds */
   if (p->backend != TP_BACKEND_COMM_ONLY)
     TP_TRY(tp_device_claim(TP_SHARED_GEMM, tp_gemm_workspace_bytes(g->gemm)));
-  if (linear_is_fused(p)) return tp_symm_reserve(g->symm, p->workspace_bytes);
+  if (linear_is_fused(p)) {
+    /* symm=nccl: the NCCL heap is made on first use (collective), or NCCL's refusal */
+    tp_symm *heap = NULL;
+    TP_TRY(tp_group_symm(g, p->desc.symm, &heap));
+    return tp_symm_reserve(heap, p->workspace_bytes);
+  }
   void *scratch = NULL;
   /* a window plan asks NCCL first: a communicator without symmetric memory
    * rejects the configuration here, with NCCL's reason (collective) */

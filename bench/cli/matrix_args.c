@@ -60,6 +60,10 @@ static const flag_alias aliases[TP_MATRIX_N_FLAGS] = {
      "stock variants: plain NCCL buffers, and window (the same NCCL collectives on symmetric "
      "windows: ncclMemAlloc + ncclCommWindowRegister); speedups are against the faster",
      0, 0, "plain|window", "plain|window", OPS(stocks), RUN(stock)},
+    {"symm", "symm", TP_OPT_STR_LIST, "LIST",
+     "dist_gemm's symmetric memory: ipc (tpbench's CUDA-IPC heap) and/or nccl (NCCL symmetric "
+     "windows, peers through NCCL's LSA pointers); the same fused schedules over either",
+     0, 0, "ipc|nccl", "ipc|nccl", OPS(symms), RUN(symm)},
     {"shape", "shape", TP_OPT_STRING, "M,N,K[,OP]",
      "a bare projection instead of models: M tokens, N out and K in features (global), OP "
      "ag_linear (default), ag_linear_multi or linear_rs; repeatable",

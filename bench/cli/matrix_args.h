@@ -66,7 +66,7 @@ TP_MUST_CHECK tp_rc tp_matrix_items_apply(const tp_matrix_items *items,
  * for "ops", a tp_layer_spec for "run"); returns how many. They are listed
  * only: tp_matrix_items_take has taken the flags out of argv before the table
  * parses it. */
-enum { TP_MATRIX_N_FLAGS = 11 };
+enum { TP_MATRIX_N_FLAGS = 12 };
 int tp_matrix_flag_options(const char *owner, void *display, tp_option *out);
 
 /* The --matrix and --axis rows of --help; axes_help names the owner's axes. */

@@ -67,6 +67,7 @@ tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   d.backward = s->backward;
   d.sp = s->sp;
   d.rs_sum = s->rs_sum;
+  d.symm = s->symm;
   switch (proj) {
   case TP_PROJ_QKV:
     d.op = TP_OP_AG_LINEAR;
@@ -192,6 +193,11 @@ static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chun
     if (rc != TP_OK) return tp_fail_context(rc, "%s recomputed", proj_names[i]);
     out->comm_bytes += again;
   }
+  /* every projection on the stock path (auto, small shapes): no symmetric memory is used */
+  if (backend == TP_BACKEND_DIST && shape->symm == TP_SYMM_NCCL && out->symm_bytes == 0)
+    return TP_FAIL(TP_EREJECT, "symm=nccl: auto runs every projection on the stock path here, "
+                               "which uses no symmetric memory (the symm=ipc configuration "
+                               "times it)");
   return TP_OK;
 }
 

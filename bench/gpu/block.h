@@ -84,9 +84,11 @@ typedef struct tp_block_shape {
    * operands and run scaled FP8 GEMMs (block_fp8.h), dtype must be bf16;
    * any other value (zero-initialised: bf16) runs them in dtype. */
   tp_dtype proj_dtype;
-  tp_ac ac;         /* activation checkpointing: none unless backward; full refuses
-                       save_gathered (the plan rejects both) */
-  tp_rs_sum rs_sum; /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
+  tp_ac ac;               /* activation checkpointing: none unless backward; full refuses
+                             save_gathered (the plan rejects both) */
+  tp_rs_sum rs_sum;       /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
+  tp_symm_transport symm; /* dist_gemm's symmetric memory in every projection (tp_linear_desc);
+                             IPC for the other backends */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */

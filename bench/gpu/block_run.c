@@ -306,7 +306,11 @@ tp_rc tp_block_backward(tp_group *g, const tp_block_plan *p, tp_block_tensors *t
 /* The workspace, lazily, as a framework's op asks for it: nothing to do
  * once prepared; growth while frozen (graph capture) fails with TP_EREJECT. */
 static tp_rc ensure_workspace(tp_group *g, const tp_block_plan *p) {
-  if (p->backend == TP_BACKEND_DIST) TP_TRY(tp_symm_reserve(g->symm, p->symm_bytes));
+  if (p->backend == TP_BACKEND_DIST) {
+    tp_symm *heap = NULL;
+    TP_TRY(tp_group_symm(g, p->shape.symm, &heap));
+    TP_TRY(tp_symm_reserve(heap, p->symm_bytes));
+  }
   if (g->scratch_bytes < p->scratch_bytes) {
     void *scratch = NULL;
     TP_TRY(tp_group_scratch(g, p->scratch_bytes, &scratch));

@@ -122,8 +122,13 @@ static tp_block_shape bf16_shape(const layer_item *it) {
 
 static tp_rc layer_plan(void *self, tp_group *g) {
   layer_item *it = self;
+  it->shape.symm = it->cfg->backend == TP_BACKEND_DIST ? it->cfg->symm : TP_SYMM_IPC;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
+  /* symm=nccl: NCCL says here whether it has symmetric memory (collective; its refusal
+   * rejects the configuration), never the IPC heap instead */
+  tp_symm *heap = NULL;
+  if (rc == TP_OK && it->shape.symm == TP_SYMM_NCCL) rc = tp_group_symm(g, TP_SYMM_NCCL, &heap);
   /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer; a window
    * reference's scratches are filled by the window stock layer */
   if (rc == TP_OK && is_reference(it) && !is_fp8(it))
@@ -499,9 +504,10 @@ static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
                                         int index, char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s%s", c->model->name, tp_layer_name(c->layer),
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
            cfg->schedule == TP_SCHED_NCCL_WINDOW ? " nccl-window" : "",
+           cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "",
            c->graph_mixed ? " graph mixed"
            : c->graph     ? " graph"
                           : "",

@@ -152,12 +152,27 @@ static tp_linear_tensors tensors_of(const tp_linear_plan *p, case_buffers *b, vo
   return t;
 }
 
+/* symm=nccl: a plan on which auto chose the stock path uses no symmetric
+ * memory (it would time symm=ipc's configuration again); else NCCL says here
+ * whether it has symmetric memory (collective; its refusal rejects the
+ * configuration), never the IPC heap instead. */
+static tp_rc check_nccl_heap(tp_group *g, const tp_linear_plan *p) {
+  if (p->desc.symm != TP_SYMM_NCCL) return TP_OK;
+  if (p->schedule == TP_SCHED_NCCL)
+    return TP_FAIL(TP_EREJECT, "symm=nccl: auto runs the stock path on this shape, which uses no "
+                               "symmetric memory (the symm=ipc configuration times it)");
+  tp_symm *heap = NULL;
+  return tp_group_symm(g, TP_SYMM_NCCL, &heap);
+}
+
 static tp_rc op_plan(void *self, tp_group *g) {
   op_item *it = self;
   tp_linear_desc desc = case_desc(it->c);
   desc.save_gathered = it->c->save_gathered;
+  if (it->cfg->backend == TP_BACKEND_DIST) desc.symm = it->cfg->symm;
   tp_rc rc = tp_linear_plan_make(g, &desc, it->cfg->backend, it->cfg->schedule,
                                  it->cfg->axes.chunks, &it->plan);
+  if (rc == TP_OK) rc = check_nccl_heap(g, &it->plan);
   /* a window reference's scratch is filled by the window stock op: the data its own collective
    * delivers there */
   if (rc == TP_OK && is_reference(it))
@@ -498,9 +513,9 @@ static tp_numerics_use numerics_use(const tp_ops_config *cfg) {
 static tp_harness_config harness_config(const tp_ops_case *c, const tp_ops_config *cfg, int index,
                                         char *label, size_t cap) {
   const int window = cfg->schedule == TP_SCHED_NCCL_WINDOW;
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s", c->model->name, c->proj.name,
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s", c->model->name, c->proj.name,
            cfg->axes.op_or_layer, (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
-           window ? " nccl-window" : "");
+           window ? " nccl-window" : "", cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "");
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;

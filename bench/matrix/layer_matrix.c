@@ -35,6 +35,7 @@ static const char *const graph_values[] = {"off", "on", "mixed"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
 static const char *const stock_values[] = {"plain", "window"};        /* tp_stock_vocab's names */
+static const char *const symm_values[] = {"ipc", "nccl"};             /* tp_symm_vocab's names */
 
 const char *tp_layer_graph_name(const tp_layer_case *c) {
   return graph_values[c->graph_mixed ? 2 : c->graph ? 1 : 0];
@@ -71,6 +72,7 @@ static const axis_def axes[] = {
     INT_AXIS("dp", dp, 1, 4096),
     STR_AXIS("ac", ac, ac_values),
     STR_AXIS("stock", stock, stock_values),
+    STR_AXIS("symm", symm, symm_values),
 };
 enum { N_AXES = COUNT_OF(axes) };
 
@@ -146,12 +148,12 @@ static const preset_def presets[] = {
      * layer, two sequence lengths, both passes, eager and graph. */
     {"quick",
      {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
-      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window"}},
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window", "ipc"}},
     /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
     {"full",
      {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
       "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none",
-      "plain,window"}},
+      "plain,window", "ipc"}},
 };
 
 static const char *preset_names_table[COUNT_OF(presets)];
@@ -491,9 +493,11 @@ static tp_layer_config make_stock_variant(const tp_layer_case *c, int case_index
 }
 
 static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp_schedule schedule,
-                                      int chunks) {
+                                      int chunks, tp_symm_transport symm) {
   tp_layer_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
   cfg.schedule = schedule;
+  cfg.symm = symm;
+  cfg.axes.symm = tp_symm_transport_name(symm); /* keyed only away from ipc */
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
@@ -519,7 +523,8 @@ enum {
   A_SAVE,
   A_DP,
   A_AC,
-  A_STOCK
+  A_STOCK,
+  A_SYMM
 };
 
 static int has_backend(const resolved *r, const char *backend) {
@@ -529,7 +534,9 @@ static int has_backend(const resolved *r, const char *backend) {
 /* Stock (if asked for) and the collectives alone, once per stock variant. */
 static int configs_per_case(const resolved *r) {
   return (has_backend(r, "stock") + 1) * r->count[A_STOCK] +
-         (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] : 0) + 1;
+         (has_backend(r, "dist_gemm") ? r->count[A_SCHEDULE] * r->count[A_CHUNKS] * r->count[A_SYMM]
+                                      : 0) +
+         1;
 }
 
 static tp_stock_variant stock_variant(const resolved *r, int i) {
@@ -544,9 +551,11 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
   if (has_backend(r, "dist_gemm"))
     for (int s = 0; s < r->count[A_SCHEDULE]; ++s)
       for (int k = 0; k < r->count[A_CHUNKS]; ++k)
-        configs[(*next)++] =
-            make_dist_gemm(c, ci, vocab_value(&tp_schedule_vocab, r->names[A_SCHEDULE][s]),
-                           (int)r->numbers[A_CHUNKS][k]);
+        for (int t = 0; t < r->count[A_SYMM]; ++t)
+          configs[(*next)++] =
+              make_dist_gemm(c, ci, vocab_value(&tp_schedule_vocab, r->names[A_SCHEDULE][s]),
+                             (int)r->numbers[A_CHUNKS][k],
+                             (tp_symm_transport)vocab_value(&tp_symm_vocab, r->names[A_SYMM][t]));
   configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
   for (int v = 0; v < r->count[A_STOCK]; ++v)
     configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_COMM_ONLY, stock_variant(r, v));
@@ -964,22 +973,25 @@ int tp_layer_drop_planned(tp_layer_matrix *m, FILE *out) {
 
 static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
   if (cfg->backend == TP_BACKEND_DIST)
-    snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+    snprintf(buf, cap, "dist_gemm %s chunks=%d%s", cfg->axes.schedule, cfg->axes.chunks,
+             cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "");
   else if (cfg->axes.schedule)
     snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
 /* Schedules that the kernels accept or refuse at plan time, by the host (the
- * nccl-window variant: as NCCL's runtime answers for the communicator). */
+ * nccl-window variant and symm=nccl: as NCCL's runtime answers for the
+ * communicator). */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
   return (cfg->backend == TP_BACKEND_DIST &&
-          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING)) ||
+          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING ||
+           cfg->symm == TP_SYMM_NCCL)) ||
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
 void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
-  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10s  %s\n",
+  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-32s %10s  %s\n",
           "case", "model", "layer", "tp", "dp", "BxS", "tokens", "dtype", "sp", "pass", "graph",
           "saved", "ac", "configuration", "GFLOP", "status");
   int plan_time = 0;
@@ -1007,7 +1019,7 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     if (at_plan || (!cfg->rejected && a->graph_sizes)) note = among;
     fprintf(
         out,
-        "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-24s %10.1f  %s%s\n",
+        "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-32s %10.1f  %s%s\n",
         cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
         a->dtype, a->sp ? "on" : "off", a->pass, tp_layer_graph_name(c),
         a->save_gathered ? "on" : "off", tp_ac_name(c->ac), what, cfg->flops / 1e9, status, note);

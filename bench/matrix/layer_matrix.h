@@ -40,6 +40,11 @@
  *                  collectives alone's): NCCL on plain buffers, or the same
  *                  collectives on NCCL symmetric windows (stored schedule
  *                  "nccl-window"); default both, the report takes the faster
+ *   symm           ipc, nccl: dist_gemm's symmetric memory, tpbench's CUDA-IPC
+ *                  heap or NCCL symmetric windows (kernels/tp_symm.h), the
+ *                  same fused schedules over either; default ipc. Whether
+ *                  NCCL offers symmetric memory is the runtime's to say: the
+ *                  worker's plan rejects symm=nccl with NCCL's text
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -49,7 +54,7 @@
  * A case is one point of every axis but backend, schedule and chunks. Each
  * yields, in this order: the stock layer (kind "layer", backend "stock") per
  * stock variant if stock is asked for; one dist_gemm layer per schedule ×
- * chunks if dist_gemm is; the layer with its TP ops as GEMMs alone (kind
+ * chunks × symm if dist_gemm is; the layer with its TP ops as GEMMs alone (kind
  * "gemm", backend "cublaslt") and as collectives alone (kind "comm",
  * backend "nccl") per stock variant, whose maximum (with the faster
  * collectives) bounds it. Rules that make a configuration meaningless are checked
@@ -71,7 +76,8 @@
 #include "store/tp_store.h"
 
 typedef struct tp_layer_spec {
-  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock;
+  tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock,
+      symm;
   tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
@@ -122,12 +128,13 @@ typedef struct tp_layer_case {
 const char *tp_layer_graph_name(const tp_layer_case *c);
 
 typedef struct tp_layer_config {
-  tp_config_axes axes;  /* the stored names of all of it; strings are static */
-  tp_backend backend;   /* stock, dist_gemm, or a reference: the layer with its TP ops' GEMMs
-                           alone (kind gemm, stored backend cublaslt) or collectives alone
-                           (kind comm, backend nccl) */
-  tp_schedule schedule; /* dist_gemm's requested schedule; for stock and the collectives alone
-                           tp_stock_schedule(their variant); AUTO for the GEMMs alone */
+  tp_config_axes axes;    /* the stored names of all of it; strings are static */
+  tp_backend backend;     /* stock, dist_gemm, or a reference: the layer with its TP ops' GEMMs
+                             alone (kind gemm, stored backend cublaslt) or collectives alone
+                             (kind comm, backend nccl) */
+  tp_schedule schedule;   /* dist_gemm's requested schedule; for stock and the collectives alone
+                             tp_stock_schedule(their variant); AUTO for the GEMMs alone */
+  tp_symm_transport symm; /* dist_gemm's symmetric memory; IPC for the other backends */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   int planned;  /* 1 (with rejected 1): valid but not runnable here, reason says why (no

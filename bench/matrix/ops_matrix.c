@@ -46,8 +46,9 @@ typedef struct resolved_spec {
   int chunks[TP_LIST_MAX];
   const char *save_gathered[TP_LIST_MAX];
   tp_stock_variant stocks[TP_LIST_MAX];
+  tp_symm_transport symms[TP_LIST_MAX];
   int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save,
-      n_stocks;
+      n_stocks, n_symms;
 } resolved_spec;
 
 void tp_ops_spec_defaults(tp_ops_spec *spec) {
@@ -63,6 +64,7 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   TP_EXPECT_OK(tp_str_list_set(&spec->passes, "fwd"));
   TP_EXPECT_OK(tp_str_list_set(&spec->save_gathered, "off"));
   TP_EXPECT_OK(tp_str_list_set(&spec->stocks, "plain,window"));
+  TP_EXPECT_OK(tp_str_list_set(&spec->symms, "ipc"));
 }
 
 /* ---- the axes ------------------------------------------------------------- */
@@ -86,6 +88,7 @@ static const ops_axis ops_axes[] = {
     {"save_gathered", offsetof(tp_ops_spec, save_gathered), 0, 0, 0},
     {"shape", offsetof(tp_ops_spec, shapes), 0, 0, 0},
     {"stock", offsetof(tp_ops_spec, stocks), 0, 0, 0},
+    {"symm", offsetof(tp_ops_spec, symms), 0, 0, 0},
 };
 enum { N_OPS_AXES = COUNT_OF(ops_axes) };
 /* Bits of tp_ops_spec.given. */
@@ -313,6 +316,8 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
                        r->save_gathered, &r->n_save));
   TP_TRY(resolve_vocab(&spec->stocks, &tp_stock_vocab, values, &r->n_stocks));
   for (int i = 0; i < r->n_stocks; i++) r->stocks[i] = (tp_stock_variant)values[i];
+  TP_TRY(resolve_vocab(&spec->symms, &tp_symm_vocab, values, &r->n_symms));
+  for (int i = 0; i < r->n_symms; i++) r->symms[i] = (tp_symm_transport)values[i];
   return resolve_numbers(spec, r);
 }
 
@@ -448,9 +453,11 @@ static tp_ops_config make_stock_variant(const tp_ops_case *c, int case_index, tp
 }
 
 static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_schedule schedule,
-                                    int chunks) {
+                                    int chunks, tp_symm_transport symm) {
   tp_ops_config cfg = make_config(c, case_index, TP_BACKEND_DIST);
   cfg.schedule = schedule;
+  cfg.symm = symm;
+  cfg.axes.symm = tp_symm_transport_name(symm); /* keyed only away from ipc */
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
@@ -465,7 +472,8 @@ static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_c
     configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_STOCK, r->stocks[v]);
   for (int s = 0; s < r->n_schedules; s++)
     for (int k = 0; k < r->n_chunks; k++)
-      configs[(*next)++] = make_dist_gemm(c, ci, r->schedules[s], r->chunks[k]);
+      for (int t = 0; t < r->n_symms; t++)
+        configs[(*next)++] = make_dist_gemm(c, ci, r->schedules[s], r->chunks[k], r->symms[t]);
   configs[(*next)++] = make_config(c, ci, TP_BACKEND_GEMM_ONLY);
   for (int v = 0; v < r->n_stocks; v++)
     configs[(*next)++] = make_stock_variant(c, ci, TP_BACKEND_COMM_ONLY, r->stocks[v]);
@@ -534,7 +542,8 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   int64_t variants = (int64_t)r->n_dtypes * r->n_tp * r->n_passes * r->n_save;
   int64_t n_cases = r->n_shapes > 0 ? r->n_shapes * variants
                                     : (int64_t)r->n_models * r->n_projs * r->n_tokens * variants;
-  int64_t per_case = 1 + 2 * (int64_t)r->n_stocks + (int64_t)r->n_schedules * r->n_chunks;
+  int64_t per_case =
+      1 + 2 * (int64_t)r->n_stocks + (int64_t)r->n_schedules * r->n_chunks * r->n_symms;
   if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (rc == TP_OK && n_cases * per_case > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
@@ -651,14 +660,15 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
   if (cfg->backend == TP_BACKEND_DIST)
-    snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+    snprintf(buf, cap, "dist_gemm %s chunks=%d%s", cfg->axes.schedule, cfg->axes.chunks,
+             cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "");
   else if (cfg->axes.schedule)
     snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
-  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-9s %-7s %-5s %-28s %7s %6s %6s  %s\n", "case",
+  fprintf(out, "%-5s %-11s %-4s %-15s %7s %3s %-9s %-7s %-5s %-32s %7s %6s %6s  %s\n", "case",
           "model", "proj", "layer", "tokens", "tp", "dtype", "pass", "saved", "configuration", "m",
           "n", "k", "status");
   for (int i = 0; i < matrix->n_configs; i++) {
@@ -666,7 +676,7 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
     const tp_config_axes *a = &cfg->axes;
     char what[64];
     describe_config(cfg, what, sizeof what);
-    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-9s %-7s %-5s %-28s %7lld %6lld %6lld  %s%s\n",
+    fprintf(out, "%-5d %-11s %-4s %-15s %7lld %3d %-9s %-7s %-5s %-32s %7lld %6lld %6lld  %s%s\n",
             cfg->case_index, a->model, a->proj, a->op_or_layer, (long long)a->tokens, a->tp,
             a->dtype, a->pass, a->save_gathered ? "on" : "off", what, (long long)a->m,
             (long long)a->n, (long long)a->k,
@@ -680,6 +690,13 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
           matrix->n_configs - runnable - planned, planned);
   if (matrix->host_gpus > 0) fprintf(out, " (host of %d GPUs)", matrix->host_gpus);
   fprintf(out, "\n");
+  for (int i = 0; i < matrix->n_configs; i++)
+    if (!matrix->configs[i].rejected && matrix->configs[i].symm == TP_SYMM_NCCL) {
+      fprintf(out, "decided on the GPU: whether NCCL offers symmetric memory to the symm=nccl "
+                   "configurations (ncclDevCommCreate; NCCL up to 2.28.6 refuses at one rank); the "
+                   "worker's plan rejects them with NCCL's answer\n");
+      break;
+    }
   for (int i = 0; i < matrix->n_cases; i++)
     if (tp_dtype_is_fp8(matrix->cases[i].dtype)) {
       fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "

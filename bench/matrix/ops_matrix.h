@@ -7,7 +7,10 @@
  * tp × passes × save_gathered: a bare projection of no model (model
  * TP_SHAPE_MODEL, proj "NxK"), whose M is the tokens of the step. Each
  * case yields, in this order: the stock op (NCCL + cuBLASLt), one dist_gemm op
- * per requested schedule × chunks, the GEMM alone and the collective alone
+ * per requested schedule × chunks × symm (the transport of its symmetric
+ * memory: tpbench's CUDA-IPC heap or NCCL windows; whether NCCL offers
+ * symmetric memory is the runtime's to say, so the worker's plan rejects a
+ * symm=nccl configuration with NCCL's text, never here), the GEMM alone and the collective alone
  * (the two references that bound a fused op). A configuration that cannot
  * run on these shapes is kept, marked rejected with its reason, so the
  * database records why it was not measured; names the tool does not know are
@@ -42,6 +45,8 @@ typedef struct tp_ops_spec {
   tp_str_list passes;        /* fwd, bwd, fwd+bwd; default fwd */
   tp_str_list save_gathered; /* off, on: keep the forward's gathered input for dW; default off */
   tp_str_list stocks;        /* stock variants: plain, window (tp_stock_variant); default both */
+  tp_str_list symms;         /* dist_gemm's symmetric memory: ipc, nccl (tp_symm_transport);
+                                default ipc */
   /* Bare projections "MxNxK" or "MxNxK:op" (op ag_linear, the default, ag_linear_multi
    * or linear_rs; global shapes as a model's projection: M tokens, N out features per
    * weight, K in features; ag_linear_multi has two weights). Given: they replace
@@ -55,7 +60,7 @@ typedef struct tp_ops_spec {
 void tp_ops_spec_defaults(tp_ops_spec *spec);
 
 /* The axes of `ops` (the names --axis and the matrix file use): model, proj,
- * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape, stock. */
+ * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape, stock, symm. */
 const char *const *tp_ops_axis_names(int *count);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
@@ -83,11 +88,12 @@ typedef struct tp_ops_case {
 } tp_ops_case;
 
 typedef struct tp_ops_config {
-  tp_config_axes axes;  /* the stored names of all of it; strings are static */
-  tp_backend backend;   /* stock, dist_gemm, or a reference: GEMM alone (kind gemm, stored
-                           backend cublaslt), collective alone (kind comm, backend nccl) */
-  tp_schedule schedule; /* dist_gemm's requested schedule; for stock and the collective alone
-                           tp_stock_schedule(their variant); AUTO for the GEMM alone */
+  tp_config_axes axes;    /* the stored names of all of it; strings are static */
+  tp_backend backend;     /* stock, dist_gemm, or a reference: GEMM alone (kind gemm, stored
+                             backend cublaslt), collective alone (kind comm, backend nccl) */
+  tp_schedule schedule;   /* dist_gemm's requested schedule; for stock and the collective alone
+                             tp_stock_schedule(their variant); AUTO for the GEMM alone */
+  tp_symm_transport symm; /* dist_gemm's symmetric memory; IPC for the other backends */
   int case_index;
   int rejected; /* 1: not to be run; reason says why */
   int planned;  /* 1 (with rejected 1): valid, but needs more GPUs than the host or job holds

@@ -5,7 +5,8 @@
  * carries, TP 4 and 8, every rejection rule with its reason, and usage
  * errors for names the tool does not know; the bare projections of --shape
  * (their per-rank M, N, K and keys), the axes by name, the matrix file with
- * defined models, and a preset configuration's key as it always was.
+ * defined models, a preset configuration's key as it always was, and the
+ * symm axis (dist_gemm over the CUDA-IPC heap or NCCL windows).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,16 +382,17 @@ static void test_axes(void **state) {
   (void)state;
   int n = 0;
   const char *const *names = tp_ops_axis_names(&n);
-  assert_int_equal(n, 11);
+  assert_int_equal(n, 12);
   assert_string_equal(names[0], "model");
   assert_string_equal(names[9], "shape");
   assert_string_equal(names[10], "stock");
+  assert_string_equal(names[11], "symm");
   tp_ops_spec s;
   tp_ops_spec_defaults(&s);
   assert_int_equal(tp_ops_spec_set_axis(&s, "layer", "ffn"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "unknown axis 'layer' for ops (valid: model, proj, "
                                           "tokens, dtype, tp, schedule, chunks, pass, "
-                                          "save_gathered, shape, stock)"));
+                                          "save_gathered, shape, stock, symm)"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "65"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "axis tp:"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);
@@ -433,6 +435,76 @@ static void test_stock_axis(void **state) {
   assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "symmetric"), TP_OK);
   expect_usage(s, "unknown stock 'symmetric' (valid: plain, window)");
   assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "plain,plain"), TP_OK);
+  expect_usage(s, "listed twice");
+}
+
+/* The symm axis: ipc alone by default (dist_gemm's keys as before it
+ * existed); ipc,nccl gives each schedule x chunks both transports, innermost,
+ * keyed apart but one case; the stock rows and the references store none; the
+ * plan names the transport and says the GPU decides; names are checked. */
+static void test_symm_axis(void **state) {
+  (void)state;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "2", "ce,sm", "");
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 7); /* stock x2, ce, sm, the GEMM alone, the collective x2 */
+  assert_int_equal(m.configs[2].symm, TP_SYMM_IPC);
+  assert_string_equal(m.configs[2].axes.symm, "ipc");
+  char key[512], other[512];
+  tp_config_key(&m.configs[2].axes, key, sizeof key);
+  assert_null(strstr(key, "symm")); /* ipc is the default: not in the key */
+  tp_ops_matrix_free(&m);
+
+  assert_int_equal(tp_ops_spec_set_axis(&s, "symm", "ipc,nccl"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 9);
+  static const tp_schedule sched[] = {TP_SCHED_CE, TP_SCHED_CE, TP_SCHED_SM, TP_SCHED_SM};
+  static const tp_symm_transport symm[] = {TP_SYMM_IPC, TP_SYMM_NCCL, TP_SYMM_IPC, TP_SYMM_NCCL};
+  for (int i = 0; i < 4; i++) {
+    const tp_ops_config *c = &m.configs[2 + i];
+    assert_int_equal(c->backend, TP_BACKEND_DIST);
+    assert_int_equal(c->schedule, sched[i]);
+    assert_int_equal(c->symm, symm[i]);
+    assert_string_equal(c->axes.symm, tp_symm_transport_name(symm[i]));
+    assert_false(c->rejected);
+  }
+  for (int i = 0; i < m.n_configs; i++)
+    if (m.configs[i].backend != TP_BACKEND_DIST) assert_null(m.configs[i].axes.symm);
+  tp_config_key(&m.configs[2].axes, key, sizeof key);
+  tp_config_key(&m.configs[3].axes, other, sizeof other);
+  assert_string_not_equal(key, other);
+  assert_non_null(strstr(other, "symm=nccl"));
+  tp_case_key(&m.configs[2].axes, key, sizeof key);
+  tp_case_key(&m.configs[3].axes, other, sizeof other);
+  assert_string_equal(key, other); /* paired with the case's stock and each other */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_ops_matrix_print(&m, f);
+  fclose(f);
+  assert_non_null(strstr(text, "dist_gemm ce chunks=0 symm=nccl"));
+  assert_non_null(strstr(text, "decided on the GPU: whether NCCL offers symmetric memory"));
+  free(text);
+  tp_ops_matrix_free(&m);
+
+  /* TP 1 has no dist_gemm over either transport; the plan needs no GPU note then */
+  tp_ops_spec one = spec_with("8b", "qkv", "4096", "1", "ce", "");
+  assert_int_equal(tp_ops_spec_set_axis(&one, "symm", "nccl"), TP_OK);
+  assert_int_equal(tp_ops_expand(&one, &m), TP_OK);
+  assert_true(m.configs[2].rejected);
+  assert_non_null(strstr(m.configs[2].reason, "dist_gemm needs TP > 1"));
+  f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_ops_matrix_print(&m, f);
+  fclose(f);
+  assert_null(strstr(text, "whether NCCL offers symmetric memory"));
+  free(text);
+  tp_ops_matrix_free(&m);
+
+  assert_int_equal(tp_ops_spec_set_axis(&s, "symm", "nvshmem"), TP_OK);
+  expect_usage(s, "unknown symm 'nvshmem' (valid: ipc, nccl)");
+  assert_int_equal(tp_ops_spec_set_axis(&s, "symm", "nccl,nccl"), TP_OK);
   expect_usage(s, "listed twice");
 }
 
@@ -489,6 +561,7 @@ int main(void) {
       cmocka_unit_test(test_shape_errors),
       cmocka_unit_test(test_axes),
       cmocka_unit_test(test_stock_axis),
+      cmocka_unit_test(test_symm_axis),
       cmocka_unit_test(test_matrix_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -351,6 +351,15 @@ static void test_matrix_planned(void **state) {
   rp_expect(&r, 0, "12 configurations, 6 to run, 0 rejected, 6 planned (host of 2 GPUs)", NULL);
   assert_non_null(strstr(r.out, "planned: needs 4 GPUs (tp 4); the host has 2"));
   rp_free(&r);
+  /* --symm: both transports of each dist_gemm schedule, nccl left to the GPU's NCCL */
+  r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "qkv", "--tokens",
+              "8192", "--schedule", "ce", "--symm", "ipc,nccl", NULL);
+  rp_expect(&r, 0, "7 configurations, 7 to run, 0 rejected, 0 planned (host of 2 GPUs)", NULL);
+  assert_non_null(strstr(r.out, "dist_gemm ce chunks=0 symm=nccl"));
+  assert_non_null(strstr(r.out, "decided on the GPU: whether NCCL offers symmetric memory"));
+  rp_free(&r);
+  rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--symm: 'nvshmem' is not one of ipc|nccl", "matrix",
+                "--for", "ops", "--symm", "nvshmem", NULL);
   rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--gpus: '0' is not a whole number in [1, 4096]",
                 "matrix", "--gpus", "0", NULL);
   rp_run_expect(TPBENCH_EXE, 60, 0, "--composition", NULL, "matrix", "--help", NULL);

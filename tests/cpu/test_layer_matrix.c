@@ -762,6 +762,63 @@ static void test_stock_axis(void **state) {
   expect_usage("stock=window,window", "axis stock: 'window' is listed twice");
 }
 
+/* The symm axis of run: ipc by default (dist_gemm keyed as before it
+ * existed); ipc,nccl doubles the dist_gemm layers only, innermost, keyed
+ * apart, one case; nccl is left for the GPU to decide (the plan says so);
+ * the quick preset keeps ipc alone; names are checked. */
+static void test_symm_axis(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "stock=plain", "schedule=ce,sm", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 5); /* stock, ce, sm, the GEMMs alone, the collectives alone */
+  assert_int_equal(m.configs[1].symm, TP_SYMM_IPC);
+  char key[512], other[512];
+  tp_config_key(&m.configs[1].axes, key, sizeof key);
+  assert_null(strstr(key, "symm"));
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off",
+                     "stock=plain", "schedule=ce,sm", "symm=ipc,nccl", NULL),
+           2, &m);
+  assert_int_equal(m.n_configs, 7);
+  static const tp_symm_transport symm[] = {TP_SYMM_IPC, TP_SYMM_NCCL, TP_SYMM_IPC, TP_SYMM_NCCL};
+  for (int i = 0; i < 4; ++i) {
+    assert_int_equal(m.configs[1 + i].backend, TP_BACKEND_DIST);
+    assert_int_equal(m.configs[1 + i].schedule, i < 2 ? TP_SCHED_CE : TP_SCHED_SM);
+    assert_int_equal(m.configs[1 + i].symm, symm[i]);
+    assert_string_equal(m.configs[1 + i].axes.symm, tp_symm_transport_name(symm[i]));
+  }
+  assert_null(m.configs[0].axes.symm);
+  assert_null(m.configs[6].axes.symm);
+  tp_config_key(&m.configs[1].axes, key, sizeof key);
+  tp_config_key(&m.configs[2].axes, other, sizeof other);
+  assert_string_not_equal(key, other);
+  assert_non_null(strstr(other, "symm=nccl"));
+  tp_case_key(&m.configs[1].axes, key, sizeof key);
+  tp_case_key(&m.configs[2].axes, other, sizeof other);
+  assert_string_equal(key, other);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_layer_matrix_print(&m, 2, f);
+  fclose(f);
+  const char *row = strstr(text, "dist_gemm ce chunks=0 symm=nccl");
+  assert_non_null(row);
+  const char *eol = strchr(row, '\n');
+  const char *note = strstr(row, "the kernels decide at plan time");
+  assert_true(note && eol && note < eol);
+  free(text);
+  tp_layer_matrix_free(&m);
+  tp_layer_spec quick;
+  assert_int_equal(tp_layer_spec_preset("quick", &quick), TP_OK);
+  assert_int_equal(quick.symm.count, 1);
+  assert_string_equal(tp_str_list_at(&quick.symm, 0), "ipc");
+  expect_usage("symm=nvshmem", "axis symm: unknown value 'nvshmem' (valid: ipc, nccl)");
+  expect_usage("symm=nccl,nccl", "axis symm: 'nccl' is listed twice");
+}
+
 /* `run` drops the planned configurations (listing each) and keeps the rest
  * with their cases renumbered: dp > 1 goes, every ac mode stays. */
 static void test_drop_planned(void **state) {
@@ -1031,6 +1088,7 @@ int main(void) {
       cmocka_unit_test(test_empty_spec_is_usage),
       cmocka_unit_test(test_chunks_and_schedules),
       cmocka_unit_test(test_stock_axis),
+      cmocka_unit_test(test_symm_axis),
       cmocka_unit_test(test_tp_default_and_list),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_matrix_file),

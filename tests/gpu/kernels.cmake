@@ -5,3 +5,5 @@ tp_add_gpu_test(gpu_linear SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_linear.c
                 LIBS tp_gpu_harness m TIMEOUT 600)
 tp_add_gpu_test(gpu_stock_window SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stock_window.c
                 LIBS tp_gpu_harness TIMEOUT 300)
+tp_add_gpu_test(gpu_symm_nccl SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_symm_nccl.c
+                LIBS tp_gpu_harness TIMEOUT 300)
