@@ -18,14 +18,8 @@ static size_t shard_count(const tp_fsdp *f, int i) {
 }
 static size_t elem_bytes(const tp_fsdp *f) { return tp_dtype_bytes(f->dtype); }
 
-/* Where this rank's shard starts in the parameter (elements), the test
- * knob's shift included (kept inside the parameter). */
-static size_t shard_offset(const tp_fsdp *f, int i) {
-  const size_t shard = shard_count(f, i), at = (size_t)f->index * shard;
-  const size_t shift = (size_t)f->test_shard_shift, total = count_of(&f->params[i]);
-  if (shift == 0) return at;
-  return at + shift + shard <= total ? at + shift : at - (shift <= at ? shift : at);
-}
+/* Where this rank's shard starts in the parameter (elements). */
+static size_t shard_offset(const tp_fsdp *f, int i) { return (size_t)f->index * shard_count(f, i); }
 
 static tp_rc check_divisible(const tp_fsdp *f) {
   for (int i = 0; i < f->n_params; ++i)
@@ -56,7 +50,11 @@ static tp_rc fill_buffers(tp_group *g, tp_fsdp *f) {
   for (int i = 0; i < f->n_params; ++i) {
     const tp_block_param *p = &f->params[i];
     const char *w = p->weight;
-    TP_CUDA(cudaMemcpyAsync(f->shard[i], w + shard_offset(f, i) * es, shard_count(f, i) * es,
+    /* the test knob: the shard cut that many elements late, its tail left poisoned */
+    size_t shift = (size_t)f->test_shard_shift, n = shard_count(f, i);
+    if (shift > n) shift = n;
+    if (shift) TP_CUDA(tp_launch_poison(f->dtype, f->shard[i], n, s));
+    TP_CUDA(cudaMemcpyAsync(f->shard[i], w + (shard_offset(f, i) + shift) * es, (n - shift) * es,
                             cudaMemcpyDeviceToDevice, s));
     TP_CUDA(tp_launch_poison(f->dtype, f->gathered[i], count_of(p), s));
     if (f->backward)

@@ -64,8 +64,9 @@ typedef struct tp_fsdp {
   void *prev_grad[TP_BLOCK_MAX_PARAMS];  /* the previous block's gradients */
   void *grad_shard[TP_BLOCK_MAX_PARAMS]; /* their reduce-scattered shard */
   int64_t traffic_bytes;
-  /* Test only: the shards are taken this many elements past their place,
-   * so the gathered weights are wrong (the checks must fail). */
+  /* Test only (set before tp_fsdp_prepare; kept by it and by release): the
+   * shards are cut this many elements late, their tails left poisoned, as a
+   * wrong gather offset would be (the checks must fail). */
   int64_t test_shard_shift;
 } tp_fsdp;
 
