@@ -558,6 +558,7 @@ static void layer_info(void *self, tp_item_info *info) {
   info->planned = 1;
   /* the collectives alone keep no activations */
   info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
+  info->traffic_bytes = it->have_fsdp ? it->fsdp.traffic_bytes : 0;
   if (p->fp8) {
     fp8_info(it, info);
     return;
@@ -769,11 +770,13 @@ static void mark_next(run_state *st, int next) {
 
 enum { LABEL_CAP = 128 };
 
-/* The seed of a case's tensors: from its axes but ac (FNV-1a of the case
- * key), so every ac mode of one shape runs on the same inputs and weights. */
+/* The seed of a case's tensors: from its axes but ac and fsdp_traffic
+ * (FNV-1a of the case key), so every ac mode of one shape, with or without
+ * the competing traffic, runs on the same inputs and weights. */
 static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
   tp_config_axes axes = m->configs[c->first_config].axes;
   axes.ac = NULL;
+  axes.fsdp_traffic = 0;
   char key[1024];
   tp_case_key(&axes, key, sizeof key);
   uint64_t h = 1469598103934665603ull;

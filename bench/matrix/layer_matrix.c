@@ -465,6 +465,7 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   a.save_gathered = c->save_gathered;
   a.dp = c->dp;
   a.ac = tp_ac_name(c->ac);
+  a.fsdp_traffic = c->fsdp_traffic;
   return a;
 }
 
@@ -482,9 +483,6 @@ static void add_plan(tp_layer_config *cfg, const char *why) {
 static void plan_runtime(const tp_layer_case *c, tp_layer_config *cfg) {
   if (c->dp > 1 && c->tp > 1)
     add_plan(cfg, "dp x tp both > 1 not run yet: the FSDP runtime runs dp > 1 at TP 1");
-  if (c->fsdp_traffic)
-    add_plan(cfg, "fsdp_traffic=on has no stored column before schema 007 (its rows would share "
-                  "their key with fsdp_traffic=off)");
 }
 
 static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_backend backend) {

@@ -385,13 +385,13 @@ static void test_composition_table_in_readme(void **state) {
                                 "runs dp > 1 at TP 1 |"));
   assert_null(strstr(r.out, "activation checkpointing runtime not implemented yet"));
   /* every ac mode runs where its rules let it (fwd+bwd; full without save_gathered), and dp 2
-   * at TP 1: the run row's ac column is every value, its fsdp_traffic (the last) off until
-   * schema 007 stores it */
+   * at TP 1, with fsdp_traffic off and on: the run row's last two columns (ac, fsdp_traffic)
+   * are every value */
   const char *run_row = strstr(r.out, "\n| run | * | * | -, auto, ce, sm | 1, 2 | * |");
   assert_non_null(run_row);
   const char *row_end = strchr(run_row + 1, '\n');
   assert_non_null(row_end);
-  assert_true(row_end - run_row > 12 && strncmp(row_end - 12, " | * | off |", 12) == 0);
+  assert_true(row_end - run_row > 10 && strncmp(row_end - 10, " | * | * |", 10) == 0);
   assert_non_null(strstr(r.out, "| rejected: fsdp_traffic=on puts FSDP's collectives beside a dp 1 "
                                 "layer; dp 2 runs its own"));
   assert_non_null(strstr(r.out, "| run |"));
