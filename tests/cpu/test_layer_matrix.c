@@ -1028,6 +1028,70 @@ static void test_graph_mixed_file_and_host(void **state) {
   tp_layer_matrix_free(&m);
 }
 
+/* The fsdp_traffic axis beside dp: dp 2 x tp 1 runs (stock, its GEMMs alone), fsdp_traffic=on
+ * runs at dp 1 and keys apart from off, and is rejected beside dp 2, graphs and fp8; the job's
+ * size decides which mesh runs. */
+static void test_fsdp_axis(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=block", "seqlen=4096", "batch=2", "pass=fwd+bwd",
+                              "graph=off", "tp=1", "dp=1,2", "fsdp_traffic=off,on", "stock=plain",
+                              NULL);
+  expand_ok(&s, 1, &m);
+  assert_int_equal(m.n_cases, 4); /* dp 1, 2 x fsdp_traffic off, on: fsdp_traffic innermost */
+  for (int ci = 0; ci < 4; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->dp, 1 + ci / 2);
+    assert_int_equal(c->fsdp_traffic, ci % 2);
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+      assert_int_equal(m.configs[i].axes.fsdp_traffic, c->fsdp_traffic);
+  }
+  /* stock and the GEMMs alone run in cases 0..2; dist_gemm and the collectives: TP 1 */
+  for (int ci = 0; ci < 3; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_false(m.configs[c->first_config].rejected);                    /* stock */
+    assert_false(m.configs[c->first_config + c->n_configs - 2].rejected); /* GEMMs alone */
+  }
+  for (int i = m.cases[3].first_config; i < m.cases[3].first_config + m.cases[3].n_configs; ++i)
+    expect_reason(&m.configs[i], "fsdp_traffic=on puts FSDP's collectives beside a dp 1 layer");
+  /* the case keys: off and on apart, dp 1 and 2 apart */
+  char keys[3][1024];
+  for (int ci = 0; ci < 3; ++ci)
+    tp_case_key(&m.configs[m.cases[ci].first_config].axes, keys[ci], sizeof keys[ci]);
+  assert_string_not_equal(keys[0], keys[1]);
+  assert_string_not_equal(keys[0], keys[2]);
+  assert_non_null(strstr(keys[1], "fsdp_traffic"));
+  assert_null(strstr(keys[0], "fsdp_traffic")); /* off: the key of runs before schema 007 */
+  assert_int_equal(tp_layer_runnable(&m), 6);
+  /* a job of 1: dp 2 needs 2 GPUs (planned); a job of 2: dp 1 x tp 1 is a smaller mesh */
+  assert_int_equal(tp_layer_reject_world(&m, 1), 2);
+  expect_planned(&m.configs[m.cases[2].first_config], "needs 2 GPUs (dp 2 x tp 1); this job has 1");
+  tp_layer_matrix_free(&m);
+  expand_ok(&s, 1, &m);
+  assert_int_equal(tp_layer_reject_world(&m, 2), 4);
+  expect_reason(&m.configs[m.cases[1].first_config], "dp 1 x tp 1 needs a job of 1 workers");
+  assert_false(m.configs[m.cases[2].first_config].rejected);
+  assert_int_equal(tp_layer_runnable(&m), 2);
+  tp_layer_matrix_free(&m);
+  /* FSDP beside graphs and fp8 */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=on",
+                     "tp=1", "dp=2", "stock=plain", NULL),
+           1, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "dp > 1 with graph=on: FSDP's side-stream");
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=off",
+                     "tp=1", "dtype=fp8", "fsdp_traffic=on", "stock=plain", NULL),
+           1, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "fsdp_traffic=on with fp8: the fp8 weights");
+  tp_layer_matrix_free(&m);
+  /* at TP 2 fsdp_traffic=on runs stock, dist_gemm and both references */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=off",
+                     "tp=2", "fsdp_traffic=on", "stock=plain", NULL),
+           2, &m);
+  assert_int_equal(tp_layer_runnable(&m), m.n_configs);
+  tp_layer_matrix_free(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quick_preset),
@@ -1049,6 +1113,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_file_not_regular),
       cmocka_unit_test(test_dp_mesh_expansion),
       cmocka_unit_test(test_dp_rules),
+      cmocka_unit_test(test_fsdp_axis),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
       cmocka_unit_test(test_graph_mixed_expansion),
