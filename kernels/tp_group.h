@@ -70,7 +70,7 @@ typedef struct tp_group {
   /* tp_group_split: the group it was split from, whose streams and cuBLASLt
    * context it borrows (NULL: it owns them) */
   const struct tp_group *parent;
-  int frozen;  /* tp_group_freeze: neither the workspace nor the private buffers may grow */
+  int frozen; /* tp_group_freeze: neither the workspace nor the private buffers may grow */
 } tp_group;
 
 /* Collective over the group. The parent launcher must not have touched CUDA.

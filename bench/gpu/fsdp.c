@@ -58,8 +58,8 @@ static tp_rc fill_buffers(tp_group *g, tp_fsdp *f) {
                             cudaMemcpyDeviceToDevice, s));
     TP_CUDA(tp_launch_poison(f->dtype, f->gathered[i], count_of(p), s));
     if (f->backward)
-      TP_CUDA(cudaMemcpyAsync(f->prev_grad[i], p->grad, count_of(p) * es,
-                              cudaMemcpyDeviceToDevice, s));
+      TP_CUDA(
+          cudaMemcpyAsync(f->prev_grad[i], p->grad, count_of(p) * es, cudaMemcpyDeviceToDevice, s));
   }
   TP_CUDA(cudaStreamSynchronize(s));
   return TP_OK;
@@ -151,12 +151,8 @@ static tp_rc scatter_previous(tp_fsdp *f) {
 static tp_rc at_point(void *ctx, tp_group *g, tp_step_point point) {
   tp_fsdp *f = ctx;
   switch (point) {
-  case TP_STEP_FORWARD:
-    TP_TRY(fork_side(g, f, f->forward_begins));
-    return gather_next(f);
-  case TP_STEP_BACKWARD:
-    TP_TRY(fork_side(g, f, f->backward_begins));
-    return scatter_previous(f);
+  case TP_STEP_FORWARD: TP_TRY(fork_side(g, f, f->forward_begins)); return gather_next(f);
+  case TP_STEP_BACKWARD: TP_TRY(fork_side(g, f, f->backward_begins)); return scatter_previous(f);
   case TP_STEP_END:
     TP_CUDA(cudaEventRecord(f->side_done, f->side));
     TP_CUDA(cudaStreamWaitEvent(g->main_stream, f->side_done, 0));
@@ -234,8 +230,8 @@ tp_rc tp_fsdp_check_reduced(tp_group *g, const tp_fsdp *f, double sums[5], doubl
   double *acc = NULL;
   tp_rc rc = tp_device_malloc(&sum, most * elem_bytes(f));
   if (rc == TP_OK) rc = tp_device_malloc((void **)&acc, 5 * sizeof(double));
-  cudaError_t err = rc == TP_OK ? cudaMemsetAsync(acc, 0, 5 * sizeof(double), g->main_stream)
-                                : cudaSuccess;
+  cudaError_t err =
+      rc == TP_OK ? cudaMemsetAsync(acc, 0, 5 * sizeof(double), g->main_stream) : cudaSuccess;
   if (err != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaMemsetAsync: %s", cudaGetErrorString(err));
   for (int i = 0; rc == TP_OK && i < f->n_params; ++i) {
     rc = compare_reduced(g, f, i, sum, acc);

@@ -385,8 +385,7 @@ static tp_rc ac_checks(layer_item *it, tp_group *world, tp_item_check *out, int 
   char why[REASON_CAP];
   tp_rc rc = tp_harness_agree(it->h, local, &agreed, why, sizeof why);
   double host[5 * TP_BLOCK_MAX_OUTPUTS];
-  if (rc == TP_OK && agreed == TP_OK)
-    rc = step_against(it, g, &run.none, blk, count, &run, host);
+  if (rc == TP_OK && agreed == TP_OK) rc = step_against(it, g, &run.none, blk, count, &run, host);
   release_run(&run);
   TP_TRY(rc);
   for (int i = 0; i < count; ++i) {
@@ -431,8 +430,7 @@ static void fsdp_output_check(const tp_block_output *o, const double *acc, tp_it
   sums_check(name, acc, (double)o->count, 1, 0.0, what, c);
 }
 
-static void fsdp_not_checked(const char *name, double elements, const char *why,
-                             tp_item_check *c) {
+static void fsdp_not_checked(const char *name, double elements, const char *why, tp_item_check *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->name, sizeof c->name, "%s", name);
   c->exact = 1;
@@ -924,7 +922,8 @@ static tp_rc alloc_tensors(run_state *st, case_span *sp) {
     /* data parallel ranks: each its own batch, the TP group's weights */
     if (c->dp > 1)
       TP_TRY(tp_block_reseed_data(g, &sizes, &sp->t[k],
-                                  seed ^ ((uint64_t)sp->mesh[k]->dp_index + 1) * 0xD1B54A32D192ED03ull));
+                                  seed ^ ((uint64_t)sp->mesh[k]->dp_index + 1) *
+                                             0xD1B54A32D192ED03ull));
   }
   return TP_OK;
 }

@@ -589,7 +589,7 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
 }
 
 /* The case axes, outermost first; each index runs over that axis's list. */
-static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP, A_BATCH, A_SEQLEN, A_SP,
+static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP, A_BATCH, A_SEQLEN,      A_SP,
                                       A_PASS,  A_SAVE,  A_GRAPH, A_DP, A_AC,    A_FSDP_TRAFFIC};
 enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 

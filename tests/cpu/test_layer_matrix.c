@@ -653,7 +653,7 @@ static void test_dp_mesh_expansion(void **state) {
                        m.configs[i - (ci->dp == 2 ? m.cases[0].n_configs : 0)].rejected);
   }
   assert_int_equal(tp_layer_runnable(&m), 3 + 6 + 3); /* tp 1 (dp 1, 2): stock x2, gemm; tp 2 */
-  assert_int_equal(tp_layer_plan_host(&m, 2), 6); /* the 2 x 2 mesh's six */
+  assert_int_equal(tp_layer_plan_host(&m, 2), 6);     /* the 2 x 2 mesh's six */
   expect_planned(&m.configs[c->first_config],
                  "needs 4 GPUs (dp 2 x tp 2); the host has 2; " NEW_PLAN);
   /* On a host of 4, it is planned for the runtime alone. */
@@ -785,9 +785,10 @@ static void test_drop_planned(void **state) {
   assert_int_equal(tp_layer_drop_planned(&m, f), 8);
   fclose(f);
   printf("%s", text);
-  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: " NEW_PLAN));
-  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: " NEW_PLAN
-                               "\n"));
+  assert_non_null(
+      strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: " NEW_PLAN));
+  assert_non_null(strstr(
+      text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: " NEW_PLAN "\n"));
   free(text);
   assert_int_equal(m.n_cases, 2);
   assert_int_equal(m.n_configs, 8);
@@ -1034,9 +1035,9 @@ static void test_graph_mixed_file_and_host(void **state) {
 static void test_fsdp_axis(void **state) {
   (void)state;
   tp_layer_matrix m;
-  tp_layer_spec s = spec_with("model=8b", "layer=block", "seqlen=4096", "batch=2", "pass=fwd+bwd",
-                              "graph=off", "tp=1", "dp=1,2", "fsdp_traffic=off,on", "stock=plain",
-                              NULL);
+  tp_layer_spec s =
+      spec_with("model=8b", "layer=block", "seqlen=4096", "batch=2", "pass=fwd+bwd", "graph=off",
+                "tp=1", "dp=1,2", "fsdp_traffic=off,on", "stock=plain", NULL);
   expand_ok(&s, 1, &m);
   assert_int_equal(m.n_cases, 4); /* dp 1, 2 x fsdp_traffic off, on: fsdp_traffic innermost */
   for (int ci = 0; ci < 4; ++ci) {

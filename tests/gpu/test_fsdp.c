@@ -54,9 +54,9 @@ enum { MAX_OUT = TP_BLOCK_MAX_OUTPUTS };
 
 typedef struct scenario {
   const char *name;
-  int dp;               /* > 1: the mesh dp x 1 */
-  tp_fsdp_mode mode;    /* mesh or traffic */
-  int split_tp;         /* the block on a group split from the world group */
+  int dp;            /* > 1: the mesh dp x 1 */
+  tp_fsdp_mode mode; /* mesh or traffic */
+  int split_tp;      /* the block on a group split from the world group */
   tp_backend backends[2];
   int n_backends;
 } scenario;
@@ -159,8 +159,8 @@ static int reduced_ok(tp_group *g, const tp_fsdp *f, const char *what, int expec
 }
 
 /* One FSDP step, outputs poisoned first, against the plain step's outputs. */
-static int fsdp_step_matches(tp_group *g, const tp_block_plan *p, tp_block_tensors *t,
-                             tp_fsdp *f, const kept *plain, const char *label) {
+static int fsdp_step_matches(tp_group *g, const tp_block_plan *p, tp_block_tensors *t, tp_fsdp *f,
+                             const kept *plain, const char *label) {
   int failures = poison(g, p, t);
   tp_rc rc = tp_fsdp_step(g, p, t, f);
   failures += report(g->rank, "the step with FSDP beside it runs", rc == TP_OK);
@@ -183,11 +183,11 @@ static int faults_caught(tp_group *g, const tp_block_plan *p, tp_block_tensors *
   int failures = 0;
   if (p->shape.backward) {
     const uint16_t wrong = 0x3f80; /* 1.0 in bf16: not what a sum of random gradients gives */
-    const int bad = cudaMemcpy(f->grad_shard[1], &wrong, sizeof wrong, cudaMemcpyHostToDevice) !=
-                    cudaSuccess;
+    const int bad =
+        cudaMemcpy(f->grad_shard[1], &wrong, sizeof wrong, cudaMemcpyHostToDevice) != cudaSuccess;
     failures += bad;
-    failures += reduced_ok(g, f, "fault: a changed gradient shard fails the reduce-scatter check",
-                           0);
+    failures +=
+        reduced_ok(g, f, "fault: a changed gradient shard fails the reduce-scatter check", 0);
   }
   tp_fsdp_release(f);
   f->test_shard_shift = 1;
@@ -216,7 +216,8 @@ static int run_layer(tp_group *world, tp_rdzv *rdzv, tp_group *tg, ncclComm_t co
   if (rc == TP_OK) rc = tp_block_plan_make(tg, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes);
   if (rc == TP_OK) rc = tp_block_alloc(tg, &sizes, 91, &t);
   const int dp_index = sc->dp > 1 ? world->rank : 0; /* tp 1: rank = dp_index */
-  if (rc == TP_OK && sc->dp > 1) rc = tp_block_reseed_data(tg, &sizes, &t, 91 + 7 * (uint64_t)dp_index);
+  if (rc == TP_OK && sc->dp > 1)
+    rc = tp_block_reseed_data(tg, &sizes, &t, 91 + 7 * (uint64_t)dp_index);
   if (rc == TP_OK) rc = tp_block_prepare(tg, &plan);
   int failures = report(world->rank, "plan, tensors, prepare", rc == TP_OK);
   if (rc != TP_OK) {
@@ -312,8 +313,8 @@ static void test_fsdp_dp2_tp1(void **state) {
 
 static void test_fsdp_traffic_tp2(void **state) {
   (void)state;
-  const scenario sc = {
-      "fsdp_traffic=on at TP 2", 1, TP_FSDP_TRAFFIC, 0, {TP_BACKEND_STOCK, TP_BACKEND_DIST}, 2};
+  const scenario sc = {"fsdp_traffic=on at TP 2",           1, TP_FSDP_TRAFFIC, 0,
+                       {TP_BACKEND_STOCK, TP_BACKEND_DIST}, 2};
   run_scenario(&sc, 2);
 }
 
