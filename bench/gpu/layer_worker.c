@@ -214,7 +214,8 @@ static tp_rc layer_prepare(void *self, tp_group *world) {
   return prepare_fsdp(it, g);
 }
 
-/* Windows go in the same order on every rank (the items' order). */
+/* Windows go in the same order on every rank (the items' order); g: the
+ * item's group (its mesh's), the one its windows were registered on. */
 static void free_item(tp_group *g, layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
     if (is_window(it)) tp_window_free(g, it->scratch[k]);
@@ -398,8 +399,8 @@ static tp_rc ac_checks(layer_item *it, tp_group *world, tp_item_check *out, int 
 
 /* ---- FSDP: the gathered weights, the reduce-scatter, the outputs without it -------------- */
 
-/* One exact check from tp_launch_compare's sums (what the check is in why_ok,
- * how it fails in why_failed, both completed with the counts). */
+/* A check from tp_launch_compare's sums: exact (bit for bit), or within
+ * tolerance of the reference's norm; `what` says what was compared. */
 static void sums_check(const char *name, const double *acc, double elements, int exact,
                        double tolerance, const char *what, tp_item_check *c) {
   memset(c, 0, sizeof *c);
@@ -959,7 +960,7 @@ static tp_rc run_cases(run_state *st, int first, int n_cases, int mixed, int fro
   }
   /* every configuration of the cases is recorded once run_cases returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < sp->n; ++i) free_item(st->g, &sp->items[i]);
+  for (int i = 0; i < sp->n; ++i) free_item(sp->items[i].mesh->tp_group, &sp->items[i]);
   for (int k = 0; k < n_cases; ++k) tp_block_free(&sp->t[k]);
   const tp_rc released = tp_harness_release_case(sp->entries, sp->n);
   free(sp);
