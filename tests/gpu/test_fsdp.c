@@ -119,7 +119,9 @@ static int poison(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
 static int same_bits(const kept *a, const kept *b) {
   if (a->n != b->n) return 0;
   for (int i = 0; i < a->n; ++i)
-    if (a->bytes[i] != b->bytes[i] || memcmp(a->host[i], b->host[i], a->bytes[i]) != 0) return 0;
+    if (!a->host[i] || !b->host[i] || a->bytes[i] != b->bytes[i] ||
+        memcmp(a->host[i], b->host[i], a->bytes[i]) != 0)
+      return 0;
   return 1;
 }
 
