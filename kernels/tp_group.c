@@ -181,6 +181,76 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
   return TP_OK;
 }
 
+tp_rc tp_group_exchange(void *self, const void *send, size_t bytes, void *recv) {
+  tp_group *g = self;
+  const size_t total = bytes * (size_t)g->world;
+  void *dev = NULL;
+  TP_TRY(tp_device_malloc(&dev, total ? total : 1));
+  tp_rc rc = TP_OK;
+  cudaError_t err = cudaMemcpyAsync((char *)dev + bytes * (size_t)g->rank, send, bytes,
+                                    cudaMemcpyHostToDevice, g->main_stream);
+  if (err != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "cudaMemcpyAsync: %s", cudaGetErrorString(err));
+  ncclResult_t nr = ncclSuccess;
+  if (rc == TP_OK) {
+    /* in place: this rank's part already sits at its offset */
+    nr = ncclAllGather((char *)dev + bytes * (size_t)g->rank, dev, bytes, ncclUint8, g->nccl,
+                       g->main_stream);
+    if (nr != ncclSuccess)
+      rc = TP_FAIL(TP_ENCCL, "ncclAllGather (group exchange): %s", ncclGetErrorString(nr));
+  }
+  if (rc == TP_OK) {
+    err = cudaMemcpyAsync(recv, dev, total, cudaMemcpyDeviceToHost, g->main_stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(g->main_stream);
+    if (err != cudaSuccess) rc = TP_FAIL(TP_ECUDA, "group exchange: %s", cudaGetErrorString(err));
+  }
+  if (rc != TP_OK) (void)cudaGetLastError();
+  const tp_rc freed = tp_device_free(dev);
+  return rc != TP_OK ? rc : freed;
+}
+
+/* What a split group takes from its parent, and what it makes of its own. */
+static tp_rc split_init(tp_group *g, const tp_group *parent, int color, int key) {
+  g->parent = parent;
+  g->device = parent->device;
+  memcpy(g->device_name, parent->device_name, sizeof g->device_name);
+  g->sm_count = parent->sm_count;
+  g->multicast_supported = parent->multicast_supported;
+  g->multicast_disabled = parent->multicast_disabled;
+  g->wait_timeout_ns = parent->wait_timeout_ns;
+  g->write_value32 = parent->write_value32;
+  g->wait_value32 = parent->wait_value32;
+  g->test_delay_ns = parent->test_delay_ns;
+  g->test_withhold_rank = g->test_withhold_config = -1; /* the knob names world ranks */
+  g->main_stream = parent->main_stream;
+  g->comm_stream = parent->comm_stream;
+  g->gemm = parent->gemm;
+  for (int i = 0; i < TP_EVENT_POOL; ++i)
+    TP_CUDA(cudaEventCreateWithFlags(&g->events[i], cudaEventDisableTiming));
+  TP_NCCL(ncclCommSplit(parent->nccl, color, key, &g->nccl, NULL), parent->nccl);
+  if (!g->nccl)
+    return TP_FAIL(TP_EINTERNAL, "ncclCommSplit(color %d, key %d) gave no communicator", color,
+                   key);
+  TP_NCCL(ncclCommUserRank(g->nccl, &g->rank), g->nccl);
+  TP_NCCL(ncclCommCount(g->nccl, &g->world), g->nccl);
+  return tp_symm_create(g->rank, g->world, tp_group_exchange, g, &g->symm);
+}
+
+tp_rc tp_group_split(const tp_group *parent, int color, int key, tp_group **out) {
+  tp_group *g = calloc(1, sizeof *g);
+  if (!g) return TP_FAIL(TP_EOOM, "out of host memory for a split group");
+  const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0));
+  tp_rc rc = split_init(g, parent, color, key);
+  tp_device_leave(outer);
+  if (rc != TP_OK) {
+    tp_group_destroy(g);
+    return rc;
+  }
+  TP_LOGI("group", "rank %d/%d split from rank %d/%d (color %d)", g->rank, g->world, parent->rank,
+          parent->world, color);
+  *out = g;
+  return TP_OK;
+}
+
 /* A private device buffer that only grows: the old one is freed once nothing
  * on the device can still use it. */
 static tp_rc grow_buffer(const tp_group *g, const char *what, void **buf, size_t *have,
@@ -269,15 +339,15 @@ void tp_group_destroy(tp_group *g) {
     return;
   }
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
-  tp_gemm_destroy(g->gemm);
+  if (!g->parent) tp_gemm_destroy(g->gemm); /* a split group borrows its parent's */
   tp_symm_destroy(g->symm);
   tp_symm_destroy(g->symm_nccl); /* its windows, like the ones below, before the communicator */
   tp_window_release_all(g);      /* before the communicator they are registered with */
   if (g->nccl) ncclCommDestroy(g->nccl);
   for (int i = 0; i < TP_EVENT_POOL; ++i)
     if (g->events[i]) cudaEventDestroy(g->events[i]);
-  if (g->main_stream) cudaStreamDestroy(g->main_stream);
-  if (g->comm_stream) cudaStreamDestroy(g->comm_stream);
+  if (g->main_stream && !g->parent) cudaStreamDestroy(g->main_stream);
+  if (g->comm_stream && !g->parent) cudaStreamDestroy(g->comm_stream);
   tp_device_release(g->scratch);
   tp_device_release(g->bias_scratch);
   free(g);

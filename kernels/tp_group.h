@@ -6,6 +6,12 @@
  * cuBLASLt context, a private scratch buffer for the stock path, the NCCL
  * symmetric windows of its window variant (kernels/tp_window.h), and a pool
  * of events to order chunks between the two streams.
+ *
+ * A group can also be split from another (tp_group_split): the TP group of
+ * a dp × tp mesh inside the job's world group. It has its own NCCL
+ * communicator (ncclCommSplit), symmetric heap, events and private buffers,
+ * and borrows its parent's streams and cuBLASLt context, so whatever runs on
+ * it is ordered and timed on the parent's main stream.
  */
 #ifndef TP_GROUP_H
 #define TP_GROUP_H
@@ -71,7 +77,10 @@ typedef struct tp_group {
    * for its workspace growths). Recorded in the run too. */
   tp_fail_alloc test_fail_alloc;
   int aborted; /* tp_group_abort ran: the group can only be destroyed */
-  int frozen;  /* tp_group_freeze: neither the workspace nor the private buffers may grow */
+  /* tp_group_split: the group it was split from, whose streams and cuBLASLt
+   * context it borrows (NULL: it owns them) */
+  const struct tp_group *parent;
+  int frozen; /* tp_group_freeze: neither the workspace nor the private buffers may grow */
 } tp_group;
 
 /* Collective over the group. The parent launcher must not have touched CUDA.
@@ -79,6 +88,16 @@ typedef struct tp_group {
 TP_MUST_CHECK tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_id,
                                     tp_exchange_fn exchange, void *exchange_ctx, tp_group **out);
 void tp_group_destroy(tp_group *group);
+
+/* Collective over parent: the ranks of one color form a group, ranked by
+ * key (ncclCommSplit; every rank of parent calls it with the same order of
+ * splits). Destroy the result before its parent. */
+TP_MUST_CHECK tp_rc tp_group_split(const tp_group *parent, int color, int key, tp_group **out);
+
+/* Collective over group: an all-gather of bytes from every rank into recv
+ * (world · bytes) through its NCCL communicator, synchronous on the main
+ * stream; the exchange a split group's symmetric heap rendezvous through. */
+TP_MUST_CHECK tp_rc tp_group_exchange(void *group, const void *send, size_t bytes, void *recv);
 
 /* After a hung window: aborts the NCCL communicator (ncclCommAbort, which
  * also ends NCCL kernels in flight) so no rank blocks in a collective, and

@@ -456,6 +456,44 @@ int tp_block_outputs(const tp_block_plan *p, const tp_block_tensors *t, tp_block
   return n;
 }
 
+/* ---- data and parameters ------------------------------------------------------------------ */
+
+tp_rc tp_block_reseed_data(tp_group *g, const tp_block_plan *p, tp_block_tensors *t,
+                           uint64_t seed) {
+  const size_t n = (size_t)(p->local_rows * p->shape.dim);
+  const tp_dtype dt = p->shape.dtype;
+  TP_CUDA(tp_launch_fill_random(dt, t->x, n, seed * 1000003ull + 1, 1.0f, g->main_stream));
+  if (p->shape.backward)
+    TP_CUDA(tp_launch_fill_random(dt, t->dy, n, seed * 1000003ull + 2, 1.0f, g->main_stream));
+  TP_CUDA(cudaStreamSynchronize(g->main_stream));
+  return TP_OK;
+}
+
+static void add_param(tp_block_param *out, int *n, const char *name, void *w, void *dw,
+                      int64_t rows, int64_t cols) {
+  if (*n < TP_BLOCK_MAX_PARAMS) out[(*n)++] = (tp_block_param){name, w, dw, rows, cols};
+}
+
+int tp_block_params(const tp_block_plan *p, const tp_block_tensors *t, tp_block_param *out) {
+  const tp_block_shape *s = &p->shape;
+  const int64_t D = s->dim;
+  int n = 0;
+  if (has_attention(s->layer)) {
+    const int64_t q = p->hq * s->head_dim, k = tp_attention_qkv_width(&p->attn);
+    add_param(out, &n, "attention_norm", t->attn.g, t->attn.dg, D, 1);
+    add_param(out, &n, "w_qkv", t->attn.w_qkv, t->attn.dw_qkv, k, D);
+    add_param(out, &n, "w_o", t->attn.w_o, t->attn.dw_o, D, q);
+  }
+  if (has_ffn(s->layer)) {
+    const int64_t f = p->ffn_local;
+    add_param(out, &n, "ffn_norm", t->ffn.g, t->ffn.dg, D, 1);
+    add_param(out, &n, "w1", t->ffn.w1, t->ffn.dw1, f, D);
+    add_param(out, &n, "w3", t->ffn.w3, t->ffn.dw3, f, D);
+    add_param(out, &n, "w2", t->ffn.w2, t->ffn.dw2, D, f);
+  }
+  return n;
+}
+
 /* ---- what the forward writes ------------------------------------------------------------- */
 
 static void add_tensor(tp_block_tensor *out, int *n, const char *name, void *ptr, size_t bytes,

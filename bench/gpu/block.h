@@ -218,6 +218,27 @@ TP_MUST_CHECK tp_rc tp_block_alloc_window(tp_group *group, const tp_block_plan *
                                           tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
 
+/* Refills the block's data, its input x and (with a backward) the output
+ * gradient dy, from seed: data-parallel ranks each get their own batch
+ * (bench/gpu/fsdp.h), while the weights stay the TP group's. */
+TP_MUST_CHECK tp_rc tp_block_reseed_data(tp_group *group, const tp_block_plan *plan,
+                                         tp_block_tensors *t, uint64_t seed);
+
+/* A parameter of the block (this rank's TP shard of it) and its gradient
+ * (NULL without a backward), row-major with `rows` rows: what FSDP shards
+ * along dim 0 (bench/matrix/placement.h's mesh: dp shard(0) of the TP shard). */
+typedef struct tp_block_param {
+  const char *name;
+  void *weight, *grad;
+  int64_t rows, cols;
+} tp_block_param;
+
+enum { TP_BLOCK_MAX_PARAMS = 8 };
+
+/* The block's parameters in layer order (attention's gain, w_qkv, w_o, then
+ * the FFN's gain, w1, w3, w2); returns the count. */
+int tp_block_params(const tp_block_plan *plan, const tp_block_tensors *t, tp_block_param *out);
+
 /* Enqueued on the group's main stream; host-asynchronous. */
 TP_MUST_CHECK tp_rc tp_block_forward(tp_group *group, const tp_block_plan *plan,
                                      tp_block_tensors *t);
@@ -228,6 +249,19 @@ TP_MUST_CHECK tp_rc tp_block_backward(tp_group *group, const tp_block_plan *plan
  * it lazily; while frozen for graph capture a growth fails with
  * TP_EREJECT), the forward, and the backward if planned. */
 TP_MUST_CHECK tp_rc tp_block_step(tp_group *group, const tp_block_plan *plan, tp_block_tensors *t);
+
+/* Where a step lets other work in (FSDP's side-stream collectives,
+ * bench/gpu/fsdp.h): before the forward, before the backward (with one), at
+ * the end. Each call enqueues; the step stops at the first failure. */
+typedef enum { TP_STEP_FORWARD = 0, TP_STEP_BACKWARD, TP_STEP_END } tp_step_point;
+typedef struct tp_step_hooks {
+  tp_rc (*at)(void *ctx, tp_group *group, tp_step_point point);
+  void *ctx;
+} tp_step_hooks;
+
+/* tp_block_step with hooks (NULL: tp_block_step). */
+TP_MUST_CHECK tp_rc tp_block_step_hooked(tp_group *group, const tp_block_plan *plan,
+                                         tp_block_tensors *t, const tp_step_hooks *hooks);
 
 /* The tensors a block's configurations are compared on: y; with backward
  * also dx, every weight gradient and the RMSNorm gain gradients. */

@@ -318,9 +318,22 @@ static tp_rc ensure_workspace(tp_group *g, const tp_block_plan *p) {
   return TP_OK;
 }
 
-tp_rc tp_block_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+static tp_rc hook(const tp_step_hooks *h, tp_group *g, tp_step_point point) {
+  return h ? h->at(h->ctx, g, point) : TP_OK;
+}
+
+tp_rc tp_block_step_hooked(tp_group *g, const tp_block_plan *p, tp_block_tensors *t,
+                           const tp_step_hooks *hooks) {
   TP_TRY(ensure_workspace(g, p));
+  TP_TRY(hook(hooks, g, TP_STEP_FORWARD));
   TP_TRY(tp_block_forward(g, p, t));
-  if (p->shape.backward) TP_TRY(tp_block_backward(g, p, t));
-  return TP_OK;
+  if (p->shape.backward) {
+    TP_TRY(hook(hooks, g, TP_STEP_BACKWARD));
+    TP_TRY(tp_block_backward(g, p, t));
+  }
+  return hook(hooks, g, TP_STEP_END);
+}
+
+tp_rc tp_block_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  return tp_block_step_hooked(g, p, t, NULL);
 }

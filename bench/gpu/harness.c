@@ -867,6 +867,7 @@ static tp_rc fill_result(tp_harness *h, entry_state *es) {
   res->bytes_moved = es->oc.info.bytes_moved;
   res->workspace_bytes = es->oc.info.workspace_bytes;
   res->activation_bytes = es->oc.info.activation_bytes;
+  res->traffic_bytes = es->oc.info.traffic_bytes;
   res->peak_mem_bytes = es->peak_in_use;
   res->alloc_peak_bytes = es->alloc_peak;
   res->max_abs_err = NAN;

@@ -120,6 +120,8 @@ typedef struct tp_item_info {
   int64_t workspace_bytes;    /* symmetric workspace or stock scratch, plus saved inputs */
   int64_t activation_bytes;   /* per rank: what the forward leaves for the backward; 0: none
                                  recorded (no backward) */
+  int64_t traffic_bytes;      /* per rank per step: the competing FSDP collectives' bytes
+                                 (bench/gpu/fsdp.h); 0: none */
   int transfers_per_step;     /* transfers a trace must show per step (every op together) */
   tp_dtype dtype;             /* of the outputs */
   tp_fused fused;             /* dist_gemm: did every op fuse? */

@@ -52,7 +52,10 @@
 
 #include "bench/gpu/block.h"
 #include "bench/gpu/block_fp8.h"
+#include "bench/gpu/fsdp.h"
 #include "bench/gpu/plan_info.h"
+#include "bench/matrix/placement.h"
+#include "common/tp_log.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_window.h"
@@ -61,6 +64,19 @@ enum { REASON_CAP = 416 };
 
 /* Outputs through a layer: the tolerance's depth factor (bench/stats/numerics.h). */
 enum { LAYER_DEPTH = 5 };
+
+/* ---- the mesh of a case ---------------------------------------------------------------- */
+
+/* The groups a case's mesh runs on: made once per mesh, on first use (every
+ * rank walks the same cases, so the collective creations match). */
+typedef struct mesh_groups {
+  int dp, tp;
+  int dp_index;       /* this rank's */
+  tp_group *tp_group; /* the world group at dp 1, else split from it (owned) */
+  ncclComm_t fsdp;    /* dp > 1: the dp group; dp 1: the traffic communicator; owned, lazily */
+} mesh_groups;
+
+enum { MAX_MESHES = 8 };
 
 /* ---- the layer as a harness item ------------------------------------------------------ */
 
@@ -78,7 +94,17 @@ typedef struct layer_item {
   tp_harness *h;            /* ac: the ranks agree whether the check against ac=none runs */
   uint64_t seed;            /* the case's tensors' */
   tp_block_tensors own;     /* nccl-window: the case's tensors again, in a window */
+  mesh_groups *mesh;        /* the case's: its TP group, FSDP's communicator */
+  tp_fsdp fsdp;             /* FSDP's collectives beside the step (uses_fsdp) */
+  int have_fsdp;
 } layer_item;
+
+/* The group the item's block runs on: its mesh's TP group (the harness
+ * passes the world group; a split group shares its streams). */
+static tp_group *tp_of(const layer_item *it) { return it->mesh->tp_group; }
+
+/* dp > 1 or fsdp_traffic=on: the step has FSDP's collectives beside it. */
+static int uses_fsdp(const layer_item *it) { return it->c->dp > 1 || it->c->fsdp_traffic; }
 
 static int is_reference(const layer_item *it) { return tp_backend_is_reference(it->cfg->backend); }
 
@@ -99,7 +125,7 @@ static tp_block_shape shape_of(const tp_layer_case *c) {
   s.layer = c->layer;
   s.dtype = tp_dtype_storage(c->dtype); /* an fp8 recipe keeps bf16 tensors */
   s.proj_dtype = c->dtype;
-  s.batch = c->batch;
+  s.batch = c->batch / c->dp; /* the global batch, split over dp */
   s.seq = c->seqlen;
   s.dim = m->dim;
   s.n_heads = m->n_heads;
@@ -120,8 +146,10 @@ static tp_block_shape bf16_shape(const layer_item *it) {
   return s;
 }
 
-static tp_rc layer_plan(void *self, tp_group *g) {
+static tp_rc layer_plan(void *self, tp_group *world) {
   layer_item *it = self;
+  (void)world;
+  tp_group *g = tp_of(it);
   it->shape.symm = it->cfg->backend == TP_BACKEND_DIST ? it->cfg->symm : TP_SYMM_IPC;
   tp_rc rc = tp_block_plan_make(g, &it->shape, it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, &it->plan);
@@ -142,8 +170,34 @@ static tp_rc layer_plan(void *self, tp_group *g) {
   return rc;
 }
 
-static tp_rc layer_prepare(void *self, tp_group *g) {
+/* A step of plan with this item's private scratches in place (hooks: FSDP's, or NULL). */
+static tp_rc step_with_scratch_hooked(layer_item *it, tp_group *g, const tp_block_plan *plan,
+                                      const tp_step_hooks *hooks) {
+  memcpy(it->t->proj_scratch, it->scratch, sizeof it->scratch);
+  tp_rc rc = tp_block_step_hooked(g, plan, it->t, hooks);
+  memset(it->t->proj_scratch, 0, sizeof it->t->proj_scratch);
+  return rc;
+}
+
+static tp_rc step_with_scratch(layer_item *it, tp_group *g, const tp_block_plan *plan) {
+  return step_with_scratch_hooked(it, g, plan, NULL);
+}
+
+/* FSDP's buffers, cut after one untimed step so the previous block's
+ * gradients are real ones. */
+static tp_rc prepare_fsdp(layer_item *it, tp_group *g) {
+  if (!uses_fsdp(it)) return TP_OK;
+  if (!it->mesh->fsdp) return TP_FAIL(TP_EINTERNAL, "FSDP without its communicator");
+  TP_TRY(step_with_scratch(it, g, &it->plan));
+  it->have_fsdp = 1;
+  return tp_fsdp_prepare(g, &it->plan, it->t, it->c->dp > 1 ? TP_FSDP_MESH : TP_FSDP_TRAFFIC,
+                         it->mesh->fsdp, &it->fsdp);
+}
+
+static tp_rc layer_prepare(void *self, tp_group *world) {
   layer_item *it = self;
+  (void)world;
+  tp_group *g = tp_of(it);
   /* first: a window plan on a communicator without symmetric memory is rejected here */
   TP_TRY(tp_block_prepare(g, &it->plan));
   if (is_fp8(it)) {
@@ -154,7 +208,7 @@ static tp_rc layer_prepare(void *self, tp_group *g) {
     TP_TRY(tp_block_alloc_window(g, &it->plan, it->seed, &it->own));
     it->t = &it->own;
   }
-  if (!is_reference(it)) return TP_OK;
+  if (!is_reference(it)) return prepare_fsdp(it, g);
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k) {
     if (!it->stock.has[k]) continue;
@@ -162,34 +216,31 @@ static tp_rc layer_prepare(void *self, tp_group *g) {
     if (is_window(it)) TP_TRY(tp_window_alloc(g, bytes, &it->scratch[k]));
     else TP_TRY(tp_device_malloc(&it->scratch[k], bytes));
   }
-  return TP_OK;
+  return prepare_fsdp(it, g);
 }
 
-/* Windows go in the same order on every rank (the items' order). */
+/* Windows go in the same order on every rank (the items' order); g: the
+ * item's group (its mesh's), the one its windows were registered on. */
 static void free_item(tp_group *g, layer_item *it) {
   for (int k = 0; k < TP_N_PROJ; ++k) {
     if (is_window(it)) tp_window_free(g, it->scratch[k]);
     else tp_device_release(it->scratch[k]);
     it->scratch[k] = NULL;
   }
+  if (it->have_fsdp) tp_fsdp_release(&it->fsdp);
+  it->have_fsdp = 0;
   tp_block_free(&it->own);
   tp_block_release(&it->plan);
   tp_block_release(&it->stock);
   tp_block_release(&it->bf16);
 }
 
-/* A step of plan with this item's private scratches in place. */
-static tp_rc step_with_scratch(layer_item *it, tp_group *g, const tp_block_plan *plan) {
-  memcpy(it->t->proj_scratch, it->scratch, sizeof it->scratch);
-  tp_rc rc = tp_block_step(g, plan, it->t);
-  memset(it->t->proj_scratch, 0, sizeof it->t->proj_scratch);
-  return rc;
-}
-
 /* A reference's window needs its scratches filled as the stock layer fills
  * them; an fp8 GEMM alone, its projections' operands quantized. */
-static tp_rc layer_before(void *self, tp_group *g) {
+static tp_rc layer_before(void *self, tp_group *world) {
   layer_item *it = self;
+  (void)world;
+  tp_group *g = tp_of(it);
   if (is_fp8(it))
     return it->cfg->backend == TP_BACKEND_GEMM_ONLY
                ? tp_block_fp8_quantize_step(g, &it->plan, it->t)
@@ -197,9 +248,12 @@ static tp_rc layer_before(void *self, tp_group *g) {
   return is_reference(it) ? step_with_scratch(it, g, &it->stock) : TP_OK;
 }
 
-static tp_rc layer_step(void *self, tp_group *g) {
+static tp_rc layer_step(void *self, tp_group *world) {
   layer_item *it = self;
-  return step_with_scratch(it, g, &it->plan);
+  (void)world;
+  if (!it->have_fsdp) return step_with_scratch(it, tp_of(it), &it->plan);
+  const tp_step_hooks hooks = tp_fsdp_hooks(&it->fsdp);
+  return step_with_scratch_hooked(it, tp_of(it), &it->plan, &hooks);
 }
 
 /* Every output through a layer is judged within the tolerance for W ranks
@@ -235,15 +289,9 @@ static void release_run(ac_none_run *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* The ac=none block planned and prepared, the outputs copied aside. */
-static tp_rc set_up_run(layer_item *it, tp_group *g, const tp_block_output *out, int n,
-                        ac_none_run *r) {
-  tp_block_shape s = it->shape;
-  s.ac = TP_AC_NONE;
-  TP_TRY(tp_block_plan_make(g, &s, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
-                            &r->none));
-  TP_TRY(tp_block_prepare(g, &r->none));
-  TP_TRY(tp_block_prepare_fp8(g, &r->none, it->t));
+/* Device copies of the outputs and room for their comparison's sums. */
+static tp_rc keep_outputs(layer_item *it, tp_group *g, const tp_block_output *out, int n,
+                          ac_none_run *r) {
   cudaStream_t st = g->main_stream;
   TP_TRY(tp_device_malloc((void **)&r->acc, sizeof(double) * 5 * (size_t)n));
   TP_CUDA(cudaMemsetAsync(r->acc, 0, sizeof(double) * 5 * (size_t)n, st));
@@ -256,15 +304,28 @@ static tp_rc set_up_run(layer_item *it, tp_group *g, const tp_block_output *out,
   return TP_OK;
 }
 
-/* The ac=none step on the same tensors, its outputs poisoned first; then
- * each kept output (this configuration's) against it, and the kept ones put
- * back. host: 5 doubles per output (tp_launch_compare's sums). */
-static tp_rc none_step_against(layer_item *it, tp_group *g, const tp_block_output *out, int n,
-                               const ac_none_run *r, double *host) {
+/* The ac=none block planned and prepared, the outputs copied aside. */
+static tp_rc set_up_run(layer_item *it, tp_group *g, const tp_block_output *out, int n,
+                        ac_none_run *r) {
+  tp_block_shape s = it->shape;
+  s.ac = TP_AC_NONE;
+  TP_TRY(tp_block_plan_make(g, &s, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
+                            &r->none));
+  TP_TRY(tp_block_prepare(g, &r->none));
+  TP_TRY(tp_block_prepare_fp8(g, &r->none, it->t));
+  return keep_outputs(it, g, out, n, r);
+}
+
+/* An untimed step of plan on the same tensors (no FSDP beside it), its
+ * outputs poisoned first; then each kept output (this configuration's)
+ * against it, and the kept ones put back. host: 5 doubles per output
+ * (tp_launch_compare's sums). */
+static tp_rc step_against(layer_item *it, tp_group *g, const tp_block_plan *plan,
+                          const tp_block_output *out, int n, const ac_none_run *r, double *host) {
   const tp_dtype dt = it->shape.dtype;
   cudaStream_t s = g->main_stream;
   for (int i = 0; i < n; ++i) TP_CUDA(tp_launch_poison(dt, out[i].ptr, out[i].count, s));
-  TP_TRY(step_with_scratch(it, g, &r->none));
+  TP_TRY(step_with_scratch(it, g, plan));
   for (int i = 0; i < n; ++i)
     TP_CUDA(
         tp_launch_compare(dt, r->kept[i], out[i].ptr, out[i].count, r->acc + (ptrdiff_t)5 * i, s));
@@ -313,7 +374,9 @@ static void ac_not_checked(const tp_block_output *o, const char *why, tp_item_ch
 
 /* After the numerics step (and an fp8 layer's own checks): this
  * configuration's outputs against ac=none's, appended to out[*n..max). */
-static tp_rc ac_checks(layer_item *it, tp_group *g, tp_item_check *out, int max, int *n) {
+static tp_rc ac_checks(layer_item *it, tp_group *world, tp_item_check *out, int max, int *n) {
+  (void)world;
+  tp_group *g = tp_of(it);
   if (!checks_ac(it)) return TP_OK;
   tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
   const int count = tp_block_outputs(&it->plan, it->t, blk);
@@ -328,7 +391,7 @@ static tp_rc ac_checks(layer_item *it, tp_group *g, tp_item_check *out, int max,
   char why[REASON_CAP];
   tp_rc rc = tp_harness_agree(it->h, local, &agreed, why, sizeof why);
   double host[5 * TP_BLOCK_MAX_OUTPUTS];
-  if (rc == TP_OK && agreed == TP_OK) rc = none_step_against(it, g, blk, count, &run, host);
+  if (rc == TP_OK && agreed == TP_OK) rc = step_against(it, g, &run.none, blk, count, &run, host);
   release_run(&run);
   TP_TRY(rc);
   for (int i = 0; i < count; ++i) {
@@ -339,9 +402,105 @@ static tp_rc ac_checks(layer_item *it, tp_group *g, tp_item_check *out, int max,
   return TP_OK;
 }
 
+/* ---- FSDP: the gathered weights, the reduce-scatter, the outputs without it -------------- */
+
+/* A check from tp_launch_compare's sums: exact (bit for bit), or within
+ * tolerance of the reference's norm; `what` says what was compared. */
+static void sums_check(const char *name, const double *acc, double elements, int exact,
+                       double tolerance, const char *what, tp_item_check *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->exact = exact;
+  c->elements = elements;
+  c->differ = acc[3];
+  c->nonfinite = acc[4];
+  c->max_abs_err = acc[2];
+  c->tolerance = exact ? 0.0 : tolerance;
+  const double rel = acc[1] > 0 ? sqrt(acc[0] / acc[1]) : acc[0] > 0 ? INFINITY : 0.0;
+  c->failed = c->nonfinite > 0 || (exact ? c->differ > 0 : !(rel <= tolerance));
+  c->rel_err = exact && !c->failed ? NAN : rel;
+  if (c->failed)
+    snprintf(c->reason, sizeof c->reason, "%s: %.0f of %.0f elements differ, %.0f not finite", what,
+             c->differ, elements, c->nonfinite);
+  else if (exact) snprintf(c->reason, sizeof c->reason, "%s: bit for bit", what);
+  else
+    snprintf(c->reason, sizeof c->reason, "%s: ||diff||/||ref|| %.3g within %.3g", what, rel,
+             tolerance);
+}
+
+static void fsdp_output_check(const tp_block_output *o, const double *acc, tp_item_check *c) {
+  char name[32];
+  snprintf(name, sizeof name, "%s:no_fsdp", o->name);
+  char what[128];
+  snprintf(what, sizeof what, "%s against an untimed step without FSDP's collectives", o->name);
+  sums_check(name, acc, (double)o->count, 1, 0.0, what, c);
+}
+
+static void fsdp_not_checked(const char *name, double elements, const char *why, tp_item_check *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->name, sizeof c->name, "%s", name);
+  c->exact = 1;
+  c->not_checked = 1;
+  c->elements = elements;
+  c->rel_err = c->max_abs_err = c->tolerance = NAN;
+  snprintf(c->reason, sizeof c->reason, "could not run: %.170s", why);
+}
+
+/* The gathered weights and (with a backward) the reduce-scatter. */
+static tp_rc fsdp_collective_checks(layer_item *it, tp_group *g, tp_item_check *out, int *n) {
+  double sums[5], elements = 0;
+  TP_TRY(tp_fsdp_check_gathered(g, &it->fsdp, sums, &elements));
+  sums_check("weights:gathered", sums, elements, 1, 0.0,
+             it->fsdp.mode == TP_FSDP_MESH
+                 ? "the all-gathered weights against the unsharded weights"
+                 : "this rank's slice of the all-gathered buffer against its weights",
+             &out[(*n)++]);
+  if (!it->fsdp.backward) return TP_OK;
+  TP_TRY(tp_fsdp_check_reduced(g, &it->fsdp, sums, &elements));
+  const int exact = tp_fsdp_reduce_exact(it->fsdp.ranks);
+  /* beyond two ranks the two collectives may sum in other orders: a few roundings */
+  const double tolerance = it->shape.dtype == TP_BF16 ? 1e-2 : 1e-5;
+  sums_check("grads:reduce_scatter", sums, elements, exact, tolerance,
+             "the reduce-scattered gradient shard against an NCCL all-reduce's slice",
+             &out[(*n)++]);
+  return TP_OK;
+}
+
+/* After the numerics step (a step with FSDP beside it): the collectives'
+ * results, then every output against an untimed step without them. */
+static tp_rc fsdp_checks(layer_item *it, tp_item_check *out, int max, int *n) {
+  if (!it->have_fsdp || is_reference(it)) return TP_OK;
+  tp_group *g = tp_of(it);
+  tp_block_output blk[TP_BLOCK_MAX_OUTPUTS];
+  const int count = tp_block_outputs(&it->plan, it->t, blk);
+  if (*n + count + 2 > max)
+    return TP_FAIL(TP_EINTERNAL, "no room for %d FSDP checks after %d (at most %d)", count + 2, *n,
+                   max);
+  TP_TRY(fsdp_collective_checks(it, g, out, n));
+  ac_none_run run;
+  memset(&run, 0, sizeof run);
+  const tp_rc local = keep_outputs(it, g, blk, count, &run);
+  tp_rc agreed = TP_OK;
+  char why[REASON_CAP];
+  tp_rc rc = tp_harness_agree(it->h, local, &agreed, why, sizeof why);
+  double host[5 * TP_BLOCK_MAX_OUTPUTS];
+  if (rc == TP_OK && agreed == TP_OK) rc = step_against(it, g, &it->plan, blk, count, &run, host);
+  release_run(&run);
+  TP_TRY(rc);
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    snprintf(name, sizeof name, "%s:no_fsdp", blk[i].name);
+    if (agreed == TP_OK) fsdp_output_check(&blk[i], host + (ptrdiff_t)5 * i, &out[*n + i]);
+    else fsdp_not_checked(name, (double)blk[i].count, why, &out[*n + i]);
+  }
+  *n += count;
+  return TP_OK;
+}
+
 static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
   *n = 0;
-  return ac_checks(self, g, out, max, n);
+  TP_TRY(ac_checks(self, g, out, max, n));
+  return fsdp_checks(self, out, max, n);
 }
 
 /* dist_gemm: did every projection fuse? */
@@ -403,6 +562,7 @@ static void layer_info(void *self, tp_item_info *info) {
   info->planned = 1;
   /* the collectives alone keep no activations */
   info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
+  info->traffic_bytes = it->have_fsdp ? it->fsdp.traffic_bytes : 0;
   if (p->fp8) {
     fp8_info(it, info);
     return;
@@ -461,8 +621,10 @@ static void fp8_bf16_check(const layer_item *it, const tp_block_diff *d, tp_item
 
 /* The stock fp8 layer: each projection's fp64 check, then every output
  * against the bf16 layer (which overwrites the activations, so last). */
-static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+static tp_rc fp8_judge(void *self, tp_group *world, tp_item_check *out, int max, int *n) {
   layer_item *it = self;
+  tp_group *g = tp_of(it); /* dp 1: the world group (fp8 has no FSDP) */
+  (void)world;
   *n = 0;
   if (it->cfg->backend != TP_BACKEND_STOCK) return TP_OK;
   int major = 0, minor = 0;
@@ -493,7 +655,85 @@ typedef struct run_state {
   tp_group *g;
   const tp_layer_matrix *m;
   volatile tp_job_progress *progress;
+  mesh_groups meshes[MAX_MESHES];
+  int n_meshes;
 } run_state;
+
+/* The mesh's groups: the TP group of this rank's dp index (rank = dp_index ·
+ * tp + tp_index: tp_mesh_coords) and the dp group of its tp index, both
+ * split from the world group. */
+static tp_rc make_mesh(run_state *st, int dp, int tp, mesh_groups *out) {
+  const tp_mesh mesh = {dp, tp};
+  int tp_index = 0;
+  tp_mesh_coords(&mesh, st->g->rank, &out->dp_index, &tp_index);
+  if (dp == 1) {
+    out->tp_group = st->g;
+    return TP_OK;
+  }
+  TP_TRY(tp_group_split(st->g, out->dp_index, tp_index, &out->tp_group));
+  TP_NCCL(ncclCommSplit(st->g->nccl, tp_index, out->dp_index, &out->fsdp, NULL), st->g->nccl);
+  return TP_OK;
+}
+
+/* dp 1 with fsdp_traffic=on: a second communicator over the same GPUs. */
+static tp_rc make_traffic_comm(run_state *st, mesh_groups *mg) {
+  if (mg->fsdp) return TP_OK;
+  TP_NCCL(ncclCommSplit(st->g->nccl, 0, st->g->rank, &mg->fsdp, NULL), st->g->nccl);
+  return TP_OK;
+}
+
+/* The groups of case c's mesh, made on first use. A mesh other than the
+ * job's whole world has no configuration to run (tp_layer_reject_world). */
+static tp_rc mesh_of(run_state *st, const tp_layer_case *c, mesh_groups **out) {
+  if (c->dp * c->tp != st->g->world)
+    return TP_FAIL(TP_EINTERNAL, "dp %d x tp %d is not the job's %d workers", c->dp, c->tp,
+                   st->g->world);
+  mesh_groups *mg = NULL;
+  for (int i = 0; i < st->n_meshes && !mg; ++i)
+    if (st->meshes[i].dp == c->dp && st->meshes[i].tp == c->tp) mg = &st->meshes[i];
+  if (!mg) {
+    if (st->n_meshes == MAX_MESHES) return TP_FAIL(TP_EINTERNAL, "more than %d meshes", MAX_MESHES);
+    mg = &st->meshes[st->n_meshes++];
+    memset(mg, 0, sizeof *mg);
+    mg->dp = c->dp;
+    mg->tp = c->tp;
+    TP_TRY(make_mesh(st, c->dp, c->tp, mg));
+  }
+  if (c->dp == 1 && c->fsdp_traffic) TP_TRY(make_traffic_comm(st, mg));
+  *out = mg;
+  return TP_OK;
+}
+
+/* The world's own mesh (dp 1 x tp world): cases with nothing to run get it. */
+static tp_rc mesh_of_world(run_state *st, mesh_groups **out) {
+  for (int i = 0; i < st->n_meshes; ++i)
+    if (st->meshes[i].dp == 1) {
+      *out = &st->meshes[i];
+      return TP_OK;
+    }
+  if (st->n_meshes == MAX_MESHES) return TP_FAIL(TP_EINTERNAL, "more than %d meshes", MAX_MESHES);
+  mesh_groups *mg = &st->meshes[st->n_meshes++];
+  memset(mg, 0, sizeof *mg);
+  mg->dp = 1;
+  mg->tp = st->g->world;
+  mg->tp_group = st->g;
+  *out = mg;
+  return TP_OK;
+}
+
+/* Split groups before the world group they borrow from. */
+static void free_meshes(run_state *st) {
+  for (int i = st->n_meshes - 1; i >= 0; --i) {
+    mesh_groups *mg = &st->meshes[i];
+    if (mg->fsdp) {
+      ncclResult_t r = ncclCommDestroy(mg->fsdp);
+      if (r != ncclSuccess) TP_LOGW("layers", "ncclCommDestroy: %s", ncclGetErrorString(r));
+    }
+    if (mg->tp_group != st->g) tp_group_destroy(mg->tp_group);
+    memset(mg, 0, sizeof *mg);
+  }
+  st->n_meshes = 0;
+}
 
 /* Plain stock is the reference; its window variant is judged against it, like dist_gemm. */
 static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
@@ -504,14 +744,17 @@ static tp_numerics_use numerics_use(const tp_layer_config *cfg) {
 
 static tp_harness_config harness_config(const tp_layer_case *c, const tp_layer_config *cfg,
                                         int index, char *label, size_t cap) {
-  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s%s%s", c->model->name, tp_layer_name(c->layer),
+  char mesh[48] = "";
+  if (c->dp > 1) snprintf(mesh, sizeof mesh, " dp=%d", c->dp);
+  else if (c->fsdp_traffic) snprintf(mesh, sizeof mesh, " fsdp_traffic");
+  snprintf(label, cap, "%s %s %s T=%lld %s %s%s%s%s%s%s%s", c->model->name, tp_layer_name(c->layer),
            tp_pass_name(c->pass), (long long)c->tokens, tp_dtype_name(c->dtype), cfg->axes.backend,
            cfg->schedule == TP_SCHED_NCCL_WINDOW ? " nccl-window" : "",
            cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "",
            c->graph_mixed ? " graph mixed"
            : c->graph     ? " graph"
                           : "",
-           c->ac != TP_AC_NONE ? " ac=" : "", c->ac != TP_AC_NONE ? tp_ac_name(c->ac) : "");
+           c->ac != TP_AC_NONE ? " ac=" : "", c->ac != TP_AC_NONE ? tp_ac_name(c->ac) : "", mesh);
   tp_harness_config hc;
   memset(&hc, 0, sizeof hc);
   hc.axes = &cfg->axes;
@@ -532,11 +775,13 @@ static void mark_next(run_state *st, int next) {
 
 enum { LABEL_CAP = 128 };
 
-/* The seed of a case's tensors: from its axes but ac (FNV-1a of the case
- * key), so every ac mode of one shape runs on the same inputs and weights. */
+/* The seed of a case's tensors: from its axes but ac and fsdp_traffic
+ * (FNV-1a of the case key), so every ac mode of one shape, with or without
+ * the competing traffic, runs on the same inputs and weights. */
 static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
   tp_config_axes axes = m->configs[c->first_config].axes;
   axes.ac = NULL;
+  axes.fsdp_traffic = 0;
   char key[1024];
   tp_case_key(&axes, key, sizeof key);
   uint64_t h = 1469598103934665603ull;
@@ -583,7 +828,28 @@ typedef struct case_span {
   char labels[TP_HARNESS_MAX_CASE][LABEL_CAP];
   int n;
   tp_block_tensors t[TP_LAYER_MAX_GRAPH_SIZES]; /* one case's each */
+  mesh_groups *mesh[TP_LAYER_MAX_GRAPH_SIZES];  /* one case's each */
 } case_span;
+
+/* Whether case ci has a configuration to run. */
+static int case_runs(const tp_layer_matrix *m, int ci) {
+  const tp_layer_case *c = &m->cases[ci];
+  for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+    if (!m->configs[i].rejected) return 1;
+  return 0;
+}
+
+/* Each case's mesh groups (the world's for a case with nothing to run). */
+static tp_rc meshes_of(run_state *st, case_span *sp) {
+  for (int k = 0; k < sp->n_cases; ++k) {
+    if (!case_runs(st->m, sp->first + k)) {
+      TP_TRY(mesh_of_world(st, &sp->mesh[k]));
+      continue;
+    }
+    TP_TRY(mesh_of(st, &st->m->cases[sp->first + k], &sp->mesh[k]));
+  }
+  return TP_OK;
+}
 
 /* Whether a configuration of cfg's replay group (another size of its mix)
  * took the workers down: then cfg cannot be measured among the mix either. */
@@ -632,6 +898,7 @@ static tp_rc collect_entries(run_state *st, case_span *sp, int from, const tp_re
       sp->items[n].shape = shape_of(c);
       sp->items[n].h = st->h;
       sp->items[n].seed = case_seed(st->m, c);
+      sp->items[n].mesh = sp->mesh[k];
       sp->entries[n].item = (tp_item){
           tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &sp->items[n]};
     }
@@ -648,14 +915,22 @@ static tp_rc alloc_tensors(run_state *st, case_span *sp) {
       runnable += sp->items[i].t == &sp->t[k] && !sp->items[i].cfg->rejected;
     if (!runnable) continue;
     const int ci = sp->first + k;
-    tp_block_shape shape = shape_of(&st->m->cases[ci]);
+    const tp_layer_case *c = &st->m->cases[ci];
+    tp_group *g = sp->mesh[k]->tp_group;
+    tp_block_shape shape = shape_of(c);
     shape.proj_dtype = shape.dtype; /* the tensors are the same whatever the projections' format */
     tp_block_plan sizes;
-    TP_TRY(tp_block_plan_make(st->g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes));
+    TP_TRY(tp_block_plan_make(g, &shape, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &sizes));
+    const uint64_t seed = case_seed(st->m, c);
     const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_CASE, 0));
-    tp_rc rc = tp_block_alloc(st->g, &sizes, case_seed(st->m, &st->m->cases[ci]), &sp->t[k]);
+    tp_rc rc = tp_block_alloc(g, &sizes, seed, &sp->t[k]);
     tp_device_leave(outer);
     TP_TRY(rc);
+    /* data parallel ranks: each its own batch, the TP group's weights */
+    if (c->dp > 1)
+      TP_TRY(tp_block_reseed_data(g, &sizes, &sp->t[k],
+                                  seed ^ ((uint64_t)sp->mesh[k]->dp_index + 1) *
+                                             0xD1B54A32D192ED03ull));
   }
   return TP_OK;
 }
@@ -676,7 +951,8 @@ static tp_rc run_cases(run_state *st, int first, int n_cases, int mixed, int fro
   sp->first = first;
   sp->n_cases = n_cases;
   sp->mixed = mixed;
-  tp_rc rc = collect_entries(st, sp, from, resume);
+  tp_rc rc = meshes_of(st, sp);
+  if (rc == TP_OK) rc = collect_entries(st, sp, from, resume);
   if (rc == TP_OK && sp->n > 0) {
     tp_rc agreed = TP_OK;
     char reason[REASON_CAP];
@@ -690,7 +966,7 @@ static tp_rc run_cases(run_state *st, int first, int n_cases, int mixed, int fro
   }
   /* every configuration of the cases is recorded once run_cases returns, even on error */
   mark_next(st, end);
-  for (int i = 0; i < sp->n; ++i) free_item(st->g, &sp->items[i]);
+  for (int i = 0; i < sp->n; ++i) free_item(sp->items[i].mesh->tp_group, &sp->items[i]);
   for (int k = 0; k < n_cases; ++k) tp_block_free(&sp->t[k]);
   const tp_rc released = tp_harness_release_case(sp->entries, sp->n);
   free(sp);
@@ -735,7 +1011,12 @@ tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
   TP_TRY(tp_harness_open(ctx, collector, &ho, matrix->n_configs, &h));
   if (ctx->rank == 0) progress->run_id = tp_harness_run_id(h);
   tp_harness_set_done(h, opts->resume->start);
-  run_state st = {h, ctx->group, matrix, progress};
+  run_state st;
+  memset(&st, 0, sizeof st);
+  st.h = h;
+  st.g = ctx->group;
+  st.m = matrix;
+  st.progress = progress;
   const int start = opts->resume->start;
   const int lost = opts->resume->lost_reason ? opts->resume->lost_index : -1;
   tp_rc rc = TP_OK;
@@ -754,5 +1035,6 @@ tp_rc tp_layer_worker_main(tp_worker_ctx *ctx, tp_layer_matrix *matrix,
     }
     ci += n;
   }
+  free_meshes(&st);
   return tp_harness_close(h, rc, 1);
 }

@@ -17,7 +17,7 @@
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-enum { MAX_AXES = 12, MAX_VALUES = 8, MAX_VERDICTS = 256, VERDICT_TEXT = 440 };
+enum { MAX_AXES = 13, MAX_VALUES = 8, MAX_VERDICTS = 256, VERDICT_TEXT = 440 };
 
 /* The axes of one table: names and, per axis, its values in print order. */
 typedef struct table_axes {
@@ -327,9 +327,9 @@ static void mxfp8_verdict(int rejected, const char *dtype, char *verdict, size_t
 /* ---- run's layers ------------------------------------------------------------------------- */
 
 static const table_axes run_axes = {
-    11,
+    12,
     {"layer", "backend", "schedule", "tp", "dp", "dtype", "sp", "pass", "graph", "save_gathered",
-     "ac"},
+     "ac", "fsdp_traffic"},
     {{"attention", "ffn", "block"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
      {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
@@ -340,8 +340,9 @@ static const table_axes run_axes = {
      {"fwd", "fwd+bwd"},
      {"off", "on", "mixed"},
      {"off", "on"},
-     {"none", "selective", "full"}},
-    {3, 4, 7, 3, 2, 6, 2, 2, 3, 2, 3},
+     {"none", "selective", "full"},
+     {"off", "on"}},
+    {3, 4, 7, 3, 2, 6, 2, 2, 3, 2, 3, 2},
 };
 
 static const char *const run_assignments[] = {
@@ -362,6 +363,10 @@ static const char *const run_assignments[] = {
     "ac=none,selective,full",
 };
 
+/* fsdp_traffic's values, one matrix each: the cross product of every axis
+ * at once is more configurations than an expansion takes. */
+static const char *const run_fsdp_traffic[] = {"fsdp_traffic=off", "fsdp_traffic=on"};
+
 static tp_rc run_points(table *t, const tp_layer_matrix *m) {
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_layer_config *cfg = &m->configs[i];
@@ -379,7 +384,8 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
                             cfg->axes.pass,
                             tp_layer_graph_name(c),
                             c->save_gathered ? "on" : "off",
-                            tp_ac_name(c->ac)};
+                            tp_ac_name(c->ac),
+                            c->fsdp_traffic ? "on" : "off"};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
     mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);
@@ -388,25 +394,36 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
   return TP_OK;
 }
 
-static tp_rc run_matrix(int gpus, tp_layer_matrix *m) {
+static tp_rc run_matrix(int gpus, const char *fsdp_traffic, tp_layer_matrix *m) {
   tp_layer_spec *spec = malloc(sizeof *spec);
   if (!spec) return TP_FAIL(TP_EOOM, "no memory for the run matrix");
   tp_rc rc = tp_layer_spec_preset("quick", spec);
   for (int i = 0; rc == TP_OK && i < COUNT_OF(run_assignments); ++i)
     rc = tp_layer_spec_assign(spec, run_assignments[i]);
+  if (rc == TP_OK) rc = tp_layer_spec_assign(spec, fsdp_traffic);
   if (rc == TP_OK) rc = tp_layer_expand(spec, gpus, m);
   free(spec);
   return rc;
 }
 
+/* The points of every fsdp_traffic value's matrix, planned for the host. */
+static tp_rc run_all_points(int gpus, table *t) {
+  tp_rc rc = TP_OK;
+  for (int v = 0; rc == TP_OK && v < COUNT_OF(run_fsdp_traffic); ++v) {
+    tp_layer_matrix m;
+    TP_TRY(run_matrix(gpus, run_fsdp_traffic[v], &m));
+    tp_layer_plan_host(&m, gpus);
+    if (v == 0) rc = table_open(t, &run_axes, m.n_configs * COUNT_OF(run_fsdp_traffic));
+    if (rc == TP_OK) rc = run_points(t, &m);
+    tp_layer_matrix_free(&m);
+  }
+  return rc;
+}
+
 static tp_rc run_table(int gpus, FILE *out) {
-  tp_layer_matrix m;
-  TP_TRY(run_matrix(gpus, &m));
-  tp_layer_plan_host(&m, gpus);
   table t;
-  tp_rc rc = table_open(&t, &run_axes, m.n_configs);
-  if (rc == TP_OK) rc = run_points(&t, &m);
-  tp_layer_matrix_free(&m);
+  memset(&t, 0, sizeof t);
+  tp_rc rc = run_all_points(gpus, &t);
   if (rc == TP_OK) rc = order_rows(&t);
   if (rc == TP_OK) {
     fprintf(

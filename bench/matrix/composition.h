@@ -5,7 +5,7 @@
  * It expands one matrix per command over every value of every composition
  * axis (`run`: layer × backend × schedule × tp × dp × dtype, the fp8
  * recipes included, × sp × pass × graph × save_gathered × ac on Llama 3 8B,
- * batch 2, seqlen 4096; `ops`:
+ * × fsdp_traffic (one expansion per value) on Llama 3 8B, batch 2, seqlen 4096; `ops`:
  * projection × backend × schedule × tp × dtype, the fp8 recipes included,
  * × pass × save_gathered on 8B at 4096 tokens), plans it against a host of
  * N GPUs and gives each configuration its verdict: run, rejected with the

@@ -73,6 +73,7 @@ static const axis_def axes[] = {
     STR_AXIS("ac", ac, ac_values),
     STR_AXIS("stock", stock, stock_values),
     STR_AXIS("symm", symm, symm_values),
+    STR_AXIS("fsdp_traffic", fsdp_traffic, on_off_values),
 };
 enum { N_AXES = COUNT_OF(axes) };
 
@@ -148,12 +149,12 @@ static const preset_def presets[] = {
      * layer, two sequence lengths, both passes, eager and graph. */
     {"quick",
      {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
-      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window", "ipc"}},
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window", "ipc", "off"}},
     /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
     {"full",
      {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
       "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none",
-      "plain,window", "ipc"}},
+      "plain,window", "ipc", "off"}},
 };
 
 static const char *preset_names_table[COUNT_OF(presets)];
@@ -279,6 +280,35 @@ static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
 static int layer_has_attention(tp_layer layer) { return layer != TP_LAYER_FFN; }
 static int layer_has_ffn(tp_layer layer) { return layer != TP_LAYER_ATTENTION; }
 
+/* FSDP's collectives (dp > 1, or fsdp_traffic=on at dp 1: bench/gpu/fsdp.h)
+ * beside what cannot have them. */
+static int fsdp_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+  if (c->dp > 1 && c->fsdp_traffic) {
+    snprintf(reason, cap,
+             "fsdp_traffic=on puts FSDP's collectives beside a dp 1 layer; dp %d runs its own "
+             "(the all-gather and reduce-scatter over dp)",
+             c->dp);
+    return 1;
+  }
+  if (c->dp == 1 && !c->fsdp_traffic) return 0;
+  const char *what = c->dp > 1 ? "dp > 1" : "fsdp_traffic=on";
+  if (c->graph) {
+    snprintf(reason, cap,
+             "%s with graph=%s: FSDP's side-stream collectives are not captured into CUDA graphs "
+             "(graph=off only)",
+             what, tp_layer_graph_name(c));
+    return 1;
+  }
+  if (tp_dtype_is_fp8(c->dtype)) {
+    snprintf(reason, cap,
+             "%s with %s: the fp8 weights are quantized once at prepare; gathering them every "
+             "step (with their scales) is not implemented",
+             what, tp_dtype_name(c->dtype));
+    return 1;
+  }
+  return 0;
+}
+
 /* The rules of the ac axis and of the dp × tp mesh (placement.h). */
 static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   if (c->ac != TP_AC_NONE && c->pass == TP_PASS_FWD) {
@@ -299,6 +329,7 @@ static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
              c->batch, c->dp);
     return 1;
   }
+  if (fsdp_rejection(c, reason, cap)) return 1;
   const tp_model_preset *m = c->model;
   const tp_layer_dims dims = {m->dim, (int64_t)(m->n_heads + 2 * m->n_kv_heads) * m->head_dim,
                               (int64_t)m->n_heads * m->head_dim, m->ffn_hidden};
@@ -436,6 +467,7 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   a.save_gathered = c->save_gathered;
   a.dp = c->dp;
   a.ac = tp_ac_name(c->ac);
+  a.fsdp_traffic = c->fsdp_traffic;
   return a;
 }
 
@@ -448,9 +480,11 @@ static void add_plan(tp_layer_config *cfg, const char *why) {
 }
 
 /* The runtime tpbench does not have yet: never run such a configuration as
- * another (dp 1). Every ac mode has its runtime (bench/gpu/block_run.c). */
+ * another (dp 1). FSDP (bench/gpu/fsdp.h) runs dp > 1 at TP 1; every ac mode
+ * has its runtime (bench/gpu/block_run.c). */
 static void plan_runtime(const tp_layer_case *c, tp_layer_config *cfg) {
-  if (c->dp > 1) add_plan(cfg, "FSDP runtime not implemented yet");
+  if (c->dp > 1 && c->tp > 1)
+    add_plan(cfg, "dp x tp both > 1 not run yet: the FSDP runtime runs dp > 1 at TP 1");
 }
 
 static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_backend backend) {
@@ -524,7 +558,8 @@ enum {
   A_DP,
   A_AC,
   A_STOCK,
-  A_SYMM
+  A_SYMM,
+  A_FSDP_TRAFFIC
 };
 
 static int has_backend(const resolved *r, const char *backend) {
@@ -563,8 +598,8 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
 }
 
 /* The case axes, outermost first; each index runs over that axis's list. */
-static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP,    A_BATCH, A_SEQLEN,
-                                      A_SP,    A_PASS,  A_SAVE,  A_GRAPH, A_DP,    A_AC};
+static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP, A_BATCH, A_SEQLEN,      A_SP,
+                                      A_PASS,  A_SAVE,  A_GRAPH, A_DP, A_AC,    A_FSDP_TRAFFIC};
 enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }
@@ -586,6 +621,7 @@ static void fill_case(const resolved *r, const tp_model_preset *models, const in
   c->save_gathered = is_on(r->names[A_SAVE][at[A_SAVE]]);
   c->dp = (int)r->numbers[A_DP][at[A_DP]];
   c->ac = (tp_ac)index_of(ac_values, COUNT_OF(ac_values), r->names[A_AC][at[A_AC]]);
+  c->fsdp_traffic = is_on(r->names[A_FSDP_TRAFFIC][at[A_FSDP_TRAFFIC]]);
 }
 
 /* The case's place in the odometer with seqlen left out: the cases of one
@@ -1001,6 +1037,7 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     const tp_config_axes *a = &cfg->axes;
     char what[64], bxs[32];
     describe(cfg, what, sizeof what);
+    if (c->fsdp_traffic) strncat(what, " +fsdp_traffic", sizeof what - strlen(what) - 1);
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
     const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";

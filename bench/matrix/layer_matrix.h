@@ -45,6 +45,12 @@
  *                  same fused schedules over either; default ipc. Whether
  *                  NCCL offers symmetric memory is the runtime's to say: the
  *                  worker's plan rejects symm=nccl with NCCL's text
+ *   fsdp_traffic   off, on: at dp 1, FSDP's collectives of the block's
+ *                  weight-sized buffers (the next block's all-gather during
+ *                  the forward, the previous block's reduce-scatter during
+ *                  the backward) run on a side stream over a second NCCL
+ *                  communicator of the same GPUs, beside the TP layer
+ *                  (bench/gpu/fsdp.h); dp > 1 runs FSDP's own collectives
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -77,7 +83,7 @@
 
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock,
-      symm;
+      symm, fsdp_traffic;
   tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
@@ -116,11 +122,12 @@ typedef struct tp_layer_case {
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
-  int dp;          /* data-parallel degree: the mesh is dp × tp */
-  tp_ac ac;        /* activation checkpointing */
-  int graph_mixed; /* graph=mixed (graph is 1 too) */
-  int mix_group;   /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
-                      cases of one mix are adjacent, ascending in tokens. -1: none */
+  int dp;           /* data-parallel degree: the mesh is dp × tp */
+  tp_ac ac;         /* activation checkpointing */
+  int graph_mixed;  /* graph=mixed (graph is 1 too) */
+  int fsdp_traffic; /* fsdp_traffic=on: FSDP's collectives beside a dp 1 layer */
+  int mix_group;    /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
+                       cases of one mix are adjacent, ascending in tokens. -1: none */
   int first_config, n_configs;
 } tp_layer_case;
 
@@ -199,8 +206,12 @@ typedef struct tp_layer_matrix {
  *     once, would be more than TP_LAYER_MAX_WINDOWS.
  *     dist_gemm schedules whose sizes need different workspaces are fine:
  *     the warm-up grows the one workspace to the largest.
- * And planned, after the rules: dp > 1 (no FSDP runtime yet). Every ac mode
- * runs (bench/gpu/block.h).
+ *   - FSDP (dp > 1, or fsdp_traffic=on) with graph on or mixed (its side
+ *     stream's collectives are not captured), with an fp8 dtype (the fp8
+ *     weights are quantized once at prepare, not gathered per step), and
+ *     fsdp_traffic=on at dp > 1 (dp > 1 runs FSDP's collectives already);
+ * And planned, after the rules: dp > 1 beside tp > 1 (the FSDP runtime runs
+ * dp > 1 at TP 1 only). Every ac mode runs (bench/gpu/block.h).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */
@@ -224,8 +235,8 @@ int tp_layer_plan_host(tp_layer_matrix *matrix, int gpus);
 /* Removes the planned configurations (and cases left empty) from the
  * matrix, printing each on out (if not NULL) as "planned, not run: ...";
  * returns how many. `run` stores no planned configuration: nothing planned
- * runs (dp > 1 has no FSDP runtime; a mesh larger than the job needs more
- * GPUs), and a planned row would read as a measurement that never was. */
+ * runs (dp > 1 beside tp > 1 has no runtime; a mesh larger than the job
+ * needs more GPUs), and a planned row would read as a measurement that never was. */
 int tp_layer_drop_planned(tp_layer_matrix *matrix, FILE *out);
 
 /* Host rules `run` applies before the first configuration. Each marks the

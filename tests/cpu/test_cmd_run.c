@@ -343,8 +343,8 @@ static void test_matrix_planned(void **state) {
               "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
               NULL);
   rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned", NULL);
-  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime "
-                                "not implemented yet"));
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); the host has 2; dp x tp "
+                                "both > 1 not run yet"));
   rp_free(&r);
   r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "w2", "--tokens",
               "4096", "--tp", "2,4", NULL);
@@ -390,15 +390,19 @@ static void test_composition_table_in_readme(void **state) {
   (void)state;
   rp_result r = tpbench("matrix", "--composition", NULL);
   rp_expect(&r, 0, "| verdict | layer | backend | schedule | tp | dp |", NULL);
-  assert_non_null(strstr(r.out, "planned: FSDP runtime not implemented yet"));
+  assert_non_null(strstr(r.out, "the host has 2; dp x tp both > 1 not run yet: the FSDP runtime "
+                                "runs dp > 1 at TP 1 |"));
   assert_null(strstr(r.out, "activation checkpointing runtime not implemented yet"));
-  /* every ac mode runs where its rules let it (fwd+bwd; full without save_gathered): the run
-   * row's last column, ac, is every value */
-  const char *run_row = strstr(r.out, "\n| run | * | * | -, auto, ce, sm | 1, 2 | 1 |");
+  /* every ac mode runs where its rules let it (fwd+bwd; full without save_gathered), and dp 2
+   * at TP 1, with fsdp_traffic off and on: the run row's last two columns (ac, fsdp_traffic)
+   * are every value */
+  const char *run_row = strstr(r.out, "\n| run | * | * | -, auto, ce, sm | 1, 2 | * |");
   assert_non_null(run_row);
   const char *row_end = strchr(run_row + 1, '\n');
   assert_non_null(row_end);
-  assert_true(row_end - run_row > 6 && strncmp(row_end - 6, " | * |", 6) == 0);
+  assert_true(row_end - run_row > 10 && strncmp(row_end - 10, " | * | * |", 10) == 0);
+  assert_non_null(strstr(r.out, "| rejected: fsdp_traffic=on puts FSDP's collectives beside a dp 1 "
+                                "layer; dp 2 runs its own"));
   assert_non_null(strstr(r.out, "| run |"));
   char *readme = read_text(TP_TEST_DATA_DIR "/../../README.md");
   const char *begin = strstr(readme, COMPOSITION_BEGIN);

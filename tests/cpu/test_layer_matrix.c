@@ -618,6 +618,8 @@ static void test_matrix_file_not_regular(void **state) {
 
 /* ---- dp and ac --------------------------------------------------------------------------- */
 
+#define NEW_PLAN "dp x tp both > 1 not run yet: the FSDP runtime runs dp > 1 at TP 1"
+
 static void expect_planned(const tp_layer_config *cfg, const char *words) {
   if (!cfg->planned || !cfg->rejected) fail_msg("not planned; expected '%s'", words);
   if (!strstr(cfg->reason, words)) fail_msg("'%s' missing from: %s", words, cfg->reason);
@@ -625,8 +627,8 @@ static void expect_planned(const tp_layer_config *cfg, const char *words) {
 }
 
 /* dp x tp with both > 1 expands, passes every rule and the mesh's placement
- * check, and is planned (never run as dp 1): no FSDP runtime yet, and on a
- * host of 2 GPUs, needs 4. */
+ * check, and is planned (never run as dp 1): the FSDP runtime runs dp > 1 at
+ * TP 1 only, and on a host of 2 GPUs, it needs 4. dp 2 x tp 1 runs. */
 static void test_dp_mesh_expansion(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -641,21 +643,26 @@ static void test_dp_mesh_expansion(void **state) {
   /* No rule rejects the 2 x 2 mesh's stock, dist_gemm, GEMMs and collectives: all planned. */
   const tp_layer_case *c = &m.cases[3];
   for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
-    expect_planned(&m.configs[i], "FSDP runtime not implemented yet");
-  /* dp 1 still runs; nothing with dp 2 does. */
-  for (int i = 0; i < m.n_configs; ++i)
-    if (m.cases[m.configs[i].case_index].dp == 2) assert_true(m.configs[i].rejected);
-  assert_int_equal(tp_layer_runnable(&m), 3 + 6); /* tp 1: stock x2, gemm; tp 2: all six */
-  assert_int_equal(tp_layer_plan_host(&m, 2), 6); /* the 2 x 2 mesh's six */
+    expect_planned(&m.configs[i], "dp x tp both > 1 not run yet");
+  /* dp 2 x tp 1 runs as dp 1 x tp 1 does (stock x2, gemm); nothing of dp 2 x tp 2 does. */
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_case *ci = &m.cases[m.configs[i].case_index];
+    if (ci->dp == 2 && ci->tp == 2) assert_true(m.configs[i].rejected);
+    if (ci->tp == 1)
+      assert_int_equal(m.configs[i].rejected,
+                       m.configs[i - (ci->dp == 2 ? m.cases[0].n_configs : 0)].rejected);
+  }
+  assert_int_equal(tp_layer_runnable(&m), 3 + 6 + 3); /* tp 1 (dp 1, 2): stock x2, gemm; tp 2 */
+  assert_int_equal(tp_layer_plan_host(&m, 2), 6);     /* the 2 x 2 mesh's six */
   expect_planned(&m.configs[c->first_config],
-                 "needs 4 GPUs (dp 2 x tp 2); the host has 2; FSDP runtime not implemented yet");
+                 "needs 4 GPUs (dp 2 x tp 2); the host has 2; " NEW_PLAN);
   /* On a host of 4, it is planned for the runtime alone. */
   tp_layer_matrix_free(&m);
   expand_ok(&s, 2, &m);
   assert_int_equal(tp_layer_plan_host(&m, 4), 0);
-  expect_planned(&m.configs[m.cases[3].first_config], "FSDP runtime not implemented yet");
+  expect_planned(&m.configs[m.cases[3].first_config], NEW_PLAN);
   assert_null(strstr(m.configs[m.cases[3].first_config].reason, "needs"));
-  assert_int_equal(tp_layer_planned(&m), 6 + 3);
+  assert_int_equal(tp_layer_planned(&m), 6);
   assert_int_equal(tp_layer_rejected(&m), 6); /* tp 1 (dp 1 and 2): dist_gemm and comm x2 */
   tp_layer_matrix_free(&m);
 }
@@ -835,10 +842,10 @@ static void test_drop_planned(void **state) {
   assert_int_equal(tp_layer_drop_planned(&m, f), 8);
   fclose(f);
   printf("%s", text);
-  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: "
-                               "FSDP runtime not implemented yet"));
-  assert_non_null(strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: "
-                               "FSDP runtime not implemented yet\n"));
+  assert_non_null(
+      strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: " NEW_PLAN));
+  assert_non_null(strstr(
+      text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: " NEW_PLAN "\n"));
   free(text);
   assert_int_equal(m.n_cases, 2);
   assert_int_equal(m.n_configs, 8);
@@ -957,11 +964,12 @@ static void test_graph_mixed_rules(void **state) {
     expect_reason(&m.configs[i], "graph=mixed captures one graph per size on one workspace: it "
                                  "needs 2 or more sizes (seqlen values), this mix has 1 (4096");
   tp_layer_matrix_free(&m);
-  /* a rule over a plan: dp 2 alone would be planned */
+  /* a rule over a plan: dp 2 x tp 2 alone would be planned; FSDP is never captured */
   one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=mixed",
-                     "dp=2", "stock=plain", NULL),
+                     "dp=2", "tp=2", "stock=plain", NULL),
            2, &m);
-  expect_reason(first_of(&m, TP_BACKEND_STOCK), "needs 2 or more sizes");
+  expect_reason(first_of(&m, TP_BACKEND_STOCK),
+                "dp > 1 with graph=mixed: FSDP's side-stream collectives are not captured");
   assert_false(first_of(&m, TP_BACKEND_STOCK)->planned);
   assert_int_equal(tp_layer_planned(&m), 0);
   tp_layer_matrix_free(&m);
@@ -1055,25 +1063,90 @@ static void test_graph_mixed_file_and_host(void **state) {
   expand_ok(&s, 1, &m);
   assert_int_equal(m.n_cases, 4);
   assert_int_equal(m.n_mixes, 2);
-  /* dp 2 x tp 1 needs 2 GPUs: its stock and GEMMs alone planned (its dist_gemm and collectives
-   * a rule rejects at TP 1) and dropped */
-  assert_int_equal(tp_layer_reject_world(&m, 1), 4);
-  assert_int_equal(tp_layer_drop_planned(&m, NULL), 4);
+  /* dp 2: FSDP is not captured, a rule rejects every configuration (nothing planned) */
+  assert_int_equal(tp_layer_reject_world(&m, 1), 0);
+  assert_int_equal(tp_layer_drop_planned(&m, NULL), 0);
   assert_int_equal(m.n_cases, 4);
   for (int ci = 0; ci < 4; ++ci) {
     const tp_layer_case *c = &m.cases[ci];
     assert_int_equal(c->dp, ci < 2 ? 2 : 1);
     assert_int_equal(c->mix_group, m.cases[ci & ~1].mix_group); /* cases 0, 1 and 2, 3 */
     assert_int_equal(c->tokens, 4096 * (1 + (ci & 1)));
-    assert_int_equal(c->n_configs, ci < 2 ? 2 : 4);
+    assert_int_equal(c->n_configs, 4);
     for (int i = 0; i < c->n_configs; ++i) {
-      assert_int_equal(m.configs[c->first_config + i].case_index, ci);
-      assert_string_equal(m.configs[c->first_config + i].axes.graph_sizes, "4096,8192");
+      const tp_layer_config *cfg = &m.configs[c->first_config + i];
+      assert_int_equal(cfg->case_index, ci);
+      if (ci < 2) expect_reason(cfg, "dp > 1 with graph=mixed");
+      else assert_string_equal(cfg->axes.graph_sizes, "4096,8192");
     }
   }
   assert_int_not_equal(m.cases[0].mix_group, m.cases[2].mix_group);
   /* TP 1: stock and the GEMMs alone run at both sizes */
   assert_int_equal(tp_layer_runnable(&m), 4);
+  tp_layer_matrix_free(&m);
+}
+
+/* The fsdp_traffic axis beside dp: dp 2 x tp 1 runs (stock, its GEMMs alone), fsdp_traffic=on
+ * runs at dp 1 and keys apart from off, and is rejected beside dp 2, graphs and fp8; the job's
+ * size decides which mesh runs. */
+static void test_fsdp_axis(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s =
+      spec_with("model=8b", "layer=block", "seqlen=4096", "batch=2", "pass=fwd+bwd", "graph=off",
+                "tp=1", "dp=1,2", "fsdp_traffic=off,on", "stock=plain", NULL);
+  expand_ok(&s, 1, &m);
+  assert_int_equal(m.n_cases, 4); /* dp 1, 2 x fsdp_traffic off, on: fsdp_traffic innermost */
+  for (int ci = 0; ci < 4; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->dp, 1 + ci / 2);
+    assert_int_equal(c->fsdp_traffic, ci % 2);
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
+      assert_int_equal(m.configs[i].axes.fsdp_traffic, c->fsdp_traffic);
+  }
+  /* stock and the GEMMs alone run in cases 0..2; dist_gemm and the collectives: TP 1 */
+  for (int ci = 0; ci < 3; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_false(m.configs[c->first_config].rejected);                    /* stock */
+    assert_false(m.configs[c->first_config + c->n_configs - 2].rejected); /* GEMMs alone */
+  }
+  for (int i = m.cases[3].first_config; i < m.cases[3].first_config + m.cases[3].n_configs; ++i)
+    expect_reason(&m.configs[i], "fsdp_traffic=on puts FSDP's collectives beside a dp 1 layer");
+  /* the case keys: off and on apart, dp 1 and 2 apart */
+  char keys[3][1024];
+  for (int ci = 0; ci < 3; ++ci)
+    tp_case_key(&m.configs[m.cases[ci].first_config].axes, keys[ci], sizeof keys[ci]);
+  assert_string_not_equal(keys[0], keys[1]);
+  assert_string_not_equal(keys[0], keys[2]);
+  assert_non_null(strstr(keys[1], "fsdp_traffic"));
+  assert_null(strstr(keys[0], "fsdp_traffic")); /* off: the key of runs before schema 007 */
+  assert_int_equal(tp_layer_runnable(&m), 6);
+  /* a job of 1: dp 2 needs 2 GPUs (planned); a job of 2: dp 1 x tp 1 is a smaller mesh */
+  assert_int_equal(tp_layer_reject_world(&m, 1), 2);
+  expect_planned(&m.configs[m.cases[2].first_config], "needs 2 GPUs (dp 2 x tp 1); this job has 1");
+  tp_layer_matrix_free(&m);
+  expand_ok(&s, 1, &m);
+  assert_int_equal(tp_layer_reject_world(&m, 2), 4);
+  expect_reason(&m.configs[m.cases[1].first_config], "dp 1 x tp 1 needs a job of 1 workers");
+  assert_false(m.configs[m.cases[2].first_config].rejected);
+  assert_int_equal(tp_layer_runnable(&m), 2);
+  tp_layer_matrix_free(&m);
+  /* FSDP beside graphs and fp8 */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=on",
+                     "tp=1", "dp=2", "stock=plain", NULL),
+           1, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "dp > 1 with graph=on: FSDP's side-stream");
+  tp_layer_matrix_free(&m);
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=off",
+                     "tp=1", "dtype=fp8", "fsdp_traffic=on", "stock=plain", NULL),
+           1, &m);
+  expect_reason(first_of(&m, TP_BACKEND_STOCK), "fsdp_traffic=on with fp8: the fp8 weights");
+  tp_layer_matrix_free(&m);
+  /* at TP 2 fsdp_traffic=on runs stock, dist_gemm and both references */
+  one_case(spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=2", "pass=fwd", "graph=off",
+                     "tp=2", "fsdp_traffic=on", "stock=plain", NULL),
+           2, &m);
+  assert_int_equal(tp_layer_runnable(&m), m.n_configs);
   tp_layer_matrix_free(&m);
 }
 
@@ -1099,6 +1172,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_file_not_regular),
       cmocka_unit_test(test_dp_mesh_expansion),
       cmocka_unit_test(test_dp_rules),
+      cmocka_unit_test(test_fsdp_axis),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
       cmocka_unit_test(test_graph_mixed_expansion),

@@ -30,3 +30,15 @@ tp_add_gpu_test(gpu_graph_sizes
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_graph_sizes.c
                         ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 300)
+
+# GPU test of FSDP's collectives beside a block's step (bench/gpu/fsdp.h, run's
+# dp > 1 at TP 1 and fsdp_traffic=on): every output equal to the step without
+# them bit for bit, the gathered weights equal to the weights, the
+# reduce-scattered shard equal to an all-reduce's slice, planted faults (a
+# wrong gather offset, a changed gradient shard) caught. One GPU: dp 1 and
+# fsdp_traffic at TP 1; two GPUs: dp 2 x tp 1 and fsdp_traffic at TP 2
+# (skipped below). Exits 77 without a GPU.
+tp_add_gpu_test(gpu_fsdp
+                SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fsdp.c
+                        ${TP_BLOCK_SOURCES}
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 300)
