@@ -69,10 +69,10 @@ static tp_rc prepare(reader *r, const char *sql, sqlite3_stmt **stmt) {
 }
 
 static void free_config(config *c) {
-  char **strings[] = {&c->kind,         &c->backend,    &c->model, &c->layer,  &c->proj,
-                      &c->schedule,     &c->dtype,      &c->pass,  &c->status, &c->reason,
-                      &c->numerics_ref, &c->config_key, &c->ran,   &c->ac,     &c->graph_sizes,
-                      &c->rs_sum,       &c->numerics};
+  char **strings[] = {&c->kind,         &c->backend,    &c->model,      &c->layer,  &c->proj,
+                      &c->schedule,     &c->dtype,      &c->pass,       &c->status, &c->reason,
+                      &c->numerics_ref, &c->config_key, &c->ran,        &c->ac,     &c->graph_sizes,
+                      &c->rs_sum,       &c->numerics,   &c->comm_dtype, &c->symm};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) free(*strings[i]);
   memset(c, 0, sizeof *c);
 }
@@ -121,7 +121,11 @@ enum {
   C_RS_SUM,
   C_ACTIVATION,
   C_ALLOC_PEAK,
-  C_NUMERICS
+  C_NUMERICS,
+  C_COMM_DTYPE,
+  C_FSDP_TRAFFIC,
+  C_SYMM,
+  C_TRAFFIC
 };
 
 static const char config_sql[] =
@@ -130,20 +134,31 @@ static const char config_sql[] =
     "config_key, has_result, median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err, "
     "numerics_ref, (SELECT bytes_moved FROM results WHERE results.config_id = "
     "config_results.config_id), rank_skew, host_stall_frac, peak_mem_bytes, dp, ac, graph_sizes, "
-    "rs_sum, activation_bytes, alloc_peak_bytes, numerics FROM config_results WHERE config_id = ?";
+    "rs_sum, activation_bytes, alloc_peak_bytes, numerics, comm_dtype, fsdp_traffic, symm, "
+    "traffic_bytes FROM config_results WHERE config_id = ?";
 
 static tp_rc fill_config_strings(sqlite3_stmt *s, config *c) {
   struct {
     int col;
     char **dst;
-  } texts[] = {{C_KIND, &c->kind},      {C_BACKEND, &c->backend},
-               {C_MODEL, &c->model},    {C_LAYER, &c->layer},
-               {C_PROJ, &c->proj},      {C_SCHEDULE, &c->schedule},
-               {C_DTYPE, &c->dtype},    {C_PASS, &c->pass},
-               {C_STATUS, &c->status},  {C_REASON, &c->reason},
-               {C_KEY, &c->config_key}, {C_REF, &c->numerics_ref},
-               {C_AC, &c->ac},          {C_GRAPH_SIZES, &c->graph_sizes},
-               {C_RS_SUM, &c->rs_sum},  {C_NUMERICS, &c->numerics}};
+  } texts[] = {{C_KIND, &c->kind},
+               {C_BACKEND, &c->backend},
+               {C_MODEL, &c->model},
+               {C_LAYER, &c->layer},
+               {C_PROJ, &c->proj},
+               {C_SCHEDULE, &c->schedule},
+               {C_DTYPE, &c->dtype},
+               {C_PASS, &c->pass},
+               {C_STATUS, &c->status},
+               {C_REASON, &c->reason},
+               {C_KEY, &c->config_key},
+               {C_REF, &c->numerics_ref},
+               {C_AC, &c->ac},
+               {C_GRAPH_SIZES, &c->graph_sizes},
+               {C_RS_SUM, &c->rs_sum},
+               {C_NUMERICS, &c->numerics},
+               {C_COMM_DTYPE, &c->comm_dtype},
+               {C_SYMM, &c->symm}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     TP_TRY(dup_column(s, texts[i].col, texts[i].dst));
   return TP_OK;
@@ -177,6 +192,8 @@ static void fill_config_numbers(sqlite3_stmt *s, config *c) {
   c->dp = int_column(s, C_DP, 1);
   c->activation_bytes = real_column(s, C_ACTIVATION);
   c->alloc_peak_bytes = real_column(s, C_ALLOC_PEAK);
+  c->fsdp_traffic = int_column(s, C_FSDP_TRAFFIC, 0);
+  c->traffic_bytes = real_column(s, C_TRAFFIC);
 }
 
 /* "ce x4+sm x2": what ran for each op, in op order. */
@@ -818,7 +835,10 @@ tp_config_axes tp_report_axes_of(const config *c) {
                           .dp = (int)c->dp,
                           .ac = c->ac,
                           .graph_sizes = c->graph_sizes,
-                          .rs_sum = c->rs_sum};
+                          .rs_sum = c->rs_sum,
+                          .comm_dtype = c->comm_dtype,
+                          .fsdp_traffic = (int)c->fsdp_traffic,
+                          .symm = c->symm};
 }
 
 /* A configuration's label (report/tp_report_util.h). */
@@ -1067,6 +1087,9 @@ static void json_axes(tp_json_builder *jb, json_t *o, const config *c) {
   tp_json_set(jb, o, "ac", tp_json_str(c->ac));
   tp_json_set(jb, o, "graph_sizes", tp_json_str(c->graph_sizes));
   tp_json_set(jb, o, "rs_sum", tp_json_str(c->rs_sum));
+  tp_json_set(jb, o, "comm_dtype", tp_json_str(c->comm_dtype));
+  tp_json_set(jb, o, "fsdp_traffic", json_boolean(c->fsdp_traffic));
+  tp_json_set(jb, o, "symm", tp_json_str(c->symm));
 }
 
 static json_t *json_skipped(tp_json_builder *jb, const config *c) {

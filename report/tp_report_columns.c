@@ -379,7 +379,8 @@ static void get_shape(const report *rep, const table_row *row, cell *c) {
   set_own_text(c);
 }
 
-/* "sp", "no-sp graph save-gathered", "sp dp2 ac-full graph among 2048,4096 rs-nccl". */
+/* "sp", "no-sp graph save-gathered", "sp dp2 ac-full graph among 2048,4096 rs-nccl",
+ * "sp comm-fp8 fsdp-traffic symm-nccl". */
 static void get_options(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   const config *k = tp_report_case_of(row);
@@ -387,11 +388,33 @@ static void get_options(const report *rep, const table_row *row, cell *c) {
   if (k->dp > 1) snprintf(dp, sizeof dp, " dp%lld", (long long)k->dp);
   const int ac = k->ac && strcmp(k->ac, "none") != 0;
   const int rs_nccl = row->dist.present && row->dist.rs_sum && !strcmp(row->dist.rs_sum, "nccl");
-  snprintf(c->buf, sizeof c->buf, "%s%s%s%s%s%s%s%.200s%s", k->sp ? "sp" : "no-sp", dp,
+  const int symm_nccl = row->dist.present && row->dist.symm && !strcmp(row->dist.symm, "nccl");
+  snprintf(c->buf, sizeof c->buf, "%s%s%s%s%s%s%s%.200s%s%s%.8s%s%s", k->sp ? "sp" : "no-sp", dp,
            ac ? " ac-" : "", ac ? k->ac : "", k->graph ? " graph" : "",
            k->save_gathered ? " save-gathered" : "", k->graph_sizes ? " among " : "",
-           k->graph_sizes ? k->graph_sizes : "", rs_nccl ? " rs-nccl" : "");
+           k->graph_sizes ? k->graph_sizes : "", rs_nccl ? " rs-nccl" : "",
+           k->comm_dtype ? " comm-" : "", k->comm_dtype ? k->comm_dtype : "",
+           k->fsdp_traffic ? " fsdp-traffic" : "", symm_nccl ? " symm-nccl" : "");
   set_own_text(c);
+}
+
+/* dist_gemm's symmetric memory: "ipc" (rows before schema 007 too) or "nccl"; empty without a
+ * dist_gemm configuration. */
+static void get_symm(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  if (!row->dist.present) return;
+  snprintf(c->buf, sizeof c->buf, "%.8s", row->dist.symm ? row->dist.symm : "ipc");
+  set_own_text(c);
+}
+
+static void get_stock_traffic_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->stock, row->stock.traffic_bytes));
+}
+
+static void get_dist_traffic_mib(const report *rep, const table_row *row, cell *c) {
+  (void)rep;
+  set_num(c, mib_of(&row->dist, row->dist.traffic_bytes));
 }
 
 static void get_stock_activation_mib(const report *rep, const table_row *row, cell *c) {
@@ -543,6 +566,12 @@ static const column registry[] = {
            get_stock_window_id, NULL),
     CUSTOM("comm_window_config_id", "comm window id", COL_FULL | COL_NUMBER, 0, 0,
            get_comm_window_id, NULL),
+    /* appended with schema 007: how the operands travel */
+    AXIS("comm_dtype", "comm dtype", SRC_AXIS_TEXT, comm_dtype, 0),
+    AXIS("fsdp_traffic", "fsdp traffic", SRC_AXIS_INT, fsdp_traffic, COL_NUMBER),
+    CUSTOM("symm", "symm", COL_FULL, 0, 0, get_symm, NULL),
+    CUSTOM("stock_traffic_mib", "stock traffic MiB", COL_NUMBER, 1, 1, get_stock_traffic_mib, NULL),
+    CUSTOM("dist_traffic_mib", "dist traffic MiB", COL_NUMBER, 1, 1, get_dist_traffic_mib, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 

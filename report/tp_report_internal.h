@@ -30,7 +30,9 @@ typedef struct {
   char *ran;                       /* schedules that ran, "ce x4+sm x2"; NULL when none recorded */
   char *ac, *graph_sizes, *rs_sum; /* schema 006's composition axes (NULL: default) */
   char *numerics;                  /* results.numerics: "ok", "failed", ... (NULL: not compared) */
+  char *comm_dtype, *symm;         /* schema 007's transport axes (NULL: default) */
   int64_t chunks, tp, batch, seqlen, tokens, m, n, k, n_weights, sp, graph, save_gathered, dp;
+  int64_t fsdp_traffic;
   int has_result;
   double median_us, cv, tokens_per_s, tflops, workspace_bytes, rel_err;
   /* device memory in use at the configuration's peak, rank 0 (NaN: not recorded) */
@@ -38,10 +40,11 @@ typedef struct {
   /* schema 006 (NaN: not recorded): per rank, what the forward leaves for the backward; rank
    * 0, tpbench's own allocations the configuration holds over its step */
   double activation_bytes, alloc_peak_bytes;
-  double bytes_moved; /* bytes one rank sends per iteration (results.bytes_moved) */
-  double rank_skew;   /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
-  double host_stall;  /* share of iterations a rank's host issued slower than the GPU ran */
-  int has_trace;      /* a traces row (schemas/002_trace.sql): trace below is filled */
+  double traffic_bytes; /* schema 007: the competing FSDP collectives' bytes per rank and step */
+  double bytes_moved;   /* bytes one rank sends per iteration (results.bytes_moved) */
+  double rank_skew;     /* slowest rank's median / fastest's - 1 (NaN: not recorded) */
+  double host_stall;    /* share of iterations a rank's host issued slower than the GPU ran */
+  int has_trace;        /* a traces row (schemas/002_trace.sql): trace below is filled */
   tp_trace_info trace;
 } config;
 

@@ -207,17 +207,24 @@ static const char *static_word(const char *p, const char *const *words, size_t n
   return NULL;
 }
 
-/* The composition words of schema 006 after the ten numbers: "dp ac rs_sum
- * graph_sizes", '-' for NULL. graph_sizes is last, so it can point into the
- * row's text. */
+/* The composition words of schemas 006 and 007 after the ten numbers: "dp ac
+ * rs_sum comm_dtype fsdp_traffic symm graph_sizes", '-' for NULL. graph_sizes
+ * is last, so it can point into the row's text. */
 static void composition_from_text(const char *text, tp_config_axes *axes) {
   static const char *const acs[] = {"none", "selective", "full"};
   static const char *const sums[] = {"epilogue", "nccl"};
+  static const char *const comm_dtypes[] = {"bf16", "fp8"};
+  static const char *const symms[] = {"ipc", "nccl"};
   const char *dp = word_after(text, 10), *ac = word_after(text, 11);
-  const char *rs = word_after(text, 12), *sizes = word_after(text, 13);
+  const char *rs = word_after(text, 12), *comm = word_after(text, 13);
+  const char *traffic = word_after(text, 14), *symm = word_after(text, 15);
+  const char *sizes = word_after(text, 16);
   axes->dp = dp ? atoi(dp) : 0;
   axes->ac = static_word(ac, acs, sizeof acs / sizeof acs[0]);
   axes->rs_sum = static_word(rs, sums, sizeof sums / sizeof sums[0]);
+  axes->comm_dtype = static_word(comm, comm_dtypes, sizeof comm_dtypes / sizeof comm_dtypes[0]);
+  axes->fsdp_traffic = word_is(traffic, "1");
+  axes->symm = static_word(symm, symms, sizeof symms / sizeof symms[0]);
   axes->graph_sizes = sizes && strcmp(sizes, "-") != 0 ? sizes : NULL;
 }
 
@@ -320,6 +327,12 @@ static void append_method(char *buf, size_t cap, size_t *len, const tp_config_ax
     append_word(buf, cap, len, word);
   }
   if (axes->rs_sum && !strcmp(axes->rs_sum, "nccl")) append_word(buf, cap, len, "rs-nccl");
+  if (axes->comm_dtype) {
+    snprintf(word, sizeof word, "comm-%.8s", axes->comm_dtype);
+    append_word(buf, cap, len, word);
+  }
+  if (axes->fsdp_traffic) append_word(buf, cap, len, "fsdp-traffic");
+  if (axes->symm && !strcmp(axes->symm, "nccl")) append_word(buf, cap, len, "symm-nccl");
   if (axes->graph_sizes) {
     snprintf(word, sizeof word, "among %.50s", axes->graph_sizes);
     append_word(buf, cap, len, word);

@@ -99,13 +99,16 @@ json_t *tp_json_real(double value);
   "c.kind, c.backend, c.model, c.layer, c.proj, c.tokens, c.dtype, c.pass, c.tp, c.schedule, "     \
   "c.chunks || ' ' || c.batch || ' ' || c.seqlen || ' ' || c.m || ' ' || c.n || ' ' || c.k || "    \
   "' ' || c.n_weights || ' ' || c.sp || ' ' || c.graph || ' ' || c.save_gathered || ' ' || "       \
-  "c.dp || ' ' || c.ac || ' ' || coalesce(c.rs_sum, '-') || ' ' || coalesce(c.graph_sizes, '-')"
+  "c.dp || ' ' || c.ac || ' ' || coalesce(c.rs_sum, '-') || ' ' || coalesce(c.comm_dtype, '-') "   \
+  "|| ' ' || c.fsdp_traffic || ' ' || coalesce(c.symm, '-') || ' ' || "                            \
+  "coalesce(c.graph_sizes, '-')"
 
 /* Reads the TP_LABEL_COLUMNS of the statement's current row, starting at
  * column col, into *axes (kind, backend, model, op_or_layer, proj, tokens,
  * dtype, pass, tp, schedule, chunks, and from the eleventh column batch,
  * seqlen, m, n, k, n_weights, sp, graph, save_gathered, then the words dp, ac,
- * rs_sum and graph_sizes of schema 006, '-' for NULL). The strings point
+ * rs_sum of schema 006, comm_dtype, fsdp_traffic, symm of 007 and graph_sizes,
+ * '-' for NULL). The strings point
  * into the row: they are valid until the statement is next stepped, reset or
  * finalized. NULL columns are NULL strings and 0; an eleventh column that
  * holds chunks alone leaves the other axes at their defaults (sp on, the

@@ -940,6 +940,11 @@ static size_t write_key(const tp_config_axes *a, int whole_config, char *buf, si
   if (a->ac && *a->ac && strcmp(a->ac, "none") != 0) key_str(&w, "ac", a->ac);
   if (a->graph_sizes && *a->graph_sizes) key_str(&w, "graph_sizes", a->graph_sizes);
   if (whole_config && a->rs_sum && *a->rs_sum) key_str(&w, "rs_sum", a->rs_sum);
+  /* Appended in 007, likewise. */
+  if (a->comm_dtype && *a->comm_dtype) key_str(&w, "comm_dtype", a->comm_dtype);
+  if (a->fsdp_traffic) key_int(&w, "fsdp_traffic", 1);
+  if (whole_config && a->symm && *a->symm && strcmp(a->symm, "ipc") != 0)
+    key_str(&w, "symm", a->symm);
   if (cap > 0) buf[w.len < cap ? w.len : cap - 1] = '\0';
   return w.len;
 }
@@ -1010,9 +1015,9 @@ static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *
                       "INSERT INTO configs (run_id, config_key, case_key, kind, model, layer, "
                       "proj, backend, schedule, chunks, tp, batch, seqlen, tokens, m, n, k, "
                       "n_weights, dtype, sp, pass, graph, save_gathered, status, reason, dp, ac, "
-                      "graph_sizes, rs_sum) "
+                      "graph_sizes, rs_sum, comm_dtype, fsdp_traffic, symm) "
                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                      "?, ?, ?, ?, ?, ?, ?)"));
+                      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   const tp_config_axes *a = rec->axes;
   binder b = {s->insert_config, 0, SQLITE_OK};
   bind_int(&b, run_id);
@@ -1044,6 +1049,9 @@ static tp_rc insert_config(tp_store *s, int64_t run_id, const tp_config_record *
   bind_text(&b, a->ac && *a->ac ? a->ac : "none");
   bind_text(&b, a->graph_sizes && *a->graph_sizes ? a->graph_sizes : NULL);
   bind_text(&b, a->rs_sum && *a->rs_sum ? a->rs_sum : NULL);
+  bind_text(&b, a->comm_dtype && *a->comm_dtype ? a->comm_dtype : NULL);
+  bind_int(&b, a->fsdp_traffic != 0);
+  bind_text(&b, a->symm && *a->symm ? a->symm : NULL);
   TP_TRY(bind_and_step(s, &b, "inserting into configs"));
   *id = sqlite3_last_insert_rowid(s->db);
   return TP_OK;
@@ -1062,9 +1070,9 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
                    "mean_us, min_us, max_us, cv, tokens_per_s, tflops, flops, bytes_moved, "
                    "workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref, "
                    "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, "
-                   "numerics_reason, fused, activation_bytes, alloc_peak_bytes) VALUES (?, ?, ?, "
-                   "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                   "?)"));
+                   "numerics_reason, fused, activation_bytes, alloc_peak_bytes, traffic_bytes) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                   "?, ?, ?, ?, ?, ?)"));
   binder b = {s->insert_result, 0, SQLITE_OK};
   bind_int(&b, config_id);
   bind_int(&b, r->n_samples);
@@ -1097,6 +1105,7 @@ static tp_rc insert_result(tp_store *s, int64_t config_id, const tp_result *r) {
   else bind_int(&b, r->fused == TP_FUSED_ALL);
   bind_optional_bytes(&b, r->activation_bytes);
   bind_optional_bytes(&b, r->alloc_peak_bytes);
+  bind_optional_bytes(&b, r->traffic_bytes);
   return bind_and_step(s, &b, "inserting into results");
 }
 

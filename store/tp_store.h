@@ -182,6 +182,11 @@ typedef struct tp_config_axes {
   const char *graph_sizes; /* mixed-size graph replay: "2048,4096"; NULL: one size */
   const char *rs_sum;      /* dist_gemm's reduce-scatter sum: "epilogue", "nccl"; NULL: none
                               asked for (the epilogue where one runs) */
+  /* Transport (schemas/007_transport.sql); 0 / NULL read as the defaults. */
+  const char *comm_dtype; /* the gathered fp8 activation's type on the links: "bf16", "fp8";
+                             NULL: nothing quantized is gathered */
+  int fsdp_traffic;       /* FSDP's collectives ran beside the layer on the same GPUs */
+  const char *symm;       /* dist_gemm's symmetric memory: "ipc", "nccl"; NULL: ipc or none */
 } tp_config_axes;
 
 /* Writes the canonical key of a configuration: every axis as name=value in a
@@ -192,8 +197,10 @@ typedef struct tp_config_axes {
  * kind, model, layer, proj, backend, schedule, chunks, tp, batch, seqlen,
  * tokens, m, n, k, n_weights, dtype, sp, pass, graph, save_gathered (the
  * struct's order but for dtype, placed there to avoid padding), then dp, ac,
- * graph_sizes and (whole configurations only) rs_sum, each written only where
- * it differs from its default (dp 1, ac none, no graph sizes, no rs_sum), so
+ * graph_sizes and (whole configurations only) rs_sum, then (007) comm_dtype,
+ * fsdp_traffic and (whole configurations only) symm, each written only where
+ * it differs from its default (dp 1, ac none, no graph sizes, no rs_sum, no
+ * comm_dtype, no traffic, symm NULL or "ipc"), so
  * keys made before those axes existed still match; a NULL string is written
  * as empty (NULL and "" match);
  * '\\', ';' and '=' inside a value are escaped with a backslash. The format
@@ -255,6 +262,8 @@ typedef struct tp_result {
                                high-water mark over its windows of the case's tensors + its own
                                buffers + its requests of the group's shared buffers (symmetric
                                workspace, scratch, cuBLASLt workspace); NCCL's buffers excluded */
+  /* From schema 007; 0: not recorded (stored as NULL). */
+  int64_t traffic_bytes; /* per rank and step: bytes of the competing FSDP collectives */
 } tp_result;
 
 /* Per-iteration times of one rank. */

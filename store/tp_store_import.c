@@ -57,6 +57,8 @@ static const char config_columns[] =
     "recorded_at";
 /* ... and what migration 006 added to configs */
 static const char config_columns_v6[] = "dp, ac, graph_sizes, rs_sum";
+/* ... and 007 */
+static const char config_columns_v7[] = "comm_dtype, fsdp_traffic, symm";
 
 /* A table below configs, copied through the id map: its columns besides
  * config_id, and those a later schema version added. */
@@ -66,6 +68,7 @@ typedef struct detail_table {
   const char *columns;  /* columns at `since` */
   const char *added_v3; /* columns migration 003 added (NULL: none) */
   const char *added_v6; /* columns migration 006 added (NULL: none) */
+  const char *added_v7; /* columns migration 007 added (NULL: none) */
 } detail_table;
 
 static const detail_table details[] = {
@@ -73,37 +76,37 @@ static const detail_table details[] = {
      "n_samples, median_us, p10_us, p90_us, mean_us, min_us, max_us, cv, tokens_per_s, tflops, "
      "flops, bytes_moved, workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref",
      "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, numerics_reason, fused",
-     "activation_bytes, alloc_peak_bytes"},
-    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us", NULL},
+     "activation_bytes, alloc_peak_bytes", "traffic_bytes"},
+    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us", NULL, NULL},
     {"schedules", "schedules", 1, "seq, op, schedule, engine, chunks, reason",
-     "evidence, evidence_message", NULL},
+     "evidence, evidence_message", NULL, NULL},
     {"overlap", "overlap rows", 2,
      "rank, window, window_start_ns, window_end_ns, comm_ns, compute_ns, overlap_ns, exposed_ns, "
      "overlap_pct",
-     "sync_ns", NULL},
+     "sync_ns", NULL, NULL},
     {"traces", "traces", 2,
      "traced_iters, traced_median_us, untraced_median_us, overhead, evidence_ok, "
      "evidence_message, dropped_records, clock_offset_ns, recorded_at",
-     "evidence", NULL},
-    {"windows", "round windows", 3, "round, position, median_us", NULL, NULL},
+     "evidence", NULL, NULL},
+    {"windows", "round windows", 3, "round, position, median_us", NULL, NULL, NULL},
     {"checks", "numerics checks", 3,
      "seq, output, rule, status, elements, nonfinite, differ, rel_err, max_abs_err, tolerance, "
      "reason",
-     NULL, NULL},
+     NULL, NULL, NULL},
     {"profiles", "profiles", 5,
      "selector, processes, ranks, windows, exit_status, gpu_name, baseline_method, "
      "baseline_step_us, profiled_step_us, overhead_pct",
-     NULL, NULL},
+     NULL, NULL, NULL},
     {"profile_steps", "profile steps", 5,
      "rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, comm_ns, compute_ns, "
      "sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, kernels, empty",
-     NULL, NULL},
+     NULL, NULL, NULL},
     {"profile_schedules", "profile schedules", 5,
      "rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, "
      "comm_ns, gemm_ns, transport",
-     NULL, NULL},
-    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL, NULL},
-    {"drift_steps", "drift steps", 6, "step, loss, grad_norm", NULL, NULL},
+     NULL, NULL, NULL},
+    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL, NULL, NULL},
+    {"drift_steps", "drift steps", 6, "step, loss, grad_norm", NULL, NULL, NULL},
 };
 
 /* Trace names are matched by text: string ids differ between files. */
@@ -250,8 +253,9 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
   }
   TP_TRY(prepare(s, "SELECT id FROM tp_src.configs WHERE run_id = ? ORDER BY id",
                  "the configuration list", &im->list_configs));
-  snprintf(cols, sizeof cols, "%s%s%s", config_columns, version >= 6 ? ", " : "",
-           version >= 6 ? config_columns_v6 : "");
+  snprintf(cols, sizeof cols, "%s%s%s%s%s", config_columns, version >= 6 ? ", " : "",
+           version >= 6 ? config_columns_v6 : "", version >= 7 ? ", " : "",
+           version >= 7 ? config_columns_v7 : "");
   snprintf(sql, sizeof sql,
            "INSERT INTO main.configs (run_id, %s) SELECT ?2, %s "
            "FROM tp_src.configs WHERE id = ?1",
@@ -406,9 +410,11 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
 /* Copies one table below configs with the columns the source's version has. */
 static tp_rc copy_detail(tp_store *s, const detail_table *d, int64_t version, int64_t *count) {
   char cols[1024], sql[3072];
-  const int more = version >= 3 && d->added_v3, more6 = version >= 6 && d->added_v6;
-  snprintf(cols, sizeof cols, "%s%s%s%s%s", d->columns, more ? ", " : "", more ? d->added_v3 : "",
-           more6 ? ", " : "", more6 ? d->added_v6 : "");
+  const int more = version >= 3 && d->added_v3, more6 = version >= 6 && d->added_v6,
+            more7 = version >= 7 && d->added_v7;
+  snprintf(cols, sizeof cols, "%s%s%s%s%s%s%s", d->columns, more ? ", " : "",
+           more ? d->added_v3 : "", more6 ? ", " : "", more6 ? d->added_v6 : "", more7 ? ", " : "",
+           more7 ? d->added_v7 : "");
   /* the source's columns need no prefix: the id map's are old_id and new_id */
   snprintf(sql, sizeof sql,
            "INSERT INTO main.%s (config_id, %s) SELECT m.new_id, %s FROM tp_src.%s t "

@@ -694,39 +694,45 @@ static void test_config_label(void **state) {
     const char *row, *label;
   } cases[] = {
       {"'op', 'dist_gemm', 'llama3-8b', 'ag_linear', 'qkv', 4096, 'bf16', 'fwd', 2, 'ce', 2, 0, 0, "
-       "4096, 2048, 4096, 1, 1, 0, 0, 1, 'none', NULL, NULL",
+       "4096, 2048, 4096, 1, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "llama3-8b ag_linear qkv T=4096 bf16 fwd tp=2 dist_gemm ce x2"},
       {"'layer', 'stock', 'llama3-70b', 'ffn', NULL, 8192, 'fp32', 'fwd+bwd', 4, NULL, 0, 1, 8192, "
-       "0, 0, 0, 0, 1, 0, 0, 1, 'none', NULL, NULL",
+       "0, 0, 0, 0, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "llama3-70b ffn T=8192 fp32 fwd+bwd tp=4 stock"},
       {"'gemm', 'cublaslt', 'llama3-8b', 'linear_rs', 'wo', 4096, 'bf16', 'bwd', 2, NULL, 0, 0, 0, "
-       "4096, 4096, 2048, 1, 1, 0, 0, 1, 'none', NULL, NULL",
+       "4096, 4096, 2048, 1, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "llama3-8b linear_rs wo T=4096 bf16 bwd tp=2 GEMM alone"},
       {"'comm', 'nccl', 'llama3-8b', 'linear_rs', 'wo', 4096, 'bf16', 'fwd', 8, 'ring', 0, 0, 0, "
-       "4096, 4096, 512, 1, 1, 0, 0, 1, 'none', NULL, NULL",
+       "4096, 4096, 512, 1, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "llama3-8b linear_rs wo T=4096 bf16 fwd tp=8 collective alone ring"},
       /* every switch away from its default, and a batch of two */
       {"'layer', 'dist_gemm', 'debug', 'attention', NULL, 4096, 'bf16', 'fwd', 2, 'auto', 0, 2, "
-       "2048, 0, 0, 0, 0, 0, 1, 1, 1, 'none', NULL, NULL",
+       "2048, 0, 0, 0, 0, 0, 1, 1, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "debug attention T=4096 B=2 bf16 fwd tp=2 dist_gemm auto no-sp graph save-gathered"},
       /* a bare projection: no model, so its shape is said */
       {"'op', 'stock', '', 'linear_rs', NULL, 4096, 'bf16', 'fwd', 2, NULL, 0, 0, 0, 4096, 1024, "
-       "8192, 1, 1, 0, 0, 1, 'none', NULL, NULL",
+       "8192, 1, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "linear_rs T=4096 4096×1024×8192 bf16 fwd tp=2 stock"},
       {"'op', 'dist_gemm', 'shape', 'ag_linear', NULL, 4096, 'bf16', 'fwd', 2, 'ce', 0, 0, 0, "
-       "4096, 1024, 8192, 1, 1, 0, 0, 1, 'none', NULL, NULL",
+       "4096, 1024, 8192, 1, 1, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "shape ag_linear T=4096 4096×1024×8192 bf16 fwd tp=2 dist_gemm ce"},
       /* a link probe: its size per rank; sequence parallelism means nothing there */
       {"'link', 'copy-engine', '', 'ce_push', '', 0, 'bf16', 'fwd', 2, '', 0, 0, 0, 8388608, 0, 0, "
-       "0, 0, 0, 0, 1, 'none', NULL, NULL",
+       "0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "ce_push 8 MiB bf16 fwd tp=2 copy-engine"},
       /* schema 006's composition axes away from their defaults */
       {"'layer', 'dist_gemm', 'llama3-8b', 'block', NULL, 4096, 'bf16', 'fwd+bwd', 2, 'ce', 0, 2, "
-       "2048, 0, 0, 0, 0, 1, 1, 0, 2, 'full', '2048,4096', 'nccl'",
+       "2048, 0, 0, 0, 0, 1, 1, 0, 2, 'full', '2048,4096', 'nccl', NULL, 0, "
+       "NULL",
        "llama3-8b block T=4096 B=2 bf16 fwd+bwd tp=2 dist_gemm ce graph dp2 ac-full rs-nccl among "
        "2048,4096"},
+      /* schema 007's transport axes away from their defaults */
+      {"'op', 'dist_gemm', 'llama3-8b', 'ag_linear', 'qkv', 4096, 'fp8-row', 'fwd', 2, 'ce', 0, 0, "
+       "0, 4096, 2048, 4096, 1, 1, 0, 0, 1, 'none', NULL, NULL, 'fp8', 1, 'nccl'",
+       "llama3-8b ag_linear qkv T=4096 fp8-row fwd tp=2 dist_gemm ce comm-fp8 fsdp-traffic "
+       "symm-nccl"},
       {"NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
-       "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+       "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL",
        ""},
   };
   sqlite3 *db = NULL;
@@ -737,7 +743,7 @@ static void test_config_label(void **state) {
         sql, sizeof sql,
         "WITH c(kind, backend, model, layer, proj, tokens, dtype, pass, tp, schedule, "
         "chunks, batch, seqlen, m, n, k, n_weights, sp, graph, save_gathered, dp, ac, graph_sizes, "
-        "rs_sum) AS (SELECT %s) "
+        "rs_sum, comm_dtype, fsdp_traffic, symm) AS (SELECT %s) "
         "SELECT 'first', " TP_LABEL_COLUMNS ", 'after' FROM c",
         cases[i].row);
     sqlite3_stmt *st = NULL;

@@ -910,6 +910,56 @@ static void test_composition_axes_and_drift(void **state) {
   tp_store_close(dst);
 }
 
+/* Schema 007's transport axes: keyed only away from their defaults (symm
+ * "ipc" is the default, and only in the whole key), stored, copied by import. */
+static void test_transport_axes(void **state) {
+  scratch *s = *state;
+  tp_config_axes plain = demo_axes(), ipc = demo_axes();
+  ipc.symm = "ipc";
+  char k_plain[512], k_ipc[512], k[512], case_k[512];
+  tp_config_key(&plain, k_plain, sizeof k_plain);
+  tp_config_key(&ipc, k_ipc, sizeof k_ipc);
+  assert_string_equal(k_plain, k_ipc);
+  tp_config_axes moved = demo_axes();
+  moved.comm_dtype = "fp8";
+  moved.fsdp_traffic = 1;
+  moved.symm = "nccl";
+  tp_config_key(&moved, k, sizeof k);
+  assert_non_null(strstr(k, ";save_gathered=0;comm_dtype=fp8;fsdp_traffic=1;symm=nccl"));
+  tp_case_key(&moved, case_k, sizeof case_k);
+  assert_non_null(strstr(case_k, ";comm_dtype=fp8;fsdp_traffic=1"));
+  assert_null(strstr(case_k, "symm"));
+
+  tp_store *store = open_new(s, "transport.db");
+  int64_t run = begin_demo_run(store);
+  tp_result result = demo_result();
+  result.traffic_bytes = 7 << 20;
+  tp_config_record rec = {.axes = &moved, .status = TP_STATUS_OK, .result = &result};
+  assert_int_equal(tp_store_put_config(store, run, &rec, NULL), TP_OK);
+  result.traffic_bytes = 0;
+  tp_config_record old = {.axes = &plain, .status = TP_STATUS_OK, .result = &result};
+  assert_int_equal(tp_store_put_config(store, run, &old, NULL), TP_OK);
+  assert_int_equal(count(store, "SELECT count(*) FROM config_results WHERE comm_dtype = 'fp8' "
+                                "AND fsdp_traffic = 1 AND symm = 'nccl' AND traffic_bytes = "
+                                "7340032"),
+                   1);
+  assert_int_equal(count(store, "SELECT count(*) FROM config_results WHERE comm_dtype IS NULL "
+                                "AND fsdp_traffic = 0 AND symm IS NULL AND traffic_bytes IS NULL"),
+                   1);
+  tp_store_close(store);
+
+  tp_store *dst = open_new(s, "transport-all.db");
+  tp_import_stats stats;
+  memset(&stats, 0, sizeof stats);
+  assert_int_equal(tp_store_import(dst, path_in(s, "transport.db"), &stats), TP_OK);
+  sqlite3 *db = tp_store_db(dst);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM configs WHERE comm_dtype = 'fp8' AND "
+                               "fsdp_traffic = 1 AND symm = 'nccl'"),
+                   1);
+  assert_int_equal(raw_int(db, "SELECT count(*) FROM results WHERE traffic_bytes = 7340032"), 1);
+  tp_store_close(dst);
+}
+
 /* WAL on local filesystems, the rollback journal on network, cluster and
  * FUSE ones; TPBENCH_DB_JOURNAL overrides either way; a bad override is a
  * usage error. */
@@ -1005,6 +1055,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_import_keeps_system, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_composition_axes_and_drift, make_scratch,
                                       remove_scratch),
+      cmocka_unit_test_setup_teardown(test_transport_axes, make_scratch, remove_scratch),
       cmocka_unit_test(test_journal_mode_choice),
       cmocka_unit_test_setup_teardown(test_journal_mode_override_opens, make_scratch,
                                       remove_scratch),

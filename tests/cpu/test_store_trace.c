@@ -64,7 +64,7 @@ static void test_real_database_migrates(void **state) {
   assert_int_equal(version, 1);
   tp_store *store = open_copy_of_real(s, "real.db");
   assert_int_equal(tp_store_version(store), tp_store_schema_version());
-  assert_int_equal(tp_store_schema_version(), 6);
+  assert_int_equal(tp_store_schema_version(), 7);
   assert_int_equal(fx_int(store, "SELECT count(*) FROM configs"), 144);
   assert_int_equal(fx_int(store, "SELECT count(*) FROM samples"), 8640);
   assert_int_equal(fx_int(store, "SELECT count(*) FROM runs WHERE uuid = "
