@@ -687,11 +687,23 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 /* ---- the plan ---------------------------------------------------------------- */
 
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
+  int n;
   if (cfg->backend == TP_BACKEND_DIST)
-    snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
+    n = snprintf(buf, cap, "dist_gemm %s chunks=%d", cfg->axes.schedule, cfg->axes.chunks);
   else if (cfg->axes.schedule)
-    snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
-  else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+    n = snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
+  else n = snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+  if (cfg->axes.comm_dtype && n >= 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " comm=%s", cfg->axes.comm_dtype);
+}
+
+/* Whether the matrix holds an fp8 reduce-scatter case at TP > 1 (its note). */
+static int has_fp8_scatter_tp(const tp_ops_matrix *m) {
+  for (int i = 0; i < m->n_cases; i++)
+    if (tp_dtype_is_fp8(m->cases[i].dtype) && m->cases[i].tp > 1 &&
+        !tp_op_gathers(m->cases[i].proj.op))
+      return 1;
+  return 0;
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
@@ -723,4 +735,7 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
                    "(mxfp8 needs sm_100); the worker's plan rejects it with cuBLASLt's answer\n");
       break;
     }
+  if (has_fp8_scatter_tp(matrix))
+    fprintf(out, "fp8 linear_rs at TP > 1: the fp8 GEMM's bf16 partials are reduced in bf16 "
+                 "(stock: NCCL; dist_gemm: fp32 sum, one rounding); comm_dtype does not apply\n");
 }
