@@ -81,8 +81,14 @@ int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
   return comm_rejection(c, reason, cap);
 }
 
-int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, int chunks, char *reason, size_t cap) {
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks,
+                               char *reason, size_t cap) {
   if (!tp_dtype_is_fp8(c->dtype) || c->tp <= 1) return 0;
+  if (schedule != TP_SCHED_AUTO && schedule != TP_SCHED_CE && schedule != TP_SCHED_SM) {
+    snprintf(reason, cap, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",
+             tp_dtype_name(c->dtype), tp_schedule_name(schedule));
+    return 1;
+  }
   if (c->comm == TP_COMM_BF16) {
     snprintf(reason, cap,
              "%s dist_gemm with comm_dtype bf16: the fused pushes carry fp8 chunks and their "

@@ -23,8 +23,9 @@
  *              TP 1); the all-gather side needs comm_dtype bf16 or fp8, the
  *              reduce-scatter side takes none (it reduces bf16 partials).
  *   dist_gemm  (tp_fp8_dist_gemm_rejection) at TP > 1 the fused pushes
- *              carry fp8: comm_dtype bf16 is stock's alone, and a shard
- *              travels whole with its scales (chunks 0 or 1).
+ *              carry fp8 (schedules auto, ce, sm): comm_dtype bf16 is
+ *              stock's alone, and a shard travels whole with its scales
+ *              (chunks 0 or 1).
  * Layers (`run`) at TP > 1 stay rejected: their projections do not run the
  * fp8 communication yet.
  * What only the GPU can decide (whether cuBLASLt runs the format's scale
@@ -56,9 +57,11 @@ typedef struct tp_fp8_case {
  * the CPU finds nothing against it (also for a dtype that is not fp8). */
 int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap);
 
-/* 1 with the reason when dist_gemm with `chunks` (0: auto) cannot run the
- * fp8 case c (above); 0 otherwise (also for a dtype that is not fp8). */
-int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, int chunks, char *reason, size_t cap);
+/* 1 with the reason when dist_gemm with this schedule and `chunks` (0:
+ * auto) cannot run the fp8 case c (above: ring and multimem push no fp8
+ * chunks); 0 otherwise (also for a dtype that is not fp8). */
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks,
+                               char *reason, size_t cap);
 
 /* A layer of `tpbench run` whose four TP projections run in an fp8 format
  * (everything else in the layer stays bf16): the model's global shapes. */

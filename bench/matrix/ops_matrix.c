@@ -366,7 +366,8 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
   return tp_fp8_case_rejection(&fp8, reason, cap);
 }
 
-static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, size_t cap) {
+static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks,
+                               char *reason, size_t cap) {
   if (c->tp == 1) {
     snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to %s",
              c->proj.op == TP_OP_LINEAR_RS ? "reduce-scatter" : "gather");
@@ -379,7 +380,7 @@ static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, s
     return 1;
   }
   const tp_fp8_case fp8 = fp8_case_of(c);
-  return tp_fp8_dist_gemm_rejection(&fp8, chunks, reason, cap);
+  return tp_fp8_dist_gemm_rejection(&fp8, schedule, chunks, reason, cap);
 }
 
 static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
@@ -470,7 +471,8 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
   cfg.schedule = schedule;
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
-  if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = dist_gemm_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 
