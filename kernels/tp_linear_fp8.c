@@ -37,8 +37,8 @@ static tp_rc check_activation_shards(tp_fp8_linear *p) {
   char why[320];
   if (tp_quant_shard_check(p->format, layout, p->desc.tokens, p->desc.in_features, p->world,
                            &p->act_agreement, why, sizeof why) != TP_OK)
-    return fp8_reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout), p->world,
-                  why);
+    return fp8_reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout),
+                      p->world, why);
   return TP_OK;
 }
 
@@ -161,7 +161,8 @@ static tp_rc prepare_backward(tp_fp8_linear *p, const void *const *w, cudaStream
 tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
   TP_TRY(fp8_device_alloc(p, (void **)&p->xq, (size_t)(p->m * p->k)));
   TP_TRY(fp8_device_alloc(p, &p->x_scales, tp_quant_scale_bytes(&p->x_scales_shape)));
-  if (fp8_amax_floats(p)) TP_TRY(fp8_device_alloc(p, (void **)&p->amax, fp8_amax_floats(p) * sizeof(float)));
+  if (fp8_amax_floats(p))
+    TP_TRY(fp8_device_alloc(p, (void **)&p->amax, fp8_amax_floats(p) * sizeof(float)));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     TP_TRY(fp8_device_alloc(p, (void **)&p->wq[i], (size_t)(p->n * p->k)));
     TP_TRY(fp8_device_alloc(p, &p->w_scales[i], tp_quant_scale_bytes(&p->w_scales_shape)));
@@ -189,8 +190,9 @@ tp_rc fp8_quantize_local(tp_group *g, tp_fp8_linear *p, const void *x, cudaStrea
     /* Tensorwise (and row scales split along K) cannot be shard-local: the
      * ranks agree on the amax first, inside the timed step. */
     TP_TRY(tp_quant_local_amax_enqueue(&a, p->amax, stream));
-    TP_NCCL(ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-            g->nccl);
+    TP_NCCL(
+        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+        g->nccl);
     a.agreed_amax = p->amax;
   }
   return tp_quant_enqueue(&a, stream);

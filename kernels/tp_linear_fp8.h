@@ -110,18 +110,18 @@ typedef struct tp_fp8_linear {
   float *dy_amax;                 /* fp8: dY_i's tensor amax, shared by dY_i and dY_iᵀ */
   void *dx_parts[TP_MAX_WEIGHTS]; /* n_weights > 1: dX_i (bf16), summed into dX */
   /* TP > 1 (tp_linear_fp8_comm.h) */
-  tp_linear_plan base;     /* dist_gemm: the bf16 plan of the op (schedule, reason, sm blocks) */
-  int fused;               /* dist_gemm runs the fused pipeline (not auto's stock path) */
-  int64_t shard_rows;      /* S = T / W */
-  tp_scale_gather gather;  /* gather side: the shard's and the whole's X scale shapes */
-  uint8_t *packet;         /* gather side: [shard fp8 rows | shard scales], 256-aligned parts */
-  void *shard_scales;      /* inside packet */
-  size_t packet_bytes;     /* one rank's slot of the fused gather */
-  void *gathered_scales;   /* stock comm fp8: every rank's shard scales, rank-major */
-  void *gathered_x;        /* comm bf16: AG(x) [T, K] bf16 */
-  void *partial;           /* scatter side, stock: the bf16 partial [T, N] */
+  tp_linear_plan base;    /* dist_gemm: the bf16 plan of the op (schedule, reason, sm blocks) */
+  int fused;              /* dist_gemm runs the fused pipeline (not auto's stock path) */
+  int64_t shard_rows;     /* S = T / W */
+  tp_scale_gather gather; /* gather side: the shard's and the whole's X scale shapes */
+  uint8_t *packet;        /* gather side: [shard fp8 rows | shard scales], 256-aligned parts */
+  void *shard_scales;     /* inside packet */
+  size_t packet_bytes;    /* one rank's slot of the fused gather */
+  void *gathered_scales;  /* stock comm fp8: every rank's shard scales, rank-major */
+  void *gathered_x;       /* comm bf16: AG(x) [T, K] bf16 */
+  void *partial;          /* scatter side, stock: the bf16 partial [T, N] */
   tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
-  void *block_scales;      /* ... W of them, block_scale_room bytes apart */
+  void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
   size_t symm_bytes; /* dist_gemm: the symmetric workspace it needs */
   size_t comm_bytes; /* bytes one rank sends per step */
@@ -151,8 +151,8 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w
 /* tp_fp8_linear_prepare, then at TP > 1 the communication's buffers and,
  * for a fused dist_gemm, the symmetric workspace (collective: every rank
  * calls it, in the same order). */
-TP_MUST_CHECK tp_rc tp_fp8_linear_prepare_group(tp_group *g, tp_fp8_linear *p,
-                                                const void *const *w, cudaStream_t stream);
+TP_MUST_CHECK tp_rc tp_fp8_linear_prepare_group(tp_group *g, tp_fp8_linear *p, const void *const *w,
+                                                cudaStream_t stream);
 
 /* Quantizes x (bf16, device, this rank's: T x K at TP 1) into p's buffers
  * (xq, x_scales: the m x k operand of the GEMM over all this rank's rows),

@@ -40,8 +40,8 @@ static tp_rc check_rules(tp_fp8_linear *p) {
                       "never run as bf16)",
                       dt, p->world);
   if (gathers(p) && d->comm == TP_COMM_NONE)
-    return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt,
-                      op, p->world);
+    return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt, op,
+                      p->world);
   if (!gathers(p) && d->comm != TP_COMM_NONE)
     return fp8_reject(p,
                       "%s %s at TP %d: comm_dtype %s does not apply: the reduce-scatter side "
@@ -99,9 +99,9 @@ static tp_rc plan_shapes(tp_fp8_linear *p) {
   if (gathers(p)) {
     TP_TRY(tp_scale_gather_shape(p->format, s, p->k, p->world, &p->gather));
     p->packet_bytes = room((size_t)(s * p->k)) + room(shard_scale_bytes(p));
-    p->comm_bytes = (size_t)(w - 1) * (p->desc.comm == TP_COMM_FP8
-                                           ? (size_t)(s * p->k) + shard_scale_bytes(p)
-                                           : (size_t)(s * p->k) * 2);
+    p->comm_bytes =
+        (size_t)(w - 1) * (p->desc.comm == TP_COMM_FP8 ? (size_t)(s * p->k) + shard_scale_bytes(p)
+                                                       : (size_t)(s * p->k) * 2);
     p->symm_bytes = p->fused ? (size_t)w * p->packet_bytes : 0;
     return TP_OK;
   }
@@ -157,9 +157,9 @@ void fp8_comm_release(tp_fp8_linear *p) {
 static tp_rc agree_amax(tp_group *g, tp_fp8_linear *p, const tp_quant_args *a,
                         cudaStream_t stream) {
   TP_TRY(tp_quant_local_amax_enqueue(a, p->amax, stream));
-  TP_NCCL(ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl,
-                        stream),
-          g->nccl);
+  TP_NCCL(
+      ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+      g->nccl);
   return TP_OK;
 }
 
@@ -179,9 +179,9 @@ static tp_rc quantize_shard(tp_group *g, tp_fp8_linear *p, const void *x, cudaSt
  * the rank-major gathered buffer, one NCCL group. */
 static tp_rc gather_fp8(tp_group *g, tp_fp8_linear *p, cudaStream_t stream) {
   TP_NCCL(ncclGroupStart(), g->nccl);
-  TP_NCCL(ncclAllGather(p->packet, p->xq, (size_t)(p->shard_rows * p->k), ncclUint8, g->nccl,
-                        stream),
-          g->nccl);
+  TP_NCCL(
+      ncclAllGather(p->packet, p->xq, (size_t)(p->shard_rows * p->k), ncclUint8, g->nccl, stream),
+      g->nccl);
   TP_NCCL(ncclAllGather(p->shard_scales, p->gathered_scales, shard_scale_bytes(p), ncclUint8,
                         g->nccl, stream),
           g->nccl);
@@ -218,7 +218,7 @@ static tp_rc chunk_gemms(tp_fp8_linear *p, const uint8_t *packet, int src, void 
   const void *scales = packet + room((size_t)(s * p->k));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     void *rows = ptr_at(y[i], (size_t)((int64_t)src * s * p->n) * 2);
-    const tp_gemm_scaled_desc d = {p->format, s,        p->n, p->k, packet,
+    const tp_gemm_scaled_desc d = {p->format, s,        p->n,           p->k, packet,
                                    scales,    p->wq[i], p->w_scales[i], rows, TP_GEMM_SCALED_FWD};
     TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
   }
@@ -342,9 +342,9 @@ tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *co
   if (!gathers(p)) return reduce_scatter(g, p, y[0], stream);
   if (p->desc.comm == TP_COMM_BF16) return gather_bf16(g, p, x, stream);
   if (p->act_agreement != TP_AMAX_LOCAL) /* the agreement travels too (idempotent: a max) */
-    TP_NCCL(ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl,
-                          stream),
-            g->nccl);
+    TP_NCCL(
+        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+        g->nccl);
   return gather_fp8(g, p, stream);
 }
 

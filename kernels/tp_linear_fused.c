@@ -94,7 +94,7 @@ tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p, const linear_gath
       void *to =
           ptr_at(tp_symm_ptr(g->symm, dst), gather->offset + (size_t)(rank * S + j * R) * row);
       TP_TRY(linear_push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
-                        (size_t)R * row, gather->phase, j));
+                               (size_t)R * row, gather->phase, j));
     }
   return TP_OK;
 }

@@ -23,10 +23,9 @@
 
 static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj) {
   const tp_linear_desc d = tp_block_proj_desc(s, proj);
-  const tp_fp8_linear_desc f = {s->proj_dtype,    d.op,          d.tokens,
-                                d.in_features,    d.out_features, d.n_weights,
-                                d.backward,       TP_BACKEND_STOCK, TP_SCHED_AUTO,
-                                0,                TP_COMM_NONE};
+  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,    d.in_features,
+                                d.out_features, d.n_weights, d.backward,  TP_BACKEND_STOCK,
+                                TP_SCHED_AUTO,  0,           TP_COMM_NONE};
   return f;
 }
 

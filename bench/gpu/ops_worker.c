@@ -347,9 +347,9 @@ static tp_rc fp8_plan(void *self, tp_group *g) {
                    tp_dtype_name(it->c->dtype));
   /* TP 1 runs stock and the GEMM alone (the matrix rejects the rest); TP > 1
    * every backend, through tp_linear_fp8_comm.h */
-  const tp_fp8_linear_desc d = {it->c->dtype,        it->c->proj.op,       it->c->tokens,
-                                it->c->proj.k,       it->c->proj.n,        it->c->proj.n_weights,
-                                fp8_has_backward(it), it->cfg->backend,    it->cfg->schedule,
+  const tp_fp8_linear_desc d = {it->c->dtype,         it->c->proj.op,   it->c->tokens,
+                                it->c->proj.k,        it->c->proj.n,    it->c->proj.n_weights,
+                                fp8_has_backward(it), it->cfg->backend, it->cfg->schedule,
                                 it->cfg->axes.chunks, it->c->comm};
   tp_rc rc = tp_fp8_linear_plan(g, &d, &it->lin);
   it->have_plan = rc == TP_OK;
@@ -447,9 +447,9 @@ static void fp8_info(void *self, tp_item_info *info) {
     info->schedules[0] = (tp_schedule_choice){it->cfg->axes.op_or_layer, "nccl", "none", 1,
                                               "TP 1: no communication"};
   else if (l->fused)
-    info->schedules[0] = (tp_schedule_choice){it->cfg->axes.op_or_layer,
-                                              tp_schedule_name(l->base.schedule),
-                                              tp_plan_engine(&l->base), 1, l->base.reason};
+    info->schedules[0] =
+        (tp_schedule_choice){it->cfg->axes.op_or_layer, tp_schedule_name(l->base.schedule),
+                             tp_plan_engine(&l->base), 1, l->base.reason};
   else
     info->schedules[0] = (tp_schedule_choice){
         it->cfg->axes.op_or_layer, "nccl", "nccl", 1,
@@ -458,7 +458,8 @@ static void fp8_info(void *self, tp_item_info *info) {
                                           : "NCCL all-gather of the bf16 shard, then quantized")
             : "NCCL reduce-scatter of the fp8 GEMM's bf16 partials"};
   info->n_schedules = 1;
-  info->schedule_label = l->fused ? tp_schedule_name(l->base.schedule) : tp_dtype_name(it->c->dtype);
+  info->schedule_label =
+      l->fused ? tp_schedule_name(l->base.schedule) : tp_dtype_name(it->c->dtype);
   info->bytes_moved = (double)l->comm_bytes;
   /* the quantized copies, their scales, the communication's buffers, the
    * symmetric workspace of a fused pipeline and cuBLASLt's workspace */

@@ -81,8 +81,8 @@ int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
   return comm_rejection(c, reason, cap);
 }
 
-int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks,
-                               char *reason, size_t cap) {
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap) {
   if (!tp_dtype_is_fp8(c->dtype) || c->tp <= 1) return 0;
   if (schedule != TP_SCHED_AUTO && schedule != TP_SCHED_CE && schedule != TP_SCHED_SM) {
     snprintf(reason, cap, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",

@@ -60,8 +60,8 @@ int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap);
 /* 1 with the reason when dist_gemm with this schedule and `chunks` (0:
  * auto) cannot run the fp8 case c (above: ring and multimem push no fp8
  * chunks); 0 otherwise (also for a dtype that is not fp8). */
-int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks,
-                               char *reason, size_t cap);
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap);
 
 /* A layer of `tpbench run` whose four TP projections run in an fp8 format
  * (everything else in the layer stays bf16): the model's global shapes. */

@@ -325,8 +325,8 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
 /* ---- validity rules -------------------------------------------------------- */
 
 static tp_fp8_case fp8_case_of(const tp_ops_case *c) {
-  const tp_fp8_case f = {c->dtype, c->proj.op, c->tokens, c->proj.n, c->proj.k,
-                         c->tp,    c->pass,    c->comm};
+  const tp_fp8_case f = {c->dtype,  c->proj.op, c->tokens, c->proj.n,
+                         c->proj.k, c->tp,      c->pass,   c->comm};
   return f;
 }
 
@@ -366,8 +366,8 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
   return tp_fp8_case_rejection(&fp8, reason, cap);
 }
 
-static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks,
-                               char *reason, size_t cap) {
+static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap) {
   if (c->tp == 1) {
     snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to %s",
              c->proj.op == TP_OP_LINEAR_RS ? "reduce-scatter" : "gather");
@@ -511,16 +511,16 @@ static void fill_variants(const resolved_spec *r, const tp_model_preset *model,
         for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, (*ci)++) {
           if (!m->cases) continue;
           tp_ops_case *c = &m->cases[*ci];
-        c->model = model;
-        c->proj = *proj;
-        c->tokens = tokens;
-        c->dtype = r->dtypes[di];
-        c->tp = r->tp[wi];
-        c->pass = r->passes[pass_save / r->n_save];
-        c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
-        c->comm = comm ? r->comms[cv] : TP_COMM_NONE;
-        expand_case(r, c, *ci, m->configs, next);
-      }
+          c->model = model;
+          c->proj = *proj;
+          c->tokens = tokens;
+          c->dtype = r->dtypes[di];
+          c->tp = r->tp[wi];
+          c->pass = r->passes[pass_save / r->n_save];
+          c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
+          c->comm = comm ? r->comms[cv] : TP_COMM_NONE;
+          expand_case(r, c, *ci, m->configs, next);
+        }
     }
 }
 

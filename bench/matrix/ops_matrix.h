@@ -83,9 +83,9 @@ typedef struct tp_ops_case {
   int tp;
   tp_dtype dtype;
   tp_pass pass;
-  int save_gathered; /* 1: the backward reuses the forward's gathered input */
+  int save_gathered;  /* 1: the backward reuses the forward's gathered input */
   tp_comm_dtype comm; /* an fp8 all-gather side at TP > 1: BF16 or FP8; else NONE */
-  int first_config;  /* index of its first configuration in the matrix */
+  int first_config;   /* index of its first configuration in the matrix */
   int n_configs;
 } tp_ops_case;
 

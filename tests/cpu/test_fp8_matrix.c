@@ -136,8 +136,8 @@ static void test_backward_planned(void **state) {
         assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
         assert_non_null(strstr(reason, "the fp8 backward is not implemented beyond TP 1"));
       }
-  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096, 8192, 8192, 2, TP_PASS_FWD_BWD,
-                            TP_COMM_NONE};
+  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
+                            2,       TP_PASS_FWD_BWD, TP_COMM_NONE};
   char reason[400] = "";
   assert_int_equal(tp_fp8_case_rejection(&bf16, reason, sizeof reason), 0);
   /* the matrix: llama3-8b qkv's shape at TP 1, both backward passes, every fp8 format */
@@ -196,8 +196,8 @@ static void test_placement_rejections(void **state) {
     const int n = straddles_for(degrees[i], cases);
     for (int j = 0; j < n; ++j) {
       const straddle *s = &cases[j];
-      const tp_fp8_case c = {s->dtype, s->op, s->tokens, s->n, s->k, degrees[i], TP_PASS_FWD,
-                             TP_COMM_FP8};
+      const tp_fp8_case c = {s->dtype, s->op,      s->tokens,   s->n,
+                             s->k,     degrees[i], TP_PASS_FWD, TP_COMM_FP8};
       char reason[400] = "";
       assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
       char rule[64];
@@ -211,8 +211,8 @@ static void test_placement_rejections(void **state) {
     for (int f = 0; f < N_FP8; ++f)
       for (int o = 0; o < 3; ++o) {
         const int64_t dim = 1024LL * degrees[i];
-        tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, dim,         dim,
-                         degrees[i],    TP_PASS_FWD, TP_COMM_NONE};
+        tp_fp8_case c = {FP8_DTYPES[f], ops[o],     4096,        dim,
+                         dim,           degrees[i], TP_PASS_FWD, TP_COMM_NONE};
         char reason[400] = "";
         const int gathers = tp_op_gathers(c.op);
         /* the all-gather side needs a comm_dtype, the reduce-scatter side refuses one */
@@ -397,8 +397,8 @@ static void test_layer_placement(void **state) {
   const tp_fp8_layer debug = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
   expect_layer_rule(&debug, "qkv (key heads): fp8 placement rule weight N at TP 2");
   char reason[400] = "";
-  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512,
-                               256,          2,               TP_PASS_FWD, TP_COMM_FP8};
+  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2,
+                               TP_PASS_FWD,  TP_COMM_FP8};
   assert_int_equal(tp_fp8_case_rejection(&ops_qkv, reason, sizeof reason), 0);
   /* query heads: 6 heads of 32 = 192 rows, 96 per rank */
   const tp_fp8_layer q = fp8_layer(TP_FP8_BLOCK, TP_LAYER_ATTENTION, 2, 256, 6, 8, 32, 768);

@@ -51,8 +51,8 @@ static void fill(float *x, int64_t rows, int64_t cols, uint64_t seed) {
 /* One quantization by the reference (ACT, E4M3, fp32 in). */
 static void quantize(tp_quant_format f, const float *x, int64_t rows, int64_t cols,
                      const float *agreed, uint8_t *q, void *scales) {
-  const tp_quant_args a = {f, TP_QROLE_ACT, TP_FP8_E4M3, TP_FP32, x, rows, cols, cols, q, scales,
-                           agreed};
+  const tp_quant_args a = {f,    TP_QROLE_ACT, TP_FP8_E4M3, TP_FP32, x,     rows,
+                           cols, cols,         q,           scales,  agreed};
   assert_int_equal(tp_quant_ref(&a), TP_OK);
 }
 
@@ -86,15 +86,14 @@ static void make_gathered(const gather_case *c, gathered *out) {
   quantize(c->f, x, rows, cols, NULL, out->q_whole, out->s_whole);
   float amax = 0.0f; /* tensorwise: the agreement every rank makes first */
   if (c->f == TP_QFMT_FP8) {
-    const tp_quant_args a = {c->f, TP_QROLE_ACT, TP_FP8_E4M3, TP_FP32, x, rows, cols, cols,
-                             NULL, NULL, NULL};
+    const tp_quant_args a = {c->f, TP_QROLE_ACT, TP_FP8_E4M3, TP_FP32, x,   rows,
+                             cols, cols,         NULL,        NULL,    NULL};
     assert_int_equal(tp_quant_local_amax_ref(&a, &amax), TP_OK);
   }
   for (int r = 0; r < c->tp; ++r) {
     const size_t row0 = (size_t)(r * c->shard_rows);
-    quantize(c->f, x + row0 * (size_t)cols, c->shard_rows, cols,
-             c->f == TP_QFMT_FP8 ? &amax : NULL, out->q_gathered + row0 * (size_t)cols,
-             out->s_gathered + (size_t)r * shard_bytes);
+    quantize(c->f, x + row0 * (size_t)cols, c->shard_rows, cols, c->f == TP_QFMT_FP8 ? &amax : NULL,
+             out->q_gathered + row0 * (size_t)cols, out->s_gathered + (size_t)r * shard_bytes);
   }
   free(x);
 }
@@ -123,13 +122,11 @@ static void test_replace_matches_whole(void **state) {
           const size_t rows = (size_t)(c.shard_rows * c.tp);
           if (memcmp(g.q_whole, g.q_gathered, rows * (size_t)c.cols) != 0)
             fail_msg("%s TP %d shard %lldx%lld: gathered data differs from the whole's",
-                     tp_quant_format_name(c.f), c.tp, (long long)c.shard_rows,
-                     (long long)c.cols);
+                     tp_quant_format_name(c.f), c.tp, (long long)c.shard_rows, (long long)c.cols);
           tp_quant_replace_gathered_ref(&g.g, g.s_gathered, g.s_placed);
           if (memcmp(g.s_whole, g.s_placed, tp_quant_scale_bytes(&g.g.whole)) != 0)
             fail_msg("%s TP %d shard %lldx%lld: re-placed scales differ from the whole's",
-                     tp_quant_format_name(c.f), c.tp, (long long)c.shard_rows,
-                     (long long)c.cols);
+                     tp_quant_format_name(c.f), c.tp, (long long)c.shard_rows, (long long)c.cols);
           free_gathered(&g);
           ++cases;
         }
@@ -175,8 +172,8 @@ static void test_negative_controls(void **state) {
     gathered g;
     make_gathered(&cases[i], &g);
     const size_t whole_bytes = tp_quant_scale_bytes(&g.g.whole);
-    const size_t n = tp_scale_gather_bytes(&g.g) < whole_bytes ? tp_scale_gather_bytes(&g.g)
-                                                               : whole_bytes;
+    const size_t n =
+        tp_scale_gather_bytes(&g.g) < whole_bytes ? tp_scale_gather_bytes(&g.g) : whole_bytes;
     memset(g.s_placed, 0, whole_bytes);
     memcpy(g.s_placed, g.s_gathered, n);
     assert_true(memcmp(g.s_whole, g.s_placed, whole_bytes) != 0);

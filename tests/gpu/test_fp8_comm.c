@@ -110,11 +110,11 @@ typedef struct sim_gather {
   int tp;
   int64_t s, k; /* shard rows, columns */
   tp_scale_gather g;
-  void *x;                    /* bf16 [tp s, k] */
-  uint8_t *q_whole, *q_gath;  /* [tp s, k] */
-  void *s_whole, *s_gath;     /* the whole's scales; tp shard scale buffers */
-  void *s_placed;             /* re-placed from s_gath */
-  float *amax;                /* tp shards' local amax (tensorwise), then the agreed one */
+  void *x;                   /* bf16 [tp s, k] */
+  uint8_t *q_whole, *q_gath; /* [tp s, k] */
+  void *s_whole, *s_gath;    /* the whole's scales; tp shard scale buffers */
+  void *s_placed;            /* re-placed from s_gath */
+  float *amax;               /* tp shards' local amax (tensorwise), then the agreed one */
 } sim_gather;
 
 static tp_quant_args quant(tp_quant_format f, const void *x, int64_t rows, int64_t k, uint8_t *q,
@@ -138,7 +138,8 @@ static void agree(sim_gather *sg) {
   free(h);
 }
 
-static void sim_make(sim_gather *sg, tp_quant_format f, int tp, int64_t s, int64_t k, uint64_t seed) {
+static void sim_make(sim_gather *sg, tp_quant_format f, int tp, int64_t s, int64_t k,
+                     uint64_t seed) {
   memset(sg, 0, sizeof *sg);
   sg->f = f;
   sg->tp = tp;
@@ -149,7 +150,8 @@ static void sim_make(sim_gather *sg, tp_quant_format f, int tp, int64_t s, int64
   uint16_t *hx = random_bf16(rows, k, seed);
   sg->x = dev_upload(hx, sizeof(uint16_t) * (size_t)(rows * k));
   free(hx);
-  const size_t whole = tp_quant_scale_bytes(&sg->g.whole), shard = tp_quant_scale_bytes(&sg->g.shard);
+  const size_t whole = tp_quant_scale_bytes(&sg->g.whole),
+               shard = tp_quant_scale_bytes(&sg->g.shard);
   sg->q_whole = dev_alloc((size_t)(rows * k));
   sg->q_gath = dev_alloc((size_t)(rows * k));
   sg->s_whole = dev_alloc(whole);
@@ -231,10 +233,11 @@ static void test_replace_on_device(void **state) {
   assert_true(faults_planted > 0);
 }
 
-/* ---- each chunk's GEMM on its own scales ------------------------------------------------------ */
+/* ---- each chunk's GEMM on its own scales ------------------------------------------------------
+ */
 
-static double *dequant(tp_quant_format f, tp_quant_role role, const void *q_dev,
-                       const void *s_dev, int64_t rows, int64_t k) {
+static double *dequant(tp_quant_format f, tp_quant_role role, const void *q_dev, const void *s_dev,
+                       int64_t rows, int64_t k) {
   tp_scale_shape sh;
   check_rc(tp_quant_scale_shape(f, role, rows, k, &sh), "scale shape");
   tp_quant_args a = {f, role, TP_FP8_E4M3, TP_BF16, NULL, rows, k, k, NULL, NULL, NULL};
@@ -256,7 +259,8 @@ static long outside_bound(const uint16_t *y, const double *dx, const double *dw,
     for (int64_t j = 0; j < n; ++j) {
       const tp_fp8_dot d = tp_fp8_dot_ref(dx + i * k, dw + j * k, k, model->group);
       const double v = gpu_bf16_to_float(y[i * n + j]);
-      const double r = isfinite(v) ? fabs(v - d.ref) / tp_fp8_gemm_tolerance(model, &d, k) : INFINITY;
+      const double r =
+          isfinite(v) ? fabs(v - d.ref) / tp_fp8_gemm_tolerance(model, &d, k) : INFINITY;
       if (r > *worst) *worst = r;
       bad += r > 1.0;
     }
@@ -281,8 +285,8 @@ static void chunk_gemm(tp_gemm_scaled *g, const sim_gather *sg, int r, int scale
   check_rc(tp_gemm_scaled_enqueue(g, &d, 0), "chunk GEMM");
 }
 
-static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, int64_t n, int64_t k,
-                       const tp_fp8_accum_model *model) {
+static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, int64_t n,
+                       int64_t k, const tp_fp8_accum_model *model) {
   char reason[400];
   const int64_t m = s * tp;
   if (tp_gemm_scaled_supported(g, f, s, n, k, reason, sizeof reason) != TP_OK ||
@@ -306,8 +310,8 @@ static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, 
   void *y_chunks = dev_alloc(ybytes), *y_whole = dev_alloc(ybytes), *y_fault = dev_alloc(ybytes);
   for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, r, wq, ws, n, y_chunks);
   for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, (r + 1) % tp, wq, ws, n, y_fault);
-  const tp_gemm_scaled_desc whole = {f, m, n, k, sg.q_whole, sg.s_placed, wq, ws, y_whole,
-                                     TP_GEMM_SCALED_FWD};
+  const tp_gemm_scaled_desc whole = {f,           m,  n,  k,       sg.q_whole,
+                                     sg.s_placed, wq, ws, y_whole, TP_GEMM_SCALED_FWD};
   check_rc(tp_gemm_scaled_enqueue(g, &whole, 0), "whole GEMM");
   sync_ok();
   double *dx = dequant(f, TP_QROLE_ACT, sg.q_whole, sg.s_whole, m, k);
@@ -323,7 +327,8 @@ static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, 
          tp_quant_format_name(f), tp, (long long)s, (long long)n, (long long)k, bad, worst,
          same ? "equal to" : "DIFFERENT from", bad_fault, worst_fault);
   assert_int_equal(bad, 0);
-  if (!same) fail_msg("chunk GEMMs differ from the whole GEMM's rows (the ops harness's exact rule)");
+  if (!same)
+    fail_msg("chunk GEMMs differ from the whole GEMM's rows (the ops harness's exact rule)");
   if (f != TP_QFMT_FP8) assert_true(bad_fault > 0);
   free(dx);
   free(dw);
@@ -440,10 +445,12 @@ static int tp2_gather_side(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
   int bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_FP8, &t, &y_fp8, &k);
   if (!bad && (k.outside || k.nonfinite))
     bad = fail_rank(g, tp_dtype_name(dt), "stock comm fp8 fails the float64 check");
-  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &y_bf16, NULL);
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &y_bf16, NULL);
   if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_CE, TP_COMM_FP8, &t, &y_ce, NULL);
   if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_SM, TP_COMM_FP8, &t, &y_sm, NULL);
-  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_FP8, &t, &y_comm, NULL);
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_FP8, &t, &y_comm, NULL);
   const size_t bytes = t.y_elems * 2;
   if (!bad && memcmp(y_fp8, y_bf16, bytes) != 0)
     bad = fail_rank(g, tp_dtype_name(dt), "comm fp8 and comm bf16 differ");
@@ -475,7 +482,8 @@ static int tp2_scatter_side(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
   if (!bad && (k.outside || k.nonfinite))
     bad = fail_rank(g, tp_dtype_name(dt), "the stock partial fails the float64 check");
   if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_CE, TP_COMM_NONE, &t, &y_ce, NULL);
-  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_NONE, &t, &y_comm, NULL);
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_NONE, &t, &y_comm, NULL);
   /* two bf16 partials summed: NCCL rounds the sum once in bf16, dist_gemm sums in fp32 and
    * rounds once too; both within 2^-7 of the larger of them plus the partials' own rounding */
   double worst = 0.0;
