@@ -475,20 +475,27 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
   tp_item_check *judged = &out[0], *reported = &out[1];
   memset(reported, 0, sizeof *reported);
   tp_fp8_check_as_item(k, name, judged);
+  /* the scatter side at TP > 1 checks the GEMM's local partial (the reduction is NCCL's) */
+  const int partial = it->lin.world > 1 && !tp_op_gathers(it->c->proj.op) && strcmp(name, "y") == 0;
   snprintf(judged->reason, sizeof judged->reason,
-           "%s%s against a float64 product of the dequantized %s operands on %lld sampled "
+           "%s%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",
-           judged->failed ? "failed: " : "", name, tp_dtype_name(it->c->dtype),
-           (long long)k->elements, (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+           judged->failed ? "failed: " : "", name, partial ? " (local partial)" : "",
+           tp_dtype_name(it->c->dtype), (long long)k->elements, (long long)k->outside,
+           (long long)k->nonfinite, k->worst_ratio);
   snprintf(reported->name, sizeof reported->name, "%s:bf16", name);
   reported->elements = (double)k->elements;
   reported->nonfinite = (double)k->nonfinite;
   reported->rel_err = k->rel_err_bf16;
   reported->max_abs_err = NAN;
   reported->tolerance = NAN;
+  const int no_bf16 = it->lin.world > 1 && it->c->comm == TP_COMM_FP8;
+  reported->not_checked = no_bf16;
   snprintf(reported->reason, sizeof reported->reason,
-           "reported, not judged: %s's error against a float64 product of the unquantized "
-           "bf16 operands (what quantization costs)",
+           no_bf16 ? "not available: with comm_dtype fp8 no rank holds the gathered bf16 input "
+                     "%s's bf16 product needs"
+                   : "reported, not judged: %s's error against a float64 product of the "
+                     "unquantized bf16 operands (what quantization costs)",
            name);
 }
 
