@@ -295,6 +295,18 @@ static void test_comm_dtype_axis(void **state) {
   }
   assert_int_equal(with_comm, 2);
   assert_int_equal(dist_runs, 1);
+  /* only ce and sm (and auto, which chooses among them or stock) push fp8 chunks */
+  const tp_fp8_case fc = {TP_FP8_ROW, TP_OP_AG_LINEAR, 4096,       6144, 4096,
+                          2,          TP_PASS_FWD,     TP_COMM_FP8};
+  char why[400] = "";
+  const tp_schedule schedules[] = {TP_SCHED_AUTO, TP_SCHED_CE, TP_SCHED_SM, TP_SCHED_RING,
+                                   TP_SCHED_MULTIMEM};
+  for (int i = 0; i < 5; ++i) {
+    const int refused = tp_fp8_dist_gemm_rejection(&fc, schedules[i], 0, why, sizeof why);
+    assert_int_equal(refused, i >= 3);
+    if (refused) assert_non_null(strstr(why, "only ce and sm push fp8 chunks"));
+  }
+  assert_int_equal(tp_fp8_dist_gemm_rejection(&fc, TP_SCHED_CE, 1, why, sizeof why), 0);
   tp_ops_matrix_free(&m);
   /* a backward pass at TP 2 is rejected for fp8, with its reason */
   assert_int_equal(tp_ops_spec_set_axis(&s, "pass", "fwd+bwd"), TP_OK);
