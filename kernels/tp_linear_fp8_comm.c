@@ -304,7 +304,7 @@ static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x,
     const int dst = (rank + step) % world;
     void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
     TP_TRY(block_gemm(p, dst, staging, main));
-    cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS];
+    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
     TP_CUDA(cudaEventRecord(ready, main));
     TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
     void *to = ptr_at(tp_symm_ptr(g->symm, dst), (size_t)rank * slot);

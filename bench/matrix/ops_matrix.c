@@ -575,6 +575,7 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   /* comm_dtype multiplies only the cases it applies to: count them (at most
    * n_comms times the product, so the count loop stays bounded) */
   if (rc == TP_OK && n_cases * per_case <= MAX_CONFIGS) n_cases = fill_cases(r, &m);
+  if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (rc == TP_OK && n_cases * per_case > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
                  (long long)(n_cases * per_case), MAX_CONFIGS);
