@@ -24,6 +24,7 @@ typedef struct record {
   void *ptr; /* NULL: empty; &tombstone: removed */
   size_t bytes;
   tp_alloc_owner owner;
+  int adopted; /* made by another allocator: disowned, never freed, here */
 } record;
 
 typedef struct account {
@@ -185,6 +186,15 @@ static void note_change(tp_alloc_ledger *l, account *a, int64_t delta) {
 
 /* ---- allocate, free, claim ------------------------------------------------------------------ */
 
+/* Places r (room reserved) and charges its owner's account a. */
+static void charge_record(tp_alloc_ledger *l, account *a, const record *r) {
+  place(l->slots, l->n_slots, r);
+  l->n_live++;
+  a->live_bytes += (int64_t)r->bytes;
+  a->live_count++;
+  note_change(l, a, (int64_t)r->bytes);
+}
+
 static tp_rc malloc_locked(tp_alloc_ledger *l, tp_alloc_owner owner, void **out, size_t bytes) {
   account *a = NULL;
   /* host bookkeeping first: a device allocation is never left unrecorded */
@@ -201,12 +211,7 @@ static tp_rc malloc_locked(tp_alloc_ledger *l, tp_alloc_owner owner, void **out,
                    "outside the ledger",
                    p);
   }
-  const record r = {p, bytes, owner};
-  place(l->slots, l->n_slots, &r);
-  l->n_live++;
-  a->live_bytes += (int64_t)bytes;
-  a->live_count++;
-  note_change(l, a, (int64_t)bytes);
+  charge_record(l, a, &(record){p, bytes, owner, 0});
   *out = p;
   return TP_OK;
 }
@@ -220,13 +225,8 @@ tp_rc tp_alloc_malloc(tp_alloc_ledger *l, tp_alloc_owner owner, void **out, size
   return rc;
 }
 
-static tp_rc free_locked(tp_alloc_ledger *l, void *ptr) {
-  record *r = find_record(l, ptr);
-  if (!r)
-    return TP_FAIL(TP_EINTERNAL,
-                   "free of %p: the ledger holds no such allocation (not allocated through it, "
-                   "or freed already)",
-                   ptr);
+/* Removes r from the table and uncharges its owner. */
+static void uncharge_record(tp_alloc_ledger *l, record *r) {
   account *a = find_account(l, r->owner);
   const int64_t bytes = (int64_t)r->bytes;
   r->ptr = &tombstone;
@@ -237,6 +237,20 @@ static tp_rc free_locked(tp_alloc_ledger *l, void *ptr) {
     a->live_count--;
     note_change(l, a, -bytes);
   }
+}
+
+static tp_rc free_locked(tp_alloc_ledger *l, void *ptr) {
+  record *r = find_record(l, ptr);
+  if (!r)
+    return TP_FAIL(TP_EINTERNAL,
+                   "free of %p: the ledger holds no such allocation (not allocated through it, "
+                   "or freed already)",
+                   ptr);
+  if (r->adopted)
+    return TP_FAIL(TP_EINTERNAL,
+                   "free of %p: another allocator made it (adopted): disown it and free it there",
+                   ptr);
+  uncharge_record(l, r);
   return l->backend.free(l->backend.ctx, ptr);
 }
 
@@ -244,6 +258,45 @@ tp_rc tp_alloc_free(tp_alloc_ledger *l, void *ptr) {
   if (!ptr) return TP_OK;
   pthread_mutex_lock(&l->lock);
   tp_rc rc = free_locked(l, ptr);
+  pthread_mutex_unlock(&l->lock);
+  return rc;
+}
+
+static tp_rc adopt_locked(tp_alloc_ledger *l, tp_alloc_owner owner, void *ptr, size_t bytes) {
+  if (find_record(l, ptr))
+    return TP_FAIL(TP_EINTERNAL, "adoption of %p (%zu bytes): the ledger holds it already", ptr,
+                   bytes);
+  account *a = NULL;
+  TP_TRY(account_of(l, owner, &a));
+  TP_TRY(reserve_slot(l));
+  charge_record(l, a, &(record){ptr, bytes, owner, 1});
+  return TP_OK;
+}
+
+tp_rc tp_alloc_adopt(tp_alloc_ledger *l, tp_alloc_owner owner, void *ptr, size_t bytes) {
+  if (!ptr || bytes == 0)
+    return TP_FAIL(TP_EINTERNAL, "adoption of %p with %zu bytes (a pointer and bytes > 0)", ptr,
+                   bytes);
+  pthread_mutex_lock(&l->lock);
+  tp_rc rc = adopt_locked(l, owner, ptr, bytes);
+  pthread_mutex_unlock(&l->lock);
+  return rc;
+}
+
+static tp_rc disown_locked(tp_alloc_ledger *l, void *ptr) {
+  record *r = find_record(l, ptr);
+  if (!r || !r->adopted)
+    return TP_FAIL(TP_EINTERNAL, "disown of %p: %s", ptr,
+                   r ? "the ledger allocated it itself (free it through the ledger)"
+                     : "the ledger holds no such adopted allocation (never adopted, or "
+                       "disowned already)");
+  uncharge_record(l, r);
+  return TP_OK;
+}
+
+tp_rc tp_alloc_disown(tp_alloc_ledger *l, void *ptr) {
+  pthread_mutex_lock(&l->lock);
+  tp_rc rc = disown_locked(l, ptr);
   pthread_mutex_unlock(&l->lock);
   return rc;
 }

@@ -45,8 +45,15 @@
  *   kept for the life of the process. This module-level ledger is the only
  *   global state here; a mutex makes it safe to call from any thread.
  *
+ * Memory another allocator makes for tpbench (NCCL's ncclMemAlloc, the
+ * windows of kernels/tp_window.h) is *adopted*: recorded as its owner's
+ * live bytes like the ledger's own allocations, and *disowned* before that
+ * allocator frees it. The ledger never frees an adopted pointer itself.
+ *
  * Errors: a free of a pointer the ledger does not hold (never allocated
- * through it, or freed already) is TP_EINTERNAL and frees nothing; a CUDA
+ * through it, or freed already) is TP_EINTERNAL and frees nothing; so are a
+ * free of an adopted pointer, a disown of one the ledger allocated or does
+ * not hold, and an adoption of a pointer it holds already; a CUDA
  * failure is TP_ECUDA (TP_EOOM when the device is full) with the call, the
  * size and CUDA's text. 0 bytes allocate nothing and give NULL; freeing NULL
  * does nothing.
@@ -84,6 +91,7 @@ typedef enum tp_alloc_shared {
   TP_SHARED_SCRATCH,  /* the private stock-path scratch */
   TP_SHARED_BIAS,     /* the fp32 bias-gradient partial sums */
   TP_SHARED_GEMM,     /* the cuBLASLt workspace of the group's GEMM context */
+  TP_SHARED_WINDOW,   /* the NCCL window scratch of the stock path's window variant */
   TP_SHARED_COUNT
 } tp_alloc_shared;
 
@@ -120,6 +128,15 @@ TP_MUST_CHECK tp_rc tp_alloc_malloc(tp_alloc_ledger *ledger, tp_alloc_owner owne
 /* Frees ptr through the backend and uncharges its owner; TP_EINTERNAL (nothing
  * freed) when the ledger does not hold ptr. */
 TP_MUST_CHECK tp_rc tp_alloc_free(tp_alloc_ledger *ledger, void *ptr);
+
+/* Records [ptr, +bytes) that another allocator made (bytes > 0) as owner's
+ * live allocation; TP_EINTERNAL when the ledger holds ptr already. */
+TP_MUST_CHECK tp_rc tp_alloc_adopt(tp_alloc_ledger *ledger, tp_alloc_owner owner, void *ptr,
+                                   size_t bytes);
+
+/* Forgets the adopted ptr (its allocator frees it) and uncharges its owner;
+ * TP_EINTERNAL, nothing changed, when ptr is not an adopted allocation. */
+TP_MUST_CHECK tp_rc tp_alloc_disown(tp_alloc_ledger *ledger, void *ptr);
 
 /* Owner asks for `bytes` of a shared buffer: its claim on it becomes the
  * larger of the two. */
@@ -164,6 +181,12 @@ tp_alloc_ledger *tp_device_ledger(void);
 /* cudaMalloc of bytes charged to the current owner, or to owner. */
 TP_MUST_CHECK tp_rc tp_device_malloc(void **out, size_t bytes);
 TP_MUST_CHECK tp_rc tp_device_malloc_as(tp_alloc_owner owner, void **out, size_t bytes);
+
+/* Memory NCCL (or another allocator) made, adopted for the current owner or
+ * for owner, and disowned before it is freed (tp_alloc_adopt, _disown). */
+TP_MUST_CHECK tp_rc tp_device_adopt(void *ptr, size_t bytes);
+TP_MUST_CHECK tp_rc tp_device_adopt_as(tp_alloc_owner owner, void *ptr, size_t bytes);
+TP_MUST_CHECK tp_rc tp_device_disown(void *ptr);
 
 /* cudaFree through the ledger (NULL: nothing). */
 TP_MUST_CHECK tp_rc tp_device_free(void *ptr);

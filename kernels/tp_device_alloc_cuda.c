@@ -63,6 +63,24 @@ tp_rc tp_device_malloc_as(tp_alloc_owner owner, void **out, size_t bytes) {
   return tp_alloc_malloc(l, owner, out, bytes);
 }
 
+tp_rc tp_device_adopt(void *ptr, size_t bytes) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_adopt(l, tp_alloc_current(l), ptr, bytes);
+}
+
+tp_rc tp_device_adopt_as(tp_alloc_owner owner, void *ptr, size_t bytes) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_adopt(l, owner, ptr, bytes);
+}
+
+tp_rc tp_device_disown(void *ptr) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  return tp_alloc_disown(l, ptr);
+}
+
 tp_rc tp_device_free(void *ptr) {
   if (!ptr) return TP_OK;
   tp_alloc_ledger *l = NULL;

@@ -142,6 +142,7 @@ static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn
   TP_TRY(query_multicast(g));
   TP_TRY(read_test_delay(g));
   TP_TRY(read_test_withhold(g));
+  TP_TRY(tp_fail_alloc_parse(getenv(TP_FAIL_ALLOC_ENV), g->world, &g->test_fail_alloc));
   g->write_value32 = driver_entry("cuStreamWriteValue32");
   g->wait_value32 = driver_entry("cuStreamWaitValue32");
   int least = 0, greatest = 0;
@@ -166,6 +167,8 @@ tp_rc tp_group_create(int rank, int world, int device, const ncclUniqueId *nccl_
   g->rank = rank;
   g->world = world;
   g->device = device;
+  g->exchange = exchange;
+  g->exchange_ctx = exchange_ctx;
   g->wait_timeout_ns = 20ull * 1000 * 1000 * 1000;
   const tp_alloc_owner outer = tp_device_enter(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0));
   tp_rc rc = group_init(g, nccl_id, exchange, exchange_ctx);

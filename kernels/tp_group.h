@@ -13,6 +13,7 @@
 #include <nccl.h>
 
 #include "common/tp_error.h"
+#include "kernels/tp_agree.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_gemm.h"
 #include "kernels/tp_symm.h"
@@ -29,6 +30,8 @@ typedef struct tp_group_window {
 typedef struct tp_group {
   int rank, world, device;
   ncclComm_t nccl;
+  tp_exchange_fn exchange; /* the all-gather the group was made with (tp_group_create) */
+  void *exchange_ctx;
   cudaStream_t main_stream; /* compute; the stock path runs everything here */
   cudaStream_t comm_stream; /* transfers of the fused schedules, highest priority */
   tp_symm *symm;
@@ -60,6 +63,10 @@ typedef struct tp_group {
    * configuration test_withhold_config, so its peers' collectives hang (from
    * TPBENCH_TEST_WITHHOLD=RANK:CONFIG; -1 = off). Recorded in the run too. */
   int test_withhold_rank, test_withhold_config;
+  /* Test only: that rank's window allocations fail (from TPBENCH_TEST_FAIL_ALLOC,
+   * kernels/tp_agree.h; rank -1 = off; the symmetric heap reads the same knob
+   * for its workspace growths). Recorded in the run too. */
+  tp_fail_alloc test_fail_alloc;
   int aborted; /* tp_group_abort ran: the group can only be destroyed */
   int frozen;  /* tp_group_freeze: neither the workspace nor the private buffers may grow */
 } tp_group;

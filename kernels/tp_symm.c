@@ -2,6 +2,8 @@
  * tp_symm.c — symmetric workspace and signal pads over CUDA IPC (see
  * tp_symm.h). An IPC handle cannot be opened in the process that made it,
  * so each rank keeps its own raw pointer and opens only its peers' handles.
+ * The ranks agree on each allocation and mapping (tp_agree.h) before the
+ * next exchange, so one rank's failure fails them all, at the same step.
  */
 #include "kernels/tp_symm.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "common/tp_log.h"
+#include "kernels/tp_agree.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 
@@ -27,6 +30,7 @@ struct tp_symm {
   symm_region work;
   int grow_count;
   int frozen;
+  tp_fail_alloc test_fail_alloc; /* test only: TPBENCH_TEST_FAIL_ALLOC (tp_agree.h) */
 };
 
 static void region_unmap(tp_symm *s, symm_region *r) {
@@ -42,15 +46,25 @@ static void region_unmap(tp_symm *s, symm_region *r) {
   r->bytes = 0;
 }
 
-/* Collective: allocates `bytes` here and maps every peer's allocation. */
-static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes) {
+/* The ranks' agreement on one step of mapping a region (tp_agree.h). */
+static tp_rc agree(const tp_symm *s, tp_rc local, const char *what, size_t bytes) {
+  return tp_agree_alloc(s->exchange, s->ctx, s->rank, s->world, local, what, bytes);
+}
+
+/* This rank's part of a region: allocated (the workspace may meet the
+ * planted failure), zeroed, its IPC handle in *mine. */
+static tp_rc region_local(tp_symm *s, symm_region *r, size_t bytes, int workspace,
+                          cudaIpcMemHandle_t *mine) {
+  if (workspace)
+    TP_TRY(tp_fail_alloc_check(&s->test_fail_alloc, s->rank, "symmetric workspace", bytes));
   TP_TRY(tp_device_malloc_as(TP_ALLOC_OWNER(TP_ALLOC_GROUP, 0), &r->ptr[s->rank], bytes));
   r->bytes = bytes;
   TP_CUDA(cudaMemset(r->ptr[s->rank], 0, bytes));
-  cudaIpcMemHandle_t mine;
-  TP_CUDA(cudaIpcGetMemHandle(&mine, r->ptr[s->rank]));
-  cudaIpcMemHandle_t all[TP_MAX_WORLD];
-  TP_TRY(s->exchange(s->ctx, &mine, sizeof mine, all));
+  TP_CUDA(cudaIpcGetMemHandle(mine, r->ptr[s->rank]));
+  return TP_OK;
+}
+
+static tp_rc open_peers(tp_symm *s, symm_region *r, const cudaIpcMemHandle_t *all) {
   for (int p = 0; p < s->world; ++p) {
     if (p == s->rank) continue;
     TP_CUDA(cudaIpcOpenMemHandle(&r->ptr[p], all[p], cudaIpcMemLazyEnablePeerAccess));
@@ -58,16 +72,34 @@ static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes) {
   return TP_OK;
 }
 
+/* Collective: allocates `bytes` here and maps every peer's allocation. The
+ * ranks agree on their allocations before the handles are exchanged, and on
+ * the mappings after: a failure on any rank fails every rank alike (each
+ * freeing its own) instead of leaving its peers in the next exchange. */
+static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes, int workspace) {
+  const char *what = workspace ? "symmetric workspace" : "signal pads";
+  cudaIpcMemHandle_t mine, all[TP_MAX_WORLD];
+  memset(&mine, 0, sizeof mine);
+  tp_rc rc = agree(s, region_local(s, r, bytes, workspace, &mine), what, bytes);
+  if (rc == TP_OK) rc = s->exchange(s->ctx, &mine, sizeof mine, all);
+  if (rc == TP_OK) rc = agree(s, open_peers(s, r, all), "mapping the peers' memory", bytes);
+  if (rc != TP_OK) region_unmap(s, r);
+  return rc;
+}
+
 tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx, tp_symm **out) {
   if (world < 1 || world > TP_MAX_WORLD || rank < 0 || rank >= world)
     return TP_FAIL(TP_EUSAGE, "TP degree %d (rank %d) outside 1..%d", world, rank, TP_MAX_WORLD);
+  tp_fail_alloc planted;
+  TP_TRY(tp_fail_alloc_parse(getenv(TP_FAIL_ALLOC_ENV), world, &planted));
   tp_symm *s = calloc(1, sizeof *s);
   if (!s) return TP_FAIL(TP_EOOM, "out of host memory for the symmetric heap");
+  s->test_fail_alloc = planted;
   s->rank = rank;
   s->world = world;
   s->exchange = exchange;
   s->ctx = ctx;
-  tp_rc rc = region_map(s, &s->pads, TP_SIG_SLOTS * sizeof(uint32_t));
+  tp_rc rc = region_map(s, &s->pads, TP_SIG_SLOTS * sizeof(uint32_t), 0);
   if (rc != TP_OK) {
     tp_symm_destroy(s);
     return rc;
@@ -110,7 +142,7 @@ tp_rc tp_symm_reserve(tp_symm *s, size_t bytes) {
   TP_TRY(s->exchange(s->ctx, &token, 1, tokens));
   size_t old = s->work.bytes;
   region_unmap(s, &s->work);
-  TP_TRY(region_map(s, &s->work, rounded));
+  TP_TRY(region_map(s, &s->work, rounded, 1));
   TP_CUDA(cudaDeviceSynchronize());
   TP_TRY(s->exchange(s->ctx, &token, 1, tokens));
   s->grow_count++;

@@ -35,7 +35,10 @@ TP_MUST_CHECK tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange,
 
 /* Collective. Makes the workspace at least `bytes` on every rank. The request
  * is claimed for the device ledger's current owner (tp_device_alloc.h): its
- * share of the workspace, whoever grew it; the heap itself is the group's. */
+ * share of the workspace, whoever grew it; the heap itself is the group's.
+ * A growth that fails on any rank (its cudaMalloc, or the planted failure of
+ * TPBENCH_TEST_FAIL_ALLOC, kernels/tp_agree.h) fails on every rank with the
+ * failing ranks and the size named, leaving every rank's workspace empty. */
 TP_MUST_CHECK tp_rc tp_symm_reserve(tp_symm *symm, size_t bytes);
 
 /* Workspace base address of `rank` as this process sees it (own or mapped). */

@@ -48,8 +48,13 @@ extern "C" {
 TP_MUST_CHECK tp_rc tp_window_check_support(tp_group *group);
 
 /* A new window of at least bytes (rounded up to NCCL's window alignment),
- * zero-filled; *out its base. TP_EREJECT with NCCL's text when NCCL refuses
- * to register it, TP_EOOM when ncclMemAlloc finds no memory. */
+ * zero-filled; *out its base; its bytes adopted by the device ledger for
+ * its current owner until tp_window_free. TP_EREJECT with NCCL's text when
+ * NCCL refuses to register it, TP_EOOM when ncclMemAlloc finds no memory.
+ * The ranks agree on their allocations before the registration and on the
+ * registration after it (kernels/tp_agree.h): a failure on any rank fails
+ * every rank alike, naming the failing ranks and the size, and no rank
+ * keeps a window. */
 TP_MUST_CHECK tp_rc tp_window_alloc(tp_group *group, size_t bytes, void **out);
 
 /* Deregisters and frees the window based at ptr (NULL: nothing). The device
@@ -57,7 +62,8 @@ TP_MUST_CHECK tp_rc tp_window_alloc(tp_group *group, size_t bytes, void **out);
 void tp_window_free(tp_group *group, void *ptr);
 
 /* Grows the group's window scratch to at least bytes (nothing when it is
- * that large already); *out its base. */
+ * that large already); *out its base. The window is the group's in the
+ * ledger; the request is claimed for the current owner (TP_SHARED_WINDOW). */
 TP_MUST_CHECK tp_rc tp_window_scratch(tp_group *group, size_t bytes, void **out);
 
 /* Whether [ptr, ptr + bytes) lies inside one of the group's windows (not

@@ -451,6 +451,10 @@ static void md_series_line(const tp_drift_run *run, int i, FILE *out) {
     tp_md_text(out, s->status);
     fputs(" — ", out);
     tp_md_text(out, s->reason ? s->reason : "no reason recorded");
+    /* a configuration that failed or hung mid-training keeps the steps it finished */
+    if (s->n_steps > 0)
+      fprintf(out, "; %d step%s stored before it stopped (not compared)", s->n_steps,
+              s->n_steps == 1 ? "" : "s");
   } else if (i == run->reference) {
     fprintf(out, "the reference, %d steps", s->n_steps);
     if (s->n_steps > 0) fprintf(out, ", loss %.6g → %.6g", s->loss[0], s->loss[s->n_steps - 1]);

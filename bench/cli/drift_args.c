@@ -21,6 +21,7 @@ void tp_drift_args_defaults(tp_drift_args *a) {
   a->seqlen = 4096;
   a->batch = 1;
   a->steps = 10;
+  a->timeout_s = 120;
   a->repeat = 2;
   a->seed = 1;
   a->db = "tpbench.db";
@@ -151,6 +152,10 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
       {"repeat", TP_OPT_INT, &a->repeat, "N",
        "stock configurations (the second and later show stock's own determinism)", 1, 8, NULL},
       {"steps", TP_OPT_INT, &a->steps, "N", "training steps per configuration", 1, 100000, NULL},
+      {"timeout", TP_OPT_INT, &a->timeout_s, "S",
+       "seconds before a training step (or a configuration's set-up) counts as hung: the run "
+       "ends, the steps finished stored",
+       1, 86400, NULL},
       {"optimizer", TP_OPT_STRING, &a->optimizer_name, "NAME",
        "sgd (no momentum) or adamw (0.9, 0.95, eps 1e-8, weight decay 0.1)", 0, 0, "sgd|adamw"},
       {"lr", TP_OPT_STRING, &a->lr_text, "X", "learning rate (default: adamw 1e-4; sgd: required)",
@@ -179,6 +184,29 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
   TP_TRY(tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help_shown));
   if (*help_shown) return TP_OK;
   return resolve(a);
+}
+
+tp_rc tp_drift_hang_parse(const char *value, int world, int steps, tp_drift_hang *out) {
+  out->step = -1;
+  out->rank = 0;
+  if (!value || !*value) return TP_OK;
+  char *end = NULL;
+  long step = strtol(value, &end, 10);
+  int ok = end != value && step >= 0 && step < steps;
+  long rank = 0;
+  if (ok && *end == ':') {
+    const char *r = end + 1;
+    rank = strtol(r, &end, 10);
+    ok = end != r && rank >= 0 && rank < world;
+  }
+  if (!ok || *end != '\0')
+    return TP_FAIL(TP_EUSAGE,
+                   "%s=%s: expected STEP[:RANK] (a step below %d, a rank below %d, that stops "
+                   "before the step's collectives; test only)",
+                   TP_DRIFT_HANG_ENV, value, steps, world);
+  out->step = (int)step;
+  out->rank = (int)rank;
+  return TP_OK;
 }
 
 int tp_drift_args_variants(const tp_drift_args *a) {

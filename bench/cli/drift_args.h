@@ -31,6 +31,7 @@ typedef struct tp_drift_args {
   const char *model_name, *layer_name, *dtype_name, *optimizer_name, *lr_text, *show_text;
   tp_str_list schedule_names, rs_sum_names;
   int depth, seqlen, batch, gpus, chunks, steps, repeat, same_batch, quiet;
+  int timeout_s; /* a training step's (and a configuration's set-up's) deadline */
   long long seed;
   const char *db, *format;
   /* resolved */
@@ -50,7 +51,7 @@ typedef struct tp_drift_args {
 /* Fills args with the defaults: llama3-8b, block, 1 layer, seqlen 4096,
  * batch 1, bf16, every visible GPU, schedule ce, chunks auto, 10 steps,
  * AdamW at 1e-4, seed 1, rs_sum epilogue and nccl, stock twice, a fresh
- * batch per step, tpbench.db, markdown. */
+ * batch per step, tpbench.db, markdown, a step hung after 120 s. */
 void tp_drift_args_defaults(tp_drift_args *args);
 
 /* Parses `drift` options (argv[0] = "drift") into args, which holds the
@@ -63,6 +64,22 @@ TP_MUST_CHECK tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *ar
 /* Configurations the arguments ask for: stock `repeat` times, then one
  * dist_gemm configuration per schedule and rs_sum. */
 int tp_drift_args_variants(const tp_drift_args *args);
+
+/* The test-only knob TPBENCH_TEST_HANG_STEP=STEP[:RANK] (rank 0 when not
+ * given): that rank stops before step STEP's collectives in every
+ * configuration, as a rank that died mid-training would leave its peers, so
+ * the watchdog's end of the run can be shown at one GPU. */
+#define TP_DRIFT_HANG_ENV "TPBENCH_TEST_HANG_STEP"
+
+typedef struct tp_drift_hang {
+  int step; /* -1: off */
+  int rank;
+} tp_drift_hang;
+
+/* Parses value (NULL or "": off) for world ranks and steps steps; TP_EUSAGE
+ * naming the variable and the expected form otherwise. */
+TP_MUST_CHECK tp_rc tp_drift_hang_parse(const char *value, int world, int steps,
+                                        tp_drift_hang *out);
 
 /* `tpbench drift --show`: prints the stored table (cmd_drift_show.c) and
  * returns the exit status (tp_drift_exit_status; 2 for a database or run

@@ -10,10 +10,17 @@
  * launcher forks one worker per GPU (or this process joins an external
  * launcher's job), like `link`. A configuration the plan rejects (dist_gemm
  * at TP 1, rs_sum nccl for stock) is recorded with its reason and the run
- * goes on; one that fails while training is recorded and ends the run, since
- * its ranks may no longer agree on where they are.
+ * goes on; one that fails while training is recorded (with the steps it
+ * finished) and ends the run, since its ranks may no longer agree on where
+ * they are. A watchdog (watchdog.h) is armed around every configuration's
+ * set-up and every step for --timeout seconds: a hung step (a peer that
+ * died mid-training, or the test-only TPBENCH_TEST_HANG_STEP) makes rank 0
+ * record the configuration as timed out with its finished steps, then
+ * aborts NCCL and ends the worker, so the run exits non-zero instead of
+ * waiting for the launcher.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,8 @@ typedef struct drift_job {
   tp_drift_recipe recipe;
   tp_drift_variant variants[TP_DRIFT_MAX_VARIANTS];
   int n_variants;
+  tp_drift_hang hang; /* TPBENCH_TEST_HANG_STEP (test only) */
+  char hang_knob[96]; /* as the run records it; "" when off */
 } drift_job;
 
 /* What the worker of rank 0 writes and prints; NULL store elsewhere. */
@@ -46,7 +55,15 @@ typedef struct drift_run {
   int64_t run_id;
   tp_drift_step *steps;
   double *step_ms;
+  tp_watchdog *watchdog;
+  atomic_int done;                   /* steps of the configuration training now finished */
+  int current;                       /* the configuration training now; -1: none */
+  const tp_block_plan *current_plan; /* its plan while it trains */
 } drift_run;
+
+/* Ranks other than 0 wait this much longer before their watchdog fires, so
+ * that rank 0, which records, is the first to see a hung step. */
+enum { DRIFT_PEER_GRACE_S = 10 };
 
 static tp_block_shape shape_of(const tp_drift_args *a) {
   const tp_model_preset *m = a->model;
@@ -142,9 +159,10 @@ static tp_rc step_result(const drift_run *dr, const tp_block_plan *plan, tp_resu
   return TP_OK;
 }
 
-/* One configuration (rank 0): its axes, status, steps and the schedules its projections ran. */
+/* One configuration (rank 0): its axes, status, the n_steps steps it
+ * finished (all of them when ok) and the schedules its projections ran. */
 static tp_rc record(const drift_run *dr, const tp_drift_variant *v, const tp_block_plan *plan,
-                    tp_rc outcome, const char *reason) {
+                    tp_rc outcome, const char *reason, int n_steps) {
   if (!dr->store) return TP_OK;
   const tp_config_axes axes = drift_axes(dr, v);
   tp_config_record rec;
@@ -157,9 +175,9 @@ static tp_rc record(const drift_run *dr, const tp_drift_variant *v, const tp_blo
   if (outcome == TP_OK) {
     TP_TRY(step_result(dr, plan, &res));
     rec.result = &res;
-    rec.drift_steps = dr->steps;
-    rec.n_drift_steps = dr->job->recipe.steps;
   }
+  rec.drift_steps = n_steps > 0 ? dr->steps : NULL;
+  rec.n_drift_steps = n_steps > 0 ? n_steps : 0;
   for (int i = 0; plan && i < TP_N_PROJ; ++i) {
     if (!plan->has[i]) continue;
     const tp_linear_plan *lp = &plan->proj[i];
@@ -181,6 +199,44 @@ static void progress(const drift_run *dr, int index, const char *what) {
           v->backend == TP_BACKEND_DIST ? tp_rs_sum_name(v->rs_sum) : "", what);
 }
 
+/* The watchdog's last words on rank 0 (watchdog.h): the configuration
+ * training now, recorded as timed out with the steps it finished. */
+static void record_hung(void *arg, const char *what) {
+  drift_run *dr = arg;
+  if (dr->current < 0 || !dr->store) return;
+  const int done = atomic_load(&dr->done);
+  char reason[320];
+  snprintf(reason, sizeof reason,
+           "%s did not finish within %d s (--timeout) after %d of %d steps: the run ended "
+           "(NCCL aborted)",
+           what, dr->job->args.timeout_s, done, dr->job->recipe.steps);
+  const tp_rc rc =
+      record(dr, &dr->job->variants[dr->current], dr->current_plan, TP_ETIMEOUT, reason, done);
+  if (rc == TP_OK)
+    fprintf(stderr,
+            "tpbench drift: configuration %d of %d recorded as timed out with its %d finished "
+            "step(s) in run %lld ('tpbench drift --show %lld')\n",
+            dr->current + 1, dr->job->n_variants, done, (long long)dr->run_id,
+            (long long)dr->run_id);
+  else fprintf(stderr, "tpbench drift: the hung configuration: %s\n", tp_last_error());
+}
+
+/* Trains plan under the watchdog, the configuration's finished steps counted. */
+static tp_rc train_watched(drift_run *dr, int index, const tp_block_plan *plan) {
+  tp_worker_ctx *ctx = dr->ctx;
+  const double timeout =
+      (double)dr->job->args.timeout_s + (ctx->rank == 0 ? 0.0 : (double)DRIFT_PEER_GRACE_S);
+  const tp_drift_guard guard = {dr->watchdog, timeout, &dr->done, dr->job->hang.step,
+                                dr->job->hang.rank};
+  dr->current_plan = plan;
+  dr->current = index;
+  tp_rc rc = tp_drift_train_guarded(ctx->group, tp_worker_exchange, ctx->rdzv, plan,
+                                    &dr->job->recipe, &guard, dr->steps, dr->step_ms);
+  dr->current = -1;
+  dr->current_plan = NULL;
+  return rc;
+}
+
 /* Plans, agrees, trains and records configuration index. TP_OK unless the
  * run cannot go on (a training failure, the database). */
 static tp_rc drift_variant(drift_run *dr, int index) {
@@ -193,10 +249,9 @@ static tp_rc drift_variant(drift_run *dr, int index) {
       tp_drift_agree(tp_worker_exchange, ctx->rdzv, ctx->world, local, reason, sizeof reason);
   if (agreed != TP_OK) {
     progress(dr, index, reason);
-    return record(dr, v, local == TP_OK ? &plan : NULL, agreed, reason);
+    return record(dr, v, local == TP_OK ? &plan : NULL, agreed, reason, 0);
   }
-  agreed = tp_drift_train(ctx->group, tp_worker_exchange, ctx->rdzv, &plan, &dr->job->recipe,
-                          dr->steps, dr->step_ms);
+  agreed = train_watched(dr, index, &plan);
   char what[160];
   if (agreed == TP_OK) {
     const tp_drift_step *last = &dr->steps[dr->job->recipe.steps - 1];
@@ -204,11 +259,11 @@ static tp_rc drift_variant(drift_run *dr, int index) {
              dr->job->recipe.steps, dr->steps[0].loss, last->loss, dr->steps[0].grad_norm,
              last->grad_norm);
     progress(dr, index, what);
-    return record(dr, v, &plan, TP_OK, NULL);
+    return record(dr, v, &plan, TP_OK, NULL, dr->job->recipe.steps);
   }
   snprintf(reason, sizeof reason, "%s", tp_last_message());
   progress(dr, index, reason);
-  TP_TRY(record(dr, v, &plan, agreed, reason));
+  TP_TRY(record(dr, v, &plan, agreed, reason, atomic_load(&dr->done)));
   return TP_FAIL(agreed, "%s", reason);
 }
 
@@ -219,7 +274,10 @@ static tp_rc begin_run(drift_run *dr) {
   tp_rc rc = TP_OK;
   if (dr->ctx->rank == 0) {
     const tp_drift_args *a = &dr->job->args;
-    tp_job_run_desc d = {"drift", dr->job->command_line, 0, a->steps, 0, NULL, 0};
+    tp_job_run_desc d = {"drift", dr->job->command_line,
+                         0,       a->steps,
+                         0,       NULL,
+                         0,       dr->job->hang_knob[0] ? dr->job->hang_knob : NULL};
     rc = tp_store_open(a->db, 1, &dr->store);
     if (rc == TP_OK)
       rc = tp_job_begin_run(dr->store, dr->ctx->group, dr->ctx->world, &d, &system, &dr->run_id);
@@ -240,17 +298,25 @@ static int print_table(const drift_run *dr) {
 }
 
 static tp_rc drift_all(tp_worker_ctx *ctx, const drift_job *job, int *status) {
-  drift_run dr = {ctx, job, NULL, 0, NULL, NULL};
+  drift_run dr;
+  memset(&dr, 0, sizeof dr);
+  dr.ctx = ctx;
+  dr.job = job;
+  dr.current = -1;
+  atomic_init(&dr.done, 0);
   dr.steps = calloc((size_t)job->recipe.steps, sizeof *dr.steps);
   dr.step_ms = calloc((size_t)job->recipe.steps, sizeof *dr.step_ms);
   tp_rc rc = dr.steps && dr.step_ms ? TP_OK : TP_FAIL(TP_EOOM, "no host memory for the steps");
   if (rc == TP_OK) rc = begin_run(&dr);
+  if (rc == TP_OK) rc = tp_watchdog_start(ctx->group, ctx->rank, &dr.watchdog);
+  if (rc == TP_OK && ctx->rank == 0) tp_watchdog_set_last_words(dr.watchdog, record_hung, &dr);
   for (int i = 0; rc == TP_OK && i < job->n_variants; ++i) rc = drift_variant(&dr, i);
   if (dr.store) {
     if (rc == TP_OK) rc = tp_store_finish_run(dr.store, dr.run_id);
     *status = dr.run_id > 0 ? print_table(&dr) : TP_EXIT_FAILURE;
-    tp_store_close(dr.store);
   }
+  tp_watchdog_stop(dr.watchdog); /* before the store its last words write to */
+  if (dr.store) tp_store_close(dr.store);
   free(dr.steps);
   free(dr.step_ms);
   return rc;
@@ -276,6 +342,15 @@ static int launch_training(drift_job *job, int argc, char **argv) {
   status = tp_job_world("drift", job->args.gpus, &world, &external);
   if (status != TP_EXIT_OK) return status;
   fill_job(job);
+  const char *hang = getenv(TP_DRIFT_HANG_ENV);
+  if (tp_drift_hang_parse(hang, world, job->args.steps, &job->hang) != TP_OK) {
+    fprintf(stderr, "tpbench drift: %s\n", tp_last_message());
+    return TP_EXIT_USAGE;
+  }
+  if (job->hang.step >= 0)
+    snprintf(job->hang_knob, sizeof job->hang_knob,
+             TP_DRIFT_HANG_ENV "=%d:%d (a rank stops before a training step)", job->hang.step,
+             job->hang.rank);
   job->command_line = tp_job_command_line(argc, argv);
   return tp_launch(world, drift_worker, job);
 }

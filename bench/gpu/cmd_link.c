@@ -140,7 +140,7 @@ static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store
   tp_job_system system;
   TP_TRY(tp_job_gather_system(ctx, &system));
   tp_rc rc = ctx->rank == 0 ? tp_store_open(job->db, 1, store) : TP_OK;
-  tp_job_run_desc d = {"link", job->command_line, job->warmup, job->iters, 0, NULL, 0};
+  tp_job_run_desc d = {"link", job->command_line, job->warmup, job->iters, 0, NULL, 0, NULL};
   if (rc == TP_OK && ctx->rank == 0)
     rc = tp_job_begin_run(*store, ctx->group, ctx->world, &d, &system, run_id);
   tp_job_system_free(&system);

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "bench/cli/drift_args.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
@@ -365,8 +367,24 @@ static tp_rc train_step(drift_state *st, int step, tp_drift_step *out, double *m
   return TP_OK;
 }
 
-tp_rc tp_drift_train(tp_group *g, tp_exchange_fn exchange, void *ctx, const tp_block_plan *plan,
-                     const tp_drift_recipe *recipe, tp_drift_step *steps, double *step_ms) {
+/* The test-only hang: this rank stops before the step's collectives until
+ * the watchdog ends the worker (or, without one, the launcher). */
+static void hang_if_planted(const tp_drift_guard *guard, const tp_group *g, int step) {
+  if (!guard || guard->hang_step != step || guard->hang_rank != g->rank) return;
+  fprintf(stderr,
+          "tpbench drift: rank %d stops before step %d's collectives (" TP_DRIFT_HANG_ENV
+          ", test only)\n",
+          g->rank, step);
+  for (;;) sleep(1);
+}
+
+static void arm(const tp_drift_guard *guard, const char *what) {
+  if (guard) tp_watchdog_arm(guard->watchdog, guard->timeout_s, what);
+}
+
+tp_rc tp_drift_train_guarded(tp_group *g, tp_exchange_fn exchange, void *ctx,
+                             const tp_block_plan *plan, const tp_drift_recipe *recipe,
+                             const tp_drift_guard *guard, tp_drift_step *steps, double *step_ms) {
   if (recipe->steps < 1 || recipe->depth < 1 || !(recipe->lr > 0))
     return TP_FAIL(TP_EINTERNAL, "drift recipe: %d steps, depth %d, lr %g", recipe->steps,
                    recipe->depth, recipe->lr);
@@ -375,11 +393,24 @@ tp_rc tp_drift_train(tp_group *g, tp_exchange_fn exchange, void *ctx, const tp_b
   st.g = g;
   st.plan = plan;
   st.recipe = recipe;
+  if (guard && guard->done) atomic_store(guard->done, 0);
+  arm(guard, "a drift configuration's set-up");
   tp_rc rc = setup(&st);
   char reason[256];
   tp_rc agreed = tp_drift_agree(exchange, ctx, g->world, rc, reason, sizeof reason);
-  for (int i = 0; agreed == TP_OK && i < recipe->steps; ++i)
+  for (int i = 0; agreed == TP_OK && i < recipe->steps; ++i) {
+    arm(guard, "a drift training step");
+    hang_if_planted(guard, g, i);
     agreed = train_step(&st, i, &steps[i], &step_ms[i]);
+    if (agreed == TP_OK && guard && guard->done) atomic_store(guard->done, i + 1);
+  }
+  arm(guard, "a drift configuration's teardown");
   teardown(&st);
+  if (guard) tp_watchdog_disarm(guard->watchdog);
   return agreed;
+}
+
+tp_rc tp_drift_train(tp_group *g, tp_exchange_fn exchange, void *ctx, const tp_block_plan *plan,
+                     const tp_drift_recipe *recipe, tp_drift_step *steps, double *step_ms) {
+  return tp_drift_train_guarded(g, exchange, ctx, plan, recipe, NULL, steps, step_ms);
 }

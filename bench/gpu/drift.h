@@ -34,10 +34,12 @@
 #ifndef TP_BENCH_DRIFT_H
 #define TP_BENCH_DRIFT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "bench/gpu/block.h"
+#include "bench/gpu/watchdog.h"
 #include "store/tp_store.h"
 
 typedef enum { TP_DRIFT_SGD = 0, TP_DRIFT_ADAMW } tp_drift_optimizer;
@@ -93,5 +95,25 @@ TP_MUST_CHECK tp_rc tp_drift_agree(tp_exchange_fn exchange, void *ctx, int world
 TP_MUST_CHECK tp_rc tp_drift_train(tp_group *group, tp_exchange_fn exchange, void *ctx,
                                    const tp_block_plan *plan, const tp_drift_recipe *recipe,
                                    tp_drift_step *steps, double *step_ms);
+
+/* How tp_drift_train_guarded watches its training: the watchdog armed
+ * around the set-up and around each step, for timeout_s each (a hung step
+ * ends the worker: watchdog.h), *done (may be NULL) the count of steps
+ * finished, stored before the next step is armed, so the watchdog's last
+ * words can record them; and the test-only hang (TPBENCH_TEST_HANG_STEP,
+ * bench/cli/drift_args.h): rank hang_rank stops before step hang_step's
+ * collectives (hang_step -1: never). */
+typedef struct tp_drift_guard {
+  tp_watchdog *watchdog; /* NULL: none */
+  double timeout_s;
+  atomic_int *done;
+  int hang_step, hang_rank;
+} tp_drift_guard;
+
+/* tp_drift_train under guard (NULL: no watchdog, no hang, as tp_drift_train). */
+TP_MUST_CHECK tp_rc tp_drift_train_guarded(tp_group *group, tp_exchange_fn exchange, void *ctx,
+                                           const tp_block_plan *plan, const tp_drift_recipe *recipe,
+                                           const tp_drift_guard *guard, tp_drift_step *steps,
+                                           double *step_ms);
 
 #endif

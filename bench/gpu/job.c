@@ -281,7 +281,7 @@ static tp_rc record_system(tp_store *store, int64_t run_id, const tp_job_system 
 tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
                        const tp_job_run_desc *desc, const tp_job_system *system, int64_t *run_id) {
   char cuda[32], driver_api[32], nccl[32], cublas[32], driver[64], host[256], cupti[32];
-  char knobs[192] = "";
+  char knobs[512] = "";
   tp_versions(cuda, sizeof cuda, driver_api, sizeof driver_api, nccl, sizeof nccl, cublas,
               sizeof cublas);
   read_driver_version(driver, sizeof driver);
@@ -311,8 +311,17 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
         (size_t)snprintf(knobs, sizeof knobs, "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op)",
                          (unsigned long long)(group->test_delay_ns / 1000));
   if (group->test_withhold_rank >= 0 && used < sizeof knobs)
-    snprintf(knobs + used, sizeof knobs - used, "%sTPBENCH_TEST_WITHHOLD=%d:%d (a hung collective)",
-             used ? "; " : "", group->test_withhold_rank, group->test_withhold_config);
+    used += (size_t)snprintf(knobs + used, sizeof knobs - used,
+                             "%sTPBENCH_TEST_WITHHOLD=%d:%d (a hung collective)", used ? "; " : "",
+                             group->test_withhold_rank, group->test_withhold_config);
+  if (group->test_fail_alloc.rank >= 0 && used < sizeof knobs)
+    used += (size_t)snprintf(knobs + used, sizeof knobs - used,
+                             "%s" TP_FAIL_ALLOC_ENV "=%d:%llu (one rank's window and workspace "
+                             "allocations fail)",
+                             used ? "; " : "", group->test_fail_alloc.rank,
+                             (unsigned long long)group->test_fail_alloc.min_bytes);
+  if (desc->test_knob && used < sizeof knobs)
+    snprintf(knobs + used, sizeof knobs - used, "%s%s", used ? "; " : "", desc->test_knob);
   if (knobs[0]) info.test_knobs = knobs;
   TP_TRY(tp_store_begin_run(store, &info, run_id));
   return system ? record_system(store, *run_id, system) : TP_OK;

@@ -41,6 +41,7 @@ typedef struct tp_job_run_desc {
   int rounds;               /* 0: not measured in rounds (link) */
   const char *order_policy; /* "rotate", "shuffle"; NULL with rounds 0 */
   int64_t order_seed;
+  const char *test_knob; /* a command's own test-only knob in force, as recorded; NULL: none */
 } tp_job_run_desc;
 
 /* The system record rank 0 gathers from every rank (tp_job_gather_system). */

@@ -1,8 +1,9 @@
 /*
  * watchdog.c — the thread of watchdog.h: a deadline under a mutex, a
- * condition variable to re-arm, disarm or stop it, and on expiry an abort
- * of the communicator and _exit (nothing else of the process can be trusted
- * then: the main thread may hold CUDA's or NCCL's locks).
+ * condition variable to re-arm, disarm or stop it, and on expiry the
+ * worker's last words (under the lock, so the main thread cannot re-arm or
+ * disarm past them), an abort of the communicator and _exit (nothing else of the process can be
+ * trusted then: the main thread may hold CUDA's or NCCL's locks).
  */
 #include "bench/gpu/watchdog.h"
 
@@ -23,6 +24,8 @@ struct tp_watchdog {
   struct timespec deadline; /* CLOCK_MONOTONIC */
   double seconds;
   const char *what;
+  tp_watchdog_last_words_fn last_words;
+  void *last_words_ctx;
 };
 
 static struct timespec after(double seconds) {
@@ -46,6 +49,7 @@ static void fire(tp_watchdog *w) {
           "tpbench: rank %d: %s did not finish within %.0f s: aborting the NCCL communicator "
           "and this worker\n",
           w->rank, w->what ? w->what : "a window", w->seconds);
+  if (w->last_words) w->last_words(w->last_words_ctx, w->what ? w->what : "a window");
   tp_group_abort(w->group);
   _exit(TP_WATCHDOG_EXIT);
 }
@@ -104,6 +108,14 @@ void tp_watchdog_disarm(tp_watchdog *w) {
   pthread_mutex_lock(&w->lock);
   w->armed = 0;
   pthread_cond_signal(&w->changed);
+  pthread_mutex_unlock(&w->lock);
+}
+
+void tp_watchdog_set_last_words(tp_watchdog *w, tp_watchdog_last_words_fn fn, void *ctx) {
+  if (!w) return;
+  pthread_mutex_lock(&w->lock);
+  w->last_words = fn;
+  w->last_words_ctx = ctx;
   pthread_mutex_unlock(&w->lock);
 }
 

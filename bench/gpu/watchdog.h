@@ -25,6 +25,14 @@ TP_MUST_CHECK tp_rc tp_watchdog_start(tp_group *group, int rank, tp_watchdog **o
 void tp_watchdog_arm(tp_watchdog *w, double seconds, const char *what);
 void tp_watchdog_disarm(tp_watchdog *w);
 
+/* What the worker says on the watchdog's thread when it fires, before the
+ * communicator is aborted and the worker ends: host work only (the main
+ * thread is stuck in the armed phase, perhaps holding CUDA's or NCCL's
+ * locks), such as rank 0 recording what it had finished. what names the
+ * phase. NULL fn: nothing (the default). */
+typedef void (*tp_watchdog_last_words_fn)(void *ctx, const char *what);
+void tp_watchdog_set_last_words(tp_watchdog *w, tp_watchdog_last_words_fn fn, void *ctx);
+
 /* Stops and frees the thread (NULL is fine). */
 void tp_watchdog_stop(tp_watchdog *w);
 

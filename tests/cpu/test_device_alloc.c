@@ -8,7 +8,11 @@
  * buffer count their maximum, not their sum, and add up across buffers; the
  * current owner set by scopes; a watch's joint peak of two owners (lower
  * than the sum of their own peaks when one frees as the other allocates);
- * release refusing an owner that still holds allocations; 0 bytes, a
+ * release refusing an owner that still holds allocations; memory another
+ * allocator made (NCCL's windows) adopted — counted in its owner's live
+ * bytes, peak and a watch, never freed by the ledger, refused as a free, a
+ * second adoption or a disown of the ledger's own — and disowned; a claim on
+ * the window scratch counted like the other shared buffers; 0 bytes, a
  * failing backend, a pointer handed out twice, and a thousand allocations
  * freed in a shuffled order (the table rebuilt under them).
  */
@@ -334,6 +338,58 @@ static void test_create_needs_both_functions(void **state) {
   assert_null(l);
 }
 
+static void test_adopted_memory_counts_and_is_never_freed_here(void **state) {
+  fixture *x = *state;
+  char window[4096]; /* stands in for NCCL's ncclMemAlloc */
+  const tp_alloc_owner owners[2] = {CASE, CONFIG3};
+  void *own = must_alloc(x, CONFIG3, 100);
+  assert_int_equal(tp_alloc_watch_begin(x->l, owners, 2), TP_OK);
+  assert_int_equal(tp_alloc_adopt(x->l, CONFIG3, window, sizeof window), TP_OK);
+  assert_int_equal(x->f.allocs, 1); /* the backend made only the ledger's own */
+  tp_alloc_stats s = stats(x, CONFIG3);
+  assert_int_equal(s.live_bytes, 100 + (int64_t)sizeof window);
+  assert_int_equal(s.live_count, 2);
+  assert_int_equal(s.peak_bytes, 100 + (int64_t)sizeof window);
+  /* strict: the ledger never frees it, nor adopts it twice */
+  assert_int_equal(tp_alloc_free(x->l, window), TP_EINTERNAL);
+  assert_non_null(strstr(tp_last_message(), "another allocator made it"));
+  assert_int_equal(x->f.frees, 0);
+  assert_int_equal(tp_alloc_adopt(x->l, CASE, window, 16), TP_EINTERNAL);
+  assert_non_null(strstr(tp_last_message(), "holds it already"));
+  assert_int_equal(tp_alloc_adopt(x->l, CASE, own, 16), TP_EINTERNAL);
+  assert_int_equal(tp_alloc_adopt(x->l, CASE, NULL, 16), TP_EINTERNAL);
+  assert_int_equal(tp_alloc_adopt(x->l, CASE, window + 1, 0), TP_EINTERNAL);
+  /* its owner cannot be released while it is live */
+  assert_int_equal(tp_alloc_release(x->l, CONFIG3), TP_EINTERNAL);
+  /* a disown of the ledger's own allocation, or of something never adopted, changes nothing */
+  assert_int_equal(tp_alloc_disown(x->l, own), TP_EINTERNAL);
+  assert_non_null(strstr(tp_last_message(), "allocated it itself"));
+  assert_int_equal(tp_alloc_disown(x->l, window + 8), TP_EINTERNAL);
+  assert_int_equal(stats(x, CONFIG3).live_count, 2);
+  assert_int_equal(tp_alloc_disown(x->l, window), TP_OK);
+  assert_int_equal(x->f.frees, 0);
+  s = stats(x, CONFIG3);
+  assert_int_equal(s.live_bytes, 100);
+  assert_int_equal(s.live_count, 1);
+  assert_int_equal(s.peak_bytes, 100 + (int64_t)sizeof window);  /* the window's bytes stay */
+  assert_int_equal(tp_alloc_disown(x->l, window), TP_EINTERNAL); /* disowned already */
+  int64_t peak = 0;
+  assert_int_equal(tp_alloc_watch_end(x->l, &peak), TP_OK);
+  assert_int_equal(peak, 100 + (int64_t)sizeof window);
+  assert_int_equal(tp_alloc_free(x->l, own), TP_OK);
+  assert_int_equal(tp_alloc_release(x->l, CONFIG3), TP_OK);
+}
+
+static void test_window_scratch_claim(void **state) {
+  fixture *x = *state;
+  assert_int_equal(tp_alloc_claim(x->l, CONFIG3, TP_SHARED_WINDOW, 300), TP_OK);
+  assert_int_equal(tp_alloc_claim(x->l, CONFIG3, TP_SHARED_WINDOW, 200), TP_OK);
+  assert_int_equal(tp_alloc_claim(x->l, CONFIG3, TP_SHARED_SCRATCH, 50), TP_OK);
+  tp_alloc_stats s = stats(x, CONFIG3);
+  assert_int_equal(s.claimed_bytes, 350);
+  assert_int_equal(s.held_bytes, 350);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_peak_rises_stays_and_resets, setup, teardown),
@@ -349,6 +405,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_backend_failure_records_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pointer_handed_out_twice, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_allocations_shuffled_frees, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_adopted_memory_counts_and_is_never_freed_here, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_window_scratch_claim, setup, teardown),
       cmocka_unit_test(test_owner_names),
       cmocka_unit_test(test_create_needs_both_functions),
   };

@@ -622,14 +622,90 @@ static void test_compare_history_dashboard(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* --timeout, and the test-only hang knob's form (TPBENCH_TEST_HANG_STEP=STEP[:RANK]). */
+static void test_timeout_and_hang_knob(void **state) {
+  (void)state;
+  tp_drift_args a;
+  const char *argv[] = {"drift", NULL};
+  assert_int_equal(parse(&a, argv), TP_OK);
+  assert_int_equal(a.timeout_s, 120);
+  const char *t[] = {"drift", "--timeout", "7", NULL};
+  assert_int_equal(parse(&a, t), TP_OK);
+  assert_int_equal(a.timeout_s, 7);
+  const char *zero[] = {"drift", "--timeout", "0", NULL};
+  assert_int_equal(parse(&a, zero), TP_EUSAGE);
+  tp_drift_hang h;
+  assert_int_equal(tp_drift_hang_parse(NULL, 2, 10, &h), TP_OK);
+  assert_int_equal(h.step, -1);
+  assert_int_equal(tp_drift_hang_parse("", 2, 10, &h), TP_OK);
+  assert_int_equal(h.step, -1);
+  assert_int_equal(tp_drift_hang_parse("3", 2, 10, &h), TP_OK);
+  assert_int_equal(h.step, 3);
+  assert_int_equal(h.rank, 0);
+  assert_int_equal(tp_drift_hang_parse("9:1", 2, 10, &h), TP_OK);
+  assert_int_equal(h.step, 9);
+  assert_int_equal(h.rank, 1);
+  const char *bad[] = {"10", "-1", "x", "3:", "3:2", "3:-1", "3:1x", ":1", "3 "};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    assert_int_equal(tp_drift_hang_parse(bad[i], 2, 10, &h), TP_EUSAGE);
+    assert_non_null(strstr(tp_last_message(), "TPBENCH_TEST_HANG_STEP="));
+    assert_non_null(strstr(tp_last_message(), "STEP[:RANK]"));
+  }
+}
+
+/* A configuration the watchdog ended mid-training keeps the steps it finished:
+ * --show names them beside its status and reason, compares none, exits 1. */
+static void test_hung_configuration_keeps_its_steps(void **state) {
+  (void)state;
+  char db[64];
+  snprintf(db, sizeof db, "/tmp/tpbench-drift-hung-XXXXXX");
+  int fd = mkstemp(db);
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(db);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  const int64_t run = begin_run(s, "drift", "tpbench drift --model debug --timeout 5");
+  put_trained(s, run, drift_axes("stock", NULL, NULL), N_STEPS, N_STEPS, 0, N_STEPS, 0);
+  tp_drift_step steps[3];
+  for (int k = 0; k < 3; ++k) steps[k] = (tp_drift_step){k, stock_loss(k), stock_norm(k)};
+  tp_config_axes a = drift_axes("stock", NULL, NULL);
+  tp_config_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.axes = &a;
+  rec.status = TP_STATUS_TIMEOUT;
+  rec.reason = "a drift training step did not finish within 5 s (--timeout) after 3 of 10 steps";
+  rec.drift_steps = steps;
+  rec.n_drift_steps = 3;
+  assert_int_equal(tp_store_put_config(s, run, &rec, NULL), TP_OK);
+  tp_store_close(s); /* not finished: the worker ended */
+  char id[24];
+  snprintf(id, sizeof id, "%lld", (long long)run);
+  rp_result r = tpbench("drift", "--show", id, "--db", db, NULL);
+  rp_expect(&r, 1, "stock #2 (config", NULL);
+  assert_non_null(strstr(r.out, "timeout — a drift training step did not finish within 5 s"));
+  assert_non_null(strstr(r.out, "; 3 steps stored before it stopped (not compared)."));
+  assert_null(strstr(r.out, "| stock #2 |")); /* no rows of a configuration that did not finish */
+  rp_free(&r);
+  remove_db(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults_resolve),     cmocka_unit_test(test_options_resolve),
-      cmocka_unit_test(test_rejections),           cmocka_unit_test(test_training_needs_a_gpu),
-      cmocka_unit_test(test_compare_bits),         cmocka_unit_test(test_load_and_judge),
-      cmocka_unit_test(test_hostile_step_numbers), cmocka_unit_test(test_show_markdown),
-      cmocka_unit_test(test_show_csv_round_trips), cmocka_unit_test(test_verdicts),
-      cmocka_unit_test(test_report_on_drift_runs), cmocka_unit_test(test_compare_history_dashboard),
+      cmocka_unit_test(test_timeout_and_hang_knob),
+      cmocka_unit_test(test_hung_configuration_keeps_its_steps),
+      cmocka_unit_test(test_defaults_resolve),
+      cmocka_unit_test(test_options_resolve),
+      cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_training_needs_a_gpu),
+      cmocka_unit_test(test_compare_bits),
+      cmocka_unit_test(test_load_and_judge),
+      cmocka_unit_test(test_hostile_step_numbers),
+      cmocka_unit_test(test_show_markdown),
+      cmocka_unit_test(test_show_csv_round_trips),
+      cmocka_unit_test(test_verdicts),
+      cmocka_unit_test(test_report_on_drift_runs),
+      cmocka_unit_test(test_compare_history_dashboard),
   };
   return cmocka_run_group_tests(tests, setup_fixture, teardown_fixture);
 }

@@ -8,5 +8,6 @@
 tp_add_gpu_test(gpu_drift
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_drift.c
                         ${CMAKE_SOURCE_DIR}/bench/gpu/drift.c
+                        ${CMAKE_SOURCE_DIR}/bench/gpu/watchdog.c
                         ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)

@@ -1,0 +1,397 @@
+/*
+ * test_agree.c — the reliability hazards of the 2026-12-02 review, on real
+ * GPUs (docs/NOTES.md):
+ *
+ * At TP 1 (one GPU):
+ * - the ledger counts a window's bytes: tp_window_alloc adopts NCCL's
+ *   memory for the current owner (its live bytes rise by the window's size,
+ *   a ledger free of it is refused, tp_window_free gives it back) and the
+ *   window scratch is the group's with the asker's claim. Where NCCL has no
+ *   symmetric memory at one rank (up to 2.28.3), the refusal is asserted
+ *   instead: TP_EREJECT with NCCL's reason, nothing adopted, nothing claimed,
+ *   no window kept — the test cannot pass without looking at one or the other;
+ * - the planted workspace failure (TPBENCH_TEST_FAIL_ALLOC=0:8 MiB):
+ *   tp_symm_reserve below the threshold grows, above it fails as out of
+ *   memory naming rank 0, the size and the planted knob, leaves the
+ *   workspace empty and its memory freed in the ledger, and a later
+ *   reserve grows it again;
+ * - `tpbench drift` with TPBENCH_TEST_HANG_STEP=2 --timeout 5: the run
+ *   ends non-zero within the timeout and a margin, says why, and has stored
+ *   the hung configuration as timed out with steps 0 and 1 (and the knob in
+ *   runs.test_knobs); `drift --show` names the stored steps.
+ *
+ * At TP 2 (skipped with a message below two GPUs), rank 1's planted failure
+ * (TPBENCH_TEST_FAIL_ALLOC=1:16 MiB):
+ * - tp_window_alloc and tp_symm_reserve above the threshold fail on both
+ *   ranks within seconds, both naming rank 1 and the size; rank 0 keeps no
+ *   window and no memory; a window and a workspace below the threshold then
+ *   work on both (the group is not wedged);
+ * - `tpbench ops` (8b wo, 4096 tokens, ce, --stock plain,window) with every
+ *   window and workspace allocation of rank 1 failing: the run ends (no
+ *   watchdog), every window and dist_gemm configuration is stored as oom
+ *   with the reason naming rank 1, plain stock is ok, the knob is in
+ *   runs.test_knobs;
+ * - `tpbench drift` with rank 1 hung at step 2 (TPBENCH_TEST_HANG_STEP=2:1):
+ *   rank 0's watchdog records the two finished steps and the run ends non-zero.
+ *
+ * Runs the tpbench binary of this build. Exits 77 (skipped) without a GPU.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/tp_agree.h"
+#include "kernels/tp_device_alloc.h"
+#include "kernels/tp_window.h"
+#include "tests/cpu/run_program.h"
+#include "tests/gpu/gpu_harness.h"
+
+static char tpbench_exe[] = TP_BUILD_DIR "/tpbench";
+#define MIB ((size_t)1024 * 1024)
+/* NCCL with symmetric memory in a communicator of one rank (test_stock_window.c says why) */
+enum { NCCL_ONE_RANK_WINDOWS = 22807, HANG_TIMEOUT_S = 5, HANG_MARGIN_S = 90 };
+
+static const tp_alloc_owner TEST_OWNER = {TP_ALLOC_TEST, 7};
+static const tp_alloc_owner GROUP_OWNER = {TP_ALLOC_GROUP, 0};
+static int n_gpus;
+
+/* ---- checks inside the GPU workers (forked: no cmocka there) -------------------------- */
+
+static int failures;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf(" ... %s\n", ok ? "ok" : "FAIL");
+  if (!ok) failures++;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static tp_alloc_stats stats_of(tp_alloc_owner o) {
+  tp_alloc_stats s;
+  tp_device_stats(o, &s);
+  return s;
+}
+
+static int windows_expected(const tp_group *g) {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) return 0;
+  return g->world > 1 || version >= NCCL_ONE_RANK_WINDOWS;
+}
+
+/* ---- TP 1: the ledger counts windows, or NCCL's refusal ---------------------------------- */
+
+static void window_counted(tp_group *g, const tp_alloc_stats *before) {
+  void *w = NULL;
+  tp_rc rc = tp_window_alloc(g, 3 * MIB + 5, &w);
+  check(rc == TP_OK, "rank %d: a window of 3 MiB + 5 bytes: %s", g->rank,
+        rc == TP_OK ? "made" : tp_last_error());
+  if (rc != TP_OK) return;
+  const size_t bytes = g->windows[g->n_windows - 1].bytes;
+  const tp_alloc_stats s = stats_of(TEST_OWNER);
+  check(bytes >= 3 * MIB + 5 && s.live_bytes - before->live_bytes == (int64_t)bytes &&
+            s.live_count == before->live_count + 1,
+        "rank %d: the owner's live bytes rose by the window's %zu bytes (%lld)", g->rank, bytes,
+        (long long)(s.live_bytes - before->live_bytes));
+  check(tp_device_free(w) == TP_EINTERNAL && strstr(tp_last_message(), "another allocator"),
+        "rank %d: the ledger refuses to cudaFree NCCL's memory", g->rank);
+  tp_window_free(g, w);
+  check(stats_of(TEST_OWNER).live_bytes == before->live_bytes,
+        "rank %d: tp_window_free gave the window's bytes back", g->rank);
+  const int64_t group_before = stats_of(GROUP_OWNER).live_bytes;
+  void *scratch = NULL;
+  rc = tp_window_scratch(g, 4 * MIB, &scratch);
+  check(rc == TP_OK && stats_of(TEST_OWNER).claimed_bytes >= (int64_t)(4 * MIB) &&
+            stats_of(GROUP_OWNER).live_bytes - group_before >= (int64_t)(4 * MIB),
+        "rank %d: the window scratch is the group's, the asker claims 4 MiB of it", g->rank);
+}
+
+static void window_refused(tp_group *g, const tp_alloc_stats *before) {
+  int64_t live_before = 0, count_before = 0, live = 0, count = 0;
+  tp_alloc_totals(tp_device_ledger(), &live_before, &count_before);
+  const int n_windows = g->n_windows;
+  void *w = NULL;
+  tp_rc rc = tp_window_alloc(g, 3 * MIB, &w);
+  check(rc == TP_EREJECT && strstr(tp_last_message(), "does not support symmetric memory"),
+        "rank %d: NCCL refuses windows at one rank: %s", g->rank, tp_last_message());
+  void *scratch = NULL;
+  rc = tp_window_scratch(g, 4 * MIB, &scratch);
+  check(rc == TP_EREJECT, "rank %d: the window scratch is refused alike", g->rank);
+  tp_alloc_totals(tp_device_ledger(), &live, &count);
+  const tp_alloc_stats s = stats_of(TEST_OWNER);
+  check(live == live_before && count == count_before && s.live_bytes == before->live_bytes &&
+            s.claimed_bytes == before->claimed_bytes && g->n_windows == n_windows && !w,
+        "rank %d: nothing adopted, claimed or kept after the refusal", g->rank);
+}
+
+static int ledger_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  (void)ctx;
+  failures = 0;
+  const tp_alloc_owner outer = tp_device_enter(TEST_OWNER);
+  const tp_alloc_stats before = stats_of(TEST_OWNER);
+  int version = 0;
+  (void)ncclGetVersion(&version);
+  printf("rank %d: NCCL %d, TP %d: windows %s\n", g->rank, version, g->world,
+         windows_expected(g) ? "expected" : "refused by NCCL at one rank (up to 2.28.3)");
+  if (windows_expected(g)) window_counted(g, &before);
+  else window_refused(g, &before);
+  tp_device_leave(outer);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+/* ---- the planted allocation failure --------------------------------------------------- */
+
+typedef struct planted {
+  int failing_rank;
+  size_t below, above; /* sizes under and over the knob's threshold */
+} planted;
+
+static void workspace_fails(tp_group *g, const planted *p) {
+  const int64_t group_before = stats_of(GROUP_OWNER).live_bytes;
+  const size_t had = tp_symm_size(g->symm);
+  const double start = now_s();
+  tp_rc rc = tp_symm_reserve(g->symm, p->above);
+  const double took = now_s() - start;
+  char says[64];
+  snprintf(says, sizeof says, "failed on rank %d of %d", p->failing_rank, g->world);
+  check(rc == TP_EOOM && strstr(tp_last_message(), "symmetric workspace") &&
+            strstr(tp_last_message(), says) && strstr(tp_last_message(), "planted failure"),
+        "rank %d: the workspace's growth to %zu bytes failed on every rank: %s", g->rank, p->above,
+        tp_last_message());
+  check(took < 10, "rank %d: ... within %.2f s (< 10)", g->rank, took);
+  check(tp_symm_size(g->symm) == 0 &&
+            stats_of(GROUP_OWNER).live_bytes == group_before - (int64_t)had,
+        "rank %d: the workspace is empty and its memory freed in the ledger", g->rank);
+  rc = tp_symm_reserve(g->symm, p->below);
+  check(rc == TP_OK && tp_symm_size(g->symm) >= p->below,
+        "rank %d: a growth to %zu bytes (below the threshold) works afterwards", g->rank, p->below);
+}
+
+static void window_fails(tp_group *g, const planted *p) {
+  const tp_alloc_stats before = stats_of(TEST_OWNER);
+  const int n_windows = g->n_windows;
+  void *w = NULL;
+  const double start = now_s();
+  tp_rc rc = tp_window_alloc(g, p->above, &w);
+  const double took = now_s() - start;
+  char says[64];
+  snprintf(says, sizeof says, "failed on rank %d of %d", p->failing_rank, g->world);
+  check(rc == TP_EOOM && strstr(tp_last_message(), "ncclMemAlloc") &&
+            strstr(tp_last_message(), says),
+        "rank %d: a window of %zu bytes failed on every rank: %s", g->rank, p->above,
+        tp_last_message());
+  check(took < 10, "rank %d: ... within %.2f s (< 10)", g->rank, took);
+  check(!w && g->n_windows == n_windows && stats_of(TEST_OWNER).live_bytes == before.live_bytes,
+        "rank %d: no window kept, nothing left in the ledger", g->rank);
+  rc = tp_window_alloc(g, p->below, &w);
+  check(rc == TP_OK, "rank %d: a window of %zu bytes (below the threshold) works afterwards: %s",
+        g->rank, p->below, rc == TP_OK ? "made" : tp_last_error());
+  tp_window_free(g, w);
+}
+
+static int planted_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  failures = 0;
+  const planted *p = ctx;
+  const tp_alloc_owner outer = tp_device_enter(TEST_OWNER);
+  check(g->test_fail_alloc.rank == p->failing_rank, "rank %d: the group read the knob", g->rank);
+  check(tp_symm_reserve(g->symm, p->below) == TP_OK, "rank %d: a workspace below the threshold",
+        g->rank);
+  workspace_fails(g, p);
+  if (windows_expected(g)) window_fails(g, p);
+  tp_device_leave(outer);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+static void run_planted(int world, int failing_rank, size_t threshold) {
+  char knob[64];
+  snprintf(knob, sizeof knob, "%d:%zu", failing_rank, threshold);
+  assert_int_equal(setenv(TP_FAIL_ALLOC_ENV, knob, 1), 0);
+  planted p = {failing_rank, threshold / 4, 2 * threshold};
+  const int rc = gpu_run_group(world, planted_body, &p);
+  unsetenv(TP_FAIL_ALLOC_ENV);
+  assert_int_equal(rc, 0);
+}
+
+/* ---- the database ---------------------------------------------------------------------- */
+
+/* The first column of the first row of sql (one integer); -1 when none. */
+static int64_t query_int(const char *db_path, const char *sql) {
+  sqlite3 *db = NULL;
+  int64_t v = -1;
+  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+      v = sqlite3_column_int64(s, 0);
+    else printf("query %s: %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return v;
+}
+
+static void fresh_db(char *path, size_t cap, const char *name) {
+  char dir[] = "/tmp/tpbench-agree-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, cap, "%s/%s", dir, name);
+}
+
+/* ---- drift: a hung step --------------------------------------------------------------- */
+
+static void drift_hangs(int gpus, const char *knob) {
+  char db[256], gpus_text[8], timeout[8];
+  fresh_db(db, sizeof db, "drift.db");
+  snprintf(gpus_text, sizeof gpus_text, "%d", gpus);
+  snprintf(timeout, sizeof timeout, "%d", HANG_TIMEOUT_S);
+  char *argv[] = {tpbench_exe, "drift",    "--gpus",    gpus_text, "--model", "debug",   "--layer",
+                  "block",     "--seqlen", "256",       "--batch", "2",       "--steps", "5",
+                  "--repeat",  "1",        "--timeout", timeout,   "--db",    db,        NULL};
+  assert_int_equal(setenv("TPBENCH_TEST_HANG_STEP", knob, 1), 0);
+  const double start = now_s();
+  rp_result r = rp_run(argv, HANG_TIMEOUT_S + 10 + HANG_MARGIN_S);
+  const double took = now_s() - start;
+  unsetenv("TPBENCH_TEST_HANG_STEP");
+  printf("drift with TPBENCH_TEST_HANG_STEP=%s: exit %d after %.1f s\nstderr:\n%.4000s\n", knob,
+         r.status, took, r.err ? r.err : "");
+  assert_true(r.status > 0);                               /* not 0, and not killed by us (-1) */
+  assert_true(took < HANG_TIMEOUT_S + 10 + HANG_MARGIN_S); /* the watchdog ended it */
+  const char *err = r.err ? r.err : "";
+  assert_non_null(strstr(err, "did not finish within"));
+  assert_non_null(strstr(err, "recorded as timed out with its 2 finished step(s)"));
+  rp_free(&r);
+  assert_int_equal(query_int(db, "SELECT count(*) FROM configs WHERE kind = 'drift' AND status = "
+                                 "'timeout' AND reason LIKE '%after 2 of 5 steps%'"),
+                   1);
+  assert_int_equal(query_int(db, "SELECT count(*) FROM drift_steps d JOIN configs c ON c.id = "
+                                 "d.config_id WHERE c.status = 'timeout' AND d.step IN (0, 1) AND "
+                                 "d.loss IS NOT NULL"),
+                   2);
+  assert_int_equal(query_int(db, "SELECT count(*) FROM drift_steps"), 2);
+  assert_int_equal(
+      query_int(db, "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_HANG_STEP=%'"),
+      1);
+  r = rp_run_exe(tpbench_exe, 60, NULL, "drift", "--show", "latest", "--db", db, NULL);
+  rp_expect(&r, 1, "2 steps stored before it stopped", NULL);
+  rp_free(&r);
+}
+
+/* ---- ops at TP 2: the planted failure per configuration --------------------------------- */
+
+static void ops_fail_per_configuration(void) {
+  char db[256];
+  fresh_db(db, sizeof db, "ops.db");
+  /* ce, not auto: auto may take the stock path on a shape, which needs no workspace */
+  char *argv[] = {tpbench_exe, "ops", "--gpus",     "2",    "--tp",     "2",
+                  "--models",  "8b",  "--projs",    "wo",   "--tokens", "4096",
+                  "--pass",    "fwd", "--schedule", "ce",   "--stock",  "plain,window",
+                  "--warmup",  "1",   "--iters",    "3",    "--rounds", "1",
+                  "--timeout", "30",  "--quiet",    "--db", db,         NULL};
+  assert_int_equal(setenv(TP_FAIL_ALLOC_ENV, "1", 1), 0); /* every window and workspace */
+  const double start = now_s();
+  rp_result r = rp_run(argv, 300);
+  const double took = now_s() - start;
+  unsetenv(TP_FAIL_ALLOC_ENV);
+  printf("ops with TPBENCH_TEST_FAIL_ALLOC=1: exit %d after %.1f s\nstderr:\n%.4000s\n", r.status,
+         took, r.err ? r.err : "");
+  assert_true(r.status == 0 || r.status == 1); /* finished, not ended by the watchdog (124) */
+  assert_null(strstr(r.err ? r.err : "", "did not finish within"));
+  rp_free(&r);
+  const int64_t windows = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = "
+                                        "'nccl-window' OR backend = 'dist_gemm') AND status <> "
+                                        "'rejected'");
+  const int64_t oom = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = 'nccl-window' "
+                                    "OR backend = 'dist_gemm') AND status = 'oom' AND reason LIKE "
+                                    "'%failed on rank 1 of 2%'");
+  printf("window and dist_gemm configurations: %lld, oom naming rank 1: %lld\n", (long long)windows,
+         (long long)oom);
+  assert_true(windows > 0);
+  assert_int_equal(oom, windows);
+  assert_true(query_int(db, "SELECT count(*) FROM configs WHERE backend = 'stock' AND schedule IS "
+                            "NULL AND status = 'ok'") > 0);
+  assert_int_equal(
+      query_int(db,
+                "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_FAIL_ALLOC=1:0%'"),
+      1);
+}
+
+/* ---- the tests -------------------------------------------------------------------------- */
+
+static void test_tp1_ledger_counts_windows(void **state) {
+  (void)state;
+  assert_int_equal(gpu_run_group(1, ledger_body, NULL), 0);
+}
+
+static void test_tp1_planted_workspace_failure(void **state) {
+  (void)state;
+  run_planted(1, 0, 8 * MIB);
+}
+
+static void test_tp1_drift_hung_step(void **state) {
+  (void)state;
+  drift_hangs(1, "2");
+}
+
+static int two_gpus(const char *what) {
+  if (n_gpus >= 2) return 1;
+  printf("%s at TP 2: %d GPU here, needs 2: skipped\n", what, n_gpus);
+  return 0;
+}
+
+static void test_tp2_planted_failure(void **state) {
+  (void)state;
+  if (!two_gpus("rank 1's planted allocation failure")) {
+    skip();
+    return;
+  }
+  assert_int_equal(gpu_run_group(2, ledger_body, NULL), 0);
+  run_planted(2, 1, 16 * MIB);
+  ops_fail_per_configuration();
+}
+
+static void test_tp2_drift_peer_hangs(void **state) {
+  (void)state;
+  if (!two_gpus("drift with rank 1 hung")) {
+    skip();
+    return;
+  }
+  drift_hangs(2, "2:1");
+}
+
+int main(void) {
+  n_gpus = gpu_device_count();
+  if (n_gpus == 0) {
+    printf("no CUDA device: GPU test skipped\n");
+    return GPU_TEST_SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tp1_ledger_counts_windows),
+      cmocka_unit_test(test_tp1_planted_workspace_failure),
+      cmocka_unit_test(test_tp1_drift_hung_step),
+      cmocka_unit_test(test_tp2_planted_failure),
+      cmocka_unit_test(test_tp2_drift_peer_hangs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
