@@ -17,6 +17,7 @@ static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_r
 static const char *const layer_names[] = {"attention", "ffn", "block"};
 static const char *const rs_sum_names[] = {"epilogue", "nccl"};
 static const char *const symm_names[] = {"ipc", "nccl"};
+static const char *const comm_dtype_names[] = {"none", "bf16", "fp8"};
 static const char *const backend_names[] = {"stock", "dist_gemm", "gemm_only", "comm_only"};
 static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
 
@@ -30,6 +31,9 @@ const tp_vocab_table tp_symm_vocab = {"symm", symm_names, COUNT_OF(symm_names)};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
 const tp_vocab_table tp_layer_vocab = {"layer", layer_names, COUNT_OF(layer_names)};
 const tp_vocab_table tp_rs_sum_vocab = {"rs_sum", rs_sum_names, COUNT_OF(rs_sum_names)};
+/* what a user asks for: bf16 or fp8 ("none" is what a configuration without either records) */
+const tp_vocab_table tp_comm_dtype_vocab = {"comm_dtype", comm_dtype_names + 1,
+                                            COUNT_OF(comm_dtype_names) - 1};
 
 static const char *name_at(const char *const *names, int n, int value) {
   return value >= 0 && value < n ? names[value] : "?";
@@ -77,6 +81,10 @@ const char *tp_layer_name(tp_layer layer) {
 
 const char *tp_rs_sum_name(tp_rs_sum sum) {
   return name_at(rs_sum_names, COUNT_OF(rs_sum_names), (int)sum);
+}
+
+const char *tp_comm_dtype_name(tp_comm_dtype c) {
+  return name_at(comm_dtype_names, COUNT_OF(comm_dtype_names), (int)c);
 }
 
 tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out) {

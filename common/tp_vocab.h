@@ -119,6 +119,22 @@ typedef enum { TP_RS_SUM_EPILOGUE = 0, TP_RS_SUM_NCCL } tp_rs_sum;
 /* "epilogue", "nccl"; "?" for another value. */
 const char *tp_rs_sum_name(tp_rs_sum sum);
 
+/* What travels on an fp8 op's all-gather side (the comm_dtype axis, issue
+ * 15): NONE — nothing quantized travels (bf16 and fp32 dtypes, TP 1, the
+ * reduce-scatter side, which reduces bf16 partials); BF16 — the bf16 shard
+ * is gathered and the gathered whole quantized; FP8 — the quantized shard
+ * and its scales are gathered (half the bytes). Stored as NULL, "bf16",
+ * "fp8". */
+typedef enum { TP_COMM_NONE = 0, TP_COMM_BF16, TP_COMM_FP8 } tp_comm_dtype;
+
+/* "none", "bf16", "fp8"; "?" for another value. */
+const char *tp_comm_dtype_name(tp_comm_dtype c);
+
+/* The stored axis value: NULL for NONE, else the name. */
+static inline const char *tp_comm_dtype_axis(tp_comm_dtype c) {
+  return c == TP_COMM_NONE ? NULL : c == TP_COMM_BF16 ? "bf16" : "fp8";
+}
+
 /* The stock path's variants (the `stock` axis of ops and run): PLAIN runs the
  * NCCL collectives on ordinary device buffers; WINDOW runs the same
  * collectives on buffers from ncclMemAlloc registered as symmetric windows
@@ -185,7 +201,7 @@ typedef struct tp_vocab_table {
 } tp_vocab_table;
 
 extern const tp_vocab_table tp_dtype_vocab, tp_pass_vocab, tp_schedule_vocab, tp_op_vocab,
-    tp_layer_vocab, tp_rs_sum_vocab, tp_stock_vocab, tp_symm_vocab;
+    tp_layer_vocab, tp_rs_sum_vocab, tp_stock_vocab, tp_symm_vocab, tp_comm_dtype_vocab;
 
 TP_MUST_CHECK tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out);
 

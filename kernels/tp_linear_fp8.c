@@ -7,6 +7,7 @@
  * one pass each; dgrad and wgrad GEMMs) and the sampled float64 checks.
  */
 #include "kernels/tp_linear_fp8.h"
+#include "kernels/tp_linear_fp8_comm.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -22,8 +23,7 @@
 /* cuBLASLt's workspace for the scaled GEMMs (what tp_gemm.c gives the bf16 ones). */
 static const size_t FP8_GEMM_WORKSPACE = (size_t)32 << 20;
 
-static tp_rc reject(tp_fp8_linear *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static tp_rc reject(tp_fp8_linear *p, const char *fmt, ...) {
+tp_rc fp8_reject(tp_fp8_linear *p, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(p->reason, sizeof p->reason, fmt, ap);
@@ -37,8 +37,8 @@ static tp_rc check_activation_shards(tp_fp8_linear *p) {
   char why[320];
   if (tp_quant_shard_check(p->format, layout, p->desc.tokens, p->desc.in_features, p->world,
                            &p->act_agreement, why, sizeof why) != TP_OK)
-    return reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout), p->world,
-                  why);
+    return fp8_reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout),
+                      p->world, why);
   return TP_OK;
 }
 
@@ -62,18 +62,17 @@ tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_f
   out->world = g->world;
   out->rank = g->rank;
   if (tp_quant_format_of(desc->dtype, &out->format) != TP_OK)
-    return reject(out, "tp_fp8_linear: %s is not an fp8 dtype", tp_dtype_name(desc->dtype));
+    return fp8_reject(out, "tp_fp8_linear: %s is not an fp8 dtype", tp_dtype_name(desc->dtype));
   if (desc->n_weights < 1 || desc->n_weights > TP_MAX_WEIGHTS || desc->tokens < 1 ||
       desc->in_features < 1 || desc->out_features < 1)
     return TP_FAIL(TP_EINTERNAL, "tp_fp8_linear: bad shape T=%lld N=%lld K=%lld x%d",
                    (long long)desc->tokens, (long long)desc->out_features,
                    (long long)desc->in_features, desc->n_weights);
   TP_TRY(check_activation_shards(out));
-  if (g->world > 1)
-    return reject(out,
-                  "%s at TP %d: fp8 communication not implemented yet (the fp8 shard and its "
-                  "scales would travel; never run as bf16)",
-                  tp_dtype_name(desc->dtype), g->world);
+  if (g->world > 1) return fp8_comm_plan(g, out);
+  if (desc->comm != TP_COMM_NONE)
+    return fp8_reject(out, "%s at TP 1: comm_dtype %s does not apply (nothing travels)",
+                      tp_dtype_name(desc->dtype), tp_comm_dtype_name(desc->comm));
   out->m = desc->tokens;
   out->n = desc->out_features;
   out->k = desc->in_features;
@@ -87,12 +86,12 @@ tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_f
   return desc->backward ? plan_backward(out) : TP_OK;
 }
 
-static size_t amax_floats(const tp_fp8_linear *p) {
+size_t fp8_amax_floats(const tp_fp8_linear *p) {
   if (p->act_agreement == TP_AMAX_AGREE_TENSOR) return 1;
   return p->act_agreement == TP_AMAX_AGREE_ROWS ? (size_t)p->m : 0;
 }
 
-static tp_rc device_alloc(tp_fp8_linear *p, void **out, size_t bytes) {
+tp_rc fp8_device_alloc(tp_fp8_linear *p, void **out, size_t bytes) {
   TP_TRY(tp_device_malloc(out, bytes));
   p->quant_bytes += bytes;
   return TP_OK;
@@ -105,16 +104,16 @@ static tp_quant_args quant_of(const tp_fp8_linear *p, tp_quant_role role, tp_fp8
   return a;
 }
 
-static tp_quant_args quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
-                                int64_t rows) {
+tp_quant_args fp8_quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
+                             int64_t rows) {
   return quant_of(p, role, TP_FP8_E4M3, src, rows, p->k);
 }
 
 /* A quantized copy and its scales. */
 static tp_rc alloc_quantized(tp_fp8_linear *p, int64_t elems, const tp_scale_shape *shape,
                              uint8_t **q, void **scales) {
-  TP_TRY(device_alloc(p, (void **)q, (size_t)elems));
-  return device_alloc(p, scales, tp_quant_scale_bytes(shape));
+  TP_TRY(fp8_device_alloc(p, (void **)q, (size_t)elems));
+  return fp8_device_alloc(p, scales, tp_quant_scale_bytes(shape));
 }
 
 /* Transposes src (bf16, rows x cols) into p->transposed and quantizes it
@@ -145,8 +144,8 @@ static tp_rc quantize_transposed(const tp_fp8_linear *p, tp_fp8_type elem, const
  * blocks for fp8-block span rows of the transpose: transposed first). */
 static tp_rc prepare_backward(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
   const int64_t t = p->m, n = p->n, k = p->k;
-  TP_TRY(device_alloc(p, &p->transposed, (size_t)(n * k) * 2));
-  if (p->format == TP_QFMT_FP8) TP_TRY(device_alloc(p, (void **)&p->dy_amax, sizeof(float)));
+  TP_TRY(fp8_device_alloc(p, &p->transposed, (size_t)(n * k) * 2));
+  if (p->format == TP_QFMT_FP8) TP_TRY(fp8_device_alloc(p, (void **)&p->dy_amax, sizeof(float)));
   TP_TRY(alloc_quantized(p, k * t, &p->xt_scales_shape, &p->xtq, &p->xt_scales));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     TP_TRY(alloc_quantized(p, t * n, &p->dy_scales_shape, &p->dyq[i], &p->dy_scales[i]));
@@ -154,19 +153,20 @@ static tp_rc prepare_backward(tp_fp8_linear *p, const void *const *w, cudaStream
     TP_TRY(alloc_quantized(p, k * n, &p->wt_scales_shape, &p->wtq[i], &p->wt_scales[i]));
     TP_TRY(transpose_quantize(p, TP_QROLE_WEIGHT, TP_FP8_E4M3, w[i], n, k, p->wtq[i],
                               p->wt_scales[i], stream));
-    if (p->desc.n_weights > 1) TP_TRY(device_alloc(p, &p->dx_parts[i], (size_t)(t * k) * 2));
+    if (p->desc.n_weights > 1) TP_TRY(fp8_device_alloc(p, &p->dx_parts[i], (size_t)(t * k) * 2));
   }
   return TP_OK;
 }
 
 tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w, cudaStream_t stream) {
-  TP_TRY(device_alloc(p, (void **)&p->xq, (size_t)(p->m * p->k)));
-  TP_TRY(device_alloc(p, &p->x_scales, tp_quant_scale_bytes(&p->x_scales_shape)));
-  if (amax_floats(p)) TP_TRY(device_alloc(p, (void **)&p->amax, amax_floats(p) * sizeof(float)));
+  TP_TRY(fp8_device_alloc(p, (void **)&p->xq, (size_t)(p->m * p->k)));
+  TP_TRY(fp8_device_alloc(p, &p->x_scales, tp_quant_scale_bytes(&p->x_scales_shape)));
+  if (fp8_amax_floats(p))
+    TP_TRY(fp8_device_alloc(p, (void **)&p->amax, fp8_amax_floats(p) * sizeof(float)));
   for (int i = 0; i < p->desc.n_weights; ++i) {
-    TP_TRY(device_alloc(p, (void **)&p->wq[i], (size_t)(p->n * p->k)));
-    TP_TRY(device_alloc(p, &p->w_scales[i], tp_quant_scale_bytes(&p->w_scales_shape)));
-    tp_quant_args a = quant_args(p, TP_QROLE_WEIGHT, w[i], p->n);
+    TP_TRY(fp8_device_alloc(p, (void **)&p->wq[i], (size_t)(p->n * p->k)));
+    TP_TRY(fp8_device_alloc(p, &p->w_scales[i], tp_quant_scale_bytes(&p->w_scales_shape)));
+    tp_quant_args a = fp8_quant_args(p, TP_QROLE_WEIGHT, w[i], p->n);
     a.q = p->wq[i];
     a.scales = p->w_scales[i];
     TP_TRY(tp_quant_enqueue(&a, stream));
@@ -176,23 +176,36 @@ tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w, cudaStream_t
   return TP_OK;
 }
 
-tp_rc tp_fp8_linear_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x,
-                                   cudaStream_t stream) {
-  tp_quant_args a = quant_args(p, TP_QROLE_ACT, x, p->m);
+tp_rc tp_fp8_linear_prepare_group(tp_group *g, tp_fp8_linear *p, const void *const *w,
+                                  cudaStream_t stream) {
+  TP_TRY(tp_fp8_linear_prepare(p, w, stream));
+  return p->world > 1 ? fp8_comm_prepare(g, p) : TP_OK;
+}
+
+tp_rc fp8_quantize_local(tp_group *g, tp_fp8_linear *p, const void *x, cudaStream_t stream) {
+  tp_quant_args a = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
   a.q = p->xq;
   a.scales = p->x_scales;
   if (p->act_agreement != TP_AMAX_LOCAL && g->world > 1) {
     /* Tensorwise (and row scales split along K) cannot be shard-local: the
      * ranks agree on the amax first, inside the timed step. */
     TP_TRY(tp_quant_local_amax_enqueue(&a, p->amax, stream));
-    TP_NCCL(ncclAllReduce(p->amax, p->amax, amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-            g->nccl);
+    TP_NCCL(
+        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+        g->nccl);
     a.agreed_amax = p->amax;
   }
   return tp_quant_enqueue(&a, stream);
 }
 
+tp_rc tp_fp8_linear_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x,
+                                   cudaStream_t stream) {
+  if (p->world > 1) return fp8_comm_quantize_input(g, p, x, stream);
+  return fp8_quantize_local(g, p, x, stream);
+}
+
 tp_rc tp_fp8_linear_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream) {
+  if (p->world > 1) return fp8_comm_gemms(p, y, stream);
   for (int i = 0; i < p->desc.n_weights; ++i) {
     const tp_gemm_scaled_desc d = {p->format,   p->m,     p->n,           p->k, p->xq,
                                    p->x_scales, p->wq[i], p->w_scales[i], y[i], TP_GEMM_SCALED_FWD};
@@ -201,8 +214,15 @@ tp_rc tp_fp8_linear_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream)
   return TP_OK;
 }
 
+tp_rc tp_fp8_linear_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                               cudaStream_t stream) {
+  if (p->world < 2) return TP_FAIL(TP_EINTERNAL, "fp8 collective alone at TP 1: nothing travels");
+  return fp8_comm_collective(g, p, x, y, stream);
+}
+
 tp_rc tp_fp8_linear_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
                             cudaStream_t stream) {
+  if (p->world > 1) return fp8_comm_forward(g, p, x, y, stream);
   TP_TRY(tp_fp8_linear_quantize_input(g, p, x, stream));
   return tp_fp8_linear_gemms(p, y, stream);
 }
@@ -277,6 +297,7 @@ void tp_fp8_linear_release(tp_fp8_linear *p) {
                    p->dy_scales[i], p->dytq[i],     p->dyt_scales[i], p->dx_parts[i]};
     for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) tp_device_release(per[j]);
   }
+  fp8_comm_release(p);
   tp_gemm_scaled_destroy(p->gemm);
   const tp_fp8_linear_desc desc = p->desc;
   memset(p, 0, sizeof *p);
@@ -284,7 +305,7 @@ void tp_fp8_linear_release(tp_fp8_linear *p) {
 }
 
 size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p) {
-  return p->quant_bytes + (p->gemm ? p->gemm_workspace_bytes : 0);
+  return p->quant_bytes + (p->gemm ? p->gemm_workspace_bytes : 0) + p->symm_bytes;
 }
 
 /* ---- the sampled float64 checks ----------------------------------------------------------------
@@ -357,12 +378,13 @@ static tp_rc load_rows(const check_operand *op, const int64_t *rows, int n, oper
   if (rc == TP_OK) rc = download(out->scales, op->scales, tp_quant_scale_bytes(shape));
   for (int r = 0; rc == TP_OK && r < n; ++r) {
     rc = download(qrow, op->q + (size_t)rows[r] * k, k);
-    if (rc == TP_OK) rc = download_bf16_row(op, rows[r], (int64_t)k, dev_tmp, brow);
+    /* no bf16 operand to compare with (comm fp8 at TP > 1): its values are NaN */
+    if (rc == TP_OK && op->bf16) rc = download_bf16_row(op, rows[r], (int64_t)k, dev_tmp, brow);
     for (size_t c = 0; rc == TP_OK && c < k; ++c) {
       const float s = tp_quant_scale_at(shape, out->scales, rows[r] / shape->block_rows,
                                         (int64_t)c / shape->block_cols);
       out->deq[(size_t)r * k + c] = (double)tp_fp8_decode(op->elem, qrow[c]) * (double)s;
-      out->orig[(size_t)r * k + c] = bf16_value(brow[c]);
+      out->orig[(size_t)r * k + c] = op->bf16 ? bf16_value(brow[c]) : NAN;
     }
   }
   tp_device_release(dev_tmp);
@@ -475,6 +497,10 @@ tp_rc tp_fp8_linear_check(const tp_fp8_linear *p, int weight, const void *x, con
     return TP_FAIL(TP_EINTERNAL, "fp8 check of weight %d: not prepared", weight);
   check_product cp;
   memset(&cp, 0, sizeof cp);
+  if (p->world > 1) {
+    if (tp_op_gathers(p->desc.op)) x = p->desc.comm == TP_COMM_BF16 ? p->gathered_x : NULL;
+    else y = p->partial;
+  }
   cp.a[0] = (check_operand){p->xq, p->x_scales, &p->x_scales_shape, TP_FP8_E4M3, x, 0};
   cp.b[0] =
       (check_operand){p->wq[weight], p->w_scales[weight], &p->w_scales_shape, TP_FP8_E4M3, w, 0};

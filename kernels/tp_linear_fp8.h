@@ -13,11 +13,13 @@
  *   GEMMs alone    the scaled GEMMs on the X quantized by the last step
  *
  * Where it runs: TP 1 (stock and dist_gemm are the same there: no
- * communication). TP > 1 would move the fp8 shard and its scales on the
- * all-gather side (NCCL for stock, the fused pushes for dist_gemm) and keep
- * reducing bf16 partials on the reduce-scatter side; until that is written
- * the plan rejects TP > 1 (fp8 communication not implemented yet) rather
- * than run bf16 communication under an fp8 name.
+ * communication), and the forward at TP > 1 with sequence parallelism:
+ * the all-gather side moves the fp8 shard and its scales (comm fp8: NCCL
+ * for stock, the fused pushes for dist_gemm) or the bf16 shard (comm bf16,
+ * stock only), the reduce-scatter side reduces bf16 partials of fp8 GEMMs
+ * (tp_linear_fp8_comm.h says how). The backward at TP > 1 is rejected at
+ * plan time (its dgrad reduce-scatter and wgrad gathers are not written for
+ * fp8), never run as bf16.
  *
  * The backward (desc.backward), the recipe of tp_quant.h: forward operands
  * E4M3, gradients E5M2 with the same scale granularity as the operand they
@@ -72,6 +74,11 @@ typedef struct tp_fp8_linear_desc {
   int64_t out_features; /* N of each weight */
   int n_weights;        /* 1..TP_MAX_WEIGHTS */
   int backward;         /* also plan the backward (dX and every dW) */
+  /* TP > 1 (zero: stock, auto, chunks auto, nothing quantized travels) */
+  tp_backend backend;   /* stock, dist_gemm, or a reference (GEMM alone, collective alone) */
+  tp_schedule schedule; /* dist_gemm's requested schedule */
+  int chunks;           /* dist_gemm's chunks per shard: 0 (auto) or 1 */
+  tp_comm_dtype comm;   /* all-gather side at TP > 1: BF16 or FP8; else NONE */
 } tp_fp8_linear_desc;
 
 typedef struct tp_fp8_linear {
@@ -102,6 +109,22 @@ typedef struct tp_fp8_linear {
   void *transposed;               /* bf16 scratch: W_iᵀ before quantizing (prepare) */
   float *dy_amax;                 /* fp8: dY_i's tensor amax, shared by dY_i and dY_iᵀ */
   void *dx_parts[TP_MAX_WEIGHTS]; /* n_weights > 1: dX_i (bf16), summed into dX */
+  /* TP > 1 (tp_linear_fp8_comm.h) */
+  tp_linear_plan base;    /* dist_gemm: the bf16 plan of the op (schedule, reason, sm blocks) */
+  int fused;              /* dist_gemm runs the fused pipeline (not auto's stock path) */
+  int64_t shard_rows;     /* S = T / W */
+  tp_scale_gather gather; /* gather side: the shard's and the whole's X scale shapes */
+  uint8_t *packet;        /* gather side: [shard fp8 rows | shard scales], 256-aligned parts */
+  void *shard_scales;     /* inside packet */
+  size_t packet_bytes;    /* one rank's slot of the fused gather */
+  void *gathered_scales;  /* stock comm fp8: every rank's shard scales, rank-major */
+  void *gathered_x;       /* comm bf16: AG(x) [T, K] bf16 */
+  void *partial;          /* scatter side, stock: the bf16 partial [T, N] */
+  tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
+  void *block_scales;                /* ... W of them, block_scale_room bytes apart */
+  size_t block_scale_room;
+  size_t symm_bytes; /* dist_gemm: the symmetric workspace it needs */
+  size_t comm_bytes; /* bytes one rank sends per step */
   tp_gemm_scaled *gemm;
   size_t gemm_workspace_bytes;
   size_t quant_bytes; /* the quantized copies, their scales and the amax */
@@ -110,29 +133,51 @@ typedef struct tp_fp8_linear {
 
 /* Plans the projection on this group (zeroes *out first; release it in every
  * case). TP_EREJECT with the reason in out->reason (and as the last error):
- * not an fp8 dtype, TP > 1 (fp8 communication not implemented yet), a shard
- * the format cannot quantize locally (tp_quant_shard_check), or cuBLASLt's
+ * not an fp8 dtype, at TP > 1 the backward, a comm dtype that does not apply
+ * (NONE on the all-gather side, any on the reduce-scatter side, bf16 for
+ * dist_gemm), dist_gemm chunks > 1 or a schedule that cannot carry fp8, a
+ * shard the format cannot quantize locally (tp_quant_shard_check), or cuBLASLt's
  * heuristic turning the format down on this GPU (mxfp8 below sm_100), in
  * cuBLASLt's words. TP_ECUBLAS / TP_ECUDA for a library failure. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc,
                                        tp_fp8_linear *out);
 
 /* Allocates the quantized buffers and quantizes each bf16 weight w[i]
- * (device, N x K) once, waited for; with the backward also W_iᵀ. */
+ * (device, this rank's shard: n x k) once, waited for; with the backward
+ * also W_iᵀ. TP > 1 needs tp_fp8_linear_prepare_group instead. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_prepare(tp_fp8_linear *p, const void *const *w,
                                           cudaStream_t stream);
 
-/* Quantizes x (bf16, device, T x K) into p's buffers, with the amax
- * agreement p->act_agreement asks for (an all-reduce max over the group's
- * NCCL communicator). Enqueued on stream. */
+/* tp_fp8_linear_prepare, then at TP > 1 the communication's buffers and,
+ * for a fused dist_gemm, the symmetric workspace (collective: every rank
+ * calls it, in the same order). */
+TP_MUST_CHECK tp_rc tp_fp8_linear_prepare_group(tp_group *g, tp_fp8_linear *p, const void *const *w,
+                                                cudaStream_t stream);
+
+/* Quantizes x (bf16, device, this rank's: T x K at TP 1) into p's buffers
+ * (xq, x_scales: the m x k operand of the GEMM over all this rank's rows),
+ * with the amax agreement p->act_agreement asks for (an all-reduce max over
+ * the group's NCCL communicator); on the all-gather side at TP > 1 through
+ * the gather of desc.comm (tp_linear_fp8_comm.h). Enqueued on stream. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x,
                                                  cudaStream_t stream);
 
-/* The scaled GEMM of every weight: y[i] (bf16, device, T x N) = X · W_iᵀ
- * from the quantized X and W_i. Enqueued on stream. */
+/* The scaled GEMM of every weight: y[i] (bf16, device, m x n) = X · W_iᵀ
+ * from the quantized X and W_i (the scatter side at TP > 1: into p->partial,
+ * y untouched). Enqueued on stream. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream);
 
-/* The timed step: quantize_input, then gemms. */
+/* TP > 1: what travels in the step, alone (the collective-alone reference):
+ * gather side comm fp8 the tensorwise agreement and the all-gather of the
+ * shard's bytes and scales (from buffers a stock step filled), comm bf16
+ * the all-gather of x; scatter side the bf16 reduce-scatter of p->partial
+ * into y[0]. TP_EINTERNAL at TP 1. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_collective(tp_group *g, tp_fp8_linear *p, const void *x,
+                                             void *const *y, cudaStream_t stream);
+
+/* The timed step of desc.backend: TP 1 and stock's gather side
+ * quantize_input, then gemms (stock's scatter side then the reduce-scatter);
+ * dist_gemm the fused pipeline. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_forward(tp_group *g, tp_fp8_linear *p, const void *x,
                                           void *const *y, cudaStream_t stream);
 
@@ -170,12 +215,15 @@ typedef struct tp_fp8_check {
   double rel_err_bf16; /* ||y - ref16|| / ||ref16||, ref16 the unquantized bf16 operands' */
 } tp_fp8_check;
 
-/* Checks y (bf16, device, T x N, the output of weight `weight` after a
+/* Checks y (bf16, device, m x n, the output of weight `weight` after a
  * step on x) on up to `rows` rows and `cols` columns spread evenly over the
  * output (first and last included), against float64 products of the
  * operands downloaded from the device: quantized X and W with their scales,
  * and the bf16 x and w. model: tp_fp8_accum_model_of the device. Waits for
- * the device. */
+ * the device. At TP > 1 (stock): the scatter side checks the local partial
+ * (p->partial, what its GEMM wrote; the reduction is NCCL's) in place of y;
+ * the gather side's bf16 X is the gathered bf16 whole with comm bf16, and
+ * absent with comm fp8 (no rank ever holds it: rel_err_bf16 is NaN). */
 TP_MUST_CHECK tp_rc tp_fp8_linear_check(const tp_fp8_linear *p, int weight, const void *x,
                                         const void *w, const void *y, int rows, int cols,
                                         const tp_fp8_accum_model *model, tp_fp8_check *out);

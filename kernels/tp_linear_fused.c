@@ -27,9 +27,7 @@ tp_rc linear_raise_flag(tp_group *g, const tp_linear_plan *p, cudaStream_t strea
   return TP_OK;
 }
 
-/* Pushes bytes from a local buffer into peer dst's memory on the comm
- * stream, then raises the flag of (this rank, phase, chunk) in dst's pad. */
-static tp_rc push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
+tp_rc linear_push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
                         const void *src_ptr, size_t bytes, int phase, int chunk) {
   tp_pad_set pads = tp_symm_pads(linear_heap(g, p));
   const int slot = linear_flag_slot(g->rank, phase, chunk);
@@ -96,8 +94,8 @@ tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p, const linear_gath
       int dst = (rank + step) % world;
       void *to = ptr_at(tp_symm_ptr(linear_heap(g, p), dst),
                         gather->offset + (size_t)(rank * S + j * R) * row);
-      TP_TRY(push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
-                        (size_t)R * row, gather->phase, j));
+      TP_TRY(linear_push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
+                               (size_t)R * row, gather->phase, j));
     }
   return TP_OK;
 }
@@ -196,7 +194,7 @@ static tp_rc push_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_
   TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
   void *to =
       ptr_at(tp_symm_ptr(linear_heap(g, p), dst), (size_t)rank * slot + (size_t)(j * R) * row);
-  return push_chunk(g, p, dst, to, part, (size_t)R * row, sc->phase, j);
+  return linear_push_chunk(g, p, dst, to, part, (size_t)R * row, sc->phase, j);
 }
 
 tp_rc linear_fused_reduce_scatter(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,

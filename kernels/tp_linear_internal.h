@@ -156,6 +156,12 @@ int linear_flag_slot(int src, int phase, int chunk);
 TP_MUST_CHECK tp_rc linear_raise_flag(tp_group *g, const tp_linear_plan *p, cudaStream_t stream,
                                       int dst, int slot);
 
+/* Pushes bytes from a local buffer into peer dst's memory on the comm
+ * stream (the copy engine, or the copy kernel for p's sm schedule), then
+ * raises the flag of (this rank, phase, chunk) in dst's pad. */
+TP_MUST_CHECK tp_rc linear_push_chunk(tp_group *g, const tp_linear_plan *p, int dst, void *dst_ptr,
+                                      const void *src_ptr, size_t bytes, int phase, int chunk);
+
 /* The main stream waits for (src, phase, chunk) to land here, then lowers
  * the flag for its next use. */
 TP_MUST_CHECK tp_rc linear_wait_chunk(tp_group *g, const tp_linear_plan *p, int src, int phase,

@@ -759,3 +759,44 @@ extern "C" tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a, cud
                     aligned(a->x, 16) && (a->rows == 1 || (a->ld * 2) % 16 == 0)};
   return enqueue_transpose_quantize(a, src, s, stream);
 }
+
+/* ---- gathered shards' scales ------------------------------------------------------------------
+ */
+
+namespace {
+
+/* One thread per logical scale of the whole: copy it from its rank's shard buffer. */
+template <typename S>
+__global__ void __launch_bounds__(kThreads)
+    replace_gathered_kernel(const tp_scale_gather g, const S *gathered, S *whole) {
+  const int64_t n = g.whole.grid_rows * g.whole.grid_cols;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t gr = i / g.whole.grid_cols, gc = i % g.whole.grid_cols;
+    whole[tp_scale_offset(&g.whole, gr, gc)] = gathered[tp_scale_gathered_offset(&g, gr, gc)];
+  }
+}
+
+template <typename S>
+tp_rc enqueue_replace(const tp_scale_gather *g, const void *gathered, void *whole,
+                      cudaStream_t st) {
+  const int64_t n = g->whole.grid_rows * g->whole.grid_cols;
+  /* padding (VEC32's 128-row tiles, its column tiles) is written as zero bytes */
+  if (g->whole.stored > n) TP_CUDA(cudaMemsetAsync(whole, 0, tp_quant_scale_bytes(&g->whole), st));
+  const int64_t blocks = clamp_grid(ceil_div(n, kThreads), kMaxGridX);
+  TP_CHECK_LAUNCH((replace_gathered_kernel<S><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
+      *g, static_cast<const S *>(gathered), static_cast<S *>(whole))));
+  return TP_OK;
+}
+
+} // namespace
+
+extern "C" tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g, const void *gathered,
+                                                   void *whole, cudaStream_t stream) {
+  if (!g || g->tp < 1 || !gathered || !whole || g->whole.rows != g->shard.rows * g->tp ||
+      g->whole.layout != g->shard.layout)
+    return TP_FAIL(TP_EINTERNAL, "replace gathered scales: inconsistent gather (tp %d)",
+                   g ? g->tp : 0);
+  if (g->whole.elem_bytes == 1) return enqueue_replace<uint8_t>(g, gathered, whole, stream);
+  return enqueue_replace<float>(g, gathered, whole, stream);
+}

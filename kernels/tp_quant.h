@@ -253,6 +253,48 @@ TP_MUST_CHECK tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layo
                                          int64_t cols, int tp, tp_amax_agreement *agreement,
                                          char *reason, size_t cap);
 
+/* ---- gathered shards' scales (fp8 communication) ----------------------------------------------
+ *
+ * An all-gather of row shards (TP_SHARD_ACT_ROWS: sequence-sharded
+ * activations, tp equal shards of shard_rows rows) of quantized data and
+ * their scales, as NCCL delivers it: every rank's buffer back to back,
+ * rank-major. The data needs nothing more (the shards' rows back to back
+ * are the whole's rows). The scales do: the gathered buffer is tp stored
+ * shard buffers of the shard's own layout, and the whole's layout is not
+ * their concatenation (VEC128: gr + gc · rows, with rows the WHOLE's;
+ * VEC32: 128-row tiles, a shard's padded to 128 rows; SCALAR: one float,
+ * the same on every rank after the amax agreement). OUTER_VEC is the one
+ * layout whose gathered buffer is the whole's already. The re-placement
+ * (tp_quant_replace_gathered_ref; the device kernel in tp_quant_device.h)
+ * writes every logical scale of the whole from its rank's shard buffer and
+ * zeroes the whole's padding, so its bytes equal quantizing the whole. */
+typedef struct tp_scale_gather {
+  tp_scale_shape shard; /* one rank's [shard_rows, cols] scales */
+  tp_scale_shape whole; /* the gathered [tp · shard_rows, cols] operand's */
+  int tp;
+} tp_scale_gather;
+
+/* The shapes of a gather of tp row shards of an ACT operand [shard_rows,
+ * cols] in format f. TP_EINTERNAL for an unknown format, tp < 1 or an empty
+ * dimension. */
+TP_MUST_CHECK tp_rc tp_scale_gather_shape(tp_quant_format f, int64_t shard_rows, int64_t cols,
+                                          int tp, tp_scale_gather *out);
+
+/* Bytes of the gathered buffer (tp shard buffers back to back). */
+size_t tp_scale_gather_bytes(const tp_scale_gather *g);
+
+/* Offset, in scale elements, inside the gathered buffer of the whole's
+ * logical scale (gr, gc): rank gr / shard grid rows, that rank's own layout.
+ * Tensorwise: rank 0's float (every rank holds the agreed one). */
+TP_QUANT_FN int64_t tp_scale_gathered_offset(const tp_scale_gather *g, int64_t gr, int64_t gc) {
+  if (g->shard.layout == TP_SCALE_SCALAR_F32) return 0;
+  const int64_t per = g->shard.grid_rows;
+  return (gr / per) * g->shard.stored + tp_scale_offset(&g->shard, gr % per, gc);
+}
+
+/* The whole's stored scales (padding zeroed) from the gathered buffer. */
+void tp_quant_replace_gathered_ref(const tp_scale_gather *g, const void *gathered, void *whole);
+
 /* ---- the reference quantizer (tp_quant_ref.c) -------------------------------------------------
  */
 

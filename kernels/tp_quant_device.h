@@ -61,6 +61,15 @@ TP_MUST_CHECK tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a,
 TP_MUST_CHECK tp_rc tp_quant_transpose_enqueue(tp_dtype dt, const void *src, int64_t rows,
                                                int64_t cols, void *dst, cudaStream_t stream);
 
+/* The whole's stored scales (padding zeroed) from the gathered shards'
+ * scales (device buffers, tp_scale_gather_bytes and the whole's
+ * tp_quant_scale_bytes): what tp_quant_replace_gathered_ref writes, bit for
+ * bit. A no-op copy for OUTER_VEC would do, but every layout takes the same
+ * kernel so a wrong shape fails here too. */
+TP_MUST_CHECK tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g,
+                                                      const void *gathered, void *whole,
+                                                      cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

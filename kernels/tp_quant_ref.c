@@ -145,6 +145,33 @@ float tp_quant_scale_at(const tp_scale_shape *s, const void *scales, int64_t gr,
   return ((const float *)scales)[off];
 }
 
+/* ---- gathered shards' scales ------------------------------------------------------------------
+ */
+
+tp_rc tp_scale_gather_shape(tp_quant_format f, int64_t shard_rows, int64_t cols, int tp,
+                            tp_scale_gather *out) {
+  memset(out, 0, sizeof *out);
+  if (tp < 1) return TP_FAIL(TP_EINTERNAL, "scale gather over TP %d", tp);
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, shard_rows, cols, &out->shard));
+  TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, shard_rows * tp, cols, &out->whole));
+  out->tp = tp;
+  return TP_OK;
+}
+
+size_t tp_scale_gather_bytes(const tp_scale_gather *g) {
+  return (size_t)g->tp * tp_quant_scale_bytes(&g->shard);
+}
+
+void tp_quant_replace_gathered_ref(const tp_scale_gather *g, const void *gathered, void *whole) {
+  const tp_scale_shape *w = &g->whole;
+  const size_t e = w->elem_bytes;
+  memset(whole, 0, tp_quant_scale_bytes(w));
+  for (int64_t gr = 0; gr < w->grid_rows; ++gr)
+    for (int64_t gc = 0; gc < w->grid_cols; ++gc)
+      memcpy((char *)whole + (size_t)tp_scale_offset(w, gr, gc) * e,
+             (const char *)gathered + (size_t)tp_scale_gathered_offset(g, gr, gc) * e, e);
+}
+
 /* ---- the shard rule ---------------------------------------------------------------------------
  */
 

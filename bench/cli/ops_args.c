@@ -40,7 +40,7 @@ enum {
 
 #define OPS_AXIS_HELP                                                                              \
   "replace one axis's values, e.g. tokens=4096,8192 (repeatable; axes: model, proj, tokens, "      \
-  "dtype, tp, schedule, chunks, pass, save_gathered, shape, stock, symm)"
+  "dtype, tp, schedule, chunks, pass, save_gathered, shape, stock, symm, comm_dtype)"
 
 /* --matrix, --axis and the convenience flags, in --help order; returns how many rows. */
 static int matrix_options(tp_ops_args *a, const char **axis_dummy, tp_option *o) {

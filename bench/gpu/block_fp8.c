@@ -23,8 +23,9 @@
 
 static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj) {
   const tp_linear_desc d = tp_block_proj_desc(s, proj);
-  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,  d.in_features,
-                                d.out_features, d.n_weights, d.backward};
+  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,    d.in_features,
+                                d.out_features, d.n_weights, d.backward,  TP_BACKEND_STOCK,
+                                TP_SCHED_AUTO,  0,           TP_COMM_NONE};
   return f;
 }
 
@@ -37,6 +38,11 @@ tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_block_plan *p)
   if (backend != TP_BACKEND_STOCK && backend != TP_BACKEND_GEMM_ONLY)
     return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
                    tp_dtype_name(s->proj_dtype), tp_backend_axis(backend));
+  if (g->world > 1) /* the matrix's rule (fp8_rules.h), again where the plan is made */
+    return TP_FAIL(TP_EREJECT,
+                   "%s layers at TP %d: the layers' projections do not run fp8 communication "
+                   "yet (ops does); never run as bf16",
+                   tp_dtype_name(s->proj_dtype), g->world);
   p->fp8 = calloc(1, sizeof *p->fp8);
   if (!p->fp8) return TP_FAIL(TP_EOOM, "no host memory for the fp8 projections");
   for (int i = 0; i < TP_N_PROJ; ++i) {

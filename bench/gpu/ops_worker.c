@@ -353,17 +353,19 @@ static int fp8_has_backward(const fp8_item *it) { return tp_pass_has_backward(it
 
 static int fp8_gemm_alone(const fp8_item *it) { return it->cfg->backend == TP_BACKEND_GEMM_ONLY; }
 
+static int fp8_comm_alone(const fp8_item *it) { return it->cfg->backend == TP_BACKEND_COMM_ONLY; }
+
 static tp_rc fp8_plan(void *self, tp_group *g) {
   fp8_item *it = self;
-  if (it->cfg->backend != TP_BACKEND_STOCK && !fp8_gemm_alone(it))
-    return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
-                   tp_dtype_name(it->c->dtype), it->cfg->axes.backend);
   if (it->cfg->schedule == TP_SCHED_NCCL_WINDOW)
     return TP_FAIL(TP_EREJECT, "%s: the stock path has no nccl-window variant for the fp8 formats",
                    tp_dtype_name(it->c->dtype));
-  const tp_fp8_linear_desc d = {it->c->dtype,        it->c->proj.op, it->c->tokens,
-                                it->c->proj.k,       it->c->proj.n,  it->c->proj.n_weights,
-                                fp8_has_backward(it)};
+  /* TP 1 runs stock and the GEMM alone (the matrix rejects the rest); TP > 1
+   * every backend, through tp_linear_fp8_comm.h */
+  const tp_fp8_linear_desc d = {it->c->dtype,         it->c->proj.op,   it->c->tokens,
+                                it->c->proj.k,        it->c->proj.n,    it->c->proj.n_weights,
+                                fp8_has_backward(it), it->cfg->backend, it->cfg->schedule,
+                                it->cfg->axes.chunks, it->c->comm};
   tp_rc rc = tp_fp8_linear_plan(g, &d, &it->lin);
   it->have_plan = rc == TP_OK;
   return rc;
@@ -371,18 +373,21 @@ static tp_rc fp8_plan(void *self, tp_group *g) {
 
 static tp_rc fp8_prepare(void *self, tp_group *g) {
   fp8_item *it = self;
-  return tp_fp8_linear_prepare(&it->lin, (const void *const *)it->b->w, g->main_stream);
+  return tp_fp8_linear_prepare_group(g, &it->lin, (const void *const *)it->b->w, g->main_stream);
 }
 
-/* The GEMMs alone read operands quantized here, untimed; a backward window
- * (pass bwd) has its forward run here once. */
+/* The GEMMs alone read operands quantized here, untimed, and the
+ * collective alone moves what a stock step left here (the quantized shard
+ * and its scales, or the bf16 partial); a backward window (pass bwd) has
+ * its forward run here once. */
 static tp_rc fp8_before(void *self, tp_group *g) {
   fp8_item *it = self;
   cudaStream_t s = g->main_stream;
   case_buffers *b = it->b;
-  if (!fp8_gemm_alone(it))
+  if (!fp8_gemm_alone(it) && !fp8_comm_alone(it))
     return it->bwd_only ? tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s) : TP_OK;
   TP_TRY(tp_fp8_linear_quantize_input(g, &it->lin, b->x, s));
+  if (fp8_comm_alone(it)) return tp_fp8_linear_gemms(&it->lin, b->y, s);
   if (it->bwd_only) TP_TRY(tp_fp8_linear_gemms(&it->lin, b->y, s));
   if (!fp8_has_backward(it)) return TP_OK;
   return tp_fp8_linear_quantize_grads(&it->lin, b->x, (const void *const *)b->dy, s);
@@ -392,12 +397,37 @@ static tp_rc fp8_step(void *self, tp_group *g) {
   fp8_item *it = self;
   cudaStream_t s = g->main_stream;
   case_buffers *b = it->b;
+  if (fp8_comm_alone(it)) return tp_fp8_linear_collective(g, &it->lin, b->x, b->y, s);
   if (!it->bwd_only)
     TP_TRY(fp8_gemm_alone(it) ? tp_fp8_linear_gemms(&it->lin, b->y, s)
                               : tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s));
   if (!fp8_has_backward(it)) return TP_OK;
   if (fp8_gemm_alone(it)) return tp_fp8_linear_backward_gemms(&it->lin, b->dx, b->dw, s);
   return tp_fp8_linear_backward(&it->lin, b->x, (const void *const *)b->dy, b->dx, b->dw, s);
+}
+
+/* The forward's output i as the harness compares it with stock's: bit for
+ * bit where no rank's partials meet (the gather side: dist_gemm's chunk
+ * GEMMs give the rows of the whole GEMM), within the tolerance for ranks
+ * summed on the scatter side at TP > 1 (NCCL's bf16 reduce-scatter against
+ * dist_gemm's fp32 sum), which the GEMM alone does not compute. */
+static tp_item_output fp8_y_output(const fp8_item *it, const char *name, int i) {
+  const tp_fp8_linear *l = &it->lin;
+  const int summed = l->world > 1 && !tp_op_gathers(it->c->proj.op);
+  const int64_t rows = summed ? l->shard_rows : l->m;
+  tp_item_output o = {name,
+                      it->b->y[i],
+                      (size_t)(rows * l->n),
+                      summed ? TP_RULE_TOLERANCE : TP_RULE_EXACT,
+                      l->k,
+                      summed ? l->world : 1,
+                      1,
+                      NULL};
+  if (summed && fp8_gemm_alone(it)) {
+    o.rule = TP_RULE_SKIP;
+    o.skip_why = "the GEMM alone does not sum the ranks' partials";
+  }
+  return o;
 }
 
 /* y (and dw) per weight, then dx: the GEMMs alone must equal stock bit for
@@ -410,8 +440,7 @@ static int fp8_outputs(void *self, tp_item_output *out, int max) {
   const int bwd = fp8_has_backward(it);
   int n = 0;
   for (int i = 0; i < it->c->proj.n_weights && n + 2 <= max; ++i) {
-    out[n++] = (tp_item_output){
-        y_names[i], it->b->y[i], (size_t)(l->m * l->n), TP_RULE_EXACT, l->k, 1, 1, NULL};
+    out[n++] = fp8_y_output(it, y_names[i], i);
     if (bwd)
       out[n++] = (tp_item_output){
           dw_names[i], it->b->dw[i], (size_t)(l->n * l->k), TP_RULE_EXACT, l->m, 1, 1, NULL};
@@ -428,12 +457,30 @@ static void fp8_info(void *self, tp_item_info *info) {
   info->dtype = TP_BF16; /* the outputs' element type: an fp8 recipe stores bf16 */
   if (!it->have_plan) return;
   info->planned = 1;
-  info->schedules[0] =
-      (tp_schedule_choice){it->cfg->axes.op_or_layer, "nccl", "none", 1, "TP 1: no communication"};
+  const tp_fp8_linear *l = &it->lin;
+  if (l->world == 1)
+    info->schedules[0] = (tp_schedule_choice){it->cfg->axes.op_or_layer, "nccl", "none", 1,
+                                              "TP 1: no communication"};
+  else if (l->fused)
+    info->schedules[0] =
+        (tp_schedule_choice){it->cfg->axes.op_or_layer, tp_schedule_name(l->base.schedule),
+                             tp_plan_engine(&l->base), 1, l->base.reason};
+  else
+    info->schedules[0] = (tp_schedule_choice){
+        it->cfg->axes.op_or_layer, "nccl", "nccl", 1,
+        tp_op_gathers(it->c->proj.op)
+            ? (it->c->comm == TP_COMM_FP8 ? "NCCL all-gather of the fp8 shard and its scales"
+                                          : "NCCL all-gather of the bf16 shard, then quantized")
+            : "NCCL reduce-scatter of the fp8 GEMM's bf16 partials"};
   info->n_schedules = 1;
-  info->schedule_label = tp_dtype_name(it->c->dtype);
-  /* the quantized copies, their scales and cuBLASLt's workspace */
-  info->workspace_bytes = (int64_t)tp_fp8_linear_workspace_bytes(&it->lin);
+  info->schedule_label =
+      l->fused ? tp_schedule_name(l->base.schedule) : tp_dtype_name(it->c->dtype);
+  info->bytes_moved = (double)l->comm_bytes;
+  /* the quantized copies, their scales, the communication's buffers, the
+   * symmetric workspace of a fused pipeline and cuBLASLt's workspace */
+  info->workspace_bytes = (int64_t)tp_fp8_linear_workspace_bytes(l);
+  if (it->cfg->backend == TP_BACKEND_DIST)
+    info->fused = l->fused ? TP_FUSED_ALL : TP_FUSED_STOCK_PATH;
 }
 
 /* One output's check as the harness records it: the kernel against the
@@ -443,27 +490,36 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
   tp_item_check *judged = &out[0], *reported = &out[1];
   memset(reported, 0, sizeof *reported);
   tp_fp8_check_as_item(k, name, judged);
+  /* the scatter side at TP > 1 checks the GEMM's local partial (the reduction is NCCL's) */
+  const int partial = it->lin.world > 1 && !tp_op_gathers(it->c->proj.op) && strcmp(name, "y") == 0;
   snprintf(judged->reason, sizeof judged->reason,
-           "%s%s against a float64 product of the dequantized %s operands on %lld sampled "
+           "%s%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",
-           judged->failed ? "failed: " : "", name, tp_dtype_name(it->c->dtype),
-           (long long)k->elements, (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+           judged->failed ? "failed: " : "", name, partial ? " (local partial)" : "",
+           tp_dtype_name(it->c->dtype), (long long)k->elements, (long long)k->outside,
+           (long long)k->nonfinite, k->worst_ratio);
   snprintf(reported->name, sizeof reported->name, "%s:bf16", name);
   reported->elements = (double)k->elements;
   reported->nonfinite = (double)k->nonfinite;
   reported->rel_err = k->rel_err_bf16;
   reported->max_abs_err = NAN;
   reported->tolerance = NAN;
+  const int no_bf16 = it->lin.world > 1 && it->c->comm == TP_COMM_FP8;
+  reported->not_checked = no_bf16;
   snprintf(reported->reason, sizeof reported->reason,
-           "reported, not judged: %s's error against a float64 product of the unquantized "
-           "bf16 operands (what quantization costs)",
+           no_bf16 ? "not available: with comm_dtype fp8 no rank holds the gathered bf16 input "
+                     "%s's bf16 product needs"
+                   : "reported, not judged: %s's error against a float64 product of the "
+                     "unquantized bf16 operands (what quantization costs)",
            name);
 }
 
 static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
   fp8_item *it = self;
   *n = 0;
-  if (fp8_gemm_alone(it)) return TP_OK; /* held to stock bit for bit instead */
+  /* the GEMM alone and dist_gemm are held to stock's outputs instead; the
+   * collective alone computes nothing */
+  if (it->cfg->backend != TP_BACKEND_STOCK) return TP_OK;
   int major = 0, minor = 0;
   TP_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device));
   TP_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device));

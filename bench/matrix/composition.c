@@ -441,16 +441,17 @@ static tp_rc run_table(int gpus, FILE *out) {
 /* ---- ops' projections --------------------------------------------------------------------- */
 
 static const table_axes ops_axes = {
-    7,
-    {"proj", "backend", "schedule", "tp", "dtype", "pass", "save_gathered"},
+    8,
+    {"proj", "backend", "schedule", "tp", "dtype", "comm_dtype", "pass", "save_gathered"},
     {{"qkv", "wo", "w13", "w2"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
      {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
      {"1", "2", "4"},
      {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
+     {"-", "bf16", "fp8"},
      {"fwd", "bwd", "fwd+bwd"},
      {"off", "on"}},
-    {4, 4, 7, 3, 6, 3, 2},
+    {4, 4, 7, 3, 6, 3, 3, 2},
 };
 
 static const char *const ops_assignments[][2] = {
@@ -463,6 +464,7 @@ static const char *const ops_assignments[][2] = {
     {"chunks", "0"},
     {"pass", "fwd,bwd,fwd+bwd"},
     {"save_gathered", "off,on"},
+    {"comm_dtype", "bf16,fp8"},
 };
 
 static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
@@ -470,9 +472,14 @@ static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
     const tp_ops_config *cfg = &m->configs[i];
     char tp[16], verdict[VERDICT_TEXT];
     snprintf(tp, sizeof tp, "%d", cfg->axes.tp);
-    const char *values[] = {
-        cfg->axes.proj,  role_name(cfg->backend), schedule_cell(cfg->axes.schedule),     tp,
-        cfg->axes.dtype, cfg->axes.pass,          cfg->axes.save_gathered ? "on" : "off"};
+    const char *values[] = {cfg->axes.proj,
+                            role_name(cfg->backend),
+                            schedule_cell(cfg->axes.schedule),
+                            tp,
+                            cfg->axes.dtype,
+                            cfg->axes.comm_dtype ? cfg->axes.comm_dtype : "-",
+                            cfg->axes.pass,
+                            cfg->axes.save_gathered ? "on" : "off"};
     verdict_of(cfg->rejected, cfg->planned, cfg->reason,
                schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
     mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);

@@ -42,22 +42,69 @@ static int placement_rejection(const tp_fp8_case *c, tp_quant_format f, char *re
   return 0;
 }
 
-static int comm_rejection(tp_dtype dtype, int tp, char *reason, size_t cap) {
-  if (tp <= 1) return 0;
-  snprintf(reason, cap,
-           "%s at TP %d: fp8 communication not implemented yet (the fp8 shard and its scales "
-           "would travel; never run as bf16)",
-           tp_dtype_name(dtype), tp);
-  return 1;
+static int comm_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
+  if (c->tp <= 1) {
+    if (c->comm == TP_COMM_NONE) return 0;
+    snprintf(reason, cap, "%s at TP 1: comm_dtype %s does not apply (nothing travels)",
+             tp_dtype_name(c->dtype), tp_comm_dtype_name(c->comm));
+    return 1;
+  }
+  if (tp_pass_has_backward(c->pass)) {
+    snprintf(reason, cap,
+             "%s at TP %d, pass %s: the fp8 backward is not implemented beyond TP 1 (its dX "
+             "reduce-scatter and the wgrad's gathered operands are not written for fp8; never "
+             "run as bf16); pass fwd runs",
+             tp_dtype_name(c->dtype), c->tp, tp_pass_name(c->pass));
+    return 1;
+  }
+  if (tp_op_gathers(c->op) && c->comm == TP_COMM_NONE) {
+    snprintf(reason, cap, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8",
+             tp_dtype_name(c->dtype), tp_op_name(c->op), c->tp);
+    return 1;
+  }
+  if (!tp_op_gathers(c->op) && c->comm != TP_COMM_NONE) {
+    snprintf(reason, cap,
+             "%s %s at TP %d: comm_dtype does not apply: the reduce-scatter side reduces the fp8 "
+             "GEMM's bf16 partials (nothing quantized travels)",
+             tp_dtype_name(c->dtype), tp_op_name(c->op), c->tp);
+    return 1;
+  }
+  return 0;
 }
 
 int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
   tp_quant_format f;
   if (!tp_dtype_is_fp8(c->dtype) || tp_quant_format_of(c->dtype, &f) != TP_OK) return 0;
-  /* every pass: the backward (dgrad and wgrad, E5M2 gradients) runs where
-   * the forward does; cuBLASLt's answer for its GEMMs is the worker's */
+  /* every pass at TP 1: the backward (dgrad and wgrad, E5M2 gradients) runs
+   * where the forward does; cuBLASLt's answer for its GEMMs is the worker's */
   if (placement_rejection(c, f, reason, cap)) return 1;
-  return comm_rejection(c->dtype, c->tp, reason, cap);
+  return comm_rejection(c, reason, cap);
+}
+
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap) {
+  if (!tp_dtype_is_fp8(c->dtype) || c->tp <= 1) return 0;
+  if (schedule != TP_SCHED_AUTO && schedule != TP_SCHED_CE && schedule != TP_SCHED_SM) {
+    snprintf(reason, cap, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",
+             tp_dtype_name(c->dtype), tp_schedule_name(schedule));
+    return 1;
+  }
+  if (c->comm == TP_COMM_BF16) {
+    snprintf(reason, cap,
+             "%s dist_gemm with comm_dtype bf16: the fused pushes carry fp8 chunks and their "
+             "scales (comm_dtype fp8); gathering bf16 and quantizing the whole is stock's",
+             tp_dtype_name(c->dtype));
+    return 1;
+  }
+  if (chunks > 1) {
+    snprintf(reason, cap,
+             "%s dist_gemm chunks=%d: an fp8 shard travels whole with its scales (a block of a "
+             "shard's rows has no contiguous piece of a VEC128 or VEC32 scale layout); chunks 1 "
+             "only",
+             tp_dtype_name(c->dtype), chunks);
+    return 1;
+  }
+  return 0;
 }
 
 /* ---- a layer's projections ----------------------------------------------------------------- */
@@ -71,7 +118,7 @@ typedef struct layer_part {
 } layer_part;
 
 static layer_part part_of(const tp_fp8_layer *l, const char *name, tp_op op, int64_t n, int64_t k) {
-  const layer_part p = {name, {l->dtype, op, l->tokens, n, k, l->tp, l->pass}};
+  const layer_part p = {name, {l->dtype, op, l->tokens, n, k, l->tp, l->pass, TP_COMM_NONE}};
   return p;
 }
 
@@ -105,5 +152,10 @@ int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
     snprintf(reason, cap, "%s: %s", parts[i].name, why);
     return 1;
   }
-  return comm_rejection(l->dtype, l->tp, reason, cap);
+  if (l->tp <= 1) return 0;
+  snprintf(reason, cap,
+           "%s layers at TP %d: the layers' projections do not run fp8 communication yet (ops "
+           "does: --axis comm_dtype=bf16,fp8, forward); never run as bf16",
+           tp_dtype_name(l->dtype), l->tp);
+  return 1;
 }

@@ -17,10 +17,17 @@
  *                reduce-scatter side (linear_rs): X[T, K] and W[N, K] along
  *                K (the partial outputs stay bf16 and are reduced in bf16).
  *              The reason names the rule ("fp8 placement rule <layout>").
- *   comm       TP > 1 needs the fp8 shard and its scales to travel (NCCL
- *              all-gather of the bytes for stock, the fused pushes for
- *              dist_gemm): not implemented yet, so TP > 1 is rejected
- *              rather than run in bf16.
+ *   comm       TP > 1 (kernels/tp_linear_fp8_comm.h): the forward runs; a
+ *              pass with the backward is rejected (the fp8 backward's dX
+ *              reduce-scatter and wgrad gathers are not written beyond
+ *              TP 1); the all-gather side needs comm_dtype bf16 or fp8, the
+ *              reduce-scatter side takes none (it reduces bf16 partials).
+ *   dist_gemm  (tp_fp8_dist_gemm_rejection) at TP > 1 the fused pushes
+ *              carry fp8 (schedules auto, ce, sm): comm_dtype bf16 is
+ *              stock's alone, and a shard travels whole with its scales
+ *              (chunks 0 or 1).
+ * Layers (`run`) at TP > 1 stay rejected: their projections do not run the
+ * fp8 communication yet.
  * What only the GPU can decide (whether cuBLASLt runs the format's scale
  * modes here: mxfp8 needs sm_100; with the backward, also its dgrad and
  * wgrad GEMMs' operand types and scale modes) is asked by the worker's plan
@@ -43,11 +50,18 @@ typedef struct tp_fp8_case {
   int64_t tokens, n, k;
   int tp;
   tp_pass pass;
+  tp_comm_dtype comm; /* what travels on the all-gather side at TP > 1 */
 } tp_fp8_case;
 
 /* 1 with the reason in reason (cap bytes) when the case cannot run, 0 when
  * the CPU finds nothing against it (also for a dtype that is not fp8). */
 int tp_fp8_case_rejection(const tp_fp8_case *c, char *reason, size_t cap);
+
+/* 1 with the reason when dist_gemm with this schedule and `chunks` (0:
+ * auto) cannot run the fp8 case c (above: ring and multimem push no fp8
+ * chunks); 0 otherwise (also for a dtype that is not fp8). */
+int tp_fp8_dist_gemm_rejection(const tp_fp8_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap);
 
 /* A layer of `tpbench run` whose four TP projections run in an fp8 format
  * (everything else in the layer stays bf16): the model's global shapes. */
@@ -65,8 +79,8 @@ typedef struct tp_fp8_layer {
  * as its three parts, query, key and value heads, each split along N on
  * its own: a rank's shard of each must hold whole scale blocks; then wo,
  * w1/w3, w2), the reason prefixed by the projection ("qkv (key heads): fp8
- * placement rule ..."); then the communication rule, in the words
- * tp_fp8_case_rejection gives it. 1 with the reason, 0 when nothing is
+ * placement rule ..."); then at TP > 1 the layers' rule (their
+ * projections run no fp8 communication yet). 1 with the reason, 0 when nothing is
  * against it (also for a dtype that is not fp8). */
 int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap);
 

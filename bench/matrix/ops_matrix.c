@@ -47,8 +47,9 @@ typedef struct resolved_spec {
   const char *save_gathered[TP_LIST_MAX];
   tp_stock_variant stocks[TP_LIST_MAX];
   tp_symm_transport symms[TP_LIST_MAX];
+  tp_comm_dtype comms[TP_LIST_MAX];
   int n_models, n_projs, n_dtypes, n_schedules, n_passes, n_tokens, n_tp, n_chunks, n_save,
-      n_stocks, n_symms;
+      n_stocks, n_symms, n_comms;
 } resolved_spec;
 
 void tp_ops_spec_defaults(tp_ops_spec *spec) {
@@ -65,6 +66,7 @@ void tp_ops_spec_defaults(tp_ops_spec *spec) {
   TP_EXPECT_OK(tp_str_list_set(&spec->save_gathered, "off"));
   TP_EXPECT_OK(tp_str_list_set(&spec->stocks, "plain,window"));
   TP_EXPECT_OK(tp_str_list_set(&spec->symms, "ipc"));
+  TP_EXPECT_OK(tp_str_list_set(&spec->comm_dtypes, "fp8"));
 }
 
 /* ---- the axes ------------------------------------------------------------- */
@@ -89,6 +91,7 @@ static const ops_axis ops_axes[] = {
     {"shape", offsetof(tp_ops_spec, shapes), 0, 0, 0},
     {"stock", offsetof(tp_ops_spec, stocks), 0, 0, 0},
     {"symm", offsetof(tp_ops_spec, symms), 0, 0, 0},
+    {"comm_dtype", offsetof(tp_ops_spec, comm_dtypes), 0, 0, 0},
 };
 enum { N_OPS_AXES = COUNT_OF(ops_axes) };
 /* Bits of tp_ops_spec.given. */
@@ -318,10 +321,19 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
   for (int i = 0; i < r->n_stocks; i++) r->stocks[i] = (tp_stock_variant)values[i];
   TP_TRY(resolve_vocab(&spec->symms, &tp_symm_vocab, values, &r->n_symms));
   for (int i = 0; i < r->n_symms; i++) r->symms[i] = (tp_symm_transport)values[i];
+  TP_TRY(resolve_vocab(&spec->comm_dtypes, &tp_comm_dtype_vocab, values, &r->n_comms));
+  /* the table names bf16 and fp8, the enum's values after NONE */
+  for (int i = 0; i < r->n_comms; i++) r->comms[i] = (tp_comm_dtype)(values[i] + 1);
   return resolve_numbers(spec, r);
 }
 
 /* ---- validity rules -------------------------------------------------------- */
+
+static tp_fp8_case fp8_case_of(const tp_ops_case *c) {
+  const tp_fp8_case f = {c->dtype,  c->proj.op, c->tokens, c->proj.n,
+                         c->proj.k, c->tp,      c->pass,   c->comm};
+  return f;
+}
 
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
@@ -355,11 +367,12 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
              "no backward");
     return 1;
   }
-  const tp_fp8_case fp8 = {c->dtype, c->proj.op, c->tokens, c->proj.n, c->proj.k, c->tp, c->pass};
+  const tp_fp8_case fp8 = fp8_case_of(c);
   return tp_fp8_case_rejection(&fp8, reason, cap);
 }
 
-static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, size_t cap) {
+static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
+                               size_t cap) {
   if (c->tp == 1) {
     snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to %s",
              c->proj.op == TP_OP_LINEAR_RS ? "reduce-scatter" : "gather");
@@ -371,7 +384,8 @@ static int dist_gemm_rejection(const tp_ops_case *c, int chunks, char *reason, s
              chunks);
     return 1;
   }
-  return 0;
+  const tp_fp8_case fp8 = fp8_case_of(c);
+  return tp_fp8_dist_gemm_rejection(&fp8, schedule, chunks, reason, cap);
 }
 
 static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
@@ -405,21 +419,25 @@ static tp_config_axes case_axes(const tp_ops_case *c) {
   a.sp = 1; /* the ops take and give sequence-sharded activations */
   a.pass = tp_pass_name(c->pass);
   a.save_gathered = c->save_gathered;
+  a.comm_dtype = tp_comm_dtype_axis(c->comm);
   return a;
 }
 
 /* The whole collective buffer: on the all-gather side the gathered input,
- * in fp8 (1 byte per element plus the activation's scales) for an fp8
- * dtype; on the reduce-scatter side the partial output, bf16 for the fp8
- * dtypes too (the partials are reduced in bf16). */
+ * in fp8 (1 byte per element plus every rank's shard scales) for an fp8
+ * dtype with comm_dtype fp8 (or at TP 1, where nothing travels), bf16 with
+ * comm_dtype bf16; on the reduce-scatter side the partial output, bf16 for
+ * the fp8 dtypes too (the partials are reduced in bf16). */
 static int64_t collective_bytes(const tp_ops_case *c) {
   if (c->proj.op == TP_OP_LINEAR_RS)
     return c->tokens * c->proj.n * (int64_t)tp_dtype_bytes(c->dtype);
+  if (c->comm == TP_COMM_BF16) return c->tokens * c->proj.k * 2;
   tp_quant_format f;
-  tp_scale_shape s;
+  tp_scale_gather g;
   if (tp_dtype_is_fp8(c->dtype) && tp_quant_format_of(c->dtype, &f) == TP_OK &&
-      tp_quant_scale_shape(f, TP_QROLE_ACT, c->tokens, c->proj.k, &s) == TP_OK)
-    return c->tokens * c->proj.k + (int64_t)tp_quant_scale_bytes(&s);
+      c->tokens % c->tp == 0 &&
+      tp_scale_gather_shape(f, c->tokens / c->tp, c->proj.k, c->tp, &g) == TP_OK)
+    return c->tokens * c->proj.k + (int64_t)tp_scale_gather_bytes(&g);
   return c->tokens * c->proj.k * (int64_t)tp_dtype_bytes(c->dtype);
 }
 
@@ -460,7 +478,14 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
   cfg.axes.symm = tp_symm_transport_name(symm); /* keyed only away from ipc */
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
-  if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = dist_gemm_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected && symm == TP_SYMM_NCCL && tp_dtype_is_fp8(c->dtype)) {
+    cfg.rejected = 1;
+    snprintf(cfg.reason, sizeof cfg.reason,
+             "symm=nccl: the fp8 projection's fused pushes (kernels/tp_linear_fp8_comm.c) run "
+             "over the CUDA-IPC heap only");
+  }
   return cfg;
 }
 
@@ -480,29 +505,43 @@ static void expand_case(const resolved_spec *r, tp_ops_case *c, int ci, tp_ops_c
   c->n_configs = *next - c->first_config;
 }
 
-/* Walks dtypes > tp > passes × save_gathered for one (model, proj, tokens) or shape,
- * filling cases from *ci on. */
+/* Whether comm_dtype is an axis of the case: an fp8 dtype's all-gather
+ * side at TP > 1, where either the fp8 shard or the bf16 one can travel.
+ * Elsewhere nothing quantized travels (comm_dtype none, one case). */
+static int comm_applies(tp_dtype dtype, int tp, tp_op op) {
+  return tp_dtype_is_fp8(dtype) && tp > 1 && tp_op_gathers(op);
+}
+
+/* Walks dtypes > tp > comm_dtype > passes × save_gathered for one (model,
+ * proj, tokens) or shape, filling cases from *ci on (m->cases NULL: only
+ * counting them). */
 static void fill_variants(const resolved_spec *r, const tp_model_preset *model,
                           const tp_projection *proj, int64_t tokens, tp_ops_matrix *m, int *ci,
                           int *next) {
   for (int di = 0; di < r->n_dtypes; di++)
-    for (int wi = 0; wi < r->n_tp; wi++)
-      for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, (*ci)++) {
-        tp_ops_case *c = &m->cases[*ci];
-        c->model = model;
-        c->proj = *proj;
-        c->tokens = tokens;
-        c->dtype = r->dtypes[di];
-        c->tp = r->tp[wi];
-        c->pass = r->passes[pass_save / r->n_save];
-        c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
-        expand_case(r, c, *ci, m->configs, next);
-      }
+    for (int wi = 0; wi < r->n_tp; wi++) {
+      const int comm = comm_applies(r->dtypes[di], r->tp[wi], proj->op);
+      for (int cv = 0; cv < (comm ? r->n_comms : 1); cv++)
+        for (int pass_save = 0; pass_save < r->n_passes * r->n_save; pass_save++, (*ci)++) {
+          if (!m->cases) continue;
+          tp_ops_case *c = &m->cases[*ci];
+          c->model = model;
+          c->proj = *proj;
+          c->tokens = tokens;
+          c->dtype = r->dtypes[di];
+          c->tp = r->tp[wi];
+          c->pass = r->passes[pass_save / r->n_save];
+          c->save_gathered = strcmp(r->save_gathered[pass_save % r->n_save], "on") == 0;
+          c->comm = comm ? r->comms[cv] : TP_COMM_NONE;
+          expand_case(r, c, *ci, m->configs, next);
+        }
+    }
 }
 
-/* Fills the cases in the order models > projs > tokens > dtypes > tp > passes,
- * or shapes > dtypes > tp > passes. */
-static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
+/* Fills the cases in the order models > projs > tokens > dtypes > tp >
+ * comm_dtype > passes, or shapes > dtypes > tp > comm_dtype > passes (m->cases
+ * NULL: only counts them); returns how many. */
+static int fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
   int ci = 0, next = 0;
   for (int si = 0; si < r->n_shapes; si++) {
     const shape_item *sh = &r->shapes[si];
@@ -520,6 +559,7 @@ static void fill_cases(const resolved_spec *r, tp_ops_matrix *m) {
         TP_EXPECT_OK(tp_preset_projection(&m->models[mi], r->projs[pi], &proj));
         fill_variants(r, &m->models[mi], &proj, r->tokens[ti], m, &ci, &next);
       }
+  return ci;
 }
 
 /* The matrix's own copies of its models (the last one the shape model) and
@@ -545,11 +585,17 @@ tp_rc tp_ops_expand(const tp_ops_spec *spec, tp_ops_matrix *out) {
   int64_t per_case =
       1 + 2 * (int64_t)r->n_stocks + (int64_t)r->n_schedules * r->n_chunks * r->n_symms;
   if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
+  tp_ops_matrix m = {0};
+  if (rc == TP_OK) rc = own_models(r, &m);
+  /* comm_dtype multiplies only the cases it applies to: count them (at most
+   * n_comms times the product, so the count loop stays bounded) */
+  if (rc == TP_OK && n_cases * per_case <= MAX_CONFIGS) n_cases = fill_cases(r, &m);
+  if (rc == TP_OK && n_cases < 1) rc = TP_FAIL(TP_EUSAGE, "the lists make no configuration");
   if (rc == TP_OK && n_cases * per_case > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the lists make %lld configurations, more than the %d accepted",
                  (long long)(n_cases * per_case), MAX_CONFIGS);
-  tp_ops_matrix m = {.n_cases = (int)n_cases, .n_configs = (int)(n_cases * per_case)};
-  if (rc == TP_OK) rc = own_models(r, &m);
+  m.n_cases = (int)n_cases;
+  m.n_configs = (int)(n_cases * per_case);
   if (rc == TP_OK) {
     m.cases = calloc((size_t)m.n_cases, sizeof *m.cases);
     m.configs = calloc((size_t)m.n_configs, sizeof *m.configs);
@@ -659,12 +705,24 @@ int tp_ops_max_tp(const tp_ops_matrix *matrix) {
 /* ---- the plan ---------------------------------------------------------------- */
 
 static void describe_config(const tp_ops_config *cfg, char *buf, size_t cap) {
+  int n;
   if (cfg->backend == TP_BACKEND_DIST)
-    snprintf(buf, cap, "dist_gemm %s chunks=%d%s", cfg->axes.schedule, cfg->axes.chunks,
-             cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "");
+    n = snprintf(buf, cap, "dist_gemm %s chunks=%d%s", cfg->axes.schedule, cfg->axes.chunks,
+                 cfg->symm == TP_SYMM_NCCL ? " symm=nccl" : "");
   else if (cfg->axes.schedule)
-    snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
-  else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+    n = snprintf(buf, cap, "%s %s %s", cfg->axes.kind, cfg->axes.backend, cfg->axes.schedule);
+  else n = snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
+  if (cfg->axes.comm_dtype && n >= 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, " comm=%s", cfg->axes.comm_dtype);
+}
+
+/* Whether the matrix holds an fp8 reduce-scatter case at TP > 1 (its note). */
+static int has_fp8_scatter_tp(const tp_ops_matrix *m) {
+  for (int i = 0; i < m->n_cases; i++)
+    if (tp_dtype_is_fp8(m->cases[i].dtype) && m->cases[i].tp > 1 &&
+        !tp_op_gathers(m->cases[i].proj.op))
+      return 1;
+  return 0;
 }
 
 void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
@@ -703,4 +761,7 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
                    "(mxfp8 needs sm_100); the worker's plan rejects it with cuBLASLt's answer\n");
       break;
     }
+  if (has_fp8_scatter_tp(matrix))
+    fprintf(out, "fp8 linear_rs at TP > 1: the fp8 GEMM's bf16 partials are reduced in bf16 "
+                 "(stock: NCCL; dist_gemm: fp32 sum, one rounding); comm_dtype does not apply\n");
 }

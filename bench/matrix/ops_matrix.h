@@ -15,8 +15,9 @@
  * run on these shapes is kept, marked rejected with its reason, so the
  * database records why it was not measured; names the tool does not know are
  * usage errors instead. The fp8 dtypes (fp8, fp8-row, fp8-block, mxfp8) are
- * held to fp8_rules.h (forward only, the shard rule of each quantized
- * operand, TP 1 until fp8 communication exists).
+ * held to fp8_rules.h (the shard rule of each quantized operand; at TP > 1
+ * the forward only, comm_dtype on the all-gather side, dist_gemm with
+ * comm_dtype fp8 and one chunk).
  *
  * Shapes in the axes are those one rank's GEMM runs (T tokens, TP degree W):
  *   ag_linear, ag_linear_multi: M = T, N = N / W (per weight), K = K
@@ -47,6 +48,10 @@ typedef struct tp_ops_spec {
   tp_str_list stocks;        /* stock variants: plain, window (tp_stock_variant); default both */
   tp_str_list symms;         /* dist_gemm's symmetric memory: ipc, nccl (tp_symm_transport);
                                 default ipc */
+  tp_str_list comm_dtypes;   /* bf16, fp8: what travels on an fp8 dtype's all-gather side at
+                                TP > 1 (tp_comm_dtype); default fp8. Only those cases multiply
+                                by it; every other case records none (nothing quantized
+                                travels: bf16 and fp32, TP 1, the reduce-scatter side) */
   /* Bare projections "MxNxK" or "MxNxK:op" (op ag_linear, the default, ag_linear_multi
    * or linear_rs; global shapes as a model's projection: M tokens, N out features per
    * weight, K in features; ag_linear_multi has two weights). Given: they replace
@@ -60,7 +65,8 @@ typedef struct tp_ops_spec {
 void tp_ops_spec_defaults(tp_ops_spec *spec);
 
 /* The axes of `ops` (the names --axis and the matrix file use): model, proj,
- * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape, stock, symm. */
+ * tokens, dtype, tp, schedule, chunks, pass, save_gathered, shape, stock, symm,
+ * comm_dtype. */
 const char *const *tp_ops_axis_names(int *count);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
@@ -82,8 +88,9 @@ typedef struct tp_ops_case {
   int tp;
   tp_dtype dtype;
   tp_pass pass;
-  int save_gathered; /* 1: the backward reuses the forward's gathered input */
-  int first_config;  /* index of its first configuration in the matrix */
+  int save_gathered;  /* 1: the backward reuses the forward's gathered input */
+  tp_comm_dtype comm; /* an fp8 all-gather side at TP > 1: BF16 or FP8; else NONE */
+  int first_config;   /* index of its first configuration in the matrix */
   int n_configs;
 } tp_ops_case;
 

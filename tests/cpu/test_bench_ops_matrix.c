@@ -382,17 +382,18 @@ static void test_axes(void **state) {
   (void)state;
   int n = 0;
   const char *const *names = tp_ops_axis_names(&n);
-  assert_int_equal(n, 12);
+  assert_int_equal(n, 13);
   assert_string_equal(names[0], "model");
   assert_string_equal(names[9], "shape");
   assert_string_equal(names[10], "stock");
   assert_string_equal(names[11], "symm");
+  assert_string_equal(names[12], "comm_dtype");
   tp_ops_spec s;
   tp_ops_spec_defaults(&s);
   assert_int_equal(tp_ops_spec_set_axis(&s, "layer", "ffn"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "unknown axis 'layer' for ops (valid: model, proj, "
                                           "tokens, dtype, tp, schedule, chunks, pass, "
-                                          "save_gathered, shape, stock, symm)"));
+                                          "save_gathered, shape, stock, symm, comm_dtype)"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "65"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "axis tp:"));
   assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);

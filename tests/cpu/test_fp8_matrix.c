@@ -5,19 +5,23 @@
  * one, the axes they are stored with, and the plan-time rules of
  * bench/matrix/fp8_rules.h: the backward planned (every format x op x pass
  * bwd and fwd+bwd at TP 1 passes the rules, the matrix runs stock and the
- * GEMM alone for it, TP 2 still meets the communication rule and no
- * reason speaks of a missing backward); for every fp8 format x op side
- * (all-gather: activation rows and weight N; reduce-scatter: activation and
- * weight K) x TP in {2, 4, 8}, a shape whose split would put a scale block
- * across two ranks is rejected by the placement rule naming the layout,
- * and an aligned shape reaches the communication rule (fp8 communication
- * not implemented yet) instead; TP 1 runs stock and the GEMM alone.
+ * GEMM alone for it; at TP 2 the backward is rejected with its own reason);
+ * for every fp8 format x op side (all-gather: activation rows and weight N;
+ * reduce-scatter: activation and weight K) x TP in {2, 4, 8}, a shape whose
+ * split would put a scale block across two ranks is rejected by the
+ * placement rule naming the layout, and an aligned shape runs its forward
+ * (the all-gather side with comm_dtype fp8 or bf16, refused without one;
+ * the reduce-scatter side refusing one); TP 1 runs stock and the GEMM alone.
+ * The comm_dtype axis: only an fp8 all-gather side at TP > 1 multiplies by
+ * it, every other case records none; its collective bytes (fp8: the bytes
+ * plus every rank's shard scales; bf16: two per element); dist_gemm
+ * rejected with comm_dtype bf16 and with chunks > 1, run with fp8.
  *
  * The layers of `tpbench run` (issue 15's fp8 layers): every fp8 format x
  * layer x pass x sp at TP 1 runs the stock layer and its GEMMs alone, with
  * dist_gemm and the collectives alone rejected as for bf16; at TP 2 and 4
- * every configuration is rejected with exactly the communication reason
- * ops gives the same dtype; a layer whose projection would split a scale
+ * every configuration is rejected with the layers' own reason (their
+ * projections run no fp8 communication yet); a layer whose projection would split a scale
  * block (qkv's key heads, wo's and w2's K, w13's N) is rejected naming the
  * projection and the rule, qkv's weight judged per part (query, key, value
  * heads), where ops' contiguous qkv shape passes; bf16 and fp32 layers meet
@@ -122,17 +126,18 @@ static void test_backward_planned(void **state) {
   for (int f = 0; f < N_FP8; ++f)
     for (int o = 0; o < 3; ++o)
       for (int p = 0; p < 2; ++p) {
-        tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, 6144, 4096, 1, passes[p]};
+        tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, 6144, 4096, 1, passes[p], TP_COMM_NONE};
         char reason[400] = "";
         if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
           fail_msg("%s %s TP 1 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
-        /* TP 2: the communication rule, never a missing backward */
+        /* TP 2: the backward's own reason, whatever travels */
         c.tp = 2;
+        c.comm = tp_op_gathers(c.op) ? TP_COMM_FP8 : TP_COMM_NONE;
         assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
-        assert_non_null(strstr(reason, "fp8 communication not implemented yet"));
-        assert_null(strstr(reason, "backward"));
+        assert_non_null(strstr(reason, "the fp8 backward is not implemented beyond TP 1"));
       }
-  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096, 8192, 8192, 2, TP_PASS_FWD_BWD};
+  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
+                            2,       TP_PASS_FWD_BWD, TP_COMM_NONE};
   char reason[400] = "";
   assert_int_equal(tp_fp8_case_rejection(&bf16, reason, sizeof reason), 0);
   /* the matrix: llama3-8b qkv's shape at TP 1, both backward passes, every fp8 format */
@@ -191,7 +196,8 @@ static void test_placement_rejections(void **state) {
     const int n = straddles_for(degrees[i], cases);
     for (int j = 0; j < n; ++j) {
       const straddle *s = &cases[j];
-      const tp_fp8_case c = {s->dtype, s->op, s->tokens, s->n, s->k, degrees[i], TP_PASS_FWD};
+      const tp_fp8_case c = {s->dtype, s->op,      s->tokens,   s->n,
+                             s->k,     degrees[i], TP_PASS_FWD, TP_COMM_FP8};
       char reason[400] = "";
       assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
       char rule[64];
@@ -200,21 +206,29 @@ static void test_placement_rejections(void **state) {
       assert_non_null(strstr(reason, tp_dtype_name(s->dtype)));
       rejected++;
     }
-    /* aligned shapes pass every placement rule and meet the communication rule */
+    /* aligned shapes pass every placement rule; the forward runs where comm_dtype fits */
     const tp_op ops[] = {TP_OP_AG_LINEAR, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS};
     for (int f = 0; f < N_FP8; ++f)
       for (int o = 0; o < 3; ++o) {
         const int64_t dim = 1024LL * degrees[i];
-        const tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, dim, dim, degrees[i], TP_PASS_FWD};
+        tp_fp8_case c = {FP8_DTYPES[f], ops[o],     4096,        dim,
+                         dim,           degrees[i], TP_PASS_FWD, TP_COMM_NONE};
         char reason[400] = "";
-        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
-        if (!strstr(reason, "fp8 communication not implemented yet"))
-          fail_msg("aligned %s: '%s'", tp_dtype_name(c.dtype), reason);
+        const int gathers = tp_op_gathers(c.op);
+        /* the all-gather side needs a comm_dtype, the reduce-scatter side refuses one */
+        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), gathers);
+        if (gathers) assert_non_null(strstr(reason, "needs comm_dtype bf16 or fp8"));
+        c.comm = TP_COMM_BF16;
+        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), !gathers);
+        if (!gathers) assert_non_null(strstr(reason, "comm_dtype does not apply"));
+        c.comm = gathers ? TP_COMM_FP8 : TP_COMM_NONE;
+        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+          fail_msg("aligned %s %s: '%s'", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
         reached_comm++;
       }
   }
   printf("  placement: %d straddling shapes rejected by their rule, %d aligned ones "
-         "(4 formats x 3 ops x TP 2/4/8) reach the communication rule\n",
+         "(4 formats x 3 ops x TP 2/4/8) run their forward\n",
          rejected, reached_comm);
   assert_int_equal(reached_comm, 36);
 }
@@ -237,6 +251,74 @@ static void test_matrix_shows_rule(void **state) {
   assert_non_null(strstr(text, "decided on the GPU"));
   free(text);
   tp_ops_matrix_free(&m);
+}
+
+/* The comm_dtype axis of ops: which cases multiply by it, what each stores and moves. */
+static void test_comm_dtype_axis(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", "4096x6144x4096,4096x4096x4096:linear_rs"),
+                   TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "dtype", "fp8-block,bf16"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "1,2"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "comm_dtype", "bf16,fp8"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "chunks", "0,2"), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  /* 2 shapes x 2 dtypes x 2 TP, and the fp8 all-gather case at TP 2 twice */
+  assert_int_equal(m.n_cases, 9);
+  int with_comm = 0, dist_runs = 0;
+  for (int c = 0; c < m.n_cases; ++c) {
+    const tp_ops_case *k = &m.cases[c];
+    const int applies = tp_dtype_is_fp8(k->dtype) && k->tp == 2 && tp_op_gathers(k->proj.op);
+    assert_int_equal(k->comm != TP_COMM_NONE, applies);
+    with_comm += applies;
+    const int64_t elems = 4096LL * 4096;
+    for (int i = k->first_config; i < k->first_config + k->n_configs; ++i) {
+      const tp_ops_config *cfg = &m.configs[i];
+      if (applies) assert_string_equal(cfg->axes.comm_dtype, tp_comm_dtype_name(k->comm));
+      else assert_null(cfg->axes.comm_dtype);
+      if (applies && k->comm == TP_COMM_BF16) assert_int_equal(cfg->comm_bytes, 2 * elems);
+      /* fp8: the bytes and two ranks' [2048, 4096] VEC128 scales (2048 x 32 floats each) */
+      if (applies && k->comm == TP_COMM_FP8)
+        assert_int_equal(cfg->comm_bytes, elems + 2LL * 2048 * 32 * 4);
+      if (!applies || cfg->backend != TP_BACKEND_DIST) continue;
+      if (k->comm == TP_COMM_BF16) assert_non_null(strstr(cfg->reason, "comm_dtype bf16"));
+      else if (cfg->axes.chunks == 2) assert_non_null(strstr(cfg->reason, "chunks 1 only"));
+      else if (cfg->rejected) fail_msg("fp8 dist_gemm rejected: %s", cfg->reason);
+      dist_runs += !cfg->rejected;
+    }
+    /* the fp8 reduce-scatter side runs stock at TP 2 with no comm_dtype */
+    if (tp_dtype_is_fp8(k->dtype) && k->tp == 2 && !tp_op_gathers(k->proj.op))
+      assert_int_equal(m.configs[k->first_config].rejected, 0);
+  }
+  assert_int_equal(with_comm, 2);
+  assert_int_equal(dist_runs, 1);
+  /* only ce and sm (and auto, which chooses among them or stock) push fp8 chunks */
+  const tp_fp8_case fc = {TP_FP8_ROW, TP_OP_AG_LINEAR, 4096,       6144, 4096,
+                          2,          TP_PASS_FWD,     TP_COMM_FP8};
+  char why[400] = "";
+  const tp_schedule schedules[] = {TP_SCHED_AUTO, TP_SCHED_CE, TP_SCHED_SM, TP_SCHED_RING,
+                                   TP_SCHED_MULTIMEM};
+  for (int i = 0; i < 5; ++i) {
+    const int refused = tp_fp8_dist_gemm_rejection(&fc, schedules[i], 0, why, sizeof why);
+    assert_int_equal(refused, i >= 3);
+    if (refused) assert_non_null(strstr(why, "only ce and sm push fp8 chunks"));
+  }
+  assert_int_equal(tp_fp8_dist_gemm_rejection(&fc, TP_SCHED_CE, 1, why, sizeof why), 0);
+  tp_ops_matrix_free(&m);
+  /* a backward pass at TP 2 is rejected for fp8, with its reason */
+  assert_int_equal(tp_ops_spec_set_axis(&s, "pass", "fwd+bwd"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "dtype", "fp8"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "2"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  for (int i = 0; i < m.n_configs; ++i)
+    assert_non_null(strstr(m.configs[i].reason, "the fp8 backward is not implemented"));
+  tp_ops_matrix_free(&m);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "comm_dtype", "fp16"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_message(), "comm_dtype"));
 }
 
 /* ---- the layers of `run` ------------------------------------------------------------------- */
@@ -285,12 +367,6 @@ static void test_layers_tp1(void **state) {
   tp_layer_matrix_free(&m);
 }
 
-/* ops' reason for one projection of the dtype at this TP degree. */
-static void ops_reason(tp_dtype dtype, int tp, char *reason, size_t cap) {
-  const tp_fp8_case c = {dtype, TP_OP_AG_LINEAR, 4096, 6144, 4096, tp, TP_PASS_FWD};
-  assert_int_equal(tp_fp8_case_rejection(&c, reason, cap), 1);
-}
-
 static void test_layers_tp_over_1(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -300,12 +376,11 @@ static void test_layers_tp_over_1(void **state) {
   for (int i = 0; i < m.n_configs; ++i) {
     const tp_layer_config *cfg = &m.configs[i];
     const tp_layer_case *c = &m.cases[cfg->case_index];
-    char expected[400];
-    ops_reason(c->dtype, c->tp, expected, sizeof expected);
     /* dist_gemm and the references too: nothing of an fp8 layer runs beyond TP 1 */
     assert_int_equal(cfg->rejected, 1);
     assert_int_equal(cfg->planned, 0);
-    assert_string_equal(cfg->reason, expected);
+    assert_non_null(strstr(cfg->reason, "the layers' projections do not run fp8 communication"));
+    assert_non_null(strstr(cfg->reason, tp_dtype_name(c->dtype)));
   }
   printf("  %d configurations at TP 2 and 4, each: %s\n", m.n_configs, m.configs[0].reason);
   tp_layer_matrix_free(&m);
@@ -334,9 +409,9 @@ static void test_layer_placement(void **state) {
   const tp_fp8_layer debug = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
   expect_layer_rule(&debug, "qkv (key heads): fp8 placement rule weight N at TP 2");
   char reason[400] = "";
-  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2, TP_PASS_FWD};
-  assert_int_equal(tp_fp8_case_rejection(&ops_qkv, reason, sizeof reason), 1);
-  assert_non_null(strstr(reason, "fp8 communication not implemented yet"));
+  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2,
+                               TP_PASS_FWD,  TP_COMM_FP8};
+  assert_int_equal(tp_fp8_case_rejection(&ops_qkv, reason, sizeof reason), 0);
   /* query heads: 6 heads of 32 = 192 rows, 96 per rank */
   const tp_fp8_layer q = fp8_layer(TP_FP8_BLOCK, TP_LAYER_ATTENTION, 2, 256, 6, 8, 32, 768);
   expect_layer_rule(&q, "qkv (query heads): fp8 placement rule weight N at TP 2");
@@ -349,12 +424,10 @@ static void test_layer_placement(void **state) {
   expect_layer_rule(&w13, "w13: fp8 placement rule weight N at TP 4");
   const tp_fp8_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
   expect_layer_rule(&w2, "w2: fp8 placement rule activation K at TP 16");
-  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the communication rule */
+  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the layers' TP rule */
   const tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
-  char expected[400];
-  ops_reason(TP_FP8_BLOCK, 2, expected, sizeof expected);
-  assert_string_equal(reason, expected);
+  assert_non_null(strstr(reason, "fp8-block layers at TP 2: the layers' projections do not run"));
   /* TP 1 and the element types: nothing against them */
   const tp_fp8_layer one = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 1, 256, 6, 4, 32, 768);
   assert_int_equal(tp_fp8_layer_rejection(&one, reason, sizeof reason), 0);
@@ -400,7 +473,7 @@ static void test_layer_listing_and_table(void **state) {
   assert_non_null(strstr(text, "| run | * | * | -, auto, ce, sm | 1, 2 | * | bf16, fp32, fp8, "
                                "fp8-row, fp8-block |"));
   assert_non_null(strstr(text, "| run on sm_100 only: the plan asks cuBLASLt for the MX scales"));
-  assert_non_null(strstr(text, "| rejected: fp8-block at TP 2: fp8 communication not implemented"));
+  assert_non_null(strstr(text, "| rejected: fp8-block layers at TP 2: the layers' projections"));
   free(text);
 }
 
@@ -412,6 +485,7 @@ int main(void) {
       cmocka_unit_test(test_backward_planned),
       cmocka_unit_test(test_placement_rejections),
       cmocka_unit_test(test_matrix_shows_rule),
+      cmocka_unit_test(test_comm_dtype_axis),
       cmocka_unit_test(test_layers_tp1),
       cmocka_unit_test(test_layers_tp_over_1),
       cmocka_unit_test(test_layer_placement),

@@ -11,3 +11,14 @@ tp_add_gpu_test(gpu_quant SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant.c
 # and the check failing on a doubled scale and a NaN. Exits 77 without a GPU.
 tp_add_gpu_test(gpu_fp8_ops SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_ops.c
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
+# fp8 communication (kernels/tp_linear_fp8_comm.h) on one GPU, TP ranks simulated: the
+# re-placement of all-gathered shards' scales against quantizing the whole (formats x TP
+# 2/4/8 x shard layouts, a planted off-by-one caught) and each chunk's scaled GEMM on its
+# own scales. Exits 77 without a GPU.
+tp_add_gpu_test(gpu_fp8_comm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_comm.c
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
+# The same binary's TP 2 paths (stock comm fp8 / bf16, dist_gemm ce and sm, the scatter
+# side, the collective alone): exits 77 with a message below 2 GPUs.
+add_test(NAME gpu_fp8_comm_tp2 COMMAND gpu_fp8_comm tp2)
+set_tests_properties(gpu_fp8_comm_tp2 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+                     ENVIRONMENT "NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")

@@ -331,8 +331,17 @@ static int has_backward(const db_row *r) { return strcmp(r->pass, "fwd") != 0; }
 static int64_t fp8_own_bytes(tp_group *g, const db_row *r, tp_op op) {
   int dt = TP_BF16;
   if (tp_vocab_parse(&tp_dtype_vocab, r->dtype, &dt) != TP_OK) return -1;
-  const tp_fp8_linear_desc d = {(tp_dtype)dt,   op, r->tokens, r->k, r->n, (int)r->n_weights,
-                                has_backward(r)};
+  const tp_fp8_linear_desc d = {(tp_dtype)dt,
+                                op,
+                                r->tokens,
+                                r->k,
+                                r->n,
+                                (int)r->n_weights,
+                                has_backward(r),
+                                TP_BACKEND_STOCK,
+                                TP_SCHED_AUTO,
+                                0,
+                                TP_COMM_NONE};
   tp_fp8_linear lin;
   void *w[TP_MAX_WEIGHTS] = {NULL};
   const tp_alloc_owner outer = tp_device_enter(TEST_CONFIG);

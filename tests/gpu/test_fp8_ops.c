@@ -251,7 +251,9 @@ static int run_case(tp_group *g, const fp8_case *c) {
                   cudaSuccess,
           "compute capability");
   const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
-  const tp_fp8_linear_desc d = {c->dtype, c->op, c->t, c->k, c->n, c->weights, c->backward};
+  const tp_fp8_linear_desc d = {c->dtype,      c->op,      c->t,        c->k,
+                                c->n,          c->weights, c->backward, TP_BACKEND_STOCK,
+                                TP_SCHED_AUTO, 0,          TP_COMM_NONE};
   tp_fp8_linear p;
   const tp_rc rc = tp_fp8_linear_plan(g, &d, &p);
   int bad = 0;

@@ -1,0 +1,363 @@
+/*
+ * tp_linear_fp8_comm.c — the fp8 projection at TP > 1 (forward, sequence
+ * parallelism on): the plan's rules and shapes, the buffers, the stock
+ * paths (NCCL gathers of fp8 bytes and scales or of bf16, the bf16
+ * reduce-scatter of fp8 GEMMs' partials), the references' halves and the
+ * fused dist_gemm pipelines of both sides (tp_linear_fp8_comm.h says what
+ * travels where).
+ */
+#include "kernels/tp_linear_fp8_comm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device.h"
+#include "kernels/tp_device_alloc.h"
+#include "kernels/tp_linear_internal.h"
+#include "kernels/tp_quant_device.h"
+#include "kernels/tp_symm.h"
+
+/* Parts of a packet start 256 bytes apart (cuBLASLt's operand and scale alignment). */
+static size_t room(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+static int gathers(const tp_fp8_linear *p) { return tp_op_gathers(p->desc.op); }
+
+static size_t shard_scale_bytes(const tp_fp8_linear *p) {
+  return tp_quant_scale_bytes(&p->gather.shard);
+}
+
+/* ---- plan ------------------------------------------------------------------------------------ */
+
+/* What the TP > 1 forward does not do, each named rather than run otherwise. */
+static tp_rc check_rules(tp_fp8_linear *p) {
+  const tp_fp8_linear_desc *d = &p->desc;
+  const char *dt = tp_dtype_name(d->dtype), *op = tp_op_name(d->op);
+  if (d->backward)
+    return fp8_reject(p,
+                      "%s at TP %d: the fp8 backward is not implemented beyond TP 1 (its dX "
+                      "reduce-scatter and the wgrad's gathered operands are not written for fp8; "
+                      "never run as bf16)",
+                      dt, p->world);
+  if (gathers(p) && d->comm == TP_COMM_NONE)
+    return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt, op,
+                      p->world);
+  if (!gathers(p) && d->comm != TP_COMM_NONE)
+    return fp8_reject(p,
+                      "%s %s at TP %d: comm_dtype %s does not apply: the reduce-scatter side "
+                      "reduces the fp8 GEMM's bf16 partials (nothing quantized travels)",
+                      dt, op, p->world, tp_comm_dtype_name(d->comm));
+  if (d->schedule == TP_SCHED_NCCL_WINDOW)
+    return fp8_reject(p, "%s: the stock path has no nccl-window variant for the fp8 formats", dt);
+  if (d->backend != TP_BACKEND_DIST) return TP_OK;
+  if (d->comm == TP_COMM_BF16)
+    return fp8_reject(p,
+                      "%s dist_gemm with comm_dtype bf16: the fused pushes carry fp8 chunks and "
+                      "their scales (comm_dtype fp8); gathering bf16 and quantizing the whole is "
+                      "stock's",
+                      dt);
+  if (d->chunks > 1)
+    return fp8_reject(p,
+                      "%s dist_gemm chunks=%d: an fp8 shard travels whole with its scales (a "
+                      "block of a shard's rows has no contiguous piece of a VEC128 or VEC32 "
+                      "scale layout); chunks 1 only",
+                      dt, d->chunks);
+  return TP_OK;
+}
+
+/* dist_gemm: the bf16 plan of the same op gives the schedule (auto's choice
+ * and its reason, the copy kernel's blocks); auto may choose the stock path. */
+static tp_rc plan_base(const tp_group *g, tp_fp8_linear *p) {
+  tp_linear_desc d;
+  memset(&d, 0, sizeof d);
+  d.op = p->desc.op;
+  d.dtype = TP_BF16;
+  d.tokens = p->desc.tokens;
+  d.in_features = p->desc.in_features;
+  d.out_features = p->desc.out_features;
+  d.n_weights = p->desc.n_weights;
+  d.sp = 1;
+  const tp_rc rc = tp_linear_plan_make(g, &d, TP_BACKEND_DIST, p->desc.schedule, 1, &p->base);
+  if (rc == TP_EREJECT) return fp8_reject(p, "%s", tp_last_message());
+  TP_TRY(rc);
+  p->fused = linear_is_fused(&p->base);
+  if (p->fused && p->base.schedule != TP_SCHED_CE && p->base.schedule != TP_SCHED_SM)
+    return fp8_reject(p, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",
+                      tp_dtype_name(p->desc.dtype), tp_schedule_name(p->base.schedule));
+  return TP_OK;
+}
+
+/* This rank's GEMM shape and the buffers' sizes. */
+static tp_rc plan_shapes(tp_fp8_linear *p) {
+  const int64_t w = p->world, t = p->desc.tokens, s = t / w;
+  p->shard_rows = s;
+  p->m = t;
+  p->n = gathers(p) ? p->desc.out_features / w : p->desc.out_features;
+  p->k = gathers(p) ? p->desc.in_features : p->desc.in_features / w;
+  TP_TRY(tp_quant_scale_shape(p->format, TP_QROLE_ACT, p->m, p->k, &p->x_scales_shape));
+  TP_TRY(tp_quant_scale_shape(p->format, TP_QROLE_WEIGHT, p->n, p->k, &p->w_scales_shape));
+  if (gathers(p)) {
+    TP_TRY(tp_scale_gather_shape(p->format, s, p->k, p->world, &p->gather));
+    p->packet_bytes = room((size_t)(s * p->k)) + room(shard_scale_bytes(p));
+    p->comm_bytes =
+        (size_t)(w - 1) * (p->desc.comm == TP_COMM_FP8 ? (size_t)(s * p->k) + shard_scale_bytes(p)
+                                                       : (size_t)(s * p->k) * 2);
+    p->symm_bytes = p->fused ? (size_t)w * p->packet_bytes : 0;
+    return TP_OK;
+  }
+  TP_TRY(tp_quant_scale_shape(p->format, TP_QROLE_ACT, s, p->k, &p->block_scales_shape));
+  p->block_scale_room = room(tp_quant_scale_bytes(&p->block_scales_shape));
+  const size_t slot = (size_t)(s * p->n) * 2;
+  p->comm_bytes = (size_t)(w - 1) * slot;
+  p->symm_bytes = p->fused ? (size_t)(2 * w - 1) * slot : 0; /* W receive slots, W-1 staging */
+  return TP_OK;
+}
+
+tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
+  TP_TRY(check_rules(p));
+  if (p->desc.backend == TP_BACKEND_DIST) TP_TRY(plan_base(g, p));
+  TP_TRY(plan_shapes(p));
+  p->gemm_workspace_bytes = (size_t)32 << 20;
+  TP_TRY(tp_gemm_scaled_create(p->gemm_workspace_bytes, &p->gemm));
+  /* the fused pipelines run one GEMM per rank's rows, the rest one over all T */
+  const int64_t gemm_m = p->fused ? p->shard_rows : p->m;
+  return tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
+                                  sizeof p->reason);
+}
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+tp_rc fp8_comm_prepare(tp_group *g, tp_fp8_linear *p) {
+  const int64_t s = p->shard_rows;
+  if (gathers(p)) {
+    TP_TRY(fp8_device_alloc(p, (void **)&p->packet, p->packet_bytes));
+    p->shard_scales = p->packet + room((size_t)(s * p->k));
+    if (p->desc.comm == TP_COMM_FP8 && !p->fused)
+      TP_TRY(fp8_device_alloc(p, &p->gathered_scales, tp_scale_gather_bytes(&p->gather)));
+    if (p->desc.comm == TP_COMM_BF16)
+      TP_TRY(fp8_device_alloc(p, &p->gathered_x, (size_t)(p->m * p->k) * 2));
+  } else if (p->fused) {
+    TP_TRY(fp8_device_alloc(p, &p->block_scales, (size_t)p->world * p->block_scale_room));
+  } else {
+    TP_TRY(fp8_device_alloc(p, &p->partial, (size_t)(p->m * p->n) * 2));
+  }
+  /* collective: every rank reserves the same size in the same order */
+  if (p->fused) TP_TRY(tp_symm_reserve(linear_heap(g, &p->base), p->symm_bytes));
+  return TP_OK;
+}
+
+void fp8_comm_release(tp_fp8_linear *p) {
+  void *bufs[] = {p->packet, p->gathered_scales, p->gathered_x, p->partial, p->block_scales};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) tp_device_release(bufs[i]);
+}
+
+/* ---- the all-gather side --------------------------------------------------------------------- */
+
+/* The ranks' max of the local amax of a (tensorwise: 1 float; rows: one per row), into p->amax. */
+static tp_rc agree_amax(tp_group *g, tp_fp8_linear *p, const tp_quant_args *a,
+                        cudaStream_t stream) {
+  TP_TRY(tp_quant_local_amax_enqueue(a, p->amax, stream));
+  TP_NCCL(
+      ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+      g->nccl);
+  return TP_OK;
+}
+
+/* The local shard x [S, K] into the packet, after the agreement the format needs. */
+static tp_rc quantize_shard(tp_group *g, tp_fp8_linear *p, const void *x, cudaStream_t stream) {
+  tp_quant_args a = fp8_quant_args(p, TP_QROLE_ACT, x, p->shard_rows);
+  a.q = p->packet;
+  a.scales = p->shard_scales;
+  if (p->act_agreement != TP_AMAX_LOCAL) {
+    TP_TRY(agree_amax(g, p, &a, stream));
+    a.agreed_amax = p->amax;
+  }
+  return tp_quant_enqueue(&a, stream);
+}
+
+/* The fp8 all-gather: the shard's bytes into the whole X, its scales into
+ * the rank-major gathered buffer, one NCCL group. */
+static tp_rc gather_fp8(tp_group *g, tp_fp8_linear *p, cudaStream_t stream) {
+  TP_NCCL(ncclGroupStart(), g->nccl);
+  TP_NCCL(
+      ncclAllGather(p->packet, p->xq, (size_t)(p->shard_rows * p->k), ncclUint8, g->nccl, stream),
+      g->nccl);
+  TP_NCCL(ncclAllGather(p->shard_scales, p->gathered_scales, shard_scale_bytes(p), ncclUint8,
+                        g->nccl, stream),
+          g->nccl);
+  TP_NCCL(ncclGroupEnd(), g->nccl);
+  return TP_OK;
+}
+
+static tp_rc gather_bf16(tp_group *g, tp_fp8_linear *p, const void *x, cudaStream_t stream) {
+  TP_NCCL(ncclAllGather(x, p->gathered_x, (size_t)(p->shard_rows * p->k), ncclBfloat16, g->nccl,
+                        stream),
+          g->nccl);
+  return TP_OK;
+}
+
+/* Stock: the whole X [T, K] quantized, through the gather of desc.comm. */
+static tp_rc gather_side_input(tp_group *g, tp_fp8_linear *p, const void *x, cudaStream_t stream) {
+  if (p->desc.comm == TP_COMM_BF16) {
+    TP_TRY(gather_bf16(g, p, x, stream));
+    /* every rank quantizes the same whole: its own amax is the agreed one */
+    tp_quant_args a = fp8_quant_args(p, TP_QROLE_ACT, p->gathered_x, p->m);
+    a.q = p->xq;
+    a.scales = p->x_scales;
+    return tp_quant_enqueue(&a, stream);
+  }
+  TP_TRY(quantize_shard(g, p, x, stream));
+  TP_TRY(gather_fp8(g, p, stream));
+  return tp_quant_replace_gathered_enqueue(&p->gather, p->gathered_scales, p->x_scales, stream);
+}
+
+/* The scaled GEMMs of the rows of rank src's chunk, read from a packet. */
+static tp_rc chunk_gemms(tp_fp8_linear *p, const uint8_t *packet, int src, void *const *y,
+                         cudaStream_t stream) {
+  const int64_t s = p->shard_rows;
+  const void *scales = packet + room((size_t)(s * p->k));
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    void *rows = ptr_at(y[i], (size_t)((int64_t)src * s * p->n) * 2);
+    const tp_gemm_scaled_desc d = {p->format, s,        p->n,           p->k, packet,
+                                   scales,    p->wq[i], p->w_scales[i], rows, TP_GEMM_SCALED_FWD};
+    TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
+  }
+  return TP_OK;
+}
+
+/* dist_gemm's gather side: the quantized shard pushed whole to every peer,
+ * the local chunk's GEMMs at once, each peer's as it lands. */
+static tp_rc fused_gather_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y) {
+  const int rank = g->rank, world = g->world;
+  cudaStream_t main = g->main_stream;
+  TP_TRY(quantize_shard(g, p, x, main));
+  TP_TRY(linear_fork_to_comm(g, &p->base));
+  for (int step = 1; step < world; ++step) {
+    const int dst = (rank + step) % world;
+    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * p->packet_bytes);
+    TP_TRY(linear_push_chunk(g, &p->base, dst, to, p->packet, p->packet_bytes, 0, 0));
+  }
+  TP_TRY(chunk_gemms(p, p->packet, rank, y, main));
+  const uint8_t *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
+  for (int step = 1; step < world; ++step) {
+    const int src = (rank - step + world) % world;
+    TP_TRY(linear_wait_chunk(g, &p->base, src, 0, 0));
+    TP_TRY(chunk_gemms(p, own + (size_t)src * p->packet_bytes, src, y, main));
+  }
+  return linear_join_from_comm(g);
+}
+
+/* ---- the reduce-scatter side ----------------------------------------------------------------- */
+
+static tp_rc reduce_scatter(tp_group *g, tp_fp8_linear *p, void *y, cudaStream_t stream) {
+  TP_NCCL(ncclReduceScatter(p->partial, y, (size_t)(p->shard_rows * p->n), ncclBfloat16, ncclSum,
+                            g->nccl, stream),
+          g->nccl);
+  return TP_OK;
+}
+
+/* The row block of destination b [S, K/W] quantized on its own: the
+ * whole's rows bit for bit (blocks never cross a row; the amax agreed over
+ * the whole first). */
+static tp_rc quantize_block(tp_fp8_linear *p, const void *x, int b, cudaStream_t stream) {
+  const int64_t s = p->shard_rows, row0 = (int64_t)b * s;
+  tp_quant_args a = fp8_quant_args(p, TP_QROLE_ACT, cptr_at(x, (size_t)(row0 * p->k) * 2), s);
+  a.q = p->xq + row0 * p->k;
+  a.scales = ptr_at(p->block_scales, (size_t)b * p->block_scale_room);
+  if (p->act_agreement == TP_AMAX_AGREE_TENSOR) a.agreed_amax = p->amax;
+  if (p->act_agreement == TP_AMAX_AGREE_ROWS) a.agreed_amax = p->amax + row0;
+  return tp_quant_enqueue(&a, stream);
+}
+
+/* The partial of destination b's rows into out [S, N]. */
+static tp_rc block_gemm(tp_fp8_linear *p, int b, void *out, cudaStream_t stream) {
+  const int64_t s = p->shard_rows;
+  const tp_gemm_scaled_desc d = {p->format,
+                                 s,
+                                 p->n,
+                                 p->k,
+                                 p->xq + (int64_t)b * s * p->k,
+                                 cptr_at(p->block_scales, (size_t)b * p->block_scale_room),
+                                 p->wq[0],
+                                 p->w_scales[0],
+                                 out,
+                                 TP_GEMM_SCALED_FWD};
+  return tp_gemm_scaled_enqueue(p->gemm, &d, stream);
+}
+
+/* dist_gemm's scatter side: each peer's partial computed into staging and
+ * pushed while the next is computed, the local rows' partial into the own
+ * receive slot, then every rank's partial summed in rank order (fp32, one
+ * rounding) into y. */
+static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *y) {
+  const int rank = g->rank, world = g->world;
+  cudaStream_t main = g->main_stream;
+  if (p->act_agreement != TP_AMAX_LOCAL) {
+    const tp_quant_args whole = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
+    TP_TRY(agree_amax(g, p, &whole, main));
+  }
+  for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main));
+  TP_TRY(linear_fork_to_comm(g, &p->base));
+  const size_t slot = (size_t)(p->shard_rows * p->n) * 2;
+  char *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
+  for (int step = 1; step < world; ++step) {
+    const int dst = (rank + step) % world;
+    void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
+    TP_TRY(block_gemm(p, dst, staging, main));
+    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
+    TP_CUDA(cudaEventRecord(ready, main));
+    TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
+    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * slot);
+    TP_TRY(linear_push_chunk(g, &p->base, dst, to, staging, slot, 0, 0));
+  }
+  TP_TRY(block_gemm(p, rank, own + (size_t)rank * slot, main));
+  const void *parts[TP_MAX_WORLD];
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 0, 0));
+    parts[r] = own + (size_t)r * slot;
+  }
+  TP_CUDA(tp_launch_reduce_sum(TP_BF16, y, parts, world, slot / 2, main));
+  return linear_join_from_comm(g);
+}
+
+/* ---- entry points ---------------------------------------------------------------------------- */
+
+tp_rc fp8_comm_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x, cudaStream_t stream) {
+  if (gathers(p)) return gather_side_input(g, p, x, stream);
+  return fp8_quantize_local(g, p, x, stream);
+}
+
+tp_rc fp8_comm_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream) {
+  for (int i = 0; i < p->desc.n_weights; ++i) {
+    void *out = gathers(p) ? y[i] : p->partial;
+    const tp_gemm_scaled_desc d = {p->format,   p->m,     p->n,           p->k, p->xq,
+                                   p->x_scales, p->wq[i], p->w_scales[i], out,  TP_GEMM_SCALED_FWD};
+    TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &d, stream));
+  }
+  return TP_OK;
+}
+
+tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                          cudaStream_t stream) {
+  if (!gathers(p)) return reduce_scatter(g, p, y[0], stream);
+  if (p->desc.comm == TP_COMM_BF16) return gather_bf16(g, p, x, stream);
+  if (p->act_agreement != TP_AMAX_LOCAL) /* the agreement travels too (idempotent: a max) */
+    TP_NCCL(
+        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
+        g->nccl);
+  return gather_fp8(g, p, stream);
+}
+
+tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                       cudaStream_t stream) {
+  if (p->fused) {
+    if (stream != g->main_stream)
+      return TP_FAIL(TP_EINTERNAL, "fp8 dist_gemm runs on the group's main stream");
+    return gathers(p) ? fused_gather_forward(g, p, x, y) : fused_scatter_forward(g, p, x, y[0]);
+  }
+  if (p->desc.backend == TP_BACKEND_GEMM_ONLY) return fp8_comm_gemms(p, y, stream);
+  if (p->desc.backend == TP_BACKEND_COMM_ONLY) return fp8_comm_collective(g, p, x, y, stream);
+  TP_TRY(fp8_comm_quantize_input(g, p, x, stream));
+  TP_TRY(fp8_comm_gemms(p, y, stream));
+  return gathers(p) ? TP_OK : reduce_scatter(g, p, y[0], stream);
+}

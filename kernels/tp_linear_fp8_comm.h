@@ -1,0 +1,90 @@
+/*
+ * tp_linear_fp8_comm.h — the TP > 1 forward of the fp8 projection
+ * (tp_linear_fp8.h), internal to tp_linear_fp8*.c: what travels and how.
+ *
+ * All-gather side (ag_linear, ag_linear_multi; x [S, K] per rank):
+ *   comm fp8, stock   quantize the local shard (tensorwise: the ranks first
+ *                     agree on the amax, an NCCL all-reduce max, inside the
+ *                     timed step), one NCCL group of two all-gathers (the
+ *                     shard's fp8 bytes into the whole X, the shard's scale
+ *                     buffer into a rank-major gathered buffer), the
+ *                     scales re-placed into the whole's layout
+ *                     (tp_quant_replace_gathered_enqueue), scaled GEMMs m = T;
+ *   comm bf16, stock  NCCL all-gather of the bf16 shard, then the gathered
+ *                     whole quantized (every rank quantizes the same whole:
+ *                     nothing to agree on); the same bits as comm fp8;
+ *   dist_gemm (ce, sm; comm fp8 only) the local shard quantized into a
+ *                     private packet [fp8 rows | scales], pushed whole into
+ *                     every peer's symmetric workspace (slot rank), one flag;
+ *                     the local chunk's scaled GEMM at once, each peer's as
+ *                     its flag lands, each reading its own chunk's scales —
+ *                     the source rank's shard scales as that rank quantized
+ *                     them, so nothing is re-placed. One chunk per shard
+ *                     (chunks > 1 would need a chunk's piece of the shard's
+ *                     scale layout, which VEC128 and VEC32 do not have).
+ * Reduce-scatter side (linear_rs; x [T, K/W]): the fp8 GEMM of the local
+ *   partial (bf16), reduced in bf16 — comm_dtype does not apply:
+ *   stock             quantize x (tensorwise and fp8-row: amax agreed
+ *                     first), GEMM into a [T, N] bf16 partial, NCCL
+ *                     reduce-scatter (bf16 sum);
+ *   dist_gemm         the amax agreed, each destination's row block
+ *                     quantized on its own (the same bits as the whole's
+ *                     rows), its partial GEMM'd into staging and pushed
+ *                     while the next is computed; the local block's partial
+ *                     into the own receive slot; every rank's partial summed
+ *                     in rank order (fp32, one rounding) into y.
+ * The GEMM alone runs the scaled GEMMs on operands its `before` prepared;
+ * the collective alone times exactly what travels: the fp8 gather (bytes +
+ * scales, with the tensorwise agreement), the bf16 gather, or the bf16
+ * reduce-scatter.
+ */
+#ifndef TP_LINEAR_FP8_COMM_H
+#define TP_LINEAR_FP8_COMM_H
+
+#include "kernels/tp_linear_fp8.h"
+
+/* The TP > 1 part of the plan (p->world > 1): rules, shapes, cuBLASLt's
+ * answer for the GEMM shapes this backend runs. TP_EREJECT with p->reason. */
+TP_MUST_CHECK tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p);
+
+/* Buffers of the TP > 1 paths (and the symmetric workspace, collective). */
+TP_MUST_CHECK tp_rc fp8_comm_prepare(tp_group *g, tp_fp8_linear *p);
+
+/* X quantized as the GEMM over all this rank's rows reads it: gather side
+ * the whole [T, K] (through the communication of desc.comm), scatter side
+ * the local [T, K/W] (with the agreement). */
+TP_MUST_CHECK tp_rc fp8_comm_quantize_input(tp_group *g, tp_fp8_linear *p, const void *x,
+                                            cudaStream_t stream);
+
+/* The scaled GEMMs over all this rank's rows: y[i] (gather side) or the
+ * partial (scatter side). */
+TP_MUST_CHECK tp_rc fp8_comm_gemms(tp_fp8_linear *p, void *const *y, cudaStream_t stream);
+
+/* What travels, alone (the collective-alone reference). */
+TP_MUST_CHECK tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x,
+                                        void *const *y, cudaStream_t stream);
+
+/* The timed forward of p's backend. */
+TP_MUST_CHECK tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                                     cudaStream_t stream);
+
+/* Frees the TP > 1 buffers. */
+void fp8_comm_release(tp_fp8_linear *p);
+
+/* ---- tp_linear_fp8.c's helpers, shared with tp_linear_fp8_comm.c ---- */
+
+/* Writes the rejection into p->reason; TP_EREJECT with it as the last error. */
+TP_MUST_CHECK tp_rc fp8_reject(tp_fp8_linear *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A device buffer counted in p->quant_bytes. */
+TP_MUST_CHECK tp_rc fp8_device_alloc(tp_fp8_linear *p, void **out, size_t bytes);
+/* Floats of the agreed amax (0, 1, or m for rows). */
+size_t fp8_amax_floats(const tp_fp8_linear *p);
+/* The E4M3 quantization of [rows, p->k] bf16 src in role (q and scales for the caller). */
+tp_quant_args fp8_quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
+                             int64_t rows);
+/* x [m, k] quantized into xq and x_scales with the agreement act_agreement asks for. */
+TP_MUST_CHECK tp_rc fp8_quantize_local(tp_group *g, tp_fp8_linear *p, const void *x,
+                                       cudaStream_t stream);
+
+#endif /* TP_LINEAR_FP8_COMM_H */

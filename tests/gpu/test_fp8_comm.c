@@ -1,0 +1,559 @@
+/*
+ * test_fp8_comm.c — fp8 communication (issue 15) on the GPU.
+ *
+ * One GPU (gpu_fp8_comm), TP ranks simulated:
+ * - every format x TP 2, 4, 8 x shard layouts (rows below, at and above a
+ *   128-row tile, odd; columns with partial blocks, and an op set shape):
+ *   each rank's row shard quantized by the device kernel (tensorwise with
+ *   the ranks' agreed amax: each shard's local amax, their max), the
+ *   shards' data and stored scale buffers concatenated rank-major as
+ *   NCCL's all-gather delivers them, the scales re-placed by the device
+ *   kernel (tp_quant_replace_gathered_enqueue) into a poisoned buffer: data
+ *   and scales (padding included) equal quantizing the whole on the device
+ *   bit for bit, and equal the reference re-placement of the same gathered
+ *   bytes; a planted fault (an off-by-one in the rank stride) fails it for
+ *   every layout but tensorwise (whose one float is rank 0's);
+ * - each chunk's scaled GEMM reading its own chunk's scales (the source
+ *   rank's shard scales, what dist_gemm's pushes carry) against a float64
+ *   product of the dequantized operands, within tp_quant.h's bound, and
+ *   bit for bit equal to the rows of one GEMM over the whole with the
+ *   re-placed scales (what the ops harness holds dist_gemm to against
+ *   stock); a chunk GEMM given the next chunk's scales fails the bound
+ *   (row and block formats; tensorwise scales are equal by agreement).
+ * Two GPUs (gpu_fp8_comm_tp2; skipped with a message below 2 GPUs): the
+ * real paths of kernels/tp_linear_fp8_comm.h at TP 2 for fp8, fp8-row and
+ * fp8-block: stock with comm fp8 and comm bf16 give the same bits on the
+ * gather side, dist_gemm (ce and sm) gives stock's bits there, stock's
+ * output passes the float64 check, and on the scatter side dist_gemm's y
+ * lies within the bf16 sum's tolerance of stock's; the collective alone
+ * runs. Exit 77 (skipped) without a GPU.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/tp_device.h"
+#include "kernels/tp_gemm_scaled.h"
+#include "kernels/tp_linear_fp8.h"
+#include "kernels/tp_quant_device.h"
+#include "tests/gpu/gpu_harness.h"
+
+static int g_major, g_minor;
+
+/* ---- device memory ------------------------------------------------------------------------ */
+
+static void *dev_alloc(size_t bytes) {
+  void *p = NULL;
+  if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess)
+    fail_msg("cudaMalloc of %zu bytes failed", bytes);
+  return p;
+}
+
+static void *dev_upload(const void *host, size_t bytes) {
+  void *p = dev_alloc(bytes);
+  if (cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+    fail_msg("upload of %zu bytes failed", bytes);
+  return p;
+}
+
+static void *download(const void *dev, size_t bytes) {
+  void *h = malloc(bytes ? bytes : 1);
+  assert_non_null(h);
+  const cudaError_t err = cudaMemcpy(h, dev, bytes, cudaMemcpyDeviceToHost);
+  if (err != cudaSuccess) fail_msg("download: %s", cudaGetErrorString(err));
+  return h;
+}
+
+static void sync_ok(void) {
+  const cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) fail_msg("CUDA error: %s", cudaGetErrorString(err));
+}
+
+static void check_rc(tp_rc rc, const char *what) {
+  if (rc != TP_OK) fail_msg("%s: %s", what, tp_last_error());
+}
+
+/* bf16 values in [-1, 1) times 2^((row % 7) - 3): rows (and so chunks) differ in magnitude. */
+static uint16_t *random_bf16(int64_t rows, int64_t cols, uint64_t seed) {
+  float *f = malloc(sizeof(float) * (size_t)(rows * cols));
+  uint16_t *b = malloc(sizeof(uint16_t) * (size_t)(rows * cols));
+  assert_non_null(f);
+  assert_non_null(b);
+  gpu_fill_host(TP_FP32, f, (size_t)(rows * cols), seed, 1.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      b[r * cols + c] = gpu_float_to_bf16(ldexpf(f[r * cols + c], (int)(r % 7) - 3));
+  free(f);
+  return b;
+}
+
+/* ---- a simulated all-gather of quantized row shards ---------------------------------------- */
+
+static const tp_quant_format FORMATS[] = {TP_QFMT_FP8, TP_QFMT_FP8_ROW, TP_QFMT_FP8_BLOCK,
+                                          TP_QFMT_MXFP8};
+static const int TP_DEGREES[] = {2, 4, 8};
+static const int64_t SHARDS[][2] = {{3, 96}, {64, 256}, {130, 320}, {128, 4096}, {512, 1024}};
+
+/* The whole and its gathered shards, on the device. */
+typedef struct sim_gather {
+  tp_quant_format f;
+  int tp;
+  int64_t s, k; /* shard rows, columns */
+  tp_scale_gather g;
+  void *x;                   /* bf16 [tp s, k] */
+  uint8_t *q_whole, *q_gath; /* [tp s, k] */
+  void *s_whole, *s_gath;    /* the whole's scales; tp shard scale buffers */
+  void *s_placed;            /* re-placed from s_gath */
+  float *amax;               /* tp shards' local amax (tensorwise), then the agreed one */
+} sim_gather;
+
+static tp_quant_args quant(tp_quant_format f, const void *x, int64_t rows, int64_t k, uint8_t *q,
+                           void *scales, const float *agreed) {
+  const tp_quant_args a = {f, TP_QROLE_ACT, TP_FP8_E4M3, TP_BF16, x, rows, k, k, q, scales, agreed};
+  return a;
+}
+
+/* Tensorwise: the agreement an all-reduce max makes, from each shard's local amax. */
+static void agree(sim_gather *sg) {
+  for (int r = 0; r < sg->tp; ++r) {
+    const char *xr = (const char *)sg->x + (size_t)(r * sg->s * sg->k) * 2;
+    const tp_quant_args a = quant(sg->f, xr, sg->s, sg->k, NULL, NULL, NULL);
+    check_rc(tp_quant_local_amax_enqueue(&a, sg->amax + r, 0), "local amax");
+  }
+  sync_ok();
+  float *h = download(sg->amax, sizeof(float) * (size_t)sg->tp);
+  for (int r = 1; r < sg->tp; ++r) h[0] = fmaxf(h[0], h[r]);
+  if (cudaMemcpy(sg->amax, h, sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+    fail_msg("amax upload");
+  free(h);
+}
+
+static void sim_make(sim_gather *sg, tp_quant_format f, int tp, int64_t s, int64_t k,
+                     uint64_t seed) {
+  memset(sg, 0, sizeof *sg);
+  sg->f = f;
+  sg->tp = tp;
+  sg->s = s;
+  sg->k = k;
+  check_rc(tp_scale_gather_shape(f, s, k, tp, &sg->g), "gather shape");
+  const int64_t rows = s * tp;
+  uint16_t *hx = random_bf16(rows, k, seed);
+  sg->x = dev_upload(hx, sizeof(uint16_t) * (size_t)(rows * k));
+  free(hx);
+  const size_t whole = tp_quant_scale_bytes(&sg->g.whole),
+               shard = tp_quant_scale_bytes(&sg->g.shard);
+  sg->q_whole = dev_alloc((size_t)(rows * k));
+  sg->q_gath = dev_alloc((size_t)(rows * k));
+  sg->s_whole = dev_alloc(whole);
+  sg->s_gath = dev_alloc(tp_scale_gather_bytes(&sg->g));
+  sg->s_placed = dev_alloc(whole);
+  sg->amax = dev_alloc(sizeof(float) * (size_t)tp);
+  const tp_quant_args w = quant(f, sg->x, rows, k, sg->q_whole, sg->s_whole, NULL);
+  check_rc(tp_quant_enqueue(&w, 0), "quantize the whole");
+  if (f == TP_QFMT_FP8) agree(sg);
+  for (int r = 0; r < tp; ++r) {
+    const size_t row0 = (size_t)(r * s);
+    const tp_quant_args a =
+        quant(f, (const char *)sg->x + row0 * (size_t)k * 2, s, k, sg->q_gath + row0 * (size_t)k,
+              (char *)sg->s_gath + (size_t)r * shard, f == TP_QFMT_FP8 ? sg->amax : NULL);
+    check_rc(tp_quant_enqueue(&a, 0), "quantize a shard");
+  }
+  if (cudaMemset(sg->s_placed, 0xA5, whole) != cudaSuccess) fail_msg("poison");
+  check_rc(tp_quant_replace_gathered_enqueue(&sg->g, sg->s_gath, sg->s_placed, 0), "re-place");
+  sync_ok();
+}
+
+static void sim_free(sim_gather *sg) {
+  void *all[] = {sg->x, sg->q_whole, sg->q_gath, sg->s_whole, sg->s_gath, sg->s_placed, sg->amax};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) cudaFree(all[i]);
+}
+
+/* 0 when the gathered data and the re-placed scales are the whole's, bit for bit. */
+static int sim_mismatch(const sim_gather *sg, const void *placed_dev) {
+  const size_t data = (size_t)(sg->s * sg->tp * sg->k), whole = tp_quant_scale_bytes(&sg->g.whole);
+  uint8_t *qw = download(sg->q_whole, data), *qg = download(sg->q_gath, data);
+  void *sw = download(sg->s_whole, whole), *sp = download(placed_dev, whole);
+  const int bad = memcmp(qw, qg, data) != 0 ? 1 : memcmp(sw, sp, whole) != 0 ? 2 : 0;
+  free(qw);
+  free(qg);
+  free(sw);
+  free(sp);
+  return bad;
+}
+
+static void test_replace_on_device(void **state) {
+  (void)state;
+  int cases = 0, faults_caught = 0, faults_planted = 0;
+  for (size_t fi = 0; fi < sizeof FORMATS / sizeof FORMATS[0]; ++fi)
+    for (size_t ti = 0; ti < sizeof TP_DEGREES / sizeof TP_DEGREES[0]; ++ti)
+      for (size_t si = 0; si < sizeof SHARDS / sizeof SHARDS[0]; ++si) {
+        sim_gather sg;
+        sim_make(&sg, FORMATS[fi], TP_DEGREES[ti], SHARDS[si][0], SHARDS[si][1], 7 + si + ti);
+        const int bad = sim_mismatch(&sg, sg.s_placed);
+        if (bad)
+          fail_msg("%s TP %d shard %lldx%lld: %s differ from quantizing the whole",
+                   tp_quant_format_name(sg.f), sg.tp, (long long)sg.s, (long long)sg.k,
+                   bad == 1 ? "gathered data" : "re-placed scales");
+        /* the device kernel writes the reference's bytes */
+        const size_t whole = tp_quant_scale_bytes(&sg.g.whole);
+        void *gath = download(sg.s_gath, tp_scale_gather_bytes(&sg.g));
+        void *ref = malloc(whole), *dev = download(sg.s_placed, whole);
+        tp_quant_replace_gathered_ref(&sg.g, gath, ref);
+        assert_memory_equal(ref, dev, whole);
+        /* planted fault: each rank's buffer taken one element shorter (an off-by-one in the
+         * rank stride; reads stay inside the gathered buffer); tensorwise reads rank 0 only */
+        if (sg.g.shard.layout != TP_SCALE_SCALAR_F32) {
+          tp_scale_gather off = sg.g;
+          off.shard.stored -= 1;
+          check_rc(tp_quant_replace_gathered_enqueue(&off, sg.s_gath, sg.s_placed, 0), "fault");
+          sync_ok();
+          faults_planted++;
+          faults_caught += sim_mismatch(&sg, sg.s_placed) == 2;
+        }
+        free(gath);
+        free(ref);
+        free(dev);
+        sim_free(&sg);
+        cases++;
+      }
+  printf("  %d gathers (4 formats x TP 2/4/8 x 5 shard layouts) re-placed on the device bit for "
+         "bit; %d of %d planted off-by-one placements caught\n",
+         cases, faults_caught, faults_planted);
+  assert_int_equal(faults_caught, faults_planted);
+  assert_true(faults_planted > 0);
+}
+
+/* ---- each chunk's GEMM on its own scales ------------------------------------------------------
+ */
+
+static double *dequant(tp_quant_format f, tp_quant_role role, const void *q_dev, const void *s_dev,
+                       int64_t rows, int64_t k) {
+  tp_scale_shape sh;
+  check_rc(tp_quant_scale_shape(f, role, rows, k, &sh), "scale shape");
+  tp_quant_args a = {f, role, TP_FP8_E4M3, TP_BF16, NULL, rows, k, k, NULL, NULL, NULL};
+  a.q = download(q_dev, (size_t)(rows * k));
+  a.scales = download(s_dev, tp_quant_scale_bytes(&sh));
+  double *out = malloc(sizeof(double) * (size_t)(rows * k));
+  assert_non_null(out);
+  check_rc(tp_quant_dequant_ref(&a, out), "dequantize");
+  free(a.q);
+  free(a.scales);
+  return out;
+}
+
+/* Elements of y (bf16 [m, n]) outside the bound against dx · dwᵀ. */
+static long outside_bound(const uint16_t *y, const double *dx, const double *dw, int64_t m,
+                          int64_t n, int64_t k, const tp_fp8_accum_model *model, double *worst) {
+  long bad = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const tp_fp8_dot d = tp_fp8_dot_ref(dx + i * k, dw + j * k, k, model->group);
+      const double v = gpu_bf16_to_float(y[i * n + j]);
+      const double r =
+          isfinite(v) ? fabs(v - d.ref) / tp_fp8_gemm_tolerance(model, &d, k) : INFINITY;
+      if (r > *worst) *worst = r;
+      bad += r > 1.0;
+    }
+  return bad;
+}
+
+/* Chunk r's GEMM [s, n] into y rows r·s, from the gathered data and shard r's scales (or, for
+ * the planted fault, shard `scales_of`'s). */
+static void chunk_gemm(tp_gemm_scaled *g, const sim_gather *sg, int r, int scales_of,
+                       const uint8_t *wq, const void *ws, int64_t n, void *y) {
+  const size_t shard = tp_quant_scale_bytes(&sg->g.shard);
+  const tp_gemm_scaled_desc d = {sg->f,
+                                 sg->s,
+                                 n,
+                                 sg->k,
+                                 sg->q_gath + (size_t)(r * sg->s * sg->k),
+                                 (const char *)sg->s_gath + (size_t)scales_of * shard,
+                                 wq,
+                                 ws,
+                                 (char *)y + (size_t)(r * sg->s * n) * 2,
+                                 TP_GEMM_SCALED_FWD};
+  check_rc(tp_gemm_scaled_enqueue(g, &d, 0), "chunk GEMM");
+}
+
+static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, int64_t n,
+                       int64_t k, const tp_fp8_accum_model *model) {
+  char reason[400];
+  const int64_t m = s * tp;
+  if (tp_gemm_scaled_supported(g, f, s, n, k, reason, sizeof reason) != TP_OK ||
+      tp_gemm_scaled_supported(g, f, m, n, k, reason, sizeof reason) != TP_OK) {
+    printf("  %-9s: not run here (%s)\n", tp_quant_format_name(f), reason);
+    assert_true(f == TP_QFMT_MXFP8 && g_major < 10);
+    return;
+  }
+  sim_gather sg;
+  sim_make(&sg, f, tp, s, k, 40 + (uint64_t)tp);
+  uint16_t *hw = random_bf16(n, k, 77);
+  void *w = dev_upload(hw, sizeof(uint16_t) * (size_t)(n * k));
+  free(hw);
+  tp_scale_shape wsh;
+  check_rc(tp_quant_scale_shape(f, TP_QROLE_WEIGHT, n, k, &wsh), "weight scales");
+  uint8_t *wq = dev_alloc((size_t)(n * k));
+  void *ws = dev_alloc(tp_quant_scale_bytes(&wsh));
+  const tp_quant_args wa = {f, TP_QROLE_WEIGHT, TP_FP8_E4M3, TP_BF16, w, n, k, k, wq, ws, NULL};
+  check_rc(tp_quant_enqueue(&wa, 0), "quantize W");
+  const size_t ybytes = (size_t)(m * n) * 2;
+  void *y_chunks = dev_alloc(ybytes), *y_whole = dev_alloc(ybytes), *y_fault = dev_alloc(ybytes);
+  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, r, wq, ws, n, y_chunks);
+  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, (r + 1) % tp, wq, ws, n, y_fault);
+  const tp_gemm_scaled_desc whole = {f,           m,  n,  k,       sg.q_whole,
+                                     sg.s_placed, wq, ws, y_whole, TP_GEMM_SCALED_FWD};
+  check_rc(tp_gemm_scaled_enqueue(g, &whole, 0), "whole GEMM");
+  sync_ok();
+  double *dx = dequant(f, TP_QROLE_ACT, sg.q_whole, sg.s_whole, m, k);
+  double *dw = dequant(f, TP_QROLE_WEIGHT, wq, ws, n, k);
+  uint16_t *yc = download(y_chunks, ybytes), *yw = download(y_whole, ybytes),
+           *yf = download(y_fault, ybytes);
+  double worst = 0.0, worst_fault = 0.0;
+  const long bad = outside_bound(yc, dx, dw, m, n, k, model, &worst);
+  const long bad_fault = outside_bound(yf, dx, dw, m, n, k, model, &worst_fault);
+  const int same = memcmp(yc, yw, ybytes) == 0;
+  printf("  %-9s TP %d chunks of %lld rows, n=%lld k=%lld: %ld outside the bound (worst %.3g); "
+         "%s the whole GEMM's bits; next chunk's scales: %ld outside (worst %.3g)\n",
+         tp_quant_format_name(f), tp, (long long)s, (long long)n, (long long)k, bad, worst,
+         same ? "equal to" : "DIFFERENT from", bad_fault, worst_fault);
+  assert_int_equal(bad, 0);
+  if (!same)
+    fail_msg("chunk GEMMs differ from the whole GEMM's rows (the ops harness's exact rule)");
+  if (f != TP_QFMT_FP8) assert_true(bad_fault > 0);
+  free(dx);
+  free(dw);
+  free(yc);
+  free(yw);
+  free(yf);
+  void *all[] = {w, wq, ws, y_chunks, y_whole, y_fault};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) cudaFree(all[i]);
+  sim_free(&sg);
+}
+
+static void test_chunk_gemms(void **state) {
+  (void)state;
+  tp_gemm_scaled *g = NULL;
+  check_rc(tp_gemm_scaled_create((size_t)32 << 20, &g), "tp_gemm_scaled_create");
+  const tp_fp8_accum_model model = tp_fp8_accum_model_of(g_major, g_minor);
+  for (size_t fi = 0; fi < sizeof FORMATS / sizeof FORMATS[0]; ++fi) {
+    chunk_case(g, FORMATS[fi], 2, 128, 256, 512, &model);
+    chunk_case(g, FORMATS[fi], 4, 64, 128, 1024, &model);
+  }
+  tp_gemm_scaled_destroy(g);
+}
+
+/* ---- TP 2: the real paths -------------------------------------------------------------------- */
+
+typedef struct tp2_shape {
+  tp_op op;
+  int64_t t, n, k;
+} tp2_shape;
+
+/* This rank's bf16 tensors of one op (x, w, y), seeded by rank. */
+typedef struct tp2_tensors {
+  void *x, *w, *y;
+  size_t x_elems, w_elems, y_elems;
+} tp2_tensors;
+
+static int fail_rank(tp_group *g, const char *what, const char *detail) {
+  fprintf(stderr, "rank %d: %s: %s\n", g->rank, what, detail);
+  return 1;
+}
+
+/* A worker's CUDA call: a failure ends the worker (the harness sees its exit status). */
+static void cuda_ok(cudaError_t err, const char *what) {
+  if (err == cudaSuccess) return;
+  fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(err));
+  exit(1);
+}
+
+static void tp2_alloc(tp_group *g, const tp2_shape *sh, tp2_tensors *t) {
+  const int gather = tp_op_gathers(sh->op);
+  const int64_t w = g->world, s = sh->t / w;
+  t->x_elems = (size_t)(gather ? s * sh->k : sh->t * (sh->k / w));
+  t->w_elems = (size_t)(gather ? (sh->n / w) * sh->k : sh->n * (sh->k / w));
+  t->y_elems = (size_t)(gather ? sh->t * (sh->n / w) : s * sh->n);
+  cuda_ok(cudaMalloc(&t->x, t->x_elems * 2), "cudaMalloc x");
+  cuda_ok(cudaMalloc(&t->w, t->w_elems * 2), "cudaMalloc w");
+  cuda_ok(cudaMalloc(&t->y, t->y_elems * 2), "cudaMalloc y");
+  cuda_ok(tp_launch_fill_random(TP_BF16, t->x, t->x_elems, 100 + (uint64_t)g->rank, 1.0f,
+                                g->main_stream),
+          "fill x");
+  cuda_ok(tp_launch_fill_random(TP_BF16, t->w, t->w_elems, 200 + (uint64_t)g->rank, 0.03f,
+                                g->main_stream),
+          "fill w");
+  cuda_ok(cudaStreamSynchronize(g->main_stream), "synchronize");
+}
+
+/* One configuration's forward; its y downloaded into *out (malloc'd). */
+static int tp2_run(tp_group *g, tp_dtype dt, const tp2_shape *sh, tp_backend backend,
+                   tp_schedule sched, tp_comm_dtype comm, const tp2_tensors *t, uint16_t **out,
+                   tp_fp8_check *check) {
+  const tp_fp8_linear_desc d = {dt, sh->op, sh->t, sh->k, sh->n, 1, 0, backend, sched, 0, comm};
+  tp_fp8_linear p;
+  const void *w[1] = {t->w};
+  void *y[1] = {t->y};
+  tp_rc rc = tp_fp8_linear_plan(g, &d, &p);
+  if (rc == TP_OK) rc = tp_fp8_linear_prepare_group(g, &p, w, g->main_stream);
+  cuda_ok(cudaMemset(t->y, 0xff, t->y_elems * 2), "poison y");
+  if (rc == TP_OK && backend == TP_BACKEND_COMM_ONLY) {
+    rc = tp_fp8_linear_quantize_input(g, &p, t->x, g->main_stream);
+    if (rc == TP_OK) rc = tp_fp8_linear_gemms(&p, y, g->main_stream);
+    if (rc == TP_OK) rc = tp_fp8_linear_collective(g, &p, t->x, y, g->main_stream);
+  } else if (rc == TP_OK) {
+    rc = tp_fp8_linear_forward(g, &p, t->x, y, g->main_stream);
+  }
+  if (rc == TP_OK && cudaStreamSynchronize(g->main_stream) != cudaSuccess)
+    rc = TP_FAIL(TP_ECUDA, "synchronize");
+  if (rc == TP_OK && check) {
+    int major = 0, minor = 0;
+    cuda_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device), "cc");
+    cuda_ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device), "cc");
+    const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+    rc = tp_fp8_linear_check(&p, 0, t->x, t->w, t->y, 16, 64, &model, check);
+  }
+  if (rc == TP_OK) {
+    *out = malloc(t->y_elems * 2);
+    if (!*out) exit(1);
+    cuda_ok(cudaMemcpy(*out, t->y, t->y_elems * 2, cudaMemcpyDeviceToHost), "download y");
+  }
+  tp_fp8_linear_release(&p);
+  if (rc != TP_OK) {
+    char what[160];
+    snprintf(what, sizeof what, "%s %s %s %s comm %s", tp_dtype_name(dt), tp_op_name(sh->op),
+             tp_backend_name(backend), tp_schedule_name(sched), tp_comm_dtype_name(comm));
+    return fail_rank(g, what, tp_last_error());
+  }
+  return 0;
+}
+
+static int tp2_gather_side(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
+  tp2_tensors t;
+  tp2_alloc(g, sh, &t);
+  uint16_t *y_fp8 = NULL, *y_bf16 = NULL, *y_ce = NULL, *y_sm = NULL, *y_comm = NULL;
+  tp_fp8_check k;
+  int bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_FP8, &t, &y_fp8, &k);
+  if (!bad && (k.outside || k.nonfinite))
+    bad = fail_rank(g, tp_dtype_name(dt), "stock comm fp8 fails the float64 check");
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &y_bf16, NULL);
+  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_CE, TP_COMM_FP8, &t, &y_ce, NULL);
+  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_SM, TP_COMM_FP8, &t, &y_sm, NULL);
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_FP8, &t, &y_comm, NULL);
+  const size_t bytes = t.y_elems * 2;
+  if (!bad && memcmp(y_fp8, y_bf16, bytes) != 0)
+    bad = fail_rank(g, tp_dtype_name(dt), "comm fp8 and comm bf16 differ");
+  if (!bad && memcmp(y_fp8, y_ce, bytes) != 0)
+    bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm ce differs from stock");
+  if (!bad && memcmp(y_fp8, y_sm, bytes) != 0)
+    bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm sm differs from stock");
+  if (!bad && g->rank == 0)
+    printf("  %-9s %s TP 2: stock comm fp8 = comm bf16 = dist_gemm ce = sm, bit for bit; check "
+           "worst |err|/bound %.3g\n",
+           tp_dtype_name(dt), tp_op_name(sh->op), k.worst_ratio);
+  free(y_fp8);
+  free(y_bf16);
+  free(y_ce);
+  free(y_sm);
+  free(y_comm);
+  cudaFree(t.x);
+  cudaFree(t.w);
+  cudaFree(t.y);
+  return bad;
+}
+
+static int tp2_scatter_side(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
+  tp2_tensors t;
+  tp2_alloc(g, sh, &t);
+  uint16_t *y_stock = NULL, *y_ce = NULL, *y_comm = NULL;
+  tp_fp8_check k;
+  int bad = tp2_run(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_NONE, &t, &y_stock, &k);
+  if (!bad && (k.outside || k.nonfinite))
+    bad = fail_rank(g, tp_dtype_name(dt), "the stock partial fails the float64 check");
+  if (!bad) bad = tp2_run(g, dt, sh, TP_BACKEND_DIST, TP_SCHED_CE, TP_COMM_NONE, &t, &y_ce, NULL);
+  if (!bad)
+    bad = tp2_run(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, TP_COMM_NONE, &t, &y_comm, NULL);
+  /* two bf16 partials summed: NCCL rounds the sum once in bf16, dist_gemm sums in fp32 and
+   * rounds once too; both within 2^-7 of the larger of them plus the partials' own rounding */
+  double worst = 0.0;
+  for (size_t i = 0; !bad && i < t.y_elems; ++i) {
+    const double a = gpu_bf16_to_float(y_stock[i]), b = gpu_bf16_to_float(y_ce[i]);
+    if (!isfinite(a) || !isfinite(b)) {
+      bad = fail_rank(g, tp_dtype_name(dt), "non-finite scatter-side output");
+      break;
+    }
+    const double d = fabs(a - b) / (0x1p-7 * fmax(fabs(a), 1e-3));
+    if (d > worst) worst = d;
+  }
+  if (!bad && worst > 2.0) bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm y far from stock's");
+  if (!bad && g->rank == 0)
+    printf("  %-9s linear_rs TP 2: stock partial checked (worst %.3g), dist_gemm ce within %.3g "
+           "of the bf16 sum's step of stock's\n",
+           tp_dtype_name(dt), k.worst_ratio, worst);
+  free(y_stock);
+  free(y_ce);
+  free(y_comm);
+  cudaFree(t.x);
+  cudaFree(t.w);
+  cudaFree(t.y);
+  return bad;
+}
+
+static int tp2_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  (void)ctx;
+  const tp_dtype dtypes[] = {TP_FP8, TP_FP8_ROW, TP_FP8_BLOCK};
+  const tp2_shape gather = {TP_OP_AG_LINEAR, 1024, 1024, 1024};
+  const tp2_shape scatter = {TP_OP_LINEAR_RS, 1024, 1024, 1024};
+  int bad = 0;
+  for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
+    bad |= tp2_gather_side(g, dtypes[i], &gather);
+    bad |= tp2_scatter_side(g, dtypes[i], &scatter);
+  }
+  return bad;
+}
+
+static void test_tp2_paths(void **state) {
+  (void)state;
+  assert_int_equal(gpu_run_group(2, tp2_body, NULL), 0);
+}
+
+int main(int argc, char **argv) {
+  const int tp2 = argc > 1 && strcmp(argv[1], "tp2") == 0;
+  const int devices = gpu_device_count();
+  if (devices == 0) {
+    printf("no CUDA device: GPU test skipped\n");
+    return GPU_TEST_SKIP;
+  }
+  if (tp2) {
+    if (devices < 2) {
+      printf("TP 2 fp8 communication test skipped: %d GPU visible, it needs 2\n", devices);
+      return GPU_TEST_SKIP;
+    }
+    /* the workers meet CUDA in their own processes */
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_tp2_paths)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+  }
+  if (cudaSetDevice(0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&g_major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&g_minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess) {
+    printf("device 0 unusable\n");
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_replace_on_device),
+      cmocka_unit_test(test_chunk_gemms),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
