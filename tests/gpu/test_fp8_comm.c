@@ -127,7 +127,9 @@ static tp_quant_args quant(tp_quant_format f, const void *x, int64_t rows, int64
 static void agree(sim_gather *sg) {
   for (int r = 0; r < sg->tp; ++r) {
     const char *xr = (const char *)sg->x + (size_t)(r * sg->s * sg->k) * 2;
-    const tp_quant_args a = quant(sg->f, xr, sg->s, sg->k, NULL, NULL, NULL);
+    /* the amax reads x only; the arguments' check asks for the data and scale buffers the
+     * quantization that follows writes (the shard's own, as the worker passes them) */
+    const tp_quant_args a = quant(sg->f, xr, sg->s, sg->k, sg->q_gath, sg->s_gath, NULL);
     check_rc(tp_quant_local_amax_enqueue(&a, sg->amax + r, 0), "local amax");
   }
   sync_ok();
