@@ -31,7 +31,7 @@ tp_device_env
 tp_device_checkout_at_build_path "$build"
 log=$out/logs
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$log/host.txt" 2>&1
-(cd "$build" && ctest -R 'gpu_fsdp' --output-on-failure --timeout 300) > "$log/gpu-tests.txt" 2>&1
+(cd "$build" && ctest -R 'gpu_fsdp' -V --timeout 300) > "$log/gpu-tests.txt" 2>&1
 echo "gpu test (gpu_fsdp) exit $?"
 tail -n 4 "$log/gpu-tests.txt"
 grep -c ': ok$' "$log/gpu-tests.txt" | sed 's/^/checks ok: /'

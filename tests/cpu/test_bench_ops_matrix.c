@@ -503,6 +503,26 @@ static void test_symm_axis(void **state) {
   free(text);
   tp_ops_matrix_free(&m);
 
+  /* fp8's fused pushes run on the CUDA-IPC heap only: symm=nccl rejected with why, ipc runs */
+  tp_ops_spec fp8 = spec_with("8b", "qkv", "4096", "2", "ce", "");
+  assert_int_equal(tp_ops_spec_set_axis(&fp8, "dtype", "fp8-row"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&fp8, "symm", "ipc,nccl"), TP_OK);
+  assert_int_equal(tp_ops_expand(&fp8, &m), TP_OK);
+  int fp8_ipc = 0, fp8_nccl = 0;
+  for (int i = 0; i < m.n_configs; i++) {
+    const tp_ops_config *c = &m.configs[i];
+    if (c->backend != TP_BACKEND_DIST) continue;
+    if (c->symm == TP_SYMM_IPC && !c->rejected) fp8_ipc++;
+    if (c->symm == TP_SYMM_NCCL) {
+      assert_true(c->rejected);
+      assert_non_null(strstr(c->reason, "CUDA-IPC heap only"));
+      fp8_nccl++;
+    }
+  }
+  assert_true(fp8_ipc > 0);
+  assert_int_equal(fp8_nccl, fp8_ipc);
+  tp_ops_matrix_free(&m);
+
   assert_int_equal(tp_ops_spec_set_axis(&s, "symm", "nvshmem"), TP_OK);
   expect_usage(s, "unknown symm 'nvshmem' (valid: ipc, nccl)");
   assert_int_equal(tp_ops_spec_set_axis(&s, "symm", "nccl,nccl"), TP_OK);
