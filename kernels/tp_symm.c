@@ -163,14 +163,26 @@ static tp_rc check_mapping(const tp_symm *s, const uint64_t *words) {
   return TP_OK;
 }
 
+/* This rank's device idle, or the failing call named (a rank's local step
+ * whose result the ranks then agree on). */
+static tp_rc device_idle(void) {
+  cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess)
+    return TP_FAIL(TP_ECUDA, "cudaDeviceSynchronize: %s", cudaGetErrorString(err));
+  return TP_OK;
+}
+
 /* Collective: each rank's cookie into its buffer, every rank's read back
- * through the window, then the window zeroed once nobody reads it. */
+ * through the window, then the window zeroed once nobody reads it. The
+ * cookie's copy is waited for before the agreement: a copy from pageable
+ * memory may return before it lands, and a peer would read the old word. */
 static tp_rc map_peers(tp_symm *s, symm_region *r) {
   const uint64_t cookie = WINDOW_COOKIE(s->rank);
   tp_rc rc = TP_OK;
   cudaError_t err = cudaMemcpy(r->ptr[s->rank], &cookie, sizeof cookie, cudaMemcpyHostToDevice);
   if (err != cudaSuccess)
     rc = TP_FAIL(TP_ECUDA, "cudaMemcpy of the window's cookie: %s", cudaGetErrorString(err));
+  if (rc == TP_OK) rc = device_idle();
   TP_TRY(agree(s, rc, "symm=nccl: writing the window's cookie", r->bytes));
   uint64_t words[TP_MAX_WORLD];
   err = tp_symm_nccl_peers(r->window, s->world, r->mapped, words);
@@ -181,8 +193,12 @@ static tp_rc map_peers(tp_symm *s, symm_region *r) {
   TP_TRY(agree(s, rc, "symm=nccl: reading every rank's window through NCCL's pointers", r->bytes));
   for (int p = 0; p < s->world; ++p)
     if (p != s->rank) r->ptr[p] = r->mapped[p];
-  TP_CUDA(cudaMemset(r->ptr[s->rank], 0, r->bytes));
-  return TP_OK;
+  /* agreed too: a rank returning here alone would leave its peers in the next exchange */
+  err = cudaMemset(r->ptr[s->rank], 0, r->bytes);
+  rc = err == cudaSuccess
+           ? device_idle()
+           : TP_FAIL(TP_ECUDA, "cudaMemset of the window: %s", cudaGetErrorString(err));
+  return agree(s, rc, "symm=nccl: zeroing the window", r->bytes);
 }
 
 /* This rank's NCCL window memory (or the planted failure), adopted by the
@@ -222,11 +238,7 @@ static tp_rc region_map(tp_symm *s, symm_region *r, size_t bytes, int workspace)
 
 /* Every rank's pad is zeroed before anyone may signal into it. */
 static tp_rc meet_after_pads(tp_symm *s) {
-  tp_rc rc = TP_OK;
-  cudaError_t err = cudaDeviceSynchronize();
-  if (err != cudaSuccess)
-    rc = TP_FAIL(TP_ECUDA, "cudaDeviceSynchronize: %s", cudaGetErrorString(err));
-  return agree(s, rc, "zeroing the signal pads", s->pads.bytes);
+  return agree(s, device_idle(), "zeroing the signal pads", s->pads.bytes);
 }
 
 static tp_rc symm_create(int rank, int world, tp_symm_transport transport, ncclComm_t comm,
@@ -300,15 +312,14 @@ tp_rc tp_symm_reserve(tp_symm *s, size_t bytes) {
       return TP_FAIL(TP_EINTERNAL,
                      "ranks disagree on the workspace size: rank %d asks %llu, rank %d asks %llu",
                      s->rank, (unsigned long long)mine, p, (unsigned long long)all[p]);
-  /* Nobody may still be reading or writing the old buffer. */
-  TP_CUDA(cudaDeviceSynchronize());
-  char token = 1, tokens[TP_MAX_WORLD];
-  TP_TRY(s->exchange(s->ctx, &token, 1, tokens));
+  /* Nobody may still be reading or writing the old buffer. Both meetings
+   * are agreements: a rank whose synchronisation failed returning alone
+   * would leave its peers in the exchange. */
+  TP_TRY(agree(s, device_idle(), "idling the device before the workspace grows", rounded));
   size_t old = s->work.bytes;
   region_unmap(s, &s->work);
   TP_TRY(region_map(s, &s->work, rounded, 1));
-  TP_CUDA(cudaDeviceSynchronize());
-  TP_TRY(s->exchange(s->ctx, &token, 1, tokens));
+  TP_TRY(agree(s, device_idle(), "the grown workspace zeroed on every rank", rounded));
   s->grow_count++;
   TP_LOGI("symm", "%s workspace grew from %zu to %zu bytes (growth %d)",
           tp_symm_transport_name(s->transport), old, s->work.bytes, s->grow_count);
