@@ -193,8 +193,6 @@ int tp_fp8_layer_dist_gemm_rejection(const tp_fp8_layer *l, tp_schedule schedule
                                      char *reason, size_t cap) {
   const tp_fp8_case c = {l->dtype, TP_OP_AG_LINEAR, l->tokens, l->dim, l->dim,
                          l->tp,    l->pass,         l->comm};
-  char why[320];
-  if (!tp_fp8_dist_gemm_rejection(&c, schedule, chunks, why, sizeof why)) return 0;
-  snprintf(reason, cap, "%s layers: %s", tp_dtype_name(l->dtype), why);
-  return 1;
+  /* the op's reason as it stands: it names the dtype, the schedule or chunks, and why */
+  return tp_fp8_dist_gemm_rejection(&c, schedule, chunks, reason, cap);
 }
