@@ -69,6 +69,8 @@ tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_schedule reque
     tp_rc rc = tp_fp8_linear_plan(g, &d, &p->fp8->lin[i]);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
     p->comm_bytes += p->fp8->lin[i].comm_bytes;
+    /* the fused pipelines carve the group's heap from offset 0: the block reserves the max */
+    if (p->fp8->lin[i].symm_bytes > p->symm_bytes) p->symm_bytes = p->fp8->lin[i].symm_bytes;
   }
   return TP_OK;
 }
