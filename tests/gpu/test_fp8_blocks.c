@@ -1,6 +1,7 @@
 /*
  * test_fp8_blocks.c — the fp8 layers of `tpbench run` (bench/gpu/
- * block_fp8.h, what layer_worker.c's fp8 items run) at TP 1 on one GPU:
+ * block_fp8.h, what layer_worker.c's fp8 items run) at TP 1 on one GPU, and
+ * their forward at TP 2 (below). At TP 1:
  * the attention block, the FFN block and the transformer block, forward
  * and forward+backward, with their four TP projections in fp8, fp8-row and
  * fp8-block (everything else bf16), on a small model whose projections are
@@ -32,9 +33,28 @@
  *   projection's output).
  * mxfp8 is rejected at plan time below sm_100 with cuBLASLt's answer
  * (naming the heuristic and the format, prefixed by the projection); on
- * sm_100 it runs the same checks. dist_gemm is rejected for every format
- * as ops rejects it. Each check prints one line. Exit 77 (skipped) without a
- * GPU.
+ * sm_100 it runs the same checks. dist_gemm is rejected at TP 1 for every
+ * format (nothing to gather or scatter).
+ *
+ * At TP 2 (the second half; reported skipped below 2 GPUs), the forward of
+ * each layer and format with 4 KV heads (each rank's key and value heads
+ * whole 128-row blocks):
+ * - the stock fp8 layer with comm_dtype fp8: every output finite, each
+ *   projection's check (wo and w2 judge their local partial before the bf16
+ *   reduce-scatter, w13 its y, qkv none: RoPE), against the TP 2 bf16 layer
+ *   within the TP 1 bounds, and the planted faults as at TP 1;
+ * - comm_dtype bf16 (the bf16 shard gathered, the whole quantized) gives the
+ *   comm_dtype fp8 layer's outputs bit for bit (the agreed amax is the
+ *   whole's; row and block scales never cross a rank's rows);
+ * - dist_gemm ce and sm against the stock layer within the harness's layer
+ *   tolerance, tp_numerics_tolerance(bf16, 512, 2, 5) (the gather side is
+ *   bit-identical by design; the scatter side sums the bf16 partials in
+ *   fp32 in rank order, NCCL in its own: at W = 2 both round a + b once, so
+ *   equal bits are expected; the count of differing elements is printed);
+ * - the GEMMs alone and the collectives alone run after a quantizing step;
+ * - rejected, each with its reason: fwd+bwd, dist_gemm ring, chunks 2,
+ *   symm=nccl and comm_dtype bf16, sp off.
+ * Each check prints one line. Exit 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
