@@ -220,7 +220,8 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
-  if (tp_dtype_is_fp8(shape->proj_dtype)) TP_TRY(tp_block_fp8_plan(g, backend, requested, chunks, out));
+  if (tp_dtype_is_fp8(shape->proj_dtype))
+    TP_TRY(tp_block_fp8_plan(g, backend, requested, chunks, out));
   else TP_TRY(plan_projections(g, requested, chunks, out));
   if (!shape->backward) return TP_OK;
   tp_activation_set kept;

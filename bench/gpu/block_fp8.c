@@ -65,7 +65,8 @@ tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_schedule reque
   if (!p->fp8) return TP_FAIL(TP_EOOM, "no host memory for the fp8 projections");
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i]) continue;
-    const tp_fp8_linear_desc d = fp8_desc(s, (tp_block_proj)i, g->world, backend, requested, chunks);
+    const tp_fp8_linear_desc d =
+        fp8_desc(s, (tp_block_proj)i, g->world, backend, requested, chunks);
     tp_rc rc = tp_fp8_linear_plan(g, &d, &p->fp8->lin[i]);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
     p->comm_bytes += p->fp8->lin[i].comm_bytes;

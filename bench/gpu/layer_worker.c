@@ -24,8 +24,12 @@
  * of the case that was not recorded, leaving out the one that was running.
  *
  * An fp8 layer (issue 15, block_fp8.h) keeps bf16 tensors and runs its four
- * projections in the format: the stock layer quantizes in its timed step,
- * the GEMMs alone read operands a full step quantized in `before`. Besides
+ * projections in the format: the stock layer quantizes in its timed step
+ * (at TP > 1 through the fp8 communication of its projections, qkv and w13
+ * gathering the case's comm_dtype, dist_gemm pushing fp8 chunks), the GEMMs
+ * alone and the collectives alone read operands a full step quantized in
+ * `before`. dist_gemm's fp8 layer is held to the stock fp8 layer's outputs
+ * with the layers' usual tolerance (docs/NOTES.md says why it holds). Besides
  * the harness's finite check of every output, the stock fp8 layer judges
  * itself: each projection's outputs against float64 products of its
  * dequantized operands ("qkv:fp64", judged as ops judges an fp8 op), then
@@ -546,11 +550,10 @@ static tp_schedule_choice fp8_choice(const tp_fp8_linear *l, const char *name) {
   if (l->fused)
     return (tp_schedule_choice){name, tp_schedule_name(l->base.schedule), tp_plan_engine(&l->base),
                                 1, l->base.reason};
-  const char *what = !tp_op_gathers(l->desc.op)
-                         ? "NCCL reduce-scatter of the fp8 GEMM's bf16 partials"
-                     : l->desc.comm == TP_COMM_FP8
-                         ? "NCCL all-gather of the fp8 shard and its scales"
-                         : "NCCL all-gather of the bf16 shard, then quantized";
+  const char *what =
+      !tp_op_gathers(l->desc.op)    ? "NCCL reduce-scatter of the fp8 GEMM's bf16 partials"
+      : l->desc.comm == TP_COMM_FP8 ? "NCCL all-gather of the fp8 shard and its scales"
+                                    : "NCCL all-gather of the bf16 shard, then quantized";
   return (tp_schedule_choice){name, "nccl", "nccl", 1, what};
 }
 

@@ -191,8 +191,8 @@ int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
 
 int tp_fp8_layer_dist_gemm_rejection(const tp_fp8_layer *l, tp_schedule schedule, int chunks,
                                      char *reason, size_t cap) {
-  const tp_fp8_case c = {l->dtype, TP_OP_AG_LINEAR, l->tokens, l->dim, l->dim,
-                         l->tp,    l->pass,         l->comm};
+  const tp_fp8_case c = {l->dtype, TP_OP_AG_LINEAR, l->tokens, l->dim,
+                         l->dim,   l->tp,           l->pass,   l->comm};
   /* the op's reason as it stands: it names the dtype, the schedule or chunks, and why */
   return tp_fp8_dist_gemm_rejection(&c, schedule, chunks, reason, cap);
 }

@@ -36,7 +36,7 @@ static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
 static const char *const stock_values[] = {"plain", "window"};        /* tp_stock_vocab's names */
 static const char *const symm_values[] = {"ipc", "nccl"};             /* tp_symm_vocab's names */
-static const char *const comm_values[] = {"bf16", "fp8"}; /* tp_comm_dtype after NONE */
+static const char *const comm_values[] = {"bf16", "fp8"};             /* tp_comm_dtype after NONE */
 
 const char *tp_layer_graph_name(const tp_layer_case *c) {
   return graph_values[c->graph_mixed ? 2 : c->graph ? 1 : 0];
@@ -352,9 +352,8 @@ static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
  * as ops applies to each of them. */
 static tp_fp8_layer fp8_layer_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
-  const tp_fp8_layer l = {c->dtype,      c->layer,    c->tokens,     m->dim, m->n_heads,
-                          m->n_kv_heads, m->head_dim, m->ffn_hidden, c->tp,  c->pass,
-                          c->sp,         c->comm};
+  const tp_fp8_layer l = {c->dtype,    c->layer,      c->tokens, m->dim,  m->n_heads, m->n_kv_heads,
+                          m->head_dim, m->ffn_hidden, c->tp,     c->pass, c->sp,      c->comm};
   return l;
 }
 
@@ -626,9 +625,9 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
 }
 
 /* The case axes, outermost first; each index runs over that axis's list. */
-static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP,   A_COMM,
-                                      A_BATCH, A_SEQLEN, A_SP,   A_PASS, A_SAVE,
-                                      A_GRAPH, A_DP,     A_AC,   A_FSDP_TRAFFIC};
+static const int case_axis_order[] = {A_MODEL, A_LAYER,  A_DTYPE, A_TP,          A_COMM,
+                                      A_BATCH, A_SEQLEN, A_SP,    A_PASS,        A_SAVE,
+                                      A_GRAPH, A_DP,     A_AC,    A_FSDP_TRAFFIC};
 enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }

@@ -128,14 +128,14 @@ typedef struct tp_layer_case {
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
-  int dp;           /* data-parallel degree: the mesh is dp × tp */
-  tp_ac ac;         /* activation checkpointing */
-  int graph_mixed;  /* graph=mixed (graph is 1 too) */
-  int fsdp_traffic; /* fsdp_traffic=on: FSDP's collectives beside a dp 1 layer */
+  int dp;             /* data-parallel degree: the mesh is dp × tp */
+  tp_ac ac;           /* activation checkpointing */
+  int graph_mixed;    /* graph=mixed (graph is 1 too) */
+  int fsdp_traffic;   /* fsdp_traffic=on: FSDP's collectives beside a dp 1 layer */
   tp_comm_dtype comm; /* what an fp8 layer's gathering projections move at TP > 1 with sp;
                          NONE everywhere else */
-  int mix_group;    /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
-                       cases of one mix are adjacent, ascending in tokens. -1: none */
+  int mix_group;      /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
+                         cases of one mix are adjacent, ascending in tokens. -1: none */
   int first_config, n_configs;
 } tp_layer_case;
 

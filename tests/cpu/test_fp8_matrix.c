@@ -398,12 +398,12 @@ static void test_layers_tp_over_1(void **state) {
     const tp_layer_config *cfg = &m.configs[i];
     const tp_layer_case *c = &m.cases[cfg->case_index];
     assert_int_equal(cfg->planned, 0);
-    const char *words = !c->sp                           ? "with sp off: the fp8 projections'"
+    const char *words = !c->sp                          ? "with sp off: the fp8 projections'"
                         : tp_pass_has_backward(c->pass) ? "the fp8 backward is not implemented"
-                                                         : tp_over_1_rejection(cfg, c);
+                                                        : tp_over_1_rejection(cfg, c);
     if (!words) {
-      if (cfg->rejected) fail_msg("%s %s rejected: %s", cfg->axes.dtype, cfg->axes.backend,
-                                  cfg->reason);
+      if (cfg->rejected)
+        fail_msg("%s %s rejected: %s", cfg->axes.dtype, cfg->axes.backend, cfg->reason);
       runs[cfg->backend]++;
     } else {
       assert_int_equal(cfg->rejected, 1);
@@ -431,12 +431,12 @@ static void test_layers_tp_over_1(void **state) {
   /* the rule functions alone: dist_gemm's layer at TP 1 meets nothing of fp8's (the matrix
    * rejects it for TP 1); bf16 never */
   char reason[400] = "";
-  const tp_fp8_layer one = {TP_FP8, TP_LAYER_BLOCK, 4096, 4096, 32, 8, 128, 14336, 1,
-                            TP_PASS_FWD, 1, TP_COMM_NONE};
+  const tp_fp8_layer one = {TP_FP8, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                            128,    14336,          1,    TP_PASS_FWD, 1,  TP_COMM_NONE};
   assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&one, TP_SCHED_RING, 4, reason, sizeof reason),
                    0);
-  const tp_fp8_layer bf16 = {TP_BF16, TP_LAYER_BLOCK, 4096, 4096, 32, 8, 128, 14336, 2,
-                             TP_PASS_FWD, 1, TP_COMM_BF16};
+  const tp_fp8_layer bf16 = {TP_BF16, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                             128,     14336,          2,    TP_PASS_FWD, 1,  TP_COMM_BF16};
   assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&bf16, TP_SCHED_RING, 4, reason, sizeof reason),
                    0);
   /* a comm_dtype at TP 1, none at TP 2: each named */
@@ -475,9 +475,12 @@ static void test_layers_fsdp_rejected(void **state) {
 /* A model of its own: dim, heads, KV heads, head dim, FFN. */
 static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
                               int64_t kv, int64_t hd, int64_t ffn) {
-  const tp_fp8_layer l = {dtype, layer, 4096, dim,
-                          heads, kv, hd, ffn,
-                          tp, TP_PASS_FWD_BWD, 1, tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
+  const tp_fp8_layer l = {dtype, layer,
+                          4096,  dim,
+                          heads, kv,
+                          hd,    ffn,
+                          tp,    TP_PASS_FWD_BWD,
+                          1,     tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
   return l;
 }
 

@@ -873,8 +873,8 @@ static void test_comm_dtype_axis(void **state) {
   (void)state;
   tp_layer_matrix m;
   tp_layer_spec s = spec_with("model=8b", "layer=ffn", "dtype=bf16,fp8", "tp=2", "sp=off,on",
-                              "comm_dtype=bf16,fp8", "seqlen=4096,2048", "graph=mixed",
-                              "pass=fwd", "stock=plain", "backend=stock", NULL);
+                              "comm_dtype=bf16,fp8", "seqlen=4096,2048", "graph=mixed", "pass=fwd",
+                              "stock=plain", "backend=stock", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_cases, 10);
   assert_int_equal(m.n_mixes, 5);

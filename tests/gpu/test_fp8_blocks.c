@@ -454,8 +454,7 @@ static double layer_tolerance(int world) {
 
 /* A plan at TP 2 that must be rejected with words in its reason. */
 static int expect_rejected(tp_group *g, const tp_block_shape *s, tp_backend backend,
-                           tp_schedule schedule, int chunks, const char *words,
-                           const char *what) {
+                           tp_schedule schedule, int chunks, const char *words, const char *what) {
   tp_block_plan p;
   const tp_rc rc = tp_block_plan_make(g, s, backend, schedule, chunks, &p);
   const int ok = rc == TP_EREJECT && strstr(tp_last_message(), words);
@@ -478,8 +477,8 @@ static int tp2_rejections(const fp8_case *c) {
   bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 2,
                          "an fp8 shard travels whole with its scales", c->what);
   s.symm = TP_SYMM_NCCL;
-  bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 0, "the CUDA-IPC heap only",
-                         c->what);
+  bad |=
+      expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 0, "the CUDA-IPC heap only", c->what);
   s.symm = TP_SYMM_IPC;
   s.comm = TP_COMM_BF16;
   bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 0,
