@@ -220,7 +220,8 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
-  if (tp_dtype_is_fp8(shape->proj_dtype)) TP_TRY(tp_block_fp8_plan(g, backend, out));
+  if (tp_dtype_is_fp8(shape->proj_dtype))
+    TP_TRY(tp_block_fp8_plan(g, backend, requested, chunks, out));
   else TP_TRY(plan_projections(g, requested, chunks, out));
   if (!shape->backward) return TP_OK;
   tp_activation_set kept;
@@ -238,7 +239,7 @@ tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
 }
 
 int tp_block_transfers(const tp_block_plan *p) {
-  if (p->fp8) return 0; /* TP 1: fp8 communication is not implemented */
+  if (p->fp8) return 0; /* the fp8 projections' pushes are not counted as transfers */
   const int forwards = p->shape.ac == TP_AC_FULL ? 2 : 1;
   int n = 0;
   for (int i = 0; i < TP_N_PROJ; ++i)

@@ -89,6 +89,8 @@ typedef struct tp_block_shape {
   tp_rs_sum rs_sum;       /* dist_gemm's reduce-scatter sum in every projection (tp_linear_desc) */
   tp_symm_transport symm; /* dist_gemm's symmetric memory in every projection (tp_linear_desc);
                              IPC for the other backends */
+  tp_comm_dtype comm;     /* an fp8 layer at TP > 1: what qkv and w13 gather (bf16 or fp8;
+                             block_fp8.h); NONE otherwise */
 } tp_block_shape;
 
 /* The block's TP projections, in layer order. */

@@ -21,35 +21,57 @@
 
 /* ---- plan, prepare, release ------------------------------------------------------------ */
 
-static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj) {
+/* The projection's fp8 plan: the layer's backend, schedule and chunks; at
+ * TP > 1 the gathering projections (qkv, w13) move the layer's comm_dtype,
+ * the reduce-scatter ones (wo, w2) none (their bf16 partials are reduced). */
+static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj, int world,
+                                   tp_backend backend, tp_schedule schedule, int chunks) {
   const tp_linear_desc d = tp_block_proj_desc(s, proj);
-  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,    d.in_features,
-                                d.out_features, d.n_weights, d.backward,  TP_BACKEND_STOCK,
-                                TP_SCHED_AUTO,  0,           TP_COMM_NONE};
+  const tp_comm_dtype comm = world > 1 && tp_op_gathers(d.op) ? s->comm : TP_COMM_NONE;
+  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,   d.in_features,
+                                d.out_features, d.n_weights, d.backward, backend,
+                                schedule,       chunks,      comm};
   return f;
 }
 
-tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_block_plan *p) {
-  const tp_block_shape *s = &p->shape;
+/* The matrix's rules (fp8_rules.h) again where the plan is made, for what
+ * the projection's own plan cannot see: the layer's sp and symm. */
+static tp_rc check_layer_rules(const tp_group *g, tp_backend backend, const tp_block_shape *s) {
+  const char *dt = tp_dtype_name(s->proj_dtype);
   if (s->dtype != TP_BF16)
-    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s",
-                   tp_dtype_name(s->proj_dtype), tp_dtype_name(s->dtype));
-  /* as ops' fp8 items: the stock op and its GEMMs alone exist, nothing else */
-  if (backend != TP_BACKEND_STOCK && backend != TP_BACKEND_GEMM_ONLY)
-    return TP_FAIL(TP_EREJECT, "%s: %s is not implemented for the fp8 formats",
-                   tp_dtype_name(s->proj_dtype), tp_backend_axis(backend));
-  if (g->world > 1) /* the matrix's rule (fp8_rules.h), again where the plan is made */
+    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s", dt,
+                   tp_dtype_name(s->dtype));
+  /* TP 1, as ops' fp8 items: the stock op and its GEMMs alone (nothing travels) */
+  if (g->world == 1 && backend != TP_BACKEND_STOCK && backend != TP_BACKEND_GEMM_ONLY)
+    return TP_FAIL(TP_EREJECT, "%s at TP 1: %s has nothing to gather or scatter", dt,
+                   tp_backend_axis(backend));
+  if (g->world > 1 && !s->sp)
     return TP_FAIL(TP_EREJECT,
-                   "%s layers at TP %d: the layers' projections do not run fp8 communication "
-                   "yet (ops does); never run as bf16",
-                   tp_dtype_name(s->proj_dtype), g->world);
+                   "%s layers at TP %d with sp off: the fp8 projections' communication gathers "
+                   "and reduce-scatters sequence-sharded rows (sp on only; never run as bf16)",
+                   dt, g->world);
+  if (backend == TP_BACKEND_DIST && s->symm == TP_SYMM_NCCL)
+    return TP_FAIL(TP_EREJECT,
+                   "symm=nccl: the fp8 projections' fused pushes (kernels/tp_linear_fp8_comm.c) "
+                   "run over the CUDA-IPC heap only");
+  return TP_OK;
+}
+
+tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_schedule requested, int chunks,
+                        tp_block_plan *p) {
+  const tp_block_shape *s = &p->shape;
+  TP_TRY(check_layer_rules(g, backend, s));
   p->fp8 = calloc(1, sizeof *p->fp8);
   if (!p->fp8) return TP_FAIL(TP_EOOM, "no host memory for the fp8 projections");
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i]) continue;
-    const tp_fp8_linear_desc d = fp8_desc(s, (tp_block_proj)i);
+    const tp_fp8_linear_desc d =
+        fp8_desc(s, (tp_block_proj)i, g->world, backend, requested, chunks);
     tp_rc rc = tp_fp8_linear_plan(g, &d, &p->fp8->lin[i]);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
+    p->comm_bytes += p->fp8->lin[i].comm_bytes;
+    /* the fused pipelines carve the group's heap from offset 0: the block reserves the max */
+    if (p->fp8->lin[i].symm_bytes > p->symm_bytes) p->symm_bytes = p->fp8->lin[i].symm_bytes;
   }
   return TP_OK;
 }
@@ -81,7 +103,9 @@ tp_rc tp_block_prepare_fp8(tp_group *g, const tp_block_plan *p, const tp_block_t
     if (!p->has[i]) continue;
     const void *w[TP_MAX_WEIGHTS] = {NULL};
     proj_weights(t, (tp_block_proj)i, w);
-    tp_rc rc = tp_fp8_linear_prepare(&p->fp8->lin[i], w, g->main_stream);
+    /* at TP > 1 also the communication's buffers and a fused pipeline's
+     * symmetric workspace (collective: every rank, the same order) */
+    tp_rc rc = tp_fp8_linear_prepare_group(g, &p->fp8->lin[i], w, g->main_stream);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
   }
   return TP_OK;
@@ -105,7 +129,13 @@ tp_rc tp_block_proj_forward(tp_group *g, const tp_block_plan *p, tp_block_proj p
                             const tp_linear_tensors *t) {
   if (!p->fp8) return tp_linear_forward(g, &p->proj[proj], t);
   tp_fp8_linear *lin = &p->fp8->lin[proj];
-  if (gemms_only(p)) return tp_fp8_linear_gemms(lin, t->y, g->main_stream);
+  if (p->fp8->quantize) { /* a reference's `before`: what a stock step leaves them to read */
+    TP_TRY(tp_fp8_linear_quantize_input(g, lin, t->x, g->main_stream));
+    return tp_fp8_linear_gemms(lin, t->y, g->main_stream);
+  }
+  if (p->backend == TP_BACKEND_GEMM_ONLY) return tp_fp8_linear_gemms(lin, t->y, g->main_stream);
+  if (p->backend == TP_BACKEND_COMM_ONLY)
+    return tp_fp8_linear_collective(g, lin, t->x, t->y, g->main_stream);
   return tp_fp8_linear_forward(g, lin, t->x, t->y, g->main_stream);
 }
 
@@ -119,6 +149,8 @@ tp_rc tp_block_proj_backward(tp_group *g, const tp_block_plan *p, tp_block_proj 
 
 tp_rc tp_block_fp8_quantize_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
   if (!p->fp8) return TP_FAIL(TP_EINTERNAL, "a quantizing step of a plan without fp8");
+  if (p->backend == TP_BACKEND_COMM_ONLY && p->shape.backward)
+    return TP_FAIL(TP_EINTERNAL, "fp8 collectives alone with the backward (TP 1 has none)");
   p->fp8->quantize = 1;
   tp_rc rc = tp_block_step(g, p, t);
   p->fp8->quantize = 0;

@@ -327,22 +327,23 @@ static void mxfp8_verdict(int rejected, const char *dtype, char *verdict, size_t
 /* ---- run's layers ------------------------------------------------------------------------- */
 
 static const table_axes run_axes = {
-    12,
-    {"layer", "backend", "schedule", "tp", "dp", "dtype", "sp", "pass", "graph", "save_gathered",
-     "ac", "fsdp_traffic"},
+    13,
+    {"layer", "backend", "schedule", "tp", "dp", "dtype", "comm_dtype", "sp", "pass", "graph",
+     "save_gathered", "ac", "fsdp_traffic"},
     {{"attention", "ffn", "block"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
      {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
      {"1", "2", "4"},
      {"1", "2"},
      {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
+     {"-", "bf16", "fp8"},
      {"off", "on"},
      {"fwd", "fwd+bwd"},
      {"off", "on", "mixed"},
      {"off", "on"},
      {"none", "selective", "full"},
      {"off", "on"}},
-    {3, 4, 7, 3, 2, 6, 2, 2, 3, 2, 3, 2},
+    {3, 4, 7, 3, 2, 6, 3, 2, 2, 3, 2, 3, 2},
 };
 
 static const char *const run_assignments[] = {
@@ -361,6 +362,7 @@ static const char *const run_assignments[] = {
     "graph=off,on,mixed",
     "save_gathered=off,on",
     "ac=none,selective,full",
+    "comm_dtype=bf16,fp8",
 };
 
 /* fsdp_traffic's values, one matrix each: the cross product of every axis
@@ -380,6 +382,7 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
                             tp,
                             dp,
                             cfg->axes.dtype,
+                            cfg->axes.comm_dtype ? cfg->axes.comm_dtype : "-",
                             c->sp ? "on" : "off",
                             cfg->axes.pass,
                             tp_layer_graph_name(c),

@@ -141,6 +141,40 @@ static int layer_parts(const tp_fp8_layer *l, layer_part *out) {
   return n;
 }
 
+/* The layer's communication: none at TP 1; at TP > 1 the forward with
+ * sequence parallelism, the gathering projections moving l->comm. */
+static int layer_comm_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
+  const char *dt = tp_dtype_name(l->dtype);
+  if (l->tp <= 1) {
+    if (l->comm == TP_COMM_NONE) return 0;
+    snprintf(reason, cap, "%s layers at TP 1: comm_dtype %s does not apply (nothing travels)", dt,
+             tp_comm_dtype_name(l->comm));
+    return 1;
+  }
+  if (!l->sp) {
+    snprintf(reason, cap,
+             "%s layers at TP %d with sp off: the fp8 projections' communication gathers and "
+             "reduce-scatters sequence-sharded rows (sp on only; never run as bf16)",
+             dt, l->tp);
+    return 1;
+  }
+  if (tp_pass_has_backward(l->pass)) {
+    snprintf(reason, cap,
+             "%s layers at TP %d, pass %s: the fp8 backward is not implemented beyond TP 1 (its "
+             "dX reduce-scatter and the wgrad's gathered operands are not written for fp8; never "
+             "run as bf16); pass fwd runs",
+             dt, l->tp, tp_pass_name(l->pass));
+    return 1;
+  }
+  if (l->comm == TP_COMM_NONE) {
+    snprintf(reason, cap,
+             "%s layers at TP %d: qkv and w13 gather their input: comm_dtype bf16 or fp8", dt,
+             l->tp);
+    return 1;
+  }
+  return 0;
+}
+
 int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
   tp_quant_format f;
   if (!tp_dtype_is_fp8(l->dtype) || tp_quant_format_of(l->dtype, &f) != TP_OK) return 0;
@@ -152,10 +186,13 @@ int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap) {
     snprintf(reason, cap, "%s: %s", parts[i].name, why);
     return 1;
   }
-  if (l->tp <= 1) return 0;
-  snprintf(reason, cap,
-           "%s layers at TP %d: the layers' projections do not run fp8 communication yet (ops "
-           "does: --axis comm_dtype=bf16,fp8, forward); never run as bf16",
-           tp_dtype_name(l->dtype), l->tp);
-  return 1;
+  return layer_comm_rejection(l, reason, cap);
+}
+
+int tp_fp8_layer_dist_gemm_rejection(const tp_fp8_layer *l, tp_schedule schedule, int chunks,
+                                     char *reason, size_t cap) {
+  const tp_fp8_case c = {l->dtype, TP_OP_AG_LINEAR, l->tokens, l->dim,
+                         l->dim,   l->tp,           l->pass,   l->comm};
+  /* the op's reason as it stands: it names the dtype, the schedule or chunks, and why */
+  return tp_fp8_dist_gemm_rejection(&c, schedule, chunks, reason, cap);
 }

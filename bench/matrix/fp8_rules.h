@@ -26,8 +26,11 @@
  *              carry fp8 (schedules auto, ce, sm): comm_dtype bf16 is
  *              stock's alone, and a shard travels whole with its scales
  *              (chunks 0 or 1).
- * Layers (`run`) at TP > 1 stay rejected: their projections do not run the
- * fp8 communication yet.
+ * Layers (`run`, tp_fp8_layer_rejection) at TP > 1 run the forward with
+ * sequence parallelism, each of the four projections through the same fp8
+ * communication (qkv and w13 gather with the layer's comm_dtype, wo and w2
+ * reduce-scatter bf16 partials); dist_gemm's layer takes the same schedules
+ * and chunks as the op (tp_fp8_layer_dist_gemm_rejection).
  * What only the GPU can decide (whether cuBLASLt runs the format's scale
  * modes here: mxfp8 needs sm_100; with the backward, also its dgrad and
  * wgrad GEMMs' operand types and scale modes) is asked by the worker's plan
@@ -72,6 +75,8 @@ typedef struct tp_fp8_layer {
   int64_t dim, n_heads, n_kv_heads, head_dim, ffn_hidden;
   int tp;
   tp_pass pass;
+  int sp;             /* sequence parallelism (TP > 1 needs it) */
+  tp_comm_dtype comm; /* what the gathering projections move at TP > 1; NONE at TP 1 */
 } tp_fp8_layer;
 
 /* The same rules over the layer's projections, in layer order: first the
@@ -79,9 +84,17 @@ typedef struct tp_fp8_layer {
  * as its three parts, query, key and value heads, each split along N on
  * its own: a rank's shard of each must hold whole scale blocks; then wo,
  * w1/w3, w2), the reason prefixed by the projection ("qkv (key heads): fp8
- * placement rule ..."); then at TP > 1 the layers' rule (their
- * projections run no fp8 communication yet). 1 with the reason, 0 when nothing is
- * against it (also for a dtype that is not fp8). */
+ * placement rule ..."); then the communication rule: at TP 1 comm NONE;
+ * at TP > 1 sp on, pass fwd (the fp8 backward at TP > 1 does not exist)
+ * and comm bf16 or fp8. 1 with the reason, 0 when nothing is against it
+ * (also for a dtype that is not fp8). */
 int tp_fp8_layer_rejection(const tp_fp8_layer *l, char *reason, size_t cap);
+
+/* 1 with the reason when dist_gemm with this schedule and `chunks` cannot
+ * run the fp8 layer l at TP > 1: its projections' fused pushes carry fp8
+ * chunks (tp_fp8_dist_gemm_rejection on the gathering side with l's comm:
+ * schedules auto, ce, sm; chunks 0 or 1; comm_dtype fp8). 0 otherwise. */
+int tp_fp8_layer_dist_gemm_rejection(const tp_fp8_layer *l, tp_schedule schedule, int chunks,
+                                     char *reason, size_t cap);
 
 #endif /* TP_FP8_RULES_H */

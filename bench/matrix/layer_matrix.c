@@ -36,6 +36,7 @@ static const char *const pass_values[] = {"fwd", "fwd+bwd"};
 static const char *const ac_values[] = {"none", "selective", "full"}; /* tp_ac order */
 static const char *const stock_values[] = {"plain", "window"};        /* tp_stock_vocab's names */
 static const char *const symm_values[] = {"ipc", "nccl"};             /* tp_symm_vocab's names */
+static const char *const comm_values[] = {"bf16", "fp8"};             /* tp_comm_dtype after NONE */
 
 const char *tp_layer_graph_name(const tp_layer_case *c) {
   return graph_values[c->graph_mixed ? 2 : c->graph ? 1 : 0];
@@ -74,6 +75,7 @@ static const axis_def axes[] = {
     STR_AXIS("stock", stock, stock_values),
     STR_AXIS("symm", symm, symm_values),
     STR_AXIS("fsdp_traffic", fsdp_traffic, on_off_values),
+    STR_AXIS("comm_dtype", comm_dtype, comm_values),
 };
 enum { N_AXES = COUNT_OF(axes) };
 
@@ -149,12 +151,13 @@ static const preset_def presets[] = {
      * layer, two sequence lengths, both passes, eager and graph. */
     {"quick",
      {"debug,8b", "attention,ffn,block", "stock,dist_gemm", "auto", "0", NULL, "1", "2048,4096",
-      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window", "ipc", "off"}},
+      "bf16", "on", "fwd,fwd+bwd", "off,on", "off", "1", "none", "plain,window", "ipc", "off",
+      "fp8"}},
     /* Every model and option; hours, and some shapes will not fit (recorded as oom). */
     {"full",
      {"debug,1b,8b,70b,405b", "attention,ffn,block", "stock,dist_gemm", "auto,ce,sm", "0", NULL,
       "1,2", "2048,8192", "bf16,fp32", "on,off", "fwd,fwd+bwd", "off,on", "off,on", "1", "none",
-      "plain,window", "ipc", "off"}},
+      "plain,window", "ipc", "off", "fp8"}},
 };
 
 static const char *preset_names_table[COUNT_OF(presets)];
@@ -347,11 +350,30 @@ static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
 
 /* An fp8 layer: the rules of its four projections (fp8_rules.h), the same
  * as ops applies to each of them. */
-static int fp8_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+static tp_fp8_layer fp8_layer_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
-  const tp_fp8_layer l = {c->dtype,      c->layer,    c->tokens,     m->dim, m->n_heads,
-                          m->n_kv_heads, m->head_dim, m->ffn_hidden, c->tp,  c->pass};
+  const tp_fp8_layer l = {c->dtype,    c->layer,      c->tokens, m->dim,  m->n_heads, m->n_kv_heads,
+                          m->head_dim, m->ffn_hidden, c->tp,     c->pass, c->sp,      c->comm};
+  return l;
+}
+
+static int fp8_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+  const tp_fp8_layer l = fp8_layer_of(c);
   return tp_fp8_layer_rejection(&l, reason, cap);
+}
+
+/* dist_gemm's fp8 layer: the schedules and chunks its projections push fp8
+ * with, over the CUDA-IPC heap only. */
+static int fp8_dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
+                                   tp_symm_transport symm, char *reason, size_t cap) {
+  if (!tp_dtype_is_fp8(c->dtype)) return 0;
+  const tp_fp8_layer l = fp8_layer_of(c);
+  if (tp_fp8_layer_dist_gemm_rejection(&l, schedule, chunks, reason, cap)) return 1;
+  if (symm != TP_SYMM_NCCL) return 0;
+  snprintf(reason, cap,
+           "symm=nccl: the fp8 projections' fused pushes (kernels/tp_linear_fp8_comm.c) run over "
+           "the CUDA-IPC heap only");
+  return 1;
 }
 
 /* Why no configuration of the case can run; 0 if they can. */
@@ -468,6 +490,7 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   a.dp = c->dp;
   a.ac = tp_ac_name(c->ac);
   a.fsdp_traffic = c->fsdp_traffic;
+  a.comm_dtype = tp_comm_dtype_axis(c->comm); /* keyed only for fp8 at TP > 1 with sp */
   return a;
 }
 
@@ -535,6 +558,9 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected =
+        fp8_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
   plan_runtime(c, &cfg);
   return cfg;
@@ -559,7 +585,8 @@ enum {
   A_AC,
   A_STOCK,
   A_SYMM,
-  A_FSDP_TRAFFIC
+  A_FSDP_TRAFFIC,
+  A_COMM
 };
 
 static int has_backend(const resolved *r, const char *backend) {
@@ -598,11 +625,34 @@ static void expand_case(const resolved *r, tp_layer_case *c, int ci, tp_layer_co
 }
 
 /* The case axes, outermost first; each index runs over that axis's list. */
-static const int case_axis_order[] = {A_MODEL, A_LAYER, A_DTYPE, A_TP, A_BATCH, A_SEQLEN,      A_SP,
-                                      A_PASS,  A_SAVE,  A_GRAPH, A_DP, A_AC,    A_FSDP_TRAFFIC};
+static const int case_axis_order[] = {A_MODEL, A_LAYER,  A_DTYPE, A_TP,          A_COMM,
+                                      A_BATCH, A_SEQLEN, A_SP,    A_PASS,        A_SAVE,
+                                      A_GRAPH, A_DP,     A_AC,    A_FSDP_TRAFFIC};
 enum { N_CASE_AXES = COUNT_OF(case_axis_order) };
 
 static int is_on(const char *v) { return strcmp(v, "on") == 0; }
+
+/* Whether comm_dtype is an axis of the case: an fp8 layer at TP > 1 with
+ * sp on, whose gathering projections move the fp8 shard or the bf16 one (as
+ * ops' comm_applies). Elsewhere nothing quantized travels: one case, none. */
+static int comm_applies(const tp_layer_case *c) {
+  return tp_dtype_is_fp8(c->dtype) && c->tp > 1 && c->sp;
+}
+
+/* A point of the odometer the matrix leaves out: a comm_dtype value past
+ * the first where comm_dtype does not apply (the case it would repeat). */
+static int comm_repeat(const int *at, const tp_layer_case *c) {
+  return at[A_COMM] > 0 && !comm_applies(c);
+}
+
+/* The odometer's next point, innermost axis fastest. */
+static void advance(const resolved *r, int *at) {
+  for (int k = N_CASE_AXES - 1; k >= 0; --k) {
+    const int ax = case_axis_order[k];
+    if (++at[ax] < r->count[ax]) return;
+    at[ax] = 0;
+  }
+}
 
 static void fill_case(const resolved *r, const tp_model_preset *models, const int *at,
                       tp_layer_case *c) {
@@ -622,6 +672,8 @@ static void fill_case(const resolved *r, const tp_model_preset *models, const in
   c->dp = (int)r->numbers[A_DP][at[A_DP]];
   c->ac = (tp_ac)index_of(ac_values, COUNT_OF(ac_values), r->names[A_AC][at[A_AC]]);
   c->fsdp_traffic = is_on(r->names[A_FSDP_TRAFFIC][at[A_FSDP_TRAFFIC]]);
+  const int fp8_travels = strcmp(r->names[A_COMM][at[A_COMM]], "fp8") == 0;
+  c->comm = !comm_applies(c) ? TP_COMM_NONE : fp8_travels ? TP_COMM_FP8 : TP_COMM_BF16;
 }
 
 /* The case's place in the odometer with seqlen left out: the cases of one
@@ -639,54 +691,70 @@ static tp_rc fill_matrix(const resolved *r, tp_layer_matrix *m) {
   int at[N_AXES];
   memset(at, 0, sizeof at);
   int next = 0;
-  for (int ci = 0; ci < m->n_cases; ++ci) {
+  for (int ci = 0; ci < m->n_cases; advance(r, at)) {
     tp_layer_case *c = &m->cases[ci];
     fill_case(r, m->models, at, c);
+    if (comm_repeat(at, c)) continue;
     c->mix_group = c->graph_mixed ? mix_key(r, at) : -1; /* numbered by group_mixes */
     if (c->tokens > MAX_TOKENS)
       return TP_FAIL(TP_EUSAGE, "batch %d x seqlen %d is more than %lld tokens", c->batch,
                      c->seqlen, MAX_TOKENS);
     expand_case(r, c, ci, m->configs, &next);
-    for (int k = N_CASE_AXES - 1; k >= 0; --k) {
-      int ax = case_axis_order[k];
-      if (++at[ax] < r->count[ax]) break;
-      at[ax] = 0;
-    }
+    ++ci;
   }
   return TP_OK;
 }
 
 /* ---- graph=mixed: the sizes of a mix, measured together ---------------------------------- */
 
-/* Cases between consecutive seqlen values in the odometer (the axes inside seqlen's). */
-static int seqlen_stride(const resolved *r) {
-  int stride = 1, inside = 0;
-  for (int k = 0; k < N_CASE_AXES; ++k) {
-    if (inside) stride *= r->count[case_axis_order[k]];
-    if (case_axis_order[k] == A_SEQLEN) inside = 1;
-  }
-  return stride;
+/* A mixed case's place among its mix's: by mix, then seqlen ascending. */
+typedef struct mix_place {
+  int group, seqlen, index;
+} mix_place;
+
+static int by_mix_then_seqlen(const void *a, const void *b) {
+  const mix_place *x = a, *y = b;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  if (x->seqlen != y->seqlen) return x->seqlen < y->seqlen ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
 }
 
 /* The new place of every case: each mix's sizes adjacent, ascending in
- * seqlen, where its first size stood; every other case keeps its order. */
-static void mix_order(const resolved *r, const tp_layer_matrix *m, int *order) {
-  const int stride = seqlen_stride(r), n_seq = r->count[A_SEQLEN];
-  int by_value[TP_LIST_MAX]; /* seqlen indices, ascending by value */
-  for (int i = 0; i < n_seq; ++i) {
-    int j = i;
-    for (; j > 0 && r->numbers[A_SEQLEN][by_value[j - 1]] > r->numbers[A_SEQLEN][i]; --j)
-      by_value[j] = by_value[j - 1];
-    by_value[j] = i;
+ * seqlen, where its first size stood; every other case keeps its order.
+ * (By key, not by odometer strides: the comm_dtype values the matrix
+ * leaves out make the strides uneven.) */
+static tp_rc mix_order(const tp_layer_matrix *m, int *order) {
+  mix_place *places = calloc((size_t)m->n_cases, sizeof *places);
+  int *run_at = malloc((size_t)m->n_cases * sizeof *run_at); /* first case of a run: its start */
+  if (!places || !run_at) {
+    free(places);
+    free(run_at);
+    return TP_FAIL(TP_EOOM, "no memory to order the graph mixes");
+  }
+  int n_mixed = 0;
+  for (int ci = 0; ci < m->n_cases; ++ci) {
+    run_at[ci] = -1;
+    if (m->cases[ci].graph_mixed)
+      places[n_mixed++] = (mix_place){m->cases[ci].mix_group, m->cases[ci].seqlen, ci};
+  }
+  qsort(places, (size_t)n_mixed, sizeof *places, by_mix_then_seqlen);
+  for (int i = 0; i < n_mixed;) {
+    int end = i, first = places[i].index;
+    for (; end < n_mixed && places[end].group == places[i].group; ++end)
+      if (places[end].index < first) first = places[end].index;
+    run_at[first] = i;
+    i = end;
   }
   int n = 0;
   for (int ci = 0; ci < m->n_cases; ++ci) {
-    if (!m->cases[ci].graph_mixed) {
-      order[n++] = ci;
-    } else if ((ci / stride) % n_seq == 0) { /* the other sizes follow it */
-      for (int k = 0; k < n_seq; ++k) order[n++] = ci + by_value[k] * stride;
-    }
+    if (!m->cases[ci].graph_mixed) order[n++] = ci;
+    for (int i = run_at[ci]; i >= 0 && i < n_mixed && places[i].group == m->cases[ci].mix_group;
+         ++i)
+      order[n++] = places[i].index;
   }
+  free(places);
+  free(run_at);
+  return TP_OK;
 }
 
 /* Rebuilds cases and configurations in order[] (their indices renumbered). */
@@ -822,8 +890,8 @@ static tp_rc group_mixes(const resolved *r, tp_layer_matrix *m) {
   /* zeroed, so an index mix_order did not write is case 0, never garbage */
   int *order = calloc(m->n_cases > 0 ? (size_t)m->n_cases : 1, sizeof *order);
   if (!order) return TP_FAIL(TP_EOOM, "no memory to order the graph mixes");
-  mix_order(r, m, order);
-  tp_rc rc = reorder_cases(m, order);
+  tp_rc rc = mix_order(m, order);
+  if (rc == TP_OK) rc = reorder_cases(m, order);
   free(order);
   TP_TRY(rc);
   int n_mixes = 0;
@@ -853,13 +921,34 @@ static tp_rc group_mixes(const resolved *r, tp_layer_matrix *m) {
   return TP_OK;
 }
 
+/* The odometer's points less the comm_dtype repeats (comm_repeat): the
+ * other axes' product times, over dtype x tp x sp, comm_dtype's count
+ * where it applies and 1 elsewhere. */
+static int64_t count_cases(const resolved *r) {
+  int64_t others = 1, inner = 0;
+  for (int k = 0; k < N_CASE_AXES; ++k) {
+    const int ax = case_axis_order[k];
+    if (ax != A_DTYPE && ax != A_TP && ax != A_SP && ax != A_COMM) others *= r->count[ax];
+  }
+  for (int d = 0; d < r->count[A_DTYPE]; ++d)
+    for (int t = 0; t < r->count[A_TP]; ++t)
+      for (int p = 0; p < r->count[A_SP]; ++p) {
+        tp_layer_case c;
+        memset(&c, 0, sizeof c);
+        c.dtype = (tp_dtype)vocab_value(&tp_dtype_vocab, r->names[A_DTYPE][d]);
+        c.tp = (int)r->numbers[A_TP][t];
+        c.sp = is_on(r->names[A_SP][p]);
+        inner += comm_applies(&c) ? r->count[A_COMM] : 1;
+      }
+  return others * inner;
+}
+
 tp_rc tp_layer_expand(const tp_layer_spec *spec, int tp_default, tp_layer_matrix *out) {
   memset(out, 0, sizeof *out);
   resolved *r = calloc(1, sizeof *r);
   if (!r) return TP_FAIL(TP_EOOM, "no memory to expand the matrix");
   tp_rc rc = resolve(spec, tp_default, r);
-  int64_t n_cases = 1;
-  for (int k = 0; rc == TP_OK && k < N_CASE_AXES; ++k) n_cases *= r->count[case_axis_order[k]];
+  const int64_t n_cases = rc == TP_OK ? count_cases(r) : 0;
   int64_t n_configs = rc == TP_OK ? n_cases * configs_per_case(r) : 0;
   if (rc == TP_OK && n_configs > MAX_CONFIGS)
     rc = TP_FAIL(TP_EUSAGE, "the axes make %lld configurations, more than the %d accepted",
@@ -1038,6 +1127,10 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     char what[64], bxs[32];
     describe(cfg, what, sizeof what);
     if (c->fsdp_traffic) strncat(what, " +fsdp_traffic", sizeof what - strlen(what) - 1);
+    if (a->comm_dtype) {
+      strncat(what, " comm=", sizeof what - strlen(what) - 1);
+      strncat(what, a->comm_dtype, sizeof what - strlen(what) - 1);
+    }
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
     const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";

@@ -51,6 +51,12 @@
  *                  the backward) run on a side stream over a second NCCL
  *                  communicator of the same GPUs, beside the TP layer
  *                  (bench/gpu/fsdp.h); dp > 1 runs FSDP's own collectives
+ *   comm_dtype     bf16, fp8 (default fp8): what an fp8 layer's gathering
+ *                  projections (qkv, w13) move at TP > 1 with sp on — the
+ *                  quantized shard and its scales, or the bf16 shard,
+ *                  quantized whole after the gather (stock only). Only
+ *                  those cases multiply by it; every other case has none
+ *                  (stored NULL), as ops' comm_dtype
  * They come from a preset ("quick", the default: debug and 8b, every layer,
  * seqlen 2048 and 4096, batch 1, bf16, fwd and fwd+bwd, graph off and on,
  * a few minutes on two GPUs; "full": everything), then a matrix file (JSON,
@@ -83,7 +89,7 @@
 
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock,
-      symm, fsdp_traffic;
+      symm, fsdp_traffic, comm_dtype;
   tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
@@ -122,12 +128,14 @@ typedef struct tp_layer_case {
   int tp, batch, seqlen;
   int64_t tokens;
   int sp, graph, save_gathered;
-  int dp;           /* data-parallel degree: the mesh is dp × tp */
-  tp_ac ac;         /* activation checkpointing */
-  int graph_mixed;  /* graph=mixed (graph is 1 too) */
-  int fsdp_traffic; /* fsdp_traffic=on: FSDP's collectives beside a dp 1 layer */
-  int mix_group;    /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
-                       cases of one mix are adjacent, ascending in tokens. -1: none */
+  int dp;             /* data-parallel degree: the mesh is dp × tp */
+  tp_ac ac;           /* activation checkpointing */
+  int graph_mixed;    /* graph=mixed (graph is 1 too) */
+  int fsdp_traffic;   /* fsdp_traffic=on: FSDP's collectives beside a dp 1 layer */
+  tp_comm_dtype comm; /* what an fp8 layer's gathering projections move at TP > 1 with sp;
+                         NONE everywhere else */
+  int mix_group;      /* graph=mixed: its mix, an index into tp_layer_matrix.mix_sizes; the
+                         cases of one mix are adjacent, ascending in tokens. -1: none */
   int first_config, n_configs;
 } tp_layer_case;
 
@@ -193,10 +201,13 @@ typedef struct tp_layer_matrix {
  *   - ac other than none with pass fwd (nothing to recompute), ac=full with
  *     save_gathered=on (full recomputes the gathers: nothing is kept);
  *   - an fp8 dtype where a projection's quantized operand, split at this TP
- *     degree, would put a scale block across two ranks, or at TP > 1 (fp8
- *     communication not implemented yet): fp8_rules.h, the rules of ops,
- *     applied to every projection. mxfp8 is rejected by the worker's plan
- *     below sm_100, in cuBLASLt's words;
+ *     degree, would put a scale block across two ranks, or at TP > 1 with
+ *     sp off or a pass with the backward (the fp8 backward at TP > 1 does
+ *     not exist): fp8_rules.h, the rules of ops, applied to every
+ *     projection; dist_gemm's fp8 layer with a schedule or chunks its fp8
+ *     pushes refuse (ring, multimem; chunks > 1), with comm_dtype bf16
+ *     (stock's) or symm=nccl (the pushes use the IPC heap only). mxfp8 is
+ *     rejected by the worker's plan below sm_100, in cuBLASLt's words;
  *   - graph=mixed with fewer than 2 or more than TP_LAYER_MAX_GRAPH_SIZES
  *     sizes (seqlen values), or whose mix holds more than
  *     TP_LAYER_MAX_MIX_CONFIGS configurations; a configuration of a mix

@@ -20,8 +20,12 @@
  * The layers of `tpbench run` (issue 15's fp8 layers): every fp8 format x
  * layer x pass x sp at TP 1 runs the stock layer and its GEMMs alone, with
  * dist_gemm and the collectives alone rejected as for bf16; at TP 2 and 4
- * every configuration is rejected with the layers' own reason (their
- * projections run no fp8 communication yet); a layer whose projection would split a scale
+ * the forward with sp on runs stock, the GEMMs alone and the collectives
+ * alone with comm_dtype bf16 and fp8 (stored, keyed), dist_gemm with fp8
+ * over the IPC heap for auto, ce, sm and chunks 0, 1; everything else is
+ * rejected with its own reason (sp off, the backward, ring and multimem,
+ * chunks 2, comm_dtype bf16 for dist_gemm, symm=nccl, the nccl-window
+ * stock), and dp > 1 or fsdp_traffic stay rejected; a layer whose projection would split a scale
  * block (qkv's key heads, wo's and w2's K, w13's N) is rejected naming the
  * projection and the rule, qkv's weight judged per part (query, key, value
  * heads), where ops' contiguous qkv shape passes; bf16 and fp32 layers meet
@@ -367,29 +371,116 @@ static void test_layers_tp1(void **state) {
   tp_layer_matrix_free(&m);
 }
 
+/* Whether a configuration of an fp8 layer at TP > 1 (sp on, pass fwd) runs,
+ * and if not the words of its rejection. */
+static const char *tp_over_1_rejection(const tp_layer_config *cfg, const tp_layer_case *c) {
+  if (cfg->schedule == TP_SCHED_NCCL_WINDOW) return "nccl-window: the fp8 formats have no stock";
+  if (cfg->backend != TP_BACKEND_DIST) return NULL;
+  if (cfg->schedule == TP_SCHED_RING || cfg->schedule == TP_SCHED_MULTIMEM)
+    return "only ce and sm push fp8 chunks";
+  if (c->comm == TP_COMM_BF16) return "dist_gemm with comm_dtype bf16: the fused pushes carry fp8";
+  if (cfg->axes.chunks > 1) return "an fp8 shard travels whole with its scales";
+  if (cfg->symm == TP_SYMM_NCCL) return "symm=nccl: the fp8 projections' fused pushes";
+  return NULL;
+}
+
 static void test_layers_tp_over_1(void **state) {
   (void)state;
   tp_layer_matrix m;
   expand_layers(&m, "model=8b", "layer=attention,ffn,block", "dtype=fp8,fp8-row,fp8-block,mxfp8",
                 "tp=2,4", "pass=fwd,fwd+bwd", "backend=stock,dist_gemm", "graph=off", "seqlen=4096",
-                NULL);
+                "comm_dtype=bf16,fp8", "sp=on,off", "schedule=auto,ce,sm,ring,multimem",
+                "chunks=0,1,2", "symm=ipc,nccl", NULL);
+  /* 3 layers x 4 formats x 2 TP x 2 passes: sp on twice (comm_dtype bf16, fp8), sp off once */
+  assert_int_equal(m.n_cases, 3 * 4 * 2 * 2 * 3);
+  int runs[TP_BACKEND_COMM_ONLY + 1] = {0}, comm_keyed = 0;
   for (int i = 0; i < m.n_configs; ++i) {
     const tp_layer_config *cfg = &m.configs[i];
     const tp_layer_case *c = &m.cases[cfg->case_index];
-    /* dist_gemm and the references too: nothing of an fp8 layer runs beyond TP 1 */
-    assert_int_equal(cfg->rejected, 1);
     assert_int_equal(cfg->planned, 0);
-    assert_non_null(strstr(cfg->reason, "the layers' projections do not run fp8 communication"));
-    assert_non_null(strstr(cfg->reason, tp_dtype_name(c->dtype)));
+    const char *words = !c->sp                          ? "with sp off: the fp8 projections'"
+                        : tp_pass_has_backward(c->pass) ? "the fp8 backward is not implemented"
+                                                        : tp_over_1_rejection(cfg, c);
+    if (!words) {
+      if (cfg->rejected)
+        fail_msg("%s %s rejected: %s", cfg->axes.dtype, cfg->axes.backend, cfg->reason);
+      runs[cfg->backend]++;
+    } else {
+      assert_int_equal(cfg->rejected, 1);
+      if (!strstr(cfg->reason, words)) fail_msg("'%s' missing from: %s", words, cfg->reason);
+      /* the layers' and dist_gemm's fp8 rules name the format (symm's and the window's name
+       the fp8 formats as a whole) */
+      if (strncmp(cfg->reason, "symm=", 5) != 0 && strncmp(cfg->reason, "nccl-window", 11) != 0)
+        assert_non_null(strstr(cfg->reason, tp_dtype_name(c->dtype)));
+    }
+    /* stored with comm_dtype where it applies (sp on), none elsewhere */
+    if (c->sp) assert_string_equal(cfg->axes.comm_dtype, tp_comm_dtype_name(c->comm));
+    else assert_null(cfg->axes.comm_dtype);
+    comm_keyed += cfg->axes.comm_dtype != NULL;
   }
-  printf("  %d configurations at TP 2 and 4, each: %s\n", m.n_configs, m.configs[0].reason);
+  /* forward, sp on: 3 x 4 x 2 cases x 2 comm_dtype; dist_gemm ran only with fp8 over ipc,
+   * schedules auto, ce, sm and chunks 0, 1 */
+  assert_int_equal(runs[TP_BACKEND_STOCK], 3 * 4 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_GEMM_ONLY], 3 * 4 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_COMM_ONLY], 3 * 4 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_DIST], 3 * 4 * 2 * 3 * 2);
+  assert_true(comm_keyed > 0);
+  printf("  %d configurations at TP 2 and 4: stock %d, dist_gemm %d run\n", m.n_configs,
+         runs[TP_BACKEND_STOCK], runs[TP_BACKEND_DIST]);
+  tp_layer_matrix_free(&m);
+  /* the rule functions alone: dist_gemm's layer at TP 1 meets nothing of fp8's (the matrix
+   * rejects it for TP 1); bf16 never */
+  char reason[400] = "";
+  const tp_fp8_layer one = {TP_FP8, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                            128,    14336,          1,    TP_PASS_FWD, 1,  TP_COMM_NONE};
+  assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&one, TP_SCHED_RING, 4, reason, sizeof reason),
+                   0);
+  const tp_fp8_layer bf16 = {TP_BF16, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                             128,     14336,          2,    TP_PASS_FWD, 1,  TP_COMM_BF16};
+  assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&bf16, TP_SCHED_RING, 4, reason, sizeof reason),
+                   0);
+  /* a comm_dtype at TP 1, none at TP 2: each named */
+  tp_fp8_layer l = one;
+  l.comm = TP_COMM_FP8;
+  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 1);
+  assert_non_null(strstr(reason, "at TP 1: comm_dtype fp8 does not apply"));
+  l.tp = 2;
+  l.comm = TP_COMM_NONE;
+  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 1);
+  assert_non_null(strstr(reason, "qkv and w13 gather their input: comm_dtype bf16 or fp8"));
+  l.comm = TP_COMM_BF16;
+  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 0);
+}
+
+/* dp > 1 and fsdp_traffic stay rejected for fp8 at TP > 1 too. */
+static void test_layers_fsdp_rejected(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  expand_layers(&m, "model=8b", "layer=block", "dtype=fp8", "tp=2", "pass=fwd", "graph=off",
+                "seqlen=4096", "batch=2", "dp=1,2", "fsdp_traffic=off,on", NULL);
+  int fsdp = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const tp_layer_case *c = &m.cases[cfg->case_index];
+    if (c->dp == 1 && !c->fsdp_traffic) continue;
+    assert_int_equal(cfg->rejected, 1);
+    fsdp++;
+    if (c->dp > 1 && c->fsdp_traffic) continue; /* fsdp_traffic's own rule */
+    assert_non_null(strstr(cfg->reason, "the fp8 weights are quantized once at prepare"));
+  }
+  assert_true(fsdp > 0);
   tp_layer_matrix_free(&m);
 }
 
 /* A model of its own: dim, heads, KV heads, head dim, FFN. */
 static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
                               int64_t kv, int64_t hd, int64_t ffn) {
-  const tp_fp8_layer l = {dtype, layer, 4096, dim, heads, kv, hd, ffn, tp, TP_PASS_FWD_BWD};
+  const tp_fp8_layer l = {dtype, layer,
+                          4096,  dim,
+                          heads, kv,
+                          hd,    ffn,
+                          tp,    TP_PASS_FWD_BWD,
+                          1,     tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
   return l;
 }
 
@@ -424,10 +515,16 @@ static void test_layer_placement(void **state) {
   expect_layer_rule(&w13, "w13: fp8 placement rule weight N at TP 4");
   const tp_fp8_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
   expect_layer_rule(&w2, "w2: fp8 placement rule activation K at TP 16");
-  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the layers' TP rule */
-  const tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
+  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the backward's rule, and its
+   * forward runs */
+  tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
-  assert_non_null(strstr(reason, "fp8-block layers at TP 2: the layers' projections do not run"));
+  assert_non_null(strstr(reason, "fp8-block layers at TP 2, pass fwd+bwd: the fp8 backward"));
+  ffn.pass = TP_PASS_FWD;
+  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
+  ffn.sp = 0;
+  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
+  assert_non_null(strstr(reason, "fp8-block layers at TP 2 with sp off"));
   /* TP 1 and the element types: nothing against them */
   const tp_fp8_layer one = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 1, 256, 6, 4, 32, 768);
   assert_int_equal(tp_fp8_layer_rejection(&one, reason, sizeof reason), 0);
@@ -473,7 +570,12 @@ static void test_layer_listing_and_table(void **state) {
   assert_non_null(strstr(text, "| run | * | * | -, auto, ce, sm | 1, 2 | * | bf16, fp32, fp8, "
                                "fp8-row, fp8-block |"));
   assert_non_null(strstr(text, "| run on sm_100 only: the plan asks cuBLASLt for the MX scales"));
-  assert_non_null(strstr(text, "| rejected: fp8-block layers at TP 2: the layers' projections"));
+  assert_non_null(strstr(text, "| rejected: fp8-block layers at TP 2, pass fwd+bwd: the fp8 "
+                               "backward is not implemented beyond TP 1"));
+  assert_non_null(strstr(text, "| rejected: fp8-block dist_gemm schedule ring: only ce and sm "
+                               "push fp8 chunks | * | dist_gemm | ring | 2, 4 | 1 | fp8-block | "
+                               "bf16, fp8 | on | fwd |"));
+  assert_non_null(strstr(text, "| rejected: fp8-block dist_gemm with comm_dtype bf16"));
   free(text);
 }
 
@@ -488,6 +590,7 @@ int main(void) {
       cmocka_unit_test(test_comm_dtype_axis),
       cmocka_unit_test(test_layers_tp1),
       cmocka_unit_test(test_layers_tp_over_1),
+      cmocka_unit_test(test_layers_fsdp_rejected),
       cmocka_unit_test(test_layer_placement),
       cmocka_unit_test(test_layer_listing_and_table),
   };

@@ -7,7 +7,9 @@
  * never cut, FIFOs and other non-files refused without blocking. The dp and
  * ac axes: the dp x tp mesh expanded, placement-checked and planned (no FSDP
  * runtime; more GPUs than the host), its rules, ac's rules (valid modes run),
- * and `run` leaving planned configurations out.
+ * and `run` leaving planned configurations out. The comm_dtype axis: only
+ * an fp8 layer at TP > 1 with sp multiplies by it, keyed apart, the graph
+ * mixes undisturbed by the values it leaves out.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -862,6 +864,62 @@ static void test_drop_planned(void **state) {
   tp_layer_matrix_free(&m);
 }
 
+/* comm_dtype (an fp8 layer's gathering projections at TP > 1 with sp): only
+ * those cases multiply by it, every other case is one with none stored; the
+ * values it leaves out do not disturb the graph mixes (each mix's sizes
+ * adjacent, ascending, one mix per comm_dtype value), and configurations
+ * that differ in it alone are keyed apart. */
+static void test_comm_dtype_axis(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "dtype=bf16,fp8", "tp=2", "sp=off,on",
+                              "comm_dtype=bf16,fp8", "seqlen=4096,2048", "graph=mixed", "pass=fwd",
+                              "stock=plain", "backend=stock", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 10);
+  assert_int_equal(m.n_mixes, 5);
+  const struct {
+    tp_dtype dtype;
+    int sp;
+    tp_comm_dtype comm;
+    int seqlen;
+  } want[] = {{TP_BF16, 0, TP_COMM_NONE, 2048}, {TP_BF16, 0, TP_COMM_NONE, 4096},
+              {TP_BF16, 1, TP_COMM_NONE, 2048}, {TP_BF16, 1, TP_COMM_NONE, 4096},
+              {TP_FP8, 0, TP_COMM_NONE, 2048},  {TP_FP8, 0, TP_COMM_NONE, 4096},
+              {TP_FP8, 1, TP_COMM_BF16, 2048},  {TP_FP8, 1, TP_COMM_BF16, 4096},
+              {TP_FP8, 1, TP_COMM_FP8, 2048},   {TP_FP8, 1, TP_COMM_FP8, 4096}};
+  for (int ci = 0; ci < 10; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->dtype, want[ci].dtype);
+    assert_int_equal(c->sp, want[ci].sp);
+    assert_int_equal(c->comm, want[ci].comm);
+    assert_int_equal(c->seqlen, want[ci].seqlen);
+    assert_int_equal(c->mix_group, ci / 2);
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i) {
+      const tp_config_axes *a = &m.configs[i].axes;
+      assert_int_equal(m.configs[i].case_index, ci);
+      if (want[ci].comm == TP_COMM_NONE) assert_null(a->comm_dtype);
+      else assert_string_equal(a->comm_dtype, tp_comm_dtype_name(want[ci].comm));
+    }
+  }
+  /* the same stock layer, comm_dtype bf16 and fp8: two keys */
+  char with_bf16[512], with_fp8[512];
+  tp_config_key(&m.configs[m.cases[6].first_config].axes, with_bf16, sizeof with_bf16);
+  tp_config_key(&m.configs[m.cases[8].first_config].axes, with_fp8, sizeof with_fp8);
+  assert_string_not_equal(with_bf16, with_fp8);
+  tp_layer_matrix_free(&m);
+  /* the default is fp8; a misspelt value is refused naming the valid ones */
+  s = spec_with("model=8b", "layer=ffn", "dtype=fp8", "tp=2", "seqlen=4096", "graph=off",
+                "pass=fwd", NULL);
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 1);
+  assert_int_equal(m.cases[0].comm, TP_COMM_FP8);
+  tp_layer_matrix_free(&m);
+  s = spec_with("comm_dtype=fp16", NULL);
+  assert_int_equal(tp_layer_expand(&s, 2, &m), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "(valid: bf16, fp8)"));
+}
+
 /* ---- graph=mixed ----------------------------------------------------------------------------- */
 
 /* The mix's sizes are adjacent cases, ascending in tokens, each configuration
@@ -1175,6 +1233,7 @@ int main(void) {
       cmocka_unit_test(test_fsdp_axis),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
+      cmocka_unit_test(test_comm_dtype_axis),
       cmocka_unit_test(test_graph_mixed_expansion),
       cmocka_unit_test(test_graph_mixed_rules),
       cmocka_unit_test(test_graph_mixed_file_and_host),

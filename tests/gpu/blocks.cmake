@@ -14,10 +14,15 @@ tp_add_gpu_test(gpu_blocks
 # FFN and block, fwd and fwd+bwd, per fp8 format: finite outputs, each projection
 # against float64 products, the layer against the bf16 layer (y < 0.1, gradients
 # < 0.25), the GEMMs alone bit-identical, the checks failing on doubled scales;
-# mxfp8 refused below sm_100 with cuBLASLt's reason, dist_gemm refused.
+# mxfp8 refused below sm_100 with cuBLASLt's reason, dist_gemm refused. At TP 2
+# (skipped below 2 GPUs), the forward: stock with comm_dtype fp8 and bf16 (the
+# same bits), its projections' checks, against the TP 2 bf16 layer, the planted
+# faults; dist_gemm ce and sm against stock within the harness's layer tolerance;
+# the GEMMs and collectives alone; each TP 2 rejection's reason.
 # Exits 77 (skipped) without a GPU.
 tp_add_gpu_test(gpu_fp8_blocks
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_blocks.c
+                        ${CMAKE_SOURCE_DIR}/bench/stats/numerics.c
                         ${TP_BLOCK_SOURCES}
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
 
