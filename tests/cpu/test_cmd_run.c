@@ -13,7 +13,8 @@
  * references) gives a table row per dist_gemm layer with speedup and bound,
  * and a row for a stock-only case (sequence parallelism off). matrix marks
  * configurations planned against a host of --gpus N, and README's
- * composition table is `matrix --composition`'s output, byte for byte.
+ * composition table is `matrix --composition`'s output, byte for byte. The
+ * --axis line of run's, matrix's and ops' --help names every axis each takes.
  *
  * TPBENCH_EXE is the path of the binary under test (set by CMake).
  */
@@ -240,7 +241,8 @@ static void expect_help_names_axes(const char *cmd, const char *for_cmd) {
       snprintf(word, sizeof word, " %s)", name);
       hit = strstr(line, word);
     }
-    if (!hit || hit > line_end) fail_msg("tpbench %s --help: the --axis line lacks '%s'", cmd, name);
+    if (!hit || hit > line_end)
+      fail_msg("tpbench %s --help: the --axis line lacks '%s'", cmd, name);
     p += len;
     if (*p == ',') p += 2;
   }
