@@ -8,7 +8,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { OUTCOME_TEXT = 300 };
@@ -55,18 +54,33 @@ tp_rc tp_agree_alloc(tp_agree_exchange_fn exchange, void *ctx, int rank, int wor
 
 /* ---- the planted failure -------------------------------------------------------------- */
 
+/* A run of decimal digits at *p of at most max, the end in *p; 0 when there
+ * is none or it is larger (strtoul's blanks, sign and saturation would let
+ * " 1" or a number past max through as something else). */
+static int parse_digits(const char **p, uint64_t max, uint64_t *out) {
+  const char *q = *p;
+  uint64_t v = 0;
+  for (; *q >= '0' && *q <= '9'; ++q) {
+    const uint64_t d = (uint64_t)(*q - '0');
+    if (v > (max - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  if (q == *p) return 0;
+  *p = q;
+  *out = v;
+  return 1;
+}
+
 tp_rc tp_fail_alloc_parse(const char *value, int world, tp_fail_alloc *out) {
   out->rank = -1;
   out->min_bytes = 0;
   if (!value || !*value) return TP_OK;
-  char *end = NULL;
-  long rank = strtol(value, &end, 10);
-  int ok = end != value && rank >= 0 && rank < world;
-  unsigned long long min_bytes = 0;
+  const char *end = value;
+  uint64_t rank = 0, min_bytes = 0;
+  int ok = parse_digits(&end, UINT64_MAX, &rank) && world > 0 && rank < (uint64_t)world;
   if (ok && *end == ':') {
-    const char *m = end + 1;
-    ok = *m >= '0' && *m <= '9';
-    min_bytes = strtoull(m, &end, 10);
+    ++end;
+    ok = parse_digits(&end, UINT64_MAX, &min_bytes);
   }
   if (!ok || *end != '\0')
     return TP_FAIL(TP_EUSAGE,
@@ -74,7 +88,7 @@ tp_rc tp_fail_alloc_parse(const char *value, int world, tp_fail_alloc *out) {
                    "symmetric-workspace allocations of at least MIN_BYTES fail; test only)",
                    TP_FAIL_ALLOC_ENV, value, world);
   out->rank = (int)rank;
-  out->min_bytes = (uint64_t)min_bytes;
+  out->min_bytes = min_bytes;
   return TP_OK;
 }
 

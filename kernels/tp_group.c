@@ -220,7 +220,9 @@ static tp_rc split_init(tp_group *g, const tp_group *parent, int color, int key)
   g->write_value32 = parent->write_value32;
   g->wait_value32 = parent->wait_value32;
   g->test_delay_ns = parent->test_delay_ns;
-  g->test_withhold_rank = g->test_withhold_config = -1; /* the knob names world ranks */
+  /* the test knobs name world ranks: off here (a zeroed tp_fail_alloc would plant rank 0's) */
+  g->test_withhold_rank = g->test_withhold_config = -1;
+  g->test_fail_alloc = (tp_fail_alloc){.rank = -1, .min_bytes = 0};
   g->main_stream = parent->main_stream;
   g->comm_stream = parent->comm_stream;
   g->gemm = parent->gemm;
@@ -232,7 +234,10 @@ static tp_rc split_init(tp_group *g, const tp_group *parent, int color, int key)
                    key);
   TP_NCCL(ncclCommUserRank(g->nccl, &g->rank), g->nccl);
   TP_NCCL(ncclCommCount(g->nccl, &g->world), g->nccl);
-  return tp_symm_create(g->rank, g->world, tp_group_exchange, g, &g->symm);
+  /* the split group's ranks agree (windows, heaps) through its own communicator */
+  g->exchange = tp_group_exchange;
+  g->exchange_ctx = g;
+  return tp_symm_create(g->rank, g->world, g->exchange, g->exchange_ctx, &g->symm);
 }
 
 tp_rc tp_group_split(const tp_group *parent, int color, int key, tp_group **out) {

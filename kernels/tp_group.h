@@ -37,8 +37,9 @@ typedef struct tp_group_window {
 typedef struct tp_group {
   int rank, world, device;
   ncclComm_t nccl;
-  tp_exchange_fn exchange; /* the all-gather the group was made with (tp_group_create), through
-                              which the heaps and windows agree */
+  tp_exchange_fn exchange; /* the all-gather the group was made with (tp_group_create; a split
+                              group's: tp_group_exchange), through which the heaps and windows
+                              agree */
   void *exchange_ctx;
   cudaStream_t main_stream; /* compute; the stock path runs everything here */
   cudaStream_t comm_stream; /* transfers of the fused schedules, highest priority */

@@ -51,14 +51,17 @@ static const char points_sql[] =
 
 /* The measured rows a prediction is held to: plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window
- * variant) and dist_gemm auto or ce. */
+ * variant) and dist_gemm auto or ce over the IPC heap (the probe's pushes),
+ * with the stored dtype's bytes on the links (comm_dtype none or bf16, not an
+ * fp8 dtype's quantized gather: schemas/007_transport.sql). */
 static const char measured_sql[] =
     "SELECT c.id, c.backend, r.median_us, r.fused FROM configs c JOIN results r ON r.config_id = "
     "c.id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
     " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND c.dtype = "
     "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND c.n_weights = "
     "?11 AND ((c.backend = 'stock' AND coalesce(c.schedule, '') <> 'nccl-window') OR (c.backend = "
-    "'dist_gemm' AND c.schedule IN ('auto', 'ce'))) "
+    "'dist_gemm' AND c.schedule IN ('auto', 'ce') AND coalesce(c.symm, 'ipc') = 'ipc')) AND "
+    "coalesce(c.comm_dtype, 'bf16') = 'bf16' "
     "ORDER BY c.backend, c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC";
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "project: out of memory"); }

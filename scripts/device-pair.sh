@@ -9,7 +9,8 @@
 #   1  correctness at TP 2: every GPU test (their TP 2 halves run on two GPUs),
 #      the planted one-rank allocation failure and the hung drift peer
 #   2  issue 18 and 15 figures: the window stock at TP 2, symm=ipc against
-#      symm=nccl on the default shapes, fp8 communication at TP 2
+#      symm=nccl on the default shapes, fp8 communication at TP 2 (ops, then
+#      the layers' forward)
 #   3  issue 16 figures: dp 2 x tp 1 and fsdp_traffic at TP 2, drift in both
 #      reduction modes, ac and graph=mixed with dist_gemm
 #   4  the earlier issues' pair runs: trust, faults, the torchrun profile
@@ -55,6 +56,7 @@ case $call in
     step stock-window 150 bash "$here/device-stock-window.sh" "$build" --tp 2
     step symm-nccl 240 bash "$here/device-symm-nccl.sh" "$build" --gpus 2
     step fp8-comm 180 bash "$here/device-fp8-comm.sh" "$build" --gpus 2
+    step fp8-layers 150 bash "$here/device-fp8-layers.sh" "$build" --gpus 2
     ;;
   3)
     step fsdp 180 bash "$here/device-fsdp.sh" "$build" --gpus 2

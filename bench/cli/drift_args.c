@@ -186,26 +186,40 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
   return resolve(a);
 }
 
+/* A run of decimal digits at *p below limit, the end in *p; 0 when there is
+ * none or it is not below limit (strtol's blanks and sign would let " 3" or
+ * "-0" through). */
+static int parse_below(const char **p, int limit, int *out) {
+  const char *q = *p;
+  long long v = 0;
+  for (; *q >= '0' && *q <= '9'; ++q) {
+    v = v * 10 + (*q - '0');
+    if (v >= limit) return 0;
+  }
+  if (q == *p) return 0;
+  *p = q;
+  *out = (int)v;
+  return 1;
+}
+
 tp_rc tp_drift_hang_parse(const char *value, int world, int steps, tp_drift_hang *out) {
   out->step = -1;
   out->rank = 0;
   if (!value || !*value) return TP_OK;
-  char *end = NULL;
-  long step = strtol(value, &end, 10);
-  int ok = end != value && step >= 0 && step < steps;
-  long rank = 0;
+  const char *end = value;
+  int step = 0, rank = 0;
+  int ok = parse_below(&end, steps, &step);
   if (ok && *end == ':') {
-    const char *r = end + 1;
-    rank = strtol(r, &end, 10);
-    ok = end != r && rank >= 0 && rank < world;
+    ++end;
+    ok = parse_below(&end, world, &rank);
   }
   if (!ok || *end != '\0')
     return TP_FAIL(TP_EUSAGE,
                    "%s=%s: expected STEP[:RANK] (a step below %d, a rank below %d, that stops "
                    "before the step's collectives; test only)",
                    TP_DRIFT_HANG_ENV, value, steps, world);
-  out->step = (int)step;
-  out->rank = (int)rank;
+  out->step = step;
+  out->rank = rank;
   return TP_OK;
 }
 

@@ -157,7 +157,10 @@ static void test_knob_parse(void **state) {
   assert_int_equal(tp_fail_alloc_parse("0:1048576", 2, &k), TP_OK);
   assert_int_equal(k.rank, 0);
   assert_int_equal(k.min_bytes, 1048576);
-  const char *bad[] = {"2", "-1", "x", "1:", "1:x", "1:5x", ":5", "1:-5", "1 ", "1:2:3"};
+  const char *bad[] = {"2", "-1", "x", "1:", "1:x", "1:5x", ":5", "1:-5", "1 ", "1:2:3",
+                       /* only digits: no sign, no blank, no number past uint64_t (strtoull
+                        * would make it UINT64_MAX, a planted failure that never fires) */
+                       " 1", "+1", "-0", "0:18446744073709551616", "0:99999999999999999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     assert_int_equal(tp_fail_alloc_parse(bad[i], 2, &k), TP_EUSAGE);
     assert_non_null(strstr(tp_last_message(), "TPBENCH_TEST_FAIL_ALLOC="));

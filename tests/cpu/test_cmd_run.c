@@ -13,7 +13,8 @@
  * references) gives a table row per dist_gemm layer with speedup and bound,
  * and a row for a stock-only case (sequence parallelism off). matrix marks
  * configurations planned against a host of --gpus N, and README's
- * composition table is `matrix --composition`'s output, byte for byte.
+ * composition table is `matrix --composition`'s output, byte for byte. The
+ * --axis line of run's, matrix's and ops' --help names every axis each takes.
  *
  * TPBENCH_EXE is the path of the binary under test (set by CMake).
  */
@@ -210,6 +211,51 @@ static void test_run_options(void **state) {
   assert_non_null(strstr(r.err, "CUDA"));
   rp_free(&r);
   unlink(db);
+}
+
+/* The --axis line of cmd's --help names every axis the command takes: the
+ * list its "unknown axis" error prints, which comes from the axis table. */
+static void expect_help_names_axes(const char *cmd, const char *for_cmd) {
+  rp_result bad = for_cmd ? tpbench(cmd, "--for", for_cmd, "--axis", "no_such_axis=1", NULL)
+                          : tpbench(cmd, "--axis", "no_such_axis=1", NULL);
+  rp_expect(&bad, 2, NULL, "unknown axis 'no_such_axis'");
+  const char *valid = strstr(bad.err, "(valid: ");
+  assert_non_null(valid);
+  valid += strlen("(valid: ");
+  rp_result help = tpbench(cmd, "--help", NULL);
+  rp_expect(&help, 0, "--axis NAME=LIST", NULL);
+  const char *line = strstr(help.out, "\n  --axis NAME=LIST "); /* the option, not the usage */
+  assert_non_null(line);
+  const char *line_end = strstr(line + 1, "\n  --");
+  assert_non_null(line_end);
+  int n = 0;
+  for (const char *p = valid; *p && *p != ')'; ++n) {
+    size_t len = strcspn(p, ",)");
+    char name[64], word[80];
+    assert_true(len > 0 && len < sizeof name);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    snprintf(word, sizeof word, " %s,", name); /* whole words: "dp" is not in "dp_x" */
+    const char *hit = strstr(line, word);
+    if (!hit || hit > line_end) {
+      snprintf(word, sizeof word, " %s)", name);
+      hit = strstr(line, word);
+    }
+    if (!hit || hit > line_end)
+      fail_msg("tpbench %s --help: the --axis line lacks '%s'", cmd, name);
+    p += len;
+    if (*p == ',') p += 2;
+  }
+  assert_true(n >= 10);
+  rp_free(&help);
+  rp_free(&bad);
+}
+
+static void test_help_names_every_axis(void **state) {
+  (void)state;
+  expect_help_names_axes("run", NULL);
+  expect_help_names_axes("matrix", NULL);
+  expect_help_names_axes("ops", NULL);
 }
 
 /* ---- layer rows in the throughput table ------------------------------------------------- */
@@ -438,6 +484,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_usage_errors),
       cmocka_unit_test(test_matrix_file),
       cmocka_unit_test(test_run_options),
+      cmocka_unit_test(test_help_names_every_axis),
       cmocka_unit_test(test_report_layers),
       cmocka_unit_test(test_one_matrix_interface),
       cmocka_unit_test(test_ops_shape),

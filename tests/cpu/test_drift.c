@@ -645,7 +645,9 @@ static void test_timeout_and_hang_knob(void **state) {
   assert_int_equal(tp_drift_hang_parse("9:1", 2, 10, &h), TP_OK);
   assert_int_equal(h.step, 9);
   assert_int_equal(h.rank, 1);
-  const char *bad[] = {"10", "-1", "x", "3:", "3:2", "3:-1", "3:1x", ":1", "3 "};
+  const char *bad[] = {"10", "-1", "x", "3:", "3:2", "3:-1", "3:1x", ":1", "3 ",
+                       /* only digits, as --timeout takes them: no sign, no blank */
+                       " 3", "+3", "-0", "3: 1", "3:+1", "3:-0"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     assert_int_equal(tp_drift_hang_parse(bad[i], 2, 10, &h), TP_EUSAGE);
     assert_non_null(strstr(tp_last_message(), "TPBENCH_TEST_HANG_STEP="));

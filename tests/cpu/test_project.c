@@ -298,7 +298,7 @@ static void put_link(tp_store *s, int64_t run, const char *kind, const tp_projec
 }
 
 /* One ag_linear shape at TP 2 of `tokens`: its GEMM alone and measured stock, dist_gemm (auto)
- * and a dist_gemm of the sm schedule the validation must not read. */
+ * and rows the validation must not read (the sm schedule, symm=nccl, comm_dtype fp8). */
 static void put_shape(tp_store *s, int64_t run, int64_t tokens, double gemm, double stock,
                       double dist) {
   tp_config_axes a = {.kind = "gemm",
@@ -324,6 +324,18 @@ static void put_shape(tp_store *s, int64_t run, int64_t tokens, double gemm, dou
   put(s, run, &a, dist, TP_FUSED_ALL);
   a.schedule = "sm";
   put(s, run, &a, 1.0, TP_FUSED_ALL);
+  /* later rows the model does not describe, which the validation must not read either:
+   * dist_gemm over NCCL windows (the probe pushes over the IPC heap) and a stock row whose
+   * gathered operand travelled in fp8 (the model counts the stored dtype's bytes; a stand-in
+   * for an fp8 dtype's comm_dtype=fp8 row) */
+  a.schedule = "auto";
+  a.symm = "nccl";
+  put(s, run, &a, 1.0, TP_FUSED_ALL);
+  a.symm = NULL;
+  a.backend = "stock";
+  a.schedule = NULL;
+  a.comm_dtype = "fp8";
+  put(s, run, &a, 1.0, TP_FUSED_NA);
 }
 
 typedef struct {

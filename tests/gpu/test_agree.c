@@ -10,6 +10,9 @@
  *   symmetric memory at one rank (up to 2.28.3), the refusal is asserted
  *   instead: TP_EREJECT with NCCL's reason, nothing adopted, nothing claimed,
  *   no window kept — the test cannot pass without looking at one or the other;
+ * - a group split from the world group (an FSDP mesh's TP group) makes
+ *   windows alike: its planted failure is off (the knob names world ranks)
+ *   and it agrees through its own exchange;
  * - the planted workspace failure (TPBENCH_TEST_FAIL_ALLOC=0:8 MiB):
  *   tp_symm_reserve below the threshold grows, above it fails as out of
  *   memory naming rank 0, the size and the planted knob, leaves the
@@ -157,6 +160,33 @@ static int ledger_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   if (windows_expected(g)) window_counted(g, &before);
   else window_refused(g, &before);
   tp_device_leave(outer);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+/* A group split from the world group (an FSDP mesh's TP group: bench/gpu/layer_worker.c) makes
+ * windows as the world group does: its ranks agree through the group's own exchange, and
+ * the planted failure, whose knob names world ranks, is off there (a split group that kept
+ * a zeroed knob failed every window of its rank 0 as "planted", then found no exchange). */
+static int split_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  (void)ctx;
+  failures = 0;
+  tp_group *split = NULL;
+  tp_rc rc = tp_group_split(g, g->rank, 0, &split);
+  check(rc == TP_OK, "rank %d: split a group of one: %s", g->rank,
+        rc == TP_OK ? "made" : tp_last_error());
+  if (rc != TP_OK) return 1;
+  check(split->test_fail_alloc.rank == -1,
+        "rank %d: the split group's planted failure is off (rank %d)", g->rank,
+        split->test_fail_alloc.rank);
+  check(split->exchange != NULL, "rank %d: the split group has an exchange to agree with", g->rank);
+  const tp_alloc_owner outer = tp_device_enter(TEST_OWNER);
+  const tp_alloc_stats before = stats_of(TEST_OWNER);
+  if (windows_expected(split)) window_counted(split, &before);
+  else window_refused(split, &before);
+  tp_device_leave(outer);
+  tp_group_destroy(split);
   fflush(stdout);
   return failures ? 1 : 0;
 }
@@ -344,6 +374,11 @@ static void test_tp1_ledger_counts_windows(void **state) {
   assert_int_equal(gpu_run_group(1, ledger_body, NULL), 0);
 }
 
+static void test_tp1_split_group_windows(void **state) {
+  (void)state;
+  assert_int_equal(gpu_run_group(1, split_body, NULL), 0);
+}
+
 static void test_tp1_planted_workspace_failure(void **state) {
   (void)state;
   run_planted(1, 0, 8 * MIB);
@@ -388,6 +423,7 @@ int main(void) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tp1_ledger_counts_windows),
+      cmocka_unit_test(test_tp1_split_group_windows),
       cmocka_unit_test(test_tp1_planted_workspace_failure),
       cmocka_unit_test(test_tp1_drift_hung_step),
       cmocka_unit_test(test_tp2_planted_failure),
