@@ -41,7 +41,7 @@ static tp_rc usage(const char *cmd, const char *msg) {
 #define RUN_AXIS_HELP                                                                              \
   "replace one axis's values, e.g. seqlen=2048,4096 (repeatable; axes: model, layer, "             \
   "backend, schedule, chunks, tp, batch, seqlen, dtype, sp, pass, graph, save_gathered, dp, ac, "  \
-  "stock, symm, fsdp_traffic)"
+  "stock, symm, fsdp_traffic, comm_dtype)"
 
 /* --preset, --matrix, --axis and the convenience flags of run's axes (their
  * defaults shown from display, the quick preset); returns how many rows. */
