@@ -271,15 +271,38 @@ static long outside_bound(const uint16_t *y, const double *dx, const double *dw,
 
 /* Chunk r's GEMM [s, n] into y rows r·s, from the gathered data and shard r's scales (or, for
  * the planted fault, shard `scales_of`'s). */
-static void chunk_gemm(tp_gemm_scaled *g, const sim_gather *sg, int r, int scales_of,
-                       const uint8_t *wq, const void *ws, int64_t n, void *y) {
+/* A shard's scales in the rank-major gathered buffer sit at multiples of their own size (4
+ * bytes for a tensorwise scale), which cuBLASLt refuses as a scale pointer (seen on the H200:
+ * CUBLAS_STATUS_NOT_SUPPORTED from cublasLtMatmul); the fused path's packets put each shard's
+ * scales at a 256-byte boundary (kernels/tp_linear_fp8_comm.c), so the test does too. */
+enum { SCALE_SLOT_ALIGN = 256 };
+
+static size_t scale_slot_bytes(const sim_gather *sg) {
   const size_t shard = tp_quant_scale_bytes(&sg->g.shard);
+  return (shard + SCALE_SLOT_ALIGN - 1) / SCALE_SLOT_ALIGN * SCALE_SLOT_ALIGN;
+}
+
+/* Every shard's scales out of the gathered buffer into its own aligned slot (device memory). */
+static void *stage_scales(const sim_gather *sg) {
+  const size_t shard = tp_quant_scale_bytes(&sg->g.shard), slot = scale_slot_bytes(sg);
+  char *slots = dev_alloc(slot * (size_t)sg->tp);
+  for (int r = 0; r < sg->tp; ++r) {
+    const cudaError_t err =
+        cudaMemcpy(slots + (size_t)r * slot, (const char *)sg->s_gath + (size_t)r * shard, shard,
+                   cudaMemcpyDeviceToDevice);
+    if (err != cudaSuccess) fail_msg("staging shard %d's scales: %s", r, cudaGetErrorString(err));
+  }
+  return slots;
+}
+
+static void chunk_gemm(tp_gemm_scaled *g, const sim_gather *sg, const void *slots, int r,
+                       int scales_of, const uint8_t *wq, const void *ws, int64_t n, void *y) {
   const tp_gemm_scaled_desc d = {sg->f,
                                  sg->s,
                                  n,
                                  sg->k,
                                  sg->q_gath + (size_t)(r * sg->s * sg->k),
-                                 (const char *)sg->s_gath + (size_t)scales_of * shard,
+                                 (const char *)slots + (size_t)scales_of * scale_slot_bytes(sg),
                                  wq,
                                  ws,
                                  (char *)y + (size_t)(r * sg->s * n) * 2,
@@ -310,8 +333,9 @@ static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, 
   check_rc(tp_quant_enqueue(&wa, 0), "quantize W");
   const size_t ybytes = (size_t)(m * n) * 2;
   void *y_chunks = dev_alloc(ybytes), *y_whole = dev_alloc(ybytes), *y_fault = dev_alloc(ybytes);
-  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, r, wq, ws, n, y_chunks);
-  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, r, (r + 1) % tp, wq, ws, n, y_fault);
+  void *slots = stage_scales(&sg);
+  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, slots, r, r, wq, ws, n, y_chunks);
+  for (int r = 0; r < tp; ++r) chunk_gemm(g, &sg, slots, r, (r + 1) % tp, wq, ws, n, y_fault);
   const tp_gemm_scaled_desc whole = {f,           m,  n,  k,       sg.q_whole,
                                      sg.s_placed, wq, ws, y_whole, TP_GEMM_SCALED_FWD};
   check_rc(tp_gemm_scaled_enqueue(g, &whole, 0), "whole GEMM");
@@ -337,7 +361,7 @@ static void chunk_case(tp_gemm_scaled *g, tp_quant_format f, int tp, int64_t s, 
   free(yc);
   free(yw);
   free(yf);
-  void *all[] = {w, wq, ws, y_chunks, y_whole, y_fault};
+  void *all[] = {w, wq, ws, y_chunks, y_whole, y_fault, slots};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) cudaFree(all[i]);
   sim_free(&sg);
 }
