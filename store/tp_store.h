@@ -177,15 +177,16 @@ typedef struct tp_config_axes {
   int graph;         /* CUDA graph replay */
   int save_gathered;
   /* Composition (schemas/006_composition.sql); 0 / NULL read as the defaults. */
-  int dp;                  /* data-parallel degree; 0 or 1: none */
-  const char *ac;          /* "none", "selective", "full"; NULL: "none" */
+  int dp;           /* data-parallel degree; 0 or 1: none */
+  int fsdp_traffic; /* (007) FSDP's collectives ran beside the layer on the same GPUs; here, not
+                       below with 007's other axes, so the struct has no padding */
+  const char *ac;   /* "none", "selective", "full"; NULL: "none" */
   const char *graph_sizes; /* mixed-size graph replay: "2048,4096"; NULL: one size */
   const char *rs_sum;      /* dist_gemm's reduce-scatter sum: "epilogue", "nccl"; NULL: none
                               asked for (the epilogue where one runs) */
   /* Transport (schemas/007_transport.sql); 0 / NULL read as the defaults. */
   const char *comm_dtype; /* the gathered fp8 activation's type on the links: "bf16", "fp8";
                              NULL: nothing quantized is gathered */
-  int fsdp_traffic;       /* FSDP's collectives ran beside the layer on the same GPUs */
   const char *symm;       /* dist_gemm's symmetric memory: "ipc", "nccl"; NULL: ipc or none */
 } tp_config_axes;
 
