@@ -20,6 +20,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_symm_nccl.h"
+#include "kernels/tp_window_probe.h"
 
 enum { SYMM_GRANULE = 2 << 20 }; /* grow in 2 MiB steps */
 
@@ -274,7 +275,7 @@ tp_rc tp_symm_create(int rank, int world, tp_exchange_fn exchange, void *ctx, tp
 static tp_rc check_lsa_team(ncclComm_t comm, int world) {
   int lsa = 0;
   char why[256];
-  ncclResult_t res = tp_symm_nccl_lsa_size(comm, &lsa, why, sizeof why);
+  ncclResult_t res = tp_window_probe_nccl(comm, &lsa, why, sizeof why);
   if (res != ncclSuccess)
     return TP_FAIL(TP_EREJECT, "symm=nccl: ncclDevCommCreate (to read the LSA team) failed: %s%s%s",
                    ncclGetErrorString(res), why[0] ? ": " : "", why);

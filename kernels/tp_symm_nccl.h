@@ -19,18 +19,12 @@
 extern "C" {
 #endif
 
-/* The size of the communicator's LSA team, from a device communicator with
- * no requirements, created and destroyed again (collective). ncclSuccess
- * with *lsa_size set; otherwise NCCL's result, with ncclGetLastError's text
- * in why[cap] (empty when NCCL left none). */
-ncclResult_t tp_symm_nccl_lsa_size(ncclComm_t comm, int *lsa_size, char *why, size_t cap);
-
 /* For every rank p < world: ptrs[p], the address of byte 0 of rank p's part
  * of window as this process maps it (ncclGetPeerPointer, world ranks), and
  * first_words[p], the 8 bytes found there (a load through that mapping). One
  * kernel of one warp on the legacy stream, then synchronous copies back.
  * window must be a symmetric window (NCCL_WIN_COLL_SYMMETRIC) of a
- * communicator whose LSA team is the whole world (tp_symm_nccl_lsa_size). */
+ * communicator whose LSA team is the whole world (tp_window_probe_nccl's lsa_size). */
 cudaError_t tp_symm_nccl_peers(ncclWindow_t window, int world, void **ptrs, uint64_t *first_words);
 
 #ifdef __cplusplus

@@ -22,7 +22,7 @@ static size_t round_up(size_t bytes, size_t to) { return (bytes + to - 1) / to *
 tp_rc tp_window_check_support(tp_group *g) {
   if (g->window_support == 0) {
     char why[256];
-    ncclResult_t r = tp_window_probe_nccl(g->nccl, why, sizeof why);
+    ncclResult_t r = tp_window_probe_nccl(g->nccl, NULL, why, sizeof why);
     g->window_support = r == ncclSuccess ? 1 : -1;
     if (r != ncclSuccess)
       snprintf(g->window_refusal, sizeof g->window_refusal,

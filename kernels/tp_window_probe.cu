@@ -32,17 +32,20 @@ static void last_error(ncclComm_t comm, char *why, size_t cap) {
   snprintf(why, cap, "%s", text ? text : "");
 }
 
-extern "C" ncclResult_t tp_window_probe_nccl(ncclComm_t comm, char *why, size_t cap) {
+extern "C" ncclResult_t tp_window_probe_nccl(ncclComm_t comm, int *lsa_size, char *why,
+                                             size_t cap) {
   requirements_room reqs;
   dev_comm_room room;
   memset(&reqs, 0, sizeof reqs);
   memset(&room, 0, sizeof room);
   if (cap) why[0] = '\0';
+  if (lsa_size) *lsa_size = 0;
   ncclResult_t r = ncclDevCommCreate(comm, &reqs.reqs, &room.comm);
   if (r != ncclSuccess) {
     last_error(comm, why, cap);
     return r;
   }
+  if (lsa_size) *lsa_size = room.comm.lsaSize;
   r = ncclDevCommDestroy(comm, &room.comm);
   if (r != ncclSuccess) last_error(comm, why, cap);
   return r;

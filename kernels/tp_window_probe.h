@@ -16,9 +16,11 @@ extern "C" {
 
 /* Creates and destroys a device communicator with no requirements
  * (collective: NCCL ends it with a barrier of the ranks). ncclSuccess when
- * the communicator supports symmetric memory; otherwise NCCL's result, with
- * ncclGetLastError's text in why[cap] (empty when NCCL left none). */
-ncclResult_t tp_window_probe_nccl(ncclComm_t comm, char *why, size_t cap);
+ * the communicator supports symmetric memory, with the size of its LSA
+ * (NVLink load/store) team in *lsa_size (may be NULL); otherwise NCCL's
+ * result, with ncclGetLastError's text in why[cap] (empty when NCCL left
+ * none). */
+ncclResult_t tp_window_probe_nccl(ncclComm_t comm, int *lsa_size, char *why, size_t cap);
 
 #ifdef __cplusplus
 }
