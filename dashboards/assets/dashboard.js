@@ -335,7 +335,8 @@
   /* ---- the table ------------------------------------------------------------------ */
 
   /* The switches away from their defaults, as the report's options column says them, so rows
-   * that differ only there (graph=on beside graph=mixed, ac modes) can be told apart. */
+   * that differ only there (graph=on beside graph=mixed, ac modes, quiet beside FSDP traffic,
+   * the fp8 gather's comm_dtype, dist_gemm's symm) can be told apart. */
   function rowOptions(r) {
     var words = [r.sp === false ? "no-sp" : "sp"];
     if (r.dp > 1) words.push("dp" + r.dp);
@@ -343,6 +344,9 @@
     if (r.graph) words.push("graph");
     if (r.save_gathered) words.push("save-gathered");
     if (r.graph_sizes) words.push("among " + r.graph_sizes);
+    if (r.comm_dtype) words.push("comm-" + r.comm_dtype);
+    if (r.fsdp_traffic) words.push("fsdp-traffic");
+    if (r.symm === "nccl") words.push("symm-nccl");
     return words.join(" ");
   }
 
