@@ -98,15 +98,15 @@ tp_rc fp8_device_alloc(tp_fp8_linear *p, void **out, size_t bytes) {
 }
 
 /* The quantization of a [rows, cols] bf16 operand of p (q and scales for the caller to set). */
-static tp_quant_args quant_of(const tp_fp8_linear *p, tp_quant_role role, tp_fp8_type elem,
-                              const void *src, int64_t rows, int64_t cols) {
+tp_quant_args fp8_quant_of(const tp_fp8_linear *p, tp_quant_role role, tp_fp8_type elem,
+                           const void *src, int64_t rows, int64_t cols) {
   const tp_quant_args a = {p->format, role, elem, TP_BF16, src, rows, cols, cols, NULL, NULL, NULL};
   return a;
 }
 
 tp_quant_args fp8_quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
                              int64_t rows) {
-  return quant_of(p, role, TP_FP8_E4M3, src, rows, p->k);
+  return fp8_quant_of(p, role, TP_FP8_E4M3, src, rows, p->k);
 }
 
 /* A quantized copy and its scales. */
@@ -122,7 +122,7 @@ static tp_rc transpose_quantize(tp_fp8_linear *p, tp_quant_role role, tp_fp8_typ
                                 const void *src, int64_t rows, int64_t cols, uint8_t *q,
                                 void *scales, cudaStream_t stream) {
   TP_TRY(tp_quant_transpose_enqueue(TP_BF16, src, rows, cols, p->transposed, stream));
-  tp_quant_args a = quant_of(p, role, elem, p->transposed, cols, rows);
+  tp_quant_args a = fp8_quant_of(p, role, elem, p->transposed, cols, rows);
   a.q = q;
   a.scales = scales;
   return tp_quant_enqueue(&a, stream);
@@ -133,7 +133,7 @@ static tp_rc transpose_quantize(tp_fp8_linear *p, tp_quant_role role, tp_fp8_typ
 static tp_rc quantize_transposed(const tp_fp8_linear *p, tp_fp8_type elem, const void *src,
                                  int64_t rows, int64_t cols, const float *agreed_amax, uint8_t *q,
                                  void *scales, cudaStream_t stream) {
-  tp_quant_args a = quant_of(p, TP_QROLE_ACT, elem, src, rows, cols);
+  tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, elem, src, rows, cols);
   a.q = q;
   a.scales = scales;
   a.agreed_amax = agreed_amax;
@@ -233,13 +233,14 @@ static tp_rc need_backward(const tp_fp8_linear *p) {
   return TP_OK;
 }
 
-tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x, const void *const *dy,
-                                   cudaStream_t stream) {
+tp_rc tp_fp8_linear_quantize_grads(tp_group *g, tp_fp8_linear *p, const void *x,
+                                   const void *const *dy, cudaStream_t stream) {
   TP_TRY(need_backward(p));
+  if (p->world > 1) return fp8_bwd_quantize_grads(g, p, x, dy, stream);
   TP_TRY(quantize_transposed(p, TP_FP8_E4M3, x, p->m, p->k, NULL, p->xtq, p->xt_scales, stream));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     /* dY is quantized twice, both needed: along N (dgrad) and transposed along T (wgrad) */
-    tp_quant_args a = quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n);
+    tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n);
     a.q = p->dyq[i];
     a.scales = p->dy_scales[i];
     if (p->format == TP_QFMT_FP8) {
@@ -257,6 +258,7 @@ tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x, const void *
 tp_rc tp_fp8_linear_backward_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
                                    cudaStream_t stream) {
   TP_TRY(need_backward(p));
+  if (p->world > 1) return fp8_bwd_gemms(p, dx, dw, stream);
   const int nw = p->desc.n_weights;
   for (int i = 0; i < nw; ++i) {
     const tp_gemm_scaled_desc d = {p->format,
@@ -283,10 +285,20 @@ tp_rc tp_fp8_linear_backward_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
   return TP_OK;
 }
 
-tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const *dy, void *dx,
-                             void *const *dw, cudaStream_t stream) {
-  TP_TRY(tp_fp8_linear_quantize_grads(p, x, dy, stream));
+tp_rc tp_fp8_linear_backward(tp_group *g, tp_fp8_linear *p, const void *x, const void *const *dy,
+                             void *dx, void *const *dw, cudaStream_t stream) {
+  TP_TRY(need_backward(p));
+  if (p->world > 1) return fp8_bwd_backward(g, p, x, dy, dx, dw, stream);
+  TP_TRY(tp_fp8_linear_quantize_grads(g, p, x, dy, stream));
   return tp_fp8_linear_backward_gemms(p, dx, dw, stream);
+}
+
+tp_rc tp_fp8_linear_backward_collective(tp_group *g, tp_fp8_linear *p, void *dx,
+                                        cudaStream_t stream) {
+  TP_TRY(need_backward(p));
+  if (p->world < 2)
+    return TP_FAIL(TP_EINTERNAL, "fp8 backward collective alone at TP 1: nothing travels");
+  return fp8_bwd_collective(g, p, dx, stream);
 }
 
 void tp_fp8_linear_release(tp_fp8_linear *p) {
@@ -448,6 +460,7 @@ static void judge_element(double y, const product_rows *pr, int n, size_t ao, si
 }
 
 static double ratio_of(double num2, double den2) {
+  if (isnan(num2) || isnan(den2)) return NAN; /* an operand absent (bf16 not held) */
   if (den2 > 0.0) return sqrt(num2 / den2);
   return num2 > 0.0 ? INFINITY : 0.0;
 }
@@ -518,9 +531,15 @@ tp_rc tp_fp8_linear_check_dx(const tp_fp8_linear *p, const void *const *dy, cons
   TP_TRY(need_backward(p));
   check_product cp;
   memset(&cp, 0, sizeof cp);
+  /* TP > 1: the all-gather side's output is the local partial (the
+   * reduce-scatter is NCCL's); the reduce-scatter side's dY is the gathered
+   * whole, whose bf16 no rank holds */
+  const int gathered_dy = p->world > 1 && !tp_op_gathers(p->desc.op);
+  if (p->world > 1 && tp_op_gathers(p->desc.op)) dx = p->bwd.dx_partial;
   for (int i = 0; i < p->desc.n_weights; ++i) {
-    cp.a[i] =
-        (check_operand){p->dyq[i], p->dy_scales[i], &p->dy_scales_shape, TP_FP8_E5M2, dy[i], 0};
+    cp.a[i] = (check_operand){
+        p->dyq[i], p->dy_scales[i], &p->dy_scales_shape, TP_FP8_E5M2, gathered_dy ? NULL : dy[i],
+        0};
     /* row j of W_iᵀ is column j of W_i */
     cp.b[i] =
         (check_operand){p->wtq[i], p->wt_scales[i], &p->wt_scales_shape, TP_FP8_E4M3, w[i], 1};
@@ -541,7 +560,13 @@ tp_rc tp_fp8_linear_check_dw(const tp_fp8_linear *p, int weight, const void *x, 
     return TP_FAIL(TP_EINTERNAL, "fp8 dw check of weight %d of %d", weight, p->desc.n_weights);
   check_product cp;
   memset(&cp, 0, sizeof cp);
-  /* row j of dY_iᵀ is column j of dY_i, row j of Xᵀ column j of X */
+  /* row j of dY_iᵀ is column j of dY_i, row j of Xᵀ column j of X; at TP >
+   * 1 the sequence-sharded one (X on the all-gather side, dY on the other)
+   * is the gathered whole, whose bf16 no rank holds */
+  if (p->world > 1) {
+    if (tp_op_gathers(p->desc.op)) x = NULL;
+    else dy = NULL;
+  }
   cp.a[0] = (check_operand){
       p->dytq[weight], p->dyt_scales[weight], &p->dyt_scales_shape, TP_FP8_E5M2, dy, 1};
   cp.b[0] = (check_operand){p->xtq, p->xt_scales, &p->xt_scales_shape, TP_FP8_E4M3, x, 1};

@@ -17,9 +17,12 @@
  * the all-gather side moves the fp8 shard and its scales (comm fp8: NCCL
  * for stock, the fused pushes for dist_gemm) or the bf16 shard (comm bf16,
  * stock only), the reduce-scatter side reduces bf16 partials of fp8 GEMMs
- * (tp_linear_fp8_comm.h says how). The backward at TP > 1 is rejected at
- * plan time (its dgrad reduce-scatter and wgrad gathers are not written for
- * fp8), never run as bf16.
+ * (tp_linear_fp8_comm.h says how). The backward at TP > 1 (the same
+ * recipe) is tp_linear_fp8_bwd.c's: amax agreements where a scale spans
+ * ranks, dX's bf16 partials reduce-scattered on the all-gather side, dY's
+ * fp8 shard and scales gathered on the reduce-scatter side, and the wgrad's
+ * sequence-sharded operand transposed and quantized along T piece by piece,
+ * gathered and re-placed (stock: NCCL; dist_gemm: the fused pushes).
  *
  * The backward (desc.backward), the recipe of tp_quant.h: forward operands
  * E4M3, gradients E5M2 with the same scale granularity as the operand they
@@ -81,6 +84,36 @@ typedef struct tp_fp8_linear_desc {
   tp_comm_dtype comm;   /* all-gather side at TP > 1: BF16 or FP8; else NONE */
 } tp_fp8_linear_desc;
 
+/* The backward at TP > 1 (tp_linear_fp8_bwd.c): what the ranks agree on
+ * and what travels. The wgrad contracts over T, so the operand that is
+ * sequence-sharded (X on the all-gather side, dY on the reduce-scatter side)
+ * is transposed and quantized along T piece by piece ([C, S] on every rank),
+ * gathered rank-major and re-placed into the whole [C, T] (tp_quant.h's
+ * column shards). */
+typedef struct tp_fp8_bwd_comm {
+  tp_amax_agreement dy_agreement; /* dY_i [T, N] as the op splits it (along N, or along T) */
+  tp_amax_agreement t_agreement;  /* the transposed operand [C, T] split along T */
+  int64_t t_rows;                 /* C: K (all-gather side) or N (reduce-scatter side) */
+  float *grad_amax;               /* dY_i's agreed amax: 1 float, or T for fp8-row along N */
+  float *t_amax;                  /* the transposed operand's: 1 float, or C for fp8-row */
+  float *x_amax;                  /* reduce-scatter side, fp8: X's agreed tensor amax (for Xᵀ) */
+  tp_scale_gather tgather;        /* its pieces' scales [C, S] and the whole's [C, T] */
+  size_t piece_bytes;             /* C · S */
+  uint8_t *pieces;                /* stock: every rank's piece, rank-major (own one in place) */
+  void *piece_scales;             /* stock: every rank's piece scales, rank-major */
+  tp_scale_gather dy_gather;      /* reduce-scatter side: dY's row shards [S, N] */
+  uint8_t *dy_packet;             /* ... this rank's shard quantized: [bytes | scales] */
+  void *dy_shard_scales;          /* inside dy_packet */
+  size_t dy_packet_bytes;
+  void *dy_gathered_scales;       /* ... stock: every rank's dY shard scales, rank-major */
+  void *dx_partial;               /* all-gather side: dX's bf16 partial [T, K] before the reduce-scatter */
+  tp_scale_shape dy_block_shape;  /* all-gather side, dist_gemm: one destination's dY rows [S, N/W] */
+  void *dy_block_scales;          /* ... their scales: weight i, block b at (i·W + b)·room */
+  size_t dy_block_room;
+  size_t symm_bytes;              /* dist_gemm: the backward's symmetric workspace */
+  size_t comm_bytes;              /* bytes one rank sends in the backward */
+} tp_fp8_bwd_comm;
+
 typedef struct tp_fp8_linear {
   tp_fp8_linear_desc desc;
   tp_quant_format format;
@@ -123,6 +156,7 @@ typedef struct tp_fp8_linear {
   tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
   void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
+  tp_fp8_bwd_comm bwd;  /* the backward at TP > 1 */
   size_t symm_bytes; /* dist_gemm: the symmetric workspace it needs */
   size_t comm_bytes; /* bytes one rank sends per step */
   tp_gemm_scaled *gemm;
@@ -133,7 +167,8 @@ typedef struct tp_fp8_linear {
 
 /* Plans the projection on this group (zeroes *out first; release it in every
  * case). TP_EREJECT with the reason in out->reason (and as the last error):
- * not an fp8 dtype, at TP > 1 the backward, a comm dtype that does not apply
+ * not an fp8 dtype, at TP > 1 a backward operand the placement rules turn
+ * down (tp_linear_fp8_bwd.c), a comm dtype that does not apply
  * (NONE on the all-gather side, any on the reduce-scatter side, bf16 for
  * dist_gemm), dist_gemm chunks > 1 or a schedule that cannot carry fp8, a
  * shard the format cannot quantize locally (tp_quant_shard_check), or cuBLASLt's
@@ -183,19 +218,34 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_forward(tp_group *g, tp_fp8_linear *p, const v
 
 /* The backward's quantizations (a plan with desc.backward): Xᵀ from x (bf16,
  * T x K), then per weight dY_i and dY_iᵀ from dy[i] (bf16, T x N), each
- * with its own amax (TP 1: nothing to agree on). Enqueued on stream. */
-TP_MUST_CHECK tp_rc tp_fp8_linear_quantize_grads(tp_fp8_linear *p, const void *x,
+ * with its own amax (TP 1: nothing to agree on). At TP > 1 (stock plans
+ * only) x and dy are this rank's tensors and the operands are made whole:
+ * the agreements, the gathers and the re-placements (tp_linear_fp8_bwd.c).
+ * Enqueued on stream. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_quantize_grads(tp_group *g, tp_fp8_linear *p, const void *x,
                                                  const void *const *dy, cudaStream_t stream);
 
 /* The backward's scaled GEMMs on the quantized operands: dx (bf16, T x K) =
  * sum_i dY_i · W_i (the dgrad GEMMs, then the sum when n_weights > 1) and
- * dw[i] (bf16, N x K) = dY_iᵀ · X (the wgrad GEMMs). Enqueued on stream. */
+ * dw[i] (bf16, N x K) = dY_iᵀ · X (the wgrad GEMMs). At TP > 1 on the
+ * all-gather side the dgrad writes dX's local partial (p->bwd.dx_partial,
+ * dx untouched). Enqueued on stream. */
 TP_MUST_CHECK tp_rc tp_fp8_linear_backward_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
                                                  cudaStream_t stream);
 
-/* The timed backward: quantize_grads, then backward_gemms. */
-TP_MUST_CHECK tp_rc tp_fp8_linear_backward(tp_fp8_linear *p, const void *x, const void *const *dy,
-                                           void *dx, void *const *dw, cudaStream_t stream);
+/* The timed backward: quantize_grads, then backward_gemms (at TP > 1 stock
+ * then reduce-scatters dX's partial on the all-gather side; dist_gemm runs
+ * its fused pipeline on the group's main stream). */
+TP_MUST_CHECK tp_rc tp_fp8_linear_backward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           const void *const *dy, void *dx, void *const *dw,
+                                           cudaStream_t stream);
+
+/* TP > 1, a stock plan: what the backward moves, alone, from buffers a stock
+ * backward filled: the amax agreements, the gathers of the fp8 pieces and
+ * shards with their scales, and on the all-gather side the bf16
+ * reduce-scatter of dX's partial into dx. TP_EINTERNAL at TP 1. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_backward_collective(tp_group *g, tp_fp8_linear *p, void *dx,
+                                                      cudaStream_t stream);
 
 /* Frees what plan and prepare made (a zeroed or partly made p is fine). */
 void tp_fp8_linear_release(tp_fp8_linear *p);

@@ -33,12 +33,6 @@ static size_t shard_scale_bytes(const tp_fp8_linear *p) {
 static tp_rc check_rules(tp_fp8_linear *p) {
   const tp_fp8_linear_desc *d = &p->desc;
   const char *dt = tp_dtype_name(d->dtype), *op = tp_op_name(d->op);
-  if (d->backward)
-    return fp8_reject(p,
-                      "%s at TP %d: the fp8 backward is not implemented beyond TP 1 (its dX "
-                      "reduce-scatter and the wgrad's gathered operands are not written for fp8; "
-                      "never run as bf16)",
-                      dt, p->world);
   if (gathers(p) && d->comm == TP_COMM_NONE)
     return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt, op,
                       p->world);
@@ -121,8 +115,13 @@ tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
   TP_TRY(tp_gemm_scaled_create(p->gemm_workspace_bytes, &p->gemm));
   /* the fused pipelines run one GEMM per rank's rows, the rest one over all T */
   const int64_t gemm_m = p->fused ? p->shard_rows : p->m;
-  return tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
-                                  sizeof p->reason);
+  TP_TRY(tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
+                                  sizeof p->reason));
+  if (!p->desc.backward) return TP_OK;
+  TP_TRY(fp8_bwd_plan(p));
+  p->comm_bytes += p->bwd.comm_bytes;
+  if (p->bwd.symm_bytes > p->symm_bytes) p->symm_bytes = p->bwd.symm_bytes;
+  return TP_OK;
 }
 
 /* ---- buffers --------------------------------------------------------------------------------- */
@@ -141,6 +140,7 @@ tp_rc fp8_comm_prepare(tp_group *g, tp_fp8_linear *p) {
   } else {
     TP_TRY(fp8_device_alloc(p, &p->partial, (size_t)(p->m * p->n) * 2));
   }
+  if (p->desc.backward) TP_TRY(fp8_bwd_prepare(p));
   /* collective: every rank reserves the same size in the same order */
   if (p->fused) TP_TRY(tp_symm_reserve(linear_heap(g, &p->base), p->symm_bytes));
   return TP_OK;
@@ -149,6 +149,7 @@ tp_rc fp8_comm_prepare(tp_group *g, tp_fp8_linear *p) {
 void fp8_comm_release(tp_fp8_linear *p) {
   void *bufs[] = {p->packet, p->gathered_scales, p->gathered_x, p->partial, p->block_scales};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) tp_device_release(bufs[i]);
+  fp8_bwd_release(p);
 }
 
 /* ---- the all-gather side --------------------------------------------------------------------- */

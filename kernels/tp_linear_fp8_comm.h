@@ -71,6 +71,21 @@ TP_MUST_CHECK tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *
 /* Frees the TP > 1 buffers. */
 void fp8_comm_release(tp_fp8_linear *p);
 
+/* tp_linear_fp8_bwd.c: the backward at TP > 1 (plan after the forward's
+ * shapes and the GEMM handle; prepare after tp_fp8_linear_prepare). */
+TP_MUST_CHECK tp_rc fp8_bwd_plan(tp_fp8_linear *p);
+TP_MUST_CHECK tp_rc fp8_bwd_prepare(tp_fp8_linear *p);
+TP_MUST_CHECK tp_rc fp8_bwd_quantize_grads(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           const void *const *dy, cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_bwd_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
+                                  cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_bwd_collective(tp_group *g, tp_fp8_linear *p, void *dx,
+                                       cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_bwd_backward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                     const void *const *dy, void *dx, void *const *dw,
+                                     cudaStream_t stream);
+void fp8_bwd_release(tp_fp8_linear *p);
+
 /* ---- tp_linear_fp8.c's helpers, shared with tp_linear_fp8_comm.c ---- */
 
 /* Writes the rejection into p->reason; TP_EREJECT with it as the last error. */
@@ -81,6 +96,8 @@ TP_MUST_CHECK tp_rc fp8_device_alloc(tp_fp8_linear *p, void **out, size_t bytes)
 /* Floats of the agreed amax (0, 1, or m for rows). */
 size_t fp8_amax_floats(const tp_fp8_linear *p);
 /* The E4M3 quantization of [rows, p->k] bf16 src in role (q and scales for the caller). */
+tp_quant_args fp8_quant_of(const tp_fp8_linear *p, tp_quant_role role, tp_fp8_type elem,
+                           const void *src, int64_t rows, int64_t cols);
 tp_quant_args fp8_quant_args(const tp_fp8_linear *p, tp_quant_role role, const void *src,
                              int64_t rows);
 /* x [m, k] quantized into xq and x_scales with the agreement act_agreement asks for. */

@@ -793,10 +793,64 @@ tp_rc enqueue_replace(const tp_scale_gather *g, const void *gathered, void *whol
 
 extern "C" tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g, const void *gathered,
                                                    void *whole, cudaStream_t stream) {
-  if (!g || g->tp < 1 || !gathered || !whole || g->whole.rows != g->shard.rows * g->tp ||
-      g->whole.layout != g->shard.layout)
+  const int consistent = g && (g->by_cols ? g->whole.cols == g->shard.cols * g->tp &&
+                                                g->whole.rows == g->shard.rows
+                                          : g->whole.rows == g->shard.rows * g->tp);
+  if (!consistent || g->tp < 1 || !gathered || !whole || g->whole.layout != g->shard.layout)
     return TP_FAIL(TP_EINTERNAL, "replace gathered scales: inconsistent gather (tp %d)",
                    g ? g->tp : 0);
   if (g->whole.elem_bytes == 1) return enqueue_replace<uint8_t>(g, gathered, whole, stream);
   return enqueue_replace<float>(g, gathered, whole, stream);
+}
+
+/* ---- gathered column pieces ------------------------------------------------------------------
+ */
+
+namespace {
+
+/* One thread per 16 bytes (or per byte when the pieces' rows are not 16-byte
+ * multiples): whole[i, r·w + j] = piece_r[i, j]. */
+template <typename V>
+__global__ void __launch_bounds__(kThreads)
+    replace_columns_kernel(const V *gathered, int tp, int64_t rows, int64_t width, V *whole) {
+  const int64_t per_piece = rows * width, n = per_piece * tp;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / per_piece, row = (i % per_piece) / width, j = i % width;
+    whole[row * width * tp + r * width + j] = gathered[i];
+  }
+}
+
+} // namespace
+
+extern "C" tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, int tp, int64_t rows,
+                                                  int64_t shard_cols, uint8_t *whole,
+                                                  cudaStream_t stream) {
+  if (!gathered || !whole || tp < 1 || rows < 1 || shard_cols < 1)
+    return TP_FAIL(TP_EINTERNAL, "replace gathered columns: empty or missing buffers (tp %d)", tp);
+  const bool vec = shard_cols % 16 == 0 && aligned(gathered, 16) && aligned(whole, 16);
+  const int64_t width = vec ? shard_cols / 16 : shard_cols;
+  const int64_t blocks = clamp_grid(ceil_div(rows * width * tp, kThreads), kMaxGridX);
+  if (vec)
+    TP_CHECK_LAUNCH((replace_columns_kernel<uint4><<<static_cast<unsigned>(blocks), kThreads, 0,
+                                                     stream>>>(
+        reinterpret_cast<const uint4 *>(gathered), tp, rows, width, reinterpret_cast<uint4 *>(whole))));
+  else
+    TP_CHECK_LAUNCH((replace_columns_kernel<uint8_t><<<static_cast<unsigned>(blocks), kThreads, 0,
+                                                        stream>>>(gathered, tp, rows, width, whole)));
+  return TP_OK;
+}
+
+extern "C" tp_rc tp_quant_transpose_local_amax_enqueue(const tp_quant_args *a, float *amax,
+                                                       cudaStream_t stream) {
+  TP_TRY(tp_quant_args_check(a));
+  if (!amax || a->in_dtype != TP_BF16)
+    return TP_FAIL(TP_EINTERNAL, "transposed local amax: bf16 in and an output buffer needed");
+  const tsource src{static_cast<const __nv_bfloat16 *>(a->x), a->rows, a->cols, a->ld,
+                    aligned(a->x, 16) && (a->rows == 1 || (a->ld * 2) % 16 == 0)};
+  if (a->format == TP_QFMT_FP8_ROW) return enqueue_cols_amax(src, amax, stream);
+  if (a->format != TP_QFMT_FP8)
+    return TP_FAIL(TP_EINTERNAL, "%s has no amax to agree on (its blocks are local)",
+                   tp_quant_format_name(a->format));
+  return tp_quant_local_amax_enqueue(a, amax, stream); /* the tensor's amax is its transpose's */
 }

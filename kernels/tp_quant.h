@@ -253,6 +253,28 @@ TP_MUST_CHECK tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layo
                                          int64_t cols, int tp, tp_amax_agreement *agreement,
                                          char *reason, size_t cap);
 
+/* One quantized tensor of a TP projection, whole, and how the op splits it. */
+typedef struct tp_quant_split {
+  const char *what; /* e.g. "X transposed, along T for the wgrad" */
+  const char *dim;  /* the split dimension's name in a rejection; NULL: the layout's */
+  tp_shard_layout layout;
+  int64_t rows, cols;
+} tp_quant_split;
+enum { TP_QUANT_MAX_SPLITS = 4 };
+/* The tensors a projection of T tokens, N outputs and K inputs quantizes,
+ * split as its side splits them at TP > 1 (gathers: the all-gather side,
+ * column-parallel; else the reduce-scatter side): X and W, then with the
+ * backward dY (along N, the dgrad's contraction) and the wgrad's
+ * sequence-sharded operand transposed ([C, T] along T: Xᵀ on the all-gather
+ * side, dYᵀ on the other). The other wgrad operand holds every token on its
+ * rank and is local. Returns the count (2, or 4 with backward). */
+int tp_quant_op_splits(int gathers, int64_t tokens, int64_t n, int64_t k, int backward,
+                       tp_quant_split *out);
+/* tp_quant_shard_check with the split dimension named dim_name in the
+ * reason (NULL: the layout's own name). */
+TP_MUST_CHECK tp_rc tp_quant_split_check(tp_quant_format f, tp_shard_layout layout, int64_t rows,
+                                         int64_t cols, int tp, const char *dim_name,
+                                         tp_amax_agreement *agreement, char *reason, size_t cap);
 /* ---- gathered shards' scales (fp8 communication) ----------------------------------------------
  *
  * An all-gather of row shards (TP_SHARD_ACT_ROWS: sequence-sharded
@@ -269,9 +291,10 @@ TP_MUST_CHECK tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layo
  * writes every logical scale of the whole from its rank's shard buffer and
  * zeroes the whole's padding, so its bytes equal quantizing the whole. */
 typedef struct tp_scale_gather {
-  tp_scale_shape shard; /* one rank's [shard_rows, cols] scales */
-  tp_scale_shape whole; /* the gathered [tp · shard_rows, cols] operand's */
+  tp_scale_shape shard; /* one rank's [shard_rows, cols] scales (by_cols: [rows, shard_cols]) */
+  tp_scale_shape whole; /* the gathered [tp · shard_rows, cols] operand's ([rows, tp · shard_cols]) */
   int tp;
+  int by_cols; /* 0: row shards; 1: column shards (tp_scale_gather_cols_shape) */
 } tp_scale_gather;
 
 /* The shapes of a gather of tp row shards of an ACT operand [shard_rows,
@@ -280,14 +303,35 @@ typedef struct tp_scale_gather {
 TP_MUST_CHECK tp_rc tp_scale_gather_shape(tp_quant_format f, int64_t shard_rows, int64_t cols,
                                           int tp, tp_scale_gather *out);
 
+/* Column shards: the backward's wgrad contracts over T, so a sequence-
+ * sharded tensor [S, C] enters it transposed, [C, T], quantized along T:
+ * every rank transposes and quantizes its own [C, S] piece (the columns
+ * r·S .. r·S + S - 1 of the whole's transpose) and the pieces are gathered
+ * rank-major. Neither their bytes nor their scales are the whole's layout
+ * back to back: the bytes are re-placed by tp_quant_replace_columns_ref (a
+ * strided copy), the scales by tp_quant_replace_gathered_ref with the shapes
+ * made here (logical scale (gr, gc) from rank gc / shard grid columns; one
+ * scale per row or per tensor, agreed first, from rank 0). TP_EINTERNAL for
+ * an unknown format, tp < 1 or an empty dimension. */
+TP_MUST_CHECK tp_rc tp_scale_gather_cols_shape(tp_quant_format f, int64_t rows, int64_t shard_cols,
+                                               int tp, tp_scale_gather *out);
+/* whole [rows, tp · shard_cols] (bytes) from the rank-major gathered pieces
+ * (tp of [rows, shard_cols], back to back). */
+void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows,
+                                  int64_t shard_cols, uint8_t *whole);
 /* Bytes of the gathered buffer (tp shard buffers back to back). */
 size_t tp_scale_gather_bytes(const tp_scale_gather *g);
 
 /* Offset, in scale elements, inside the gathered buffer of the whole's
- * logical scale (gr, gc): rank gr / shard grid rows, that rank's own layout.
+ * logical scale (gr, gc): rank gr / shard grid rows (by_cols: gc / shard
+ * grid columns), that rank's own layout.
  * Tensorwise: rank 0's float (every rank holds the agreed one). */
 TP_QUANT_FN int64_t tp_scale_gathered_offset(const tp_scale_gather *g, int64_t gr, int64_t gc) {
   if (g->shard.layout == TP_SCALE_SCALAR_F32) return 0;
+  if (g->by_cols) {
+    const int64_t per_col = g->shard.grid_cols;
+    return (gc / per_col) * g->shard.stored + tp_scale_offset(&g->shard, gr, gc % per_col);
+  }
   const int64_t per = g->shard.grid_rows;
   return (gr / per) * g->shard.stored + tp_scale_offset(&g->shard, gr % per, gc);
 }

@@ -70,6 +70,20 @@ TP_MUST_CHECK tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g,
                                                       const void *gathered, void *whole,
                                                       cudaStream_t stream);
 
+/* whole [rows, tp · shard_cols] (bytes) from the rank-major gathered
+ * column pieces: what tp_quant_replace_columns_ref writes (tp_quant.h's
+ * column shards: the wgrad's sequence-sharded transposed operands). */
+TP_MUST_CHECK tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, int tp, int64_t rows,
+                                                     int64_t shard_cols, uint8_t *whole,
+                                                     cudaStream_t stream);
+
+/* The amax the ranks agree on before quantizing a->x's TRANSPOSE
+ * (tp_quant_transpose_quantize_enqueue's arguments), from this shard alone,
+ * into amax (device): fp8 one float, fp8-row a->cols floats (one per source
+ * column, a row of the transpose). */
+TP_MUST_CHECK tp_rc tp_quant_transpose_local_amax_enqueue(const tp_quant_args *a, float *amax,
+                                                          cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

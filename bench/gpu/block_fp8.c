@@ -144,13 +144,15 @@ tp_rc tp_block_proj_backward(tp_group *g, const tp_block_plan *p, tp_block_proj 
   if (!p->fp8) return tp_linear_backward(g, &p->proj[proj], t);
   tp_fp8_linear *lin = &p->fp8->lin[proj];
   if (gemms_only(p)) return tp_fp8_linear_backward_gemms(lin, t->dx, t->dw, g->main_stream);
-  return tp_fp8_linear_backward(lin, t->x, t->dy, t->dx, t->dw, g->main_stream);
+  if (p->backend == TP_BACKEND_COMM_ONLY && !p->fp8->quantize)
+    return tp_fp8_linear_backward_collective(g, lin, t->dx, g->main_stream);
+  return tp_fp8_linear_backward(g, lin, t->x, t->dy, t->dx, t->dw, g->main_stream);
 }
 
 tp_rc tp_block_fp8_quantize_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
   if (!p->fp8) return TP_FAIL(TP_EINTERNAL, "a quantizing step of a plan without fp8");
-  if (p->backend == TP_BACKEND_COMM_ONLY && p->shape.backward)
-    return TP_FAIL(TP_EINTERNAL, "fp8 collectives alone with the backward (TP 1 has none)");
+  if (p->backend == TP_BACKEND_COMM_ONLY && p->shape.backward && g->world < 2)
+    return TP_FAIL(TP_EINTERNAL, "fp8 collectives alone with the backward at TP 1 (it has none)");
   p->fp8->quantize = 1;
   tp_rc rc = tp_block_step(g, p, t);
   p->fp8->quantize = 0;

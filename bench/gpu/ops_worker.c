@@ -387,23 +387,28 @@ static tp_rc fp8_before(void *self, tp_group *g) {
   if (!fp8_gemm_alone(it) && !fp8_comm_alone(it))
     return it->bwd_only ? tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s) : TP_OK;
   TP_TRY(tp_fp8_linear_quantize_input(g, &it->lin, b->x, s));
-  if (fp8_comm_alone(it)) return tp_fp8_linear_gemms(&it->lin, b->y, s);
-  if (it->bwd_only) TP_TRY(tp_fp8_linear_gemms(&it->lin, b->y, s));
+  if (fp8_comm_alone(it) || it->bwd_only) TP_TRY(tp_fp8_linear_gemms(&it->lin, b->y, s));
   if (!fp8_has_backward(it)) return TP_OK;
-  return tp_fp8_linear_quantize_grads(&it->lin, b->x, (const void *const *)b->dy, s);
+  TP_TRY(tp_fp8_linear_quantize_grads(g, &it->lin, b->x, (const void *const *)b->dy, s));
+  /* the collective alone reduce-scatters the partial a stock backward's GEMMs left */
+  return fp8_comm_alone(it) ? tp_fp8_linear_backward_gemms(&it->lin, b->dx, b->dw, s) : TP_OK;
 }
 
 static tp_rc fp8_step(void *self, tp_group *g) {
   fp8_item *it = self;
   cudaStream_t s = g->main_stream;
   case_buffers *b = it->b;
-  if (fp8_comm_alone(it)) return tp_fp8_linear_collective(g, &it->lin, b->x, b->y, s);
+  if (fp8_comm_alone(it)) {
+    if (!it->bwd_only) TP_TRY(tp_fp8_linear_collective(g, &it->lin, b->x, b->y, s));
+    if (!fp8_has_backward(it)) return TP_OK;
+    return tp_fp8_linear_backward_collective(g, &it->lin, b->dx, s);
+  }
   if (!it->bwd_only)
     TP_TRY(fp8_gemm_alone(it) ? tp_fp8_linear_gemms(&it->lin, b->y, s)
                               : tp_fp8_linear_forward(g, &it->lin, b->x, b->y, s));
   if (!fp8_has_backward(it)) return TP_OK;
   if (fp8_gemm_alone(it)) return tp_fp8_linear_backward_gemms(&it->lin, b->dx, b->dw, s);
-  return tp_fp8_linear_backward(&it->lin, b->x, (const void *const *)b->dy, b->dx, b->dw, s);
+  return tp_fp8_linear_backward(g, &it->lin, b->x, (const void *const *)b->dy, b->dx, b->dw, s);
 }
 
 /* The forward's output i as the harness compares it with stock's: bit for
@@ -430,6 +435,30 @@ static tp_item_output fp8_y_output(const fp8_item *it, const char *name, int i) 
   return o;
 }
 
+/* dx as the harness compares it: at TP > 1 the all-gather side's dx is this
+ * rank's rows of the ranks' summed partials (NCCL's bf16 reduce-scatter
+ * against dist_gemm's fp32 sum: within the tolerance; the GEMM alone does
+ * not sum), the reduce-scatter side's every row of this rank's K columns
+ * (dist_gemm's per-rank row GEMMs give the whole GEMM's rows: bit for bit). */
+static tp_item_output fp8_dx_output(const fp8_item *it) {
+  const tp_fp8_linear *l = &it->lin;
+  const int summed = l->world > 1 && tp_op_gathers(it->c->proj.op);
+  const int64_t rows = summed ? l->shard_rows : l->m;
+  tp_item_output o = {"dx",
+                      it->b->dx,
+                      (size_t)(rows * l->k),
+                      summed ? TP_RULE_TOLERANCE : TP_RULE_EXACT,
+                      l->n,
+                      summed ? l->world : 1,
+                      1,
+                      NULL};
+  if (summed && fp8_gemm_alone(it)) {
+    o.rule = TP_RULE_SKIP;
+    o.skip_why = "the GEMM alone does not sum the ranks' partials";
+  }
+  return o;
+}
+
 /* y (and dw) per weight, then dx: the GEMMs alone must equal stock bit for
  * bit (the same quantized operands, the same GEMMs). */
 static int fp8_outputs(void *self, tp_item_output *out, int max) {
@@ -445,9 +474,7 @@ static int fp8_outputs(void *self, tp_item_output *out, int max) {
       out[n++] = (tp_item_output){
           dw_names[i], it->b->dw[i], (size_t)(l->n * l->k), TP_RULE_EXACT, l->m, 1, 1, NULL};
   }
-  if (bwd && n < max)
-    out[n++] =
-        (tp_item_output){"dx", it->b->dx, (size_t)(l->m * l->k), TP_RULE_EXACT, l->n, 1, 1, NULL};
+  if (bwd && n < max) out[n++] = fp8_dx_output(it);
   return n;
 }
 
@@ -490,8 +517,11 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
   tp_item_check *judged = &out[0], *reported = &out[1];
   memset(reported, 0, sizeof *reported);
   tp_fp8_check_as_item(k, name, judged);
-  /* the scatter side at TP > 1 checks the GEMM's local partial (the reduction is NCCL's) */
-  const int partial = it->lin.world > 1 && !tp_op_gathers(it->c->proj.op) && strcmp(name, "y") == 0;
+  /* at TP > 1 the output whose ranks' partials NCCL sums is checked as the
+   * GEMM's local partial: y on the reduce-scatter side, dx on the all-gather side */
+  const int gathers = tp_op_gathers(it->c->proj.op);
+  const int partial = it->lin.world > 1 && (gathers ? strcmp(name, "dx") == 0
+                                                    : strcmp(name, "y") == 0);
   snprintf(judged->reason, sizeof judged->reason,
            "%s%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",
@@ -504,11 +534,13 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
   reported->rel_err = k->rel_err_bf16;
   reported->max_abs_err = NAN;
   reported->tolerance = NAN;
-  const int no_bf16 = it->lin.world > 1 && it->c->comm == TP_COMM_FP8;
+  /* at TP > 1 a gathered operand (X with comm_dtype fp8, the backward's
+   * sequence-sharded one) exists on no rank in bf16: its product is NaN */
+  const int no_bf16 = isnan(k->rel_err_bf16);
   reported->not_checked = no_bf16;
   snprintf(reported->reason, sizeof reported->reason,
-           no_bf16 ? "not available: with comm_dtype fp8 no rank holds the gathered bf16 input "
-                     "%s's bf16 product needs"
+           no_bf16 ? "not available: no rank holds the gathered bf16 operand %s's bf16 product "
+                     "needs (only its fp8 form travels)"
                    : "reported, not judged: %s's error against a float64 product of the "
                      "unquantized bf16 operands (what quantization costs)",
            name);

@@ -9,34 +9,21 @@
 
 #include "kernels/tp_quant.h"
 
-/* One quantized operand and how the op splits it. */
-typedef struct operand_split {
-  tp_shard_layout layout;
-  int64_t rows, cols;
-} operand_split;
-
-/* The operands of the op, split as it splits them (fp8_rules.h). */
-static int operand_splits(const tp_fp8_case *c, operand_split *out) {
-  if (tp_op_gathers(c->op)) {
-    out[0] = (operand_split){TP_SHARD_ACT_ROWS, c->tokens, c->k};
-    out[1] = (operand_split){TP_SHARD_WEIGHT_ROWS, c->n, c->k};
-  } else {
-    out[0] = (operand_split){TP_SHARD_ACT_COLS, c->tokens, c->k};
-    out[1] = (operand_split){TP_SHARD_WEIGHT_COLS, c->n, c->k};
-  }
-  return 2;
-}
-
 static int placement_rejection(const tp_fp8_case *c, tp_quant_format f, char *reason, size_t cap) {
-  operand_split splits[2];
-  const int n = operand_splits(c, splits);
+  tp_quant_split splits[TP_QUANT_MAX_SPLITS];
+  const int n = tp_quant_op_splits(tp_op_gathers(c->op), c->tokens, c->n, c->k,
+                                   tp_pass_has_backward(c->pass), splits);
   for (int i = 0; i < n; ++i) {
     char why[320];
-    if (tp_quant_shard_check(f, splits[i].layout, splits[i].rows, splits[i].cols, c->tp, NULL, why,
-                             sizeof why) == TP_OK)
+    if (tp_quant_split_check(f, splits[i].layout, splits[i].rows, splits[i].cols, c->tp,
+                             splits[i].dim, NULL, why, sizeof why) == TP_OK)
       continue;
-    snprintf(reason, cap, "fp8 placement rule %s at TP %d: %s",
-             tp_shard_layout_name(splits[i].layout), c->tp, why);
+    if (i < 2) /* the forward's operands, named by their layout */
+      snprintf(reason, cap, "fp8 placement rule %s at TP %d: %s",
+               tp_shard_layout_name(splits[i].layout), c->tp, why);
+    else
+      snprintf(reason, cap, "fp8 placement rule for the backward's %s at TP %d: %s",
+               splits[i].what, c->tp, why);
     return 1;
   }
   return 0;
@@ -47,14 +34,6 @@ static int comm_rejection(const tp_fp8_case *c, char *reason, size_t cap) {
     if (c->comm == TP_COMM_NONE) return 0;
     snprintf(reason, cap, "%s at TP 1: comm_dtype %s does not apply (nothing travels)",
              tp_dtype_name(c->dtype), tp_comm_dtype_name(c->comm));
-    return 1;
-  }
-  if (tp_pass_has_backward(c->pass)) {
-    snprintf(reason, cap,
-             "%s at TP %d, pass %s: the fp8 backward is not implemented beyond TP 1 (its dX "
-             "reduce-scatter and the wgrad's gathered operands are not written for fp8; never "
-             "run as bf16); pass fwd runs",
-             tp_dtype_name(c->dtype), c->tp, tp_pass_name(c->pass));
     return 1;
   }
   if (tp_op_gathers(c->op) && c->comm == TP_COMM_NONE) {
@@ -156,14 +135,6 @@ static int layer_comm_rejection(const tp_fp8_layer *l, char *reason, size_t cap)
              "%s layers at TP %d with sp off: the fp8 projections' communication gathers and "
              "reduce-scatters sequence-sharded rows (sp on only; never run as bf16)",
              dt, l->tp);
-    return 1;
-  }
-  if (tp_pass_has_backward(l->pass)) {
-    snprintf(reason, cap,
-             "%s layers at TP %d, pass %s: the fp8 backward is not implemented beyond TP 1 (its "
-             "dX reduce-scatter and the wgrad's gathered operands are not written for fp8; never "
-             "run as bf16); pass fwd runs",
-             dt, l->tp, tp_pass_name(l->pass));
     return 1;
   }
   if (l->comm == TP_COMM_NONE) {

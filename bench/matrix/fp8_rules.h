@@ -15,12 +15,16 @@
  *                before the gather) and the column-parallel weight W[N, K]
  *                along N;
  *                reduce-scatter side (linear_rs): X[T, K] and W[N, K] along
- *                K (the partial outputs stay bf16 and are reduced in bf16).
- *              The reason names the rule ("fp8 placement rule <layout>").
- *   comm       TP > 1 (kernels/tp_linear_fp8_comm.h): the forward runs; a
- *              pass with the backward is rejected (the fp8 backward's dX
- *              reduce-scatter and wgrad gathers are not written beyond
- *              TP 1); the all-gather side needs comm_dtype bf16 or fp8, the
+ *                K (the partial outputs stay bf16 and are reduced in bf16);
+ *                with the backward also dY[T, N] (along N on the all-gather
+ *                side, by rows on the other) and the wgrad's sequence-sharded
+ *                operand transposed, [C, T] split along T (Xᵀ, or dYᵀ):
+ *                tp_quant_op_splits lists them, kernels/tp_linear_fp8_bwd.c
+ *                plans the same.
+ *              The reason names the rule ("fp8 placement rule <layout>", the
+ *              backward's with the tensor named).
+ *   comm       TP > 1 (kernels/tp_linear_fp8_comm.h): every pass runs; the
+ *              all-gather side needs comm_dtype bf16 or fp8, the
  *              reduce-scatter side takes none (it reduces bf16 partials).
  *   dist_gemm  (tp_fp8_dist_gemm_rejection) at TP > 1 the fused pushes
  *              carry fp8 (schedules auto, ce, sm): comm_dtype bf16 is

@@ -44,6 +44,7 @@
 
 #include "bench/matrix/composition.h"
 #include "bench/matrix/fp8_rules.h"
+#include "kernels/tp_quant.h"
 #include "bench/matrix/layer_matrix.h"
 #include "bench/matrix/ops_matrix.h"
 #include "common/tp_vocab.h"
@@ -134,12 +135,39 @@ static void test_backward_planned(void **state) {
         char reason[400] = "";
         if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
           fail_msg("%s %s TP 1 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
-        /* TP 2: the backward's own reason, whatever travels */
+        /* TP 2, 2048 tokens a rank: every backward operand places */
         c.tp = 2;
         c.comm = tp_op_gathers(c.op) ? TP_COMM_FP8 : TP_COMM_NONE;
-        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
-        assert_non_null(strstr(reason, "the fp8 backward is not implemented beyond TP 1"));
+        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+          fail_msg("%s %s TP 2 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
+        /* 1056 tokens a rank: the wgrad's transposed operand (Xᵀ, or dYᵀ) has 1x128
+         * blocks along T that straddle two ranks for fp8-block; the forward alone runs */
+        c.tokens = 2112;
+        const int refused = tp_fp8_case_rejection(&c, reason, sizeof reason);
+        assert_int_equal(refused, FP8_DTYPES[f] == TP_FP8_BLOCK);
+        if (refused) {
+          assert_non_null(strstr(reason, tp_op_gathers(c.op) ? "backward's X transposed, along T"
+                                                             : "backward's dY transposed, along T"));
+          assert_non_null(strstr(reason, tp_op_gathers(c.op) ? "T of Xᵀ / TP 2 = 1056 per rank"
+                                                             : "T of dYᵀ / TP 2 = 1056 per rank"));
+          assert_non_null(strstr(reason, "not a multiple of the 128-element scale block"));
+          c.pass = TP_PASS_FWD;
+          assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 0);
+        }
       }
+  /* dY along N on the all-gather side: N / TP a multiple of 128 for fp8-block's 1x128 blocks
+   * (the forward's weight rule asks the same of W's 128-row blocks: it speaks first) */
+  const tp_quant_format fmts[] = {TP_QFMT_FP8, TP_QFMT_FP8_ROW, TP_QFMT_FP8_BLOCK};
+  const tp_amax_agreement want_dy[] = {TP_AMAX_AGREE_TENSOR, TP_AMAX_AGREE_ROWS, TP_AMAX_LOCAL};
+  for (int i = 0; i < 3; ++i) {
+    tp_quant_split sp[TP_QUANT_MAX_SPLITS];
+    assert_int_equal(tp_quant_op_splits(1, 4096, 6144, 4096, 1, sp), 4);
+    tp_amax_agreement a = TP_AMAX_LOCAL;
+    assert_int_equal(tp_quant_shard_check(fmts[i], sp[2].layout, sp[2].rows, sp[2].cols, 2, &a,
+                                          NULL, 0),
+                     TP_OK);
+    assert_int_equal(a, want_dy[i]);
+  }
   const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
                             2,       TP_PASS_FWD_BWD, TP_COMM_NONE};
   char reason[400] = "";
@@ -312,13 +340,19 @@ static void test_comm_dtype_axis(void **state) {
   }
   assert_int_equal(tp_fp8_dist_gemm_rejection(&fc, TP_SCHED_CE, 1, why, sizeof why), 0);
   tp_ops_matrix_free(&m);
-  /* a backward pass at TP 2 is rejected for fp8, with its reason */
+  /* a backward pass at TP 2 is planned for fp8: only dist_gemm's own rules reject */
   assert_int_equal(tp_ops_spec_set_axis(&s, "pass", "fwd+bwd"), TP_OK);
   assert_int_equal(tp_ops_spec_set_axis(&s, "dtype", "fp8"), TP_OK);
   assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "2"), TP_OK);
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
-  for (int i = 0; i < m.n_configs; ++i)
-    assert_non_null(strstr(m.configs[i].reason, "the fp8 backward is not implemented"));
+  int planned = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_ops_config *cfg = &m.configs[i];
+    if (cfg->rejected && cfg->backend != TP_BACKEND_DIST && cfg->schedule != TP_SCHED_NCCL_WINDOW)
+      fail_msg("fp8 fwd+bwd at TP 2 rejected: %s", cfg->reason);
+    planned += !cfg->rejected;
+  }
+  assert_true(planned > 0);
   tp_ops_matrix_free(&m);
   assert_int_equal(tp_ops_spec_set_axis(&s, "comm_dtype", "fp16"), TP_OK);
   assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
@@ -398,9 +432,7 @@ static void test_layers_tp_over_1(void **state) {
     const tp_layer_config *cfg = &m.configs[i];
     const tp_layer_case *c = &m.cases[cfg->case_index];
     assert_int_equal(cfg->planned, 0);
-    const char *words = !c->sp                          ? "with sp off: the fp8 projections'"
-                        : tp_pass_has_backward(c->pass) ? "the fp8 backward is not implemented"
-                                                        : tp_over_1_rejection(cfg, c);
+    const char *words = !c->sp ? "with sp off: the fp8 projections'" : tp_over_1_rejection(cfg, c);
     if (!words) {
       if (cfg->rejected)
         fail_msg("%s %s rejected: %s", cfg->axes.dtype, cfg->axes.backend, cfg->reason);
@@ -418,12 +450,12 @@ static void test_layers_tp_over_1(void **state) {
     else assert_null(cfg->axes.comm_dtype);
     comm_keyed += cfg->axes.comm_dtype != NULL;
   }
-  /* forward, sp on: 3 x 4 x 2 cases x 2 comm_dtype; dist_gemm ran only with fp8 over ipc,
-   * schedules auto, ce, sm and chunks 0, 1 */
-  assert_int_equal(runs[TP_BACKEND_STOCK], 3 * 4 * 2 * 2);
-  assert_int_equal(runs[TP_BACKEND_GEMM_ONLY], 3 * 4 * 2 * 2);
-  assert_int_equal(runs[TP_BACKEND_COMM_ONLY], 3 * 4 * 2 * 2);
-  assert_int_equal(runs[TP_BACKEND_DIST], 3 * 4 * 2 * 3 * 2);
+  /* both passes, sp on: 3 x 4 x 2 x 2 cases x 2 comm_dtype; dist_gemm ran only with fp8 over
+   * ipc, schedules auto, ce, sm and chunks 0, 1 */
+  assert_int_equal(runs[TP_BACKEND_STOCK], 3 * 4 * 2 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_GEMM_ONLY], 3 * 4 * 2 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_COMM_ONLY], 3 * 4 * 2 * 2 * 2);
+  assert_int_equal(runs[TP_BACKEND_DIST], 3 * 4 * 2 * 2 * 3 * 2);
   assert_true(comm_keyed > 0);
   printf("  %d configurations at TP 2 and 4: stock %d, dist_gemm %d run\n", m.n_configs,
          runs[TP_BACKEND_STOCK], runs[TP_BACKEND_DIST]);
@@ -479,7 +511,7 @@ static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t di
                           4096,  dim,
                           heads, kv,
                           hd,    ffn,
-                          tp,    TP_PASS_FWD_BWD,
+                          tp,    TP_PASS_FWD,
                           1,     tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
   return l;
 }
@@ -515,13 +547,16 @@ static void test_layer_placement(void **state) {
   expect_layer_rule(&w13, "w13: fp8 placement rule weight N at TP 4");
   const tp_fp8_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
   expect_layer_rule(&w2, "w2: fp8 placement rule activation K at TP 16");
-  /* the FFN layer has no qkv: debug's FFN at TP 2 meets only the backward's rule, and its
-   * forward runs */
+  /* the FFN layer has no qkv: debug's FFN at TP 2 places every operand, both passes; with
+   * 2112 tokens (1056 a rank) the backward's transposed operand straddles, the forward runs */
   tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
-  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
-  assert_non_null(strstr(reason, "fp8-block layers at TP 2, pass fwd+bwd: the fp8 backward"));
+  ffn.pass = TP_PASS_FWD_BWD;
+  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
+  ffn.tokens = 2112;
+  expect_layer_rule(&ffn, "w13: fp8 placement rule for the backward's X transposed, along T for the wgrad at TP 2");
   ffn.pass = TP_PASS_FWD;
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
+  ffn.tokens = 4096;
   ffn.sp = 0;
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
   assert_non_null(strstr(reason, "fp8-block layers at TP 2 with sp off"));
@@ -570,11 +605,10 @@ static void test_layer_listing_and_table(void **state) {
   assert_non_null(strstr(text, "| run | * | * | -, auto, ce, sm | 1, 2 | * | bf16, fp32, fp8, "
                                "fp8-row, fp8-block |"));
   assert_non_null(strstr(text, "| run on sm_100 only: the plan asks cuBLASLt for the MX scales"));
-  assert_non_null(strstr(text, "| rejected: fp8-block layers at TP 2, pass fwd+bwd: the fp8 "
-                               "backward is not implemented beyond TP 1"));
+  assert_null(strstr(text, "the fp8 backward is not implemented"));
   assert_non_null(strstr(text, "| rejected: fp8-block dist_gemm schedule ring: only ce and sm "
                                "push fp8 chunks | * | dist_gemm | ring | 2, 4 | 1 | fp8-block | "
-                               "bf16, fp8 | on | fwd |"));
+                               "bf16, fp8 | on | * |"));
   assert_non_null(strstr(text, "| rejected: fp8-block dist_gemm with comm_dtype bf16"));
   free(text);
 }

@@ -186,9 +186,9 @@ static int backward_control(tp_fp8_linear *p, const fp8_case *c, tensors *t,
 }
 
 /* The backward after a forward: judged, its GEMMs alone bit for bit, the control. */
-static int run_backward(tp_fp8_linear *p, const fp8_case *c, tensors *t,
+static int run_backward(tp_group *g, tp_fp8_linear *p, const fp8_case *c, tensors *t,
                         const tp_fp8_accum_model *model, cudaStream_t s) {
-  int bad = !rc_ok(tp_fp8_linear_backward(p, t->x, (const void *const *)t->dy, t->dx, t->dw, s),
+  int bad = !rc_ok(tp_fp8_linear_backward(g, p, t->x, (const void *const *)t->dy, t->dx, t->dw, s),
                    "backward");
   bad |= bad || !rc_ok(tp_fp8_linear_backward_gemms(p, t->dx2, t->dw2, s), "backward GEMMs alone");
   if (bad) return 1;
@@ -238,7 +238,7 @@ static int run_planned(tp_group *g, const fp8_case *c, tp_fp8_linear *p,
   bad |= bad || cudaMemcpy(t.y[0], &nan, 2, cudaMemcpyHostToDevice) != cudaSuccess ||
          !rc_ok(tp_fp8_linear_check(p, 0, t.x, t.w[0], t.y[0], 16, 128, model, &broken), "check");
   bad |= !bad && broken.nonfinite != 1;
-  if (!bad && c->backward) bad |= run_backward(p, c, &t, model, s);
+  if (!bad && c->backward) bad |= run_backward(g, p, c, &t, model, s);
   free_tensors(&t);
   return bad;
 }
