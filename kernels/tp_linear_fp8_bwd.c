@@ -200,16 +200,23 @@ static tp_rc place_pieces(const tp_fp8_linear *p, const uint8_t *pieces, const v
   return tp_quant_replace_gathered_enqueue(&b->tgather, scales, whole_scales, stream);
 }
 
-/* X's tensor amax agreed over the ranks (fp8), from this rank's x (rows x cols). */
+/* X's tensor amax agreed over the ranks (fp8), from this rank's x (rows x
+ * cols; q and scales: the quantization that follows, which the arguments'
+ * check asks for though the amax reads x alone). */
 static tp_rc agree_x_tensor(tp_group *g, tp_fp8_linear *p, const void *x, int64_t rows,
-                            int64_t cols, float *amax, cudaStream_t stream) {
-  const tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E4M3, x, rows, cols);
+                            int64_t cols, uint8_t *q, void *scales, float *amax,
+                            cudaStream_t stream) {
+  tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E4M3, x, rows, cols);
+  a.q = q;
+  a.scales = scales;
   return agree(g, TP_AMAX_AGREE_TENSOR, &a, amax, stream);
 }
 
 /* dY_i [T, N/W] along N, its amax agreed (all-gather side, both paths use the agreed amax). */
-static tp_rc agree_dy(tp_group *g, tp_fp8_linear *p, const void *dy, cudaStream_t stream) {
-  const tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->m, p->n);
+static tp_rc agree_dy(tp_group *g, tp_fp8_linear *p, int i, const void *dy, cudaStream_t stream) {
+  tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->m, p->n);
+  a.q = p->dyq[i];
+  a.scales = p->dy_scales[i];
   return agree(g, p->bwd.dy_agreement, &a, p->bwd.grad_amax, stream);
 }
 
@@ -230,7 +237,7 @@ static tp_rc quantize_xt_local(tp_group *g, tp_fp8_linear *p, const void *x, cud
   a.q = p->xtq;
   a.scales = p->xt_scales;
   if (p->format == TP_QFMT_FP8) {
-    TP_TRY(agree_x_tensor(g, p, x, p->m, p->k, p->bwd.x_amax, stream));
+    TP_TRY(agree_x_tensor(g, p, x, p->m, p->k, p->xtq, p->xt_scales, p->bwd.x_amax, stream));
     a.agreed_amax = p->bwd.x_amax;
   }
   return tp_quant_transpose_quantize_enqueue(&a, stream);
@@ -297,17 +304,18 @@ static tp_rc stock_gathers(tp_group *g, tp_fp8_linear *p, cudaStream_t stream) {
 static tp_rc stock_grads_gather_side(tp_group *g, tp_fp8_linear *p, const void *x,
                                      const void *const *dy, cudaStream_t stream) {
   tp_fp8_bwd_comm *b = &p->bwd;
+  uint8_t *piece = own_piece(p, b->pieces);
+  void *piece_scales = own_piece_scales(p, b->piece_scales);
   if (p->format == TP_QFMT_FP8)
-    TP_TRY(agree_x_tensor(g, p, x, p->shard_rows, p->k, b->t_amax, stream));
-  TP_TRY(quantize_piece(g, p, TP_FP8_E4M3, x, b->t_amax, own_piece(p, b->pieces),
-                        own_piece_scales(p, b->piece_scales), stream));
+    TP_TRY(agree_x_tensor(g, p, x, p->shard_rows, p->k, piece, piece_scales, b->t_amax, stream));
+  TP_TRY(quantize_piece(g, p, TP_FP8_E4M3, x, b->t_amax, piece, piece_scales, stream));
   TP_TRY(stock_gathers(g, p, stream));
   TP_TRY(place_pieces(p, b->pieces, b->piece_scales, p->xtq, p->xt_scales, stream));
   for (int i = 0; i < p->desc.n_weights; ++i) {
     tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy[i], p->m, p->n);
     a.q = p->dyq[i];
     a.scales = p->dy_scales[i];
-    TP_TRY(agree_dy(g, p, dy[i], stream));
+    TP_TRY(agree_dy(g, p, i, dy[i], stream));
     if (b->dy_agreement != TP_AMAX_LOCAL) a.agreed_amax = b->grad_amax;
     TP_TRY(tp_quant_enqueue(&a, stream));
     TP_TRY(quantize_dyt_local(p, i, dy[i], stream));
@@ -456,13 +464,13 @@ static tp_rc fused_gather_side_operands(tp_group *g, tp_fp8_linear *p, const voi
   cudaStream_t main = g->main_stream;
   tp_fp8_bwd_comm *b = &p->bwd;
   char *own = heap_of(g, p, g->rank);
-  if (p->format == TP_QFMT_FP8) TP_TRY(agree_x_tensor(g, p, x, p->shard_rows, p->k, b->t_amax, main));
-  TP_TRY(quantize_piece(g, p, TP_FP8_E4M3, x, b->t_amax,
-                        (uint8_t *)own + pieces_offset(p) + (size_t)g->rank * b->piece_bytes,
-                        own + piece_scales_offset(p) + (size_t)g->rank * piece_scale_bytes(p),
-                        main));
+  uint8_t *piece = (uint8_t *)own + pieces_offset(p) + (size_t)g->rank * b->piece_bytes;
+  void *piece_scales = own + piece_scales_offset(p) + (size_t)g->rank * piece_scale_bytes(p);
+  if (p->format == TP_QFMT_FP8)
+    TP_TRY(agree_x_tensor(g, p, x, p->shard_rows, p->k, piece, piece_scales, b->t_amax, main));
+  TP_TRY(quantize_piece(g, p, TP_FP8_E4M3, x, b->t_amax, piece, piece_scales, main));
   for (int i = 0; i < p->desc.n_weights; ++i) {
-    TP_TRY(agree_dy(g, p, dy[i], main));
+    TP_TRY(agree_dy(g, p, i, dy[i], main));
     for (int blk = 0; blk < g->world; ++blk) TP_TRY(quantize_dy_block(p, i, dy[i], blk, main));
     TP_TRY(quantize_dyt_local(p, i, dy[i], main));
   }

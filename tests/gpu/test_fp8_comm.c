@@ -26,7 +26,13 @@
  * gather side, dist_gemm (ce and sm) gives stock's bits there, stock's
  * output passes the float64 check, and on the scatter side dist_gemm's y
  * lies within the bf16 sum's tolerance of stock's; the collective alone
- * runs. Exit 77 (skipped) without a GPU.
+ * runs. The backward of both sides (tp_linear_fp8_bwd.c): stock's dx (the
+ * local partial on the gather side) and dw within the float64 bound, its
+ * gathered operands (Xᵀ; dY and dYᵀ) bit for bit those of quantizing the
+ * whole (gathered in bf16 by the test), comm bf16's backward = comm fp8's,
+ * dist_gemm ce and sm against stock (dw, the scatter side's dx bit for
+ * bit; the gather side's summed dx within the bf16 sum's step), the
+ * collectives alone run. Exit 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -536,6 +542,249 @@ static int tp2_scatter_side(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
   return bad;
 }
 
+/* ---- TP 2: the backward ------------------------------------------------------------------ */
+
+/* This rank's gradient tensors of one op (dy, dx, dw), seeded by rank. */
+typedef struct tp2_grads {
+  void *dy, *dx, *dw;
+  size_t dx_elems, dw_elems;
+} tp2_grads;
+
+static void tp2_alloc_grads(tp_group *g, const tp2_tensors *t, tp2_grads *d) {
+  d->dx_elems = t->x_elems;
+  d->dw_elems = t->w_elems;
+  cuda_ok(cudaMalloc(&d->dy, t->y_elems * 2), "cudaMalloc dy");
+  cuda_ok(cudaMalloc(&d->dx, d->dx_elems * 2), "cudaMalloc dx");
+  cuda_ok(cudaMalloc(&d->dw, d->dw_elems * 2), "cudaMalloc dw");
+  cuda_ok(tp_launch_fill_random(TP_BF16, d->dy, t->y_elems, 300 + (uint64_t)g->rank, 1.0f,
+                                g->main_stream),
+          "fill dy");
+  cuda_ok(cudaStreamSynchronize(g->main_stream), "synchronize");
+}
+
+static void tp2_free_grads(tp2_grads *d) {
+  cudaFree(d->dy);
+  cudaFree(d->dx);
+  cudaFree(d->dw);
+}
+
+/* One backward run's downloaded outputs and the stock checks. */
+typedef struct tp2_bwd_out {
+  uint16_t *dx, *dw;
+  tp_fp8_check dx_check, dw_check;
+  int whole_mismatch; /* stock: the gathered operands against quantizing the whole */
+} tp2_bwd_out;
+
+static void *tp2_download(const void *dev, size_t bytes) {
+  void *h = malloc(bytes);
+  if (!h) exit(1);
+  cuda_ok(cudaMemcpy(h, dev, bytes, cudaMemcpyDeviceToHost), "download");
+  return h;
+}
+
+/* 0 when q and scales (device) equal what quantizing `whole` (bf16, device, rows x cols as
+ * it lies; transposed: its transpose) gives in p's format, bit for bit. */
+static int whole_differs(const tp_fp8_linear *p, tp_fp8_type elem, const void *whole,
+                         int64_t rows, int64_t cols, int transposed, const uint8_t *q,
+                         const void *scales, const tp_scale_shape *shape) {
+  const size_t bytes = (size_t)(rows * cols), sbytes = tp_quant_scale_bytes(shape);
+  uint8_t *rq = NULL;
+  void *rs = NULL;
+  cuda_ok(cudaMalloc((void **)&rq, bytes), "cudaMalloc");
+  cuda_ok(cudaMalloc(&rs, sbytes), "cudaMalloc");
+  const tp_quant_args a = {p->format, TP_QROLE_ACT, elem, TP_BF16, whole, rows, cols, cols,
+                           rq,        rs,           NULL};
+  const tp_rc rc = transposed ? tp_quant_transpose_quantize_enqueue(&a, 0) : tp_quant_enqueue(&a, 0);
+  cuda_ok(cudaDeviceSynchronize(), "synchronize");
+  uint8_t *h1 = tp2_download(q, bytes), *h2 = tp2_download(rq, bytes);
+  void *s1 = tp2_download(scales, sbytes), *s2 = tp2_download(rs, sbytes);
+  const int differs = rc != TP_OK || memcmp(h1, h2, bytes) != 0 || memcmp(s1, s2, sbytes) != 0;
+  free(h1);
+  free(h2);
+  free(s1);
+  free(s2);
+  cudaFree(rq);
+  cudaFree(rs);
+  return differs;
+}
+
+/* The bf16 whole [T, cols] of every rank's [S, cols] rows (an NCCL all-gather). */
+static void *gather_whole(tp_group *g, const void *rows, int64_t s, int64_t cols) {
+  void *whole = NULL;
+  cuda_ok(cudaMalloc(&whole, (size_t)(s * g->world * cols) * 2), "cudaMalloc whole");
+  if (ncclAllGather(rows, whole, (size_t)(s * cols), ncclBfloat16, g->nccl, g->main_stream) !=
+      ncclSuccess)
+    exit(1);
+  cuda_ok(cudaStreamSynchronize(g->main_stream), "synchronize");
+  return whole;
+}
+
+/* The stock backward's gathered operands against the whole's quantization:
+ * the all-gather side's Xᵀ, the reduce-scatter side's dY (along N) and dYᵀ. */
+static int stock_wholes_differ(tp_group *g, const tp_fp8_linear *p, const tp2_tensors *t,
+                               const tp2_grads *d) {
+  const int64_t s = p->shard_rows;
+  if (tp_op_gathers(p->desc.op)) {
+    void *x = gather_whole(g, t->x, s, p->k);
+    const int bad = whole_differs(p, TP_FP8_E4M3, x, p->m, p->k, 1, p->xtq, p->xt_scales,
+                                  &p->xt_scales_shape);
+    cudaFree(x);
+    return bad;
+  }
+  void *dy = gather_whole(g, d->dy, s, p->n);
+  int bad = whole_differs(p, TP_FP8_E5M2, dy, p->m, p->n, 0, p->dyq[0], p->dy_scales[0],
+                          &p->dy_scales_shape);
+  bad |= 2 * whole_differs(p, TP_FP8_E5M2, dy, p->m, p->n, 1, p->dytq[0], p->dyt_scales[0],
+                           &p->dyt_scales_shape);
+  cudaFree(dy);
+  return bad;
+}
+
+static tp_rc tp2_backward_step(tp_group *g, tp_fp8_linear *p, tp_backend backend,
+                               const tp2_tensors *t, const tp2_grads *d) {
+  const void *dy[1] = {d->dy};
+  void *y[1] = {t->y}, *dw[1] = {d->dw};
+  cudaStream_t s = g->main_stream;
+  if (backend != TP_BACKEND_COMM_ONLY) {
+    TP_TRY(tp_fp8_linear_forward(g, p, t->x, y, s));
+    return tp_fp8_linear_backward(g, p, t->x, dy, d->dx, dw, s);
+  }
+  TP_TRY(tp_fp8_linear_quantize_input(g, p, t->x, s));
+  TP_TRY(tp_fp8_linear_gemms(p, y, s));
+  TP_TRY(tp_fp8_linear_collective(g, p, t->x, y, s));
+  TP_TRY(tp_fp8_linear_quantize_grads(g, p, t->x, dy, s));
+  TP_TRY(tp_fp8_linear_backward_gemms(p, d->dx, dw, s));
+  return tp_fp8_linear_backward_collective(g, p, d->dx, s);
+}
+
+static tp_rc tp2_checks(tp_group *g, const tp_fp8_linear *p, const tp2_tensors *t,
+                        const tp2_grads *d, tp2_bwd_out *out) {
+  int major = 0, minor = 0;
+  cuda_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g->device), "cc");
+  cuda_ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g->device), "cc");
+  const tp_fp8_accum_model model = tp_fp8_accum_model_of(major, minor);
+  const void *dy[1] = {d->dy}, *w[1] = {t->w};
+  TP_TRY(tp_fp8_linear_check_dx(p, dy, w, d->dx, 16, 64, &model, &out->dx_check));
+  TP_TRY(tp_fp8_linear_check_dw(p, 0, t->x, d->dy, d->dw, 16, 64, &model, &out->dw_check));
+  out->whole_mismatch = stock_wholes_differ(g, p, t, d);
+  return TP_OK;
+}
+
+/* One configuration's forward and backward; dx and dw downloaded into out. */
+static int tp2_run_bwd(tp_group *g, tp_dtype dt, const tp2_shape *sh, tp_backend backend,
+                       tp_schedule sched, tp_comm_dtype comm, const tp2_tensors *t,
+                       const tp2_grads *d, tp2_bwd_out *out) {
+  memset(out, 0, sizeof *out);
+  const tp_fp8_linear_desc desc = {dt, sh->op, sh->t, sh->k, sh->n, 1, 1, backend, sched, 0, comm};
+  tp_fp8_linear p;
+  const void *w[1] = {t->w};
+  tp_rc rc = tp_fp8_linear_plan(g, &desc, &p);
+  if (rc == TP_OK) rc = tp_fp8_linear_prepare_group(g, &p, w, g->main_stream);
+  cuda_ok(cudaMemset(d->dx, 0xff, d->dx_elems * 2), "poison dx");
+  cuda_ok(cudaMemset(d->dw, 0xff, d->dw_elems * 2), "poison dw");
+  if (rc == TP_OK) rc = tp2_backward_step(g, &p, backend, t, d);
+  if (rc == TP_OK && cudaStreamSynchronize(g->main_stream) != cudaSuccess)
+    rc = TP_FAIL(TP_ECUDA, "synchronize");
+  if (rc == TP_OK && backend == TP_BACKEND_STOCK) rc = tp2_checks(g, &p, t, d, out);
+  if (rc == TP_OK) {
+    out->dx = tp2_download(d->dx, d->dx_elems * 2);
+    out->dw = tp2_download(d->dw, d->dw_elems * 2);
+  }
+  tp_fp8_linear_release(&p);
+  if (rc == TP_OK) return 0;
+  char what[160];
+  snprintf(what, sizeof what, "%s %s %s %s comm %s, the backward", tp_dtype_name(dt),
+           tp_op_name(sh->op), tp_backend_name(backend), tp_schedule_name(sched),
+           tp_comm_dtype_name(comm));
+  return fail_rank(g, what, tp_last_error());
+}
+
+static void tp2_free_out(tp2_bwd_out *o) {
+  free(o->dx);
+  free(o->dw);
+}
+
+/* The largest |a - b| over elements in units of 2^-7 of the larger magnitude (a bf16 sum's
+ * rounding step): two partials summed in bf16 by NCCL against an fp32 sum. */
+static double summed_distance(const uint16_t *a, const uint16_t *b, size_t n, int *nonfinite) {
+  double worst = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = gpu_bf16_to_float(a[i]), y = gpu_bf16_to_float(b[i]);
+    if (!isfinite(x) || !isfinite(y)) {
+      *nonfinite = 1;
+      return INFINITY;
+    }
+    const double dd = fabs(x - y) / (0x1p-7 * fmax(fmax(fabs(x), fabs(y)), 1e-3));
+    if (dd > worst) worst = dd;
+  }
+  return worst;
+}
+
+static int stock_checks_fail(tp_group *g, tp_dtype dt, const tp2_bwd_out *o) {
+  const tp_fp8_check *c[2] = {&o->dx_check, &o->dw_check};
+  for (int i = 0; i < 2; ++i)
+    if (c[i]->outside || c[i]->nonfinite || c[i]->elements == 0)
+      return fail_rank(g, tp_dtype_name(dt), i ? "stock dw fails the float64 check"
+                                               : "stock dx (partial) fails the float64 check");
+  if (o->whole_mismatch)
+    return fail_rank(g, tp_dtype_name(dt),
+                     "a gathered backward operand differs from quantizing the whole");
+  return 0;
+}
+
+/* The backward of one side at TP 2: stock checked (float64 bounds; the gathered operands
+ * bit for bit against the whole's quantization), comm_dtype bf16 giving the same bits,
+ * dist_gemm ce and sm against stock (dw and the scatter side's dx bit for bit, the gather
+ * side's summed dx within the bf16 sum's step), the collectives alone run. */
+static int tp2_backward(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
+  const int gather = tp_op_gathers(sh->op);
+  const tp_comm_dtype comm = gather ? TP_COMM_FP8 : TP_COMM_NONE;
+  tp2_tensors t;
+  tp2_grads d;
+  tp2_alloc(g, sh, &t);
+  tp2_alloc_grads(g, &t, &d);
+  tp2_bwd_out stock, other;
+  int bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, comm, &t, &d, &stock);
+  if (!bad) bad = stock_checks_fail(g, dt, &stock);
+  const tp_schedule scheds[] = {TP_SCHED_CE, TP_SCHED_SM};
+  double worst = 0.0;
+  for (int i = 0; !bad && i < 2; ++i) {
+    bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_DIST, scheds[i], comm, &t, &d, &other);
+    if (!bad && memcmp(stock.dw, other.dw, d.dw_elems * 2) != 0)
+      bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dw differs from stock");
+    int nonfinite = 0;
+    const double dist =
+        gather ? summed_distance(stock.dx, other.dx, d.dx_elems, &nonfinite) : 0.0;
+    if (!bad && !gather && memcmp(stock.dx, other.dx, d.dx_elems * 2) != 0)
+      bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx differs from stock");
+    if (!bad && (nonfinite || dist > 2.0))
+      bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx far from stock's");
+    worst = fmax(worst, dist);
+    if (!bad || other.dx) tp2_free_out(&other);
+  }
+  if (!bad && gather) {
+    bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &d, &other);
+    if (!bad && (memcmp(stock.dw, other.dw, d.dw_elems * 2) != 0 ||
+                 memcmp(stock.dx, other.dx, d.dx_elems * 2) != 0))
+      bad = fail_rank(g, tp_dtype_name(dt), "comm bf16's backward differs from comm fp8's");
+    if (!bad) tp2_free_out(&other);
+  }
+  if (!bad) bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, comm, &t, &d, &other);
+  if (!bad) tp2_free_out(&other);
+  if (!bad && g->rank == 0)
+    printf("  %-9s %s TP 2 backward: stock dx/dw within the bound (worst %.3g / %.3g), the "
+           "gathered operands = the whole's quantization bit for bit; dist_gemm ce = sm = stock "
+           "dw%s (summed dx within %.3g of the bf16 step)\n",
+           tp_dtype_name(dt), tp_op_name(sh->op), stock.dx_check.worst_ratio,
+           stock.dw_check.worst_ratio, gather ? "" : " and dx", worst);
+  tp2_free_out(&stock);
+  tp2_free_grads(&d);
+  cudaFree(t.x);
+  cudaFree(t.w);
+  cudaFree(t.y);
+  return bad;
+}
+
 static int tp2_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
@@ -546,6 +795,8 @@ static int tp2_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
     bad |= tp2_gather_side(g, dtypes[i], &gather);
     bad |= tp2_scatter_side(g, dtypes[i], &scatter);
+    bad |= tp2_backward(g, dtypes[i], &gather);
+    bad |= tp2_backward(g, dtypes[i], &scatter);
   }
   return bad;
 }
