@@ -39,7 +39,7 @@ int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
     fprintf(stderr, "tpbench %s: no CUDA device found: this command needs at least one GPU\n", cmd);
     return TP_EXIT_FAILURE;
   }
-  if (gpus > devices) {
+  if (gpus > devices && !tp_worker_share_one_gpu()) {
     fprintf(stderr, "tpbench %s: --gpus %d asks for more GPUs than the %d visible\n", cmd, gpus,
             devices);
     return TP_EXIT_FAILURE;
@@ -320,6 +320,11 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
                              "allocations fail)",
                              used ? "; " : "", group->test_fail_alloc.rank,
                              (unsigned long long)group->test_fail_alloc.min_bytes);
+  if (tp_worker_share_one_gpu() && used < sizeof knobs)
+    used += (size_t)snprintf(knobs + used, sizeof knobs - used,
+                             "%sTPBENCH_TEST_SHARE_GPU=1 (every rank on device 0, NCCL over "
+                             "loopback sockets: the timings mean nothing)",
+                             used ? "; " : "");
   if (desc->test_knob && used < sizeof knobs)
     snprintf(knobs + used, sizeof knobs - used, "%s%s", used ? "; " : "", desc->test_knob);
   if (knobs[0]) info.test_knobs = knobs;

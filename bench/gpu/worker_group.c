@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,20 @@
 
 tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv) {
   return tp_rdzv_allgather((tp_rdzv *)rdzv, send, bytes, recv);
+}
+
+int tp_worker_share_one_gpu(void) {
+  const char *v = getenv("TPBENCH_TEST_SHARE_GPU");
+  return v && strcmp(v, "1") == 0;
+}
+
+/* Before this process's first NCCL call: a host id of the rank's own, loopback sockets. */
+static void share_gpu_env(int rank) {
+  char host[48];
+  snprintf(host, sizeof host, "tpbench-shared-gpu-rank-%d", rank);
+  setenv("NCCL_HOSTID", host, 1);
+  setenv("NCCL_IB_DISABLE", "1", 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
 }
 
 tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *out) {
@@ -35,15 +50,19 @@ tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *ou
                    "rank %d of %d (%s, local rank %d): no CUDA device can be used: "
                    "cudaGetDeviceCount: %s",
                    rank, world, who, local_rank, cudaGetErrorString(counted));
-  if (local_rank >= devices)
+  const int shared = tp_worker_share_one_gpu();
+  if (shared) share_gpu_env(rank);
+  const int device = shared ? 0 : local_rank;
+  if (device >= devices)
     return TP_FAIL(TP_ENODEV, "rank %d of %d (%s): local rank %d has no GPU: %d visible", rank,
                    world, who, local_rank, devices);
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   if (rank == 0) TP_NCCL(ncclGetUniqueId(&id), NULL);
   TP_TRY(tp_rdzv_broadcast(out->rdzv, 0, &id, sizeof id));
-  TP_LOGI("launch", "rank %d/%d joining on device %d", rank, world, local_rank);
-  return tp_group_create(rank, world, local_rank, &id, tp_worker_exchange, out->rdzv, &out->group);
+  TP_LOGI("launch", "rank %d/%d joining on device %d%s", rank, world, device,
+          shared ? " (TPBENCH_TEST_SHARE_GPU: shared)" : "");
+  return tp_group_create(rank, world, device, &id, tp_worker_exchange, out->rdzv, &out->group);
 }
 
 void tp_worker_leave(tp_worker_ctx *ctx) {

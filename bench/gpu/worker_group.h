@@ -31,4 +31,11 @@ void tp_worker_leave(tp_worker_ctx *ctx);
 /* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
 TP_MUST_CHECK tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
 
+/* TPBENCH_TEST_SHARE_GPU=1, a test knob: every rank of the job on device 0,
+ * each naming an NCCL host of its own (NCCL refuses two ranks of one host on
+ * one GPU and then carries their traffic over loopback sockets), so the TP >
+ * 1 code paths run on a machine of one GPU. Recorded with the run as a test
+ * knob: its timings mean nothing. */
+int tp_worker_share_one_gpu(void);
+
 #endif

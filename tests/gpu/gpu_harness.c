@@ -39,7 +39,8 @@ static int worker(int rank, int world, int port, gpu_body_fn body, void *ctx) {
     return 1;
   }
   tp_group *group = NULL;
-  if (tp_group_create(rank, world, rank, &id, gpu_exchange, rdzv, &group) != TP_OK) {
+  const int device = gpu_share_one_device() ? 0 : rank;
+  if (tp_group_create(rank, world, device, &id, gpu_exchange, rdzv, &group) != TP_OK) {
     fprintf(stderr, "rank %d: group: %s\n", rank, tp_last_error());
     return 1;
   }
@@ -53,6 +54,21 @@ static int free_port(void) {
   int port = 0;
   if (tp_find_free_port(&port) != TP_OK) return 29500 + (int)(getpid() % 1000);
   return port;
+}
+
+int gpu_share_one_device(void) {
+  const char *v = getenv("TPBENCH_TEST_SHARE_GPU");
+  return v && strcmp(v, "1") == 0;
+}
+
+/* A worker sharing device 0: NCCL refuses two ranks of one host on one GPU,
+ * so each rank names a host of its own, reached over loopback sockets. */
+static void share_device_env(int rank) {
+  char host[48];
+  snprintf(host, sizeof host, "tpbench-shared-gpu-rank-%d", rank);
+  setenv("NCCL_HOSTID", host, 1);
+  setenv("NCCL_IB_DISABLE", "1", 1);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
 }
 
 int gpu_run_group(int world, gpu_body_fn body, void *ctx) {
@@ -73,6 +89,7 @@ int gpu_run_group(int world, gpu_body_fn body, void *ctx) {
       setenv("NCCL_NVLS_ENABLE", "0", 1);
       setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
       setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+      if (gpu_share_one_device()) share_device_env(r);
       int rc = worker(r, world, port, body, ctx);
       fflush(NULL);
       _exit(rc);

@@ -19,6 +19,14 @@ typedef int (*gpu_body_fn)(tp_group *group, tp_rdzv *rdzv, void *ctx);
 /* Number of CUDA devices, counted in a child process (0 when none or no driver). */
 int gpu_device_count(void);
 
+/* TPBENCH_TEST_SHARE_GPU=1 (a test knob, never the benchmark's): every
+ * worker of gpu_run_group takes device 0, each with an NCCL host id of its
+ * own so NCCL accepts ranks that share a GPU (it carries their traffic over
+ * its socket transport on loopback). The code paths of TP > 1 (NCCL
+ * collectives, the symmetric heap over CUDA IPC, the fused pushes) then run
+ * on a machine of one GPU; their timings mean nothing. */
+int gpu_share_one_device(void);
+
 /* Forks `world` workers running body; returns 0 when all of them returned 0. */
 int gpu_run_group(int world, gpu_body_fn body, void *ctx);
 

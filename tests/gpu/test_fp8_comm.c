@@ -814,7 +814,7 @@ int main(int argc, char **argv) {
     return GPU_TEST_SKIP;
   }
   if (tp2) {
-    if (devices < 2) {
+    if (devices < 2 && !gpu_share_one_device()) {
       printf("TP 2 fp8 communication test skipped: %d GPU visible, it needs 2\n", devices);
       return GPU_TEST_SKIP;
     }
