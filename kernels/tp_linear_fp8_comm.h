@@ -1,6 +1,7 @@
 /*
  * tp_linear_fp8_comm.h — the TP > 1 forward of the fp8 projection
- * (tp_linear_fp8.h), internal to tp_linear_fp8*.c: what travels and how.
+ * (tp_linear_fp8.h), internal to tp_linear_fp8*.c: what travels and how;
+ * and the internal entry points of the backward (tp_linear_fp8_bwd.c).
  *
  * All-gather side (ag_linear, ag_linear_multi; x [S, K] per rank):
  *   comm fp8, stock   quantize the local shard (tensorwise: the ranks first
@@ -36,7 +37,10 @@
  * The GEMM alone runs the scaled GEMMs on operands its `before` prepared;
  * the collective alone times exactly what travels: the fp8 gather (bytes +
  * scales, with the tensorwise agreement), the bf16 gather, or the bf16
- * reduce-scatter.
+ * reduce-scatter. The backward at TP > 1 is tp_linear_fp8_bwd.c's (its
+ * header comment says what travels there); its plan and buffers hang off
+ * this file's (fp8_comm_plan, fp8_comm_prepare, fp8_comm_release), and the
+ * symmetric workspace is the larger of the two passes' needs.
  */
 #ifndef TP_LINEAR_FP8_COMM_H
 #define TP_LINEAR_FP8_COMM_H
