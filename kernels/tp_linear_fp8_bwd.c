@@ -44,6 +44,13 @@ static size_t piece_scale_bytes(const tp_fp8_linear *p) {
   return tp_quant_scale_bytes(&p->bwd.tgather.shard);
 }
 
+/* Pieces and their scales sit 256 bytes apart from rank to rank (the copy
+ * kernel's pushes move 16-byte multiples between aligned addresses; NCCL
+ * moves the padding too, at most 255 bytes of each). */
+static size_t piece_stride(const tp_fp8_linear *p) { return room(p->bwd.piece_bytes); }
+
+static size_t piece_scale_stride(const tp_fp8_linear *p) { return room(piece_scale_bytes(p)); }
+
 /* ---- plan ------------------------------------------------------------------------------------ */
 
 /* The backward's placement rules (tp_quant_op_splits: the matrix applies
@@ -87,7 +94,8 @@ tp_rc fp8_bwd_plan(tp_fp8_linear *p) {
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->k, p->m, &p->xt_scales_shape));
   TP_TRY(tp_scale_gather_cols_shape(f, b->t_rows, s, p->world, &b->tgather));
   b->piece_bytes = (size_t)(b->t_rows * s);
-  const size_t pieces = (size_t)w * b->piece_bytes, piece_scales = tp_scale_gather_bytes(&b->tgather);
+  b->tgather.rank_stride = (int64_t)(piece_scale_stride(p) / b->tgather.shard.elem_bytes);
+  const size_t pieces = (size_t)w * piece_stride(p), piece_scales = tp_scale_gather_bytes(&b->tgather);
   const size_t moved_pieces = (size_t)(w - 1) * (b->piece_bytes + piece_scale_bytes(p));
   if (gathers(p)) {
     const size_t slot = (size_t)(s * p->k) * 2;
@@ -95,13 +103,13 @@ tp_rc fp8_bwd_plan(tp_fp8_linear *p) {
     b->dy_block_room = room(tp_quant_scale_bytes(&b->dy_block_shape));
     b->comm_bytes = moved_pieces + (size_t)(w - 1) * slot;
     /* W receive slots and W - 1 staging for dX's partials, then the pieces */
-    b->symm_bytes = room((size_t)(2 * w - 1) * slot) + room(pieces) + piece_scales;
+    b->symm_bytes = room((size_t)(2 * w - 1) * slot) + pieces + piece_scales;
   } else {
     TP_TRY(tp_scale_gather_shape(f, s, p->n, p->world, &b->dy_gather));
     const size_t dy_scales = tp_quant_scale_bytes(&b->dy_gather.shard);
     b->dy_packet_bytes = room((size_t)(s * p->n)) + room(dy_scales);
     b->comm_bytes = moved_pieces + (size_t)(w - 1) * ((size_t)(s * p->n) + dy_scales);
-    b->symm_bytes = (size_t)w * b->dy_packet_bytes + room(pieces) + piece_scales;
+    b->symm_bytes = (size_t)w * b->dy_packet_bytes + pieces + piece_scales;
   }
   if (!p->fused) b->symm_bytes = 0;
   return plan_gemms(p);
@@ -115,7 +123,7 @@ static size_t pieces_offset(const tp_fp8_linear *p) {
 }
 
 static size_t piece_scales_offset(const tp_fp8_linear *p) {
-  return pieces_offset(p) + room((size_t)p->world * p->bwd.piece_bytes);
+  return pieces_offset(p) + (size_t)p->world * piece_stride(p);
 }
 
 /* ---- buffers --------------------------------------------------------------------------------- */
@@ -143,7 +151,7 @@ tp_rc fp8_bwd_prepare(tp_fp8_linear *p) {
                               (size_t)(p->desc.n_weights * p->world) * b->dy_block_room));
     return TP_OK;
   }
-  TP_TRY(fp8_device_alloc(p, (void **)&b->pieces, (size_t)p->world * b->piece_bytes));
+  TP_TRY(fp8_device_alloc(p, (void **)&b->pieces, (size_t)p->world * piece_stride(p)));
   TP_TRY(fp8_device_alloc(p, &b->piece_scales, tp_scale_gather_bytes(&b->tgather)));
   if (gathers(p)) return fp8_device_alloc(p, &b->dx_partial, (size_t)(p->m * p->k) * 2);
   return fp8_device_alloc(p, &b->dy_gathered_scales, tp_scale_gather_bytes(&b->dy_gather));
@@ -195,8 +203,8 @@ static tp_rc quantize_piece(tp_group *g, tp_fp8_linear *p, tp_fp8_type elem, con
 static tp_rc place_pieces(const tp_fp8_linear *p, const uint8_t *pieces, const void *scales,
                           uint8_t *whole, void *whole_scales, cudaStream_t stream) {
   const tp_fp8_bwd_comm *b = &p->bwd;
-  TP_TRY(tp_quant_replace_columns_enqueue(pieces, p->world, b->t_rows, p->shard_rows, whole,
-                                          stream));
+  TP_TRY(tp_quant_replace_columns_enqueue(pieces, piece_stride(p), p->world, b->t_rows,
+                                          p->shard_rows, whole, stream));
   return tp_quant_replace_gathered_enqueue(&b->tgather, scales, whole_scales, stream);
 }
 
@@ -258,21 +266,21 @@ static tp_rc quantize_dy_shard(tp_group *g, tp_fp8_linear *p, const void *dy,
 /* ---- stock ----------------------------------------------------------------------------------- */
 
 static uint8_t *own_piece(const tp_fp8_linear *p, uint8_t *pieces) {
-  return pieces + (size_t)p->rank * p->bwd.piece_bytes;
+  return pieces + (size_t)p->rank * piece_stride(p);
 }
 
 static void *own_piece_scales(const tp_fp8_linear *p, void *scales) {
-  return ptr_at(scales, (size_t)p->rank * piece_scale_bytes(p));
+  return ptr_at(scales, (size_t)p->rank * piece_scale_stride(p));
 }
 
 /* Every rank's piece and its scales, gathered in place (the own one sits at its rank's offset). */
 static tp_rc gather_pieces(tp_group *g, tp_fp8_linear *p, cudaStream_t stream) {
   tp_fp8_bwd_comm *b = &p->bwd;
-  TP_NCCL(ncclAllGather(own_piece(p, b->pieces), b->pieces, b->piece_bytes, ncclUint8, g->nccl,
+  TP_NCCL(ncclAllGather(own_piece(p, b->pieces), b->pieces, piece_stride(p), ncclUint8, g->nccl,
                         stream),
           g->nccl);
   TP_NCCL(ncclAllGather(own_piece_scales(p, b->piece_scales), b->piece_scales,
-                        piece_scale_bytes(p), ncclUint8, g->nccl, stream),
+                        piece_scale_stride(p), ncclUint8, g->nccl, stream),
           g->nccl);
   return TP_OK;
 }
@@ -413,7 +421,7 @@ static char *heap_of(tp_group *g, tp_fp8_linear *p, int rank) {
  * bytes as chunk 0, scales as chunk 1 of `phase`. */
 static tp_rc push_piece(tp_group *g, tp_fp8_linear *p, int phase) {
   const int rank = g->rank, world = g->world;
-  const size_t bytes = p->bwd.piece_bytes, sbytes = piece_scale_bytes(p);
+  const size_t bytes = piece_stride(p), sbytes = piece_scale_stride(p);
   const size_t at = pieces_offset(p) + (size_t)rank * bytes;
   const size_t sat = piece_scales_offset(p) + (size_t)rank * sbytes;
   char *own = heap_of(g, p, rank);
@@ -464,8 +472,8 @@ static tp_rc fused_gather_side_operands(tp_group *g, tp_fp8_linear *p, const voi
   cudaStream_t main = g->main_stream;
   tp_fp8_bwd_comm *b = &p->bwd;
   char *own = heap_of(g, p, g->rank);
-  uint8_t *piece = (uint8_t *)own + pieces_offset(p) + (size_t)g->rank * b->piece_bytes;
-  void *piece_scales = own + piece_scales_offset(p) + (size_t)g->rank * piece_scale_bytes(p);
+  uint8_t *piece = (uint8_t *)own + pieces_offset(p) + (size_t)g->rank * piece_stride(p);
+  void *piece_scales = own + piece_scales_offset(p) + (size_t)g->rank * piece_scale_stride(p);
   if (p->format == TP_QFMT_FP8)
     TP_TRY(agree_x_tensor(g, p, x, p->shard_rows, p->k, piece, piece_scales, b->t_amax, main));
   TP_TRY(quantize_piece(g, p, TP_FP8_E4M3, x, b->t_amax, piece, piece_scales, main));
@@ -547,8 +555,9 @@ static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, co
   char *own = heap_of(g, p, rank);
   TP_TRY(quantize_dy_shard(g, p, dy, main));
   TP_TRY(quantize_piece(g, p, TP_FP8_E5M2, dy, b->grad_amax,
-                        (uint8_t *)own + pieces_offset(p) + (size_t)rank * b->piece_bytes,
-                        own + piece_scales_offset(p) + (size_t)rank * piece_scale_bytes(p), main));
+                        (uint8_t *)own + pieces_offset(p) + (size_t)rank * piece_stride(p),
+                        own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p),
+                        main));
   TP_TRY(quantize_xt_local(g, p, x, main));
   TP_TRY(linear_fork_to_comm(g, &p->base));
   for (int step = 1; step < world; ++step) {

@@ -294,7 +294,10 @@ static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x,
   const int rank = g->rank, world = g->world;
   cudaStream_t main = g->main_stream;
   if (p->act_agreement != TP_AMAX_LOCAL) {
-    const tp_quant_args whole = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
+    /* the amax reads x alone; the arguments' check asks for the buffers the blocks fill */
+    tp_quant_args whole = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
+    whole.q = p->xq;
+    whole.scales = p->block_scales;
     TP_TRY(agree_amax(g, p, &whole, main));
   }
   for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main));

@@ -812,32 +812,38 @@ namespace {
  * multiples): whole[i, r·w + j] = piece_r[i, j]. */
 template <typename V>
 __global__ void __launch_bounds__(kThreads)
-    replace_columns_kernel(const V *gathered, int tp, int64_t rows, int64_t width, V *whole) {
+    replace_columns_kernel(const V *gathered, int64_t stride, int tp, int64_t rows, int64_t width,
+                           V *whole) {
   const int64_t per_piece = rows * width, n = per_piece * tp;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = i / per_piece, row = (i % per_piece) / width, j = i % width;
-    whole[row * width * tp + r * width + j] = gathered[i];
+    const int64_t r = i / per_piece, at = i % per_piece, row = at / width, j = at % width;
+    whole[row * width * tp + r * width + j] = gathered[r * stride + at];
   }
 }
 
 } // namespace
 
-extern "C" tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, int tp, int64_t rows,
-                                                  int64_t shard_cols, uint8_t *whole,
-                                                  cudaStream_t stream) {
-  if (!gathered || !whole || tp < 1 || rows < 1 || shard_cols < 1)
+extern "C" tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, size_t piece_stride,
+                                                  int tp, int64_t rows, int64_t shard_cols,
+                                                  uint8_t *whole, cudaStream_t stream) {
+  if (!gathered || !whole || tp < 1 || rows < 1 || shard_cols < 1 ||
+      piece_stride < static_cast<size_t>(rows * shard_cols))
     return TP_FAIL(TP_EINTERNAL, "replace gathered columns: empty or missing buffers (tp %d)", tp);
-  const bool vec = shard_cols % 16 == 0 && aligned(gathered, 16) && aligned(whole, 16);
+  const bool vec = shard_cols % 16 == 0 && piece_stride % 16 == 0 && aligned(gathered, 16) &&
+                   aligned(whole, 16);
   const int64_t width = vec ? shard_cols / 16 : shard_cols;
+  const int64_t stride = static_cast<int64_t>(vec ? piece_stride / 16 : piece_stride);
   const int64_t blocks = clamp_grid(ceil_div(rows * width * tp, kThreads), kMaxGridX);
   if (vec)
     TP_CHECK_LAUNCH((replace_columns_kernel<uint4><<<static_cast<unsigned>(blocks), kThreads, 0,
                                                      stream>>>(
-        reinterpret_cast<const uint4 *>(gathered), tp, rows, width, reinterpret_cast<uint4 *>(whole))));
+        reinterpret_cast<const uint4 *>(gathered), stride, tp, rows, width,
+        reinterpret_cast<uint4 *>(whole))));
   else
-    TP_CHECK_LAUNCH((replace_columns_kernel<uint8_t><<<static_cast<unsigned>(blocks), kThreads, 0,
-                                                        stream>>>(gathered, tp, rows, width, whole)));
+    TP_CHECK_LAUNCH((replace_columns_kernel<uint8_t>
+                     <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+                         gathered, stride, tp, rows, width, whole)));
   return TP_OK;
 }
 

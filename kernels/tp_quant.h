@@ -294,7 +294,8 @@ typedef struct tp_scale_gather {
   tp_scale_shape shard; /* one rank's [shard_rows, cols] scales (by_cols: [rows, shard_cols]) */
   tp_scale_shape whole; /* the gathered [tp · shard_rows, cols] operand's ([rows, tp · shard_cols]) */
   int tp;
-  int by_cols; /* 0: row shards; 1: column shards (tp_scale_gather_cols_shape) */
+  int by_cols;         /* 0: row shards; 1: column shards (tp_scale_gather_cols_shape) */
+  int64_t rank_stride; /* scale elements from one rank's buffer to the next; 0: shard.stored */
 } tp_scale_gather;
 
 /* The shapes of a gather of tp row shards of an ACT operand [shard_rows,
@@ -319,7 +320,7 @@ TP_MUST_CHECK tp_rc tp_scale_gather_cols_shape(tp_quant_format f, int64_t rows, 
  * (tp of [rows, shard_cols], back to back). */
 void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows,
                                   int64_t shard_cols, uint8_t *whole);
-/* Bytes of the gathered buffer (tp shard buffers back to back). */
+/* Bytes of the gathered buffer (tp shard buffers back to back, rank_stride apart). */
 size_t tp_scale_gather_bytes(const tp_scale_gather *g);
 
 /* Offset, in scale elements, inside the gathered buffer of the whole's
@@ -328,12 +329,13 @@ size_t tp_scale_gather_bytes(const tp_scale_gather *g);
  * Tensorwise: rank 0's float (every rank holds the agreed one). */
 TP_QUANT_FN int64_t tp_scale_gathered_offset(const tp_scale_gather *g, int64_t gr, int64_t gc) {
   if (g->shard.layout == TP_SCALE_SCALAR_F32) return 0;
+  const int64_t stride = g->rank_stride ? g->rank_stride : g->shard.stored;
   if (g->by_cols) {
     const int64_t per_col = g->shard.grid_cols;
-    return (gc / per_col) * g->shard.stored + tp_scale_offset(&g->shard, gr, gc % per_col);
+    return (gc / per_col) * stride + tp_scale_offset(&g->shard, gr, gc % per_col);
   }
   const int64_t per = g->shard.grid_rows;
-  return (gr / per) * g->shard.stored + tp_scale_offset(&g->shard, gr % per, gc);
+  return (gr / per) * stride + tp_scale_offset(&g->shard, gr % per, gc);
 }
 
 /* The whole's stored scales (padding zeroed) from the gathered buffer. */

@@ -71,11 +71,13 @@ TP_MUST_CHECK tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g,
                                                       cudaStream_t stream);
 
 /* whole [rows, tp · shard_cols] (bytes) from the rank-major gathered
- * column pieces: what tp_quant_replace_columns_ref writes (tp_quant.h's
+ * column pieces, piece r at gathered + r · piece_stride (rows · shard_cols
+ * when back to back; more where every piece starts aligned): what
+ * tp_quant_replace_columns_ref writes for back-to-back pieces (tp_quant.h's
  * column shards: the wgrad's sequence-sharded transposed operands). */
-TP_MUST_CHECK tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, int tp, int64_t rows,
-                                                     int64_t shard_cols, uint8_t *whole,
-                                                     cudaStream_t stream);
+TP_MUST_CHECK tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, size_t piece_stride,
+                                                     int tp, int64_t rows, int64_t shard_cols,
+                                                     uint8_t *whole, cudaStream_t stream);
 
 /* The amax the ranks agree on before quantizing a->x's TRANSPOSE
  * (tp_quant_transpose_quantize_enqueue's arguments), from this shard alone,

@@ -179,6 +179,7 @@ void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows,
 }
 
 size_t tp_scale_gather_bytes(const tp_scale_gather *g) {
+  if (g->rank_stride) return (size_t)g->tp * (size_t)g->rank_stride * g->shard.elem_bytes;
   return (size_t)g->tp * tp_quant_scale_bytes(&g->shard);
 }
 
