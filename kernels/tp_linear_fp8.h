@@ -105,13 +105,14 @@ typedef struct tp_fp8_bwd_comm {
   uint8_t *dy_packet;             /* ... this rank's shard quantized: [bytes | scales] */
   void *dy_shard_scales;          /* inside dy_packet */
   size_t dy_packet_bytes;
-  void *dy_gathered_scales;       /* ... stock: every rank's dY shard scales, rank-major */
-  void *dx_partial;               /* all-gather side: dX's bf16 partial [T, K] before the reduce-scatter */
-  tp_scale_shape dy_block_shape;  /* all-gather side, dist_gemm: one destination's dY rows [S, N/W] */
-  void *dy_block_scales;          /* ... their scales: weight i, block b at (i·W + b)·room */
+  void *dy_gathered_scales; /* ... stock: every rank's dY shard scales, rank-major */
+  void *dx_partial; /* all-gather side: dX's bf16 partial [T, K] before the reduce-scatter */
+  tp_scale_shape
+      dy_block_shape;    /* all-gather side, dist_gemm: one destination's dY rows [S, N/W] */
+  void *dy_block_scales; /* ... their scales: weight i, block b at (i·W + b)·room */
   size_t dy_block_room;
-  size_t symm_bytes;              /* dist_gemm: the backward's symmetric workspace */
-  size_t comm_bytes;              /* bytes one rank sends in the backward */
+  size_t symm_bytes; /* dist_gemm: the backward's symmetric workspace */
+  size_t comm_bytes; /* bytes one rank sends in the backward */
 } tp_fp8_bwd_comm;
 
 typedef struct tp_fp8_linear {
@@ -156,9 +157,9 @@ typedef struct tp_fp8_linear {
   tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
   void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
-  tp_fp8_bwd_comm bwd;  /* the backward at TP > 1 */
-  size_t symm_bytes; /* dist_gemm: the symmetric workspace it needs */
-  size_t comm_bytes; /* bytes one rank sends per step */
+  tp_fp8_bwd_comm bwd; /* the backward at TP > 1 */
+  size_t symm_bytes;   /* dist_gemm: the symmetric workspace it needs */
+  size_t comm_bytes;   /* bytes one rank sends per step */
   tp_gemm_scaled *gemm;
   size_t gemm_workspace_bytes;
   size_t quant_bytes; /* the quantized copies, their scales and the amax */

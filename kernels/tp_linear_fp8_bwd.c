@@ -64,10 +64,10 @@ static tp_rc plan_placements(tp_fp8_linear *p) {
                                                         &b->t_agreement};
   for (int i = 2; i < n; ++i) {
     char why[320];
-    if (tp_quant_split_check(p->format, splits[i].layout, splits[i].rows, splits[i].cols,
-                             p->world, splits[i].dim, agreements[i], why, sizeof why) != TP_OK)
-      return fp8_reject(p, "fp8 placement rule for the backward's %s at TP %d: %s",
-                        splits[i].what, p->world, why);
+    if (tp_quant_split_check(p->format, splits[i].layout, splits[i].rows, splits[i].cols, p->world,
+                             splits[i].dim, agreements[i], why, sizeof why) != TP_OK)
+      return fp8_reject(p, "fp8 placement rule for the backward's %s at TP %d: %s", splits[i].what,
+                        p->world, why);
   }
   b->t_rows = splits[3].rows;
   return TP_OK;
@@ -95,7 +95,8 @@ tp_rc fp8_bwd_plan(tp_fp8_linear *p) {
   TP_TRY(tp_scale_gather_cols_shape(f, b->t_rows, s, p->world, &b->tgather));
   b->piece_bytes = (size_t)(b->t_rows * s);
   b->tgather.rank_stride = (int64_t)(piece_scale_stride(p) / b->tgather.shard.elem_bytes);
-  const size_t pieces = (size_t)w * piece_stride(p), piece_scales = tp_scale_gather_bytes(&b->tgather);
+  const size_t pieces = (size_t)w * piece_stride(p),
+               piece_scales = tp_scale_gather_bytes(&b->tgather);
   const size_t moved_pieces = (size_t)(w - 1) * (b->piece_bytes + piece_scale_bytes(p));
   if (gathers(p)) {
     const size_t slot = (size_t)(s * p->k) * 2;
@@ -159,9 +160,9 @@ tp_rc fp8_bwd_prepare(tp_fp8_linear *p) {
 
 void fp8_bwd_release(tp_fp8_linear *p) {
   tp_fp8_bwd_comm *b = &p->bwd;
-  void *bufs[] = {b->grad_amax, b->t_amax,      b->x_amax,          b->dy_packet,
-                  b->pieces,    b->piece_scales, b->dy_gathered_scales, b->dx_partial,
-                  b->dy_block_scales};
+  void *bufs[] = {b->grad_amax,          b->t_amax,     b->x_amax,
+                  b->dy_packet,          b->pieces,     b->piece_scales,
+                  b->dy_gathered_scales, b->dx_partial, b->dy_block_scales};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i) tp_device_release(bufs[i]);
 }
 
@@ -251,9 +252,9 @@ static tp_rc quantize_xt_local(tp_group *g, tp_fp8_linear *p, const void *x, cud
   return tp_quant_transpose_quantize_enqueue(&a, stream);
 }
 
-/* The reduce-scatter side's dY shard [S, N] along N into the packet (fp8: its tensor amax agreed). */
-static tp_rc quantize_dy_shard(tp_group *g, tp_fp8_linear *p, const void *dy,
-                               cudaStream_t stream) {
+/* The reduce-scatter side's dY shard [S, N] along N into the packet (fp8: its tensor amax agreed).
+ */
+static tp_rc quantize_dy_shard(tp_group *g, tp_fp8_linear *p, const void *dy, cudaStream_t stream) {
   tp_fp8_bwd_comm *b = &p->bwd;
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->shard_rows, p->n);
   a.q = b->dy_packet;
@@ -332,8 +333,8 @@ static tp_rc stock_grads_gather_side(tp_group *g, tp_fp8_linear *p, const void *
 }
 
 /* Reduce-scatter side: dY's shard and dYᵀ's piece gathered in one group, then Xᵀ. */
-static tp_rc stock_grads_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x,
-                                      const void *dy, cudaStream_t stream) {
+static tp_rc stock_grads_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *dy,
+                                      cudaStream_t stream) {
   tp_fp8_bwd_comm *b = &p->bwd;
   TP_TRY(quantize_dy_shard(g, p, dy, stream));
   TP_TRY(quantize_piece(g, p, TP_FP8_E5M2, dy, b->grad_amax, own_piece(p, b->pieces),
@@ -359,10 +360,16 @@ static tp_rc dgrad_rows(tp_fp8_linear *p, int64_t row0, int64_t rows, const void
   const int nw = p->desc.n_weights;
   for (int i = 0; i < nw; ++i) {
     void *d = nw > 1 ? ptr_at(p->dx_parts[i], (size_t)(row0 * p->k) * 2) : out;
-    const tp_gemm_scaled_desc desc = {p->format,    rows,           p->k,
-                                      p->n,         p->dyq[i] + row0 * p->n,
-                                      dy_scales[i], p->wtq[i],      p->wt_scales[i],
-                                      d,            TP_GEMM_SCALED_DGRAD};
+    const tp_gemm_scaled_desc desc = {p->format,
+                                      rows,
+                                      p->k,
+                                      p->n,
+                                      p->dyq[i] + row0 * p->n,
+                                      dy_scales[i],
+                                      p->wtq[i],
+                                      p->wt_scales[i],
+                                      d,
+                                      TP_GEMM_SCALED_DGRAD};
     TP_TRY(tp_gemm_scaled_enqueue(p->gemm, &desc, stream));
   }
   if (nw == 1) return TP_OK;
@@ -385,8 +392,7 @@ static tp_rc wgrads(tp_fp8_linear *p, void *const *dw, cudaStream_t stream) {
 tp_rc fp8_bwd_gemms(tp_fp8_linear *p, void *dx, void *const *dw, cudaStream_t stream) {
   if (gathers(p))
     TP_TRY(dgrad_rows(p, 0, p->m, (const void *const *)p->dy_scales, p->bwd.dx_partial, stream));
-  else
-    TP_TRY(dgrad_rows(p, 0, p->m, (const void *const *)p->dy_scales, dx, stream));
+  else TP_TRY(dgrad_rows(p, 0, p->m, (const void *const *)p->dy_scales, dx, stream));
   return wgrads(p, dw, stream);
 }
 
@@ -556,8 +562,7 @@ static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, co
   TP_TRY(quantize_dy_shard(g, p, dy, main));
   TP_TRY(quantize_piece(g, p, TP_FP8_E5M2, dy, b->grad_amax,
                         (uint8_t *)own + pieces_offset(p) + (size_t)rank * piece_stride(p),
-                        own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p),
-                        main));
+                        own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p), main));
   TP_TRY(quantize_xt_local(g, p, x, main));
   TP_TRY(linear_fork_to_comm(g, &p->base));
   for (int step = 1; step < world; ++step) {

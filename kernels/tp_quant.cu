@@ -793,9 +793,9 @@ tp_rc enqueue_replace(const tp_scale_gather *g, const void *gathered, void *whol
 
 extern "C" tp_rc tp_quant_replace_gathered_enqueue(const tp_scale_gather *g, const void *gathered,
                                                    void *whole, cudaStream_t stream) {
-  const int consistent = g && (g->by_cols ? g->whole.cols == g->shard.cols * g->tp &&
-                                                g->whole.rows == g->shard.rows
-                                          : g->whole.rows == g->shard.rows * g->tp);
+  const int consistent =
+      g && (g->by_cols ? g->whole.cols == g->shard.cols * g->tp && g->whole.rows == g->shard.rows
+                       : g->whole.rows == g->shard.rows * g->tp);
   if (!consistent || g->tp < 1 || !gathered || !whole || g->whole.layout != g->shard.layout)
     return TP_FAIL(TP_EINTERNAL, "replace gathered scales: inconsistent gather (tp %d)",
                    g ? g->tp : 0);
@@ -830,20 +830,20 @@ extern "C" tp_rc tp_quant_replace_columns_enqueue(const uint8_t *gathered, size_
   if (!gathered || !whole || tp < 1 || rows < 1 || shard_cols < 1 ||
       piece_stride < static_cast<size_t>(rows * shard_cols))
     return TP_FAIL(TP_EINTERNAL, "replace gathered columns: empty or missing buffers (tp %d)", tp);
-  const bool vec = shard_cols % 16 == 0 && piece_stride % 16 == 0 && aligned(gathered, 16) &&
-                   aligned(whole, 16);
+  const bool vec =
+      shard_cols % 16 == 0 && piece_stride % 16 == 0 && aligned(gathered, 16) && aligned(whole, 16);
   const int64_t width = vec ? shard_cols / 16 : shard_cols;
   const int64_t stride = static_cast<int64_t>(vec ? piece_stride / 16 : piece_stride);
   const int64_t blocks = clamp_grid(ceil_div(rows * width * tp, kThreads), kMaxGridX);
   if (vec)
-    TP_CHECK_LAUNCH((replace_columns_kernel<uint4><<<static_cast<unsigned>(blocks), kThreads, 0,
-                                                     stream>>>(
-        reinterpret_cast<const uint4 *>(gathered), stride, tp, rows, width,
-        reinterpret_cast<uint4 *>(whole))));
+    TP_CHECK_LAUNCH(
+        (replace_columns_kernel<uint4><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+            reinterpret_cast<const uint4 *>(gathered), stride, tp, rows, width,
+            reinterpret_cast<uint4 *>(whole))));
   else
     TP_CHECK_LAUNCH((replace_columns_kernel<uint8_t>
-                     <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-                         gathered, stride, tp, rows, width, whole)));
+                     <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gathered, stride, tp,
+                                                                              rows, width, whole)));
   return TP_OK;
 }
 

@@ -292,7 +292,8 @@ TP_MUST_CHECK tp_rc tp_quant_split_check(tp_quant_format f, tp_shard_layout layo
  * zeroes the whole's padding, so its bytes equal quantizing the whole. */
 typedef struct tp_scale_gather {
   tp_scale_shape shard; /* one rank's [shard_rows, cols] scales (by_cols: [rows, shard_cols]) */
-  tp_scale_shape whole; /* the gathered [tp · shard_rows, cols] operand's ([rows, tp · shard_cols]) */
+  tp_scale_shape
+      whole; /* the gathered [tp · shard_rows, cols] operand's ([rows, tp · shard_cols]) */
   int tp;
   int by_cols;         /* 0: row shards; 1: column shards (tp_scale_gather_cols_shape) */
   int64_t rank_stride; /* scale elements from one rank's buffer to the next; 0: shard.stored */
@@ -318,8 +319,8 @@ TP_MUST_CHECK tp_rc tp_scale_gather_cols_shape(tp_quant_format f, int64_t rows, 
                                                int tp, tp_scale_gather *out);
 /* whole [rows, tp · shard_cols] (bytes) from the rank-major gathered pieces
  * (tp of [rows, shard_cols], back to back). */
-void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows,
-                                  int64_t shard_cols, uint8_t *whole);
+void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows, int64_t shard_cols,
+                                  uint8_t *whole);
 /* Bytes of the gathered buffer (tp shard buffers back to back, rank_stride apart). */
 size_t tp_scale_gather_bytes(const tp_scale_gather *g);
 

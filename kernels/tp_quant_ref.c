@@ -169,8 +169,8 @@ tp_rc tp_scale_gather_cols_shape(tp_quant_format f, int64_t rows, int64_t shard_
   return TP_OK;
 }
 
-void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows,
-                                  int64_t shard_cols, uint8_t *whole) {
+void tp_quant_replace_columns_ref(const uint8_t *gathered, int tp, int64_t rows, int64_t shard_cols,
+                                  uint8_t *whole) {
   const size_t piece = (size_t)(rows * shard_cols), width = (size_t)shard_cols;
   for (int r = 0; r < tp; ++r)
     for (int64_t i = 0; i < rows; ++i)
@@ -198,17 +198,15 @@ int tp_quant_op_splits(int gathers, int64_t tokens, int64_t n, int64_t k, int ba
   if (gathers) {
     out[0] = (tp_quant_split){"X", NULL, TP_SHARD_ACT_ROWS, tokens, k};
     out[1] = (tp_quant_split){"W", NULL, TP_SHARD_WEIGHT_ROWS, n, k};
-    out[2] = (tp_quant_split){"dY, along N for the dgrad", "N of dY", TP_SHARD_ACT_COLS, tokens,
-                              n};
+    out[2] = (tp_quant_split){"dY, along N for the dgrad", "N of dY", TP_SHARD_ACT_COLS, tokens, n};
     out[3] = (tp_quant_split){"X transposed, along T for the wgrad", "T of Xᵀ", TP_SHARD_ACT_COLS,
                               k, tokens};
   } else {
     out[0] = (tp_quant_split){"X", NULL, TP_SHARD_ACT_COLS, tokens, k};
     out[1] = (tp_quant_split){"W", NULL, TP_SHARD_WEIGHT_COLS, n, k};
-    out[2] = (tp_quant_split){"dY, along N for the dgrad", "T of dY", TP_SHARD_ACT_ROWS, tokens,
-                              n};
-    out[3] = (tp_quant_split){"dY transposed, along T for the wgrad", "T of dYᵀ",
-                              TP_SHARD_ACT_COLS, n, tokens};
+    out[2] = (tp_quant_split){"dY, along N for the dgrad", "T of dY", TP_SHARD_ACT_ROWS, tokens, n};
+    out[3] = (tp_quant_split){"dY transposed, along T for the wgrad", "T of dYᵀ", TP_SHARD_ACT_COLS,
+                              n, tokens};
   }
   return backward ? 4 : 2;
 }
@@ -244,8 +242,8 @@ tp_rc tp_quant_shard_check(tp_quant_format f, tp_shard_layout layout, int64_t ro
 }
 
 tp_rc tp_quant_split_check(tp_quant_format f, tp_shard_layout layout, int64_t rows, int64_t cols,
-                           int tp, const char *dim_name, tp_amax_agreement *agreement,
-                           char *reason, size_t cap) {
+                           int tp, const char *dim_name, tp_amax_agreement *agreement, char *reason,
+                           size_t cap) {
   if (agreement) *agreement = TP_AMAX_LOCAL;
   if (reason && cap > 0) reason[0] = '\0';
   if ((int)layout < 0 || layout >= TP_SHARD_COUNT)
@@ -256,7 +254,8 @@ tp_rc tp_quant_split_check(tp_quant_format f, tp_shard_layout layout, int64_t ro
     return shard_reject(reason, cap, "%s", tp_last_message());
   const int by_rows = tp_shard_layout_splits_rows(layout);
   const int64_t dim = by_rows ? rows : cols, block = by_rows ? s.block_rows : s.block_cols;
-  const char *fname = tp_quant_format_name(f), *dname = dim_name ? dim_name : split_dim_name(layout);
+  const char *fname = tp_quant_format_name(f),
+             *dname = dim_name ? dim_name : split_dim_name(layout);
   if (dim % tp != 0)
     return shard_reject(reason, cap, "%s: %s = %lld is not divisible by TP %d", fname, dname,
                         (long long)dim, tp);

@@ -520,8 +520,8 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
   /* at TP > 1 the output whose ranks' partials NCCL sums is checked as the
    * GEMM's local partial: y on the reduce-scatter side, dx on the all-gather side */
   const int gathers = tp_op_gathers(it->c->proj.op);
-  const int partial = it->lin.world > 1 && (gathers ? strcmp(name, "dx") == 0
-                                                    : strcmp(name, "y") == 0);
+  const int partial =
+      it->lin.world > 1 && (gathers ? strcmp(name, "dx") == 0 : strcmp(name, "y") == 0);
   snprintf(judged->reason, sizeof judged->reason,
            "%s%s%s against a float64 product of the dequantized %s operands on %lld sampled "
            "elements: %lld outside the per-element bound, %lld not finite, worst |err|/bound %.3g",

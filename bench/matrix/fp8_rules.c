@@ -22,8 +22,8 @@ static int placement_rejection(const tp_fp8_case *c, tp_quant_format f, char *re
       snprintf(reason, cap, "fp8 placement rule %s at TP %d: %s",
                tp_shard_layout_name(splits[i].layout), c->tp, why);
     else
-      snprintf(reason, cap, "fp8 placement rule for the backward's %s at TP %d: %s",
-               splits[i].what, c->tp, why);
+      snprintf(reason, cap, "fp8 placement rule for the backward's %s at TP %d: %s", splits[i].what,
+               c->tp, why);
     return 1;
   }
   return 0;

@@ -8,6 +8,7 @@ tp_add_cpu_test(test_quant SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant.c LIBS t
 tp_add_cpu_test(test_fp8_matrix SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_matrix.c
                 LIBS tp_bench_cpu)
 # The re-placement of all-gathered shards' scales into the whole's layout (fp8
-# communication): formats x TP 2/4/8 x shard shapes against quantizing the whole.
+# communication): formats x TP 2/4/8 x shard shapes against quantizing the whole; the
+# wgrad's transposed column pieces (bytes and scales) against the whole's transpose.
 tp_add_cpu_test(test_quant_gather SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_quant_gather.c
-                LIBS tp_quant_core)
+                LIBS tp_quant_core m)

@@ -44,10 +44,10 @@
 
 #include "bench/matrix/composition.h"
 #include "bench/matrix/fp8_rules.h"
-#include "kernels/tp_quant.h"
 #include "bench/matrix/layer_matrix.h"
 #include "bench/matrix/ops_matrix.h"
 #include "common/tp_vocab.h"
+#include "kernels/tp_quant.h"
 
 static const tp_dtype FP8_DTYPES[] = {TP_FP8, TP_FP8_ROW, TP_FP8_BLOCK, TP_MXFP8};
 enum { N_FP8 = 4 };
@@ -146,8 +146,9 @@ static void test_backward_planned(void **state) {
         const int refused = tp_fp8_case_rejection(&c, reason, sizeof reason);
         assert_int_equal(refused, FP8_DTYPES[f] == TP_FP8_BLOCK);
         if (refused) {
-          assert_non_null(strstr(reason, tp_op_gathers(c.op) ? "backward's X transposed, along T"
-                                                             : "backward's dY transposed, along T"));
+          assert_non_null(strstr(reason, tp_op_gathers(c.op)
+                                             ? "backward's X transposed, along T"
+                                             : "backward's dY transposed, along T"));
           assert_non_null(strstr(reason, tp_op_gathers(c.op) ? "T of Xᵀ / TP 2 = 1056 per rank"
                                                              : "T of dYᵀ / TP 2 = 1056 per rank"));
           assert_non_null(strstr(reason, "not a multiple of the 128-element scale block"));
@@ -163,9 +164,8 @@ static void test_backward_planned(void **state) {
     tp_quant_split sp[TP_QUANT_MAX_SPLITS];
     assert_int_equal(tp_quant_op_splits(1, 4096, 6144, 4096, 1, sp), 4);
     tp_amax_agreement a = TP_AMAX_LOCAL;
-    assert_int_equal(tp_quant_shard_check(fmts[i], sp[2].layout, sp[2].rows, sp[2].cols, 2, &a,
-                                          NULL, 0),
-                     TP_OK);
+    assert_int_equal(
+        tp_quant_shard_check(fmts[i], sp[2].layout, sp[2].rows, sp[2].cols, 2, &a, NULL, 0), TP_OK);
     assert_int_equal(a, want_dy[i]);
   }
   const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
@@ -507,12 +507,9 @@ static void test_layers_fsdp_rejected(void **state) {
 /* A model of its own: dim, heads, KV heads, head dim, FFN. */
 static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
                               int64_t kv, int64_t hd, int64_t ffn) {
-  const tp_fp8_layer l = {dtype, layer,
-                          4096,  dim,
-                          heads, kv,
-                          hd,    ffn,
-                          tp,    TP_PASS_FWD,
-                          1,     tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
+  const tp_fp8_layer l = {dtype, layer,       4096, dim,
+                          heads, kv,          hd,   ffn,
+                          tp,    TP_PASS_FWD, 1,    tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
   return l;
 }
 
@@ -553,7 +550,9 @@ static void test_layer_placement(void **state) {
   ffn.pass = TP_PASS_FWD_BWD;
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
   ffn.tokens = 2112;
-  expect_layer_rule(&ffn, "w13: fp8 placement rule for the backward's X transposed, along T for the wgrad at TP 2");
+  expect_layer_rule(
+      &ffn,
+      "w13: fp8 placement rule for the backward's X transposed, along T for the wgrad at TP 2");
   ffn.pass = TP_PASS_FWD;
   assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
   ffn.tokens = 4096;

@@ -31,3 +31,9 @@ set_tests_properties(
   PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
              ENVIRONMENT
              "TPBENCH_TEST_SHARE_GPU=1;NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
+# The wgrad's transposed column pieces on one GPU, TP ranks simulated: each rank's shard
+# transposed and quantized with the agreed amax, the pieces gathered rank-major and re-placed
+# (bytes and scales) equal the whole's transpose quantized, bit for bit (formats x TP 2/4/8 x
+# shapes, E4M3 and E5M2; planted faults caught). Exits 77 without a GPU.
+tp_add_gpu_test(gpu_fp8_columns SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_columns.c
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)

@@ -584,17 +584,18 @@ static void *tp2_download(const void *dev, size_t bytes) {
 
 /* 0 when q and scales (device) equal what quantizing `whole` (bf16, device, rows x cols as
  * it lies; transposed: its transpose) gives in p's format, bit for bit. */
-static int whole_differs(const tp_fp8_linear *p, tp_fp8_type elem, const void *whole,
-                         int64_t rows, int64_t cols, int transposed, const uint8_t *q,
-                         const void *scales, const tp_scale_shape *shape) {
+static int whole_differs(const tp_fp8_linear *p, tp_fp8_type elem, const void *whole, int64_t rows,
+                         int64_t cols, int transposed, const uint8_t *q, const void *scales,
+                         const tp_scale_shape *shape) {
   const size_t bytes = (size_t)(rows * cols), sbytes = tp_quant_scale_bytes(shape);
   uint8_t *rq = NULL;
   void *rs = NULL;
   cuda_ok(cudaMalloc((void **)&rq, bytes), "cudaMalloc");
   cuda_ok(cudaMalloc(&rs, sbytes), "cudaMalloc");
-  const tp_quant_args a = {p->format, TP_QROLE_ACT, elem, TP_BF16, whole, rows, cols, cols,
-                           rq,        rs,           NULL};
-  const tp_rc rc = transposed ? tp_quant_transpose_quantize_enqueue(&a, 0) : tp_quant_enqueue(&a, 0);
+  const tp_quant_args a = {p->format, TP_QROLE_ACT, elem, TP_BF16, whole, rows,
+                           cols,      cols,         rq,   rs,      NULL};
+  const tp_rc rc =
+      transposed ? tp_quant_transpose_quantize_enqueue(&a, 0) : tp_quant_enqueue(&a, 0);
   cuda_ok(cudaDeviceSynchronize(), "synchronize");
   uint8_t *h1 = tp2_download(q, bytes), *h2 = tp2_download(rq, bytes);
   void *s1 = tp2_download(scales, sbytes), *s2 = tp2_download(rs, sbytes);
@@ -626,8 +627,8 @@ static int stock_wholes_differ(tp_group *g, const tp_fp8_linear *p, const tp2_te
   const int64_t s = p->shard_rows;
   if (tp_op_gathers(p->desc.op)) {
     void *x = gather_whole(g, t->x, s, p->k);
-    const int bad = whole_differs(p, TP_FP8_E4M3, x, p->m, p->k, 1, p->xtq, p->xt_scales,
-                                  &p->xt_scales_shape);
+    const int bad =
+        whole_differs(p, TP_FP8_E4M3, x, p->m, p->k, 1, p->xtq, p->xt_scales, &p->xt_scales_shape);
     cudaFree(x);
     return bad;
   }
@@ -724,8 +725,9 @@ static int stock_checks_fail(tp_group *g, tp_dtype dt, const tp2_bwd_out *o) {
   const tp_fp8_check *c[2] = {&o->dx_check, &o->dw_check};
   for (int i = 0; i < 2; ++i)
     if (c[i]->outside || c[i]->nonfinite || c[i]->elements == 0)
-      return fail_rank(g, tp_dtype_name(dt), i ? "stock dw fails the float64 check"
-                                               : "stock dx (partial) fails the float64 check");
+      return fail_rank(g, tp_dtype_name(dt),
+                       i ? "stock dw fails the float64 check"
+                         : "stock dx (partial) fails the float64 check");
   if (o->whole_mismatch)
     return fail_rank(g, tp_dtype_name(dt),
                      "a gathered backward operand differs from quantizing the whole");
@@ -753,8 +755,7 @@ static int tp2_backward(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
     if (!bad && memcmp(stock.dw, other.dw, d.dw_elems * 2) != 0)
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dw differs from stock");
     int nonfinite = 0;
-    const double dist =
-        gather ? summed_distance(stock.dx, other.dx, d.dx_elems, &nonfinite) : 0.0;
+    const double dist = gather ? summed_distance(stock.dx, other.dx, d.dx_elems, &nonfinite) : 0.0;
     if (!bad && !gather && memcmp(stock.dx, other.dx, d.dx_elems * 2) != 0)
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx differs from stock");
     if (!bad && (nonfinite || dist > 2.0))
