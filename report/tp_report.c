@@ -258,7 +258,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
   TP_TRY(prepare(r,
                  "SELECT commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
                  "cublas_version, cupti_version, command_line, command, started_at, finished_at, "
-                 "dirty, gpu_count, warmup_iters, measure_iters, uuid FROM runs WHERE id = ?",
+                 "dirty, gpu_count, warmup_iters, measure_iters, uuid, test_knobs FROM runs WHERE id = ?",
                  &s));
   tp_rc rc = TP_OK;
   h->id = run_id;
@@ -277,6 +277,7 @@ static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
     h->warmup_iters = int_column(s, 14, -1);
     h->measure_iters = int_column(s, 15, -1);
     if (rc == TP_OK) rc = dup_column(s, 16, &h->uuid);
+    if (rc == TP_OK) rc = dup_column(s, 17, &h->test_knobs);
   }
   sqlite3_finalize(s);
   if (rc == TP_OK) rc = tp_system_report_markdown(r->store, run_id, &h->system_md);
@@ -288,6 +289,7 @@ static void free_run(run_header *h) {
                    h->cublas, h->cupti, h->command_line, h->command, h->started_at, h->finished_at};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) free(texts[i]);
   free(h->uuid);
+  free(h->test_knobs);
   free(h->system_md);
 }
 
@@ -886,6 +888,10 @@ void tp_report_md_header(FILE *out, const report *rep, const char *title) {
   fputs("- **command** ", out);
   tp_md_code(out, h->command_line ? h->command_line : "?");
   fputc('\n', out);
+  /* a run under a test knob says so first: its figures are not the stack's own */
+  if (h->test_knobs && *h->test_knobs)
+    md_words(out, "- **test knobs in force** ", h->test_knobs, "");
+  if (h->test_knobs && *h->test_knobs) fputc('\n', out);
   if (h->system_md) fputs(h->system_md, out);
   const tp_report_filter *f = rep->filter;
   if (f->model || f->layer || f->pass || f->dtype) {
@@ -1059,6 +1065,7 @@ json_t *tp_report_json_run(tp_json_builder *jb, const run_header *h) {
   tp_json_set(jb, o, "cupti_version", tp_json_str(h->cupti));
   tp_json_set(jb, o, "command", tp_json_str(h->command));
   tp_json_set(jb, o, "command_line", tp_json_str(h->command_line));
+  tp_json_set(jb, o, "test_knobs", tp_json_str(h->test_knobs));
   tp_json_set(jb, o, "warmup_iters",
               h->warmup_iters < 0 ? json_null() : json_integer(h->warmup_iters));
   tp_json_set(jb, o, "measure_iters",
