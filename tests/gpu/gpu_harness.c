@@ -14,7 +14,11 @@
 
 #include "common/tp_log.h"
 
-int gpu_device_count(void) { return tp_count_devices_in_child(); }
+int gpu_device_count(void) {
+  const int devices = tp_count_devices_in_child();
+  /* shared: two rank slots on device 0 (gpu_harness.h) */
+  return gpu_share_one_device() && devices == 1 ? 2 : devices;
+}
 
 tp_rc gpu_exchange(void *ctx, const void *send, size_t bytes, void *recv) {
   return tp_rdzv_allgather((tp_rdzv *)ctx, send, bytes, recv);

@@ -16,7 +16,9 @@ enum { GPU_TEST_SKIP = 77 };
 
 typedef int (*gpu_body_fn)(tp_group *group, tp_rdzv *rdzv, void *ctx);
 
-/* Number of CUDA devices, counted in a child process (0 when none or no driver). */
+/* Number of CUDA devices, counted in a child process (0 when none or no
+ * driver); with TPBENCH_TEST_SHARE_GPU=1 on a machine of one GPU, 2 (two
+ * rank slots on device 0). */
 int gpu_device_count(void);
 
 /* TPBENCH_TEST_SHARE_GPU=1 (a test knob, never the benchmark's): every
