@@ -65,6 +65,14 @@ int gpu_share_one_device(void) {
   return v && strcmp(v, "1") == 0;
 }
 
+int gpu_shared_lacks_windows(const char *what) {
+  if (!gpu_share_one_device()) return 0;
+  printf("%s: NCCL symmetric windows need the ranks inside one NCCL host, and "
+         "TPBENCH_TEST_SHARE_GPU makes each rank a host of its own: skipped\n",
+         what);
+  return 1;
+}
+
 /* A worker sharing device 0: NCCL refuses two ranks of one host on one GPU,
  * so each rank names a host of its own, reached over loopback sockets. */
 static void share_device_env(int rank) {

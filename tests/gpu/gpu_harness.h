@@ -29,6 +29,11 @@ int gpu_device_count(void);
  * on a machine of one GPU; their timings mean nothing. */
 int gpu_share_one_device(void);
 
+/* With TPBENCH_TEST_SHARE_GPU=1: prints that `what` needs NCCL symmetric
+ * windows, which ranks made separate NCCL hosts never have, and returns 1
+ * (the caller skips); 0 otherwise. */
+int gpu_shared_lacks_windows(const char *what);
+
 /* Forks `world` workers running body; returns 0 when all of them returned 0. */
 int gpu_run_group(int world, gpu_body_fn body, void *ctx);
 

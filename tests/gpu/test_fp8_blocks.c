@@ -36,9 +36,10 @@
  * sm_100 it runs the same checks. dist_gemm is rejected at TP 1 for every
  * format (nothing to gather or scatter).
  *
- * At TP 2 (the second half; reported skipped below 2 GPUs), the forward of
- * each layer and format with 4 KV heads (each rank's key and value heads
- * whole 128-row blocks):
+ * At TP 2 (the second half; reported skipped below 2 GPUs, or run on one
+ * shared GPU with TPBENCH_TEST_SHARE_GPU=1), the forward and the
+ * forward+backward (kernels/tp_linear_fp8_bwd.c) of each layer and format
+ * with 4 KV heads (each rank's key and value heads whole 128-row blocks):
  * - the stock fp8 layer with comm_dtype fp8: every output finite, each
  *   projection's check (wo and w2 judge their local partial before the bf16
  *   reduce-scatter, w13 its y, qkv none: RoPE), against the TP 2 bf16 layer
@@ -52,8 +53,8 @@
  *   fp32 in rank order, NCCL in its own: at W = 2 both round a + b once, so
  *   equal bits are expected; the count of differing elements is printed);
  * - the GEMMs alone and the collectives alone run after a quantizing step;
- * - rejected, each with its reason: fwd+bwd, dist_gemm ring, chunks 2,
- *   symm=nccl and comm_dtype bf16, sp off.
+ * - rejected, each with its reason: dist_gemm ring, chunks 2, symm=nccl and
+ *   comm_dtype bf16, sp off.
  * Each check prints one line. Exit 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
@@ -117,9 +118,9 @@ static tp_block_shape shape_of(tp_layer layer, tp_dtype format, int backward) {
   return s;
 }
 
-/* The TP 2 forward's shape: what the gathering projections move (comm). */
-static tp_block_shape shape_tp2(tp_layer layer, tp_dtype format, tp_comm_dtype comm) {
-  tp_block_shape s = shape_of(layer, format, 0);
+/* The TP 2 layer's shape: what the gathering projections move (comm), and the pass. */
+static tp_block_shape shape_tp2(tp_layer layer, tp_dtype format, tp_comm_dtype comm, int backward) {
+  tp_block_shape s = shape_of(layer, format, backward);
   s.n_kv_heads = KV_HEADS_TP2;
   s.comm = tp_dtype_is_fp8(format) ? comm : TP_COMM_NONE;
   return s;
@@ -466,12 +467,8 @@ static int expect_rejected(tp_group *g, const tp_block_shape *s, tp_backend back
 
 /* Every TP 2 rule the plan applies, each with its reason. */
 static int tp2_rejections(const fp8_case *c) {
-  tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8);
+  tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8, c->backward);
   int bad = 0;
-  s.backward = 1;
-  bad |= expect_rejected(c->g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0,
-                         "the fp8 backward is not implemented beyond TP 1", c->what);
-  s.backward = 0;
   bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_RING, 0,
                          "only ce and sm push fp8 chunks", c->what);
   bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_CE, 2,
@@ -492,7 +489,7 @@ static int tp2_rejections(const fp8_case *c) {
 /* A plan of the TP 2 forward, prepared on f's tensors (collective). */
 static int plan_prepared(const fp8_case *c, fixture *f, tp_comm_dtype comm, tp_backend backend,
                          tp_schedule schedule, tp_block_plan *p) {
-  const tp_block_shape s = shape_tp2(c->layer, c->format, comm);
+  const tp_block_shape s = shape_tp2(c->layer, c->format, comm, c->backward);
   return rc_ok(tp_block_plan_make(c->g, &s, backend, schedule, 0, p), "TP 2 plan") &&
          rc_ok(tp_block_prepare_fp8(c->g, p, &f->t), "TP 2 prepare");
 }
@@ -550,7 +547,7 @@ static int references_run(const fp8_case *c, fixture *f) {
  * dist_gemm ce and sm within the tolerance; the references run. */
 static int run_tp2_planned(const fp8_case *c, fixture *f) {
   tp_group *g = c->g;
-  const tp_block_shape s16 = shape_tp2(c->layer, TP_BF16, TP_COMM_NONE);
+  const tp_block_shape s16 = shape_tp2(c->layer, TP_BF16, TP_COMM_NONE, c->backward);
   int ok = rc_ok(tp_block_plan_make(g, &s16, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &f->bf16),
                  "bf16 plan") &&
            rc_ok(tp_block_alloc(g, &f->bf16, 7, &f->t), "tensors") &&
@@ -581,11 +578,11 @@ static int run_tp2_planned(const fp8_case *c, fixture *f) {
 }
 
 static int run_tp2_case(fp8_case *c) {
-  snprintf(c->what, sizeof c->what, "TP %d %s %s fwd", c->g->world, tp_dtype_name(c->format),
-           tp_layer_name(c->layer));
+  snprintf(c->what, sizeof c->what, "TP %d %s %s %s", c->g->world, tp_dtype_name(c->format),
+           tp_layer_name(c->layer), c->backward ? "fwd+bwd" : "fwd");
   fixture f;
   memset(&f, 0, sizeof f);
-  const tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8);
+  const tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8, c->backward);
   const tp_rc rc = tp_block_plan_make(c->g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &f.fp8);
   int bad;
   if (rc != TP_OK) bad = refusal(c, rc);
@@ -609,10 +606,12 @@ static int body_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   const tp_layer layers[] = {TP_LAYER_ATTENTION, TP_LAYER_FFN, TP_LAYER_BLOCK};
   int failures = 0;
   for (int fi = 0; fi < 4; ++fi)
-    for (int li = 0; li < 3; ++li) {
-      fp8_case c = {g, layers[li], formats[fi], 0, major, tp_fp8_accum_model_of(major, minor), ""};
-      failures += run_tp2_case(&c);
-    }
+    for (int li = 0; li < 3; ++li)
+      for (int backward = 0; backward < 2; ++backward) {
+        fp8_case c = {
+            g, layers[li], formats[fi], backward, major, tp_fp8_accum_model_of(major, minor), ""};
+        failures += run_tp2_case(&c);
+      }
   printf("TP %d: %d failure(s)\n", g->world, failures);
   fflush(stdout);
   return failures ? 1 : 0;
