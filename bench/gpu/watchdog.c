@@ -2,8 +2,9 @@
  * watchdog.c — the thread of watchdog.h: a deadline under a mutex, a
  * condition variable to re-arm, disarm or stop it, and on expiry the
  * worker's last words (under the lock, so the main thread cannot re-arm or
- * disarm past them), an abort of the communicator and _exit (nothing else of the process can be
- * trusted then: the main thread may hold CUDA's or NCCL's locks).
+ * disarm past them), then _exit (nothing else of the process can be
+ * trusted then: the main thread may hold CUDA's or NCCL's locks, or be
+ * inside NCCL with the communicator an abort would free).
  */
 #include "bench/gpu/watchdog.h"
 
@@ -50,7 +51,10 @@ static void fire(tp_watchdog *w) {
           "and this worker\n",
           w->rank, w->what ? w->what : "a window", w->seconds);
   if (w->last_words) w->last_words(w->last_words_ctx, w->what ? w->what : "a window");
-  tp_group_abort(w->group);
+  /* No ncclCommAbort here: the main thread may be inside NCCL with that
+   * communicator (a TP 2 drift step hung by its peer died of SIGSEGV that
+   * way, on the shared-GPU run); the process ends now and the driver tears
+   * its context down, hung kernels included. */
   _exit(TP_WATCHDOG_EXIT);
 }
 
