@@ -189,7 +189,8 @@ static int load_model(const tp_block_plan *p, const model *m, tp_block_tensors *
     bad |= put_rows(t->ffn.w3, m->w3, r * fl, fl, DIM, e);
     bad |= put_cols(t->ffn.w2, m->w2, DIM, FFN, r * fl, fl, e);
   }
-  return bad;
+  /* landed before any stream reads them (pageable copies may return early) */
+  return bad || cudaDeviceSynchronize() != cudaSuccess;
 }
 
 /* Host copies of a block's outputs, by name. */
@@ -713,6 +714,14 @@ typedef struct fd_param {
   size_t count;
 } fd_param;
 
+/* host to dev, landed: a copy from pageable memory may return before its
+ * DMA completes, and the forward runs on a non-blocking stream that does not
+ * wait for it (a shared-GPU run read half-moved parameters that way). */
+static int upload_landed(void *dev, const float *host, size_t n) {
+  return cudaMemcpy(dev, host, n * sizeof *host, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaDeviceSynchronize() == cudaSuccess;
+}
+
 /* Σ grad·v against (L(p + εv) − L(p − εv)) / 2ε, ε = 1% of the tensor's rms. */
 static int fd_one(layer_ctx *lc, const tp_block_plan *p, tp_block_tensors *t, const fd_param *f,
                   uint64_t seed) {
@@ -729,12 +738,9 @@ static int fd_one(layer_ctx *lc, const tp_block_plan *p, tp_block_tensors *t, co
   double l[2];
   for (int side = 0; side < 2; ++side) {
     for (size_t i = 0; i < n; ++i) moved[i] = (float)(f->host[i] + (side ? -eps : eps) * v[i]);
-    l[side] = cudaMemcpy(f->dev, moved, n * sizeof *moved, cudaMemcpyHostToDevice) == cudaSuccess
-                  ? loss(lc->ref, p, t, lc->m->dy)
-                  : NAN;
+    l[side] = upload_landed(f->dev, moved, n) ? loss(lc->ref, p, t, lc->m->dy) : NAN;
   }
-  int restored =
-      cudaMemcpy(f->dev, f->host, n * sizeof *moved, cudaMemcpyHostToDevice) == cudaSuccess;
+  int restored = upload_landed(f->dev, f->host, n);
   const double fd = (l[0] - l[1]) / (2.0 * eps);
   const double rel = fabs(fd - predicted) / fmax(fabs(predicted), 1e-30);
   const int ok = restored && isfinite(rel) && rel <= TOL_FD;
@@ -1069,7 +1075,8 @@ static int flip_element(tp_dtype dt, void *dev) {
   const size_t e = tp_dtype_bytes(dt);
   if (cudaMemcpy(&bits, dev, e, cudaMemcpyDeviceToHost) != cudaSuccess) return 1;
   bits ^= dt == TP_BF16 ? 0x0040u : 0x00400000u;
-  return cudaMemcpy(dev, &bits, e, cudaMemcpyHostToDevice) != cudaSuccess;
+  return cudaMemcpy(dev, &bits, e, cudaMemcpyHostToDevice) != cudaSuccess ||
+         cudaDeviceSynchronize() != cudaSuccess;
 }
 
 /* A planted fault: one weight element changed between the ac=none step and

@@ -47,7 +47,10 @@
 enum { DIM = 128, HEADS = 16, KV_HEADS = 8, HD = 16, FFN = 384 };
 enum { N_SIZES = 3, REPLAYS_EACH = 4, MAX_OUT = TP_BLOCK_MAX_OUTPUTS };
 static const int64_t SEQS[N_SIZES] = {64, 128, 256};
-static const int64_t UNWARMED_SEQ = 512; /* needs more workspace than any of SEQS */
+/* The first never-warmed size tried; doubled until its plan needs more of
+ * the frozen buffer than the group holds (the symmetric heap grows in 2 MiB
+ * granules, which the small sizes may not fill). */
+static const int64_t UNWARMED_SEQ = 512, UNWARMED_SEQ_MOST = 65536;
 
 /* One size: its plan, tensors, graph and the eager step's outputs on the host. */
 typedef struct size_run {
@@ -264,18 +267,39 @@ static int eager_while_frozen(tp_group *g, size_run *s) {
   return failures + (rc == TP_OK ? outputs_now(g, largest, "eager while frozen", 0) : 0);
 }
 
+/* The smallest size from UNWARMED_SEQ on (doubling) whose plan needs more
+ * of the backend's frozen buffer than the group holds; 0 when none does. */
+static int64_t unwarmed_seq(tp_group *g, tp_backend backend) {
+  const buffers held = buffers_now(g);
+  for (int64_t seq = UNWARMED_SEQ; seq <= UNWARMED_SEQ_MOST; seq *= 2) {
+    tp_block_shape shape = shape_of(seq);
+    tp_block_plan p;
+    if (tp_block_plan_make(g, &shape, backend,
+                           backend == TP_BACKEND_DIST ? TP_SCHED_CE : TP_SCHED_AUTO, 0,
+                           &p) != TP_OK)
+      return 0;
+    const int more =
+        backend == TP_BACKEND_DIST ? p.symm_bytes > held.symm : p.scratch_bytes > held.scratch;
+    tp_block_release(&p);
+    if (more) return seq;
+  }
+  return 0;
+}
+
 /* 5. A size larger than any warmed: its capture is refused with the reason. */
 static int unwarmed_refused(tp_group *g, tp_backend backend, size_run *s) {
   size_run big;
-  if (size_make(g, backend, UNWARMED_SEQ, 99, &big)) return 1;
+  const int64_t seq = unwarmed_seq(g, backend);
+  if (!seq) return report(g->rank, "a size that outgrows the frozen workspace", 0);
+  if (size_make(g, backend, seq, 99, &big)) return 1;
   const buffers before = buffers_now(g);
   step_ctx sc = {g, &big.plan, &big.t};
   tp_rc rc = tp_graph_capture(g, step_fn, &sc, &big.exec);
   const char *msg = tp_last_error();
   const char *buffer = backend == TP_BACKEND_DIST ? "symmetric workspace" : "private scratch";
   char line[512];
-  snprintf(line, sizeof line, "seq %lld (never warmed) capture refused: %s (%s)",
-           (long long)UNWARMED_SEQ, tp_rc_name(rc), msg);
+  snprintf(line, sizeof line, "seq %lld (never warmed) capture refused: %s (%s)", (long long)seq,
+           tp_rc_name(rc), msg);
   int failures = report(g->rank, line,
                         rc == TP_EREJECT && !big.exec && strstr(msg, "CUDA graph capture") &&
                             strstr(msg, buffer) && strstr(msg, "while frozen"));
