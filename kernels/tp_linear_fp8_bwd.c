@@ -140,7 +140,10 @@ static tp_rc alloc_floats(tp_fp8_linear *p, float **out, size_t n) {
 tp_rc fp8_bwd_prepare(tp_fp8_linear *p) {
   tp_fp8_bwd_comm *b = &p->bwd;
   TP_TRY(alloc_floats(p, &b->grad_amax, agreement_floats(b->dy_agreement, p->m)));
-  TP_TRY(alloc_floats(p, &b->t_amax, agreement_floats(b->t_agreement, b->t_rows)));
+  /* the reduce-scatter side's tensorwise dYᵀ takes dY's agreed amax (grad_amax) */
+  const int own_t_amax = b->t_agreement == TP_AMAX_AGREE_ROWS ||
+                         (b->t_agreement == TP_AMAX_AGREE_TENSOR && gathers(p));
+  if (own_t_amax) TP_TRY(alloc_floats(p, &b->t_amax, agreement_floats(b->t_agreement, b->t_rows)));
   if (p->format == TP_QFMT_FP8 && !gathers(p)) TP_TRY(alloc_floats(p, &b->x_amax, 1));
   if (!gathers(p)) {
     TP_TRY(fp8_device_alloc(p, (void **)&b->dy_packet, b->dy_packet_bytes));
@@ -407,10 +410,13 @@ tp_rc fp8_bwd_collective(tp_group *g, tp_fp8_linear *p, void *dx, cudaStream_t s
   tp_fp8_bwd_comm *b = &p->bwd;
   if (p->fused || !b->pieces)
     return TP_FAIL(TP_EINTERNAL, "fp8 backward collective alone: a stock plan, prepared");
-  /* the agreements travel too (idempotent: maxima), then the gathers */
+  /* the agreements travel too (idempotent: maxima; dY's once per weight as in
+   * the step), then the gathers */
   const size_t dy_floats = agreement_floats(b->dy_agreement, p->m);
-  if (dy_floats) TP_TRY(all_reduce_max(g, b->grad_amax, dy_floats, stream));
-  if (b->t_agreement != TP_AMAX_LOCAL)
+  const int dy_agreements = gathers(p) ? p->desc.n_weights : 1;
+  for (int i = 0; dy_floats && i < dy_agreements; ++i)
+    TP_TRY(all_reduce_max(g, b->grad_amax, dy_floats, stream));
+  if (b->t_amax)
     TP_TRY(all_reduce_max(g, b->t_amax, agreement_floats(b->t_agreement, b->t_rows), stream));
   if (b->x_amax) TP_TRY(all_reduce_max(g, b->x_amax, 1, stream));
   TP_TRY(stock_gathers(g, p, stream));

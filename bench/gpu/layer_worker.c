@@ -616,15 +616,20 @@ static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_bl
                            tp_item_check *out) {
   const tp_fp8_check *k = &v->sum;
   tp_fp8_check_as_item(k, tp_block_proj_name(proj), out);
-  /* at TP > 1 the reduce-scatter side judges its GEMM's local partial (the reduction is
-   * NCCL's bf16 sum) */
-  const int partial = it->plan.world > 1 && (proj == TP_PROJ_WO || proj == TP_PROJ_W2);
+  /* at TP > 1 an output whose ranks' partials NCCL sums in bf16 is judged as
+   * the GEMM's local partial: y on the reduce-scatter side (wo, w2), dx on the
+   * all-gather side's backward (qkv, w13) */
+  const int scatters = proj == TP_PROJ_WO || proj == TP_PROJ_W2;
+  const char *partial = it->plan.world < 2   ? ""
+                        : scatters           ? ": y as the local partial"
+                        : it->shape.backward ? ": dx as the local partial"
+                                             : "";
   snprintf(out->reason, sizeof out->reason,
            "%s%s %s (%s%s) vs float64 products of the dequantized operands, %lld sampled: %lld "
            "outside the bound, %lld not finite, worst |err|/bound %.3g",
            out->failed ? "failed: " : "", tp_block_proj_name(proj),
-           tp_dtype_name(it->shape.proj_dtype), v->judged, partial ? ": local partial" : "",
-           (long long)k->elements, (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
+           tp_dtype_name(it->shape.proj_dtype), v->judged, partial, (long long)k->elements,
+           (long long)k->outside, (long long)k->nonfinite, k->worst_ratio);
 }
 
 /* One output of the fp8 layer against the bf16 layer's. */
