@@ -294,4 +294,26 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_check_dw(const tp_fp8_linear *p, int weight, c
                                            const void *dy, const void *dw, int rows, int cols,
                                            const tp_fp8_accum_model *model, tp_fp8_check *out);
 
+/* One gathered operand against the whole's quantization (tp_fp8_linear_check_wholes). */
+typedef struct tp_fp8_whole_check {
+  char name[24];       /* "x:whole", "xt:whole", "dy:whole", "dyt:whole" */
+  int64_t bytes;       /* fp8 bytes compared */
+  int64_t differ;      /* of them: not the whole's */
+  int64_t scale_bytes; /* stored scale bytes compared (padding included) */
+  int64_t scale_differ;
+} tp_fp8_whole_check;
+
+/* At TP > 1, after a stock step (a stock plan; other backends and TP 1: *n
+ * = 0): each operand the step gathered in fp8 — X with comm_dtype fp8, and
+ * with the backward Xᵀ (all-gather side) or dY and dYᵀ (reduce-scatter
+ * side), from this rank's x or dy0 (bf16 shards as the step read them) —
+ * against quantizing the whole, which the check gathers in bf16 (an NCCL
+ * all-gather: collective, every rank calls it in the same order), byte for
+ * byte, data and scales. The float64 checks judge a GEMM against the
+ * operands it read; this one catches a misplaced piece, a wrong re-placement
+ * or a missed amax agreement. Up to max entries into out. */
+TP_MUST_CHECK tp_rc tp_fp8_linear_check_wholes(tp_group *g, const tp_fp8_linear *p, const void *x,
+                                               const void *dy0, tp_fp8_whole_check *out, int max,
+                                               int *n);
+
 #endif /* TP_LINEAR_FP8_H */

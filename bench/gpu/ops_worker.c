@@ -546,6 +546,33 @@ static void fp8_checks_of(const fp8_item *it, const char *name, const tp_fp8_che
            name);
 }
 
+/* At TP > 1 the operands the stock step gathered in fp8 against quantizing
+ * the whole, bit for bit (tp_fp8_linear_check_wholes; collective). */
+static tp_rc fp8_judge_wholes(const fp8_item *it, tp_group *g, tp_item_check *out, int max,
+                              int *n) {
+  tp_fp8_whole_check w[4];
+  int nw = 0;
+  TP_TRY(tp_fp8_linear_check_wholes(g, &it->lin, it->b->x, it->b->dy[0], w, 4, &nw));
+  for (int i = 0; i < nw && *n < max; ++i) {
+    tp_item_check *c = &out[(*n)++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%.23s", w[i].name);
+    c->exact = 1;
+    c->elements = (double)(w[i].bytes + w[i].scale_bytes);
+    c->differ = (double)(w[i].differ + w[i].scale_differ);
+    c->failed = c->differ > 0;
+    c->rel_err = NAN;
+    c->max_abs_err = NAN;
+    c->tolerance = 0.0;
+    snprintf(c->reason, sizeof c->reason,
+             "%sthe gathered %s operand against quantizing the whole (gathered in bf16 for the "
+             "check): %lld of %lld bytes and %lld of %lld scale bytes differ",
+             c->failed ? "failed: " : "", tp_dtype_name(it->c->dtype), (long long)w[i].differ,
+             (long long)w[i].bytes, (long long)w[i].scale_differ, (long long)w[i].scale_bytes);
+  }
+  return TP_OK;
+}
+
 static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
   fp8_item *it = self;
   *n = 0;
@@ -567,6 +594,7 @@ static tp_rc fp8_judge(void *self, tp_group *g, tp_item_check *out, int max, int
     fp8_checks_of(it, y_names[i], &k, out + *n);
     *n += 2;
   }
+  TP_TRY(fp8_judge_wholes(it, g, out, max, n));
   if (!fp8_has_backward(it)) return TP_OK;
   if (*n + 2 <= max) {
     TP_TRY(tp_fp8_linear_check_dx(&it->lin, (const void *const *)b->dy, (const void *const *)b->w,
