@@ -14,13 +14,19 @@
 #   3  issue 16 figures: dp 2 x tp 1 and fsdp_traffic at TP 2, drift in both
 #      reduction modes, ac and graph=mixed with dist_gemm
 #   4  the earlier issues' pair runs: trust, faults, the torchrun profile
+#   5  issue 15's fp8 backward at TP 2: its GPU tests, `ops` and `run` at
+#      fwd+bwd over fp8, fp8-row, fp8-block (device-fp8-bwd.sh)
 #
-# usage: scripts/device-pair.sh BUILD_DIR CALL   (CALL 1..4)
+# (Without the pair, TPBENCH_TEST_SHARE_GPU=1 runs the TP 2 code paths on
+# one GPU: `TPBENCH_TEST_SHARE_GPU=1 ctest -L gpu`, device-fp8-bwd.sh --gpus 1;
+# correctness only, never timings.)
+#
+# usage: scripts/device-pair.sh BUILD_DIR CALL   (CALL 1..5)
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build=${1:?usage: device-pair.sh BUILD_DIR CALL}
-call=${2:?usage: device-pair.sh BUILD_DIR CALL (1..4)}
+call=${2:?usage: device-pair.sh BUILD_DIR CALL (1..5)}
 here=$(dirname "${BASH_SOURCE[0]}")
 out=${OUT:-/tmp/tpbench-out}
 mkdir -p "$out"
@@ -69,8 +75,11 @@ case $call in
     step faults 150 bash "$here/device-faults.sh" "$build"
     step profile 180 bash "$here/device-profile.sh" "$build" 2
     ;;
+  5)
+    step fp8-bwd 500 bash "$here/device-fp8-bwd.sh" "$build" --gpus 2
+    ;;
   *)
-    echo "device-pair.sh: CALL must be 1, 2, 3 or 4, not '$call'" >&2
+    echo "device-pair.sh: CALL must be 1 to 5, not '$call'" >&2
     exit 2
     ;;
 esac
