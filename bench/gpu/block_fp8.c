@@ -230,6 +230,14 @@ tp_rc tp_block_fp8_check(const tp_block_plan *p, const tp_block_tensors *t, tp_b
   return TP_OK;
 }
 
+tp_rc tp_block_fp8_check_wholes(tp_group *g, const tp_block_plan *p, const tp_block_tensors *t,
+                                tp_block_proj proj, tp_fp8_whole_check *out, int max, int *n) {
+  *n = 0;
+  if (!p->fp8 || !p->has[proj]) return TP_OK;
+  const proj_io io = proj_io_of(p, t, proj);
+  return tp_fp8_linear_check_wholes(g, &p->fp8->lin[proj], io.x, io.dy[0], out, max, n);
+}
+
 /* ---- against the bf16 block ---------------------------------------------------------------- */
 
 enum { DIFF_DOUBLES = 10 }; /* tp_launch_compare's 5 of out vs ref, then 5 of ref vs itself */

@@ -129,4 +129,11 @@ TP_MUST_CHECK tp_rc tp_block_fp8_against(tp_group *group, const tp_block_plan *p
                                          const tp_block_plan *ref, tp_block_tensors *t,
                                          tp_block_diff *out, int *n);
 
+/* At TP > 1, after a stock step: projection proj's gathered fp8 operands
+ * against quantizing the whole (tp_fp8_linear_check_wholes: collective,
+ * every rank in the same order), up to max into out. */
+TP_MUST_CHECK tp_rc tp_block_fp8_check_wholes(tp_group *g, const tp_block_plan *p,
+                                              const tp_block_tensors *t, tp_block_proj proj,
+                                              tp_fp8_whole_check *out, int max, int *n);
+
 #endif /* TP_BENCH_BLOCK_FP8_H */

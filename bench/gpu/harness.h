@@ -142,13 +142,14 @@ typedef struct tp_item_check {
   char reason[192]; /* required when failed; what was compared otherwise */
 } tp_item_check;
 
-/* 16: an fp8 op of two weights judges y, y1, dx, dw and dw1, each twice; an
- * fp8 transformer block judges its 4 projections and reports its 9 outputs
- * against bf16; a layer under activation checkpointing adds one check per
- * output (up to 12), so an fp8 block under ac needs 25. A configuration
- * records its compared outputs' checks and then these (harness.c keeps room
- * for both). */
-enum { TP_ITEM_MAX_OWN_CHECKS = 32 };
+/* An fp8 op of two weights judges y, y1, dx, dw and dw1, each twice, and at
+ * TP > 1 up to 2 gathered operands against the whole; an fp8 transformer
+ * block judges its 4 projections, at TP > 1 up to 8 gathered operands, and
+ * reports its 9 outputs against bf16; a layer under activation
+ * checkpointing adds one check per output (up to 12), so an fp8 block under
+ * ac at TP > 1 needs 33. A configuration records its compared outputs'
+ * checks and then these (harness.c keeps room for both). */
+enum { TP_ITEM_MAX_OWN_CHECKS = 40 };
 
 typedef struct tp_item_ops {
   const char *name; /* "op", "layer" */

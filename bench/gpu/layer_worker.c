@@ -667,6 +667,14 @@ static tp_rc fp8_judge(void *self, tp_group *world, tp_item_check *out, int max,
     tp_block_fp8_verdict v;
     TP_TRY(tp_block_fp8_check(&it->plan, it->t, (tp_block_proj)i, &model, &v));
     if (v.n_judged) fp8_proj_check(it, (tp_block_proj)i, &v, &out[(*n)++]);
+    /* at TP > 1 the operands it gathered in fp8, against quantizing the whole */
+    tp_fp8_whole_check w[4];
+    int nw = 0;
+    TP_TRY(tp_block_fp8_check_wholes(g, &it->plan, it->t, (tp_block_proj)i, w, 4, &nw));
+    char prefix[8];
+    snprintf(prefix, sizeof prefix, "%.5s ", tp_block_proj_name((tp_block_proj)i));
+    for (int k = 0; k < nw && *n < max; ++k)
+      tp_fp8_whole_check_as_item(&w[k], prefix, it->shape.proj_dtype, &out[(*n)++]);
   }
   tp_block_diff d[TP_BLOCK_MAX_OUTPUTS];
   int nd = 0;

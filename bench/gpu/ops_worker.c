@@ -553,23 +553,8 @@ static tp_rc fp8_judge_wholes(const fp8_item *it, tp_group *g, tp_item_check *ou
   tp_fp8_whole_check w[4];
   int nw = 0;
   TP_TRY(tp_fp8_linear_check_wholes(g, &it->lin, it->b->x, it->b->dy[0], w, 4, &nw));
-  for (int i = 0; i < nw && *n < max; ++i) {
-    tp_item_check *c = &out[(*n)++];
-    memset(c, 0, sizeof *c);
-    snprintf(c->name, sizeof c->name, "%.23s", w[i].name);
-    c->exact = 1;
-    c->elements = (double)(w[i].bytes + w[i].scale_bytes);
-    c->differ = (double)(w[i].differ + w[i].scale_differ);
-    c->failed = c->differ > 0;
-    c->rel_err = NAN;
-    c->max_abs_err = NAN;
-    c->tolerance = 0.0;
-    snprintf(c->reason, sizeof c->reason,
-             "%sthe gathered %s operand against quantizing the whole (gathered in bf16 for the "
-             "check): %lld of %lld bytes and %lld of %lld scale bytes differ",
-             c->failed ? "failed: " : "", tp_dtype_name(it->c->dtype), (long long)w[i].differ,
-             (long long)w[i].bytes, (long long)w[i].scale_differ, (long long)w[i].scale_bytes);
-  }
+  for (int i = 0; i < nw && *n < max; ++i)
+    tp_fp8_whole_check_as_item(&w[i], "", it->c->dtype, &out[(*n)++]);
   return TP_OK;
 }
 

@@ -1,9 +1,10 @@
 /*
- * plan_info.c — the name of a plan's engine and an fp8 projection's check as
+ * plan_info.c — the name of a plan's engine and an fp8 projection's checks as
  * a record's (see plan_info.h).
  */
 #include "bench/gpu/plan_info.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,4 +30,21 @@ void tp_fp8_check_as_item(const tp_fp8_check *k, const char *name, tp_item_check
   out->rel_err = k->rel_err;
   out->max_abs_err = k->max_abs_err;
   out->tolerance = k->rel_tol;
+}
+
+void tp_fp8_whole_check_as_item(const tp_fp8_whole_check *w, const char *prefix, tp_dtype dtype,
+                                tp_item_check *out) {
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%.7s%.23s", prefix, w->name);
+  out->exact = 1;
+  out->elements = (double)(w->bytes + w->scale_bytes);
+  out->differ = (double)(w->differ + w->scale_differ);
+  out->failed = out->differ > 0;
+  out->rel_err = NAN;
+  out->max_abs_err = NAN;
+  snprintf(out->reason, sizeof out->reason,
+           "%sthe gathered %s operand against quantizing the whole (gathered in bf16 for the "
+           "check): %lld of %lld bytes and %lld of %lld scale bytes differ",
+           out->failed ? "failed: " : "", tp_dtype_name(dtype), (long long)w->differ,
+           (long long)w->bytes, (long long)w->scale_differ, (long long)w->scale_bytes);
 }

@@ -20,4 +20,11 @@ const char *tp_plan_engine(const tp_linear_plan *plan);
  * is not finite or outside its bound; the caller writes the reason. */
 void tp_fp8_check_as_item(const tp_fp8_check *k, const char *name, tp_item_check *out);
 
+/* out, zeroed, holds w (a gathered fp8 operand against quantizing the
+ * whole, tp_fp8_linear_check_wholes) as an exact check: named PREFIX + w's
+ * name (prefix "" or a projection's "qkv "), failed where a byte differs,
+ * the reason written (what dtype names the format). */
+void tp_fp8_whole_check_as_item(const tp_fp8_whole_check *w, const char *prefix, tp_dtype dtype,
+                                tp_item_check *out);
+
 #endif
