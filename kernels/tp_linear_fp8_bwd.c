@@ -62,7 +62,10 @@ static tp_rc plan_placements(tp_fp8_linear *p) {
                                    p->desc.in_features, 1, splits);
   tp_amax_agreement *agreements[TP_QUANT_MAX_SPLITS] = {NULL, NULL, &b->dy_agreement,
                                                         &b->t_agreement};
-  for (int i = 2; i < n; ++i) {
+  if (n != TP_QUANT_MAX_SPLITS)
+    return TP_FAIL(TP_EINTERNAL, "the backward's placement: %d splits, not %d", n,
+                   TP_QUANT_MAX_SPLITS);
+  for (int i = 2; i < TP_QUANT_MAX_SPLITS; ++i) {
     char why[320];
     if (tp_quant_split_check(p->format, splits[i].layout, splits[i].rows, splits[i].cols, p->world,
                              splits[i].dim, agreements[i], why, sizeof why) != TP_OK)

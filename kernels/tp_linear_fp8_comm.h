@@ -81,8 +81,7 @@ TP_MUST_CHECK tp_rc fp8_bwd_plan(tp_fp8_linear *p);
 TP_MUST_CHECK tp_rc fp8_bwd_prepare(tp_fp8_linear *p);
 TP_MUST_CHECK tp_rc fp8_bwd_quantize_grads(tp_group *g, tp_fp8_linear *p, const void *x,
                                            const void *const *dy, cudaStream_t stream);
-TP_MUST_CHECK tp_rc fp8_bwd_gemms(tp_fp8_linear *p, void *dx, void *const *dw,
-                                  cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_bwd_gemms(tp_fp8_linear *p, void *dx, void *const *dw, cudaStream_t stream);
 TP_MUST_CHECK tp_rc fp8_bwd_collective(tp_group *g, tp_fp8_linear *p, void *dx,
                                        cudaStream_t stream);
 TP_MUST_CHECK tp_rc fp8_bwd_backward(tp_group *g, tp_fp8_linear *p, const void *x,

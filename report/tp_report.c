@@ -255,11 +255,12 @@ static tp_rc load_config(reader *r, int64_t id, config *c) {
 
 static tp_rc load_run(reader *r, int64_t run_id, run_header *h) {
   sqlite3_stmt *s = NULL;
-  TP_TRY(prepare(r,
-                 "SELECT commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
-                 "cublas_version, cupti_version, command_line, command, started_at, finished_at, "
-                 "dirty, gpu_count, warmup_iters, measure_iters, uuid, test_knobs FROM runs WHERE id = ?",
-                 &s));
+  TP_TRY(prepare(
+      r,
+      "SELECT commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
+      "cublas_version, cupti_version, command_line, command, started_at, finished_at, "
+      "dirty, gpu_count, warmup_iters, measure_iters, uuid, test_knobs FROM runs WHERE id = ?",
+      &s));
   tp_rc rc = TP_OK;
   h->id = run_id;
   if (sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK) {

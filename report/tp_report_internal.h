@@ -86,9 +86,9 @@ typedef struct {
   int64_t id;
   char *commit, *host, *gpu_name, *driver, *cuda, *nccl, *cublas, *cupti;
   char *command_line, *command, *started_at, *finished_at;
-  char *uuid;      /* the run's identity across databases (tpbench import) */
+  char *uuid;       /* the run's identity across databases (tpbench import) */
   char *test_knobs; /* test-only knobs in force (runs.test_knobs); NULL: none */
-  char *system_md; /* the header's system block (report/tp_system_report.h); NULL: none */
+  char *system_md;  /* the header's system block (report/tp_system_report.h); NULL: none */
   int64_t dirty, gpu_count, warmup_iters, measure_iters; /* -1 where unknown */
 } run_header;
 

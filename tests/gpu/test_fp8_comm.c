@@ -755,20 +755,21 @@ static int tp2_backward(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
     if (!bad && memcmp(stock.dw, other.dw, d.dw_elems * 2) != 0)
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dw differs from stock");
     int nonfinite = 0;
-    const double dist = gather ? summed_distance(stock.dx, other.dx, d.dx_elems, &nonfinite) : 0.0;
+    const double dist =
+        !bad && gather ? summed_distance(stock.dx, other.dx, d.dx_elems, &nonfinite) : 0.0;
     if (!bad && !gather && memcmp(stock.dx, other.dx, d.dx_elems * 2) != 0)
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx differs from stock");
     if (!bad && (nonfinite || dist > 2.0))
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx far from stock's");
     worst = fmax(worst, dist);
-    if (!bad || other.dx) tp2_free_out(&other);
+    tp2_free_out(&other); /* both NULL when the run failed */
   }
   if (!bad && gather) {
     bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &d, &other);
     if (!bad && (memcmp(stock.dw, other.dw, d.dw_elems * 2) != 0 ||
                  memcmp(stock.dx, other.dx, d.dx_elems * 2) != 0))
       bad = fail_rank(g, tp_dtype_name(dt), "comm bf16's backward differs from comm fp8's");
-    if (!bad) tp2_free_out(&other);
+    tp2_free_out(&other);
   }
   if (!bad) bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_COMM_ONLY, TP_SCHED_AUTO, comm, &t, &d, &other);
   if (!bad) tp2_free_out(&other);
