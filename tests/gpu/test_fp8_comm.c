@@ -762,7 +762,7 @@ static int tp2_backward(tp_group *g, tp_dtype dt, const tp2_shape *sh) {
     if (!bad && (nonfinite || dist > 2.0))
       bad = fail_rank(g, tp_dtype_name(dt), "dist_gemm dx far from stock's");
     worst = fmax(worst, dist);
-    tp2_free_out(&other); /* both NULL when the run failed */
+    tp2_free_out(&other); /* NULL, a no-op, where the run failed */
   }
   if (!bad && gather) {
     bad = tp2_run_bwd(g, dt, sh, TP_BACKEND_STOCK, TP_SCHED_AUTO, TP_COMM_BF16, &t, &d, &other);
