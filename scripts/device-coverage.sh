@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# device-coverage.sh — the coverage matrix on a machine of ONE GPU: every
+# TP-degree-dependent path of `tpbench ops`, `run` and `drift` at TP 1, 2, 4
+# and 8 and on the dp x tp meshes 2 x 2, 2 x 4 and 4 x 2, the ranks sharing
+# device 0 (TPBENCH_TEST_SHARE_GPU=1, a test knob recorded with every run:
+# the timings mean nothing, the numerics checks and the schedule evidence do).
+#
+# Each command writes its own database; lanes run side by side (the card has
+# room, the host has the cores for NCCL's loopback sockets), every command
+# under a deadline so the whole call ends in time. Each finished database is
+# appended at once to $OUT/coverage.tar (a kill loses only what was running),
+# with its stderr. Then every database is imported into one, coverage.db, and
+# `scripts/coverage-table.py` prints the table the README shows.
+#
+# usage: scripts/device-coverage.sh BUILD_DIR [SECONDS]   (default 480)
+set -uo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build=${1:?usage: device-coverage.sh BUILD_DIR [SECONDS]}
+budget=${2:-480}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${OUT:-/tmp/tpbench-out}
+work=$out/cov
+mkdir -p "$work"
+tar_file=$out/coverage.tar
+tp_device_env
+export TPBENCH_TEST_SHARE_GPU=1
+tpbench=$build/tpbench
+end=$(($(date +%s) + budget - 40)) # the import and the table need the last seconds
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+
+# Appends files to the archive, one lane at a time.
+keep() { (flock 9 && tar rf "$tar_file" -C "$out" "$@") 9> "$out/.tar.lock"; }
+
+# run_cmd NAME CMD...: CMD under what is left of the deadline; its database,
+# stdout and stderr kept as NAME.*; one status line.
+run_cmd() {
+  local name=$1
+  shift
+  local left=$((end - $(date +%s)))
+  if ((left < 20)); then
+    echo "$name: not run (deadline)"
+    return
+  fi
+  local t0
+  t0=$(date +%s)
+  timeout -k 5 "$left" "$@" --db "$work/$name.db" > "$work/$name.out" 2> "$work/$name.err"
+  local rc=$?
+  echo "$name: exit $rc in $(($(date +%s) - t0)) s"
+  local dbs
+  mapfile -t dbs < <(cd "$out" && ls cov/"$name".db* 2> /dev/null)
+  keep "cov/$name.out" "cov/$name.err" "${dbs[@]}"
+}
+
+few=(--warmup 1 --iters 2 --rounds 1 --quiet --timeout 90)
+ops() { # ops NAME TP [axes...]
+  local name=$1 tp=$2
+  shift 2
+  local gpus=$((tp > 1 ? tp : 1))
+  run_cmd "$name" "$tpbench" ops --gpus "$gpus" --tp "$tp" --models 1b --projs qkv,w13,wo --tokens 1024 \
+    --stock plain "${few[@]}" "$@"
+}
+layers() { # layers NAME DP TP [axes...]
+  local name=$1 dp=$2 tp=$3
+  shift 3
+  run_cmd "$name" "$tpbench" run --gpus $((dp * tp)) --axis tp="$tp" --axis dp="$dp" \
+    --models 1b --stock plain "${few[@]}" "$@"
+}
+drift() { # drift NAME TP
+  run_cmd "$1" "$tpbench" drift --gpus "$2" --model 1b --layer ffn --seqlen 256 --steps 10 \
+    --schedules ce --rs-sum epilogue,nccl --repeat 1 --timeout 90 --quiet
+}
+
+# Per TP degree: the formats x schedules x passes; chunk counts and the saved
+# input; fp8's communication dtype; a traced window (schedule evidence).
+ops_degree() {
+  local tp=$1
+  ops "ops-tp$tp-formats" "$tp" --dtype bf16,fp32,fp8,fp8-row,fp8-block \
+    --schedule auto,ce,sm,ring --pass fwd,bwd,fwd+bwd
+  ops "ops-tp$tp-chunks" "$tp" --dtype bf16 --schedule ce,sm --chunks 1,2,4 \
+    --pass fwd,fwd+bwd --save-gathered off,on
+  ops "ops-tp$tp-comm" "$tp" --dtype fp8,fp8-row,fp8-block --axis comm_dtype=bf16,fp8 \
+    --schedule auto,ce,sm --pass fwd,fwd+bwd --save-gathered off,on
+  ops "ops-tp$tp-trace" "$tp" --dtype bf16,fp8 --schedule ce,sm --pass fwd,fwd+bwd --trace
+}
+layers_degree() {
+  local tp=$1
+  layers "run-tp$tp-layers" 1 "$tp" --axis layer=attention,ffn,block --axis seqlen=512 \
+    --axis sp=on,off --axis graph=off --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-graphs" 1 "$tp" --axis layer=block --axis seqlen=256,512 \
+    --axis graph=on,mixed --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-ac" 1 "$tp" --axis layer=attention,ffn,block --axis seqlen=512 \
+    --axis graph=off --axis ac=selective,full --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-formats" 1 "$tp" --axis layer=attention,ffn --axis seqlen=512 \
+    --axis dtype=fp8,fp8-row,fp8-block --axis graph=off --axis pass=fwd,fwd+bwd \
+    --axis backend=stock,dist_gemm
+  layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=block --axis seqlen=512 --axis graph=off \
+    --axis fsdp_traffic=on --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+}
+
+lane_a() { ops_degree 8; ops_degree 1; }
+lane_b() { ops_degree 4; ops_degree 2; }
+lane_c() { layers_degree 8; layers_degree 2; }
+lane_d() {
+  layers_degree 4
+  layers_degree 1
+  for mesh in 2x2 2x4 4x2; do
+    layers "run-dp${mesh%x*}-tp${mesh#*x}" "${mesh%x*}" "${mesh#*x}" --axis layer=ffn,block --axis batch=4 --axis seqlen=256 \
+      --axis ac=none,full --axis graph=off --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+  done
+}
+lane_e() { drift drift-tp4 4; drift drift-tp8 8; }
+
+lane_a > "$work/lane-a.log" 2>&1 &
+lane_b > "$work/lane-b.log" 2>&1 &
+lane_c > "$work/lane-c.log" 2>&1 &
+lane_d > "$work/lane-d.log" 2>&1 &
+lane_e > "$work/lane-e.log" 2>&1 &
+wait
+cat "$work"/lane-*.log
+
+dbs=()
+for f in "$work"/*.db; do [ -s "$f" ] && dbs+=("$f"); done
+rm -f "$out/coverage.db"
+if ((${#dbs[@]})); then
+  "$tpbench" import "${dbs[@]}" --db "$out/coverage.db" > "$work/import.log" 2>&1 ||
+    echo "import failed: $(tail -n 3 "$work/import.log")"
+  python3 "$here/coverage-table.py" "$out/coverage.db" | tee "$out/coverage.md"
+fi
+keep cov/lane-a.log cov/lane-b.log cov/lane-c.log cov/lane-d.log cov/lane-e.log
