@@ -50,8 +50,8 @@ struct tp_alloc_ledger {
   int n_accounts, cap_accounts;
   tp_alloc_owner current;
   watch watch;
-  int64_t limit;        /* live bytes over every owner; 0: none */
-  char limit_why[160];  /* what the limit is, for the refusal's message */
+  int64_t limit;       /* live bytes over every owner; 0: none */
+  char limit_why[160]; /* what the limit is, for the refusal's message */
 };
 
 static char tombstone;
