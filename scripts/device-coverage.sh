@@ -13,6 +13,7 @@
 # `scripts/coverage-table.py` prints the table the README shows.
 #
 # usage: scripts/device-coverage.sh BUILD_DIR [SECONDS]   (default 480)
+#   LANES="a b" runs some lanes only (see the lane_* functions).
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -71,51 +72,57 @@ drift() { # drift NAME TP
     --schedules ce --rs-sum epilogue,nccl --repeat 1 --timeout 90 --quiet
 }
 
-# Per TP degree: the formats x schedules x passes; chunk counts and the saved
-# input; fp8's communication dtype; a traced window (schedule evidence).
+# The covering set: every path value at every degree at least once, on two
+# projections (qkv: the all-gather side; wo: the reduce-scatter side; w13,
+# the two-weight gather, where chunks are varied), few iterations.
 ops_degree() {
   local tp=$1
-  ops "ops-tp$tp-formats" "$tp" --dtype bf16,fp32,fp8,fp8-row,fp8-block \
-    --schedule auto,ce,sm,ring --pass fwd,bwd,fwd+bwd
-  ops "ops-tp$tp-chunks" "$tp" --dtype bf16 --schedule ce,sm --chunks 1,2,4 \
-    --pass fwd,fwd+bwd --save-gathered off,on
-  ops "ops-tp$tp-comm" "$tp" --dtype fp8,fp8-row,fp8-block --axis comm_dtype=bf16,fp8 \
-    --schedule auto,ce,sm --pass fwd,fwd+bwd --save-gathered off,on
-  ops "ops-tp$tp-trace" "$tp" --dtype bf16,fp8 --schedule ce,sm --pass fwd,fwd+bwd --trace
+  ops "ops-tp$tp-formats" "$tp" --projs qkv,wo --dtype bf16,fp32,fp8,fp8-row,fp8-block \
+    --schedule ce --pass fwd+bwd
+  ops "ops-tp$tp-schedules" "$tp" --projs qkv,wo --dtype bf16,fp8 --schedule auto,sm,ring \
+    --pass fwd,bwd
+  ops "ops-tp$tp-chunks" "$tp" --projs qkv,w13,wo --dtype bf16 --schedule ce,sm \
+    --chunks 1,2,4 --pass bwd --save-gathered on
+  ops "ops-tp$tp-comm" "$tp" --projs qkv,wo --dtype fp8-row --axis comm_dtype=bf16 \
+    --schedule ce --pass fwd
+  ops "ops-tp$tp-trace" "$tp" --projs qkv,wo --dtype bf16,fp8 --schedule ce,sm --pass fwd \
+    --trace
 }
 layers_degree() {
   local tp=$1
   layers "run-tp$tp-layers" 1 "$tp" --axis layer=attention,ffn,block --axis seqlen=512 \
-    --axis sp=on,off --axis graph=off --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+    --axis sp=on,off --axis graph=off --axis pass=fwd+bwd --axis backend=stock,dist_gemm
   layers "run-tp$tp-graphs" 1 "$tp" --axis layer=block --axis seqlen=256,512 \
-    --axis graph=on,mixed --axis pass=fwd+bwd --axis backend=stock,dist_gemm
-  layers "run-tp$tp-ac" 1 "$tp" --axis layer=attention,ffn,block --axis seqlen=512 \
-    --axis graph=off --axis ac=selective,full --axis pass=fwd+bwd --axis backend=stock,dist_gemm
-  layers "run-tp$tp-formats" 1 "$tp" --axis layer=attention,ffn --axis seqlen=512 \
-    --axis dtype=fp8,fp8-row,fp8-block --axis graph=off --axis pass=fwd,fwd+bwd \
+    --axis graph=on,mixed --axis pass=fwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-ac" 1 "$tp" --axis layer=block --axis seqlen=512 --axis graph=off \
+    --axis ac=selective,full --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-formats" 1 "$tp" --axis layer=ffn --axis seqlen=512 \
+    --axis dtype=fp8,fp8-row,fp8-block --axis graph=off --axis pass=fwd+bwd \
     --axis backend=stock,dist_gemm
-  layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=block --axis seqlen=512 --axis graph=off \
-    --axis fsdp_traffic=on --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+  layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=ffn --axis seqlen=512 --axis graph=off \
+    --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm
 }
-
-lane_a() { ops_degree 8; ops_degree 1; }
-lane_b() { ops_degree 4; ops_degree 2; }
-lane_c() { layers_degree 8; layers_degree 2; }
-lane_d() {
-  layers_degree 4
-  layers_degree 1
+meshes() {
   for mesh in 2x2 2x4 4x2; do
-    layers "run-dp${mesh%x*}-tp${mesh#*x}" "${mesh%x*}" "${mesh#*x}" --axis layer=ffn,block --axis batch=4 --axis seqlen=256 \
-      --axis ac=none,full --axis graph=off --axis pass=fwd,fwd+bwd --axis backend=stock,dist_gemm
+    layers "run-dp${mesh%x*}-tp${mesh#*x}" "${mesh%x*}" "${mesh#*x}" --axis layer=ffn,block \
+      --axis batch=4 --axis seqlen=256 --axis ac=none,full --axis graph=off --axis pass=fwd+bwd \
+      --axis backend=stock,dist_gemm
   done
 }
-lane_e() { drift drift-tp4 4; drift drift-tp8 8; }
 
-lane_a > "$work/lane-a.log" 2>&1 &
-lane_b > "$work/lane-b.log" 2>&1 &
-lane_c > "$work/lane-c.log" 2>&1 &
-lane_d > "$work/lane-d.log" 2>&1 &
-lane_e > "$work/lane-e.log" 2>&1 &
+# Lanes side by side, the largest degrees first; LANES picks some (default all).
+lane_a() { ops_degree 8; }
+lane_b() { ops_degree 4; }
+lane_c() { ops_degree 2; ops_degree 1; }
+lane_d() { layers_degree 8; }
+lane_e() { layers_degree 4; }
+lane_f() { layers_degree 2; layers_degree 1; }
+lane_g() { meshes; }
+lane_h() { drift drift-tp8 8; drift drift-tp4 4; drift drift-tp2 2; }
+
+for lane in ${LANES:-a b c d e f g h}; do
+  "lane_$lane" > "$work/lane-$lane.log" 2>&1 &
+done
 wait
 cat "$work"/lane-*.log
 
@@ -127,4 +134,5 @@ if ((${#dbs[@]})); then
     echo "import failed: $(tail -n 3 "$work/import.log")"
   python3 "$here/coverage-table.py" "$out/coverage.db" | tee "$out/coverage.md"
 fi
-keep cov/lane-a.log cov/lane-b.log cov/lane-c.log cov/lane-d.log cov/lane-e.log
+mapfile -t logs < <(cd "$out" && ls cov/lane-*.log cov/import.log 2> /dev/null)
+keep "${logs[@]}"
