@@ -60,7 +60,8 @@ ROWS = [
 ] + [
     ("run", f"{layer}", f"{RUN} AND c.layer = '{layer}'") for layer in ("attention", "ffn", "block")
 ] + [
-    ("run", f"dist_gemm layer", f"{RUN} AND {DIST}"),
+    ("run", "dist_gemm layer ce", f"{RUN} AND {DIST} AND c.schedule = 'ce'"),
+    ("run", "dist_gemm layer sm", f"{RUN} AND {DIST} AND c.schedule = 'sm'"),
     ("run", "sp off", f"{RUN} AND c.sp = 0"),
     ("run", "graph on", f"{RUN} AND c.graph = 1 AND c.graph_sizes IS NULL"),
     ("run", "graph mixed", f"{RUN} AND c.graph_sizes IS NOT NULL"),

@@ -74,7 +74,9 @@ drift() { # drift NAME TP
 
 # The covering set: every path value at every degree at least once, on two
 # projections (qkv: the all-gather side; wo: the reduce-scatter side; w13,
-# the two-weight gather, where chunks are varied), few iterations.
+# the two-weight gather, where chunks are varied), few iterations. The
+# layers force ce and sm: on these small shapes auto takes the stock path
+# (below 4 MiB a transfer), which would leave the fused layers unrun.
 ops_degree() {
   local tp=$1
   ops "ops-tp$tp-formats" "$tp" --projs qkv,wo --dtype bf16,fp32,fp8,fp8-row,fp8-block \
@@ -91,22 +93,22 @@ ops_degree() {
 layers_degree() {
   local tp=$1
   layers "run-tp$tp-layers" 1 "$tp" --axis layer=attention,ffn,block --axis seqlen=512 \
-    --axis sp=on,off --axis graph=off --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+    --axis sp=on,off --axis graph=off --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-graphs" 1 "$tp" --axis layer=block --axis seqlen=256,512 \
-    --axis graph=on,mixed --axis pass=fwd --axis backend=stock,dist_gemm
+    --axis graph=on,mixed --axis pass=fwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-ac" 1 "$tp" --axis layer=block --axis seqlen=512 --axis graph=off \
-    --axis ac=selective,full --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+    --axis ac=selective,full --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-formats" 1 "$tp" --axis layer=ffn --axis seqlen=512 \
     --axis dtype=fp8,fp8-row,fp8-block --axis graph=off --axis pass=fwd+bwd \
-    --axis backend=stock,dist_gemm
+    --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=ffn --axis seqlen=512 --axis graph=off \
-    --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm
+    --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
 }
 meshes() {
   for mesh in 2x2 2x4 4x2; do
     layers "run-dp${mesh%x*}-tp${mesh#*x}" "${mesh%x*}" "${mesh#*x}" --axis layer=ffn,block \
       --axis batch=4 --axis seqlen=256 --axis ac=none,full --axis graph=off --axis pass=fwd+bwd \
-      --axis backend=stock,dist_gemm
+      --axis backend=stock,dist_gemm --axis schedule=ce,sm
   done
 }
 
