@@ -1,6 +1,6 @@
 add_library(tp_gpu_harness STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu_harness.c)
 target_include_directories(tp_gpu_harness PUBLIC ${CMAKE_SOURCE_DIR})
-target_link_libraries(tp_gpu_harness PUBLIC tp_kernels tp_bench_cpu)
+target_link_libraries(tp_gpu_harness PUBLIC tp_kernels tp_bench_cpu ${CMOCKA_SHARED})
 tp_add_gpu_test(gpu_linear SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_linear.c
                 LIBS tp_gpu_harness m TIMEOUT 600)
 tp_add_gpu_test(gpu_stock_window SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stock_window.c
