@@ -43,11 +43,12 @@ tp_add_gpu_shared_tests(gpu_graph_sizes TIMEOUTS 300 600 900)
 # GPU test of FSDP's collectives beside a block's step (bench/gpu/fsdp.h, run's
 # dp > 1 at TP 1 and fsdp_traffic=on): every output equal to the step without
 # them bit for bit, the gathered weights equal to the weights, the
-# reduce-scattered shard equal to an all-reduce's slice, planted faults (a
-# wrong gather offset, a changed gradient shard) caught. One GPU: dp 1 and
-# fsdp_traffic at TP 1; two GPUs: dp 2 x tp 1 and fsdp_traffic at TP 2
-# (skipped below). Exits 77 without a GPU.
+# reduce-scattered shard against an all-reduce's slice, planted faults (a
+# wrong gather offset, a changed gradient shard, a missing partial) caught. TP 1:
+# dp 1 and fsdp_traffic; 2, 4, 8 ranks: dp N x tp 1 and fsdp_traffic at TP N.
+# Exits 77 without a GPU.
 tp_add_gpu_test(gpu_fsdp
                 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fsdp.c
                         ${TP_BLOCK_SOURCES}
-                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 300)
+                LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 900)
+tp_add_gpu_shared_tests(gpu_fsdp TIMEOUTS 600 900 1500)
