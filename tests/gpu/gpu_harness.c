@@ -247,6 +247,13 @@ static int cases_skipped; /* cases skipped for want of rank slots */
 
 int gpu_case_degree(void *const *state) { return ((const gpu_case *)*state)->degree; }
 
+void gpu_skip_case(void *const *state, const char *why) {
+  printf("%s: %s: skipped\n", ((const gpu_case *)*state)->name, why);
+  fflush(stdout);
+  cases_skipped++;
+  skip();
+}
+
 static int is_degree(long d) { return d == 1 || d == 2 || d == 4 || d == GPU_MAX_DEGREE; }
 
 /* "2,4,8" into selected[]; 0, or GPU_TEST_USAGE with the reason. */

@@ -70,6 +70,11 @@ typedef struct gpu_tp_test {
 /* The degree of the case whose state this is. */
 int gpu_case_degree(void *const *state);
 
+/* Prints "NAME: why: skipped" and reports the running case skipped (cmocka's skip(), which
+ * does not return), counted with the cases skipped for want of rank slots: a run whose every
+ * case was skipped exits GPU_TEST_SKIP, never as passed. */
+void gpu_skip_case(void *const *state, const char *why);
+
 /* The degrees a command line selects: `--tp LIST` (each 1, 2, 4 or 8; several
  * comma-separated) or, without it, all of them. Writes a 0/1 flag per degree
  * into selected[GPU_MAX_DEGREE + 1]; other arguments are left to the caller
