@@ -255,7 +255,7 @@ static tp_block_shape block_at(int world) {
   tp_block_shape s = debug_block();
   if (s.n_kv_heads % world == 0) return s;
   s.n_kv_heads = world;
-  s.n_heads = 2 * world;
+  s.n_heads = 2 * (int64_t)world;
   s.head_dim = s.dim / s.n_heads;
   return s;
 }
