@@ -256,9 +256,13 @@ void gpu_skip_case(void *const *state, const char *why) {
 
 static int is_degree(long d) { return d == 1 || d == 2 || d == 4 || d == GPU_MAX_DEGREE; }
 
-/* "2,4,8" into selected[]; 0, or GPU_TEST_USAGE with the reason. */
+/* "2,4,8" into selected[]; 0, or GPU_TEST_USAGE with the reason (an empty list too). */
 static int parse_degree_list(const char *list, int selected[GPU_MAX_DEGREE + 1]) {
   const char *at = list;
+  if (!*at) {
+    fprintf(stderr, "--tp '': no TP degree given (1, 2, 4 or %d)\n", GPU_MAX_DEGREE);
+    return GPU_TEST_USAGE;
+  }
   while (*at) {
     char *end = NULL;
     const long d = strtol(at, &end, 10);
