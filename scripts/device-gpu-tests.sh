@@ -17,6 +17,7 @@
 #
 # usage: scripts/device-gpu-tests.sh BUILD_DIR [DEGREES]
 #   DEGREES: 2, 4 and/or 8, space- or comma-separated [default: "2 4 8"]
+#   after a build in the same device command, leave it room: GPU_TESTS_BUDGET_S=$((540 - SECONDS))
 #   exit: 0 when every selected test passed or skipped, 1 otherwise (failed, timed out, not run)
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
