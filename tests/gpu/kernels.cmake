@@ -13,3 +13,7 @@ tp_add_gpu_shared_tests(gpu_stock_window TIMEOUTS 300 300 300)
 tp_add_gpu_test(gpu_symm_nccl SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_symm_nccl.c
                 LIBS tp_gpu_harness TIMEOUT 600)
 tp_add_gpu_shared_tests(gpu_symm_nccl TIMEOUTS 300 300 300)
+# tp_gemm's row contract on one GPU: a chunk of rows gives the whole GEMM's bits (bf16 and
+# fp32, llama3-1b's projection shapes in 2, 4 and 8 chunks). Exits 77 without a GPU.
+tp_add_gpu_test(gpu_gemm_rows SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gemm_rows.c
+                LIBS tp_gpu_harness TIMEOUT 120)
