@@ -705,6 +705,36 @@ static void test_bad_inputs(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* --models / --tokens: the presets' four projections, predicted (even 405B, which nobody
+ * measured), in model, projection, tokens order; an unknown model refused. */
+static void test_preset_shapes(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  rp_result r = tpbench("project", "--db", d.db, "--models", "405b", "--tokens", "16384,32768",
+                        "--tp", "4,8", "--format", "csv", NULL);
+  rp_expect(&r, 0, "\npredicted,llama3-405b,qkv,ag_linear,16384,bf16,4,16384,", NULL);
+  int rows = 0;
+  for (const char *p = strstr(r.out, "\npredicted,llama3-405b,"); p;
+       p = strstr(p + 1, "\npredicted,llama3-405b,"))
+    rows++;
+  assert_int_equal(rows, 4 * 2 * 2); /* projections × tokens × degrees */
+  assert_non_null(strstr(r.out, "\npredicted,llama3-405b,w2,linear_rs,32768,bf16,8,"));
+  assert_null(strstr(r.out, "\nerror_median")); /* nothing measured at 4 or 8 */
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--tokens", "4096", "--tp", "8", NULL);
+  rp_expect(&r, 0, "Shapes: 12 from the model presets", NULL); /* 8b, 70b, 405b by default */
+  assert_non_null(strstr(r.out, "| predicted | llama3-70b | w13 |"));
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--models", "nope", NULL);
+  rp_expect(&r, 2, NULL, "unknown model 'nope'");
+  free(r.out);
+  free(r.err);
+  fx_rmdir(&d.dir);
+}
+
 /* ---- the sample database --------------------------------------------------------- */
 
 /* The default op set's shapes the sample measured at TP 2, forward. */
@@ -854,6 +884,7 @@ int main(void) {
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_preset_shapes),
       cmocka_unit_test(test_sample_db_validation_table),
       cmocka_unit_test(test_prediction_ignores_judged_rows),
   };
