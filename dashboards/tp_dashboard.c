@@ -142,7 +142,7 @@ static tp_rc check_has_runs(tp_store *store) {
 static tp_rc add_runs(builder *b, json_t *list) {
   int64_t *ids = NULL;
   size_t n = 0;
-  TP_TRY(list_ids(b->store, "SELECT id FROM runs ORDER BY started_at, id", &ids, &n));
+  TP_TRY(list_ids(b->store, "SELECT id FROM runs ORDER BY " TP_STORE_OLDEST_FIRST, &ids, &n));
   if (n == 0) {
     free(ids);
     return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", tp_store_path(b->store));

@@ -298,6 +298,37 @@ static tp_rc parse_element(const char *text, int64_t *run_id) {
   return TP_OK;
 }
 
+/* The database's commits, oldest first by their first run, as "e92c4c5378 (run 1),
+ * a06011ff18 (runs 2 to 5)": what a prefix that names none could have named. */
+static void known_commits(tp_store *store, char *buf, size_t cap) {
+  sqlite3_stmt *st = NULL;
+  buf[0] = '\0';
+  if (prepare(store,
+              "SELECT substr(commit_sha, 1, 10), min(id), max(id), count(*) FROM runs WHERE "
+              "commit_sha IS NOT NULL GROUP BY commit_sha ORDER BY min(started_at), min(id) "
+              "LIMIT 9",
+              &st) != TP_OK) {
+    tp_clear_error();
+    return;
+  }
+  size_t used = 0;
+  for (int i = 0; sqlite3_step(st) == SQLITE_ROW && used < cap; i++) {
+    const long long first = sqlite3_column_int64(st, 1), last = sqlite3_column_int64(st, 2),
+                    count = sqlite3_column_int64(st, 3);
+    const int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "",
+                           i == 8 ? "..." : (const char *)sqlite3_column_text(st, 0));
+    used += n > 0 ? (size_t)n : 0;
+    if (i == 8 || used >= cap) break;
+    const int m =
+        count == 1 ? snprintf(buf + used, cap - used, " (run %lld)", first)
+        : last - first + 1 == count
+            ? snprintf(buf + used, cap - used, " (runs %lld to %lld)", first, last)
+            : snprintf(buf + used, cap - used, " (%lld runs, %lld to %lld)", count, first, last);
+    used += m > 0 ? (size_t)m : 0;
+  }
+  sqlite3_finalize(st);
+}
+
 /* The one commit a prefix names (ambiguity is an error, as in git). */
 static tp_rc resolve_commit(tp_store *store, const char *prefix, char **commit) {
   sqlite3_stmt *st = NULL;
@@ -317,9 +348,14 @@ static tp_rc resolve_commit(tp_store *store, const char *prefix, char **commit) 
     if (!(*commit = dup_text(st, 0))) rc = out_of_memory();
   }
   if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "looking up the commit");
-  if (rc == TP_OK && !*commit)
-    rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with '%s' (use run:N for a run id)",
-                 tp_store_path(store), prefix);
+  if (rc == TP_OK && !*commit) {
+    char known[512];
+    known_commits(store, known, sizeof known);
+    rc = TP_FAIL(TP_EUSAGE,
+                 "%s: no run of a commit starting with '%s' (use run:N for a run id); its "
+                 "commits: %s",
+                 tp_store_path(store), prefix, known[0] ? known : "none recorded");
+  }
   sqlite3_finalize(st);
   if (rc != TP_OK) {
     free(*commit);
@@ -332,7 +368,7 @@ static const char runs_sql[] =
     "SELECT id, commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
     "cublas_version, started_at, command, test_knobs, order_policy, coalesce(gpu_count, -1), "
     "dirty, coalesce(rounds, 0) FROM runs WHERE (?1 > 0 AND id = ?1) OR (?1 = 0 AND "
-    "commit_sha = ?2) ORDER BY started_at, id";
+    "commit_sha = ?2) ORDER BY " TP_STORE_OLDEST_FIRST;
 
 static void read_run(sqlite3_stmt *st, side_run *r) {
   memset(r, 0, sizeof *r);

@@ -50,29 +50,6 @@ static tp_rc bind_text(tp_store *store, sqlite3_stmt *st, int at, const char *te
   return rc == SQLITE_OK ? TP_OK : sql_fail(store, "sqlite3_bind_text");
 }
 
-/* The run filter names: its id, or the latest (of the commit prefix). */
-static tp_rc resolve_run(tp_store *store, const tp_report_filter *f, int64_t *run) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(store,
-                 "SELECT id FROM runs WHERE (?1 > 0 AND id = ?1) OR (?1 = 0 AND (?2 IS NULL OR "
-                 "lower(substr(commit_sha, 1, length(?2))) = lower(?2))) ORDER BY started_at "
-                 "DESC, id DESC LIMIT 1",
-                 &st));
-  tp_rc rc =
-      sqlite3_bind_int64(st, 1, f->run_id) == SQLITE_OK ? TP_OK : sql_fail(store, "sqlite3_bind");
-  if (rc == TP_OK) rc = bind_text(store, st, 2, f->commit);
-  int step = rc == TP_OK ? sqlite3_step(st) : SQLITE_DONE;
-  if (rc == TP_OK && step == SQLITE_ROW) *run = sqlite3_column_int64(st, 0);
-  else if (rc == TP_OK && step != SQLITE_DONE) rc = sql_fail(store, "looking up the run");
-  else if (rc == TP_OK && f->run_id > 0)
-    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", tp_store_path(store), (long long)f->run_id);
-  else if (rc == TP_OK)
-    rc = TP_FAIL(TP_EUSAGE, "%s: no run%s%s", tp_store_path(store),
-                 f->commit ? " of a commit starting with " : "", f->commit ? f->commit : "");
-  sqlite3_finalize(st);
-  return rc;
-}
-
 /* name="value" with the value escaped; comma first unless first. */
 static void label(FILE *out, const char *name, const char *value, int first) {
   fprintf(out, "%s%s=\"", first ? "" : ",", name);
@@ -146,7 +123,8 @@ tp_rc tp_report_openmetrics(tp_store *store, const tp_report_filter *filter, FIL
   if (!store || !filter || !out)
     return TP_FAIL(TP_EINTERNAL, "tp_report_openmetrics: NULL argument");
   int64_t run = 0;
-  TP_TRY(resolve_run(store, filter, &run));
+  /* the run every reader means (store/tp_store.h: the latest by start time) */
+  TP_TRY(tp_store_find_run(store, filter->run_id, filter->commit, &run));
   TP_TRY(write_run_info(store, run, out));
   for (size_t i = 0; i < sizeof families / sizeof *families; i++)
     TP_TRY(write_family(store, run, filter, &families[i], out));

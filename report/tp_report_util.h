@@ -30,10 +30,13 @@ const char *tp_fmt_sci(char *buf, size_t cap, double value);
 
 /* ---- markdown ---- */
 
-/* Text for a markdown line or cell, whatever bytes it holds: control
- * characters (line breaks included) become spaces, '<' '>' '&' entities,
- * and '\\' '|' '`' '[' ']' are backslash-escaped, so stored text can add no
- * row, line, code span, link or HTML tag. NULL is empty. */
+/* Text for a markdown line or cell, whatever bytes it holds, that reads the
+ * same in a terminal and on a rendered page: line breaks and tabs become
+ * spaces, other control characters (ESC, C1) and ill-formed UTF-8 U+FFFD;
+ * '\\' '|' '`' '[' ']' '<', and '&' where it would start an entity, are
+ * backslash-escaped (never HTML entities, which a terminal shows as they
+ * are), so stored text can add no row, line, code span, link, HTML tag or
+ * escape sequence. NULL is empty. */
 void tp_md_text(FILE *out, const char *text);
 
 /* "| text " with text escaped as tp_md_text. */
@@ -43,7 +46,8 @@ void tp_md_cell(FILE *out, const char *text);
 void tp_md_num(FILE *out, double value, int decimals);
 
 /* Inline code whose fence is longer than any run of backticks inside;
- * control characters (line breaks) become spaces. */
+ * line breaks become spaces. Text holding '|', '<', another control
+ * character or ill-formed UTF-8 is written as tp_md_text instead. */
 void tp_md_code(FILE *out, const char *text);
 
 /* ---- CSV (RFC 4180) ---- */

@@ -53,3 +53,6 @@ tp_add_cpu_test(test_project SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_project.c
 target_include_directories(test_project PRIVATE ${JANSSON_INCLUDE_DIR})
 target_compile_definitions(test_project PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_project tpbench)
+# Kernel names in tpbench profile's table: mangled and demangled names read alike (libiberty).
+tp_add_cpu_test(test_kernel_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernel_names.c
+                LIBS tp_report)

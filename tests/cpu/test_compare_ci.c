@@ -107,6 +107,13 @@ static void test_openmetrics_escaping(void **state) {
   assert_writes(tp_openmetrics_label, "say \"hi\"\\ now\nnext\ttab\377",
                 "say \\\"hi\\\"\\\\ now\\nnext\ttab\xef\xbf\xbd");
   assert_writes(tp_openmetrics_label, NULL, "");
+  /* a terminal escape (ESC, the C1 CSI) and a carriage return reach no terminal */
+  assert_writes(tp_openmetrics_label,
+                "a\x1b[31mb\xc2\x9b"
+                "c\rd",
+                "a\xef\xbf\xbd[31mb\xef\xbf\xbd"
+                "c\xef\xbf\xbd"
+                "d");
 }
 
 /* ---- compare ------------------------------------------------------------------------ */

@@ -1,0 +1,194 @@
+/*
+ * test_front_door.c — what the binary says about the sample databases
+ * (the .db files of examples/) against what its documentation says it does, each a
+ * statement a reader of the README found false once:
+ * - `runs` lists runs oldest first by start time (it listed them by id, and
+ *   the composition sample's run 2 started before its run 1), and every
+ *   reader's "latest run" is the last of that order (report took the largest
+ *   id, OpenMetrics and the dashboard the latest start);
+ * - CSV and JSON carry every column by default (CSV had 82 of 100);
+ * - `trace` on a configuration without a trace says why, truthfully (a run
+ *   made with --trace read "it ran without tracing");
+ * - `compare` given a commit the database does not have names the ones it has;
+ * - the topology block prints no terminal escape codes.
+ * Each runs the binary (TPBENCH_EXE) on a scratch copy of a sample.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "tests/cpu/fixture_db.h"
+#include "tests/cpu/raw_markup.h"
+#include "tests/cpu/run_program.h"
+
+#ifndef TPBENCH_EXE
+#error "TPBENCH_EXE must name the tpbench binary"
+#endif
+
+#define EXAMPLES TP_TEST_DATA_DIR "/../../examples/"
+
+#define tpbench(...) rp_run_exe(TPBENCH_EXE, 120, NULL, __VA_ARGS__, NULL)
+
+typedef struct {
+  fx_dir dir;
+  char sample[600], composition[600], fp8[600];
+} fixture;
+
+static int setup(void **state) {
+  fixture *f = calloc(1, sizeof *f);
+  if (!f || fx_mkdir(&f->dir, "tp_front_door") != 0) return -1;
+  fx_path(&f->dir, "sample.db", f->sample, sizeof f->sample);
+  fx_path(&f->dir, "composition.db", f->composition, sizeof f->composition);
+  fx_path(&f->dir, "fp8.db", f->fp8, sizeof f->fp8);
+  if (fx_copy(FX_SAMPLE_DB, f->sample) != 0 ||
+      fx_copy(EXAMPLES "tpbench-h200-tp1-composition.db", f->composition) != 0 ||
+      fx_copy(EXAMPLES "tpbench-h200-fp8-tp1.db", f->fp8) != 0)
+    return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  fx_rmdir(&f->dir);
+  free(f);
+  return 0;
+}
+
+/* Runs one statement on a database file; 0 on success. */
+static int exec_sql(const char *path, const char *sql) {
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open(path, &db);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_close(db);
+  return rc == SQLITE_OK ? 0 : -1;
+}
+
+/* The run ids of `runs --format csv`, in the order printed, into ids. */
+static size_t listed_runs(const char *db, long long *ids, size_t cap) {
+  rp_result r = tpbench("runs", "--db", db, "--format", "csv");
+  rp_expect(&r, 0, "run_id,", NULL);
+  size_t n = 0;
+  for (const char *line = strstr(r.out, "\n"); line && line[1] && n < cap;
+       line = strstr(line + 1, "\n"))
+    ids[n++] = strtoll(line + 1, NULL, 10);
+  rp_free(&r);
+  return n;
+}
+
+/* The composition sample was merged with `tpbench import`: its run 2 started
+ * (02:21:29) before its run 1 (02:22:16). */
+static void test_runs_oldest_first(void **state) {
+  fixture *f = *state;
+  long long ids[16] = {0};
+  size_t n = listed_runs(f->composition, ids, 16);
+  assert_int_equal(n, 7);
+  assert_int_equal(ids[0], 2);
+  assert_int_equal(ids[1], 1);
+  assert_int_equal(ids[6], 7);
+}
+
+/* "The latest run" is the one that started last, in report (markdown and
+ * OpenMetrics) as in runs: with runs 6 and 7 moved before the others, the
+ * latest is run 5, not the largest id. */
+static void test_latest_run_by_start_time(void **state) {
+  fixture *f = *state;
+  char db[700];
+  fx_path(&f->dir, "reordered.db", db, sizeof db);
+  assert_int_equal(fx_copy(f->composition, db), 0);
+  assert_int_equal(exec_sql(db, "UPDATE runs SET started_at = '2026-12-01T00:00:0' || id || 'Z' "
+                                "WHERE id IN (6, 7)"),
+                   0);
+  long long ids[16] = {0};
+  assert_int_equal(listed_runs(db, ids, 16), 7);
+  assert_int_equal(ids[0], 6);
+  assert_int_equal(ids[6], 5);
+  rp_result r = tpbench("report", "--db", db);
+  rp_expect(&r, 0, "## tpbench throughput: run 5\n", NULL);
+  rp_free(&r);
+  r = tpbench("report", "--db", db, "--format", "openmetrics");
+  rp_expect(&r, 0, "tpbench_run_info{run=\"5\"", NULL);
+  rp_free(&r);
+}
+
+/* The first line of text (malloc'd). */
+static char *first_line(const char *text) { return strndup(text, strcspn(text, "\r\n")); }
+
+/* CSV's header by default is the header of --columns all; JSON's rows hold
+ * the compact table's own columns too. */
+static void test_csv_and_json_carry_every_column(void **state) {
+  fixture *f = *state;
+  rp_result plain = tpbench("report", "--db", f->sample, "--run", "5", "--format", "csv");
+  rp_result all =
+      tpbench("report", "--db", f->sample, "--run", "5", "--format", "csv", "--columns", "all");
+  rp_expect(&plain, 0, "run_id,commit,", NULL);
+  rp_expect(&all, 0, "run_id,commit,", NULL);
+  char *a = first_line(plain.out), *b = first_line(all.out);
+  assert_string_equal(a, b);
+  size_t commas = 0;
+  for (const char *p = a; *p; p++) commas += *p == ',';
+  assert_true(commas + 1 >= 100);
+  free(a);
+  free(b);
+  rp_free(&plain);
+  rp_free(&all);
+  rp_result json = tpbench("report", "--db", f->sample, "--run", "5", "--format", "json");
+  rp_expect(&json, 0, NULL, NULL);
+  json_t *root = json_loads(json.out, 0, NULL);
+  assert_non_null(root);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  const char *keys[] = {"label", "shape", "stock_peak_mib", "dist_over_gemm", "dist_traffic_mib"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!json_object_get(row, keys[i])) fail_msg("JSON rows lack %s", keys[i]);
+  json_decref(root);
+  rp_free(&json);
+}
+
+/* The sample's run 2 was made with --trace; its copy keeps only some traces.
+ * The composition sample's run 1 was not traced. */
+static void test_trace_says_why_there_is_none(void **state) {
+  fixture *f = *state;
+  rp_result r = tpbench("trace", "--db", f->sample, "--config", "300");
+  rp_expect(&r, 1, NULL, "its run 2 was made with --trace, but this database holds traces of");
+  assert_null(strstr(r.err, "ran without tracing"));
+  rp_free(&r);
+  r = tpbench("trace", "--db", f->composition, "--config", "1");
+  rp_expect(&r, 1, NULL, "its run 1 ran without tracing");
+  rp_free(&r);
+}
+
+/* examples/README.md once showed `compare e92c4c5 3a2b0c9`: no such commit. */
+static void test_compare_names_the_commits_it_has(void **state) {
+  fixture *f = *state;
+  rp_result r = tpbench("compare", "e92c4c5", "3a2b0c9", "--db", f->sample);
+  rp_expect(&r, 2, NULL, "its commits: e92c4c5378 (run 1), a06011ff18 (runs 2 to 5)");
+  rp_free(&r);
+}
+
+/* nvidia-smi underlined the topology's header with escape codes; the block
+ * shows the table without them (before: "\t [4mGPU0 ... [0m"). */
+static void test_topology_without_escape_codes(void **state) {
+  fixture *f = *state;
+  rp_result r = tpbench("report", "--db", f->fp8);
+  rp_expect(&r, 0, "  ~~~~text\n  \tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n", NULL);
+  assert_null(raw_escape(r.out, strlen(r.out)));
+  assert_null(strstr(r.out, "[4m"));
+  assert_null(strstr(r.out, "[0m"));
+  rp_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_runs_oldest_first),
+      cmocka_unit_test(test_latest_run_by_start_time),
+      cmocka_unit_test(test_csv_and_json_carry_every_column),
+      cmocka_unit_test(test_trace_says_why_there_is_none),
+      cmocka_unit_test(test_compare_names_the_commits_it_has),
+      cmocka_unit_test(test_topology_without_escape_codes),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
