@@ -37,6 +37,7 @@
 #include <sqlite3.h>
 
 #include "report/tp_escape.h"
+#include "report/tp_report.h"
 #include "report/tp_report_util.h"
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "compare: out of memory"); }
@@ -187,6 +188,8 @@ typedef struct {
   char *test_knobs, *order_policy;
   int64_t gpu_count, dirty, rounds; /* rounds: 0 when the run predates them */
   int used;                         /* supplied a configuration that both sides have */
+  int has_headline;                 /* a used run with an op or layer table: headline below */
+  tp_headline headline;             /* report's rule (tp_report_headline) */
 } side_run;
 
 /* One configuration of one run of a side, with its case's references in
@@ -1277,6 +1280,27 @@ static void md_side(FILE *out, const char *name, const side *s) {
   fputc('\n', out);
 }
 
+/* Each used run's headline, as report prints it (tp_headline_line). */
+static void md_headlines(FILE *out, const comparison *c) {
+  const side *sides[] = {&c->base, &c->head};
+  int any = 0;
+  char line[1024];
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < sides[k]->n_runs; i++) {
+      const side_run *r = &sides[k]->runs[i];
+      if (!r->has_headline) continue;
+      if (!any++)
+        fputs("\nHeadline of each run (as `tpbench report` and the dashboard give it: fused rows "
+              "of models that are not toys; geometric mean of the speedup, median of "
+              "dist/bound):\n\n",
+              out);
+      tp_headline_line(&r->headline, line, sizeof line);
+      fprintf(out, "- run %lld (%s): ", (long long)r->id, k ? "head" : "base");
+      tp_md_text(out, line);
+      fputc('\n', out);
+    }
+}
+
 static void md_knobs(FILE *out, const side *s) {
   for (size_t i = 0; i < s->n_runs; i++) {
     const side_run *r = &s->runs[i];
@@ -1461,6 +1485,7 @@ static void write_markdown(FILE *out, const comparison *c) {
   md_method(out, c);
   md_side(out, "base", &c->base);
   md_side(out, "head", &c->head);
+  md_headlines(out, c);
   md_warnings(out, c);
   md_shown(out, c);
   static const struct {
@@ -1538,6 +1563,34 @@ static void write_csv(FILE *out, const comparison *c) {
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
+static json_t *json_figures(tp_json_builder *jb, const tp_headline_figures *f) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  tp_json_set(jb, o, "rows", json_integer(f->rows));
+  tp_json_set(jb, o, "geomean_speedup", tp_json_real(f->geomean_speedup));
+  tp_json_set(jb, o, "bound_rows", json_integer(f->bound_rows));
+  tp_json_set(jb, o, "median_dist_over_bound", tp_json_real(f->median_dist_over_bound));
+  return o;
+}
+
+/* A run's headline: report's summary figures (the same keys), toy models apart. */
+static json_t *json_headline(tp_json_builder *jb, const tp_headline *h) {
+  json_t *o = json_figures(jb, &h->figures), *toys = json_array();
+  if (!o || !toys) {
+    json_decref(o);
+    json_decref(toys);
+    return NULL;
+  }
+  tp_json_set(jb, o, "toy_only", json_boolean(h->toy_only));
+  for (int i = 0; i < h->n_toys; i++) {
+    json_t *t = json_figures(jb, &h->toys[i].figures);
+    if (t) tp_json_set(jb, t, "model", tp_json_str(h->toys[i].model));
+    tp_json_append(jb, toys, t);
+  }
+  tp_json_set(jb, o, "toys", toys);
+  return o;
+}
+
 static json_t *json_run(tp_json_builder *jb, const side_run *r) {
   json_t *run = json_object();
   if (!run) return NULL;
@@ -1553,6 +1606,7 @@ static json_t *json_run(tp_json_builder *jb, const side_run *r) {
   tp_json_set(jb, run, "rounds", r->rounds > 0 ? json_integer(r->rounds) : json_null());
   tp_json_set(jb, run, "test_knobs", tp_json_str(r->test_knobs));
   tp_json_set(jb, run, "used", json_boolean(r->used));
+  tp_json_set(jb, run, "headline", r->has_headline ? json_headline(jb, &r->headline) : json_null());
   return run;
 }
 
@@ -2044,6 +2098,21 @@ static tp_rc write_profile_pairs(tp_store *store, const comparison *c, FILE *out
   return TP_OK;
 }
 
+/* Each used run's headline, by report's rule (tp_report_headline): compare shows it beside the
+ * verdict, so the figures a reader sees for a run are the same wherever they look. A run
+ * without one (a link probe) has none. */
+static tp_rc load_headlines(tp_store *store, side *s) {
+  for (size_t i = 0; i < s->n_runs; i++) {
+    side_run *r = &s->runs[i];
+    if (!r->used) continue;
+    tp_rc rc = tp_report_headline(store, r->id, &r->headline);
+    if (rc == TP_EUSAGE) tp_clear_error();
+    else if (rc != TP_OK) return rc;
+    r->has_headline = rc == TP_OK;
+  }
+  return TP_OK;
+}
+
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
                         const tp_compare_options *opt, tp_compare_format fmt, FILE *out,
                         tp_compare_summary *summary) {
@@ -2063,6 +2132,8 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
     rc = check_hardware(&c);
   }
   if (rc == TP_OK) rc = judge_all(&c);
+  if (rc == TP_OK) rc = load_headlines(store, &c.base);
+  if (rc == TP_OK) rc = load_headlines(store, &c.head);
   if (rc == TP_OK) {
     if (c.n_rows) qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);
     rc = select_shown(&c);

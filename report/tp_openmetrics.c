@@ -119,6 +119,58 @@ static tp_rc write_family(tp_store *store, int64_t run, const tp_report_filter *
   return rc;
 }
 
+/* One headline figure: the run's (scope "headline", or "toys only" when the run has nothing
+ * else) and each toy model's apart (scope "toy"). */
+typedef struct {
+  const char *name, *help;
+  int is_count; /* rows: an integer */
+  double (*value)(const tp_headline_figures *f);
+} headline_family;
+
+static double speedup_of(const tp_headline_figures *f) { return f->geomean_speedup; }
+static double bound_of(const tp_headline_figures *f) { return f->median_dist_over_bound; }
+static double rows_of(const tp_headline_figures *f) { return f->rows; }
+
+static const headline_family headline_families[] = {
+    {"tpbench_headline_speedup",
+     "geometric mean of stock / dist_gemm over the run's rows where dist_gemm fused, toy models "
+     "apart (report's summary)",
+     0, speedup_of},
+    {"tpbench_headline_dist_over_bound",
+     "median of dist_gemm / bound over those rows with a bound (report's summary)", 0, bound_of},
+    {"tpbench_headline_rows", "rows the headline covers", 1, rows_of},
+};
+
+static void headline_sample(FILE *out, const headline_family *fam, int64_t run, const char *scope,
+                            const char *model, const tp_headline_figures *f) {
+  const double v = fam->value(f);
+  if (!isfinite(v)) return;
+  fprintf(out, "%s{run=\"%lld\"", fam->name, (long long)run);
+  label(out, "scope", scope, 0);
+  if (model) label(out, "model", model, 0);
+  fprintf(out, "} %.12g\n", v);
+}
+
+/* The run's headline (tp_report_headline, the rule report and the dashboard show): nothing
+ * for a run without one (a link probe, a drift run). */
+static tp_rc write_headline(tp_store *store, int64_t run, FILE *out) {
+  tp_headline h;
+  tp_rc rc = tp_report_headline(store, run, &h);
+  if (rc == TP_EUSAGE) {
+    tp_clear_error();
+    return TP_OK;
+  }
+  TP_TRY(rc);
+  for (size_t i = 0; i < sizeof headline_families / sizeof *headline_families; i++) {
+    const headline_family *fam = &headline_families[i];
+    fprintf(out, "# TYPE %s gauge\n# HELP %s %s\n", fam->name, fam->name, fam->help);
+    headline_sample(out, fam, run, h.toy_only ? "toys only" : "headline", NULL, &h.figures);
+    for (int t = 0; !h.toy_only && t < h.n_toys; t++)
+      headline_sample(out, fam, run, "toy", h.toys[t].model, &h.toys[t].figures);
+  }
+  return TP_OK;
+}
+
 tp_rc tp_report_openmetrics(tp_store *store, const tp_report_filter *filter, FILE *out) {
   if (!store || !filter || !out)
     return TP_FAIL(TP_EINTERNAL, "tp_report_openmetrics: NULL argument");
@@ -126,6 +178,7 @@ tp_rc tp_report_openmetrics(tp_store *store, const tp_report_filter *filter, FIL
   /* the run every reader means (store/tp_store.h: the latest by start time) */
   TP_TRY(tp_store_find_run(store, filter->run_id, filter->commit, &run));
   TP_TRY(write_run_info(store, run, out));
+  TP_TRY(write_headline(store, run, out));
   for (size_t i = 0; i < sizeof families / sizeof *families; i++)
     TP_TRY(write_family(store, run, filter, &families[i], out));
   fputs("# EOF\n", out);

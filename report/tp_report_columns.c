@@ -343,6 +343,11 @@ static void get_config_key(const report *rep, const table_row *row, cell *c) {
   set_text(c, tp_report_case_of(row)->config_key);
 }
 
+/* A toy model's row: the headline keeps it apart (report/tp_report.h). */
+static void get_toy(const report *rep, const table_row *row, cell *c) {
+  set_bool(c, tp_report_row_is_toy(rep, row));
+}
+
 static void get_traced(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   set_bool(c, row->dist.has_trace);
@@ -562,6 +567,8 @@ static const column registry[] = {
     CUSTOM("symm", "symm", 0, 0, 0, get_symm, NULL),
     CUSTOM("stock_traffic_mib", "stock traffic MiB", COL_NUMBER, 1, 1, get_stock_traffic_mib, NULL),
     CUSTOM("dist_traffic_mib", "dist traffic MiB", COL_NUMBER, 1, 1, get_dist_traffic_mib, NULL),
+    /* appended: whether the headline keeps the row apart */
+    CUSTOM("toy", "toy model", 0, 0, 0, get_toy, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 

@@ -191,6 +191,9 @@ void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols);
 json_t *tp_report_json_row(tp_json_builder *jb, const report *rep, const table_row *row,
                            const column_set *cols);
 
+/* Whether the row's model is a toy (the headline keeps its rows apart). */
+int tp_report_row_is_toy(const report *rep, const table_row *row);
+
 /* ---- link probes (tp_report_link.c) --------------------------------------- */
 
 /* Whether run_id is a link probe's run (configurations of kind link, one at

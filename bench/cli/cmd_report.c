@@ -70,15 +70,6 @@ static const char *canonical_model(const char *name) {
   return preset->name;
 }
 
-/* The presets marked toy, whose rows the headline leaves out. */
-static int toy_models(const char **names, int cap) {
-  int count = 0, n = 0;
-  const tp_model_preset *presets = tp_presets(&count);
-  for (int i = 0; i < count && n < cap; i++)
-    if (presets[i].toy) names[n++] = presets[i].name;
-  return n;
-}
-
 /* The run a reader means, 0 when none can be found (the table says why). */
 static int64_t latest_run(tp_store *store, const report_args *a) {
   int64_t run = 0;
@@ -165,9 +156,6 @@ static tp_rc print_report(const report_args *a) {
                              .pass = a->pass,
                              .dtype = a->dtype,
                              .columns = a->columns};
-  const char *toys[16];
-  filter.toy_models = toys;
-  filter.n_toy_models = toy_models(toys, (int)(sizeof toys / sizeof toys[0]));
   rc = openmetrics ? tp_report_openmetrics(store, &filter, stdout)
                    : tp_report_throughput(store, &filter, fmt, stdout);
   if (rc != TP_OK) tp_print_error("report");

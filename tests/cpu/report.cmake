@@ -56,3 +56,9 @@ add_dependencies(test_project tpbench)
 # Kernel names in tpbench profile's table: mangled and demangled names read alike (libiberty).
 tp_add_cpu_test(test_kernel_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernel_names.c
                 LIBS tp_report)
+# One headline rule: report (JSON, markdown), OpenMetrics, compare and the dashboard agree with
+# tp_report_headline on every run of every sample database, toy models apart.
+tp_add_cpu_test(test_headline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_headline.c LIBS tp_report)
+target_include_directories(test_headline PRIVATE ${JANSSON_INCLUDE_DIR})
+target_compile_definitions(test_headline PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_headline tpbench)
