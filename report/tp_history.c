@@ -343,7 +343,7 @@ static void group_run(tp_json_builder *jb, json_t *commits, commit_groups *g, sq
     if (commit) snprintf(label, sizeof label, "%.10s", commit);
     else snprintf(label, sizeof label, "run %lld", (long long)run);
     if (o) {
-      tp_json_set(jb, o, "label", json_string(label));
+      tp_json_set(jb, o, "label", tp_json_str(label));
       tp_json_set(jb, o, "commit", tp_json_str(commit));
       tp_json_set(jb, o, "started_at", tp_json_str((const char *)sqlite3_column_text(st, 2)));
       tp_json_set(jb, o, "runs", json_array());

@@ -178,16 +178,35 @@ void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value) {
   if (!value || json_array_append_new(array, value) != 0) jb->failed = 1;
 }
 
+/* Whether s needs tp_json_str's cleaning: an ill-formed byte, DEL or a C1 control (jansson
+ * escapes the C0 controls itself, and writes these raw). */
+static int needs_cleaning(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(p, n, &cls)) > 0; p += len, n -= len)
+    if (cls == TP_CHAR_ILL_FORMED || (cls == TP_CHAR_CONTROL && (*p >= 0x7f))) return 1;
+  return 0;
+}
+
 json_t *tp_json_str(const char *s) {
   if (!s) return json_null();
-  json_t *value = json_string(s);
-  if (value) return value;
-  char *ascii = strdup(s);
-  if (!ascii) return NULL;
-  for (char *p = ascii; *p; p++)
-    if ((unsigned char)*p >= 0x80) *p = '?';
-  value = json_string(ascii);
-  free(ascii);
+  if (!needs_cleaning(s)) return json_string(s);
+  /* each such character U+FFFD (3 bytes for at most 2): JSON printed to a terminal carries no
+   * escape sequence, and jansson takes only UTF-8 */
+  size_t n = strlen(s);
+  char *clean = malloc(3 * n + 1), *to = clean;
+  if (!clean) return NULL;
+  const unsigned char *p = (const unsigned char *)s;
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(p, n, &cls)) > 0; p += len, n -= len) {
+    const int bad = cls == TP_CHAR_ILL_FORMED || (cls == TP_CHAR_CONTROL && *p >= 0x7f);
+    memcpy(to, bad ? replacement_char : (const char *)p, bad ? 3 : len);
+    to += bad ? 3 : len;
+  }
+  *to = '\0';
+  json_t *value = json_string(clean);
+  free(clean);
   return value;
 }
 

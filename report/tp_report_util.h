@@ -83,8 +83,10 @@ void tp_json_set(tp_json_builder *jb, json_t *obj, const char *key, json_t *valu
 /* Appends value to array, taking the reference; NULL marks a failure. */
 void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value);
 
-/* A string, or null for NULL; bytes that are not UTF-8 become '?' so the
- * output stays valid JSON. NULL only when out of memory. */
+/* A string, or null for NULL; bytes that are not UTF-8, DEL and C1 controls
+ * become U+FFFD, so the output stays valid JSON and carries no terminal
+ * escape (jansson escapes the C0 controls, ESC among them). NULL only when
+ * out of memory. */
 json_t *tp_json_str(const char *s);
 
 /* A number, or null when not finite (JSON has no NaN). */

@@ -62,3 +62,11 @@ tp_add_cpu_test(test_headline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_headline.c 
 target_include_directories(test_headline PRIVATE ${JANSSON_INCLUDE_DIR})
 target_compile_definitions(test_headline PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_headline tpbench)
+# Hostile text: every reading command on poisoned copies of the sample databases (escape
+# sequences, HTML, '|', line breaks, bytes that are not UTF-8 in every text column) exits 0
+# where the clean copy does and prints nothing raw.
+tp_add_cpu_test(test_hostile_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_hostile_text.c
+                LIBS tp_store)
+target_compile_definitions(test_hostile_text PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_hostile_text tpbench)
+set_tests_properties(test_hostile_text PROPERTIES TIMEOUT 1200)
