@@ -10,7 +10,9 @@
  * - `trace` on a configuration without a trace says why, truthfully (a run
  *   made with --trace read "it ran without tracing");
  * - `compare` given a commit the database does not have names the ones it has;
- * - the topology block prints no terminal escape codes.
+ * - the topology block prints no terminal escape codes;
+ * - every command's --help gives its exit statuses and an example, and each
+ *   example that reads a sample database runs as shown.
  * Each runs the binary (TPBENCH_EXE) on a scratch copy of a sample.
  */
 #include <setjmp.h>
@@ -181,8 +183,77 @@ static void test_topology_without_escape_codes(void **state) {
   rp_free(&r);
 }
 
+/* The commands `tpbench --help` lists (first word of each indented line after "Commands:"). */
+static size_t listed_commands(char names[32][32]) {
+  rp_result r = tpbench("--help");
+  rp_expect(&r, 0, "Commands:", NULL);
+  size_t n = 0;
+  for (const char *line = strstr(r.out, "Commands:\n") + 10; *line && *line == ' ' && n < 32;
+       line = strchr(line, '\n') + 1) {
+    if (sscanf(line, " %31s", names[n]) == 1 && strcmp(names[n], "tpbench") != 0) n++;
+    if (!strchr(line, '\n')) break;
+  }
+  rp_free(&r);
+  return n;
+}
+
+/* Runs an example line as shown, from the repository's root: sample paths made absolute,
+ * the databases and outputs it would create in the scratch folder. */
+static void run_example(const fixture *f, const char *example) {
+  char line[512], paths[8][700], *argv[32] = {TPBENCH_EXE};
+  int argc = 1, n_paths = 0;
+  snprintf(line, sizeof line, "%s", example);
+  char *save = NULL;
+  const char *prev = "";
+  for (char *tok = strtok_r(line, " ", &save); tok && argc < 31; tok = strtok_r(NULL, " ", &save)) {
+    if (argc == 1 && !strcmp(tok, "tpbench")) continue; /* the binary itself */
+    char *arg = tok;
+    if (!strncmp(tok, "examples/", 9)) {
+      snprintf(paths[n_paths], sizeof paths[0], "%s%s", EXAMPLES, tok + 9);
+      arg = paths[n_paths++];
+    } else if (!strcmp(prev, "--out") || (!strcmp(prev, "--db") && strchr(tok, '/') == NULL)) {
+      fx_path(&f->dir, tok, paths[n_paths], sizeof paths[0]);
+      arg = paths[n_paths++];
+    }
+    argv[argc++] = arg;
+    prev = tok;
+  }
+  argv[argc] = NULL;
+  rp_result r = rp_run(argv, 120);
+  if (r.status != 0) fail_msg("the example '%s' exits %d:\n%.800s", example, r.status, r.err);
+  rp_free(&r);
+}
+
+static void test_help_gives_exit_statuses_and_an_example(void **state) {
+  fixture *f = *state;
+  char names[32][32];
+  const size_t n = listed_commands(names);
+  assert_true(n >= 15);
+  /* needing a GPU, a program or an older database: their examples are shown, not run here */
+  static const char *const not_run[] = {"ops", "run", "link", "profile", "migrate"};
+  for (size_t i = 0; i < n; i++) {
+    rp_result r = tpbench(names[i], "--help");
+    rp_expect(&r, 0, "\nExit status: ", NULL);
+    char want[96];
+    snprintf(want, sizeof want, "\nExample:\n  tpbench %.31s ", names[i]);
+    const char *example = strstr(r.out, want);
+    if (!example) fail_msg("tpbench %s --help gives no example:\n%s", names[i], r.out);
+    if (!strstr(r.out, "2 the input is wrong")) fail_msg("%s --help: no status 2", names[i]);
+    int runs = 1;
+    for (size_t k = 0; k < sizeof not_run / sizeof *not_run; k++)
+      runs &= strcmp(names[i], not_run[k]) != 0;
+    if (runs) {
+      char *shown = strndup(example + 12, strcspn(example + 12, "\n"));
+      run_example(f, shown);
+      free(shown);
+    }
+    rp_free(&r);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_help_gives_exit_statuses_and_an_example),
       cmocka_unit_test(test_runs_oldest_first),
       cmocka_unit_test(test_latest_run_by_start_time),
       cmocka_unit_test(test_csv_and_json_carry_every_column),
