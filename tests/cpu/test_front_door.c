@@ -251,8 +251,24 @@ static void test_help_gives_exit_statuses_and_an_example(void **state) {
   }
 }
 
+/* ops and run take --verbose (a line per configuration on a terminal too). */
+static void test_verbose_is_an_option(void **state) {
+  (void)state;
+  const char *commands[] = {"ops", "run"};
+  for (size_t i = 0; i < 2; i++) {
+    rp_result r = tpbench(commands[i], "--help");
+    rp_expect(&r, 0, "--verbose ", NULL);
+    rp_free(&r);
+  }
+  rp_result r = tpbench("ops", "--list", "--verbose", "--models", "debug", "--projs", "qkv",
+                        "--tokens", "1024");
+  rp_expect(&r, 0, "debug", NULL);
+  rp_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_verbose_is_an_option),
       cmocka_unit_test(test_help_gives_exit_statuses_and_an_example),
       cmocka_unit_test(test_runs_oldest_first),
       cmocka_unit_test(test_latest_run_by_start_time),
