@@ -885,10 +885,12 @@ void tp_report_md_header(FILE *out, const report *rep, const char *title) {
   fputs(" × ", out);
   md_count(out, h->gpu_count);
   md_words(out, ", driver ", h->driver, "?");
-  md_words(out, "\n- **software** CUDA ", h->cuda, "?");
-  md_words(out, ", NCCL ", h->nccl, "?");
-  md_words(out, ", cuBLAS ", h->cublas, "?");
-  md_words(out, ", CUPTI ", h->cupti, "?");
+  /* "not recorded", not "?": a reader took "CUPTI ?" for a version string (runs before the
+   * system record, and runs without tracing, hold none) */
+  md_words(out, "\n- **software** CUDA ", h->cuda, "not recorded");
+  md_words(out, ", NCCL ", h->nccl, "not recorded");
+  md_words(out, ", cuBLAS ", h->cublas, "not recorded");
+  md_words(out, ", CUPTI ", h->cupti, "not recorded");
   fputs("\n- **iterations** ", out);
   md_count(out, h->warmup_iters);
   fputs(" warm-up, ", out);
@@ -1010,13 +1012,21 @@ static void md_summary(FILE *out, const report *rep) {
   md_model_table(out, rep);
 }
 
-static void md_skipped(FILE *out, const report *rep) {
-  if (rep->n_skipped == 0) return;
-  fprintf(out, "\n**Not run** (%zu configuration%s):\n\n", rep->n_skipped,
-          rep->n_skipped == 1 ? "" : "s");
-  char what[512], key[TP_SHORT_KEY_LEN + 1];
-  for (size_t i = 0; i < rep->n_skipped; i++) {
-    const config *c = &rep->skipped[i];
+static int same_outcome(const config *a, const config *b) {
+  return !strcmp(or_empty(a->status), or_empty(b->status)) &&
+         !strcmp(or_empty(a->reason), or_empty(b->reason));
+}
+
+/* Configurations that did not run for the same status and reason, as one line: a one-GPU run
+ * rejects every dist_gemm and collective-alone configuration alike, and a line each was a wall
+ * that hid the ones that failed. */
+static void md_skipped_group(FILE *out, const report *rep, size_t first, unsigned char *shown) {
+  const config *c = &rep->skipped[first];
+  size_t n = 0;
+  for (size_t j = first; j < rep->n_skipped; j++)
+    n += !shown[j] && same_outcome(c, &rep->skipped[j]);
+  if (n == 1) {
+    char what[512], key[TP_SHORT_KEY_LEN + 1];
     describe_config(c, what, sizeof what);
     tp_short_key(c->config_key, key, sizeof key);
     fprintf(out, "- config %lld, key %s (", (long long)c->id, key);
@@ -1024,7 +1034,33 @@ static void md_skipped(FILE *out, const report *rep) {
     md_words(out, "): ", c->status, "");
     md_words(out, ": ", c->reason, "no reason recorded");
     fputc('\n', out);
+    shown[first] = 1;
+    return;
   }
+  fprintf(out, "- %zu configurations, ", n);
+  md_words(out, "", c->status, "");
+  md_words(out, ": ", c->reason, "no reason recorded");
+  fputs(": configs", out);
+  for (size_t j = first, k = 0; j < rep->n_skipped; j++) {
+    if (shown[j] || !same_outcome(c, &rep->skipped[j])) continue;
+    fprintf(out, "%s %lld", k++ ? "," : "", (long long)rep->skipped[j].id);
+    shown[j] = 1;
+  }
+  fputc('\n', out);
+}
+
+static void md_skipped(FILE *out, const report *rep) {
+  if (rep->n_skipped == 0) return;
+  fprintf(out,
+          "\n**Not run** (%zu configuration%s; `--format json` lists each under "
+          "\"rejected\"):\n\n",
+          rep->n_skipped, rep->n_skipped == 1 ? "" : "s");
+  unsigned char *shown = calloc(rep->n_skipped, 1);
+  for (size_t i = 0; i < rep->n_skipped; i++) {
+    if (shown && shown[i]) continue;
+    if (shown) md_skipped_group(out, rep, i, shown);
+  }
+  free(shown);
 }
 
 static void write_markdown(FILE *out, const report *rep, const column_set *cols) {

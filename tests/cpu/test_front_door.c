@@ -12,7 +12,8 @@
  * - `compare` given a commit the database does not have names the ones it has;
  * - the topology block prints no terminal escape codes;
  * - every command's --help gives its exit statuses and an example, and each
- *   example that reads a sample database runs as shown.
+ *   example that reads a sample database runs as shown;
+ * - a one-GPU run's rejections read as one line per reason, not a wall.
  * Each runs the binary (TPBENCH_EXE) on a scratch copy of a sample.
  */
 #include <setjmp.h>
@@ -251,6 +252,24 @@ static void test_help_gives_exit_statuses_and_an_example(void **state) {
   }
 }
 
+/* A one-GPU run's 48 rejected configurations (dist_gemm and the collective alone need TP 2)
+ * read as three lines of the report, one per reason, not 48. */
+static void test_not_run_grouped_by_reason(void **state) {
+  fixture *f = *state;
+  char db[700];
+  fx_path(&f->dir, "gemm.db", db, sizeof db);
+  assert_int_equal(fx_copy(EXAMPLES "tpbench-h200-tp1-gemm.db", db), 0);
+  rp_result r = tpbench("report", "--db", db);
+  rp_expect(&r, 0, "- 24 configurations, rejected: TP 1 has no collective to time: configs 4, 8, ",
+            NULL);
+  const char *list = strstr(r.out, "**Not run** (48 configurations;");
+  assert_non_null(list);
+  int lines = 0;
+  for (const char *p = strstr(list, "\n- "); p; p = strstr(p + 1, "\n- ")) lines++;
+  assert_int_equal(lines, 3);
+  rp_free(&r);
+}
+
 /* ops and run take --verbose (a line per configuration on a terminal too). */
 static void test_verbose_is_an_option(void **state) {
   (void)state;
@@ -269,6 +288,7 @@ static void test_verbose_is_an_option(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verbose_is_an_option),
+      cmocka_unit_test(test_not_run_grouped_by_reason),
       cmocka_unit_test(test_help_gives_exit_statuses_and_an_example),
       cmocka_unit_test(test_runs_oldest_first),
       cmocka_unit_test(test_latest_run_by_start_time),

@@ -479,7 +479,7 @@ static void test_markdown(void **state) {
   /* one line per model */
   assert_non_null(strstr(md, "| llama3-8b | 3 | 1.202 | 0 | 1.14 | 1.20 | 0 | 2 |"));
   assert_non_null(strstr(md, "| llama3-70b | 1 | 1.250 | 0 | - | - | 0 | 0 |"));
-  assert_non_null(strstr(md, "**Not run** (2 configurations)"));
+  assert_non_null(strstr(md, "**Not run** (2 configurations;"));
   assert_non_null(strstr(md, "failed: " GEMM_FAILURE));
   /* a skipped configuration by id, short key and a label naming its batch */
   assert_non_null(strstr(md, "- config 16, key "));
