@@ -641,6 +641,12 @@ static const entry *group_entry(const side *s, const key_group *g, size_t i) {
 
 typedef enum { M_VS_STOCK, M_VS_BOUND, M_TIME, N_MEASURES } measure;
 static const char *const measure_names[] = {"dist/stock", "dist/bound", "time"};
+
+/* A measure as a row names it: a stock row's bound ratio is stock/bound. */
+static const char *measure_name(const entry *e, int m) {
+  return m == 1 && e && e->backend && !strcmp(e->backend, "stock") ? "stock/bound"
+                                                                   : measure_names[m];
+}
 static const char *const measure_keys[] = {"vs_stock", "vs_bound", "time"};
 
 typedef struct {
@@ -668,16 +674,26 @@ static const entry *faster_ref(const side *s, const entry *e, ref_role plain, re
   return w_ok && !p_ok ? w : p;
 }
 
+static int is_stock_op(const entry *e) {
+  return e->backend && !strcmp(e->backend, "stock") && e->kind &&
+         (!strcmp(e->kind, "op") || !strcmp(e->kind, "layer"));
+}
+
+static int was_rejected(const entry *e) { return e && e->status && !strcmp(e->status, "rejected"); }
+
 /* The references a measure divides by: the faster stock configuration, or
- * GEMM alone and the faster collective alone (the bound is the larger). */
+ * GEMM alone and the faster collective alone (the bound is the larger). A
+ * stock row (gated with --gate-references) has the bound alone; where its
+ * collective alone was rejected or not run (TP 1: nothing travels) the bound
+ * is the GEMM alone. */
 static size_t measure_refs(measure m, const side *s, const entry *e, const entry **refs) {
   if (m == M_VS_STOCK) {
-    refs[0] = faster_ref(s, e, REF_STOCK, REF_STOCK_WINDOW);
+    refs[0] = is_stock_op(e) ? NULL : faster_ref(s, e, REF_STOCK, REF_STOCK_WINDOW);
     return 1;
   }
   refs[0] = ref_entry(s, e, REF_GEMM);
   refs[1] = faster_ref(s, e, REF_COMM, REF_COMM_WINDOW);
-  return 2;
+  return is_stock_op(e) && (!refs[1] || was_rejected(refs[1])) ? 1 : 2;
 }
 
 /* log(e / max(refs)) per round both ran in; for a run without rounds (no
@@ -707,14 +723,16 @@ static tp_rc ratio_samples(const side *s, const entry *e, measure m, samples *ou
 }
 
 /* A measure's samples on one side: over every ok entry of the key (every
- * run where it ran); time: one per run, the run's median. */
-static tp_rc side_samples(const side *s, const key_group *g, measure m, int subject, samples *out) {
+ * run where it ran); time: one per run, the run's median; the ratios only
+ * for a row that has them (ratios: dist_gemm, or stock under
+ * --gate-references). */
+static tp_rc side_samples(const side *s, const key_group *g, measure m, int ratios, samples *out) {
   for (size_t i = 0; i < g->count; i++) {
     const entry *e = group_entry(s, g, i);
     if (!e->ok) continue;
     if (m == M_TIME) {
       if (e->median_us > 0) TP_TRY(push(out, log(e->median_us)));
-    } else if (subject) {
+    } else if (ratios) {
       TP_TRY(ratio_samples(s, e, m, out));
     }
   }
@@ -933,12 +951,20 @@ static void geometric_interval(const samples *s, double *lo, double *hi) {
   *hi = exp(mean + half);
 }
 
+/* Whether a row's within-run ratios are measured: a dist_gemm row's always; a stock row's
+ * (stock over its bound) with --gate-references, which is what a run without fused
+ * configurations (TP 1, one GPU) can gate. */
+static int has_ratios(const comparison *c, const compare_row *row) {
+  return row->subject || (c->opt.gate_references && is_stock_op(row_entry(row)));
+}
+
 /* One measure of a row where both sides ran: samples, means, Welch. */
 static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
   samples b = {0}, h = {0};
   measured *x = &row->m[m];
-  tp_rc rc = side_samples(&c->base, row->base, m, row->subject, &b);
-  if (rc == TP_OK) rc = side_samples(&c->head, row->head, m, row->subject, &h);
+  const int ratios = has_ratios(c, row);
+  tp_rc rc = side_samples(&c->base, row->base, m, ratios, &b);
+  if (rc == TP_OK) rc = side_samples(&c->head, row->head, m, ratios, &h);
   x->n_base = b.n;
   x->n_head = h.n;
   x->base = geometric_mean(&b);
@@ -1051,7 +1077,7 @@ static tp_rc measure_all(comparison *c) {
         row->base_latest && row->head_latest && row->base_latest->ok && row->head_latest->ok;
     if (!both_ok) continue;
     for (int m = 0; m < N_MEASURES; m++) {
-      if (m != M_TIME && !row->subject) continue;
+      if (m != M_TIME && !has_ratios(c, row)) continue;
       TP_TRY(measure_row(c, row, (measure)m));
     }
   }
@@ -1362,7 +1388,7 @@ static void md_flagged_row(FILE *out, const compare_row *row, verdict v) {
     const measured *x = &row->m[m];
     if (x->v != v) continue;
     tp_md_cell(out, label);
-    tp_md_cell(out, measure_names[m]);
+    tp_md_cell(out, measure_name(row_entry(row), m));
     md_value(out, (measure)m, x->base);
     md_value(out, (measure)m, x->head);
     tp_md_cell(out, fmt_change(buf, sizeof buf, x->change));
@@ -1437,7 +1463,11 @@ static void md_method(FILE *out, const comparison *c) {
           "base that failed in head regressed. Larger is slower for every measure.\n\n",
           c->sum.tests, c->sum.tests == 1 ? "" : "s", c->opt.alpha, c->opt.alpha,
           c->opt.threshold * 100.0,
-          c->opt.gate_references ? " but their times gate too (--gate-references)" : "");
+          c->opt.gate_references
+              ? " but gate too (--gate-references): a stock row's stock/bound round by round as "
+                "dist_gemm's ratios (at TP 1, where no collective is timed, the bound is the GEMM "
+                "alone), and every reference's time with two runs a side"
+              : "");
 }
 
 /* Why no test was gated although configurations were compared. */
@@ -1448,7 +1478,11 @@ static const char *nothing_gated_reason(const comparison *c) {
         row->head_latest->ok)
       return "no dist_gemm ratio had two samples a side; a run without rounds is one";
   }
-  return "no dist_gemm configuration ran on both sides; the rest is information";
+  return c->opt.gate_references
+             ? "no dist_gemm configuration ran on both sides, and no reference ratio had two "
+               "samples a side"
+             : "no dist_gemm configuration ran on both sides; the rest is information (at TP 1, "
+               "where nothing fuses, --gate-references gates stock over its bound)";
 }
 
 /* The verdict line. A pass that gated nothing says so in its verdict: a
@@ -1742,11 +1776,13 @@ static double head_seconds(const compare_row *row) {
 }
 
 /* "dist/stock +5.1% (95% interval +3.0% to +7.2%, adjusted p 0.0012)". */
-static void describe_measure(char *buf, size_t cap, measure m, const measured *x) {
+static void describe_measure(char *buf, size_t cap, const compare_row *row, measure m,
+                             const measured *x) {
   char change[32], lo[32], hi[32], p[32];
-  snprintf(buf, cap, "%s %s (95%% interval %s to %s, adjusted p %s)", measure_names[m],
-           fmt_change(change, sizeof change, x->change), fmt_change(lo, sizeof lo, x->ci_lo),
-           fmt_change(hi, sizeof hi, x->ci_hi), fmt_p(p, sizeof p, x->p_adj));
+  snprintf(buf, cap, "%s %s (95%% interval %s to %s, adjusted p %s)",
+           measure_name(row_entry(row), m), fmt_change(change, sizeof change, x->change),
+           fmt_change(lo, sizeof lo, x->ci_lo), fmt_change(hi, sizeof hi, x->ci_hi),
+           fmt_p(p, sizeof p, x->p_adj));
 }
 
 /* Every measure of the row that moved the way v says, "; "-separated. */
@@ -1756,7 +1792,7 @@ static void moved_measures(char *buf, size_t cap, const compare_row *row, verdic
     if (!row->m[m].gated || row->m[m].v != v) continue;
     size_t used = strlen(buf);
     char one[200];
-    describe_measure(one, sizeof one, (measure)m, &row->m[m]);
+    describe_measure(one, sizeof one, row, (measure)m, &row->m[m]);
     snprintf(buf + used, cap - used, "%s%s", used ? "; " : "", one);
   }
 }
@@ -1767,7 +1803,7 @@ static void junit_measure_lines(FILE *out, const compare_row *row) {
     const measured *x = &row->m[m];
     if (x->n_base == 0 && x->n_head == 0) continue;
     char line[400], one[200], base[32], head[32];
-    describe_measure(one, sizeof one, (measure)m, x);
+    describe_measure(one, sizeof one, row, (measure)m, x);
     double scale = m == M_TIME ? 1e-3 : 1.0; /* time in ms, as the markdown shows it */
     snprintf(line, sizeof line, "%s; base %s, head %s%s; samples %zu / %zu%s\n", one,
              tp_fmt_num(base, sizeof base, x->base * scale, 4),
