@@ -130,6 +130,10 @@ static tp_rc print_report(const report_args *a) {
   tp_report_format fmt = TP_FMT_MARKDOWN;
   int openmetrics = !strcmp(a->format, "openmetrics"); /* the run's export, not the table */
   tp_rc rc = openmetrics ? TP_OK : tp_report_format_parse(a->format, &fmt);
+  /* --columns was ignored there without a word; the families are fixed */
+  if (rc == TP_OK && openmetrics && a->columns)
+    rc = TP_FAIL(TP_EUSAGE, "--columns applies to md, csv and json; --format openmetrics writes "
+                            "fixed families (tpbench_median_seconds, ...)");
   if (rc != TP_OK) {
     tp_print_error("report");
     return rc;

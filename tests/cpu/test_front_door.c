@@ -270,6 +270,16 @@ static void test_not_run_grouped_by_reason(void **state) {
   rp_free(&r);
 }
 
+/* --columns picks columns in md, CSV and JSON; with OpenMetrics (fixed families) it was
+ * ignored without a word, and is refused now. */
+static void test_columns_refused_with_openmetrics(void **state) {
+  fixture *f = *state;
+  rp_result r = tpbench("report", "--db", f->sample, "--run", "5", "--format", "openmetrics",
+                        "--columns", "model");
+  rp_expect(&r, 2, NULL, "--columns applies to md, csv and json");
+  rp_free(&r);
+}
+
 /* ops and run take --verbose (a line per configuration on a terminal too). */
 static void test_verbose_is_an_option(void **state) {
   (void)state;
@@ -288,6 +298,7 @@ static void test_verbose_is_an_option(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verbose_is_an_option),
+      cmocka_unit_test(test_columns_refused_with_openmetrics),
       cmocka_unit_test(test_not_run_grouped_by_reason),
       cmocka_unit_test(test_help_gives_exit_statuses_and_an_example),
       cmocka_unit_test(test_runs_oldest_first),
