@@ -42,8 +42,11 @@ static void print_usage(FILE *out) {
                "tensor-parallel layers and keeps the results in SQLite.\n\nCommands:\n");
   for (int i = 0; i < N_COMMANDS; i++)
     fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(out, "\n  tpbench <command> --help   options of a command\n"
-               "  tpbench --version          version and the git commit it was built from\n");
+  fprintf(out,
+          "\n  tpbench <command> --help   options of a command, its exit statuses, an example\n"
+          "  tpbench --version          version and the git commit it was built from\n"
+          "\nExit status: 0 success; 1 the command ran and something failed that is not the "
+          "input;\n2 the input is wrong. Each command's --help says what its 1 means.\n");
 }
 
 static void print_version(void) {

@@ -74,12 +74,19 @@ static tp_rc test_delay(tp_group *g) {
   return TP_OK;
 }
 
+/* Whether the test knob's fixed slowdown (off unless set) applies to this op: every fused one,
+ * and at TP 1, where nothing fuses, every stock one, so that a run on one GPU can plant a
+ * regression too (the GEMM alone stays as it is: stock's reference). The run records both. */
+static int slowed_by_test_knob(const tp_group *g, const tp_linear_plan *p) {
+  if (!g->test_delay_ns) return 0;
+  return linear_is_fused(p) || (p->world == 1 && p->backend == TP_BACKEND_STOCK);
+}
+
 tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   TP_TRY(check_ready(g, p, t, 0));
   tp_nvtx_push(p->nvtx_fwd);
   tp_rc rc = TP_OK;
-  /* the test knob's fixed slowdown of every fused op (off unless set) */
-  if (linear_is_fused(p) && g->test_delay_ns) rc = test_delay(g);
+  if (slowed_by_test_knob(g, p)) rc = test_delay(g);
   if (rc == TP_OK)
     rc = linear_is_fused(p) ? linear_fused_forward(g, p, t) : linear_stock_forward(g, p, t);
   tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */

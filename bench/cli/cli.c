@@ -7,6 +7,7 @@
  * list structs.
  */
 #include "bench/cli/cli.h"
+#include "bench/cli/help_notes.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -182,6 +183,7 @@ void tp_cli_print_help(const tp_command *cmd, FILE *out) {
     fputc('\n', out);
   }
   fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");
+  tp_help_notes_print(cmd->name, out);
 }
 
 /* ---- parsing ----------------------------------------------------------- */

@@ -96,7 +96,8 @@ TP_MUST_CHECK tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv,
  * form to show a user ("--iters: 'abc' is not a whole number"). */
 const char *tp_cli_last_message(void);
 
-/* Prints usage, summary and every option with its current (default) value. */
+/* Prints usage, summary, every option with its current (default) value, then
+ * the command's exit statuses and example (help_notes.h, by cmd->name). */
 void tp_cli_print_help(const tp_command *cmd, FILE *out);
 
 #endif /* TP_CLI_H */

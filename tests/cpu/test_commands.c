@@ -579,7 +579,12 @@ static void test_dashboard_out_checked_first(void **state) {
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(empty, 1, &s), TP_OK);
   tp_store_close(s);
-  RUN_EXPECT(2, NULL, "holds no runs", "dashboard", "--db", empty, "--out", f->dir.path);
+  fx_path(&f->dir, "no-runs-site", dir, sizeof dir);
+  RUN_EXPECT(2, NULL, "holds no runs", "dashboard", "--db", empty, "--out", dir);
+  assert_false(exists(dir));
+  /* a folder with other files in it is refused before the database is read */
+  RUN_EXPECT(2, NULL, "which a dashboard did not write", "dashboard", "--db", empty, "--out",
+             f->dir.path);
 
   fx_path(&f->dir, "afile", plain, sizeof plain);
   FILE *fp = fopen(plain, "w");
