@@ -15,14 +15,14 @@
 
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
-   * probe in docs/PERF.md), close to the copy engine with few SMs taken */
+   * probe in docs/dev/PERF.md), close to the copy engine with few SMs taken */
   SM_COPY_BLOCKS = 16,
   AUTO_CHUNK_MIN_ROWS = 512,
   AUTO_MAX_CHUNKS = 4,
   /* Below this many bytes per rank and transfer, auto takes the stock path:
    * on the H200 pair fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock
    * (fixed costs: barrier, flags, copy dispatch), ops moving 8 MiB and more
-   * at 1.0-1.5x (docs/PERF.md). */
+   * at 1.0-1.5x (docs/dev/PERF.md). */
   AUTO_FUSE_MIN_BYTES = 4 << 20
 };
 
@@ -45,8 +45,8 @@ size_t tp_linear_y_elems(const tp_linear_plan *p) {
 
 /* Rates of the chunk-count model, measured on the reference H200 pair: a
  * copy-engine push moves about 350 GB/s at these sizes (the link probe in
- * docs/PERF.md: 306-389 GB/s from 8 to 256 MiB per rank); cuBLASLt runs bf16
- * GEMMs at about 650 TFLOP/s (the model of docs/PERF.md, attempt 2) and fp32
+ * docs/dev/PERF.md: 306-389 GB/s from 8 to 256 MiB per rank); cuBLASLt runs bf16
+ * GEMMs at about 650 TFLOP/s (the model of docs/dev/PERF.md, attempt 2) and fp32
  * ones at about 50. */
 static const double MODEL_PUSH_BYTES_PER_S = 350e9;
 
@@ -81,7 +81,7 @@ static int auto_chunks(const tp_linear_desc *d, int gather, int world, int64_t r
         c == 1 ? "hidden whole" : "chunked so peer rows start early");
     return c;
   }
-  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel
+  /* Measured on the H200 pair (docs/dev/PERF.md), forward, 12 row-parallel
    * shapes: two chunks beat one on 11 (the first transfer hides under the
    * second partial GEMM) and four on 10 (smaller chunk GEMMs lose more than
    * they hide). */
@@ -257,7 +257,7 @@ static void dist_name_schedule(tp_linear_plan *p, tp_schedule requested, const c
     p->schedule = TP_SCHED_CE;
     snprintf(p->reason, sizeof p->reason,
              "auto: ce — the copy engine moves chunks without taking SMs from the GEMM (ce against "
-             "sm on the H200 pair: docs/PERF.md); %s",
+             "sm on the H200 pair: docs/dev/PERF.md); %s",
              chunk_why);
   } else if (requested == TP_SCHED_RING) {
     p->schedule = TP_SCHED_RING;
