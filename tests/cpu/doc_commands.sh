@@ -23,7 +23,8 @@
 # the binary does not yet. Such a command failing is reported, not counted as a
 # failure; one that passes fails the test until it leaves the list.
 # --update: rewrites each exact expected output that differs with what the
-# command printed (never one with "..." or "…", never a failing command).
+# command printed (never one with "..." or "…", never a failing command, never
+# one on the expected-failure list).
 # --self-test: plants drift into copies of a page (a changed figure, an
 # unmarked block, a failing command) and fails unless each is caught.
 set -uo pipefail
@@ -192,6 +193,7 @@ run_page() { # $1 page path
       has_wildcard "$dir/$n.exp" || replace[$n]=1
     fi
     if is_xfail "$rel" "$first"; then
+      unset 'replace[$n]'
       if [ $ok -eq 1 ]; then
         report_fail "$rel:$line: \$ $first: passes now: take it off the expected-failure list"
       else
