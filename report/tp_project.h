@@ -3,7 +3,7 @@
  * link bandwidths, predicted from measured GEMM rates and the link probe, and checked against
  * the rows measured at a projected degree.
  *
- * The model, every assumption it rests on (docs/dev/PERF.md "Projection to TP 4 and 8" says the
+ * The model, every assumption it rests on (docs/projection.md, "The model", says the
  * same with the figures):
  *
  *  1. Shapes. An op shape is global (tokens T, out features N per weight, in features K,

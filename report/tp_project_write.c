@@ -15,7 +15,7 @@
 static const double MIB = 1048576.0;
 
 static const char MODEL_MD[] =
-    "Model (docs/dev/PERF.md, \"Projection to TP 4 and 8\"): one rank's shard GEMM takes G (a GEMM "
+    "Model (docs/projection.md): one rank's shard GEMM takes G (a GEMM "
     "alone of that shard, else the rate interpolated by FLOPs); V = (p − 1)/p of the gathered "
     "tensor crosses each rank's links, at the link probe's per-GPU bandwidth and latency for "
     "that size (an NVSwitch host: the same at every p). stock = G + the NCCL collective of V. "
