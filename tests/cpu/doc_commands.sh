@@ -3,7 +3,7 @@
 # checked against the page (ctest test_doc_commands; the convention is in
 # docs/dev/testing.md).
 #
-#   doc_commands.sh --exe TPBENCH --root REPO [--xfail FILE] [--update] [PAGE...]
+#   doc_commands.sh --exe TPBENCH --root REPO [--xfail FILE] [--cuda yes|no] [--update] [PAGE...]
 #   doc_commands.sh --exe TPBENCH --root REPO --self-test
 #
 # A page's ```console blocks hold commands, each on a line starting with "$ "
@@ -16,7 +16,9 @@
 # commands share the folder). A command must exit 0: a page shows another
 # status with `; echo "exit $?"`. Any other fenced block that runs tpbench must
 # follow a marker line `<!-- doc-test: skip REASON -->` (a GPU, a cluster, CI
-# variables); a page of logs can say `<!-- doc-test: skip-file REASON -->`.
+# variables); a page of logs can say `<!-- doc-test: skip-file REASON -->`. A
+# ```console block after `<!-- doc-test: cuda-build -->` needs a binary built
+# with CUDA (no GPU): with --cuda no its commands count as exempt.
 #
 # --xfail FILE: lines "PAGE<TAB>COMMAND" (the command's first line, without
 # "$ ") expected to fail for now: the page says what the binary should print and
@@ -29,13 +31,14 @@
 # unmarked block, a failing command) and fails unless each is caught.
 set -uo pipefail
 
-exe="" root="" xfail="" update=0 self_test=0
+exe="" root="" xfail="" update=0 self_test=0 cuda=yes
 pages=()
 while [ $# -gt 0 ]; do
   case $1 in
     --exe) exe=$2; shift 2 ;;
     --root) root=$2; shift 2 ;;
     --xfail) xfail=$2; shift 2 ;;
+    --cuda) cuda=$2; shift 2 ;;
     --update) update=1; shift ;;
     --self-test) self_test=1; shift ;;
     *) pages+=("$1"); shift ;;
@@ -54,7 +57,7 @@ self=$here/$(basename "${BASH_SOURCE[0]}")
 # Also "untested" (blocks that run tpbench without a marker) and "exempt" (how
 # many tpbench lines marked blocks hold, with the reason).
 extract() { # $1 page, $2 out folder
-  awk -v out="$2" '
+  awk -v out="$2" -v nocuda="$([ "$cuda" = no ] && echo 1 || echo 0)" '
     function tp_lines(s) { # 1 when s runs tpbench (not a comment)
       if (s ~ /^[ \t]*#/) return 0
       return s ~ /(^|[ \t;|&(`"=])(\.\/)?(build\/)?tpbench[ \t]+[a-z-]/
@@ -74,6 +77,8 @@ extract() { # $1 page, $2 out folder
           marker = (prev ~ /^<!-- doc-test: skip/) ? prev : ""
           if (skipfile != "") marker = skipfile
           console = (lang == "console" && skipfile == "")
+          needcuda = (console && prev ~ /^<!-- doc-test: cuda-build/)
+          if (needcuda && nocuda) { console = 0; marker = prev; lang = "cudaonly" }
           next
         }
         if (line !~ /^[ \t]*$/) prev = line
@@ -91,7 +96,7 @@ extract() { # $1 page, $2 out folder
       }
       if (!console) {
         if (cont) { cont = (body ~ /\\$/); next }
-        if (tp_lines(body)) { if (count == 0) first = body; count++ }
+        if (lang == "cudaonly" ? body ~ /^\$ / : tp_lines(body)) { if (count == 0) first = body; count++ }
         cont = (body ~ /\\$/)
         next
       }
