@@ -55,7 +55,9 @@ static int print_reference(void) {
          "hand -->\n\n"
          "Every command's usage and options, as its option table (the one that parses the "
          "command line)\nprints them. `tpbench <command> --help` shows the same in a "
-         "terminal.\n\n| command | what it does |\n|---|---|\n");
+         "terminal; `tpbench --version` prints the version and the git commit the binary was "
+         "built from\n(and whether its tree had uncommitted changes).\n\n"
+         "| command | what it does |\n|---|---|\n");
   for (int i = 0; i < N_COMMANDS; i++)
     printf("| [`%s`](#tpbench-%s) | %s |\n", commands[i].name, commands[i].name,
            commands[i].summary);
