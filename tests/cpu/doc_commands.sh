@@ -14,7 +14,8 @@
 # scratch folder per page that holds copies of examples/ (the sample databases)
 # and tests/data/, and build/tpbench, with `tpbench` first on PATH, in the page's order (a page's
 # commands share the folder). A command must exit 0: a page shows another
-# status with `; echo "exit $?"`. Any other fenced block that runs tpbench must
+# status with `; echo "exit $?"`. Any other fenced block that runs tpbench (but
+# ```text, for help texts, and ```markdown, for page source) must
 # follow a marker line `<!-- doc-test: skip REASON -->` (a GPU, a cluster, CI
 # variables); a page of logs can say `<!-- doc-test: skip-file REASON -->`. A
 # ```console block after `<!-- doc-test: cuda-build -->` needs a binary built
@@ -71,8 +72,9 @@ extract() { # $1 page, $2 out folder
       if (!infence) {
         if (line ~ /^<!-- doc-test: skip-file/) skipfile = line
         if (line ~ /^[ \t]*```/) {
-          indent = line; sub(/```.*/, "", indent); ilen = length(indent)
-          lang = line; sub(/^[ \t]*```/, "", lang); sub(/[ \t].*/, "", lang)
+          indent = line; sub(/`.*/, "", indent); ilen = length(indent)
+          ticks = substr(line, ilen + 1); match(ticks, /^`+/); flen = RLENGTH
+          lang = substr(ticks, flen + 1); sub(/[ \t].*/, "", lang)
           infence = 1; fenceline = NR; count = 0; cont = 0
           marker = (prev ~ /^<!-- doc-test: skip/) ? prev : ""
           if (skipfile != "") marker = skipfile
@@ -85,10 +87,11 @@ extract() { # $1 page, $2 out folder
         next
       }
       body = substr(line, 1, ilen) == indent ? substr(line, ilen + 1) : line
-      if (body ~ /^[ \t]*```[ \t]*$/) {
+      t = body; gsub(/[ \t]/, "", t)
+      if (t ~ /^```+$/ && length(t) >= flen) {
         infence = 0; prev = ""
         if (console) close_cmd()
-        else if (count > 0 && lang != "text") {
+        else if (count > 0 && lang != "text" && lang != "markdown") {
           if (marker != "") printf "%d\t%d\t%s\n", fenceline, count, marker >> (out "/exempt")
           else printf "%d\t%s\n", fenceline, first >> (out "/untested")
         }
