@@ -21,14 +21,14 @@ tp_add_gpu_test(gpu_fp8_comm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_comm.c
 # side, the collective alone): exits 77 with a message below 2 GPUs.
 add_test(NAME gpu_fp8_comm_tp2 COMMAND gpu_fp8_comm tp2)
 set_tests_properties(gpu_fp8_comm_tp2 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
-                     ENVIRONMENT "NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
+                     RESOURCE_LOCK gpu ENVIRONMENT "NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
 # ... and the same TP 2 paths with both ranks on device 0 (TPBENCH_TEST_SHARE_GPU,
 # tests/gpu/gpu_harness.h: NCCL over loopback sockets, the symmetric heap over CUDA IPC on
 # one device): the code of TP > 1 checked on a machine of one GPU; nothing is timed.
 add_test(NAME gpu_fp8_comm_tp2_shared COMMAND gpu_fp8_comm tp2)
 set_tests_properties(
   gpu_fp8_comm_tp2_shared
-  PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+  PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600 RESOURCE_LOCK gpu
              ENVIRONMENT
              "TPBENCH_TEST_SHARE_GPU=1;NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
 # The wgrad's transposed column pieces on one GPU, TP ranks simulated: each rank's shard
