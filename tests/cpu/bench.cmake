@@ -28,7 +28,7 @@ target_link_libraries(test_commands PRIVATE ${JANSSON_STATIC})
 target_compile_definitions(test_commands PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_commands tpbench)
 
-# README's Slurm batch scripts (bash -n; sbatch --test-only where slurm-client is
+# docs/clusters.md's Slurm batch scripts (bash -n; sbatch --test-only where slurm-client is
 # installed) and the host list expansion against scontrol's.
 tp_add_cpu_test(test_launch_readme SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_launch_readme.c
                 LIBS tp_bench_cpu)
