@@ -53,29 +53,6 @@ static size_t piece_scale_stride(const tp_fp8_linear *p) { return room(piece_sca
 
 /* ---- plan ------------------------------------------------------------------------------------ */
 
-/* The backward's placement rules (tp_quant_op_splits: the matrix applies
- * the same), and what the ranks agree on for each. */
-static tp_rc plan_placements(tp_fp8_linear *p) {
-  tp_fp8_bwd_comm *b = &p->bwd;
-  tp_quant_split splits[TP_QUANT_MAX_SPLITS];
-  const int n = tp_quant_op_splits(gathers(p), p->desc.tokens, p->desc.out_features,
-                                   p->desc.in_features, 1, splits);
-  tp_amax_agreement *agreements[TP_QUANT_MAX_SPLITS] = {NULL, NULL, &b->dy_agreement,
-                                                        &b->t_agreement};
-  if (n != TP_QUANT_MAX_SPLITS)
-    return TP_FAIL(TP_EINTERNAL, "the backward's placement: %d splits, not %d", n,
-                   TP_QUANT_MAX_SPLITS);
-  for (int i = 2; i < TP_QUANT_MAX_SPLITS; ++i) {
-    char why[320];
-    if (tp_quant_split_check(p->format, splits[i].layout, splits[i].rows, splits[i].cols, p->world,
-                             splits[i].dim, agreements[i], why, sizeof why) != TP_OK)
-      return fp8_reject(p, "fp8 placement rule for the backward's %s at TP %d: %s", splits[i].what,
-                        p->world, why);
-  }
-  b->t_rows = splits[3].rows;
-  return TP_OK;
-}
-
 /* cuBLASLt's answer for the dgrad and wgrad GEMMs this side runs (the fused
  * pipelines' dgrad takes one rank's rows at a time). */
 static tp_rc plan_gemms(tp_fp8_linear *p) {
@@ -90,7 +67,7 @@ tp_rc fp8_bwd_plan(tp_fp8_linear *p) {
   tp_fp8_bwd_comm *b = &p->bwd;
   const tp_quant_format f = p->format;
   const int64_t w = p->world, s = p->shard_rows;
-  TP_TRY(plan_placements(p));
+  /* the placement rules and agreements were the plan's first step (kernels/tp_recipe_rules.h) */
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->m, p->n, &p->dy_scales_shape));
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_WEIGHT, p->k, p->n, &p->wt_scales_shape));
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->n, p->m, &p->dyt_scales_shape));

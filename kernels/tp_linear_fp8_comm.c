@@ -16,6 +16,7 @@
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
 #include "kernels/tp_quant_device.h"
+#include "kernels/tp_recipe_rules.h"
 #include "kernels/tp_symm.h"
 
 /* Parts of a packet start 256 bytes apart (cuBLASLt's operand and scale alignment). */
@@ -28,36 +29,6 @@ static size_t shard_scale_bytes(const tp_fp8_linear *p) {
 }
 
 /* ---- plan ------------------------------------------------------------------------------------ */
-
-/* What the TP > 1 forward does not do, each named rather than run otherwise. */
-static tp_rc check_rules(tp_fp8_linear *p) {
-  const tp_fp8_linear_desc *d = &p->desc;
-  const char *dt = tp_dtype_name(d->dtype), *op = tp_op_name(d->op);
-  if (gathers(p) && d->comm == TP_COMM_NONE)
-    return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt, op,
-                      p->world);
-  if (!gathers(p) && d->comm != TP_COMM_NONE)
-    return fp8_reject(p,
-                      "%s %s at TP %d: comm_dtype %s does not apply: the reduce-scatter side "
-                      "reduces the fp8 GEMM's bf16 partials (nothing quantized travels)",
-                      dt, op, p->world, tp_comm_dtype_name(d->comm));
-  if (d->schedule == TP_SCHED_NCCL_WINDOW)
-    return fp8_reject(p, "%s: the stock path has no nccl-window variant for the fp8 formats", dt);
-  if (d->backend != TP_BACKEND_DIST) return TP_OK;
-  if (d->comm == TP_COMM_BF16)
-    return fp8_reject(p,
-                      "%s dist_gemm with comm_dtype bf16: the fused pushes carry fp8 chunks and "
-                      "their scales (comm_dtype fp8); gathering bf16 and quantizing the whole is "
-                      "stock's",
-                      dt);
-  if (d->chunks > 1)
-    return fp8_reject(p,
-                      "%s dist_gemm chunks=%d: an fp8 shard travels whole with its scales (a "
-                      "block of a shard's rows has no contiguous piece of a VEC128 or VEC32 "
-                      "scale layout); chunks 1 only",
-                      dt, d->chunks);
-  return TP_OK;
-}
 
 /* dist_gemm: the bf16 plan of the same op gives the schedule (auto's choice
  * and its reason, the copy kernel's blocks); auto may choose the stock path. */
@@ -75,9 +46,12 @@ static tp_rc plan_base(const tp_group *g, tp_fp8_linear *p) {
   if (rc == TP_EREJECT) return fp8_reject(p, "%s", tp_last_message());
   TP_TRY(rc);
   p->fused = linear_is_fused(&p->base);
-  if (p->fused && p->base.schedule != TP_SCHED_CE && p->base.schedule != TP_SCHED_SM)
-    return fp8_reject(p, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",
-                      tp_dtype_name(p->desc.dtype), tp_schedule_name(p->base.schedule));
+  /* what auto resolved to, held to the recipe's rule as the requested schedule was */
+  const tp_recipe_case c = {p->desc.dtype,       p->desc.op, p->desc.tokens, p->desc.out_features,
+                            p->desc.in_features, p->world,   TP_PASS_FWD,    p->desc.comm};
+  char why[sizeof p->reason];
+  if (p->fused && tp_recipe_dist_rejection(&c, p->base.schedule, 1, why, sizeof why))
+    return fp8_reject(p, "%s", why);
   return TP_OK;
 }
 
@@ -108,7 +82,6 @@ static tp_rc plan_shapes(tp_fp8_linear *p) {
 }
 
 tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
-  TP_TRY(check_rules(p));
   if (p->desc.backend == TP_BACKEND_DIST) TP_TRY(plan_base(g, p));
   TP_TRY(plan_shapes(p));
   p->gemm_workspace_bytes = (size_t)32 << 20;

@@ -18,6 +18,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
+#include "kernels/tp_recipe_rules.h"
 
 /* ---- plan, prepare, release ------------------------------------------------------------ */
 
@@ -34,33 +35,39 @@ static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj, 
   return f;
 }
 
-/* The matrix's rules (fp8_rules.h) again where the plan is made, for what
- * the projection's own plan cannot see: the layer's sp and symm. */
-static tp_rc check_layer_rules(const tp_group *g, tp_backend backend, const tp_block_shape *s) {
-  const char *dt = tp_dtype_name(s->proj_dtype);
+/* The recipe's rules of the whole layer (kernels/tp_recipe_rules.h: the
+ * matrix asks the same), for what each projection's own plan cannot see:
+ * qkv's weight parts, the layer's sp and symm, its backend at TP 1. */
+static tp_rc check_layer_rules(const tp_group *g, tp_backend backend, tp_schedule requested,
+                               int chunks, const tp_block_shape *s) {
   if (s->dtype != TP_BF16)
-    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s", dt,
-                   tp_dtype_name(s->dtype));
-  /* TP 1, as ops' fp8 items: the stock op and its GEMMs alone (nothing travels) */
-  if (g->world == 1 && backend != TP_BACKEND_STOCK && backend != TP_BACKEND_GEMM_ONLY)
-    return TP_FAIL(TP_EREJECT, "%s at TP 1: %s has nothing to gather or scatter", dt,
-                   tp_backend_axis(backend));
-  if (g->world > 1 && !s->sp)
-    return TP_FAIL(TP_EREJECT,
-                   "%s layers at TP %d with sp off: the fp8 projections' communication gathers "
-                   "and reduce-scatters sequence-sharded rows (sp on only; never run as bf16)",
-                   dt, g->world);
-  if (backend == TP_BACKEND_DIST && s->symm == TP_SYMM_NCCL)
-    return TP_FAIL(TP_EREJECT,
-                   "symm=nccl: the fp8 projections' fused pushes (kernels/tp_linear_fp8_comm.c) "
-                   "run over the CUDA-IPC heap only");
+    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s",
+                   tp_dtype_name(s->proj_dtype), tp_dtype_name(s->dtype));
+  const tp_recipe_layer l = {s->proj_dtype,
+                             s->layer,
+                             s->batch * s->seq,
+                             s->dim,
+                             s->n_heads,
+                             s->n_kv_heads,
+                             s->head_dim,
+                             s->ffn_hidden,
+                             g->world,
+                             s->backward ? TP_PASS_FWD_BWD : TP_PASS_FWD,
+                             s->sp,
+                             g->world > 1 ? s->comm : TP_COMM_NONE};
+  char why[400];
+  if (tp_recipe_layer_backend_rejection(&l, backend, why, sizeof why) ||
+      tp_recipe_layer_rejection(&l, why, sizeof why) ||
+      (backend == TP_BACKEND_DIST &&
+       tp_recipe_layer_dist_rejection(&l, requested, chunks, s->symm, why, sizeof why)))
+    return TP_FAIL(TP_EREJECT, "%s", why);
   return TP_OK;
 }
 
 tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_schedule requested, int chunks,
                         tp_block_plan *p) {
   const tp_block_shape *s = &p->shape;
-  TP_TRY(check_layer_rules(g, backend, s));
+  TP_TRY(check_layer_rules(g, backend, requested, chunks, s));
   p->fp8 = calloc(1, sizeof *p->fp8);
   if (!p->fp8) return TP_FAIL(TP_EOOM, "no host memory for the fp8 projections");
   for (int i = 0; i < TP_N_PROJ; ++i) {
