@@ -21,9 +21,6 @@
 #include "kernels/tp_quant_device.h"
 #include "kernels/tp_recipe_rules.h"
 
-/* cuBLASLt's workspace for the scaled GEMMs (what tp_gemm.c gives the bf16 ones). */
-static const size_t FP8_GEMM_WORKSPACE = (size_t)32 << 20;
-
 tp_rc fp8_reject(tp_fp8_linear *p, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -87,14 +84,15 @@ tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_f
                    (long long)desc->tokens, (long long)desc->out_features,
                    (long long)desc->in_features, desc->n_weights);
   TP_TRY(check_rules(out));
+  /* the group's one cuBLASLt context and workspace, claimed as the bf16 GEMMs claim it */
+  out->gemm = g->gemm_scaled;
+  TP_TRY(tp_device_claim(TP_SHARED_GEMM, tp_gemm_workspace_bytes(g->gemm)));
   if (g->world > 1) return fp8_comm_plan(g, out);
   out->m = desc->tokens;
   out->n = desc->out_features;
   out->k = desc->in_features;
   TP_TRY(tp_quant_scale_shape(out->format, TP_QROLE_ACT, out->m, out->k, &out->x_scales_shape));
   TP_TRY(tp_quant_scale_shape(out->format, TP_QROLE_WEIGHT, out->n, out->k, &out->w_scales_shape));
-  out->gemm_workspace_bytes = FP8_GEMM_WORKSPACE;
-  TP_TRY(tp_gemm_scaled_create(out->gemm_workspace_bytes, &out->gemm));
   /* cuBLASLt's refusal is the rejection, in its words (recorded as the last error) */
   TP_TRY(tp_gemm_scaled_supported(out->gemm, out->format, out->m, out->n, out->k, out->reason,
                                   sizeof out->reason));
@@ -325,14 +323,13 @@ void tp_fp8_linear_release(tp_fp8_linear *p) {
     for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) tp_device_release(per[j]);
   }
   fp8_comm_release(p);
-  tp_gemm_scaled_destroy(p->gemm);
   const tp_fp8_linear_desc desc = p->desc;
   memset(p, 0, sizeof *p);
   p->desc = desc;
 }
 
 size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p) {
-  return p->quant_bytes + (p->gemm ? p->gemm_workspace_bytes : 0) + p->symm_bytes;
+  return p->quant_bytes + p->symm_bytes;
 }
 
 /* ---- the sampled float64 checks ----------------------------------------------------------------

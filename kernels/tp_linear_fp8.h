@@ -157,13 +157,12 @@ typedef struct tp_fp8_linear {
   tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
   void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
-  tp_fp8_bwd_comm bwd; /* the backward at TP > 1 */
-  size_t symm_bytes;   /* dist_gemm: the symmetric workspace it needs */
-  size_t comm_bytes;   /* bytes one rank sends per step */
-  tp_gemm_scaled *gemm;
-  size_t gemm_workspace_bytes;
-  size_t quant_bytes; /* the quantized copies, their scales and the amax */
-  char reason[400];   /* a rejection's reason */
+  tp_fp8_bwd_comm bwd;  /* the backward at TP > 1 */
+  size_t symm_bytes;    /* dist_gemm: the symmetric workspace it needs */
+  size_t comm_bytes;    /* bytes one rank sends per step */
+  tp_gemm_scaled *gemm; /* the group's (tp_group.gemm_scaled), borrowed */
+  size_t quant_bytes;   /* the quantized copies, their scales and the amax */
+  char reason[400];     /* a rejection's reason */
 } tp_fp8_linear;
 
 /* Plans the projection on this group (zeroes *out first; release it in every
@@ -251,7 +250,11 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_backward_collective(tp_group *g, tp_fp8_linear
 /* Frees what plan and prepare made (a zeroed or partly made p is fine). */
 void tp_fp8_linear_release(tp_fp8_linear *p);
 
-/* Bytes the projection holds besides the layer's bf16 tensors. */
+/* Bytes the projection holds besides the layer's bf16 tensors: its quantized
+ * copies and scales, the communication's buffers and the symmetric workspace
+ * it asks for. The cuBLASLt workspace is the group's, shared with every other
+ * GEMM of the group and claimed for the plan's owner (TP_SHARED_GEMM), as a
+ * bf16 projection's is. */
 size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p);
 
 /* The judgement of one output of a step against the float64 products. */

@@ -84,8 +84,6 @@ static tp_rc plan_shapes(tp_fp8_linear *p) {
 tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
   if (p->desc.backend == TP_BACKEND_DIST) TP_TRY(plan_base(g, p));
   TP_TRY(plan_shapes(p));
-  p->gemm_workspace_bytes = (size_t)32 << 20;
-  TP_TRY(tp_gemm_scaled_create(p->gemm_workspace_bytes, &p->gemm));
   /* the fused pipelines run one GEMM per rank's rows, the rest one over all T */
   const int64_t gemm_m = p->fused ? p->shard_rows : p->m;
   TP_TRY(tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
