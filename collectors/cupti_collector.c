@@ -923,6 +923,13 @@ void tp_collector_stop(tp_collector *c) {
   atomic_store(&collector_running, 0);
 }
 
+tp_rc tp_collector_stream_id(void *stream, uint32_t *id) {
+  if (!id) return TP_FAIL(TP_EUSAGE, "tp_collector_stream_id: NULL id");
+  /* no context given: CUPTI takes the stream's own */
+  TP_CUPTI(cuptiGetStreamIdEx(NULL, (CUstream)stream, 0, id));
+  return TP_OK;
+}
+
 tp_rc tp_collector_cupti_version(char *buf, size_t cap) {
   uint32_t version = 0;
   CUptiResult r = cuptiGetVersion(&version);

@@ -157,8 +157,15 @@ tp_evidence_state tp_evidence_combine(tp_evidence_state a, tp_evidence_state b) 
 /* What a transfer is, by the fingerprint it leaves. */
 typedef enum { FP_NONE, FP_PEER_COPY, FP_COPY_KERNEL, FP_NCCL } fingerprint;
 
-static fingerprint fingerprint_of(const tp_event *e) {
-  if (e->type == TP_EV_MEMCPY) return e->copy_kind == TP_COPY_PTOP ? FP_PEER_COPY : FP_NONE;
+/* A copy into a peer's memory: peer-to-peer, or, with the ranks sharing one
+ * GPU, device-to-device on the window's push stream (tp_evidence_window). */
+static int is_push(const tp_event *e, const tp_evidence_window *w) {
+  if (e->copy_kind == TP_COPY_PTOP) return 1;
+  return w->shared_device && e->copy_kind == TP_COPY_DTOD && e->stream == w->push_stream;
+}
+
+static fingerprint fingerprint_of(const tp_event *e, const tp_evidence_window *w) {
+  if (e->type == TP_EV_MEMCPY) return is_push(e, w) ? FP_PEER_COPY : FP_NONE;
   if (e->type != TP_EV_KERNEL) return FP_NONE;
   tp_kernel_origin origin = tp_classify_kernel_ex(e->name).origin;
   if (origin == TP_KERNEL_OWN_COPY) return FP_COPY_KERNEL;
@@ -246,7 +253,7 @@ typedef struct tally {
 static void place_transfers(const tp_event *ev, size_t n, const tp_evidence_window *w,
                             tp_op_evidence *ops, const op_ranges *rg, size_t n_ops, tally *t) {
   for (size_t i = 0; i < n; ++i) {
-    fingerprint fp = fingerprint_of(&ev[i]);
+    fingerprint fp = fingerprint_of(&ev[i], w);
     if (fp == FP_NONE) continue;
     uint64_t at = ev[i].launch_ns;
     if (at == 0) {
@@ -264,6 +271,13 @@ static void place_transfers(const tp_event *ev, size_t n, const tp_evidence_wind
     t->outside += !in_any;
     t->required += (size_t)required;
   }
+}
+
+/* How a copy-engine schedule's pushes were counted where the ranks share one GPU. */
+static const char *shared_note(const tp_evidence_window *w, sched id) {
+  return w->shared_device && id == SCHED_CE
+             ? " (ranks share one GPU: a push is a DtoD copy on the transfer stream)"
+             : "";
 }
 
 /* Sets an op's state and its message (printf-style). */
@@ -296,16 +310,16 @@ static void judge_op(tp_op_evidence *op, const op_ranges *rg, const tally *t, si
   else if (need != FP_NONE && t->required != expected)
     SET_VERDICT(op, TP_EVIDENCE_FAILED,
                 "%s (%s): the configuration's ops must launch %zu transfers in their ranges (%d "
-                "iterations x %d), found %zu; this op: %zu %s",
+                "iterations x %d), found %zu; this op: %zu %s%s",
                 op->op, s->name, expected, w->iterations, w->transfers_per_iteration, t->required,
-                count_of(op, need), s->what);
+                count_of(op, need), s->what, shared_note(w, s->id));
   else if (t->outside > 0)
     SET_VERDICT(op, TP_EVIDENCE_FAILED,
                 "%s (%s): %zu transfers were launched outside every op's range", op->op, s->name,
                 t->outside);
   else
-    SET_VERDICT(op, TP_EVIDENCE_OK, "%s (%s): %zu ranges, %zu %s, %s", op->op, s->name, rg->n,
-                count_of(op, need), s->what, forbidden_text(s->id));
+    SET_VERDICT(op, TP_EVIDENCE_OK, "%s (%s): %zu ranges, %zu %s, %s%s", op->op, s->name, rg->n,
+                count_of(op, need), s->what, forbidden_text(s->id), shared_note(w, s->id));
 }
 
 static tp_rc check_ops_args(const tp_event *ev, size_t n, const tp_evidence_window *w,

@@ -222,6 +222,14 @@ typedef struct tp_evidence_window {
   const char *not_checked;     /* non-NULL: the trace cannot be judged (iteration markers
                                   missing, records dropped): every op is not checked with
                                   this reason */
+  /* 0 on a real host: a copy-engine push is a peer-to-peer copy, nothing
+   * else counts. 1 when the ranks share one GPU (TPBENCH_TEST_SHARE_GPU): a
+   * push into a peer's memory on the same device is recorded by CUPTI as a
+   * device-to-device copy, so there a DtoD copy on push_stream (the group's
+   * transfer stream, where only pushes run) counts as a push, and a DtoD
+   * copy on any other stream stays a local copy. */
+  int shared_device;
+  uint32_t push_stream; /* CUPTI stream id; read only when shared_device */
 } tp_evidence_window;
 
 /* Judges each op of one rank's traced window inside its own NVTX ranges.
@@ -344,6 +352,11 @@ uint64_t tp_collector_now(void);
 /* Disables every kind, flushes, frees buffers, events and names. Reports
  * (as a warning) records dropped and ranges never closed. NULL is a no-op. */
 void tp_collector_stop(tp_collector *c);
+
+/* The CUPTI stream id (tp_event.stream) of a CUDA stream (a cudaStream_t,
+ * passed as void * so this header needs no CUDA header): how a caller names
+ * one of its streams to the evidence rules. TP_ECUPTI with CUPTI's text. */
+TP_MUST_CHECK tp_rc tp_collector_stream_id(void *stream, uint32_t *id);
 
 /* CUPTI's API version as "api N" (cuptiGetVersion), for the run header.
  * TP_ECUPTI with CUPTI's text if it cannot be read. */

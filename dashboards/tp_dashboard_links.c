@@ -1,7 +1,8 @@
 /*
  * tp_dashboard_links.c — the link probes of a database as JSON for the
- * dashboard (see tp_dashboard_links.h): one query over every stored point,
- * grouped by run as the rows come.
+ * dashboard (see tp_dashboard_links.h): one query over every stored transfer
+ * point (the per-call latencies of flags and barriers move no bytes to
+ * chart), grouped by run as the rows come.
  */
 #include "dashboards/tp_dashboard_links.h"
 
@@ -17,6 +18,7 @@ static const char POINTS_SQL[] =
     "c.id, c.layer, c.backend, c.tp, c.m, c.dtype, x.median_us, x.p10_us, x.p90_us "
     "FROM configs c JOIN runs r ON r.id = c.run_id JOIN results x ON x.config_id = c.id "
     "WHERE c.kind = 'link' AND c.status = 'ok' "
+    "AND c.layer NOT IN ('barrier', 'flag_round_trip', 'flag_wait') " /* latencies, no bytes */
     "ORDER BY r.started_at, r.id, c.layer, c.m, c.id";
 
 static const char *text(sqlite3_stmt *st, int col) {

@@ -50,6 +50,8 @@ struct tp_alloc_ledger {
   int n_accounts, cap_accounts;
   tp_alloc_owner current;
   watch watch;
+  int64_t limit;       /* live bytes over every owner; 0: none */
+  char limit_why[160]; /* what the limit is, for the refusal's message */
 };
 
 static char tombstone;
@@ -195,7 +197,39 @@ static void charge_record(tp_alloc_ledger *l, account *a, const record *r) {
   note_change(l, a, (int64_t)r->bytes);
 }
 
+static int64_t live_locked(const tp_alloc_ledger *l) {
+  int64_t live = 0;
+  for (int i = 0; i < l->n_accounts; ++i) live += l->accounts[i].live_bytes;
+  return live;
+}
+
+static tp_rc check_limit_locked(const tp_alloc_ledger *l, size_t bytes) {
+  if (l->limit <= 0) return TP_OK;
+  const int64_t after = live_locked(l) + (int64_t)bytes;
+  if (after <= l->limit) return TP_OK;
+  const double mib = 1024.0 * 1024.0;
+  return TP_FAIL(TP_EREJECT,
+                 "%s: %zu more bytes would bring this process's device memory to %.1f MiB, over "
+                 "its share of %.1f MiB",
+                 l->limit_why, bytes, (double)after / mib, (double)l->limit / mib);
+}
+
+void tp_alloc_set_limit(tp_alloc_ledger *l, int64_t limit_bytes, const char *why) {
+  pthread_mutex_lock(&l->lock);
+  l->limit = limit_bytes > 0 ? limit_bytes : 0;
+  snprintf(l->limit_why, sizeof l->limit_why, "%s", why ? why : "device memory limit");
+  pthread_mutex_unlock(&l->lock);
+}
+
+int64_t tp_alloc_limit(tp_alloc_ledger *l) {
+  pthread_mutex_lock(&l->lock);
+  const int64_t limit = l->limit;
+  pthread_mutex_unlock(&l->lock);
+  return limit;
+}
+
 static tp_rc malloc_locked(tp_alloc_ledger *l, tp_alloc_owner owner, void **out, size_t bytes) {
+  TP_TRY(check_limit_locked(l, bytes));
   account *a = NULL;
   /* host bookkeeping first: a device allocation is never left unrecorded */
   TP_TRY(account_of(l, owner, &a));

@@ -154,6 +154,17 @@ void tp_alloc_stats_of(tp_alloc_ledger *ledger, tp_alloc_owner owner, tp_alloc_s
 /* Live bytes and allocations over every owner. */
 void tp_alloc_totals(tp_alloc_ledger *ledger, int64_t *live_bytes, int64_t *live_count);
 
+/* Caps the live bytes over every owner at limit_bytes (0: no cap). An
+ * allocation that would pass the cap allocates nothing and fails with
+ * TP_EREJECT: "WHY: BYTES more bytes would bring this process's device
+ * memory to X MiB, over its share of Y MiB". Adoptions are counted, never
+ * refused (their memory exists already). What tpbench uses where several
+ * ranks share one GPU (TPBENCH_TEST_SHARE_GPU): each rank's share of the
+ * card, so a shape that cannot fit them all is rejected with the reason
+ * instead of failing in the driver. why is copied (up to 159 characters). */
+void tp_alloc_set_limit(tp_alloc_ledger *ledger, int64_t limit_bytes, const char *why);
+int64_t tp_alloc_limit(tp_alloc_ledger *ledger);
+
 /* Restarts owner's high-water mark at what it holds now. */
 void tp_alloc_reset_peak(tp_alloc_ledger *ledger, tp_alloc_owner owner);
 
@@ -179,6 +190,16 @@ TP_MUST_CHECK tp_rc tp_alloc_watch_end(tp_alloc_ledger *ledger, int64_t *peak);
 tp_alloc_ledger *tp_device_ledger(void);
 
 /* cudaMalloc of bytes charged to the current owner, or to owner. */
+/* tp_alloc_set_limit / tp_alloc_limit of the process's ledger (0 when there is none). */
+TP_MUST_CHECK tp_rc tp_device_set_limit(int64_t limit_bytes, const char *why);
+int64_t tp_device_limit(void);
+
+/* Ranks sharing one GPU (TPBENCH_TEST_SHARE_GPU): caps this process's ledger
+ * at its share of the device, measured once every rank has its CUDA context
+ * and communicator (the caller meets its peers first): what it holds now
+ * plus 90 % of the device's free memory split evenly over `ranks`. The
+ * refusal's message names the ranks and the share; *share_bytes gets it. */
+TP_MUST_CHECK tp_rc tp_device_limit_to_share(int ranks, int64_t *share_bytes);
 TP_MUST_CHECK tp_rc tp_device_malloc(void **out, size_t bytes);
 TP_MUST_CHECK tp_rc tp_device_malloc_as(tp_alloc_owner owner, void **out, size_t bytes);
 

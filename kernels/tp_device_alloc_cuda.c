@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdio.h>
 
 #include "common/tp_log.h"
 
@@ -46,6 +47,41 @@ tp_alloc_ledger *tp_device_ledger(void) {
 static tp_rc ledger(tp_alloc_ledger **out) {
   *out = tp_device_ledger();
   if (!*out) return TP_FAIL(TP_EOOM, "no host memory for the device-memory ledger");
+  return TP_OK;
+}
+
+tp_rc tp_device_set_limit(int64_t limit_bytes, const char *why) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  tp_alloc_set_limit(l, limit_bytes, why);
+  return TP_OK;
+}
+
+int64_t tp_device_limit(void) {
+  tp_alloc_ledger *l = tp_device_ledger();
+  return l ? tp_alloc_limit(l) : 0;
+}
+
+tp_rc tp_device_limit_to_share(int ranks, int64_t *share_bytes) {
+  tp_alloc_ledger *l = NULL;
+  TP_TRY(ledger(&l));
+  if (ranks < 1) return TP_FAIL(TP_EUSAGE, "tp_device_limit_to_share: %d ranks", ranks);
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaError_t err = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (err != cudaSuccess)
+    return TP_FAIL(TP_ECUDA, "cudaMemGetInfo: %s (%s)", cudaGetErrorString(err),
+                   cudaGetErrorName(err));
+  int64_t live = 0, count = 0;
+  tp_alloc_totals(l, &live, &count);
+  /* 10 % stays free for what the ledger never sees (NCCL's lazily made
+   * buffers, cuBLASLt's heuristics, fragmentation) */
+  const int64_t share = live + (int64_t)((double)free_bytes * 0.9 / ranks);
+  char why[160];
+  snprintf(why, sizeof why,
+           "ranks sharing one GPU: %d ranks on %.0f MiB free of %.0f MiB, 90 %% split evenly",
+           ranks, (double)free_bytes / 1048576.0, (double)total_bytes / 1048576.0);
+  tp_alloc_set_limit(l, share, why);
+  *share_bytes = share;
   return TP_OK;
 }
 

@@ -122,6 +122,80 @@ static tp_rc layouts_set_batch(gemm_entry *e, const gemm_key *k) {
   return TP_OK;
 }
 
+/* The heuristic's first algorithm without split-K (its first at all if none)
+ * for the layouts a, b, c of operation e->op. */
+static tp_rc pick_algorithm(tp_gemm *g, const gemm_entry *e, const gemm_key *k,
+                            cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                            cublasLtMatrixLayout_t c, cublasLtMatmulAlgo_t *out) {
+  cublasLtMatmulPreference_t pref;
+  TP_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  uint32_t align = k->align;
+  cublasStatus_t st =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &g->workspace_bytes, sizeof g->workspace_bytes);
+  const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (size_t i = 0; i < sizeof aligns / sizeof aligns[0] && st == CUBLAS_STATUS_SUCCESS; ++i)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align);
+  cublasLtMatmulHeuristicResult_t found[GEMM_HEURISTICS];
+  int n_found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(g->handle, e->op, a, b, c, c, pref, GEMM_HEURISTICS, found,
+                                        &n_found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TP_CUBLAS(st);
+  if (n_found == 0)
+    return TP_FAIL(TP_ECUBLAS, "cuBLASLt found no algorithm for %s GEMM m=%lld n=%lld k=%lld",
+                   k->dt == TP_BF16 ? "bf16" : "fp32", (long long)k->m, (long long)k->n,
+                   (long long)k->k);
+  int pick = 0;
+  for (int i = 0; i < n_found; ++i) {
+    int32_t splits = 1;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             &splits, sizeof splits,
+                                             &written) == CUBLAS_STATUS_SUCCESS &&
+        splits <= 1) {
+      pick = i;
+      break;
+    }
+  }
+  *out = found[pick].algo;
+  return TP_OK;
+}
+
+/* fp32 GEMMs take the algorithm the heuristic gives a canonical row count,
+ * whatever their own m, when it runs their shape: measured at TP 4 on an
+ * H100, the heuristic's own pick for 256 rows summed K in another order than
+ * its pick for 1024 (every fused chunk's rows off the whole GEMM's by ~1e-6),
+ * which the bf16 picks never did. So a chunk of rows gives the whole's bits. */
+enum { FP32_CANONICAL_ROWS = 8192 };
+
+static tp_rc pick_row_invariant(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
+  const int64_t m = FP32_CANONICAL_ROWS;
+  const uint64_t a_rows = k->trans_a ? (uint64_t)m : (uint64_t)k->k;
+  const uint64_t a_cols = k->trans_a ? (uint64_t)k->k : (uint64_t)m;
+  const int64_t lda = k->trans_a && k->lda < m ? m : k->lda;
+  cublasLtMatrixLayout_t b = NULL, c = NULL;
+  cublasLtMatmulAlgo_t algo;
+  cublasStatus_t st = cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, a_rows, a_cols, lda);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, (uint64_t)k->n, (uint64_t)m, k->ldc);
+  tp_rc rc = st == CUBLAS_STATUS_SUCCESS ? pick_algorithm(g, e, k, e->a, b, c, &algo)
+                                         : TP_FAIL(TP_ECUBLAS, "cublasLtMatrixLayoutCreate: %s",
+                                                   cublasLtGetStatusString(st));
+  if (b) cublasLtMatrixLayoutDestroy(b);
+  if (c) cublasLtMatrixLayoutDestroy(c);
+  TP_TRY(rc);
+  cublasLtMatmulHeuristicResult_t check;
+  if (cublasLtMatmulAlgoCheck(g->handle, e->op, e->a, e->b, e->c, e->c, &algo, &check) !=
+      CUBLAS_STATUS_SUCCESS)
+    return pick_algorithm(g, e, k, e->a, e->b, e->c, &e->algo); /* it cannot: its own */
+  e->algo = algo;
+  return TP_OK;
+}
+
 /* Column-major view (see tp_gemm.h): cuBLASLt computes Cᶜ[n, m] = op(Bᶜ) · op(Aᶜ). */
 static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
   cudaDataType_t io = k->dt == TP_BF16 ? CUDA_R_16BF : CUDA_R_32F;
@@ -143,41 +217,8 @@ static tp_rc entry_build(tp_gemm *g, gemm_entry *e, const gemm_key *k) {
   TP_CUBLAS(cublasLtMatrixLayoutCreate(&e->c, c_io, (uint64_t)k->n, (uint64_t)k->m, k->ldc));
   if (k->batch > 0) TP_TRY(layouts_set_batch(e, k));
 
-  cublasLtMatmulPreference_t pref;
-  TP_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  uint32_t align = k->align;
-  cublasStatus_t st =
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &g->workspace_bytes, sizeof g->workspace_bytes);
-  const cublasLtMatmulPreferenceAttributes_t aligns[] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (size_t i = 0; i < sizeof aligns / sizeof aligns[0] && st == CUBLAS_STATUS_SUCCESS; ++i)
-    st = cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align);
-  cublasLtMatmulHeuristicResult_t found[GEMM_HEURISTICS];
-  int n_found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(g->handle, e->op, e->a, e->b, e->c, e->c, pref,
-                                        GEMM_HEURISTICS, found, &n_found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  TP_CUBLAS(st);
-  if (n_found == 0)
-    return TP_FAIL(TP_ECUBLAS, "cuBLASLt found no algorithm for %s GEMM m=%lld n=%lld k=%lld",
-                   k->dt == TP_BF16 ? "bf16" : "fp32", (long long)k->m, (long long)k->n,
-                   (long long)k->k);
-  int pick = 0;
-  for (int i = 0; i < n_found; ++i) {
-    int32_t splits = 1;
-    size_t written = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&found[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
-                                             &splits, sizeof splits,
-                                             &written) == CUBLAS_STATUS_SUCCESS &&
-        splits <= 1) {
-      pick = i;
-      break;
-    }
-  }
-  e->algo = found[pick].algo;
+  if (k->dt == TP_FP32 && k->batch == 0 && !k->c_dt_plus1) TP_TRY(pick_row_invariant(g, e, k));
+  else TP_TRY(pick_algorithm(g, e, k, e->a, e->b, e->c, &e->algo));
   e->key = *k;
   e->used = 1;
   return TP_OK;

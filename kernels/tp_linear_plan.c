@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/tp_chunk_rule.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
@@ -16,14 +17,7 @@
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
    * probe in docs/PERF.md), close to the copy engine with few SMs taken */
-  SM_COPY_BLOCKS = 16,
-  AUTO_CHUNK_MIN_ROWS = 512,
-  AUTO_MAX_CHUNKS = 4,
-  /* Below this many bytes per rank and transfer, auto takes the stock path:
-   * on the H200 pair fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock
-   * (fixed costs: barrier, flags, copy dispatch), ops moving 8 MiB and more
-   * at 1.0-1.5x (docs/PERF.md). */
-  AUTO_FUSE_MIN_BYTES = 4 << 20
+  SM_COPY_BLOCKS = 16
 };
 
 size_t tp_linear_x_elems(const tp_linear_plan *p) {
@@ -41,56 +35,27 @@ size_t tp_linear_y_elems(const tp_linear_plan *p) {
   return (size_t)((!p->desc.sp ? p->desc.tokens : p->shard_rows) * p->desc.out_features);
 }
 
-/* ---- the chunk-count model ----------------------------------------------------------- */
+/* ---- the chunk-count model (common/tp_chunk_rule.h) ---------------------------------- */
 
-/* Rates of the chunk-count model, measured on the reference H200 pair: a
- * copy-engine push moves about 350 GB/s at these sizes (the link probe in
- * docs/PERF.md: 306-389 GB/s from 8 to 256 MiB per rank); cuBLASLt runs bf16
- * GEMMs at about 650 TFLOP/s (the model of docs/PERF.md, attempt 2) and fp32
- * ones at about 50. */
-static const double MODEL_PUSH_BYTES_PER_S = 350e9;
-
-static double model_flop_rate(tp_dtype dt) { return dt == TP_BF16 ? 650e12 : 50e12; }
-
-/* Largest of 4, 2, 1 that divides rows and leaves at least min_rows per chunk. */
-static int most_chunks(int64_t rows, int64_t min_rows) {
-  for (int c = AUTO_MAX_CHUNKS; c > 1; c /= 2)
-    if (rows % c == 0 && rows / c >= min_rows) return c;
-  return 1;
-}
-
-/* All-gather side: if the whole shard moves while the local shard's GEMM
- * runs, one chunk is best (chunk GEMMs only lose efficiency); otherwise
- * chunk so that the GEMM can start on the first peer chunk early.
- * Reduce-scatter side: see below. gather says which pipeline is being
- * chunked (the backward runs the other side's). */
+/* auto's chunk count for the side `gather` (the backward runs the other
+ * side's pipeline), with why in why[why_cap]. */
 static int auto_chunks(const tp_linear_desc *d, int gather, int world, int64_t rows,
                        size_t row_bytes, char *why, size_t why_cap) {
-  const double push_s =
-      (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
-  if (gather) {
-    const double local_gemm_s = 2.0 * (double)rows * ((double)d->out_features / world) *
-                                (double)d->in_features * (double)d->n_weights /
-                                model_flop_rate(d->dtype);
-    int c = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, AUTO_CHUNK_MIN_ROWS);
+  const tp_chunk_choice c = tp_auto_chunks(gather, world, rows, row_bytes, d->out_features,
+                                           d->in_features, d->n_weights, d->dtype);
+  if (gather)
     snprintf(
         why, why_cap,
         "%d chunk(s): model says the shard's pushes take %.0f us against %.0f us of local-shard "
         "GEMM (%s)",
-        c, push_s * 1e6, local_gemm_s * 1e6,
-        c == 1 ? "hidden whole" : "chunked so peer rows start early");
-    return c;
-  }
-  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel
-   * shapes: two chunks beat one on 11 (the first transfer hides under the
-   * second partial GEMM) and four on 10 (smaller chunk GEMMs lose more than
-   * they hide). */
-  int c = rows % 2 == 0 && rows / 2 >= AUTO_CHUNK_MIN_ROWS ? 2 : 1;
-  snprintf(why, why_cap,
-           "%d chunk(s) of %lld rows: the second partial GEMM hides the first chunk's transfer "
-           "(%.0f us); the last one (%.0f us) stays exposed",
-           c, (long long)(rows / c), push_s * 1e6 / c, push_s * 1e6 / c);
-  return c;
+        c.chunks, c.push_us, c.local_gemm_us,
+        c.chunks == 1 ? "hidden whole" : "chunked so peer rows start early");
+  else
+    snprintf(why, why_cap,
+             "%d chunk(s) of %lld rows: the second partial GEMM hides the first chunk's transfer "
+             "(%.0f us); the last one (%.0f us) stays exposed",
+             c.chunks, (long long)(rows / c.chunks), c.push_us / c.chunks, c.push_us / c.chunks);
+  return c.chunks;
 }
 
 /* ---- shape, bytes, FLOP --------------------------------------------------------------- */
@@ -247,7 +212,7 @@ static void dist_falls_back_to_stock(tp_linear_plan *p, size_t transfer_bytes) {
            "auto: the stock path (NCCL collective, then the GEMM) — %.2f MiB per rank and "
            "transfer is below the %d MiB where fusing paid off on the H200 pair; fixed costs "
            "(barrier, flags, copy dispatch) would outweigh the overlap",
-           (double)transfer_bytes / 1048576.0, AUTO_FUSE_MIN_BYTES >> 20);
+           (double)transfer_bytes / 1048576.0, TP_AUTO_FUSE_MIN_BYTES >> 20);
   p->workspace_bytes = stock_scratch(&p->desc);
 }
 
@@ -293,7 +258,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
   TP_TRY(dist_chunks(g, requested, chunks, row_bytes, p, chunk_why, sizeof chunk_why));
   p->sm_blocks = SM_COPY_BLOCKS;
   const size_t transfer_bytes = (size_t)p->shard_rows * row_bytes;
-  if (requested == TP_SCHED_AUTO && chunks == 0 && transfer_bytes < AUTO_FUSE_MIN_BYTES) {
+  if (requested == TP_SCHED_AUTO && chunks == 0 && !tp_auto_fuses(p->shard_rows, row_bytes)) {
     dist_falls_back_to_stock(p, transfer_bytes);
     return TP_OK;
   }

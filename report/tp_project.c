@@ -1,21 +1,34 @@
 /*
- * tp_project.c — the projection model's arithmetic (tp_project.h, points 1-5): a shard's GEMM
- * time from measured rates, a transfer's time from the link probe's curve, stock and
- * dist_gemm from the two. No database here: tp_project_load.c reads the inputs and
- * tp_project_write.c shows them.
+ * tp_project.c — the projection model's arithmetic (tp_project.h, points 1-6): a GEMM's time
+ * from measured rates, a transfer's time from the link probe's curve, the fused pipeline's
+ * fixed costs from the probe's own points (or the stated fallbacks), stock, the dist_gemm
+ * pipeline simulated stream by stream, and the error summary. No database here:
+ * tp_project_load.c reads the inputs and tp_project_write.c shows them.
  */
 #include "report/tp_project.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/tp_chunk_rule.h"
+#include "report/tp_report_util.h"
 
 static const double MIB = 1048576.0;
 
 const char *tp_link_kind_name(tp_link_kind kind) {
-  static const char *const names[TP_LINK_KINDS] = {"nccl_all_gather", "nccl_reduce_scatter",
-                                                   "ce_push"};
+  static const char *const names[TP_LINK_KINDS] = {
+      "nccl_all_gather", "nccl_reduce_scatter", "ce_push",  "sm_push", "local_copy",
+      "barrier",         "flag_round_trip",     "flag_wait"};
   return kind < TP_LINK_KINDS ? names[kind] : "?";
+}
+
+const char *tp_cost_kind_name(tp_cost_kind kind) {
+  static const char *const names[TP_COST_KINDS] = {"L push latency",   "k kernel cost",
+                                                   "b barrier",        "h handoff",
+                                                   "w met dependency", "local memory rate"};
+  return kind < TP_COST_KINDS ? names[kind] : "?";
 }
 
 /* ---- GEMM time (point 2) ----------------------------------------------------- */
@@ -107,8 +120,27 @@ static void interpolate(const rate_point *lo, const rate_point *hi, tp_project_g
   est->hi_id = hi->rows ? hi->id : lo->id;
 }
 
+/* Below every measured count (point 2): the time linear in FLOPs from the kernel cost k at
+ * zero FLOPs to the smallest count's time. 0 (est untouched) when k is unknown or not below
+ * that time: the smallest count's rate is held then. */
+static int toward_kernel_cost(const rate_point *smallest, double kernel_us,
+                              tp_project_gemm_est *est) {
+  const double smallest_us = smallest->flops / (smallest->tflops * 1e6);
+  if (!isfinite(kernel_us) || kernel_us < 0 || kernel_us >= smallest_us) return 0;
+  char a[112];
+  est->us = kernel_us + (smallest_us - kernel_us) * est->flops / smallest->flops;
+  est->tflops = est->flops / est->us / 1e6;
+  est->extrapolated = 1;
+  est->lo_id = est->hi_id = smallest->id;
+  describe_point(a, sizeof a, smallest);
+  snprintf(est->source, sizeof est->source,
+           "below the measured FLOPs: line from k = %.1f us at 0 FLOPs to %s", kernel_us, a);
+  return 1;
+}
+
 void tp_project_gemm_time(const tp_project_gemm *gemms, size_t n_gemms, int64_t m, int64_t n,
-                          int64_t k, int64_t n_weights, tp_dtype dtype, tp_project_gemm_est *est) {
+                          int64_t k, int64_t n_weights, tp_dtype dtype, double kernel_us,
+                          tp_project_gemm_est *est) {
   memset(est, 0, sizeof *est);
   est->flops = flops_of(m, n, k, n_weights);
   est->us = NAN;
@@ -132,6 +164,7 @@ void tp_project_gemm_time(const tp_project_gemm *gemms, size_t n_gemms, int64_t 
   rate_point lo = {0}, hi = {0};
   if (!isnan(below)) lo = rate_at(gemms, n_gemms, dtype, below);
   if (!isnan(above)) hi = rate_at(gemms, n_gemms, dtype, above);
+  if (!lo.rows && toward_kernel_cost(&hi, kernel_us, est)) return;
   interpolate(&lo, &hi, est);
   est->us = est->flops / (est->tflops * 1e6);
 }
@@ -201,21 +234,248 @@ void tp_project_link_time(const tp_project_link_curve *curve, double bytes, doub
   est->us = latency + bytes / bytes_per_us;
 }
 
-/* ---- the two paths (points 4, 5) --------------------------------------------- */
+/* ---- the fixed costs (point 6) ---------------------------------------------------- */
+
+static const double SMALL_POINT_BYTES = 1048576.0; /* a point this small is a per-call latency */
+
+static void set_cost(tp_project_cost *c, double value, int measured, int64_t id) {
+  c->value = value;
+  c->measured = measured;
+  c->config_id = id;
+}
+
+/* A per-call latency of a transport: its smallest point when small, else the latency of the
+ * line through its two smallest points (a fallback). */
+static void call_latency(const tp_project_link_curve *curve, tp_link_kind kind,
+                         tp_project_cost *c) {
+  const char *name = tp_link_kind_name(kind);
+  set_cost(c, NAN, 0, 0);
+  if (curve->n == 0) {
+    snprintf(c->source, sizeof c->source, "no %s points", name);
+    return;
+  }
+  const tp_project_link_point *p = &curve->points[0];
+  if (p->bytes <= SMALL_POINT_BYTES) {
+    set_cost(c, p->time_us, 1, p->config_id);
+    snprintf(c->source, sizeof c->source, "%s of %g KiB, per call (config %lld)", name,
+             p->bytes / 1024.0, (long long)p->config_id);
+    return;
+  }
+  tp_project_link_est e;
+  tp_project_link_time(curve, p->bytes, 0, &e);
+  set_cost(c, e.latency_us, 0, 0);
+  snprintf(c->source, sizeof c->source, "fallback: latency of the %s line, %.100s", name, e.source);
+}
+
+/* A cost read from one point (scaled: a round trip's half), or NAN when the probe has none. */
+static int from_point(const tp_project_link_curve *curve, tp_link_kind kind, double scale,
+                      const char *what, tp_project_cost *c) {
+  if (curve->n == 0) return 0;
+  const tp_project_link_point *p = &curve->points[0];
+  set_cost(c, p->time_us * scale, 1, p->config_id);
+  snprintf(c->source, sizeof c->source, "%s%s, per call (config %lld)", what,
+           tp_link_kind_name(kind), (long long)p->config_id);
+  return 1;
+}
+
+/* A fallback equal to another cost, said so. */
+static void fallback_to(tp_project_cost *c, double value, const char *why) {
+  set_cost(c, value, 0, 0);
+  snprintf(c->source, sizeof c->source, "fallback: %s", why);
+}
+
+/* Datasheet HBM bandwidths (peak, GB/s) of the GPUs tpbench is lent, matched by a part of the
+ * device name, most specific first. */
+static const struct {
+  const char *part, *also, *label;
+  double gbps;
+} DATASHEET_HBM[] = {{"H200", NULL, "H200: 4.8 TB/s", 4800.0},
+                     {"H100", "PCIe", "H100 PCIe: 2.0 TB/s", 2000.0},
+                     {"H100", NULL, "H100 SXM: 3.35 TB/s", 3350.0}};
+
+/* The datasheet entry of a GPU named name, or NULL. */
+static int datasheet_hbm(const char *name) {
+  for (int i = 0; name && i < (int)(sizeof DATASHEET_HBM / sizeof DATASHEET_HBM[0]); i++)
+    if (strstr(name, DATASHEET_HBM[i].part) &&
+        (!DATASHEET_HBM[i].also || strstr(name, DATASHEET_HBM[i].also)))
+      return i;
+  return -1;
+}
+
+static void local_rate(const tp_project_link_curve *curve, const char *gpu_name,
+                       tp_project_cost *c) {
+  if (curve->n > 0) {
+    const tp_project_link_point *p = &curve->points[curve->n - 1]; /* the largest: no latency */
+    set_cost(c, 2.0 * p->bytes / p->time_us / 1e3, 1, p->config_id);
+    snprintf(c->source, sizeof c->source,
+             "local_copy of %g MiB: read + written bytes per time (config %lld)",
+             p->bytes / 1048576.0, (long long)p->config_id);
+    return;
+  }
+  const int sheet = datasheet_hbm(gpu_name);
+  if (sheet >= 0) {
+    set_cost(c, DATASHEET_HBM[sheet].gbps, 0, 0);
+    snprintf(c->source, sizeof c->source, "fallback: datasheet HBM bandwidth, %s",
+             DATASHEET_HBM[sheet].label);
+    return;
+  }
+  set_cost(c, NAN, 0, 0);
+  snprintf(c->source, sizeof c->source,
+           "unknown: no local_copy point, no datasheet figure for %.60s (reduce pass and C read "
+           "left out)",
+           gpu_name ? gpu_name : "this GPU");
+}
+
+void tp_project_resolve_costs(const tp_project_link_curve *links, const char *gpu_name,
+                              tp_project_cost *costs) {
+  memset(costs, 0, sizeof *costs * TP_COST_KINDS);
+  tp_project_cost *L = &costs[TP_COST_PUSH_LATENCY], *h = &costs[TP_COST_HANDOFF];
+  call_latency(&links[TP_LINK_CE_PUSH], TP_LINK_CE_PUSH, L);
+  call_latency(&links[TP_LINK_SM_PUSH], TP_LINK_SM_PUSH, &costs[TP_COST_KERNEL]);
+  if (!from_point(&links[TP_LINK_FLAG_ROUND_TRIP], TP_LINK_FLAG_ROUND_TRIP, 0.5, "half of ", h))
+    fallback_to(h, L->value, "h = L (a flag is a small write to the peer behind the push)");
+  if (!from_point(&links[TP_LINK_FLAG_WAIT], TP_LINK_FLAG_WAIT, 1.0, "", &costs[TP_COST_WAIT]))
+    fallback_to(&costs[TP_COST_WAIT], L->value,
+                "w = L (a stream command that finds its condition met)");
+  if (!from_point(&links[TP_LINK_BARRIER], TP_LINK_BARRIER, 1.0, "", &costs[TP_COST_BARRIER]))
+    fallback_to(&costs[TP_COST_BARRIER], 2.0 * h->value, "b = 2·h (one flag round trip)");
+  local_rate(&links[TP_LINK_LOCAL_COPY], gpu_name, &costs[TP_COST_LOCAL_GBPS]);
+}
+
+/* ---- stock (point 4) ----------------------------------------------------------- */
 
 double tp_project_stock_us(double gemm_us, double coll_us) { return gemm_us + coll_us; }
-
-double tp_project_dist_us(int tp, double gemm_us, double chunk_us) {
-  if (tp < 2) return NAN;
-  double g = gemm_us / tp;
-  return g + (double)(tp - 1) * fmax(g, chunk_us);
-}
 
 double tp_project_volume_bytes(const tp_project_shape *shape, int tp) {
   double width = tp_op_gathers(shape->op) ? (double)shape->k : (double)shape->n;
   double gathered = (double)shape->tokens * width * (double)tp_dtype_bytes(shape->dtype);
   return gathered * (double)(tp - 1) / (double)tp;
 }
+
+/* ---- dist_gemm's pipeline (point 5) ------------------------------------------------ */
+
+enum { MAX_SIM_CHUNKS = 64 };
+
+/* A cost's value, 0 when unknown (its term left out). */
+static double cost_or_0(const tp_project_inputs *in, tp_cost_kind kind) {
+  double v = in->costs[kind].value;
+  return isfinite(v) ? v : 0.0;
+}
+
+/* What the simulation reads: the shard's sides and the costs. */
+typedef struct {
+  int tp, chunks;
+  double shard_gemm_us, chunk_gemm_us, push_us, local_us;
+  double b, h, w;
+} sim_in;
+
+/* All-gather side: the copy stream pushes chunk j to every peer in turn; the main stream
+ * runs the local shard's GEMM, then each peer chunk's GEMM as it lands (by symmetry a peer's
+ * push to this rank lands when this rank's push of the same step does). */
+static void simulate_gather(const sim_in *s, tp_project_pipeline *pipe) {
+  double copy = s->b, main_t = s->shard_gemm_us, gemms = s->shard_gemm_us;
+  for (int j = 0; j < s->chunks; j++)
+    for (int step = 1; step < s->tp; step++) {
+      copy += s->push_us;
+      main_t = fmax(main_t + s->w, copy + s->h) + s->chunk_gemm_us;
+      gemms += s->chunk_gemm_us;
+    }
+  pipe->total_us = fmax(main_t, copy);
+  pipe->gemm_sum_us = gemms;
+  pipe->stall_us = pipe->total_us - gemms;
+  pipe->drain_us = pipe->total_us - copy;
+}
+
+/* Reduce-scatter side, in the code's order: chunk j's partials for every peer (each pushed
+ * once written), then chunk j − 1's local GEMM after its waits; the last local GEMM drains. */
+static void simulate_scatter(const sim_in *s, tp_project_pipeline *pipe) {
+  double copy = s->b, main_t = 0, gemms = 0, last_partial = 0, landed[MAX_SIM_CHUNKS];
+  for (int j = 0; j <= s->chunks; j++) {
+    if (j < s->chunks) {
+      for (int step = 1; step < s->tp; step++) {
+        main_t += s->chunk_gemm_us;
+        gemms += s->chunk_gemm_us;
+        copy = fmax(copy, main_t + s->w) + s->push_us;
+      }
+      landed[j] = copy;
+      last_partial = main_t;
+    }
+    if (j > 0) {
+      main_t = fmax(main_t + (s->tp - 1) * s->w, landed[j - 1] + s->h);
+      main_t += s->local_us + s->chunk_gemm_us;
+      gemms += s->chunk_gemm_us;
+    }
+  }
+  pipe->total_us = fmax(main_t, copy);
+  pipe->gemm_sum_us = gemms;
+  pipe->stall_us = pipe->total_us - gemms - s->chunks * s->local_us;
+  pipe->drain_us = pipe->total_us - last_partial;
+}
+
+/* The reduce-scatter side's local traffic of one chunk of rows × width: the reduce pass over
+ * the W − 1 partials (W > 2: W·chunk bytes read and written) and the C read of one. */
+static double local_traffic_us(const tp_project_inputs *in, int tp, double chunk_bytes) {
+  double gbps = in->costs[TP_COST_LOCAL_GBPS].value;
+  if (!isfinite(gbps) || gbps <= 0) return 0;
+  double bytes = chunk_bytes * (tp > 2 ? (double)tp + 1.0 : 1.0);
+  return bytes / (gbps * 1e3);
+}
+
+/* The chunks: the request's, else auto's; 0 when auto takes the stock path. */
+static int pipeline_chunks(const tp_project_shape *shape, int tp, int chunks, int64_t rows,
+                           size_t row_bytes) {
+  if (chunks > 0) return chunks;
+  if (!tp_auto_fuses(rows, row_bytes)) return 0;
+  return tp_auto_chunks(tp_op_gathers(shape->op), tp, rows, row_bytes, shape->n, shape->k,
+                        (int)shape->n_weights, shape->dtype)
+      .chunks;
+}
+
+void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shape *shape, int tp,
+                              int chunks, tp_project_pipeline *pipe) {
+  memset(pipe, 0, sizeof *pipe);
+  pipe->total_us = pipe->gemm_sum_us = pipe->stall_us = pipe->drain_us = NAN;
+  pipe->chunk_gemm.us = pipe->push.us = NAN;
+  const int gathers = tp_op_gathers(shape->op);
+  const size_t e = tp_dtype_bytes(shape->dtype);
+  const int64_t rows = shape->tokens / tp, width = gathers ? shape->k : shape->n;
+  const int64_t n = gathers ? shape->n / tp : shape->n, k = gathers ? shape->k : shape->k / tp;
+  pipe->chunks = pipeline_chunks(shape, tp, chunks, rows, (size_t)width * e);
+  if (pipe->chunks == 0) {
+    pipe->stock_path = 1;
+    return;
+  }
+  if (pipe->chunks > MAX_SIM_CHUNKS || rows % pipe->chunks != 0) {
+    pipe->chunks = 0;
+    return;
+  }
+  const int64_t r = rows / pipe->chunks;
+  const double kernel = in->costs[TP_COST_KERNEL].value;
+  tp_project_gemm_est shard;
+  tp_project_gemm_time(in->gemms, in->n_gemms, rows, n, k, shape->n_weights, shape->dtype, kernel,
+                       &shard);
+  tp_project_gemm_time(in->gemms, in->n_gemms, r, n, k, shape->n_weights, shape->dtype, kernel,
+                       &pipe->chunk_gemm);
+  tp_project_link_time(&in->links[TP_LINK_CE_PUSH], (double)(r * width) * (double)e, in->link_gbps,
+                       &pipe->push);
+  pipe->chunk_rows = r;
+  pipe->pushes = pipe->waits = (tp - 1) * pipe->chunks;
+  pipe->gemms = gathers ? 1 + (tp - 1) * pipe->chunks : tp * pipe->chunks;
+  pipe->local_us = gathers ? 0 : local_traffic_us(in, tp, (double)(r * shape->n) * (double)e);
+  const sim_in s = {.tp = tp,
+                    .chunks = pipe->chunks,
+                    .shard_gemm_us = shard.us,
+                    .chunk_gemm_us = pipe->chunk_gemm.us,
+                    .push_us = pipe->push.us,
+                    .local_us = pipe->local_us,
+                    .b = cost_or_0(in, TP_COST_BARRIER),
+                    .h = cost_or_0(in, TP_COST_HANDOFF),
+                    .w = cost_or_0(in, TP_COST_WAIT)};
+  if (gathers) simulate_gather(&s, pipe);
+  else simulate_scatter(&s, pipe);
+}
+
+/* ---- a prediction --------------------------------------------------------------------- */
 
 /* Whether tp divides the shape (point 1); note says why not. */
 static int divides(const tp_project_shape *shape, int tp, char *note, size_t cap) {
@@ -233,12 +493,29 @@ static int divides(const tp_project_shape *shape, int tp, char *note, size_t cap
   return 1;
 }
 
+/* The row's note: what is missing, else how the GEMM times were read. */
+static void note_row(tp_project_row *row, tp_link_kind coll) {
+  const tp_project_pipeline *p = &row->pipe;
+  if (isnan(row->gemm.us)) snprintf(row->note, sizeof row->note, "%.100s", row->gemm.source);
+  else if (isnan(row->coll.us) || (!p->stock_path && isnan(p->push.us)))
+    snprintf(row->note, sizeof row->note, "no link probe points of %s",
+             tp_link_kind_name(isnan(row->coll.us) ? coll : TP_LINK_CE_PUSH));
+  else if (p->stock_path)
+    snprintf(row->note, sizeof row->note,
+             "auto takes the stock path (under %d MiB per rank and transfer): dist_gemm = stock",
+             TP_AUTO_FUSE_MIN_BYTES >> 20);
+  else if (!row->gemm.exact)
+    snprintf(row->note, sizeof row->note, "GEMM rate %s",
+             row->gemm.extrapolated ? "extrapolated beyond the measured FLOPs" : "interpolated");
+}
+
 void tp_project_predict(const tp_project_inputs *in, const tp_project_shape *shape, int tp,
                         tp_project_row *row) {
   memset(row, 0, sizeof *row);
   row->shape = *shape;
   row->tp = tp;
   row->stock_us = row->dist_us = row->speedup = NAN;
+  row->pipe.total_us = NAN;
   if (tp < 2) {
     snprintf(row->note, sizeof row->note, "TP %d: nothing to communicate", tp);
     return;
@@ -249,19 +526,43 @@ void tp_project_predict(const tp_project_inputs *in, const tp_project_shape *sha
   row->n = gathers ? shape->n / tp : shape->n;
   row->k = gathers ? shape->k : shape->k / tp;
   tp_project_gemm_time(in->gemms, in->n_gemms, row->m, row->n, row->k, shape->n_weights,
-                       shape->dtype, &row->gemm);
-  double volume = tp_project_volume_bytes(shape, tp);
+                       shape->dtype, in->costs[TP_COST_KERNEL].value, &row->gemm);
   tp_link_kind coll = gathers ? TP_LINK_NCCL_ALL_GATHER : TP_LINK_NCCL_REDUCE_SCATTER;
-  tp_project_link_time(&in->links[coll], volume, in->link_gbps, &row->coll);
-  tp_project_link_time(&in->links[TP_LINK_CE_PUSH], volume / (tp - 1), in->link_gbps, &row->chunk);
+  tp_project_link_time(&in->links[coll], tp_project_volume_bytes(shape, tp), in->link_gbps,
+                       &row->coll);
   row->stock_us = tp_project_stock_us(row->gemm.us, row->coll.us);
-  row->dist_us = tp_project_dist_us(tp, row->gemm.us, row->chunk.us);
+  tp_project_dist_pipeline(in, shape, tp, 0, &row->pipe);
+  row->dist_us = row->pipe.stock_path ? row->stock_us : row->pipe.total_us;
   row->speedup = row->stock_us / row->dist_us;
-  if (isnan(row->gemm.us)) snprintf(row->note, sizeof row->note, "%.100s", row->gemm.source);
-  else if (isnan(row->coll.us) || isnan(row->chunk.us))
-    snprintf(row->note, sizeof row->note, "no link probe points of %s",
-             tp_link_kind_name(isnan(row->coll.us) ? coll : TP_LINK_CE_PUSH));
-  else if (!row->gemm.exact)
-    snprintf(row->note, sizeof row->note, "GEMM rate %s",
-             row->gemm.extrapolated ? "extrapolated beyond the measured FLOPs" : "interpolated");
+  note_row(row, coll);
+}
+
+/* ---- the error summary ------------------------------------------------------------------ */
+
+tp_rc tp_project_summarise_errors(const double *errors, const double *measured_us, size_t n,
+                                  tp_project_error_summary *out) {
+  memset(out, 0, sizeof *out);
+  out->median_pct = out->worst_abs_pct = out->worst_pct = out->median_abs_pct = NAN;
+  double *signed_errs = calloc(n + 1, sizeof *signed_errs);
+  double *abs_errs = calloc(n + 1, sizeof *abs_errs);
+  if (!signed_errs || !abs_errs) {
+    free(signed_errs);
+    free(abs_errs);
+    return TP_FAIL(TP_EOOM, "project: out of memory");
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(errors[i]) || !(measured_us[i] >= TP_PROJECT_MIN_JUDGED_US)) continue;
+    if (out->rows == 0 || fabs(errors[i]) > out->worst_abs_pct) {
+      out->worst_abs_pct = fabs(errors[i]);
+      out->worst_pct = errors[i];
+      out->worst_index = i;
+    }
+    signed_errs[out->rows] = errors[i];
+    abs_errs[out->rows++] = fabs(errors[i]);
+  }
+  out->median_pct = tp_median(signed_errs, (size_t)out->rows);
+  out->median_abs_pct = tp_median(abs_errs, (size_t)out->rows);
+  free(signed_errs);
+  free(abs_errs);
+  return TP_OK;
 }

@@ -22,11 +22,11 @@ typedef struct {
   int dist_stock_path;                /* the measured dist_gemm took the stock path */
 } tp_projected;
 
-/* One degree's validation: the medians of |error| over its shapes. */
+/* One degree's validation: the error summary of each backend over its shapes. */
 typedef struct {
   int tp;
-  int stock_rows, dist_rows;
-  double stock_median_abs_pct, dist_median_abs_pct;
+  tp_project_error_summary stock, dist;
+  int64_t stock_worst_config, dist_worst_config; /* the measured row of the worst |error| */
 } tp_project_check;
 
 typedef struct {
@@ -37,20 +37,23 @@ typedef struct {
   tp_project_link_point *points[TP_LINK_KINDS];
   size_t n_points[TP_LINK_KINDS], points_cap[TP_LINK_KINDS];
   int64_t link_run; /* 0: no probe */
-  char link_host[128], link_gpu[128];
+  char link_host[128], link_gpu[128], link_gpu_name[128];
+  char link_knobs[256]; /* the probe run's test knobs; "": none */
+  tp_project_cost costs[TP_COST_KINDS];
   tp_projected *rows; /* shape-major, then the request's degrees */
   size_t n_rows;
   tp_project_check *checks; /* the degrees with a measured row, in the request's order */
   size_t n_checks;
 } tp_project_data;
 
-/* Reads the shapes, GEMM rows and the latest link probe for req (tp_project_report's
- * refusals: TP_EUSAGE for no such run, no GEMM rows, no probe without --link-gbps). */
+/* Reads the shapes (req's, else the database's), GEMM rows and the latest link probe for req,
+ * and resolves the pipeline's costs (tp_project_report's refusals: TP_EUSAGE for no such run,
+ * no GEMM rows, no probe without --link-gbps). */
 TP_MUST_CHECK tp_rc tp_project_load(tp_store *store, const tp_project_request *req,
                                     tp_project_data *data);
 
 /* Projects every shape at every degree of req and reads the rows measured there, then the
- * medians of |error| per degree. */
+ * error summary per degree and backend. */
 TP_MUST_CHECK tp_rc tp_project_compute(tp_store *store, const tp_project_request *req,
                                        tp_project_data *data);
 

@@ -1,7 +1,8 @@
 /*
  * tp_project_load.c — `tpbench project`'s reading side (tp_project_internal.h): the op shapes
- * and GEMM-alone rows the database measured (pass fwd, `tpbench ops`' three ops), the latest
- * link probe, then every prediction with the stock and dist_gemm rows measured at its degree.
+ * (the request's, else those the database measured: pass fwd, `tpbench ops`' three ops), the
+ * GEMM-alone rows, the latest link probe and the pipeline's costs from it, then every
+ * prediction with the stock and dist_gemm rows measured at its degree and the error summary.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -34,12 +35,15 @@ static const char gemms_sql[] =
     "r.config_id = c.id WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) "
     "AND " OPS_FWD ") WHERE pick = 1 ORDER BY id";
 
+/* The latest probe run, one without test knobs (ranks sharing a GPU, planted delays: timings
+ * that mean nothing) before any with them. */
 static const char link_run_sql[] =
     "SELECT c.run_id, coalesce(u.host, '?'), coalesce(u.gpu_name, '?') || ' × ' || "
-    "coalesce(u.gpu_count, '?') FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON "
-    "u.id = c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND "
-    "c.layer IN ('nccl_all_gather', 'nccl_reduce_scatter', 'ce_push') AND ?1 >= 0 "
-    "ORDER BY c.run_id DESC LIMIT 1";
+    "coalesce(u.gpu_count, '?'), coalesce(u.gpu_name, ''), coalesce(u.test_knobs, '') FROM "
+    "configs c JOIN results r ON r.config_id = c.id JOIN runs u ON u.id = c.run_id WHERE c.kind = "
+    "'link' AND c.status = 'ok' AND r.median_us > 0 AND c.layer IN ('nccl_all_gather', "
+    "'nccl_reduce_scatter', 'ce_push') AND ?1 >= 0 "
+    "ORDER BY coalesce(u.test_knobs, '') <> '', c.run_id DESC LIMIT 1";
 
 /* A probe point's bytes through one rank's links: a collective's shares of the other ranks,
  * a push's own bytes. The latest point of a size wins. */
@@ -155,6 +159,8 @@ static tp_rc take_link_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   data->link_run = sqlite3_column_int64(st, 0);
   copy_text(st, 1, data->link_host, sizeof data->link_host);
   copy_text(st, 2, data->link_gpu, sizeof data->link_gpu);
+  copy_text(st, 3, data->link_gpu_name, sizeof data->link_gpu_name);
+  copy_text(st, 4, data->link_knobs, sizeof data->link_knobs);
   return TP_OK;
 }
 
@@ -205,6 +211,15 @@ static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_projec
                   NULL);
 }
 
+/* The request's own shapes (from model presets), in its order. */
+static tp_rc copy_shapes(const tp_project_request *req, tp_project_data *data) {
+  data->shapes = calloc(req->n_shapes + 1, sizeof *data->shapes);
+  if (!data->shapes) return out_of_memory();
+  memcpy(data->shapes, req->shapes, req->n_shapes * sizeof *data->shapes);
+  data->n_shapes = data->shapes_cap = req->n_shapes;
+  return TP_OK;
+}
+
 tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project_data *data) {
   memset(data, 0, sizeof *data);
   if (req->run_id != 0) TP_TRY(check_run(store, req->run_id));
@@ -222,8 +237,12 @@ tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project
                    "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",
                    scope, tp_store_path(store));
   }
-  TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, 0, take_shape, data, NULL));
-  return load_link(store, req, data);
+  if (req->shapes) TP_TRY(copy_shapes(req, data));
+  else TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, 0, take_shape, data, NULL));
+  TP_TRY(load_link(store, req, data));
+  tp_project_inputs in = tp_project_inputs_of(data, req->link_gbps);
+  tp_project_resolve_costs(in.links, data->link_run ? data->link_gpu_name : NULL, data->costs);
+  return TP_OK;
 }
 
 tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_gbps) {
@@ -232,6 +251,7 @@ tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_
     in.links[kind].points = data->points[kind];
     in.links[kind].n = data->n_points[kind];
   }
+  memcpy(in.costs, data->costs, sizeof in.costs);
   return in;
 }
 
@@ -291,28 +311,39 @@ static tp_rc read_measured(tp_store *store, sqlite3_stmt *st, int64_t run_id, tp
   return TP_OK;
 }
 
-/* The medians of |error| of one degree; rows == 0 when nothing was measured there. */
+/* One degree's error summary per backend (check->stock.rows == 0 when nothing was measured
+ * there). */
 static tp_rc check_degree(const tp_project_data *data, int tp, tp_project_check *check) {
   memset(check, 0, sizeof *check);
   check->tp = tp;
-  double *stock = calloc(data->n_rows + 1, sizeof *stock);
-  double *dist = calloc(data->n_rows + 1, sizeof *dist);
-  if (!stock || !dist) {
-    free(stock);
-    free(dist);
+  const size_t n = data->n_rows;
+  double *errs = calloc(4 * n + 1, sizeof *errs);
+  size_t *index = calloc(n + 1, sizeof *index);
+  if (!errs || !index) {
+    free(errs);
+    free(index);
     return out_of_memory();
   }
-  for (size_t i = 0; i < data->n_rows; i++) {
+  double *stock = errs, *stock_us = errs + n, *dist = errs + 2 * n, *dist_us = errs + 3 * n;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
     const tp_projected *p = &data->rows[i];
     if (p->row.tp != tp) continue;
-    if (isfinite(p->stock_err_pct)) stock[check->stock_rows++] = fabs(p->stock_err_pct);
-    if (isfinite(p->dist_err_pct)) dist[check->dist_rows++] = fabs(p->dist_err_pct);
+    stock[at] = p->stock_err_pct;
+    stock_us[at] = p->stock_measured_us;
+    dist[at] = p->dist_err_pct;
+    dist_us[at] = p->dist_measured_us;
+    index[at++] = i;
   }
-  check->stock_median_abs_pct = tp_median(stock, (size_t)check->stock_rows);
-  check->dist_median_abs_pct = tp_median(dist, (size_t)check->dist_rows);
-  free(stock);
-  free(dist);
-  return TP_OK;
+  tp_rc rc = tp_project_summarise_errors(stock, stock_us, at, &check->stock);
+  if (rc == TP_OK) rc = tp_project_summarise_errors(dist, dist_us, at, &check->dist);
+  if (rc == TP_OK && check->stock.rows)
+    check->stock_worst_config = data->rows[index[check->stock.worst_index]].stock_id;
+  if (rc == TP_OK && check->dist.rows)
+    check->dist_worst_config = data->rows[index[check->dist.worst_index]].dist_id;
+  free(errs);
+  free(index);
+  return rc;
 }
 
 static tp_rc check_degrees(const tp_project_request *req, tp_project_data *data) {

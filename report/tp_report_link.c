@@ -129,6 +129,11 @@ static const char *kind_title(const char *kind) {
     return "SM copy kernel's push into a peer's buffer (the sm schedule)";
   if (!strcmp(kind, "nccl_all_gather")) return "NCCL all-gather (the stock path)";
   if (!strcmp(kind, "nccl_reduce_scatter")) return "NCCL reduce-scatter (the stock path)";
+  if (!strcmp(kind, "local_copy"))
+    return "copy within one GPU (the local memory the reduce-scatter side's sums read)";
+  if (!strcmp(kind, "barrier")) return "the fused op's barrier across the ranks, per call";
+  if (!strcmp(kind, "flag_round_trip")) return "a flag to a peer and back, per call";
+  if (!strcmp(kind, "flag_wait")) return "a flag wait that finds its flag raised, per call";
   return "";
 }
 

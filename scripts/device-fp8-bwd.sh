@@ -3,9 +3,10 @@
 # in one call:
 #   1. the GPU tests of its code: gpu_fp8_columns (the wgrad's transposed
 #      pieces re-placed against quantizing the whole, ranks simulated),
-#      gpu_fp8_comm (one GPU), gpu_fp8_comm_tp2 (two GPUs; skips below) and
-#      gpu_fp8_comm_tp2_shared (TP 2 with both ranks on device 0:
-#      TPBENCH_TEST_SHARE_GPU), gpu_fp8_ops (TP 1, the shared backward code);
+#      gpu_fp8_comm (one GPU), gpu_fp8_comm_tp (TP 2, 4, 8 on the visible
+#      GPUs; each degree above them skipped) and gpu_fp8_comm_tp2_shared (TP 2
+#      with both ranks on device 0: TPBENCH_TEST_SHARE_GPU), gpu_fp8_ops (TP 1,
+#      the shared backward code);
 #   2. `tpbench ops --pass fwd+bwd` at TP 2 over fp8, fp8-row, fp8-block:
 #      with two GPUs the measured rows (llama3-8b, T 4096 and 8192); with one,
 #      the same configurations' code paths on the shared GPU
@@ -36,7 +37,7 @@ if [[ -z $gpus ]]; then
 fi
 echo "GPUs: $gpus"
 
-(cd "$build" && ctest -R '^(gpu_fp8_columns|gpu_fp8_comm|gpu_fp8_comm_tp2|gpu_fp8_comm_tp2_shared|gpu_fp8_ops)$' \
+(cd "$build" && ctest -R '^(gpu_fp8_columns|gpu_fp8_comm|gpu_fp8_comm_tp|gpu_fp8_comm_tp2_shared|gpu_fp8_ops)$' \
   -V --timeout 600) > "$log/gpu-tests.txt" 2>&1
 echo "gpu tests exit $?"
 grep -E "tests passed|Skipped|skipped|FAIL|re-placed|bit for bit|within|backward|column|rank [0-9]:" \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # device-fp8-comm.sh — issue 15's fp8 communication on the lent GPUs, in one
 # call: the GPU tests (gpu_fp8_comm on one GPU: the re-placement of gathered
-# shards' scales and the chunk GEMMs on their own scales; gpu_fp8_comm_tp2,
-# which skips below 2 GPUs; gpu_fp8_ops and gpu_quant, whose code it shares),
+# shards' scales and the chunk GEMMs on their own scales; gpu_fp8_comm_tp,
+# the real paths at TP 2, 4 and 8, each degree above the visible GPUs
+# skipped; gpu_fp8_ops and gpu_quant, whose code it shares),
 # then `tpbench ops`:
 #   --gpus 2 (two GPUs present): TP 2, llama3-8b's qkv, wo, w13, w2 at T 4096
 #     and 8192, dtypes bf16, fp8, fp8-row, fp8-block, comm_dtype bf16 and fp8
@@ -35,7 +36,7 @@ if [[ -z $gpus ]]; then
 fi
 echo "GPUs used: $gpus"
 
-(cd "$build" && ctest -R '^(gpu_fp8_comm|gpu_fp8_comm_tp2|gpu_fp8_ops|gpu_quant)$' -V --timeout 600) \
+(cd "$build" && ctest -R '^(gpu_fp8_comm|gpu_fp8_comm_tp|gpu_fp8_ops|gpu_quant)$' -V --timeout 600) \
   > "$log/gpu-tests.txt" 2>&1
 tests_rc=$?
 echo "gpu tests exit $tests_rc"

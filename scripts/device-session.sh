@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # device-session.sh — one call on a lent GPU machine for a whole session's
-# check: every GPU test (ctest -L gpu), then the feature scripts named on the
+# check: every GPU test (ctest -L gpu, but the shared-GPU entries per TP degree, which
+# scripts/device-gpu-tests.sh runs one degree per call), then the feature scripts named on the
 # command line (device-NAME.sh BUILD_DIR, each into its own folder), each
 # folder tarred as $OUT/NAME.tgz so the few files $OUT may return hold it all.
 #
@@ -20,7 +21,9 @@ rc=0
 if [ "${1:-}" = --no-tests ]; then
   shift
 else
-  (cd "$build" && ctest -L gpu --output-on-failure --timeout 600) > "$out/gpu-tests.txt" 2>&1
+  # the shared-GPU entries per TP degree (label shared) take device-gpu-tests.sh's calls
+  (cd "$build" && ctest -L gpu -LE shared --output-on-failure --timeout 600) \
+    > "$out/gpu-tests.txt" 2>&1
   tests_rc=$?
   echo "gpu tests exit $tests_rc"
   grep -E "tests passed|\*\*\*Failed|Not Run|Skipped" "$out/gpu-tests.txt" | head -n 30

@@ -1,16 +1,20 @@
 /*
  * cmd_project.c — `tpbench project`: stock and dist_gemm time at other TP degrees and link
  * bandwidths, predicted from a database's GEMM-alone rows and link probe, with the validation
- * against rows measured at a projected degree (report/tp_project.h holds the model). Reads the
- * database only; needs no GPU.
+ * against rows measured at a projected degree (report/tp_project.h holds the model). The
+ * shapes are the database's, or with --models / --tokens the model presets' four projections
+ * (bench/matrix/presets.h), so models and token counts nobody measured can be predicted. Reads
+ * the database only; needs no GPU.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "bench/matrix/presets.h"
 #include "report/tp_project.h"
 
 typedef struct project_args {
@@ -20,7 +24,13 @@ typedef struct project_args {
   const char *link_gbps;
   long long run;
   int gemm_tp;
+  tp_str_list models; /* count 0: not given */
+  tp_int_list tokens; /* count 0: not given */
 } project_args;
+
+/* --models / --tokens: what the other defaults to when only one is given. */
+static const char DEFAULT_MODELS[] = "8b,70b,405b";
+static const long long DEFAULT_TOKENS[] = {4096, 8192, 16384, 32768};
 
 static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
   const tp_option options[] = {
@@ -33,16 +43,25 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        "read GEMM rows, shapes and measured rows of this run only (0: every run)", 0, 0, NULL},
       {"gemm-tp", TP_OPT_INT, &a->gemm_tp, "N",
        "GEMM rates only from rows measured at TP N (1: single-GPU GEMMs; 0: any)", 0, 64, NULL},
+      {"models", TP_OPT_STR_LIST, &a->models, "M,...",
+       "predict these presets' qkv, wo, w13, w2 (default with --tokens: 8b,70b,405b) instead of "
+       "the database's shapes",
+       0, 0, NULL},
+      {"tokens", TP_OPT_INT_LIST, &a->tokens, "T,...",
+       "tokens of the presets' shapes (default with --models: 4096,8192,16384,32768)", 1, 1LL << 30,
+       NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
   };
   const tp_command cmd = {
       .name = "project",
       .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--gemm-tp N] "
-               "[--format md|csv|json]",
+               "[--models M,...] [--tokens T,...] [--format md|csv|json]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
-                 "at other TP degrees (an NVSwitch host) from its GEMM-alone rates and its link\n"
-                 "probe, showing every input, and compares the prediction with the rows measured\n"
-                 "at a projected degree (error % per shape, median |error|).",
+                 "(or of the presets' projections: --models, --tokens) at other TP degrees (an\n"
+                 "NVSwitch host) from its GEMM-alone rates and its link probe, showing every\n"
+                 "input, and compares the prediction with the rows measured at a projected\n"
+                 "degree (error % per shape; per backend the signed median and worst |error|).\n"
+                 "The output is a prediction, and says so.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -64,6 +83,45 @@ static tp_rc parse_gbps(const char *text, double *out) {
     return TP_FAIL(TP_EUSAGE, "--link-gbps: '%s' is not a bandwidth in GB/s", text);
   }
   *out = v;
+  return TP_OK;
+}
+
+/* The presets' four projections of every model at every token count, bf16, in that order
+ * (model, projection, tokens). TP_EUSAGE naming an unknown model. */
+static tp_rc preset_shapes(const project_args *a, tp_project_shape *shapes, size_t cap, size_t *n) {
+  tp_str_list models = a->models;
+  tp_int_list tokens = a->tokens;
+  if (models.count == 0) TP_TRY(tp_str_list_set(&models, DEFAULT_MODELS));
+  if (tokens.count == 0) {
+    tokens.count = (int)(sizeof DEFAULT_TOKENS / sizeof DEFAULT_TOKENS[0]);
+    for (int i = 0; i < tokens.count; i++) tokens.items[i] = DEFAULT_TOKENS[i];
+  }
+  int n_projs = 0;
+  const char *const *projs = tp_projection_names(&n_projs);
+  *n = 0;
+  for (int m = 0; m < models.count; m++) {
+    const tp_model_preset *model = NULL;
+    tp_rc rc = tp_preset_find(tp_str_list_at(&models, m), &model);
+    if (rc != TP_OK) {
+      tp_print_error("project --models");
+      return rc;
+    }
+    for (int p = 0; p < n_projs; p++)
+      for (int t = 0; t < tokens.count && *n < cap; t++) {
+        tp_projection proj;
+        TP_TRY(tp_preset_projection(model, projs[p], &proj));
+        tp_project_shape *s = &shapes[(*n)++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->model, sizeof s->model, "%s", model->name);
+        snprintf(s->proj, sizeof s->proj, "%s", proj.name);
+        s->op = proj.op;
+        s->dtype = TP_BF16;
+        s->tokens = tokens.items[t];
+        s->n = proj.n;
+        s->k = proj.k;
+        s->n_weights = proj.n_weights;
+      }
+  }
   return TP_OK;
 }
 
@@ -89,13 +147,24 @@ static tp_rc project(const project_args *a) {
         return TP_FAIL(TP_EUSAGE, "--tp: %d is listed twice", tps[i]);
       }
   }
-  const tp_project_request req = {
+  tp_project_request req = {
       .run_id = a->run, .gemm_tp = a->gemm_tp, .tps = tps, .n_tps = a->tp.count, .link_gbps = gbps};
+  const size_t cap = (size_t)TP_LIST_MAX * TP_LIST_MAX * 4; /* models × tokens × 4 projections */
+  tp_project_shape *shapes = NULL;
+  if (a->models.count || a->tokens.count) {
+    shapes = calloc(cap, sizeof *shapes);
+    if (!shapes) return TP_FAIL(TP_EOOM, "project: no memory for the shapes");
+    rc = preset_shapes(a, shapes, cap, &req.n_shapes);
+    req.shapes = shapes;
+  }
   tp_store *store = NULL;
-  TP_TRY(tp_open_for_reading("project", a->db, &store));
-  rc = tp_project_report(store, &req, fmt, stdout);
-  if (rc != TP_OK) tp_print_error("project");
-  tp_store_close(store);
+  if (rc == TP_OK) rc = tp_open_for_reading("project", a->db, &store);
+  if (rc == TP_OK) {
+    rc = tp_project_report(store, &req, fmt, stdout);
+    if (rc != TP_OK) tp_print_error("project");
+    tp_store_close(store);
+  }
+  free(shapes);
   return rc;
 }
 

@@ -4,7 +4,8 @@
 #include "bench/cli/link_args.h"
 
 void tp_link_args_defaults(tp_link_args *args) {
-  *args = (tp_link_args){.db = "tpbench.db", .iters = 20, .warmup = 3, .sm_blocks = 16};
+  *args = (tp_link_args){
+      .db = "tpbench.db", .small_kib = 64, .iters = 20, .warmup = 3, .sm_blocks = 16};
   TP_EXPECT_OK(tp_int_list_set(&args->sizes_mib, "8,32,128,256", 1, 4096));
 }
 
@@ -14,14 +15,19 @@ tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_sh
       {"gpus", TP_OPT_INT, &args->gpus, "N", "workers, one per GPU (0: every visible GPU)", 0, 64,
        NULL},
       {"sizes", TP_OPT_INT_LIST, &args->sizes_mib, "LIST", "MiB each rank sends", 1, 4096, NULL},
+      {"small-kib", TP_OPT_INT, &args->small_kib, "N",
+       "KiB of one more, small point of every transport: the per-call latency (0: none)", 0, 1023,
+       NULL},
       {"iters", TP_OPT_INT, &args->iters, "N", "timed transfers per point", 1, 10000, NULL},
       {"warmup", TP_OPT_INT, &args->warmup, "N", "untimed transfers per point", 0, 10000, NULL},
       {"sm-blocks", TP_OPT_INT, &args->sm_blocks, "N", "blocks of the copy kernel", 1, 1024, NULL},
   };
   const tp_command cmd = {"link", "tpbench link [options]",
                           "Measures peer bandwidth of the copy engine, an SM copy kernel and "
-                          "NCCL's all-gather and reduce-scatter over a sweep of sizes; stores "
-                          "every point.",
+                          "NCCL's all-gather and reduce-scatter, and a copy within one GPU, over "
+                          "a sweep of sizes (a small one for the per-call latency), then the "
+                          "per-call latency of a fused op's barrier, a flag round trip and a "
+                          "met flag wait; stores every point.",
                           options, (int)(sizeof options / sizeof options[0])};
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help_shown);
 }

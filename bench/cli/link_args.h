@@ -14,6 +14,8 @@ typedef struct tp_link_args {
   const char *db;        /* database file; default "tpbench.db" */
   int gpus;              /* workers, one per GPU; 0 = every visible GPU */
   tp_int_list sizes_mib; /* MiB each rank sends; default 8,32,128,256 */
+  int small_kib;         /* KiB of one more, small point (the per-call latency); 0: none;
+                            default 64 */
   int iters;             /* timed transfers per point; default 20 */
   int warmup;            /* untimed transfers per point; default 3 */
   int sm_blocks;         /* blocks of the copy kernel; default 16 */

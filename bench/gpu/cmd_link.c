@@ -1,12 +1,16 @@
 /*
  * cmd_link.c — `tpbench link`: the link probe. Measures, over a sweep of
- * sizes per rank, what the lent GPUs' links deliver to each transport
- * tpbench uses: a copy-engine push into a peer's symmetric buffer (the ce
- * schedule), a copy kernel's push on a few SMs (the sm schedule), and NCCL's
- * all-gather and reduce-scatter (the stock path), every rank sending at
- * once as in the ops. Each point is a configuration of kind "link" in the
- * database (median, p10, p90 of back-to-back timed transfers, bytes moved),
- * so reports can bound the fused ops by measured ceilings, not datasheets.
+ * sizes per rank (a small one for the per-call latency, then the MiB
+ * sweep), what the lent GPUs' links deliver to each transport tpbench uses:
+ * a copy-engine push into a peer's symmetric buffer (the ce schedule), a
+ * copy kernel's push on a few SMs (the sm schedule), NCCL's all-gather and
+ * reduce-scatter (the stock path), every rank sending at once as in the
+ * ops, and a copy within one GPU (the local memory the reduce-scatter
+ * side's sums read); then the per-call latencies of a fused op's barrier
+ * and flags (link_latency.h). Each point is a configuration of kind "link"
+ * in the database (median, p10, p90 of back-to-back timed calls, bytes
+ * moved), so reports can bound the fused ops by measured ceilings and
+ * `tpbench project` can price their per-chunk costs, not datasheets.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include "bench/cli/commands.h"
 #include "bench/cli/link_args.h"
 #include "bench/gpu/job.h"
+#include "bench/gpu/link_latency.h"
 #include "bench/gpu/worker_group.h"
 #include "bench/launch/launcher.h"
 #include "bench/stats/stats.h"
@@ -25,16 +30,32 @@
 #include "kernels/tp_device.h"
 #include "store/tp_store.h"
 
-enum { N_PROBES = 4 };
+enum { N_TRANSPORTS = 5 };
 
-typedef enum { PROBE_CE = 0, PROBE_SM, PROBE_ALL_GATHER, PROBE_REDUCE_SCATTER } probe_kind;
-static const char *const PROBE_NAMES[N_PROBES] = {"ce_push", "sm_push", "nccl_all_gather",
-                                                  "nccl_reduce_scatter"};
-static const char *const PROBE_ENGINES[N_PROBES] = {"copy-engine", "sm-kernel", "nccl", "nccl"};
+typedef enum {
+  PROBE_CE = 0,
+  PROBE_SM,
+  PROBE_ALL_GATHER,
+  PROBE_REDUCE_SCATTER,
+  PROBE_LOCAL_COPY
+} probe_kind;
+static const char *const PROBE_NAMES[N_TRANSPORTS] = {"ce_push", "sm_push", "nccl_all_gather",
+                                                      "nccl_reduce_scatter", "local_copy"};
+/* local_copy: cudaMemcpyAsync within one device (the reduce pass and a GEMM's C read touch the
+ * same local memory) */
+static const char *const PROBE_ENGINES[N_TRANSPORTS] = {"copy-engine", "sm-kernel", "nccl", "nccl",
+                                                        "memcpy-d2d"};
+
+/* A probe of the sweep (a transport) or of the latencies: what one call does and its name. */
+typedef struct probe_id {
+  int latency; /* 1: a tp_latency_kind; 0: a probe_kind */
+  int kind;
+} probe_id;
 
 typedef struct link_job {
   const char *db;
   tp_int_list sizes_mib;
+  int small_kib;
   int iters, warmup, sm_blocks;
   char *command_line;
 } link_job;
@@ -64,21 +85,30 @@ static tp_rc transfer(tp_group *g, probe_kind kind, size_t bytes, int sm_blocks)
     TP_NCCL(ncclReduceScatter(g->scratch, mine, bytes / 2, ncclBfloat16, ncclSum, g->nccl, s),
             g->nccl);
     return TP_OK;
+  case PROBE_LOCAL_COPY:
+    TP_CUDA(cudaMemcpyAsync(mine + bytes, mine, bytes, cudaMemcpyDeviceToDevice, s));
+    return TP_OK;
   }
   return TP_FAIL(TP_EINTERNAL, "unknown probe %d", (int)kind);
 }
 
+/* One call of a probe. */
+static tp_rc call_probe(tp_group *g, probe_id id, size_t bytes, int sm_blocks) {
+  if (id.latency) return tp_latency_call(g, (tp_latency_kind)id.kind);
+  return transfer(g, (probe_kind)id.kind, bytes, sm_blocks);
+}
+
 /* Times iters back-to-back transfers (one event between consecutive ones),
  * every rank together; the point is the slowest rank of each iteration. */
-static tp_rc time_probe(tp_worker_ctx *ctx, const link_job *job, probe_kind kind, size_t bytes,
+static tp_rc time_probe(tp_worker_ctx *ctx, const link_job *job, probe_id id, size_t bytes,
                         cudaEvent_t *marks, double *mine, double *all, probe_point *out) {
   tp_group *g = ctx->group;
-  for (int i = 0; i < job->warmup; ++i) TP_TRY(transfer(g, kind, bytes, job->sm_blocks));
+  for (int i = 0; i < job->warmup; ++i) TP_TRY(call_probe(g, id, bytes, job->sm_blocks));
   TP_CUDA(cudaStreamSynchronize(g->comm_stream));
   TP_TRY(tp_rdzv_barrier(ctx->rdzv));
   TP_CUDA(cudaEventRecord(marks[0], g->comm_stream));
   for (int i = 0; i < job->iters; ++i) {
-    TP_TRY(transfer(g, kind, bytes, job->sm_blocks));
+    TP_TRY(call_probe(g, id, bytes, job->sm_blocks));
     TP_CUDA(cudaEventRecord(marks[i + 1], g->comm_stream));
   }
   TP_CUDA(cudaStreamSynchronize(g->comm_stream));
@@ -98,12 +128,12 @@ static tp_rc time_probe(tp_worker_ctx *ctx, const link_job *job, probe_kind kind
   return TP_OK;
 }
 
-static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind kind, size_t bytes,
+static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_id id, size_t bytes,
                           const probe_point *pt, const double *samples, int iters) {
   tp_config_axes axes = {0};
   axes.kind = "link";
-  axes.op_or_layer = PROBE_NAMES[kind];
-  axes.backend = PROBE_ENGINES[kind];
+  axes.op_or_layer = id.latency ? tp_latency_name((tp_latency_kind)id.kind) : PROBE_NAMES[id.kind];
+  axes.backend = id.latency ? "stream" : PROBE_ENGINES[id.kind];
   axes.tp = world;
   axes.m = (int64_t)bytes;
   axes.dtype = "bf16";
@@ -120,7 +150,7 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
   res.tokens_per_s = NAN;
   res.tflops = NAN;
   res.flops = 0;
-  /* bytes each rank sends over its links per transfer */
+  /* bytes each rank sends per call (local_copy: copies within its GPU; a flag: 4) */
   res.bytes_moved = (double)bytes;
   res.max_abs_err = NAN;
   res.rel_err = NAN;
@@ -131,8 +161,8 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, probe_kind
   rec.result = &res;
   rec.samples = &set;
   rec.n_sample_sets = 1;
-  int64_t id = 0;
-  return tp_store_put_config(store, run_id, &rec, &id);
+  int64_t config_id = 0;
+  return tp_store_put_config(store, run_id, &rec, &config_id);
 }
 
 /* Collective: every rank sends its host facts; rank 0 records the run. */
@@ -147,11 +177,54 @@ static tp_rc begin_run(tp_worker_ctx *ctx, const link_job *job, tp_store **store
   return rc;
 }
 
-static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
-  size_t max_bytes = 0;
-  for (int i = 0; i < job->sizes_mib.count; ++i)
-    if ((size_t)job->sizes_mib.items[i] << 20 > max_bytes)
-      max_bytes = (size_t)job->sizes_mib.items[i] << 20;
+/* The sizes of the sweep in bytes: the small one (if any), then the MiB list. */
+static int sweep_sizes(const link_job *job, size_t *sizes) {
+  int n = 0;
+  if (job->small_kib > 0) sizes[n++] = (size_t)job->small_kib << 10;
+  for (int i = 0; i < job->sizes_mib.count; ++i) sizes[n++] = (size_t)job->sizes_mib.items[i] << 20;
+  return n;
+}
+
+/* One row of the printed table: every transport at one size. */
+static tp_rc probe_size(tp_worker_ctx *ctx, const link_job *job, tp_store *store, int64_t run_id,
+                        size_t bytes, cudaEvent_t *marks, double *mine, double *all) {
+  double gbps[N_TRANSPORTS];
+  for (int k = 0; k < N_TRANSPORTS; ++k) {
+    probe_point pt = {0};
+    const probe_id id = {0, k};
+    TP_TRY(time_probe(ctx, job, id, bytes, marks, mine, all, &pt));
+    /* NCCL's bus bandwidth: (W-1)/W of the whole buffer per rank and time */
+    gbps[k] = pt.gbps *
+              (k == PROBE_ALL_GATHER || k == PROBE_REDUCE_SCATTER ? (double)(ctx->world - 1) : 1.0);
+    if (store) TP_TRY(record_point(store, run_id, ctx->world, id, bytes, &pt, mine, job->iters));
+  }
+  if (ctx->rank == 0)
+    printf("| %g | %.0f | %.0f | %.0f | %.0f | %.0f |\n", (double)bytes / 1048576.0, gbps[0],
+           gbps[1], gbps[2], gbps[3], gbps[4]);
+  return TP_OK;
+}
+
+/* The per-call latencies, one line of the printed output. */
+static tp_rc probe_latencies(tp_worker_ctx *ctx, const link_job *job, tp_store *store,
+                             int64_t run_id, cudaEvent_t *marks, double *mine, double *all) {
+  double us[TP_LATENCY_KINDS];
+  for (int k = 0; k < TP_LATENCY_KINDS; ++k) {
+    probe_point pt = {0};
+    const probe_id id = {1, k};
+    const size_t bytes = tp_latency_bytes((tp_latency_kind)k);
+    TP_TRY(time_probe(ctx, job, id, bytes, marks, mine, all, &pt));
+    us[k] = pt.median_us;
+    if (store) TP_TRY(record_point(store, run_id, ctx->world, id, bytes, &pt, mine, job->iters));
+  }
+  if (ctx->rank == 0)
+    printf("\nPer call (µs, median of the slowest rank): barrier %.2f, flag round trip %.2f, "
+           "flag wait %.2f\n",
+           us[TP_LATENCY_BARRIER], us[TP_LATENCY_FLAG_ROUND_TRIP], us[TP_LATENCY_FLAG_WAIT]);
+  return TP_OK;
+}
+
+/* Reserves the heap and the scratch for the largest size and fills them with random data. */
+static tp_rc prepare_buffers(tp_worker_ctx *ctx, size_t max_bytes) {
   TP_TRY(tp_symm_reserve(ctx->group->symm, 2 * max_bytes));
   void *scratch = NULL;
   TP_TRY(tp_group_scratch(ctx->group, max_bytes * (size_t)ctx->world, &scratch));
@@ -160,6 +233,15 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
   TP_CUDA(tp_launch_fill_random(TP_BF16, scratch, max_bytes * (size_t)ctx->world / 2,
                                 (uint64_t)ctx->rank + 9, 1.0f, ctx->group->main_stream));
   TP_CUDA(cudaDeviceSynchronize());
+  return TP_OK;
+}
+
+static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
+  size_t sizes[TP_LIST_MAX + 1], max_bytes = 0;
+  const int n_sizes = sweep_sizes(job, sizes);
+  for (int i = 0; i < n_sizes; ++i)
+    if (sizes[i] > max_bytes) max_bytes = sizes[i];
+  TP_TRY(prepare_buffers(ctx, max_bytes));
   tp_store *store = NULL;
   int64_t run_id = 0;
   TP_TRY(begin_run(ctx, job, &store, &run_id));
@@ -172,23 +254,11 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
   if (ctx->rank == 0 && rc == TP_OK)
     printf(
         "| MiB per rank | ce push GB/s | sm push (%d blocks) GB/s | NCCL all-gather busbw GB/s | "
-        "NCCL reduce-scatter busbw GB/s |\n|---:|---:|---:|---:|---:|\n",
+        "NCCL reduce-scatter busbw GB/s | local copy GB/s |\n|---:|---:|---:|---:|---:|---:|\n",
         job->sm_blocks);
-  for (int s = 0; rc == TP_OK && s < job->sizes_mib.count; ++s) {
-    size_t bytes = (size_t)job->sizes_mib.items[s] << 20;
-    double gbps[N_PROBES];
-    for (int k = 0; rc == TP_OK && k < N_PROBES; ++k) {
-      probe_point pt = {0};
-      rc = time_probe(ctx, job, (probe_kind)k, bytes, marks, mine, all, &pt);
-      /* NCCL's bus bandwidth: (W-1)/W of the whole buffer per rank and time */
-      gbps[k] = pt.gbps * (k >= PROBE_ALL_GATHER ? (double)(ctx->world - 1) : 1.0);
-      if (rc == TP_OK && store)
-        rc = record_point(store, run_id, ctx->world, (probe_kind)k, bytes, &pt, mine, job->iters);
-    }
-    if (rc == TP_OK && ctx->rank == 0)
-      printf("| %lld | %.0f | %.0f | %.0f | %.0f |\n", job->sizes_mib.items[s], gbps[0], gbps[1],
-             gbps[2], gbps[3]);
-  }
+  for (int s = 0; rc == TP_OK && s < n_sizes; ++s)
+    rc = probe_size(ctx, job, store, run_id, sizes[s], marks, mine, all);
+  if (rc == TP_OK) rc = probe_latencies(ctx, job, store, run_id, marks, mine, all);
   if (store) {
     if (rc == TP_OK) rc = tp_store_finish_run(store, run_id);
     tp_store_close(store);
@@ -223,6 +293,7 @@ int tp_cmd_link(int argc, char **argv) {
   if (help) return TP_EXIT_OK;
   link_job job = {.db = args.db,
                   .sizes_mib = args.sizes_mib,
+                  .small_kib = args.small_kib,
                   .iters = args.iters,
                   .warmup = args.warmup,
                   .sm_blocks = args.sm_blocks};

@@ -26,10 +26,11 @@
  * backward.
  *
  * Two modes:
- *   mesh     dp > 1 (at TP 1): the communicator is the dp group of the mesh
- *            (ranks tp apart); the shards are this rank's slices of the
- *            weights, which every dp rank holds alike, so the gathered
- *            buffer must equal the weights bit for bit.
+ *   mesh     dp > 1: the communicator is the dp group of the mesh (ranks
+ *            tp apart, one TP index); the shards are this rank's slices of
+ *            its TP shard of the weights, which every dp rank of that TP
+ *            index holds alike, so the gathered buffer must equal the
+ *            weights bit for bit, at TP 1 and with TP inside alike.
  *   traffic  dp = 1 (fsdp_traffic=on): a second communicator on the TP
  *            group's own GPUs carries the same collectives of the block's
  *            weight-sized buffers, so the TP layer runs while another

@@ -19,6 +19,7 @@
 #include "bench/launch/launcher.h"
 #include "collectors/tp_collector.h"
 #include "common/tp_log.h"
+#include "kernels/tp_device_alloc.h"
 #include "store/tp_store.h"
 #include "tp_buildinfo.h"
 
@@ -292,7 +293,8 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
   info.dirty = TP_BUILD_DIRTY;
   info.host = host;
   info.gpu_name = group->device_name;
-  info.gpu_count = world;
+  /* ranks sharing one GPU (a test knob) run on one card, whatever their number */
+  info.gpu_count = tp_worker_share_one_gpu() ? 1 : world;
   info.driver_version = driver;
   info.cuda_version = cuda;
   info.nccl_version = nccl;
@@ -322,9 +324,9 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
                              (unsigned long long)group->test_fail_alloc.min_bytes);
   if (tp_worker_share_one_gpu() && used < sizeof knobs)
     used += (size_t)snprintf(knobs + used, sizeof knobs - used,
-                             "%sTPBENCH_TEST_SHARE_GPU=1 (every rank on device 0, NCCL over "
-                             "loopback sockets: the timings mean nothing)",
-                             used ? "; " : "");
+                             "%sTPBENCH_TEST_SHARE_GPU=1 (%d ranks on device 0, %.0f MiB each, "
+                             "NCCL over loopback sockets: the timings mean nothing)",
+                             used ? "; " : "", world, (double)tp_device_limit() / 1048576.0);
   if (desc->test_knob && used < sizeof knobs)
     snprintf(knobs + used, sizeof knobs - used, "%s%s", used ? "; " : "", desc->test_knob);
   if (knobs[0]) info.test_knobs = knobs;

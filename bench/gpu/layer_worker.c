@@ -586,6 +586,7 @@ static void layer_info(void *self, tp_item_info *info) {
   /* the collectives alone keep no activations */
   info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
   info->traffic_bytes = it->have_fsdp ? it->fsdp.traffic_bytes : 0;
+  if (it->mesh && it->mesh->tp_group) info->push_stream = (void *)tp_of(it)->comm_stream;
   if (p->fp8) {
     fp8_info(it, info);
     return;

@@ -140,8 +140,10 @@ typedef struct op_names {
 } op_names;
 
 /* Judges every op of the configuration on this rank (tp_ops_evidence). */
-static tp_rc judge_ops(const tp_ops_trace *t, const tp_event *ev, size_t n, uint64_t ws,
-                       uint64_t we, const char *not_checked, rank_view *v) {
+/* shared_push: where the ranks share one GPU, the stream their pushes run on
+ * (tp_evidence_window.shared_device); NULL on a real host. */
+static tp_rc judge_ops(const tp_ops_trace *t, void *shared_push, const tp_event *ev, size_t n,
+                       uint64_t ws, uint64_t we, const char *not_checked, rank_view *v) {
   op_names names;
   tp_op_evidence ops[TP_TRACE_MAX_OPS];
   int judged[TP_TRACE_MAX_OPS], n_judged = 0;
@@ -164,7 +166,11 @@ static tp_rc judge_ops(const tp_ops_trace *t, const tp_event *ev, size_t n, uint
     ops[n_judged].range_suffix = names.suffix[i];
     judged[n_judged++] = i;
   }
-  tp_evidence_window w = {ws, we, t->iters, t->transfers_per_iter, not_checked};
+  tp_evidence_window w = {ws, we, t->iters, t->transfers_per_iter, not_checked, 0, 0};
+  if (shared_push) {
+    w.shared_device = 1;
+    TP_TRY(tp_collector_stream_id(shared_push, &w.push_stream));
+  }
   tp_evidence_state overall;
   TP_TRY(tp_ops_evidence(ev, n, &w, ops, (size_t)n_judged, &overall));
   for (int k = 0; k < n_judged; ++k) v->ops[judged[k]] = ops[k];
@@ -244,7 +250,9 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
                               : v->dropped    ? dropped
                               : note[0]       ? note
                                               : NULL;
-    rc = judge_ops(t, v->events, v->n_events, ws, we, not_checked, v);
+    void *push = t->push_stream ? t->push_stream : (void *)g->comm_stream;
+    rc = judge_ops(t, tp_worker_share_one_gpu() ? push : NULL, v->events, v->n_events, ws, we,
+                   not_checked, v);
   }
   for (int i = 0; i <= t->iters; ++i)
     if (marks[i]) cudaEventDestroy(marks[i]);

@@ -12,6 +12,7 @@
 
 #include "common/tp_log.h"
 #include "kernels/tp_cuda_check.h"
+#include "kernels/tp_device_alloc.h"
 
 tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv) {
   return tp_rdzv_allgather((tp_rdzv *)rdzv, send, bytes, recv);
@@ -62,7 +63,15 @@ tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *ou
   TP_TRY(tp_rdzv_broadcast(out->rdzv, 0, &id, sizeof id));
   TP_LOGI("launch", "rank %d/%d joining on device %d%s", rank, world, device,
           shared ? " (TPBENCH_TEST_SHARE_GPU: shared)" : "");
-  return tp_group_create(rank, world, device, &id, tp_worker_exchange, out->rdzv, &out->group);
+  TP_TRY(tp_group_create(rank, world, device, &id, tp_worker_exchange, out->rdzv, &out->group));
+  if (!shared) return TP_OK;
+  /* every rank's context and communicator exist once all have met */
+  TP_TRY(tp_rdzv_barrier(out->rdzv));
+  int64_t share = 0;
+  TP_TRY(tp_device_limit_to_share(world, &share));
+  TP_LOGI("launch", "rank %d/%d: device 0 shared by %d ranks: this rank's share %.0f MiB", rank,
+          world, world, (double)share / 1048576.0);
+  return TP_OK;
 }
 
 void tp_worker_leave(tp_worker_ctx *ctx) {

@@ -490,22 +490,6 @@ static tp_config_axes case_axes(const tp_layer_case *c) {
   return a;
 }
 
-/* Adds a planned reason to a configuration no rule rejects ("; " between two). */
-static void add_plan(tp_layer_config *cfg, const char *why) {
-  if (cfg->rejected && !cfg->planned) return;
-  size_t used = cfg->planned ? strlen(cfg->reason) : 0;
-  snprintf(cfg->reason + used, sizeof cfg->reason - used, "%s%s", used ? "; " : "", why);
-  cfg->rejected = cfg->planned = 1;
-}
-
-/* The runtime tpbench does not have yet: never run such a configuration as
- * another (dp 1). FSDP (bench/gpu/fsdp.h) runs dp > 1 at TP 1; every ac mode
- * has its runtime (bench/gpu/block_run.c). */
-static void plan_runtime(const tp_layer_case *c, tp_layer_config *cfg) {
-  if (c->dp > 1 && c->tp > 1)
-    add_plan(cfg, "dp x tp both > 1 not run yet: the FSDP runtime runs dp > 1 at TP 1");
-}
-
 static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_backend backend) {
   tp_layer_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -526,7 +510,6 @@ static tp_layer_config make_config(const tp_layer_case *c, int case_index, tp_ba
   }
   if (!cfg.rejected && backend != TP_BACKEND_DIST)
     cfg.rejected = placement_rejection(c, 0, cfg.reason, sizeof cfg.reason);
-  if (backend != TP_BACKEND_DIST) plan_runtime(c, &cfg);
   return cfg;
 }
 
@@ -556,7 +539,6 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
     cfg.rejected =
         recipe_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
-  plan_runtime(c, &cfg);
   return cfg;
 }
 

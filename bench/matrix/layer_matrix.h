@@ -221,8 +221,9 @@ typedef struct tp_layer_matrix {
  *     stream's collectives are not captured), with an fp8 dtype (the fp8
  *     weights are quantized once at prepare, not gathered per step), and
  *     fsdp_traffic=on at dp > 1 (dp > 1 runs FSDP's collectives already);
- * And planned, after the rules: dp > 1 beside tp > 1 (the FSDP runtime runs
- * dp > 1 at TP 1 only). Every ac mode runs (bench/gpu/block.h).
+ * A mesh of dp > 1 beside tp > 1 runs FSDP over the dp group of each TP
+ * index with the TP layer inside each TP group (bench/gpu/fsdp.h). Every ac
+ * mode runs (bench/gpu/block.h).
  * TP_EUSAGE for an unknown name, a value listed twice, a number out of range
  * or more than 200000 configurations (*out empty then); TP_EOOM.
  */

@@ -708,7 +708,7 @@ static size_t two_iterations(tp_event *ev, const char *range, const char *what, 
 /* ag_linear's forward judged as the ce schedule (ranges CE_FWD). */
 static tp_op_evidence ce_op(void) { return op_spec("ag_linear", "ce", "ag_linear.", " ce x2"); }
 
-static const tp_evidence_window WINDOW = {0, 1000000, 2, 2, NULL};
+static const tp_evidence_window WINDOW = {0, 1000000, 2, 2, NULL, 0, 0};
 
 static tp_evidence_state judge(const tp_event *ev, size_t n, const tp_evidence_window *w,
                                tp_op_evidence *ops, size_t n_ops) {
@@ -757,6 +757,60 @@ static void test_op_evidence_ce_without_copies_fails(void **state) {
   /* a copy missing is as wrong as all of them */
   n = two_iterations(ev, CE_FWD, "ce", 2, 1);
   assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+}
+
+/* Ranks sharing one GPU: a push is a DtoD copy on the transfer stream. Judged
+ * as pushes only there and only in that mode; a DtoD copy on another stream
+ * (a local copy of the op's own rows) never counts; on a real host no DtoD
+ * copy counts, so the rule stays strict. */
+static void test_op_evidence_shared_gpu_pushes(void **state) {
+  (void)state;
+  enum { PUSH_STREAM = 13, MAIN_STREAM = 7 };
+  tp_event ev[32];
+  size_t n = two_iterations(ev, CE_FWD, "ce", 2, 2);
+  for (size_t i = 0; i < n; ++i)
+    if (ev[i].type == TP_EV_MEMCPY) {
+      ev[i].copy_kind = TP_COPY_DTOD;
+      ev[i].stream = PUSH_STREAM;
+    }
+  tp_op_evidence op = ce_op();
+  /* a real host: DtoD copies are no pushes */
+  assert_int_equal(judge(ev, n, &WINDOW, &op, 1), TP_EVIDENCE_FAILED);
+  assert_non_null(strstr(op.message, "found 0"));
+  tp_evidence_window w = WINDOW;
+  w.shared_device = 1;
+  w.push_stream = PUSH_STREAM;
+  assert_int_equal(judge(ev, n, &w, &op, 1), TP_EVIDENCE_OK);
+  assert_int_equal(op.peer_copies, 4);
+  assert_non_null(strstr(op.message, "ranks share one GPU"));
+  /* the same copies on another stream are local copies: nothing was pushed */
+  w.push_stream = PUSH_STREAM + 1;
+  assert_int_equal(judge(ev, n, &w, &op, 1), TP_EVIDENCE_FAILED);
+  /* a local copy beside the pushes does not inflate the count */
+  w.push_stream = PUSH_STREAM;
+  tp_event local = transfer("ce", 2030);
+  local.copy_kind = TP_COPY_DTOD;
+  local.stream = MAIN_STREAM;
+  ev[n++] = local;
+  assert_int_equal(judge(ev, n, &w, &op, 1), TP_EVIDENCE_OK);
+  assert_int_equal(op.peer_copies, 4);
+  /* one push missing fails as on a real host */
+  n = two_iterations(ev, CE_FWD, "ce", 2, 1);
+  for (size_t i = 0; i < n; ++i)
+    if (ev[i].type == TP_EV_MEMCPY) {
+      ev[i].copy_kind = TP_COPY_DTOD;
+      ev[i].stream = PUSH_STREAM;
+    }
+  assert_int_equal(judge(ev, n, &w, &op, 1), TP_EVIDENCE_FAILED);
+  /* a stock op on the shared GPU still may not push */
+  n = two_iterations(ev, "linear_rs.fwd stock nccl x1", "nccl", 2, 2);
+  tp_op_evidence stock = op_spec("linear_rs", "nccl", "linear_rs.", " nccl x1");
+  assert_int_equal(judge(ev, n, &w, &stock, 1), TP_EVIDENCE_OK);
+  tp_event push = transfer("ce", 1030);
+  push.copy_kind = TP_COPY_DTOD;
+  push.stream = PUSH_STREAM;
+  ev[n++] = push;
+  assert_int_equal(judge(ev, n, &w, &stock, 1), TP_EVIDENCE_FAILED);
 }
 
 static void test_op_evidence_stock_with_peer_copy_fails(void **state) {
@@ -971,6 +1025,7 @@ int main(void) {
       cmocka_unit_test(test_evidence_counts_only_the_window),
       cmocka_unit_test(test_evidence_usage_errors),
       cmocka_unit_test(test_op_evidence_ce_ok),
+      cmocka_unit_test(test_op_evidence_shared_gpu_pushes),
       cmocka_unit_test(test_op_evidence_nccl_inside_ce_fails),
       cmocka_unit_test(test_op_evidence_ce_without_copies_fails),
       cmocka_unit_test(test_op_evidence_stock_with_peer_copy_fails),

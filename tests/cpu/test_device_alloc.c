@@ -380,6 +380,35 @@ static void test_adopted_memory_counts_and_is_never_freed_here(void **state) {
   assert_int_equal(tp_alloc_release(x->l, CONFIG3), TP_OK);
 }
 
+/* The share cap of ranks sharing one GPU: refused past the limit with the
+ * reason (TP_EREJECT, nothing allocated), allowed again after a free,
+ * adoptions counted but never refused, off at 0. */
+static void test_limit_rejects_past_the_share(void **state) {
+  fixture *x = *state;
+  tp_alloc_set_limit(x->l, 1000, "ranks sharing one GPU");
+  assert_int_equal(tp_alloc_limit(x->l), 1000);
+  void *a = must_alloc(x, CASE, 600);
+  void *b = NULL;
+  assert_int_equal(tp_alloc_malloc(x->l, CONFIG3, &b, 500), TP_EREJECT);
+  assert_null(b);
+  assert_int_equal(x->f.allocs, 1); /* the backend was never asked */
+  assert_non_null(strstr(tp_last_message(), "ranks sharing one GPU: 500 more bytes"));
+  assert_non_null(strstr(tp_last_message(), "over its share of"));
+  assert_int_equal(stats(x, CONFIG3).live_bytes, 0);
+  void *c = must_alloc(x, CONFIG3, 400); /* exactly at the cap */
+  char window[800];
+  assert_int_equal(tp_alloc_adopt(x->l, CONFIG3, window, sizeof window), TP_OK);
+  assert_int_equal(tp_alloc_disown(x->l, window), TP_OK);
+  assert_int_equal(tp_alloc_free(x->l, a), TP_OK);
+  b = must_alloc(x, CONFIG3, 500); /* room again */
+  tp_alloc_set_limit(x->l, 0, NULL);
+  assert_int_equal(tp_alloc_limit(x->l), 0);
+  void *d = must_alloc(x, CASE, 1 << 20);
+  assert_int_equal(tp_alloc_free(x->l, b), TP_OK);
+  assert_int_equal(tp_alloc_free(x->l, c), TP_OK);
+  assert_int_equal(tp_alloc_free(x->l, d), TP_OK);
+}
+
 static void test_window_scratch_claim(void **state) {
   fixture *x = *state;
   assert_int_equal(tp_alloc_claim(x->l, CONFIG3, TP_SHARED_WINDOW, 300), TP_OK);
@@ -408,6 +437,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_adopted_memory_counts_and_is_never_freed_here, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_window_scratch_claim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_limit_rejects_past_the_share, setup, teardown),
       cmocka_unit_test(test_owner_names),
       cmocka_unit_test(test_create_needs_both_functions),
   };

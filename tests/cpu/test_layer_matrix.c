@@ -620,7 +620,7 @@ static void test_matrix_file_not_regular(void **state) {
 
 /* ---- dp and ac --------------------------------------------------------------------------- */
 
-#define NEW_PLAN "dp x tp both > 1 not run yet: the FSDP runtime runs dp > 1 at TP 1"
+#define HOST_PLAN "needs 4 GPUs (dp 2 x tp 2); the host has 2"
 
 static void expect_planned(const tp_layer_config *cfg, const char *words) {
   if (!cfg->planned || !cfg->rejected) fail_msg("not planned; expected '%s'", words);
@@ -629,8 +629,9 @@ static void expect_planned(const tp_layer_config *cfg, const char *words) {
 }
 
 /* dp x tp with both > 1 expands, passes every rule and the mesh's placement
- * check, and is planned (never run as dp 1): the FSDP runtime runs dp > 1 at
- * TP 1 only, and on a host of 2 GPUs, it needs 4. dp 2 x tp 1 runs. */
+ * check, and runs where the host has the GPUs (FSDP over each TP index's dp
+ * group, the TP layer inside each TP group); on a host of 2 it is planned
+ * for the GPUs alone, never run as dp 1. */
 static void test_dp_mesh_expansion(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -642,29 +643,26 @@ static void test_dp_mesh_expansion(void **state) {
   assert_int_equal(m.cases[1].tp, 1);
   assert_int_equal(m.cases[3].dp, 2);
   assert_int_equal(m.cases[3].tp, 2);
-  /* No rule rejects the 2 x 2 mesh's stock, dist_gemm, GEMMs and collectives: all planned. */
+  /* No rule rejects the 2 x 2 mesh's stock, dist_gemm, GEMMs and collectives: all run. */
   const tp_layer_case *c = &m.cases[3];
   for (int i = c->first_config; i < c->first_config + c->n_configs; ++i)
-    expect_planned(&m.configs[i], "dp x tp both > 1 not run yet");
-  /* dp 2 x tp 1 runs as dp 1 x tp 1 does (stock x2, gemm); nothing of dp 2 x tp 2 does. */
+    assert_false(m.configs[i].rejected);
+  /* dp 2 x tp 1 runs as dp 1 x tp 1 does (stock x2, gemm). */
   for (int i = 0; i < m.n_configs; ++i) {
     const tp_layer_case *ci = &m.cases[m.configs[i].case_index];
-    if (ci->dp == 2 && ci->tp == 2) assert_true(m.configs[i].rejected);
     if (ci->tp == 1)
       assert_int_equal(m.configs[i].rejected,
                        m.configs[i - (ci->dp == 2 ? m.cases[0].n_configs : 0)].rejected);
   }
-  assert_int_equal(tp_layer_runnable(&m), 3 + 6 + 3); /* tp 1 (dp 1, 2): stock x2, gemm; tp 2 */
-  assert_int_equal(tp_layer_plan_host(&m, 2), 6);     /* the 2 x 2 mesh's six */
-  expect_planned(&m.configs[c->first_config],
-                 "needs 4 GPUs (dp 2 x tp 2); the host has 2; " NEW_PLAN);
-  /* On a host of 4, it is planned for the runtime alone. */
+  assert_int_equal(tp_layer_runnable(&m), 3 + 3 + 6 + 6); /* tp 1 (dp 1, 2): 3 each; tp 2: 6 */
+  assert_int_equal(tp_layer_plan_host(&m, 2), 6);         /* the 2 x 2 mesh's six */
+  expect_planned(&m.configs[c->first_config], HOST_PLAN);
   tp_layer_matrix_free(&m);
+  /* On a host of 4 nothing is planned: the mesh runs. */
   expand_ok(&s, 2, &m);
   assert_int_equal(tp_layer_plan_host(&m, 4), 0);
-  expect_planned(&m.configs[m.cases[3].first_config], NEW_PLAN);
-  assert_null(strstr(m.configs[m.cases[3].first_config].reason, "needs"));
-  assert_int_equal(tp_layer_planned(&m), 6);
+  assert_false(m.configs[m.cases[3].first_config].rejected);
+  assert_int_equal(tp_layer_planned(&m), 0);
   assert_int_equal(tp_layer_rejected(&m), 6); /* tp 1 (dp 1 and 2): dist_gemm and comm x2 */
   tp_layer_matrix_free(&m);
 }
@@ -829,7 +827,8 @@ static void test_symm_axis(void **state) {
 }
 
 /* `run` drops the planned configurations (listing each) and keeps the rest
- * with their cases renumbered: dp > 1 goes, every ac mode stays. */
+ * with their cases renumbered: the 2 x 2 mesh goes on a host of 2, every ac
+ * mode stays. */
 static void test_drop_planned(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -837,6 +836,7 @@ static void test_drop_planned(void **state) {
                               "graph=off", "tp=2", "dp=2,1", "ac=none,full", "stock=plain", NULL);
   expand_ok(&s, 2, &m);
   assert_int_equal(m.n_configs, 16);
+  assert_int_equal(tp_layer_plan_host(&m, 2), 8); /* dp 2 x tp 2 needs 4 GPUs */
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -845,9 +845,9 @@ static void test_drop_planned(void **state) {
   fclose(f);
   printf("%s", text);
   assert_non_null(
-      strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: " NEW_PLAN));
+      strstr(text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac none layer stock: " HOST_PLAN));
   assert_non_null(strstr(
-      text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: " NEW_PLAN "\n"));
+      text, "planned, not run: llama3-8b ffn tp 2 dp 2 ac full layer stock: " HOST_PLAN "\n"));
   free(text);
   assert_int_equal(m.n_cases, 2);
   assert_int_equal(m.n_configs, 8);

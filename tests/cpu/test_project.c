@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tp_chunk_rule.h"
 #include "fixture_db.h"
 #include "report/tp_project.h"
 #include "run_program.h"
@@ -59,7 +60,7 @@ static void test_gemm_exact_row(void **state) {
                             gemm_row(9, 4096, 3072, 4096, 1, 134.4), /* later: wins */
                             gemm_row(8, 4096, 3072, 4096, 2, 999.0)};
   tp_project_gemm_est est;
-  tp_project_gemm_time(rows, 3, 4096, 3072, 4096, 1, TP_BF16, &est);
+  tp_project_gemm_time(rows, 3, 4096, 3072, 4096, 1, TP_BF16, NAN, &est);
   assert_true(est.exact);
   assert_close(est.us, 134.4);
   assert_close(est.flops, 2.0 * 4096 * 3072 * 4096);
@@ -75,7 +76,7 @@ static void test_gemm_interpolated_by_flops(void **state) {
   tp_project_gemm rows[] = {gemm_at_rate(3, 1024, 1024, 1024, 100.0),
                             gemm_at_rate(4, 2048, 2048, 2048, 400.0)};
   tp_project_gemm_est est;
-  tp_project_gemm_time(rows, 2, 2048, 1024, 1024, 1, TP_BF16, &est);
+  tp_project_gemm_time(rows, 2, 2048, 1024, 1024, 1, TP_BF16, NAN, &est);
   assert_false(est.exact);
   assert_false(est.extrapolated);
   assert_close(est.tflops, 200.0);
@@ -94,17 +95,17 @@ static void test_gemm_extrapolated_and_same_flops(void **state) {
                             gemm_at_rate(4, 2048, 2048, 2048, 400.0)};
   tp_project_gemm_est est;
   /* below every row: the smallest count's mean rate, held flat */
-  tp_project_gemm_time(rows, 3, 512, 512, 512, 1, TP_BF16, &est);
+  tp_project_gemm_time(rows, 3, 512, 512, 512, 1, TP_BF16, NAN, &est);
   assert_true(est.extrapolated);
   assert_close(est.tflops, 200.0);
   assert_close(est.us, 2.0 * 512 * 512 * 512 / 200e6);
   assert_non_null(strstr(est.source, "extrapolated (held flat)"));
   /* above every row */
-  tp_project_gemm_time(rows, 3, 4096, 4096, 4096, 1, TP_BF16, &est);
+  tp_project_gemm_time(rows, 3, 4096, 4096, 4096, 1, TP_BF16, NAN, &est);
   assert_true(est.extrapolated);
   assert_close(est.tflops, 400.0);
   /* a shard of the same FLOPs as two rows but neither's shape: their mean */
-  tp_project_gemm_time(rows, 3, 512, 2048, 1024, 1, TP_BF16, &est);
+  tp_project_gemm_time(rows, 3, 512, 2048, 1024, 1, TP_BF16, NAN, &est);
   assert_false(est.exact);
   assert_false(est.extrapolated);
   assert_close(est.tflops, 200.0);
@@ -115,7 +116,7 @@ static void test_gemm_no_rows_of_dtype(void **state) {
   (void)state;
   tp_project_gemm rows[] = {gemm_at_rate(3, 1024, 1024, 1024, 100.0)};
   tp_project_gemm_est est;
-  tp_project_gemm_time(rows, 1, 1024, 1024, 1024, 1, TP_FP32, &est);
+  tp_project_gemm_time(rows, 1, 1024, 1024, 1024, 1, TP_FP32, NAN, &est);
   assert_true(isnan(est.us));
   assert_string_equal(est.source, "no GEMM rows of dtype fp32");
 }
@@ -171,18 +172,131 @@ static void test_link_edges(void **state) {
   assert_close(e.us, 20.0);
 }
 
-/* ---- a whole prediction --------------------------------------------------------- */
+/* ---- the GEMM time below the measured FLOPs ---------------------------------------- */
+
+static void test_gemm_below_toward_kernel_cost(void **state) {
+  (void)state;
+  tp_project_gemm rows[] = {gemm_row(3, 1024, 1024, 1024, 1, 100.0)};
+  tp_project_gemm_est est;
+  /* half the smallest count's FLOPs, k = 10: 10 + (100 − 10) / 2 */
+  tp_project_gemm_time(rows, 1, 512, 1024, 1024, 1, TP_BF16, 10.0, &est);
+  assert_true(est.extrapolated);
+  assert_close(est.us, 55.0);
+  assert_close(est.tflops, 2.0 * 512 * 1024 * 1024 / 55.0 / 1e6);
+  assert_int_equal(est.lo_id, 3);
+  assert_non_null(strstr(est.source, "below the measured FLOPs: line from k = 10.0 us"));
+  /* a k not below the smallest time: that count's rate held, as without k */
+  tp_project_gemm_time(rows, 1, 512, 1024, 1024, 1, TP_BF16, 120.0, &est);
+  assert_close(est.us, 50.0);
+  assert_non_null(strstr(est.source, "extrapolated (held flat)"));
+  /* above the measured counts k plays no part */
+  tp_project_gemm_time(rows, 1, 2048, 1024, 1024, 1, TP_BF16, 10.0, &est);
+  assert_close(est.us, 200.0);
+}
+
+/* ---- the pipeline's costs (model point 6) ------------------------------------------- */
+
+static void test_costs_from_probe_points(void **state) {
+  (void)state;
+  const tp_project_link_point ce[] = {{1, 65536.0, 6.0}, {2, 8 * MIB, 20.0}, {3, 32 * MIB, 50.0}};
+  const tp_project_link_point sm[] = {{4, 65536.0, 5.0}, {5, 8 * MIB, 24.0}};
+  const tp_project_link_point rt[] = {{6, 4.0, 24.0}}, wait[] = {{7, 4.0, 3.5}};
+  const tp_project_link_point bar[] = {{8, 0.0, 9.0}};
+  const tp_project_link_point local[] = {{9, 8 * MIB, 5.0}, {10, 256 * MIB, 128.0}};
+  tp_project_link_curve links[TP_LINK_KINDS] = {{0}};
+  links[TP_LINK_CE_PUSH] = (tp_project_link_curve){ce, 3};
+  links[TP_LINK_SM_PUSH] = (tp_project_link_curve){sm, 2};
+  links[TP_LINK_FLAG_ROUND_TRIP] = (tp_project_link_curve){rt, 1};
+  links[TP_LINK_FLAG_WAIT] = (tp_project_link_curve){wait, 1};
+  links[TP_LINK_BARRIER] = (tp_project_link_curve){bar, 1};
+  links[TP_LINK_LOCAL_COPY] = (tp_project_link_curve){local, 2};
+  tp_project_cost c[TP_COST_KINDS];
+  tp_project_resolve_costs(links, "NVIDIA H200", c);
+  for (int i = 0; i < TP_COST_KINDS; i++)
+    if (!c[i].measured) fail_msg("%s not measured: %s", tp_cost_kind_name(i), c[i].source);
+  assert_close(c[TP_COST_PUSH_LATENCY].value, 6.0); /* the 64 KiB push, per call */
+  assert_int_equal(c[TP_COST_PUSH_LATENCY].config_id, 1);
+  assert_close(c[TP_COST_KERNEL].value, 5.0);
+  assert_close(c[TP_COST_HANDOFF].value, 12.0); /* half the round trip */
+  assert_close(c[TP_COST_WAIT].value, 3.5);
+  assert_close(c[TP_COST_BARRIER].value, 9.0);
+  /* the largest local copy: 256 MiB read and written in 128 µs */
+  assert_close(c[TP_COST_LOCAL_GBPS].value, 2.0 * 256 * MIB / 128.0 / 1e3);
+  assert_non_null(strstr(c[TP_COST_HANDOFF].source, "half of flag_round_trip"));
+}
+
+static void test_costs_fallbacks(void **state) {
+  (void)state;
+  /* the sample's kind of probe: 8 and 32 MiB points of the transports, nothing else */
+  const tp_project_link_point ce[] = {{2, 8 * MIB, 20.0}, {3, 32 * MIB, 50.0}};
+  const tp_project_link_point sm[] = {{5, 8 * MIB, 24.0}, {6, 32 * MIB, 60.0}};
+  tp_project_link_curve links[TP_LINK_KINDS] = {{0}};
+  links[TP_LINK_CE_PUSH] = (tp_project_link_curve){ce, 2};
+  links[TP_LINK_SM_PUSH] = (tp_project_link_curve){sm, 2};
+  tp_project_cost c[TP_COST_KINDS];
+  tp_project_resolve_costs(links, "NVIDIA H100 80GB HBM3", c);
+  for (int i = 0; i < TP_COST_KINDS; i++)
+    if (c[i].measured) fail_msg("%s measured: %s", tp_cost_kind_name(i), c[i].source);
+  /* L: the ce line's latency, 20 − 8 MiB at 24 MiB per 30 µs; k: the sm line's, 24 − 12 */
+  assert_close(c[TP_COST_PUSH_LATENCY].value, 10.0);
+  assert_close(c[TP_COST_KERNEL].value, 12.0);
+  assert_close(c[TP_COST_HANDOFF].value, 10.0);
+  assert_close(c[TP_COST_WAIT].value, 10.0);
+  assert_close(c[TP_COST_BARRIER].value, 20.0);
+  assert_close(c[TP_COST_LOCAL_GBPS].value, 3350.0);
+  assert_non_null(strstr(c[TP_COST_BARRIER].source, "fallback: b = 2·h"));
+  assert_non_null(strstr(c[TP_COST_LOCAL_GBPS].source, "H100 SXM"));
+  tp_project_resolve_costs(links, "NVIDIA H100 PCIe", c);
+  assert_close(c[TP_COST_LOCAL_GBPS].value, 2000.0);
+  tp_project_resolve_costs(links, "NVIDIA H200", c);
+  assert_close(c[TP_COST_LOCAL_GBPS].value, 4800.0);
+  tp_project_resolve_costs(links, "Some GPU", c);
+  assert_true(isnan(c[TP_COST_LOCAL_GBPS].value));
+  assert_non_null(strstr(c[TP_COST_LOCAL_GBPS].source, "left out"));
+  /* no sm_push points at all: k unknown */
+  links[TP_LINK_SM_PUSH].n = 0;
+  tp_project_resolve_costs(links, NULL, c);
+  assert_true(isnan(c[TP_COST_KERNEL].value));
+  assert_string_equal(c[TP_COST_KERNEL].source, "no sm_push points");
+}
+
+/* ---- auto's chunk rule (common/tp_chunk_rule.h) ------------------------------------- */
+
+static void test_chunk_rule(void **state) {
+  (void)state;
+  /* gather side, 8B qkv at TP 2, 4096 tokens: pushes 47.9 µs fit in 0.75 of the local
+   * shard's 79.3 µs GEMM (the model's rates): one chunk */
+  tp_chunk_choice c = tp_auto_chunks(1, 2, 2048, 8192, 6144, 4096, 1, TP_BF16);
+  assert_int_equal(c.chunks, 1);
+  assert_close(c.push_us, 2048.0 * 8192 / 350e9 * 1e6);
+  assert_close(c.local_gemm_us, 2.0 * 2048 * 3072 * 4096 / 650e12 * 1e6);
+  /* pushes far longer than the GEMM: the most chunks that keep 512 rows */
+  assert_int_equal(tp_auto_chunks(1, 4, 2048, 16384, 1024, 8192, 1, TP_BF16).chunks, 4);
+  assert_int_equal(tp_auto_chunks(1, 4, 1024, 16384, 1024, 8192, 1, TP_BF16).chunks, 2);
+  assert_int_equal(tp_auto_chunks(1, 8, 512, 8192, 6144, 4096, 1, TP_BF16).chunks, 1);
+  /* reduce-scatter side: two chunks of at least 512 rows, else one */
+  assert_int_equal(tp_auto_chunks(0, 2, 2048, 8192, 4096, 4096, 1, TP_BF16).chunks, 2);
+  assert_int_equal(tp_auto_chunks(0, 8, 1000, 8192, 4096, 4096, 1, TP_BF16).chunks, 1);
+  assert_int_equal(tp_auto_chunks(0, 8, 1025, 8192, 4096, 4096, 1, TP_BF16).chunks, 1);
+  assert_true(tp_auto_fuses(512, 8192)); /* 4 MiB exactly: fused */
+  assert_false(tp_auto_fuses(511, 8192));
+}
+
+/* ---- the fused pipeline, by hand ------------------------------------------------------ */
 
 /* The all-gather collective and the push, each two points around 16 and 32 MiB. */
 static const tp_project_link_point AG[] = {{21, 8 * 1048576.0, 40.0}, {22, 32 * 1048576.0, 100.0}};
 static const tp_project_link_point RS[] = {{31, 8 * 1048576.0, 44.0}, {32, 32 * 1048576.0, 140.0}};
 static const tp_project_link_point CE[] = {{41, 8 * 1048576.0, 20.0}, {42, 32 * 1048576.0, 50.0}};
 
+/* Costs set by hand: b 8, h 10, w 3, k unknown; local traffic 8 MiB per 8 µs. */
 static tp_project_inputs hand_inputs(const tp_project_gemm *rows, size_t n) {
   tp_project_inputs in = {.gemms = rows, .n_gemms = n};
   in.links[TP_LINK_NCCL_ALL_GATHER] = (tp_project_link_curve){AG, 2};
   in.links[TP_LINK_NCCL_REDUCE_SCATTER] = (tp_project_link_curve){RS, 2};
   in.links[TP_LINK_CE_PUSH] = (tp_project_link_curve){CE, 2};
+  const double values[TP_COST_KINDS] = {10.0, NAN, 8.0, 10.0, 3.0, 8 * MIB / 8.0 / 1e3};
+  for (int i = 0; i < TP_COST_KINDS; i++) in.costs[i].value = values[i];
   return in;
 }
 
@@ -194,44 +308,105 @@ static tp_project_shape shape_of(const char *proj, tp_op op, int64_t tokens, int
   return s;
 }
 
+static void test_pipeline_gather_by_hand(void **state) {
+  (void)state;
+  tp_project_gemm rows[] = {gemm_row(1, 2048, 3072, 4096, 1, 50.0),
+                            gemm_row(2, 1024, 1536, 4096, 1, 30.0),
+                            gemm_row(3, 512, 1536, 4096, 1, 16.0)};
+  tp_project_inputs in = hand_inputs(rows, 3);
+  tp_project_shape qkv = shape_of("qkv", TP_OP_AG_LINEAR, 4096, 6144, 4096);
+  tp_project_pipeline p;
+  /* TP 2, auto: one chunk of 2048 rows (16 MiB, push 30). Copy stream: b 8, push lands at 38.
+   * Main: local shard 50, then max(50 + w, 38 + h) = 53, + 50 = 103. */
+  tp_project_dist_pipeline(&in, &qkv, 2, 0, &p);
+  assert_int_equal(p.chunks, 1);
+  assert_int_equal(p.chunk_rows, 2048);
+  assert_close(p.push.us, 30.0);
+  assert_close(p.total_us, 103.0);
+  assert_close(p.gemm_sum_us, 100.0);
+  assert_close(p.stall_us, 3.0);
+  assert_close(p.drain_us, 65.0);
+  assert_int_equal(p.gemms, 2);
+  assert_int_equal(p.pushes, 1);
+  /* a slower handoff makes the peer chunk wait: max(53, 38 + 30) + 50 */
+  in.costs[TP_COST_HANDOFF].value = 30.0;
+  tp_project_dist_pipeline(&in, &qkv, 2, 0, &p);
+  assert_close(p.total_us, 118.0);
+  in.costs[TP_COST_HANDOFF].value = 10.0;
+  /* TP 4, two chunks: local shard 1024 rows (30), six chunks of 512 rows (16) pushed at 15
+   * each (4 MiB: below the probe, 20 − 4·30/24). Pushes land at 23, 38, 53, 68, 83, 98; each
+   * chunk GEMM starts at max(previous end + 3, landing + 10): 33, 52, 71, 90, 109, 128 → 144 */
+  tp_project_dist_pipeline(&in, &qkv, 4, 2, &p);
+  assert_int_equal(p.chunk_rows, 512);
+  assert_close(p.push.us, 15.0);
+  assert_close(p.total_us, 144.0);
+  assert_close(p.gemm_sum_us, 30.0 + 6 * 16.0);
+  assert_close(p.stall_us, 6 * 3.0);
+  assert_close(p.drain_us, 144.0 - 98.0);
+  assert_int_equal(p.gemms, 7);
+  assert_int_equal(p.pushes, 6);
+  assert_int_equal(p.waits, 6);
+}
+
+static void test_pipeline_scatter_by_hand(void **state) {
+  (void)state;
+  tp_project_gemm rows[] = {gemm_row(1, 1024, 4096, 4096, 1, 25.0),
+                            gemm_row(2, 1024, 4096, 2048, 1, 14.0)};
+  tp_project_inputs in = hand_inputs(rows, 2);
+  tp_project_shape wo = shape_of("wo", TP_OP_LINEAR_RS, 4096, 4096, 8192);
+  tp_project_pipeline p;
+  /* TP 2, auto: two chunks of 1024 rows (8 MiB pushes, 20 µs; C read 8 µs).
+   * Partial 0 ends 25, its push runs max(8, 25 + 3) .. 48; partial 1 ends 50, its push
+   * max(48, 53) .. 73; local 0 starts max(50 + 3, 48 + 10) = 58, ends 58 + 8 + 25 = 91;
+   * local 1 starts max(94, 83) = 94, ends 127. */
+  tp_project_dist_pipeline(&in, &wo, 2, 0, &p);
+  assert_int_equal(p.chunks, 2);
+  assert_close(p.local_us, 8.0);
+  assert_close(p.total_us, 127.0);
+  assert_close(p.gemm_sum_us, 100.0);
+  assert_close(p.stall_us, 127.0 - 100.0 - 16.0);
+  assert_close(p.drain_us, 127.0 - 50.0); /* after the last partial */
+  assert_int_equal(p.gemms, 4);
+  /* TP 4, one chunk: three partials of 14 (ends 14, 28, 42), pushes end 37, 57, 77; the local
+   * GEMM waits max(42 + 3·3, 77 + 10) = 87, then the reduce pass and C read (8 MiB × 5: 40)
+   * and its GEMM: 141 */
+  tp_project_dist_pipeline(&in, &wo, 4, 1, &p);
+  assert_close(p.local_us, 40.0);
+  assert_close(p.total_us, 141.0);
+  assert_close(p.stall_us, 141.0 - 56.0 - 40.0);
+  assert_close(p.drain_us, 99.0);
+  assert_int_equal(p.gemms, 4);
+  assert_int_equal(p.pushes, 3);
+  /* no local rate: the traffic left out */
+  in.costs[TP_COST_LOCAL_GBPS].value = NAN;
+  tp_project_dist_pipeline(&in, &wo, 4, 1, &p);
+  assert_close(p.total_us, 101.0);
+}
+
 static void test_predict_by_hand(void **state) {
   (void)state;
   tp_project_gemm rows[] = {gemm_row(1, 4096, 3072, 4096, 1, 100.0),
-                            gemm_row(2, 4096, 1536, 4096, 1, 60.0),
-                            gemm_row(3, 4096, 4096, 4096, 1, 90.0)};
-  tp_project_inputs in = hand_inputs(rows, 3);
+                            gemm_row(2, 2048, 3072, 4096, 1, 50.0)};
+  tp_project_inputs in = hand_inputs(rows, 2);
   tp_project_shape qkv = shape_of("qkv", TP_OP_AG_LINEAR, 4096, 6144, 4096);
   tp_project_row r;
-  /* TP 2: V = 4096·4096·2 / 2 = 16 MiB; collective 40 + 60/3 = 60; push of 16 MiB 20 + 30/3 =
-   * 30; stock 100 + 60; dist_gemm 50 + max(50, 30) */
+  /* TP 2: V = 4096·4096·2 / 2 = 16 MiB; collective 40 + 60/3 = 60; stock 100 + 60; dist_gemm
+   * the pipeline above, 103 */
   tp_project_predict(&in, &qkv, 2, &r);
   assert_int_equal(r.n, 3072);
   assert_close(tp_project_volume_bytes(&qkv, 2), 16 * MIB);
   assert_close(r.coll.us, 60.0);
-  assert_close(r.chunk.us, 30.0);
   assert_close(r.stock_us, 160.0);
-  assert_close(r.dist_us, 100.0);
-  assert_close(r.speedup, 1.6);
+  assert_close(r.dist_us, 103.0);
+  assert_close(r.speedup, 160.0 / 103.0);
   assert_string_equal(r.note, "");
-  /* TP 4: V = 24 MiB (collective 40 + 60·16/24 = 80), chunks of 8 MiB (20 µs), g = 15:
-   * stock 60 + 80, dist_gemm 15 + 3·max(15, 20) */
-  tp_project_predict(&in, &qkv, 4, &r);
-  assert_int_equal(r.n, 1536);
-  assert_close(r.coll.us, 80.0);
-  assert_close(r.chunk.us, 20.0);
-  assert_close(r.stock_us, 140.0);
-  assert_close(r.dist_us, 75.0);
-  /* linear_rs at TP 2: shard K 4096, V = 4096·4096·2 / 2 = 16 MiB over the reduce-scatter
-   * line (44 + 96/3 = 76); dist_gemm 45 + max(45, 30) */
-  tp_project_shape wo = shape_of("wo", TP_OP_LINEAR_RS, 4096, 4096, 8192);
-  tp_project_predict(&in, &wo, 2, &r);
-  assert_int_equal(r.k, 4096);
-  assert_close(r.coll.us, 76.0);
-  assert_close(r.stock_us, 166.0);
-  assert_close(r.dist_us, 90.0);
-  assert_close(tp_project_dist_us(2, 90.0, 60.0), 105.0); /* comm-bound: 45 + 60 */
-  assert_true(isnan(tp_project_dist_us(1, 90.0, 60.0)));
   assert_close(tp_project_stock_us(90.0, 76.0), 166.0);
+  /* 512 tokens: 256 rows of 8 KiB per rank, under 4 MiB: auto's stock path */
+  tp_project_shape small = shape_of("qkv", TP_OP_AG_LINEAR, 512, 6144, 4096);
+  tp_project_predict(&in, &small, 2, &r);
+  assert_true(r.pipe.stock_path);
+  assert_close(r.dist_us, r.stock_us);
+  assert_non_null(strstr(r.note, "auto takes the stock path"));
 }
 
 static void test_predict_refusals(void **state) {
@@ -246,7 +421,7 @@ static void test_predict_refusals(void **state) {
   tp_project_shape qkv = shape_of("qkv", TP_OP_AG_LINEAR, 4096, 6144, 4096);
   tp_project_predict(&in, &qkv, 3, &r);
   assert_string_equal(r.note, "TP 3 does not divide the tokens (4096)");
-  /* the GEMM interpolated: said in the note */
+  /* the GEMM extrapolated: said in the note */
   tp_project_predict(&in, &qkv, 8, &r);
   assert_true(isfinite(r.dist_us));
   assert_string_equal(r.note, "GEMM rate extrapolated beyond the measured FLOPs");
@@ -255,6 +430,26 @@ static void test_predict_refusals(void **state) {
   tp_project_predict(&in, &qkv, 2, &r);
   assert_true(isnan(r.stock_us));
   assert_string_equal(r.note, "no link probe points of nccl_all_gather");
+}
+
+/* ---- the error summary ------------------------------------------------------------------ */
+
+static void test_error_summary(void **state) {
+  (void)state;
+  /* a NaN (no pair) and a row measured under 0.1 ms are left out */
+  const double errors[] = {-10.0, 5.0, NAN, 30.0, 2.0};
+  const double measured[] = {200.0, 150.0, 300.0, 50.0, 1000.0};
+  tp_project_error_summary e;
+  assert_int_equal(tp_project_summarise_errors(errors, measured, 5, &e), TP_OK);
+  assert_int_equal(e.rows, 3);
+  assert_close(e.median_pct, 2.0);
+  assert_close(e.worst_abs_pct, 10.0);
+  assert_close(e.worst_pct, -10.0);
+  assert_int_equal((int)e.worst_index, 0);
+  assert_close(e.median_abs_pct, 5.0);
+  assert_int_equal(tp_project_summarise_errors(errors, measured, 0, &e), TP_OK);
+  assert_int_equal(e.rows, 0);
+  assert_true(isnan(e.median_pct));
 }
 
 /* ---- the synthetic database ---------------------------------------------------- */
@@ -343,10 +538,13 @@ typedef struct {
   char db[600];
 } synth_db;
 
-/* Two shapes whose predictions are worked out by hand:
- *   T = 4096: V 16 MiB, G 100, collective 60, push 30: stock 160, dist_gemm 100;
- *   T = 8192: V 32 MiB, G 200, collective 100, push 50: stock 300, dist_gemm 200.
- * Measured: stock 200 and 250 (−20 %, +20 %), dist_gemm 80 and 250 (+25 %, −20 %). */
+/* Two shapes whose predictions are worked out by hand. The probe has no flag, barrier or
+ * sm_push points: L = h = w = 10 (the ce line's latency), b = 20, k unknown.
+ *   T = 4096: V 16 MiB, G 100, collective 60: stock 160; one chunk of 2048 rows (G 50, held
+ *             flat below the rows), push 30: dist_gemm max(50 + 10, 20 + 30 + 10) + 50 = 110;
+ *   T = 8192: V 32 MiB, G 200, collective 100: stock 300; one chunk of 4096 rows (G 100),
+ *             push 50: dist_gemm max(100 + 10, 20 + 50 + 10) + 100 = 210.
+ * Measured: stock 200 and 250 (−20 %, +20 %), dist_gemm 80 and 250 (+37.5 %, −16 %). */
 static void make_synth(synth_db *d, int with_link) {
   assert_int_equal(fx_mkdir(&d->dir, "tp_project"), 0);
   fx_path(&d->dir, "synth.db", d->db, sizeof d->db);
@@ -409,27 +607,39 @@ static void test_validation_on_synthetic_db(void **state) {
   json_t *rows = json_object_get(root, "rows");
   assert_int_equal(json_array_size(rows), 4); /* two shapes × two degrees */
   json_t *first = json_array_get(rows, 0), *m = json_object_get(first, "measured");
+  assert_string_equal(json_string_value(json_object_get(root, "result")), "prediction");
+  assert_string_equal(json_string_value(json_object_get(first, "result")), "predicted");
   assert_close(json_real_value(json_object_get(first, "stock_us")), 160.0);
-  assert_close(json_real_value(json_object_get(first, "dist_us")), 100.0);
+  assert_close(json_real_value(json_object_get(first, "dist_us")), 110.0);
   assert_close(json_real_value(json_object_get(m, "stock_error_pct")), -20.0);
-  assert_close(json_real_value(json_object_get(m, "dist_error_pct")), 25.0);
+  assert_close(json_real_value(json_object_get(m, "dist_error_pct")), 37.5);
   assert_close(json_real_value(json_object_get(m, "dist_us")), 80.0); /* auto, not sm */
   assert_true(json_is_null(json_object_get(json_array_get(rows, 1), "measured"))); /* TP 4 */
   json_t *checks = json_object_get(root, "validation");
   assert_int_equal(json_array_size(checks), 1);
   json_t *c = json_array_get(checks, 0);
   assert_int_equal(json_integer_value(json_object_get(c, "tp")), 2);
-  assert_int_equal(json_integer_value(json_object_get(c, "stock_shapes")), 2);
-  assert_close(json_real_value(json_object_get(c, "stock_median_abs_error_pct")), 20.0);
-  assert_close(json_real_value(json_object_get(c, "dist_median_abs_error_pct")), 22.5);
+  json_t *cs = json_object_get(c, "stock"), *cd = json_object_get(c, "dist_gemm");
+  assert_int_equal(json_integer_value(json_object_get(cs, "shapes")), 2);
+  assert_close(json_real_value(json_object_get(cs, "median_error_pct")), 0.0);
+  assert_close(json_real_value(json_object_get(cs, "worst_abs_error_pct")), 20.0);
+  assert_close(json_real_value(json_object_get(cs, "median_abs_error_pct")), 20.0);
+  /* dist_gemm's first row, measured at 80 µs (under 0.1 ms), is listed but not summarised */
+  assert_int_equal(json_integer_value(json_object_get(cd, "shapes")), 1);
+  assert_close(json_real_value(json_object_get(cd, "median_error_pct")), -16.0);
+  assert_close(json_real_value(json_object_get(cd, "worst_error_pct")), -16.0);
+  assert_close(json_real_value(json_object_get(cd, "median_abs_error_pct")), 16.0);
   json_decref(root);
   free(text);
   text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "### Validation at TP 2: predicted against measured"));
   assert_null(strstr(text, "### Validation at TP 4"));
-  assert_non_null(strstr(text, "Median |error| at TP 2: stock 20.0 % over 2 shapes, dist_gemm "
-                               "22.5 % over 2 shapes."));
+  assert_non_null(strstr(text, "**A prediction, not a measurement**"));
+  assert_non_null(strstr(text, "| predicted | m | qkv |"));
+  assert_non_null(strstr(text, "stock signed median 0.0 %, worst |error| 20.0 % (config "));
+  assert_non_null(strstr(text, "dist_gemm signed median -16.0 %, worst |error| 16.0 % (config "));
+  assert_non_null(strstr(text, "| b barrier | 20.00 | us | fallback |"));
   free(text);
   /* --gemm-tp 1: the TP 2 shard's time from the single-GPU rate (half its FLOPs at the one
    * row's rate, held flat): 75 µs, so stock 75 + 60 */
@@ -437,8 +647,23 @@ static void test_validation_on_synthetic_db(void **state) {
   req.n_tps = 1;
   text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
   assert_int_equal(rc, TP_OK);
-  assert_non_null(strstr(text, "\nm,qkv,ag_linear,4096,bf16,2,4096,3072,4096,103.079,75.000,"));
+  assert_non_null(
+      strstr(text, "\npredicted,m,qkv,ag_linear,4096,bf16,2,4096,3072,4096,103.079,75.000,"));
   assert_non_null(strstr(text, ",135.000,"));
+  /* the summary lines: the signed medians and the worst |errors| in the error columns */
+  assert_non_null(strstr(text, "\nerror_median,,,,,,2,"));
+  assert_non_null(strstr(text, "\nerror_worst_abs,,,,,,2,"));
+  /* after the (quoted) note: stock_measured_us and stock_config empty, then stock_error_pct;
+   * dist_measured_us and dist_config empty, then dist_error_pct and an empty dist_stock_path */
+  const char *median = strstr(text, "\nerror_median,");
+  const char *after_note = median ? strstr(median, "or more\",,,") : NULL;
+  assert_non_null(after_note);
+  char *end = NULL;
+  const double stock_med = strtod(after_note + strlen("or more\",,,"), &end);
+  assert_memory_equal(end, ",,,", 3);
+  const double dist_med = strtod(end + 3, &end);
+  assert_memory_equal(end, ",\n", 2);
+  assert_true(isfinite(stock_med) && isfinite(dist_med));
   free(text);
   fx_rmdir(&d.dir);
 }
@@ -486,6 +711,36 @@ static void test_bad_inputs(void **state) {
   free(r.err);
   r = tpbench("project", "--db", d.db, "--tp", "2,2", "--link-gbps", "100", NULL);
   rp_expect(&r, 2, NULL, "--tp: 2 is listed twice");
+  free(r.out);
+  free(r.err);
+  fx_rmdir(&d.dir);
+}
+
+/* --models / --tokens: the presets' four projections, predicted (even 405B, which nobody
+ * measured), in model, projection, tokens order; an unknown model refused. */
+static void test_preset_shapes(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  rp_result r = tpbench("project", "--db", d.db, "--models", "405b", "--tokens", "16384,32768",
+                        "--tp", "4,8", "--format", "csv", NULL);
+  rp_expect(&r, 0, "\npredicted,llama3-405b,qkv,ag_linear,16384,bf16,4,16384,", NULL);
+  int rows = 0;
+  for (const char *p = strstr(r.out, "\npredicted,llama3-405b,"); p;
+       p = strstr(p + 1, "\npredicted,llama3-405b,"))
+    rows++;
+  assert_int_equal(rows, 4 * 2 * 2); /* projections × tokens × degrees */
+  assert_non_null(strstr(r.out, "\npredicted,llama3-405b,w2,linear_rs,32768,bf16,8,"));
+  assert_null(strstr(r.out, "\nerror_median")); /* nothing measured at 4 or 8 */
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--tokens", "4096", "--tp", "8", NULL);
+  rp_expect(&r, 0, "Shapes: 12 from the model presets", NULL); /* 8b, 70b, 405b by default */
+  assert_non_null(strstr(r.out, "| predicted | llama3-70b | w13 |"));
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--models", "nope", NULL);
+  rp_expect(&r, 2, NULL, "unknown model 'nope'");
   free(r.out);
   free(r.err);
   fx_rmdir(&d.dir);
@@ -548,7 +803,8 @@ static void test_sample_db_validation_table(void **state) {
         }
         if (!found) fail_msg("no validation row for %s %s %d", models[i], projs[j], tokens[t]);
       }
-  assert_non_null(strstr(r.out, "Median |error| at TP 2: stock "));
+  assert_non_null(strstr(r.out, "Error at TP 2, over the rows measured at 0.1 ms or more: stock "
+                                "signed median "));
   free(r.out);
   free(r.err);
   unsigned char *after = fx_read_all(db, &after_len);
@@ -556,6 +812,67 @@ static void test_sample_db_validation_table(void **state) {
   assert_memory_equal(before, after, before_len);
   free(before);
   free(after);
+  fx_rmdir(&d);
+}
+
+/* Every predicted stock and dist_gemm time of a JSON output, in row order. */
+static double *predictions_of(const char *json, size_t *n) {
+  json_error_t jerr;
+  json_t *root = json_loads(json, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s", jerr.text);
+  json_t *rows = json_object_get(root, "rows");
+  *n = json_array_size(rows);
+  double *v = calloc(2 * *n + 1, sizeof *v);
+  assert_non_null(v);
+  for (size_t i = 0; i < *n; i++) {
+    json_t *r = json_array_get(rows, i);
+    v[2 * i] = json_real_value(json_object_get(r, "stock_us"));
+    v[2 * i + 1] = json_real_value(json_object_get(r, "dist_us"));
+  }
+  json_decref(root);
+  return v;
+}
+
+/* The model is not fitted to the rows it is judged on: the sample's TP 2 rows predicted from
+ * the TP 1 GEMMs stay the same when every measured stock and dist_gemm row of the sample
+ * changes (tripled), while the errors follow the measurements. */
+static void test_prediction_ignores_judged_rows(void **state) {
+  (void)state;
+  const char *tp1 = TP_TEST_DATA_DIR "/../../examples/tpbench-h200-tp1-gemm.db";
+  if (access(FX_SAMPLE_DB, R_OK) != 0 || access(tp1, R_OK) != 0) skip();
+  fx_dir d;
+  char db[600];
+  assert_int_equal(fx_mkdir(&d, "tp_project_judged"), 0);
+  fx_path(&d, "judged.db", db, sizeof db);
+  assert_int_equal(fx_copy(FX_SAMPLE_DB, db), 0);
+  rp_result r = tpbench("import", tp1, "--db", db, NULL);
+  rp_expect(&r, 0, NULL, NULL);
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", db, "--tp", "2", "--gemm-tp", "1", "--format", "json", NULL);
+  rp_expect(&r, 0, "\"median_error_pct\"", NULL);
+  size_t n_before = 0, n_after = 0;
+  double *before = predictions_of(r.out, &n_before);
+  char *json_before = r.out;
+  free(r.err);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  assert_int_equal(fx_exec(s, "UPDATE results SET median_us = 3 * median_us WHERE config_id IN "
+                              "(SELECT id FROM configs WHERE kind = 'op' AND tp = 2)"),
+                   0);
+  tp_store_close(s);
+  r = tpbench("project", "--db", db, "--tp", "2", "--gemm-tp", "1", "--format", "json", NULL);
+  rp_expect(&r, 0, NULL, NULL);
+  double *after = predictions_of(r.out, &n_after);
+  assert_int_equal(n_before, 24);
+  assert_int_equal(n_after, n_before);
+  for (size_t i = 0; i < 2 * n_before; i++) assert_close(after[i], before[i]);
+  assert_string_not_equal(json_before, r.out); /* the measured side and the errors moved */
+  free(before);
+  free(after);
+  free(json_before);
+  free(r.out);
+  free(r.err);
   fx_rmdir(&d);
 }
 
@@ -567,11 +884,20 @@ int main(void) {
       cmocka_unit_test(test_gemm_no_rows_of_dtype),
       cmocka_unit_test(test_link_line),
       cmocka_unit_test(test_link_edges),
+      cmocka_unit_test(test_gemm_below_toward_kernel_cost),
+      cmocka_unit_test(test_costs_from_probe_points),
+      cmocka_unit_test(test_costs_fallbacks),
+      cmocka_unit_test(test_chunk_rule),
+      cmocka_unit_test(test_pipeline_gather_by_hand),
+      cmocka_unit_test(test_pipeline_scatter_by_hand),
       cmocka_unit_test(test_predict_by_hand),
       cmocka_unit_test(test_predict_refusals),
+      cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_preset_shapes),
       cmocka_unit_test(test_sample_db_validation_table),
+      cmocka_unit_test(test_prediction_ignores_judged_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

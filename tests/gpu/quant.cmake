@@ -17,20 +17,16 @@ tp_add_gpu_test(gpu_fp8_ops SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_ops.c
 # own scales. Exits 77 without a GPU.
 tp_add_gpu_test(gpu_fp8_comm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_comm.c
                 LIBS tp_quant_gpu tp_gpu_harness m TIMEOUT 600)
-# The same binary's TP 2 paths (stock comm fp8 / bf16, dist_gemm ce and sm, the scatter
-# side, the collective alone): exits 77 with a message below 2 GPUs.
-add_test(NAME gpu_fp8_comm_tp2 COMMAND gpu_fp8_comm tp2)
-set_tests_properties(gpu_fp8_comm_tp2 PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
+# The same binary's real TP paths (`tp`: stock comm fp8 / bf16, dist_gemm ce and sm, the
+# scatter side, the backward, the collectives alone, a planted off-by-one scale block) at TP
+# 2, 4 and 8, each degree skipped with a message above the visible GPUs ...
+add_test(NAME gpu_fp8_comm_tp COMMAND gpu_fp8_comm tp)
+set_tests_properties(gpu_fp8_comm_tp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
-# ... and the same TP 2 paths with both ranks on device 0 (TPBENCH_TEST_SHARE_GPU,
-# tests/gpu/gpu_harness.h: NCCL over loopback sockets, the symmetric heap over CUDA IPC on
-# one device): the code of TP > 1 checked on a machine of one GPU; nothing is timed.
-add_test(NAME gpu_fp8_comm_tp2_shared COMMAND gpu_fp8_comm tp2)
-set_tests_properties(
-  gpu_fp8_comm_tp2_shared
-  PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600
-             ENVIRONMENT
-             "TPBENCH_TEST_SHARE_GPU=1;NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
+# ... and per degree with every rank on device 0 (TPBENCH_TEST_SHARE_GPU, tests/gpu/
+# gpu_harness.h: NCCL over loopback sockets, the symmetric heap over CUDA IPC on one
+# device): the code of TP > 1 checked on a machine of one GPU; nothing is timed.
+tp_add_gpu_shared_tests(gpu_fp8_comm TIMEOUTS 600 900 1500)
 # The wgrad's transposed column pieces on one GPU, TP ranks simulated: each rank's shard
 # transposed and quantized with the agreed amax, the pieces gathered rank-major and re-placed
 # (bytes and scales) equal the whole's transpose quantized, bit for bit (formats x TP 2/4/8 x

@@ -23,19 +23,24 @@
  *   the hung configuration as timed out with steps 0 and 1 (and the knob in
  *   runs.test_knobs); `drift --show` names the stored steps.
  *
- * At TP 2 (skipped with a message below two GPUs), rank 1's planted failure
- * (TPBENCH_TEST_FAIL_ALLOC=1:16 MiB):
- * - tp_window_alloc and tp_symm_reserve above the threshold fail on both
- *   ranks within seconds, both naming rank 1 and the size; rank 0 keeps no
+ * At TP 2, 4 and 8 (cases planted_failure/tpN and drift_peer_hangs/tpN,
+ * gpu_harness.h; a degree above the rank slots reported skipped), the last
+ * rank's planted failure (TPBENCH_TEST_FAIL_ALLOC=N-1:16 MiB):
+ * - tp_window_alloc and tp_symm_reserve above the threshold fail on every
+ *   rank within seconds, all naming rank N-1 and the size; rank 0 keeps no
  *   window and no memory; a window and a workspace below the threshold then
- *   work on both (the group is not wedged);
- * - `tpbench ops` (8b wo, 4096 tokens, ce, --stock plain,window) with every
- *   window and workspace allocation of rank 1 failing: the run ends (no
- *   watchdog), every window and dist_gemm configuration is stored as oom
- *   with the reason naming rank 1, plain stock is ok, the knob is in
- *   runs.test_knobs;
- * - `tpbench drift` with rank 1 hung at step 2 (TPBENCH_TEST_HANG_STEP=2:1):
- *   rank 0's watchdog records the two finished steps and the run ends non-zero.
+ *   work on every rank (the group is not wedged). With TPBENCH_TEST_SHARE_GPU
+ *   (every rank an NCCL host of its own) NCCL gives no windows: the window
+ *   half is said and left out, the workspace's runs;
+ * - `tpbench ops` (8b wo, 4096 tokens, ce, --stock plain,window; plain alone
+ *   on a shared GPU) with every window and workspace allocation of rank N-1
+ *   failing: the run ends (no watchdog), every window and dist_gemm
+ *   configuration is stored as oom with the reason naming rank N-1 of N,
+ *   plain stock is ok, the knob is in runs.test_knobs;
+ * - `tpbench drift` (the debug model up to TP 4, llama3-1b's heads at 8;
+ *   --timeout 5 s at TP 2, 20 s beyond) with rank N-1 hung at step 2
+ *   (TPBENCH_TEST_HANG_STEP=2:N-1): rank 0's watchdog records the two
+ *   finished steps and the run ends non-zero.
  *
  * Runs the tpbench binary of this build. Exits 77 (skipped) without a GPU.
  */
@@ -68,7 +73,6 @@ enum { NCCL_ONE_RANK_WINDOWS = 22807, HANG_TIMEOUT_S = 5, HANG_MARGIN_S = 90 };
 
 static const tp_alloc_owner TEST_OWNER = {TP_ALLOC_TEST, 7};
 static const tp_alloc_owner GROUP_OWNER = {TP_ALLOC_GROUP, 0};
-static int n_gpus;
 
 /* ---- checks inside the GPU workers (forked: no cmocka there) -------------------------- */
 
@@ -96,8 +100,11 @@ static tp_alloc_stats stats_of(tp_alloc_owner o) {
   return s;
 }
 
+/* Whether NCCL gives this group symmetric windows: never to ranks made NCCL hosts of their
+ * own (TPBENCH_TEST_SHARE_GPU); at TP > 1 otherwise; at TP 1 from 2.28.7 on. */
 static int windows_expected(const tp_group *g) {
   int version = 0;
+  if (g->world > 1 && gpu_share_one_device()) return 0;
   if (ncclGetVersion(&version) != ncclSuccess) return 0;
   return g->world > 1 || version >= NCCL_ONE_RANK_WINDOWS;
 }
@@ -251,6 +258,10 @@ static int planted_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
         g->rank);
   workspace_fails(g, p);
   if (windows_expected(g)) window_fails(g, p);
+  else if (g->rank == 0)
+    printf("rank 0: TP %d: no NCCL windows for ranks that are NCCL hosts of their own "
+           "(TPBENCH_TEST_SHARE_GPU): the planted window failure not tried\n",
+           g->world);
   tp_device_leave(outer);
   fflush(stdout);
   return failures ? 1 : 0;
@@ -291,23 +302,37 @@ static void fresh_db(char *path, size_t cap, const char *name) {
 
 /* ---- drift: a hung step --------------------------------------------------------------- */
 
+/* The model drift trains at `gpus` ranks: the debug model's 4 KV heads split up to TP 4;
+ * at 8, llama3-1b's (8 KV heads) at the same small sequence. */
+static const char *drift_model(int gpus) { return gpus <= 4 ? "debug" : "1b"; }
+
+/* drift's --timeout: up to 2 ranks the debug block's steps take milliseconds; more ranks
+ * time-sharing one GPU (TPBENCH_TEST_SHARE_GPU) or a larger model set up slower. */
+static int hang_timeout_s(int gpus) { return gpus <= 2 ? HANG_TIMEOUT_S : 4 * HANG_TIMEOUT_S; }
+
 static void drift_hangs(int gpus, const char *knob) {
-  char db[256], gpus_text[8], timeout[8];
+  char db[256], gpus_text[16], timeout[16];
   fresh_db(db, sizeof db, "drift.db");
+  const int timeout_s = hang_timeout_s(gpus);
   snprintf(gpus_text, sizeof gpus_text, "%d", gpus);
-  snprintf(timeout, sizeof timeout, "%d", HANG_TIMEOUT_S);
-  char *argv[] = {tpbench_exe, "drift",    "--gpus",    gpus_text, "--model", "debug",   "--layer",
+  snprintf(timeout, sizeof timeout, "%d", timeout_s);
+  char model[16];
+  snprintf(model, sizeof model, "%s", drift_model(gpus));
+  char *argv[] = {tpbench_exe, "drift",    "--gpus",    gpus_text, "--model", model,     "--layer",
                   "block",     "--seqlen", "256",       "--batch", "2",       "--steps", "5",
                   "--repeat",  "1",        "--timeout", timeout,   "--db",    db,        NULL};
   assert_int_equal(setenv("TPBENCH_TEST_HANG_STEP", knob, 1), 0);
+  printf("drift --gpus %d --model %s --timeout %d with TPBENCH_TEST_HANG_STEP=%s\n", gpus, model,
+         timeout_s, knob);
+  fflush(stdout);
   const double start = now_s();
-  rp_result r = rp_run(argv, HANG_TIMEOUT_S + 10 + HANG_MARGIN_S);
+  rp_result r = rp_run(argv, timeout_s + 10 + HANG_MARGIN_S);
   const double took = now_s() - start;
   unsetenv("TPBENCH_TEST_HANG_STEP");
   printf("drift with TPBENCH_TEST_HANG_STEP=%s: exit %d after %.1f s\nstderr:\n%.4000s\n", knob,
          r.status, took, r.err ? r.err : "");
-  assert_true(r.status > 0);                               /* not 0, and not killed by us (-1) */
-  assert_true(took < HANG_TIMEOUT_S + 10 + HANG_MARGIN_S); /* the watchdog ended it */
+  assert_true(r.status > 0);                          /* not 0, and not killed by us (-1) */
+  assert_true(took < timeout_s + 10 + HANG_MARGIN_S); /* the watchdog ended it */
   const char *err = r.err ? r.err : "";
   assert_non_null(strstr(err, "did not finish within"));
   assert_non_null(strstr(err, "recorded as timed out with its 2 finished step(s)"));
@@ -329,107 +354,104 @@ static void drift_hangs(int gpus, const char *knob) {
   rp_free(&r);
 }
 
-/* ---- ops at TP 2: the planted failure per configuration --------------------------------- */
+/* ---- ops at TP > 1: the planted failure per configuration -------------------------------- */
 
-static void ops_fail_per_configuration(void) {
-  char db[256];
+/* `tpbench ops` at TP `world` with every window and workspace allocation of the last rank
+ * failing (windows only where NCCL gives them: not to ranks made hosts of their own). */
+static void ops_fail_per_configuration(int world) {
+  char db[256], gpus[16], knob[16], says[64], knob_row[128];
   fresh_db(db, sizeof db, "ops.db");
+  const int failing = world - 1;
+  snprintf(gpus, sizeof gpus, "%d", world);
+  snprintf(knob, sizeof knob, "%d", failing);
+  snprintf(says, sizeof says, "failed on rank %d of %d", failing, world);
+  char stock[16];
+  snprintf(stock, sizeof stock, "%s", gpu_share_one_device() ? "plain" : "plain,window");
   /* ce, not auto: auto may take the stock path on a shape, which needs no workspace */
-  char *argv[] = {tpbench_exe, "ops", "--gpus",     "2",    "--tp",     "2",
-                  "--models",  "8b",  "--projs",    "wo",   "--tokens", "4096",
-                  "--pass",    "fwd", "--schedule", "ce",   "--stock",  "plain,window",
-                  "--warmup",  "1",   "--iters",    "3",    "--rounds", "1",
-                  "--timeout", "30",  "--quiet",    "--db", db,         NULL};
-  assert_int_equal(setenv(TP_FAIL_ALLOC_ENV, "1", 1), 0); /* every window and workspace */
+  char *argv[] = {tpbench_exe, "ops", "--gpus",   gpus,   "--tp",    gpus,  "--models",   "8b",
+                  "--projs",   "wo",  "--tokens", "4096", "--pass",  "fwd", "--schedule", "ce",
+                  "--stock",   stock, "--warmup", "1",    "--iters", "3",   "--rounds",   "1",
+                  "--timeout", "30",  "--quiet",  "--db", db,        NULL};
+  assert_int_equal(setenv(TP_FAIL_ALLOC_ENV, knob, 1), 0); /* every window and workspace */
+  printf("ops --gpus %d --tp %d --stock %s with TPBENCH_TEST_FAIL_ALLOC=%s\n", world, world, stock,
+         knob);
+  fflush(stdout);
   const double start = now_s();
   rp_result r = rp_run(argv, 300);
   const double took = now_s() - start;
   unsetenv(TP_FAIL_ALLOC_ENV);
-  printf("ops with TPBENCH_TEST_FAIL_ALLOC=1: exit %d after %.1f s\nstderr:\n%.4000s\n", r.status,
-         took, r.err ? r.err : "");
+  printf("ops with TPBENCH_TEST_FAIL_ALLOC=%s: exit %d after %.1f s\nstderr:\n%.4000s\n", knob,
+         r.status, took, r.err ? r.err : "");
   assert_true(r.status == 0 || r.status == 1); /* finished, not ended by the watchdog (124) */
   assert_null(strstr(r.err ? r.err : "", "did not finish within"));
   rp_free(&r);
   const int64_t windows = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = "
                                         "'nccl-window' OR backend = 'dist_gemm') AND status <> "
                                         "'rejected'");
-  const int64_t oom = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = 'nccl-window' "
-                                    "OR backend = 'dist_gemm') AND status = 'oom' AND reason LIKE "
-                                    "'%failed on rank 1 of 2%'");
-  printf("window and dist_gemm configurations: %lld, oom naming rank 1: %lld\n", (long long)windows,
-         (long long)oom);
+  char sql[320];
+  snprintf(sql, sizeof sql,
+           "SELECT count(*) FROM configs WHERE (schedule = 'nccl-window' OR backend = "
+           "'dist_gemm') AND status = 'oom' AND reason LIKE '%%%s%%'",
+           says);
+  const int64_t oom = query_int(db, sql);
+  printf("window and dist_gemm configurations: %lld, oom naming \"%s\": %lld\n", (long long)windows,
+         says, (long long)oom);
   assert_true(windows > 0);
   assert_int_equal(oom, windows);
   assert_true(query_int(db, "SELECT count(*) FROM configs WHERE backend = 'stock' AND schedule IS "
                             "NULL AND status = 'ok'") > 0);
-  assert_int_equal(
-      query_int(db,
-                "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_FAIL_ALLOC=1:0%'"),
-      1);
+  snprintf(knob_row, sizeof knob_row,
+           "SELECT count(*) FROM runs WHERE test_knobs LIKE '%%TPBENCH_TEST_FAIL_ALLOC=%d:0%%'",
+           failing);
+  assert_int_equal(query_int(db, knob_row), 1);
 }
 
-/* ---- the tests -------------------------------------------------------------------------- */
+/* ---- the tests, one case per TP degree ---------------------------------------------------- */
 
 static void test_tp1_ledger_counts_windows(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, ledger_body, NULL), 0);
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), ledger_body, NULL), 0);
 }
 
 static void test_tp1_split_group_windows(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, split_body, NULL), 0);
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), split_body, NULL), 0);
 }
 
 static void test_tp1_planted_workspace_failure(void **state) {
-  (void)state;
-  run_planted(1, 0, 8 * MIB);
+  run_planted(gpu_case_degree(state), 0, 8 * MIB);
 }
 
-static void test_tp1_drift_hung_step(void **state) {
-  (void)state;
-  drift_hangs(1, "2");
+static void test_tp1_drift_hung_step(void **state) { drift_hangs(gpu_case_degree(state), "2"); }
+
+/* The last rank's planted allocation failure at TP N: windows (where NCCL gives them: never to
+ * ranks sharing one GPU, which is said) and the workspace fail on every rank, naming it; then
+ * `tpbench ops` stores every window and dist_gemm configuration as oom. */
+static void test_planted_failure(void **state) {
+  const int world = gpu_case_degree(state);
+  if (!gpu_share_one_device()) assert_int_equal(gpu_run_group(world, ledger_body, NULL), 0);
+  else
+    printf("TP %d: the windows' ledger needs NCCL windows, which ranks made NCCL hosts of their "
+           "own never have (TPBENCH_TEST_SHARE_GPU): not tried; the workspace's is\n",
+           world);
+  run_planted(world, world - 1, 16 * MIB);
+  ops_fail_per_configuration(world);
 }
 
-static int two_gpus(const char *what) {
-  if (n_gpus >= 2) return 1;
-  printf("%s at TP 2: %d GPU here, needs 2: skipped\n", what, n_gpus);
-  return 0;
+/* drift at TP N with its last rank hung at step 2: rank 0's watchdog ends the run. */
+static void test_drift_peer_hangs(void **state) {
+  const int world = gpu_case_degree(state);
+  char knob[16];
+  snprintf(knob, sizeof knob, "2:%d", world - 1);
+  drift_hangs(world, knob);
 }
 
-static void test_tp2_planted_failure(void **state) {
-  (void)state;
-  if (!two_gpus("rank 1's planted allocation failure") ||
-      gpu_shared_lacks_windows("rank 1's planted window failure at TP 2")) {
-    skip();
-    return;
-  }
-  assert_int_equal(gpu_run_group(2, ledger_body, NULL), 0);
-  run_planted(2, 1, 16 * MIB);
-  ops_fail_per_configuration();
-}
-
-static void test_tp2_drift_peer_hangs(void **state) {
-  (void)state;
-  if (!two_gpus("drift with rank 1 hung")) {
-    skip();
-    return;
-  }
-  drift_hangs(2, "2:1");
-}
-
-int main(void) {
-  n_gpus = gpu_device_count();
-  if (n_gpus == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_tp1_ledger_counts_windows),
-      cmocka_unit_test(test_tp1_split_group_windows),
-      cmocka_unit_test(test_tp1_planted_workspace_failure),
-      cmocka_unit_test(test_tp1_drift_hung_step),
-      cmocka_unit_test(test_tp2_planted_failure),
-      cmocka_unit_test(test_tp2_drift_peer_hangs),
+int main(int argc, char **argv) {
+  const gpu_tp_test tests[] = {
+      {"ledger_counts_windows", test_tp1_ledger_counts_windows, 1, 1},
+      {"split_group_windows", test_tp1_split_group_windows, 1, 1},
+      {"planted_workspace_failure", test_tp1_planted_workspace_failure, 1, 1},
+      {"drift_hung_step", test_tp1_drift_hung_step, 1, 1},
+      {"planted_failure", test_planted_failure, 2, GPU_MAX_DEGREE},
+      {"drift_peer_hangs", test_drift_peer_hangs, 2, GPU_MAX_DEGREE},
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return gpu_run_tp_tests("gpu_agree", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -5,9 +5,15 @@
  * stock runs bit-identical step for step, the loss falling under SGD on a
  * batch it can learn, a planted change (another seed) seen as a
  * difference, dist_gemm and rs_sum nccl for stock rejected with their
- * reasons; and at TP 2 (skipped with a message on fewer GPUs) the fused
+ * reasons (the rejections at every degree; at TP 8 the debug model's own
+ * heads rejected with the reason); and at TP 2, 4 and 8 the fused
  * reduce-scatter's rs_sum=nccl against stock bit for bit, on the ops alone
- * and over training steps (loss and grad norm bit-identical).
+ * and over training steps (loss and grad norm bit-identical). The block is
+ * the debug model's where its heads divide by the degree, at TP 8 16 heads
+ * and 8 KV heads of 16 (printed per case).
+ *
+ * Cases per TP degree (gpu_harness.h): NAME/tpN, `--tp LIST`, a degree
+ * above the rank slots reported skipped.
  *
  * The block and drift code is compiled in (it lives in the tpbench binary
  * otherwise). Exits 77 (skipped) without a GPU.
@@ -38,8 +44,6 @@ static int same_bits(double a, double b) {
   memcpy(&y, &b, sizeof y);
   return x == y;
 }
-
-static int devices;
 
 #define CHECK(cond, ...)                                                                           \
   do {                                                                                             \
@@ -224,6 +228,9 @@ static int body_train_kernels(tp_group *g, tp_rdzv *rdzv, void *ctx) {
 
 enum { STEPS = 3 };
 
+/* The debug model's heads (bench/matrix/presets.c): 8 query and 4 KV heads of 32. */
+enum { DEBUG_HEADS = 8, DEBUG_KV_HEADS = 4, DEBUG_DIM = 256 };
+
 /* The debug model's block, 2 x 256 tokens: small enough for seconds, every part of a block. */
 static tp_block_shape debug_block(void) {
   tp_block_shape s;
@@ -242,6 +249,26 @@ static tp_block_shape debug_block(void) {
   return s;
 }
 
+/* The block trained at TP `world`: the debug block where its 4 KV heads divide by the degree;
+ * at TP 8 twice the heads at half the size (16 and 8 of 16, the same dim and FFN). */
+static tp_block_shape block_at(int world) {
+  tp_block_shape s = debug_block();
+  if (s.n_kv_heads % world == 0) return s;
+  s.n_kv_heads = world;
+  s.n_heads = 2 * (int64_t)world;
+  s.head_dim = s.dim / s.n_heads;
+  return s;
+}
+
+static void print_block(int world) {
+  const tp_block_shape s = block_at(world);
+  printf("TP %d: block batch %lld x seq %lld (%lld rows per rank), dim %lld, %lld heads and %lld "
+         "KV heads of %lld, FFN %lld\n",
+         world, (long long)s.batch, (long long)s.seq, (long long)(s.batch * s.seq / world),
+         (long long)s.dim, (long long)s.n_heads, (long long)s.n_kv_heads, (long long)s.head_dim,
+         (long long)s.ffn_hidden);
+}
+
 static const tp_drift_variant STOCK = {TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, TP_RS_SUM_EPILOGUE};
 
 typedef struct trained {
@@ -254,7 +281,7 @@ static trained train(tp_group *g, tp_rdzv *rdzv, const tp_drift_variant *v,
                      const tp_drift_recipe *r) {
   trained out;
   memset(&out, 0, sizeof out);
-  tp_block_shape shape = debug_block();
+  tp_block_shape shape = block_at(g->world);
   tp_block_plan plan;
   out.rc = tp_drift_plan(g, &shape, v, &plan);
   if (out.rc == TP_OK) out.rc = tp_drift_train(g, gpu_exchange, rdzv, &plan, r, out.steps, out.ms);
@@ -331,7 +358,7 @@ static int body_rejections(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   int failures = 0;
-  tp_block_shape shape = debug_block();
+  tp_block_shape shape = block_at(g->world);
   tp_block_plan plan;
   const tp_drift_variant stock_nccl = {TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, TP_RS_SUM_NCCL};
   CHECK(tp_drift_plan(g, &shape, &stock_nccl, &plan) == TP_EREJECT &&
@@ -343,14 +370,26 @@ static int body_rejections(tp_group *g, tp_rdzv *rdzv, void *ctx) {
               strstr(tp_last_message(), "dist_gemm needs TP > 1"),
           "dist_gemm at TP 1: %s", tp_last_message());
   }
+  if (DEBUG_KV_HEADS % g->world != 0) {
+    /* the debug model's own heads do not split this far: rejected, and why */
+    const tp_block_shape debug = debug_block();
+    char words[96];
+    snprintf(words, sizeof words, "n_heads %d and n_kv_heads %d must both divide by TP %d",
+             DEBUG_HEADS, DEBUG_KV_HEADS, g->world);
+    CHECK(tp_drift_plan(g, &debug, &STOCK, &plan) == TP_EREJECT && strstr(tp_last_message(), words),
+          "the debug model's heads at TP %d: %s", g->world, tp_last_message());
+    if (g->rank == 0)
+      printf("TP %d: the debug model's heads rejected: %s\n", g->world, tp_last_message());
+  }
   shape.sp = 0;
   CHECK(tp_drift_plan(g, &shape, &STOCK, &plan) == TP_EREJECT &&
             strstr(tp_last_message(), "sequence parallelism"),
         "sp off: %s", tp_last_message());
+  if (g->rank == 0) printf("TP %d: rejections checked, %d failure(s)\n", g->world, failures);
   return failures ? 1 : 0;
 }
 
-/* ---- TP 2 ---------------------------------------------------------------------------------- */
+/* ---- TP 2 and up --------------------------------------------------------------------------- */
 
 typedef struct op_buffers {
   void *x, *w[2], *y[2], *dy[2], *dx, *dw[2];
@@ -399,7 +438,7 @@ static void *run_op(tp_group *g, const tp_linear_desc *desc, tp_backend backend,
 
 /* The reduce-scatter outputs of the ops (wo/w2's forward, w1/w3's backward dx) with rs_sum=nccl
  * against stock, byte for byte, for ce and sm and one or two chunks. */
-static int body_ops_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+static int body_ops_tp(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   int failures = 0;
@@ -442,9 +481,9 @@ static int body_ops_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
           size_t differ = 0;
           for (size_t i = 0; got && i < out_n; ++i)
             differ += ((uint16_t *)got)[i] != ((uint16_t *)ref)[i];
-          if (g->rank == 0)
-            printf("%s %s x%d rs_sum=%s: %zu of %zu elements differ from stock\n", tp_op_name(d.op),
-                   tp_schedule_name(schedules[k]), chunks, tp_rs_sum_name(d.rs_sum), differ, out_n);
+          printf("rank %d: TP %d %s %s x%d rs_sum=%s: %zu of %zu elements differ from stock\n",
+                 g->rank, W, tp_op_name(d.op), tp_schedule_name(schedules[k]), chunks,
+                 tp_rs_sum_name(d.rs_sum), differ, out_n);
           CHECK(got != NULL, "%s dist_gemm", tp_op_name(d.op));
           if (mode) CHECK(differ == 0, "rs_sum=nccl: %zu elements differ from stock", differ);
           free(got);
@@ -458,9 +497,9 @@ static int body_ops_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-/* Training at TP 2: dist_gemm ce and sm with rs_sum=nccl give stock's loss and grad norm bit for
+/* Training at TP W: dist_gemm ce and sm with rs_sum=nccl give stock's loss and grad norm bit for
  * bit; the epilogue's drift is printed (characterized, not judged). */
-static int body_training_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+static int body_training_tp(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)ctx;
   int failures = 0;
   tp_drift_recipe r = {STEPS, 1, TP_DRIFT_ADAMW, 1e-4, 3, 0};
@@ -488,62 +527,38 @@ static int body_training_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-/* ---- the tests ------------------------------------------------------------------------------ */
+/* ---- the tests, one case per TP degree ------------------------------------------------------ */
+
+static void run_at_degree(void **state, gpu_body_fn body) {
+  const int world = gpu_case_degree(state);
+  print_block(world);
+  assert_int_equal(gpu_run_group(world, body, NULL), 0);
+}
 
 static void test_sum_chain(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body_sum_chain, NULL), 0);
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), body_sum_chain, NULL), 0);
 }
-
 static void test_train_kernels(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body_train_kernels, NULL), 0);
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), body_train_kernels, NULL), 0);
+}
+static void test_stock_tp1(void **state) { run_at_degree(state, body_stock); }
+static void test_rejections(void **state) { run_at_degree(state, body_rejections); }
+
+/* rs_sum=nccl against stock on the ops alone: a peer needed (TP 2 up). */
+static void test_ops(void **state) {
+  const int world = gpu_case_degree(state);
+  printf("TP %d: ops T 1024, K 1024, N 512 (%d rows per rank)\n", world, 1024 / world);
+  assert_int_equal(gpu_run_group(world, body_ops_tp, NULL), 0);
 }
 
-static void test_stock_tp1(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body_stock, NULL), 0);
-}
+/* Stock against dist_gemm over training steps (TP 2 up). */
+static void test_training(void **state) { run_at_degree(state, body_training_tp); }
 
-static void test_rejections(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body_rejections, NULL), 0);
-}
-
-static int need_two(const char *what) {
-  if (devices >= 2) return 1;
-  printf("%s: needs 2 GPUs, %d visible: skipped\n", what, devices);
-  return 0;
-}
-
-static void test_ops_tp2(void **state) {
-  (void)state;
-  if (!need_two("rs_sum=nccl ops at TP 2")) {
-    skip();
-    return; /* skip() does not return; this tells the analyser so */
-  }
-  assert_int_equal(gpu_run_group(2, body_ops_tp2, NULL), 0);
-}
-
-static void test_training_tp2(void **state) {
-  (void)state;
-  if (!need_two("training stock against dist_gemm at TP 2")) {
-    skip();
-    return;
-  }
-  assert_int_equal(gpu_run_group(2, body_training_tp2, NULL), 0);
-}
-
-int main(void) {
-  devices = gpu_device_count();
-  if (devices == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sum_chain), cmocka_unit_test(test_train_kernels),
-      cmocka_unit_test(test_stock_tp1), cmocka_unit_test(test_rejections),
-      cmocka_unit_test(test_ops_tp2),   cmocka_unit_test(test_training_tp2),
+int main(int argc, char **argv) {
+  const gpu_tp_test tests[] = {
+      {"sum_chain", test_sum_chain, 1, 1},  {"train_kernels", test_train_kernels, 1, 1},
+      {"stock", test_stock_tp1, 1, 1},      {"rejections", test_rejections, 1, GPU_MAX_DEGREE},
+      {"ops", test_ops, 2, GPU_MAX_DEGREE}, {"training", test_training, 2, GPU_MAX_DEGREE},
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return gpu_run_tp_tests("gpu_drift", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

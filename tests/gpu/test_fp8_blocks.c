@@ -1,7 +1,7 @@
 /*
  * test_fp8_blocks.c — the fp8 layers of `tpbench run` (bench/gpu/
  * block_fp8.h, what layer_worker.c's fp8 items run) at TP 1 on one GPU, and
- * their forward at TP 2 (below). At TP 1:
+ * their forward and backward at TP 2, 4 and 8 (below). At TP 1:
  * the attention block, the FFN block and the transformer block, forward
  * and forward+backward, with their four TP projections in fp8, fp8-row and
  * fp8-block (everything else bf16), on a small model whose projections are
@@ -36,25 +36,33 @@
  * sm_100 it runs the same checks. dist_gemm is rejected at TP 1 for every
  * format (nothing to gather or scatter).
  *
- * At TP 2 (the second half; reported skipped below 2 GPUs, or run on one
- * shared GPU with TPBENCH_TEST_SHARE_GPU=1), the forward and the
- * forward+backward (kernels/tp_linear_fp8_bwd.c) of each layer and format
- * with 4 KV heads (each rank's key and value heads whole 128-row blocks):
+ * At TP 2, 4 and 8 (the second half, fp8_blocks/tpN; gpu_harness.h: a
+ * degree above the rank slots is reported skipped; TPBENCH_TEST_SHARE_GPU=1
+ * runs every rank on one GPU), the forward and the forward+backward
+ * (kernels/tp_linear_fp8_bwd.c) of each layer and format on a shape grown
+ * with the degree so that every dimension a rank splits is whole 128-blocks
+ * per rank (shape_tp: sequence 64·W, 2·W query and 2·W KV heads of 64, FFN
+ * 256·W; printed per case):
  * - the stock fp8 layer with comm_dtype fp8: every output finite, each
  *   projection's check (wo and w2 judge their local partial before the bf16
- *   reduce-scatter, w13 its y, qkv none: RoPE), against the TP 2 bf16 layer
- *   within the TP 1 bounds, and the planted faults as at TP 1;
+ *   reduce-scatter, w13 its y, qkv none: RoPE), against the bf16 layer of
+ *   the same degree within the TP 1 bounds, and the planted faults as at
+ *   TP 1 (an activation scale doubled fails its projection's check);
  * - comm_dtype bf16 (the bf16 shard gathered, the whole quantized) gives the
  *   comm_dtype fp8 layer's outputs bit for bit (the agreed amax is the
  *   whole's; row and block scales never cross a rank's rows);
  * - dist_gemm ce and sm against the stock layer within the harness's layer
- *   tolerance, tp_numerics_tolerance(bf16, 512, 2, 5) (the gather side is
- *   bit-identical by design; the scatter side sums the bf16 partials in
- *   fp32 in rank order, NCCL in its own: at W = 2 both round a + b once, so
- *   equal bits are expected; the count of differing elements is printed);
+ *   tolerance, tp_numerics_tolerance(bf16, max(FFN, dim), W, 5) (the gather
+ *   side is bit-identical by design; the scatter side sums the bf16
+ *   partials in fp32 in rank order, NCCL in its own; the count of differing
+ *   elements is printed);
  * - the GEMMs alone and the collectives alone run after a quantizing step;
  * - rejected, each with its reason: dist_gemm ring, chunks 2, symm=nccl and
- *   comm_dtype bf16, sp off.
+ *   comm_dtype bf16, sp off;
+ * - at TP 4 and 8, the TP 2 shape not grown: rejected where the rules say
+ *   (heads that do not divide by 8; fp8-block's 128-element blocks that
+ *   would straddle two ranks: restated in splits_whole_blocks), with the
+ *   reason, and planned where they allow it.
  * Each check prints one line. Exit 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
@@ -78,9 +86,8 @@
 #include "tests/gpu/gpu_harness.h"
 
 enum { BATCH = 2, SEQ = 128, DIM = 256, HEADS = 4, KV_HEADS = 2, HD = 64, FFN = 512 };
-/* TP 2: 4 KV heads, so each rank's key and value heads are 128 rows (fp8-block's weight
- * blocks); the rest splits into whole blocks as it is */
-enum { KV_HEADS_TP2 = 4 };
+/* fp8-block's scale block: a rank's part of every split dimension is a multiple of it */
+enum { SCALE_BLOCK = 128 };
 
 /* fp8 against bf16: y (E4M3 operands) and the gradients (E5M2 beside E4M3, through the
  * layer's backward); above MIN_ERR, quantization changed something. */
@@ -118,12 +125,24 @@ static tp_block_shape shape_of(tp_layer layer, tp_dtype format, int backward) {
   return s;
 }
 
-/* The TP 2 layer's shape: what the gathering projections move (comm), and the pass. */
-static tp_block_shape shape_tp2(tp_layer layer, tp_dtype format, tp_comm_dtype comm, int backward) {
+/* The layer's shape at TP `world` (2, 4, 8): every dimension a rank splits is whole
+ * 128-blocks (fp8-block's scale block) per rank: sequence 64·W (T / W = 128 rows), 2·W query
+ * and 2·W KV heads of 64 (each rank's query, key and value heads 128 rows), FFN 256·W (256
+ * per rank); dim 256. At TP 2 that is 128 positions, 4 and 4 heads, FFN 512. comm: what the
+ * gathering projections move. */
+static tp_block_shape shape_tp(tp_layer layer, tp_dtype format, tp_comm_dtype comm, int backward,
+                               int world) {
   tp_block_shape s = shape_of(layer, format, backward);
-  s.n_kv_heads = KV_HEADS_TP2;
+  s.seq = 64 * (int64_t)world;
+  s.n_heads = s.n_kv_heads = 2 * (int64_t)world;
+  s.ffn_hidden = 256 * (int64_t)world;
   s.comm = tp_dtype_is_fp8(format) ? comm : TP_COMM_NONE;
   return s;
+}
+
+/* The TP 2 shape as it is (not grown with the degree): at TP 4 and 8 the rules reject it. */
+static tp_block_shape shape_tp2(tp_layer layer, tp_dtype format, int backward) {
+  return shape_tp(layer, format, TP_COMM_FP8, backward, 2);
 }
 
 /* One (layer, format, pass) and what it runs on. */
@@ -403,12 +422,8 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-static void test_fp8_blocks_tp1(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body, NULL), 0);
-}
-
-/* ---- TP 2: the forward with fp8 communication ---------------------------------------------- */
+/* ---- TP 2, 4, 8: the layers with fp8 communication --------------------------------------------
+ */
 
 /* What differs between the outputs now on the device and the kept copies
  * (f->host): elementwise over every output, ||now - kept|| / ||kept||
@@ -449,11 +464,11 @@ static int diff_from_kept(const fixture *f, host_diff *d) {
 /* The harness's judgement of a dist_gemm layer against the stock layer
  * (bench/gpu/layer_worker.c's layer_outputs): the bf16 outputs within
  * tp_numerics_tolerance(bf16, the longest reduction, W ranks, depth 5). */
-static double layer_tolerance(int world) {
-  return tp_numerics_tolerance(TP_BF16, FFN > DIM ? FFN : DIM, world, 5);
+static double layer_tolerance(const tp_block_shape *s, int world) {
+  return tp_numerics_tolerance(TP_BF16, s->ffn_hidden > s->dim ? s->ffn_hidden : s->dim, world, 5);
 }
 
-/* A plan at TP 2 that must be rejected with words in its reason. */
+/* A plan at TP > 1 that must be rejected with words in its reason. */
 static int expect_rejected(tp_group *g, const tp_block_shape *s, tp_backend backend,
                            tp_schedule schedule, int chunks, const char *words, const char *what) {
   tp_block_plan p;
@@ -465,9 +480,9 @@ static int expect_rejected(tp_group *g, const tp_block_shape *s, tp_backend back
   return !ok;
 }
 
-/* Every TP 2 rule the plan applies, each with its reason. */
-static int tp2_rejections(const fp8_case *c) {
-  tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8, c->backward);
+/* Every TP > 1 rule the plan applies, each with its reason. */
+static int tp_rejections(const fp8_case *c) {
+  tp_block_shape s = shape_tp(c->layer, c->format, TP_COMM_FP8, c->backward, c->g->world);
   int bad = 0;
   bad |= expect_rejected(c->g, &s, TP_BACKEND_DIST, TP_SCHED_RING, 0,
                          "only ce and sm push fp8 chunks", c->what);
@@ -486,12 +501,12 @@ static int tp2_rejections(const fp8_case *c) {
   return bad;
 }
 
-/* A plan of the TP 2 forward, prepared on f's tensors (collective). */
+/* A plan of the layer at the group's degree, prepared on f's tensors (collective). */
 static int plan_prepared(const fp8_case *c, fixture *f, tp_comm_dtype comm, tp_backend backend,
                          tp_schedule schedule, tp_block_plan *p) {
-  const tp_block_shape s = shape_tp2(c->layer, c->format, comm, c->backward);
-  return rc_ok(tp_block_plan_make(c->g, &s, backend, schedule, 0, p), "TP 2 plan") &&
-         rc_ok(tp_block_prepare_fp8(c->g, p, &f->t), "TP 2 prepare");
+  const tp_block_shape s = shape_tp(c->layer, c->format, comm, c->backward, c->g->world);
+  return rc_ok(tp_block_plan_make(c->g, &s, backend, schedule, 0, p), "TP > 1 plan") &&
+         rc_ok(tp_block_prepare_fp8(c->g, p, &f->t), "TP > 1 prepare");
 }
 
 /* A step of p on poisoned outputs, then every output against the stock
@@ -512,7 +527,8 @@ static int dist_against_stock(const fp8_case *c, fixture *f, tp_schedule schedul
                   step_and_diff(c, f, &dist, &d);
   tp_block_release(&dist);
   FAIL_IF(!ran, "%s dist_gemm %s: set-up or step", c->what, tp_schedule_name(schedule));
-  const double tol = layer_tolerance(c->g->world);
+  const tp_block_shape s = shape_tp(c->layer, c->format, TP_COMM_FP8, c->backward, c->g->world);
+  const double tol = layer_tolerance(&s, c->g->world);
   const int ok = d.nonfinite == 0 && d.rel_err <= tol;
   printf("  %-24s dist_gemm %s vs stock: worst rel %.3e (%s) of tolerance %.3e, %.0f elements "
          "differ, %.0f non-finite: %s\n",
@@ -541,13 +557,13 @@ static int references_run(const fp8_case *c, fixture *f) {
 }
 
 /* The stock layer with comm_dtype fp8: finite, its projections' checks
- * (wo, w2: the local partial; w13's y; qkv none: RoPE), against the TP 2
- * bf16 layer, the planted faults; comm_dtype bf16 gives the same bits (the
+ * (wo, w2: the local partial; w13's y; qkv none: RoPE), against the bf16
+ * layer of the same degree, the planted faults; comm_dtype bf16 gives the same bits (the
  * gathered whole quantized is the shards quantized with the agreed amax);
  * dist_gemm ce and sm within the tolerance; the references run. */
-static int run_tp2_planned(const fp8_case *c, fixture *f) {
+static int run_tp_planned(const fp8_case *c, fixture *f) {
   tp_group *g = c->g;
-  const tp_block_shape s16 = shape_tp2(c->layer, TP_BF16, TP_COMM_NONE, c->backward);
+  const tp_block_shape s16 = shape_tp(c->layer, TP_BF16, TP_COMM_NONE, c->backward, g->world);
   int ok = rc_ok(tp_block_plan_make(g, &s16, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &f->bf16),
                  "bf16 plan") &&
            rc_ok(tp_block_alloc(g, &f->bf16, 7, &f->t), "tensors") &&
@@ -577,23 +593,74 @@ static int run_tp2_planned(const fp8_case *c, fixture *f) {
   return bad || planted_faults(c, f, y_err);
 }
 
-static int run_tp2_case(fp8_case *c) {
+static int has_attention(tp_layer l) { return l != TP_LAYER_FFN; }
+static int has_ffn(tp_layer l) { return l != TP_LAYER_ATTENTION; }
+
+/* fp8-block's placement rule restated (tp_quant.h: a rank's part of a split dimension is whole
+ * scale blocks): the dimensions the layer's projections split, forward: wo's K (the query
+ * width) and w2's K (FFN); with the backward also qkv's N (dY along N), w13's N (FFN) and T
+ * (the wgrad operands transposed along T). 1 when every one splits into whole blocks. */
+static int splits_whole_blocks(const tp_block_shape *s, int world) {
+  int64_t dims[4];
+  int n = 0;
+  if (has_attention(s->layer)) dims[n++] = s->n_heads * s->head_dim;
+  if (has_attention(s->layer) && s->backward)
+    dims[n++] = (s->n_heads + 2 * s->n_kv_heads) * s->head_dim;
+  if (has_ffn(s->layer)) dims[n++] = s->ffn_hidden;
+  if (s->backward) dims[n++] = s->batch * s->seq;
+  for (int i = 0; i < n; ++i)
+    if (dims[i] % world != 0 || (dims[i] / world) % SCALE_BLOCK != 0) return 0;
+  return 1;
+}
+
+/* The words a plan of shape s at TP `world` must be rejected with; NULL: it must plan (or be
+ * refused by cuBLASLt, as refusal() accepts). */
+static const char *rule_words(const tp_block_shape *s, tp_dtype format, int world) {
+  if (has_attention(s->layer) && (s->n_heads % world != 0 || s->n_kv_heads % world != 0))
+    return "must both divide by TP";
+  if (format == TP_FP8_BLOCK && !splits_whole_blocks(s, world))
+    return "-element scale block along it";
+  return NULL;
+}
+
+/* At TP 4 and 8 the TP 2 shape, not grown: the rules must reject it where they say so, each
+ * with its reason (heads that do not divide; fp8-block's blocks straddling two ranks). */
+static int tp2_shape_at_degree(const fp8_case *c) {
+  const tp_block_shape s = shape_tp2(c->layer, c->format, c->backward);
+  const char *words = rule_words(&s, c->format, c->g->world);
+  tp_block_plan p;
+  memset(&p, 0, sizeof p);
+  const tp_rc rc = tp_block_plan_make(c->g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &p);
+  char why[512];
+  snprintf(why, sizeof why, "%s", rc == TP_OK ? "planned" : tp_last_message());
+  tp_block_release(&p);
+  int ok;
+  if (words) ok = rc == TP_EREJECT && strstr(why, words);
+  else ok = rc == TP_OK || refusal(c, rc) == 0;
+  printf("  %-24s the TP 2 shape at TP %d: %s, %s: %s\n", c->what, c->g->world,
+         words ? "rejected by the rules" : "within the rules", why,
+         ok ? "ok" : "FAIL, not as the rules say");
+  return !ok;
+}
+
+static int run_tp_case(fp8_case *c) {
   snprintf(c->what, sizeof c->what, "TP %d %s %s %s", c->g->world, tp_dtype_name(c->format),
            tp_layer_name(c->layer), c->backward ? "fwd+bwd" : "fwd");
   fixture f;
   memset(&f, 0, sizeof f);
-  const tp_block_shape s = shape_tp2(c->layer, c->format, TP_COMM_FP8, c->backward);
+  const tp_block_shape s = shape_tp(c->layer, c->format, TP_COMM_FP8, c->backward, c->g->world);
   const tp_rc rc = tp_block_plan_make(c->g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &f.fp8);
   int bad;
   if (rc != TP_OK) bad = refusal(c, rc);
-  else bad = (c->format == TP_MXFP8 && c->major < 10) || run_tp2_planned(c, &f);
+  else bad = (c->format == TP_MXFP8 && c->major < 10) || run_tp_planned(c, &f);
   fixture_free(&f);
-  bad |= tp2_rejections(c);
+  bad |= tp_rejections(c);
+  if (c->g->world > 2) bad |= tp2_shape_at_degree(c);
   if (bad) printf("  FAIL: %s\n", c->what);
   return bad;
 }
 
-static int body_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+static int body_tp(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   int major = 0, minor = 0;
@@ -610,31 +677,40 @@ static int body_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
       for (int backward = 0; backward < 2; ++backward) {
         fp8_case c = {
             g, layers[li], formats[fi], backward, major, tp_fp8_accum_model_of(major, minor), ""};
-        failures += run_tp2_case(&c);
+        failures += run_tp_case(&c);
       }
   printf("TP %d: %d failure(s)\n", g->world, failures);
   fflush(stdout);
   return failures ? 1 : 0;
 }
 
-/* The TP 2 forward: fused schedules and the communication need a peer, so
- * below 2 GPUs this half is reported skipped, not passed. */
-static void test_fp8_blocks_tp2(void **state) {
-  (void)state;
-  if (gpu_device_count() < 2) {
-    printf("fp8 blocks at TP 2: fewer than 2 GPUs: skipped\n");
-    skip();
-    return; /* skip() does not return; this tells the analyser so */
-  }
-  assert_int_equal(gpu_run_group(2, body_tp2, NULL), 0);
+static void print_shape_tp(int world) {
+  const tp_block_shape s = shape_tp(TP_LAYER_BLOCK, TP_FP8, TP_COMM_FP8, 1, world);
+  printf("TP %d: batch %lld x seq %lld (%lld rows per rank), dim %lld, %lld heads and %lld KV "
+         "heads of %lld (%lld and %lld per rank), FFN %lld (%lld per rank); fp8-block's splits in "
+         "whole %d-blocks: %s\n",
+         world, (long long)s.batch, (long long)s.seq, (long long)(s.batch * s.seq / world),
+         (long long)s.dim, (long long)s.n_heads, (long long)s.n_kv_heads, (long long)s.head_dim,
+         (long long)(s.n_heads / world), (long long)(s.n_kv_heads / world), (long long)s.ffn_hidden,
+         (long long)(s.ffn_hidden / world), SCALE_BLOCK,
+         splits_whole_blocks(&s, world) ? "yes" : "NO");
 }
 
-int main(void) {
-  if (gpu_device_count() == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_fp8_blocks_tp1),
-                                     cmocka_unit_test(test_fp8_blocks_tp2)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+static void test_fp8_blocks_tp1(void **state) {
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), body, NULL), 0);
+}
+
+/* The layers at TP 2, 4, 8: fused schedules and the communication need a peer. */
+static void test_fp8_blocks_tp(void **state) {
+  const int world = gpu_case_degree(state);
+  print_shape_tp(world);
+  assert_int_equal(gpu_run_group(world, body_tp, NULL), 0);
+}
+
+int main(int argc, char **argv) {
+  const gpu_tp_test tests[] = {
+      {"fp8_blocks_tp1", test_fp8_blocks_tp1, 1, 1},
+      {"fp8_blocks", test_fp8_blocks_tp, 2, GPU_MAX_DEGREE},
+  };
+  return gpu_run_tp_tests("gpu_fp8_blocks", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -23,10 +23,11 @@
  *      capturing, and leave the other graphs replaying the same bits; once
  *      the graphs are destroyed and the group thawed, its eager step runs.
  *
- * Two cmocka tests: stock on the TP group of every visible GPU up to 2 (TP 1
- * on one GPU); dist_gemm (ce: at these small shapes auto would take the
- * stock path) at TP 2, reported SKIPPED with a message on fewer GPUs. Each
- * check prints a line ending in ok or FAIL. Exit 77 (skipped) without a GPU.
+ * Two tests, each once per TP degree (gpu_harness.h: cases NAME/tpN, `--tp
+ * LIST`, a degree above the rank slots reported skipped): stock at 1, 2, 4
+ * and 8; dist_gemm (ce: at these small shapes auto would take the stock
+ * path) at 2, 4 and 8. Each check prints a line ending in ok or FAIL. Exit
+ * 77 (skipped) without a GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -350,35 +351,26 @@ static int body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-static int world_size;
-
-static void test_graph_sizes_stock(void **state) {
-  (void)state;
-  tp_backend backend = TP_BACKEND_STOCK;
-  assert_int_equal(gpu_run_group(world_size, body, &backend), 0);
+static void run_backend(void **state, tp_backend backend) {
+  const int world = gpu_case_degree(state);
+  printf("TP %d: block dim %d, %d heads and %d KV heads of %d, FFN %d; sequences %lld, %lld, "
+         "%lld at batch 1 (%lld, %lld, %lld rows per rank)\n",
+         world, DIM, HEADS, KV_HEADS, HD, FFN, (long long)SEQS[0], (long long)SEQS[1],
+         (long long)SEQS[2], (long long)SEQS[0] / world, (long long)SEQS[1] / world,
+         (long long)SEQS[2] / world);
+  assert_int_equal(gpu_run_group(world, body, &backend), 0);
 }
 
-static void test_graph_sizes_dist_gemm(void **state) {
-  (void)state;
-  if (world_size < 2) {
-    printf("dist_gemm graph sizes: TP group of %d GPU, fused schedules need 2: skipped\n",
-           world_size);
-    skip();
-    return; /* skip() does not return; this tells the analyser so */
-  }
-  tp_backend backend = TP_BACKEND_DIST;
-  assert_int_equal(gpu_run_group(world_size, body, &backend), 0);
-}
+static void test_graph_sizes_stock(void **state) { run_backend(state, TP_BACKEND_STOCK); }
 
-int main(void) {
-  int devices = gpu_device_count();
-  if (devices == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  world_size = devices >= 2 ? 2 : 1;
-  printf("TP group of %d GPU(s) (%d visible)\n", world_size, devices);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_graph_sizes_stock),
-                                     cmocka_unit_test(test_graph_sizes_dist_gemm)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+/* dist_gemm (ce) needs a peer: TP 2 up. */
+static void test_graph_sizes_dist_gemm(void **state) { run_backend(state, TP_BACKEND_DIST); }
+
+int main(int argc, char **argv) {
+  /* heads, KV heads, FFN and every size divide by 8 */
+  const gpu_tp_test tests[] = {
+      {"graph_sizes_stock", test_graph_sizes_stock, 1, GPU_MAX_DEGREE},
+      {"graph_sizes_dist_gemm", test_graph_sizes_dist_gemm, 2, GPU_MAX_DEGREE},
+  };
+  return gpu_run_tp_tests("gpu_graph_sizes", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -4,7 +4,7 @@
  * Every op (ag_linear, ag_linear_multi, linear_rs), dtype (bf16, fp32) and
  * schedule (stock; dist_gemm ce and sm at several chunk counts, ring, auto), with
  * the gathered input saved or gathered again, runs a training step (forward
- * then backward) on a real group of all visible GPUs: batch 3 with the
+ * then backward) on a real TP group of each degree (below): batch 3 with the
  * sequence sharded, so a flattening that mixes batches fails; random inputs;
  * outputs and gradients poisoned first. Each rank checks y, dx and dw against
  * a float64 CPU reference built from the unsharded tensors, and dist_gemm
@@ -14,15 +14,26 @@
  * dx, and the scatter side's bias gradient, which sums over ranks); with and
  * without a bias. multimem, ring and impossible shapes must be rejected with a reason.
  *
- * auto's chunk counts (test_auto_chunks, on a power-of-two group of 2+
- * GPUs, SKIPPED below 2): plans at shapes reaching every branch of
+ * auto's chunk counts (test_auto_chunks, TP 2 up): plans at shapes reaching every branch of
  * kernels/tp_linear.c's documented rule must record the schedule and the
  * forward and backward chunk counts the rule, restated here, gives; and at
  * shapes just above 4 MiB per transfer (wide on the side that moves,
  * narrow on the other, so the float64 reference stays cheap) auto must
  * fuse with different forward and backward counts and a training step
  * must pass the same checks against the reference and stock.
- * Exit 77 (skipped) without a GPU.
+ *
+ * Planted faults (TP 2 up), each judged by the reference check, which must
+ * FAIL on it after the unplanted outputs (stock, then dist_gemm ce) passed:
+ * a misplaced shard on the all-gather side (ag_linear's y with rank q's
+ * gathered rows also written at rank q + 1's offset, for every q) and a
+ * missing partial on the reduce-scatter side (linear_rs's y less rank q's
+ * partial x[:, K_q] · w[:, K_q]ᵀ, for every q).
+ *
+ * Every test runs once per TP degree (1, 2, 4, 8; gpu_harness.h): cases
+ * NAME/tpN, `--tp LIST` selects degrees, a degree above the rank slots is
+ * reported skipped. The shapes divide by 8 (tokens 3 x 128, K 256, N 384).
+ * bf16 outputs that sum ranks take max(1e-2, 2·2^-8·sqrt(W)) (NCCL's ring
+ * rounds after every addition). Exit 77 (skipped) without a GPU.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -46,6 +57,11 @@ enum { BATCH = 3, SEQ = 128, D_SMALL = 256, D_LARGE = 384, MAXW = TP_MAX_WEIGHTS
 static const double TOL_REF_BF16 = 1e-2, TOL_REF_FP32 = 1e-5;
 /* Reduced outputs, dist_gemm against stock: only the rank-sum order differs. */
 static const double TOL_SUM_BF16 = 1e-2, TOL_SUM_FP32 = 1e-6;
+/* A bf16 sum over W ranks (NCCL's ring rounds after every addition) strays
+ * about u·sqrt(W) from the exact sum, u = 2^-8: rank-summed bf16 outputs
+ * take at least 2·u·sqrt(W) (bench/stats/numerics.h's rule at depth 1), which
+ * passes 1e-2 above TP 2. */
+static const double BF16_UNIT_ROUNDOFF = 0x1p-8;
 
 typedef enum { T_Y = 0, T_DX, T_DW, T_DB, N_OUTPUTS } output_kind;
 static const char *const OUTPUT_NAMES[] = {"y", "dx", "dw", "db"};
@@ -444,11 +460,6 @@ static double rel_err_pair(const host_case *c, const void *a, const void *b, siz
   return sqrt(d2 / (r2 > 0 ? r2 : 1));
 }
 
-/* Whether an output involves a sum over ranks (and so may differ from stock in rounding). */
-static int is_rank_summed(const host_case *c, output_kind k) {
-  return c->gather ? k == T_DX : (k == T_Y || k == T_DB);
-}
-
 typedef struct variant {
   tp_backend backend;
   tp_schedule schedule;
@@ -464,52 +475,72 @@ static const variant VARIANTS[] = {
     {TP_BACKEND_DIST, TP_SCHED_SM, 4, 1},    {TP_BACKEND_DIST, TP_SCHED_RING, 2, 0},
 };
 
+/* Whether an output involves a sum over ranks (and so may differ from stock in rounding). */
+static int is_rank_summed(const host_case *c, output_kind k) {
+  return c->gather ? k == T_DX : (k == T_Y || k == T_DB);
+}
+
+/* The tolerance of output k: base, widened with the rank count where ranks are summed. */
+static double tolerance_of(const host_case *c, output_kind k, double base) {
+  if (c->dt != TP_BF16 || !is_rank_summed(c, k)) return base;
+  return fmax(base, 2.0 * BF16_UNIT_ROUNDOFF * sqrt((double)c->world));
+}
+
+/* One output's judgement: against the float64 reference, and against stock when given. */
+typedef struct verdict {
+  double err, vs, tol_ref, tol_sum;
+  int unwritten;
+  size_t differ;
+  const char *rule;
+  int ok;
+} verdict;
+
+/* The rule check_outputs applies to output k of weight i (out: its host copy). */
+static verdict judge_output(const host_case *c, const tp_linear_plan *p, output_kind k, int i,
+                            const void *out, const void *st) {
+  const double *refs[N_OUTPUTS] = {c->ref_y[i], c->ref_dx, c->ref_dw[i], c->ref_db[i]};
+  const size_t counts[N_OUTPUTS] = {tp_linear_y_elems(p), tp_linear_x_elems(p),
+                                    tp_linear_w_elems(p), tp_linear_b_elems(p)};
+  verdict v = {0};
+  v.tol_ref = tolerance_of(c, k, c->dt == TP_BF16 ? TOL_REF_BF16 : TOL_REF_FP32);
+  v.tol_sum = tolerance_of(c, k, c->dt == TP_BF16 ? TOL_SUM_BF16 : TOL_SUM_FP32);
+  v.err = rel_err_ref(c, out, refs[k], counts[k], &v.unwritten);
+  v.ok = v.unwritten == 0 && v.err <= v.tol_ref;
+  v.rule = "reference";
+  if (!st) return v;
+  v.vs = rel_err_pair(c, out, st, counts[k], &v.differ);
+  if (is_rank_summed(c, k)) {
+    v.ok = v.ok && v.vs <= v.tol_sum;
+    v.rule = "rank-summed: tolerance vs stock";
+  } else {
+    v.ok = v.ok && v.differ == 0;
+    v.rule = "no rank sum: bit-identical to stock";
+  }
+  return v;
+}
+
+static const void *output_of(const outputs *o, output_kind k, int i) {
+  const void *outs[N_OUTPUTS] = {o->y[i], o->dx, o->dw[i], o->db[i]};
+  return outs[k];
+}
+
 static int check_outputs(tp_group *g, const host_case *c, const tp_linear_plan *p, const outputs *o,
                          const outputs *stock) {
-  const double tol_ref = c->dt == TP_BF16 ? TOL_REF_BF16 : TOL_REF_FP32;
-  const double tol_sum = c->dt == TP_BF16 ? TOL_SUM_BF16 : TOL_SUM_FP32;
   int failures = 0;
   for (int i = 0; i < c->n_w; ++i)
     for (int k = 0; k < N_OUTPUTS; ++k) {
       if (k == T_DX && i > 0) continue; /* one dx for all weights */
       if (k == T_DB && !c->desc.bias) continue;
-      const void *outs[N_OUTPUTS] = {o->y[i], o->dx, o->dw[i], o->db[i]};
-      const void *stocks[N_OUTPUTS] = {NULL, NULL, NULL, NULL};
-      if (stock) {
-        stocks[T_Y] = stock->y[i];
-        stocks[T_DX] = stock->dx;
-        stocks[T_DW] = stock->dw[i];
-        stocks[T_DB] = stock->db[i];
-      }
-      const double *refs[N_OUTPUTS] = {c->ref_y[i], c->ref_dx, c->ref_dw[i], c->ref_db[i]};
-      const size_t counts[N_OUTPUTS] = {tp_linear_y_elems(p), tp_linear_x_elems(p),
-                                        tp_linear_w_elems(p), tp_linear_b_elems(p)};
-      const void *out = outs[k], *st = stocks[k];
-      const double *ref = refs[k];
-      const size_t n = counts[k];
-      int bad = 0;
-      double err = rel_err_ref(c, out, ref, n, &bad);
-      int ok = bad == 0 && err <= tol_ref;
-      size_t differ = 0;
-      double vs = 0;
-      const char *rule = "reference";
-      if (st) {
-        vs = rel_err_pair(c, out, st, n, &differ);
-        if (is_rank_summed(c, (output_kind)k)) {
-          ok = ok && vs <= tol_sum;
-          rule = "rank-summed: tolerance vs stock";
-        } else {
-          ok = ok && differ == 0;
-          rule = "no rank sum: bit-identical to stock";
-        }
-      }
-      printf("rank %d: %-15s %s %-9s %-4s x%d sp=%s save=%d bias=%d %-2s[%d]: vs fp64 %.2e (tol "
-             "%.0e) unwritten %d; vs stock %.2e, %zu differ (%s): %s\n",
-             g->rank, tp_op_name(c->desc.op), tp_dtype_name(c->dt), tp_backend_name(p->backend),
-             tp_schedule_name(p->schedule), p->chunks, p->desc.sp ? "on" : "off",
-             p->desc.save_gathered, p->desc.bias, OUTPUT_NAMES[k], i, err, tol_ref, bad, vs, differ,
-             rule, ok ? "ok" : "FAIL");
-      failures += !ok;
+      const verdict v = judge_output(c, p, (output_kind)k, i, output_of(o, (output_kind)k, i),
+                                     stock ? output_of(stock, (output_kind)k, i) : NULL);
+      printf("rank %d: TP %d %-15s %s %-9s %-4s x%d sp=%s save=%d bias=%d %-2s[%d]: vs fp64 %.2e "
+             "(tol %.1e) unwritten %d; vs stock %.2e (tol %.1e), %zu differ (%s): %s\n",
+             g->rank, g->world, tp_op_name(c->desc.op), tp_dtype_name(c->dt),
+             tp_backend_name(p->backend), tp_schedule_name(p->schedule), p->chunks,
+             p->desc.sp ? "on" : "off", p->desc.save_gathered, p->desc.bias, OUTPUT_NAMES[k], i,
+             v.err, v.tol_ref, v.unwritten, v.vs, v.tol_sum, v.differ, v.rule,
+             v.ok ? "ok" : "FAIL");
+      failures += !v.ok;
     }
   return failures;
 }
@@ -811,50 +842,190 @@ static int auto_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-static int world_size;
-static int auto_world; /* a power of two: the shapes above divide by it */
+/* ---- planted faults: the reference check must fail on them ---------------------------------- */
 
-static void run_kind(tp_op kind) { assert_int_equal(gpu_run_group(world_size, body, &kind), 0); }
-static void test_ag_linear(void **state) {
-  (void)state;
-  run_kind(TP_OP_AG_LINEAR);
-}
-static void test_ag_linear_multi(void **state) {
-  (void)state;
-  run_kind(TP_OP_AG_LINEAR_MULTI);
-}
-static void test_linear_rs(void **state) {
-  (void)state;
-  run_kind(TP_OP_LINEAR_RS);
+/* Rows of the gather side's y [T, N/W] that came from rank q's sequence block. */
+static size_t block_rows(const host_case *c) { return (size_t)(c->S_l * BATCH); }
+
+/* y with rank `from`'s gathered rows also placed at rank `to`'s offset (what
+ * an all-gather writing shard `from` one slot late gives): a fresh copy. */
+static void *misplace_rows(const host_case *c, const void *y, size_t cols, int from, int to) {
+  const size_t rows = block_rows(c), bytes = rows * cols * c->e;
+  void *out = malloc((size_t)c->T * cols * c->e);
+  if (!out) abort();
+  memcpy(out, y, (size_t)c->T * cols * c->e);
+  memcpy((char *)out + (size_t)to * bytes, (const char *)y + (size_t)from * bytes, bytes);
+  return out;
 }
 
-/* auto's forward and backward chunk counts at shapes that fuse: needs a
- * peer, so below TP 2 it is reported skipped, not passed. */
+/* y [rows_local, N] less rank q's partial x[:, K_q] · w[:, K_q]ᵀ (a reduce-scatter that
+ * dropped q's contribution), rounded to the dtype: a fresh copy. */
+static void *drop_partial(const host_case *c, const dense *f, const void *y, int q) {
+  const int64_t K = c->K, N = c->N, Kl = K / c->world, rows = local_rows(c), row0 = local_row0(c);
+  void *out = malloc((size_t)(rows * N) * c->e);
+  if (!out) abort();
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t n = 0; n < N; ++n) {
+      double part = 0;
+      for (int64_t k = q * Kl; k < (q + 1) * Kl; ++k)
+        part += f->x[(row0 + row) * K + k] * f->w[0][n * K + k];
+      const size_t at = (size_t)(row * N + n);
+      const float v = (float)(gpu_host_value(c->dt, y, at) - part);
+      if (c->dt == TP_BF16) ((uint16_t *)out)[at] = gpu_float_to_bf16(v);
+      else ((float *)out)[at] = v;
+    }
+  return out;
+}
+
+/* A planted y judged by the reference check: it must fail. Returns 1 when it passes. */
+static int expect_caught(tp_group *g, const host_case *c, const tp_linear_plan *p, const void *y,
+                         const char *what) {
+  const verdict v = judge_output(c, p, T_Y, 0, y, NULL);
+  printf("rank %d: TP %d planted %s: %s %s y vs fp64 %.2e (tol %.1e), %d unwritten: the check %s\n",
+         g->rank, g->world, what, tp_backend_name(p->backend), tp_schedule_name(p->schedule), v.err,
+         v.tol_ref, v.unwritten, v.ok ? "PASSES: FAIL, the fault went unseen" : "fails: caught");
+  return v.ok;
+}
+
+/* One op's step (stock, then dist_gemm ce), checked, then every planted variant of its y. */
+typedef int (*plant_fn)(tp_group *g, const host_case *c, const tp_linear_plan *p, const outputs *o);
+
+static int run_planted(tp_group *g, tp_op kind, plant_fn plant) {
+  host_case c;
+  const tp_linear_desc desc = small_desc(kind, TP_BF16, 0, 0);
+  build_case(&c, &desc, g->rank, g->world);
+  const tp_backend backends[] = {TP_BACKEND_STOCK, TP_BACKEND_DIST};
+  const tp_schedule schedules[] = {TP_SCHED_AUTO, TP_SCHED_CE};
+  const int chunks[] = {0, 1};
+  dev_case d;
+  tp_linear_plan p;
+  int failures = 0, uploaded = 0;
+  for (int b = 0; b < 2 && !failures; ++b) {
+    if (tp_linear_plan_make(g, &c.desc, backends[b], schedules[b], chunks[b], &p) != TP_OK) {
+      printf("rank %d: plan: %s: FAIL\n", g->rank, tp_last_error());
+      failures++;
+      break;
+    }
+    if (!uploaded && upload(&c, &p, &d)) {
+      printf("rank %d: upload: FAIL\n", g->rank);
+      release(&d);
+      free_case(&c);
+      return 1;
+    }
+    uploaded = 1;
+    outputs o = {0};
+    failures += run_plan(g, &c, &p, &d, 1, &o);
+    /* the unplanted outputs pass first, or a caught fault would prove nothing */
+    if (!failures) failures += check_outputs(g, &c, &p, &o, NULL);
+    if (!failures) failures += plant(g, &c, &p, &o);
+    free_outputs(&o);
+  }
+  if (uploaded) release(&d);
+  free_case(&c);
+  return failures;
+}
+
+/* Gather side: rank q's rows at rank q + 1's offset, for every q. */
+static int plant_misplaced(tp_group *g, const host_case *c, const tp_linear_plan *p,
+                           const outputs *o) {
+  const size_t cols = (size_t)(c->N / c->world);
+  int missed = 0;
+  for (int q = 0; q + 1 < c->world; ++q) {
+    char what[96];
+    snprintf(what, sizeof what, "misplaced shard (rank %d's gathered rows at rank %d's offset)", q,
+             q + 1);
+    void *bad = misplace_rows(c, o->y[0], cols, q, q + 1);
+    missed += expect_caught(g, c, p, bad, what);
+    free(bad);
+  }
+  return missed;
+}
+
+/* Reduce-scatter side: y without rank q's partial, for every q. */
+static int plant_missing_partial(tp_group *g, const host_case *c, const tp_linear_plan *p,
+                                 const outputs *o) {
+  dense f = dense_make(c);
+  int missed = 0;
+  for (int q = 0; q < c->world; ++q) {
+    char what[96];
+    snprintf(what, sizeof what, "missing partial (rank %d's dropped from the reduce-scatter)", q);
+    void *bad = drop_partial(c, &f, o->y[0], q);
+    missed += expect_caught(g, c, p, bad, what);
+    free(bad);
+  }
+  dense_free(&f);
+  return missed;
+}
+
+static int misplaced_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  (void)ctx;
+  const int failures = run_planted(g, TP_OP_AG_LINEAR, plant_misplaced);
+  printf("rank %d: TP %d planted misplaced shards: %d failure(s)\n", g->rank, g->world, failures);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+static int missing_partial_body(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+  (void)rdzv;
+  (void)ctx;
+  const int failures = run_planted(g, TP_OP_LINEAR_RS, plant_missing_partial);
+  printf("rank %d: TP %d planted missing partials: %d failure(s)\n", g->rank, g->world, failures);
+  fflush(stdout);
+  return failures ? 1 : 0;
+}
+
+/* ---- the cases, one per TP degree ------------------------------------------------------------ */
+
+/* The shapes at degree W, printed once per case (every one divides by 2, 4 and 8). */
+static void print_shapes(int world) {
+  printf("TP %d: batch %d x %d positions (%d rows per rank); gather side K %d, N %d (%d per "
+         "rank); scatter side K %d (%d per rank), N %d\n",
+         world, BATCH, SEQ, BATCH * SEQ / world, D_SMALL, D_LARGE, D_LARGE / world, D_LARGE,
+         D_LARGE / world, D_SMALL);
+}
+
+static void run_kind(void **state, tp_op kind) {
+  const int world = gpu_case_degree(state);
+  print_shapes(world);
+  assert_int_equal(gpu_run_group(world, body, &kind), 0);
+}
+static void test_ag_linear(void **state) { run_kind(state, TP_OP_AG_LINEAR); }
+static void test_ag_linear_multi(void **state) { run_kind(state, TP_OP_AG_LINEAR_MULTI); }
+static void test_linear_rs(void **state) { run_kind(state, TP_OP_LINEAR_RS); }
+
+/* auto's forward and backward chunk counts at shapes that fuse (a peer needed: TP 2 up). */
 static void test_auto_chunks(void **state) {
-  (void)state;
-  if (auto_world < 2) {
-    printf("auto chunk counts: %d GPU, fusing needs 2: skipped\n", world_size);
-    skip();
-    return; /* skip() does not return; this tells the analyser so */
-  }
-  assert_int_equal(gpu_run_group(auto_world, auto_body, NULL), 0);
+  const int world = gpu_case_degree(state);
+  printf("TP %d: auto runs at %d rows per rank (batch %d x %d positions), %d wide on the side "
+         "that moves, %d per rank on the other\n",
+         world, BATCH * AUTO_RUN_POSITIONS, BATCH, AUTO_RUN_POSITIONS, AUTO_RUN_WIDE,
+         AUTO_RUN_NARROW);
+  assert_int_equal(gpu_run_group(world, auto_body, NULL), 0);
 }
 
-int main(void) {
-  world_size = gpu_device_count();
-  if (world_size == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  if (world_size > 8) world_size = 8;
-  auto_world = 1;
-  while (auto_world * 2 <= world_size) auto_world *= 2;
-  printf("TP group of %d GPU(s); auto's chunk counts on %d\n", world_size, auto_world);
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ag_linear),
-      cmocka_unit_test(test_ag_linear_multi),
-      cmocka_unit_test(test_linear_rs),
-      cmocka_unit_test(test_auto_chunks),
+/* The reference check fails on a misplaced all-gathered shard, at every rank pair. */
+static void test_planted_misplaced_shard(void **state) {
+  const int world = gpu_case_degree(state);
+  print_shapes(world);
+  assert_int_equal(gpu_run_group(world, misplaced_body, NULL), 0);
+}
+
+/* The reference check fails on a reduce-scatter missing any one rank's partial. */
+static void test_planted_missing_partial(void **state) {
+  const int world = gpu_case_degree(state);
+  print_shapes(world);
+  assert_int_equal(gpu_run_group(world, missing_partial_body, NULL), 0);
+}
+
+int main(int argc, char **argv) {
+  const gpu_tp_test tests[] = {
+      {"ag_linear", test_ag_linear, 1, GPU_MAX_DEGREE},
+      {"ag_linear_multi", test_ag_linear_multi, 1, GPU_MAX_DEGREE},
+      {"linear_rs", test_linear_rs, 1, GPU_MAX_DEGREE},
+      {"auto_chunks", test_auto_chunks, 2, GPU_MAX_DEGREE},
+      {"planted_misplaced_shard", test_planted_misplaced_shard, 2, GPU_MAX_DEGREE},
+      {"planted_missing_partial", test_planted_missing_partial, 2, GPU_MAX_DEGREE},
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return gpu_run_tp_tests("gpu_linear", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

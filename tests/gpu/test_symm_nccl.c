@@ -15,13 +15,17 @@
  * growth too; the signal pads take tpbench's barrier; a growth while frozen
  * is refused.
  *
- * TP 2 (the first two GPUs; skipped with the reason below two) runs each
+ * TP 2, 4 and 8 (cases symm_nccl/tpN, gpu_harness.h; a degree above the
+ * GPUs reported skipped, and every one on a shared GPU, where ranks that are
+ * NCCL hosts of their own have no windows) run each
  * fused op — ag_linear, ag_linear_multi, linear_rs; bf16 and fp32; ce and
  * sm; the gathered input saved or gathered again — one training step
  * (forward, backward) over symm=ipc and over symm=nccl on the same inputs,
  * outputs poisoned first, and holds every output (y, dx, dw) of the NCCL
  * run to the IPC run's bit for bit: the same schedules over other mappings
- * of the same kind of memory. Exit 77 (skipped) without a GPU.
+ * of the same kind of memory (the same fused kernels, so the same sum
+ * order at every degree); afterwards the NCCL heap maps every peer. Exit
+ * 77 (skipped) without a GPU, or when every case was skipped.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,7 +156,7 @@ static int body_tp1(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   return failures ? 1 : 0;
 }
 
-/* ---- TP 2: every fused op over both transports ----------------------------------------- */
+/* ---- TP 2, 4, 8: every fused op over both transports ---------------------------------- */
 
 typedef struct tensors {
   void *x, *w[MAXW], *y[MAXW], *dy[MAXW], *dx, *dw[MAXW], *saved;
@@ -312,7 +316,7 @@ static int run_case(tp_group *g, tp_op op, tp_dtype dt, int save, tp_schedule s,
   return failures;
 }
 
-static int body_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
+static int body_tp(tp_group *g, tp_rdzv *rdzv, void *ctx) {
   (void)rdzv;
   (void)ctx;
   static const tp_op ops[] = {TP_OP_AG_LINEAR, TP_OP_AG_LINEAR_MULTI, TP_OP_LINEAR_RS};
@@ -327,44 +331,37 @@ static int body_tp2(tp_group *g, tp_rdzv *rdzv, void *ctx) {
           cases++;
         }
   const tp_symm *h = tp_group_symm_of(g, TP_SYMM_NCCL);
-  if (!h || tp_symm_transport_of(h) != TP_SYMM_NCCL || !tp_symm_ptr(h, 1 - g->rank)) {
-    fprintf(stderr, "rank %d: no NCCL heap with a peer mapping after the runs\n", g->rank);
-    failures++;
-  }
-  printf("rank %d: TP 2, NCCL %d: %d of %d cases matched symm=ipc; %d failure(s)\n", g->rank,
-         nccl_version(), ran, cases, failures);
+  for (int peer = 0; peer < g->world; ++peer)
+    if (!h || tp_symm_transport_of(h) != TP_SYMM_NCCL || !tp_symm_ptr(h, peer)) {
+      fprintf(stderr, "rank %d: no NCCL heap with a mapping of rank %d after the runs\n", g->rank,
+              peer);
+      failures++;
+    }
+  printf("rank %d: TP %d, NCCL %d: %d of %d cases matched symm=ipc; %d failure(s)\n", g->rank,
+         g->world, nccl_version(), ran, cases, failures);
   fflush(stdout);
   return failures ? 1 : 0;
 }
 
-static int n_gpus;
-
 static void test_tp1(void **state) {
-  (void)state;
-  assert_int_equal(gpu_run_group(1, body_tp1, NULL), 0);
+  assert_int_equal(gpu_run_group(gpu_case_degree(state), body_tp1, NULL), 0);
 }
 
-static void test_tp2(void **state) {
-  (void)state;
-  if (n_gpus < 2 || gpu_shared_lacks_windows("dist_gemm over symm=nccl at TP 2")) {
-    if (n_gpus < 2)
-      printf("dist_gemm over symm=nccl against symm=ipc at TP 2: %d GPU here, needs 2: skipped\n",
-             n_gpus);
-    skip();
-    return;
-  }
-  assert_int_equal(gpu_run_group(2, body_tp2, NULL), 0);
+/* TP 2, 4, 8 on real GPUs: ranks sharing one (each an NCCL host of its own) have no windows. */
+static void test_tp(void **state) {
+  const int world = gpu_case_degree(state);
+  char what[64];
+  snprintf(what, sizeof what, "dist_gemm over symm=nccl at TP %d", world);
+  if (gpu_shared_lacks_windows(what)) gpu_skip_case(state, "no NCCL windows on a shared GPU");
+  printf("TP %d: tokens %d (%d rows per rank), K %d, N %d (%d per rank)\n", world, TOKENS,
+         TOKENS / world, D_IN, D_OUT, D_OUT / world);
+  assert_int_equal(gpu_run_group(world, body_tp, NULL), 0);
 }
 
-int main(void) {
-  n_gpus = gpu_device_count();
-  if (n_gpus == 0) {
-    printf("no CUDA device: GPU test skipped\n");
-    return GPU_TEST_SKIP;
-  }
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_tp1),
-      cmocka_unit_test(test_tp2),
+int main(int argc, char **argv) {
+  const gpu_tp_test tests[] = {
+      {"symm_nccl_tp1", test_tp1, 1, 1},
+      {"symm_nccl", test_tp, 2, GPU_MAX_DEGREE},
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return gpu_run_tp_tests("gpu_symm_nccl", tests, sizeof tests / sizeof tests[0], argc, argv);
 }

@@ -1,0 +1,45 @@
+/*
+ * tp_chunk_rule.c — dist_gemm auto's chunk count and its fuse-or-stock threshold
+ * (tp_chunk_rule.h), shared by the plan and the projection.
+ */
+#include "common/tp_chunk_rule.h"
+
+/* Rates of the chunk-count model, measured on the reference H200 pair: a copy-engine push
+ * moves about 350 GB/s at these sizes (the link probe in docs/PERF.md: 306-389 GB/s from 8 to
+ * 256 MiB per rank); cuBLASLt runs bf16 GEMMs at about 650 TFLOP/s (the model of
+ * docs/PERF.md, attempt 2) and fp32 ones at about 50. */
+static const double MODEL_PUSH_BYTES_PER_S = 350e9;
+
+static double model_flop_rate(tp_dtype dt) { return dt == TP_BF16 ? 650e12 : 50e12; }
+
+/* Largest of 4, 2, 1 that divides rows and leaves at least min_rows per chunk. */
+static int most_chunks(int64_t rows, int64_t min_rows) {
+  for (int c = TP_AUTO_MAX_CHUNKS; c > 1; c /= 2)
+    if (rows % c == 0 && rows / c >= min_rows) return c;
+  return 1;
+}
+
+tp_chunk_choice tp_auto_chunks(int gather, int world, int64_t rows, size_t row_bytes,
+                               int64_t out_features, int64_t in_features, int n_weights,
+                               tp_dtype dtype) {
+  tp_chunk_choice c = {.chunks = 1, .push_us = 0, .local_gemm_us = 0};
+  const double push_s =
+      (double)(world - 1) * (double)rows * (double)row_bytes / MODEL_PUSH_BYTES_PER_S;
+  c.push_us = push_s * 1e6;
+  if (gather) {
+    const double local_gemm_s = 2.0 * (double)rows * ((double)out_features / world) *
+                                (double)in_features * (double)n_weights / model_flop_rate(dtype);
+    c.local_gemm_us = local_gemm_s * 1e6;
+    c.chunks = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, TP_AUTO_CHUNK_MIN_ROWS);
+    return c;
+  }
+  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel shapes: two chunks
+   * beat one on 11 (the first transfer hides under the second partial GEMM) and four on 10
+   * (smaller chunk GEMMs lose more than they hide). */
+  c.chunks = rows % 2 == 0 && rows / 2 >= TP_AUTO_CHUNK_MIN_ROWS ? 2 : 1;
+  return c;
+}
+
+int tp_auto_fuses(int64_t rows, size_t row_bytes) {
+  return (double)rows * (double)row_bytes >= (double)TP_AUTO_FUSE_MIN_BYTES;
+}

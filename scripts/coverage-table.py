@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""coverage-table.py — the coverage table of a coverage database.
+
+Reads a database made by scripts/device-coverage.sh (every TP degree and
+dp x tp mesh of `tpbench ops`, `run` and `drift` on one GPU, the ranks
+sharing it) and prints, in markdown, one row per path of the code that
+depends on the TP degree (a schedule, a chunk count, a pass, a format, a
+layer, a composition...) and one column per TP degree and mesh. A cell says
+what the database holds for that path there:
+
+  ok N · C checks     N configurations ended ok, their C numerics checks ok
+  + F FAILED          F configurations failed, hung, ran out of memory, or
+                      have a failed check (any of these makes the cell fail)
+  rejected: RULE      nothing ran; the rule of the most frequent rejection
+  not run             the database holds no configuration of that path there
+
+Nothing in the table is typed by hand: every cell is counted from the
+database. Exit status: 0 when no cell failed, 1 when one did, 2 on bad usage
+or an unreadable database.
+
+usage: scripts/coverage-table.py COVERAGE_DB
+"""
+import sqlite3
+import sys
+
+# The columns: (heading, SQL over configs c selecting the degree or mesh).
+COLUMNS = [
+    ("TP 1", "c.tp = 1 AND c.dp = 1"),
+    ("TP 2", "c.tp = 2 AND c.dp = 1"),
+    ("TP 4", "c.tp = 4 AND c.dp = 1"),
+    ("TP 8", "c.tp = 8 AND c.dp = 1"),
+    ("dp 2 × tp 2", "c.tp = 2 AND c.dp = 2"),
+    ("dp 2 × tp 4", "c.tp = 4 AND c.dp = 2"),
+    ("dp 4 × tp 2", "c.tp = 2 AND c.dp = 4"),
+]
+
+OPS = "coalesce(c.proj, '') <> '' AND c.kind <> 'drift'"
+RUN = "coalesce(c.proj, '') = '' AND c.kind <> 'drift'"
+DIST = "c.backend = 'dist_gemm'"
+
+# The rows: (group, path, SQL over configs c).
+ROWS = [
+    ("ops", "stock (NCCL + cuBLASLt)", f"{OPS} AND c.kind = 'op' AND c.backend = 'stock'"),
+    ("ops", "GEMM alone, collective alone", f"{OPS} AND c.kind IN ('gemm', 'comm')"),
+] + [
+    ("ops", f"dist_gemm {s}", f"{OPS} AND {DIST} AND c.schedule = '{s}'")
+    for s in ("auto", "ce", "sm", "ring")
+] + [
+    ("ops", f"dist_gemm chunks={n}", f"{OPS} AND {DIST} AND c.chunks = {n}") for n in (1, 2, 4)
+] + [
+    ("ops", f"pass {p}", f"{OPS} AND c.pass = '{p}'") for p in ("fwd", "bwd", "fwd+bwd")
+] + [
+    ("ops", f"save_gathered {v}", f"{OPS} AND c.pass <> 'fwd' AND c.save_gathered = {i}")
+    for i, v in ((0, "off"), (1, "on"))
+] + [
+    ("ops", f"dtype {d}", f"{OPS} AND c.dtype = '{d}'")
+    for d in ("bf16", "fp32", "fp8", "fp8-row", "fp8-block")
+] + [
+    ("ops", f"comm_dtype {d}", f"{OPS} AND c.comm_dtype = '{d}'") for d in ("bf16", "fp8")
+] + [
+    ("run", f"{layer}", f"{RUN} AND c.layer = '{layer}'") for layer in ("attention", "ffn", "block")
+] + [
+    ("run", "dist_gemm layer ce", f"{RUN} AND {DIST} AND c.schedule = 'ce'"),
+    ("run", "dist_gemm layer sm", f"{RUN} AND {DIST} AND c.schedule = 'sm'"),
+    ("run", "sp off", f"{RUN} AND c.sp = 0"),
+    ("run", "graph on", f"{RUN} AND c.graph = 1 AND c.graph_sizes IS NULL"),
+    ("run", "graph mixed", f"{RUN} AND c.graph_sizes IS NOT NULL"),
+] + [
+    ("run", f"ac {a}", f"{RUN} AND c.pass = 'fwd+bwd' AND c.ac = '{a}'")
+    for a in ("none", "selective", "full")
+] + [
+    ("run", "fsdp_traffic", f"{RUN} AND c.fsdp_traffic = 1"),
+    ("run", "FSDP mesh (dp > 1)", f"{RUN} AND c.dp > 1"),
+] + [
+    ("run", f"dtype {d}", f"{RUN} AND c.dtype = '{d}'") for d in ("fp8", "fp8-row", "fp8-block")
+]
+
+FAILED = "('failed', 'oom', 'timeout')"
+
+
+def cell(db, where):
+    """One cell: counts of the configurations matching `where`."""
+    by_status = dict(db.execute(
+        f"SELECT c.status, count(*) FROM configs c WHERE {where} GROUP BY c.status").fetchall())
+    checks = dict(db.execute(
+        f"SELECT k.status, count(*) FROM checks k JOIN configs c ON c.id = k.config_id "
+        f"WHERE {where} GROUP BY k.status").fetchall())
+    failed = sum(n for s, n in by_status.items() if s in ("failed", "oom", "timeout"))
+    failed_checks = db.execute(
+        f"SELECT count(DISTINCT c.id) FROM checks k JOIN configs c ON c.id = k.config_id "
+        f"WHERE {where} AND c.status = 'ok' AND k.status = 'failed'").fetchone()[0]
+    ok = by_status.get("ok", 0)
+    bad = failed + failed_checks
+    if ok:
+        text = f"ok {ok} · {checks.get('ok', 0)} checks"
+    elif by_status.get("rejected"):
+        reason = db.execute(
+            f"SELECT c.reason, count(*) n FROM configs c WHERE {where} AND c.status = 'rejected' "
+            f"GROUP BY c.reason ORDER BY n DESC, c.reason LIMIT 1").fetchone()[0]
+        text = "rejected: " + short(reason)
+    elif not bad:
+        text = "not run"
+    else:
+        text = ""
+    if bad:
+        text += (" + " if text else "") + f"{bad} FAILED"
+    return text, bad
+
+
+def short(reason, width=48):
+    """A rejection's rule, on one line, cut to width, markdown-safe."""
+    one = " ".join((reason or "").split()).replace("|", "/")
+    return one if len(one) <= width else one[: width - 1] + "…"
+
+
+def drift_row(db):
+    """Per column: drift's NCCL-order steps against stock's, bit for bit."""
+    cells, bad_total = [], 0
+    for _, where in COLUMNS:
+        stock = db.execute(
+            f"SELECT c.id FROM configs c WHERE c.kind = 'drift' AND c.backend = 'stock' "
+            f"AND c.status = 'ok' AND {where} ORDER BY c.id LIMIT 1").fetchone()
+        others = db.execute(
+            f"SELECT c.id, c.rs_sum, c.status FROM configs c WHERE c.kind = 'drift' "
+            f"AND c.backend = 'dist_gemm' AND {where} ORDER BY c.id").fetchall()
+        if not stock and not others:
+            cells.append("not run")
+            continue
+        parts, bad = [], 0
+        for cid, rs_sum, status in others:
+            if status != "ok" or not stock:
+                parts.append(f"{rs_sum}: {status} FAILED")
+                bad += 1
+                continue
+            steps, same = steps_equal(db, stock[0], cid)
+            if rs_sum == "nccl":
+                parts.append(f"nccl-order: {same}/{steps} steps bit-identical")
+                bad += same != steps or steps == 0
+            else:
+                parts.append(f"epilogue: {same}/{steps} bit-identical")
+        cells.append("; ".join(parts) + (" FAILED" if bad else ""))
+        bad_total += bad
+    return cells, bad_total
+
+
+def steps_equal(db, a, b):
+    """Steps of configurations a and b, and how many agree in loss and grad norm exactly."""
+    rows = db.execute(
+        "SELECT x.loss = y.loss AND x.grad_norm = y.grad_norm FROM drift_steps x "
+        "JOIN drift_steps y ON y.step = x.step WHERE x.config_id = ? AND y.config_id = ?",
+        (a, b)).fetchall()
+    return len(rows), sum(1 for (same,) in rows if same)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: coverage-table.py COVERAGE_DB", file=sys.stderr)
+        return 2
+    try:
+        db = sqlite3.connect(f"file:{argv[1]}?mode=ro", uri=True)
+        runs = db.execute("SELECT count(*), group_concat(DISTINCT commit_sha) FROM runs").fetchone()
+    except sqlite3.Error as e:
+        print(f"coverage-table.py: {argv[1]}: {e}", file=sys.stderr)
+        return 2
+    print("| | path | " + " | ".join(h for h, _ in COLUMNS) + " |")
+    print("|---|---|" + "---|" * len(COLUMNS))
+    failures = 0
+    for group, path, where in ROWS:
+        cells = []
+        for _, col in COLUMNS:
+            text, bad = cell(db, f"({where}) AND {col}")
+            cells.append(text)
+            failures += bad
+        print(f"| {group} | {path} | " + " | ".join(cells) + " |")
+    cells, bad = drift_row(db)
+    failures += bad
+    print("| drift | 10 steps vs stock | " + " | ".join(cells) + " |")
+    totals = dict(db.execute("SELECT status, count(*) FROM configs GROUP BY status").fetchall())
+    checks = dict(db.execute("SELECT status, count(*) FROM checks GROUP BY status").fetchall())
+    evidence = dict(db.execute(
+        "SELECT coalesce(evidence, 'none'), count(*) FROM traces GROUP BY 1").fetchall())
+    print()
+    print(f"{runs[0]} runs (commit {runs[1]}); configurations: " + ", ".join(
+        f"{s} {totals.get(s, 0)}" for s in ("ok", "rejected", "failed", "oom", "timeout")) +
+          "; checks: " + ", ".join(f"{s} {checks.get(s, 0)}" for s in ("ok", "failed",
+                                                                      "not checked")) +
+          "; traced schedule evidence: " + ", ".join(
+              f"{s} {evidence.get(s, 0)}" for s in ("ok", "failed", "not checked")))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

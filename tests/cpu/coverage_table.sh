@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# coverage_table.sh — the coverage table of docs/coverage.md is what
+# scripts/coverage-table.py prints for the committed coverage database (so it
+# is never typed by hand), and the script fails a cell and its exit status on
+# a planted failed configuration and on a planted failed check; bad usage
+# and a foreign file exit 2. Skips (77) where python3 is missing.
+# usage: coverage_table.sh REPO_ROOT
+set -uo pipefail
+repo=${1:?usage: coverage_table.sh REPO_ROOT}
+db=$repo/examples/tpbench-h100-coverage.db
+page=$repo/docs/coverage.md
+script=$repo/scripts/coverage-table.py
+command -v python3 > /dev/null || { echo "python3 missing: skipped"; exit 77; }
+# sql DB STATEMENT: one statement through python3's sqlite3 module
+sql() { python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()' "$@"; }
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+failures=0
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+
+# 1. the page's table is the script's output, between its markers
+python3 "$script" "$db" > "$scratch/table.md"
+rc=$?
+[ "$rc" -eq 0 ] || fail "the committed database's table exits $rc (a failed cell)"
+sed -n '/^<!-- coverage table: scripts\/coverage-table.py writes it -->$/,/^<!-- end of the coverage table -->$/p' \
+  "$page" | sed '1d;$d' > "$scratch/page.md"
+[ -s "$scratch/page.md" ] || fail "docs/coverage.md has no table between its markers"
+diff -u "$scratch/page.md" "$scratch/table.md" > "$scratch/diff" ||
+  fail "docs/coverage.md's table differs from scripts/coverage-table.py's output: $(head -n 20 "$scratch/diff")"
+
+# 2. a planted failed configuration fails its cells and the exit status
+cp "$db" "$scratch/planted.db"
+sql "$scratch/planted.db" "UPDATE configs SET status = 'failed', reason = 'planted' WHERE id =
+  (SELECT id FROM configs WHERE status = 'ok' AND tp = 4 AND backend = 'dist_gemm' AND schedule = 'ce'
+   AND coalesce(proj, '') <> '' ORDER BY id LIMIT 1)"
+python3 "$script" "$scratch/planted.db" > "$scratch/planted.md"
+rc=$?
+[ "$rc" -eq 1 ] || fail "a planted failed configuration exits $rc, not 1"
+grep -q '| ops | dist_gemm ce |.*1 FAILED' "$scratch/planted.md" ||
+  fail "the planted failure is not shown in the dist_gemm ce row"
+
+# 3. a planted failed check in a configuration that ended ok
+cp "$db" "$scratch/check.db"
+sql "$scratch/check.db" "UPDATE checks SET status = 'failed', reason = 'planted' WHERE
+  (config_id, seq) = (SELECT k.config_id, k.seq FROM checks k JOIN configs c ON c.id = k.config_id
+   WHERE c.status = 'ok' AND c.tp = 8 AND k.status = 'ok' LIMIT 1)"
+python3 "$script" "$scratch/check.db" > /dev/null
+rc=$?
+[ "$rc" -eq 1 ] || fail "a planted failed check exits $rc, not 1"
+
+# 4. bad usage and a foreign file
+python3 "$script" > /dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "no argument exits $rc, not 2"
+echo "not a database" > "$scratch/foreign.db"
+python3 "$script" "$scratch/foreign.db" > /dev/null 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || fail "a foreign file exits $rc, not 2"
+
+if [ "$failures" -ne 0 ]; then
+  echo "coverage_table: $failures failure(s)"
+  exit 1
+fi
+echo "coverage_table: the page's table matches the database; planted failures caught"
