@@ -323,16 +323,25 @@ tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *co
   return gather_fp8(g, p, stream);
 }
 
-tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
-                       cudaStream_t stream) {
-  if (p->fused) {
-    if (stream != g->main_stream)
-      return TP_FAIL(TP_EINTERNAL, "fp8 dist_gemm runs on the group's main stream");
-    return gathers(p) ? fused_gather_forward(g, p, x, y) : fused_scatter_forward(g, p, x, y[0]);
-  }
-  if (p->desc.backend == TP_BACKEND_GEMM_ONLY) return fp8_comm_gemms(p, y, stream);
-  if (p->desc.backend == TP_BACKEND_COMM_ONLY) return fp8_comm_collective(g, p, x, y, stream);
+tp_rc fp8_comm_stock_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                             cudaStream_t stream) {
   TP_TRY(fp8_comm_quantize_input(g, p, x, stream));
   TP_TRY(fp8_comm_gemms(p, y, stream));
   return gathers(p) ? TP_OK : reduce_scatter(g, p, y[0], stream);
+}
+
+tp_rc fp8_comm_fused_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                             cudaStream_t stream) {
+  if (!p->fused) return TP_FAIL(TP_EINTERNAL, "fp8 fused forward of a plan that does not fuse");
+  if (stream != g->main_stream)
+    return TP_FAIL(TP_EINTERNAL, "fp8 dist_gemm runs on the group's main stream");
+  return gathers(p) ? fused_gather_forward(g, p, x, y) : fused_scatter_forward(g, p, x, y[0]);
+}
+
+tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                       cudaStream_t stream) {
+  if (p->fused) return fp8_comm_fused_forward(g, p, x, y, stream);
+  if (p->desc.backend == TP_BACKEND_GEMM_ONLY) return fp8_comm_gemms(p, y, stream);
+  if (p->desc.backend == TP_BACKEND_COMM_ONLY) return fp8_comm_collective(g, p, x, y, stream);
+  return fp8_comm_stock_forward(g, p, x, y, stream);
 }

@@ -72,6 +72,13 @@ TP_MUST_CHECK tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const voi
 TP_MUST_CHECK tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
                                      cudaStream_t stream);
 
+/* The stock forward (whatever p's backend: a reference's twin steps it on
+ * the reference's buffers) and dist_gemm's fused one (p->fused). */
+TP_MUST_CHECK tp_rc fp8_comm_stock_forward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           void *const *y, cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_comm_fused_forward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           void *const *y, cudaStream_t stream);
+
 /* Frees the TP > 1 buffers. */
 void fp8_comm_release(tp_fp8_linear *p);
 

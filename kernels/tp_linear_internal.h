@@ -2,8 +2,13 @@
  * tp_linear_internal.h — what the files of the TP projections share, not
  * part of the API (tp_linear.h is):
  *   tp_linear_plan.c      descriptors, shapes, schedule and chunk choice,
- *                         workspace sizes, NVTX names, tp_linear_prepare
- *   tp_linear.c           the entry points: checks, NVTX ranges, dispatch
+ *                         workspace sizes, NVTX names, the identity recipe's
+ *                         prepare, transfers and outputs; any recipe's plan,
+ *                         twin and release
+ *   tp_linear.c           the entry points of every recipe: checks, NVTX
+ *                         ranges, the test delay, dispatch to the recipe
+ *   tp_recipe.c           the recipes' tables (the fp8 recipe's hooks are in
+ *                         tp_linear_fp8_recipe.c)
  *   tp_linear_gemms.c     the GEMMs and bias kernels of each op on a block
  *                         of rows, shared by the stock and fused paths
  *   tp_linear_stock.c     the stock path (plain, or on NCCL symmetric
@@ -84,6 +89,36 @@ static inline const char *cptr_at(const void *base, size_t bytes) {
 /* fp32 floats of bias-gradient partial sums a backward needs on this rank
  * (tp_linear_plan.c). */
 size_t linear_bias_partial_floats(const tp_linear_plan *p);
+
+/* ---- tp_linear_plan.c: what every recipe's plan uses -------------------------------------- */
+
+/* Names the plan's NVTX ranges after its op, backend, schedule and chunks
+ * ("ag_linear.fwd dist_gemm ce x4"), so a timeline reads like the code and
+ * the trace's evidence finds each op's ranges. */
+void linear_name_ranges(tp_linear_plan *p);
+
+/* The engine of a plan's backend and schedule (tp_linear_plan.engine). */
+const char *linear_engine(const tp_linear_plan *p);
+
+/* The outputs' names: "y", "y1", ...; "dw", "dw1", ... */
+const char *linear_y_name(int weight);
+const char *linear_dw_name(int weight);
+
+/* ---- the identity recipe's hooks (tp_recipe.h; tp_recipe.c holds the table) --------------- */
+
+TP_MUST_CHECK tp_rc linear_identity_plan(const tp_group *g, tp_linear_plan *p,
+                                         tp_schedule requested, int chunks);
+TP_MUST_CHECK tp_rc linear_identity_prepare(tp_group *g, const tp_linear_plan *p);
+TP_MUST_CHECK tp_rc linear_identity_forward(tp_group *g, const tp_linear_plan *p,
+                                            const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc linear_identity_backward(tp_group *g, const tp_linear_plan *p,
+                                             const tp_linear_tensors *t);
+int linear_identity_transfers(const tp_linear_plan *p, int fwd, int bwd);
+int linear_identity_outputs(const tp_linear_plan *p, const tp_linear_tensors *t,
+                            tp_linear_output *out, int max);
+TP_MUST_CHECK tp_rc linear_identity_twin(const tp_group *g, const tp_linear_plan *p,
+                                         tp_backend backend, tp_schedule requested,
+                                         tp_linear_plan *out);
 
 /* ---- tp_linear_gemms.c: the GEMMs of each op on a block of rows, main stream ---------- */
 

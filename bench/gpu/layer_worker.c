@@ -616,7 +616,7 @@ static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prep
 static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_block_fp8_verdict *v,
                            tp_item_check *out) {
   const tp_fp8_check *k = &v->sum;
-  tp_fp8_check_as_item(k, tp_block_proj_name(proj), out);
+  tp_fp8_check_record(k, tp_block_proj_name(proj), out);
   /* at TP > 1 an output whose ranks' partials NCCL sums in bf16 is judged as
    * the GEMM's local partial: y on the reduce-scatter side (wo, w2), dx on the
    * all-gather side's backward (qkv, w13) */
@@ -675,7 +675,7 @@ static tp_rc fp8_judge(void *self, tp_group *world, tp_item_check *out, int max,
     char prefix[8];
     snprintf(prefix, sizeof prefix, "%.5s ", tp_block_proj_name((tp_block_proj)i));
     for (int k = 0; k < nw && *n < max; ++k)
-      tp_fp8_whole_check_as_item(&w[k], prefix, it->shape.proj_dtype, &out[(*n)++]);
+      tp_fp8_whole_check_record(&w[k], prefix, it->shape.proj_dtype, &out[(*n)++]);
   }
   tp_block_diff d[TP_BLOCK_MAX_OUTPUTS];
   int nd = 0;
