@@ -484,36 +484,36 @@ static tp_rc dgrad_block(tp_fp8_linear *p, int blk, void *out, cudaStream_t stre
   return dgrad_rows(p, (int64_t)blk * p->shard_rows, p->shard_rows, scales, out, stream);
 }
 
-/* All-gather side: Xᵀ's piece travels while each destination's rows of
- * dX's partial are computed into staging and pushed (phase 1), the own
- * rows into the own receive slot; dX is every rank's partial summed in rank
- * order (fp32, one rounding); then the wgrad on the placed Xᵀ. */
+/* The shared reduce-scatter's partial: destination block b's rows of dX (row0 / S). */
+static tp_rc dgrad_partial(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                           void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)t;
+  (void)rows;
+  if (acc_in) return TP_FAIL(TP_EINTERNAL, "an fp8 partial is summed in slots, not in its GEMM");
+  return dgrad_block(ctx, (int)(row0 / base->shard_rows), out, g->main_stream);
+}
+
+/* All-gather side: Xᵀ's piece travels (phase 0) while dX is reduce-scattered
+ * on the shared pipeline (phase 1: each destination's rows of dX's partial
+ * computed into staging and pushed, the own rows into the own receive slot,
+ * every rank's partial summed in rank order, fp32, one rounding); then the
+ * wgrad on the placed Xᵀ. */
 static tp_rc fused_gather_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *const *dy,
                                void *dx, void *const *dw) {
-  const int rank = g->rank, world = g->world;
   cudaStream_t main = g->main_stream;
   TP_TRY(fused_gather_side_operands(g, p, x, dy));
   TP_TRY(linear_fork_to_comm(g, &p->base));
   TP_TRY(push_piece(g, p, 0));
-  const size_t slot = (size_t)(p->shard_rows * p->k) * 2;
-  char *own = heap_of(g, p, rank);
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
-    TP_TRY(dgrad_block(p, dst, staging, main));
-    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
-    TP_CUDA(cudaEventRecord(ready, main));
-    TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-    TP_TRY(linear_push_chunk(g, &p->base, dst, heap_of(g, p, dst) + (size_t)rank * slot, staging,
-                             slot, 1, 0));
-  }
-  TP_TRY(dgrad_block(p, rank, own + (size_t)rank * slot, main));
-  const void *parts[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) {
-    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 1, 0));
-    parts[r] = own + (size_t)r * slot;
-  }
-  TP_CUDA(tp_launch_reduce_sum(TP_BF16, dx, parts, world, slot / 2, main));
+  const linear_scatter sc = {.partial = dgrad_partial,
+                             .width = p->k,
+                             .out = dx,
+                             .phase = 1,
+                             .chunks = 1,
+                             .sum = LINEAR_SUM_SLOTS,
+                             .ctx = p};
+  tp_linear_tensors none;
+  memset(&none, 0, sizeof none);
+  TP_TRY(linear_fused_reduce_scatter(g, &p->base, &none, &sc));
   TP_TRY(wait_and_place_pieces(g, p, 0, p->xtq, p->xt_scales));
   TP_TRY(wgrads(p, dw, main));
   return linear_join_from_comm(g);
@@ -536,12 +536,21 @@ static tp_rc dgrad_chunk(tp_fp8_linear *p, const uint8_t *packet, int src, void 
   return tp_gemm_scaled_enqueue(p->gemm, &d, stream);
 }
 
-/* Reduce-scatter side: dY's quantized shard pushed whole to every peer
- * (phase 0) and dYᵀ's piece (phase 1); dX's rows of each rank as its shard
- * lands; the wgrad on the placed dYᵀ and the local Xᵀ. */
+/* The shared all-gather's consumer: the dX rows of one rank's dY shard,
+ * read from its payload. */
+static tp_rc consume_dy_packet(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                               void *ctx, int64_t rows, const void *packet, size_t row0) {
+  (void)rows;
+  return dgrad_chunk(ctx, packet, (int)((int64_t)row0 / base->shard_rows), t->dx, g->main_stream);
+}
+
+/* Reduce-scatter side: dY's quantized shard, the payload of the shared
+ * all-gather, pushed whole to every peer (phase 0), then dYᵀ's piece
+ * (phase 1); dX's rows of each rank as its shard lands; the wgrad on the
+ * placed dYᵀ and the local Xᵀ. */
 static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *dy,
                                 void *dx, void *const *dw) {
-  const int rank = g->rank, world = g->world;
+  const int rank = g->rank;
   cudaStream_t main = g->main_stream;
   tp_fp8_bwd_comm *b = &p->bwd;
   char *own = heap_of(g, p, rank);
@@ -551,18 +560,18 @@ static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, co
                         own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p), main));
   TP_TRY(quantize_xt_local(g, p, x, main));
   TP_TRY(linear_fork_to_comm(g, &p->base));
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *to = heap_of(g, p, dst) + (size_t)rank * b->dy_packet_bytes;
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, b->dy_packet, b->dy_packet_bytes, 0, 0));
-  }
-  TP_TRY(push_piece(g, p, 1));
-  TP_TRY(dgrad_chunk(p, b->dy_packet, rank, dx, main));
-  for (int step = 1; step < world; ++step) {
-    const int src = (rank - step + world) % world;
-    TP_TRY(linear_wait_chunk(g, &p->base, src, 0, 0));
-    TP_TRY(dgrad_chunk(p, (const uint8_t *)own + (size_t)src * b->dy_packet_bytes, src, dx, main));
-  }
+  const linear_gather gather = {.rows_local = b->dy_packet,
+                                .payload_bytes = b->dy_packet_bytes,
+                                .offset = 0,
+                                .phase = 0,
+                                .chunks = 1,
+                                .ctx = p};
+  tp_linear_tensors t;
+  memset(&t, 0, sizeof t);
+  t.dx = dx;
+  TP_TRY(linear_push_gather(g, &p->base, &gather));
+  TP_TRY(push_piece(g, p, 1)); /* behind dY's shard: its GEMMs wait for that first */
+  TP_TRY(linear_consume_gather(g, &p->base, &t, &gather, consume_dy_packet));
   TP_TRY(wait_and_place_pieces(g, p, 1, p->dytq[0], p->dyt_scales[0]));
   TP_TRY(wgrads(p, dw, main));
   return linear_join_from_comm(g);

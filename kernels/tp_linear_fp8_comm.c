@@ -197,25 +197,37 @@ static tp_rc chunk_gemms(tp_fp8_linear *p, const uint8_t *packet, int src, void 
   return TP_OK;
 }
 
-/* dist_gemm's gather side: the quantized shard pushed whole to every peer,
- * the local chunk's GEMMs at once, each peer's as it lands. */
+/* The shared all-gather's consumer: the scaled GEMMs of one rank's shard,
+ * read from its payload. */
+static tp_rc consume_packet(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                            void *ctx, int64_t rows, const void *packet, size_t row0) {
+  (void)rows;
+  tp_fp8_linear *p = ctx;
+  return chunk_gemms(p, packet, (int)((int64_t)row0 / base->shard_rows), t->y, g->main_stream);
+}
+
+/* The output tensors of a pass, as the shared pipelines pass them on. */
+static tp_linear_tensors outputs_of(const tp_fp8_linear *p, void *const *y) {
+  tp_linear_tensors t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < p->desc.n_weights; ++i) t.y[i] = y[i];
+  return t;
+}
+
+/* dist_gemm's gather side, on the shared all-gather (tp_linear_fused.c): the
+ * payload is the quantized shard with its scales, pushed whole to every
+ * peer; the local shard's GEMMs at once, each peer's as it lands. */
 static tp_rc fused_gather_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y) {
-  const int rank = g->rank, world = g->world;
-  cudaStream_t main = g->main_stream;
-  TP_TRY(quantize_shard(g, p, x, main));
+  TP_TRY(quantize_shard(g, p, x, g->main_stream)); /* the encoding: the payload */
   TP_TRY(linear_fork_to_comm(g, &p->base));
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * p->packet_bytes);
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, p->packet, p->packet_bytes, 0, 0));
-  }
-  TP_TRY(chunk_gemms(p, p->packet, rank, y, main));
-  const uint8_t *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
-  for (int step = 1; step < world; ++step) {
-    const int src = (rank - step + world) % world;
-    TP_TRY(linear_wait_chunk(g, &p->base, src, 0, 0));
-    TP_TRY(chunk_gemms(p, own + (size_t)src * p->packet_bytes, src, y, main));
-  }
+  const linear_gather gather = {.rows_local = p->packet,
+                                .payload_bytes = p->packet_bytes,
+                                .offset = 0,
+                                .phase = 0,
+                                .chunks = 1,
+                                .ctx = p};
+  const tp_linear_tensors t = outputs_of(p, y);
+  TP_TRY(linear_fused_all_gather(g, &p->base, &t, &gather, consume_packet));
   return linear_join_from_comm(g);
 }
 
@@ -257,12 +269,21 @@ static tp_rc block_gemm(tp_fp8_linear *p, int b, void *out, cudaStream_t stream)
   return tp_gemm_scaled_enqueue(p->gemm, &d, stream);
 }
 
-/* dist_gemm's scatter side: each peer's partial computed into staging and
- * pushed while the next is computed, the local rows' partial into the own
- * receive slot, then every rank's partial summed in rank order (fp32, one
- * rounding) into y. */
+/* The shared reduce-scatter's partial: destination block b's rows (row0 / S). */
+static tp_rc block_partial(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                           void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)t;
+  (void)rows;
+  if (acc_in) return TP_FAIL(TP_EINTERNAL, "an fp8 partial is summed in slots, not in its GEMM");
+  return block_gemm(ctx, (int)(row0 / base->shard_rows), out, g->main_stream);
+}
+
+/* dist_gemm's scatter side, on the shared reduce-scatter (tp_linear_fused.c):
+ * each peer's partial computed into staging and pushed while the next is
+ * computed, the local rows' partial into the own receive slot, then every
+ * rank's partial summed in rank order (fp32, one rounding) into y. */
 static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *y) {
-  const int rank = g->rank, world = g->world;
+  const int world = g->world;
   cudaStream_t main = g->main_stream;
   if (p->act_agreement != TP_AMAX_LOCAL) {
     /* the amax reads x alone; the arguments' check asks for the buffers the blocks fill */
@@ -271,27 +292,17 @@ static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x,
     whole.scales = p->block_scales;
     TP_TRY(agree_amax(g, p, &whole, main));
   }
-  for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main));
+  for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main)); /* the encoding */
   TP_TRY(linear_fork_to_comm(g, &p->base));
-  const size_t slot = (size_t)(p->shard_rows * p->n) * 2;
-  char *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
-    TP_TRY(block_gemm(p, dst, staging, main));
-    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
-    TP_CUDA(cudaEventRecord(ready, main));
-    TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * slot);
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, staging, slot, 0, 0));
-  }
-  TP_TRY(block_gemm(p, rank, own + (size_t)rank * slot, main));
-  const void *parts[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) {
-    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 0, 0));
-    parts[r] = own + (size_t)r * slot;
-  }
-  TP_CUDA(tp_launch_reduce_sum(TP_BF16, y, parts, world, slot / 2, main));
+  const linear_scatter sc = {.partial = block_partial,
+                             .width = p->n,
+                             .out = y,
+                             .phase = 0,
+                             .chunks = 1,
+                             .sum = LINEAR_SUM_SLOTS,
+                             .ctx = p};
+  const tp_linear_tensors none = outputs_of(p, &y);
+  TP_TRY(linear_fused_reduce_scatter(g, &p->base, &none, &sc));
   return linear_join_from_comm(g);
 }
 
