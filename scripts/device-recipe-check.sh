@@ -2,9 +2,10 @@
 # device-recipe-check.sh — on a machine with one GPU, checks that a build
 # behaves as an older one did (issue 29: the fp8 formats as recipes of the one
 # TP projection), in one call of a few minutes:
-#   1. the GPU tests of both builds, plain and with TPBENCH_TEST_SHARE_GPU=1
-#      (TP 2 ranks on one GPU), old and new side by side; each test's output
-#      with times, addresses, ports and paths masked, old against new;
+#   1. the GPU tests of both builds, plain and at TP 2 with both ranks on
+#      one GPU (TPBENCH_TEST_SHARE_GPU=1: the NAME_tp2_shared entries), old
+#      and new side by side; each test's output with times, addresses, ports
+#      and paths masked, old against new;
 #   2. `tpbench ops` and `tpbench run` with both builds on small shapes: the
 #      debug model (1b for the traced case), bf16 and the
 #      fp8 formats, fwd and fwd+bwd, TP 1 and TP 2 on the shared GPU, plus a
@@ -57,10 +58,21 @@ both() {
 }
 
 # ---- 1. the GPU tests ----------------------------------------------------------------------
+# plain: every GPU test's own entry (one rank per GPU); shared: TP 2 with both ranks on device
+# 0 — the NAME_tp2_shared entries where the build has them (label tp2, their own
+# TPBENCH_TEST_SHARE_GPU=1), else every GPU test under TPBENCH_TEST_SHARE_GPU=1 (builds from
+# before the GPU tests ran per degree)
 gpu_tests() { # $1: plain or shared
-  local mode=$1 env=()
-  [ "$mode" = shared ] && env=(TPBENCH_TEST_SHARE_GPU=1)
-  (cd "$BUILD" && env "${env[@]}" ctest -L gpu ${exclude:+-E "$exclude"} -V --timeout 300) \
+  local mode=$1 select=(-L gpu -LE shared) env=()
+  if [ "$mode" = shared ]; then
+    if (cd "$BUILD" && ctest -N -L shared | grep -q 'Total Tests: [1-9]'); then
+      select=(-L '^tp2$')
+    else
+      select=(-L gpu)
+      env=(TPBENCH_TEST_SHARE_GPU=1)
+    fi
+  fi
+  (cd "$BUILD" && env "${env[@]}" ctest "${select[@]}" ${exclude:+-E "$exclude"} -V --timeout 300) \
     > "$work/gpu-$mode-$SIDE.log" 2>&1
   echo "gpu tests ($mode, $SIDE) exit $?"
 }
