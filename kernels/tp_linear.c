@@ -77,17 +77,19 @@ static tp_rc test_delay(tp_group *g) {
   return TP_OK;
 }
 
-/* One pass of the plan's recipe inside the pass's NVTX range (none when the
- * plan names none); the fused forward first spins for the test knob. */
-static tp_rc
-run_pass(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t, const char *range,
-         int delay, tp_rc (*pass)(tp_group *, const tp_linear_plan *, const tp_linear_tensors *)) {
-  if (range[0]) tp_nvtx_push(range);
+/* A recipe's pass (tp_recipe.forward, .backward). */
+typedef tp_rc (*pass_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t);
+
+/* One pass of the plan's recipe inside the pass's NVTX range; the fused
+ * forward first spins for the test knob. */
+static tp_rc run_pass(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                      const char *range, int delay, pass_fn pass) {
+  tp_nvtx_push(range);
   tp_rc rc = TP_OK;
   /* the test knob's fixed slowdown of every fused op (off unless set) */
   if (delay && linear_is_fused(p) && g->test_delay_ns) rc = test_delay(g);
   if (rc == TP_OK) rc = pass(g, p, t);
-  if (range[0]) tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */
+  tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */
   return rc;
 }
 

@@ -101,10 +101,7 @@ typedef struct tp_linear_plan {
   size_t saved_bytes;     /* the caller's buffer for AG(x) when save_gathered, else 0 */
   size_t comm_bytes;      /* bytes one rank sends per step (forward, plus backward if planned) */
   double flops;           /* FLOP of one step over the whole group */
-  char nvtx_fwd[96], nvtx_bwd[96]; /* NVTX range names: "ag_linear.fwd dist_gemm ce x4";
-                                      empty: the pass opens none (a fused fp8 pass that agrees
-                                      on an amax through NCCL: its trace would show a transfer
-                                      the schedule does not make) */
+  char nvtx_fwd[96], nvtx_bwd[96]; /* NVTX range names: "ag_linear.fwd dist_gemm ce x4" */
   const char *engine;              /* what moves the data: "copy-engine", "sm-kernel", "nccl",
                                       "cublaslt" (the GEMM alone), "none" (nothing travels) */
   const struct tp_recipe *recipe;  /* the numeric format's hooks (tp_recipe.h) */

@@ -203,9 +203,7 @@ tp_rc fp8_quantize_local(tp_group *g, tp_fp8_linear *p, const void *x, cudaStrea
     /* Tensorwise (and row scales split along K) cannot be shard-local: the
      * ranks agree on the amax first, inside the timed step. */
     TP_TRY(tp_quant_local_amax_enqueue(&a, p->amax, stream));
-    TP_NCCL(
-        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-        g->nccl);
+    TP_TRY(fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream));
     a.agreed_amax = p->amax;
   }
   return tp_quant_enqueue(&a, stream);

@@ -162,12 +162,19 @@ typedef struct tp_fp8_linear {
   tp_scale_shape block_scales_shape; /* scatter side, dist_gemm: one destination's [S, K/W] */
   void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
-  tp_fp8_bwd_comm bwd;  /* the backward at TP > 1 */
-  size_t symm_bytes;    /* dist_gemm: the symmetric workspace it needs */
-  size_t comm_bytes;    /* bytes one rank sends per step */
-  tp_gemm_scaled *gemm; /* the group's (tp_group.gemm_scaled), borrowed */
-  size_t quant_bytes;   /* the quantized copies, their scales and the amax */
-  char reason[400];     /* a rejection's reason */
+  tp_fp8_bwd_comm bwd; /* the backward at TP > 1 */
+  /* a fused pass's amax agreements, over its schedule's own transport
+   * (fp8_agree_max): every rank's local amax pushed into every peer's slot,
+   * the max taken from the slots */
+  size_t agree_offset[2]; /* the forward's and the backward's slots in the symmetric workspace */
+  size_t agree_room;      /* one rank's slot: the most floats an agreement moves, 256-aligned */
+  int agreeing;           /* 0: agreements through NCCL; 1 + pass: the fused pass's, pass 0 or 1 */
+  int agree_next;         /* the running pass's next agreement */
+  size_t symm_bytes;      /* dist_gemm: the symmetric workspace it needs */
+  size_t comm_bytes;      /* bytes one rank sends per step */
+  tp_gemm_scaled *gemm;   /* the group's (tp_group.gemm_scaled), borrowed */
+  size_t quant_bytes;     /* the quantized copies, their scales and the amax */
+  char reason[400];       /* a rejection's reason */
 } tp_fp8_linear;
 
 /* Plans the projection on this group (zeroes *out first; release it in every

@@ -20,9 +20,12 @@
  *            whole, each rank's rows of dX computed as its shard lands)
  *     wgrad  dYᵀ [N, T] in pieces as Xᵀ above; Xᵀ [K/W, T] is local
  *
- * The weights' transposes are quantized per shard in prepare (untimed), as
- * the forward's weights are: a rank's weight shard never meets another's in
- * one GEMM.
+ * dist_gemm's dX reduce-scatter and dY all-gather run on the shared
+ * pipelines (tp_linear_fused.c: payloads, LINEAR_SUM_SLOTS); its amax
+ * agreements go over the schedule's own pushes (fp8_agree_max), so the pass
+ * moves nothing through NCCL. The weights' transposes are quantized per
+ * shard in prepare (untimed), as the forward's weights are: a rank's weight
+ * shard never meets another's in one GEMM.
  */
 #include "kernels/tp_linear_fp8_comm.h"
 
@@ -151,17 +154,12 @@ void fp8_bwd_release(tp_fp8_linear *p) {
 
 /* ---- agreements and quantizations ------------------------------------------------------------ */
 
-static tp_rc all_reduce_max(tp_group *g, float *v, size_t n, cudaStream_t stream) {
-  TP_NCCL(ncclAllReduce(v, v, n, ncclFloat32, ncclMax, g->nccl, stream), g->nccl);
-  return TP_OK;
-}
-
 /* The ranks' max of a's local amax into amax (agreement a's floats), when the rule asks. */
-static tp_rc agree(tp_group *g, tp_amax_agreement agreement, const tp_quant_args *a, float *amax,
-                   cudaStream_t stream) {
+static tp_rc agree(tp_group *g, tp_fp8_linear *p, tp_amax_agreement agreement,
+                   const tp_quant_args *a, float *amax, cudaStream_t stream) {
   if (agreement == TP_AMAX_LOCAL) return TP_OK;
   TP_TRY(tp_quant_local_amax_enqueue(a, amax, stream));
-  return all_reduce_max(g, amax, agreement_floats(agreement, a->rows), stream);
+  return fp8_agree_max(g, p, amax, agreement_floats(agreement, a->rows), stream);
 }
 
 /* This rank's piece [C, S] of the transposed operand from src [S, C] (bf16),
@@ -175,7 +173,7 @@ static tp_rc quantize_piece(tp_group *g, tp_fp8_linear *p, tp_fp8_type elem, con
   a.scales = scales;
   if (b->t_agreement == TP_AMAX_AGREE_ROWS) {
     TP_TRY(tp_quant_transpose_local_amax_enqueue(&a, b->t_amax, stream));
-    TP_TRY(all_reduce_max(g, b->t_amax, (size_t)b->t_rows, stream));
+    TP_TRY(fp8_agree_max(g, p, b->t_amax, (size_t)b->t_rows, stream));
     a.agreed_amax = b->t_amax;
   } else if (b->t_agreement == TP_AMAX_AGREE_TENSOR) {
     a.agreed_amax = tensor_amax;
@@ -201,7 +199,7 @@ static tp_rc agree_x_tensor(tp_group *g, tp_fp8_linear *p, const void *x, int64_
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E4M3, x, rows, cols);
   a.q = q;
   a.scales = scales;
-  return agree(g, TP_AMAX_AGREE_TENSOR, &a, amax, stream);
+  return agree(g, p, TP_AMAX_AGREE_TENSOR, &a, amax, stream);
 }
 
 /* dY_i [T, N/W] along N, its amax agreed (all-gather side, both paths use the agreed amax). */
@@ -209,7 +207,7 @@ static tp_rc agree_dy(tp_group *g, tp_fp8_linear *p, int i, const void *dy, cuda
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->m, p->n);
   a.q = p->dyq[i];
   a.scales = p->dy_scales[i];
-  return agree(g, p->bwd.dy_agreement, &a, p->bwd.grad_amax, stream);
+  return agree(g, p, p->bwd.dy_agreement, &a, p->bwd.grad_amax, stream);
 }
 
 /* dY_iᵀ [N/W, T] along T (all-gather side: dY holds every token here; fp8
@@ -242,7 +240,7 @@ static tp_rc quantize_dy_shard(tp_group *g, tp_fp8_linear *p, const void *dy, cu
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->shard_rows, p->n);
   a.q = b->dy_packet;
   a.scales = b->dy_shard_scales;
-  TP_TRY(agree(g, b->dy_agreement, &a, b->grad_amax, stream));
+  TP_TRY(agree(g, p, b->dy_agreement, &a, b->grad_amax, stream));
   if (b->dy_agreement != TP_AMAX_LOCAL) a.agreed_amax = b->grad_amax;
   return tp_quant_enqueue(&a, stream);
 }
@@ -395,10 +393,10 @@ tp_rc fp8_bwd_collective(tp_group *g, tp_fp8_linear *p, void *dx, cudaStream_t s
   const size_t dy_floats = agreement_floats(b->dy_agreement, p->m);
   const int dy_agreements = gathers(p) ? p->desc.n_weights : 1;
   for (int i = 0; dy_floats && i < dy_agreements; ++i)
-    TP_TRY(all_reduce_max(g, b->grad_amax, dy_floats, stream));
+    TP_TRY(fp8_agree_max(g, p, b->grad_amax, dy_floats, stream));
   if (b->t_amax)
-    TP_TRY(all_reduce_max(g, b->t_amax, agreement_floats(b->t_agreement, b->t_rows), stream));
-  if (b->x_amax) TP_TRY(all_reduce_max(g, b->x_amax, 1, stream));
+    TP_TRY(fp8_agree_max(g, p, b->t_amax, agreement_floats(b->t_agreement, b->t_rows), stream));
+  if (b->x_amax) TP_TRY(fp8_agree_max(g, p, b->x_amax, 1, stream));
   TP_TRY(stock_gathers(g, p, stream));
   return gathers(p) ? reduce_scatter_dx(g, p, dx, stream) : TP_OK;
 }
@@ -501,8 +499,9 @@ static tp_rc dgrad_partial(tp_group *g, const tp_linear_plan *base, const tp_lin
 static tp_rc fused_gather_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *const *dy,
                                void *dx, void *const *dw) {
   cudaStream_t main = g->main_stream;
+  TP_TRY(fp8_begin_encoding(g, p, 1));
   TP_TRY(fused_gather_side_operands(g, p, x, dy));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
+  TP_TRY(fp8_end_encoding(g, p, 1));
   TP_TRY(push_piece(g, p, 0));
   const linear_scatter sc = {.partial = dgrad_partial,
                              .width = p->k,
@@ -554,12 +553,13 @@ static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, co
   cudaStream_t main = g->main_stream;
   tp_fp8_bwd_comm *b = &p->bwd;
   char *own = heap_of(g, p, rank);
+  TP_TRY(fp8_begin_encoding(g, p, 1));
   TP_TRY(quantize_dy_shard(g, p, dy, main));
   TP_TRY(quantize_piece(g, p, TP_FP8_E5M2, dy, b->grad_amax,
                         (uint8_t *)own + pieces_offset(p) + (size_t)rank * piece_stride(p),
                         own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p), main));
   TP_TRY(quantize_xt_local(g, p, x, main));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
+  TP_TRY(fp8_end_encoding(g, p, 1));
   const linear_gather gather = {.rows_local = b->dy_packet,
                                 .payload_bytes = b->dy_packet_bytes,
                                 .offset = 0,

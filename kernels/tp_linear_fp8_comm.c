@@ -81,6 +81,23 @@ static tp_rc plan_shapes(tp_fp8_linear *p) {
   return TP_OK;
 }
 
+/* A fused plan's agreement slots, after each pass's own regions (the
+ * forward's: plan_shapes'; the backward's: fp8_bwd_plan's), and the
+ * symmetric workspace as the larger of the two passes'. */
+static void plan_agreements(tp_fp8_linear *p, size_t fwd, size_t bwd) {
+  size_t need[2] = {fwd, bwd};
+  if (p->fused) {
+    const int64_t most = p->m > p->bwd.t_rows ? p->m : p->bwd.t_rows; /* a row amax's floats */
+    p->agree_room = room((size_t)most * sizeof(float));
+    const size_t slots = (size_t)FP8_MAX_AGREEMENTS * (size_t)p->world * p->agree_room;
+    for (int pass = 0; pass < 2; ++pass) {
+      p->agree_offset[pass] = room(need[pass]);
+      if (fp8_pass_agreements(p, pass)) need[pass] = p->agree_offset[pass] + slots;
+    }
+  }
+  p->symm_bytes = need[0] > need[1] ? need[0] : need[1];
+}
+
 tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
   if (p->desc.backend == TP_BACKEND_DIST) TP_TRY(plan_base(g, p));
   TP_TRY(plan_shapes(p));
@@ -88,10 +105,11 @@ tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
   const int64_t gemm_m = p->fused ? p->shard_rows : p->m;
   TP_TRY(tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
                                   sizeof p->reason));
-  if (!p->desc.backward) return TP_OK;
-  TP_TRY(fp8_bwd_plan(p));
-  p->comm_bytes += p->bwd.comm_bytes;
-  if (p->bwd.symm_bytes > p->symm_bytes) p->symm_bytes = p->bwd.symm_bytes;
+  if (p->desc.backward) {
+    TP_TRY(fp8_bwd_plan(p));
+    p->comm_bytes += p->bwd.comm_bytes;
+  }
+  plan_agreements(p, p->symm_bytes, p->desc.backward ? p->bwd.symm_bytes : 0);
   return TP_OK;
 }
 
@@ -123,16 +141,94 @@ void fp8_comm_release(tp_fp8_linear *p) {
   fp8_bwd_release(p);
 }
 
+/* ---- amax agreements ------------------------------------------------------------------------- */
+
+int fp8_pass_agreements(const tp_fp8_linear *p, int backward) {
+  if (p->world < 2) return 0;
+  if (!backward) return p->act_agreement != TP_AMAX_LOCAL;
+  if (!p->desc.backward) return 0;
+  const tp_fp8_bwd_comm *b = &p->bwd;
+  /* X's tensor amax (fp8), the transposed operand's row amax, dY's (per weight where dY is
+   * each weight's own: the all-gather side) */
+  const int dy = b->dy_agreement != TP_AMAX_LOCAL;
+  return (p->format == TP_QFMT_FP8) + (b->t_agreement == TP_AMAX_AGREE_ROWS) +
+         (gathers(p) ? p->desc.n_weights * dy : dy);
+}
+
+/* Events of the agreements' handoffs to the comm stream: past those of the
+ * shared reduce-scatter's partials (step · TP_MAX_CHUNKS + chunk). */
+static cudaEvent_t agree_event(tp_group *g, int k) {
+  return g->events[TP_MAX_WORLD * TP_MAX_CHUNKS + k];
+}
+
+/* The flag chunk of agreement k: from the top of phase 0 (the payloads use its bottom). */
+static int agree_chunk(int k) { return TP_MAX_CHUNKS / 2 - 1 - k; }
+
+/* Agreement k of the running fused pass over its schedule: this rank's
+ * local amax into its own slot, pushed to every peer's, then the max of
+ * every rank's slot (the same floats in any order: NCCL's bits). */
+static tp_rc transport_agree(tp_group *g, tp_fp8_linear *p, float *amax, size_t n) {
+  const int rank = g->rank, world = g->world, k = p->agree_next++;
+  const size_t bytes = n * sizeof(float), slot = p->agree_room;
+  if (k >= FP8_MAX_AGREEMENTS || bytes > slot)
+    return TP_FAIL(TP_EINTERNAL, "fp8 agreement %d of %zu bytes: %d slots of %zu planned", k, bytes,
+                   (int)FP8_MAX_AGREEMENTS, slot);
+  const size_t at = p->agree_offset[p->agreeing - 1] + (size_t)k * (size_t)world * slot;
+  cudaStream_t main = g->main_stream;
+  char *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
+  TP_CUDA(
+      cudaMemcpyAsync(own + at + (size_t)rank * slot, amax, bytes, cudaMemcpyDeviceToDevice, main));
+  TP_CUDA(cudaEventRecord(agree_event(g, k), main));
+  TP_CUDA(cudaStreamWaitEvent(g->comm_stream, agree_event(g, k), 0));
+  for (int step = 1; step < world; ++step) {
+    const int dst = (rank + step) % world;
+    char *to = tp_symm_ptr(linear_heap(g, &p->base), dst);
+    TP_TRY(linear_push_chunk(g, &p->base, dst, to + at + (size_t)rank * slot,
+                             own + at + (size_t)rank * slot, slot, 0, agree_chunk(k)));
+  }
+  const float *slots[TP_MAX_WORLD];
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 0, agree_chunk(k)));
+    slots[r] = (const float *)(const void *)(own + at + (size_t)r * slot);
+  }
+  TP_CUDA(tp_launch_max_f32(amax, slots, world, n, main));
+  return TP_OK;
+}
+
+tp_rc fp8_agree_max(tp_group *g, tp_fp8_linear *p, float *amax, size_t n, cudaStream_t stream) {
+  if (p->agreeing) {
+    if (stream != g->main_stream)
+      return TP_FAIL(TP_EINTERNAL, "a fused fp8 pass agrees on the group's main stream");
+    return transport_agree(g, p, amax, n);
+  }
+  TP_NCCL(ncclAllReduce(amax, amax, n, ncclFloat32, ncclMax, g->nccl, stream), g->nccl);
+  return TP_OK;
+}
+
+tp_rc fp8_begin_encoding(tp_group *g, tp_fp8_linear *p, int backward) {
+  if (!fp8_pass_agreements(p, backward)) return TP_OK;
+  TP_TRY(linear_fork_to_comm(g, &p->base));
+  p->agreeing = 1 + backward;
+  p->agree_next = 0;
+  return TP_OK;
+}
+
+tp_rc fp8_end_encoding(tp_group *g, tp_fp8_linear *p, int backward) {
+  if (!fp8_pass_agreements(p, backward)) return linear_fork_to_comm(g, &p->base);
+  p->agreeing = 0;
+  cudaEvent_t encoded = agree_event(g, FP8_MAX_AGREEMENTS);
+  TP_CUDA(cudaEventRecord(encoded, g->main_stream));
+  TP_CUDA(cudaStreamWaitEvent(g->comm_stream, encoded, 0));
+  return TP_OK;
+}
+
 /* ---- the all-gather side --------------------------------------------------------------------- */
 
 /* The ranks' max of the local amax of a (tensorwise: 1 float; rows: one per row), into p->amax. */
 static tp_rc agree_amax(tp_group *g, tp_fp8_linear *p, const tp_quant_args *a,
                         cudaStream_t stream) {
   TP_TRY(tp_quant_local_amax_enqueue(a, p->amax, stream));
-  TP_NCCL(
-      ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-      g->nccl);
-  return TP_OK;
+  return fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream);
 }
 
 /* The local shard x [S, K] into the packet, after the agreement the format needs. */
@@ -218,8 +314,9 @@ static tp_linear_tensors outputs_of(const tp_fp8_linear *p, void *const *y) {
  * payload is the quantized shard with its scales, pushed whole to every
  * peer; the local shard's GEMMs at once, each peer's as it lands. */
 static tp_rc fused_gather_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y) {
+  TP_TRY(fp8_begin_encoding(g, p, 0));
   TP_TRY(quantize_shard(g, p, x, g->main_stream)); /* the encoding: the payload */
-  TP_TRY(linear_fork_to_comm(g, &p->base));
+  TP_TRY(fp8_end_encoding(g, p, 0));
   const linear_gather gather = {.rows_local = p->packet,
                                 .payload_bytes = p->packet_bytes,
                                 .offset = 0,
@@ -285,6 +382,7 @@ static tp_rc block_partial(tp_group *g, const tp_linear_plan *base, const tp_lin
 static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *y) {
   const int world = g->world;
   cudaStream_t main = g->main_stream;
+  TP_TRY(fp8_begin_encoding(g, p, 0));
   if (p->act_agreement != TP_AMAX_LOCAL) {
     /* the amax reads x alone; the arguments' check asks for the buffers the blocks fill */
     tp_quant_args whole = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
@@ -293,7 +391,7 @@ static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x,
     TP_TRY(agree_amax(g, p, &whole, main));
   }
   for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main)); /* the encoding */
-  TP_TRY(linear_fork_to_comm(g, &p->base));
+  TP_TRY(fp8_end_encoding(g, p, 0));
   const linear_scatter sc = {.partial = block_partial,
                              .width = p->n,
                              .out = y,
@@ -328,9 +426,7 @@ tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *co
   if (!gathers(p)) return reduce_scatter(g, p, y[0], stream);
   if (p->desc.comm == TP_COMM_BF16) return gather_bf16(g, p, x, stream);
   if (p->act_agreement != TP_AMAX_LOCAL) /* the agreement travels too (idempotent: a max) */
-    TP_NCCL(
-        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-        g->nccl);
+    TP_TRY(fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream));
   return gather_fp8(g, p, stream);
 }
 

@@ -39,16 +39,6 @@ static int gathers(const tp_linear_plan *p) { return tp_op_gathers(p->desc.op); 
 
 /* ---- plan ------------------------------------------------------------------------------- */
 
-/* Whether a fused pass of l agrees on an amax through NCCL (a scale that
- * spans ranks): its trace shows an NCCL kernel beside the schedule's pushes. */
-static int fused_agrees_through_nccl(const tp_fp8_linear *l) {
-  if (!l->fused) return 0;
-  if (l->act_agreement != TP_AMAX_LOCAL) return 1;
-  if (!l->desc.backward) return 0;
-  return l->format == TP_QFMT_FP8 || l->bwd.dy_agreement != TP_AMAX_LOCAL ||
-         l->bwd.t_agreement == TP_AMAX_AGREE_ROWS;
-}
-
 /* What the plan records of its transport: TP 1 moves nothing; the GEMMs
  * alone move nothing; a fused plan its schedule's pushes; the rest NCCL. */
 static void describe_transport(tp_linear_plan *p) {
@@ -92,9 +82,6 @@ static void fill_plan(const tp_group *g, tp_linear_plan *p) {
              (double)d->n_weights * (d->backward ? 3.0 : 1.0);
   describe_transport(p);
   linear_name_ranges(p);
-  /* a fused pass's NCCL agreement would read as a transfer the schedule does
-   * not make: such a plan opens no ranges, its evidence not checked */
-  if (fused_agrees_through_nccl(l)) p->nvtx_fwd[0] = p->nvtx_bwd[0] = '\0';
 }
 
 static tp_rc fp8_plan(const tp_group *g, tp_linear_plan *p, tp_schedule requested, int chunks) {
@@ -193,9 +180,11 @@ static int fp8_transfers(const tp_linear_plan *p, int fwd, int bwd) {
   bwd = bwd && p->desc.backward;
   if (l->world == 1 || p->backend == TP_BACKEND_GEMM_ONLY) return 0;
   const int peers = l->world - 1;
-  if (p->backend == TP_BACKEND_DIST && l->fused) /* pushes: one per peer forward; the backward's
-                                                    pieces (bytes, scales) and its other payload */
-    return (fwd ? peers : 0) + (bwd ? 3 * peers : 0);
+  if (p->backend == TP_BACKEND_DIST && l->fused) /* pushes: one per peer and agreement; one
+                                                    per peer forward; the backward's pieces
+                                                    (bytes, scales) and its other payload */
+    return (fwd ? (1 + fp8_pass_agreements(l, 0)) * peers : 0) +
+           (bwd ? (3 + fp8_pass_agreements(l, 1)) * peers : 0);
   int n = fwd ? forward_nccl_launches(p) : 0;
   if (bwd)
     n += p->backend == TP_BACKEND_COMM_ONLY ? backward_collective_launches(p)

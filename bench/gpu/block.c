@@ -191,17 +191,6 @@ static tp_rc plan_projection(const tp_group *g, const tp_block_plan *src, const 
   return tp_linear_plan_make(g, d, backend, request, chunks, out);
 }
 
-/* A trace places every transfer in an op's NVTX ranges: when a projection
- * opens none (a fused fp8 pass agreeing through NCCL), its pushes would sit
- * outside every range and condemn the others' evidence, so none opens any. */
-static void ranges_all_or_none(tp_block_plan *p) {
-  int missing = 0;
-  for (int i = 0; i < TP_N_PROJ; ++i)
-    missing |= p->has[i] && (!p->proj[i].nvtx_fwd[0] || !p->proj[i].nvtx_bwd[0]);
-  for (int i = 0; missing && i < TP_N_PROJ; ++i)
-    p->proj[i].nvtx_fwd[0] = p->proj[i].nvtx_bwd[0] = '\0';
-}
-
 /* Every projection the block has, in the shape's recipe (src: twins of
  * src's), and what their plans add up to (ac=full sends the forward's bytes
  * twice). */
@@ -224,7 +213,6 @@ static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chun
     if (rc != TP_OK) return tp_fail_context(rc, "%s recomputed", proj_names[i]);
     out->comm_bytes += again;
   }
-  ranges_all_or_none(out);
   /* every projection on the stock path (auto, small shapes): no symmetric memory is used */
   if (backend == TP_BACKEND_DIST && shape->symm == TP_SYMM_NCCL && out->symm_bytes == 0)
     return TP_FAIL(TP_EREJECT, "symm=nccl: auto runs every projection on the stock path here, "
