@@ -95,6 +95,9 @@ static const rule rules[] = {
     {"add_bias_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"column_partial_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     {"sum_sources_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
+    /* A fused fp8 pass's amax agreement: the max of the ranks' amaxes, read from the
+     * slots of its own workspace the peers pushed them into (the pushes are the comm). */
+    {"max_sources_kernel", MATCH_IDENT, TP_CAT_ELEMENTWISE, TP_KERNEL_OTHER},
     /* The attention core's own kernels (its GEMMs are cuBLASLt's). */
     {"attention_heads_copy_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_KERNEL_OTHER},
     {"attention_softmax_fwd_kernel", MATCH_IDENT, TP_CAT_ATTENTION, TP_KERNEL_OTHER},

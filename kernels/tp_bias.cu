@@ -3,7 +3,8 @@
  * every output row; the backward sums the output gradient over rows. The
  * sums are deterministic (a fixed split of the rows, partial sums added in
  * order, fp32 throughout), so stock and dist_gemm get the same bits from
- * the same gradient.
+ * the same gradient. Also the max of the ranks' fp32 vectors that a fused
+ * fp8 pass agrees on (its amax), read from the peers' memory.
  */
 #include <cuda_bf16.h>
 
@@ -57,7 +58,26 @@ __global__ void sum_sources_kernel(T *out, f32_sources srcs, int n_src, size_t n
   store_f32(out, col, acc);
 }
 
+/* out[i] = max over s of srcs[s][i]. */
+__global__ void max_sources_kernel(float *out, f32_sources srcs, int n_src, size_t count) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float m = srcs.p[0][i];
+  for (int s = 1; s < n_src; ++s) m = fmaxf(m, srcs.p[s][i]);
+  out[i] = m;
+}
+
 } // namespace
+
+extern "C" cudaError_t tp_launch_max_f32(float *out, const float *const *srcs, int n_src,
+                                         size_t count, cudaStream_t stream) {
+  if (n_src < 1 || n_src > TP_MAX_WORLD || count == 0) return cudaErrorInvalidValue;
+  f32_sources list{};
+  for (int s = 0; s < n_src; ++s) list.p[s] = srcs[s];
+  unsigned int grid = static_cast<unsigned int>((count + kThreads - 1) / kThreads);
+  max_sources_kernel<<<grid, kThreads, 0, stream>>>(out, list, n_src, count);
+  return cudaGetLastError();
+}
 
 extern "C" size_t tp_bias_partial_floats(size_t rows, size_t cols) {
   return ((rows + kRowsPerBlock - 1) / kRowsPerBlock) * cols;

@@ -104,6 +104,12 @@ TP_MUST_CHECK cudaError_t tp_launch_column_partials(tp_dtype dt, const void *dy,
                                                     size_t cols, float *partial,
                                                     cudaStream_t stream);
 
+/* out[i] = the largest of srcs[s][i] over the n_src sources, i < count: the
+ * ranks' agreed amax from each rank's local one (sources may be peers'
+ * memory; the max of the same floats in any order is the same float). */
+TP_MUST_CHECK cudaError_t tp_launch_max_f32(float *out, const float *const *srcs, int n_src,
+                                            size_t count, cudaStream_t stream);
+
 /* out[c] = sum over sources s (in order), then rows r, of srcs[s][r·cols + c]:
  * fp32 sums, one rounding to dt. Sources may be peers' memory. */
 TP_MUST_CHECK cudaError_t tp_launch_sum_f32_rows(tp_dtype dt, void *out, const float *const *srcs,

@@ -79,6 +79,10 @@ void tp_gemm_destroy(tp_gemm *gemm) {
 
 size_t tp_gemm_workspace_bytes(const tp_gemm *gemm) { return gemm->workspace_bytes; }
 
+cublasLtHandle_t tp_gemm_handle(const tp_gemm *gemm) { return gemm->handle; }
+
+void *tp_gemm_workspace(const tp_gemm *gemm) { return gemm->workspace; }
+
 void tp_gemm_version(char *buf, size_t cap) {
   size_t v = cublasLtGetVersion();
   snprintf(buf, cap, "%zu.%zu.%zu", v / 10000, (v / 100) % 100, v % 100);

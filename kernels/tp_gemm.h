@@ -18,6 +18,7 @@
 #ifndef TP_GEMM_H
 #define TP_GEMM_H
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
@@ -31,6 +32,12 @@ void tp_gemm_destroy(tp_gemm *gemm);
 
 /* The cuBLASLt workspace every GEMM of this context is offered (bytes). */
 size_t tp_gemm_workspace_bytes(const tp_gemm *gemm);
+
+/* The context's cuBLASLt handle and workspace, which the scaled fp8 GEMMs of
+ * the same group borrow (tp_gemm_scaled_create_on): one handle and one
+ * workspace per group, whatever the recipes its projections run. */
+cublasLtHandle_t tp_gemm_handle(const tp_gemm *gemm);
+void *tp_gemm_workspace(const tp_gemm *gemm);
 
 /* One GEMM, in tpbench's row-major terms:
  *     D[m, n] = op(A) · op(B) + beta · C_in

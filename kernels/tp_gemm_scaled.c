@@ -14,7 +14,9 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 
-enum { SCALED_CACHE_SLOTS = 64, SCALED_HEURISTICS = 8 };
+/* A group's one context serves every fp8 shape of a run (formats x kinds x
+ * projections x row blocks): room for them, and a fresh start when full. */
+enum { SCALED_CACHE_SLOTS = 256, SCALED_HEURISTICS = 8 };
 
 typedef struct scaled_key {
   int format;
@@ -35,6 +37,7 @@ struct tp_gemm_scaled {
   cublasLtHandle_t handle;
   void *workspace;
   size_t workspace_bytes;
+  int borrowed; /* handle and workspace are another context's (tp_gemm_scaled_create_on) */
   scaled_entry cache[SCALED_CACHE_SLOTS];
 };
 
@@ -57,6 +60,21 @@ tp_rc tp_gemm_scaled_create(size_t workspace_bytes, tp_gemm_scaled **out) {
   return TP_OK;
 }
 
+tp_rc tp_gemm_scaled_create_on(const tp_gemm *base, size_t max_workspace_bytes,
+                               tp_gemm_scaled **out) {
+  if (max_workspace_bytes > tp_gemm_workspace_bytes(base))
+    return TP_FAIL(TP_EINTERNAL, "scaled GEMMs offered %zu workspace bytes of %zu",
+                   max_workspace_bytes, tp_gemm_workspace_bytes(base));
+  tp_gemm_scaled *g = calloc(1, sizeof *g);
+  if (!g) return TP_FAIL(TP_EOOM, "out of host memory for the scaled GEMM context");
+  g->handle = tp_gemm_handle(base);
+  g->workspace = tp_gemm_workspace(base);
+  g->workspace_bytes = max_workspace_bytes;
+  g->borrowed = 1;
+  *out = g;
+  return TP_OK;
+}
+
 static void entry_release(scaled_entry *e) {
   if (e->op) cublasLtMatmulDescDestroy(e->op);
   if (e->a) cublasLtMatrixLayoutDestroy(e->a);
@@ -69,8 +87,10 @@ void tp_gemm_scaled_destroy(tp_gemm_scaled *g) {
   if (!g) return;
   for (int i = 0; i < SCALED_CACHE_SLOTS; ++i)
     if (g->cache[i].used) entry_release(&g->cache[i]);
-  tp_device_release(g->workspace);
-  cublasLtDestroy(g->handle);
+  if (!g->borrowed) {
+    tp_device_release(g->workspace);
+    cublasLtDestroy(g->handle);
+  }
   free(g);
 }
 
@@ -255,7 +275,16 @@ static int key_equal(const scaled_key *a, const scaled_key *b) {
          a->k == b->k && a->align == b->align;
 }
 
-/* The cached entry of key, built (heuristic asked) on first use. */
+/* Builds e for key k (the heuristic asked); a failed build leaves e empty. */
+static tp_rc entry_fill(tp_gemm_scaled *g, scaled_entry *e, const scaled_key *k, char *reason,
+                        size_t cap) {
+  tp_rc rc = entry_build(g, e, k, reason, cap);
+  if (rc != TP_OK) entry_release(e);
+  return rc;
+}
+
+/* The cached entry of key, built (heuristic asked) on first use. A full
+ * cache is emptied first: the heuristic answers a shape the same way again. */
 static tp_rc entry_lookup(tp_gemm_scaled *g, const scaled_key *k, scaled_entry **out, char *reason,
                           size_t cap) {
   const uint64_t h = key_hash(k);
@@ -266,16 +295,13 @@ static tp_rc entry_lookup(tp_gemm_scaled *g, const scaled_key *k, scaled_entry *
       return TP_OK;
     }
     if (!e->used) {
-      tp_rc rc = entry_build(g, e, k, reason, cap);
-      if (rc != TP_OK) {
-        entry_release(e);
-        return rc;
-      }
       *out = e;
-      return TP_OK;
+      return entry_fill(g, e, k, reason, cap);
     }
   }
-  return TP_FAIL(TP_EINTERNAL, "scaled GEMM algorithm cache full (%d shapes)", SCALED_CACHE_SLOTS);
+  for (int i = 0; i < SCALED_CACHE_SLOTS; ++i) entry_release(&g->cache[i]);
+  *out = &g->cache[h % SCALED_CACHE_SLOTS];
+  return entry_fill(g, *out, k, reason, cap);
 }
 
 static unsigned pointer_alignment(const void *p) {

@@ -19,8 +19,9 @@
  * numbers: mxfp8 (VEC32_UE8M0) needs sm_100, so on sm_90 the answer is a
  * rejection with the library's words. Nothing is emulated. Algorithms are
  * cached per shape (the first without split-K), so timed loops make no
- * heuristic calls. One tp_gemm_scaled per thread: a call sets the scale
- * pointers on the cached descriptor.
+ * heuristic calls; a full cache starts again (the heuristic gives the same
+ * algorithm a second time). One tp_gemm_scaled per thread: a call sets the
+ * scale pointers on the cached descriptor.
  *
  * The backward's GEMMs are the same TN product on other operands (a kind,
  * tp_gemm_scaled_kind): cuBLASLt's FP8 GEMMs need A transposed and B not
@@ -44,6 +45,7 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
+#include "kernels/tp_gemm.h"
 #include "kernels/tp_quant.h"
 
 typedef struct tp_gemm_scaled tp_gemm_scaled;
@@ -65,6 +67,15 @@ tp_quant_role tp_gemm_scaled_role(tp_gemm_scaled_kind k, int b);
 /* A cuBLASLt handle, a device workspace of workspace_bytes and an empty
  * algorithm cache. TP_EOOM / TP_ECUDA / TP_ECUBLAS with the library's text. */
 TP_MUST_CHECK tp_rc tp_gemm_scaled_create(size_t workspace_bytes, tp_gemm_scaled **out);
+
+/* A context on base's cuBLASLt handle and workspace, borrowed (base outlives
+ * it): the group's one context (tp_group.gemm_scaled). Its GEMMs are offered
+ * max_workspace_bytes of that workspace (at most base's), the limit the
+ * heuristic chooses under, so the algorithms, and the bits, do not depend on
+ * how large base's workspace is. The GEMMs share it with base's: enqueue
+ * them on a stream ordered with base's (the group's main stream). */
+TP_MUST_CHECK tp_rc tp_gemm_scaled_create_on(const tp_gemm *base, size_t max_workspace_bytes,
+                                             tp_gemm_scaled **out);
 void tp_gemm_scaled_destroy(tp_gemm_scaled *g);
 
 /* Whether cuBLASLt has an algorithm for this format and shape on the current

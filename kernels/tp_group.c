@@ -16,7 +16,13 @@
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_window.h"
 
-enum { GEMM_WORKSPACE_BYTES = 64 << 20 };
+enum {
+  GEMM_WORKSPACE_BYTES = 64 << 20,
+  /* What the scaled fp8 GEMMs are offered of it: the 32 MiB each fp8
+   * projection's own context had before they shared the group's, so cuBLASLt's
+   * heuristic picks the algorithms (and the bits) it picked then. */
+  SCALED_GEMM_WORKSPACE_BYTES = 32 << 20
+};
 
 static int env_is(const char *name, const char *value) {
   const char *v = getenv(name);
@@ -154,6 +160,7 @@ static tp_rc group_init(tp_group *g, const ncclUniqueId *nccl_id, tp_exchange_fn
   TP_NCCL(ncclCommInitRank(&g->nccl, g->world, *nccl_id, g->rank), NULL);
   TP_TRY(tp_symm_create(g->rank, g->world, exchange, ctx, &g->symm));
   TP_TRY(tp_gemm_create(GEMM_WORKSPACE_BYTES, &g->gemm));
+  TP_TRY(tp_gemm_scaled_create_on(g->gemm, SCALED_GEMM_WORKSPACE_BYTES, &g->gemm_scaled));
   TP_LOGI("group", "rank %d/%d on device %d (%s, %d SMs), multicast %s%s", g->rank, g->world,
           g->device, g->device_name, g->sm_count, g->multicast_supported ? "supported" : "absent",
           g->multicast_disabled ? ", disabled by the environment" : "");
@@ -226,6 +233,7 @@ static tp_rc split_init(tp_group *g, const tp_group *parent, int color, int key)
   g->main_stream = parent->main_stream;
   g->comm_stream = parent->comm_stream;
   g->gemm = parent->gemm;
+  g->gemm_scaled = parent->gemm_scaled;
   for (int i = 0; i < TP_EVENT_POOL; ++i)
     TP_CUDA(cudaEventCreateWithFlags(&g->events[i], cudaEventDisableTiming));
   TP_NCCL(ncclCommSplit(parent->nccl, color, key, &g->nccl, NULL), parent->nccl);
@@ -344,7 +352,10 @@ void tp_group_destroy(tp_group *g) {
     return;
   }
   if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
-  if (!g->parent) tp_gemm_destroy(g->gemm); /* a split group borrows its parent's */
+  if (!g->parent) { /* a split group borrows its parent's */
+    tp_gemm_scaled_destroy(g->gemm_scaled);
+    tp_gemm_destroy(g->gemm);
+  }
   tp_symm_destroy(g->symm);
   tp_symm_destroy(g->symm_nccl); /* its windows, like the ones below, before the communicator */
   tp_window_release_all(g);      /* before the communicator they are registered with */

@@ -23,6 +23,7 @@
 #include "kernels/tp_agree.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_gemm.h"
+#include "kernels/tp_gemm_scaled.h"
 #include "kernels/tp_symm.h"
 
 enum { TP_EVENT_POOL = 2 * TP_MAX_WORLD * TP_MAX_CHUNKS + 4, TP_MAX_WINDOWS = 32 };
@@ -46,6 +47,9 @@ typedef struct tp_group {
   tp_symm *symm;            /* the CUDA-IPC heap (symm=ipc), made with the group */
   tp_symm *symm_nccl;       /* the heap on NCCL windows (symm=nccl): tp_group_symm makes it */
   tp_gemm *gemm;
+  /* the scaled fp8 GEMMs' context on gemm's handle and workspace (tp_gemm_scaled_create_on):
+   * one cuBLASLt context and one workspace for every recipe */
+  tp_gemm_scaled *gemm_scaled;
   void *scratch; /* private (not symmetric) buffer: the stock path's gathered input or partials */
   size_t scratch_bytes;
   float *bias_scratch; /* private fp32 partial sums of bias gradients */

@@ -1,13 +1,16 @@
 /*
- * tp_linear.c — the entry points of the TP projections (tp_linear.h):
- * checks that a plan's buffers are ready, opens the plan's NVTX range and
- * hands the pass to the stock path (tp_linear_stock.c) or the fused one
- * (tp_linear_fused_fwd.c, tp_linear_fused_bwd.c). Planning is in
- * tp_linear_plan.c; tp_linear_internal.h maps the rest.
+ * tp_linear.c — the entry points of the TP projections (tp_linear.h), the
+ * same for every recipe (tp_recipe.h): checks that a plan's buffers are
+ * ready, opens the plan's NVTX range, applies the test knob that slows every
+ * fused op, and hands the pass to the recipe — for the identity recipe the
+ * stock path (tp_linear_stock.c) or the fused one (tp_linear_fused_fwd.c,
+ * tp_linear_fused_bwd.c). Planning is in tp_linear_plan.c;
+ * tp_linear_internal.h maps the rest.
  */
 #include "collectors/tp_nvtx.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_linear_internal.h"
+#include "kernels/tp_recipe.h"
 #include "kernels/tp_window.h"
 
 /* One buffer a window plan's collectives touch, outside every window. */
@@ -82,28 +85,74 @@ static int slowed_by_test_knob(const tp_group *g, const tp_linear_plan *p) {
   return linear_is_fused(p) || (p->world == 1 && p->backend == TP_BACKEND_STOCK);
 }
 
-tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
-  TP_TRY(check_ready(g, p, t, 0));
-  tp_nvtx_push(p->nvtx_fwd);
+/* A recipe's pass (tp_recipe.forward, .backward). */
+typedef tp_rc (*pass_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t);
+
+/* One pass of the plan's recipe inside the pass's NVTX range; the forward
+ * first spins for the test knob where it applies (slowed_by_test_knob). */
+static tp_rc run_pass(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                      const char *range, int delay, pass_fn pass) {
+  tp_nvtx_push(range);
   tp_rc rc = TP_OK;
-  if (slowed_by_test_knob(g, p)) rc = test_delay(g);
-  if (rc == TP_OK)
-    rc = linear_is_fused(p) ? linear_fused_forward(g, p, t) : linear_stock_forward(g, p, t);
+  if (delay && slowed_by_test_knob(g, p)) rc = test_delay(g);
+  if (rc == TP_OK) rc = pass(g, p, t);
   tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */
   return rc;
+}
+
+tp_rc tp_linear_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  TP_TRY(check_ready(g, p, t, 0));
+  return run_pass(g, p, t, p->nvtx_fwd, 1, p->recipe->forward);
 }
 
 tp_rc tp_linear_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   if (!p->desc.backward) return TP_FAIL(TP_EINTERNAL, "plan was made for the forward only");
   TP_TRY(check_ready(g, p, t, 1));
-  tp_nvtx_push(p->nvtx_bwd);
-  tp_rc rc = linear_is_fused(p) ? linear_fused_backward(g, p, t) : linear_stock_backward(g, p, t);
-  tp_nvtx_pop();
-  return rc;
+  return run_pass(g, p, t, p->nvtx_bwd, 0, p->recipe->backward);
 }
 
 tp_rc tp_linear_step(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
   TP_TRY(tp_linear_forward(g, p, t));
   if (p->desc.backward) TP_TRY(tp_linear_backward(g, p, t));
   return TP_OK;
+}
+
+/* ---- the identity recipe's passes ------------------------------------------------------- */
+
+tp_rc linear_identity_forward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  return linear_is_fused(p) ? linear_fused_forward(g, p, t) : linear_stock_forward(g, p, t);
+}
+
+tp_rc linear_identity_backward(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  return linear_is_fused(p) ? linear_fused_backward(g, p, t) : linear_stock_backward(g, p, t);
+}
+
+/* ---- what every recipe answers ---------------------------------------------------------- */
+
+tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
+  return p->recipe->prepare ? p->recipe->prepare(g, p) : TP_OK;
+}
+
+tp_rc tp_linear_prepare_weights(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t) {
+  if (p->twin || !p->recipe->prepare_weights) return TP_OK; /* a twin's state is its source's */
+  return p->recipe->prepare_weights(g, p, t);
+}
+
+int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
+  return p->recipe->transfers(p, fwd, bwd);
+}
+
+int tp_linear_outputs(const tp_linear_plan *p, const tp_linear_tensors *t, tp_linear_output *out,
+                      int max) {
+  return p->recipe->outputs(p, t, out, max);
+}
+
+tp_rc tp_linear_judge(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t, int forward,
+                      tp_judgement *out, int max, int *n) {
+  *n = 0;
+  return p->recipe->judge ? p->recipe->judge(g, p, t, forward, out, max, n) : TP_OK;
+}
+
+size_t tp_linear_own_bytes(const tp_linear_plan *p) {
+  return p->recipe->own_bytes ? p->recipe->own_bytes(p) : 0;
 }

@@ -19,9 +19,7 @@
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_quant_device.h"
-
-/* cuBLASLt's workspace for the scaled GEMMs (what tp_gemm.c gives the bf16 ones). */
-static const size_t FP8_GEMM_WORKSPACE = (size_t)32 << 20;
+#include "kernels/tp_recipe_rules.h"
 
 tp_rc fp8_reject(tp_fp8_linear *p, const char *fmt, ...) {
   va_list ap;
@@ -31,14 +29,31 @@ tp_rc fp8_reject(tp_fp8_linear *p, const char *fmt, ...) {
   return TP_FAIL(TP_EREJECT, "%s", p->reason);
 }
 
-/* The shard rule of X as this op splits it, and the agreement it asks for. */
-static tp_rc check_activation_shards(tp_fp8_linear *p) {
-  const tp_shard_layout layout = tp_op_gathers(p->desc.op) ? TP_SHARD_ACT_ROWS : TP_SHARD_ACT_COLS;
-  char why[320];
-  if (tp_quant_shard_check(p->format, layout, p->desc.tokens, p->desc.in_features, p->world,
-                           &p->act_agreement, why, sizeof why) != TP_OK)
-    return fp8_reject(p, "fp8 placement rule %s at TP %d: %s", tp_shard_layout_name(layout),
-                      p->world, why);
+/* The recipe's rules (kernels/tp_recipe_rules.h: the matrix asks the same,
+ * so a rejection reads the same here as in `ops --list`), and what the ranks
+ * agree on before they quantize each operand. */
+static tp_rc check_rules(tp_fp8_linear *p) {
+  const tp_fp8_linear_desc *d = &p->desc;
+  const tp_recipe_case c = {d->dtype,
+                            d->op,
+                            d->tokens,
+                            d->out_features,
+                            d->in_features,
+                            p->world,
+                            d->backward ? TP_PASS_FWD_BWD : TP_PASS_FWD,
+                            d->comm};
+  tp_recipe_agreements agree;
+  char why[sizeof p->reason];
+  if (tp_recipe_rejection(&c, &agree, why, sizeof why) ||
+      (d->schedule == TP_SCHED_NCCL_WINDOW &&
+       tp_recipe_window_rejection(d->dtype, TP_RECIPE_FOR_OP, why, sizeof why)) ||
+      (d->backend == TP_BACKEND_DIST &&
+       tp_recipe_dist_rejection(&c, d->schedule, d->chunks, why, sizeof why)))
+    return fp8_reject(p, "%s", why);
+  p->act_agreement = agree.x;
+  p->bwd.dy_agreement = agree.dy;
+  p->bwd.t_agreement = agree.t;
+  p->bwd.t_rows = agree.t_rows;
   return TP_OK;
 }
 
@@ -68,18 +83,16 @@ tp_rc tp_fp8_linear_plan(const tp_group *g, const tp_fp8_linear_desc *desc, tp_f
     return TP_FAIL(TP_EINTERNAL, "tp_fp8_linear: bad shape T=%lld N=%lld K=%lld x%d",
                    (long long)desc->tokens, (long long)desc->out_features,
                    (long long)desc->in_features, desc->n_weights);
-  TP_TRY(check_activation_shards(out));
+  TP_TRY(check_rules(out));
+  /* the group's one cuBLASLt context and workspace, claimed as the bf16 GEMMs claim it */
+  out->gemm = g->gemm_scaled;
+  TP_TRY(tp_device_claim(TP_SHARED_GEMM, tp_gemm_workspace_bytes(g->gemm)));
   if (g->world > 1) return fp8_comm_plan(g, out);
-  if (desc->comm != TP_COMM_NONE)
-    return fp8_reject(out, "%s at TP 1: comm_dtype %s does not apply (nothing travels)",
-                      tp_dtype_name(desc->dtype), tp_comm_dtype_name(desc->comm));
   out->m = desc->tokens;
   out->n = desc->out_features;
   out->k = desc->in_features;
   TP_TRY(tp_quant_scale_shape(out->format, TP_QROLE_ACT, out->m, out->k, &out->x_scales_shape));
   TP_TRY(tp_quant_scale_shape(out->format, TP_QROLE_WEIGHT, out->n, out->k, &out->w_scales_shape));
-  out->gemm_workspace_bytes = FP8_GEMM_WORKSPACE;
-  TP_TRY(tp_gemm_scaled_create(out->gemm_workspace_bytes, &out->gemm));
   /* cuBLASLt's refusal is the rejection, in its words (recorded as the last error) */
   TP_TRY(tp_gemm_scaled_supported(out->gemm, out->format, out->m, out->n, out->k, out->reason,
                                   sizeof out->reason));
@@ -190,9 +203,7 @@ tp_rc fp8_quantize_local(tp_group *g, tp_fp8_linear *p, const void *x, cudaStrea
     /* Tensorwise (and row scales split along K) cannot be shard-local: the
      * ranks agree on the amax first, inside the timed step. */
     TP_TRY(tp_quant_local_amax_enqueue(&a, p->amax, stream));
-    TP_NCCL(
-        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-        g->nccl);
+    TP_TRY(fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream));
     a.agreed_amax = p->amax;
   }
   return tp_quant_enqueue(&a, stream);
@@ -310,14 +321,13 @@ void tp_fp8_linear_release(tp_fp8_linear *p) {
     for (size_t j = 0; j < sizeof per / sizeof per[0]; ++j) tp_device_release(per[j]);
   }
   fp8_comm_release(p);
-  tp_gemm_scaled_destroy(p->gemm);
   const tp_fp8_linear_desc desc = p->desc;
   memset(p, 0, sizeof *p);
   p->desc = desc;
 }
 
 size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p) {
-  return p->quant_bytes + (p->gemm ? p->gemm_workspace_bytes : 0) + p->symm_bytes;
+  return p->quant_bytes + p->symm_bytes;
 }
 
 /* ---- the sampled float64 checks ----------------------------------------------------------------

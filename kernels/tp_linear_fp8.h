@@ -1,8 +1,12 @@
 /*
- * tp_linear_fp8.h — a TP projection whose GEMMs run in an fp8 format
- * (issue 15): the activation is stored in bf16 like the bf16 path's, each
- * step quantizes it (kernels/tp_quant_device.h) and runs the scaled GEMM of
- * each weight (kernels/tp_gemm_scaled.h) into a bf16 output.
+ * tp_linear_fp8.h — the fp8 recipe of the TP projection (issue 15; a recipe
+ * of kernels/tp_linear.h since issue 29: callers plan and step it through
+ * tp_linear.h, whose fp8 hooks, tp_linear_fp8_recipe.c, run the functions
+ * below; the GPU tests call them directly too): the activation is stored in
+ * bf16 like the identity recipe's, each step quantizes it
+ * (kernels/tp_quant_device.h) and runs the scaled GEMM of each weight
+ * (kernels/tp_gemm_scaled.h, on the group's cuBLASLt context) into a bf16
+ * output.
  *
  *   step (timed)   quantize X [T, K] in the format (after the amax agreement
  *                  the shard rule asks for, an NCCL all-reduce max of the
@@ -63,6 +67,7 @@
 #include <stdint.h>
 
 #include "common/tp_error.h"
+#include "common/tp_judgement.h"
 #include "common/tp_vocab.h"
 #include "kernels/tp_gemm_scaled.h"
 #include "kernels/tp_group.h"
@@ -158,12 +163,18 @@ typedef struct tp_fp8_linear {
   void *block_scales;                /* ... W of them, block_scale_room bytes apart */
   size_t block_scale_room;
   tp_fp8_bwd_comm bwd; /* the backward at TP > 1 */
-  size_t symm_bytes;   /* dist_gemm: the symmetric workspace it needs */
-  size_t comm_bytes;   /* bytes one rank sends per step */
-  tp_gemm_scaled *gemm;
-  size_t gemm_workspace_bytes;
-  size_t quant_bytes; /* the quantized copies, their scales and the amax */
-  char reason[400];   /* a rejection's reason */
+  /* a fused pass's amax agreements, over its schedule's own transport
+   * (fp8_agree_max): every rank's local amax pushed into every peer's slot,
+   * the max taken from the slots */
+  size_t agree_offset[2]; /* the forward's and the backward's slots in the symmetric workspace */
+  size_t agree_room;      /* one rank's slot: the most floats an agreement moves, 256-aligned */
+  int agreeing;           /* 0: agreements through NCCL; 1 + pass: the fused pass's, pass 0 or 1 */
+  int agree_next;         /* the running pass's next agreement */
+  size_t symm_bytes;      /* dist_gemm: the symmetric workspace it needs */
+  size_t comm_bytes;      /* bytes one rank sends per step */
+  tp_gemm_scaled *gemm;   /* the group's (tp_group.gemm_scaled), borrowed */
+  size_t quant_bytes;     /* the quantized copies, their scales and the amax */
+  char reason[400];       /* a rejection's reason */
 } tp_fp8_linear;
 
 /* Plans the projection on this group (zeroes *out first; release it in every
@@ -251,7 +262,11 @@ TP_MUST_CHECK tp_rc tp_fp8_linear_backward_collective(tp_group *g, tp_fp8_linear
 /* Frees what plan and prepare made (a zeroed or partly made p is fine). */
 void tp_fp8_linear_release(tp_fp8_linear *p);
 
-/* Bytes the projection holds besides the layer's bf16 tensors. */
+/* Bytes the projection holds besides the layer's bf16 tensors: its quantized
+ * copies and scales, the communication's buffers and the symmetric workspace
+ * it asks for. The cuBLASLt workspace is the group's, shared with every other
+ * GEMM of the group and claimed for the plan's owner (TP_SHARED_GEMM), as a
+ * bf16 projection's is. */
 size_t tp_fp8_linear_workspace_bytes(const tp_fp8_linear *p);
 
 /* The judgement of one output of a step against the float64 products. */
@@ -315,5 +330,24 @@ typedef struct tp_fp8_whole_check {
 TP_MUST_CHECK tp_rc tp_fp8_linear_check_wholes(tp_group *g, const tp_fp8_linear *p, const void *x,
                                                const void *dy0, tp_fp8_whole_check *out, int max,
                                                int *n);
+
+/* ---- the recipe's face (tp_linear_fp8_recipe.c) ---------------------------------------- */
+
+/* The fp8 projection behind a tp_linear plan of the fp8 recipe (its state;
+ * a twin's is its source's); NULL for another recipe. What the layers'
+ * checks read (bench/gpu/block_fp8.c). */
+tp_fp8_linear *tp_linear_fp8_of(const tp_linear_plan *plan);
+
+/* out, zeroed, holds k's judgement against float64 products of the
+ * dequantized operands under the name "NAME:fp64": failed where an element
+ * is not finite or outside its bound; the caller writes the reason. */
+void tp_fp8_check_record(const tp_fp8_check *k, const char *name, tp_judgement *out);
+
+/* out, zeroed, holds w (a gathered fp8 operand against quantizing the
+ * whole, tp_fp8_linear_check_wholes) as an exact check: named PREFIX + w's
+ * name (prefix "" or a projection's "qkv "), failed where a byte differs,
+ * the reason written (what dtype names the format). */
+void tp_fp8_whole_check_record(const tp_fp8_whole_check *w, const char *prefix, tp_dtype dtype,
+                               tp_judgement *out);
 
 #endif /* TP_LINEAR_FP8_H */

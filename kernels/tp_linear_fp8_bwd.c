@@ -20,9 +20,12 @@
  *            whole, each rank's rows of dX computed as its shard lands)
  *     wgrad  dYᵀ [N, T] in pieces as Xᵀ above; Xᵀ [K/W, T] is local
  *
- * The weights' transposes are quantized per shard in prepare (untimed), as
- * the forward's weights are: a rank's weight shard never meets another's in
- * one GEMM.
+ * dist_gemm's dX reduce-scatter and dY all-gather run on the shared
+ * pipelines (tp_linear_fused.c: payloads, LINEAR_SUM_SLOTS); its amax
+ * agreements go over the schedule's own pushes (fp8_agree_max), so the pass
+ * moves nothing through NCCL. The weights' transposes are quantized per
+ * shard in prepare (untimed), as the forward's weights are: a rank's weight
+ * shard never meets another's in one GEMM.
  */
 #include "kernels/tp_linear_fp8_comm.h"
 
@@ -53,29 +56,6 @@ static size_t piece_scale_stride(const tp_fp8_linear *p) { return room(piece_sca
 
 /* ---- plan ------------------------------------------------------------------------------------ */
 
-/* The backward's placement rules (tp_quant_op_splits: the matrix applies
- * the same), and what the ranks agree on for each. */
-static tp_rc plan_placements(tp_fp8_linear *p) {
-  tp_fp8_bwd_comm *b = &p->bwd;
-  tp_quant_split splits[TP_QUANT_MAX_SPLITS];
-  const int n = tp_quant_op_splits(gathers(p), p->desc.tokens, p->desc.out_features,
-                                   p->desc.in_features, 1, splits);
-  tp_amax_agreement *agreements[TP_QUANT_MAX_SPLITS] = {NULL, NULL, &b->dy_agreement,
-                                                        &b->t_agreement};
-  if (n != TP_QUANT_MAX_SPLITS)
-    return TP_FAIL(TP_EINTERNAL, "the backward's placement: %d splits, not %d", n,
-                   TP_QUANT_MAX_SPLITS);
-  for (int i = 2; i < TP_QUANT_MAX_SPLITS; ++i) {
-    char why[320];
-    if (tp_quant_split_check(p->format, splits[i].layout, splits[i].rows, splits[i].cols, p->world,
-                             splits[i].dim, agreements[i], why, sizeof why) != TP_OK)
-      return fp8_reject(p, "fp8 placement rule for the backward's %s at TP %d: %s", splits[i].what,
-                        p->world, why);
-  }
-  b->t_rows = splits[3].rows;
-  return TP_OK;
-}
-
 /* cuBLASLt's answer for the dgrad and wgrad GEMMs this side runs (the fused
  * pipelines' dgrad takes one rank's rows at a time). */
 static tp_rc plan_gemms(tp_fp8_linear *p) {
@@ -90,7 +70,7 @@ tp_rc fp8_bwd_plan(tp_fp8_linear *p) {
   tp_fp8_bwd_comm *b = &p->bwd;
   const tp_quant_format f = p->format;
   const int64_t w = p->world, s = p->shard_rows;
-  TP_TRY(plan_placements(p));
+  /* the placement rules and agreements were the plan's first step (kernels/tp_recipe_rules.h) */
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->m, p->n, &p->dy_scales_shape));
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_WEIGHT, p->k, p->n, &p->wt_scales_shape));
   TP_TRY(tp_quant_scale_shape(f, TP_QROLE_ACT, p->n, p->m, &p->dyt_scales_shape));
@@ -174,17 +154,12 @@ void fp8_bwd_release(tp_fp8_linear *p) {
 
 /* ---- agreements and quantizations ------------------------------------------------------------ */
 
-static tp_rc all_reduce_max(tp_group *g, float *v, size_t n, cudaStream_t stream) {
-  TP_NCCL(ncclAllReduce(v, v, n, ncclFloat32, ncclMax, g->nccl, stream), g->nccl);
-  return TP_OK;
-}
-
 /* The ranks' max of a's local amax into amax (agreement a's floats), when the rule asks. */
-static tp_rc agree(tp_group *g, tp_amax_agreement agreement, const tp_quant_args *a, float *amax,
-                   cudaStream_t stream) {
+static tp_rc agree(tp_group *g, tp_fp8_linear *p, tp_amax_agreement agreement,
+                   const tp_quant_args *a, float *amax, cudaStream_t stream) {
   if (agreement == TP_AMAX_LOCAL) return TP_OK;
   TP_TRY(tp_quant_local_amax_enqueue(a, amax, stream));
-  return all_reduce_max(g, amax, agreement_floats(agreement, a->rows), stream);
+  return fp8_agree_max(g, p, amax, agreement_floats(agreement, a->rows), stream);
 }
 
 /* This rank's piece [C, S] of the transposed operand from src [S, C] (bf16),
@@ -198,7 +173,7 @@ static tp_rc quantize_piece(tp_group *g, tp_fp8_linear *p, tp_fp8_type elem, con
   a.scales = scales;
   if (b->t_agreement == TP_AMAX_AGREE_ROWS) {
     TP_TRY(tp_quant_transpose_local_amax_enqueue(&a, b->t_amax, stream));
-    TP_TRY(all_reduce_max(g, b->t_amax, (size_t)b->t_rows, stream));
+    TP_TRY(fp8_agree_max(g, p, b->t_amax, (size_t)b->t_rows, stream));
     a.agreed_amax = b->t_amax;
   } else if (b->t_agreement == TP_AMAX_AGREE_TENSOR) {
     a.agreed_amax = tensor_amax;
@@ -224,7 +199,7 @@ static tp_rc agree_x_tensor(tp_group *g, tp_fp8_linear *p, const void *x, int64_
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E4M3, x, rows, cols);
   a.q = q;
   a.scales = scales;
-  return agree(g, TP_AMAX_AGREE_TENSOR, &a, amax, stream);
+  return agree(g, p, TP_AMAX_AGREE_TENSOR, &a, amax, stream);
 }
 
 /* dY_i [T, N/W] along N, its amax agreed (all-gather side, both paths use the agreed amax). */
@@ -232,7 +207,7 @@ static tp_rc agree_dy(tp_group *g, tp_fp8_linear *p, int i, const void *dy, cuda
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->m, p->n);
   a.q = p->dyq[i];
   a.scales = p->dy_scales[i];
-  return agree(g, p->bwd.dy_agreement, &a, p->bwd.grad_amax, stream);
+  return agree(g, p, p->bwd.dy_agreement, &a, p->bwd.grad_amax, stream);
 }
 
 /* dY_iᵀ [N/W, T] along T (all-gather side: dY holds every token here; fp8
@@ -265,7 +240,7 @@ static tp_rc quantize_dy_shard(tp_group *g, tp_fp8_linear *p, const void *dy, cu
   tp_quant_args a = fp8_quant_of(p, TP_QROLE_ACT, TP_FP8_E5M2, dy, p->shard_rows, p->n);
   a.q = b->dy_packet;
   a.scales = b->dy_shard_scales;
-  TP_TRY(agree(g, b->dy_agreement, &a, b->grad_amax, stream));
+  TP_TRY(agree(g, p, b->dy_agreement, &a, b->grad_amax, stream));
   if (b->dy_agreement != TP_AMAX_LOCAL) a.agreed_amax = b->grad_amax;
   return tp_quant_enqueue(&a, stream);
 }
@@ -418,10 +393,10 @@ tp_rc fp8_bwd_collective(tp_group *g, tp_fp8_linear *p, void *dx, cudaStream_t s
   const size_t dy_floats = agreement_floats(b->dy_agreement, p->m);
   const int dy_agreements = gathers(p) ? p->desc.n_weights : 1;
   for (int i = 0; dy_floats && i < dy_agreements; ++i)
-    TP_TRY(all_reduce_max(g, b->grad_amax, dy_floats, stream));
+    TP_TRY(fp8_agree_max(g, p, b->grad_amax, dy_floats, stream));
   if (b->t_amax)
-    TP_TRY(all_reduce_max(g, b->t_amax, agreement_floats(b->t_agreement, b->t_rows), stream));
-  if (b->x_amax) TP_TRY(all_reduce_max(g, b->x_amax, 1, stream));
+    TP_TRY(fp8_agree_max(g, p, b->t_amax, agreement_floats(b->t_agreement, b->t_rows), stream));
+  if (b->x_amax) TP_TRY(fp8_agree_max(g, p, b->x_amax, 1, stream));
   TP_TRY(stock_gathers(g, p, stream));
   return gathers(p) ? reduce_scatter_dx(g, p, dx, stream) : TP_OK;
 }
@@ -507,36 +482,37 @@ static tp_rc dgrad_block(tp_fp8_linear *p, int blk, void *out, cudaStream_t stre
   return dgrad_rows(p, (int64_t)blk * p->shard_rows, p->shard_rows, scales, out, stream);
 }
 
-/* All-gather side: Xᵀ's piece travels while each destination's rows of
- * dX's partial are computed into staging and pushed (phase 1), the own
- * rows into the own receive slot; dX is every rank's partial summed in rank
- * order (fp32, one rounding); then the wgrad on the placed Xᵀ. */
+/* The shared reduce-scatter's partial: destination block b's rows of dX (row0 / S). */
+static tp_rc dgrad_partial(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                           void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)t;
+  (void)rows;
+  if (acc_in) return TP_FAIL(TP_EINTERNAL, "an fp8 partial is summed in slots, not in its GEMM");
+  return dgrad_block(ctx, (int)(row0 / base->shard_rows), out, g->main_stream);
+}
+
+/* All-gather side: Xᵀ's piece travels (phase 0) while dX is reduce-scattered
+ * on the shared pipeline (phase 1: each destination's rows of dX's partial
+ * computed into staging and pushed, the own rows into the own receive slot,
+ * every rank's partial summed in rank order, fp32, one rounding); then the
+ * wgrad on the placed Xᵀ. */
 static tp_rc fused_gather_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *const *dy,
                                void *dx, void *const *dw) {
-  const int rank = g->rank, world = g->world;
   cudaStream_t main = g->main_stream;
+  TP_TRY(fp8_begin_encoding(g, p, 1));
   TP_TRY(fused_gather_side_operands(g, p, x, dy));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
+  TP_TRY(fp8_end_encoding(g, p, 1));
   TP_TRY(push_piece(g, p, 0));
-  const size_t slot = (size_t)(p->shard_rows * p->k) * 2;
-  char *own = heap_of(g, p, rank);
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
-    TP_TRY(dgrad_block(p, dst, staging, main));
-    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
-    TP_CUDA(cudaEventRecord(ready, main));
-    TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-    TP_TRY(linear_push_chunk(g, &p->base, dst, heap_of(g, p, dst) + (size_t)rank * slot, staging,
-                             slot, 1, 0));
-  }
-  TP_TRY(dgrad_block(p, rank, own + (size_t)rank * slot, main));
-  const void *parts[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) {
-    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 1, 0));
-    parts[r] = own + (size_t)r * slot;
-  }
-  TP_CUDA(tp_launch_reduce_sum(TP_BF16, dx, parts, world, slot / 2, main));
+  const linear_scatter sc = {.partial = dgrad_partial,
+                             .width = p->k,
+                             .out = dx,
+                             .phase = 1,
+                             .chunks = 1,
+                             .sum = LINEAR_SUM_SLOTS,
+                             .ctx = p};
+  tp_linear_tensors none;
+  memset(&none, 0, sizeof none);
+  TP_TRY(linear_fused_reduce_scatter(g, &p->base, &none, &sc));
   TP_TRY(wait_and_place_pieces(g, p, 0, p->xtq, p->xt_scales));
   TP_TRY(wgrads(p, dw, main));
   return linear_join_from_comm(g);
@@ -559,33 +535,43 @@ static tp_rc dgrad_chunk(tp_fp8_linear *p, const uint8_t *packet, int src, void 
   return tp_gemm_scaled_enqueue(p->gemm, &d, stream);
 }
 
-/* Reduce-scatter side: dY's quantized shard pushed whole to every peer
- * (phase 0) and dYᵀ's piece (phase 1); dX's rows of each rank as its shard
- * lands; the wgrad on the placed dYᵀ and the local Xᵀ. */
+/* The shared all-gather's consumer: the dX rows of one rank's dY shard,
+ * read from its payload. */
+static tp_rc consume_dy_packet(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                               void *ctx, int64_t rows, const void *packet, size_t row0) {
+  (void)rows;
+  return dgrad_chunk(ctx, packet, (int)((int64_t)row0 / base->shard_rows), t->dx, g->main_stream);
+}
+
+/* Reduce-scatter side: dY's quantized shard, the payload of the shared
+ * all-gather, pushed whole to every peer (phase 0), then dYᵀ's piece
+ * (phase 1); dX's rows of each rank as its shard lands; the wgrad on the
+ * placed dYᵀ and the local Xᵀ. */
 static tp_rc fused_scatter_side(tp_group *g, tp_fp8_linear *p, const void *x, const void *dy,
                                 void *dx, void *const *dw) {
-  const int rank = g->rank, world = g->world;
+  const int rank = g->rank;
   cudaStream_t main = g->main_stream;
   tp_fp8_bwd_comm *b = &p->bwd;
   char *own = heap_of(g, p, rank);
+  TP_TRY(fp8_begin_encoding(g, p, 1));
   TP_TRY(quantize_dy_shard(g, p, dy, main));
   TP_TRY(quantize_piece(g, p, TP_FP8_E5M2, dy, b->grad_amax,
                         (uint8_t *)own + pieces_offset(p) + (size_t)rank * piece_stride(p),
                         own + piece_scales_offset(p) + (size_t)rank * piece_scale_stride(p), main));
   TP_TRY(quantize_xt_local(g, p, x, main));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *to = heap_of(g, p, dst) + (size_t)rank * b->dy_packet_bytes;
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, b->dy_packet, b->dy_packet_bytes, 0, 0));
-  }
-  TP_TRY(push_piece(g, p, 1));
-  TP_TRY(dgrad_chunk(p, b->dy_packet, rank, dx, main));
-  for (int step = 1; step < world; ++step) {
-    const int src = (rank - step + world) % world;
-    TP_TRY(linear_wait_chunk(g, &p->base, src, 0, 0));
-    TP_TRY(dgrad_chunk(p, (const uint8_t *)own + (size_t)src * b->dy_packet_bytes, src, dx, main));
-  }
+  TP_TRY(fp8_end_encoding(g, p, 1));
+  const linear_gather gather = {.rows_local = b->dy_packet,
+                                .payload_bytes = b->dy_packet_bytes,
+                                .offset = 0,
+                                .phase = 0,
+                                .chunks = 1,
+                                .ctx = p};
+  tp_linear_tensors t;
+  memset(&t, 0, sizeof t);
+  t.dx = dx;
+  TP_TRY(linear_push_gather(g, &p->base, &gather));
+  TP_TRY(push_piece(g, p, 1)); /* behind dY's shard: its GEMMs wait for that first */
+  TP_TRY(linear_consume_gather(g, &p->base, &t, &gather, consume_dy_packet));
   TP_TRY(wait_and_place_pieces(g, p, 1, p->dytq[0], p->dyt_scales[0]));
   TP_TRY(wgrads(p, dw, main));
   return linear_join_from_comm(g);

@@ -16,6 +16,7 @@
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
 #include "kernels/tp_quant_device.h"
+#include "kernels/tp_recipe_rules.h"
 #include "kernels/tp_symm.h"
 
 /* Parts of a packet start 256 bytes apart (cuBLASLt's operand and scale alignment). */
@@ -28,36 +29,6 @@ static size_t shard_scale_bytes(const tp_fp8_linear *p) {
 }
 
 /* ---- plan ------------------------------------------------------------------------------------ */
-
-/* What the TP > 1 forward does not do, each named rather than run otherwise. */
-static tp_rc check_rules(tp_fp8_linear *p) {
-  const tp_fp8_linear_desc *d = &p->desc;
-  const char *dt = tp_dtype_name(d->dtype), *op = tp_op_name(d->op);
-  if (gathers(p) && d->comm == TP_COMM_NONE)
-    return fp8_reject(p, "%s %s at TP %d: the all-gather side needs comm_dtype bf16 or fp8", dt, op,
-                      p->world);
-  if (!gathers(p) && d->comm != TP_COMM_NONE)
-    return fp8_reject(p,
-                      "%s %s at TP %d: comm_dtype %s does not apply: the reduce-scatter side "
-                      "reduces the fp8 GEMM's bf16 partials (nothing quantized travels)",
-                      dt, op, p->world, tp_comm_dtype_name(d->comm));
-  if (d->schedule == TP_SCHED_NCCL_WINDOW)
-    return fp8_reject(p, "%s: the stock path has no nccl-window variant for the fp8 formats", dt);
-  if (d->backend != TP_BACKEND_DIST) return TP_OK;
-  if (d->comm == TP_COMM_BF16)
-    return fp8_reject(p,
-                      "%s dist_gemm with comm_dtype bf16: the fused pushes carry fp8 chunks and "
-                      "their scales (comm_dtype fp8); gathering bf16 and quantizing the whole is "
-                      "stock's",
-                      dt);
-  if (d->chunks > 1)
-    return fp8_reject(p,
-                      "%s dist_gemm chunks=%d: an fp8 shard travels whole with its scales (a "
-                      "block of a shard's rows has no contiguous piece of a VEC128 or VEC32 "
-                      "scale layout); chunks 1 only",
-                      dt, d->chunks);
-  return TP_OK;
-}
 
 /* dist_gemm: the bf16 plan of the same op gives the schedule (auto's choice
  * and its reason, the copy kernel's blocks); auto may choose the stock path. */
@@ -75,9 +46,12 @@ static tp_rc plan_base(const tp_group *g, tp_fp8_linear *p) {
   if (rc == TP_EREJECT) return fp8_reject(p, "%s", tp_last_message());
   TP_TRY(rc);
   p->fused = linear_is_fused(&p->base);
-  if (p->fused && p->base.schedule != TP_SCHED_CE && p->base.schedule != TP_SCHED_SM)
-    return fp8_reject(p, "%s dist_gemm schedule %s: only ce and sm push fp8 chunks",
-                      tp_dtype_name(p->desc.dtype), tp_schedule_name(p->base.schedule));
+  /* what auto resolved to, held to the recipe's rule as the requested schedule was */
+  const tp_recipe_case c = {p->desc.dtype,       p->desc.op, p->desc.tokens, p->desc.out_features,
+                            p->desc.in_features, p->world,   TP_PASS_FWD,    p->desc.comm};
+  char why[sizeof p->reason];
+  if (p->fused && tp_recipe_dist_rejection(&c, p->base.schedule, 1, why, sizeof why))
+    return fp8_reject(p, "%s", why);
   return TP_OK;
 }
 
@@ -107,20 +81,35 @@ static tp_rc plan_shapes(tp_fp8_linear *p) {
   return TP_OK;
 }
 
+/* A fused plan's agreement slots, after each pass's own regions (the
+ * forward's: plan_shapes'; the backward's: fp8_bwd_plan's), and the
+ * symmetric workspace as the larger of the two passes'. */
+static void plan_agreements(tp_fp8_linear *p, size_t fwd, size_t bwd) {
+  size_t need[2] = {fwd, bwd};
+  if (p->fused) {
+    const int64_t most = p->m > p->bwd.t_rows ? p->m : p->bwd.t_rows; /* a row amax's floats */
+    p->agree_room = room((size_t)most * sizeof(float));
+    const size_t slots = (size_t)FP8_MAX_AGREEMENTS * (size_t)p->world * p->agree_room;
+    for (int pass = 0; pass < 2; ++pass) {
+      p->agree_offset[pass] = room(need[pass]);
+      if (fp8_pass_agreements(p, pass)) need[pass] = p->agree_offset[pass] + slots;
+    }
+  }
+  p->symm_bytes = need[0] > need[1] ? need[0] : need[1];
+}
+
 tp_rc fp8_comm_plan(const tp_group *g, tp_fp8_linear *p) {
-  TP_TRY(check_rules(p));
   if (p->desc.backend == TP_BACKEND_DIST) TP_TRY(plan_base(g, p));
   TP_TRY(plan_shapes(p));
-  p->gemm_workspace_bytes = (size_t)32 << 20;
-  TP_TRY(tp_gemm_scaled_create(p->gemm_workspace_bytes, &p->gemm));
   /* the fused pipelines run one GEMM per rank's rows, the rest one over all T */
   const int64_t gemm_m = p->fused ? p->shard_rows : p->m;
   TP_TRY(tp_gemm_scaled_supported(p->gemm, p->format, gemm_m, p->n, p->k, p->reason,
                                   sizeof p->reason));
-  if (!p->desc.backward) return TP_OK;
-  TP_TRY(fp8_bwd_plan(p));
-  p->comm_bytes += p->bwd.comm_bytes;
-  if (p->bwd.symm_bytes > p->symm_bytes) p->symm_bytes = p->bwd.symm_bytes;
+  if (p->desc.backward) {
+    TP_TRY(fp8_bwd_plan(p));
+    p->comm_bytes += p->bwd.comm_bytes;
+  }
+  plan_agreements(p, p->symm_bytes, p->desc.backward ? p->bwd.symm_bytes : 0);
   return TP_OK;
 }
 
@@ -152,16 +141,94 @@ void fp8_comm_release(tp_fp8_linear *p) {
   fp8_bwd_release(p);
 }
 
+/* ---- amax agreements ------------------------------------------------------------------------- */
+
+int fp8_pass_agreements(const tp_fp8_linear *p, int backward) {
+  if (p->world < 2) return 0;
+  if (!backward) return p->act_agreement != TP_AMAX_LOCAL;
+  if (!p->desc.backward) return 0;
+  const tp_fp8_bwd_comm *b = &p->bwd;
+  /* X's tensor amax (fp8), the transposed operand's row amax, dY's (per weight where dY is
+   * each weight's own: the all-gather side) */
+  const int dy = b->dy_agreement != TP_AMAX_LOCAL;
+  return (p->format == TP_QFMT_FP8) + (b->t_agreement == TP_AMAX_AGREE_ROWS) +
+         (gathers(p) ? p->desc.n_weights * dy : dy);
+}
+
+/* Events of the agreements' handoffs to the comm stream: past those of the
+ * shared reduce-scatter's partials (step · TP_MAX_CHUNKS + chunk). */
+static cudaEvent_t agree_event(tp_group *g, int k) {
+  return g->events[TP_MAX_WORLD * TP_MAX_CHUNKS + k];
+}
+
+/* The flag chunk of agreement k: from the top of phase 0 (the payloads use its bottom). */
+static int agree_chunk(int k) { return TP_MAX_CHUNKS / 2 - 1 - k; }
+
+/* Agreement k of the running fused pass over its schedule: this rank's
+ * local amax into its own slot, pushed to every peer's, then the max of
+ * every rank's slot (the same floats in any order: NCCL's bits). */
+static tp_rc transport_agree(tp_group *g, tp_fp8_linear *p, float *amax, size_t n) {
+  const int rank = g->rank, world = g->world, k = p->agree_next++;
+  const size_t bytes = n * sizeof(float), slot = p->agree_room;
+  if (k >= FP8_MAX_AGREEMENTS || bytes > slot)
+    return TP_FAIL(TP_EINTERNAL, "fp8 agreement %d of %zu bytes: %d slots of %zu planned", k, bytes,
+                   (int)FP8_MAX_AGREEMENTS, slot);
+  const size_t at = p->agree_offset[p->agreeing - 1] + (size_t)k * (size_t)world * slot;
+  cudaStream_t main = g->main_stream;
+  char *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
+  TP_CUDA(
+      cudaMemcpyAsync(own + at + (size_t)rank * slot, amax, bytes, cudaMemcpyDeviceToDevice, main));
+  TP_CUDA(cudaEventRecord(agree_event(g, k), main));
+  TP_CUDA(cudaStreamWaitEvent(g->comm_stream, agree_event(g, k), 0));
+  for (int step = 1; step < world; ++step) {
+    const int dst = (rank + step) % world;
+    char *to = tp_symm_ptr(linear_heap(g, &p->base), dst);
+    TP_TRY(linear_push_chunk(g, &p->base, dst, to + at + (size_t)rank * slot,
+                             own + at + (size_t)rank * slot, slot, 0, agree_chunk(k)));
+  }
+  const float *slots[TP_MAX_WORLD];
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 0, agree_chunk(k)));
+    slots[r] = (const float *)(const void *)(own + at + (size_t)r * slot);
+  }
+  TP_CUDA(tp_launch_max_f32(amax, slots, world, n, main));
+  return TP_OK;
+}
+
+tp_rc fp8_agree_max(tp_group *g, tp_fp8_linear *p, float *amax, size_t n, cudaStream_t stream) {
+  if (p->agreeing) {
+    if (stream != g->main_stream)
+      return TP_FAIL(TP_EINTERNAL, "a fused fp8 pass agrees on the group's main stream");
+    return transport_agree(g, p, amax, n);
+  }
+  TP_NCCL(ncclAllReduce(amax, amax, n, ncclFloat32, ncclMax, g->nccl, stream), g->nccl);
+  return TP_OK;
+}
+
+tp_rc fp8_begin_encoding(tp_group *g, tp_fp8_linear *p, int backward) {
+  if (!fp8_pass_agreements(p, backward)) return TP_OK;
+  TP_TRY(linear_fork_to_comm(g, &p->base));
+  p->agreeing = 1 + backward;
+  p->agree_next = 0;
+  return TP_OK;
+}
+
+tp_rc fp8_end_encoding(tp_group *g, tp_fp8_linear *p, int backward) {
+  if (!fp8_pass_agreements(p, backward)) return linear_fork_to_comm(g, &p->base);
+  p->agreeing = 0;
+  cudaEvent_t encoded = agree_event(g, FP8_MAX_AGREEMENTS);
+  TP_CUDA(cudaEventRecord(encoded, g->main_stream));
+  TP_CUDA(cudaStreamWaitEvent(g->comm_stream, encoded, 0));
+  return TP_OK;
+}
+
 /* ---- the all-gather side --------------------------------------------------------------------- */
 
 /* The ranks' max of the local amax of a (tensorwise: 1 float; rows: one per row), into p->amax. */
 static tp_rc agree_amax(tp_group *g, tp_fp8_linear *p, const tp_quant_args *a,
                         cudaStream_t stream) {
   TP_TRY(tp_quant_local_amax_enqueue(a, p->amax, stream));
-  TP_NCCL(
-      ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-      g->nccl);
-  return TP_OK;
+  return fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream);
 }
 
 /* The local shard x [S, K] into the packet, after the agreement the format needs. */
@@ -226,25 +293,38 @@ static tp_rc chunk_gemms(tp_fp8_linear *p, const uint8_t *packet, int src, void 
   return TP_OK;
 }
 
-/* dist_gemm's gather side: the quantized shard pushed whole to every peer,
- * the local chunk's GEMMs at once, each peer's as it lands. */
+/* The shared all-gather's consumer: the scaled GEMMs of one rank's shard,
+ * read from its payload. */
+static tp_rc consume_packet(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                            void *ctx, int64_t rows, const void *packet, size_t row0) {
+  (void)rows;
+  tp_fp8_linear *p = ctx;
+  return chunk_gemms(p, packet, (int)((int64_t)row0 / base->shard_rows), t->y, g->main_stream);
+}
+
+/* The output tensors of a pass, as the shared pipelines pass them on. */
+static tp_linear_tensors outputs_of(const tp_fp8_linear *p, void *const *y) {
+  tp_linear_tensors t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < p->desc.n_weights; ++i) t.y[i] = y[i];
+  return t;
+}
+
+/* dist_gemm's gather side, on the shared all-gather (tp_linear_fused.c): the
+ * payload is the quantized shard with its scales, pushed whole to every
+ * peer; the local shard's GEMMs at once, each peer's as it lands. */
 static tp_rc fused_gather_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y) {
-  const int rank = g->rank, world = g->world;
-  cudaStream_t main = g->main_stream;
-  TP_TRY(quantize_shard(g, p, x, main));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * p->packet_bytes);
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, p->packet, p->packet_bytes, 0, 0));
-  }
-  TP_TRY(chunk_gemms(p, p->packet, rank, y, main));
-  const uint8_t *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
-  for (int step = 1; step < world; ++step) {
-    const int src = (rank - step + world) % world;
-    TP_TRY(linear_wait_chunk(g, &p->base, src, 0, 0));
-    TP_TRY(chunk_gemms(p, own + (size_t)src * p->packet_bytes, src, y, main));
-  }
+  TP_TRY(fp8_begin_encoding(g, p, 0));
+  TP_TRY(quantize_shard(g, p, x, g->main_stream)); /* the encoding: the payload */
+  TP_TRY(fp8_end_encoding(g, p, 0));
+  const linear_gather gather = {.rows_local = p->packet,
+                                .payload_bytes = p->packet_bytes,
+                                .offset = 0,
+                                .phase = 0,
+                                .chunks = 1,
+                                .ctx = p};
+  const tp_linear_tensors t = outputs_of(p, y);
+  TP_TRY(linear_fused_all_gather(g, &p->base, &t, &gather, consume_packet));
   return linear_join_from_comm(g);
 }
 
@@ -286,13 +366,23 @@ static tp_rc block_gemm(tp_fp8_linear *p, int b, void *out, cudaStream_t stream)
   return tp_gemm_scaled_enqueue(p->gemm, &d, stream);
 }
 
-/* dist_gemm's scatter side: each peer's partial computed into staging and
- * pushed while the next is computed, the local rows' partial into the own
- * receive slot, then every rank's partial summed in rank order (fp32, one
- * rounding) into y. */
+/* The shared reduce-scatter's partial: destination block b's rows (row0 / S). */
+static tp_rc block_partial(tp_group *g, const tp_linear_plan *base, const tp_linear_tensors *t,
+                           void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)t;
+  (void)rows;
+  if (acc_in) return TP_FAIL(TP_EINTERNAL, "an fp8 partial is summed in slots, not in its GEMM");
+  return block_gemm(ctx, (int)(row0 / base->shard_rows), out, g->main_stream);
+}
+
+/* dist_gemm's scatter side, on the shared reduce-scatter (tp_linear_fused.c):
+ * each peer's partial computed into staging and pushed while the next is
+ * computed, the local rows' partial into the own receive slot, then every
+ * rank's partial summed in rank order (fp32, one rounding) into y. */
 static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *y) {
-  const int rank = g->rank, world = g->world;
+  const int world = g->world;
   cudaStream_t main = g->main_stream;
+  TP_TRY(fp8_begin_encoding(g, p, 0));
   if (p->act_agreement != TP_AMAX_LOCAL) {
     /* the amax reads x alone; the arguments' check asks for the buffers the blocks fill */
     tp_quant_args whole = fp8_quant_args(p, TP_QROLE_ACT, x, p->m);
@@ -300,27 +390,17 @@ static tp_rc fused_scatter_forward(tp_group *g, tp_fp8_linear *p, const void *x,
     whole.scales = p->block_scales;
     TP_TRY(agree_amax(g, p, &whole, main));
   }
-  for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main));
-  TP_TRY(linear_fork_to_comm(g, &p->base));
-  const size_t slot = (size_t)(p->shard_rows * p->n) * 2;
-  char *own = tp_symm_ptr(linear_heap(g, &p->base), rank);
-  for (int step = 1; step < world; ++step) {
-    const int dst = (rank + step) % world;
-    void *staging = own + (size_t)world * slot + (size_t)(step - 1) * slot;
-    TP_TRY(block_gemm(p, dst, staging, main));
-    cudaEvent_t ready = g->events[(size_t)(step - 1) * TP_MAX_CHUNKS];
-    TP_CUDA(cudaEventRecord(ready, main));
-    TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));
-    void *to = ptr_at(tp_symm_ptr(linear_heap(g, &p->base), dst), (size_t)rank * slot);
-    TP_TRY(linear_push_chunk(g, &p->base, dst, to, staging, slot, 0, 0));
-  }
-  TP_TRY(block_gemm(p, rank, own + (size_t)rank * slot, main));
-  const void *parts[TP_MAX_WORLD];
-  for (int r = 0; r < world; ++r) {
-    if (r != rank) TP_TRY(linear_wait_chunk(g, &p->base, r, 0, 0));
-    parts[r] = own + (size_t)r * slot;
-  }
-  TP_CUDA(tp_launch_reduce_sum(TP_BF16, y, parts, world, slot / 2, main));
+  for (int b = 0; b < world; ++b) TP_TRY(quantize_block(p, x, b, main)); /* the encoding */
+  TP_TRY(fp8_end_encoding(g, p, 0));
+  const linear_scatter sc = {.partial = block_partial,
+                             .width = p->n,
+                             .out = y,
+                             .phase = 0,
+                             .chunks = 1,
+                             .sum = LINEAR_SUM_SLOTS,
+                             .ctx = p};
+  const tp_linear_tensors none = outputs_of(p, &y);
+  TP_TRY(linear_fused_reduce_scatter(g, &p->base, &none, &sc));
   return linear_join_from_comm(g);
 }
 
@@ -346,22 +426,29 @@ tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const void *x, void *co
   if (!gathers(p)) return reduce_scatter(g, p, y[0], stream);
   if (p->desc.comm == TP_COMM_BF16) return gather_bf16(g, p, x, stream);
   if (p->act_agreement != TP_AMAX_LOCAL) /* the agreement travels too (idempotent: a max) */
-    TP_NCCL(
-        ncclAllReduce(p->amax, p->amax, fp8_amax_floats(p), ncclFloat32, ncclMax, g->nccl, stream),
-        g->nccl);
+    TP_TRY(fp8_agree_max(g, p, p->amax, fp8_amax_floats(p), stream));
   return gather_fp8(g, p, stream);
+}
+
+tp_rc fp8_comm_stock_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                             cudaStream_t stream) {
+  TP_TRY(fp8_comm_quantize_input(g, p, x, stream));
+  TP_TRY(fp8_comm_gemms(p, y, stream));
+  return gathers(p) ? TP_OK : reduce_scatter(g, p, y[0], stream);
+}
+
+tp_rc fp8_comm_fused_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
+                             cudaStream_t stream) {
+  if (!p->fused) return TP_FAIL(TP_EINTERNAL, "fp8 fused forward of a plan that does not fuse");
+  if (stream != g->main_stream)
+    return TP_FAIL(TP_EINTERNAL, "fp8 dist_gemm runs on the group's main stream");
+  return gathers(p) ? fused_gather_forward(g, p, x, y) : fused_scatter_forward(g, p, x, y[0]);
 }
 
 tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
                        cudaStream_t stream) {
-  if (p->fused) {
-    if (stream != g->main_stream)
-      return TP_FAIL(TP_EINTERNAL, "fp8 dist_gemm runs on the group's main stream");
-    return gathers(p) ? fused_gather_forward(g, p, x, y) : fused_scatter_forward(g, p, x, y[0]);
-  }
+  if (p->fused) return fp8_comm_fused_forward(g, p, x, y, stream);
   if (p->desc.backend == TP_BACKEND_GEMM_ONLY) return fp8_comm_gemms(p, y, stream);
   if (p->desc.backend == TP_BACKEND_COMM_ONLY) return fp8_comm_collective(g, p, x, y, stream);
-  TP_TRY(fp8_comm_quantize_input(g, p, x, stream));
-  TP_TRY(fp8_comm_gemms(p, y, stream));
-  return gathers(p) ? TP_OK : reduce_scatter(g, p, y[0], stream);
+  return fp8_comm_stock_forward(g, p, x, y, stream);
 }

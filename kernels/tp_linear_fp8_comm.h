@@ -15,8 +15,11 @@
  *                     whole quantized (every rank quantizes the same whole:
  *                     nothing to agree on); the same bits as comm fp8;
  *   dist_gemm (ce, sm; comm fp8 only) the local shard quantized into a
- *                     private packet [fp8 rows | scales], pushed whole into
- *                     every peer's symmetric workspace (slot rank), one flag;
+ *                     private packet [fp8 rows | scales] (tensorwise: the
+ *                     amax agreed over the schedule's own pushes first,
+ *                     fp8_agree_max), the payload of the shared all-gather
+ *                     (tp_linear_fused.c): pushed whole into every peer's
+ *                     symmetric workspace (slot rank), one flag;
  *                     the local chunk's scaled GEMM at once, each peer's as
  *                     its flag lands, each reading its own chunk's scales —
  *                     the source rank's shard scales as that rank quantized
@@ -28,12 +31,19 @@
  *   stock             quantize x (tensorwise and fp8-row: amax agreed
  *                     first), GEMM into a [T, N] bf16 partial, NCCL
  *                     reduce-scatter (bf16 sum);
- *   dist_gemm         the amax agreed, each destination's row block
- *                     quantized on its own (the same bits as the whole's
- *                     rows), its partial GEMM'd into staging and pushed
- *                     while the next is computed; the local block's partial
- *                     into the own receive slot; every rank's partial summed
- *                     in rank order (fp32, one rounding) into y.
+ *   dist_gemm         the amax agreed (over the schedule's own pushes), each
+ *                     destination's row block quantized on its own (the
+ *                     same bits as the whole's rows); on the shared
+ *                     reduce-scatter its partial GEMM'd into staging and
+ *                     pushed while the next is computed, the local block's
+ *                     partial into the own receive slot, every rank's
+ *                     partial summed in rank order (fp32, one rounding)
+ *                     into y (LINEAR_SUM_SLOTS).
+ * A fused pass moves nothing but by its schedule: where a scale spans ranks
+ * its amax agreement pushes each rank's local amax into every peer's slot
+ * and takes the max of the slots (the same bits as NCCL's max), after the
+ * pass's fork (fp8_begin_encoding, fp8_end_encoding); stock and the
+ * collective alone agree through NCCL.
  * The GEMM alone runs the scaled GEMMs on operands its `before` prepared;
  * the collective alone times exactly what travels: the fp8 gather (bytes +
  * scales, with the tensorwise agreement), the bf16 gather, or the bf16
@@ -72,8 +82,37 @@ TP_MUST_CHECK tp_rc fp8_comm_collective(tp_group *g, tp_fp8_linear *p, const voi
 TP_MUST_CHECK tp_rc fp8_comm_forward(tp_group *g, tp_fp8_linear *p, const void *x, void *const *y,
                                      cudaStream_t stream);
 
+/* The stock forward (whatever p's backend: a reference's twin steps it on
+ * the reference's buffers) and dist_gemm's fused one (p->fused). */
+TP_MUST_CHECK tp_rc fp8_comm_stock_forward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           void *const *y, cudaStream_t stream);
+TP_MUST_CHECK tp_rc fp8_comm_fused_forward(tp_group *g, tp_fp8_linear *p, const void *x,
+                                           void *const *y, cudaStream_t stream);
+
 /* Frees the TP > 1 buffers. */
 void fp8_comm_release(tp_fp8_linear *p);
+
+/* The most amax agreements one fused pass makes (the backward's all-gather
+ * side: X's tensor amax, Xᵀ's row amax, dY's per weight). */
+enum { FP8_MAX_AGREEMENTS = 2 + TP_MAX_WEIGHTS };
+
+/* The agreements a pass of p makes before it quantizes (0: the forward, 1:
+ * the backward): where a scale spans ranks, their amax. */
+int fp8_pass_agreements(const tp_fp8_linear *p, int backward);
+
+/* The ranks' max of amax[0..n), each rank's local amax already there (on
+ * stream): through an NCCL all-reduce, or, between fp8_begin_encoding and
+ * fp8_end_encoding of a fused pass that agrees, over the pass's schedule
+ * (its pushes and flags), so the pass moves nothing but by its schedule. */
+TP_MUST_CHECK tp_rc fp8_agree_max(tp_group *g, tp_fp8_linear *p, float *amax, size_t n,
+                                  cudaStream_t stream);
+
+/* Around a fused pass's encoding (its amax agreements and quantizations):
+ * a pass that agrees forks to the comm stream first (the ranks meet before
+ * anyone pushes into a peer's workspace) and ends with the comm stream
+ * waiting for the encoding; one that does not forks after it, as before. */
+TP_MUST_CHECK tp_rc fp8_begin_encoding(tp_group *g, tp_fp8_linear *p, int backward);
+TP_MUST_CHECK tp_rc fp8_end_encoding(tp_group *g, tp_fp8_linear *p, int backward);
 
 /* tp_linear_fp8_bwd.c: the backward at TP > 1 (plan after the forward's
  * shapes and the GEMM handle; prepare after tp_fp8_linear_prepare). */

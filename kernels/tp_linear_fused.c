@@ -2,10 +2,12 @@
  * tp_linear_fused.c — the transfers of the fused (dist_gemm) schedules:
  * flags between ranks, chunk pushes into a peer's symmetric workspace (the
  * copy engine, or the copy kernel for sm), the fork to and join from the
- * comm stream, and the two pipelines the passes are built from — an
- * all-gather consumed chunk by chunk as it lands, and a reduce-scatter fed
- * chunk by chunk by the GEMM of its partials (layouts and flag slots in
- * tp_linear_internal.h).
+ * comm stream, and the two pipelines the passes of every recipe are built
+ * from — an all-gather of payloads consumed chunk by chunk as they land,
+ * and a reduce-scatter fed chunk by chunk by the GEMM of its partials
+ * (layouts and flag slots in tp_linear_internal.h). A recipe brings its
+ * payload (rows as they are, or fp8 rows with their scales), the GEMM that
+ * consumes or produces it, and how the local rows' sum is made.
  */
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_linear_internal.h"
@@ -85,36 +87,63 @@ tp_rc linear_join_from_comm(tp_group *g) {
 
 /* ---- the all-gather side -------------------------------------------------------------- */
 
+size_t linear_gather_shard_bytes(const tp_linear_plan *p, const linear_gather *gather) {
+  if (gather->payload_bytes) return gather->payload_bytes;
+  return (size_t)p->shard_rows * gather->row_bytes;
+}
+
+size_t linear_gather_chunk_bytes(const tp_linear_plan *p, const linear_gather *gather) {
+  if (gather->payload_bytes) return gather->payload_bytes; /* moved whole */
+  return (size_t)(p->shard_rows / gather->chunks) * gather->row_bytes;
+}
+
+static tp_rc check_gather(const linear_gather *gather) {
+  if (gather->payload_bytes && gather->chunks != 1)
+    return TP_FAIL(TP_EINTERNAL, "a payload that is not rows moves whole: 1 chunk, not %d",
+                   gather->chunks);
+  return TP_OK;
+}
+
 tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p, const linear_gather *gather) {
+  TP_TRY(check_gather(gather));
   const int rank = g->rank, world = g->world;
-  const int64_t S = p->shard_rows, R = S / gather->chunks;
-  const size_t row = gather->row_bytes;
+  const size_t shard = linear_gather_shard_bytes(p, gather);
+  const size_t chunk = linear_gather_chunk_bytes(p, gather);
   for (int j = 0; j < gather->chunks; ++j)
     for (int step = 1; step < world; ++step) {
       int dst = (rank + step) % world;
       void *to = ptr_at(tp_symm_ptr(linear_heap(g, p), dst),
-                        gather->offset + (size_t)(rank * S + j * R) * row);
-      TP_TRY(linear_push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)(j * R) * row),
-                               (size_t)R * row, gather->phase, j));
+                        gather->offset + (size_t)rank * shard + (size_t)j * chunk);
+      TP_TRY(linear_push_chunk(g, p, dst, to, cptr_at(gather->rows_local, (size_t)j * chunk), chunk,
+                               gather->phase, j));
+    }
+  return TP_OK;
+}
+
+tp_rc linear_consume_gather(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                            const linear_gather *gather, linear_rows_fn consume) {
+  TP_TRY(check_gather(gather));
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / gather->chunks;
+  const size_t shard = linear_gather_shard_bytes(p, gather);
+  const size_t chunk = linear_gather_chunk_bytes(p, gather);
+  const void *gathered = ptr_at(tp_symm_ptr(linear_heap(g, p), rank), gather->offset);
+  TP_TRY(consume(g, p, t, gather->ctx, S, gather->rows_local, (size_t)(rank * S)));
+  for (int j = 0; j < gather->chunks; ++j)
+    for (int step = 1; step < world; ++step) {
+      int src = (rank - step + world) % world;
+      TP_TRY(linear_wait_chunk(g, p, src, gather->phase, j));
+      const size_t row0 = (size_t)(src * S + j * R);
+      TP_TRY(consume(g, p, t, gather->ctx, R,
+                     cptr_at(gathered, (size_t)src * shard + (size_t)j * chunk), row0));
     }
   return TP_OK;
 }
 
 tp_rc linear_fused_all_gather(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                               const linear_gather *gather, linear_rows_fn consume) {
-  const int rank = g->rank, world = g->world;
-  const int64_t S = p->shard_rows, R = S / gather->chunks;
-  const void *gathered = ptr_at(tp_symm_ptr(linear_heap(g, p), rank), gather->offset);
   TP_TRY(linear_push_gather(g, p, gather));
-  TP_TRY(consume(g, p, t, S, gather->rows_local, (size_t)(rank * S)));
-  for (int j = 0; j < gather->chunks; ++j)
-    for (int step = 1; step < world; ++step) {
-      int src = (rank - step + world) % world;
-      TP_TRY(linear_wait_chunk(g, p, src, gather->phase, j));
-      size_t row0 = (size_t)(src * S + j * R);
-      TP_TRY(consume(g, p, t, R, cptr_at(gathered, row0 * gather->row_bytes), row0));
-    }
-  return TP_OK;
+  return linear_consume_gather(g, p, t, gather, consume);
 }
 
 tp_rc linear_place_own_rows(tp_group *g, const tp_linear_plan *p, void *gathered,
@@ -141,7 +170,7 @@ static tp_rc local_chunk_nccl_sum(tp_group *g, const tp_linear_plan *p, const tp
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
   void *own = tp_symm_ptr(linear_heap(g, p), rank);
   void *mine = ptr_at(own, (size_t)rank * slot + chunk_off);
-  TP_TRY(sc->partial(g, p, t, rank * S + j * R, R, NULL, mine));
+  TP_TRY(sc->partial(g, p, t, sc->ctx, rank * S + j * R, R, NULL, mine));
   const void *ring[TP_MAX_WORLD];
   for (int step = 1; step <= world; ++step)
     ring[step - 1] = cptr_at(own, (size_t)((rank + step) % world) * slot + chunk_off);
@@ -150,14 +179,36 @@ static tp_rc local_chunk_nccl_sum(tp_group *g, const tp_linear_plan *p, const tp
   return TP_OK;
 }
 
+/* LINEAR_SUM_SLOTS, the local chunk j: the local rows' partial into this
+ * rank's own receive slot (computed while the peers' land), then every
+ * rank's partial summed in rank order, fp32, one rounding. */
+static tp_rc local_chunk_slots(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                               const linear_scatter *sc, size_t row, int j) {
+  const int rank = g->rank, world = g->world;
+  const int64_t S = p->shard_rows, R = S / sc->chunks;
+  const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
+  void *own = tp_symm_ptr(linear_heap(g, p), rank);
+  TP_TRY(sc->partial(g, p, t, sc->ctx, rank * S + j * R, R, NULL,
+                     ptr_at(own, (size_t)rank * slot + chunk_off)));
+  const void *parts[TP_MAX_WORLD];
+  for (int r = 0; r < world; ++r) {
+    if (r != rank) TP_TRY(linear_wait_chunk(g, p, r, sc->phase, j));
+    parts[r] = cptr_at(own, (size_t)r * slot + chunk_off);
+  }
+  TP_CUDA(tp_launch_reduce_sum(p->desc.dtype, ptr_at(sc->out, chunk_off), parts, world,
+                               (size_t)R * row / tp_dtype_bytes(p->desc.dtype), g->main_stream));
+  return TP_OK;
+}
+
 /* The local chunk j: once every peer's partial of chunk j has landed, the
  * GEMM of the local rows adds them in its epilogue (fp32, one rounding)
  * and writes the output rows directly: no separate reduction pass. With
  * more than one peer, the peers' partials are first summed in rank order
  * into this rank's own receive slot. rs_sum=nccl sums as NCCL does instead
- * (above). */
+ * (above); a GEMM that adds nothing in its epilogue, in slots (above). */
 static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                          const linear_scatter *sc, size_t row, int j) {
+  if (sc->sum == LINEAR_SUM_SLOTS) return local_chunk_slots(g, p, t, sc, row, j);
   const int rank = g->rank, world = g->world;
   const int64_t S = p->shard_rows, R = S / sc->chunks;
   const size_t slot = (size_t)S * row, chunk_off = (size_t)(j * R) * row;
@@ -175,7 +226,7 @@ static tp_rc local_chunk(tp_group *g, const tp_linear_plan *p, const tp_linear_t
                                  (size_t)R * row / tp_dtype_bytes(p->desc.dtype), g->main_stream));
     acc = sum;
   }
-  return sc->partial(g, p, t, rank * S + j * R, R, acc, ptr_at(sc->out, chunk_off));
+  return sc->partial(g, p, t, sc->ctx, rank * S + j * R, R, acc, ptr_at(sc->out, chunk_off));
 }
 
 /* Computes chunk j of the partial of peer dst's rows into staging, and
@@ -188,7 +239,7 @@ static tp_rc push_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_
   void *staging = ptr_at(tp_symm_ptr(linear_heap(g, p), rank),
                          (size_t)world * slot + (size_t)(step - 1) * slot);
   void *part = ptr_at(staging, (size_t)(j * R) * row);
-  TP_TRY(sc->partial(g, p, t, dst * S + j * R, R, NULL, part));
+  TP_TRY(sc->partial(g, p, t, sc->ctx, dst * S + j * R, R, NULL, part));
   cudaEvent_t ready = g->events[(step - 1) * TP_MAX_CHUNKS + j];
   TP_CUDA(cudaEventRecord(ready, g->main_stream));
   TP_CUDA(cudaStreamWaitEvent(g->comm_stream, ready, 0));

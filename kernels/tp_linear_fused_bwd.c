@@ -30,6 +30,20 @@ static tp_rc bias_grads_rs(tp_group *g, const tp_linear_plan *p, const tp_linear
   return TP_OK;
 }
 
+/* The gather side's dx partial of a block of rows, as the pipeline calls it. */
+static tp_rc dgrad_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                           void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)ctx;
+  return linear_dgrad_partial_rows(g, p, t, row0, rows, acc_in, out);
+}
+
+/* The scatter side's dx rows of a block of gathered dy, as the pipeline calls it. */
+static tp_rc rs_dgrad_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
+                           void *ctx, int64_t rows, const void *dy_rows, size_t row0) {
+  (void)ctx;
+  return linear_rs_dgrad_rows(g, p, t, rows, dy_rows, row0);
+}
+
 /* The input's all-gather for dW (phase 0) moves while dx is computed and
  * reduce-scattered (phase 1); it moves whole (one chunk), since nothing
  * consumes it before it is complete. */
@@ -43,7 +57,7 @@ static tp_rc backward_gather_side(tp_group *g, const tp_linear_plan *p,
   const linear_gather x_gather = {
       .rows_local = t->x, .row_bytes = row, .offset = gather_off, .phase = 0, .chunks = 1};
   if (!t->saved) TP_TRY(linear_push_gather(g, p, &x_gather));
-  const linear_scatter dx_scatter = {.partial = linear_dgrad_partial_rows,
+  const linear_scatter dx_scatter = {.partial = dgrad_partial,
                                      .width = p->gemm_k,
                                      .out = t->dx,
                                      .phase = 1,
@@ -65,7 +79,7 @@ static tp_rc backward_scatter_side(tp_group *g, const tp_linear_plan *p,
   void *gathered = tp_symm_ptr(linear_heap(g, p), g->rank);
   const linear_gather dy_gather = {
       .rows_local = t->dy[0], .row_bytes = row, .offset = 0, .phase = 0, .chunks = p->bwd_chunks};
-  TP_TRY(linear_fused_all_gather(g, p, t, &dy_gather, linear_rs_dgrad_rows));
+  TP_TRY(linear_fused_all_gather(g, p, t, &dy_gather, rs_dgrad_rows));
   TP_TRY(linear_place_own_rows(g, p, gathered, t->dy[0], row));
   TP_TRY(linear_wgrad(g, p, t, gathered));
   if (p->desc.bias) TP_TRY(bias_grads_rs(g, p, t, (size_t)p->desc.tokens * row));

@@ -11,7 +11,8 @@
 
 /* The row-parallel partial of rows [row0, +rows): x[rows] · wᵀ (+ acc_in). */
 static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                         int64_t row0, int64_t rows, const void *acc_in, void *out) {
+                         void *ctx, int64_t row0, int64_t rows, const void *acc_in, void *out) {
+  (void)ctx;
   const size_t e = tp_dtype_bytes(p->desc.dtype);
   const void *x_rows = cptr_at(t->x, (size_t)row0 * (size_t)p->gemm_k * e);
   if (acc_in) {
@@ -28,7 +29,8 @@ static tp_rc fwd_partial(tp_group *g, const tp_linear_plan *p, const tp_linear_t
 
 /* The all-gather side's GEMM of gathered rows [row0, +rows) into y. */
 static tp_rc fwd_gathered_rows(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                               int64_t rows, const void *x_rows, size_t row0) {
+                               void *ctx, int64_t rows, const void *x_rows, size_t row0) {
+  (void)ctx;
   return linear_fwd_rows(g, p, t, rows, x_rows, t->y, row0);
 }
 

@@ -2,8 +2,13 @@
  * tp_linear_internal.h — what the files of the TP projections share, not
  * part of the API (tp_linear.h is):
  *   tp_linear_plan.c      descriptors, shapes, schedule and chunk choice,
- *                         workspace sizes, NVTX names, tp_linear_prepare
- *   tp_linear.c           the entry points: checks, NVTX ranges, dispatch
+ *                         workspace sizes, NVTX names, the identity recipe's
+ *                         prepare, transfers and outputs; any recipe's plan,
+ *                         twin and release
+ *   tp_linear.c           the entry points of every recipe: checks, NVTX
+ *                         ranges, the test delay, dispatch to the recipe
+ *   tp_recipe.c           the recipes' tables (the fp8 recipe's hooks are in
+ *                         tp_linear_fp8_recipe.c)
  *   tp_linear_gemms.c     the GEMMs and bias kernels of each op on a block
  *                         of rows, shared by the stock and fused paths
  *   tp_linear_stock.c     the stock path (plain, or on NCCL symmetric
@@ -85,6 +90,36 @@ static inline const char *cptr_at(const void *base, size_t bytes) {
  * (tp_linear_plan.c). */
 size_t linear_bias_partial_floats(const tp_linear_plan *p);
 
+/* ---- tp_linear_plan.c: what every recipe's plan uses -------------------------------------- */
+
+/* Names the plan's NVTX ranges after its op, backend, schedule and chunks
+ * ("ag_linear.fwd dist_gemm ce x4"), so a timeline reads like the code and
+ * the trace's evidence finds each op's ranges. */
+void linear_name_ranges(tp_linear_plan *p);
+
+/* The engine of a plan's backend and schedule (tp_linear_plan.engine). */
+const char *linear_engine(const tp_linear_plan *p);
+
+/* The outputs' names: "y", "y1", ...; "dw", "dw1", ... */
+const char *linear_y_name(int weight);
+const char *linear_dw_name(int weight);
+
+/* ---- the identity recipe's hooks (tp_recipe.h; tp_recipe.c holds the table) --------------- */
+
+TP_MUST_CHECK tp_rc linear_identity_plan(const tp_group *g, tp_linear_plan *p,
+                                         tp_schedule requested, int chunks);
+TP_MUST_CHECK tp_rc linear_identity_prepare(tp_group *g, const tp_linear_plan *p);
+TP_MUST_CHECK tp_rc linear_identity_forward(tp_group *g, const tp_linear_plan *p,
+                                            const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc linear_identity_backward(tp_group *g, const tp_linear_plan *p,
+                                             const tp_linear_tensors *t);
+int linear_identity_transfers(const tp_linear_plan *p, int fwd, int bwd);
+int linear_identity_outputs(const tp_linear_plan *p, const tp_linear_tensors *t,
+                            tp_linear_output *out, int max);
+TP_MUST_CHECK tp_rc linear_identity_twin(const tp_group *g, const tp_linear_plan *p,
+                                         tp_backend backend, tp_schedule requested,
+                                         tp_linear_plan *out);
+
 /* ---- tp_linear_gemms.c: the GEMMs of each op on a block of rows, main stream ---------- */
 
 /* The forward GEMM of a block of rows, y[rows, N/W or N] = x_rows · wᵀ, with
@@ -97,9 +132,11 @@ TP_MUST_CHECK tp_rc linear_fwd_rows(tp_group *g, const tp_linear_plan *p,
                                     void *const *out, size_t out_row0);
 
 /* A partial product of rows [row0, +rows) of the full [T, width] result into
- * out, plus acc_in when not NULL (added in the GEMM's epilogue). */
+ * out, plus acc_in when not NULL (added in the GEMM's epilogue); ctx: the
+ * pipeline's (linear_scatter.ctx: a recipe's state). */
 typedef tp_rc (*linear_partial_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                                   int64_t row0, int64_t rows, const void *acc_in, void *out);
+                                   void *ctx, int64_t row0, int64_t rows, const void *acc_in,
+                                   void *out);
 
 /* Gather-side backward partial: Σ_i dy_i[rows] · w_i → out[rows, K]. */
 TP_MUST_CHECK tp_rc linear_dgrad_partial_rows(tp_group *g, const tp_linear_plan *p,
@@ -172,14 +209,21 @@ TP_MUST_CHECK tp_rc linear_wait_chunk(tp_group *g, const tp_linear_plan *p, int 
 TP_MUST_CHECK tp_rc linear_fork_to_comm(tp_group *g, const tp_linear_plan *p);
 TP_MUST_CHECK tp_rc linear_join_from_comm(tp_group *g);
 
-/* One rank's rows on their way to every peer: the source [S, row_bytes],
- * where they land in each peer's workspace, and the flags they raise. */
+/* One rank's payload on its way to every peer: what it moves, where it
+ * lands in each peer's workspace, and the flags it raises. The payload is
+ * the recipe's encoding of the rank's S rows: the rows as they are
+ * (row_bytes each: the identity recipe; rank r's land at rows r·S of a
+ * gathered [T, row_bytes] buffer, in `chunks` chunks), or an encoding that
+ * is not rows (payload_bytes: the fp8 recipe's [fp8 rows | scales], moved
+ * whole, one chunk; rank r's at r·payload_bytes). */
 typedef struct linear_gather {
-  const void *rows_local; /* this rank's S rows */
-  size_t row_bytes;
-  size_t offset; /* of the gathered [T, row_bytes] buffer in every workspace */
+  const void *rows_local; /* this rank's payload */
+  size_t row_bytes;       /* rows as they are; 0 with payload_bytes */
+  size_t payload_bytes;   /* an encoding moved whole; 0: rows */
+  size_t offset;          /* of the gathered buffer in every workspace */
   int phase;
   int chunks;
+  void *ctx; /* the consumer's (a recipe's state) */
 } linear_gather;
 
 /* Pushes this rank's rows into every peer's buffer at offset + rank·S rows,
@@ -191,15 +235,19 @@ TP_MUST_CHECK tp_rc linear_push_gather(tp_group *g, const tp_linear_plan *p,
 /* Waits for every peer chunk of a gather, chunk-major (the order pushed). */
 TP_MUST_CHECK tp_rc linear_wait_gather(tp_group *g, const tp_linear_plan *p, int phase, int chunks);
 
+/* Bytes of one rank's whole payload, and of one chunk of it. */
+size_t linear_gather_shard_bytes(const tp_linear_plan *p, const linear_gather *gather);
+size_t linear_gather_chunk_bytes(const tp_linear_plan *p, const linear_gather *gather);
+
 /* Copies the local rows into the own slot of a gathered buffer, so a GEMM
  * over the whole gathered operand can run as one call. */
 TP_MUST_CHECK tp_rc linear_place_own_rows(tp_group *g, const tp_linear_plan *p, void *gathered,
                                           const void *rows_local, size_t row_bytes);
 
-/* A GEMM over a block of gathered rows: in_rows holds rows [row0, +rows)
- * of the gathered operand. */
+/* A GEMM over a block of gathered rows: in_rows holds the payload of rows
+ * [row0, +rows) of the gathered operand; ctx: the gather's. */
 typedef tp_rc (*linear_rows_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
-                                int64_t rows, const void *in_rows, size_t row0);
+                                void *ctx, int64_t rows, const void *in_rows, size_t row0);
 
 /* An all-gather fused with the GEMM that consumes it, on the main stream:
  * pushes this rank's rows, runs `consume` on the local shard at once (it
@@ -209,6 +257,23 @@ TP_MUST_CHECK tp_rc linear_fused_all_gather(tp_group *g, const tp_linear_plan *p
                                             const tp_linear_tensors *t, const linear_gather *gather,
                                             linear_rows_fn consume);
 
+/* The consuming half of linear_fused_all_gather, for a pass that pushes
+ * more between its payload's pushes and their consumption (the fp8
+ * backward's transposed pieces). */
+TP_MUST_CHECK tp_rc linear_consume_gather(tp_group *g, const tp_linear_plan *p,
+                                          const tp_linear_tensors *t, const linear_gather *gather,
+                                          linear_rows_fn consume);
+
+/* How the local rows' sum is made once the peers' partials landed. */
+typedef enum {
+  /* the local rows' GEMM adds them in its epilogue (rs_sum=nccl: NCCL's chain instead) */
+  LINEAR_SUM_EPILOGUE = 0,
+  /* the local partial into the own receive slot, then every rank's summed in
+   * rank order (fp32, one rounding): a GEMM that adds nothing in its
+   * epilogue (the fp8 recipe's scaled GEMMs write bf16 partials) */
+  LINEAR_SUM_SLOTS
+} linear_sum;
+
 /* A reduce-scatter fused with the GEMM that produces its partials. */
 typedef struct linear_scatter {
   linear_partial_fn partial; /* writes the partial of a block of rows */
@@ -216,6 +281,8 @@ typedef struct linear_scatter {
   void *out;                 /* this rank's [S, width] rows of the sum */
   int phase;
   int chunks;
+  linear_sum sum;
+  void *ctx; /* the partial's (a recipe's state) */
 } linear_scatter;
 
 /* Computes and pushes the partial of every peer's rows chunk by chunk, and

@@ -3,7 +3,9 @@
  * a descriptor's shape, derives the GEMM shape, bytes and FLOP of one step,
  * chooses the fused schedule and its chunk counts (or the stock path, with
  * the reason), sizes the workspace, names the NVTX ranges, prepares the
- * buffers a plan needs and counts the transfers a trace must show.
+ * buffers a plan needs and counts the transfers a trace must show — the
+ * identity recipe's (tp_recipe.h) — and makes any recipe's plan, twin and
+ * release.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device_alloc.h"
 #include "kernels/tp_linear_internal.h"
+#include "kernels/tp_recipe.h"
 #include "kernels/tp_window.h"
 
 enum {
@@ -270,8 +273,7 @@ static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, 
 
 /* ---- the plan ------------------------------------------------------------------------- */
 
-/* Names the plan's NVTX ranges, so a timeline reads like the code. */
-static void name_ranges(tp_linear_plan *p) {
+void linear_name_ranges(tp_linear_plan *p) {
   char what[64];
   snprintf(what, sizeof what, "%s %s x%d", tp_backend_name(p->backend),
            tp_schedule_name(p->schedule), p->chunks);
@@ -314,17 +316,13 @@ static tp_rc resolve_stock(tp_schedule requested, tp_linear_plan *p) {
   return TP_OK;
 }
 
-static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
-                          tp_schedule requested, int chunks, tp_linear_plan *out) {
-  memset(out, 0, sizeof *out);
-  out->desc = *desc;
-  out->backend = backend;
-  out->world = g->world;
-  out->rank = g->rank;
+/* The identity recipe's plan: its element type, shape, options and backend. */
+static tp_rc plan_resolve(const tp_group *g, tp_schedule requested, int chunks,
+                          tp_linear_plan *out) {
+  const tp_linear_desc *desc = &out->desc;
+  const tp_backend backend = out->backend;
   if (desc->dtype != TP_BF16 && desc->dtype != TP_FP32)
-    return TP_FAIL(TP_EINTERNAL,
-                   "tp_linear takes bf16 or fp32 elements, not %s (the fp8 formats run through "
-                   "kernels/tp_linear_fp8.h)",
+    return TP_FAIL(TP_EINTERNAL, "the identity recipe takes bf16 or fp32 elements, not %s",
                    tp_dtype_name(desc->dtype));
   TP_TRY(check_shape(desc, g->world, out));
   fill_shape(desc, g->world, out);
@@ -350,11 +348,56 @@ static tp_rc plan_resolve(const tp_group *g, const tp_linear_desc *desc, tp_back
   return TP_FAIL(TP_EINTERNAL, "unknown backend %d", (int)backend);
 }
 
+const char *linear_engine(const tp_linear_plan *p) {
+  if (p->backend == TP_BACKEND_GEMM_ONLY) return "cublaslt";
+  switch (p->schedule) {
+  case TP_SCHED_CE:
+  case TP_SCHED_RING: return "copy-engine"; /* at TP 2 the ring's pushes are copy-engine ones */
+  case TP_SCHED_SM: return "sm-kernel";
+  case TP_SCHED_NCCL:
+  case TP_SCHED_NCCL_WINDOW: return "nccl";
+  default: return "none";
+  }
+}
+
+tp_rc linear_identity_plan(const tp_group *g, tp_linear_plan *p, tp_schedule requested,
+                           int chunks) {
+  TP_TRY(plan_resolve(g, requested, chunks, p));
+  linear_name_ranges(p);
+  p->engine = linear_engine(p);
+  return TP_OK;
+}
+
 tp_rc tp_linear_plan_make(const tp_group *g, const tp_linear_desc *desc, tp_backend backend,
                           tp_schedule requested, int chunks, tp_linear_plan *out) {
-  tp_rc rc = plan_resolve(g, desc, backend, requested, chunks, out);
-  if (rc == TP_OK) name_ranges(out);
+  memset(out, 0, sizeof *out);
+  out->desc = *desc;
+  out->backend = backend;
+  out->world = g->world;
+  out->rank = g->rank;
+  out->recipe = tp_recipe_of(desc->dtype);
+  const tp_rc rc = out->recipe->plan(g, out, requested, chunks);
+  /* a failed plan keeps its reason; what its recipe made is freed */
+  if (rc != TP_OK && out->recipe->release) out->recipe->release(out);
   return rc;
+}
+
+tp_rc tp_linear_twin(const tp_group *g, const tp_linear_plan *p, tp_backend backend,
+                     tp_schedule requested, tp_linear_plan *out) {
+  return p->recipe->twin(g, p, backend, requested, out);
+}
+
+tp_rc linear_identity_twin(const tp_group *g, const tp_linear_plan *p, tp_backend backend,
+                           tp_schedule requested, tp_linear_plan *out) {
+  return tp_linear_plan_make(g, &p->desc, backend, requested, 0, out);
+}
+
+void tp_linear_release(tp_linear_plan *p) {
+  if (!p->recipe) return; /* zeroed, or never planned */
+  if (!p->twin && p->recipe->release) p->recipe->release(p);
+  const tp_linear_desc desc = p->desc;
+  memset(p, 0, sizeof *p);
+  p->desc = desc;
 }
 
 /* ---- buffers and transfers of a plan ---------------------------------------------------- */
@@ -365,7 +408,7 @@ size_t linear_bias_partial_floats(const tp_linear_plan *p) {
   return tp_bias_partial_floats(linear_bias_rows(p), (size_t)p->gemm_n) + (size_t)p->gemm_n;
 }
 
-tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
+tp_rc linear_identity_prepare(tp_group *g, const tp_linear_plan *p) {
   float *unused = NULL;
   if (linear_bias_partial_floats(p))
     TP_TRY(tp_group_bias_scratch(g, linear_bias_partial_floats(p) * sizeof(float), &unused));
@@ -391,7 +434,7 @@ tp_rc tp_linear_prepare(tp_group *g, const tp_linear_plan *p) {
   return TP_OK;
 }
 
-int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
+int linear_identity_transfers(const tp_linear_plan *p, int fwd, int bwd) {
   const int gather = tp_op_gathers(p->desc.op);
   bwd = bwd && p->desc.backward;
   if (p->backend == TP_BACKEND_GEMM_ONLY) return 0;
@@ -407,4 +450,33 @@ int tp_linear_transfers(const tp_linear_plan *p, int fwd, int bwd) {
   /* the gather side's backward: dx reduce-scatter, plus x gathered whole unless saved */
   if (bwd) pushes += p->bwd_chunks * peers + (gather && !p->desc.save_gathered ? peers : 0);
   return pushes;
+}
+
+const char *linear_y_name(int weight) {
+  static const char *const names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
+  return names[weight];
+}
+
+const char *linear_dw_name(int weight) {
+  static const char *const names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
+  return names[weight];
+}
+
+/* y (and dw) per weight, then dx: y summed on the scatter side (its
+ * reduce-scatter, or the all-reduce without SP), dx on the gather side and,
+ * without SP, on the scatter side too (replicated dy). */
+int linear_identity_outputs(const tp_linear_plan *p, const tp_linear_tensors *t,
+                            tp_linear_output *out, int max) {
+  const int gather = tp_op_gathers(p->desc.op), sp = p->desc.sp, bwd = p->desc.backward;
+  int n = 0;
+  for (int i = 0; i < p->desc.n_weights && n + 2 <= max; ++i) {
+    out[n++] =
+        (tp_linear_output){linear_y_name(i), t->y[i], tp_linear_y_elems(p), !gather, p->gemm_k};
+    if (bwd)
+      out[n++] =
+          (tp_linear_output){linear_dw_name(i), t->dw[i], tp_linear_w_elems(p), 0, p->gemm_m};
+  }
+  if (bwd && n < max)
+    out[n++] = (tp_linear_output){"dx", t->dx, tp_linear_x_elems(p), gather || !sp, p->gemm_n};
+  return n;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints facts about the source tree that anyone can recompute: lines per folder,
-# the largest files and functions, the median function length, and (where the
-# `duplicates` command exists) the count of repeated blocks of six or more lines.
+# the lines outside tests/, the largest files and functions, the median function
+# length, and (where the `duplicates` command exists) the count of repeated
+# blocks of six or more lines, over the whole tree and over its non-test code.
 # Usage: scripts/code-facts.sh [REPO_DIR]   (default: the repository holding this script)
 set -euo pipefail
 repo=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -11,6 +12,9 @@ mapfile -t files < <(git ls-files -- '*.c' '*.h' '*.cu' '*.cuh' | grep -v '^test
 echo "## lines of code per folder (C, headers, CUDA)"
 for f in "${files[@]}"; do printf '%s %s\n' "$(dirname "$f")" "$(wc -l <"$f")"; done |
   awk '{n[$1]+=$2; c[$1]++} END {for (d in n) printf "%6d lines %3d files  %s\n", n[d], c[d], d}' | sort -k4
+
+echo "## non-test lines (C, headers, CUDA outside tests/)"
+for f in "${files[@]}"; do case $f in tests/*) ;; *) cat "$f" ;; esac; done | wc -l
 
 echo "## largest files"
 wc -l "${files[@]}" | grep -v ' total$' | sort -rn | head -10
@@ -34,6 +38,12 @@ print("functions: %d, median %g lines, over 60 lines: %d" % (
 echo "## repeated blocks (six or more lines)"
 if command -v duplicates >/dev/null; then
   duplicates --repo "$repo" --most 1 --seconds 120 | head -1
+  # the same over a copy of the tracked files without tests/ (duplicates reads a folder)
+  nontest=$(mktemp -d)
+  git ls-files | grep -v '^tests/' | tar -cf - -T - | tar -xf - -C "$nontest"
+  printf 'non-test code: '
+  (cd "$nontest" && duplicates --most 1 --seconds 300 | head -1)
+  rm -rf "$nontest"
 else
   echo "the duplicates command is not on this machine"
 fi

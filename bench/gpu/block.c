@@ -5,7 +5,9 @@
  * A plan is made per backend; the tensors per case, for the shape: the
  * stock layer, each dist_gemm variant and the two references of a case all
  * run on the same inputs and weights, which is what makes their outputs
- * comparable. An fp8 plan's projections are planned in block_fp8.c.
+ * comparable. The four projections are tp_linear plans of the shape's
+ * recipe, whatever the dtype (kernels/tp_recipe.h); an fp8 layer's own
+ * checks are in block_fp8.c.
  */
 #include "bench/gpu/block.h"
 
@@ -13,11 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/gpu/block_fp8.h"
 #include "bench/matrix/placement.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
+#include "kernels/tp_recipe_rules.h"
 #include "kernels/tp_window.h"
 
 static const char *const proj_names[] = {"qkv", "wo", "w13", "w2"};
@@ -58,10 +60,15 @@ static tp_rc check_placement(const tp_block_shape *s, tp_backend backend) {
   return rc == TP_OK ? TP_OK : tp_fail_context(rc, "placement");
 }
 
+/* The projections' recipe: an fp8 format, or the tensors' own dtype. */
+static tp_dtype proj_dtype(const tp_block_shape *s) {
+  return tp_dtype_is_fp8(s->proj_dtype) ? s->proj_dtype : s->dtype;
+}
+
 tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
   tp_linear_desc d;
   memset(&d, 0, sizeof d);
-  d.dtype = s->dtype;
+  d.dtype = proj_dtype(s);
   d.tokens = s->batch * s->seq;
   d.n_weights = 1;
   d.backward = s->backward;
@@ -93,6 +100,8 @@ tp_linear_desc tp_block_proj_desc(const tp_block_shape *s, tp_block_proj proj) {
     break;
   }
   d.save_gathered = s->save_gathered && d.op != TP_OP_LINEAR_RS;
+  /* an fp8 layer's gathering projections move what the layer's comm_dtype says */
+  d.comm = tp_op_gathers(d.op) ? s->comm : TP_COMM_NONE;
   return d;
 }
 
@@ -157,6 +166,7 @@ static tp_rc forward_comm_bytes(const tp_group *g, const tp_linear_desc *desc, t
   tp_linear_plan fwd;
   TP_TRY(tp_linear_plan_make(g, &d, backend, requested, chunks, &fwd));
   *out = fwd.comm_bytes;
+  tp_linear_release(&fwd);
   return TP_OK;
 }
 
@@ -173,10 +183,19 @@ static void add_sizes(tp_block_plan *p, const tp_linear_plan *lp) {
   p->comm_bytes += lp->comm_bytes;
 }
 
-/* Every bf16/fp32 projection the block has, and what their plans add up to
- * (ac=full sends the forward's bytes twice). */
+/* One projection's plan: its own, or (src) a twin of src's projection. */
+static tp_rc plan_projection(const tp_group *g, const tp_block_plan *src, const tp_linear_desc *d,
+                             tp_backend backend, tp_schedule request, int chunks, int i,
+                             tp_linear_plan *out) {
+  if (src) return tp_linear_twin(g, &src->proj[i], backend, request, out);
+  return tp_linear_plan_make(g, d, backend, request, chunks, out);
+}
+
+/* Every projection the block has, in the shape's recipe (src: twins of
+ * src's), and what their plans add up to (ac=full sends the forward's bytes
+ * twice). */
 static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chunks,
-                              tp_block_plan *out) {
+                              const tp_block_plan *src, tp_block_plan *out) {
   const tp_block_shape *shape = &out->shape;
   const tp_backend backend = out->backend;
   /* dist_gemm's schedule, or the stock variant on NCCL symmetric windows */
@@ -185,7 +204,8 @@ static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chun
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!out->has[i]) continue;
     tp_linear_desc d = tp_block_proj_desc(shape, (tp_block_proj)i);
-    tp_rc rc = tp_linear_plan_make(g, &d, backend, request, chunks, &out->proj[i]);
+    if (g->world == 1) d.comm = TP_COMM_NONE; /* nothing travels */
+    tp_rc rc = plan_projection(g, src, &d, backend, request, chunks, i, &out->proj[i]);
     if (rc != TP_OK) return tp_fail_context(rc, "%s", proj_names[i]);
     add_sizes(out, &out->proj[i]);
     size_t again = 0;
@@ -201,8 +221,40 @@ static tp_rc plan_projections(const tp_group *g, tp_schedule requested, int chun
   return TP_OK;
 }
 
-tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_backend backend,
-                         tp_schedule requested, int chunks, tp_block_plan *out) {
+/* The recipe's rules of the whole layer (kernels/tp_recipe_rules.h: the
+ * matrix asks the same), for what each projection's own plan cannot see:
+ * qkv's weight parts, the layer's sp and symm, its backend at TP 1. */
+static tp_rc check_recipe_rules(const tp_group *g, tp_backend backend, tp_schedule requested,
+                                int chunks, const tp_block_shape *s) {
+  if (!tp_dtype_is_fp8(s->proj_dtype)) return TP_OK;
+  if (s->dtype != TP_BF16)
+    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s",
+                   tp_dtype_name(s->proj_dtype), tp_dtype_name(s->dtype));
+  const tp_recipe_layer l = {s->proj_dtype,
+                             s->layer,
+                             s->batch * s->seq,
+                             s->dim,
+                             s->n_heads,
+                             s->n_kv_heads,
+                             s->head_dim,
+                             s->ffn_hidden,
+                             g->world,
+                             s->backward ? TP_PASS_FWD_BWD : TP_PASS_FWD,
+                             s->sp,
+                             g->world > 1 ? s->comm : TP_COMM_NONE};
+  char why[400];
+  if (tp_recipe_layer_backend_rejection(&l, backend, why, sizeof why) ||
+      tp_recipe_layer_rejection(&l, why, sizeof why) ||
+      (backend == TP_BACKEND_DIST &&
+       tp_recipe_layer_dist_rejection(&l, requested, chunks, s->symm, why, sizeof why)))
+    return TP_FAIL(TP_EREJECT, "%s", why);
+  return TP_OK;
+}
+
+/* A block plan: its own projections, or (src) twins of src's. */
+static tp_rc block_plan(const tp_group *g, const tp_block_shape *shape, tp_backend backend,
+                        tp_schedule requested, int chunks, const tp_block_plan *src,
+                        tp_block_plan *out) {
   memset(out, 0, sizeof *out);
   out->shape = *shape;
   out->backend = backend;
@@ -220,9 +272,8 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   out->has[TP_PROJ_W13] = out->has[TP_PROJ_W2] = has_ffn(shape->layer);
   out->attn = (tp_attention_shape){shape->dtype, shape->seq, shape->batch,
                                    out->hq,      out->hkv,   shape->head_dim};
-  if (tp_dtype_is_fp8(shape->proj_dtype))
-    TP_TRY(tp_block_fp8_plan(g, backend, requested, chunks, out));
-  else TP_TRY(plan_projections(g, requested, chunks, out));
+  TP_TRY(check_recipe_rules(g, backend, requested, chunks, shape));
+  TP_TRY(plan_projections(g, requested, chunks, src, out));
   if (!shape->backward) return TP_OK;
   tp_activation_set kept;
   tp_block_kept(out, &kept);
@@ -231,15 +282,80 @@ tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_back
   return TP_OK;
 }
 
+tp_rc tp_block_plan_make(const tp_group *g, const tp_block_shape *shape, tp_backend backend,
+                         tp_schedule requested, int chunks, tp_block_plan *out) {
+  return block_plan(g, shape, backend, requested, chunks, NULL, out);
+}
+
+tp_rc tp_block_plan_twin(const tp_group *g, const tp_block_plan *p, tp_backend backend,
+                         tp_schedule requested, tp_block_plan *out) {
+  return block_plan(g, &p->shape, backend, requested, 0, p, out);
+}
+
+void tp_block_release(tp_block_plan *p) {
+  for (int i = 0; i < TP_N_PROJ; ++i) tp_linear_release(&p->proj[i]);
+}
+
 tp_rc tp_block_prepare(tp_group *g, const tp_block_plan *p) {
-  if (p->fp8) return TP_OK; /* its weights are quantized with the tensors: tp_block_prepare_fp8 */
   for (int i = 0; i < TP_N_PROJ; ++i)
     if (p->has[i]) TP_TRY(tp_linear_prepare(g, &p->proj[i]));
   return TP_OK;
 }
 
+/* A projection's weights in the tensors (block.h's layouts). */
+static void proj_weights(const tp_block_tensors *t, tp_block_proj proj, tp_linear_tensors *lt) {
+  switch (proj) {
+  case TP_PROJ_QKV: lt->w[0] = t->attn.w_qkv; break;
+  case TP_PROJ_WO: lt->w[0] = t->attn.w_o; break;
+  case TP_PROJ_W13:
+    lt->w[0] = t->ffn.w1;
+    lt->w[1] = t->ffn.w3;
+    break;
+  case TP_PROJ_W2:
+  default: lt->w[0] = t->ffn.w2; break;
+  }
+}
+
+tp_rc tp_block_prepare_weights(tp_group *g, const tp_block_plan *p, const tp_block_tensors *t) {
+  for (int i = 0; i < TP_N_PROJ; ++i) {
+    if (!p->has[i]) continue;
+    tp_linear_tensors lt;
+    memset(&lt, 0, sizeof lt);
+    proj_weights(t, (tp_block_proj)i, &lt);
+    /* at TP > 1 also the communication's buffers and a fused pipeline's
+     * symmetric workspace (collective: every rank, the same order) */
+    tp_rc rc = tp_linear_prepare_weights(g, &p->proj[i], &lt);
+    if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
+  }
+  return TP_OK;
+}
+
+tp_rc tp_block_proj_forward(tp_group *g, const tp_block_plan *p, tp_block_proj proj,
+                            const tp_linear_tensors *t) {
+  return tp_linear_forward(g, &p->proj[proj], t);
+}
+
+tp_rc tp_block_proj_backward(tp_group *g, const tp_block_plan *p, tp_block_proj proj,
+                             const tp_linear_tensors *t) {
+  return tp_linear_backward(g, &p->proj[proj], t);
+}
+
+tp_rc tp_block_twin_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
+  tp_block_plan twin;
+  tp_rc rc = tp_block_plan_twin(g, p, TP_BACKEND_STOCK, TP_SCHED_AUTO, &twin);
+  if (rc == TP_OK) rc = tp_block_step(g, &twin, t);
+  tp_block_release(&twin);
+  return rc;
+}
+
+size_t tp_block_own_bytes(const tp_block_plan *p) {
+  size_t bytes = 0;
+  for (int i = 0; i < TP_N_PROJ; ++i)
+    if (p->has[i]) bytes += tp_linear_own_bytes(&p->proj[i]);
+  return bytes;
+}
+
 int tp_block_transfers(const tp_block_plan *p) {
-  if (p->fp8) return 0; /* the fp8 projections' pushes are not counted as transfers */
   const int forwards = p->shape.ac == TP_AC_FULL ? 2 : 1;
   int n = 0;
   for (int i = 0; i < TP_N_PROJ; ++i)

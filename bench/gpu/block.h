@@ -7,12 +7,14 @@
  *
  * Only the four TP projections (kernels/tp_linear.h) depend on the backend;
  * everything else is the same code in every backend, so the difference
- * measured is the TP path alone. With an fp8 recipe (shape.proj_dtype, issue
- * 15) the four projections run kernels/tp_linear_fp8.h instead, as `ops`
- * does (block_fp8.h), and everything else stays bf16. GEMM_ONLY runs the block with its
- * projections' GEMMs alone (everything but the collectives), COMM_ONLY runs
- * the projections' collectives alone and nothing else: the two halves whose
- * maximum bounds the block.
+ * measured is the TP path alone. The projections are tp_linear plans of one
+ * recipe (kernels/tp_recipe.h): the tensors' dtype, or an fp8 format
+ * (shape.proj_dtype, issue 15), whose four projections quantize their
+ * operands and run scaled GEMMs as `ops` does, everything else staying bf16
+ * (block_fp8.h holds that layer's own checks). GEMM_ONLY runs the block with
+ * its projections' GEMMs alone (everything but the collectives), COMM_ONLY
+ * runs the projections' collectives alone and nothing else: the two halves
+ * whose maximum bounds the block.
  *
  * Placement (bench/matrix/placement.h, checked when the plan is made). W ranks,
  * B batch, S sequence, T = S·B tokens, rows in (seq, batch) order (row =
@@ -80,9 +82,9 @@ typedef struct tp_block_shape {
   int sp;            /* sequence parallelism */
   int backward;      /* the plan runs the backward too */
   int save_gathered; /* the all-gather side keeps AG(x) for its backward */
-  /* An fp8 dtype (tp_dtype_is_fp8): the four TP projections quantize their
-   * operands and run scaled FP8 GEMMs (block_fp8.h), dtype must be bf16;
-   * any other value (zero-initialised: bf16) runs them in dtype. */
+  /* An fp8 dtype (tp_dtype_is_fp8): the four TP projections run the fp8
+   * recipe (quantized operands, scaled FP8 GEMMs), dtype must be bf16; any
+   * other value (zero-initialised: bf16) runs them in dtype. */
   tp_dtype proj_dtype;
   tp_ac ac;               /* activation checkpointing: none unless backward; full refuses
                              save_gathered (the plan rejects both) */
@@ -97,46 +99,53 @@ typedef struct tp_block_shape {
 typedef enum { TP_PROJ_QKV = 0, TP_PROJ_WO, TP_PROJ_W13, TP_PROJ_W2, TP_N_PROJ } tp_block_proj;
 const char *tp_block_proj_name(tp_block_proj proj); /* "qkv", "wo", "w13", "w2" */
 
-/* The op, global shape and pass of one projection of a block. */
+/* The op, global shape, pass and recipe (the dtype: an fp8 format or the
+ * tensors' own; what the gathering ones move) of one projection of a block. */
 tp_linear_desc tp_block_proj_desc(const tp_block_shape *shape, tp_block_proj proj);
-
-struct tp_block_fp8; /* the fp8 projections of a plan (block_fp8.h) */
 
 typedef struct tp_block_plan {
   tp_block_shape shape;
   tp_backend backend;
   int world, rank;
-  int64_t tokens;     /* T */
-  int64_t local_rows; /* rows of x, y, dy, dx on this rank: T/W with sp, T without */
-  int64_t hq, hkv;    /* local heads */
-  int64_t ffn_local;  /* F/W */
-  int has[TP_N_PROJ]; /* which projections the block has */
-  tp_linear_plan proj[TP_N_PROJ];
-  tp_attention_shape attn;  /* the local heads over the whole sequence */
-  size_t symm_bytes;        /* symmetric workspace: max over the projections (dist_gemm) */
-  size_t scratch_bytes;     /* private scratch: max over the projections (the others) */
-  size_t window_bytes;      /* the group's window scratch: max over the projections (the
-                               stock variant on NCCL symmetric windows, kernels/tp_window.h) */
-  size_t saved_bytes;       /* gathered inputs kept for the backward: a sum */
-  size_t comm_bytes;        /* per rank per step: a sum over the projections (ac=full: with
-                               the recomputed forward's again) */
-  int64_t activation_bytes; /* per rank: what the forward leaves for the backward under
-                               shape.ac (tp_activation_saved); 0 without a backward */
-  /* shape.proj_dtype an fp8 dtype: the projections' fp8 plans (proj[] is
-   * then unused, zeroed), owned: tp_block_release; else NULL */
-  struct tp_block_fp8 *fp8;
+  int64_t tokens;                 /* T */
+  int64_t local_rows;             /* rows of x, y, dy, dx on this rank: T/W with sp, T without */
+  int64_t hq, hkv;                /* local heads */
+  int64_t ffn_local;              /* F/W */
+  int has[TP_N_PROJ];             /* which projections the block has */
+  tp_linear_plan proj[TP_N_PROJ]; /* each in the shape's recipe (tp_block_proj_desc) */
+  tp_attention_shape attn;        /* the local heads over the whole sequence */
+  size_t symm_bytes;              /* symmetric workspace: max over the projections (dist_gemm) */
+  size_t scratch_bytes;           /* private scratch: max over the projections (the others) */
+  size_t window_bytes;            /* the group's window scratch: max over the projections (the
+                                     stock variant on NCCL symmetric windows, kernels/tp_window.h) */
+  size_t saved_bytes;             /* gathered inputs kept for the backward: a sum */
+  size_t comm_bytes;              /* per rank per step: a sum over the projections (ac=full: with
+                                     the recomputed forward's again) */
+  int64_t activation_bytes;       /* per rank: what the forward leaves for the backward under
+                                     shape.ac (tp_activation_saved); 0 without a backward */
 } tp_block_plan;
 
 /* Plans every projection for backend (schedule and chunks: dist_gemm's
- * request) and checks the block's placement contracts. TP_EREJECT with the
- * reason ("qkv: ...", "placement: ...", "ac=...") when it cannot run here.
- * An fp8 plan (block_fp8.h) holds memory: tp_block_release it in every case. */
+ * request) and checks the block's placement contracts and its recipe's
+ * rules (kernels/tp_recipe_rules.h). TP_EREJECT with the reason ("qkv:
+ * ...", "placement: ...", "ac=...") when it cannot run here. A plan of a
+ * recipe with buffers of its own (fp8) holds memory: tp_block_release it in
+ * every case. */
 TP_MUST_CHECK tp_rc tp_block_plan_make(const tp_group *group, const tp_block_shape *shape,
                                        tp_backend backend, tp_schedule requested, int chunks,
                                        tp_block_plan *out);
 
-/* Frees what the plan holds (the fp8 projections; nothing otherwise); a
- * zeroed plan is fine. */
+/* The stock block (schedule AUTO or NCCL_WINDOW) whose step fills what a
+ * reference plan p's projections read (tp_linear_twin of each): bf16
+ * projections of its own, run on the reference's private scratches
+ * (tp_block_tensors.proj_scratch, proj[k].workspace_bytes each); fp8 views of
+ * p's quantized buffers (no scratch). Release it before p. */
+TP_MUST_CHECK tp_rc tp_block_plan_twin(const tp_group *group, const tp_block_plan *p,
+                                       tp_backend backend, tp_schedule requested,
+                                       tp_block_plan *out);
+
+/* Frees what the projections' plans hold (an fp8 recipe's buffers; nothing
+ * otherwise); a zeroed plan is fine. */
 void tp_block_release(tp_block_plan *plan);
 
 /* The tensors this rank's forward leaves for the backward under the plan's
@@ -144,9 +153,20 @@ void tp_block_release(tp_block_plan *plan);
 void tp_block_kept(const tp_block_plan *plan, tp_activation_set *out);
 
 /* Collective (dist_gemm grows the symmetric workspace on every rank):
- * workspaces and scratch of every projection (an fp8 plan's projections are
- * prepared with the tensors: tp_block_prepare_fp8). */
+ * workspaces and scratch of every projection (an fp8 recipe's are made with
+ * its weights: tp_block_prepare_weights). */
 TP_MUST_CHECK tp_rc tp_block_prepare(tp_group *group, const tp_block_plan *plan);
+
+/* Bytes the projections' recipes hold of their own (fp8: quantized copies,
+ * scales, the communication's buffers); 0 for bf16 and fp32. */
+size_t tp_block_own_bytes(const tp_block_plan *plan);
+
+/* One projection's forward or backward as the plan runs it (tp_linear_forward
+ * / _backward of its plan): what block_run.c calls for every projection. */
+TP_MUST_CHECK tp_rc tp_block_proj_forward(tp_group *group, const tp_block_plan *plan,
+                                          tp_block_proj proj, const tp_linear_tensors *t);
+TP_MUST_CHECK tp_rc tp_block_proj_backward(tp_group *group, const tp_block_plan *plan,
+                                           tp_block_proj proj, const tp_linear_tensors *t);
 
 /* Transfers one rank issues per step (tp_linear_transfers summed; ac=full
  * adds the recomputed forward's). */
@@ -219,6 +239,18 @@ TP_MUST_CHECK tp_rc tp_block_alloc(tp_group *group, const tp_block_plan *plan, u
 TP_MUST_CHECK tp_rc tp_block_alloc_window(tp_group *group, const tp_block_plan *plan, uint64_t seed,
                                           tp_block_tensors *t);
 void tp_block_free(tp_block_tensors *t);
+
+/* The projections whose recipe keeps its own copy of the weights (fp8):
+ * each weight of t quantized once (and its transpose with the backward),
+ * waited for; at TP > 1 their communication's buffers and a fused
+ * pipeline's symmetric workspace (collective). Nothing for bf16 or fp32. */
+TP_MUST_CHECK tp_rc tp_block_prepare_weights(tp_group *group, const tp_block_plan *plan,
+                                             const tp_block_tensors *t);
+
+/* One step of p's stock twin on t (planned, stepped, released): what a
+ * reference's window reads, as its `before` leaves it. */
+TP_MUST_CHECK tp_rc tp_block_twin_step(tp_group *group, const tp_block_plan *p,
+                                       tp_block_tensors *t);
 
 /* Refills the block's data, its input x and (with a backward) the output
  * gradient dy, from seed: data-parallel ranks each get their own batch

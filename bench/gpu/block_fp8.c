@@ -1,9 +1,9 @@
 /*
- * block_fp8.c — a block's TP projections in an fp8 format (see
- * block_fp8.h): their plans, the quantized weights, the dispatch block_run.c
- * calls for every projection, the GEMM-alone's quantizing step, and the two
- * checks of `run`'s fp8 layers (each projection against float64 products of
- * its dequantized operands; every output against the bf16 block's).
+ * block_fp8.c — the two checks of `run`'s fp8 layers (see block_fp8.h):
+ * each projection against float64 products of its dequantized operands,
+ * and every output against the bf16 block's. The projections themselves are
+ * tp_linear plans of the fp8 recipe (block.c plans, prepares and runs them
+ * as it does bf16's).
  *
  * Which tensors are a projection's operands is block_run.c's wiring; the
  * checks read them again here (proj_io), after the step.
@@ -19,70 +19,6 @@
 #include "kernels/tp_device.h"
 #include "kernels/tp_device_alloc.h"
 
-/* ---- plan, prepare, release ------------------------------------------------------------ */
-
-/* The projection's fp8 plan: the layer's backend, schedule and chunks; at
- * TP > 1 the gathering projections (qkv, w13) move the layer's comm_dtype,
- * the reduce-scatter ones (wo, w2) none (their bf16 partials are reduced). */
-static tp_fp8_linear_desc fp8_desc(const tp_block_shape *s, tp_block_proj proj, int world,
-                                   tp_backend backend, tp_schedule schedule, int chunks) {
-  const tp_linear_desc d = tp_block_proj_desc(s, proj);
-  const tp_comm_dtype comm = world > 1 && tp_op_gathers(d.op) ? s->comm : TP_COMM_NONE;
-  const tp_fp8_linear_desc f = {s->proj_dtype,  d.op,        d.tokens,   d.in_features,
-                                d.out_features, d.n_weights, d.backward, backend,
-                                schedule,       chunks,      comm};
-  return f;
-}
-
-/* The matrix's rules (fp8_rules.h) again where the plan is made, for what
- * the projection's own plan cannot see: the layer's sp and symm. */
-static tp_rc check_layer_rules(const tp_group *g, tp_backend backend, const tp_block_shape *s) {
-  const char *dt = tp_dtype_name(s->proj_dtype);
-  if (s->dtype != TP_BF16)
-    return TP_FAIL(TP_EINTERNAL, "an %s block keeps bf16 activations, not %s", dt,
-                   tp_dtype_name(s->dtype));
-  /* TP 1, as ops' fp8 items: the stock op and its GEMMs alone (nothing travels) */
-  if (g->world == 1 && backend != TP_BACKEND_STOCK && backend != TP_BACKEND_GEMM_ONLY)
-    return TP_FAIL(TP_EREJECT, "%s at TP 1: %s has nothing to gather or scatter", dt,
-                   tp_backend_axis(backend));
-  if (g->world > 1 && !s->sp)
-    return TP_FAIL(TP_EREJECT,
-                   "%s layers at TP %d with sp off: the fp8 projections' communication gathers "
-                   "and reduce-scatters sequence-sharded rows (sp on only; never run as bf16)",
-                   dt, g->world);
-  if (backend == TP_BACKEND_DIST && s->symm == TP_SYMM_NCCL)
-    return TP_FAIL(TP_EREJECT,
-                   "symm=nccl: the fp8 projections' fused pushes (kernels/tp_linear_fp8_comm.c) "
-                   "run over the CUDA-IPC heap only");
-  return TP_OK;
-}
-
-tp_rc tp_block_fp8_plan(const tp_group *g, tp_backend backend, tp_schedule requested, int chunks,
-                        tp_block_plan *p) {
-  const tp_block_shape *s = &p->shape;
-  TP_TRY(check_layer_rules(g, backend, s));
-  p->fp8 = calloc(1, sizeof *p->fp8);
-  if (!p->fp8) return TP_FAIL(TP_EOOM, "no host memory for the fp8 projections");
-  for (int i = 0; i < TP_N_PROJ; ++i) {
-    if (!p->has[i]) continue;
-    const tp_fp8_linear_desc d =
-        fp8_desc(s, (tp_block_proj)i, g->world, backend, requested, chunks);
-    tp_rc rc = tp_fp8_linear_plan(g, &d, &p->fp8->lin[i]);
-    if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
-    p->comm_bytes += p->fp8->lin[i].comm_bytes;
-    /* the fused pipelines carve the group's heap from offset 0: the block reserves the max */
-    if (p->fp8->lin[i].symm_bytes > p->symm_bytes) p->symm_bytes = p->fp8->lin[i].symm_bytes;
-  }
-  return TP_OK;
-}
-
-void tp_block_release(tp_block_plan *p) {
-  if (!p->fp8) return;
-  for (int i = 0; i < TP_N_PROJ; ++i) tp_fp8_linear_release(&p->fp8->lin[i]);
-  free(p->fp8);
-  p->fp8 = NULL;
-}
-
 /* A projection's weights in the tensors (block.h's layouts). */
 static int proj_weights(const tp_block_tensors *t, tp_block_proj proj, const void **w) {
   switch (proj) {
@@ -95,68 +31,6 @@ static int proj_weights(const tp_block_tensors *t, tp_block_proj proj, const voi
   case TP_PROJ_W2:
   default: w[0] = t->ffn.w2; return 1;
   }
-}
-
-tp_rc tp_block_prepare_fp8(tp_group *g, const tp_block_plan *p, const tp_block_tensors *t) {
-  if (!p->fp8) return TP_OK;
-  for (int i = 0; i < TP_N_PROJ; ++i) {
-    if (!p->has[i]) continue;
-    const void *w[TP_MAX_WEIGHTS] = {NULL};
-    proj_weights(t, (tp_block_proj)i, w);
-    /* at TP > 1 also the communication's buffers and a fused pipeline's
-     * symmetric workspace (collective: every rank, the same order) */
-    tp_rc rc = tp_fp8_linear_prepare_group(g, &p->fp8->lin[i], w, g->main_stream);
-    if (rc != TP_OK) return tp_fail_context(rc, "%s", tp_block_proj_name((tp_block_proj)i));
-  }
-  return TP_OK;
-}
-
-size_t tp_block_fp8_bytes(const tp_block_plan *p) {
-  size_t bytes = 0;
-  for (int i = 0; p->fp8 && i < TP_N_PROJ; ++i)
-    if (p->has[i]) bytes += tp_fp8_linear_workspace_bytes(&p->fp8->lin[i]);
-  return bytes;
-}
-
-/* ---- the projections in a step --------------------------------------------------------------- */
-
-/* The GEMMs alone read operands a full step quantized before the window. */
-static int gemms_only(const tp_block_plan *p) {
-  return p->backend == TP_BACKEND_GEMM_ONLY && !p->fp8->quantize;
-}
-
-tp_rc tp_block_proj_forward(tp_group *g, const tp_block_plan *p, tp_block_proj proj,
-                            const tp_linear_tensors *t) {
-  if (!p->fp8) return tp_linear_forward(g, &p->proj[proj], t);
-  tp_fp8_linear *lin = &p->fp8->lin[proj];
-  if (p->fp8->quantize) { /* a reference's `before`: what a stock step leaves them to read */
-    TP_TRY(tp_fp8_linear_quantize_input(g, lin, t->x, g->main_stream));
-    return tp_fp8_linear_gemms(lin, t->y, g->main_stream);
-  }
-  if (p->backend == TP_BACKEND_GEMM_ONLY) return tp_fp8_linear_gemms(lin, t->y, g->main_stream);
-  if (p->backend == TP_BACKEND_COMM_ONLY)
-    return tp_fp8_linear_collective(g, lin, t->x, t->y, g->main_stream);
-  return tp_fp8_linear_forward(g, lin, t->x, t->y, g->main_stream);
-}
-
-tp_rc tp_block_proj_backward(tp_group *g, const tp_block_plan *p, tp_block_proj proj,
-                             const tp_linear_tensors *t) {
-  if (!p->fp8) return tp_linear_backward(g, &p->proj[proj], t);
-  tp_fp8_linear *lin = &p->fp8->lin[proj];
-  if (gemms_only(p)) return tp_fp8_linear_backward_gemms(lin, t->dx, t->dw, g->main_stream);
-  if (p->backend == TP_BACKEND_COMM_ONLY && !p->fp8->quantize)
-    return tp_fp8_linear_backward_collective(g, lin, t->dx, g->main_stream);
-  return tp_fp8_linear_backward(g, lin, t->x, t->dy, t->dx, t->dw, g->main_stream);
-}
-
-tp_rc tp_block_fp8_quantize_step(tp_group *g, const tp_block_plan *p, tp_block_tensors *t) {
-  if (!p->fp8) return TP_FAIL(TP_EINTERNAL, "a quantizing step of a plan without fp8");
-  if (p->backend == TP_BACKEND_COMM_ONLY && p->shape.backward && g->world < 2)
-    return TP_FAIL(TP_EINTERNAL, "fp8 collectives alone with the backward at TP 1 (it has none)");
-  p->fp8->quantize = 1;
-  tp_rc rc = tp_block_step(g, p, t);
-  p->fp8->quantize = 0;
-  return rc;
 }
 
 /* ---- the check against float64 products --------------------------------------------------- */
@@ -207,12 +81,12 @@ static void add_check(tp_block_fp8_verdict *v, const char *name, const tp_fp8_ch
 tp_rc tp_block_fp8_check(const tp_block_plan *p, const tp_block_tensors *t, tp_block_proj proj,
                          const tp_fp8_accum_model *model, tp_block_fp8_verdict *out) {
   memset(out, 0, sizeof *out);
-  if (!p->fp8 || !p->has[proj])
+  const tp_fp8_linear *lin = tp_linear_fp8_of(&p->proj[proj]);
+  if (!lin || !p->has[proj])
     return TP_FAIL(TP_EINTERNAL, "fp8 check of %s: not an fp8 projection of this block",
                    tp_block_proj_name(proj));
   static const char *y_names[TP_MAX_WEIGHTS] = {"y", "y1", "y2", "y3"};
   static const char *dw_names[TP_MAX_WEIGHTS] = {"dw", "dw1", "dw2", "dw3"};
-  const tp_fp8_linear *lin = &p->fp8->lin[proj];
   const proj_io io = proj_io_of(p, t, proj);
   const int nw = lin->desc.n_weights, r = TP_BLOCK_FP8_CHECK_ROWS, c = TP_BLOCK_FP8_CHECK_COLS;
   tp_fp8_check k;
@@ -233,9 +107,10 @@ tp_rc tp_block_fp8_check(const tp_block_plan *p, const tp_block_tensors *t, tp_b
 tp_rc tp_block_fp8_check_wholes(tp_group *g, const tp_block_plan *p, const tp_block_tensors *t,
                                 tp_block_proj proj, tp_fp8_whole_check *out, int max, int *n) {
   *n = 0;
-  if (!p->fp8 || !p->has[proj]) return TP_OK;
+  const tp_fp8_linear *lin = tp_linear_fp8_of(&p->proj[proj]);
+  if (!lin || !p->has[proj]) return TP_OK;
   const proj_io io = proj_io_of(p, t, proj);
-  return tp_fp8_linear_check_wholes(g, &p->fp8->lin[proj], io.x, io.dy[0], out, max, n);
+  return tp_fp8_linear_check_wholes(g, lin, io.x, io.dy[0], out, max, n);
 }
 
 /* ---- against the bf16 block ---------------------------------------------------------------- */

@@ -91,6 +91,7 @@
 #include "bench/stats/numerics.h"
 #include "bench/stats/stats.h"
 #include "collectors/tp_collector.h"
+#include "common/tp_judgement.h"
 #include "common/tp_vocab.h"
 #include "store/tp_store.h"
 
@@ -130,19 +131,10 @@ typedef struct tp_item_info {
 } tp_item_info;
 
 /* An item's own judgement of one output against a reference it computes
- * itself (the fp8 ops: a float64 product of the dequantized operands),
- * recorded as a check beside the comparison with the case's reference.
- * Plain data: the ranks' judgements are gathered and the worst is kept. */
-typedef struct tp_item_check {
-  char name[32];            /* the check's output name, e.g. "y:fp64" */
-  int failed;               /* 1: the output fails it */
-  int not_checked;          /* 1: the check could not run; reason says why */
-  int exact;                /* 1: judged bit for bit (rule "exact"), else within tolerance */
-  double elements;          /* elements judged */
-  double nonfinite, differ; /* of them: not finite; outside the bound */
-  double rel_err, max_abs_err, tolerance;
-  char reason[192]; /* required when failed; what was compared otherwise */
-} tp_item_check;
+ * itself (a recipe's judge: the fp8 ops' float64 product of the dequantized
+ * operands), recorded as a check beside the comparison with the case's
+ * reference (common/tp_judgement.h). */
+typedef tp_judgement tp_item_check;
 
 /* An fp8 op of two weights judges y, y1, dx, dw and dw1, each twice, and at
  * TP > 1 up to 2 gathered operands against the whole; an fp8 transformer

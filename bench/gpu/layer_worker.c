@@ -7,10 +7,11 @@
  * the GEMM-alone and collectives-alone references of a case run on the same
  * numbers; the harness keeps the stock outputs and gradients and judges
  * every dist_gemm configuration of the case against them, one by one. The
- * references give each projection a private scratch that one stock step
- * fills before each window, so the GEMMs alone read the gathered inputs the
- * stock layer's collectives deliver (not another op's leftovers), and the
- * collectives alone move the partials its GEMMs make.
+ * references step their stock twin (tp_block_plan_twin) before each window:
+ * a bf16 twin fills each projection's private scratch, so the GEMMs alone
+ * read the gathered inputs the stock layer's collectives deliver (not
+ * another op's leftovers), and the collectives alone move the partials its
+ * GEMMs make; an fp8 twin fills the references' own quantized buffers.
  *
  * The stock variant on NCCL symmetric windows (and its collectives alone)
  * runs the same collectives on windows: NCCL's symmetric kernels need both
@@ -23,12 +24,13 @@
  * job whose workers died goes on with new ones from the first configuration
  * of the case that was not recorded, leaving out the one that was running.
  *
- * An fp8 layer (issue 15, block_fp8.h) keeps bf16 tensors and runs its four
- * projections in the format: the stock layer quantizes in its timed step
- * (at TP > 1 through the fp8 communication of its projections, qkv and w13
- * gathering the case's comm_dtype, dist_gemm pushing fp8 chunks), the GEMMs
- * alone and the collectives alone read operands a full step quantized in
- * `before`. dist_gemm's fp8 layer is held to the stock fp8 layer's outputs
+ * An fp8 layer (issue 15) keeps bf16 tensors and runs its four projections
+ * in the fp8 recipe (the same item and block code: the block's projections
+ * are tp_linear plans of the case's recipe): the stock layer quantizes in
+ * its timed step (at TP > 1 through the fp8 communication of its
+ * projections, qkv and w13 gathering the case's comm_dtype, dist_gemm
+ * pushing fp8 chunks), the GEMMs alone and the collectives alone read
+ * operands their stock twin's full step quantized in `before`. dist_gemm's fp8 layer is held to the stock fp8 layer's outputs
  * with the layers' usual tolerance (docs/dev/NOTES.md says why it holds). Besides
  * the harness's finite check of every output, the stock fp8 layer judges
  * itself: each projection's outputs against float64 products of its
@@ -162,11 +164,12 @@ static tp_rc layer_plan(void *self, tp_group *world) {
    * rejects the configuration), never the IPC heap instead */
   tp_symm *heap = NULL;
   if (rc == TP_OK && it->shape.symm == TP_SYMM_NCCL) rc = tp_group_symm(g, TP_SYMM_NCCL, &heap);
-  /* an fp8 GEMM alone fills its own operands (layer_before): no stock layer; a window
-   * reference's scratches are filled by the window stock layer */
-  if (rc == TP_OK && is_reference(it) && !is_fp8(it))
-    rc = tp_block_plan_make(g, &it->shape, TP_BACKEND_STOCK,
-                            is_window(it) ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO, 0, &it->stock);
+  /* a reference reads what its stock twin's step leaves (bf16: in its private
+   * scratches; fp8: in its own quantized buffers); a window reference's twin is the
+   * window stock layer */
+  if (rc == TP_OK && is_reference(it))
+    rc = tp_block_plan_twin(g, &it->plan, TP_BACKEND_STOCK,
+                            is_window(it) ? TP_SCHED_NCCL_WINDOW : TP_SCHED_AUTO, &it->stock);
   if (rc == TP_OK && is_fp8(it) && it->cfg->backend == TP_BACKEND_STOCK) {
     const tp_block_shape s = bf16_shape(it);
     rc = tp_block_plan_make(g, &s, TP_BACKEND_STOCK, TP_SCHED_AUTO, 0, &it->bf16);
@@ -205,19 +208,18 @@ static tp_rc layer_prepare(void *self, tp_group *world) {
   tp_group *g = tp_of(it);
   /* first: a window plan on a communicator without symmetric memory is rejected here */
   TP_TRY(tp_block_prepare(g, &it->plan));
-  if (is_fp8(it)) {
-    TP_TRY(tp_block_prepare_fp8(g, &it->plan, it->t));
-    return it->cfg->backend == TP_BACKEND_STOCK ? tp_block_prepare(g, &it->bf16) : TP_OK;
-  }
   if (is_window(it)) {
     TP_TRY(tp_block_alloc_window(g, &it->plan, it->seed, &it->own));
     it->t = &it->own;
   }
+  /* a recipe that keeps its own weights (fp8) quantizes the case's, untimed */
+  TP_TRY(tp_block_prepare_weights(g, &it->plan, it->t));
+  if (is_fp8(it) && it->cfg->backend == TP_BACKEND_STOCK) TP_TRY(tp_block_prepare(g, &it->bf16));
   if (!is_reference(it)) return prepare_fsdp(it, g);
   TP_TRY(tp_block_prepare(g, &it->stock));
   for (int k = 0; k < TP_N_PROJ; ++k) {
-    if (!it->stock.has[k]) continue;
     const size_t bytes = it->stock.proj[k].workspace_bytes;
+    if (!it->stock.has[k] || bytes == 0) continue; /* an fp8 twin reads the plan's own buffers */
     if (is_window(it)) TP_TRY(tp_window_alloc(g, bytes, &it->scratch[k]));
     else TP_TRY(tp_device_malloc(&it->scratch[k], bytes));
   }
@@ -235,20 +237,18 @@ static void free_item(tp_group *g, layer_item *it) {
   if (it->have_fsdp) tp_fsdp_release(&it->fsdp);
   it->have_fsdp = 0;
   tp_block_free(&it->own);
+  tp_block_release(&it->stock); /* an fp8 twin: views of the plan's buffers, first */
   tp_block_release(&it->plan);
-  tp_block_release(&it->stock);
   tp_block_release(&it->bf16);
 }
 
-/* A reference's window needs its scratches filled as the stock layer fills
- * them; an fp8 GEMM alone, its projections' operands quantized. */
+/* A reference's window reads what its stock twin's step leaves: its
+ * scratches filled as the stock layer fills them (bf16), its projections'
+ * operands quantized and gathered (fp8). */
 static tp_rc layer_before(void *self, tp_group *world) {
   layer_item *it = self;
   (void)world;
-  tp_group *g = tp_of(it);
-  if (is_fp8(it)) /* the GEMMs alone and the collectives alone read what a full step leaves */
-    return is_reference(it) ? tp_block_fp8_quantize_step(g, &it->plan, it->t) : TP_OK;
-  return is_reference(it) ? step_with_scratch(it, g, &it->stock) : TP_OK;
+  return is_reference(it) ? step_with_scratch(it, tp_of(it), &it->stock) : TP_OK;
 }
 
 static tp_rc layer_step(void *self, tp_group *world) {
@@ -315,7 +315,7 @@ static tp_rc set_up_run(layer_item *it, tp_group *g, const tp_block_output *out,
   TP_TRY(tp_block_plan_make(g, &s, it->cfg->backend, it->cfg->schedule, it->cfg->axes.chunks,
                             &r->none));
   TP_TRY(tp_block_prepare(g, &r->none));
-  TP_TRY(tp_block_prepare_fp8(g, &r->none, it->t));
+  TP_TRY(tp_block_prepare_weights(g, &r->none, it->t));
   return keep_outputs(it, g, out, n, r);
 }
 
@@ -500,12 +500,6 @@ static tp_rc fsdp_checks(layer_item *it, tp_item_check *out, int max, int *n) {
   return TP_OK;
 }
 
-static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
-  *n = 0;
-  TP_TRY(ac_checks(self, g, out, max, n));
-  return fsdp_checks(self, out, max, n);
-}
-
 /* dist_gemm: did every projection fuse? */
 static tp_fused fused_of(const layer_item *it) {
   if (it->cfg->backend != TP_BACKEND_DIST) return TP_FUSED_NA;
@@ -544,38 +538,6 @@ static void describe_ran(layer_item *it) {
   }
 }
 
-/* What one fp8 projection's step moves, as ops' fp8 items say it. */
-static tp_schedule_choice fp8_choice(const tp_fp8_linear *l, const char *name) {
-  if (l->world == 1) return (tp_schedule_choice){name, "nccl", "none", 1, "TP 1: no communication"};
-  if (l->fused)
-    return (tp_schedule_choice){name, tp_schedule_name(l->base.schedule), tp_plan_engine(&l->base),
-                                1, l->base.reason};
-  const char *what =
-      !tp_op_gathers(l->desc.op)    ? "NCCL reduce-scatter of the fp8 GEMM's bf16 partials"
-      : l->desc.comm == TP_COMM_FP8 ? "NCCL all-gather of the fp8 shard and its scales"
-                                    : "NCCL all-gather of the bf16 shard, then quantized";
-  return (tp_schedule_choice){name, "nccl", "nccl", 1, what};
-}
-
-/* An fp8 layer: each projection's communication (none at TP 1); its
- * workspace is the quantized copies, their scales, the communication's
- * buffers, the fused pipelines' symmetric workspace and cuBLASLt's. */
-static void fp8_info(layer_item *it, tp_item_info *info) {
-  const tp_block_plan *p = &it->plan;
-  int stock_path = 0;
-  for (int i = 0; i < TP_N_PROJ; ++i) {
-    if (!p->has[i]) continue;
-    const tp_fp8_linear *l = &p->fp8->lin[i];
-    info->schedules[info->n_schedules++] = fp8_choice(l, tp_block_proj_name((tp_block_proj)i));
-    stock_path += !l->fused;
-  }
-  info->schedule_label = tp_dtype_name(it->shape.proj_dtype);
-  info->bytes_moved = (double)p->comm_bytes;
-  info->workspace_bytes = (int64_t)(tp_block_fp8_bytes(p) + p->scratch_bytes);
-  if (it->cfg->backend == TP_BACKEND_DIST)
-    info->fused = stock_path == 0 ? TP_FUSED_ALL : TP_FUSED_STOCK_PATH;
-}
-
 static void layer_info(void *self, tp_item_info *info) {
   layer_item *it = self;
   const tp_block_plan *p = &it->plan;
@@ -587,10 +549,6 @@ static void layer_info(void *self, tp_item_info *info) {
   info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
   info->traffic_bytes = it->have_fsdp ? it->fsdp.traffic_bytes : 0;
   if (it->mesh && it->mesh->tp_group) info->push_stream = (void *)tp_of(it)->comm_stream;
-  if (p->fp8) {
-    fp8_info(it, info);
-    return;
-  }
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i] || info->n_schedules == TP_ITEM_MAX_SCHEDULES) continue;
     const tp_linear_plan *lp = &p->proj[i];
@@ -601,14 +559,12 @@ static void layer_info(void *self, tp_item_info *info) {
   describe_ran(it);
   info->schedule_label = it->ran;
   info->bytes_moved = (double)p->comm_bytes;
-  info->workspace_bytes =
-      (int64_t)(p->symm_bytes + p->scratch_bytes + p->window_bytes + p->saved_bytes);
+  /* plus the recipe's own buffers (fp8: quantized copies, scales, the communication's) */
+  info->workspace_bytes = (int64_t)(p->symm_bytes + p->scratch_bytes + p->window_bytes +
+                                    p->saved_bytes + tp_block_own_bytes(p));
   info->fused = fused_of(it);
   info->transfers_per_step = tp_block_transfers(p);
 }
-
-static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
-                                           layer_step, layer_outputs, layer_info,    layer_judge};
 
 /* ---- an fp8 layer's own checks ---------------------------------------------------------- */
 
@@ -616,7 +572,7 @@ static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prep
 static void fp8_proj_check(const layer_item *it, tp_block_proj proj, const tp_block_fp8_verdict *v,
                            tp_item_check *out) {
   const tp_fp8_check *k = &v->sum;
-  tp_fp8_check_as_item(k, tp_block_proj_name(proj), out);
+  tp_fp8_check_record(k, tp_block_proj_name(proj), out);
   /* at TP > 1 an output whose ranks' partials NCCL sums in bf16 is judged as
    * the GEMM's local partial: y on the reduce-scatter side (wo, w2), dx on the
    * all-gather side's backward (qkv, w13) */
@@ -675,7 +631,7 @@ static tp_rc fp8_judge(void *self, tp_group *world, tp_item_check *out, int max,
     char prefix[8];
     snprintf(prefix, sizeof prefix, "%.5s ", tp_block_proj_name((tp_block_proj)i));
     for (int k = 0; k < nw && *n < max; ++k)
-      tp_fp8_whole_check_as_item(&w[k], prefix, it->shape.proj_dtype, &out[(*n)++]);
+      tp_fp8_whole_check_record(&w[k], prefix, it->shape.proj_dtype, &out[(*n)++]);
   }
   tp_block_diff d[TP_BLOCK_MAX_OUTPUTS];
   int nd = 0;
@@ -684,9 +640,19 @@ static tp_rc fp8_judge(void *self, tp_group *world, tp_item_check *out, int max,
   return ac_checks(it, g, out, max, n);
 }
 
-static const tp_item_ops fp8_layer_item_ops = {"layer",      layer_plan, layer_prepare,
-                                               layer_before, layer_step, layer_outputs,
-                                               layer_info,   fp8_judge};
+/* The layer's own checks after its numerics step: an fp8 layer's (its
+ * stock layer's; the other backends are held to it), else the checks
+ * against ac=none and without FSDP's collectives. */
+static tp_rc layer_judge(void *self, tp_group *g, tp_item_check *out, int max, int *n) {
+  layer_item *it = self;
+  *n = 0;
+  if (is_fp8(it)) return fp8_judge(self, g, out, max, n);
+  TP_TRY(ac_checks(self, g, out, max, n));
+  return fsdp_checks(self, out, max, n);
+}
+
+static const tp_item_ops layer_item_ops = {"layer",    layer_plan,    layer_prepare, layer_before,
+                                           layer_step, layer_outputs, layer_info,    layer_judge};
 
 /* ---- the matrix ------------------------------------------------------------------------- */
 
@@ -939,8 +905,7 @@ static tp_rc collect_entries(run_state *st, case_span *sp, int from, const tp_re
       sp->items[n].h = st->h;
       sp->items[n].seed = case_seed(st->m, c);
       sp->items[n].mesh = sp->mesh[k];
-      sp->entries[n].item = (tp_item){
-          tp_dtype_is_fp8(c->dtype) ? &fp8_layer_item_ops : &layer_item_ops, &sp->items[n]};
+      sp->entries[n].item = (tp_item){&layer_item_ops, &sp->items[n]};
     }
   }
   return TP_OK;

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/matrix/fp8_rules.h"
 #include "bench/matrix/matrix_file.h"
 #include "bench/matrix/placement.h"
+#include "kernels/tp_recipe_rules.h"
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define MAX_TOKENS (1LL << 30)
@@ -348,32 +348,28 @@ static int mesh_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   return 1;
 }
 
-/* An fp8 layer: the rules of its four projections (fp8_rules.h), the same
- * as ops applies to each of them. */
-static tp_fp8_layer fp8_layer_of(const tp_layer_case *c) {
+/* A layer of a recipe (an fp8 format): the rules of its four projections
+ * (kernels/tp_recipe_rules.h), the same as ops applies to each of them and
+ * the block's plan asks again. */
+static tp_recipe_layer recipe_layer_of(const tp_layer_case *c) {
   const tp_model_preset *m = c->model;
-  const tp_fp8_layer l = {c->dtype,    c->layer,      c->tokens, m->dim,  m->n_heads, m->n_kv_heads,
-                          m->head_dim, m->ffn_hidden, c->tp,     c->pass, c->sp,      c->comm};
+  const tp_recipe_layer l = {c->dtype,   c->layer,      c->tokens,   m->dim,
+                             m->n_heads, m->n_kv_heads, m->head_dim, m->ffn_hidden,
+                             c->tp,      c->pass,       c->sp,       c->comm};
   return l;
 }
 
-static int fp8_rejection(const tp_layer_case *c, char *reason, size_t cap) {
-  const tp_fp8_layer l = fp8_layer_of(c);
-  return tp_fp8_layer_rejection(&l, reason, cap);
+static int recipe_rejection(const tp_layer_case *c, char *reason, size_t cap) {
+  const tp_recipe_layer l = recipe_layer_of(c);
+  return tp_recipe_layer_rejection(&l, reason, cap);
 }
 
-/* dist_gemm's fp8 layer: the schedules and chunks its projections push fp8
- * with, over the CUDA-IPC heap only. */
-static int fp8_dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
-                                   tp_symm_transport symm, char *reason, size_t cap) {
-  if (!tp_dtype_is_fp8(c->dtype)) return 0;
-  const tp_fp8_layer l = fp8_layer_of(c);
-  if (tp_fp8_layer_dist_gemm_rejection(&l, schedule, chunks, reason, cap)) return 1;
-  if (symm != TP_SYMM_NCCL) return 0;
-  snprintf(reason, cap,
-           "symm=nccl: the fp8 projections' fused pushes (kernels/tp_linear_fp8_comm.c) run over "
-           "the CUDA-IPC heap only");
-  return 1;
+/* dist_gemm's layer of a recipe: the schedules, chunks and symmetric memory
+ * its projections push with. */
+static int recipe_dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
+                                      tp_symm_transport symm, char *reason, size_t cap) {
+  const tp_recipe_layer l = recipe_layer_of(c);
+  return tp_recipe_layer_dist_rejection(&l, schedule, chunks, symm, reason, cap);
 }
 
 /* Why no configuration of the case can run; 0 if they can. */
@@ -423,7 +419,7 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
     return 1;
   }
   if (mesh_rejection(c, reason, cap)) return 1;
-  return fp8_rejection(c, reason, cap);
+  return recipe_rejection(c, reason, cap);
 }
 
 static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason, size_t cap) {
@@ -524,11 +520,9 @@ static tp_layer_config make_stock_variant(const tp_layer_case *c, int case_index
   tp_layer_config cfg = make_config(c, case_index, backend);
   cfg.schedule = tp_stock_schedule(variant);
   cfg.axes.schedule = tp_stock_schedule_axis(variant);
-  if (!cfg.rejected && variant == TP_STOCK_WINDOW && tp_dtype_is_fp8(c->dtype)) {
-    cfg.rejected = 1;
-    snprintf(cfg.reason, sizeof cfg.reason,
-             "nccl-window: the fp8 formats have no stock variant on NCCL symmetric windows");
-  }
+  if (!cfg.rejected && variant == TP_STOCK_WINDOW)
+    cfg.rejected =
+        tp_recipe_window_rejection(c->dtype, TP_RECIPE_FOR_LAYER, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 
@@ -543,7 +537,7 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
   if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected)
     cfg.rejected =
-        fp8_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
+        recipe_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
   return cfg;
 }

@@ -202,12 +202,12 @@ typedef struct tp_layer_matrix {
  *     save_gathered=on (full recomputes the gathers: nothing is kept);
  *   - an fp8 dtype where a projection's quantized operand, split at this TP
  *     degree, would put a scale block across two ranks, or at TP > 1 with
- *     sp off or a pass with the backward (the fp8 backward at TP > 1 does
- *     not exist): fp8_rules.h, the rules of ops, applied to every
- *     projection; dist_gemm's fp8 layer with a schedule or chunks its fp8
- *     pushes refuse (ring, multimem; chunks > 1), with comm_dtype bf16
- *     (stock's) or symm=nccl (the pushes use the IPC heap only). mxfp8 is
- *     rejected by the worker's plan below sm_100, in cuBLASLt's words;
+ *     sp off: its recipe's rules (kernels/tp_recipe_rules.h, the rules of
+ *     ops, applied to every projection; the block's plan asks them too);
+ *     dist_gemm's fp8 layer with a schedule or chunks its fp8 pushes refuse
+ *     (ring, multimem; chunks > 1), with comm_dtype bf16 (stock's) or
+ *     symm=nccl (the pushes use the IPC heap only). mxfp8 is rejected by the
+ *     worker's plan below sm_100, in cuBLASLt's words;
  *   - graph=mixed with fewer than 2 or more than TP_LAYER_MAX_GRAPH_SIZES
  *     sizes (seqlen values), or whose mix holds more than
  *     TP_LAYER_MAX_MIX_CONFIGS configurations; a configuration of a mix

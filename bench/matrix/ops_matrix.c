@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/matrix/fp8_rules.h"
 #include "bench/matrix/matrix_file.h"
 #include "kernels/tp_quant.h"
+#include "kernels/tp_recipe_rules.h"
 
 static const char *const on_off_table[] = {"off", "on"};
 
@@ -329,10 +329,11 @@ static tp_rc resolve_spec(const tp_ops_spec *spec, resolved_spec *r) {
 
 /* ---- validity rules -------------------------------------------------------- */
 
-static tp_fp8_case fp8_case_of(const tp_ops_case *c) {
-  const tp_fp8_case f = {c->dtype,  c->proj.op, c->tokens, c->proj.n,
-                         c->proj.k, c->tp,      c->pass,   c->comm};
-  return f;
+/* The case as the recipe's rules see it (kernels/tp_recipe_rules.h). */
+static tp_recipe_case recipe_case_of(const tp_ops_case *c) {
+  const tp_recipe_case r = {c->dtype,  c->proj.op, c->tokens, c->proj.n,
+                            c->proj.k, c->tp,      c->pass,   c->comm};
+  return r;
 }
 
 /* Why no configuration of the case can run; 0 if they can. */
@@ -367,8 +368,8 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
              "no backward");
     return 1;
   }
-  const tp_fp8_case fp8 = fp8_case_of(c);
-  return tp_fp8_case_rejection(&fp8, reason, cap);
+  const tp_recipe_case rc = recipe_case_of(c);
+  return tp_recipe_rejection(&rc, NULL, reason, cap);
 }
 
 static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
@@ -384,8 +385,8 @@ static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int c
              chunks);
     return 1;
   }
-  const tp_fp8_case fp8 = fp8_case_of(c);
-  return tp_fp8_dist_gemm_rejection(&fp8, schedule, chunks, reason, cap);
+  const tp_recipe_case rc = recipe_case_of(c);
+  return tp_recipe_dist_rejection(&rc, schedule, chunks, reason, cap);
 }
 
 static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
@@ -461,12 +462,9 @@ static tp_ops_config make_stock_variant(const tp_ops_case *c, int case_index, tp
   tp_ops_config cfg = make_config(c, case_index, backend);
   cfg.schedule = tp_stock_schedule(variant);
   cfg.axes.schedule = tp_stock_schedule_axis(variant);
-  if (!cfg.rejected && variant == TP_STOCK_WINDOW && tp_dtype_is_fp8(c->dtype)) {
-    cfg.rejected = 1;
-    snprintf(cfg.reason, sizeof cfg.reason,
-             "nccl-window: the fp8 formats' stock path (kernels/tp_linear_fp8.h) has no variant "
-             "on NCCL symmetric windows");
-  }
+  if (!cfg.rejected && variant == TP_STOCK_WINDOW)
+    cfg.rejected =
+        tp_recipe_window_rejection(c->dtype, TP_RECIPE_FOR_OP, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 
@@ -480,12 +478,9 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
   cfg.axes.chunks = chunks;
   if (!cfg.rejected)
     cfg.rejected = dist_gemm_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
-  if (!cfg.rejected && symm == TP_SYMM_NCCL && tp_dtype_is_fp8(c->dtype)) {
-    cfg.rejected = 1;
-    snprintf(cfg.reason, sizeof cfg.reason,
-             "symm=nccl: the fp8 projection's fused pushes (kernels/tp_linear_fp8_comm.c) run "
-             "over the CUDA-IPC heap only");
-  }
+  if (!cfg.rejected)
+    cfg.rejected =
+        tp_recipe_symm_rejection(c->dtype, symm, TP_RECIPE_FOR_OP, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 

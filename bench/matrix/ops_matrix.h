@@ -15,9 +15,10 @@
  * run on these shapes is kept, marked rejected with its reason, so the
  * database records why it was not measured; names the tool does not know are
  * usage errors instead. The fp8 dtypes (fp8, fp8-row, fp8-block, mxfp8) are
- * held to fp8_rules.h (the shard rule of each quantized operand; at TP > 1
- * the forward only, comm_dtype on the all-gather side, dist_gemm with
- * comm_dtype fp8 and one chunk).
+ * held to their recipe's rules, kernels/tp_recipe_rules.h, which the plan asks
+ * too (the shard rule of each quantized operand, every pass; at TP > 1
+ * comm_dtype on the all-gather side, dist_gemm with comm_dtype fp8 and one
+ * chunk over the CUDA-IPC heap; no nccl-window variant).
  *
  * Shapes in the axes are those one rank's GEMM runs (T tokens, TP degree W):
  *   ag_linear, ag_linear_multi: M = T, N = N / W (per weight), K = K

@@ -3,9 +3,11 @@
  * (issue 15): the vocabulary (names, the fp8 predicate, bf16 storage, every
  * name parsed back), the ops matrix parsing them and refusing a misspelt
  * one, the axes they are stored with, and the plan-time rules of
- * bench/matrix/fp8_rules.h: the backward planned (every format x op x pass
+ * kernels/tp_recipe_rules.h: the backward planned (every format x op x pass
  * bwd and fwd+bwd at TP 1 passes the rules, the matrix runs stock and the
- * GEMM alone for it; at TP 2 the backward is rejected with its own reason);
+ * GEMM alone for it; at TP 2 it places too, but where a backward operand's
+ * blocks would straddle ranks); what the rules give the plan (every
+ * operand's amax agreement, the fp8-only window, transport and TP 1 rules);
  * for every fp8 format x op side (all-gather: activation rows and weight N;
  * reduce-scatter: activation and weight K) x TP in {2, 4, 8}, a shape whose
  * split would put a scale block across two ranks is rejected by the
@@ -43,11 +45,11 @@
 #include <string.h>
 
 #include "bench/matrix/composition.h"
-#include "bench/matrix/fp8_rules.h"
 #include "bench/matrix/layer_matrix.h"
 #include "bench/matrix/ops_matrix.h"
 #include "common/tp_vocab.h"
 #include "kernels/tp_quant.h"
+#include "kernels/tp_recipe_rules.h"
 
 static const tp_dtype FP8_DTYPES[] = {TP_FP8, TP_FP8_ROW, TP_FP8_BLOCK, TP_MXFP8};
 enum { N_FP8 = 4 };
@@ -131,19 +133,19 @@ static void test_backward_planned(void **state) {
   for (int f = 0; f < N_FP8; ++f)
     for (int o = 0; o < 3; ++o)
       for (int p = 0; p < 2; ++p) {
-        tp_fp8_case c = {FP8_DTYPES[f], ops[o], 4096, 6144, 4096, 1, passes[p], TP_COMM_NONE};
+        tp_recipe_case c = {FP8_DTYPES[f], ops[o], 4096, 6144, 4096, 1, passes[p], TP_COMM_NONE};
         char reason[400] = "";
-        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+        if (tp_recipe_rejection(&c, NULL, reason, sizeof reason) != 0)
           fail_msg("%s %s TP 1 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
         /* TP 2, 2048 tokens a rank: every backward operand places */
         c.tp = 2;
         c.comm = tp_op_gathers(c.op) ? TP_COMM_FP8 : TP_COMM_NONE;
-        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+        if (tp_recipe_rejection(&c, NULL, reason, sizeof reason) != 0)
           fail_msg("%s %s TP 2 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
         /* 1056 tokens a rank: the wgrad's transposed operand (Xᵀ, or dYᵀ) has 1x128
          * blocks along T that straddle two ranks for fp8-block; the forward alone runs */
         c.tokens = 2112;
-        const int refused = tp_fp8_case_rejection(&c, reason, sizeof reason);
+        const int refused = tp_recipe_rejection(&c, NULL, reason, sizeof reason);
         assert_int_equal(refused, FP8_DTYPES[f] == TP_FP8_BLOCK);
         if (refused) {
           assert_non_null(strstr(reason, tp_op_gathers(c.op)
@@ -153,7 +155,7 @@ static void test_backward_planned(void **state) {
                                                              : "T of dYᵀ / TP 2 = 1056 per rank"));
           assert_non_null(strstr(reason, "not a multiple of the 128-element scale block"));
           c.pass = TP_PASS_FWD;
-          assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 0);
+          assert_int_equal(tp_recipe_rejection(&c, NULL, reason, sizeof reason), 0);
         }
       }
   /* dY along N on the all-gather side: N / TP a multiple of 128 for fp8-block's 1x128 blocks
@@ -168,10 +170,10 @@ static void test_backward_planned(void **state) {
         tp_quant_shard_check(fmts[i], sp[2].layout, sp[2].rows, sp[2].cols, 2, &a, NULL, 0), TP_OK);
     assert_int_equal(a, want_dy[i]);
   }
-  const tp_fp8_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
-                            2,       TP_PASS_FWD_BWD, TP_COMM_NONE};
+  const tp_recipe_case bf16 = {TP_BF16, TP_OP_AG_LINEAR, 4096,        8192, 8192,
+                               2,       TP_PASS_FWD_BWD, TP_COMM_NONE};
   char reason[400] = "";
-  assert_int_equal(tp_fp8_case_rejection(&bf16, reason, sizeof reason), 0);
+  assert_int_equal(tp_recipe_rejection(&bf16, NULL, reason, sizeof reason), 0);
   /* the matrix: llama3-8b qkv's shape at TP 1, both backward passes, every fp8 format */
   tp_ops_matrix m;
   assert_int_equal(expand("4096x6144x4096", "fp8,fp8-row,fp8-block,mxfp8", "1", "bwd,fwd+bwd", &m),
@@ -219,6 +221,70 @@ static int straddles_for(int tp, straddle *out) {
   return n;
 }
 
+/* What the rules give the plan (kernels/tp_recipe_rules.h): every operand's
+ * agreement, as the shard rule finds it for that operand's split, and the
+ * transposed operand's rows; and the rules only the fp8 recipe has (no
+ * window variant, the IPC heap only, nothing to move at TP 1), silent for
+ * the identity recipe. */
+static void test_rules_for_the_plan(void **state) {
+  (void)state;
+  const tp_op ops[] = {TP_OP_AG_LINEAR, TP_OP_LINEAR_RS};
+  for (int f = 0; f < N_FP8; ++f)
+    for (int o = 0; o < 2; ++o) {
+      const int gathers = tp_op_gathers(ops[o]);
+      const tp_recipe_case c = {FP8_DTYPES[f],
+                                ops[o],
+                                4096,
+                                6144,
+                                4096,
+                                2,
+                                TP_PASS_FWD_BWD,
+                                gathers ? TP_COMM_FP8 : TP_COMM_NONE};
+      tp_recipe_agreements got;
+      memset(&got, 0x7f, sizeof got);
+      char reason[400] = "";
+      if (tp_recipe_rejection(&c, &got, reason, sizeof reason) != 0)
+        fail_msg("%s %s TP 2 rejected: %s", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
+      tp_quant_format fmt;
+      assert_int_equal(tp_quant_format_of(c.dtype, &fmt), TP_OK);
+      tp_quant_split sp[TP_QUANT_MAX_SPLITS];
+      assert_int_equal(tp_quant_op_splits(gathers, c.tokens, c.n, c.k, 1, sp), 4);
+      const tp_amax_agreement *want_of[TP_QUANT_MAX_SPLITS] = {&got.x, NULL, &got.dy, &got.t};
+      for (int i = 0; i < TP_QUANT_MAX_SPLITS; ++i) {
+        if (!want_of[i]) continue;
+        tp_amax_agreement want = TP_AMAX_LOCAL;
+        assert_int_equal(
+            tp_quant_shard_check(fmt, sp[i].layout, sp[i].rows, sp[i].cols, 2, &want, NULL, 0),
+            TP_OK);
+        assert_int_equal(*want_of[i], want);
+      }
+      assert_int_equal(got.t_rows, sp[3].rows);
+      /* tensorwise fp8 on the all-gather side agrees on X's amax: its rows span every rank */
+      if (FP8_DTYPES[f] == TP_FP8 && gathers) assert_int_equal(got.x, TP_AMAX_AGREE_TENSOR);
+    }
+  char reason[400] = "";
+  assert_int_equal(tp_recipe_window_rejection(TP_FP8, TP_RECIPE_FOR_OP, reason, sizeof reason), 1);
+  assert_non_null(strstr(reason, "nccl-window"));
+  assert_int_equal(tp_recipe_window_rejection(TP_BF16, TP_RECIPE_FOR_LAYER, reason, sizeof reason),
+                   0);
+  assert_int_equal(
+      tp_recipe_symm_rejection(TP_MXFP8, TP_SYMM_NCCL, TP_RECIPE_FOR_LAYER, reason, sizeof reason),
+      1);
+  assert_non_null(strstr(reason, "the CUDA-IPC heap only"));
+  assert_int_equal(
+      tp_recipe_symm_rejection(TP_FP8, TP_SYMM_IPC, TP_RECIPE_FOR_OP, reason, sizeof reason), 0);
+  tp_recipe_layer l = {TP_FP8_ROW, TP_LAYER_FFN, 4096, 4096,        32, 8,
+                       128,        14336,        1,    TP_PASS_FWD, 1,  TP_COMM_NONE};
+  assert_int_equal(tp_recipe_layer_backend_rejection(&l, TP_BACKEND_DIST, reason, sizeof reason),
+                   1);
+  assert_non_null(strstr(reason, "at TP 1: dist_gemm has nothing to gather"));
+  assert_int_equal(
+      tp_recipe_layer_backend_rejection(&l, TP_BACKEND_GEMM_ONLY, reason, sizeof reason), 0);
+  l.tp = 2;
+  assert_int_equal(
+      tp_recipe_layer_backend_rejection(&l, TP_BACKEND_COMM_ONLY, reason, sizeof reason), 0);
+}
+
 static void test_placement_rejections(void **state) {
   (void)state;
   const int degrees[] = {2, 4, 8};
@@ -228,10 +294,10 @@ static void test_placement_rejections(void **state) {
     const int n = straddles_for(degrees[i], cases);
     for (int j = 0; j < n; ++j) {
       const straddle *s = &cases[j];
-      const tp_fp8_case c = {s->dtype, s->op,      s->tokens,   s->n,
-                             s->k,     degrees[i], TP_PASS_FWD, TP_COMM_FP8};
+      const tp_recipe_case c = {s->dtype, s->op,      s->tokens,   s->n,
+                                s->k,     degrees[i], TP_PASS_FWD, TP_COMM_FP8};
       char reason[400] = "";
-      assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), 1);
+      assert_int_equal(tp_recipe_rejection(&c, NULL, reason, sizeof reason), 1);
       char rule[64];
       snprintf(rule, sizeof rule, "fp8 placement rule %s at TP %d", s->layout, degrees[i]);
       if (!strstr(reason, rule)) fail_msg("expected '%s' in '%s'", rule, reason);
@@ -243,18 +309,18 @@ static void test_placement_rejections(void **state) {
     for (int f = 0; f < N_FP8; ++f)
       for (int o = 0; o < 3; ++o) {
         const int64_t dim = 1024LL * degrees[i];
-        tp_fp8_case c = {FP8_DTYPES[f], ops[o],     4096,        dim,
-                         dim,           degrees[i], TP_PASS_FWD, TP_COMM_NONE};
+        tp_recipe_case c = {FP8_DTYPES[f], ops[o],     4096,        dim,
+                            dim,           degrees[i], TP_PASS_FWD, TP_COMM_NONE};
         char reason[400] = "";
         const int gathers = tp_op_gathers(c.op);
         /* the all-gather side needs a comm_dtype, the reduce-scatter side refuses one */
-        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), gathers);
+        assert_int_equal(tp_recipe_rejection(&c, NULL, reason, sizeof reason), gathers);
         if (gathers) assert_non_null(strstr(reason, "needs comm_dtype bf16 or fp8"));
         c.comm = TP_COMM_BF16;
-        assert_int_equal(tp_fp8_case_rejection(&c, reason, sizeof reason), !gathers);
+        assert_int_equal(tp_recipe_rejection(&c, NULL, reason, sizeof reason), !gathers);
         if (!gathers) assert_non_null(strstr(reason, "comm_dtype does not apply"));
         c.comm = gathers ? TP_COMM_FP8 : TP_COMM_NONE;
-        if (tp_fp8_case_rejection(&c, reason, sizeof reason) != 0)
+        if (tp_recipe_rejection(&c, NULL, reason, sizeof reason) != 0)
           fail_msg("aligned %s %s: '%s'", tp_dtype_name(c.dtype), tp_op_name(c.op), reason);
         reached_comm++;
       }
@@ -328,17 +394,17 @@ static void test_comm_dtype_axis(void **state) {
   assert_int_equal(with_comm, 2);
   assert_int_equal(dist_runs, 1);
   /* only ce and sm (and auto, which chooses among them or stock) push fp8 chunks */
-  const tp_fp8_case fc = {TP_FP8_ROW, TP_OP_AG_LINEAR, 4096,       6144, 4096,
-                          2,          TP_PASS_FWD,     TP_COMM_FP8};
+  const tp_recipe_case fc = {TP_FP8_ROW, TP_OP_AG_LINEAR, 4096,       6144, 4096,
+                             2,          TP_PASS_FWD,     TP_COMM_FP8};
   char why[400] = "";
   const tp_schedule schedules[] = {TP_SCHED_AUTO, TP_SCHED_CE, TP_SCHED_SM, TP_SCHED_RING,
                                    TP_SCHED_MULTIMEM};
   for (int i = 0; i < 5; ++i) {
-    const int refused = tp_fp8_dist_gemm_rejection(&fc, schedules[i], 0, why, sizeof why);
+    const int refused = tp_recipe_dist_rejection(&fc, schedules[i], 0, why, sizeof why);
     assert_int_equal(refused, i >= 3);
     if (refused) assert_non_null(strstr(why, "only ce and sm push fp8 chunks"));
   }
-  assert_int_equal(tp_fp8_dist_gemm_rejection(&fc, TP_SCHED_CE, 1, why, sizeof why), 0);
+  assert_int_equal(tp_recipe_dist_rejection(&fc, TP_SCHED_CE, 1, why, sizeof why), 0);
   tp_ops_matrix_free(&m);
   /* a backward pass at TP 2 is planned for fp8: only dist_gemm's own rules reject */
   assert_int_equal(tp_ops_spec_set_axis(&s, "pass", "fwd+bwd"), TP_OK);
@@ -463,25 +529,27 @@ static void test_layers_tp_over_1(void **state) {
   /* the rule functions alone: dist_gemm's layer at TP 1 meets nothing of fp8's (the matrix
    * rejects it for TP 1); bf16 never */
   char reason[400] = "";
-  const tp_fp8_layer one = {TP_FP8, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
-                            128,    14336,          1,    TP_PASS_FWD, 1,  TP_COMM_NONE};
-  assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&one, TP_SCHED_RING, 4, reason, sizeof reason),
-                   0);
-  const tp_fp8_layer bf16 = {TP_BF16, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
-                             128,     14336,          2,    TP_PASS_FWD, 1,  TP_COMM_BF16};
-  assert_int_equal(tp_fp8_layer_dist_gemm_rejection(&bf16, TP_SCHED_RING, 4, reason, sizeof reason),
-                   0);
+  const tp_recipe_layer one = {TP_FP8, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                               128,    14336,          1,    TP_PASS_FWD, 1,  TP_COMM_NONE};
+  assert_int_equal(
+      tp_recipe_layer_dist_rejection(&one, TP_SCHED_RING, 4, TP_SYMM_IPC, reason, sizeof reason),
+      0);
+  const tp_recipe_layer bf16 = {TP_BF16, TP_LAYER_BLOCK, 4096, 4096,        32, 8,
+                                128,     14336,          2,    TP_PASS_FWD, 1,  TP_COMM_BF16};
+  assert_int_equal(
+      tp_recipe_layer_dist_rejection(&bf16, TP_SCHED_RING, 4, TP_SYMM_IPC, reason, sizeof reason),
+      0);
   /* a comm_dtype at TP 1, none at TP 2: each named */
-  tp_fp8_layer l = one;
+  tp_recipe_layer l = one;
   l.comm = TP_COMM_FP8;
-  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 1);
+  assert_int_equal(tp_recipe_layer_rejection(&l, reason, sizeof reason), 1);
   assert_non_null(strstr(reason, "at TP 1: comm_dtype fp8 does not apply"));
   l.tp = 2;
   l.comm = TP_COMM_NONE;
-  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 1);
+  assert_int_equal(tp_recipe_layer_rejection(&l, reason, sizeof reason), 1);
   assert_non_null(strstr(reason, "qkv and w13 gather their input: comm_dtype bf16 or fp8"));
   l.comm = TP_COMM_BF16;
-  assert_int_equal(tp_fp8_layer_rejection(&l, reason, sizeof reason), 0);
+  assert_int_equal(tp_recipe_layer_rejection(&l, reason, sizeof reason), 0);
 }
 
 /* dp > 1 and fsdp_traffic stay rejected for fp8 at TP > 1 too. */
@@ -505,17 +573,17 @@ static void test_layers_fsdp_rejected(void **state) {
 }
 
 /* A model of its own: dim, heads, KV heads, head dim, FFN. */
-static tp_fp8_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
-                              int64_t kv, int64_t hd, int64_t ffn) {
-  const tp_fp8_layer l = {dtype, layer,       4096, dim,
-                          heads, kv,          hd,   ffn,
-                          tp,    TP_PASS_FWD, 1,    tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
+static tp_recipe_layer fp8_layer(tp_dtype dtype, tp_layer layer, int tp, int64_t dim, int64_t heads,
+                                 int64_t kv, int64_t hd, int64_t ffn) {
+  const tp_recipe_layer l = {dtype, layer,       4096, dim,
+                             heads, kv,          hd,   ffn,
+                             tp,    TP_PASS_FWD, 1,    tp > 1 ? TP_COMM_FP8 : TP_COMM_NONE};
   return l;
 }
 
-static void expect_layer_rule(const tp_fp8_layer *l, const char *words) {
+static void expect_layer_rule(const tp_recipe_layer *l, const char *words) {
   char reason[400] = "";
-  assert_int_equal(tp_fp8_layer_rejection(l, reason, sizeof reason), 1);
+  assert_int_equal(tp_recipe_layer_rejection(l, reason, sizeof reason), 1);
   if (!strstr(reason, words)) fail_msg("expected '%s' in '%s'", words, reason);
   assert_non_null(strstr(reason, "a block would straddle two ranks' shards"));
   printf("  %s %s TP %d: %s\n", tp_dtype_name(l->dtype), tp_layer_name(l->layer), l->tp, reason);
@@ -526,44 +594,44 @@ static void test_layer_placement(void **state) {
   /* debug (dim 256, 8 heads, 4 KV heads of 32): qkv's key heads are 128 rows, 64 per rank at
    * TP 2: fp8-block's 128-row weight blocks straddle; ops' qkv of the same model (512 rows
    * contiguous, 256 per rank) passes its placement rule */
-  const tp_fp8_layer debug = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
+  const tp_recipe_layer debug = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
   expect_layer_rule(&debug, "qkv (key heads): fp8 placement rule weight N at TP 2");
   char reason[400] = "";
-  const tp_fp8_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2,
-                               TP_PASS_FWD,  TP_COMM_FP8};
-  assert_int_equal(tp_fp8_case_rejection(&ops_qkv, reason, sizeof reason), 0);
+  const tp_recipe_case ops_qkv = {TP_FP8_BLOCK, TP_OP_AG_LINEAR, 4096, 512, 256, 2,
+                                  TP_PASS_FWD,  TP_COMM_FP8};
+  assert_int_equal(tp_recipe_rejection(&ops_qkv, NULL, reason, sizeof reason), 0);
   /* query heads: 6 heads of 32 = 192 rows, 96 per rank */
-  const tp_fp8_layer q = fp8_layer(TP_FP8_BLOCK, TP_LAYER_ATTENTION, 2, 256, 6, 8, 32, 768);
+  const tp_recipe_layer q = fp8_layer(TP_FP8_BLOCK, TP_LAYER_ATTENTION, 2, 256, 6, 8, 32, 768);
   expect_layer_rule(&q, "qkv (query heads): fp8 placement rule weight N at TP 2");
   /* wo's K = heads x head dim = 256, 16 per rank at TP 16: mxfp8's 1x32 blocks along K
    * straddle (its weight blocks span one row, so qkv's rows split freely) */
-  const tp_fp8_layer wo = fp8_layer(TP_MXFP8, TP_LAYER_ATTENTION, 16, 512, 16, 16, 16, 1024);
+  const tp_recipe_layer wo = fp8_layer(TP_MXFP8, TP_LAYER_ATTENTION, 16, 512, 16, 16, 16, 1024);
   expect_layer_rule(&wo, "wo: fp8 placement rule activation K at TP 16");
   /* the FFN: w1/w3's N = 768, 192 per rank at TP 4; mxfp8's 1x32 blocks along w2's K */
-  const tp_fp8_layer w13 = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 4, 256, 8, 4, 32, 768);
+  const tp_recipe_layer w13 = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 4, 256, 8, 4, 32, 768);
   expect_layer_rule(&w13, "w13: fp8 placement rule weight N at TP 4");
-  const tp_fp8_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
+  const tp_recipe_layer w2 = fp8_layer(TP_MXFP8, TP_LAYER_FFN, 16, 256, 8, 4, 32, 768);
   expect_layer_rule(&w2, "w2: fp8 placement rule activation K at TP 16");
   /* the FFN layer has no qkv: debug's FFN at TP 2 places every operand, both passes; with
    * 2112 tokens (1056 a rank) the backward's transposed operand straddles, the forward runs */
-  tp_fp8_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
+  tp_recipe_layer ffn = fp8_layer(TP_FP8_BLOCK, TP_LAYER_FFN, 2, 256, 8, 4, 32, 768);
   ffn.pass = TP_PASS_FWD_BWD;
-  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
+  assert_int_equal(tp_recipe_layer_rejection(&ffn, reason, sizeof reason), 0);
   ffn.tokens = 2112;
   expect_layer_rule(
       &ffn,
       "w13: fp8 placement rule for the backward's X transposed, along T for the wgrad at TP 2");
   ffn.pass = TP_PASS_FWD;
-  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 0);
+  assert_int_equal(tp_recipe_layer_rejection(&ffn, reason, sizeof reason), 0);
   ffn.tokens = 4096;
   ffn.sp = 0;
-  assert_int_equal(tp_fp8_layer_rejection(&ffn, reason, sizeof reason), 1);
+  assert_int_equal(tp_recipe_layer_rejection(&ffn, reason, sizeof reason), 1);
   assert_non_null(strstr(reason, "fp8-block layers at TP 2 with sp off"));
   /* TP 1 and the element types: nothing against them */
-  const tp_fp8_layer one = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 1, 256, 6, 4, 32, 768);
-  assert_int_equal(tp_fp8_layer_rejection(&one, reason, sizeof reason), 0);
-  const tp_fp8_layer bf16 = fp8_layer(TP_BF16, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
-  assert_int_equal(tp_fp8_layer_rejection(&bf16, reason, sizeof reason), 0);
+  const tp_recipe_layer one = fp8_layer(TP_FP8_BLOCK, TP_LAYER_BLOCK, 1, 256, 6, 4, 32, 768);
+  assert_int_equal(tp_recipe_layer_rejection(&one, reason, sizeof reason), 0);
+  const tp_recipe_layer bf16 = fp8_layer(TP_BF16, TP_LAYER_BLOCK, 2, 256, 8, 4, 32, 768);
+  assert_int_equal(tp_recipe_layer_rejection(&bf16, reason, sizeof reason), 0);
   /* and the matrix applies the rule to every configuration of the case */
   tp_layer_matrix m;
   expand_layers(&m, "model=debug", "layer=attention,block", "dtype=fp8-block,bf16", "tp=2",
@@ -618,6 +686,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_parses_fp8),
       cmocka_unit_test(test_comm_bytes),
       cmocka_unit_test(test_backward_planned),
+      cmocka_unit_test(test_rules_for_the_plan),
       cmocka_unit_test(test_placement_rejections),
       cmocka_unit_test(test_matrix_shows_rule),
       cmocka_unit_test(test_comm_dtype_axis),

@@ -326,7 +326,7 @@ static int read_rows(const char *path, db_row *rows, int cap, int *n) {
 
 static int has_backward(const db_row *r) { return strcmp(r->pass, "fwd") != 0; }
 
-/* An fp8 op's own buffers (quantized copies, scales, its cuBLASLt workspace),
+/* An fp8 op's own buffers (quantized copies, scales),
  * from a plan and prepare made here on bf16 weights of the row's shape. */
 static int64_t fp8_own_bytes(tp_group *g, const db_row *r, tp_op op) {
   int dt = TP_BF16;
@@ -386,11 +386,11 @@ static int64_t ops_expected(tp_group *g, const db_row *r) {
   const int64_t tensors = ops_case_bytes(&stock);
   int dt = TP_BF16;
   if (tp_vocab_parse(&tp_dtype_vocab, r->dtype, &dt) != TP_OK) return -1;
-  if (tp_dtype_is_fp8((tp_dtype)dt)) {
-    const int64_t own = fp8_own_bytes(g, r, op);
-    return own < 0 ? -1 : tensors + own; /* fp8 asks nothing of the group's buffers */
-  }
   const int64_t gemm_ws = (int64_t)tp_gemm_workspace_bytes(g->gemm);
+  if (tp_dtype_is_fp8((tp_dtype)dt)) { /* its own buffers and the group's cuBLASLt workspace */
+    const int64_t own = fp8_own_bytes(g, r, op);
+    return own < 0 ? -1 : tensors + own + gemm_ws;
+  }
   if (strcmp(r->kind, "op") == 0) return tensors + (int64_t)stock.workspace_bytes + gemm_ws;
   /* the GEMM alone: a private scratch of the stock op's size, its own and the stock plan's
    * requests of the group scratch */

@@ -287,7 +287,7 @@ static int scale_part_weights(fixture *f, int up) {
   int ok = 1;
   for (int i = 0; ok && i < 2; ++i) {
     if (!f->fp8.has[parts[i]]) continue;
-    tp_fp8_linear *lin = &f->fp8.fp8->lin[parts[i]];
+    tp_fp8_linear *lin = tp_linear_fp8_of(&f->fp8.proj[parts[i]]);
     ok = scale_stored(lin->w_scales[0], &lin->w_scales_shape, lin->w_scales_shape.stored, up);
   }
   return ok;
@@ -300,7 +300,7 @@ static int scale_part_weights(fixture *f, int up) {
  * where y is that part itself (not the block's residual sum). */
 static int planted_faults(const fp8_case *c, fixture *f, double y_err) {
   const tp_block_proj last = c->layer == TP_LAYER_ATTENTION ? TP_PROJ_WO : TP_PROJ_W2;
-  tp_fp8_linear *lin = &f->fp8.fp8->lin[last];
+  tp_fp8_linear *lin = tp_linear_fp8_of(&f->fp8.proj[last]);
   void *y = last == TP_PROJ_WO ? f->t.attn.y : f->t.ffn.y;
   tp_block_fp8_verdict v;
   int ok = scale_stored(lin->x_scales, &lin->x_scales_shape, 1, 1) &&
@@ -354,8 +354,8 @@ static int run_planned(const fp8_case *c, fixture *f) {
                  "GEMM-alone plan") &&
            rc_ok(tp_block_alloc(g, &f->bf16, 7, &f->t), "tensors") &&
            rc_ok(tp_block_prepare(g, &f->bf16), "bf16 prepare") &&
-           rc_ok(tp_block_prepare_fp8(g, &f->fp8, &f->t), "fp8 prepare") &&
-           rc_ok(tp_block_prepare_fp8(g, &f->gemm, &f->t), "GEMM-alone prepare");
+           rc_ok(tp_block_prepare_weights(g, &f->fp8, &f->t), "fp8 prepare") &&
+           rc_ok(tp_block_prepare_weights(g, &f->gemm, &f->t), "GEMM-alone prepare");
   FAIL_IF(!ok, "%s: set-up", c->what);
   f->n_out = tp_block_outputs(&f->fp8, &f->t, f->out);
   FAIL_IF(!poisoned_step(g, &f->fp8, f) || !download_outputs(f), "%s: the stock step", c->what);
@@ -365,7 +365,7 @@ static int run_planned(const fp8_case *c, fixture *f) {
   const int changed = first_changed(f);
   FAIL_IF(changed >= 0, "%s: %s not put back after the bf16 step", c->what, f->out[changed].name);
   /* the GEMMs alone read what a full step quantized: the same outputs, bit for bit */
-  FAIL_IF(!rc_ok(tp_block_fp8_quantize_step(g, &f->gemm, &f->t), "quantizing step") ||
+  FAIL_IF(!rc_ok(tp_block_twin_step(g, &f->gemm, &f->t), "quantizing step") ||
               !poisoned_step(g, &f->gemm, f),
           "%s: the GEMMs alone", c->what);
   const int differs = first_changed(f);
@@ -506,7 +506,7 @@ static int plan_prepared(const fp8_case *c, fixture *f, tp_comm_dtype comm, tp_b
                          tp_schedule schedule, tp_block_plan *p) {
   const tp_block_shape s = shape_tp(c->layer, c->format, comm, c->backward, c->g->world);
   return rc_ok(tp_block_plan_make(c->g, &s, backend, schedule, 0, p), "TP > 1 plan") &&
-         rc_ok(tp_block_prepare_fp8(c->g, p, &f->t), "TP > 1 prepare");
+         rc_ok(tp_block_prepare_weights(c->g, p, &f->t), "TP > 1 prepare");
 }
 
 /* A step of p on poisoned outputs, then every output against the stock
@@ -546,7 +546,7 @@ static int references_run(const fp8_case *c, fixture *f) {
     tp_block_plan p;
     memset(&p, 0, sizeof p);
     const int ok = plan_prepared(c, f, TP_COMM_FP8, refs[i], TP_SCHED_AUTO, &p) &&
-                   rc_ok(tp_block_fp8_quantize_step(c->g, &p, &f->t), "quantizing step") &&
+                   rc_ok(tp_block_twin_step(c->g, &p, &f->t), "quantizing step") &&
                    rc_ok(tp_block_step(c->g, &p, &f->t), "reference step") &&
                    cudaStreamSynchronize(c->g->main_stream) == cudaSuccess;
     printf("  %-24s %s: %s\n", c->what, tp_backend_axis(refs[i]), ok ? "runs" : "FAIL");
@@ -568,7 +568,7 @@ static int run_tp_planned(const fp8_case *c, fixture *f) {
                  "bf16 plan") &&
            rc_ok(tp_block_alloc(g, &f->bf16, 7, &f->t), "tensors") &&
            rc_ok(tp_block_prepare(g, &f->bf16), "bf16 prepare") &&
-           rc_ok(tp_block_prepare_fp8(g, &f->fp8, &f->t), "fp8 prepare");
+           rc_ok(tp_block_prepare_weights(g, &f->fp8, &f->t), "fp8 prepare");
   FAIL_IF(!ok, "%s: set-up", c->what);
   f->n_out = tp_block_outputs(&f->fp8, &f->t, f->out);
   FAIL_IF(!poisoned_step(g, &f->fp8, f) || !download_outputs(f), "%s: the stock step", c->what);
