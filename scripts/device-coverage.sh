@@ -87,8 +87,10 @@ ops_degree() {
     --chunks 1,2,4 --pass bwd --save-gathered on
   ops "ops-tp$tp-comm" "$tp" --projs qkv,wo --dtype fp8-row --axis comm_dtype=bf16 \
     --schedule ce --pass fwd
-  ops "ops-tp$tp-trace" "$tp" --projs qkv,wo --dtype bf16,fp8 --schedule ce,sm --pass fwd \
-    --trace
+  ops_trace "$tp"
+}
+ops_trace() {
+  ops "ops-tp$1-trace" "$1" --projs qkv,wo --dtype bf16,fp8 --schedule ce,sm --pass fwd --trace
 }
 layers_degree() {
   local tp=$1
@@ -120,6 +122,15 @@ lane_e() { layers_degree 4; }
 lane_f() { mesh 2 2; mesh 2 4; mesh 4 2; }
 lane_g() { drift drift-tp8 8; drift drift-tp4 4; drift drift-tp2 2; }
 lane_h() { ops_degree 1; layers_degree 1; }
+# Short calls: one mesh a lane; fp32 and traced windows at TP 4 and 8.
+lane_m1() { mesh 2 2; }
+lane_m2() { mesh 2 4; }
+lane_m3() { mesh 4 2; }
+lane_fp32() {
+  ops ops-tp4-fp32 4 --projs qkv,w13,wo --dtype fp32 --schedule ce,sm --pass fwd,fwd+bwd
+  ops ops-tp8-fp32 8 --projs qkv,w13,wo --dtype fp32 --schedule ce,sm --pass fwd,fwd+bwd
+}
+lane_trace() { ops_trace 4; ops_trace 8; }
 
 for lane in ${LANES:-a b c d e f g}; do
   "lane_$lane" > "$work/lane-$lane.log" 2>&1 &
