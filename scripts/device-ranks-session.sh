@@ -59,7 +59,7 @@ fi
 p2=$(($(left) - 25))
 echo "== phase 2: $p2 s"
 part gemm-rows 100 bash -c "cd '$build' && ctest -R '^gpu_gemm_rows\$' -V" &
-for degree in ${GPU_TEST_DEGREES:-8 4}; do
+for degree in ${GPU_TEST_DEGREES-8 4}; do
   GPU_TESTS_BUDGET_S=$((p2 - 10)) part "gpu-tests-tp$degree" "$p2" \
     bash "$here/device-gpu-tests.sh" "$build" "$degree" &
 done
