@@ -98,6 +98,15 @@ static inline unsigned char *fx_read_all(const char *path, size_t *len) {
   return data;
 }
 
+/* A text file whole, NUL-terminated (fx_read_all's bytes are not: no strstr on those), its
+ * length in *len; NULL when it cannot be read. */
+static inline char *fx_read_text(const char *path, size_t *len) {
+  unsigned char *bytes = fx_read_all(path, len);
+  char *text = bytes ? strndup((const char *)bytes, *len) : NULL;
+  free(bytes);
+  return text;
+}
+
 /* ---- raw SQL --------------------------------------------------------------- */
 
 /* One integer from a query on the store's connection (-1 on any error). */

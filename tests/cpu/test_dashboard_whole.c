@@ -165,7 +165,7 @@ static void expect_whole(const char *site, int may_be_missing, const char *when)
   snprintf(page_path, sizeof page_path, "%s/index.html", site);
   snprintf(traces, sizeof traces, "%s/traces", site);
   size_t len = 0;
-  char *page = (char *)fx_read_all(page_path, &len);
+  char *page = fx_read_text(page_path, &len);
   enum { MAX = 1024 };
   char **names = calloc(MAX, sizeof *names);
   size_t n = page && names ? named_traces(page, names, MAX) : 0;

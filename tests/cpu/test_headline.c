@@ -186,7 +186,7 @@ static json_t *page_document(const char *site) {
   char path[760];
   snprintf(path, sizeof path, "%s/index.html", site);
   size_t len = 0;
-  char *page = (char *)fx_read_all(path, &len);
+  char *page = fx_read_text(path, &len);
   const char *open = "id=\"tp-data\">";
   char *at = page ? memmem(page, len, open, strlen(open)) : NULL;
   char *close = at ? strstr(at, "</script>") : NULL;

@@ -291,7 +291,7 @@ static void expect_neutral(const command *c, const rp_result *r, const char *sit
     char page_path[800];
     snprintf(page_path, sizeof page_path, "%s/index.html", site);
     size_t len = 0;
-    char *page = (char *)fx_read_all(page_path, &len);
+    char *page = fx_read_text(page_path, &len);
     assert_non_null(page);
     if (raw_escape(page, len)) fail_msg("the dashboard's page holds a terminal escape");
     if (strstr(page, "<script>alert")) fail_msg("the dashboard's page holds the stored script");

@@ -100,10 +100,8 @@ static rp_result main_job(const fixture *f, const char *bin, const char *extra_e
 /* The commands the stub was given, one per line ("" when none). */
 static char *calls(const fixture *f) {
   size_t len = 0;
-  unsigned char *bytes = fx_read_all(f->log, &len);
-  char *text = bytes ? strndup((const char *)bytes, len) : strdup("");
-  free(bytes);
-  return text;
+  char *text = fx_read_text(f->log, &len);
+  return text ? text : strdup("");
 }
 
 static void test_no_gpu_shows_the_sample(void **state) {
