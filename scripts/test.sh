@@ -7,15 +7,19 @@
 # build/compile_commands.json. A failing step does not stop the later ones;
 # the summary lists the failures and the exit status is non-zero if any.
 #
-# The checks run in four lanes side by side, so that a core one lane leaves
-# idle (a test waiting on a timeout, a link, a serial step) does another's
-# work: (1) build/ and its tests, (2) build-asan/ and its tests, (3) the fuzz
-# targets once both builds are done (a fuzzer runs for a fixed time and fails
-# an input slower than 10 s, so it must not starve behind compilers), (4)
-# clang-format, then clang-tidy once build/ is built, at a lower priority than
-# the tests. ctest runs its tests in parallel (GPU tests one at a time:
-# RESOURCE_LOCK gpu). Each step's output goes to build-logs/STEP.log and is
-# printed when the step ends. TPBENCH_TEST_LANES=1 runs the steps one after
+# The checks run in three lanes side by side, so that a core one lane leaves
+# idle (a test waiting on a timeout or a child, a serial link step) does
+# another's work, without piling up more work than the cores can take (on a
+# busy 2-core machine that only stretches every test towards its timeout):
+#   builds: build/, then build-asan/, then the fuzz targets (and their runs);
+#   tests:  build/'s tests once it is built, then build-asan/'s CPU tests;
+#   lint:   clang-format, then clang-tidy as soon as build/ is configured and
+#           its one generated header written (clang-tidy is the largest single
+#           piece of work, about 350 CPU seconds: it must not wait for the
+#           build), one file at a time per two cores.
+# ctest runs as many tests at once as there are cores (GPU tests one at a
+# time: RESOURCE_LOCK gpu). Each step's output goes to build-logs/STEP.log and
+# is printed when the step ends. TPBENCH_TEST_LANES=1 runs the steps one after
 # another instead, as before.
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
@@ -25,9 +29,7 @@ cd "$(tp_repo_root)" || exit 1
 bash scripts/setup.sh || exit 1
 
 jobs=$(tp_jobs)
-# ctest slots: twice the cores, since many tests wait (timeouts, child
-# processes, a browser) more than they compute
-test_jobs=$((jobs * 2))
+tidy_jobs=$(((jobs + 1) / 2))
 logs="build-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 t0=$(date +%s)
@@ -57,9 +59,10 @@ step() {
 # shellcheck disable=SC2046 # the flags are meant to split
 build_plain() {
   cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(tp_cuda_cmake_flags) &&
+    cmake --build build --target tp_buildinfo && touch "$logs/plain-configured" &&
     cmake --build build -j "$jobs"
 }
-test_plain() { (cd build && ctest --output-on-failure -j "$test_jobs"); }
+test_plain() { (cd build && ctest --output-on-failure -j "$jobs"); }
 
 build_asan() {
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTPBENCH_SANITIZE=ON -DTPBENCH_WITH_CUDA=OFF &&
@@ -68,7 +71,7 @@ build_asan() {
 # The documentation's tests (label docs: the pages' commands against the
 # binary's output) run in build/; the sanitized binary's commands are the other
 # CPU tests' work.
-test_asan() { (cd build-asan && ctest --output-on-failure -L cpu -LE docs -j "$test_jobs"); }
+test_asan() { (cd build-asan && ctest --output-on-failure -L cpu -LE docs -j "$jobs"); }
 
 # Keeps the fuzz targets alive: a short, fixed budget each (scripts/fuzz.sh),
 # as many targets at once as there are cores.
@@ -90,47 +93,41 @@ host_c_files() {
 
 tidy_check() {
   [ -f build/compile_commands.json ] || { echo "no build/compile_commands.json"; return 1; }
-  host_c_files | nice -n 10 xargs -r -P "$jobs" -n 1 clang-tidy -p build --quiet \
+  host_c_files | xargs -r -P "$tidy_jobs" -n 1 clang-tidy -p build --quiet \
     --extra-arg=-Wno-unknown-warning-option
 }
 
-# Tests run only where their build succeeded; clang-tidy reads what build/
-# generates (compile_commands.json, generated headers), so it waits for it.
-lane_plain() {
-  if step "build (build/)" build_plain; then
-    touch "$logs/plain-built"
-    step "tests (build/)" test_plain
-  else
-    touch "$logs/plain-built"
-  fi
-}
-lane_asan() {
-  if step "build (build-asan/)" build_asan; then
-    touch "$logs/asan-built"
-    step "sanitizer tests (build-asan/)" test_asan
-  else
-    touch "$logs/asan-built"
-  fi
-}
-lane_fuzz() {
-  while [ ! -e "$logs/plain-built" ] || [ ! -e "$logs/asan-built" ]; do sleep 2; done
+# Tests run only where their build succeeded (a lane waits for the marker a
+# build leaves, ok or not, and reads its status); clang-tidy reads what
+# build/'s configuration writes (compile_commands.json, the build-info header).
+built_ok() { [ "$(cat "$logs/$1.status" 2>/dev/null)" = 0 ]; }
+wait_for() { while [ ! -e "$logs/$1" ]; do sleep 2; done; }
+lane_builds() {
+  step "build (build/)" build_plain
+  touch "$logs/plain-built" "$logs/plain-configured"
+  step "build (build-asan/)" build_asan
+  touch "$logs/asan-built"
   step "fuzz (build-fuzz/)" fuzz_short
+}
+lane_tests() {
+  wait_for plain-built
+  if built_ok build__build__; then step "tests (build/)" test_plain; fi
+  wait_for asan-built
+  if built_ok build__build_asan__; then step "sanitizer tests (build-asan/)" test_asan; fi
 }
 lane_lint() {
   step "clang-format" format_check
-  while [ ! -e "$logs/plain-built" ]; do sleep 2; done
+  wait_for plain-configured
   step "clang-tidy" tidy_check
 }
 
-if [ "${TPBENCH_TEST_LANES:-4}" = 1 ]; then
-  lane_plain
-  lane_asan
-  lane_fuzz
+if [ "${TPBENCH_TEST_LANES:-3}" = 1 ]; then
+  lane_builds
+  lane_tests
   lane_lint
 else
-  lane_plain &
-  lane_asan &
-  lane_fuzz &
+  lane_builds &
+  lane_tests &
   lane_lint &
   wait
 fi
