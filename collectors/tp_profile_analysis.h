@@ -186,14 +186,6 @@ TP_MUST_CHECK tp_rc tp_profile_kernel_summary_of(const tp_event *ev, size_t n,
                                                  const tp_profile_window *w, size_t n_w,
                                                  tp_profile_kernel **out, size_t *n_out);
 
-/* A mangled kernel name made readable, written into buf (cap >= 1): for an Itanium name
- * ("_Z...") of a function, possibly in namespaces, its qualified name with template
- * arguments shown as "<...>" and parameters as "(...)" ("()" for none):
- * "_ZN4c10d16symmetric_memory14barrier_kernelEPPjii" ->
- * "c10d::symmetric_memory::barrier_kernel(...)". Anything it cannot parse is copied
- * unchanged; the result is cut to cap - 1 bytes. Returns buf. */
-const char *tp_kernel_display_name(const char *name, char *buf, size_t cap);
-
 #ifdef __cplusplus
 }
 #endif

@@ -5,9 +5,9 @@
 #include "common/tp_chunk_rule.h"
 
 /* Rates of the chunk-count model, measured on the reference H200 pair: a copy-engine push
- * moves about 350 GB/s at these sizes (the link probe in docs/PERF.md: 306-389 GB/s from 8 to
+ * moves about 350 GB/s at these sizes (the link probe in docs/dev/PERF.md: 306-389 GB/s from 8 to
  * 256 MiB per rank); cuBLASLt runs bf16 GEMMs at about 650 TFLOP/s (the model of
- * docs/PERF.md, attempt 2) and fp32 ones at about 50. */
+ * docs/dev/PERF.md, attempt 2) and fp32 ones at about 50. */
 static const double MODEL_PUSH_BYTES_PER_S = 350e9;
 
 static double model_flop_rate(tp_dtype dt) { return dt == TP_BF16 ? 650e12 : 50e12; }
@@ -33,7 +33,7 @@ tp_chunk_choice tp_auto_chunks(int gather, int world, int64_t rows, size_t row_b
     c.chunks = push_s <= 0.75 * local_gemm_s ? 1 : most_chunks(rows, TP_AUTO_CHUNK_MIN_ROWS);
     return c;
   }
-  /* Measured on the H200 pair (docs/PERF.md), forward, 12 row-parallel shapes: two chunks
+  /* Measured on the H200 pair (docs/dev/PERF.md), forward, 12 row-parallel shapes: two chunks
    * beat one on 11 (the first transfer hides under the second partial GEMM) and four on 10
    * (smaller chunk GEMMs lose more than they hide). */
   c.chunks = rows % 2 == 0 && rows / 2 >= TP_AUTO_CHUNK_MIN_ROWS ? 2 : 1;

@@ -18,7 +18,7 @@ enum {
   TP_AUTO_MAX_CHUNKS = 4,
   /* Below this many bytes per rank and transfer, auto takes the stock path: on the H200 pair
    * fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock (fixed costs: barrier, flags, copy
-   * dispatch), ops moving 8 MiB and more at 1.0-1.5x (docs/PERF.md). */
+   * dispatch), ops moving 8 MiB and more at 1.0-1.5x (docs/dev/PERF.md). */
   TP_AUTO_FUSE_MIN_BYTES = 4 << 20
 };
 
@@ -36,7 +36,7 @@ typedef struct tp_chunk_choice {
  *  - gather side: one chunk if the shard's pushes fit in 0.75 of the local shard's GEMM
  *    (hidden whole), else the most of 4, 2 that divide rows and keep 512 rows a chunk;
  *  - reduce-scatter side: two chunks when rows divide in two of at least 512 rows (measured on
- *    the H200 pair: docs/PERF.md), else one.
+ *    the H200 pair: docs/dev/PERF.md), else one.
  */
 tp_chunk_choice tp_auto_chunks(int gather, int world, int64_t rows, size_t row_bytes,
                                int64_t out_features, int64_t in_features, int n_weights,

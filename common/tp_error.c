@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tp_text.h"
+
 enum { TP_ERROR_MSG_MAX = 2048 };
 
 /* The message with its source location (for logs), and without (for
@@ -21,6 +23,9 @@ tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(last_message, sizeof last_message, fmt, ap);
   va_end(ap);
+  /* messages quote outside text (a stored host name, a commit string, a file's bytes): none
+   * of it reaches a terminal or a stored reason as an escape sequence */
+  tp_text_neutralise(last_message);
   const char *base = strrchr(file, '/');
   /* a message longer than the buffer is cut: that is what the buffer is for */
   if (snprintf(last_error, sizeof last_error, "%s:%d: %s", base ? base + 1 : file, line,
@@ -42,6 +47,7 @@ tp_rc tp_fail_context(tp_rc code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
+  tp_text_neutralise(prefix);
   prepend(last_error, sizeof last_error, prefix);
   prepend(last_message, sizeof last_message, prefix);
   return code;

@@ -42,7 +42,10 @@ typedef enum tp_rc {
 } tp_rc;
 
 /* Records "file:line: message" as this thread's last error and returns code
- * (the one status function without TP_MUST_CHECK: TP_FAIL passes code on). */
+ * (the one status function without TP_MUST_CHECK: TP_FAIL passes code on).
+ * Control characters but line breaks and tabs, and ill-formed UTF-8, in the
+ * message become '?' (common/tp_text.h): a message that quotes stored text
+ * reaches no terminal as an escape sequence. */
 tp_rc tp_fail(tp_rc code, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -87,6 +87,13 @@ const char *tp_comm_dtype_name(tp_comm_dtype c) {
   return name_at(comm_dtype_names, COUNT_OF(comm_dtype_names), (int)c);
 }
 
+int tp_model_is_toy(const char *model) {
+  static const char *const toys[] = {"debug"};
+  for (int i = 0; model && i < COUNT_OF(toys); i++)
+    if (strcmp(model, toys[i]) == 0) return 1;
+  return 0;
+}
+
 tp_rc tp_vocab_parse(const tp_vocab_table *table, const char *name, int *out) {
   for (int i = 0; i < table->n; i++)
     if (strcmp(name, table->names[i]) == 0) {

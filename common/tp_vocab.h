@@ -191,6 +191,12 @@ typedef enum { TP_LAYER_ATTENTION = 0, TP_LAYER_FFN, TP_LAYER_BLOCK } tp_layer;
 /* "attention", "ffn", "block"; "?" for another value. */
 const char *tp_layer_name(tp_layer layer);
 
+/* Whether a model (by its canonical name, "debug", "llama3-8b") is one of tpbench's toy shapes:
+ * a tiny model for quick runs whose figures say nothing about a real one's. Every headline
+ * (report, dashboard, compare, OpenMetrics: report/tp_report.h, tp_report_headline) keeps its
+ * rows apart; the presets (bench/matrix/presets.c) ask here too. */
+int tp_model_is_toy(const char *model);
+
 /* The name tables behind the functions above, for parsing: TP_OK with the
  * enum value in *out when name is one of the n names, else TP_EUSAGE naming
  * what (e.g. "dtype") and the valid names. */

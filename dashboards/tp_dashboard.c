@@ -34,6 +34,7 @@
 #include "dashboards/tp_dashboard_assets.h"
 #include "dashboards/tp_dashboard_files.h"
 #include "dashboards/tp_dashboard_links.h"
+#include "dashboards/tp_dashboard_place.h"
 #include "report/tp_history.h"
 #include "report/tp_output.h"
 #include "report/tp_report.h"
@@ -46,24 +47,41 @@ static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "dashboard: out of me
 
 typedef tp_rc (*report_fn)(tp_store *store, int64_t id, FILE *out);
 
+/* Runs a report into memory: *text (malloc'd, *len bytes; NULL when the report failed, its
+ * rc returned). */
+static tp_rc capture_text(tp_store *store, report_fn fn, int64_t id, char **text, size_t *len) {
+  *text = NULL;
+  *len = 0;
+  FILE *mem = open_memstream(text, len);
+  if (!mem) return out_of_memory();
+  tp_rc rc = fn(store, id, mem);
+  if (fclose(mem) != 0 && rc == TP_OK) rc = out_of_memory();
+  if (rc != TP_OK) {
+    free(*text);
+    *text = NULL;
+  }
+  return rc;
+}
+
+/* JSON text parsed; flags as json_loadb takes them. NULL and TP_EINTERNAL when it is not JSON
+ * (a report wrote something else: a bug). */
+static tp_rc parse_json(const char *text, size_t len, size_t flags, json_t **value) {
+  json_error_t err;
+  *value = json_loadb(text, len, flags, &err);
+  if (!*value)
+    return TP_FAIL(TP_EINTERNAL, "dashboard: report output is not JSON: %s (line %d)", err.text,
+                   err.line);
+  return TP_OK;
+}
+
 /* Runs a report into memory and parses it. *value is NULL when the report
- * failed (its rc returned) and on parse errors (TP_EINTERNAL: the report
- * wrote something that is not JSON, a bug). */
+ * failed (its rc returned) and on parse errors (TP_EINTERNAL). */
 static tp_rc capture(tp_store *store, report_fn fn, int64_t id, json_t **value) {
   char *text = NULL;
   size_t len = 0;
   *value = NULL;
-  FILE *mem = open_memstream(&text, &len);
-  if (!mem) return out_of_memory();
-  tp_rc rc = fn(store, id, mem);
-  if (fclose(mem) != 0 && rc == TP_OK) rc = out_of_memory();
-  if (rc == TP_OK) {
-    json_error_t err;
-    *value = json_loadb(text, len, 0, &err);
-    if (!*value)
-      rc = TP_FAIL(TP_EINTERNAL, "dashboard: report output is not JSON: %s (line %d)", err.text,
-                   err.line);
-  }
+  tp_rc rc = capture_text(store, fn, id, &text, &len);
+  if (rc == TP_OK) rc = parse_json(text, len, 0, value);
   free(text);
   return rc;
 }
@@ -123,7 +141,7 @@ typedef struct {
   size_t max_events;
   tp_dashboard_stats *stats;
   tp_json_builder jb;
-  char (*files)[TP_DASHBOARD_TRACE_NAME_MAX]; /* the trace files written, for pruning */
+  char (*files)[TP_DASHBOARD_TRACE_NAME_MAX]; /* the trace files' names, as the document lists */
   size_t n_files;
 } builder;
 
@@ -142,7 +160,7 @@ static tp_rc check_has_runs(tp_store *store) {
 static tp_rc add_runs(builder *b, json_t *list) {
   int64_t *ids = NULL;
   size_t n = 0;
-  TP_TRY(list_ids(b->store, "SELECT id FROM runs ORDER BY started_at, id", &ids, &n));
+  TP_TRY(list_ids(b->store, "SELECT id FROM runs ORDER BY " TP_STORE_OLDEST_FIRST, &ids, &n));
   if (n == 0) {
     free(ids);
     return TP_FAIL(TP_EUSAGE, "%s: the database holds no runs yet", tp_store_path(b->store));
@@ -211,26 +229,64 @@ static tp_rc add_config_facts(builder *b, json_t *entry, int64_t config_id) {
   return rc;
 }
 
-/* The trace as compact JSON in its own file; its name recorded for pruning. */
-static tp_rc write_trace_file(builder *b, int64_t config_id, const json_t *trace, char *name) {
-  char *text = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(17));
-  if (!text) return out_of_memory();
+/* The trace's JSON text in its own file; its name recorded for the document. */
+static tp_rc write_trace_file(builder *b, int64_t config_id, const char *text, size_t len,
+                              char *name) {
   size_t bytes = 0;
   tp_rc rc = tp_dashboard_trace_file_write(b->out_dir, tp_store_path(b->store), config_id, text,
-                                           strlen(text), name, &bytes);
-  free(text);
+                                           len, name, &bytes);
   if (rc == TP_OK) b->stats->trace_bytes += bytes;
   return rc;
 }
 
-static tp_rc add_trace(builder *b, json_t *list, int64_t config_id) {
+/* Complete events in a Chrome trace's text: every one holds "ph":"X" as the exporter writes
+ * it, and no string can hold that (a quote inside a string is escaped). */
+static size_t complete_events(const char *text) {
+  size_t n = 0;
+  for (const char *at = strstr(text, "\"ph\":\"X\""); at; at = strstr(at + 1, "\"ph\":\"X\"")) n++;
+  return n;
+}
+
+/* The trace's "otherData" (its configuration, run, label): the exporter writes it before the
+ * events, so only that object is parsed. */
+static tp_rc trace_other_data(const char *text, size_t len, json_t **other) {
+  static const char key[] = "\"otherData\":";
+  const char *at = strstr(text, key);
+  if (!at) return TP_FAIL(TP_EINTERNAL, "dashboard: a trace without otherData");
+  at += sizeof key - 1;
+  return parse_json(at, len - (size_t)(at - text), JSON_DISABLE_EOF_CHECK, other);
+}
+
+/* A trace over max events: parsed, cut to its first max complete events (the metadata kept)
+ * and written again; *text replaced by the cut one. */
+static tp_rc cut_trace(char **text, size_t *len, size_t max) {
   json_t *trace = NULL;
-  TP_TRY(capture(b->store, tp_report_chrome_trace, config_id, &trace));
+  TP_TRY(parse_json(*text, *len, 0, &trace));
   size_t shown = 0;
-  int truncated = truncate_events(trace, b->max_events, &shown);
-  json_t *other = json_object_get(trace, "otherData");
+  truncate_events(trace, max, &shown);
+  char *cut = json_dumps(trace, JSON_COMPACT | JSON_REAL_PRECISION(17));
+  json_decref(trace);
+  if (!cut) return out_of_memory();
+  free(*text);
+  *text = cut;
+  *len = strlen(cut);
+  return TP_OK;
+}
+
+static tp_rc add_trace(builder *b, json_t *list, int64_t config_id) {
+  char *text = NULL;
+  size_t len = 0;
+  json_t *other = NULL;
+  TP_TRY(capture_text(b->store, tp_report_chrome_trace, config_id, &text, &len));
+  /* most traces go to their file as exported: parsing and writing them again was most of the
+   * dashboard's time */
+  const size_t events = complete_events(text);
+  const int truncated = events > b->max_events;
+  tp_rc rc = trace_other_data(text, len, &other);
+  if (rc == TP_OK && truncated) rc = cut_trace(&text, &len, b->max_events);
   char *name = b->files[b->n_files];
-  tp_rc rc = write_trace_file(b, config_id, trace, name);
+  if (rc == TP_OK) rc = write_trace_file(b, config_id, text, len, name);
+  free(text);
   json_t *entry = rc == TP_OK ? json_object() : NULL;
   if (rc == TP_OK && !entry) rc = out_of_memory();
   if (rc == TP_OK) {
@@ -239,13 +295,14 @@ static tp_rc add_trace(builder *b, json_t *list, int64_t config_id) {
     tp_json_set(&b->jb, entry, "run_id", json_deep_copy(json_object_get(other, "run_id")));
     tp_json_set(&b->jb, entry, "label", json_deep_copy(json_object_get(other, "label")));
     tp_json_set(&b->jb, entry, "truncated", json_boolean(truncated));
-    tp_json_set(&b->jb, entry, "shown_events", json_integer((json_int_t)shown));
+    tp_json_set(&b->jb, entry, "shown_events",
+                json_integer((json_int_t)(truncated ? b->max_events : events)));
     tp_json_set(&b->jb, entry, "file", json_string(name));
     rc = add_config_facts(b, entry, config_id);
     tp_json_append(&b->jb, list, entry);
     b->stats->traces++;
   }
-  json_decref(trace);
+  json_decref(other);
   return rc;
 }
 
@@ -410,32 +467,12 @@ static tp_rc check_out_dir(const char *dir, const char *db) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
     return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
-  return tp_output_check(path, db);
-}
-
-static tp_rc make_dir(const char *dir) {
-  struct stat st;
-  if (stat(dir, &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return TP_FAIL(TP_EUSAGE, "%s: not a directory", dir);
-    return TP_OK;
-  }
-  if (mkdir(dir, 0777) != 0) return cannot_create(dir, errno);
-  return TP_OK;
-}
-
-/* The output folder and its traces/ folder. */
-static tp_rc make_dirs(const char *dir) {
-  TP_TRY(make_dir(dir));
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s/" TP_DASHBOARD_TRACE_DIR, dir) >= (int)sizeof path)
-    return TP_FAIL(TP_EUSAGE, "%s: path too long", dir);
-  return make_dir(path);
+  TP_TRY(tp_output_check(path, db));
+  return tp_dashboard_check_replaceable(dir);
 }
 
 /* index.html through a private temporary renamed into place when complete
- * (report/tp_output.h): two dashboards writing the same folder leave one
- * whole page, and an index.html that is not a regular file, or is the
- * database, is refused. */
+ * (report/tp_output.h), in the staging folder that is put in place after it. */
 static tp_rc write_file(const char *dir, const char *db, const char *data, size_t *bytes) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s/index.html", dir) >= (int)sizeof path)
@@ -453,6 +490,21 @@ static tp_rc write_file(const char *dir, const char *db, const char *data, size_
   return rc;
 }
 
+/* The document and the page, built into the staging folder st->staging. */
+static tp_rc write_generation(builder *b, const char *db) {
+  json_t *doc = NULL;
+  tp_rc rc = build_document(b, &doc);
+  char *data = NULL;
+  if (rc == TP_OK) {
+    data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(doc);
+    if (!data) rc = out_of_memory();
+  }
+  if (rc == TP_OK) rc = write_file(b->out_dir, db, data, &b->stats->bytes);
+  free(data);
+  return rc;
+}
+
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats) {
   if (!store || !out_dir) return TP_FAIL(TP_EINTERNAL, "tp_dashboard_write: NULL argument");
@@ -460,26 +512,20 @@ tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboar
   tp_dashboard_stats local = {0};
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
+  TP_TRY(check_out_dir(out_dir, tp_store_path(store)));
+  TP_TRY(check_has_runs(store));
+  /* the whole generation goes into a fresh folder beside out_dir, renamed onto it only when
+   * complete (tp_dashboard_place.h): a kill leaves the old folder whole, never half */
+  tp_dashboard_staging st;
+  TP_TRY(tp_dashboard_stage(out_dir, &st));
   builder b = {.store = store,
-               .out_dir = out_dir,
+               .out_dir = st.staging,
                .max_events =
                    opt && opt->max_trace_events ? opt->max_trace_events : TP_DASHBOARD_MAX_EVENTS,
                .stats = stats};
-  TP_TRY(check_out_dir(out_dir, tp_store_path(store)));
-  TP_TRY(check_has_runs(store));
-  tp_rc rc = make_dirs(out_dir);
-  json_t *doc = NULL;
-  if (rc == TP_OK) rc = build_document(&b, &doc);
-  char *data = NULL;
-  if (rc == TP_OK) {
-    data = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(doc);
-    if (!data) rc = out_of_memory();
-  }
-  if (rc == TP_OK) rc = write_file(out_dir, tp_store_path(store), data, &stats->bytes);
-  /* Only once the new page is in place: the old one named the old files. */
-  if (rc == TP_OK) rc = tp_dashboard_trace_files_prune(out_dir, b.files, b.n_files);
-  free(data);
+  tp_rc rc = write_generation(&b, tp_store_path(store));
+  if (rc == TP_OK) rc = tp_dashboard_put_in_place(&st);
+  else tp_dashboard_discard(&st);
   free(b.files);
   return rc;
 }

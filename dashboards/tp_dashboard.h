@@ -42,18 +42,17 @@ typedef struct tp_dashboard_stats {
   size_t trace_bytes; /* the trace files' sizes together */
 } tp_dashboard_stats;
 
-/* Writes out_dir/traces/<config-id>-<crc32>.js per traced configuration,
- * then out_dir/index.html (creating out_dir and out_dir/traces, one level
- * each, if missing; every file is replaced only once the new one is
- * complete, by a rename: report/tp_output.h), then removes the trace files
- * an earlier generation left in out_dir/traces/ (names of that shape only;
- * anything else there stays). Runs without op or layer configurations are
- * left out of the tables. opt and stats may be NULL. TP_EUSAGE when the
- * database holds no runs, out_dir is empty or not a directory,
- * out_dir/traces exists and is not a directory, or index.html exists and
- * is not a regular file or is the database; TP_EIO when a file cannot be
- * written. Those are checked before the database is read (nothing created
- * when refused) and again before each rename. */
+/* Writes a generation of the site — traces/<config-id>-<crc32>.js per
+ * traced configuration, then index.html — into a fresh folder beside
+ * out_dir and puts it in place whole (tp_dashboard_place.h): out_dir is the
+ * old generation or the new one, never a mix, whenever the process stops.
+ * Runs without op or layer configurations are left out of the tables. opt
+ * and stats may be NULL. TP_EUSAGE when the database holds no runs, out_dir
+ * is empty, not a directory or holds a file a dashboard did not write,
+ * out_dir/traces exists and is not a directory, index.html exists and is
+ * not a regular file or is the database, or the folder that holds out_dir
+ * cannot take the new one; TP_EIO when a file cannot be written. Those are
+ * checked before the database is read (nothing created when refused). */
 tp_rc tp_dashboard_write(tp_store *store, const char *out_dir, const tp_dashboard_options *opt,
                          tp_dashboard_stats *stats);
 

@@ -39,17 +39,6 @@ TP_MUST_CHECK tp_rc tp_dashboard_trace_file_write(const char *dir, const char *d
                                                   char name[TP_DASHBOARD_TRACE_NAME_MAX],
                                                   size_t *bytes);
 
-/*
- * Removes from dir/traces the files that look like trace files
- * (<digits>-<8 hex digits>.js) and are not among keep[0..n) (names as
- * tp_dashboard_trace_file_write gives them): what an earlier generation
- * left. Anything else in the folder is left alone. A missing folder is
- * TP_OK. TP_EIO when the folder cannot be read or a file removed.
- */
-TP_MUST_CHECK tp_rc tp_dashboard_trace_files_prune(const char *dir,
-                                                   char (*keep)[TP_DASHBOARD_TRACE_NAME_MAX],
-                                                   size_t n);
-
 /* Whether name (without a folder) has the shape of a trace file's name. */
 int tp_dashboard_is_trace_file_name(const char *name);
 

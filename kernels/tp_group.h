@@ -70,8 +70,9 @@ typedef struct tp_group {
   void *write_value32;      /* cuStreamWriteValue32 / cuStreamWaitValue32 from the driver, */
   void *wait_value32;       /* NULL where the driver lacks them */
   char device_name[256];
-  /* Test only: every fused op spins this long on the main stream (from
-   * TPBENCH_TEST_DIST_DELAY_US; 0 = off). The run records it (runs.test_knobs). */
+  /* Test only: every fused op spins this long on the main stream, and at TP 1 (where nothing
+   * fuses) every stock op of tp_linear (from TPBENCH_TEST_DIST_DELAY_US; 0 = off). The run
+   * records it (runs.test_knobs). */
   uint64_t test_delay_ns;
   /* Test only: rank test_withhold_rank issues no work in the windows of
    * configuration test_withhold_config, so its peers' collectives hang (from

@@ -77,17 +77,24 @@ static tp_rc test_delay(tp_group *g) {
   return TP_OK;
 }
 
+/* Whether the test knob's fixed slowdown (off unless set) applies to this op: every fused one,
+ * and at TP 1, where nothing fuses, every stock one, so that a run on one GPU can plant a
+ * regression too (the GEMM alone stays as it is: stock's reference). The run records both. */
+static int slowed_by_test_knob(const tp_group *g, const tp_linear_plan *p) {
+  if (!g->test_delay_ns) return 0;
+  return linear_is_fused(p) || (p->world == 1 && p->backend == TP_BACKEND_STOCK);
+}
+
 /* A recipe's pass (tp_recipe.forward, .backward). */
 typedef tp_rc (*pass_fn)(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t);
 
-/* One pass of the plan's recipe inside the pass's NVTX range; the fused
- * forward first spins for the test knob. */
+/* One pass of the plan's recipe inside the pass's NVTX range; the forward
+ * first spins for the test knob where it applies (slowed_by_test_knob). */
 static tp_rc run_pass(tp_group *g, const tp_linear_plan *p, const tp_linear_tensors *t,
                       const char *range, int delay, pass_fn pass) {
   tp_nvtx_push(range);
   tp_rc rc = TP_OK;
-  /* the test knob's fixed slowdown of every fused op (off unless set) */
-  if (delay && linear_is_fused(p) && g->test_delay_ns) rc = test_delay(g);
+  if (delay && slowed_by_test_knob(g, p)) rc = test_delay(g);
   if (rc == TP_OK) rc = pass(g, p, t);
   tp_nvtx_pop(); /* on every path: a failed delay leaves no range open */
   return rc;

@@ -19,7 +19,7 @@
 
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
-   * probe in docs/PERF.md), close to the copy engine with few SMs taken */
+   * probe in docs/dev/PERF.md), close to the copy engine with few SMs taken */
   SM_COPY_BLOCKS = 16
 };
 
@@ -225,7 +225,7 @@ static void dist_name_schedule(tp_linear_plan *p, tp_schedule requested, const c
     p->schedule = TP_SCHED_CE;
     snprintf(p->reason, sizeof p->reason,
              "auto: ce — the copy engine moves chunks without taking SMs from the GEMM (ce against "
-             "sm on the H200 pair: docs/PERF.md); %s",
+             "sm on the H200 pair: docs/dev/PERF.md); %s",
              chunk_why);
   } else if (requested == TP_SCHED_RING) {
     p->schedule = TP_SCHED_RING;

@@ -37,6 +37,7 @@
 #include <sqlite3.h>
 
 #include "report/tp_escape.h"
+#include "report/tp_report.h"
 #include "report/tp_report_util.h"
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "compare: out of memory"); }
@@ -187,6 +188,8 @@ typedef struct {
   char *test_knobs, *order_policy;
   int64_t gpu_count, dirty, rounds; /* rounds: 0 when the run predates them */
   int used;                         /* supplied a configuration that both sides have */
+  int has_headline;                 /* a used run with an op or layer table: headline below */
+  tp_headline headline;             /* report's rule (tp_report_headline) */
 } side_run;
 
 /* One configuration of one run of a side, with its case's references in
@@ -298,6 +301,37 @@ static tp_rc parse_element(const char *text, int64_t *run_id) {
   return TP_OK;
 }
 
+/* The database's commits, oldest first by their first run, as "e92c4c5378 (run 1),
+ * a06011ff18 (runs 2 to 5)": what a prefix that names none could have named. */
+static void known_commits(tp_store *store, char *buf, size_t cap) {
+  sqlite3_stmt *st = NULL;
+  buf[0] = '\0';
+  if (prepare(store,
+              "SELECT substr(commit_sha, 1, 10), min(id), max(id), count(*) FROM runs WHERE "
+              "commit_sha IS NOT NULL GROUP BY commit_sha ORDER BY min(started_at), min(id) "
+              "LIMIT 9",
+              &st) != TP_OK) {
+    tp_clear_error();
+    return;
+  }
+  size_t used = 0;
+  for (int i = 0; sqlite3_step(st) == SQLITE_ROW && used < cap; i++) {
+    const long long first = sqlite3_column_int64(st, 1), last = sqlite3_column_int64(st, 2),
+                    count = sqlite3_column_int64(st, 3);
+    const int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "",
+                           i == 8 ? "..." : (const char *)sqlite3_column_text(st, 0));
+    used += n > 0 ? (size_t)n : 0;
+    if (i == 8 || used >= cap) break;
+    const int m =
+        count == 1 ? snprintf(buf + used, cap - used, " (run %lld)", first)
+        : last - first + 1 == count
+            ? snprintf(buf + used, cap - used, " (runs %lld to %lld)", first, last)
+            : snprintf(buf + used, cap - used, " (%lld runs, %lld to %lld)", count, first, last);
+    used += m > 0 ? (size_t)m : 0;
+  }
+  sqlite3_finalize(st);
+}
+
 /* The one commit a prefix names (ambiguity is an error, as in git). */
 static tp_rc resolve_commit(tp_store *store, const char *prefix, char **commit) {
   sqlite3_stmt *st = NULL;
@@ -317,9 +351,14 @@ static tp_rc resolve_commit(tp_store *store, const char *prefix, char **commit) 
     if (!(*commit = dup_text(st, 0))) rc = out_of_memory();
   }
   if (rc == TP_OK && step != SQLITE_DONE) rc = sql_error(store, "looking up the commit");
-  if (rc == TP_OK && !*commit)
-    rc = TP_FAIL(TP_EUSAGE, "%s: no run of a commit starting with '%s' (use run:N for a run id)",
-                 tp_store_path(store), prefix);
+  if (rc == TP_OK && !*commit) {
+    char known[512];
+    known_commits(store, known, sizeof known);
+    rc = TP_FAIL(TP_EUSAGE,
+                 "%s: no run of a commit starting with '%s' (use run:N for a run id); its "
+                 "commits: %s",
+                 tp_store_path(store), prefix, known[0] ? known : "none recorded");
+  }
   sqlite3_finalize(st);
   if (rc != TP_OK) {
     free(*commit);
@@ -332,7 +371,7 @@ static const char runs_sql[] =
     "SELECT id, commit_sha, host, gpu_name, driver_version, cuda_version, nccl_version, "
     "cublas_version, started_at, command, test_knobs, order_policy, coalesce(gpu_count, -1), "
     "dirty, coalesce(rounds, 0) FROM runs WHERE (?1 > 0 AND id = ?1) OR (?1 = 0 AND "
-    "commit_sha = ?2) ORDER BY started_at, id";
+    "commit_sha = ?2) ORDER BY " TP_STORE_OLDEST_FIRST;
 
 static void read_run(sqlite3_stmt *st, side_run *r) {
   memset(r, 0, sizeof *r);
@@ -602,6 +641,12 @@ static const entry *group_entry(const side *s, const key_group *g, size_t i) {
 
 typedef enum { M_VS_STOCK, M_VS_BOUND, M_TIME, N_MEASURES } measure;
 static const char *const measure_names[] = {"dist/stock", "dist/bound", "time"};
+
+/* A measure as a row names it: a stock row's bound ratio is stock/bound. */
+static const char *measure_name(const entry *e, int m) {
+  return m == 1 && e && e->backend && !strcmp(e->backend, "stock") ? "stock/bound"
+                                                                   : measure_names[m];
+}
 static const char *const measure_keys[] = {"vs_stock", "vs_bound", "time"};
 
 typedef struct {
@@ -629,16 +674,26 @@ static const entry *faster_ref(const side *s, const entry *e, ref_role plain, re
   return w_ok && !p_ok ? w : p;
 }
 
+static int is_stock_op(const entry *e) {
+  return e->backend && !strcmp(e->backend, "stock") && e->kind &&
+         (!strcmp(e->kind, "op") || !strcmp(e->kind, "layer"));
+}
+
+static int was_rejected(const entry *e) { return e && e->status && !strcmp(e->status, "rejected"); }
+
 /* The references a measure divides by: the faster stock configuration, or
- * GEMM alone and the faster collective alone (the bound is the larger). */
+ * GEMM alone and the faster collective alone (the bound is the larger). A
+ * stock row (gated with --gate-references) has the bound alone; where its
+ * collective alone was rejected or not run (TP 1: nothing travels) the bound
+ * is the GEMM alone. */
 static size_t measure_refs(measure m, const side *s, const entry *e, const entry **refs) {
   if (m == M_VS_STOCK) {
-    refs[0] = faster_ref(s, e, REF_STOCK, REF_STOCK_WINDOW);
+    refs[0] = is_stock_op(e) ? NULL : faster_ref(s, e, REF_STOCK, REF_STOCK_WINDOW);
     return 1;
   }
   refs[0] = ref_entry(s, e, REF_GEMM);
   refs[1] = faster_ref(s, e, REF_COMM, REF_COMM_WINDOW);
-  return 2;
+  return is_stock_op(e) && (!refs[1] || was_rejected(refs[1])) ? 1 : 2;
 }
 
 /* log(e / max(refs)) per round both ran in; for a run without rounds (no
@@ -668,14 +723,16 @@ static tp_rc ratio_samples(const side *s, const entry *e, measure m, samples *ou
 }
 
 /* A measure's samples on one side: over every ok entry of the key (every
- * run where it ran); time: one per run, the run's median. */
-static tp_rc side_samples(const side *s, const key_group *g, measure m, int subject, samples *out) {
+ * run where it ran); time: one per run, the run's median; the ratios only
+ * for a row that has them (ratios: dist_gemm, or stock under
+ * --gate-references). */
+static tp_rc side_samples(const side *s, const key_group *g, measure m, int ratios, samples *out) {
   for (size_t i = 0; i < g->count; i++) {
     const entry *e = group_entry(s, g, i);
     if (!e->ok) continue;
     if (m == M_TIME) {
       if (e->median_us > 0) TP_TRY(push(out, log(e->median_us)));
-    } else if (subject) {
+    } else if (ratios) {
       TP_TRY(ratio_samples(s, e, m, out));
     }
   }
@@ -894,12 +951,20 @@ static void geometric_interval(const samples *s, double *lo, double *hi) {
   *hi = exp(mean + half);
 }
 
+/* Whether a row's within-run ratios are measured: a dist_gemm row's always; a stock row's
+ * (stock over its bound) with --gate-references, which is what a run without fused
+ * configurations (TP 1, one GPU) can gate. */
+static int has_ratios(const comparison *c, const compare_row *row) {
+  return row->subject || (c->opt.gate_references && is_stock_op(row_entry(row)));
+}
+
 /* One measure of a row where both sides ran: samples, means, Welch. */
 static tp_rc measure_row(const comparison *c, compare_row *row, measure m) {
   samples b = {0}, h = {0};
   measured *x = &row->m[m];
-  tp_rc rc = side_samples(&c->base, row->base, m, row->subject, &b);
-  if (rc == TP_OK) rc = side_samples(&c->head, row->head, m, row->subject, &h);
+  const int ratios = has_ratios(c, row);
+  tp_rc rc = side_samples(&c->base, row->base, m, ratios, &b);
+  if (rc == TP_OK) rc = side_samples(&c->head, row->head, m, ratios, &h);
   x->n_base = b.n;
   x->n_head = h.n;
   x->base = geometric_mean(&b);
@@ -1012,7 +1077,7 @@ static tp_rc measure_all(comparison *c) {
         row->base_latest && row->head_latest && row->base_latest->ok && row->head_latest->ok;
     if (!both_ok) continue;
     for (int m = 0; m < N_MEASURES; m++) {
-      if (m != M_TIME && !row->subject) continue;
+      if (m != M_TIME && !has_ratios(c, row)) continue;
       TP_TRY(measure_row(c, row, (measure)m));
     }
   }
@@ -1241,6 +1306,27 @@ static void md_side(FILE *out, const char *name, const side *s) {
   fputc('\n', out);
 }
 
+/* Each used run's headline, as report prints it (tp_headline_line). */
+static void md_headlines(FILE *out, const comparison *c) {
+  const side *sides[] = {&c->base, &c->head};
+  int any = 0;
+  char line[1024];
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < sides[k]->n_runs; i++) {
+      const side_run *r = &sides[k]->runs[i];
+      if (!r->has_headline) continue;
+      if (!any++)
+        fputs("\nHeadline of each run (as `tpbench report` and the dashboard give it: fused rows "
+              "of models that are not toys; geometric mean of the speedup, median of "
+              "dist/bound):\n\n",
+              out);
+      tp_headline_line(&r->headline, line, sizeof line);
+      fprintf(out, "- run %lld (%s): ", (long long)r->id, k ? "head" : "base");
+      tp_md_text(out, line);
+      fputc('\n', out);
+    }
+}
+
 static void md_knobs(FILE *out, const side *s) {
   for (size_t i = 0; i < s->n_runs; i++) {
     const side_run *r = &s->runs[i];
@@ -1302,7 +1388,7 @@ static void md_flagged_row(FILE *out, const compare_row *row, verdict v) {
     const measured *x = &row->m[m];
     if (x->v != v) continue;
     tp_md_cell(out, label);
-    tp_md_cell(out, measure_names[m]);
+    tp_md_cell(out, measure_name(row_entry(row), m));
     md_value(out, (measure)m, x->base);
     md_value(out, (measure)m, x->head);
     tp_md_cell(out, fmt_change(buf, sizeof buf, x->change));
@@ -1377,7 +1463,11 @@ static void md_method(FILE *out, const comparison *c) {
           "base that failed in head regressed. Larger is slower for every measure.\n\n",
           c->sum.tests, c->sum.tests == 1 ? "" : "s", c->opt.alpha, c->opt.alpha,
           c->opt.threshold * 100.0,
-          c->opt.gate_references ? " but their times gate too (--gate-references)" : "");
+          c->opt.gate_references
+              ? " but gate too (--gate-references): a stock row's stock/bound round by round as "
+                "dist_gemm's ratios (at TP 1, where no collective is timed, the bound is the GEMM "
+                "alone), and every reference's time with two runs a side"
+              : "");
 }
 
 /* Why no test was gated although configurations were compared. */
@@ -1388,7 +1478,11 @@ static const char *nothing_gated_reason(const comparison *c) {
         row->head_latest->ok)
       return "no dist_gemm ratio had two samples a side; a run without rounds is one";
   }
-  return "no dist_gemm configuration ran on both sides; the rest is information";
+  return c->opt.gate_references
+             ? "no dist_gemm configuration ran on both sides, and no reference ratio had two "
+               "samples a side"
+             : "no dist_gemm configuration ran on both sides; the rest is information (at TP 1, "
+               "where nothing fuses, --gate-references gates stock over its bound)";
 }
 
 /* The verdict line. A pass that gated nothing says so in its verdict: a
@@ -1425,6 +1519,7 @@ static void write_markdown(FILE *out, const comparison *c) {
   md_method(out, c);
   md_side(out, "base", &c->base);
   md_side(out, "head", &c->head);
+  md_headlines(out, c);
   md_warnings(out, c);
   md_shown(out, c);
   static const struct {
@@ -1502,6 +1597,34 @@ static void write_csv(FILE *out, const comparison *c) {
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
 
+static json_t *json_figures(tp_json_builder *jb, const tp_headline_figures *f) {
+  json_t *o = json_object();
+  if (!o) return NULL;
+  tp_json_set(jb, o, "rows", json_integer(f->rows));
+  tp_json_set(jb, o, "geomean_speedup", tp_json_real(f->geomean_speedup));
+  tp_json_set(jb, o, "bound_rows", json_integer(f->bound_rows));
+  tp_json_set(jb, o, "median_dist_over_bound", tp_json_real(f->median_dist_over_bound));
+  return o;
+}
+
+/* A run's headline: report's summary figures (the same keys), toy models apart. */
+static json_t *json_headline(tp_json_builder *jb, const tp_headline *h) {
+  json_t *o = json_figures(jb, &h->figures), *toys = json_array();
+  if (!o || !toys) {
+    json_decref(o);
+    json_decref(toys);
+    return NULL;
+  }
+  tp_json_set(jb, o, "toy_only", json_boolean(h->toy_only));
+  for (int i = 0; i < h->n_toys; i++) {
+    json_t *t = json_figures(jb, &h->toys[i].figures);
+    if (t) tp_json_set(jb, t, "model", tp_json_str(h->toys[i].model));
+    tp_json_append(jb, toys, t);
+  }
+  tp_json_set(jb, o, "toys", toys);
+  return o;
+}
+
 static json_t *json_run(tp_json_builder *jb, const side_run *r) {
   json_t *run = json_object();
   if (!run) return NULL;
@@ -1517,6 +1640,7 @@ static json_t *json_run(tp_json_builder *jb, const side_run *r) {
   tp_json_set(jb, run, "rounds", r->rounds > 0 ? json_integer(r->rounds) : json_null());
   tp_json_set(jb, run, "test_knobs", tp_json_str(r->test_knobs));
   tp_json_set(jb, run, "used", json_boolean(r->used));
+  tp_json_set(jb, run, "headline", r->has_headline ? json_headline(jb, &r->headline) : json_null());
   return run;
 }
 
@@ -1652,11 +1776,13 @@ static double head_seconds(const compare_row *row) {
 }
 
 /* "dist/stock +5.1% (95% interval +3.0% to +7.2%, adjusted p 0.0012)". */
-static void describe_measure(char *buf, size_t cap, measure m, const measured *x) {
+static void describe_measure(char *buf, size_t cap, const compare_row *row, measure m,
+                             const measured *x) {
   char change[32], lo[32], hi[32], p[32];
-  snprintf(buf, cap, "%s %s (95%% interval %s to %s, adjusted p %s)", measure_names[m],
-           fmt_change(change, sizeof change, x->change), fmt_change(lo, sizeof lo, x->ci_lo),
-           fmt_change(hi, sizeof hi, x->ci_hi), fmt_p(p, sizeof p, x->p_adj));
+  snprintf(buf, cap, "%s %s (95%% interval %s to %s, adjusted p %s)",
+           measure_name(row_entry(row), m), fmt_change(change, sizeof change, x->change),
+           fmt_change(lo, sizeof lo, x->ci_lo), fmt_change(hi, sizeof hi, x->ci_hi),
+           fmt_p(p, sizeof p, x->p_adj));
 }
 
 /* Every measure of the row that moved the way v says, "; "-separated. */
@@ -1666,7 +1792,7 @@ static void moved_measures(char *buf, size_t cap, const compare_row *row, verdic
     if (!row->m[m].gated || row->m[m].v != v) continue;
     size_t used = strlen(buf);
     char one[200];
-    describe_measure(one, sizeof one, (measure)m, &row->m[m]);
+    describe_measure(one, sizeof one, row, (measure)m, &row->m[m]);
     snprintf(buf + used, cap - used, "%s%s", used ? "; " : "", one);
   }
 }
@@ -1677,7 +1803,7 @@ static void junit_measure_lines(FILE *out, const compare_row *row) {
     const measured *x = &row->m[m];
     if (x->n_base == 0 && x->n_head == 0) continue;
     char line[400], one[200], base[32], head[32];
-    describe_measure(one, sizeof one, (measure)m, x);
+    describe_measure(one, sizeof one, row, (measure)m, x);
     double scale = m == M_TIME ? 1e-3 : 1.0; /* time in ms, as the markdown shows it */
     snprintf(line, sizeof line, "%s; base %s, head %s%s; samples %zu / %zu%s\n", one,
              tp_fmt_num(base, sizeof base, x->base * scale, 4),
@@ -2008,6 +2134,21 @@ static tp_rc write_profile_pairs(tp_store *store, const comparison *c, FILE *out
   return TP_OK;
 }
 
+/* Each used run's headline, by report's rule (tp_report_headline): compare shows it beside the
+ * verdict, so the figures a reader sees for a run are the same wherever they look. A run
+ * without one (a link probe) has none. */
+static tp_rc load_headlines(tp_store *store, side *s) {
+  for (size_t i = 0; i < s->n_runs; i++) {
+    side_run *r = &s->runs[i];
+    if (!r->used) continue;
+    tp_rc rc = tp_report_headline(store, r->id, &r->headline);
+    if (rc == TP_EUSAGE) tp_clear_error();
+    else if (rc != TP_OK) return rc;
+    r->has_headline = rc == TP_OK;
+  }
+  return TP_OK;
+}
+
 tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
                         const tp_compare_options *opt, tp_compare_format fmt, FILE *out,
                         tp_compare_summary *summary) {
@@ -2027,6 +2168,8 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
     rc = check_hardware(&c);
   }
   if (rc == TP_OK) rc = judge_all(&c);
+  if (rc == TP_OK) rc = load_headlines(store, &c.base);
+  if (rc == TP_OK) rc = load_headlines(store, &c.head);
   if (rc == TP_OK) {
     if (c.n_rows) qsort(c.rows, c.n_rows, sizeof *c.rows, compare_rows);
     rc = select_shown(&c);

@@ -78,7 +78,8 @@ typedef struct tp_compare_filter {
 typedef struct tp_compare_options {
   double threshold;         /* minimum relative change: 0.02 is 2 % */
   double alpha;             /* false discovery rate of the family: 0.05 */
-  int gate_references;      /* 1: stock, GEMM-alone and collective-alone times gate too */
+  int gate_references;      /* 1: stock rows' stock/bound (round by round; at TP 1 the bound is the
+                             * GEMM alone) and every reference's time (two runs a side) gate too */
   int allow_mixed_hardware; /* 1: compare runs on different GPUs or drivers anyway */
   tp_compare_filter filter;
   /* What is shown (never what is judged: the summary, the verdict line and

@@ -53,8 +53,9 @@ typedef struct tp_drift_run {
 TP_MUST_CHECK tp_rc tp_drift_load(tp_store *store, int64_t run_id, tp_drift_run *out);
 void tp_drift_run_free(tp_drift_run *run);
 
-/* *is_drift = 1 when run_id has configurations and every one is of kind "drift" (a `tpbench
- * drift` run, whose report is this table). TP_ESQLITE when reading fails. */
+/* *is_drift = 1 when run_id has configurations of kind "drift" and none of kind op, layer or
+ * link (a `tpbench drift` run, whose report is this table; rows of a kind tpbench does not know
+ * are left aside). TP_ESQLITE when reading fails. */
 TP_MUST_CHECK tp_rc tp_drift_is_drift_run(tp_store *store, int64_t run_id, int *is_drift);
 
 /* How a configuration's value of one step stands against the reference's. */

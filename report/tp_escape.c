@@ -1,5 +1,6 @@
 /*
- * tp_escape.c — stored text into XML and OpenMetrics (see tp_escape.h).
+ * tp_escape.c — stored text into XML, OpenMetrics, CSV and terminal
+ * messages (see tp_escape.h).
  *
  * Written by hand rather than through libxml2's writer: the JUnit file is a
  * few element types whose only hard part is this escaping, and linking
@@ -11,30 +12,17 @@
 
 static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
 
-/* Whether s[0..len) is c followed by len - 1 continuation bytes. */
-static int continuation_bytes(const unsigned char *s, size_t len) {
-  for (size_t i = 1; i < len; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  return 1;
-}
-
-size_t tp_utf8_sequence(const unsigned char *s, size_t n) {
-  if (n == 0) return 0;
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t len = c >= 0xC2 && c <= 0xDF   ? 2
-               : c >= 0xE0 && c <= 0xEF ? 3
-               : c >= 0xF0 && c <= 0xF4 ? 4
-                                        : 0;
-  if (len == 0 || len > n || !continuation_bytes(s, len)) return 0;
-  /* The second byte's range rules out overlong forms, surrogates
-   * (U+D800..U+DFFF) and code points above U+10FFFF. */
-  unsigned char second = s[1];
-  if (c == 0xE0 && second < 0xA0) return 0;
-  if (c == 0xED && second > 0x9F) return 0;
-  if (c == 0xF0 && second < 0x90) return 0;
-  if (c == 0xF4 && second > 0x8F) return 0;
-  return len;
+void tp_safe_text(FILE *out, const char *text, int keep_breaks) {
+  if (!text) return;
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = strlen(text);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(s, n, &cls)) > 0; s += len, n -= len) {
+    int shown =
+        cls == TP_CHAR_PLAIN || (keep_breaks && (cls == TP_CHAR_LINE_BREAK || cls == TP_CHAR_TAB));
+    if (shown) fwrite(s, 1, len, out);
+    else fputs(replacement, out);
+  }
 }
 
 /* U+FFFE and U+FFFF: well-formed UTF-8 that XML 1.0 refuses. */
@@ -66,7 +54,9 @@ static void write_xml(FILE *out, const char *text, int attr) {
   while (n > 0) {
     size_t len = tp_utf8_sequence(s, n);
     if (len == 1) xml_ascii(out, s[0], attr);
-    else if (len == 0 || xml_noncharacter(s, len)) fputs(replacement, out);
+    /* a C1 control (0xC2 0x80..0x9F) is legal XML but a terminal showing the file acts on it */
+    else if (len == 0 || xml_noncharacter(s, len) || (len == 2 && s[0] == 0xC2 && s[1] < 0xA0))
+      fputs(replacement, out);
     else fwrite(s, 1, len, out);
     len = len ? len : 1;
     s += len;
@@ -82,15 +72,12 @@ void tp_openmetrics_label(FILE *out, const char *text) {
   if (!text) return;
   const unsigned char *s = (const unsigned char *)text;
   size_t n = strlen(text);
-  while (n > 0) {
-    size_t len = tp_utf8_sequence(s, n);
-    if (len == 0) fputs(replacement, out);
-    else if (s[0] == '\\') fputs("\\\\", out);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(s, n, &cls)) > 0; s += len, n -= len) {
+    if (s[0] == '\\') fputs("\\\\", out);
     else if (s[0] == '"') fputs("\\\"", out);
     else if (s[0] == '\n') fputs("\\n", out);
+    else if (cls != TP_CHAR_PLAIN && cls != TP_CHAR_TAB) fputs(replacement, out);
     else fwrite(s, 1, len, out);
-    len = len ? len : 1;
-    s += len;
-    n -= len;
   }
 }

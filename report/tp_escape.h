@@ -1,9 +1,11 @@
 /*
- * tp_escape.h — stored text written into the machine-read formats of CI
- * tools: XML (compare's JUnit file) and OpenMetrics label values (the run
- * export). Labels, hosts and failure reasons come from the database and may
- * hold any bytes; each writer makes them valid for its format, whatever
- * they hold, so one odd label cannot make a CI tool drop the whole file.
+ * tp_escape.h — stored text written where it could do harm: the machine-read
+ * formats of CI tools (XML for compare's JUnit file, OpenMetrics label
+ * values), CSV and messages that reach a terminal. Labels, hosts and failure
+ * reasons come from the database and may hold any bytes; each writer makes
+ * them valid for its format, whatever they hold, so one odd label cannot make
+ * a CI tool drop the whole file, and no stored escape sequence reaches a
+ * terminal (markdown's writers, report/tp_report_util.h, use the same rule).
  *
  * Both formats need UTF-8: a byte that does not start a well-formed UTF-8
  * sequence (RFC 3629: no overlong forms, no surrogates, nothing above
@@ -16,9 +18,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The length (1 to 4) of the well-formed UTF-8 sequence at s[0..n), or 0
- * when s does not start one (n == 0 included). */
-size_t tp_utf8_sequence(const unsigned char *s, size_t n);
+#include "common/tp_text.h"
+
+/* Text with every control character and ill-formed byte written as U+FFFD
+ * (keep_breaks: line breaks and tabs kept as they are), the rest as it is:
+ * no terminal escape sequence survives it. NULL writes nothing. */
+void tp_safe_text(FILE *out, const char *text, int keep_breaks);
 
 /* Text as XML 1.0 character data: '&', '<' and '>' as entities; tab and
  * line feed kept, carriage return as "&#13;" (a parser would otherwise fold
@@ -33,7 +38,8 @@ void tp_xml_attr(FILE *out, const char *text);
 
 /* Text for an OpenMetrics label value (inside double quotes): '\\' as
  * "\\\\", '"' as "\\\"" and line feed as "\\n", as the exposition format
- * requires; the other characters as they are (ill-formed UTF-8 as U+FFFD). */
+ * requires; the other control characters but tab, and ill-formed UTF-8,
+ * as U+FFFD (a label is read in terminals too), the rest as it is. */
 void tp_openmetrics_label(FILE *out, const char *text);
 
 #endif /* TP_ESCAPE_H */

@@ -114,13 +114,14 @@ static void fill_row(sqlite3_stmt *st, history_row *r) {
 
 static tp_rc load_history(tp_store *store, history *h) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(store,
-                 "SELECT c.id, r.id, r.commit_sha, r.dirty, r.started_at, r.host, r.gpu_name, "
-                 "r.gpu_count, c.status, c.reason, coalesce(res.n_samples, 0), res.median_us, "
-                 "res.p10_us, res.p90_us, res.cv FROM configs c JOIN runs r ON r.id = c.run_id "
-                 "LEFT JOIN results res ON res.config_id = c.id WHERE c.config_key = ? "
-                 "ORDER BY r.started_at, r.id, c.id",
-                 &st));
+  TP_TRY(prepare(
+      store,
+      "SELECT c.id, r.id, r.commit_sha, r.dirty, r.started_at, r.host, r.gpu_name, "
+      "r.gpu_count, c.status, c.reason, coalesce(res.n_samples, 0), res.median_us, "
+      "res.p10_us, res.p90_us, res.cv FROM configs c JOIN runs r ON r.id = c.run_id "
+      "LEFT JOIN results res ON res.config_id = c.id WHERE c.config_key = ? "
+      "ORDER BY r.started_at, r.id, c.id", /* TP_STORE_OLDEST_FIRST, then the configuration */
+      &st));
   tp_rc rc = TP_OK;
   size_t cap = 0;
   int step = sqlite3_bind_text(st, 1, h->key, -1, SQLITE_STATIC);
@@ -342,7 +343,7 @@ static void group_run(tp_json_builder *jb, json_t *commits, commit_groups *g, sq
     if (commit) snprintf(label, sizeof label, "%.10s", commit);
     else snprintf(label, sizeof label, "run %lld", (long long)run);
     if (o) {
-      tp_json_set(jb, o, "label", json_string(label));
+      tp_json_set(jb, o, "label", tp_json_str(label));
       tp_json_set(jb, o, "commit", tp_json_str(commit));
       tp_json_set(jb, o, "started_at", tp_json_str((const char *)sqlite3_column_text(st, 2)));
       tp_json_set(jb, o, "runs", json_array());
@@ -364,8 +365,8 @@ static tp_rc load_groups(tp_store *store, tp_json_builder *jb, json_t *commits, 
   g->run_ids = malloc((n ? n : 1) * sizeof *g->run_ids);
   g->group_of = malloc((n ? n : 1) * sizeof *g->group_of);
   if (!g->run_ids || !g->group_of) return out_of_memory();
-  TP_TRY(
-      prepare(store, "SELECT id, commit_sha, started_at FROM runs ORDER BY started_at, id", &st));
+  TP_TRY(prepare(
+      store, "SELECT id, commit_sha, started_at FROM runs ORDER BY " TP_STORE_OLDEST_FIRST, &st));
   int step = SQLITE_OK;
   while (g->n_runs < n && (step = sqlite3_step(st)) == SQLITE_ROW) group_run(jb, commits, g, st);
   tp_rc rc = step == SQLITE_DONE || step == SQLITE_ROW || step == SQLITE_OK

@@ -50,29 +50,6 @@ static tp_rc bind_text(tp_store *store, sqlite3_stmt *st, int at, const char *te
   return rc == SQLITE_OK ? TP_OK : sql_fail(store, "sqlite3_bind_text");
 }
 
-/* The run filter names: its id, or the latest (of the commit prefix). */
-static tp_rc resolve_run(tp_store *store, const tp_report_filter *f, int64_t *run) {
-  sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(store,
-                 "SELECT id FROM runs WHERE (?1 > 0 AND id = ?1) OR (?1 = 0 AND (?2 IS NULL OR "
-                 "lower(substr(commit_sha, 1, length(?2))) = lower(?2))) ORDER BY started_at "
-                 "DESC, id DESC LIMIT 1",
-                 &st));
-  tp_rc rc =
-      sqlite3_bind_int64(st, 1, f->run_id) == SQLITE_OK ? TP_OK : sql_fail(store, "sqlite3_bind");
-  if (rc == TP_OK) rc = bind_text(store, st, 2, f->commit);
-  int step = rc == TP_OK ? sqlite3_step(st) : SQLITE_DONE;
-  if (rc == TP_OK && step == SQLITE_ROW) *run = sqlite3_column_int64(st, 0);
-  else if (rc == TP_OK && step != SQLITE_DONE) rc = sql_fail(store, "looking up the run");
-  else if (rc == TP_OK && f->run_id > 0)
-    rc = TP_FAIL(TP_EUSAGE, "%s: there is no run %lld", tp_store_path(store), (long long)f->run_id);
-  else if (rc == TP_OK)
-    rc = TP_FAIL(TP_EUSAGE, "%s: no run%s%s", tp_store_path(store),
-                 f->commit ? " of a commit starting with " : "", f->commit ? f->commit : "");
-  sqlite3_finalize(st);
-  return rc;
-}
-
 /* name="value" with the value escaped; comma first unless first. */
 static void label(FILE *out, const char *name, const char *value, int first) {
   fprintf(out, "%s%s=\"", first ? "" : ",", name);
@@ -142,12 +119,66 @@ static tp_rc write_family(tp_store *store, int64_t run, const tp_report_filter *
   return rc;
 }
 
+/* One headline figure: the run's (scope "headline", or "toys only" when the run has nothing
+ * else) and each toy model's apart (scope "toy"). */
+typedef struct {
+  const char *name, *help;
+  int is_count; /* rows: an integer */
+  double (*value)(const tp_headline_figures *f);
+} headline_family;
+
+static double speedup_of(const tp_headline_figures *f) { return f->geomean_speedup; }
+static double bound_of(const tp_headline_figures *f) { return f->median_dist_over_bound; }
+static double rows_of(const tp_headline_figures *f) { return f->rows; }
+
+static const headline_family headline_families[] = {
+    {"tpbench_headline_speedup",
+     "geometric mean of stock / dist_gemm over the run's rows where dist_gemm fused, toy models "
+     "apart (report's summary)",
+     0, speedup_of},
+    {"tpbench_headline_dist_over_bound",
+     "median of dist_gemm / bound over those rows with a bound (report's summary)", 0, bound_of},
+    {"tpbench_headline_rows", "rows the headline covers", 1, rows_of},
+};
+
+static void headline_sample(FILE *out, const headline_family *fam, int64_t run, const char *scope,
+                            const char *model, const tp_headline_figures *f) {
+  const double v = fam->value(f);
+  if (!isfinite(v)) return;
+  fprintf(out, "%s{run=\"%lld\"", fam->name, (long long)run);
+  label(out, "scope", scope, 0);
+  if (model) label(out, "model", model, 0);
+  fprintf(out, "} %.12g\n", v);
+}
+
+/* The run's headline (tp_report_headline, the rule report and the dashboard show): nothing
+ * for a run without one (a link probe, a drift run). */
+static tp_rc write_headline(tp_store *store, int64_t run, FILE *out) {
+  tp_headline h;
+  tp_rc rc = tp_report_headline(store, run, &h);
+  if (rc == TP_EUSAGE) {
+    tp_clear_error();
+    return TP_OK;
+  }
+  TP_TRY(rc);
+  for (size_t i = 0; i < sizeof headline_families / sizeof *headline_families; i++) {
+    const headline_family *fam = &headline_families[i];
+    fprintf(out, "# TYPE %s gauge\n# HELP %s %s\n", fam->name, fam->name, fam->help);
+    headline_sample(out, fam, run, h.toy_only ? "toys only" : "headline", NULL, &h.figures);
+    for (int t = 0; !h.toy_only && t < h.n_toys; t++)
+      headline_sample(out, fam, run, "toy", h.toys[t].model, &h.toys[t].figures);
+  }
+  return TP_OK;
+}
+
 tp_rc tp_report_openmetrics(tp_store *store, const tp_report_filter *filter, FILE *out) {
   if (!store || !filter || !out)
     return TP_FAIL(TP_EINTERNAL, "tp_report_openmetrics: NULL argument");
   int64_t run = 0;
-  TP_TRY(resolve_run(store, filter, &run));
+  /* the run every reader means (store/tp_store.h: the latest by start time) */
+  TP_TRY(tp_store_find_run(store, filter->run_id, filter->commit, &run));
   TP_TRY(write_run_info(store, run, out));
+  TP_TRY(write_headline(store, run, out));
   for (size_t i = 0; i < sizeof families / sizeof *families; i++)
     TP_TRY(write_family(store, run, filter, &families[i], out));
   fputs("# EOF\n", out);

@@ -17,6 +17,7 @@
 #include "collectors/tp_profile_analysis.h"
 #include "collectors/tp_profile_file.h"
 #include "report/tp_compare.h"
+#include "report/tp_kernel_names.h"
 #include "report/tp_report_util.h"
 #include "store/tp_store_profile.h"
 

@@ -4,7 +4,7 @@
  * the rows measured at a projected degree. A prediction, never a measurement: the output says
  * so in a header line and a column.
  *
- * The model (docs/prediction.md says the same with the figures). W is the degree, T the
+ * The model (docs/projection.md says the same with the figures). W is the degree, T the
  * tokens, e the dtype's bytes:
  *
  *  1. Shapes. An op shape is global (tokens T, out features N per weight, in features K,

@@ -17,7 +17,7 @@
 static const double MIB = 1048576.0;
 
 static const char MODEL_MD[] =
-    "Model (docs/prediction.md; report/tp_project.h): a GEMM takes the time of a GEMM-alone row "
+    "Model (docs/projection.md; report/tp_project.h): a GEMM takes the time of a GEMM-alone row "
     "of its shape, else the rate interpolated by FLOPs (below the measured FLOPs: linear from "
     "the kernel cost k at 0 FLOPs). V = (W − 1)/W of the gathered tensor crosses each rank's "
     "links at the link probe's per-GPU bandwidth and latency for that size (an NVSwitch host: "

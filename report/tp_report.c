@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 
 #include "common/tp_bootstrap.h"
+#include "common/tp_vocab.h"
 #include "report/tp_keys.h"
 #include "report/tp_report_internal.h"
 #include "report/tp_report_util.h"
@@ -670,11 +671,18 @@ typedef struct {
   int toys_too;
 } scope;
 
+/* The filter's list when it names one (tests do), else tpbench's toy shapes: every reader of a
+ * run's headline gets the same rule without knowing the presets. */
 static int is_toy(const report *rep, const char *model) {
   const tp_report_filter *f = rep->filter;
+  if (!f->toy_models) return tp_model_is_toy(model);
   for (int i = 0; model && i < f->n_toy_models; i++)
     if (f->toy_models[i] && !strcmp(f->toy_models[i], model)) return 1;
   return 0;
+}
+
+int tp_report_row_is_toy(const report *rep, const table_row *row) {
+  return is_toy(rep, tp_report_case_of(row)->model);
 }
 
 static int in_scope(const report *rep, const table_row *row, scope sc) {
@@ -877,10 +885,12 @@ void tp_report_md_header(FILE *out, const report *rep, const char *title) {
   fputs(" × ", out);
   md_count(out, h->gpu_count);
   md_words(out, ", driver ", h->driver, "?");
-  md_words(out, "\n- **software** CUDA ", h->cuda, "?");
-  md_words(out, ", NCCL ", h->nccl, "?");
-  md_words(out, ", cuBLAS ", h->cublas, "?");
-  md_words(out, ", CUPTI ", h->cupti, "?");
+  /* "not recorded", not "?": a reader took "CUPTI ?" for a version string (runs before the
+   * system record, and runs without tracing, hold none) */
+  md_words(out, "\n- **software** CUDA ", h->cuda, "not recorded");
+  md_words(out, ", NCCL ", h->nccl, "not recorded");
+  md_words(out, ", cuBLAS ", h->cublas, "not recorded");
+  md_words(out, ", CUPTI ", h->cupti, "not recorded");
   fputs("\n- **iterations** ", out);
   md_count(out, h->warmup_iters);
   fputs(" warm-up, ", out);
@@ -1002,13 +1012,21 @@ static void md_summary(FILE *out, const report *rep) {
   md_model_table(out, rep);
 }
 
-static void md_skipped(FILE *out, const report *rep) {
-  if (rep->n_skipped == 0) return;
-  fprintf(out, "\n**Not run** (%zu configuration%s):\n\n", rep->n_skipped,
-          rep->n_skipped == 1 ? "" : "s");
-  char what[512], key[TP_SHORT_KEY_LEN + 1];
-  for (size_t i = 0; i < rep->n_skipped; i++) {
-    const config *c = &rep->skipped[i];
+static int same_outcome(const config *a, const config *b) {
+  return !strcmp(or_empty(a->status), or_empty(b->status)) &&
+         !strcmp(or_empty(a->reason), or_empty(b->reason));
+}
+
+/* Configurations that did not run for the same status and reason, as one line: a one-GPU run
+ * rejects every dist_gemm and collective-alone configuration alike, and a line each was a wall
+ * that hid the ones that failed. */
+static void md_skipped_group(FILE *out, const report *rep, size_t first, unsigned char *shown) {
+  const config *c = &rep->skipped[first];
+  size_t n = 0;
+  for (size_t j = first; j < rep->n_skipped; j++)
+    n += !shown[j] && same_outcome(c, &rep->skipped[j]);
+  if (n == 1) {
+    char what[512], key[TP_SHORT_KEY_LEN + 1];
     describe_config(c, what, sizeof what);
     tp_short_key(c->config_key, key, sizeof key);
     fprintf(out, "- config %lld, key %s (", (long long)c->id, key);
@@ -1016,7 +1034,33 @@ static void md_skipped(FILE *out, const report *rep) {
     md_words(out, "): ", c->status, "");
     md_words(out, ": ", c->reason, "no reason recorded");
     fputc('\n', out);
+    shown[first] = 1;
+    return;
   }
+  fprintf(out, "- %zu configurations, ", n);
+  md_words(out, "", c->status, "");
+  md_words(out, ": ", c->reason, "no reason recorded");
+  fputs(": configs", out);
+  for (size_t j = first, k = 0; j < rep->n_skipped; j++) {
+    if (shown[j] || !same_outcome(c, &rep->skipped[j])) continue;
+    fprintf(out, "%s %lld", k++ ? "," : "", (long long)rep->skipped[j].id);
+    shown[j] = 1;
+  }
+  fputc('\n', out);
+}
+
+static void md_skipped(FILE *out, const report *rep) {
+  if (rep->n_skipped == 0) return;
+  fprintf(out,
+          "\n**Not run** (%zu configuration%s; `--format json` lists each under "
+          "\"rejected\"):\n\n",
+          rep->n_skipped, rep->n_skipped == 1 ? "" : "s");
+  unsigned char *shown = calloc(rep->n_skipped, 1);
+  for (size_t i = 0; i < rep->n_skipped; i++) {
+    if (shown && shown[i]) continue;
+    if (shown) md_skipped_group(out, rep, i, shown);
+  }
+  free(shown);
 }
 
 static void write_markdown(FILE *out, const report *rep, const column_set *cols) {
@@ -1242,6 +1286,80 @@ static tp_rc report_link_run(tp_store *store, report *rep, int64_t run_id, tp_re
     rc = TP_FAIL(TP_EIO, "report: writing the output failed");
   free_run(&rep->run);
   return rc;
+}
+
+/* ---- the headline --------------------------------------------------------------------- */
+
+static tp_headline_figures figures_of(const summary *sum) {
+  return (tp_headline_figures){.rows = sum->rows,
+                               .geomean_speedup = sum->geomean_speedup,
+                               .bound_rows = sum->bound_rows,
+                               .median_dist_over_bound = sum->median_dist_bound};
+}
+
+static void fill_headline(const report *rep, tp_headline *out) {
+  memset(out, 0, sizeof *out);
+  out->run_id = rep->run.id;
+  out->figures = figures_of(&rep->sum);
+  out->toy_only = rep->headline_toy_only;
+  for (size_t m = 0; m < rep->n_models && out->n_toys < TP_HEADLINE_MAX_TOYS; m++) {
+    if (!rep->models[m].toy) continue;
+    snprintf(out->toys[out->n_toys].model, TP_HEADLINE_MODEL_MAX, "%s", rep->models[m].model);
+    out->toys[out->n_toys++].figures = figures_of(&rep->models[m].sum);
+  }
+}
+
+tp_rc tp_report_headline(tp_store *store, int64_t run_id, tp_headline *out) {
+  if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_report_headline: NULL argument");
+  static const tp_report_filter every_row = {0};
+  report rep = {.filter = &every_row};
+  int64_t id = 0;
+  int is_link = 0;
+  TP_TRY(tp_store_find_run(store, run_id, NULL, &id));
+  TP_TRY(tp_report_is_link_run(store, id, &is_link));
+  if (is_link)
+    return TP_FAIL(TP_EUSAGE, "%s: run %lld is a link probe: it has no headline",
+                   tp_store_path(store), (long long)id);
+  tp_rc rc = load_report(store, id, &rep);
+  if (rc == TP_OK) rc = check_not_empty(store, &rep);
+  if (rc == TP_OK) rc = derive_report(&rep);
+  if (rc == TP_OK) fill_headline(&rep, out);
+  free_report(&rep);
+  return rc;
+}
+
+/* "1.067x over 24 rows, dist/bound median 1.18 over 24" */
+static int figures_text(char *buf, size_t cap, const tp_headline_figures *f) {
+  char a[64], b[64];
+  if (f->rows == 0) return snprintf(buf, cap, "no row with stock and fused dist_gemm results");
+  int n =
+      snprintf(buf, cap, "%sx geometric-mean speedup over %d row%s",
+               tp_fmt_num(a, sizeof a, f->geomean_speedup, 3), f->rows, f->rows == 1 ? "" : "s");
+  if (f->bound_rows && n >= 0 && (size_t)n < cap)
+    n += snprintf(buf + n, cap - (size_t)n, ", median dist/bound %s over %d",
+                  tp_fmt_num(b, sizeof b, f->median_dist_over_bound, 2), f->bound_rows);
+  return n;
+}
+
+void tp_headline_line(const tp_headline *h, char *buf, size_t cap) {
+  if (!cap) return;
+  size_t used = 0;
+  int n = snprintf(buf, cap, "%s", h->toy_only ? "toy models only: " : "");
+  used = n > 0 ? (size_t)n : 0;
+  if (used < cap) {
+    n = figures_text(buf + used, cap - used, &h->figures);
+    used += n > 0 ? (size_t)n : 0;
+  }
+  for (int i = 0; !h->toy_only && i < h->n_toys && used < cap; i++) {
+    char a[64], b[64];
+    const tp_headline_figures *f = &h->toys[i].figures;
+    const char *sep = i ? ", " : "; toy models apart: ";
+    n = f->rows == 0 ? snprintf(buf + used, cap - used, "%s%s no fused row", sep, h->toys[i].model)
+                     : snprintf(buf + used, cap - used, "%s%s %sx, dist/bound %s", sep,
+                                h->toys[i].model, tp_fmt_num(a, sizeof a, f->geomean_speedup, 3),
+                                tp_fmt_num(b, sizeof b, f->median_dist_over_bound, 2));
+    used += n > 0 ? (size_t)n : 0;
+  }
 }
 
 tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter, tp_report_format fmt,

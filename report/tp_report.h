@@ -31,9 +31,9 @@ typedef struct tp_report_filter {
   /* The columns to show (tp_report_throughput): NULL the format's default,
    * "all", or a comma list of names. */
   const char *columns;
-  /* Models whose rows stay out of the headline summary (toy shapes such as
-   * the debug preset): listed apart. The caller knows the presets; report/
-   * does not. */
+  /* Models whose rows stay out of the headline summary, listed apart: NULL
+   * for tpbench's toy shapes (tp_model_is_toy, common/tp_vocab.h), which
+   * every command uses; a test may name others. */
   const char *const *toy_models;
   int n_toy_models;
 } tp_report_filter;
@@ -95,5 +95,44 @@ typedef struct tp_report_filter {
  * the filter or a column is unknown; TP_EIO when out cannot be written. */
 TP_MUST_CHECK tp_rc tp_report_throughput(tp_store *store, const tp_report_filter *filter,
                                          tp_report_format fmt, FILE *out);
+
+/* ---- the headline ------------------------------------------------------------------- */
+
+/* The figures of one headline scope. */
+typedef struct tp_headline_figures {
+  int rows;                      /* rows where stock and dist_gemm both ran and dist_gemm fused */
+  double geomean_speedup;        /* geometric mean of best stock / dist_gemm over them; NaN: none */
+  int bound_rows;                /* of them, rows with a bound */
+  double median_dist_over_bound; /* median (not mean) of dist_gemm / bound; NaN: none */
+} tp_headline_figures;
+
+enum { TP_HEADLINE_MAX_TOYS = 8, TP_HEADLINE_MODEL_MAX = 64 };
+
+/* A run's headline by the one rule every reader shows it with: the summary of `report` (every
+ * format), the dashboard's cards, `compare`'s lines per run and the OpenMetrics headline
+ * gauges. Its rows are those of the run's op or layer table where stock and dist_gemm both ran
+ * and dist_gemm fused (a row where auto took the stock path measures noise, and is left out
+ * as report's summary says), of models that are not toys (tp_model_is_toy: the debug preset);
+ * a run of toy models alone is summarised over them, toy_only set. Each toy model's own
+ * figures are in toys[], shown apart. */
+typedef struct tp_headline {
+  int64_t run_id;
+  tp_headline_figures figures;
+  int toy_only;
+  int n_toys;
+  struct {
+    char model[TP_HEADLINE_MODEL_MAX];
+    tp_headline_figures figures;
+  } toys[TP_HEADLINE_MAX_TOYS];
+} tp_headline;
+
+/* Fills *out for run_id (0: the latest run). TP_EUSAGE when the run does not exist or has no
+ * op or layer table (a link probe, a drift run, a profile run); TP_ESQLITE, TP_EOOM. */
+TP_MUST_CHECK tp_rc tp_report_headline(tp_store *store, int64_t run_id, tp_headline *out);
+
+/* "1.067x geometric-mean speedup over 24 rows, median dist/bound 1.18 over 24" and, when the
+ * run has toy models, "; toy models apart: debug 0.622x, 1.91": the headline in one line of
+ * plain text (no markup), for every reader that prints it. */
+void tp_headline_line(const tp_headline *h, char *buf, size_t cap);
 
 #endif /* TP_REPORT_H */

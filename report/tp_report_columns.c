@@ -69,7 +69,6 @@ typedef enum {
 typedef void (*cell_getter)(const report *rep, const table_row *row, cell *out);
 
 enum {
-  COL_FULL = 1,   /* in CSV and JSON by default */
   COL_RUN = 2,    /* the run's, not the row's: JSON keeps it in "run" */
   COL_NUMBER = 4, /* right-aligned in markdown */
 };
@@ -344,6 +343,11 @@ static void get_config_key(const report *rep, const table_row *row, cell *c) {
   set_text(c, tp_report_case_of(row)->config_key);
 }
 
+/* A toy model's row: the headline keeps it apart (report/tp_report.h). */
+static void get_toy(const report *rep, const table_row *row, cell *c) {
+  set_bool(c, tp_report_row_is_toy(rep, row));
+}
+
 static void get_traced(const report *rep, const table_row *row, cell *c) {
   (void)rep;
   set_bool(c, row->dist.has_trace);
@@ -438,19 +442,16 @@ static void get_dist_alloc_peak_mib(const report *rep, const table_row *row, cel
 }
 
 #define ROW_NUM(name, header, field, csv_dec, md_dec)                                              \
-  {                                                                                                \
-    name, header, COL_FULL | COL_NUMBER, SRC_ROW_NUM, offsetof(table_row, field), csv_dec, md_dec, \
-        NULL, NULL                                                                                 \
-  }
+  { name, header, COL_NUMBER, SRC_ROW_NUM, offsetof(table_row, field), csv_dec, md_dec, NULL, NULL }
 #define AXIS(name, header, src, field, flags)                                                      \
-  { name, header, COL_FULL | (flags), src, offsetof(config, field), 0, 0, NULL, NULL }
+  { name, header, (flags), src, offsetof(config, field), 0, 0, NULL, NULL }
 #define RUN(name, header, src, field, flags)                                                       \
-  { name, header, COL_FULL | COL_RUN | (flags), src, offsetof(run_header, field), 0, 0, NULL, NULL }
+  { name, header, COL_RUN | (flags), src, offsetof(run_header, field), 0, 0, NULL, NULL }
 #define CUSTOM(name, header, flags, dec, md_dec, get, md)                                          \
   { name, header, flags, SRC_CUSTOM, 0, dec, md_dec, get, md }
 
 static const column registry[] = {
-    CUSTOM("run_id", "run", COL_FULL | COL_RUN | COL_NUMBER, 0, 0, get_run_id, NULL),
+    CUSTOM("run_id", "run", COL_RUN | COL_NUMBER, 0, 0, get_run_id, NULL),
     RUN("commit", "commit", SRC_RUN_TEXT, commit, 0),
     AXIS("model", "model", SRC_AXIS_TEXT, model, 0),
     AXIS("layer", "op or layer", SRC_AXIS_TEXT, layer, 0),
@@ -468,33 +469,30 @@ static const column registry[] = {
     AXIS("sp", "sp", SRC_AXIS_BOOL, sp, 0),
     AXIS("graph", "graph", SRC_AXIS_BOOL, graph, 0),
     AXIS("save_gathered", "save gathered", SRC_AXIS_BOOL, save_gathered, 0),
-    CUSTOM("schedule_requested", "schedule requested", COL_FULL, 0, 0, get_schedule_requested,
-           NULL),
-    CUSTOM("chunks_requested", "chunks requested", COL_FULL | COL_NUMBER, 0, 0,
-           get_chunks_requested, NULL),
-    CUSTOM("schedule", "schedule", COL_FULL, 0, 0, get_schedule_ran, md_schedule),
+    CUSTOM("schedule_requested", "schedule requested", 0, 0, 0, get_schedule_requested, NULL),
+    CUSTOM("chunks_requested", "chunks requested", COL_NUMBER, 0, 0, get_chunks_requested, NULL),
+    CUSTOM("schedule", "schedule", 0, 0, 0, get_schedule_ran, md_schedule),
     ROW_NUM("stock_ms", "stock ms", stock_ms, 3, 3), /* the plain stock's */
     ROW_NUM("dist_ms", "dist_gemm ms", dist_ms, 3, 3),
-    {"speedup", "speedup (95% CI)", COL_FULL | COL_NUMBER, SRC_ROW_NUM,
-     offsetof(table_row, speedup), 3, 2, NULL, md_speedup},
+    {"speedup", "speedup (95% CI)", COL_NUMBER, SRC_ROW_NUM, offsetof(table_row, speedup), 3, 2,
+     NULL, md_speedup},
     ROW_NUM("gemm_ms", "GEMM ms", gemm_ms, 3, 3),
     ROW_NUM("comm_ms", "comm ms", comm_ms, 3, 3),
     ROW_NUM("bound_ms", "bound ms", bound_ms, 3, 3),
-    {"dist_over_bound", "dist/bound (95% CI)", COL_FULL | COL_NUMBER, SRC_ROW_NUM,
+    {"dist_over_bound", "dist/bound (95% CI)", COL_NUMBER, SRC_ROW_NUM,
      offsetof(table_row, dist_over_bound), 3, 2, NULL, md_dist_over_bound},
-    CUSTOM("dist_tokens_per_s", "dist tok/s", COL_FULL | COL_NUMBER, 0, 0, get_dist_tokens_per_s,
-           NULL),
-    CUSTOM("dist_tflops", "dist TFLOP/s", COL_FULL | COL_NUMBER, 2, 1, get_dist_tflops, NULL),
+    CUSTOM("dist_tokens_per_s", "dist tok/s", COL_NUMBER, 0, 0, get_dist_tokens_per_s, NULL),
+    CUSTOM("dist_tflops", "dist TFLOP/s", COL_NUMBER, 2, 1, get_dist_tflops, NULL),
     ROW_NUM("workspace_mib", "workspace MiB", workspace_mib, 2, 1),
-    CUSTOM("rel_err", "rel err (ref)", COL_FULL | COL_NUMBER, 0, 0, get_rel_err, md_rel_err),
-    CUSTOM("numerics_ref", "numerics ref", COL_FULL, 0, 0, get_numerics_ref, NULL),
+    CUSTOM("rel_err", "rel err (ref)", COL_NUMBER, 0, 0, get_rel_err, md_rel_err),
+    CUSTOM("numerics_ref", "numerics ref", 0, 0, 0, get_numerics_ref, NULL),
     ROW_NUM("dist_cv_pct", "dist cv %", cv_pct, 2, 1),
-    CUSTOM("status", "status", COL_FULL, 0, 0, get_status, md_status),
-    CUSTOM("reason", "reason", COL_FULL, 0, 0, get_reason, NULL),
+    CUSTOM("status", "status", 0, 0, 0, get_status, md_status),
+    CUSTOM("reason", "reason", 0, 0, 0, get_reason, NULL),
     ROW_NUM("overlap_pct", "overlap %", overlap_pct, 2, 1),
     ROW_NUM("exposed_comm_ms", "exposed comm ms", exposed_ms, 4, 3),
     ROW_NUM("trace_overhead_pct", "trace overhead %", overhead_pct, 2, 1),
-    CUSTOM("evidence", "evidence", COL_FULL, 0, 0, get_evidence, NULL),
+    CUSTOM("evidence", "evidence", 0, 0, 0, get_evidence, NULL),
     RUN("host", "host", SRC_RUN_TEXT, host, 0),
     RUN("gpu_name", "GPU", SRC_RUN_TEXT, gpu_name, 0),
     RUN("gpu_count", "GPUs", SRC_RUN_INT, gpu_count, COL_NUMBER),
@@ -512,21 +510,19 @@ static const column registry[] = {
     ROW_NUM("speedup_hi", "speedup 95% high", speedup_hi, 3, 2),
     ROW_NUM("dist_over_bound_lo", "dist/bound 95% low", bound_lo, 3, 2),
     ROW_NUM("dist_over_bound_hi", "dist/bound 95% high", bound_hi, 3, 2),
-    CUSTOM("stock_path", "stock path", COL_FULL, 0, 0, get_stock_path, NULL),
-    CUSTOM("dist_rank_skew_pct", "dist rank skew %", COL_FULL | COL_NUMBER, 2, 1, get_rank_skew_pct,
-           NULL),
-    CUSTOM("dist_host_stall_pct", "dist host stall %", COL_FULL | COL_NUMBER, 2, 1,
-           get_host_stall_pct, NULL),
+    CUSTOM("stock_path", "stock path", 0, 0, 0, get_stock_path, NULL),
+    CUSTOM("dist_rank_skew_pct", "dist rank skew %", COL_NUMBER, 2, 1, get_rank_skew_pct, NULL),
+    CUSTOM("dist_host_stall_pct", "dist host stall %", COL_NUMBER, 2, 1, get_host_stall_pct, NULL),
     /* appended: what finds the row again */
-    CUSTOM("config_id", "id", COL_FULL | COL_NUMBER, 0, 0, get_config_id, NULL),
-    CUSTOM("short_key", "key", COL_FULL, 0, 0, get_short_key, NULL),
-    CUSTOM("config_key", "config key", COL_FULL, 0, 0, get_config_key, NULL),
-    CUSTOM("dist_config_id", "dist_gemm id", COL_FULL | COL_NUMBER, 0, 0, get_dist_id, NULL),
-    CUSTOM("stock_config_id", "stock id", COL_FULL | COL_NUMBER, 0, 0, get_stock_id, NULL),
-    CUSTOM("gemm_config_id", "GEMM id", COL_FULL | COL_NUMBER, 0, 0, get_gemm_id, NULL),
-    CUSTOM("comm_config_id", "comm id", COL_FULL | COL_NUMBER, 0, 0, get_comm_id, NULL),
-    CUSTOM("traced", "traced", COL_FULL, 0, 0, get_traced, NULL),
-    /* appended: the compact table's own (not in CSV or JSON by default) */
+    CUSTOM("config_id", "id", COL_NUMBER, 0, 0, get_config_id, NULL),
+    CUSTOM("short_key", "key", 0, 0, 0, get_short_key, NULL),
+    CUSTOM("config_key", "config key", 0, 0, 0, get_config_key, NULL),
+    CUSTOM("dist_config_id", "dist_gemm id", COL_NUMBER, 0, 0, get_dist_id, NULL),
+    CUSTOM("stock_config_id", "stock id", COL_NUMBER, 0, 0, get_stock_id, NULL),
+    CUSTOM("gemm_config_id", "GEMM id", COL_NUMBER, 0, 0, get_gemm_id, NULL),
+    CUSTOM("comm_config_id", "comm id", COL_NUMBER, 0, 0, get_comm_id, NULL),
+    CUSTOM("traced", "traced", 0, 0, 0, get_traced, NULL),
+    /* appended: the compact table's own (in CSV and JSON too: every column is, by default) */
     CUSTOM("label", "configuration", 0, 0, 0, get_label, NULL),
     CUSTOM("op", "op", 0, 0, 0, get_op, NULL),
     CUSTOM("shape", "shape", 0, 0, 0, get_shape, NULL),
@@ -558,20 +554,21 @@ static const column registry[] = {
      * and the bound use (stock_ms and comm_ms stay the plain ones) */
     ROW_NUM("stock_window_ms", "stock window ms", stock_window_ms, 3, 3),
     ROW_NUM("best_stock_ms", "best stock ms", best_stock_ms, 3, 3),
-    CUSTOM("best_stock", "best stock", COL_FULL, 0, 0, get_best_stock, NULL),
+    CUSTOM("best_stock", "best stock", 0, 0, 0, get_best_stock, NULL),
     ROW_NUM("comm_window_ms", "comm window ms", comm_window_ms, 3, 3),
     ROW_NUM("best_comm_ms", "best comm ms", best_comm_ms, 3, 3),
-    CUSTOM("best_comm", "best comm", COL_FULL, 0, 0, get_best_comm, NULL),
-    CUSTOM("stock_window_config_id", "stock window id", COL_FULL | COL_NUMBER, 0, 0,
-           get_stock_window_id, NULL),
-    CUSTOM("comm_window_config_id", "comm window id", COL_FULL | COL_NUMBER, 0, 0,
-           get_comm_window_id, NULL),
+    CUSTOM("best_comm", "best comm", 0, 0, 0, get_best_comm, NULL),
+    CUSTOM("stock_window_config_id", "stock window id", COL_NUMBER, 0, 0, get_stock_window_id,
+           NULL),
+    CUSTOM("comm_window_config_id", "comm window id", COL_NUMBER, 0, 0, get_comm_window_id, NULL),
     /* appended with schema 007: how the operands travel */
     AXIS("comm_dtype", "comm dtype", SRC_AXIS_TEXT, comm_dtype, 0),
     AXIS("fsdp_traffic", "fsdp traffic", SRC_AXIS_INT, fsdp_traffic, COL_NUMBER),
-    CUSTOM("symm", "symm", COL_FULL, 0, 0, get_symm, NULL),
+    CUSTOM("symm", "symm", 0, 0, 0, get_symm, NULL),
     CUSTOM("stock_traffic_mib", "stock traffic MiB", COL_NUMBER, 1, 1, get_stock_traffic_mib, NULL),
     CUSTOM("dist_traffic_mib", "dist traffic MiB", COL_NUMBER, 1, 1, get_dist_traffic_mib, NULL),
+    /* appended: whether the headline keeps the row apart */
+    CUSTOM("toy", "toy model", 0, 0, 0, get_toy, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
 
@@ -705,9 +702,10 @@ tp_rc tp_report_columns_pick(const char *spec, tp_report_format fmt, const repor
   }
   if (spec) return pick_named(spec, out);
   if (fmt == TP_FMT_MARKDOWN) return pick_compact(rep, out);
+  /* CSV and JSON carry every column (JSON the run's in its "run" object): a reader of the
+   * machine formats should never have to know a column exists to get it */
   for (int i = 0; i < N_REGISTRY; i++) {
-    int flags = registry[i].flags;
-    if (!(flags & COL_FULL) || (fmt == TP_FMT_JSON && (flags & COL_RUN))) continue;
+    if (fmt == TP_FMT_JSON && (registry[i].flags & COL_RUN)) continue;
     TP_TRY(add_column(out, i));
   }
   return TP_OK;

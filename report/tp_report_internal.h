@@ -191,10 +191,13 @@ void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols);
 json_t *tp_report_json_row(tp_json_builder *jb, const report *rep, const table_row *row,
                            const column_set *cols);
 
+/* Whether the row's model is a toy (the headline keeps its rows apart). */
+int tp_report_row_is_toy(const report *rep, const table_row *row);
+
 /* ---- link probes (tp_report_link.c) --------------------------------------- */
 
-/* Whether run_id is a link probe's run (its configurations are all of kind
- * link, and there is one at least). */
+/* Whether run_id is a link probe's run (configurations of kind link, one at
+ * least, and none of kind op or layer; kinds tpbench does not know aside). */
 TP_MUST_CHECK tp_rc tp_report_is_link_run(tp_store *store, int64_t run_id, int *is_link);
 
 /* The link probe's table, as nccl-tests prints its columns, per transfer

@@ -12,6 +12,8 @@
 
 #include <sqlite3.h>
 
+#include "report/tp_escape.h"
+
 const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals) {
   if (!isfinite(value)) return "";
   snprintf(buf, cap, "%.*f", decimals, value);
@@ -27,17 +29,30 @@ const char *tp_fmt_sci(char *buf, size_t cap, double value) {
 /* ---- markdown ----------------------------------------------------------- */
 
 /* Stored text is outside input (a host name, a reason, a command line), and
- * markdown output is pasted into pull requests: nothing in it may end a
- * cell or a line, open a code span or link, or reach the page as HTML. */
+ * markdown output is pasted into pull requests and read in terminals: nothing
+ * in it may end a cell or a line, open a code span or link, reach the page as
+ * HTML or the terminal as an escape sequence. Escapes are backslashes, which
+ * every CommonMark renderer drops and a terminal reader reads past: "TP > 1"
+ * stays as it is (a lone '>' inside a line is no markup), '<' is "\\<". */
+
+/* Whether p starts what a renderer would take for an entity ("&amp;", "&#60;"). */
+static int starts_entity(const char *p) {
+  size_t name = strspn(p + 1, "#abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+  return name > 0 && p[1 + name] == ';';
+}
+
+static const char replacement_char[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
 void tp_md_text(FILE *out, const char *text) {
-  for (const char *p = text ? text : ""; *p; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c < 0x20 || c == 0x7f) fputc(' ', out); /* line breaks, tabs, escapes */
-    else if (c == '<') fputs("&lt;", out);
-    else if (c == '>') fputs("&gt;", out);
-    else if (c == '&') fputs("&amp;", out);
-    else if (strchr("\\|`[]", c)) fprintf(out, "\\%c", c);
-    else fputc(c, out);
+  const char *p = text ? text : "";
+  size_t n = strlen(p);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char((const unsigned char *)p, n, &cls)) > 0;
+       p += len, n -= len) {
+    if (cls == TP_CHAR_LINE_BREAK || cls == TP_CHAR_TAB) fputc(' ', out);
+    else if (cls != TP_CHAR_PLAIN) fputs(replacement_char, out);
+    else if (strchr("\\|`[]<", *p) || (*p == '&' && starts_entity(p))) fprintf(out, "\\%c", *p);
+    else fwrite(p, 1, len, out);
   }
 }
 
@@ -54,9 +69,27 @@ void tp_md_num(FILE *out, double value, int decimals) {
   tp_md_cell(out, *text ? text : "-");
 }
 
-/* Inside a code span nothing is markup (HTML included), so only what ends
- * the span's line is replaced. */
+/* Whether text reads the same inside a code span everywhere: a '|' would
+ * still end a table cell (GitHub splits cells before code spans), a '<'
+ * reads as a tag to any tool that greps the page for one, and a control
+ * character or ill-formed byte would be shown raw. */
+static int code_span_safe(const char *text) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = strlen(text);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(s, n, &cls)) > 0; s += len, n -= len)
+    if ((cls != TP_CHAR_PLAIN && cls != TP_CHAR_LINE_BREAK) || *s == '|' || *s == '<') return 0;
+  return 1;
+}
+
+/* Inside a code span nothing is markup, so only what ends the span's line
+ * is replaced; text a code span cannot hold safely is written as escaped
+ * text instead (it loses the code font, never a character). */
 void tp_md_code(FILE *out, const char *text) {
+  if (!code_span_safe(text)) {
+    tp_md_text(out, text);
+    return;
+  }
   size_t run = 0, longest = 0;
   for (const char *p = text; *p; p++) {
     run = *p == '`' ? run + 1 : 0;
@@ -106,14 +139,20 @@ void tp_csv_field(FILE *out, const char *text, int first) {
   text = text ? text : "";
   int formula = tp_csv_is_formula(text);
   if (!formula && !strpbrk(text, ",\"\r\n")) {
-    fputs(text, out);
+    tp_safe_text(out, text, 1);
     return;
   }
   fputc('"', out);
   if (formula) fputc('\'', out); /* read as text, not run */
-  for (const char *p = text; *p; p++) {
-    if (*p == '"') fputc('"', out);
-    fputc(*p, out);
+  /* doubled quotes; control characters but line breaks and tabs (which a quoted field may
+   * hold) as U+FFFD, so a CSV printed to a terminal carries no escape sequence */
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = strlen(text);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(s, n, &cls)) > 0; s += len, n -= len) {
+    if (*s == '"') fputs("\"\"", out);
+    else if (cls == TP_CHAR_CONTROL || cls == TP_CHAR_ILL_FORMED) fputs(replacement_char, out);
+    else fwrite(s, 1, len, out);
   }
   fputc('"', out);
 }
@@ -139,16 +178,35 @@ void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value) {
   if (!value || json_array_append_new(array, value) != 0) jb->failed = 1;
 }
 
+/* Whether s needs tp_json_str's cleaning: an ill-formed byte, DEL or a C1 control (jansson
+ * escapes the C0 controls itself, and writes these raw). */
+static int needs_cleaning(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(p, n, &cls)) > 0; p += len, n -= len)
+    if (cls == TP_CHAR_ILL_FORMED || (cls == TP_CHAR_CONTROL && (*p >= 0x7f))) return 1;
+  return 0;
+}
+
 json_t *tp_json_str(const char *s) {
   if (!s) return json_null();
-  json_t *value = json_string(s);
-  if (value) return value;
-  char *ascii = strdup(s);
-  if (!ascii) return NULL;
-  for (char *p = ascii; *p; p++)
-    if ((unsigned char)*p >= 0x80) *p = '?';
-  value = json_string(ascii);
-  free(ascii);
+  if (!needs_cleaning(s)) return json_string(s);
+  /* each such character U+FFFD (3 bytes for at most 2): JSON printed to a terminal carries no
+   * escape sequence, and jansson takes only UTF-8 */
+  size_t n = strlen(s);
+  char *clean = malloc(3 * n + 1), *to = clean;
+  if (!clean) return NULL;
+  const unsigned char *p = (const unsigned char *)s;
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t len; (len = tp_text_char(p, n, &cls)) > 0; p += len, n -= len) {
+    const int bad = cls == TP_CHAR_ILL_FORMED || (cls == TP_CHAR_CONTROL && *p >= 0x7f);
+    memcpy(to, bad ? replacement_char : (const char *)p, bad ? 3 : len);
+    to += bad ? 3 : len;
+  }
+  *to = '\0';
+  json_t *value = json_string(clean);
+  free(clean);
   return value;
 }
 

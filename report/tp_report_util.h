@@ -30,10 +30,13 @@ const char *tp_fmt_sci(char *buf, size_t cap, double value);
 
 /* ---- markdown ---- */
 
-/* Text for a markdown line or cell, whatever bytes it holds: control
- * characters (line breaks included) become spaces, '<' '>' '&' entities,
- * and '\\' '|' '`' '[' ']' are backslash-escaped, so stored text can add no
- * row, line, code span, link or HTML tag. NULL is empty. */
+/* Text for a markdown line or cell, whatever bytes it holds, that reads the
+ * same in a terminal and on a rendered page: line breaks and tabs become
+ * spaces, other control characters (ESC, C1) and ill-formed UTF-8 U+FFFD;
+ * '\\' '|' '`' '[' ']' '<', and '&' where it would start an entity, are
+ * backslash-escaped (never HTML entities, which a terminal shows as they
+ * are), so stored text can add no row, line, code span, link, HTML tag or
+ * escape sequence. NULL is empty. */
 void tp_md_text(FILE *out, const char *text);
 
 /* "| text " with text escaped as tp_md_text. */
@@ -43,7 +46,8 @@ void tp_md_cell(FILE *out, const char *text);
 void tp_md_num(FILE *out, double value, int decimals);
 
 /* Inline code whose fence is longer than any run of backticks inside;
- * control characters (line breaks) become spaces. */
+ * line breaks become spaces. Text holding '|', '<', another control
+ * character or ill-formed UTF-8 is written as tp_md_text instead. */
 void tp_md_code(FILE *out, const char *text);
 
 /* ---- CSV (RFC 4180) ---- */
@@ -79,8 +83,10 @@ void tp_json_set(tp_json_builder *jb, json_t *obj, const char *key, json_t *valu
 /* Appends value to array, taking the reference; NULL marks a failure. */
 void tp_json_append(tp_json_builder *jb, json_t *array, json_t *value);
 
-/* A string, or null for NULL; bytes that are not UTF-8 become '?' so the
- * output stays valid JSON. NULL only when out of memory. */
+/* A string, or null for NULL; bytes that are not UTF-8, DEL and C1 controls
+ * become U+FFFD, so the output stays valid JSON and carries no terminal
+ * escape (jansson escapes the C0 controls, ESC among them). NULL only when
+ * out of memory. */
 json_t *tp_json_str(const char *s);
 
 /* A number, or null when not finite (JSON has no NaN). */

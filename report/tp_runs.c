@@ -38,7 +38,7 @@ static const char runs_sql[] =
     "(SELECT count(*) FROM configs WHERE run_id = r.id AND status IN ('failed', 'oom', "
     "'timeout')), "
     "(SELECT count(*) FROM configs WHERE run_id = r.id AND status = 'rejected') "
-    "FROM runs r ORDER BY r.id";
+    "FROM runs r ORDER BY r." TP_STORE_OLDEST_FIRST;
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "runs: out of memory"); }
 

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "common/tp_text.h"
 #include "report/tp_report_util.h"
 
 typedef struct run_system {
@@ -151,9 +152,51 @@ static void md_environment(FILE *out, const char *env) {
   fputc('\n', out);
 }
 
-/* The topology in a fenced block inside the list item: tildes as the
- * fence, and a line that starts with tildes gets a space, so no line can
- * close it early; control characters but the line breaks become spaces. */
+/* The bytes of the terminal escape sequence at s (0 when none starts there):
+ * ESC [ or the C1 CSI (0xC2 0x9B) with its parameters and final byte, ESC ]
+ * up to BEL or ESC \\, or ESC and one more byte. nvidia-smi underlines the
+ * header of `topo -m` this way when it writes to a terminal, and the record
+ * keeps what it wrote: shown raw, a reader sees "[4m". */
+static size_t escape_sequence(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i;
+  if ((p[0] == 0xC2 && p[1] == 0x9B) || (p[0] == 0x1b && p[1] == '[')) i = 2;
+  else if (p[0] == 0x1b && p[1] == ']') {
+    for (i = 2; p[i] && p[i] != 0x07 && !(p[i] == 0x1b && p[i + 1] == '\\'); i++) continue;
+    return i + (p[i] == 0x07 ? 1 : p[i] ? 2 : 0);
+  } else return p[0] == 0x1b ? (p[1] ? 2 : 1) : 0;
+  while (p[i] >= 0x20 && p[i] <= 0x3f) i++; /* parameters and intermediates */
+  return p[i] >= 0x40 && p[i] <= 0x7e ? i + 1 : i;
+}
+
+/* The topology without its escape sequences (malloc'd; NULL out of memory). */
+static char *without_escapes(const char *text) {
+  char *plain = malloc(strlen(text) + 1), *to = plain;
+  for (const char *c = text; plain && *c;) {
+    size_t skip = escape_sequence(c);
+    if (skip) c += skip;
+    else *to++ = *c++;
+  }
+  if (plain) *to = '\0';
+  return plain;
+}
+
+/* One line of the fenced block: a line that starts with tildes gets a space
+ * so it cannot close the fence; the other control characters and ill-formed
+ * bytes are U+FFFD (tabs kept: the table is tab-aligned). */
+static void fenced_line(FILE *out, const char *line, size_t len) {
+  if (len && line[0] == '~') fputc(' ', out);
+  const unsigned char *s = (const unsigned char *)line;
+  tp_char_class cls = TP_CHAR_PLAIN;
+  for (size_t n; (n = tp_text_char(s, len, &cls)) > 0; s += n, len -= n) {
+    if (cls == TP_CHAR_PLAIN || cls == TP_CHAR_TAB) fwrite(s, 1, n, out);
+    else fputs("\xEF\xBF\xBD", out);
+  }
+}
+
+/* The topology in a fenced block inside the list item, tildes as the fence.
+ * Text holding a '<' (nvidia-smi never writes one) is written as escaped
+ * lines instead, as a code span would be (report/tp_report_util.h). */
 static void md_topology(FILE *out, const char *topology, const char *source) {
   if (!topology || !topology[0]) return;
   fputs("- **topology**", out);
@@ -162,19 +205,25 @@ static void md_topology(FILE *out, const char *topology, const char *source) {
     tp_md_text(out, source);
     fputc(')', out);
   }
-  fputs("\n\n  ~~~~text\n  ", out);
-  int at_line_start = 1;
-  for (const char *c = topology; *c; c++) {
-    if (at_line_start && *c == '~') fputc(' ', out);
-    if (*c == '\n') {
-      if (c[1]) fputs("\n  ", out);
-      at_line_start = 1;
-      continue;
+  char *plain = without_escapes(topology);
+  const char *text = plain ? plain : "(out of memory)";
+  int fenced = strchr(text, '<') == NULL;
+  fputs(fenced ? "\n\n  ~~~~text\n" : "\n\n", out);
+  for (const char *line = text; *line;) {
+    size_t len = strcspn(line, "\n");
+    fputs("  ", out);
+    if (fenced) fenced_line(out, line, len);
+    else {
+      char *one = strndup(line, len);
+      tp_md_text(out, one ? one : "");
+      fputs("  ", out); /* a hard line break */
+      free(one);
     }
-    at_line_start = 0;
-    fputc(((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f ? ' ' : *c, out);
+    fputc('\n', out);
+    line += len + (line[len] == '\n');
   }
-  fputs("\n  ~~~~\n", out);
+  if (fenced) fputs("  ~~~~\n", out);
+  free(plain);
 }
 
 tp_rc tp_system_report_markdown(tp_store *store, int64_t run_id, char **out) {

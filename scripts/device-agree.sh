@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # device-agree.sh — the review's three reliability hazards on a lent GPU
-# machine, in one call (docs/NOTES.md, "Left open, seen in the review", now
+# machine, in one call (docs/dev/NOTES.md, "Left open, seen in the review", now
 # done): gpu_agree (the ledger counting NCCL windows, or NCCL 2.28.3's
 # refusal at one rank asserted; the planted one-rank allocation failure,
 # TPBENCH_TEST_FAIL_ALLOC, failing every rank's window, workspace and `ops`

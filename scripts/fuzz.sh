@@ -10,6 +10,7 @@
 #   bash scripts/fuzz.sh                 # every target, 20 s each (test.sh)
 #   bash scripts/fuzz.sh 3600 fuzz_cli   # one target, an hour
 #   FUZZ_JOBS=2 bash scripts/fuzz.sh 600 # two processes per target
+#   FUZZ_PARALLEL=2 bash scripts/fuzz.sh # two targets at a time (test.sh: one per core)
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -19,6 +20,7 @@ seconds=${1:-20}
 shift || true
 targets=("$@")
 jobs=${FUZZ_JOBS:-1}
+parallel=${FUZZ_PARALLEL:-1}
 
 # Longest input per target: room for the seeds (a small database is ~40 KiB).
 max_len() {
@@ -61,6 +63,17 @@ build || exit 1
 if [ ${#targets[@]} -eq 0 ]; then
   for exe in build-fuzz/fuzz/fuzz_*; do [ -x "$exe" ] && targets+=("$(basename "$exe")"); done
 fi
+# FUZZ_PARALLEL targets at a time, each for the whole SECONDS; their reports
+# printed in the targets' order.
 status=0
-for t in "${targets[@]}"; do run_target "$t" || status=1; done
+mkdir -p build-fuzz/logs
+for ((i = 0; i < ${#targets[@]}; i += parallel)); do
+  pids=()
+  for t in "${targets[@]:i:parallel}"; do
+    run_target "$t" >"build-fuzz/logs/$t.report" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for t in "${targets[@]:i:parallel}"; do cat "build-fuzz/logs/$t.report"; done
+done
 exit $status

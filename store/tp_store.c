@@ -824,7 +824,7 @@ static tp_rc find_run_by_id(tp_store *s, int64_t run_id, const char *commit, int
 static tp_rc find_run_by_commit(tp_store *s, const char *prefix, int64_t *out) {
   static const char sql[] = "SELECT id, commit_sha FROM runs "
                             "WHERE lower(substr(commit_sha, 1, length(?1))) = lower(?1) "
-                            "ORDER BY id DESC";
+                            "ORDER BY " TP_STORE_LATEST_FIRST;
   sqlite3_stmt *stmt = NULL;
   if (sqlite3_prepare_v2(s->db, sql, -1, &stmt, NULL) != SQLITE_OK)
     return STORE_FAIL(s, "preparing the commit lookup");
@@ -861,8 +861,10 @@ tp_rc tp_store_find_run(tp_store *store, int64_t run_id, const char *commit, int
   if (run_id > 0) return find_run_by_id(store, run_id, commit, out);
   if (commit) return find_run_by_commit(store, commit, out);
   sqlite3_stmt *stmt = NULL;
-  if (sqlite3_prepare_v2(store->db, "SELECT coalesce(max(id), 0) FROM runs", -1, &stmt, NULL) !=
-      SQLITE_OK)
+  if (sqlite3_prepare_v2(store->db,
+                         "SELECT coalesce((SELECT id FROM runs ORDER BY " TP_STORE_LATEST_FIRST
+                         " LIMIT 1), 0)",
+                         -1, &stmt, NULL) != SQLITE_OK)
     return STORE_FAIL(store, "preparing to find the latest run");
   int step = sqlite3_step(stmt);
   int64_t latest = step == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;

@@ -145,6 +145,12 @@ TP_MUST_CHECK tp_rc tp_store_put_system(tp_store *store, int64_t run_id, const t
  * unfinished was interrupted: its configurations are still valid. */
 TP_MUST_CHECK tp_rc tp_store_finish_run(tp_store *store, int64_t run_id);
 
+/* The one order of runs in time: by start time, then id (runs imported from
+ * other databases get ids in import order, not in the order they ran). Every
+ * reader lists runs oldest first by it, and "the latest run" is its last. */
+#define TP_STORE_OLDEST_FIRST "started_at, id"
+#define TP_STORE_LATEST_FIRST "started_at DESC, id DESC"
+
 /* Resolves which run a reader means: run_id > 0 is that run (TP_EUSAGE if it
  * does not exist, or if commit is given and the run is of another commit);
  * run_id == 0 with a commit prefix is the latest run of that commit
@@ -455,6 +461,22 @@ typedef struct tp_trace_info {
  * none or does not exist. TP_ESQLITE on a database error. */
 TP_MUST_CHECK tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found,
                                         tp_trace_info *out);
+
+/* What the database can say about a configuration that has no trace: its
+ * run, whether that run's command line asked for tracing (a " --trace"
+ * word), and how many of the run's configurations hold a trace. A run made
+ * with --trace whose configuration has none was trimmed or merged (the
+ * sample database keeps some traces only), not run without tracing. */
+typedef struct tp_trace_absence {
+  int64_t run_id;
+  int run_asked_trace;
+  int64_t traced_in_run;
+} tp_trace_absence;
+
+/* Fills *out for config_id (which must exist: TP_EUSAGE otherwise);
+ * TP_ESQLITE on a database error. */
+TP_MUST_CHECK tp_rc tp_store_trace_absence(tp_store *store, int64_t config_id,
+                                           tp_trace_absence *out);
 
 /* Calls fn(ctx, ev) for every event of config_id, ordered by rank, then
  * start time, then id. ev and its strings are valid during the call only.

@@ -512,6 +512,33 @@ tp_rc tp_store_trace_info(tp_store *store, int64_t config_id, int *found, tp_tra
   return summarise_overlap(store, config_id, out);
 }
 
+tp_rc tp_store_trace_absence(tp_store *store, int64_t config_id, tp_trace_absence *out) {
+  if (!store || !out) return TP_FAIL(TP_EINTERNAL, "tp_store_trace_absence: NULL argument");
+  memset(out, 0, sizeof *out);
+  sqlite3_stmt *st = NULL;
+  TP_TRY(
+      prepare(store,
+              "SELECT c.run_id, instr(' ' || coalesce(r.command_line, '') || ' ', ' --trace ') "
+              "> 0, (SELECT count(*) FROM traces t JOIN configs o ON o.id = t.config_id WHERE "
+              "o.run_id = c.run_id) FROM configs c JOIN runs r ON r.id = c.run_id WHERE c.id = ?",
+              &st));
+  tp_rc rc = TP_OK;
+  int step = sqlite3_bind_int64(st, 1, config_id);
+  step = step == SQLITE_OK ? sqlite3_step(st) : step;
+  if (step == SQLITE_ROW) {
+    out->run_id = sqlite3_column_int64(st, 0);
+    out->run_asked_trace = sqlite3_column_int(st, 1) != 0;
+    out->traced_in_run = sqlite3_column_int64(st, 2);
+  } else if (step == SQLITE_DONE) {
+    rc = TP_FAIL(TP_EUSAGE, "%s: there is no configuration %lld", tp_store_path(store),
+                 (long long)config_id);
+  } else {
+    rc = TP_STORE_SQL_FAIL(store, "reading the run of configuration %lld", (long long)config_id);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
 tp_rc tp_store_each_trace_event(tp_store *store, int64_t config_id, tp_trace_event_fn fn,
                                 void *ctx) {
   if (!store || !fn) return TP_FAIL(TP_EINTERNAL, "tp_store_each_trace_event: NULL argument");

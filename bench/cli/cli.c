@@ -7,6 +7,7 @@
  * list structs.
  */
 #include "bench/cli/cli.h"
+#include "bench/cli/help_notes.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -182,6 +183,71 @@ void tp_cli_print_help(const tp_command *cmd, FILE *out) {
     fputc('\n', out);
   }
   fprintf(out, "  %-22s %s\n", "--help", "show this help and exit");
+  tp_help_notes_print(cmd->name, out);
+}
+
+/* Writes text with markdown table cells' metacharacters escaped: `|` ends a
+ * cell and a line break ends the row. */
+static void put_cell(const char *text, FILE *out) {
+  for (const char *p = text; *p; p++) {
+    if (*p == '|') fputs("\\|", out);
+    else if (*p == '\n') fputc(' ', out);
+    else fputc(*p, out);
+  }
+}
+
+/* "md|csv|json" as "`md`, `csv`, `json`". */
+static void put_choices(const char *choices, FILE *out) {
+  fputc('`', out);
+  for (const char *p = choices; *p; p++) {
+    if (*p == '|') fputs("`, `", out);
+    else fputc(*p, out);
+  }
+  fputc('`', out);
+}
+
+/* The words of usage that name the command's form: "matrix --for ops" from
+ * "tpbench matrix --for ops [...]" (an option with a fixed lowercase value),
+ * else the command's name. */
+static void print_heading(const tp_command *cmd, FILE *out) {
+  char form[64];
+  const char *rest = "";
+  size_t skip = strlen("tpbench ") + strlen(cmd->name) + 1;
+  if (strlen(cmd->usage) > skip && strncmp(cmd->usage + skip, "--", 2) == 0)
+    rest = cmd->usage + skip;
+  const char *space = strchr(rest, ' ');
+  size_t len = 0;
+  if (space && space[1] >= 'a' && space[1] <= 'z') {
+    const char *end = strchr(space + 1, ' ');
+    len = end ? (size_t)(end - rest) : strlen(rest);
+  }
+  snprintf(form, sizeof form, "%.*s", (int)len, rest);
+  fprintf(out, "## tpbench %s%s%s\n\n", cmd->name, len ? " " : "", form);
+}
+
+void tp_cli_print_markdown(const tp_command *cmd, FILE *out) {
+  print_heading(cmd, out);
+  fprintf(out, "```text\nUsage: %s\n\n%s\n```\n\n", cmd->usage, cmd->summary);
+  fprintf(out, "| option | value | accepted | default | what it sets |\n|---|---|---|---|---|\n");
+  for (int i = 0; i < cmd->n_options; i++) {
+    const tp_option *opt = &cmd->options[i];
+    const char *metavar = opt->metavar ? opt->metavar : default_metavar(opt->type);
+    char value[256];
+    format_value(opt, value, sizeof value);
+    fprintf(out, "| `--%s` | %s%s%s | ", opt->name, metavar[0] ? "`" : "", metavar,
+            metavar[0] ? "`" : "");
+    if (opt->choices) put_choices(opt->choices, out);
+    fputs(" | ", out);
+    if (shows_default(opt, value)) {
+      fputc('`', out);
+      put_cell(value, out);
+      fputc('`', out);
+    }
+    fputs(" | ", out);
+    put_cell(opt->help, out);
+    fputs(" |\n", out);
+  }
+  fprintf(out, "| `--help` |  |  |  | show this help and exit |\n\n");
 }
 
 /* ---- parsing ----------------------------------------------------------- */
@@ -289,6 +355,11 @@ tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv, const char **po
     int is_option = !options_done && arg[0] == '-' && arg[1] != '\0';
     if (is_option && (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)) {
       tp_cli_print_help(cmd, stdout);
+      *help_shown = 1;
+      return TP_OK;
+    }
+    if (is_option && strcmp(arg, "--help-markdown") == 0) { /* hidden: docs/cli.md */
+      tp_cli_print_markdown(cmd, stdout);
       *help_shown = 1;
       return TP_OK;
     }

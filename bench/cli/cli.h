@@ -85,7 +85,8 @@ typedef struct tp_command {
  * max_positional; more is a usage error) and their number to *n_positional
  * (both may be NULL/0 for a command without positional arguments).
  * `--help` or `-h` prints the help to stdout, sets *help_shown = 1 and returns
- * TP_OK without parsing further; the caller then exits 0. Otherwise
+ * TP_OK without parsing further; the caller then exits 0. The hidden
+ * `--help-markdown` does the same with tp_cli_print_markdown. Otherwise
  * *help_shown = 0. Returns TP_EUSAGE (message already on stderr) on a mistake.
  */
 TP_MUST_CHECK tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv,
@@ -96,7 +97,15 @@ TP_MUST_CHECK tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv,
  * form to show a user ("--iters: 'abc' is not a whole number"). */
 const char *tp_cli_last_message(void);
 
-/* Prints usage, summary and every option with its current (default) value. */
+/* Prints usage, summary, every option with its current (default) value, then
+ * the command's exit statuses and example (help_notes.h, by cmd->name). */
 void tp_cli_print_help(const tp_command *cmd, FILE *out);
+
+/* The same help as a section of the CLI reference in markdown (docs/cli.md): a
+ * heading, the usage and summary as --help prints them, then a table of the
+ * options (name, value, accepted values, default, help) with `|` escaped. What
+ * the hidden `--help-markdown` prints; `tpbench --help-markdown` prints every
+ * command's, so the reference is never typed twice (scripts/gen-cli-docs.sh). */
+void tp_cli_print_markdown(const tp_command *cmd, FILE *out);
 
 #endif /* TP_CLI_H */

@@ -52,7 +52,9 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
       {"alpha", TP_OPT_STRING, &a->alpha, "Q",
        "false discovery rate of the gated tests (Benjamini-Hochberg)", 0, 0, NULL},
       {"gate-references", TP_OPT_FLAG, &a->gate_references, NULL,
-       "gate the times of stock, GEMM-alone and collective-alone rows too", 0, 0, NULL},
+       "gate the references too: stock over its bound round by round (what a run at TP 1 "
+       "can gate), every reference's time with two runs a side",
+       0, 0, NULL},
       {"allow-mixed-hardware", TP_OPT_FLAG, &a->allow_mixed_hardware, NULL,
        "compare runs on different GPUs, GPU counts or drivers (refused otherwise)", 0, 0, NULL},
       {"model", TP_OPT_STRING, &f->model, "NAME", "only configurations of this model", 0, 0, NULL},

@@ -9,7 +9,9 @@
  * configuration does not exist (a wrong id or key is the user's mistake) or
  * --out names something that may not be replaced (a device, a FIFO, a
  * folder, the database) or a folder that is missing; 1 when it exists but
- * was not traced or writing the file fails; 0 otherwise.
+ * has no trace (saying why: its run ran without tracing, or the database
+ * holds only some of the run's traces) or writing the file fails; 0
+ * otherwise.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -169,6 +171,38 @@ static tp_rc write_trace(tp_store *store, int64_t id, const trace_args *a) {
                       : write_to_file(store, id, a->out, a->db);
 }
 
+/* The configuration exists and the database holds no trace of it: says why,
+ * as far as the database can tell. A run made with --trace can still lack a
+ * configuration's trace (a copy trimmed to keep it small, as the sample is):
+ * "it ran without tracing" would be false there. */
+static tp_rc say_why_no_trace(tp_store *store, int64_t id) {
+  tp_trace_absence why;
+  tp_rc rc = tp_store_trace_absence(store, id, &why);
+  if (rc != TP_OK) {
+    tp_print_error("trace");
+    return rc;
+  }
+  const long long run = (long long)why.run_id;
+  if (!why.run_asked_trace)
+    fprintf(stderr,
+            "tpbench trace: configuration %lld has no trace: its run %lld ran without tracing "
+            "(traces are recorded by 'tpbench ops' or 'tpbench run' with --trace)\n",
+            (long long)id, run);
+  else if (why.traced_in_run == 0)
+    fprintf(stderr,
+            "tpbench trace: configuration %lld has no trace: its run %lld was made with --trace, "
+            "but this database holds no trace of that run (left out when it was copied or "
+            "trimmed)\n",
+            (long long)id, run);
+  else
+    fprintf(stderr,
+            "tpbench trace: configuration %lld has no trace: its run %lld was made with --trace, "
+            "but this database holds traces of %lld of that run's configurations, not of this "
+            "one; 'tpbench report --run %lld --columns config_id,traced' lists them\n",
+            (long long)id, run, (long long)why.traced_in_run, run);
+  return TP_OK;
+}
+
 static int export_trace(const trace_args *a) {
   tp_rc rc = to_stdout(a) || is_kineto(a) ? TP_OK : tp_check_output_folder(a->out);
   if (rc != TP_OK) {
@@ -192,12 +226,8 @@ static int export_trace(const trace_args *a) {
     tp_print_error("trace");
     status = tp_exit_for(rc);
   } else if (!found) {
-    /* The configuration exists; the database holds no trace of it. */
-    fprintf(stderr,
-            "tpbench trace: configuration %lld has no trace (it ran without tracing; "
-            "traces are recorded by 'tpbench ops' with tracing on)\n",
-            (long long)id);
-    status = TP_EXIT_FAILURE;
+    rc = say_why_no_trace(store, id);
+    status = rc == TP_OK ? TP_EXIT_FAILURE : tp_exit_for(rc);
   } else {
     rc = write_trace(store, id, a);
     if (rc != TP_OK) tp_print_error("trace");

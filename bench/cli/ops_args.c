@@ -33,7 +33,7 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
 
 enum {
   N_OWN_BEFORE = 2, /* --db, --gpus: listed before the matrix options */
-  N_OWN_AFTER = 6,  /* --warmup ... --list */
+  N_OWN_AFTER = 7,  /* --warmup ... --list */
   N_MATRIX = TP_MATRIX_N_FLAGS + TP_MATRIX_N_COMMON,
   N_COMMON = N_OWN_BEFORE + N_MATRIX + N_OWN_AFTER + TP_ROUNDS_N_OPTIONS + TP_TRACING_N_OPTIONS
 };
@@ -66,6 +66,8 @@ static int common_options(tp_ops_args *a, const char **axis_dummy, tp_option *o)
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
+      {"verbose", TP_OPT_FLAG, &a->verbose, NULL,
+       "a line per configuration on a terminal too (off a terminal there always is)", 0, 0, NULL},
       {"list", TP_OPT_FLAG, &a->list, NULL, "print the expanded matrix and exit (no GPU needed)", 0,
        0, NULL},
   };

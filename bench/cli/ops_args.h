@@ -30,6 +30,7 @@ typedef struct tp_ops_args {
   tp_rounds_args rounds;   /* rounds per case, their order and seed */
   const char *format;      /* table printed at the end: md, csv, json; default md */
   int quiet;               /* no progress lines */
+  int verbose;             /* a line per configuration on a terminal too */
   int list;                /* print the expanded matrix and stop; needs no GPU */
   int trace;               /* a traced window (CUPTI) after a case's rounds */
   int trace_iters;         /* its iterations; default TP_TRACE_ITERS_DEFAULT */

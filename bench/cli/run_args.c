@@ -18,7 +18,7 @@
 enum {
   N_PRESET_OPTIONS = 1,
   N_MATRIX_OPTIONS = N_PRESET_OPTIONS + TP_MATRIX_N_COMMON + TP_MATRIX_N_FLAGS + TP_MATRIX_N_EXTRA,
-  N_RUN_OWN = 7,
+  N_RUN_OWN = 8,
   N_RUN_OPTIONS = N_RUN_OWN + TP_TRACING_N_OPTIONS + TP_ROUNDS_N_OPTIONS
 };
 
@@ -78,6 +78,8 @@ static void run_options(tp_run_args *a, tp_option *o) {
       {"format", TP_OPT_STRING, &a->format, "FMT", "table format printed at the end", 0, 0,
        "md|csv|json"},
       {"quiet", TP_OPT_FLAG, &a->quiet, NULL, "no progress lines on stderr", 0, 0, NULL},
+      {"verbose", TP_OPT_FLAG, &a->verbose, NULL,
+       "a line per configuration on a terminal too (off a terminal there always is)", 0, 0, NULL},
   };
   memcpy(o, table, sizeof table);
   tp_tracing_options(&a->trace, &a->trace_iters, o + N_RUN_OWN);

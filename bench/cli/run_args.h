@@ -31,6 +31,7 @@ typedef struct tp_run_args {
   int timeout_s;         /* seconds before a window counts as hung; default 120 */
   const char *format;    /* table printed at the end: md, csv, json; default md */
   int quiet;             /* no progress lines */
+  int verbose;           /* a line per configuration on a terminal too */
   int trace;             /* a traced window (CUPTI) after each measured one */
   int trace_iters;       /* its iterations; default 5 */
   tp_rounds_args rounds; /* rounds per case, their order and seed */

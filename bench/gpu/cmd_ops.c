@@ -123,6 +123,7 @@ int tp_cmd_ops(int argc, char **argv) {
   job.opts.seed = (uint64_t)args.rounds.seed;
   job.opts.format = args.format;
   job.opts.quiet = args.quiet;
+  job.opts.verbose = args.verbose;
   job.opts.trace = args.trace;
   job.opts.trace_iters = args.trace_iters;
   char *line = tp_job_command_line(argc, argv);

@@ -61,6 +61,7 @@ static void fill_options(const tp_run_args *args, const char *line, tp_layer_wor
   h->measure_iters = args->iters;
   h->window_timeout_s = args->timeout_s;
   h->quiet = args->quiet;
+  h->verbose = args->verbose;
   h->format = args->format;
   h->trace_iters = args->trace_iters;
   h->rounds = args->rounds.rounds;

@@ -62,12 +62,13 @@ struct tp_harness {
   double *host_us;   /* measure_iters: host time issuing each step of it */
   double *acc;       /* device: ACC_DOUBLES per compared output */
   int done, total;
-  int done_at_open; /* done when this process began (a resumed job) */
-  double opened_at; /* now_s() at open: the progress line's elapsed time */
-  int tty;          /* rank 0 draws one updating progress line on stderr */
-  int line_drawn;   /* the progress line is on screen (a newline ends it) */
-  int recorded;     /* configurations written (rank 0) */
-  int cases;        /* cases run so far: seeds each case's shuffles */
+  int done_at_open;        /* done when this process began (a resumed job) */
+  double opened_at;        /* now_s() at open: the progress line's elapsed time */
+  int tty;                 /* rank 0 draws one updating progress line on stderr */
+  tp_progress_style style; /* which progress lines rank 0 prints (progress_line.h) */
+  int line_drawn;          /* the progress line is on screen (a newline ends it) */
+  int recorded;            /* configurations written (rank 0) */
+  int cases;               /* cases run so far: seeds each case's shuffles */
   /* The case's reference outputs (the REFERENCE configuration's copies). */
   void *ref[TP_ITEM_MAX_OUTPUTS];
   size_t ref_cap[TP_ITEM_MAX_OUTPUTS]; /* bytes allocated */
@@ -165,7 +166,8 @@ tp_rc tp_harness_open(tp_worker_ctx *ctx, tp_collector *collector, const tp_harn
   h->opts = *opts;
   h->total = total;
   h->opened_at = now_s();
-  h->tty = ctx->rank == 0 && !opts->quiet && isatty(STDERR_FILENO);
+  h->style = tp_progress_style_for(ctx->rank, opts->quiet, opts->verbose, isatty(STDERR_FILENO));
+  h->tty = h->style.line;
   tp_rc rc = setup_state(h);
   if (rc == TP_OK) rc = tp_watchdog_start(ctx->group, ctx->rank, &h->watchdog);
   /* Every rank sends rank 0 its host facts, whatever its own state, so the
@@ -1294,23 +1296,8 @@ static void end_progress_line(tp_harness *h) {
   h->line_drawn = 0;
 }
 
-/* A configuration has ended: on a terminal the progress line moves on (a
- * failure is also printed above it, to stay on screen); elsewhere one plain
- * line per configuration. */
-static void progress(tp_harness *h, const entry_state *es) {
-  h->done++;
-  if (h->ctx->rank != 0 || h->opts.quiet) return;
-  const outcome *oc = &es->oc;
-  const char *what = es->e->cfg.label ? es->e->cfg.label : "";
-  if (h->tty) {
-    if (oc->status != TP_STATUS_OK && oc->status != TP_STATUS_REJECTED) {
-      end_progress_line(h);
-      fprintf(stderr, "[%3d/%d] %-52s %s: %s\n", h->done, h->total, what,
-              tp_status_name(oc->status), oc->reason);
-    }
-    draw_progress(h, what);
-    return;
-  }
+/* One finished configuration's line: its time and interval, or its status and reason. */
+static void print_config_line(const tp_harness *h, const outcome *oc, const char *what) {
   if (oc->status == TP_STATUS_OK)
     fprintf(stderr, "[%3d/%d] %-52s %-9s %10.1f us [%.1f, %.1f] %d rounds%s%s\n", h->done, h->total,
             what, oc->info.schedule_label ? oc->info.schedule_label : "", oc->result.median_us,
@@ -1320,6 +1307,21 @@ static void progress(tp_harness *h, const entry_state *es) {
   else
     fprintf(stderr, "[%3d/%d] %-52s %s: %s\n", h->done, h->total, what, tp_status_name(oc->status),
             oc->reason);
+}
+
+/* A configuration has ended: the progress line moves on, and its own line is
+ * printed (above the updating line on a terminal) as tp_progress_style_for
+ * says: always off a terminal, with --verbose on one, a failure always. */
+static void progress(tp_harness *h, const entry_state *es) {
+  h->done++;
+  const outcome *oc = &es->oc;
+  const char *what = es->e->cfg.label ? es->e->cfg.label : "";
+  const int failed = oc->status != TP_STATUS_OK && oc->status != TP_STATUS_REJECTED;
+  if (h->style.every_config || (h->style.failures_only && failed)) {
+    end_progress_line(h);
+    print_config_line(h, oc, what);
+  }
+  draw_progress(h, what);
 }
 
 /* Results, progress and records of the whole case; the first error wins. */

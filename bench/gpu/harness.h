@@ -206,6 +206,7 @@ typedef struct tp_harness_options {
   int measure_iters;    /* timed steps */
   int window_timeout_s; /* a window that does not finish in this time is a timeout */
   int quiet;            /* no progress lines */
+  int verbose;          /* on a terminal too, a line per configuration (progress_line.h) */
   const char *format;   /* table printed at the end: md, csv, json */
   int trace_iters;      /* iterations of a traced window (with a collector) */
   int64_t resume_run;   /* > 0: record into this run (a restarted job) instead of a new one */

@@ -310,7 +310,9 @@ tp_rc tp_job_begin_run(tp_store *store, const tp_group *group, int world,
   size_t used = 0;
   if (group->test_delay_ns > 0)
     used +=
-        (size_t)snprintf(knobs, sizeof knobs, "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op)",
+        (size_t)snprintf(knobs, sizeof knobs,
+                         "TPBENCH_TEST_DIST_DELAY_US=%llu (every fused op; at TP 1, where nothing "
+                         "fuses, every stock op)",
                          (unsigned long long)(group->test_delay_ns / 1000));
   if (group->test_withhold_rank >= 0 && used < sizeof knobs)
     used += (size_t)snprintf(knobs + used, sizeof knobs - used,

@@ -32,7 +32,7 @@
  * pushing fp8 chunks), the GEMMs alone and the collectives alone read
  * operands their stock twin's full step quantized in `before`. dist_gemm's
  * fp8 layer is held to the stock fp8 layer's outputs with the layers' usual
- * tolerance (docs/NOTES.md says why it holds). Besides the harness's finite
+ * tolerance (docs/dev/NOTES.md says why it holds). Besides the harness's finite
  * check of every output, the stock fp8 layer judges itself: each
  * projection's outputs against float64 products of its dequantized operands
  * ("qkv:fp64", judged as ops judges an fp8 op), then every output against a

@@ -478,6 +478,7 @@ tp_rc tp_ops_worker_main(tp_worker_ctx *ctx, const tp_ops_matrix *matrix,
   ho.measure_iters = opts->measure_iters;
   ho.window_timeout_s = opts->window_timeout_s;
   ho.quiet = opts->quiet;
+  ho.verbose = opts->verbose;
   ho.format = opts->format;
   ho.trace_iters = opts->trace_iters;
   ho.rounds = opts->rounds;

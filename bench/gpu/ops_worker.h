@@ -23,6 +23,7 @@ typedef struct tp_ops_options {
   int measure_iters;
   int window_timeout_s; /* a window that does not finish in this time is a timeout */
   int quiet;            /* no per-configuration progress lines */
+  int verbose;          /* a line per configuration on a terminal too */
   const char *format;   /* table printed at the end: md, csv, json */
   int trace;            /* after each window, a traced window with the CUPTI collector */
   int trace_iters;      /* iterations of the traced window */

@@ -41,3 +41,12 @@ void tp_progress_line(char *out, size_t cap, int done, int total, int done_here,
     snprintf(out + n, cap - (size_t)n, " (%.*s...)", (int)(room - 6), label);
   }
 }
+
+tp_progress_style tp_progress_style_for(int rank, int quiet, int verbose, int stderr_is_terminal) {
+  tp_progress_style s = {0, 0, 0};
+  if (rank != 0 || quiet) return s;
+  s.line = stderr_is_terminal;
+  s.every_config = !stderr_is_terminal || verbose;
+  s.failures_only = stderr_is_terminal && !verbose;
+  return s;
+}

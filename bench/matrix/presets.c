@@ -19,29 +19,29 @@ enum { LLAMA3_VOCAB = 128256, FIELD_MAX = 1 << 20 };
   "q/k head dim 192, v head dim 128), not grouped-query attention: only its dense FFN is modelled"
 
 static const tp_model_preset presets[] = {
-    {"debug", 256, 8, 4, 32, 768, 2, LLAMA3_VOCAB, NULL, 1},
+    {"debug", 256, 8, 4, 32, 768, 2, LLAMA3_VOCAB, NULL},
     /* The smallest Llama 3 shape is that of Llama 3.2 1B. */
-    {"llama3-1b", 2048, 32, 8, 64, 8192, 16, LLAMA3_VOCAB, NULL, 0},
-    {"llama3-8b", 4096, 32, 8, 128, 14336, 32, LLAMA3_VOCAB, NULL, 0},
-    {"llama3-70b", 8192, 64, 8, 128, 28672, 80, LLAMA3_VOCAB, NULL, 0},
-    {"llama3-405b", 16384, 128, 8, 128, 53248, 126, LLAMA3_VOCAB, NULL, 0},
+    {"llama3-1b", 2048, 32, 8, 64, 8192, 16, LLAMA3_VOCAB, NULL},
+    {"llama3-8b", 4096, 32, 8, 128, 14336, 32, LLAMA3_VOCAB, NULL},
+    {"llama3-70b", 8192, 64, 8, 128, 28672, 80, LLAMA3_VOCAB, NULL},
+    {"llama3-405b", 16384, 128, 8, 128, 53248, 126, LLAMA3_VOCAB, NULL},
     /* Qwen/Qwen2.5-72B-Instruct config.json: hidden_size 8192, num_attention_heads 64,
      * num_key_value_heads 8, intermediate_size 29568, num_hidden_layers 80, vocab_size
      * 152064; head_dim = hidden_size / num_attention_heads (no head_dim key). Read in copies
      * that name it as their source; Qwen/Qwen2-72B's own config.json has the same figures.
      * Its QKV bias is not modelled (the projections here have no bias). */
-    {"qwen2.5-72b", 8192, 64, 8, 128, 29568, 80, 152064, NULL, 0},
+    {"qwen2.5-72b", 8192, 64, 8, 128, 29568, 80, 152064, NULL},
     /* mistralai/Mixtral-8x7B-Instruct-v0.1 config.json (commit eba9230): hidden_size 4096,
      * num_attention_heads 32, num_key_value_heads 8, intermediate_size 14336 (ONE expert's
      * w1/w3/w2; num_local_experts 8, num_experts_per_tok 2), num_hidden_layers 32, vocab_size
      * 32000; head_dim = 4096 / 32. The FFN is one expert run on every token of the step:
      * routing is not modelled. */
-    {"mixtral-8x7b", 4096, 32, 8, 128, 14336, 32, 32000, NULL, 0},
+    {"mixtral-8x7b", 4096, 32, 8, 128, 14336, 32, 32000, NULL},
     /* deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: dim 7168, inter_dim 18432
      * (the FFN of its n_dense_layers = 3 first, dense layers), n_layers 61, vocab_size 129280.
      * n_heads 128 with kv_lora_rank 512, q_lora_rank 1536, qk_nope_head_dim 128,
      * qk_rope_head_dim 64, v_head_dim 128: attention is MLA, which cannot be expressed here. */
-    {"deepseek-v3-dense", 7168, 0, 0, 0, 18432, 61, 129280, DEEPSEEK_V3_MLA, 0},
+    {"deepseek-v3-dense", 7168, 0, 0, 0, 18432, 61, 129280, DEEPSEEK_V3_MLA},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 

@@ -42,7 +42,8 @@ typedef struct tp_model_preset {
    * attention timed here (its attention layers and projections are rejected with
    * this reason; its FFN is timed). */
   const char *no_attention;
-  int toy; /* a tiny shape for quick runs (debug): reports keep it out of their headline */
+  /* a tiny shape for quick runs (debug), kept out of every headline: tp_model_is_toy
+   * (common/tp_vocab.h) names them, so report/ knows them without the presets */
 } tp_model_preset;
 
 /* Finds a preset by canonical name or short alias ("8b" or "llama3-8b",

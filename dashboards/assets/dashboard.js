@@ -235,14 +235,25 @@
     parent.appendChild(c);
   }
 
+  /* The headline is report's summary as it stands (one rule: report/tp_report.h,
+   * tp_report_headline): fused rows of models that are not toys, the geometric mean of the
+   * speedup and the median of dist/bound; each toy model apart. */
   function drawSummary(report) {
     var box = clear(byId("tp-summary"));
     var s = report.summary || {};
     var rows = report.rows || [];
     var traced = rows.filter(function (r) { return r.traced; }).length;
+    var whose = s.toy_only ? " (toy models only)" : " (toy models apart)";
     card(box, fmt(s.geomean_speedup, 3) + "\u00d7", "geometric-mean speedup over " + s.rows +
-      " rows", "tp-card-geomean");
-    card(box, fmt(s.median_dist_over_bound, 2), "median dist_gemm / bound", "tp-card-bound");
+      " rows" + whose, "tp-card-geomean");
+    card(box, fmt(s.median_dist_over_bound, 2), "median dist_gemm / bound over " +
+      s.bound_rows + " rows" + whose, "tp-card-bound");
+    var toys = s.toy_only ? [] : (s.models || []).filter(function (m) { return m.toy; });
+    if (toys.length)
+      card(box, toys.map(function (m) { return fmt(m.geomean_speedup, 3) + "\u00d7"; }).join(", "),
+        "toy model" + (toys.length > 1 ? "s" : "") + " apart: " + toys.map(function (m) {
+          return m.model + " (median dist_gemm / bound " + fmt(m.median_dist_over_bound, 2) + ")";
+        }).join(", "), "tp-card-toys");
     card(box, String(rows.length), "table rows", "tp-card-rows");
     card(box, String((report.rejected || []).length), "configurations not run", "tp-card-notrun");
     card(box, String(traced), "rows with a trace", "tp-card-traced");
@@ -856,9 +867,11 @@
       var a = isNum(p[by]) ? p[by] : -Infinity, b = isNum(q[by]) ? q[by] : -Infinity;
       return b - a;
     });
-    var logs = 0, n = 0, worse = 0, better = 0;
+    /* toy models' rows stay out of the mean, as out of every headline */
+    var logs = 0, n = 0, worse = 0, better = 0, toyRows = 0;
     pairs.forEach(function (p) {
       if (!isNum(p.stock)) return;
+      if (p.head.toy) { toyRows++; return; }
       logs += Math.log(1 + p.stock);
       n++;
       if (p.stock >= 0.02) worse++;
@@ -867,7 +880,9 @@
     summary.textContent = "run " + base.run.id + " \u2192 run " + head.run.id + ": " +
       pairs.length + " configurations in both" +
       (n ? "; dist/stock geometric-mean change " + ((Math.exp(logs / n) - 1) * 100).toFixed(1) +
-        "%, " + worse + " worse and " + better + " better by 2% or more" : "") +
+        "% over " + n + " rows of models that are not toys, " + worse + " worse and " + better +
+        " better by 2% or more" : "") +
+      (toyRows ? " (" + toyRows + " toy-model rows apart)" : "") +
       "; only in run " + base.run.id + ": " + onlyBase.length + ", only in run " + head.run.id +
       ": " + onlyHead.length + ". Dist/stock is dist_gemm's time over the faster stock's " +
       "(plain or on NCCL windows; lower is better).";

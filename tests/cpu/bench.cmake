@@ -28,7 +28,7 @@ target_link_libraries(test_commands PRIVATE ${JANSSON_STATIC})
 target_compile_definitions(test_commands PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_commands tpbench)
 
-# README's Slurm batch scripts (bash -n; sbatch --test-only where slurm-client is
+# docs/clusters.md's Slurm batch scripts (bash -n; sbatch --test-only where slurm-client is
 # installed) and the host list expansion against scontrol's.
 tp_add_cpu_test(test_launch_readme SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_launch_readme.c
                 LIBS tp_bench_cpu)
@@ -42,3 +42,18 @@ if(TPBENCH_WITH_CUDA)
                    sh $<TARGET_FILE:tpbench> $<TARGET_FILE:tpbench_inject>)
   set_tests_properties(tpbench_links_no_driver PROPERTIES LABELS cpu)
 endif()
+
+# The binary against its documentation on the sample databases (the .db files of examples/): runs oldest
+# first and one "latest run", CSV/JSON carry every column, trace says why there is no trace,
+# compare names the commits it has, the topology without escape codes.
+tp_add_cpu_test(test_front_door SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_front_door.c LIBS tp_store)
+target_include_directories(test_front_door PRIVATE ${JANSSON_INCLUDE_DIR})
+target_link_libraries(test_front_door PRIVATE ${JANSSON_STATIC})
+target_compile_definitions(test_front_door PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_front_door tpbench)
+
+# The main job (scripts/main-job.sh, run by scripts/run.sh) with no, one and several GPUs faked
+# by an nvidia-smi stub: the sample's report and exit 1; TP 1 and the prediction; tpbench run.
+tp_add_cpu_test(test_main_job SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_job.c LIBS tp_store)
+target_compile_definitions(test_main_job PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_main_job tpbench)

@@ -53,3 +53,28 @@ tp_add_cpu_test(test_project SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_project.c
 target_include_directories(test_project PRIVATE ${JANSSON_INCLUDE_DIR})
 target_compile_definitions(test_project PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_project tpbench)
+# Kernel names in tpbench profile's table: mangled and demangled names read alike (libiberty).
+tp_add_cpu_test(test_kernel_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernel_names.c
+                LIBS tp_report)
+# One headline rule: report (JSON, markdown), OpenMetrics, compare and the dashboard agree with
+# tp_report_headline on every run of every sample database, toy models apart.
+tp_add_cpu_test(test_headline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_headline.c LIBS tp_report)
+target_include_directories(test_headline PRIVATE ${JANSSON_INCLUDE_DIR})
+target_compile_definitions(test_headline PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_headline tpbench)
+# Hostile text: every reading command on poisoned copies of the sample databases (escape
+# sequences, HTML, '|', line breaks, bytes that are not UTF-8 in every text column) exits 0
+# where the clean copy does and prints nothing raw.
+tp_add_cpu_test(test_hostile_text SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_hostile_text.c
+                LIBS tp_store)
+target_compile_definitions(test_hostile_text PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_hostile_text tpbench)
+set_tests_properties(test_hostile_text PROPERTIES TIMEOUT 1200)
+# The demo database (examples/tpbench-demo.db, scripts/device-demo-db.sh): compare quiet on its
+# identical pair, gating its planted slowdown; skipped (77) until the file exists.
+tp_add_cpu_test(test_demo_db SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_demo_db.c LIBS tp_store)
+target_include_directories(test_demo_db PRIVATE ${JANSSON_INCLUDE_DIR})
+target_link_libraries(test_demo_db PRIVATE ${JANSSON_STATIC})
+target_compile_definitions(test_demo_db PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
+add_dependencies(test_demo_db tpbench)
+set_tests_properties(test_demo_db PROPERTIES SKIP_RETURN_CODE 77)

@@ -195,11 +195,45 @@ static void test_help(void **state) {
   assert_non_null(strstr(text, "--help"));
 }
 
+/* The reference page's section of a command: heading, usage, a row per option
+ * with its default and accepted values, and every `|` of a help text escaped
+ * so a row keeps its five cells. */
+static void test_help_markdown(void **state) {
+  (void)state;
+  parsed p;
+  defaults(&p);
+  const tp_option options[] = {
+      {"iters", TP_OPT_INT, &p.iters, "N", "timed iterations", 1, 1000, NULL},
+      {"format", TP_OPT_STRING, &p.format, "FMT", "table format (a|b)", 0, 0, "md|csv|json"},
+      {"quiet", TP_OPT_FLAG, &p.quiet, NULL, "fewer lines", 0, 0, NULL},
+  };
+  const tp_command cmd = {"demo", "tpbench demo --for ops [options]", "A command for tests.",
+                          options, 3};
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  tp_cli_print_markdown(&cmd, f);
+  char text[4096] = {0};
+  rewind(f);
+  assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+  fclose(f);
+  assert_non_null(strstr(text, "## tpbench demo --for ops\n"));
+  assert_non_null(strstr(text, "```text\nUsage: tpbench demo --for ops [options]\n\nA command"));
+  assert_non_null(strstr(text, "| `--iters` | `N` |  | `50` | timed iterations |\n"));
+  assert_non_null(
+      strstr(text, "| `--format` | `FMT` | `md`, `csv`, `json` | `md` | table format (a\\|b) |\n"));
+  assert_non_null(strstr(text, "| `--quiet` |  |  |  | fewer lines |\n"));
+  /* --help-markdown is parsed like --help: nothing after it is looked at */
+  int help = 0;
+  assert_int_equal(parse(&p, NULL, 0, NULL, &help, "--help-markdown", "--bogus", NULL), TP_OK);
+  assert_int_equal(help, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_value_forms),         cmocka_unit_test(test_whole_numbers),
       cmocka_unit_test(test_unknown_and_missing), cmocka_unit_test(test_lists),
       cmocka_unit_test(test_positional),          cmocka_unit_test(test_help),
+      cmocka_unit_test(test_help_markdown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,14 +174,16 @@ static void test_faked_slurm_malformed(void **state) {
                  secret_var,
                  NULL};
   rank_run r;
-  start_rank(&r, env, "/tmp/tp_faked_launch_never.db");
+  char never[64]; /* this process's own: two build trees' tests may run at once */
+  snprintf(never, sizeof never, "/tmp/tp_faked_launch_never-%ld.db", (long)getpid());
+  start_rank(&r, env, never);
   char *err = NULL;
   int status = finish_rank(&r, &err);
   if (!err) fail_msg("exit %d and no stderr", status);
   else if (status != 2 || !strstr(err, "SLURM_LOCALID is not set"))
     fail_msg("exit %d, stderr: %s", status, err);
   free(err);
-  assert_int_equal(access("/tmp/tp_faked_launch_never.db", F_OK), -1);
+  assert_int_equal(access(never, F_OK), -1);
 }
 
 int main(void) {

@@ -62,8 +62,33 @@ static void test_line(void **state) {
   assert_int_equal(strlen(tiny), sizeof tiny - 1);
 }
 
+/* Which lines a run prints: on a terminal the updating line and failures (every configuration
+ * with --verbose); off one a line per configuration; nothing on other ranks or with --quiet. */
+static void test_style(void **state) {
+  (void)state;
+  static const struct {
+    int rank, quiet, verbose, tty;
+    tp_progress_style want;
+  } cases[] = {
+      {0, 0, 0, 1, {1, 0, 1}}, /* a terminal: one updating line, failures above it */
+      {0, 0, 1, 1, {1, 1, 0}}, /* --verbose: every configuration too */
+      {0, 0, 0, 0, {0, 1, 0}}, /* a log or a pipe: a line per configuration */
+      {0, 0, 1, 0, {0, 1, 0}}, {0, 1, 1, 1, {0, 0, 0}}, /* --quiet wins */
+      {1, 0, 1, 1, {0, 0, 0}},                          /* other ranks print nothing */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    tp_progress_style got =
+        tp_progress_style_for(cases[i].rank, cases[i].quiet, cases[i].verbose, cases[i].tty);
+    if (got.line != cases[i].want.line || got.every_config != cases[i].want.every_config ||
+        got.failures_only != cases[i].want.failures_only)
+      fail_msg("case %zu: line %d every %d failures %d", i, got.line, got.every_config,
+               got.failures_only);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_style),
       cmocka_unit_test(test_clock),
       cmocka_unit_test(test_estimate),
       cmocka_unit_test(test_line),

@@ -122,15 +122,18 @@ static void test_ops_bad_input(void **state) {
   close(fd);
   RUN_EXPECT(2, NULL, "not a tpbench database", "ops", "--db", foreign);
   unlink(foreign);
-  /* a tiny matrix, so a machine with GPUs runs it in seconds instead of failing */
+  /* a tiny matrix, so a machine with GPUs runs it in seconds instead of failing; a path of
+   * this process's own, since two build trees' tests may run at once (scripts/test.sh) */
+  char nogpu_db[64];
+  snprintf(nogpu_db, sizeof nogpu_db, "/tmp/tpbench-nogpu-check-%ld.db", (long)getpid());
   r = run_tpbench("ops", "--models", "debug", "--projs", "qkv", "--tokens", "64", "--iters", "1",
-                  "--warmup", "0", "--db", "/tmp/tpbench-nogpu-check.db", NULL);
+                  "--warmup", "0", "--db", nogpu_db, NULL);
   if (r.status != 0) {
     assert_int_equal(r.status, 1);
     expect_in(r.err, "no CUDA device found");
   }
   rp_free(&r);
-  unlink("/tmp/tpbench-nogpu-check.db");
+  unlink(nogpu_db);
 }
 
 static void test_ops_list(void **state) {

@@ -2,13 +2,14 @@
  * test_bootstrap.c — the two-stage bootstrap (common/tp_bootstrap.h): the
  * interval holds the point, narrows with agreeing rounds and widens when
  * rounds disagree, pairing by round cancels drift shared by both series,
- * and bad input is refused.
+ * the median is the one sorting gives, and bad input is refused.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -89,6 +90,33 @@ static void test_deterministic(void **state) {
   assert_true(a.lo == b.lo && a.hi == b.hi && a.point == b.point);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median comes from selection, not sorting: it must be the value sorting
+ * gives, bit for bit, at every size (odd, even, one) and with ties. */
+static void test_median_is_the_sorted_median(void **state) {
+  (void)state;
+  uint64_t s = 7;
+  for (int n = 1; n <= 97; n++) {
+    for (int ties = 0; ties <= 1; ties++) {
+      double x[97], sorted[97];
+      int round[97] = {0};
+      for (int i = 0; i < n; i++)
+        x[i] = sorted[i] = ties ? (double)(int)(4 * noise(&s)) : 100.0 + noise(&s);
+      qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+      const double expected = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+      tp_round_series series = {x, round, n};
+      tp_interval iv;
+      assert_int_equal(tp_boot_median(&series, 1, 0.95, 3, &iv), TP_OK);
+      if (iv.point != expected)
+        fail_msg("n %d ties %d: %.17g, sorted %.17g", n, ties, iv.point, expected);
+    }
+  }
+}
+
 static void test_bad_input_refused(void **state) {
   (void)state;
   double x[2] = {1.0, NAN};
@@ -115,6 +143,7 @@ int main(void) {
       cmocka_unit_test(test_disagreeing_rounds_widen_the_interval),
       cmocka_unit_test(test_paired_ratio_cancels_shared_drift),
       cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_median_is_the_sorted_median),
       cmocka_unit_test(test_bad_input_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -416,7 +416,7 @@ static void test_matrix_planned(void **state) {
   rp_run_expect(TPBENCH_EXE, 60, 0, "--composition", NULL, "matrix", "--help", NULL);
 }
 
-/* README's composition table is `tpbench matrix --composition` verbatim, between its markers. */
+/* docs/composition.md's table is `tpbench matrix --composition` verbatim, between its markers. */
 #define COMPOSITION_BEGIN "<!-- composition table: `tpbench matrix --composition` writes it -->\n"
 #define COMPOSITION_END "<!-- end of the composition table -->"
 
@@ -454,20 +454,20 @@ static void test_composition_table_in_readme(void **state) {
   assert_non_null(strstr(r.out, "| rejected: fsdp_traffic=on puts FSDP's collectives beside a dp 1 "
                                 "layer; dp 2 runs its own"));
   assert_non_null(strstr(r.out, "| run |"));
-  char *readme = read_text(TP_TEST_DATA_DIR "/../../README.md");
+  char *readme = read_text(TP_TEST_DATA_DIR "/../../docs/composition.md");
   const char *begin = strstr(readme, COMPOSITION_BEGIN);
   const char *end = begin ? strstr(begin, COMPOSITION_END) : NULL;
   if (!begin || !end) {
     free(readme);
     rp_free(&r);
-    fail_msg("README.md has no composition table between its markers");
+    fail_msg("docs/composition.md has no composition table between its markers");
     return;
   }
   begin += strlen(COMPOSITION_BEGIN);
   const char *out = r.out ? r.out : "";
   const size_t copy = (size_t)(end - begin), want = strlen(out);
   if (copy != want || memcmp(begin, out, want) != 0)
-    fail_msg("README.md's composition table differs from `tpbench matrix --composition`: "
+    fail_msg("docs/composition.md's table differs from `tpbench matrix --composition`: "
              "paste its output between the markers");
   free(readme);
   rp_free(&r);

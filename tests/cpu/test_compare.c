@@ -29,6 +29,7 @@
 #include "report/tp_compare.h"
 #include "report/tp_history.h"
 #include "tests/cpu/fixture_db.h"
+#include "tests/cpu/raw_markup.h"
 
 #define COMMIT_A "aaaa000011112222333344445555666677778888"
 #define COMMIT_B "bbbb000011112222333344445555666677778888"
@@ -772,7 +773,8 @@ static double stock_slower(const fx_synth_config *c, void *ctx) {
 }
 
 /* References are information; --gate-references gates their times, which
- * needs two runs a side (between-run variance). */
+ * needs two runs a side (between-run variance), and a stock row's
+ * stock/bound round by round, which one run a side has. */
 static void test_references_gate_only_when_asked(void **state) {
   fixture *f = *state;
   char db[600];
@@ -821,25 +823,98 @@ static void test_references_gate_only_when_asked(void **state) {
   assert_int_equal(sum.tests, 3 * 15); /* two ratios and the time of 15 dist_gemm rows */
   json_decref(root);
 
-  /* gated references: the slower stock rows regressed on their time */
+  /* gated references: the slower stock rows regressed on their time and on stock/bound */
   opt.gate_references = 1;
   root = parse(capture_on(db, "7777", "8888", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   row = row_with(json_object_get(root, "rows"), "kind=op;model=llama3-8b;", ";proj=qkv;",
                  "backend=stock;");
   assert_string_equal(str(row, "verdict"), "regressed");
   assert_string_equal(str(measure_of(row, "time"), "verdict"), "regressed");
-  assert_int_equal(sum.tests, 3 * 15 + 24);
-  assert_int_equal(sum.regressed, 8); /* the stock op and layer rows, nothing else */
+  assert_string_equal(str(measure_of(row, "vs_bound"), "verdict"), "regressed");
+  assert_false(json_is_true(json_object_get(measure_of(row, "vs_stock"), "tested")));
+  assert_int_equal(sum.tests, 3 * 15 + 24 + 8); /* and the 8 stock rows' stock/bound */
+  assert_int_equal(sum.regressed, 8);           /* the stock op and layer rows, nothing else */
   json_decref(root);
 
-  /* one run a side: references cannot be gated even when asked */
+  /* one run a side: no time is tested, but stock/bound is, round by round */
   root = parse(capture_on(db, "run:1", "run:4", &opt, TP_COMPARE_JSON, &sum, TP_OK));
   row = row_with(json_object_get(root, "rows"), "kind=op;model=llama3-8b;", ";proj=qkv;",
                  "backend=stock;");
+  assert_string_equal(str(row, "verdict"), "regressed");
+  assert_false(json_is_true(json_object_get(measure_of(row, "time"), "tested")));
+  row = row_with(json_object_get(root, "rows"), "kind=gemm;model=llama3-8b;", ";proj=qkv;",
+                 "backend=cublaslt;");
   assert_string_equal(str(row, "verdict"), "information");
-  assert_int_equal(sum.tests, 30);
-  assert_int_equal(sum.regressed, 0);
+  assert_int_equal(sum.tests, 30 + 8);
+  assert_int_equal(sum.regressed, 8);
   json_decref(root);
+}
+
+/* What one GPU can gate: at TP 1 nothing fuses and no collective is timed, so a run holds
+ * stock and the GEMM alone. With --gate-references, stock over its bound (the GEMM alone
+ * there) is gated round by round: identical code with the machine drifted compares clean,
+ * stock 10 % slower (TPBENCH_TEST_DIST_DELAY_US's TP 1 slowdown) regresses; without the flag
+ * nothing is gated, and the verdict says how to gate. */
+static void test_tp1_gates_stock_over_its_gemm(void **state) {
+  fixture *f = *state;
+  char db[600];
+  fx_path(&f->dir, "tp1.db", db, sizeof db);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  fx_synth_config tp1[8];
+  static const char *const projs[] = {"qkv", "w2"};
+  size_t n = 0;
+  for (int p = 0; p < 2; p++) {
+    const char *layer = p ? "linear_rs" : "ag_linear";
+    fx_synth_axes(&tp1[n], "op", "llama3-8b", layer, projs[p], "stock", NULL, "fwd");
+    tp1[n].axes.tp = 1;
+    tp1[n].level_us = 300.0 * (p + 1) + 8.0; /* the GEMM and a one-rank copy */
+    tp1[n++].fused = -1;
+    fx_synth_axes(&tp1[n], "gemm", "llama3-8b", layer, projs[p], "cublaslt", NULL, "fwd");
+    tp1[n].axes.tp = 1;
+    tp1[n].level_us = 300.0 * (p + 1);
+    tp1[n++].fused = -1;
+  }
+  static const double slower = 1.10;
+  fx_synth_run a = {.commit = "aaaa0001",
+                    .started_at = "2026-12-04T10:00:00Z",
+                    .gpu_count = 1,
+                    .rounds = 5,
+                    .seed = 901};
+  fx_synth_run b = {.commit = "aaaa0001",
+                    .started_at = "2026-12-04T10:05:00Z",
+                    .gpu_count = 1,
+                    .rounds = 5,
+                    .drift = 1.04,
+                    .seed = 902};
+  fx_synth_run c = {.commit = "aaaa0001",
+                    .started_at = "2026-12-04T10:10:00Z",
+                    .gpu_count = 1,
+                    .rounds = 5,
+                    .seed = 903,
+                    .test_knobs = "TPBENCH_TEST_DIST_DELAY_US=60",
+                    .factor = stock_slower,
+                    .ctx = (void *)&slower};
+  assert_true(fx_put_synth_run(s, &a, tp1, n) == 1);
+  assert_true(fx_put_synth_run(s, &b, tp1, n) == 2);
+  assert_true(fx_put_synth_run(s, &c, tp1, n) == 3);
+  tp_store_close(s);
+  tp_compare_summary sum;
+  tp_compare_options opt = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                            .alpha = TP_COMPARE_DEFAULT_ALPHA};
+  char *md = capture_on(db, "run:1", "run:3", &opt, TP_COMPARE_MD, &sum, TP_OK);
+  assert_int_equal(sum.tests, 0);
+  assert_non_null(strstr(md, "--gate-references gates stock over its bound"));
+  free(md);
+  opt.gate_references = 1;
+  free(capture_on(db, "run:1", "run:2", &opt, TP_COMPARE_MD, &sum, TP_OK));
+  assert_int_equal(sum.tests, 2);
+  assert_int_equal(sum.regressed, 0);
+  assert_int_equal(sum.improved, 0);
+  md = capture_on(db, "run:1", "run:3", &opt, TP_COMPARE_MD, &sum, TP_OK);
+  assert_int_equal(sum.regressed, 2);
+  assert_non_null(strstr(md, "| stock/bound |"));
+  free(md);
 }
 
 /* ---- the faster stock: plain or on NCCL symmetric windows ----------------------------- */
@@ -1302,7 +1377,8 @@ static void test_nothing_gated_says_so(void **state) {
   spec_of(h, sizeof h, f->slowed.head[2]);
   md = capture_on(f->rounds_db, b, h, &opt, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "**No regression (nothing gated: no dist_gemm configuration ran "
-                             "on both sides; the rest is information)**"));
+                             "on both sides; the rest is information (at TP 1, where nothing "
+                             "fuses, --gate-references gates stock over its bound))**"));
   free(md);
   /* a gated pass keeps the plain verdict */
   opt.filter = (tp_compare_filter){0};
@@ -1406,8 +1482,8 @@ static void test_markdown_escapes_stored_text(void **state) {
   assert_int_equal(lines_starting(md, "**"), 1);
   assert_int_equal(lines_starting(md, "#"), lines_starting(clean, "#"));
   assert_int_equal(lines_starting(md, "<"), lines_starting(clean, "<"));
-  assert_null(strstr(md, "<img"));
-  assert_null(strstr(md, "<script"));
+  assert_null(raw_tag(md, "<img"));
+  assert_null(raw_tag(md, "<script"));
   char *verdict = line_starting(md, "**No regression"), *was = line_starting(clean, "**No");
   assert_string_equal(verdict, was);
   free(verdict);
@@ -1415,8 +1491,8 @@ static void test_markdown_escapes_stored_text(void **state) {
   /* the text is there, escaped, on the side line, the knobs note and the
    * hosts note */
   assert_non_null(strstr(md, "vm  **No regression**: all clear  \\| x \\| injected row \\| "
-                             "&lt;img src=x onerror=alert(1)&gt;"));
-  assert_non_null(strstr(md, "CUDA 13.0 &lt;script&gt;alert(2)&lt;/script&gt;"));
+                             "\\<img src=x onerror=alert(1)>"));
+  assert_non_null(strstr(md, "CUDA 13.0 \\<script>alert(2)\\</script>"));
   assert_non_null(strstr(md, "(TPBENCH_TEST_DIST_DELAY_US=0 # injected heading \\| knob \\| "
                              "row \\|): a deliberate slowdown"));
   assert_non_null(strstr(md, "> **Note**: different hosts (vm vs vm  **No regression**"));
@@ -1450,6 +1526,7 @@ int main(void) {
       cmocka_unit_test(test_sample_database),
       cmocka_unit_test(test_nothing_compared_is_refused),
       cmocka_unit_test(test_nothing_gated_says_so),
+      cmocka_unit_test(test_tp1_gates_stock_over_its_gemm),
       cmocka_unit_test(test_link_probes_leave_the_hardware_check),
       cmocka_unit_test(test_markdown_escapes_stored_text),
   };

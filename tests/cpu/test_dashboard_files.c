@@ -10,9 +10,10 @@
  *     latest traced run, the one with the most work;
  *   - the link probes: every stored point with nccl-tests' algbw and busbw,
  *     recomputed here from the stored medians;
- *   - a regeneration removes the trace files of the last one and nothing
- *     else; a traces/ that is not a folder and a database without runs are
- *     refused before anything is created.
+ *   - a regeneration replaces the folder whole (the last one's trace files
+ *     gone, nothing left beside it) and refuses a folder holding a file it
+ *     did not write; a traces/ that is not a folder and a database without
+ *     runs are refused before anything is created.
  * The sample's sizes are printed (the issue's acceptance figure).
  */
 #include <setjmp.h>
@@ -278,24 +279,36 @@ static void put_file(const char *path) {
   fclose(f);
 }
 
-static void test_regeneration_prunes_old_trace_files_only(void **state) {
+/* A regeneration replaces the folder whole: an earlier generation's trace file is gone, and
+ * nothing is left beside the folder. A file the dashboard did not write makes it refuse (the
+ * folder would be replaced with it), before anything is made. */
+static void test_regeneration_replaces_the_folder_whole(void **state) {
   (void)state;
   char stale[700], notes[700];
   snprintf(stale, sizeof stale, "%s/traces/999999-0000beef.js", fx.site);
   snprintf(notes, sizeof notes, "%s/traces/notes.txt", fx.site);
   put_file(stale);
-  put_file(notes);
   tp_dashboard_stats again;
   assert_int_equal(tp_dashboard_write(fx.store, fx.site, NULL, &again), TP_OK);
   assert_int_not_equal(access(stale, F_OK), 0);
-  assert_int_equal(access(notes, F_OK), 0);
   assert_int_equal(again.trace_bytes, fx.stats.trace_bytes); /* same files, same names */
-  remove(notes);
   int files = 0;
   char traces[700];
   snprintf(traces, sizeof traces, "%s/traces", fx.site);
   folder_bytes(traces, &files);
   assert_int_equal(files, again.traces);
+  /* beside the site: the database and the sites of other tests, no staging folder */
+  DIR *d = opendir(fx.dir.path);
+  assert_non_null(d);
+  for (struct dirent *e = readdir(d); e; e = readdir(d))
+    if (strstr(e->d_name, ".new-")) fail_msg("left beside the site: %s", e->d_name);
+  closedir(d);
+  put_file(notes);
+  assert_int_equal(tp_dashboard_write(fx.store, fx.site, NULL, NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "holds traces/notes.txt, which a dashboard did not"));
+  tp_clear_error();
+  assert_int_equal(access(notes, F_OK), 0);
+  remove(notes);
 }
 
 /* Fewer events than the trace holds: the file carries exactly that many. */
@@ -365,7 +378,7 @@ int main(void) {
       cmocka_unit_test(test_trace_files_decode_to_the_export),
       cmocka_unit_test(test_default_trace_is_fused_of_the_latest_run),
       cmocka_unit_test(test_link_points),
-      cmocka_unit_test(test_regeneration_prunes_old_trace_files_only),
+      cmocka_unit_test(test_regeneration_replaces_the_folder_whole),
       cmocka_unit_test(test_max_events_cuts_the_trace_file),
       cmocka_unit_test(test_traces_not_a_folder_is_refused_first),
       cmocka_unit_test(test_no_runs_creates_nothing),

@@ -1,6 +1,6 @@
 /*
- * test_launch_readme.c — the Slurm batch scripts of README's "Launchers and
- * clusters", taken out of the README as a user would copy them: each is
+ * test_launch_readme.c — the Slurm batch scripts of docs/clusters.md ("Slurm"),
+ * taken out of the page as a user would copy them: each is
  * valid bash (`bash -n`), and where Slurm's client is installed, sbatch
  * reads every #SBATCH option without complaint (`sbatch --test-only`
  * against a scratch slurm.conf: with no controller reachable here it can
@@ -22,7 +22,7 @@
 #include "bench/launch/hostlist.h"
 #include "tests/cpu/run_program.h"
 
-#define README TP_TEST_DATA_DIR "/../../README.md"
+#define README TP_TEST_DATA_DIR "/../../docs/clusters.md"
 
 typedef struct scratch {
   char dir[64];
@@ -36,7 +36,7 @@ static char *read_file(const char *path) {
   return rp_slurp(f);
 }
 
-/* The ```bash blocks of the README that hold #SBATCH lines, in order; each
+/* The ```bash blocks of the page that hold #SBATCH lines, in order; each
  * a malloc'd string. Returns how many (at most max). */
 static int batch_scripts(const char *readme, char **out, int max) {
   int n = 0;
@@ -98,7 +98,7 @@ static void test_batch_scripts(void **state) {
   free(readme);
   if (n != 2 || !scripts[0] || !scripts[1]) { /* the two-node job and the array job */
     for (int i = 0; i < n && i < 8; i++) free(scripts[i]);
-    fail_msg("%d batch scripts in the README, expected 2", n);
+    fail_msg("%d batch scripts in the page, expected 2", n);
     return;
   }
   assert_non_null(strstr(scripts[0], "#SBATCH --nodes=2 --ntasks-per-node="));
@@ -116,7 +116,7 @@ static void test_batch_scripts(void **state) {
     fclose(f);
     char *bash[] = {"/bin/bash", "-n", path, NULL};
     rp_result r = rp_run(bash, 30);
-    if (r.status != 0) fail_msg("bash -n on README script %d: %s", i, r.err);
+    if (r.status != 0) fail_msg("bash -n on docs/clusters.md script %d: %s", i, r.err);
     rp_free(&r);
     if (sbatch) {
       char cmd[512];
@@ -126,9 +126,10 @@ static void test_batch_scripts(void **state) {
       /* Options sbatch did not take end it before it looks for a controller. */
       if (strstr(r.err, "unrecognized option") || strstr(r.err, "invalid") ||
           strstr(r.err, "Invalid"))
-        fail_msg("sbatch refused README script %d: %s", i, r.err);
+        fail_msg("sbatch refused docs/clusters.md script %d: %s", i, r.err);
       if (r.status != 0 && !strstr(r.err, "Unable to contact slurm controller"))
-        fail_msg("sbatch --test-only on README script %d: exit %d: %s", i, r.status, r.err);
+        fail_msg("sbatch --test-only on docs/clusters.md script %d: exit %d: %s", i, r.status,
+                 r.err);
       printf("script %d: sbatch read every #SBATCH option; %s", i,
              r.status == 0 ? "a controller accepted it\n"
                            : "no controller runs here to test the allocation itself (skipped)\n");

@@ -21,7 +21,7 @@ tp_add_gpu_test(gpu_fp8_comm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fp8_comm.c
 # scatter side, the backward, the collectives alone, a planted off-by-one scale block) at TP
 # 2, 4 and 8, each degree skipped with a message above the visible GPUs ...
 add_test(NAME gpu_fp8_comm_tp COMMAND gpu_fp8_comm tp)
-set_tests_properties(gpu_fp8_comm_tp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
+set_tests_properties(gpu_fp8_comm_tp PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900 RESOURCE_LOCK gpu
                      ENVIRONMENT "NCCL_NVLS_ENABLE=0;TORCH_SYMM_MEM_DISABLE_MULTICAST=1;NVSHMEM_DISABLE_NVLS=1")
 # ... and per degree with every rank on device 0 (TPBENCH_TEST_SHARE_GPU, tests/gpu/
 # gpu_harness.h: NCCL over loopback sockets, the symmetric heap over CUDA IPC on one

@@ -1,6 +1,6 @@
 /*
  * test_agree.c — the reliability hazards of the 2026-12-02 review, on real
- * GPUs (docs/NOTES.md):
+ * GPUs (docs/dev/NOTES.md):
  *
  * At TP 1 (one GPU):
  * - the ledger counts a window's bytes: tp_window_alloc adopts NCCL's
