@@ -111,14 +111,17 @@ mesh() { # mesh DP TP
 }
 
 # Lanes side by side, the largest degrees first; LANES picks some (default
-# all). Five lanes keep about 32 ranks on the card at once.
-lane_a() { ops_degree 8; layers_degree 2; }
-lane_b() { ops_degree 4; ops_degree 2; ops_degree 1; }
-lane_c() { layers_degree 8; mesh 2 4; }
-lane_d() { layers_degree 4; mesh 2 2; mesh 4 2; layers_degree 1; }
-lane_e() { drift drift-tp8 8; drift drift-tp4 4; drift drift-tp2 2; }
+# the TP > 1 lanes a-g; h adds TP 1).
+lane_a() { ops_degree 8; }
+lane_b() { ops_degree 4; }
+lane_c() { ops_degree 2; layers_degree 2; }
+lane_d() { layers_degree 8; }
+lane_e() { layers_degree 4; }
+lane_f() { mesh 2 2; mesh 2 4; mesh 4 2; }
+lane_g() { drift drift-tp8 8; drift drift-tp4 4; drift drift-tp2 2; }
+lane_h() { ops_degree 1; layers_degree 1; }
 
-for lane in ${LANES:-a b c d e}; do
+for lane in ${LANES:-a b c d e f g}; do
   "lane_$lane" > "$work/lane-$lane.log" 2>&1 &
 done
 wait

@@ -14,7 +14,9 @@
 # archived as it ends, so a kill loses only what was running.
 #
 # usage: scripts/device-ranks-session.sh BUILD_DIR [SECONDS]   (default 560)
-#   PHASE1_S caps phase 1 (default 130 s).
+#   PHASE1_S caps phase 1 (default 130 s; 0 skips it); GPU_TEST_DEGREES the degrees of the
+#   GPU tests' own lanes (default "8 4"); LINK_COSTS=0 leaves out the lane of the TP 2 GPU
+#   tests and the link costs.
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -43,13 +45,13 @@ part() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv
-phase1=${PHASE1_S:-130}
+phase1=${PHASE1_S:-130} # 0: no phase 1
 p1_end=$((start + phase1))
-if [ -f "$here/device-main-job.sh" ]; then
+if ((phase1 > 0)) && [ -f "$here/device-main-job.sh" ]; then
   part main-job $((p1_end - $(date +%s) > 20 ? p1_end - $(date +%s) : 20)) \
     bash "$here/device-main-job.sh" "$build"
 fi
-if [ -f "$here/device-demo-db.sh" ] && (($(date +%s) < p1_end)); then
+if ((phase1 > 0)) && [ -f "$here/device-demo-db.sh" ] && (($(date +%s) < p1_end)); then
   part demo-db $((p1_end - $(date +%s) + 30)) bash "$here/device-demo-db.sh" "$build"
 fi
 
@@ -57,15 +59,17 @@ fi
 p2=$(($(left) - 25))
 echo "== phase 2: $p2 s"
 part gemm-rows 120 bash -c "cd '$build' && ctest -R '^gpu_gemm_rows\$' -V" &
-for degree in 8 4; do
+for degree in ${GPU_TEST_DEGREES:-8 4}; do
   GPU_TESTS_BUDGET_S=$((p2 - 10)) part "gpu-tests-tp$degree" "$p2" \
     bash "$here/device-gpu-tests.sh" "$build" "$degree" &
 done
 part coverage "$p2" bash "$here/device-coverage.sh" "$build" $((p2 - 5)) &
-(
-  GPU_TESTS_BUDGET_S=$((p2 * 2 / 3)) part gpu-tests-tp2 $((p2 * 2 / 3 + 5)) \
-    bash "$here/device-gpu-tests.sh" "$build" 2
-  part link-costs $(($(left) - 20)) bash "$here/device-link-costs.sh" "$build"
-) &
+if [ "${LINK_COSTS:-1}" = 1 ]; then
+  (
+    GPU_TESTS_BUDGET_S=$((p2 * 2 / 3)) part gpu-tests-tp2 $((p2 * 2 / 3 + 5)) \
+      bash "$here/device-gpu-tests.sh" "$build" 2
+    part link-costs $(($(left) - 20)) bash "$here/device-link-costs.sh" "$build"
+  ) &
+fi
 wait
 echo "session: $(($(date +%s) - start)) s"
