@@ -30,14 +30,15 @@
  * its timed step (at TP > 1 through the fp8 communication of its
  * projections, qkv and w13 gathering the case's comm_dtype, dist_gemm
  * pushing fp8 chunks), the GEMMs alone and the collectives alone read
- * operands their stock twin's full step quantized in `before`. dist_gemm's fp8 layer is held to the stock fp8 layer's outputs
- * with the layers' usual tolerance (docs/dev/NOTES.md says why it holds). Besides
- * the harness's finite check of every output, the stock fp8 layer judges
- * itself: each projection's outputs against float64 products of its
- * dequantized operands ("qkv:fp64", judged as ops judges an fp8 op), then
- * every output against a bf16 block run once on the same tensors ("y:bf16",
- * ||fp8 - bf16|| / ||bf16||, reported, not judged; a non-finite element on
- * either side fails it).
+ * operands their stock twin's full step quantized in `before`. dist_gemm's
+ * fp8 layer is held to the stock fp8 layer's outputs with the layers' usual
+ * tolerance (docs/dev/NOTES.md says why it holds). Besides the harness's finite
+ * check of every output, the stock fp8 layer judges itself: each
+ * projection's outputs against float64 products of its dequantized operands
+ * ("qkv:fp64", judged as ops judges an fp8 op), then every output against a
+ * bf16 block run once on the same tensors ("y:bf16", ||fp8 - bf16|| /
+ * ||bf16||, reported, not judged; a non-finite element on either side fails
+ * it).
  *
  * Activation checkpointing: a case's tensors are seeded from its axes but
  * ac, so every ac mode of one shape runs on the same numbers. A stock or
