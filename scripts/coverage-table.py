@@ -60,6 +60,7 @@ ROWS = [
 ] + [
     ("run", f"{layer}", f"{RUN} AND c.layer = '{layer}'") for layer in ("attention", "ffn", "block")
 ] + [
+    ("run", "dist_gemm layer auto", f"{RUN} AND {DIST} AND c.schedule = 'auto'"),
     ("run", "dist_gemm layer ce", f"{RUN} AND {DIST} AND c.schedule = 'ce'"),
     ("run", "dist_gemm layer sm", f"{RUN} AND {DIST} AND c.schedule = 'sm'"),
     ("run", "sp off", f"{RUN} AND c.sp = 0"),

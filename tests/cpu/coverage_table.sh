@@ -18,18 +18,27 @@ trap 'rm -rf "$scratch"' EXIT
 failures=0
 fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
 
-# 1. the page's table is the script's output, between its markers
+# 1. the page's table is the script's output, between its markers (whatever it
+#    holds: a page may show failures, and says so)
 python3 "$script" "$db" > "$scratch/table.md"
 rc=$?
-[ "$rc" -eq 0 ] || fail "the committed database's table exits $rc (a failed cell)"
+[ "$rc" -le 1 ] || fail "the committed database's table exits $rc"
 sed -n '/^<!-- coverage table: scripts\/coverage-table.py writes it -->$/,/^<!-- end of the coverage table -->$/p' \
   "$page" | sed '1d;$d' > "$scratch/page.md"
 [ -s "$scratch/page.md" ] || fail "docs/coverage.md has no table between its markers"
 diff -u "$scratch/page.md" "$scratch/table.md" > "$scratch/diff" ||
   fail "docs/coverage.md's table differs from scripts/coverage-table.py's output: $(head -n 20 "$scratch/diff")"
 
+# A copy with every failure healed must read clean (exit 0); the plants below start from it.
+cp "$db" "$scratch/healed.db"
+sql "$scratch/healed.db" "UPDATE configs SET status = 'ok', reason = NULL WHERE status IN ('failed', 'oom', 'timeout')"
+sql "$scratch/healed.db" "UPDATE checks SET status = 'ok', reason = NULL WHERE status = 'failed'"
+python3 "$script" "$scratch/healed.db" > /dev/null
+rc=$?
+[ "$rc" -eq 0 ] || fail "the healed copy exits $rc, not 0"
+
 # 2. a planted failed configuration fails its cells and the exit status
-cp "$db" "$scratch/planted.db"
+cp "$scratch/healed.db" "$scratch/planted.db"
 sql "$scratch/planted.db" "UPDATE configs SET status = 'failed', reason = 'planted' WHERE id =
   (SELECT id FROM configs WHERE status = 'ok' AND tp = 4 AND backend = 'dist_gemm' AND schedule = 'ce'
    AND coalesce(proj, '') <> '' ORDER BY id LIMIT 1)"
@@ -40,7 +49,7 @@ grep -q '| ops | dist_gemm ce |.*1 FAILED' "$scratch/planted.md" ||
   fail "the planted failure is not shown in the dist_gemm ce row"
 
 # 3. a planted failed check in a configuration that ended ok
-cp "$db" "$scratch/check.db"
+cp "$scratch/healed.db" "$scratch/check.db"
 sql "$scratch/check.db" "UPDATE checks SET status = 'failed', reason = 'planted' WHERE
   (config_id, seq) = (SELECT k.config_id, k.seq FROM checks k JOIN configs c ON c.id = k.config_id
    WHERE c.status = 'ok' AND c.tp = 8 AND k.status = 'ok' LIMIT 1)"
