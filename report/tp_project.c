@@ -346,9 +346,17 @@ void tp_project_resolve_costs(const tp_project_link_curve *links, const char *gp
 
 double tp_project_stock_us(double gemm_us, double coll_us) { return gemm_us + coll_us; }
 
+/* Bytes an element takes on the links: an fp8 recipe gathers its quantized input (one byte,
+ * comm_dtype=fp8, the default; the scales, under 1 % of the bytes, are left out) and
+ * reduce-scatters bf16 partials; every other dtype moves itself. */
+static double wire_bytes(const tp_project_shape *shape) {
+  if (tp_dtype_is_fp8(shape->dtype)) return tp_op_gathers(shape->op) ? 1.0 : 2.0;
+  return (double)tp_dtype_bytes(shape->dtype);
+}
+
 double tp_project_volume_bytes(const tp_project_shape *shape, int tp) {
   double width = tp_op_gathers(shape->op) ? (double)shape->k : (double)shape->n;
-  double gathered = (double)shape->tokens * width * (double)tp_dtype_bytes(shape->dtype);
+  double gathered = (double)shape->tokens * width * wire_bytes(shape);
   return gathered * (double)(tp - 1) / (double)tp;
 }
 

@@ -20,6 +20,8 @@ or an unreadable database.
 
 usage: scripts/coverage-table.py COVERAGE_DB
 """
+import pathlib
+import re
 import sqlite3
 import sys
 
@@ -109,8 +111,10 @@ def cell(db, where):
 
 
 def short(reason, width=48):
-    """A rejection's rule, on one line, cut to width, markdown-safe."""
-    one = " ".join((reason or "").split()).replace("|", "/")
+    """A rejection's rule, on one line, cut to width, safe in a terminal and a page: control
+    characters (ESC, BEL, C1) dropped, table bars and angle brackets replaced."""
+    text = re.sub(r"[\x00-\x1f\x7f-\x9f]", " ", reason or "")
+    one = " ".join(text.split()).replace("|", "/").replace("<", "‹").replace(">", "›")
     return one if len(one) <= width else one[: width - 1] + "…"
 
 
@@ -128,10 +132,15 @@ def drift_row(db):
             cells.append("not run")
             continue
         parts, bad = [], 0
+        if not stock:
+            parts.append("stock did not end ok: nothing to compare")
+            bad += 1
         for cid, rs_sum, status in others:
-            if status != "ok" or not stock:
-                parts.append(f"{rs_sum}: {status} FAILED")
+            if status != "ok":
+                parts.append(f"{rs_sum}: {status}")
                 bad += 1
+                continue
+            if not stock:
                 continue
             steps, same = steps_equal(db, stock[0], cid)
             if rs_sum == "nccl":
@@ -153,16 +162,44 @@ def steps_equal(db, a, b):
     return len(rows), sum(1 for (same,) in rows if same)
 
 
+def open_read_only(path):
+    """The database at path, read only, whatever characters its name holds; a database in a
+    folder this user cannot write (its WAL index cannot be made) is opened immutable."""
+    uri = pathlib.Path(path).resolve().as_uri()
+    if not pathlib.Path(path).is_file():
+        raise sqlite3.OperationalError("no such file")
+    try:
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        db = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+
+
 def main(argv):
     if len(argv) != 2:
         print("usage: coverage-table.py COVERAGE_DB", file=sys.stderr)
         return 2
     try:
-        db = sqlite3.connect(f"file:{argv[1]}?mode=ro", uri=True)
+        db = open_read_only(argv[1])
+        columns = {row[1] for row in db.execute("PRAGMA table_info(configs)")}
+        if not {"dp", "fsdp_traffic", "comm_dtype", "graph_sizes"} <= columns:
+            print(f"coverage-table.py: {argv[1]}: not a tpbench database of this schema "
+                  f"(no configs.dp, ...): run `tpbench migrate --db {argv[1]}` first",
+                  file=sys.stderr)
+            return 2
         runs = db.execute("SELECT count(*), group_concat(DISTINCT commit_sha) FROM runs").fetchone()
+        shared = db.execute("SELECT count(*) FROM runs WHERE test_knobs LIKE "
+                            "'%TPBENCH_TEST_SHARE_GPU%'").fetchone()[0]
     except sqlite3.Error as e:
         print(f"coverage-table.py: {argv[1]}: {e}", file=sys.stderr)
         return 2
+    if shared == 0:
+        print(f"coverage-table.py: {argv[1]}: no run here was made with TPBENCH_TEST_SHARE_GPU "
+              "(scripts/device-coverage.sh's); counting its configurations all the same",
+              file=sys.stderr)
     print("| | path | " + " | ".join(h for h, _ in COLUMNS) + " |")
     print("|---|---|" + "---|" * len(COLUMNS))
     failures = 0

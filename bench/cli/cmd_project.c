@@ -68,21 +68,48 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-/* --link-gbps: a positive finite number of GB/s; 0 when not given. */
+/* --link-gbps: a decimal number of GB/s in [0.001, 1e6]; 0 when not given. */
 static tp_rc parse_gbps(const char *text, double *out) {
   *out = 0;
   if (!text) return TP_OK;
   char *end = NULL;
   errno = 0;
   double v = strtod(text, &end);
-  if (end == text || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || v > 1e6) {
+  /* decimal only: strtod also reads hexadecimal ("0x10"), which no other option takes */
+  const int hex = strpbrk(text, "xX") != NULL;
+  if (end == text || *end != '\0' || errno != 0 || hex || !isfinite(v) || v < 1e-3 || v > 1e6) {
     fprintf(stderr,
-            "tpbench project: --link-gbps: '%s' is not a bandwidth in GB/s (a number "
-            "above 0)\n",
+            "tpbench project: --link-gbps: '%s' is not a bandwidth in GB/s (a decimal number "
+            "from 0.001 to 1000000)\n",
             text);
     return TP_FAIL(TP_EUSAGE, "--link-gbps: '%s' is not a bandwidth in GB/s", text);
   }
   *out = v;
+  return TP_OK;
+}
+
+/* A value given twice would predict the same shapes twice and count them twice in the
+ * error summary, as --tp does: refused. */
+static tp_rc check_repeats(const project_args *a) {
+  for (int i = 0; i < a->tokens.count; i++)
+    for (int j = 0; j < i; j++)
+      if (a->tokens.items[j] == a->tokens.items[i]) {
+        fprintf(stderr, "tpbench project: --tokens: %lld is listed twice\n",
+                (long long)a->tokens.items[i]);
+        return TP_FAIL(TP_EUSAGE, "--tokens: %lld is listed twice", (long long)a->tokens.items[i]);
+      }
+  for (int i = 0; i < a->models.count; i++) {
+    const tp_model_preset *mi = NULL;
+    if (tp_preset_find(tp_str_list_at(&a->models, i), &mi) != TP_OK) continue; /* named later */
+    for (int j = 0; j < i; j++) {
+      const tp_model_preset *mj = NULL;
+      if (tp_preset_find(tp_str_list_at(&a->models, j), &mj) == TP_OK && mj == mi) {
+        fprintf(stderr, "tpbench project: --models: %s is listed twice ('%s', '%s')\n", mi->name,
+                tp_str_list_at(&a->models, j), tp_str_list_at(&a->models, i));
+        return TP_FAIL(TP_EUSAGE, "--models: %s is listed twice", mi->name);
+      }
+    }
+  }
   return TP_OK;
 }
 
@@ -134,6 +161,7 @@ static tp_rc project(const project_args *a) {
     return rc;
   }
   TP_TRY(parse_gbps(a->link_gbps, &gbps));
+  TP_TRY(check_repeats(a));
   if (a->run < 0) {
     fprintf(stderr, "tpbench project: --run: %lld is not a run id\n", a->run);
     return TP_FAIL(TP_EUSAGE, "--run: %lld is not a run id", a->run);

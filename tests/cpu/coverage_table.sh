@@ -66,6 +66,25 @@ python3 "$script" "$scratch/foreign.db" > /dev/null 2>&1
 rc=$?
 [ "$rc" -eq 2 ] || fail "a foreign file exits $rc, not 2"
 
+# 5. hostile text in a rejection's reason reaches the table neither raw nor as markup
+cp "$scratch/healed.db" "$scratch/hostile.db"
+sql "$scratch/hostile.db" "UPDATE configs SET reason = char(27) || '[31mX' || char(7) || ' <b>|y</b>' ||
+  char(10) || 'z' WHERE status = 'rejected'"
+python3 "$script" "$scratch/hostile.db" > "$scratch/hostile.md"
+if grep -q $'\x1b\|\x07\|<b>' "$scratch/hostile.md"; then fail "raw control bytes or markup in the table"; fi
+[ "$(grep -c '^| ' "$scratch/hostile.md")" -eq "$(grep -c '^| ' "$scratch/table.md")" ] ||
+  fail "a hostile reason broke the table's rows"
+
+# 6. an older schema and a name with URI characters: exit 2, no file made
+python3 "$script" "$repo/tests/data/h200_pair_run1.db" > /dev/null 2> "$scratch/old.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "an older schema exits $rc, not 2"
+grep -q 'tpbench migrate' "$scratch/old.err" || fail "an older schema's message names no migrate"
+(cd "$scratch" && python3 "$script" 'q?x.db' > /dev/null 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] || fail "a missing 'q?x.db' exits $rc, not 2"
+[ ! -e "$scratch/q" ] || fail "reading 'q?x.db' made a file 'q'"
+
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
   exit 1

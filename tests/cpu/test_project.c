@@ -395,6 +395,12 @@ static void test_predict_by_hand(void **state) {
   tp_project_predict(&in, &qkv, 2, &r);
   assert_int_equal(r.n, 3072);
   assert_close(tp_project_volume_bytes(&qkv, 2), 16 * MIB);
+  /* an fp8 recipe gathers one byte an element (comm_dtype=fp8) and reduce-scatters bf16 */
+  tp_project_shape fp8_qkv = qkv, fp8_wo = shape_of("wo", TP_OP_LINEAR_RS, 4096, 4096, 4096);
+  fp8_qkv.dtype = TP_FP8_ROW;
+  assert_close(tp_project_volume_bytes(&fp8_qkv, 2), 8 * MIB);
+  fp8_wo.dtype = TP_FP8;
+  assert_close(tp_project_volume_bytes(&fp8_wo, 2), 16 * MIB);
   assert_close(r.coll.us, 60.0);
   assert_close(r.stock_us, 160.0);
   assert_close(r.dist_us, 103.0);
@@ -711,6 +717,24 @@ static void test_bad_inputs(void **state) {
   free(r.err);
   r = tpbench("project", "--db", d.db, "--tp", "2,2", "--link-gbps", "100", NULL);
   rp_expect(&r, 2, NULL, "--tp: 2 is listed twice");
+  free(r.out);
+  free(r.err);
+  /* repeats of tokens or models (a preset's two names) would count shapes twice */
+  r = tpbench("project", "--db", d.db, "--tokens", "4096,4096", "--link-gbps", "100", NULL);
+  rp_expect(&r, 2, NULL, "--tokens: 4096 is listed twice");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--models", "8b,llama3-8b", "--link-gbps", "100", NULL);
+  rp_expect(&r, 2, NULL, "--models: llama3-8b is listed twice");
+  free(r.out);
+  free(r.err);
+  /* decimal bandwidths in range only */
+  r = tpbench("project", "--db", d.db, "--link-gbps", "0x10", NULL);
+  rp_expect(&r, 2, NULL, "from 0.001 to 1000000");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--link-gbps", "1e-300", NULL);
+  rp_expect(&r, 2, NULL, "--link-gbps: '1e-300' is not a bandwidth");
   free(r.out);
   free(r.err);
   fx_rmdir(&d.dir);
