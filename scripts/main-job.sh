@@ -21,6 +21,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(tp_repo_root)"
 
 bin=${TPBENCH_BIN:-./build/tpbench}
+if [ ! -x "$bin" ]; then
+  echo "main-job.sh: no tpbench binary at $bin (run.sh builds it; TPBENCH_BIN names another)" >&2
+  exit 2
+fi
 db=${TPBENCH_DB:-tpbench.db}
 sample=examples/tpbench-h200-sample.db
 # The copy-engine push peak the sample's link probe measured on the H200 pair (run 4, 256 MiB):
