@@ -16,7 +16,7 @@
 #   lint:   clang-format, then clang-tidy as soon as build/ is configured and
 #           its one generated header written (clang-tidy is the largest single
 #           piece of work, about 350 CPU seconds: it must not wait for the
-#           build), one file at a time per two cores.
+#           build, nor trail behind the tests on one core), one file per core.
 # ctest runs as many tests at once as there are cores (GPU tests one at a
 # time: RESOURCE_LOCK gpu). Each step's output goes to build-logs/STEP.log and
 # is printed when the step ends. TPBENCH_TEST_LANES=1 runs the steps one after
@@ -29,7 +29,7 @@ cd "$(tp_repo_root)" || exit 1
 bash scripts/setup.sh || exit 1
 
 jobs=$(tp_jobs)
-tidy_jobs=$(((jobs + 1) / 2))
+tidy_jobs=$jobs
 logs="build-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 t0=$(date +%s)
