@@ -7,16 +7,18 @@
 # build/compile_commands.json. A failing step does not stop the later ones;
 # the summary lists the failures and the exit status is non-zero if any.
 #
-# The checks run in three lanes side by side, so that a core one lane leaves
+# The checks run in four lanes side by side, so that a core one lane leaves
 # idle (a test waiting on a timeout or a child, a serial link step) does
 # another's work, without piling up more work than the cores can take (on a
 # busy 2-core machine that only stretches every test towards its timeout):
 #   builds: build/, then build-asan/, then the fuzz targets (and their runs);
-#   tests:  build/'s tests once it is built, then build-asan/'s CPU tests;
+#   tests:  build/'s tests once it is built;
+#   sanitized tests: build-asan/'s CPU tests once it is built (the longest
+#           step: it starts as soon as it can, its longest tests first: COST);
 #   lint:   clang-format, then clang-tidy as soon as build/ is configured and
 #           its one generated header written (clang-tidy is the largest single
 #           piece of work, about 350 CPU seconds: it must not wait for the
-#           build), one file at a time per two cores.
+#           build, nor trail behind the tests on one core), one file per core.
 # ctest runs as many tests at once as there are cores (GPU tests one at a
 # time: RESOURCE_LOCK gpu). Each step's output goes to build-logs/STEP.log and
 # is printed when the step ends. TPBENCH_TEST_LANES=1 runs the steps one after
@@ -29,7 +31,7 @@ cd "$(tp_repo_root)" || exit 1
 bash scripts/setup.sh || exit 1
 
 jobs=$(tp_jobs)
-tidy_jobs=$(((jobs + 1) / 2))
+tidy_jobs=$jobs
 logs="build-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 t0=$(date +%s)
@@ -112,6 +114,8 @@ lane_builds() {
 lane_tests() {
   wait_for plain-built
   if built_ok build__build__; then step "tests (build/)" test_plain; fi
+}
+lane_asan_tests() {
   wait_for asan-built
   if built_ok build__build_asan__; then step "sanitizer tests (build-asan/)" test_asan; fi
 }
@@ -121,13 +125,15 @@ lane_lint() {
   step "clang-tidy" tidy_check
 }
 
-if [ "${TPBENCH_TEST_LANES:-3}" = 1 ]; then
+if [ "${TPBENCH_TEST_LANES:-4}" = 1 ]; then
   lane_builds
   lane_tests
+  lane_asan_tests
   lane_lint
 else
   lane_builds &
   lane_tests &
+  lane_asan_tests &
   lane_lint &
   wait
 fi
