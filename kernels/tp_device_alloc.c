@@ -197,15 +197,20 @@ static void charge_record(tp_alloc_ledger *l, account *a, const record *r) {
   note_change(l, a, (int64_t)r->bytes);
 }
 
-static int64_t live_locked(const tp_alloc_ledger *l) {
-  int64_t live = 0;
-  for (int i = 0; i < l->n_accounts; ++i) live += l->accounts[i].live_bytes;
-  return live;
+/* Live bytes and allocations over every owner; the caller holds the lock. */
+static void totals_locked(const tp_alloc_ledger *l, int64_t *live_bytes, int64_t *live_count) {
+  *live_bytes = *live_count = 0;
+  for (int i = 0; i < l->n_accounts; ++i) {
+    *live_bytes += l->accounts[i].live_bytes;
+    *live_count += l->accounts[i].live_count;
+  }
 }
 
 static tp_rc check_limit_locked(const tp_alloc_ledger *l, size_t bytes) {
   if (l->limit <= 0) return TP_OK;
-  const int64_t after = live_locked(l) + (int64_t)bytes;
+  int64_t live = 0, count = 0;
+  totals_locked(l, &live, &count);
+  const int64_t after = live + (int64_t)bytes;
   if (after <= l->limit) return TP_OK;
   const double mib = 1024.0 * 1024.0;
   return TP_FAIL(TP_EREJECT,
@@ -396,12 +401,8 @@ void tp_alloc_stats_of(tp_alloc_ledger *l, tp_alloc_owner owner, tp_alloc_stats 
 }
 
 void tp_alloc_totals(tp_alloc_ledger *l, int64_t *live_bytes, int64_t *live_count) {
-  *live_bytes = *live_count = 0;
   pthread_mutex_lock(&l->lock);
-  for (int i = 0; i < l->n_accounts; ++i) {
-    *live_bytes += l->accounts[i].live_bytes;
-    *live_count += l->accounts[i].live_count;
-  }
+  totals_locked(l, live_bytes, live_count);
   pthread_mutex_unlock(&l->lock);
 }
 
