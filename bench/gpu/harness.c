@@ -1214,7 +1214,6 @@ static tp_rc trace_config(tp_harness *h, stepper *s, outcome *oc) {
   t->ops = oc->info.planned ? oc->info.schedules : NULL;
   t->n_ops = oc->info.planned ? oc->info.n_schedules : 0;
   t->transfers_per_iter = oc->info.transfers_per_step;
-  t->push_stream = oc->info.push_stream;
   t->untraced_median_us = oc->result.median_us;
   TP_TRY(tp_ops_trace_window(h->ctx, h->collector, one_step, s, t));
   oc->have_trace = h->ctx->rank == 0;

@@ -124,8 +124,6 @@ typedef struct tp_item_info {
   int64_t traffic_bytes;      /* per rank per step: the competing FSDP collectives' bytes
                                  (bench/gpu/fsdp.h); 0: none */
   int transfers_per_step;     /* transfers a trace must show per step (every op together) */
-  void *push_stream;          /* cudaStream_t its copy-engine pushes run on; NULL: the worker
-                                 group's transfer stream (read where ranks share one GPU) */
   tp_dtype dtype;             /* of the outputs */
   tp_fused fused;             /* dist_gemm: did every op fuse? */
 } tp_item_info;

@@ -549,7 +549,6 @@ static void layer_info(void *self, tp_item_info *info) {
   /* the collectives alone keep no activations */
   info->activation_bytes = it->cfg->backend == TP_BACKEND_COMM_ONLY ? 0 : p->activation_bytes;
   info->traffic_bytes = it->have_fsdp ? it->fsdp.traffic_bytes : 0;
-  if (it->mesh && it->mesh->tp_group) info->push_stream = (void *)tp_of(it)->comm_stream;
   for (int i = 0; i < TP_N_PROJ; ++i) {
     if (!p->has[i] || info->n_schedules == TP_ITEM_MAX_SCHEDULES) continue;
     const tp_linear_plan *lp = &p->proj[i];

@@ -250,9 +250,9 @@ static tp_rc observe(tp_worker_ctx *ctx, tp_collector *c, tp_trace_step_fn step,
                               : v->dropped    ? dropped
                               : note[0]       ? note
                                               : NULL;
-    void *push = t->push_stream ? t->push_stream : (void *)g->comm_stream;
-    rc = judge_ops(t, tp_worker_share_one_gpu() ? push : NULL, v->events, v->n_events, ws, we,
-                   not_checked, v);
+    /* every op pushes on the worker group's transfer stream (a split group shares it) */
+    rc = judge_ops(t, tp_worker_share_one_gpu() ? (void *)g->comm_stream : NULL, v->events,
+                   v->n_events, ws, we, not_checked, v);
   }
   for (int i = 0; i <= t->iters; ++i)
     if (marks[i]) cudaEventDestroy(marks[i]);

@@ -34,10 +34,6 @@ typedef struct tp_ops_trace {
   const tp_schedule_choice *ops;
   int n_ops;
   int transfers_per_iter; /* all ops together, each counted by its own schedule */
-  /* The stream the ops' copy-engine pushes run on (cudaStream_t; NULL: the
-   * worker group's transfer stream). Read only where the ranks share one GPU:
-   * there a push is a device-to-device copy (tp_evidence_window). */
-  void *push_stream;
   double untraced_median_us;
   /* outputs, gathered on rank 0 (owned here; freed by tp_ops_trace_free) */
   tp_trace_record record; /* record.evidence: "ok", "failed", "not checked" */
