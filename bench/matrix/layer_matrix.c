@@ -1136,9 +1136,8 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
           m->n_cases, m->n_configs, tp_layer_runnable(m), tp_layer_rejected(m), tp_layer_planned(m),
           gpus);
   fprintf(out,
-          "tpbench run also rejects, with the reason: a mesh (dp x tp) smaller than its worker "
-          "count, dist_gemm without peer access between the GPUs%s; it plans (lists, does not "
-          "run) a mesh larger than its worker count.\n",
+          "tpbench run also rejects, with the reason: dist_gemm without peer access between the "
+          "GPUs%s.\n",
           plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
   for (int i = 0; i < m->n_cases; ++i)
     if (tp_dtype_is_fp8(m->cases[i].dtype)) {
