@@ -31,8 +31,9 @@ tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_sh
        NULL},
       {"sizes", TP_OPT_INT_LIST, &args->sizes_mib, "LIST", "MiB each rank sends", 1, 4096, NULL},
       {"small-kib", TP_OPT_INT, &args->small_kib, "N",
-       "KiB of one more, small point of every transport: the per-call latency (0: none)", 0, 1023,
-       NULL},
+       "KiB of one more, small point of every transport: the per-call latency; 0 to 1023 (0: "
+       "none; 1 MiB and up: --sizes)",
+       0, 1023, NULL},
       {"iters", TP_OPT_INT, &args->iters, "N", "timed transfers per point", 1, 10000, NULL},
       {"warmup", TP_OPT_INT, &args->warmup, "N", "untimed transfers per point", 0, 10000, NULL},
       {"sm-blocks", TP_OPT_INT, &args->sm_blocks, "N", "blocks of the copy kernel", 1, 1024, NULL},

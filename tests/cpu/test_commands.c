@@ -721,6 +721,9 @@ static void test_empty_paths_are_usage_errors(void **state) {
 static void test_link_parses_first(void **state) {
   (void)state;
   RUN_EXPECT(0, "--sizes LIST", NULL, "link", "--help");
+  /* --small-kib's range is said where it is set, and held to */
+  RUN_EXPECT(0, "the per-call latency; 0 to 1023 (0: none", NULL, "link", "--help");
+  RUN_EXPECT(2, NULL, "--small-kib", "link", "--small-kib", "1024");
   RUN_EXPECT(2, NULL, "unknown option '--bogus'", "link", "--bogus");
   RUN_EXPECT(2, NULL, "--iters", "link", "--iters", "0");
   RUN_EXPECT(2, NULL, "--db: the value is empty", "link", "--db", "");
