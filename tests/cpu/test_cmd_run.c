@@ -447,6 +447,44 @@ static void test_matrix_planned(void **state) {
   rp_run_expect(TPBENCH_EXE, 60, 0, "--composition", NULL, "matrix", "--help", NULL);
 }
 
+/* Fails unless every row of matrix's table has its GFLOP figure end and its status start under
+ * the header's: no text of a column pushes the ones after it out of line. */
+static void expect_columns_in_line(const char *table) {
+  const char *header_end = strchr(table, '\n');
+  const char *status = strstr(table, "  status\n");
+  assert_non_null(header_end);
+  assert_true(status && status < header_end);
+  const size_t at = (size_t)(status - table) + 2; /* where each row's status begins */
+  int rows = 0;
+  /* a row opens with its case number in 5 columns; the summary after them does not */
+  for (const char *line = header_end + 1; *line >= '0' && *line <= '9' && line[5] == ' '; ++rows) {
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    if ((size_t)(end - line) <= at || line[at - 3] < '0' || line[at - 3] > '9' ||
+        strncmp(line + at - 2, "  ", 2) != 0 || line[at] == ' ')
+      fail_msg("out of line with the header (status at %zu): %.*s", at, (int)(end - line), line);
+    line = end + 1;
+  }
+  assert_true(rows > 0);
+}
+
+/* A configuration longer than the column's usual 32 characters (+fsdp_traffic after
+ * dist_gemm's schedule) widens the column; the others stay 32 wide. */
+static void test_matrix_columns_line_up(void **state) {
+  (void)state;
+  rp_result r =
+      tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
+              "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "fsdp_traffic=on", "--axis",
+              "schedule=auto,multimem", "--axis", "symm=ipc,nccl", NULL);
+  rp_expect(&r, 0, "dist_gemm multimem chunks=0 symm=nccl +fsdp_traffic ", NULL);
+  expect_columns_in_line(r.out);
+  rp_free(&r);
+  r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", NULL);
+  rp_expect(&r, 0, "configuration                         GFLOP  status\n", NULL);
+  expect_columns_in_line(r.out);
+  rp_free(&r);
+}
+
 /* docs/composition.md's table is `tpbench matrix --composition` verbatim, between its markers. */
 #define COMPOSITION_BEGIN "<!-- composition table: `tpbench matrix --composition` writes it -->\n"
 #define COMPOSITION_END "<!-- end of the composition table -->"
@@ -524,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_one_matrix_interface),
       cmocka_unit_test(test_ops_shape),
       cmocka_unit_test(test_matrix_planned),
+      cmocka_unit_test(test_matrix_columns_line_up),
       cmocka_unit_test(test_composition_table_in_readme),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
