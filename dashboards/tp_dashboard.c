@@ -405,6 +405,12 @@ static tp_rc write_page(FILE *f, const char *data) {
   const tp_dashboard_asset *page = asset("index.html"), *css = asset("dashboard.css"),
                            *js = asset("dashboard.js");
   if (!page || !css || !js) return TP_FAIL(TP_EINTERNAL, "dashboard: an embedded asset is missing");
+  /* without its mark the next dashboard would refuse to replace this page (tp_dashboard_place.h) */
+  const char *mark = strstr(page->data, TP_DASHBOARD_PAGE_MARK);
+  if (!mark ||
+      (size_t)(mark - page->data) + strlen(TP_DASHBOARD_PAGE_MARK) > TP_DASHBOARD_PAGE_MARK_WITHIN)
+    return TP_FAIL(TP_EINTERNAL, "dashboard: the template lacks its mark in its first %d bytes",
+                   TP_DASHBOARD_PAGE_MARK_WITHIN);
   static const char *const markers[] = {"/*TP_STYLE*/", "/*TP_DATA*/", "/*TP_SCRIPT*/"};
   const char *from = page->data;
   for (int i = 0; i < 3; i++) {

@@ -59,11 +59,41 @@ static int is_folder(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* 1 when the file at path opens with a dashboard page's mark: a page of that name that another
+ * tool or the user wrote is not the dashboard's to replace. */
+static int carries_page_mark(const char *path) {
+  char head[TP_DASHBOARD_PAGE_MARK_WITHIN + 1];
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* a FIFO would block the read */
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  const size_t n = fread(head, 1, sizeof head - 1, f);
+  const int read_failed = ferror(f);
+  if (fclose(f) != 0 || read_failed) return 0;
+  head[n] = '\0';
+  return strstr(head, TP_DASHBOARD_PAGE_MARK) != NULL;
+}
+
+/* dir/index.html, when there is one, is a page a dashboard wrote. */
+static tp_rc check_page_is_ours(const char *dir) {
+  char page[4200];
+  struct stat st;
+  snprintf(page, sizeof page, "%s/index.html", dir);
+  if (lstat(page, &st) != 0 && errno == ENOENT) return TP_OK;
+  if (carries_page_mark(page)) return TP_OK;
+  return TP_FAIL(TP_EUSAGE,
+                 "%s holds index.html, which a dashboard did not write (it lacks the page's "
+                 "mark, \"%s\"): the dashboard replaces its folder whole, so give a new or "
+                 "empty folder (or move that file out)",
+                 dir, TP_DASHBOARD_PAGE_MARK);
+}
+
 tp_rc tp_dashboard_check_replaceable(const char *dir) {
   if (!is_folder(dir)) return TP_OK; /* missing (or not a folder: the caller refuses that) */
   char foreign[256], traces[4200];
   const char *where = "";
   TP_TRY(first_foreign(dir, owned_in_folder, foreign, sizeof foreign));
+  if (!foreign[0]) TP_TRY(check_page_is_ours(dir));
   snprintf(traces, sizeof traces, "%s/" TP_DASHBOARD_TRACE_DIR, dir);
   if (!foreign[0] && is_folder(traces)) {
     TP_TRY(first_foreign(traces, owned_in_traces, foreign, sizeof foreign));

@@ -17,7 +17,10 @@
  * Because the whole folder is replaced, a folder may be replaced only when
  * it holds nothing but a dashboard's files (index.html, traces/ with trace
  * files, tp_output's temporaries of those): anything else in it is the
- * user's, and is refused (TP_EUSAGE) rather than lost. A target that is a
+ * user's, and is refused (TP_EUSAGE) rather than lost. Its index.html must
+ * be a dashboard's too, not a page of the same name: it must carry
+ * TP_DASHBOARD_PAGE_MARK in its first TP_DASHBOARD_PAGE_MARK_WITHIN bytes,
+ * which every page tpbench has written opens with. A target that is a
  * symbolic link to a folder is replaced where the link points (the link
  * stays).
  */
@@ -25,6 +28,12 @@
 #define TP_DASHBOARD_PLACE_H
 
 #include "common/tp_error.h"
+
+/* The provenance mark of index.html: the template's opening comment says it (dashboards/assets/
+ * index.html, which has said it since the first dashboard), and the page is refused when its
+ * template lacks it, so that a page tpbench writes can always be replaced by the next one. */
+#define TP_DASHBOARD_PAGE_MARK "index.html \xe2\x80\x94 the page tpbench dashboard writes."
+#define TP_DASHBOARD_PAGE_MARK_WITHIN 256
 
 typedef struct tp_dashboard_staging {
   char target[4096];  /* the folder to replace: the path given, links resolved when it exists */
@@ -34,7 +43,8 @@ typedef struct tp_dashboard_staging {
 /* TP_OK when dir does not exist, or is a folder (through links) holding
  * only what a dashboard writes; TP_EUSAGE naming the first other entry
  * ("DIR holds NAME, which a dashboard did not write: give a new or empty
- * folder"); TP_EIO when the folder cannot be read. Creates nothing. */
+ * folder"), or an index.html without the page's mark (or unreadable);
+ * TP_EIO when the folder cannot be read. Creates nothing. */
 TP_MUST_CHECK tp_rc tp_dashboard_check_replaceable(const char *dir);
 
 /* Makes st->staging (and its traces/) beside dir, with the permissions a

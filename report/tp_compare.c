@@ -741,9 +741,19 @@ static tp_rc side_samples(const side *s, const key_group *g, measure m, int rati
 
 /* ---- rows -------------------------------------------------------------------------------- */
 
-typedef enum { V_REGRESSED, V_IMPROVED, V_NEW, V_MISSING, V_UNCHANGED, V_INFORMATION } verdict;
-static const char *const verdict_names[] = {"regressed", "improved",  "new",
-                                            "missing",   "unchanged", "information"};
+/* V_NOT_COMPARED: on both sides, and ran on neither (rejected or failed both times): no
+ * measure to judge, so neither unchanged nor a change. */
+typedef enum {
+  V_REGRESSED,
+  V_IMPROVED,
+  V_NEW,
+  V_MISSING,
+  V_UNCHANGED,
+  V_INFORMATION,
+  V_NOT_COMPARED
+} verdict;
+static const char *const verdict_names[] = {"regressed", "improved",    "new",         "missing",
+                                            "unchanged", "information", "not_compared"};
 
 typedef struct {
   size_t n_base, n_head;
@@ -1064,7 +1074,7 @@ static void judge_unpaired(compare_row *row) {
     /* Neither side ran it (failed or rejected both times, say). */
     const entry *either = h ? h : b;
     if (!either) return; /* a row has a side: pair_sides makes none without */
-    row->v = b && h ? V_UNCHANGED : (b ? V_MISSING : V_NEW);
+    row->v = b && h ? V_NOT_COMPARED : (b ? V_MISSING : V_NEW);
     snprintf(buf, sizeof buf, "did not run: %s", either->failure);
   }
   append_note(row, buf);
@@ -1133,11 +1143,22 @@ static void judge_measures(const tp_compare_options *opt, compare_row *row) {
   row->v = regressed ? V_REGRESSED : improved ? V_IMPROVED : gated ? V_UNCHANGED : V_INFORMATION;
 }
 
+/* A row that ran on neither side counts by why head did not run it: rejected by a rule, or
+ * failed (an error, a timeout, out of memory, numerics or evidence). */
+static int rejected_in_head(const compare_row *row) {
+  const entry *h = row->head_latest;
+  return h && h->status && !strcmp(h->status, "rejected");
+}
+
 static void count_verdict(tp_compare_summary *sum, const compare_row *row) {
-  int *counts[] = {&sum->regressed, &sum->improved,  &sum->added,
-                   &sum->missing,   &sum->unchanged, &sum->information};
+  int *counts[] = {&sum->regressed, &sum->improved,    &sum->added,       &sum->missing,
+                   &sum->unchanged, &sum->information, &sum->not_compared};
   (*counts[row->v])++;
   sum->failed += row->failure;
+  if (row->v == V_NOT_COMPARED) {
+    if (rejected_in_head(row)) sum->not_compared_rejected++;
+    else sum->not_compared_failed++;
+  }
 }
 
 static tp_rc judge_all(comparison *c) {
@@ -1327,13 +1348,32 @@ static void md_headlines(FILE *out, const comparison *c) {
     }
 }
 
+/* What a run's test knobs did to its numbers, by knob: only the delay is a deliberate
+ * slowdown; ranks sharing one GPU make every timing meaningless; the others plant faults. */
+static void md_knob_effects(FILE *out, const char *knobs) {
+  static const struct {
+    const char *knob, *effect;
+  } effects[] = {
+      {"TPBENCH_TEST_DIST_DELAY_US=", "a deliberate slowdown of the fused ops"},
+      {"TPBENCH_TEST_SHARE_GPU=", "ranks sharing one GPU: its timings mean nothing"},
+      {"TPBENCH_TEST_WITHHOLD=", "a planted hang"},
+      {"TPBENCH_TEST_FAIL_ALLOC=", "planted allocation failures"},
+      {"TPBENCH_TEST_HANG_STEP=", "a planted hang"},
+  };
+  int said = 0;
+  for (size_t k = 0; k < sizeof effects / sizeof *effects; k++)
+    if (strstr(knobs, effects[k].knob)) fprintf(out, "%s%s", said++ ? "; " : "", effects[k].effect);
+  fputs(said ? ": not the code as shipped.\n" : "not the code as shipped.\n", out);
+}
+
 static void md_knobs(FILE *out, const side *s) {
   for (size_t i = 0; i < s->n_runs; i++) {
     const side_run *r = &s->runs[i];
     if (!r->used || !r->test_knobs || !*r->test_knobs) continue;
     fprintf(out, "\n> **Note**: run %lld ran with test knobs on (", (long long)r->id);
     tp_md_text(out, r->test_knobs);
-    fputs("): a deliberate slowdown, not the code as shipped.\n", out);
+    fputs("): ", out);
+    md_knob_effects(out, r->test_knobs);
   }
 }
 
@@ -1440,10 +1480,10 @@ static void md_note_table(FILE *out, const comparison *c, verdict v) {
 
 static void md_section(FILE *out, const comparison *c, verdict v, int count, const char *title) {
   if (count == 0) return;
-  int collapsed = v == V_UNCHANGED || v == V_INFORMATION;
+  int collapsed = v == V_UNCHANGED || v == V_INFORMATION || v == V_NOT_COMPARED;
   if (collapsed) fprintf(out, "\n<details><summary>%s (%d)</summary>\n", title, count);
   else fprintf(out, "\n### %s (%d)\n", title, count);
-  if (v == V_NEW || v == V_MISSING) md_note_table(out, c, v);
+  if (v == V_NEW || v == V_MISSING || v == V_NOT_COMPARED) md_note_table(out, c, v);
   else if (collapsed) md_change_table(out, c, v);
   else md_flagged_table(out, c, v);
   if (collapsed) fputs("\n</details>\n", out);
@@ -1495,8 +1535,12 @@ static void md_verdict(FILE *out, const comparison *c) {
   else fputs("**No regression**", out);
   fprintf(out,
           ": %d regressed (%d failed in head), %d improved, %d unchanged, %d information only, "
-          "%d new, %d missing.\n\n",
+          "%d new, %d missing",
           s->regressed, s->failed, s->improved, s->unchanged, s->information, s->added, s->missing);
+  if (s->not_compared)
+    fprintf(out, "; not compared (ran on neither side): rejected %d, failed %d",
+            s->not_compared_rejected, s->not_compared_failed);
+  fputs(".\n\n", out);
 }
 
 /* Says which rows --changed-only and --top left out, when they did. */
@@ -1525,9 +1569,13 @@ static void write_markdown(FILE *out, const comparison *c) {
   static const struct {
     verdict v;
     const char *title;
-  } sections[] = {{V_REGRESSED, "Regressed"},    {V_IMPROVED, "Improved"},
-                  {V_NEW, "New (in head only)"}, {V_MISSING, "Missing (in base, not run in head)"},
-                  {V_UNCHANGED, "Unchanged"},    {V_INFORMATION, "Information only (not gated)"}};
+  } sections[] = {{V_REGRESSED, "Regressed"},
+                  {V_IMPROVED, "Improved"},
+                  {V_NEW, "New (in head only)"},
+                  {V_MISSING, "Missing (in base, not run in head)"},
+                  {V_UNCHANGED, "Unchanged"},
+                  {V_INFORMATION, "Information only (not gated)"},
+                  {V_NOT_COMPARED, "Not compared (ran on neither side)"}};
   for (size_t k = 0; k < sizeof sections / sizeof *sections; k++)
     md_section(out, c, sections[k].v, shown_count(c, sections[k].v), sections[k].title);
 }
@@ -1712,6 +1760,9 @@ static json_t *json_summary(tp_json_builder *jb, const comparison *c) {
   tp_json_set(jb, o, "information", json_integer(c->sum.information));
   tp_json_set(jb, o, "new", json_integer(c->sum.added));
   tp_json_set(jb, o, "missing", json_integer(c->sum.missing));
+  tp_json_set(jb, o, "not_compared", json_integer(c->sum.not_compared));
+  tp_json_set(jb, o, "not_compared_rejected", json_integer(c->sum.not_compared_rejected));
+  tp_json_set(jb, o, "not_compared_failed", json_integer(c->sum.not_compared_failed));
   tp_json_set(jb, o, "tests", json_integer(c->sum.tests));
   tp_json_set(jb, o, "compared", json_integer(c->sum.compared));
   return o;
@@ -1854,8 +1905,8 @@ static void skip_reason(char *buf, size_t cap, const compare_row *row) {
   const char *note = row->note[0] ? row->note : NULL;
   if (row->v == V_NEW) snprintf(buf, cap, "new in head: %s", note ? note : "not in base");
   else if (row->v == V_MISSING) snprintf(buf, cap, "missing in head: %s", note ? note : "");
-  else if (row->v == V_UNCHANGED && !both_ran(row))
-    snprintf(buf, cap, "%s", note ? note : "did not run on either side");
+  else if (row->v == V_NOT_COMPARED)
+    snprintf(buf, cap, "not compared: %s", note ? note : "did not run on either side");
   else if (row->v == V_INFORMATION && note) snprintf(buf, cap, "not gated: %s", note);
   else if (row->v == V_INFORMATION && is_link_probe(row_entry(row)))
     snprintf(buf, cap, "not gated: a link probe measures the interconnect, not the code");

@@ -105,15 +105,18 @@ TP_MUST_CHECK tp_rc tp_compare_format_parse(const char *name, tp_compare_format 
 #define TP_COMPARE_DEFAULT_ALPHA 0.05
 
 typedef struct tp_compare_summary {
-  int regressed;   /* configurations that regressed, failures included: exit 1 when > 0 */
-  int failed;      /* of those, ok in base and failed (numerics, evidence, timeout, oom) in head */
-  int improved;    /* a gated ratio (or time) got better, none worse */
-  int unchanged;   /* gated, and no gated test flagged */
-  int information; /* nothing gated: reference rows, or too few samples to test */
-  int added;       /* in head only (or ran in head only) */
-  int missing;     /* in base only, or rejected in head */
-  int tests;       /* tests in the Benjamini–Hochberg family; 0: nothing was gated */
-  int compared;    /* configurations (that the filters select) on both sides; > 0 on success */
+  int regressed;    /* configurations that regressed, failures included: exit 1 when > 0 */
+  int failed;       /* of those, ok in base and failed (numerics, evidence, timeout, oom) in head */
+  int improved;     /* a gated ratio (or time) got better, none worse */
+  int unchanged;    /* gated, and no gated test flagged */
+  int information;  /* nothing gated: reference rows, or too few samples to test */
+  int added;        /* in head only (or ran in head only) */
+  int missing;      /* in base only, or rejected in head */
+  int not_compared; /* on both sides, ran on neither (rejected or failed both times): not judged */
+  int not_compared_rejected; /* of those, rejected in head (the latest run) */
+  int not_compared_failed;   /* of those, failed in head (error, timeout, oom, numerics, ...) */
+  int tests;                 /* tests in the Benjamini–Hochberg family; 0: nothing was gated */
+  int compared; /* configurations (that the filters select) on both sides; > 0 on success */
 } tp_compare_summary;
 
 /*
@@ -132,7 +135,9 @@ typedef struct tp_compare_summary {
  * and failed, oom or timed out in head — for every kind of configuration),
  * improved, unchanged, information (nothing gated: reference rows unless
  * gate_references, link probes always, and rows with fewer than two samples
- * on a side), new, missing (also rejected in head). Rows where dist_gemm
+ * on a side), new, missing (also rejected in head), not compared (on both
+ * sides and ran on neither: rejected or failed both times; counted apart,
+ * never as unchanged). Rows where dist_gemm
  * took the stock path (results.fused = 0) are gated like the others and
  * labelled.
  *

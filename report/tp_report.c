@@ -1275,10 +1275,12 @@ static tp_rc report_link_run(tp_store *store, report *rep, int64_t run_id, tp_re
                              FILE *out) {
   reader r = {tp_store_db(store), tp_store_path(store), NULL, NULL, store};
   tp_rc rc = TP_OK;
-  if (rep->filter->columns)
+  /* "all" is every column of the run's table, which the fixed table is; names are not there */
+  if (rep->filter->columns && strcmp(rep->filter->columns, "all") != 0)
     rc = TP_FAIL(TP_EUSAGE,
                  "%s: run %lld is a link probe: its table has fixed columns (size, "
-                 "count, time, algbw, busbw); --columns applies to op and layer runs",
+                 "count, time, algbw, busbw); --columns applies to op and layer runs "
+                 "(--columns all shows the fixed ones)",
                  tp_store_path(store), (long long)run_id);
   if (rc == TP_OK) rc = load_run(&r, run_id, &rep->run);
   if (rc == TP_OK) rc = tp_report_link(store, rep, fmt, out);

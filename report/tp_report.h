@@ -88,7 +88,8 @@ typedef struct tp_report_filter {
  * collective moves in all (all-gather's output, reduce-scatter's input: the
  * ranks' share times the ranks), or one rank's push; algbw = size / time;
  * busbw = algbw · (ranks - 1) / ranks for the collectives, algbw for a push.
- * The model, layer, pass and dtype filters and columns do not apply to it.
+ * The model, layer, pass and dtype filters and named columns do not apply to
+ * it (TP_EUSAGE); columns "all" is its fixed table, every column it has.
  *
  * filter may be NULL (latest run, everything). TP_EUSAGE when the database
  * has no runs, the run or commit does not exist, nothing in the run matches

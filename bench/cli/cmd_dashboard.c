@@ -32,7 +32,9 @@ static tp_rc parse_args(int argc, char **argv, dashboard_args *a, int *help) {
                  "per traced configuration (lanes per rank and stream, hover for details),\n"
                  "trends across commits and the link probes. Traces are compressed files in\n"
                  "DIR/traces/, loaded when shown; keep them beside index.html. Open it in a\n"
-                 "browser; nothing off the machine is fetched.",
+                 "browser; nothing off the machine is fetched. DIR is replaced whole, so one\n"
+                 "holding anything a dashboard did not write (an index.html of your own too)\n"
+                 "is refused, and left as it was.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };

@@ -3,7 +3,8 @@
  * --for ops, `tpbench ops`) would run for the same matrix options — a preset,
  * a matrix file, --axis assignments and the convenience flags — each marked
  * run, rejected with its rule, or planned with why (a runtime not there yet,
- * or more GPUs than the host: --gpus N, default TP_MATRIX_DEFAULT_GPUS).
+ * or more GPUs than the job: --gpus N, default TP_MATRIX_DEFAULT_GPUS, decided by
+ * run's own rule, tp_layer_reject_world, as `run --gpus N` decides it).
  * --composition prints instead the supported-composition table generated
  * from the rules (composition.h). Pure CPU: it works in every build and on
  * any machine; rules only a GPU host can decide are named at the end.
@@ -95,13 +96,15 @@ static int print_run_plan(int argc, char **argv, const matrix_own *own, const tp
   tp_rc rc = tp_run_args_parse_for("matrix", argc, argv, extra, TP_MATRIX_N_EXTRA, &args, &help);
   if (rc != TP_OK || help) return tp_exit_for(rc);
   tp_layer_matrix matrix;
-  /* The options were checked by expanding them once: a failure here is not the input's. */
-  rc = tp_layer_expand(&args.spec, TP_RUN_MATRIX_DEFAULT_TP, &matrix);
+  /* The options were checked by expanding them once: a failure here is not the input's.
+   * --gpus N stands where `run --gpus N` puts its worker count: the TP of a missing tp axis,
+   * and the job size of run's own host rule, so each verdict and reason is the one run gives. */
+  rc = tp_layer_expand(&args.spec, own->gpus, &matrix);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
     return tp_exit_for(rc);
   }
-  tp_layer_plan_host(&matrix, own->gpus);
+  tp_layer_reject_world(&matrix, own->gpus);
   tp_layer_matrix_print(&matrix, own->gpus, stdout);
   tp_layer_matrix_free(&matrix);
   return tp_exit_for(TP_OK);
@@ -116,12 +119,13 @@ static int print_ops_plan(int argc, char **argv, const matrix_own *own, const tp
   tp_ops_matrix matrix;
   memset(&matrix, 0, sizeof matrix);
   if (rc == TP_OK && !help) {
-    tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
+    /* --gpus N as `ops --gpus N` takes it (tp default and job size), as for run above */
+    tp_ops_spec spec = tp_ops_args_spec(args, own->gpus);
     rc = tp_ops_expand(&spec, &matrix);
     if (rc != TP_OK) {
       fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
     } else {
-      tp_ops_plan_host(&matrix, own->gpus);
+      tp_ops_reject_world(&matrix, own->gpus);
       tp_ops_matrix_print(&matrix, stdout);
     }
   }
@@ -148,8 +152,9 @@ int tp_cmd_matrix(int argc, char **argv) {
       {"for", TP_OPT_STRING, &for_shown, "CMD",
        "whose configurations to print: run's layers or ops' projections", 0, 0, "run|ops"},
       {"gpus", TP_OPT_INT, &gpus_shown, "N",
-       "the host to list against: a mesh (dp x tp) larger than N GPUs is planned, not run", 1, 4096,
-       NULL},
+       "list as `run --gpus N` would: a mesh (dp x tp) of more than N GPUs is planned, one of "
+       "fewer rejected",
+       1, 4096, NULL},
       {"composition", TP_OPT_FLAG, &composition_shown, NULL,
        "print the supported-composition table generated from the rules instead (README's)", 0, 0,
        NULL},

@@ -17,15 +17,17 @@
 
 /* The options were checked by expanding them once: a failure here is not the input's. */
 static tp_rc print_plan(const tp_ops_args *args) {
-  tp_ops_spec spec = tp_ops_args_spec(args, TP_OPS_LIST_DEFAULT_TP);
+  /* Listed as a job of --gpus N workers would run it, else of TP_OPS_LIST_DEFAULT_TP (as
+   * `matrix`): N is the TP of a missing tp axis and the world of the job's own rule. */
+  const int gpus = args->gpus > 0 ? args->gpus : TP_OPS_LIST_DEFAULT_TP;
+  tp_ops_spec spec = tp_ops_args_spec(args, gpus);
   tp_ops_matrix matrix;
   tp_rc rc = tp_ops_expand(&spec, &matrix);
   if (rc != TP_OK) {
     tp_print_error("ops");
     return rc;
   }
-  /* Listed against a host of --gpus N, else of TP_OPS_LIST_DEFAULT_TP GPUs (as `matrix`). */
-  tp_ops_plan_host(&matrix, args->gpus > 0 ? args->gpus : TP_OPS_LIST_DEFAULT_TP);
+  tp_ops_reject_world(&matrix, gpus);
   tp_ops_matrix_print(&matrix, stdout);
   tp_ops_matrix_free(&matrix);
   return TP_OK;

@@ -45,7 +45,8 @@ static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
        "only this data type (bf16, fp32, fp8, fp8-row, fp8-block, mxfp8)", 0, 0, NULL},
       {"columns", TP_OPT_STRING, &a->columns, "LIST",
        "columns to show, comma-separated, or all (default: md the compact table; csv and json "
-       "every column)",
+       "every column). A drift run's or link probe's table has fixed columns: all shows them "
+       "all, names are refused",
        0, 0, NULL},
   };
   const tp_command cmd = {
@@ -91,6 +92,10 @@ static int drift_run(tp_store *store, const report_args *a) {
   return run > 0 && tp_drift_is_drift_run(store, run, &is_drift) == TP_OK && is_drift;
 }
 
+/* 1 when --columns names columns; "all" asks for every column of whatever table the run has,
+ * which a drift run's or link probe's fixed table honours as it is. */
+static int names_columns(const char *columns) { return columns && strcmp(columns, "all") != 0; }
+
 /* The first option given that selects rows or columns of a throughput table, NULL when none. */
 static const char *table_option(const report_args *a) {
   const struct {
@@ -99,7 +104,7 @@ static const char *table_option(const report_args *a) {
                        {a->layer, "--layer"},
                        {a->pass, "--pass"},
                        {a->dtype, "--dtype"},
-                       {a->columns, "--columns"}};
+                       {names_columns(a->columns) ? a->columns : NULL, "--columns"}};
   for (size_t i = 0; i < sizeof table_options / sizeof table_options[0]; i++)
     if (table_options[i].value) return table_options[i].name;
   return NULL;

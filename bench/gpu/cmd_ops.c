@@ -77,13 +77,15 @@ int tp_cmd_ops(int argc, char **argv) {
   if (tp_ops_args_parse(argc, argv, NULL, 0, &args, &help) != TP_OK) return TP_EXIT_USAGE;
   if (help) return TP_EXIT_OK;
   if (args.list) {
-    tp_ops_spec spec = tp_ops_args_spec(&args, TP_OPS_LIST_DEFAULT_TP);
+    /* Listed as a job of --gpus N workers would run it, else of TP_OPS_LIST_DEFAULT_TP (as
+     * `matrix`): N is the TP of a missing tp axis and the world of the job's own rule. */
+    const int gpus = args.gpus > 0 ? args.gpus : TP_OPS_LIST_DEFAULT_TP;
+    tp_ops_spec spec = tp_ops_args_spec(&args, gpus);
     if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
       fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
       return TP_EXIT_USAGE;
     }
-    /* Listed against a host of --gpus N, else of TP_OPS_LIST_DEFAULT_TP GPUs (as `matrix`). */
-    tp_ops_plan_host(&job.matrix, args.gpus > 0 ? args.gpus : TP_OPS_LIST_DEFAULT_TP);
+    tp_ops_reject_world(&job.matrix, gpus);
     tp_ops_matrix_print(&job.matrix, stdout);
     tp_ops_matrix_free(&job.matrix);
     return TP_EXIT_OK;

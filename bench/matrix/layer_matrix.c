@@ -1092,22 +1092,45 @@ static int decided_at_plan_time(const tp_layer_config *cfg) {
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
+/* The configuration column's text: what runs, with the case's FSDP traffic and the
+ * configuration's wire type when they apply. */
+static void configuration_text(const tp_layer_matrix *m, const tp_layer_config *cfg, char *buf,
+                               size_t cap) {
+  describe(cfg, buf, cap);
+  if (m->cases[cfg->case_index].fsdp_traffic) strncat(buf, " +fsdp_traffic", cap - strlen(buf) - 1);
+  if (cfg->axes.comm_dtype) {
+    strncat(buf, " comm=", cap - strlen(buf) - 1);
+    strncat(buf, cfg->axes.comm_dtype, cap - strlen(buf) - 1);
+  }
+}
+
+enum { CONFIGURATION_TEXT_MAX = 128, CONFIGURATION_MIN_WIDTH = 32 };
+
+/* The configuration column's width: its longest text, at least the usual 32, so that a long
+ * one (dist_gemm's schedule and symm with +fsdp_traffic and comm=) never pushes the columns
+ * after it out of line. */
+static int configuration_width(const tp_layer_matrix *m) {
+  int width = CONFIGURATION_MIN_WIDTH;
+  for (int i = 0; i < m->n_configs; ++i) {
+    char what[CONFIGURATION_TEXT_MAX];
+    configuration_text(m, &m->configs[i], what, sizeof what);
+    if ((int)strlen(what) > width) width = (int)strlen(what);
+  }
+  return width;
+}
+
 void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
-  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-32s %10s  %s\n",
+  const int width = configuration_width(m);
+  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10s  %s\n",
           "case", "model", "layer", "tp", "dp", "BxS", "tokens", "dtype", "sp", "pass", "graph",
-          "saved", "ac", "configuration", "GFLOP", "status");
+          "saved", "ac", width, "configuration", "GFLOP", "status");
   int plan_time = 0;
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_layer_config *cfg = &m->configs[i];
     const tp_layer_case *c = &m->cases[cfg->case_index];
     const tp_config_axes *a = &cfg->axes;
-    char what[64], bxs[32];
-    describe(cfg, what, sizeof what);
-    if (c->fsdp_traffic) strncat(what, " +fsdp_traffic", sizeof what - strlen(what) - 1);
-    if (a->comm_dtype) {
-      strncat(what, " comm=", sizeof what - strlen(what) - 1);
-      strncat(what, a->comm_dtype, sizeof what - strlen(what) - 1);
-    }
+    char what[CONFIGURATION_TEXT_MAX], bxs[32];
+    configuration_text(m, cfg, what, sizeof what);
     snprintf(bxs, sizeof bxs, "%dx%d", a->batch, a->seqlen);
     const char *status = cfg->planned ? "planned: " : cfg->rejected ? "rejected: " : "run";
     const char *note = cfg->rejected ? cfg->reason : "";
@@ -1124,21 +1147,20 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     else if (!cfg->rejected && a->graph_sizes)
       snprintf(among, sizeof among, " (replayed among %s tokens)", a->graph_sizes);
     if (at_plan || (!cfg->rejected && a->graph_sizes)) note = among;
-    fprintf(
-        out,
-        "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-32s %10.1f  %s%s\n",
-        cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
-        a->dtype, a->sp ? "on" : "off", a->pass, tp_layer_graph_name(c),
-        a->save_gathered ? "on" : "off", tp_ac_name(c->ac), what, cfg->flops / 1e9, status, note);
+    fprintf(out,
+            "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10.1f  %s%s\n",
+            cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
+            a->dtype, a->sp ? "on" : "off", a->pass, tp_layer_graph_name(c),
+            a->save_gathered ? "on" : "off", tp_ac_name(c->ac), width, what, cfg->flops / 1e9,
+            status, note);
   }
   fprintf(out,
           "%d cases, %d configurations: %d to run, %d rejected, %d planned (host of %d GPUs)\n",
           m->n_cases, m->n_configs, tp_layer_runnable(m), tp_layer_rejected(m), tp_layer_planned(m),
           gpus);
   fprintf(out,
-          "tpbench run also rejects, with the reason: a mesh (dp x tp) smaller than its worker "
-          "count, dist_gemm without peer access between the GPUs%s; it plans (lists, does not "
-          "run) a mesh larger than its worker count.\n",
+          "tpbench run also rejects, with the reason: dist_gemm without peer access between the "
+          "GPUs%s.\n",
           plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
   for (int i = 0; i < m->n_cases; ++i)
     if (tp_dtype_is_fp8(m->cases[i].dtype)) {

@@ -240,8 +240,8 @@ int tp_layer_planned(const tp_layer_matrix *matrix);
 
 /* Marks planned every configuration not yet rejected or planned whose mesh
  * (dp · tp) needs more than gpus GPUs, with that count; returns how many.
- * `matrix` applies it for the host it lists against, `run` through
- * tp_layer_reject_world. */
+ * The composition table (composition.h) applies it: what a host of gpus GPUs
+ * supports at all. `run` and `matrix` go through tp_layer_reject_world. */
 int tp_layer_plan_host(tp_layer_matrix *matrix, int gpus);
 
 /* Removes the planned configurations (and cases left empty) from the
@@ -251,7 +251,8 @@ int tp_layer_plan_host(tp_layer_matrix *matrix, int gpus);
  * needs more GPUs), and a planned row would read as a measurement that never was. */
 int tp_layer_drop_planned(tp_layer_matrix *matrix, FILE *out);
 
-/* Host rules `run` applies before the first configuration. Each marks the
+/* Host rules `run` applies before the first configuration (and `matrix --gpus N`
+ * with N as the world, so that it lists what `run --gpus N` does). Each marks the
  * configurations it concerns (if they were not) and returns how many: a
  * mesh (dp · tp) larger than the job's worker count planned (needs that
  * many GPUs), a smaller one rejected (a job of that many workers runs it:

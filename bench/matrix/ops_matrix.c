@@ -632,6 +632,7 @@ static int plan_gpus(tp_ops_config *cfg, int gpus, const char *has) {
 
 int tp_ops_reject_world(tp_ops_matrix *matrix, int world) {
   int n = 0;
+  matrix->host_gpus = world;
   for (int i = 0; i < matrix->n_configs; i++) {
     tp_ops_config *cfg = &matrix->configs[i];
     if (plan_gpus(cfg, world, "this job has")) {

@@ -142,7 +142,8 @@ int tp_ops_runnable(const tp_ops_matrix *matrix);
 /* Marks every configuration whose TP degree differs from the job's worker
  * count (if it was not rejected): a larger one planned (needs that many
  * GPUs), a smaller one rejected (a job of that many workers runs it:
- * --gpus); returns how many. */
+ * --gpus), and records world as the host listed against; returns how many.
+ * `ops` applies it to its job, `ops --list` and `matrix --for ops` to --gpus N. */
 int tp_ops_reject_world(tp_ops_matrix *matrix, int world);
 
 /* Marks planned every configuration no rule rejects whose TP degree needs

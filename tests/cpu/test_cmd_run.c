@@ -367,9 +367,10 @@ static void test_report_layers(void **state) {
   unlink(side);
 }
 
-/* matrix marks each configuration run, rejected or planned against a host of
- * --gpus N (default 2): a mesh larger than the host is planned with the GPUs
- * it needs, for run and for ops. */
+/* matrix marks each configuration run, rejected or planned as `run --gpus N`
+ * does (default 2), by run's own rule and with its reasons: a mesh larger
+ * than the job is planned with the GPUs it needs, a smaller one rejected
+ * (run's job must be exactly the mesh); for run and for ops. */
 static void test_matrix_planned(void **state) {
   (void)state;
   rp_result r =
@@ -377,30 +378,60 @@ static void test_matrix_planned(void **state) {
               "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
   rp_expect(&r, 0, "2 cases, 12 configurations: 6 to run, 0 rejected, 6 planned (host of 2 GPUs)",
             NULL);
-  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 1 x tp 4); the host has 2"));
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 1 x tp 4); this job has 2"));
   assert_non_null(strstr(r.out, "  run\n"));
   rp_free(&r);
   r = tpbench("matrix", "--gpus", "4", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
               "seqlen=2048", "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "2,4", NULL);
-  rp_expect(&r, 0, "12 to run, 0 rejected, 0 planned (host of 4 GPUs)", NULL);
+  rp_expect(&r, 0, "6 to run, 6 rejected, 0 planned (host of 4 GPUs)", NULL);
+  assert_non_null(strstr(r.out, "rejected: dp 1 x tp 2 needs a job of 2 workers; this one has 4 "
+                                "(--gpus 2)\n"));
   rp_free(&r);
   /* dp 2 x tp 2: valid, planned for the GPUs on a host of 2; never "run" as dp 1. */
   r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
               "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
               NULL);
   rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned", NULL);
-  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); the host has 2\n"));
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); this job has 2\n"));
+  rp_free(&r);
+  /* ... rejected on 8, with the reason `run --gpus 8` gives: never listed as "run" */
+  r = tpbench("matrix", "--gpus", "8", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
+              "seqlen=2048", "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off",
+              "--axis", "dp=2", "--tp", "2", NULL);
+  rp_expect(&r, 0, "0 to run, 6 rejected, 0 planned (host of 8 GPUs)", NULL);
+  assert_non_null(
+      strstr(r.out, "rejected: dp 2 x tp 2 needs a job of 4 workers; this one has 8 (--gpus 4)\n"));
+  assert_null(strstr(r.out, "  run\n"));
+  rp_free(&r);
+  /* ... and without a tp axis --gpus is the TP, as in run: dp 2 x tp 8 needs 16 */
+  r = tpbench("matrix", "--gpus", "8", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
+              "seqlen=2048", "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off",
+              "--axis", "dp=2", NULL);
+  rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned (host of 8 GPUs)", NULL);
+  assert_non_null(strstr(r.out, "planned: needs 16 GPUs (dp 2 x tp 8); this job has 8\n"));
   rp_free(&r);
   /* ... and run on a host of 4 */
   r = tpbench("matrix", "--gpus", "4", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
               "seqlen=2048", "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off",
-              "--axis", "dp=2", NULL);
+              "--axis", "dp=2", "--tp", "2", NULL);
   rp_expect(&r, 0, "6 to run, 0 rejected, 0 planned (host of 4 GPUs)", NULL);
   rp_free(&r);
   r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "w2", "--tokens",
               "4096", "--tp", "2,4", NULL);
   rp_expect(&r, 0, "12 configurations, 6 to run, 0 rejected, 6 planned (host of 2 GPUs)", NULL);
-  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (tp 4); the host has 2"));
+  assert_non_null(strstr(r.out, "planned: needs 4 GPUs (tp 4); this job has 2"));
+  rp_free(&r);
+  /* ops' smaller TP is rejected as `ops --gpus 4` rejects it, in matrix and ops --list alike */
+  r = tpbench("matrix", "--for", "ops", "--gpus=4", "--models", "8b", "--projs", "w2", "--tokens",
+              "4096", "--tp", "2,4", NULL);
+  rp_expect(&r, 0, "12 configurations, 6 to run, 6 rejected, 0 planned (host of 4 GPUs)", NULL);
+  assert_non_null(
+      strstr(r.out, "rejected: TP 2 needs a job of 2 workers; this one has 4 (--gpus 2)"));
+  rp_result same = tpbench("ops", "--list", "--gpus", "4", "--models", "8b", "--projs", "w2",
+                           "--tokens", "4096", "--tp", "2,4", NULL);
+  rp_expect(&same, 0, NULL, NULL);
+  assert_string_equal(r.out, same.out);
+  rp_free(&same);
   rp_free(&r);
   /* --symm: both transports of each dist_gemm schedule, nccl left to the GPU's NCCL */
   r = tpbench("matrix", "--for", "ops", "--gpus=2", "--models", "8b", "--projs", "qkv", "--tokens",
@@ -414,6 +445,44 @@ static void test_matrix_planned(void **state) {
   rp_run_expect(TPBENCH_EXE, 60, 2, NULL, "--gpus: '0' is not a whole number in [1, 4096]",
                 "matrix", "--gpus", "0", NULL);
   rp_run_expect(TPBENCH_EXE, 60, 0, "--composition", NULL, "matrix", "--help", NULL);
+}
+
+/* Fails unless every row of matrix's table has its GFLOP figure end and its status start under
+ * the header's: no text of a column pushes the ones after it out of line. */
+static void expect_columns_in_line(const char *table) {
+  const char *header_end = strchr(table, '\n');
+  const char *status = strstr(table, "  status\n");
+  assert_non_null(header_end);
+  assert_true(status && status < header_end);
+  const size_t at = (size_t)(status - table) + 2; /* where each row's status begins */
+  int rows = 0;
+  /* a row opens with its case number in 5 columns; the summary after them does not */
+  for (const char *line = header_end + 1; *line >= '0' && *line <= '9' && line[5] == ' '; ++rows) {
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    if ((size_t)(end - line) <= at || line[at - 3] < '0' || line[at - 3] > '9' ||
+        strncmp(line + at - 2, "  ", 2) != 0 || line[at] == ' ')
+      fail_msg("out of line with the header (status at %zu): %.*s", at, (int)(end - line), line);
+    line = end + 1;
+  }
+  assert_true(rows > 0);
+}
+
+/* A configuration longer than the column's usual 32 characters (+fsdp_traffic after
+ * dist_gemm's schedule) widens the column; the others stay 32 wide. */
+static void test_matrix_columns_line_up(void **state) {
+  (void)state;
+  rp_result r =
+      tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
+              "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "fsdp_traffic=on", "--axis",
+              "schedule=auto,multimem", "--axis", "symm=ipc,nccl", NULL);
+  rp_expect(&r, 0, "dist_gemm multimem chunks=0 symm=nccl +fsdp_traffic ", NULL);
+  expect_columns_in_line(r.out);
+  rp_free(&r);
+  r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", NULL);
+  rp_expect(&r, 0, "configuration                         GFLOP  status\n", NULL);
+  expect_columns_in_line(r.out);
+  rp_free(&r);
 }
 
 /* docs/composition.md's table is `tpbench matrix --composition` verbatim, between its markers. */
@@ -493,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_one_matrix_interface),
       cmocka_unit_test(test_ops_shape),
       cmocka_unit_test(test_matrix_planned),
+      cmocka_unit_test(test_matrix_columns_line_up),
       cmocka_unit_test(test_composition_table_in_readme),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -717,13 +717,20 @@ static void test_empty_paths_are_usage_errors(void **state) {
 }
 
 /* link parses its options first in every build: --help is 0, a mistake 2
- * (a build without CUDA answered 1 to both). */
+ * (a build without CUDA answered 1 to both), a size listed twice included. */
 static void test_link_parses_first(void **state) {
   (void)state;
   RUN_EXPECT(0, "--sizes LIST", NULL, "link", "--help");
+  /* --small-kib's range is said where it is set, and held to */
+  RUN_EXPECT(0, "the per-call latency; 0 to 1023 (0: none", NULL, "link", "--help");
+  RUN_EXPECT(2, NULL, "--small-kib", "link", "--small-kib", "1024");
   RUN_EXPECT(2, NULL, "unknown option '--bogus'", "link", "--bogus");
   RUN_EXPECT(2, NULL, "--iters", "link", "--iters", "0");
   RUN_EXPECT(2, NULL, "--db: the value is empty", "link", "--db", "");
+  /* a repeated size is the argument's mistake, said before CUDA is looked for (this machine
+   * has no GPU: a complaint about it here would mean the check came after) */
+  RUN_EXPECT(2, NULL, "tpbench link: --sizes: 8 is listed twice", "link", "--sizes", "8,8");
+  RUN_EXPECT(2, NULL, "--sizes: 32 is listed twice", "link", "--sizes", "32,8,32", "--gpus", "2");
 }
 
 int main(void) {

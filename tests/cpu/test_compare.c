@@ -129,7 +129,7 @@ static int64_t begin(tp_store *s, const char *commit, const char *started_at) {
  *   gone        only in A                                 -> missing
  *   born        only in B                                 -> new
  *   broke       ok in A, failed in B                      -> missing, with the reason
- *   never       failed in both                            -> unchanged, with the reason
+ *   never       failed in both                            -> not compared, with the reason
  * Run 3 (B again, later): slow_quiet back at A's level; nothing else.
  * Run 4 (C): slow_quiet 5% slower again.
  */
@@ -633,9 +633,19 @@ static void test_failure_in_head_regresses(void **state) {
   assert_non_null(strstr(md, " — ok in base, in head timeout: window timed out after 60 s | "
                              "status | ok | failed |"));
   free(md);
-  /* Failed on both sides is no change. */
+  /* Failed or rejected on both sides is no change, and not "unchanged" either: not compared,
+   * by why head did not run it. */
   free(capture_on(db, h, h, NULL, TP_COMPARE_JSON, &sum, TP_OK));
   assert_int_equal(sum.regressed, 0);
+  assert_int_equal(sum.not_compared, 5);
+  assert_int_equal(sum.not_compared_rejected, 1);
+  assert_int_equal(sum.not_compared_failed, 4);
+  tp_compare_summary ok_only;
+  free(capture_on(db, b, b, NULL, TP_COMPARE_JSON, &ok_only, TP_OK));
+  assert_int_equal(sum.unchanged + sum.information + 5, ok_only.unchanged + ok_only.information);
+  md = capture_on(db, h, h, NULL, TP_COMPARE_MD, &sum, TP_OK);
+  assert_non_null(strstr(md, "; not compared (ran on neither side): rejected 1, failed 4.\n"));
+  free(md);
 }
 
 /* A side with several runs: the latest run of each configuration decides
@@ -1012,8 +1022,13 @@ static void test_runs_before_rounds(void **state) {
   assert_string_equal(verdict_of(rows, "born", NULL), "new");
   assert_string_equal(verdict_of(rows, "broke", &row), "regressed");
   assert_non_null(strstr(str(row, "note"), "numerics: rel err 3e-1"));
-  assert_string_equal(verdict_of(rows, "never", &row), "unchanged");
+  /* failed on both sides: not compared, counted apart (it was counted unchanged) */
+  assert_string_equal(verdict_of(rows, "never", &row), "not_compared");
   assert_non_null(strstr(str(row, "note"), "no multicast"));
+  assert_int_equal(sum.not_compared, 1);
+  assert_int_equal(sum.not_compared_rejected, 0);
+  assert_int_equal(sum.not_compared_failed, 1);
+  assert_int_equal(sum.unchanged, 0);
   assert_int_equal(sum.regressed, 1);
   assert_int_equal(sum.failed, 1);
   assert_int_equal(sum.tests, 0);
@@ -1022,6 +1037,8 @@ static void test_runs_before_rounds(void **state) {
   json_decref(root);
   char *md = capture_compare(f, "run:1", "run:2", NULL, TP_COMPARE_MD, &sum, TP_OK);
   assert_non_null(strstr(md, "run 1 (before rounds: one sample)"));
+  assert_non_null(strstr(md, "; not compared (ran on neither side): rejected 0, failed 1.\n"));
+  assert_non_null(strstr(md, "<summary>Not compared (ran on neither side) (1)</summary>"));
   free(md);
   /* Commit B has two runs; only slow_quiet ran in both: its time is tested
    * against... one run of A: still not. */
@@ -1496,6 +1513,15 @@ static void test_markdown_escapes_stored_text(void **state) {
   assert_non_null(strstr(md, "(TPBENCH_TEST_DIST_DELAY_US=0 # injected heading \\| knob \\| "
                              "row \\|): a deliberate slowdown"));
   assert_non_null(strstr(md, "> **Note**: different hosts (vm vs vm  **No regression**"));
+  free(md);
+  /* the shared-GPU knob is said for what it is: ranks sharing one GPU, timings that mean
+   * nothing; not a deliberate slowdown (only the delay knob is) */
+  exec_on(db, "UPDATE runs SET test_knobs = 'TPBENCH_TEST_SHARE_GPU=1 (8 ranks on device 0, "
+              "9000 MiB each, NCCL over loopback sockets: the timings mean nothing)' WHERE id = 3");
+  md = capture_on(db, "run:1", "run:3", NULL, TP_COMPARE_MD, &sum, TP_OK);
+  assert_non_null(strstr(md, "the timings mean nothing)): ranks sharing one GPU: its timings "
+                             "mean nothing: not the code as shipped.\n"));
+  assert_null(strstr(md, "deliberate slowdown"));
   free(md);
   free(clean);
   fx_rmdir(&d);

@@ -311,6 +311,39 @@ static void test_regeneration_replaces_the_folder_whole(void **state) {
   remove(notes);
 }
 
+/* A folder's index.html that a dashboard did not write (the user's page of the same name) is
+ * refused, kept byte for byte, and nothing is made beside it; one a dashboard wrote is replaced
+ * (the regeneration above). */
+static void test_foreign_page_is_refused(void **state) {
+  (void)state;
+  char site[600], page[700];
+  fx_path(&fx.dir, "foreign-page", site, sizeof site);
+  assert_int_equal(mkdir(site, 0777), 0);
+  snprintf(page, sizeof page, "%s/index.html", site);
+  static const char mine[] = "<!DOCTYPE html>\n<title>my notes: the tpbench dashboard</title>\n";
+  FILE *f = fopen(page, "w");
+  assert_non_null(f);
+  assert_true(fputs(mine, f) >= 0);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(tp_dashboard_write(fx.store, site, NULL, NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "holds index.html, which a dashboard did not write"));
+  tp_clear_error();
+  char kept[256] = {0};
+  f = fopen(page, "r");
+  assert_non_null(f);
+  assert_int_equal(fread(kept, 1, sizeof kept - 1, f), strlen(mine));
+  assert_int_equal(fclose(f), 0);
+  assert_string_equal(kept, mine);
+  char traces[700];
+  snprintf(traces, sizeof traces, "%s/traces", site);
+  assert_int_not_equal(access(traces, F_OK), 0);
+  DIR *d = opendir(fx.dir.path);
+  assert_non_null(d);
+  for (struct dirent *e = readdir(d); e; e = readdir(d))
+    if (strstr(e->d_name, ".new-")) fail_msg("left beside the site: %s", e->d_name);
+  closedir(d);
+}
+
 /* Fewer events than the trace holds: the file carries exactly that many. */
 static void test_max_events_cuts_the_trace_file(void **state) {
   (void)state;
@@ -379,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_default_trace_is_fused_of_the_latest_run),
       cmocka_unit_test(test_link_points),
       cmocka_unit_test(test_regeneration_replaces_the_folder_whole),
+      cmocka_unit_test(test_foreign_page_is_refused),
       cmocka_unit_test(test_max_events_cuts_the_trace_file),
       cmocka_unit_test(test_traces_not_a_folder_is_refused_first),
       cmocka_unit_test(test_no_runs_creates_nothing),

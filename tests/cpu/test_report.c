@@ -1507,6 +1507,22 @@ static void test_link_run_table(void **state) {
   assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_CSV, mem), TP_EUSAGE);
   fclose(mem);
   free(text);
+  /* columns all: every column the probe's table has, as without it (it was refused) */
+  for (int k = TP_FMT_MARKDOWN; k <= TP_FMT_JSON; k++) {
+    const tp_report_format fmt = (tp_report_format)k;
+    char *plain = NULL, *all = NULL;
+    filter.columns = NULL;
+    mem = open_memstream(&plain, &len);
+    assert_int_equal(tp_report_throughput(store, &filter, fmt, mem), TP_OK);
+    fclose(mem);
+    filter.columns = "all";
+    mem = open_memstream(&all, &len);
+    assert_int_equal(tp_report_throughput(store, &filter, fmt, mem), TP_OK);
+    fclose(mem);
+    assert_string_equal(all, plain);
+    free(plain);
+    free(all);
+  }
   tp_store_close(store);
 }
 
