@@ -121,6 +121,9 @@ def mask(text):
     text = re.sub(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s*(sec|s|ms|us|µs|ns|GB/s|TFLOP/s|MiB/s)\b", "<T>", text)
     text = re.sub(r"(port|pid)[ =:]+\d+", r"\1 <N>", text)
     text = re.sub(r"/[^\s:]*/(build[^\s/]*|tmp)[^\s:]*", "<PATH>", text)
+    text = re.sub(r"(^|[\s'\"(])/(tmp|work|root|home)/[^\s:'\")]*", r"\1<PATH>", text)
+    # a source line named in a message moves with any edit of its file
+    text = re.sub(r"\b([\w.-]+\.(c|cu|h)):\d+", r"\1:<LINE>", text)
     return text
 
 def test_outputs(log):

@@ -127,6 +127,11 @@ static int wait_workers(const pid_t *pids, int n) {
 /* A forked worker's process: its environment, then the body; never returns. */
 _Noreturn static void worker_process(int rank, int world, int port, gpu_body_fn body, void *ctx) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  /* The ranks share one pipe: line buffering makes each line one write, and a write of a line
+   * (shorter than PIPE_BUF) is atomic, so one rank's line never cuts another's (block buffering
+   * did, and a rank's verdict then read as another's). */
+  if (setvbuf(stdout, NULL, _IOLBF, 0) != 0)
+    fprintf(stderr, "rank %d: setvbuf(stdout, line buffered) failed\n", rank);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
