@@ -139,7 +139,8 @@ static void get_shard(const tp_projected *p, int md, pcell *c) {
   }
   snprintf(c->buf, sizeof c->buf, "%lld×%lld×%lld", (long long)r->m, (long long)r->n,
            (long long)r->k);
-  set_text(c, c->buf);
+  c->type = PCELL_TEXT; /* the cell's own text, never NULL */
+  c->text = c->buf;
 }
 
 static void get_gemm_gflop(const tp_projected *p, int md, pcell *c) {
