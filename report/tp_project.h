@@ -265,7 +265,14 @@ typedef struct tp_project_request {
   double link_gbps;               /* > 0: --link-gbps */
   const tp_project_shape *shapes; /* NULL: every op shape the database measured; else these */
   size_t n_shapes;
+  const char *columns; /* --columns of the predictions: NULL the format's default (markdown a
+                          compact table, CSV and JSON every field), "all" every input, or names */
 } tp_project_request;
+
+/* Checks a --columns value (tp_project_request.columns) before any database is read: TP_OK for
+ * NULL, "all" or a list of known names; TP_EUSAGE naming an unknown or repeated column, with
+ * every valid name. */
+TP_MUST_CHECK tp_rc tp_project_check_columns(const char *columns);
 
 /*
  * `tpbench project`: loads the shapes (the request's, else the database's) and GEMM rows (pass
@@ -273,7 +280,9 @@ typedef struct tp_project_request {
  * is one), projects every shape at every degree and writes the inputs, the costs, the
  * predictions and — where the database holds stock or dist_gemm rows measured at a projected
  * degree — the validation (error % per shape; per backend the signed median and the worst
- * |error|) in fmt. TP_EUSAGE, with the message naming what is missing: no such run, no GEMM
+ * |error|) in fmt; the predictions in req->columns' columns (markdown's default: a compact
+ * table of what was predicted; the costs, validation and summaries whatever the columns).
+ * TP_EUSAGE, with the message naming what is wrong: an unknown column, no such run, no GEMM
  * rows, no link probe without --link-gbps. Nothing is written to out on an error.
  */
 TP_MUST_CHECK tp_rc tp_project_report(tp_store *store, const tp_project_request *req,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "report/tp_project.h"
+#include "report/tp_report_util.h"
 #include "store/tp_store.h"
 
 /* A projected row and, where the database measured this shape at this degree, the
@@ -58,6 +59,50 @@ TP_MUST_CHECK tp_rc tp_project_compute(tp_store *store, const tp_project_request
                                        tp_project_data *data);
 
 void tp_project_data_free(tp_project_data *data);
+
+/* ---- the predictions' columns (tp_project_columns.c) ---- */
+
+enum { TP_PROJECT_MAX_COLUMNS = 64 };
+
+/* The columns the predictions show, in order: indexes into the registry. */
+typedef struct {
+  int index[TP_PROJECT_MAX_COLUMNS];
+  int count;
+  int full; /* the format's full output: --columns all, or CSV and JSON by default */
+} tp_project_columns;
+
+/* The columns of spec for fmt: NULL is the default (markdown: the compact set, the
+ * predictions without their inputs; CSV and JSON: everything, as "all"); "all" the format's
+ * full output (markdown's 32-column table, the CSV's 47 columns, JSON's nested rows); otherwise
+ * a comma list of names, in that order, in any format. TP_EUSAGE naming a wrong name and
+ * listing the valid ones (tp_columns_parse). */
+TP_MUST_CHECK tp_rc tp_project_columns_pick(const char *spec, tp_report_format fmt,
+                                            tp_project_columns *out);
+
+/* The predictions in markdown: header line, alignment line, one line per row. */
+void tp_project_md_rows(FILE *out, const tp_project_data *data, const tp_project_columns *cols);
+
+/* The CSV's header line and one prediction's line. */
+void tp_project_csv_header(FILE *out, const tp_project_columns *cols);
+void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_columns *cols);
+
+/* A CSV error summary line: result, tp, note and the two backends' figures, in the columns of
+ * those names when chosen; every other column empty. Nothing without the result column, which
+ * tells the line from a prediction. */
+typedef struct {
+  const char *result; /* "error_median", "error_worst_abs" */
+  int tp;
+  double stock_pct, dist_pct;
+  const char *note;
+} tp_project_csv_summary_line;
+
+void tp_project_csv_summary(FILE *out, const tp_project_csv_summary_line *s,
+                            const tp_project_columns *cols);
+
+/* One prediction as a flat JSON object of the chosen columns (keys: the CSV's headers); NULL
+ * when out of memory. */
+json_t *tp_project_json_flat_row(tp_json_builder *jb, const tp_projected *p,
+                                 const tp_project_columns *cols);
 
 /* The inputs of a prediction, pointing into data. */
 tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_gbps);

@@ -4,7 +4,8 @@
  * fused pipeline's costs and where each came from, each shape's GEMM times with their source
  * rows, bytes and bandwidths), the degree-dependent terms, the predictions, and the
  * validation against the rows measured at a projected degree with each backend's signed
- * median and worst |error|, in markdown, CSV or JSON.
+ * median and worst |error|, in markdown, CSV or JSON. The predictions' columns are
+ * tp_project_columns.c's (--columns).
  */
 #include <math.h>
 #include <string.h>
@@ -120,57 +121,18 @@ static void md_shape_cells(FILE *out, const tp_project_row *r) {
   md_int(out, r->tp);
 }
 
-static void md_pipeline_cells(FILE *out, const tp_project_pipeline *p) {
-  const int ran = p->chunks > 0;
-  md_int(out, p->chunks);
-  md_int(out, p->chunk_rows);
-  tp_md_num(out, ran ? p->chunk_gemm.us : NAN, 1);
-  tp_md_cell(out, ran ? p->chunk_gemm.source : "");
-  tp_md_num(out, ran ? p->push.bytes / MIB : NAN, 2);
-  tp_md_num(out, ran ? p->push.us : NAN, 1);
-  tp_md_cell(out, ran ? p->push.source : "");
-  md_int(out, p->gemms);
-  md_int(out, p->pushes);
-  tp_md_num(out, ran ? p->local_us : NAN, 1);
-  tp_md_num(out, ran ? p->stall_us : NAN, 1);
-  tp_md_num(out, ran ? p->drain_us : NAN, 1);
-}
+/* How to get the inputs back under the default, compact table. */
+static const char COMPACT_MD[] =
+    "The predictions without their inputs. Every input of each row (the shard's GEMM time and "
+    "the row it came from, the collective's bytes and line, the fused pipeline's chunks, pushes, "
+    "stall and drain): `--columns all`; single columns by name (`tpbench project --help`).\n\n";
 
-static void md_prediction(FILE *out, const tp_project_row *r) {
-  char shard[64] = "-";
-  if (r->m)
-    snprintf(shard, sizeof shard, "%lld×%lld×%lld", (long long)r->m, (long long)r->n,
-             (long long)r->k);
-  tp_md_cell(out, "predicted");
-  md_shape_cells(out, r);
-  tp_md_cell(out, shard);
-  tp_md_num(out, r->m ? r->gemm.us : NAN, 1);
-  tp_md_num(out, r->m ? r->gemm.tflops : NAN, 1);
-  tp_md_cell(out, r->m ? r->gemm.source : "");
-  tp_md_num(out, r->coll.bytes / MIB, 2);
-  tp_md_num(out, r->coll.gbps, 1);
-  tp_md_num(out, r->coll.latency_us, 1);
-  tp_md_num(out, r->coll.us, 1);
-  tp_md_cell(out, r->coll.source);
-  md_pipeline_cells(out, &r->pipe);
-  tp_md_num(out, r->stock_us, 1);
-  tp_md_num(out, r->dist_us, 1);
-  tp_md_num(out, r->speedup, 3);
-  tp_md_cell(out, r->note);
-  fputs("|\n", out);
-}
-
-static void md_predictions(FILE *out, const tp_project_data *data) {
-  fputs("### Inputs and predictions\n\n"
-        "| result | model | proj | op | tokens | dtype | tp | shard M×N×K | GEMM (µs) | GEMM "
-        "TFLOP/s | GEMM source | V (MiB) | NCCL GB/s | NCCL latency (µs) | collective (µs) | "
-        "collective line | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
-        "(MiB) | push (µs) | push line | GEMMs | pushes | local traffic per chunk (µs) | stall "
-        "(µs) | drain (µs) | stock (µs) | dist_gemm (µs) | speedup | note |\n"
-        "|---|---|---|---|---:|---|---:|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|"
-        "---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-        out);
-  for (size_t i = 0; i < data->n_rows; i++) md_prediction(out, &data->rows[i].row);
+static void md_predictions(FILE *out, const tp_project_data *data, const tp_project_columns *cols,
+                           int named) {
+  if (cols->full) fputs("### Inputs and predictions\n\n", out);
+  else fputs("### Predictions\n\n", out);
+  if (!cols->full && !named) fputs(COMPACT_MD, out);
+  tp_project_md_rows(out, data, cols);
   if (data->n_rows == 0) fputs("\n(no op shapes)\n", out);
   fputs("\n", out);
 }
@@ -222,11 +184,12 @@ static void md_check(FILE *out, const tp_project_data *data, const tp_project_ch
   fputs(".\n\n", out);
 }
 
-static void write_markdown(FILE *out, const tp_project_request *req, const tp_project_data *data) {
+static void write_markdown(FILE *out, const tp_project_request *req, const tp_project_data *data,
+                           const tp_project_columns *cols) {
   md_header(out, req, data);
   md_costs(out, data);
   md_points(out, data);
-  md_predictions(out, data);
+  md_predictions(out, data, cols, req->columns != NULL);
   for (size_t i = 0; i < data->n_checks; i++) md_check(out, data, &data->checks[i]);
   if (data->n_checks == 0)
     fputs("No validation: the database holds no stock or dist_gemm row (pass fwd) at a projected "
@@ -236,104 +199,26 @@ static void write_markdown(FILE *out, const tp_project_request *req, const tp_pr
 
 /* ---- CSV: one line per prediction, its measurement beside it; then the error summary -- */
 
-static const char CSV_HEADER[] =
-    "result,model,proj,op,tokens,dtype,tp,m,n,k,gemm_gflop,gemm_us,gemm_tflops,gemm_exact,"
-    "gemm_source,gemm_lo_config,gemm_hi_config,volume_bytes,nccl_gbps,nccl_latency_us,"
-    "collective_us,collective_line,chunks,chunk_rows,chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
-    "push_gbps,push_latency_us,push_us,push_line,gemms,pushes,local_us,stall_us,drain_us,"
-    "stock_us,dist_us,speedup,note,stock_measured_us,stock_config,stock_error_pct,"
-    "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\n";
-
-static void csv_link(FILE *out, const tp_project_link_est *e) {
-  tp_csv_num(out, e->bytes, 0);
-  tp_csv_num(out, e->gbps, 3);
-  tp_csv_num(out, e->latency_us, 3);
-  tp_csv_num(out, e->us, 3);
-  tp_csv_field(out, e->source, 0);
-}
-
-static void csv_pipeline(FILE *out, const tp_project_pipeline *p) {
-  const int ran = p->chunks > 0;
-  tp_csv_int(out, p->chunks);
-  tp_csv_int(out, p->chunk_rows);
-  tp_csv_num(out, ran ? p->chunk_gemm.us : NAN, 3);
-  tp_csv_field(out, ran ? p->chunk_gemm.source : "", 0);
-  tp_project_link_est none = {.bytes = NAN, .us = NAN, .gbps = NAN, .latency_us = NAN};
-  csv_link(out, ran ? &p->push : &none);
-  tp_csv_int(out, p->gemms);
-  tp_csv_int(out, p->pushes);
-  tp_csv_num(out, ran ? p->local_us : NAN, 3);
-  tp_csv_num(out, ran ? p->stall_us : NAN, 3);
-  tp_csv_num(out, ran ? p->drain_us : NAN, 3);
-}
-
-static void csv_line(FILE *out, const tp_projected *p) {
-  const tp_project_row *r = &p->row;
-  tp_csv_field(out, "predicted", 1);
-  tp_csv_field(out, r->shape.model, 0);
-  tp_csv_field(out, r->shape.proj, 0);
-  tp_csv_field(out, tp_op_name(r->shape.op), 0);
-  tp_csv_int(out, r->shape.tokens);
-  tp_csv_field(out, tp_dtype_name(r->shape.dtype), 0);
-  tp_csv_int(out, r->tp);
-  tp_csv_int(out, r->m);
-  tp_csv_int(out, r->n);
-  tp_csv_int(out, r->k);
-  tp_csv_num(out, r->gemm.flops / 1e9, 3);
-  tp_csv_num(out, r->gemm.us, 3);
-  tp_csv_num(out, r->gemm.tflops, 3);
-  tp_csv_int(out, r->gemm.exact);
-  tp_csv_field(out, r->gemm.source, 0);
-  tp_csv_int(out, r->gemm.lo_id);
-  tp_csv_int(out, r->gemm.hi_id);
-  csv_link(out, &r->coll);
-  csv_pipeline(out, &r->pipe);
-  tp_csv_num(out, r->stock_us, 3);
-  tp_csv_num(out, r->dist_us, 3);
-  tp_csv_num(out, r->speedup, 4);
-  tp_csv_field(out, r->note, 0);
-  tp_csv_num(out, p->stock_id ? p->stock_measured_us : NAN, 3);
-  tp_csv_int(out, p->stock_id);
-  tp_csv_num(out, p->stock_err_pct, 2);
-  tp_csv_num(out, p->dist_id ? p->dist_measured_us : NAN, 3);
-  tp_csv_int(out, p->dist_id);
-  tp_csv_num(out, p->dist_err_pct, 2);
-  tp_csv_int(out, p->dist_stock_path);
-  fputs("\n", out);
-}
-
-/* A summary line: result (error_median or error_worst_abs), tp, and the two backends' figures
- * in stock_error_pct and dist_error_pct; every other column empty but the note. */
-static void csv_summary(FILE *out, const char *result, int tp, double stock, double dist,
-                        const char *note) {
-  tp_csv_field(out, result, 1);
-  fputs(",,,,,", out); /* model .. dtype: empty */
-  tp_csv_int(out, tp);
-  for (int i = 0; i < 32; i++) fputc(',', out); /* m .. speedup: empty */
-  tp_csv_field(out, note, 0);
-  fputs(",,", out);
-  tp_csv_num(out, stock, 2);
-  fputs(",,", out);
-  tp_csv_num(out, dist, 2);
-  fputs(",\n", out);
-}
-
-static void csv_check(FILE *out, const tp_project_check *c) {
+static void csv_check(FILE *out, const tp_project_check *c, const tp_project_columns *cols) {
   char note[200];
   snprintf(note, sizeof note,
            "signed median of (predicted - measured) / measured, %%, over %d stock and %d "
            "dist_gemm rows measured at %.0f us or more",
            c->stock.rows, c->dist.rows, TP_PROJECT_MIN_JUDGED_US);
-  csv_summary(out, "error_median", c->tp, c->stock.median_pct, c->dist.median_pct, note);
+  tp_project_csv_summary_line line = {"error_median", c->tp, c->stock.median_pct,
+                                      c->dist.median_pct, note};
+  tp_project_csv_summary(out, &line, cols);
   snprintf(note, sizeof note, "worst |error|, %%: stock config %lld, dist_gemm config %lld",
            (long long)c->stock_worst_config, (long long)c->dist_worst_config);
-  csv_summary(out, "error_worst_abs", c->tp, c->stock.worst_abs_pct, c->dist.worst_abs_pct, note);
+  line = (tp_project_csv_summary_line){"error_worst_abs", c->tp, c->stock.worst_abs_pct,
+                                       c->dist.worst_abs_pct, note};
+  tp_project_csv_summary(out, &line, cols);
 }
 
-static void write_csv(FILE *out, const tp_project_data *data) {
-  fputs(CSV_HEADER, out);
-  for (size_t i = 0; i < data->n_rows; i++) csv_line(out, &data->rows[i]);
-  for (size_t i = 0; i < data->n_checks; i++) csv_check(out, &data->checks[i]);
+static void write_csv(FILE *out, const tp_project_data *data, const tp_project_columns *cols) {
+  tp_project_csv_header(out, cols);
+  for (size_t i = 0; i < data->n_rows; i++) tp_project_csv_row(out, &data->rows[i], cols);
+  for (size_t i = 0; i < data->n_checks; i++) csv_check(out, &data->checks[i], cols);
 }
 
 /* ---- JSON --------------------------------------------------------------------- */
@@ -495,12 +380,16 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   return o;
 }
 
-static tp_rc write_json(FILE *out, const tp_project_request *req, const tp_project_data *data) {
+static tp_rc write_json(FILE *out, const tp_project_request *req, const tp_project_data *data,
+                        const tp_project_columns *cols) {
   tp_json_builder jb = {0};
   json_t *root = json_object();
   json_t *rows = json_array();
+  /* every field, nested, unless columns were named: then flat rows of those, as in the CSV */
   for (size_t i = 0; i < data->n_rows; i++)
-    tp_json_append(&jb, rows, json_row(&jb, &data->rows[i]));
+    tp_json_append(&jb, rows,
+                   cols->full ? json_row(&jb, &data->rows[i])
+                              : tp_project_json_flat_row(&jb, &data->rows[i], cols));
   tp_json_set(&jb, root, "result", tp_json_str("prediction"));
   tp_json_set(&jb, root, "inputs", json_inputs(&jb, req, data));
   tp_json_set(&jb, root, "rows", rows);
@@ -513,15 +402,22 @@ static tp_rc write_json(FILE *out, const tp_project_request *req, const tp_proje
   return rc;
 }
 
+tp_rc tp_project_check_columns(const char *columns) {
+  tp_project_columns cols;
+  return tp_project_columns_pick(columns, TP_FMT_CSV, &cols);
+}
+
 tp_rc tp_project_report(tp_store *store, const tp_project_request *req, tp_report_format fmt,
                         FILE *out) {
+  tp_project_columns cols;
+  TP_TRY(tp_project_columns_pick(req->columns, fmt, &cols)); /* before anything is written */
   tp_project_data data;
   tp_rc rc = tp_project_load(store, req, &data);
   if (rc == TP_OK) rc = tp_project_compute(store, req, &data);
   if (rc == TP_OK) {
-    if (fmt == TP_FMT_JSON) rc = write_json(out, req, &data);
-    else if (fmt == TP_FMT_CSV) write_csv(out, &data);
-    else write_markdown(out, req, &data);
+    if (fmt == TP_FMT_JSON) rc = write_json(out, req, &data, &cols);
+    else if (fmt == TP_FMT_CSV) write_csv(out, &data, &cols);
+    else write_markdown(out, req, &data, &cols);
   }
   tp_project_data_free(&data);
   return rc;

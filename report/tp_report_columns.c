@@ -571,6 +571,7 @@ static const column registry[] = {
     CUSTOM("toy", "toy model", 0, 0, 0, get_toy, NULL),
 };
 enum { N_REGISTRY = sizeof registry / sizeof registry[0] };
+_Static_assert((int)N_REGISTRY <= (int)TP_REPORT_MAX_COLUMNS, "a column set holds every column");
 
 /* The compact markdown table; "?" marks a column shown only when its
  * values differ between rows, "~" one shown only when a row was traced,
@@ -616,16 +617,6 @@ static int find_column(const char *name, size_t len) {
   return -1;
 }
 
-void tp_report_column_names(char *buf, size_t cap) {
-  size_t used = 0;
-  if (cap) buf[0] = '\0';
-  for (int i = 0; i < N_REGISTRY && used < cap; i++) {
-    int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", registry[i].name);
-    if (n < 0) break;
-    used += (size_t)n;
-  }
-}
-
 static tp_rc add_column(column_set *set, int index) {
   if (set->count >= TP_REPORT_MAX_COLUMNS)
     return TP_FAIL(TP_EUSAGE, "--columns: at most %d columns", TP_REPORT_MAX_COLUMNS);
@@ -663,33 +654,11 @@ static tp_rc pick_compact(const report *rep, column_set *set) {
   return TP_OK;
 }
 
-/* Whether the set already holds the column. */
-static int picked(const column_set *set, int index) {
-  for (int i = 0; i < set->count; i++)
-    if (set->index[i] == index) return 1;
-  return 0;
-}
-
+/* The registry's names, in its order, for the shared --columns parser (tp_report_util.h). */
 static tp_rc pick_named(const char *spec, column_set *set) {
-  for (const char *p = spec;;) {
-    size_t len = strcspn(p, ",");
-    int index = len ? find_column(p, len) : -1;
-    /* "all" is valid only alone; a column twice would be two CSV columns of
-     * one name and one JSON key: refused, as a list axis's repeats are */
-    if (len == 3 && !strncmp(p, "all", 3))
-      return TP_FAIL(TP_EUSAGE, "--columns: all stands alone (it shows every column)");
-    if (index >= 0 && picked(set, index))
-      return TP_FAIL(TP_EUSAGE, "--columns: column \"%.*s\" is listed twice", (int)len, p);
-    if (index < 0) {
-      char names[2048];
-      tp_report_column_names(names, sizeof names);
-      return TP_FAIL(TP_EUSAGE, "--columns: unknown column \"%.*s\"; the columns are: all, %s",
-                     (int)len, p, names);
-    }
-    TP_TRY(add_column(set, index));
-    if (!p[len]) return TP_OK;
-    p += len + 1;
-  }
+  const char *names[N_REGISTRY];
+  for (int i = 0; i < N_REGISTRY; i++) names[i] = registry[i].name;
+  return tp_columns_parse(spec, names, N_REGISTRY, set->index, &set->count);
 }
 
 tp_rc tp_report_columns_pick(const char *spec, tp_report_format fmt, const report *rep,

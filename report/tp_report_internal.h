@@ -178,9 +178,6 @@ typedef struct {
 TP_MUST_CHECK tp_rc tp_report_columns_pick(const char *spec, tp_report_format fmt,
                                            const report *rep, column_set *out);
 
-/* The names every --columns accepts, comma-separated, into buf. */
-void tp_report_column_names(char *buf, size_t cap);
-
 /* The table of rows in markdown: header line, alignment line, one line per row. */
 void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols);
 

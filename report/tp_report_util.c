@@ -426,3 +426,44 @@ double tp_median(double *v, size_t n) {
   qsort(v, n, sizeof *v, compare_doubles);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+/* ---- --columns ---------------------------------------------------------- */
+
+static int find_name(const char *name, size_t len, const char *const *names, int n_names) {
+  for (int i = 0; i < n_names; i++)
+    if (strlen(names[i]) == len && !strncmp(names[i], name, len)) return i;
+  return -1;
+}
+
+/* "--columns: unknown column \"X\"; the columns are: all, a, b, ..." (the list cut where the
+ * message buffer ends: the reader still sees the start of it and the name that was wrong). */
+static tp_rc unknown_column(const char *name, size_t len, const char *const *names, int n_names) {
+  char list[2048];
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i < n_names && used < sizeof list; i++) {
+    int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return TP_FAIL(TP_EUSAGE, "--columns: unknown column \"%.*s\"; the columns are: all, %s",
+                 (int)len, name, list);
+}
+
+tp_rc tp_columns_parse(const char *spec, const char *const *names, int n_names, int *index,
+                       int *count) {
+  *count = 0;
+  for (const char *p = spec;;) {
+    size_t len = strcspn(p, ",");
+    if (len == 3 && !strncmp(p, "all", 3))
+      return TP_FAIL(TP_EUSAGE, "--columns: all stands alone (it shows every column)");
+    int found = len ? find_name(p, len, names, n_names) : -1;
+    if (found < 0) return unknown_column(p, len, names, n_names);
+    for (int i = 0; i < *count; i++)
+      if (index[i] == found)
+        return TP_FAIL(TP_EUSAGE, "--columns: column \"%.*s\" is listed twice", (int)len, p);
+    index[(*count)++] = found; /* no overflow: each name at most once */
+    if (!p[len]) return TP_OK;
+    p += len + 1;
+  }
+}

@@ -92,6 +92,17 @@ json_t *tp_json_str(const char *s);
 /* A number, or null when not finite (JSON has no NaN). */
 json_t *tp_json_real(double value);
 
+/* ---- --columns ---- */
+
+/* A --columns list (comma-separated names, each once) read against a table's column names,
+ * names[0..n_names): index[0..*count) gets each name's position in names, in the list's order
+ * (index has room for n_names). "all" is the caller's to handle; inside a list it is refused,
+ * as is a name listed twice (two CSV columns of one header, one JSON key). TP_EUSAGE with a
+ * message naming the column that is wrong and, for an unknown one, every valid name: every
+ * table's --columns (report, project) answers alike. */
+TP_MUST_CHECK tp_rc tp_columns_parse(const char *spec, const char *const *names, int n_names,
+                                     int *index, int *count);
+
 /* ---- labels and statistics ---- */
 
 /* The configs columns (table alias c) a configuration's label is made of,

@@ -5,7 +5,8 @@
 #   - One GPU: tensor parallelism needs two, so no wall of rejected TP 2 configurations: the
 #     GEMM alone and stock at TP 1 (`tpbench ops` on its default models and projections at
 #     8192 tokens, bf16 and the fp8 recipes), a short table of them, then `tpbench project`'s
-#     TP 2, 4 and 8 from those GEMM rates, marked as predicted.
+#     TP 2, 4 and 8 from those GEMM rates, marked as predicted (its compact table; the command
+#     that shows every input, --columns all, follows it).
 #   - No GPU (or a build without CUDA): says so and shows the sample database's report
 #     (examples/tpbench-h200-sample.db, measured on two H200s), marked as the sample's; exits 1,
 #     since nothing was measured here.
@@ -94,6 +95,9 @@ MSG
   echo "   the sample's probe measured on two H200s; TPBENCH_LINK_GBPS sets another)"
   local project_rc=0
   "$bin" project --db "$db" --tp 2,4,8 --gemm-tp 1 --link-gbps "$link_gbps" || project_rc=$?
+  # the compact table fits a terminal; the inputs of each row are a command away
+  echo "== Every input of each prediction (GEMM times and their rows, collective, pipeline):"
+  echo "   $bin project --db $db --tp 2,4,8 --gemm-tp 1 --link-gbps $link_gbps --columns all"
   # ops' status first (a configuration that failed is kept and shown), then project's
   if [ "$rc" -eq 0 ]; then rc=$project_rc; fi
   exit "$rc"

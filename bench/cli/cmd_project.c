@@ -26,6 +26,7 @@ typedef struct project_args {
   int gemm_tp;
   tp_str_list models; /* count 0: not given */
   tp_int_list tokens; /* count 0: not given */
+  const char *columns;
 } project_args;
 
 /* --models / --tokens: what the other defaults to when only one is given. */
@@ -51,17 +52,23 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        "tokens of the presets' shapes (default with --models: 4096,8192,16384,32768)", 1, 1LL << 30,
        NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"columns", TP_OPT_STRING, &a->columns, "LIST",
+       "columns of the predictions, comma-separated, or all (default: md a compact table; csv "
+       "and json every field). all: every input of each row (md's full table). Names: the CSV's "
+       "headers, and md's shard, volume_mib, chunk_mib",
+       0, 0, NULL},
   };
   const tp_command cmd = {
       .name = "project",
       .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--gemm-tp N] "
-               "[--models M,...] [--tokens T,...] [--format md|csv|json]",
+               "[--models M,...] [--tokens T,...] [--format md|csv|json] [--columns LIST|all]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
                  "(or of the presets' projections: --models, --tokens) at other TP degrees (an\n"
                  "NVSwitch host) from its GEMM-alone rates and its link probe, showing every\n"
                  "input, and compares the prediction with the rows measured at a projected\n"
                  "degree (error % per shape; per backend the signed median and worst |error|).\n"
-                 "The output is a prediction, and says so.",
+                 "Markdown shows the predictions compactly (--columns all: every input); CSV and\n"
+                 "JSON every field. The output is a prediction, and says so.",
       .options = options,
       .n_options = (int)(sizeof options / sizeof options[0]),
   };
@@ -162,6 +169,11 @@ static tp_rc project(const project_args *a) {
   }
   TP_TRY(parse_gbps(a->link_gbps, &gbps));
   TP_TRY(check_repeats(a));
+  rc = tp_project_check_columns(a->columns); /* before the database: a typo costs no read */
+  if (rc != TP_OK) {
+    tp_print_error("project");
+    return rc;
+  }
   if (a->run < 0) {
     fprintf(stderr, "tpbench project: --run: %lld is not a run id\n", a->run);
     return TP_FAIL(TP_EUSAGE, "--run: %lld is not a run id", a->run);
@@ -175,8 +187,12 @@ static tp_rc project(const project_args *a) {
         return TP_FAIL(TP_EUSAGE, "--tp: %d is listed twice", tps[i]);
       }
   }
-  tp_project_request req = {
-      .run_id = a->run, .gemm_tp = a->gemm_tp, .tps = tps, .n_tps = a->tp.count, .link_gbps = gbps};
+  tp_project_request req = {.run_id = a->run,
+                            .gemm_tp = a->gemm_tp,
+                            .tps = tps,
+                            .n_tps = a->tp.count,
+                            .link_gbps = gbps,
+                            .columns = a->columns};
   const size_t cap = (size_t)TP_LIST_MAX * TP_LIST_MAX * 4; /* models × tokens × 4 projections */
   tp_project_shape *shapes = NULL;
   if (a->models.count || a->tokens.count) {

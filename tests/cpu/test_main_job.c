@@ -139,6 +139,9 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
   }
   assert_non_null(strstr(ops, "--dtype bf16,fp8,fp8-row,fp8-block --stock plain"));
   assert_non_null(strstr(project, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389"));
+  /* project's compact table (its default), and the way to every input said */
+  assert_null(strstr(project, "--columns"));
+  assert_non_null(strstr(r.out, "--link-gbps 389 --columns all\n"));
   assert_null(strstr(log, "run --db")); /* no TP 2 matrix of rejections */
   free(log);
   rp_free(&r);

@@ -900,6 +900,114 @@ static void test_prediction_ignores_judged_rows(void **state) {
   fx_rmdir(&d);
 }
 
+/* The predictions' header lines: markdown's compact default (a terminal's width), its full
+ * table under --columns all (every input, as before the compact default), the CSV's every
+ * column. */
+static const char COMPACT_HEADER[] =
+    "\n| result | model | proj | tokens | dtype | tp | stock (µs) | dist_gemm (µs) | speedup | "
+    "note |\n|---|---|---|---:|---|---:|---:|---:|---:|---|\n";
+static const char FULL_HEADER[] =
+    "\n| result | model | proj | op | tokens | dtype | tp | shard M×N×K | GEMM (µs) | GEMM "
+    "TFLOP/s | GEMM source | V (MiB) | NCCL GB/s | NCCL latency (µs) | collective (µs) | "
+    "collective line | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
+    "(MiB) | push (µs) | push line | GEMMs | pushes | local traffic per chunk (µs) | stall "
+    "(µs) | drain (µs) | stock (µs) | dist_gemm (µs) | speedup | note |\n";
+static const char CSV_FULL_HEADER[] =
+    "result,model,proj,op,tokens,dtype,tp,m,n,k,gemm_gflop,gemm_us,gemm_tflops,gemm_exact,"
+    "gemm_source,gemm_lo_config,gemm_hi_config,volume_bytes,nccl_gbps,nccl_latency_us,"
+    "collective_us,collective_line,chunks,chunk_rows,chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
+    "push_gbps,push_latency_us,push_us,push_line,gemms,pushes,local_us,stall_us,drain_us,"
+    "stock_us,dist_us,speedup,note,stock_measured_us,stock_config,stock_error_pct,"
+    "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\n";
+
+/* The longest line of the predictions table (from its heading to the blank line after it). */
+static size_t widest_prediction_line(const char *md) {
+  const char *p = strstr(md, "\n### Predictions\n");
+  if (!p) p = strstr(md, "\n### Inputs and predictions\n");
+  assert_non_null(p);
+  const char *end = strstr(strstr(p, "\n|"), "\n\n");
+  assert_non_null(end);
+  size_t widest = 0;
+  for (const char *line = strstr(p, "\n|") + 1; line < end;) {
+    const char *nl = strchr(line, '\n');
+    if ((size_t)(nl - line) > widest) widest = (size_t)(nl - line);
+    line = nl + 1;
+  }
+  return widest;
+}
+
+/* --columns: markdown is compact by default and whole with all; CSV and JSON keep every field
+ * unless columns are named; a wrong name is refused with the valid ones. (Before, markdown
+ * printed 32 columns, rows of 600-800 characters, and --columns was an unknown option.) */
+static void test_columns(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  rp_result r = tpbench("project", "--db", d.db, "--tp", "2,4", NULL);
+  rp_expect(&r, 0, COMPACT_HEADER, NULL);
+  assert_null(strstr(r.out, FULL_HEADER));
+  assert_non_null(strstr(r.out, "**A prediction, not a measurement**"));
+  assert_non_null(strstr(r.out, "\n| predicted | m | qkv | 4096 | bf16 | 2 | 160.0 | 110.0 | "));
+  assert_non_null(strstr(r.out, "`--columns all`")); /* the way to the inputs */
+  assert_non_null(strstr(r.out, "### Validation at TP 2: predicted against measured"));
+  assert_true(widest_prediction_line(r.out) < 160);
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--tp", "2,4", "--columns", "all", NULL);
+  rp_expect(&r, 0, FULL_HEADER, NULL);
+  assert_null(strstr(r.out, COMPACT_HEADER));
+  assert_non_null(strstr(r.out, "\n### Inputs and predictions\n\n| result |"));
+  free(r.out);
+  free(r.err);
+  /* the machine formats: every column by default and with all; named ones in their order */
+  const char *csv_columns[] = {NULL, "all"};
+  for (size_t i = 0; i < 2; i++) {
+    r = tpbench("project", "--db", d.db, "--tp", "2", "--format", "csv",
+                csv_columns[i] ? "--columns" : NULL, csv_columns[i], NULL);
+    rp_expect(&r, 0, NULL, NULL);
+    assert_memory_equal(r.out, CSV_FULL_HEADER, strlen(CSV_FULL_HEADER));
+    free(r.out);
+    free(r.err);
+  }
+  r = tpbench("project", "--db", d.db, "--tp", "2", "--format", "csv", "--columns",
+              "tokens,shard,speedup,result", NULL);
+  rp_expect(&r, 0, "tokens,shard,speedup,result\n4096,4096×3072×4096,", NULL);
+  assert_non_null(strstr(r.out, "\n,,,error_median\n")); /* the summary, labelled */
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--tp", "2", "--format", "json", "--columns",
+              "tokens,dist_us", NULL);
+  rp_expect(&r, 0, NULL, NULL);
+  json_error_t jerr;
+  json_t *root = json_loads(r.out, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, r.out);
+  json_t *row = json_array_get(json_object_get(root, "rows"), 0);
+  assert_int_equal(json_object_size(row), 2);
+  assert_int_equal(json_integer_value(json_object_get(row, "tokens")), 4096);
+  assert_close(json_real_value(json_object_get(row, "dist_us")), 110.0);
+  assert_string_equal(json_string_value(json_object_get(root, "result")), "prediction");
+  json_decref(root);
+  free(r.out);
+  free(r.err);
+  /* refusals name the column and, for an unknown one, every valid name */
+  r = tpbench("project", "--db", d.db, "--columns", "model,bogus", NULL);
+  rp_expect(&r, 2, NULL,
+            "--columns: unknown column \"bogus\"; the columns are: all, result, model, proj");
+  assert_non_null(strstr(r.err, "dist_stock_path"));
+  assert_string_equal(r.out, "");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--columns", "tp,tp", NULL);
+  rp_expect(&r, 2, NULL, "--columns: column \"tp\" is listed twice");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--columns", "all,tp", NULL);
+  rp_expect(&r, 2, NULL, "--columns: all stands alone");
+  free(r.out);
+  free(r.err);
+  fx_rmdir(&d.dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_exact_row),
@@ -922,6 +1030,7 @@ int main(void) {
       cmocka_unit_test(test_preset_shapes),
       cmocka_unit_test(test_sample_db_validation_table),
       cmocka_unit_test(test_prediction_ignores_judged_rows),
+      cmocka_unit_test(test_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
