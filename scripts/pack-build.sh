@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# pack-build.sh — packs what a lent GPU machine needs of a CPU-built build folder into one
+# xz archive (about 3 MB: the GPU tests' fat binaries compress some 15-fold), to carry instead
+# of the folder (a device call carries 64 MiB at most, and the folder is over 40).
+# Holds: tpbench, the profiler's injection library, lib/ (the cmocka the tests link), the
+# GPU tests and ctest's files; debug info stripped. On the device, from the repository root:
+#   tar xJf build-carry/NAME.tar.xz   (an absolute build path outside the checkout: add -C /)
+#
+# usage: scripts/pack-build.sh BUILD_DIR [OUT_FILE]   (default build-carry/build.tar.xz)
+set -euo pipefail
+build=${1:?usage: pack-build.sh BUILD_DIR [OUT_FILE]}
+out=${2:-build-carry/build.tar.xz}
+[ -x "$build/tpbench" ] || { echo "pack-build.sh: no tpbench in $build" >&2; exit 2; }
+mkdir -p "$(dirname "$out")"
+parts=(tpbench lib tests/gpu CMakeCache.txt CTestTestfile.cmake tests/CTestTestfile.cmake
+  tests/cpu/CTestTestfile.cmake)
+[ -e "$build/libtpbench_inject.so" ] && parts+=(libtpbench_inject.so)
+# a copy is stripped, never the build folder itself (a binary may be running)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+abs=$(cd "$build" && pwd)
+# an absolute build folder is packed from /, a relative one from here
+if [[ $build = /* ]]; then rel=${abs#/}; else rel=$build; fi
+mkdir -p "$stage/$rel"
+(cd "$abs" && tar cf - --exclude=CMakeFiles --exclude='*.a' "${parts[@]}") | tar xf - -C "$stage/$rel"
+strip --strip-debug "$stage/$rel/tpbench" "$stage/$rel"/tests/gpu/gpu_* \
+  "$stage/$rel/tests/gpu/profile_target"
+tar cf - -C "$stage" "$rel" | xz -T0 -6 > "$out"
+echo "$out: $(du -h "$out" | cut -f1)"
