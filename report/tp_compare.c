@@ -898,6 +898,17 @@ static tp_rc check_something_compared(comparison *c) {
                  only_base, base, only_head, head);
 }
 
+/* Pairs that ran on neither side measure nothing: when every pair is one, the gate would pass
+ * whatever the code does (dist_gemm failing on both sides, say), so it is refused, saying why. */
+static tp_rc check_something_ran(const comparison *c) {
+  if (c->sum.not_compared < c->sum.compared) return TP_OK;
+  return TP_FAIL(TP_EUSAGE,
+                 "compare: nothing compared: every one of the %d configuration%s %s and %s share "
+                 "ran on neither side (in %s: rejected %d, failed %d)",
+                 c->sum.compared, c->sum.compared == 1 ? "" : "s", c->base.spec, c->head.spec,
+                 c->head.spec, c->sum.not_compared_rejected, c->sum.not_compared_failed);
+}
+
 static const char *or_q(const char *s) { return s ? s : "?"; }
 
 /* Unknown (NULL) matches anything: an old run that did not record a field
@@ -2219,6 +2230,7 @@ tp_rc tp_report_compare(tp_store *store, const char *base, const char *head,
     rc = check_hardware(&c);
   }
   if (rc == TP_OK) rc = judge_all(&c);
+  if (rc == TP_OK) rc = check_something_ran(&c);
   if (rc == TP_OK) rc = load_headlines(store, &c.base);
   if (rc == TP_OK) rc = load_headlines(store, &c.head);
   if (rc == TP_OK) {

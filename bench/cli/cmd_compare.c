@@ -121,9 +121,9 @@ static int run_compare(const compare_args *a, const tp_compare_options *opt,
   if (sum.tests == 0)
     fprintf(stderr,
             "tpbench compare: nothing gated: %d configuration%s compared, none with a gated "
-            "test (all information only); exit 0 says nothing failed, not that nothing got "
-            "slower\n",
-            sum.compared, sum.compared == 1 ? "" : "s");
+            "test (%d information only, %d ran on neither side); exit 0 says no regression was "
+            "found, not that nothing got slower\n",
+            sum.compared, sum.compared == 1 ? "" : "s", sum.information, sum.not_compared);
   return TP_EXIT_OK;
 }
 

@@ -1360,6 +1360,15 @@ static void test_nothing_compared_is_refused(void **state) {
   /* something in common: compared */
   free(capture_on(db, "run:1", "run:2", NULL, TP_COMPARE_MD, &sum, TP_OK));
   assert_int_equal(sum.compared, 96);
+  /* in common, but every one failed or was rejected on both sides: nothing ran to compare */
+  exec_on(db, "UPDATE configs SET status = 'failed', reason = 'planted' WHERE run_id IN (1, 2) "
+              "AND config_key LIKE '%backend=dist_gemm;%'");
+  tp_compare_options dist = {.threshold = TP_COMPARE_DEFAULT_THRESHOLD,
+                             .alpha = TP_COMPARE_DEFAULT_ALPHA,
+                             .filter = {.backend = "dist_gemm"}};
+  free(capture_on(db, "run:1", "run:2", &dist, TP_COMPARE_MD, &sum, TP_EUSAGE));
+  assert_non_null(strstr(tp_last_error(), "nothing compared: every one of the"));
+  assert_non_null(strstr(tp_last_error(), "ran on neither side (in run:2: rejected 0, failed"));
   fx_rmdir(&d);
 }
 
