@@ -9,9 +9,11 @@ layer, a composition...) and one column per TP degree and mesh. A cell says
 what the database holds for that path there:
 
   ok N · C checks     N configurations ended ok, their C numerics checks ok
+  · R rejected        beside it: R more of that path were refused by a rule
   + F FAILED          F configurations failed, hung, ran out of memory, or
                       have a failed check (any of these makes the cell fail)
   rejected: RULE      nothing ran; the rule of the most frequent rejection
+                      (+N other rules: how many more there were)
   not run             the database holds no configuration of that path there
 
 Nothing in the table is typed by hand: every cell is counted from the
@@ -93,14 +95,19 @@ def cell(db, where):
         f"SELECT count(DISTINCT c.id) FROM checks k JOIN configs c ON c.id = k.config_id "
         f"WHERE {where} AND c.status = 'ok' AND k.status = 'failed'").fetchone()[0]
     ok = by_status.get("ok", 0)
+    rejected = by_status.get("rejected", 0)
     bad = failed + failed_checks
     if ok:
-        text = f"ok {ok} · {checks.get('ok', 0)} checks"
-    elif by_status.get("rejected"):
-        reason = db.execute(
+        # an ok cell keeps its rejections in sight (a path can run in one format and be
+        # refused in another)
+        text = f"ok {ok} · {checks.get('ok', 0)} checks" + (f" · {rejected} rejected" if rejected else "")
+    elif rejected:
+        rules = db.execute(
             f"SELECT c.reason, count(*) n FROM configs c WHERE {where} AND c.status = 'rejected' "
-            f"GROUP BY c.reason ORDER BY n DESC, c.reason LIMIT 1").fetchone()[0]
-        text = "rejected: " + short(reason)
+            f"GROUP BY c.reason ORDER BY n DESC, c.reason").fetchall()
+        text = "rejected: " + short(rules[0][0])
+        if len(rules) > 1:
+            text += f" (+{len(rules) - 1} other rule{'s' if len(rules) > 2 else ''})"
     elif not bad:
         text = "not run"
     else:
@@ -119,35 +126,39 @@ def short(reason, width=48):
 
 
 def drift_row(db):
-    """Per column: drift's NCCL-order steps against stock's, bit for bit."""
+    """Per column: drift's NCCL-order steps against the stock of the same run, bit for bit."""
     cells, bad_total = [], 0
     for _, where in COLUMNS:
-        stock = db.execute(
-            f"SELECT c.id FROM configs c WHERE c.kind = 'drift' AND c.backend = 'stock' "
-            f"AND c.status = 'ok' AND {where} ORDER BY c.id LIMIT 1").fetchone()
         others = db.execute(
-            f"SELECT c.id, c.rs_sum, c.status FROM configs c WHERE c.kind = 'drift' "
+            f"SELECT c.id, c.rs_sum, c.status, c.run_id FROM configs c WHERE c.kind = 'drift' "
             f"AND c.backend = 'dist_gemm' AND {where} ORDER BY c.id").fetchall()
-        if not stock and not others:
+        stocks = db.execute(
+            f"SELECT c.id, c.status, c.run_id FROM configs c WHERE c.kind = 'drift' "
+            f"AND c.backend = 'stock' AND {where} ORDER BY c.id").fetchall()
+        if not stocks and not others:
             cells.append("not run")
             continue
         parts, bad = [], 0
-        if not stock:
-            parts.append("stock did not end ok: nothing to compare")
-            bad += 1
-        for cid, rs_sum, status in others:
+        for cid, rs_sum, status, run in others:
+            # a rule's refusal is no failure; a failure, timeout or oom is
             if status != "ok":
                 parts.append(f"{rs_sum}: {status}")
+                bad += status in ("failed", "oom", "timeout")
+                continue
+            stock = next((sid for sid, st, r in stocks if r == run and st == "ok"), None)
+            if stock is None:
+                parts.append(f"{rs_sum}: its run's stock did not end ok, nothing to compare")
                 bad += 1
                 continue
-            if not stock:
-                continue
-            steps, same = steps_equal(db, stock[0], cid)
+            steps, same = steps_equal(db, stock, cid)
             if rs_sum == "nccl":
                 parts.append(f"nccl-order: {same}/{steps} steps bit-identical")
                 bad += same != steps or steps == 0
             else:
                 parts.append(f"epilogue: {same}/{steps} bit-identical")
+        if not others:
+            parts.append("stock only: " + ", ".join(sorted({st for _, st, _ in stocks})))
+            bad += sum(st in ("failed", "oom", "timeout") for _, st, _ in stocks)
         cells.append("; ".join(parts) + (" FAILED" if bad else ""))
         bad_total += bad
     return cells, bad_total

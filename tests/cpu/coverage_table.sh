@@ -85,6 +85,25 @@ rc=$?
 [ "$rc" -eq 2 ] || fail "a missing 'q?x.db' exits $rc, not 2"
 [ ! -e "$scratch/q" ] || fail "reading 'q?x.db' made a file 'q'"
 
+# 7. drift: a rule's refusal is no failure, a failed run is; each compared with its own run's stock
+cp "$scratch/healed.db" "$scratch/drift.db"
+sql "$scratch/drift.db" "UPDATE configs SET status = 'rejected', reason = 'planted rule' WHERE
+  kind = 'drift' AND backend = 'dist_gemm' AND tp = 4"
+python3 "$script" "$scratch/drift.db" > "$scratch/drift.md"
+rc=$?
+[ "$rc" -eq 0 ] || fail "a rejected drift configuration exits $rc, not 0"
+grep '^| drift ' "$scratch/drift.md" | grep -q 'nccl: rejected' ||
+  fail "the rejected drift configuration is not shown as rejected"
+sql "$scratch/drift.db" "UPDATE configs SET status = 'failed' WHERE kind = 'drift' AND
+  backend = 'dist_gemm' AND tp = 4 AND rs_sum = 'nccl'"
+python3 "$script" "$scratch/drift.db" > /dev/null
+rc=$?
+[ "$rc" -eq 1 ] || fail "a failed drift configuration exits $rc, not 1"
+
+# 8. a cell that ran keeps its rejections in sight
+grep -q '| ops | dist_gemm ce | [^|]*| ok [0-9]* · [0-9]* checks · [0-9]* rejected |' "$scratch/table.md" ||
+  fail "the dist_gemm ce row's ok cells do not count their rejections"
+
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
   exit 1
