@@ -1360,27 +1360,43 @@ static void md_headlines(FILE *out, const comparison *c) {
 }
 
 /* What a run's test knobs did to its numbers, by knob: only the delay is a deliberate
- * slowdown; ranks sharing one GPU make every timing meaningless; the others plant faults. */
+ * slowdown (the knob's own text says of what); ranks sharing one GPU make every timing
+ * meaningless; the others plant faults. An effect two knobs share is said once. */
 static void md_knob_effects(FILE *out, const char *knobs) {
   static const struct {
     const char *knob, *effect;
   } effects[] = {
-      {"TPBENCH_TEST_DIST_DELAY_US=", "a deliberate slowdown of the fused ops"},
-      {"TPBENCH_TEST_SHARE_GPU=", "ranks sharing one GPU: its timings mean nothing"},
+      {"TPBENCH_TEST_DIST_DELAY_US=", "a deliberate slowdown"},
+      {"TPBENCH_TEST_SHARE_GPU=", "ranks sharing one GPU, so its timings mean nothing"},
       {"TPBENCH_TEST_WITHHOLD=", "a planted hang"},
       {"TPBENCH_TEST_FAIL_ALLOC=", "planted allocation failures"},
       {"TPBENCH_TEST_HANG_STEP=", "a planted hang"},
   };
-  int said = 0;
-  for (size_t k = 0; k < sizeof effects / sizeof *effects; k++)
-    if (strstr(knobs, effects[k].knob)) fprintf(out, "%s%s", said++ ? "; " : "", effects[k].effect);
-  fputs(said ? ": not the code as shipped.\n" : "not the code as shipped.\n", out);
+  const char *said[sizeof effects / sizeof *effects];
+  size_t n_said = 0;
+  for (size_t k = 0; k < sizeof effects / sizeof *effects; k++) {
+    if (!strstr(knobs, effects[k].knob)) continue;
+    int again = 0;
+    for (size_t j = 0; j < n_said; j++) again |= !strcmp(said[j], effects[k].effect);
+    if (again) continue;
+    fprintf(out, "%s%s", n_said ? "; " : "", effects[k].effect);
+    said[n_said++] = effects[k].effect;
+  }
+  fputs(n_said ? ". Not the code as shipped.\n" : "not the code as shipped.\n", out);
 }
 
-static void md_knobs(FILE *out, const side *s) {
+static int side_has_run(const side *s, int64_t id) {
+  for (size_t i = 0; i < s->n_runs; i++)
+    if (s->runs[i].used && s->runs[i].id == id) return 1;
+  return 0;
+}
+
+/* Each run's knobs once, though a run may be on both sides (run:4 against run:4). */
+static void md_knobs(FILE *out, const side *s, const side *said_already) {
   for (size_t i = 0; i < s->n_runs; i++) {
     const side_run *r = &s->runs[i];
     if (!r->used || !r->test_knobs || !*r->test_knobs) continue;
+    if (said_already && side_has_run(said_already, r->id)) continue;
     fprintf(out, "\n> **Note**: run %lld ran with test knobs on (", (long long)r->id);
     tp_md_text(out, r->test_knobs);
     fputs("): ", out);
@@ -1405,8 +1421,8 @@ static void md_warnings(FILE *out, const comparison *c) {
     fputs("\n> **Note**: library versions differ between the sides.\n", out);
   if (b->dirty == 1 || h->dirty == 1)
     fputs("\n> **Note**: a side was built from a tree with uncommitted changes.\n", out);
-  md_knobs(out, &c->base);
-  md_knobs(out, &c->head);
+  md_knobs(out, &c->base, NULL);
+  md_knobs(out, &c->head, &c->base);
 }
 
 static void md_value(FILE *out, measure m, double value) {

@@ -1528,9 +1528,18 @@ static void test_markdown_escapes_stored_text(void **state) {
   exec_on(db, "UPDATE runs SET test_knobs = 'TPBENCH_TEST_SHARE_GPU=1 (8 ranks on device 0, "
               "9000 MiB each, NCCL over loopback sockets: the timings mean nothing)' WHERE id = 3");
   md = capture_on(db, "run:1", "run:3", NULL, TP_COMPARE_MD, &sum, TP_OK);
-  assert_non_null(strstr(md, "the timings mean nothing)): ranks sharing one GPU: its timings "
-                             "mean nothing: not the code as shipped.\n"));
+  assert_non_null(strstr(md, "the timings mean nothing)): ranks sharing one GPU, so its timings "
+                             "mean nothing. Not the code as shipped.\n"));
   assert_null(strstr(md, "deliberate slowdown"));
+  free(md);
+  /* a run on both sides is noted once; two knobs of one effect say it once */
+  exec_on(db, "UPDATE runs SET test_knobs = 'TPBENCH_TEST_WITHHOLD=1 TPBENCH_TEST_HANG_STEP=2' "
+              "WHERE id = 3");
+  md = capture_on(db, "run:3", "run:3", NULL, TP_COMPARE_MD, &sum, TP_OK);
+  const char *note = strstr(md, "> **Note**: run 3 ran with test knobs on");
+  assert_non_null(note);
+  assert_null(strstr(note + 1, "> **Note**: run 3 ran with test knobs on"));
+  assert_non_null(strstr(note, "): a planted hang. Not the code as shipped.\n"));
   free(md);
   free(clean);
   fx_rmdir(&d);
