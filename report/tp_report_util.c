@@ -5,6 +5,7 @@
  * looks the same in each.
  */
 #include "report/tp_report_util.h"
+#include <ctype.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -437,7 +438,21 @@ static int find_name(const char *name, size_t len, const char *const *names, int
 
 /* "--columns: unknown column \"X\"; the columns are: all, a, b, ..." (the list cut where the
  * message buffer ends: the reader still sees the start of it and the name that was wrong). */
+/* A name as typed, fit for a message: at most 40 bytes, anything unprintable as '?' (a
+ * hostile argument must neither flood the message nor reach the terminal raw). */
+static void printable_name(char *out, size_t cap, const char *name, size_t len) {
+  const size_t keep = len < 40 ? len : 40;
+  size_t o = 0;
+  for (size_t i = 0; i < keep && o + 4 < cap; i++)
+    out[o++] = isprint((unsigned char)name[i]) ? name[i] : '?';
+  if (keep < len && o + 4 < cap) o += (size_t)snprintf(out + o, cap - o, "...");
+  out[o] = '\0';
+}
+
 static tp_rc unknown_column(const char *name, size_t len, const char *const *names, int n_names) {
+  if (len == 0) return TP_FAIL(TP_EUSAGE, "--columns: an empty name in the list");
+  char shown[64];
+  printable_name(shown, sizeof shown, name, len);
   char list[2048];
   size_t used = 0;
   list[0] = '\0';
@@ -446,8 +461,8 @@ static tp_rc unknown_column(const char *name, size_t len, const char *const *nam
     if (n < 0) break;
     used += (size_t)n;
   }
-  return TP_FAIL(TP_EUSAGE, "--columns: unknown column \"%.*s\"; the columns are: all, %s",
-                 (int)len, name, list);
+  return TP_FAIL(TP_EUSAGE, "--columns: unknown column \"%s\"; the columns are: all, %s", shown,
+                 list);
 }
 
 tp_rc tp_columns_parse(const char *spec, const char *const *names, int n_names, int *index,
@@ -461,7 +476,7 @@ tp_rc tp_columns_parse(const char *spec, const char *const *names, int n_names, 
     if (found < 0) return unknown_column(p, len, names, n_names);
     for (int i = 0; i < *count; i++)
       if (index[i] == found)
-        return TP_FAIL(TP_EUSAGE, "--columns: column \"%.*s\" is listed twice", (int)len, p);
+        return TP_FAIL(TP_EUSAGE, "--columns: column \"%s\" is listed twice", names[found]);
     index[(*count)++] = found; /* no overflow: each name at most once */
     if (!p[len]) return TP_OK;
     p += len + 1;

@@ -1005,6 +1005,21 @@ static void test_columns(void **state) {
   rp_expect(&r, 2, NULL, "--columns: all stands alone");
   free(r.out);
   free(r.err);
+  /* an empty name is called one; a hostile name reaches the message cut and printable */
+  r = tpbench("project", "--db", d.db, "--columns", "model,", NULL);
+  rp_expect(&r, 2, NULL, "--columns: an empty name in the list");
+  free(r.out);
+  free(r.err);
+  char hostile[300];
+  memset(hostile, 'x', sizeof hostile - 1);
+  hostile[sizeof hostile - 1] = '\0';
+  hostile[0] = '\x1b';
+  r = tpbench("project", "--db", d.db, "--columns", hostile, NULL);
+  rp_expect(&r, 2, NULL, "--columns: unknown column \"?xxx");
+  assert_null(strchr(r.err, '\x1b'));
+  assert_non_null(strstr(r.err, "...\"; the columns are: all, result"));
+  free(r.out);
+  free(r.err);
   fx_rmdir(&d.dir);
 }
 
