@@ -95,9 +95,13 @@ MSG
   echo "   the sample's probe measured on two H200s; TPBENCH_LINK_GBPS sets another)"
   local project_rc=0
   "$bin" project --db "$db" --tp 2,4,8 --gemm-tp 1 --link-gbps "$link_gbps" || project_rc=$?
-  # the compact table fits a terminal; the inputs of each row are a command away
-  echo "== Every input of each prediction (GEMM times and their rows, collective, pipeline):"
-  echo "   $bin project --db $db --tp 2,4,8 --gemm-tp 1 --link-gbps $link_gbps --columns all"
+  # the compact table fits a terminal; the inputs of each row are a command away (quoted so
+  # that it pastes whatever the paths hold)
+  if [ "$project_rc" -eq 0 ]; then
+    echo "== Every input of each prediction (GEMM times and their rows, collective, pipeline):"
+    printf '   %q project --db %q --tp 2,4,8 --gemm-tp 1 --link-gbps %q --columns all\n' \
+      "$bin" "$db" "$link_gbps"
+  fi
   # ops' status first (a configuration that failed is kept and shown), then project's
   if [ "$rc" -eq 0 ]; then rc=$project_rc; fi
   exit "$rc"
