@@ -59,33 +59,44 @@ static int is_folder(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* 1 when the file at path opens with a dashboard page's mark: a page of that name that another
- * tool or the user wrote is not the dashboard's to replace. */
-static int carries_page_mark(const char *path) {
+/* NULL when the file at path opens with a dashboard page's mark (a page of that name that
+ * another tool or the user wrote is not the dashboard's to replace), else why it is not
+ * known to be ours, into why. */
+static const char *page_not_ours(const char *path, char *why, size_t cap) {
   char head[TP_DASHBOARD_PAGE_MARK_WITHIN + 1];
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* a FIFO would block the read */
+  if (stat(path, &st) != 0) {
+    snprintf(why, cap, "it cannot be followed (%s: a link to nothing?)", strerror(errno));
+    return why;
+  }
+  if (!S_ISREG(st.st_mode)) return "it is not a plain file"; /* a FIFO would block the read */
   FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  if (!f) {
+    snprintf(why, cap, "it cannot be read (%s), so its mark cannot be checked", strerror(errno));
+    return why;
+  }
   const size_t n = fread(head, 1, sizeof head - 1, f);
   const int read_failed = ferror(f);
-  if (fclose(f) != 0 || read_failed) return 0;
+  if (fclose(f) != 0 || read_failed) return "reading it failed, so its mark cannot be checked";
   head[n] = '\0';
-  return strstr(head, TP_DASHBOARD_PAGE_MARK) != NULL;
+  if (strstr(head, TP_DASHBOARD_PAGE_MARK)) return NULL;
+  snprintf(why, cap, "it lacks the page's mark, \"%s\"", TP_DASHBOARD_PAGE_MARK);
+  return why;
 }
 
 /* dir/index.html, when there is one, is a page a dashboard wrote. */
 static tp_rc check_page_is_ours(const char *dir) {
-  char page[4200];
+  char page[4200], why_buf[512];
   struct stat st;
   snprintf(page, sizeof page, "%s/index.html", dir);
   if (lstat(page, &st) != 0 && errno == ENOENT) return TP_OK;
-  if (carries_page_mark(page)) return TP_OK;
+  const char *why = page_not_ours(page, why_buf, sizeof why_buf);
+  if (!why) return TP_OK;
   return TP_FAIL(TP_EUSAGE,
-                 "%s holds index.html, which a dashboard did not write (it lacks the page's "
-                 "mark, \"%s\"): the dashboard replaces its folder whole, so give a new or "
-                 "empty folder (or move that file out)",
-                 dir, TP_DASHBOARD_PAGE_MARK);
+                 "%s holds index.html, which is not known to be a dashboard's (%s): the "
+                 "dashboard replaces its folder whole, so give a new or empty folder (or move "
+                 "that file out)",
+                 dir, why);
 }
 
 tp_rc tp_dashboard_check_replaceable(const char *dir) {

@@ -326,7 +326,8 @@ static void test_foreign_page_is_refused(void **state) {
   assert_true(fputs(mine, f) >= 0);
   assert_int_equal(fclose(f), 0);
   assert_int_equal(tp_dashboard_write(fx.store, site, NULL, NULL), TP_EUSAGE);
-  assert_non_null(strstr(tp_last_error(), "holds index.html, which a dashboard did not write"));
+  assert_non_null(strstr(tp_last_error(), "holds index.html, which is not known to be a "
+                                          "dashboard's (it lacks the page's mark"));
   tp_clear_error();
   char kept[256] = {0};
   f = fopen(page, "r");
@@ -342,6 +343,17 @@ static void test_foreign_page_is_refused(void **state) {
   for (struct dirent *e = readdir(d); e; e = readdir(d))
     if (strstr(e->d_name, ".new-")) fail_msg("left beside the site: %s", e->d_name);
   closedir(d);
+  /* a link to nothing is refused for what it is, and left as it was */
+  char dangling[600];
+  fx_path(&fx.dir, "dangling-page", dangling, sizeof dangling);
+  assert_int_equal(mkdir(dangling, 0777), 0);
+  snprintf(page, sizeof page, "%s/index.html", dangling);
+  assert_int_equal(symlink("no-such-page.html", page), 0);
+  assert_int_equal(tp_dashboard_write(fx.store, dangling, NULL, NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "(it cannot be followed ("));
+  tp_clear_error();
+  char target[64] = {0};
+  assert_int_equal(readlink(page, target, sizeof target - 1), strlen("no-such-page.html"));
 }
 
 /* Fewer events than the trace holds: the file carries exactly that many. */
