@@ -244,8 +244,13 @@
     var rows = report.rows || [];
     var traced = rows.filter(function (r) { return r.traced; }).length;
     var whose = s.toy_only ? " (toy models only)" : " (toy models apart)";
-    card(box, fmt(s.geomean_speedup, 3) + "\u00d7", "geometric-mean speedup over " + s.rows +
-      " rows" + whose, "tp-card-geomean");
+    // a run with no stock-and-dist_gemm row (one GPU: nothing fuses) says so, not "-x"
+    if (s.rows > 0)
+      card(box, fmt(s.geomean_speedup, 3) + "\u00d7", "geometric-mean speedup over " + s.rows +
+        " rows" + whose, "tp-card-geomean");
+    else
+      card(box, "-", "no row with stock and dist_gemm results: no speedup (at TP 1 nothing " +
+        "fuses)", "tp-card-geomean");
     card(box, fmt(s.median_dist_over_bound, 2), "median dist_gemm / bound over " +
       s.bound_rows + " rows" + whose, "tp-card-bound");
     var toys = s.toy_only ? [] : (s.models || []).filter(function (m) { return m.toy; });

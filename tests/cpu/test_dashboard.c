@@ -654,6 +654,29 @@ static void test_sample_database_page(void **state) {
   tp_store_close(s);
 }
 
+/* A run of one GPU (the main job's: TP 1, nothing fuses) has no speedup: the summary card says
+ * so in words, never a bare "-x". */
+static void test_one_gpu_run_says_no_speedup(void **state) {
+  (void)state;
+  const char *main_job = TP_TEST_DATA_DIR "/../../examples/tpbench-h100-main-job.db";
+  if (access(main_job, R_OK) != 0) skip();
+  char db[600], site[600], page[700];
+  fx_path(&fx.dir, "main-job.db", db, sizeof db);
+  fx_path(&fx.dir, "main-job-site", site, sizeof site);
+  snprintf(page, sizeof page, "%s/index.html", site);
+  assert_int_equal(fx_copy(main_job, db), 0);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  assert_int_equal(tp_dashboard_write(s, site, NULL, NULL), TP_OK);
+  tp_store_close(s);
+  rp_result r = chromium_on(page, "--dump-dom", NULL, NULL);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "no row with stock and dist_gemm results"));
+  assert_null(strstr(r.out, "-\u00d7"));
+  assert_null(strstr(r.out, "-×"));
+  rp_free(&r);
+}
+
 int main(void) {
   if (access(CHROMIUM, X_OK) != 0) {
     printf("skipped: %s is missing (TPBENCH_SETUP_CHROMIUM=1 bash scripts/setup.sh)\n", CHROMIUM);
@@ -670,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_compare_view),
       cmocka_unit_test(test_screenshot),
       cmocka_unit_test(test_sample_database_page),
+      cmocka_unit_test(test_one_gpu_run_says_no_speedup),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
