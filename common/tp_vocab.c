@@ -24,7 +24,6 @@ static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nc
  * first A. A distinct values are 0..A-1 exactly when they sum to A(A-1)/2 (any other set of A
  * distinct non-negative values sums to more). */
 #define TP_VOCAB_ASKED_VALUE(value, name, class) +(TP_VOCAB_ASKED_##class * (value))
-#define TP_VOCAB_N_ASKED(list) (0 list(TP_VOCAB_COUNT_ASKED))
 #define TP_VOCAB_ASKED_FIRST(list)                                                                 \
   _Static_assert((0 list(TP_VOCAB_ASKED_VALUE)) ==                                                 \
                      TP_VOCAB_N_ASKED(list) * (TP_VOCAB_N_ASKED(list) - 1) / 2,                    \
@@ -35,7 +34,8 @@ TP_VOCAB_ASKED_FIRST(TP_SCHEDULE_LIST);
 const tp_vocab_table tp_dtype_vocab = {"dtype", tp_dtype_names, TP_VOCAB_N_ASKED(TP_DTYPE_LIST)};
 const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
 /* dist_gemm's schedules, the names a user asks for (TP_SCHEDULE_LIST's ASKED class) */
-const tp_vocab_table tp_schedule_vocab = {"schedule", tp_schedule_names, TP_N_SCHEDULES_ASKED};
+const tp_vocab_table tp_schedule_vocab = {"schedule", tp_schedule_names,
+                                          TP_VOCAB_N_ASKED(TP_SCHEDULE_LIST)};
 const tp_vocab_table tp_stock_vocab = {"stock", stock_names, COUNT_OF(stock_names)};
 const tp_vocab_table tp_symm_vocab = {"symm", symm_names, COUNT_OF(symm_names)};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};

@@ -46,6 +46,8 @@ extern "C" {
 #define TP_VOCAB_NAME(value, name, class) name,
 #define TP_VOCAB_COUNT(value, name, class) +1
 #define TP_VOCAB_COUNT_ASKED(value, name, class) +TP_VOCAB_ASKED_##class
+/* How many of LIST's values a user may ask for: the first so many (tp_vocab.c checks it). */
+#define TP_VOCAB_N_ASKED(list) (0 list(TP_VOCAB_COUNT_ASKED))
 /* the asked names as array elements ("auto", "ce", ...,) */
 #define TP_VOCAB_ASKED_NAME(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, name, )
 /* the asked names, each after a separator, as one string literal: "|auto|ce..." */
@@ -163,13 +165,9 @@ static inline int tp_backend_is_reference(tp_backend backend) {
 
 typedef enum { TP_SCHEDULE_LIST(TP_VOCAB_ENUM) } tp_schedule;
 
-enum {
-  TP_N_SCHEDULES = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT),
-  TP_N_SCHEDULES_ASKED = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT_ASKED)
-};
+enum { TP_N_SCHEDULES = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT) };
 
-/* The names of TP_SCHEDULE_LIST, indexed by tp_schedule; the asked ones are the first
- * TP_N_SCHEDULES_ASKED. */
+/* The names of TP_SCHEDULE_LIST, indexed by tp_schedule; the asked ones come first. */
 extern const char *const tp_schedule_names[TP_N_SCHEDULES];
 
 /* The schedule's name in TP_SCHEDULE_LIST; "?" for another value. */
