@@ -23,7 +23,8 @@ static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nc
 /* A parsed name's index is its enum value, so the values a user asks for must be the list's
  * first A. A distinct values are 0..A-1 exactly when they sum to A(A-1)/2 (any other set of A
  * distinct non-negative values sums to more). */
-#define TP_VOCAB_ASKED_VALUE(value, name, class) +(TP_VOCAB_ASKED_##class * (value))
+#define TP_VOCAB_ASKED_VALUE(value, name, class)                                                   \
+  +(TP_VOCAB_ASKED_##class * (value)) /* NOLINT(bugprone-macro-parentheses): a term of a sum */
 #define TP_VOCAB_ASKED_FIRST(list)                                                                 \
   _Static_assert((0 list(TP_VOCAB_ASKED_VALUE)) ==                                                 \
                      TP_VOCAB_N_ASKED(list) * (TP_VOCAB_N_ASKED(list) - 1) / 2,                    \

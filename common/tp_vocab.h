@@ -41,11 +41,13 @@ extern "C" {
 #define TP_VOCAB_IF_1(...) __VA_ARGS__
 #define TP_VOCAB_IF_0(...)
 
-/* What a list expands to, given one of these as X: */
+/* What a list expands to, given one of these as X (the counts are terms of a sum, "0 +1 +1",
+ * so they cannot be parenthesized): */
 #define TP_VOCAB_ENUM(value, name, class) value,
 #define TP_VOCAB_NAME(value, name, class) name,
-#define TP_VOCAB_COUNT(value, name, class) +1
-#define TP_VOCAB_COUNT_ASKED(value, name, class) +TP_VOCAB_ASKED_##class
+#define TP_VOCAB_COUNT(value, name, class) +1 /* NOLINT(bugprone-macro-parentheses) */
+#define TP_VOCAB_COUNT_ASKED(value, name, class)                                                   \
+  +TP_VOCAB_ASKED_##class /* NOLINT(bugprone-macro-parentheses) */
 /* How many of LIST's values a user may ask for: the first so many (tp_vocab.c checks it). */
 #define TP_VOCAB_N_ASKED(list) (0 list(TP_VOCAB_COUNT_ASKED))
 /* the asked names as array elements ("auto", "ce", ...,) */
