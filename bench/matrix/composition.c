@@ -323,8 +323,7 @@ static void verdict_of(int rejected, int planned, const char *reason, decided la
 static const char *schedule_cell(const char *schedule) { return schedule ? schedule : "-"; }
 
 static decided schedule_at_plan_time(tp_backend backend, tp_schedule s) {
-  if (backend == TP_BACKEND_DIST && (s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM))
-    return DECIDED_AT_PLAN;
+  if (backend == TP_BACKEND_DIST && tp_schedule_is_planned(s)) return DECIDED_AT_PLAN;
   return s == TP_SCHED_NCCL_WINDOW ? DECIDED_BY_NCCL : DECIDED_HERE;
 }
 

@@ -1089,8 +1089,7 @@ static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
  * communicator). */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
   return (cfg->backend == TP_BACKEND_DIST &&
-          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING ||
-           cfg->symm == TP_SYMM_NCCL)) ||
+          (tp_schedule_is_planned(cfg->schedule) || cfg->symm == TP_SYMM_NCCL)) ||
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 

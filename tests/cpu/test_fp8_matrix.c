@@ -98,6 +98,10 @@ static void test_vocab_lists(void **state) {
   assert_int_equal(tp_vocab_parse(&tp_schedule_vocab, "nccl", &parsed), TP_EUSAGE);
   assert_int_equal(tp_dtype_is_fp8((tp_dtype)TP_N_DTYPES), 0);
   assert_int_equal(tp_dtype_is_fp8((tp_dtype)-1), 0);
+  /* the matrix leaves to the plan exactly the schedules it left before: ring and multimem */
+  for (int s = -1; s <= TP_N_SCHEDULES; ++s)
+    assert_int_equal(tp_schedule_is_planned((tp_schedule)s),
+                     s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM);
 }
 
 /* The expanded matrix of one shape at the given dtypes, TP degrees and passes. */
