@@ -31,24 +31,45 @@ typedef enum { SCHED_CE, SCHED_SM, SCHED_NCCL, SCHED_NONE } sched;
 typedef struct sched_name {
   const char *name;
   sched id;
+  int per_op;       /* tp_ops_evidence has a rule for it (tp_ops_evidence_knows) */
   const char *what; /* what is counted for it, in messages */
 } sched_name;
 
+/* The one table of the schedules a trace can confirm: a new schedule's fingerprint is its row
+ * here, and the ops' traces (bench/gpu/ops_trace.c) judge what has per_op set. */
 static const sched_name sched_names[] = {
-    {"ce", SCHED_CE, "peer-to-peer copies"},
+    {"ce", SCHED_CE, 1, "peer-to-peer copies"},
     /* the ring moves its chunks with the copy engine too (neighbour pushes) */
-    {"ring", SCHED_CE, "peer-to-peer copies (ring)"},
-    {"sm", SCHED_SM, "copy_signal_kernel launches"},
-    {"nccl", SCHED_NCCL, "NCCL kernels"},
-    /* the stock variant on NCCL symmetric windows: NCCL's (symmetric) kernels */
-    {"nccl-window", SCHED_NCCL, "NCCL kernels (symmetric windows)"},
-    {"none", SCHED_NONE, "no transfer"},
+    {"ring", SCHED_CE, 1, "peer-to-peer copies (ring)"},
+    {"sm", SCHED_SM, 1, "copy_signal_kernel launches"},
+    {"nccl", SCHED_NCCL, 1, "NCCL kernels"},
+    /* the stock variant on NCCL symmetric windows: NCCL's (symmetric) kernels, over a whole
+     * window only; an op's trace under it is not checked */
+    {"nccl-window", SCHED_NCCL, 0, "NCCL kernels (symmetric windows)"},
+    {"none", SCHED_NONE, 1, "no transfer"},
 };
+enum { N_SCHEDS = (int)(sizeof sched_names / sizeof sched_names[0]) };
 
 static const sched_name *find_sched(const char *name) {
-  for (size_t i = 0; i < sizeof sched_names / sizeof sched_names[0]; ++i)
+  for (int i = 0; i < N_SCHEDS; ++i)
     if (strcmp(name, sched_names[i].name) == 0) return &sched_names[i];
   return NULL;
+}
+
+int tp_ops_evidence_knows(const char *schedule) {
+  const sched_name *s = schedule ? find_sched(schedule) : NULL;
+  return s && s->per_op;
+}
+
+/* "ce, ring, sm, nccl, none": the schedules tp_ops_evidence judges, for its usage message. */
+static void per_op_names(char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < N_SCHEDS && used < cap; ++i) {
+    if (!sched_names[i].per_op) continue;
+    int w = snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", sched_names[i].name);
+    if (w > 0) used += (size_t)w;
+  }
 }
 
 static void count_event(const tp_event *e, tp_evidence *out) {
@@ -334,11 +355,12 @@ static tp_rc check_ops_args(const tp_event *ev, size_t n, const tp_evidence_wind
   for (size_t k = 0; k < n_ops; ++k) {
     if (!ops[k].op || !ops[k].range_prefix || !ops[k].schedule)
       return TP_FAIL(TP_EUSAGE, "tp_ops_evidence: op %zu lacks its name, schedule or ranges", k);
-    if (!find_sched(ops[k].schedule))
-      return TP_FAIL(TP_EUSAGE,
-                     "tp_ops_evidence: op %s: unknown schedule '%s' (valid: ce, ring, sm, nccl, "
-                     "none)",
-                     ops[k].op, ops[k].schedule);
+    if (!find_sched(ops[k].schedule)) {
+      char valid[128];
+      per_op_names(valid, sizeof valid);
+      return TP_FAIL(TP_EUSAGE, "tp_ops_evidence: op %s: unknown schedule '%s' (valid: %s)",
+                     ops[k].op, ops[k].schedule, valid);
+    }
   }
   for (size_t i = 1; i < n; ++i)
     if (ev[i].rank != ev[0].rank)

@@ -257,6 +257,11 @@ typedef struct tp_evidence_window {
 TP_MUST_CHECK tp_rc tp_ops_evidence(const tp_event *ev, size_t n, const tp_evidence_window *w,
                                     tp_op_evidence *ops, size_t n_ops, tp_evidence_state *overall);
 
+/* Whether tp_ops_evidence has a rule for schedule: "ce", "ring", "sm", "nccl", "none" (the rows
+ * of evidence.c's schedule table judged op by op); 0 for another name or NULL. An op whose
+ * schedule has none is reported not checked rather than judged. */
+int tp_ops_evidence_knows(const char *schedule);
+
 /* ---- clocks (clock.c) -------------------------------------------------------- */
 
 /* Offset between a tracer's clock and CLOCK_REALTIME:

@@ -8,10 +8,9 @@
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static const char *const dtype_names[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
+const char *const tp_dtype_names[TP_N_DTYPES] = {TP_DTYPE_LIST(TP_VOCAB_NAME)};
+const char *const tp_schedule_names[TP_N_SCHEDULES] = {TP_SCHEDULE_LIST(TP_VOCAB_NAME)};
 static const char *const pass_names[] = {"fwd", "bwd", "fwd+bwd"};
-static const char *const schedule_names[] = {"auto",     "ce",   "sm",         "ring",
-                                             "multimem", "nccl", "nccl-window"};
 static const char *const stock_names[] = {"plain", "window"};
 static const char *const op_names[] = {"ag_linear", "ag_linear_multi", "linear_rs"};
 static const char *const layer_names[] = {"attention", "ffn", "block"};
@@ -21,11 +20,23 @@ static const char *const comm_dtype_names[] = {"none", "bf16", "fp8"};
 static const char *const backend_names[] = {"stock", "dist_gemm", "gemm_only", "comm_only"};
 static const char *const backend_axes[] = {"stock", "dist_gemm", "cublaslt", "nccl"};
 
-const tp_vocab_table tp_dtype_vocab = {"dtype", dtype_names, COUNT_OF(dtype_names)};
+/* A parsed name's index is its enum value, so the values a user asks for must be the list's
+ * first A. A distinct values are 0..A-1 exactly when they sum to A(A-1)/2 (any other set of A
+ * distinct non-negative values sums to more). */
+#define TP_VOCAB_ASKED_VALUE(value, name, class)                                                   \
+  +(TP_VOCAB_ASKED_##class * (value)) /* NOLINT(bugprone-macro-parentheses): a term of a sum */
+#define TP_VOCAB_ASKED_FIRST(list)                                                                 \
+  _Static_assert((0 list(TP_VOCAB_ASKED_VALUE)) ==                                                 \
+                     TP_VOCAB_N_ASKED(list) * (TP_VOCAB_N_ASKED(list) - 1) / 2,                    \
+                 #list ": the asked values come first")
+TP_VOCAB_ASKED_FIRST(TP_DTYPE_LIST);
+TP_VOCAB_ASKED_FIRST(TP_SCHEDULE_LIST);
+
+const tp_vocab_table tp_dtype_vocab = {"dtype", tp_dtype_names, TP_VOCAB_N_ASKED(TP_DTYPE_LIST)};
 const tp_vocab_table tp_pass_vocab = {"pass", pass_names, COUNT_OF(pass_names)};
-/* dist_gemm's schedules, the names a user asks for: "nccl" is recorded, never asked for, and
- * "nccl-window" is the stock variant's (tp_stock_vocab), the last two names. */
-const tp_vocab_table tp_schedule_vocab = {"schedule", schedule_names, COUNT_OF(schedule_names) - 2};
+/* dist_gemm's schedules, the names a user asks for (TP_SCHEDULE_LIST's ASKED class) */
+const tp_vocab_table tp_schedule_vocab = {"schedule", tp_schedule_names,
+                                          TP_VOCAB_N_ASKED(TP_SCHEDULE_LIST)};
 const tp_vocab_table tp_stock_vocab = {"stock", stock_names, COUNT_OF(stock_names)};
 const tp_vocab_table tp_symm_vocab = {"symm", symm_names, COUNT_OF(symm_names)};
 const tp_vocab_table tp_op_vocab = {"op", op_names, COUNT_OF(op_names)};
@@ -53,16 +64,14 @@ const char *tp_backend_kind(tp_backend backend, const char *unit_kind) {
   return unit_kind;
 }
 
-const char *tp_dtype_name(tp_dtype dt) {
-  return name_at(dtype_names, COUNT_OF(dtype_names), (int)dt);
-}
+const char *tp_dtype_name(tp_dtype dt) { return name_at(tp_dtype_names, TP_N_DTYPES, (int)dt); }
 
 const char *tp_pass_name(tp_pass pass) {
   return name_at(pass_names, COUNT_OF(pass_names), (int)pass);
 }
 
 const char *tp_schedule_name(tp_schedule schedule) {
-  return name_at(schedule_names, COUNT_OF(schedule_names), (int)schedule);
+  return name_at(tp_schedule_names, TP_N_SCHEDULES, (int)schedule);
 }
 
 const char *tp_stock_variant_name(tp_stock_variant variant) {

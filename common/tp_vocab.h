@@ -16,25 +16,89 @@
 extern "C" {
 #endif
 
-/* The dtype axis. Element types: "bf16" (2 bytes), "fp32" (4 bytes). The
- * fp8 formats of the GEMMs (kernels/tp_quant.h; issue 15): "fp8" (E4M3, one
- * scale per tensor), "fp8-row" (per row / output channel), "fp8-block"
- * (1x128 activation, 128x128 weight blocks), "mxfp8" (32-element blocks,
- * E8M0 scales). An fp8 dtype is a recipe, not an element type: the layer's
- * activations and outputs are stored in bf16 (tp_dtype_storage), each GEMM
- * quantizes its operands. Kernels that take a tp_dtype as an element type
- * take bf16 or fp32 only. */
-typedef enum {
-  TP_BF16 = 0,
-  TP_FP32 = 1,
-  TP_FP8 = 2,
-  TP_FP8_ROW = 3,
-  TP_FP8_BLOCK = 4,
-  TP_MXFP8 = 5
-} tp_dtype;
+/* ---- the vocabularies that grow: one line per value ----------------------------------------
+ * The dtypes and the schedules are each one X-macro list of X(VALUE, "name", CLASS) lines. The
+ * enum, its name table (tp_vocab.c), the names a user may ask for and every list of values an
+ * option or a matrix prints (bench/cli, bench/matrix) expand from that list, so a new value is
+ * one line here and no list elsewhere can forget it. The order is the enum's and every list's.
+ * CLASS is one word saying which lists take the value; its properties are these tables: */
+
+/* TP_VOCAB_ASKED_<CLASS>: 1 when a user may ask for the value (the options' choices, the
+ * matrices' axes), 0 when tpbench only records it. Asked values come before recorded ones,
+ * because a parsed name's index is its enum value (tp_vocab.c checks it). */
+#define TP_VOCAB_ASKED_ELEMENT 1
+#define TP_VOCAB_ASKED_FP8 1
+#define TP_VOCAB_ASKED_ASKED 1
+#define TP_VOCAB_ASKED_PLANNED 1
+#define TP_VOCAB_ASKED_RECORDED 0
+/* TP_VOCAB_FP8_<CLASS>: a dtype that is an fp8 recipe rather than an element type. */
+#define TP_VOCAB_FP8_ELEMENT 0
+#define TP_VOCAB_FP8_FP8 1
+/* TP_VOCAB_PLANNED_<CLASS>: a schedule the kernels accept or refuse only at plan time (what the
+ * GPU and the runtime offer), so the host's matrix cannot say whether it runs. */
+#define TP_VOCAB_PLANNED_ASKED 0
+#define TP_VOCAB_PLANNED_PLANNED 1
+#define TP_VOCAB_PLANNED_RECORDED 0
+
+/* TP_VOCAB_IF(COND, text...): the text where COND expands to 1, nothing where it is 0. The extra
+ * level lets COND (a TP_VOCAB_<PROPERTY>_<CLASS> name) expand before it is pasted. */
+#define TP_VOCAB_IF(cond, ...) TP_VOCAB_IF_(cond, __VA_ARGS__)
+#define TP_VOCAB_IF_(cond, ...) TP_VOCAB_IF_##cond(__VA_ARGS__)
+#define TP_VOCAB_IF_1(...) __VA_ARGS__
+#define TP_VOCAB_IF_0(...)
+
+/* What a list expands to, given one of these as X (the counts are terms of a sum, "0 +1 +1",
+ * so they cannot be parenthesized): */
+#define TP_VOCAB_ENUM(value, name, class) value,
+#define TP_VOCAB_NAME(value, name, class) name,
+#define TP_VOCAB_COUNT(value, name, class) +1 /* NOLINT(bugprone-macro-parentheses) */
+#define TP_VOCAB_COUNT_ASKED(value, name, class)                                                   \
+  +TP_VOCAB_ASKED_##class /* NOLINT(bugprone-macro-parentheses) */
+/* How many of LIST's values a user may ask for: the first so many (tp_vocab.c checks it). */
+#define TP_VOCAB_N_ASKED(list) (0 list(TP_VOCAB_COUNT_ASKED))
+/* the asked names as array elements ("auto", "ce", ...,) */
+#define TP_VOCAB_ASKED_NAME(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, name, )
+/* the asked names, each after a separator, as one string literal: "|auto|ce..." */
+#define TP_VOCAB_ASKED_PIPED(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, "|" name)
+#define TP_VOCAB_ASKED_COMMA(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, "," name)
+#define TP_VOCAB_ASKED_COMMA_SPACE(value, name, class)                                             \
+  TP_VOCAB_IF(TP_VOCAB_ASKED_##class, ", " name)
+
+/* The asked names of LIST joined by the separator X puts before each (TP_VOCAB_ASKED_PIPED:
+ * "auto|ce|sm|ring|multimem"), the first separator skipped (SKIP: its length): a pointer into
+ * a string literal, so it initializes static tables too. */
+#define TP_VOCAB_JOINED(list, X, skip) (&("" list(X))[skip])
+#define TP_VOCAB_PIPED(list) TP_VOCAB_JOINED(list, TP_VOCAB_ASKED_PIPED, 1)
+#define TP_VOCAB_COMMAS(list) TP_VOCAB_JOINED(list, TP_VOCAB_ASKED_COMMA, 1)
+#define TP_VOCAB_COMMA_SPACES(list) TP_VOCAB_JOINED(list, TP_VOCAB_ASKED_COMMA_SPACE, 2)
+
+/* The dtype axis. Element types (ELEMENT): "bf16" (2 bytes), "fp32" (4 bytes). The fp8 formats
+ * of the GEMMs (FP8; kernels/tp_quant.h; issue 15): "fp8" (E4M3, one scale per tensor),
+ * "fp8-row" (per row / output channel), "fp8-block" (1x128 activation, 128x128 weight blocks),
+ * "mxfp8" (32-element blocks, E8M0 scales). An fp8 dtype is a recipe, not an element type: the
+ * layer's activations and outputs are stored in bf16 (tp_dtype_storage), each GEMM quantizes its
+ * operands. Kernels that take a tp_dtype as an element type take bf16 or fp32 only. */
+#define TP_DTYPE_LIST(X)                                                                           \
+  X(TP_BF16, "bf16", ELEMENT)                                                                      \
+  X(TP_FP32, "fp32", ELEMENT)                                                                      \
+  X(TP_FP8, "fp8", FP8)                                                                            \
+  X(TP_FP8_ROW, "fp8-row", FP8)                                                                    \
+  X(TP_FP8_BLOCK, "fp8-block", FP8)                                                                \
+  X(TP_MXFP8, "mxfp8", FP8)
+
+typedef enum { TP_DTYPE_LIST(TP_VOCAB_ENUM) } tp_dtype;
+
+/* Bit d set for each fp8 dtype d. */
+#define TP_VOCAB_FP8_BIT(value, name, class) | ((unsigned)TP_VOCAB_FP8_##class << (value))
+enum {
+  TP_N_DTYPES = 0 TP_DTYPE_LIST(TP_VOCAB_COUNT),
+  TP_DTYPE_FP8_MASK = (int)(0u TP_DTYPE_LIST(TP_VOCAB_FP8_BIT))
+};
 
 /* One of the fp8 formats (their GEMMs run quantized). */
-static inline int tp_dtype_is_fp8(tp_dtype dt) { return dt >= TP_FP8 && dt <= TP_MXFP8; }
+static inline int tp_dtype_is_fp8(tp_dtype dt) {
+  return (unsigned)dt < (unsigned)TP_N_DTYPES && (((unsigned)TP_DTYPE_FP8_MASK >> dt) & 1u);
+}
 
 /* The element type the layer's activations are stored in: bf16 for the fp8
  * formats, the dtype itself otherwise. */
@@ -46,7 +110,10 @@ static inline size_t tp_dtype_bytes(tp_dtype dt) {
   return tp_dtype_storage(dt) == TP_FP32 ? 4u : 2u;
 }
 
-/* "bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"; "?" for another value. */
+/* The names of TP_DTYPE_LIST, indexed by tp_dtype. */
+extern const char *const tp_dtype_names[TP_N_DTYPES];
+
+/* The dtype's name in TP_DTYPE_LIST; "?" for another value. */
 const char *tp_dtype_name(tp_dtype dt);
 
 /* What one timed iteration runs: "fwd", "bwd" (the backward alone, its forward
@@ -89,21 +156,40 @@ static inline int tp_backend_is_reference(tp_backend backend) {
   return backend == TP_BACKEND_GEMM_ONLY || backend == TP_BACKEND_COMM_ONLY;
 }
 
-/* dist_gemm's schedules. AUTO lets the plan choose; NCCL is what the stock
- * path runs (and what AUTO records when it does not fuse); NCCL_WINDOW is
- * the stock path's second variant: the same NCCL collectives on buffers
- * registered as NCCL symmetric windows (kernels/tp_window.h). */
-typedef enum {
-  TP_SCHED_AUTO = 0,
-  TP_SCHED_CE,
-  TP_SCHED_SM,
-  TP_SCHED_RING,
-  TP_SCHED_MULTIMEM,
-  TP_SCHED_NCCL,
-  TP_SCHED_NCCL_WINDOW
-} tp_schedule;
+/* dist_gemm's schedules. AUTO lets the plan choose; the fused schedules (CE: copy-engine pushes,
+ * SM: copy kernels, RING: neighbour pushes, MULTIMEM: NVLink multicast) are the user's to ask
+ * for (ASKED; PLANNED where only the plan can tell whether it runs: the ring at TP 2 only,
+ * multimem where the GPUs offer multicast). NCCL is what the stock path runs (and what AUTO records
+ * when it does not fuse); NCCL_WINDOW is the stock path's second variant: the same NCCL collectives
+ * on buffers registered as NCCL symmetric windows (kernels/tp_window.h). Both are RECORDED only:
+ * "nccl" is never asked for, "nccl-window" is asked as the stock variant (tp_stock_vocab). */
+#define TP_SCHEDULE_LIST(X)                                                                        \
+  X(TP_SCHED_AUTO, "auto", ASKED)                                                                  \
+  X(TP_SCHED_CE, "ce", ASKED)                                                                      \
+  X(TP_SCHED_SM, "sm", ASKED)                                                                      \
+  X(TP_SCHED_RING, "ring", PLANNED)                                                                \
+  X(TP_SCHED_MULTIMEM, "multimem", PLANNED)                                                        \
+  X(TP_SCHED_NCCL, "nccl", RECORDED)                                                               \
+  X(TP_SCHED_NCCL_WINDOW, "nccl-window", RECORDED)
 
-/* "auto", "ce", "sm", "ring", "multimem", "nccl", "nccl-window"; "?" for another value. */
+typedef enum { TP_SCHEDULE_LIST(TP_VOCAB_ENUM) } tp_schedule;
+
+/* Bit s set for each schedule s of the PLANNED class. */
+#define TP_VOCAB_PLANNED_BIT(value, name, class) | ((unsigned)TP_VOCAB_PLANNED_##class << (value))
+enum {
+  TP_N_SCHEDULES = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT),
+  TP_SCHEDULE_PLANNED_MASK = (int)(0u TP_SCHEDULE_LIST(TP_VOCAB_PLANNED_BIT))
+};
+
+/* A schedule the kernels accept or refuse only at plan time (the PLANNED class). */
+static inline int tp_schedule_is_planned(tp_schedule s) {
+  return (unsigned)s < (unsigned)TP_N_SCHEDULES && (((unsigned)TP_SCHEDULE_PLANNED_MASK >> s) & 1u);
+}
+
+/* The names of TP_SCHEDULE_LIST, indexed by tp_schedule; the asked ones come first. */
+extern const char *const tp_schedule_names[TP_N_SCHEDULES];
+
+/* The schedule's name in TP_SCHEDULE_LIST; "?" for another value. */
 const char *tp_schedule_name(tp_schedule schedule);
 
 /* How dist_gemm's fused reduce-scatter sums the ranks' partials (the stored

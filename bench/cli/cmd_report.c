@@ -28,6 +28,9 @@ typedef struct report_args {
 } report_args;
 
 static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
+  char dtype_help[256]; /* the dtypes from their one list (common/tp_vocab.h) */
+  snprintf(dtype_help, sizeof dtype_help, "only this data type (%s)",
+           TP_VOCAB_COMMA_SPACES(TP_DTYPE_LIST));
   const tp_option options[] = {
       {"db", TP_OPT_STRING, &a->db, "PATH", "database to read (never created)", 0, 0, NULL},
       {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0,
@@ -41,8 +44,7 @@ static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
       {"layer", TP_OPT_STRING, &a->layer, "NAME", "only this op or layer (ag_linear, ...)", 0, 0,
        NULL},
       {"pass", TP_OPT_STRING, &a->pass, "NAME", "only this pass (fwd, bwd, fwd+bwd)", 0, 0, NULL},
-      {"dtype", TP_OPT_STRING, &a->dtype, "NAME",
-       "only this data type (bf16, fp32, fp8, fp8-row, fp8-block, mxfp8)", 0, 0, NULL},
+      {"dtype", TP_OPT_STRING, &a->dtype, "NAME", dtype_help, 0, 0, NULL},
       {"columns", TP_OPT_STRING, &a->columns, "LIST",
        "columns to show, comma-separated, or all (default: md the compact table; csv and json "
        "every column). A drift run's or link probe's table has fixed columns: all shows them "

@@ -142,7 +142,7 @@ tp_rc tp_drift_args_parse(int argc, char **argv, tp_drift_args *a, int *help_sho
       {"gpus", TP_OPT_INT, &a->gpus, "N",
        "workers, one per GPU: the TP degree (0: every visible GPU)", 0, 64, NULL},
       {"schedules", TP_OPT_STR_LIST, &a->schedule_names, "LIST", "dist_gemm schedules to train", 0,
-       0, "auto|ce|sm|ring|multimem"},
+       0, TP_VOCAB_PIPED(TP_SCHEDULE_LIST)},
       {"chunks", TP_OPT_INT, &a->chunks, "N", "dist_gemm chunks per rank's shard (0: auto)", 0, 32,
        NULL},
       {"rs-sum", TP_OPT_STR_LIST, &a->rs_sum_names, "LIST",

@@ -129,11 +129,6 @@ static const char *evidence_schedule(const tp_schedule_choice *c) {
   return c->schedule;
 }
 
-static int known_schedule(const char *s) {
-  return !strcmp(s, "ce") || !strcmp(s, "ring") || !strcmp(s, "sm") || !strcmp(s, "nccl") ||
-         !strcmp(s, "none");
-}
-
 /* Range names of the ops, kept alive while they are judged. */
 typedef struct op_names {
   char prefix[TP_TRACE_MAX_OPS][64], suffix[TP_TRACE_MAX_OPS][48];
@@ -155,7 +150,9 @@ static tp_rc judge_ops(const tp_ops_trace *t, void *shared_push, const tp_event 
     o->op = c->op;
     o->schedule = evidence_schedule(c);
     o->state = TP_EVIDENCE_NOT_CHECKED;
-    if (!known_schedule(o->schedule)) {
+    /* the schedules with a rule are the evidence table's (collectors/evidence.c), so a new
+     * schedule's fingerprint there is all it takes to have its ops judged */
+    if (!tp_ops_evidence_knows(o->schedule)) {
       snprintf(o->message, sizeof o->message, "%s: no rule for schedule %s", c->op, o->schedule);
       continue;
     }

@@ -17,7 +17,20 @@
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-enum { MAX_AXES = 13, MAX_VALUES = 8, MAX_VERDICTS = 256, VERDICT_TEXT = 440 };
+/* MAX_VALUES: room for a vocabulary that grows (a cube holds one mask bit per value: 32 at most) */
+enum { MAX_AXES = 13, MAX_VALUES = 16, MAX_VERDICTS = 256, VERDICT_TEXT = 440 };
+
+/* The schedule column: "-" (plain stock's empty schedule), dist_gemm's asked schedules and
+ * nccl-window (the stock variant's); the dtype column: every asked dtype. Both in the order of
+ * their one list (common/tp_vocab.h), so a new schedule or dtype needs nothing here. */
+#define SCHEDULE_VALUES                                                                            \
+  { "-", TP_SCHEDULE_LIST(TP_VOCAB_ASKED_NAME) "nccl-window" }
+#define N_SCHEDULE_VALUES (2 + TP_VOCAB_N_ASKED(TP_SCHEDULE_LIST))
+#define DTYPE_VALUES                                                                               \
+  { TP_DTYPE_LIST(TP_VOCAB_ASKED_NAME) }
+#define N_DTYPE_VALUES TP_VOCAB_N_ASKED(TP_DTYPE_LIST)
+_Static_assert(N_SCHEDULE_VALUES <= MAX_VALUES && N_DTYPE_VALUES <= MAX_VALUES,
+               "composition.c: MAX_VALUES too small for the schedules or the dtypes");
 
 /* The axes of one table: names and, per axis, its values in print order. */
 typedef struct table_axes {
@@ -310,8 +323,7 @@ static void verdict_of(int rejected, int planned, const char *reason, decided la
 static const char *schedule_cell(const char *schedule) { return schedule ? schedule : "-"; }
 
 static decided schedule_at_plan_time(tp_backend backend, tp_schedule s) {
-  if (backend == TP_BACKEND_DIST && (s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM))
-    return DECIDED_AT_PLAN;
+  if (backend == TP_BACKEND_DIST && tp_schedule_is_planned(s)) return DECIDED_AT_PLAN;
   return s == TP_SCHED_NCCL_WINDOW ? DECIDED_BY_NCCL : DECIDED_HERE;
 }
 
@@ -332,10 +344,10 @@ static const table_axes run_axes = {
      "save_gathered", "ac", "fsdp_traffic"},
     {{"attention", "ffn", "block"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
-     {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
+     SCHEDULE_VALUES,
      {"1", "2", "4"},
      {"1", "2"},
-     {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
+     DTYPE_VALUES,
      {"-", "bf16", "fp8"},
      {"off", "on"},
      {"fwd", "fwd+bwd"},
@@ -343,26 +355,26 @@ static const table_axes run_axes = {
      {"off", "on"},
      {"none", "selective", "full"},
      {"off", "on"}},
-    {3, 4, 7, 3, 2, 6, 3, 2, 2, 3, 2, 3, 2},
+    {3, 4, N_SCHEDULE_VALUES, 3, 2, N_DTYPE_VALUES, 3, 2, 2, 3, 2, 3, 2},
 };
 
-static const char *const run_assignments[] = {
-    "model=8b",
-    "layer=attention,ffn,block",
-    "backend=stock,dist_gemm",
-    "chunks=0",
-    "schedule=auto,ce,sm,ring,multimem",
-    "tp=1,2,4",
-    "dp=1,2",
-    "batch=2",
-    "seqlen=4096,8192",
-    "dtype=bf16,fp32,fp8,fp8-row,fp8-block,mxfp8",
-    "sp=off,on",
-    "pass=fwd,fwd+bwd",
-    "graph=off,on,mixed",
-    "save_gathered=off,on",
-    "ac=none,selective,full",
-    "comm_dtype=bf16,fp8",
+static const char *const run_assignments[][2] = {
+    {"model", "8b"},
+    {"layer", "attention,ffn,block"},
+    {"backend", "stock,dist_gemm"},
+    {"chunks", "0"},
+    {"schedule", TP_VOCAB_COMMAS(TP_SCHEDULE_LIST)},
+    {"tp", "1,2,4"},
+    {"dp", "1,2"},
+    {"batch", "2"},
+    {"seqlen", "4096,8192"},
+    {"dtype", TP_VOCAB_COMMAS(TP_DTYPE_LIST)},
+    {"sp", "off,on"},
+    {"pass", "fwd,fwd+bwd"},
+    {"graph", "off,on,mixed"},
+    {"save_gathered", "off,on"},
+    {"ac", "none,selective,full"},
+    {"comm_dtype", "bf16,fp8"},
 };
 
 /* fsdp_traffic's values, one matrix each: the cross product of every axis
@@ -402,7 +414,7 @@ static tp_rc run_matrix(int gpus, const char *fsdp_traffic, tp_layer_matrix *m) 
   if (!spec) return TP_FAIL(TP_EOOM, "no memory for the run matrix");
   tp_rc rc = tp_layer_spec_preset("quick", spec);
   for (int i = 0; rc == TP_OK && i < COUNT_OF(run_assignments); ++i)
-    rc = tp_layer_spec_assign(spec, run_assignments[i]);
+    rc = tp_layer_spec_set_axis(spec, run_assignments[i][0], run_assignments[i][1]);
   if (rc == TP_OK) rc = tp_layer_spec_assign(spec, fsdp_traffic);
   if (rc == TP_OK) rc = tp_layer_expand(spec, gpus, m);
   free(spec);
@@ -448,22 +460,22 @@ static const table_axes ops_axes = {
     {"proj", "backend", "schedule", "tp", "dtype", "comm_dtype", "pass", "save_gathered"},
     {{"qkv", "wo", "w13", "w2"},
      {"stock", "dist_gemm", "gemm alone", "comm alone"},
-     {"-", "auto", "ce", "sm", "ring", "multimem", "nccl-window"},
+     SCHEDULE_VALUES,
      {"1", "2", "4"},
-     {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"},
+     DTYPE_VALUES,
      {"-", "bf16", "fp8"},
      {"fwd", "bwd", "fwd+bwd"},
      {"off", "on"}},
-    {4, 4, 7, 3, 6, 3, 3, 2},
+    {4, 4, N_SCHEDULE_VALUES, 3, N_DTYPE_VALUES, 3, 3, 2},
 };
 
 static const char *const ops_assignments[][2] = {
     {"model", "8b"},
     {"proj", "qkv,wo,w13,w2"},
     {"tokens", "4096"},
-    {"dtype", "bf16,fp32,fp8,fp8-row,fp8-block,mxfp8"},
+    {"dtype", TP_VOCAB_COMMAS(TP_DTYPE_LIST)},
     {"tp", "1,2,4"},
-    {"schedule", "auto,ce,sm,ring,multimem"},
+    {"schedule", TP_VOCAB_COMMAS(TP_SCHEDULE_LIST)},
     {"chunks", "0"},
     {"pass", "fwd,bwd,fwd+bwd"},
     {"save_gathered", "off,on"},

@@ -28,8 +28,6 @@
 
 static const char *const layer_values[] = {"attention", "ffn", "block"};
 static const char *const backend_values[] = {"stock", "dist_gemm"};
-static const char *const schedule_values[] = {"auto", "ce", "sm", "ring", "multimem"};
-static const char *const dtype_values[] = {"bf16", "fp32", "fp8", "fp8-row", "fp8-block", "mxfp8"};
 static const char *const on_off_values[] = {"off", "on"};
 static const char *const graph_values[] = {"off", "on", "mixed"};
 static const char *const pass_values[] = {"fwd", "fwd+bwd"};
@@ -53,6 +51,10 @@ typedef struct axis_def {
 
 #define STR_AXIS(n, field, table)                                                                  \
   { n, offsetof(tp_layer_spec, field), table, 0, 0, 0, COUNT_OF(table) }
+/* An axis whose values are a vocabulary's asked names, in the order of its one list
+ * (common/tp_vocab.h; the asked names are the first of the names table). */
+#define VOCAB_AXIS(n, field, names, list)                                                          \
+  { n, offsetof(tp_layer_spec, field), names, 0, 0, 0, TP_VOCAB_N_ASKED(list) }
 #define INT_AXIS(n, field, lo, hi)                                                                 \
   { n, offsetof(tp_layer_spec, field), NULL, lo, hi, 1, 0 }
 
@@ -60,12 +62,12 @@ static const axis_def axes[] = {
     {"model", offsetof(tp_layer_spec, model), NULL, 0, 0, 0, 0},
     STR_AXIS("layer", layer, layer_values),
     STR_AXIS("backend", backend, backend_values),
-    STR_AXIS("schedule", schedule, schedule_values),
+    VOCAB_AXIS("schedule", schedule, tp_schedule_names, TP_SCHEDULE_LIST),
     INT_AXIS("chunks", chunks, 0, 64),
     INT_AXIS("tp", tp, 1, 4096),
     INT_AXIS("batch", batch, 1, 1 << 20),
     INT_AXIS("seqlen", seqlen, 1, 1 << 24),
-    STR_AXIS("dtype", dtype, dtype_values),
+    VOCAB_AXIS("dtype", dtype, tp_dtype_names, TP_DTYPE_LIST),
     STR_AXIS("sp", sp, on_off_values),
     STR_AXIS("pass", pass, pass_values),
     STR_AXIS("graph", graph, graph_values),
@@ -1087,8 +1089,7 @@ static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
  * communicator). */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
   return (cfg->backend == TP_BACKEND_DIST &&
-          (cfg->schedule == TP_SCHED_MULTIMEM || cfg->schedule == TP_SCHED_RING ||
-           cfg->symm == TP_SYMM_NCCL)) ||
+          (tp_schedule_is_planned(cfg->schedule) || cfg->symm == TP_SYMM_NCCL)) ||
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 

@@ -909,6 +909,8 @@ static void test_op_evidence_combine_and_usage(void **state) {
   tp_op_evidence op = op_spec("x", "multimem", "ag_linear.", "");
   tp_evidence_state overall;
   assert_int_equal(tp_ops_evidence(ev, n, &WINDOW, &op, 1, &overall), TP_EUSAGE);
+  /* the valid names come from the schedule table's per-op rows */
+  assert_non_null(strstr(tp_last_message(), "(valid: ce, ring, sm, nccl, none)"));
   op.schedule = "ce";
   tp_evidence_window w = WINDOW;
   w.iterations = 0;
@@ -916,6 +918,20 @@ static void test_op_evidence_combine_and_usage(void **state) {
   assert_int_equal(tp_ops_evidence(ev, n, NULL, &op, 1, &overall), TP_EUSAGE);
   ev[1].rank = 1;
   assert_int_equal(tp_ops_evidence(ev, n, &WINDOW, &op, 1, &overall), TP_EUSAGE);
+}
+
+/* The schedules an op's trace is judged by are the evidence table's per-op rows: the ones
+ * ops_trace.c listed by hand before (ce, ring, sm, nccl, none), not nccl-window, not the
+ * schedules without a fingerprint. */
+static void test_op_evidence_knows(void **state) {
+  (void)state;
+  const char *const judged[] = {"ce", "ring", "sm", "nccl", "none"};
+  for (size_t i = 0; i < sizeof judged / sizeof judged[0]; ++i)
+    assert_true(tp_ops_evidence_knows(judged[i]));
+  const char *const not_judged[] = {"nccl-window", "multimem", "auto", "", "CE"};
+  for (size_t i = 0; i < sizeof not_judged / sizeof not_judged[0]; ++i)
+    assert_false(tp_ops_evidence_knows(not_judged[i]));
+  assert_false(tp_ops_evidence_knows(NULL));
 }
 
 /* ---- clock offset ------------------------------------------------------------- */
@@ -1025,6 +1041,7 @@ int main(void) {
       cmocka_unit_test(test_evidence_counts_only_the_window),
       cmocka_unit_test(test_evidence_usage_errors),
       cmocka_unit_test(test_op_evidence_ce_ok),
+      cmocka_unit_test(test_op_evidence_knows),
       cmocka_unit_test(test_op_evidence_shared_gpu_pushes),
       cmocka_unit_test(test_op_evidence_nccl_inside_ce_fails),
       cmocka_unit_test(test_op_evidence_ce_without_copies_fails),

@@ -74,6 +74,36 @@ static void test_vocab(void **state) {
   assert_non_null(strstr(tp_last_message(), "fp8-block"));
 }
 
+/* The value lists the options and the matrices print expand from each vocabulary's one list
+ * (common/tp_vocab.h): the text they printed as literals, the asked schedules only. */
+static void test_vocab_lists(void **state) {
+  (void)state;
+  assert_string_equal(TP_VOCAB_PIPED(TP_SCHEDULE_LIST), "auto|ce|sm|ring|multimem");
+  assert_string_equal(TP_VOCAB_COMMAS(TP_SCHEDULE_LIST), "auto,ce,sm,ring,multimem");
+  assert_string_equal(TP_VOCAB_PIPED(TP_DTYPE_LIST), "bf16|fp32|fp8|fp8-row|fp8-block|mxfp8");
+  assert_string_equal(TP_VOCAB_COMMAS(TP_DTYPE_LIST), "bf16,fp32,fp8,fp8-row,fp8-block,mxfp8");
+  assert_string_equal(TP_VOCAB_COMMA_SPACES(TP_DTYPE_LIST),
+                      "bf16, fp32, fp8, fp8-row, fp8-block, mxfp8");
+  const char *const asked[] = {TP_SCHEDULE_LIST(TP_VOCAB_ASKED_NAME)};
+  assert_int_equal(sizeof asked / sizeof asked[0], TP_VOCAB_N_ASKED(TP_SCHEDULE_LIST));
+  assert_int_equal(tp_schedule_vocab.n, 5);
+  assert_int_equal(tp_dtype_vocab.n, TP_N_DTYPES);
+  /* recorded, never asked: named, but not parsed */
+  assert_string_equal(tp_schedule_name(TP_SCHED_NCCL), "nccl");
+  assert_string_equal(tp_schedule_name(TP_SCHED_NCCL_WINDOW), "nccl-window");
+  assert_string_equal(tp_schedule_name((tp_schedule)TP_N_SCHEDULES), "?");
+  int parsed = -1;
+  assert_int_equal(tp_vocab_parse(&tp_schedule_vocab, "multimem", &parsed), TP_OK);
+  assert_int_equal(parsed, TP_SCHED_MULTIMEM);
+  assert_int_equal(tp_vocab_parse(&tp_schedule_vocab, "nccl", &parsed), TP_EUSAGE);
+  assert_int_equal(tp_dtype_is_fp8((tp_dtype)TP_N_DTYPES), 0);
+  assert_int_equal(tp_dtype_is_fp8((tp_dtype)-1), 0);
+  /* the matrix leaves to the plan exactly the schedules it left before: ring and multimem */
+  for (int s = -1; s <= TP_N_SCHEDULES; ++s)
+    assert_int_equal(tp_schedule_is_planned((tp_schedule)s),
+                     s == TP_SCHED_RING || s == TP_SCHED_MULTIMEM);
+}
+
 /* The expanded matrix of one shape at the given dtypes, TP degrees and passes. */
 static tp_rc expand(const char *shape, const char *dtypes, const char *tp, const char *passes,
                     tp_ops_matrix *m) {
@@ -683,6 +713,7 @@ static void test_layer_listing_and_table(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vocab),
+      cmocka_unit_test(test_vocab_lists),
       cmocka_unit_test(test_matrix_parses_fp8),
       cmocka_unit_test(test_comm_bytes),
       cmocka_unit_test(test_backward_planned),
