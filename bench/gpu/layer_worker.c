@@ -785,6 +785,8 @@ enum { LABEL_CAP = 128 };
  * (FNV-1a of the case key), so every ac mode of one shape, with or without
  * the competing traffic, runs on the same inputs and weights. */
 static uint64_t case_seed(const tp_layer_matrix *m, const tp_layer_case *c) {
+  /* a case always has configurations; said for the static analyser, which cannot know it */
+  if (!m->configs || c->n_configs < 1) return 0;
   tp_config_axes axes = m->configs[c->first_config].axes;
   axes.ac = NULL;
   axes.fsdp_traffic = 0;
