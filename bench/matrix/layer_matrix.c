@@ -260,6 +260,21 @@ static tp_rc resolve_numbers(const axis_def *a, const tp_int_list *list, int ai,
   return TP_OK;
 }
 
+static int axis_index(const char *name) {
+  for (int ai = 0; ai < N_AXES; ++ai)
+    if (strcmp(axes[ai].name, name) == 0) return ai;
+  return -1;
+}
+
+/* A missing tp axis stands for the job's workers; with one dp value that divides them, the
+ * workers are the mesh, so TP is what dp leaves (dp 2 on 8 GPUs: tp 4, not a mesh of 16). */
+static void default_tp_within_dp(const tp_layer_spec *spec, int tp_default, resolved *r) {
+  const int tp = axis_index("tp"), dp = axis_index("dp");
+  if (tp < 0 || dp < 0 || spec->tp.count != 0 || r->count[dp] != 1) return;
+  const long long d = r->numbers[dp][0];
+  if (d > 1 && tp_default % d == 0 && tp_default / d >= 1) r->numbers[tp][0] = tp_default / d;
+}
+
 static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
   memset(r, 0, sizeof *r);
   r->defined = &spec->defined;
@@ -277,6 +292,7 @@ static tp_rc resolve(const tp_layer_spec *spec, int tp_default, resolved *r) {
     TP_TRY(a->is_int ? resolve_numbers(a, list, ai, r) : resolve_names(a, list, ai, r));
     r->count[ai] = count;
   }
+  default_tp_within_dp(spec, tp_default, r);
   return TP_OK;
 }
 

@@ -390,9 +390,16 @@ static void test_matrix_planned(void **state) {
   /* dp 2 x tp 2: valid, planned for the GPUs on a host of 2; never "run" as dp 1. */
   r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
               "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
-              NULL);
+              "--tp", "2", NULL);
   rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned", NULL);
   assert_non_null(strstr(r.out, "planned: needs 4 GPUs (dp 2 x tp 2); this job has 2\n"));
+  rp_free(&r);
+  /* without a tp axis the job is the mesh: dp 2 on the default 2 GPUs is dp 2 x tp 1 */
+  r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
+              "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
+              NULL);
+  rp_expect(&r, 0, "3 to run, 3 rejected, 0 planned (host of 2 GPUs)", NULL);
+  assert_non_null(strstr(r.out, "rejected: dist_gemm needs TP > 1"));
   rp_free(&r);
   /* ... rejected on 8, with the reason `run --gpus 8` gives: never listed as "run" */
   r = tpbench("matrix", "--gpus", "8", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
@@ -403,11 +410,17 @@ static void test_matrix_planned(void **state) {
       strstr(r.out, "rejected: dp 2 x tp 2 needs a job of 4 workers; this one has 8 (--gpus 4)\n"));
   assert_null(strstr(r.out, "  run\n"));
   rp_free(&r);
-  /* ... and without a tp axis --gpus is the TP, as in run: dp 2 x tp 8 needs 16 */
+  /* ... and without a tp axis the job's workers are the mesh, as in run: dp 2 x tp 4 on 8
+   * (not a mesh of 16 that no job of 8 can run); two dp values keep TP = the workers */
   r = tpbench("matrix", "--gpus", "8", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
               "seqlen=2048", "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off",
               "--axis", "dp=2", NULL);
-  rp_expect(&r, 0, "0 to run, 0 rejected, 6 planned (host of 8 GPUs)", NULL);
+  rp_expect(&r, 0, "6 to run, 0 rejected, 0 planned (host of 8 GPUs)", NULL);
+  assert_null(strstr(r.out, "planned: needs"));
+  rp_free(&r);
+  r = tpbench("matrix", "--gpus", "8", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
+              "seqlen=2048", "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off",
+              "--axis", "dp=1,2", NULL);
   assert_non_null(strstr(r.out, "planned: needs 16 GPUs (dp 2 x tp 8); this job has 8\n"));
   rp_free(&r);
   /* ... and run on a host of 4 */
