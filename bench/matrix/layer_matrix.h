@@ -90,7 +90,7 @@
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock,
       symm, fsdp_traffic, comm_dtype;
-  tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count */
+  tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count (over dp, one dp value) */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
 
