@@ -90,7 +90,7 @@
 typedef struct tp_layer_spec {
   tp_str_list model, layer, backend, schedule, dtype, sp, pass, graph, save_gathered, ac, stock,
       symm, fsdp_traffic, comm_dtype;
-  tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the job's worker count (over dp, one dp value) */
+  tp_int_list chunks, tp, batch, seqlen, dp; /* tp.count == 0: the workers (over one dp) */
   tp_model_set defined;                      /* models the matrix file defined */
 } tp_layer_spec;
 
@@ -181,7 +181,7 @@ typedef struct tp_layer_matrix {
 } tp_layer_matrix;
 
 /*
- * Expands spec (tp.count == 0: TP tp_default) into *out, free with
+ * Expands spec (tp.count == 0: TP tp_default, over dp when one dp value is given) into *out, free with
  * tp_layer_matrix_free. The matrix holds copies of its models: it does not
  * point into spec. Rejections, each with its reason:
  *   - attention or block of a model whose attention is not expressible here
