@@ -261,9 +261,8 @@ static tp_rc resolve_numbers(const axis_def *a, const tp_int_list *list, int ai,
 }
 
 static int axis_index(const char *name) {
-  for (int ai = 0; ai < N_AXES; ++ai)
-    if (strcmp(axes[ai].name, name) == 0) return ai;
-  return -1;
+  const axis_def *a = find_axis(name);
+  return a ? (int)(a - axes) : -1;
 }
 
 /* A missing tp axis stands for the job's workers; with one dp value that divides them, the
