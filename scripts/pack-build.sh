@@ -11,13 +11,17 @@ set -euo pipefail
 build=${1:?usage: pack-build.sh BUILD_DIR [OUT_FILE]}
 out=${2:-build-carry/build.tar.xz}
 [ -x "$build/tpbench" ] || { echo "pack-build.sh: no tpbench in $build" >&2; exit 2; }
+if [ -e "$out" ] && [ ! -f "$out" ]; then
+  echo "pack-build.sh: $out exists and is not a plain file" >&2
+  exit 2
+fi
 mkdir -p "$(dirname "$out")"
 parts=(tpbench lib tests/gpu CMakeCache.txt CTestTestfile.cmake tests/CTestTestfile.cmake
   tests/cpu/CTestTestfile.cmake)
 [ -e "$build/libtpbench_inject.so" ] && parts+=(libtpbench_inject.so)
 # a copy is stripped, never the build folder itself (a binary may be running)
 stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+trap 'rm -rf "$stage" "$stage.xz"' EXIT
 abs=$(cd "$build" && pwd)
 # an absolute build folder is packed from /, a relative one from here
 if [[ $build = /* ]]; then rel=${abs#/}; else rel=$build; fi
@@ -25,5 +29,6 @@ mkdir -p "$stage/$rel"
 (cd "$abs" && tar cf - --exclude=CMakeFiles --exclude='*.a' "${parts[@]}") | tar xf - -C "$stage/$rel"
 strip --strip-debug "$stage/$rel/tpbench" "$stage/$rel"/tests/gpu/gpu_* \
   "$stage/$rel/tests/gpu/profile_target"
-tar cf - -C "$stage" "$rel" | xz -T0 -6 > "$out"
+# written beside the target and renamed: a cut run never leaves a half archive under its name
+tar cf - -C "$stage" "$rel" | xz -T0 -6 > "$stage.xz" && mv -f "$stage.xz" "$out"
 echo "$out: $(du -h "$out" | cut -f1)"
