@@ -72,6 +72,27 @@ summarize() { # degree file seconds share selected
   grep -E '^ *[0-9]+/[0-9]+ Test .*\*\*\*(Failed|Timeout|Exception|Not Run)' "$file" | sed 's/^/    /'
 }
 
+# Each line prefixed with the seconds since the degree began (bash's clock, no extra tool).
+stamp_lines() {
+  local t0=${EPOCHREALTIME/./} line cs
+  while IFS= read -r line; do
+    cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
+    printf '%5d.%02d %s\n' $((cs / 100)) $((cs % 100)) "$line"
+  done
+}
+
+# The GPU's utilisation and memory, and the host's load, every 2 s while the tests run.
+sample_load() {
+  while :; do
+    printf '%s load %s gpu %s\n' "$(date +%T)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+      "$(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>&1 | head -n 1)"
+    sleep 2
+  done
+}
+sample_load > "$log/load.txt" 2>&1 &
+sampler=$!
+trap 'kill "$sampler" 2> /dev/null' EXIT
+
 start=$(date +%s)
 deadline=$((start + budget))
 read -ra todo <<< "$degrees"
@@ -91,8 +112,10 @@ for ((i = 0; i < ${#todo[@]}; ++i)); do
   # a wall-clock time of day, as ctest --stop-time reads it (local time)
   stop=$(date -d "@$((now + share))" +%H:%M:%S)
   echo "== TP $degree: ctest -L '^tp$degree\$' --stop-time $stop ($share s)" > "$file"
-  (cd "$build" && ctest -L "^tp$degree\$" -V --stop-time "$stop") >> "$file" 2>&1
-  ctest_rc=$?
+  # a second copy with each line's arrival time, to see where a degree's minutes go
+  (cd "$build" && ctest -L "^tp$degree\$" -V --stop-time "$stop") 2>&1 | tee -a "$file" |
+    stamp_lines > "$log/tp$degree-stamped.txt"
+  ctest_rc=${PIPESTATUS[0]}
   took=$(($(date +%s) - now))
   cp "$build/Testing/Temporary/LastTest.log" "$log/tp$degree-LastTest.log" 2> /dev/null
   summarize "$degree" "$file" "$took" "$share" "$selected" | tee -a "$log/summary.txt"
