@@ -257,7 +257,7 @@ static void test_block_act_layout(void **state) {
     for (int kb = 0; kb < 2; ++kb) x[r * 256 + kb * 128 + 7] = 448.0f * (float)(1 + r * 2 + kb);
   quant_buf b;
   quant_buf_init(&b, TP_QFMT_FP8_BLOCK, TP_QROLE_ACT, TP_FP8_E4M3, x, TP_FP32, 2, 256, 256);
-  assert_int_equal(b.shape.layout, TP_SCALE_VEC128_F32);
+  assert_int_equal(b.shape.layout, TP_SCALE_VEC);
   assert_int_equal(b.shape.stored, 4);
   quantize_checked(&b);
   const float *s = b.scales;
@@ -278,7 +278,7 @@ static void test_block_weight_layout(void **state) {
       x[(gr * 128 + 5) * cols + gc * 128 + 9] = 448.0f * (float)(1 + gr * 3 + gc);
   quant_buf b;
   quant_buf_init(&b, TP_QFMT_FP8_BLOCK, TP_QROLE_WEIGHT, TP_FP8_E4M3, x, TP_FP32, rows, cols, cols);
-  assert_int_equal(b.shape.layout, TP_SCALE_BLK128_F32);
+  assert_int_equal(b.shape.layout, TP_SCALE_BLK);
   assert_int_equal(b.shape.ld, 4);
   assert_int_equal(b.shape.stored, 8);
   quantize_checked(&b);
