@@ -595,14 +595,19 @@ static long shard_mismatches(const quantizer *qz, tp_quant_format f, tp_shard_la
  * block along it; the other one not a multiple of any block (partial blocks). */
 static void combo_shape(tp_quant_format f, tp_shard_layout l, int tp, int64_t *rows,
                         int64_t *cols) {
-  if (tp_shard_layout_splits_rows(l)) {
-    const int weight_blocks = f == TP_QFMT_FP8_BLOCK && l == TP_SHARD_WEIGHT_ROWS;
-    *rows = (int64_t)tp * (weight_blocks ? 128 : 40);
-    *cols = 200;
-  } else {
-    *rows = 72;
-    *cols = (int64_t)tp * (f == TP_QFMT_FP8_BLOCK ? 128 : f == TP_QFMT_MXFP8 ? 64 : 24);
-  }
+  /* the block along the split, from the format's row: a shard holds whole
+   * blocks, at least 64 elements of them; a whole-dimension or one-row block
+   * (agreed or local anyway) takes 40 rows or 24 columns */
+  const int64_t probe = 1 << 20;
+  tp_scale_shape s;
+  assert_int_equal(tp_quant_scale_shape(f, tp_shard_layout_role(l), probe, probe, &s), TP_OK);
+  const int by_rows = tp_shard_layout_splits_rows(l);
+  const int64_t block = by_rows ? s.block_rows : s.block_cols;
+  int64_t per = block;
+  while (per < 64) per *= 2;
+  if (block == 1 || block == probe) per = by_rows ? 40 : 24;
+  *rows = by_rows ? (int64_t)tp * per : 72;
+  *cols = by_rows ? 200 : (int64_t)tp * per;
 }
 
 /* Random data, then the adversary: the tensor's largest |x| at the last
