@@ -24,6 +24,7 @@ usage: scripts/coverage-table.py COVERAGE_DB
 """
 import pathlib
 import re
+import signal
 import sqlite3
 import sys
 
@@ -239,4 +240,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # a reader that stops early (| head) ends the table quietly, as a shell tool does
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main(sys.argv))
