@@ -72,13 +72,18 @@ summarize() { # degree file seconds share selected
   grep -E '^ *[0-9]+/[0-9]+ Test .*\*\*\*(Failed|Timeout|Exception|Not Run)' "$file" | sed 's/^/    /'
 }
 
-# Each line prefixed with the seconds since the degree began (bash's clock, no extra tool).
+# Each line prefixed with the seconds since the degree began (bash's clock, no extra tool); a
+# last line without a newline (a killed ctest's) is kept, as it came.
 stamp_lines() {
   local t0=${EPOCHREALTIME/./} line cs
   while IFS= read -r line; do
     cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
     printf '%5d.%02d %s\n' $((cs / 100)) $((cs % 100)) "$line"
   done
+  if [ -n "$line" ]; then
+    cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
+    printf '%5d.%02d %s' $((cs / 100)) $((cs % 100)) "$line"
+  fi
 }
 
 # The GPU's utilisation and memory, and the host's load, every 2 s while the tests run.

@@ -57,3 +57,8 @@ add_dependencies(test_front_door tpbench)
 tp_add_cpu_test(test_main_job SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_job.c LIBS tp_store)
 target_compile_definitions(test_main_job PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_main_job tpbench)
+
+# The device scripts' parts that run without a GPU (tests/cpu/device_scripts.sh): device-gpu-tests.sh's
+# time stamps keep every line as it came (skips without python3).
+add_test(NAME device_scripts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/device_scripts.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(device_scripts PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 120)
