@@ -59,6 +59,7 @@ target_compile_definitions(test_main_job PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbe
 add_dependencies(test_main_job tpbench)
 
 # The device scripts' parts that run without a GPU (tests/cpu/device_scripts.sh): device-gpu-tests.sh's
-# time stamps keep every line as it came (skips without python3).
+# time stamps keep every line as it came, exit 1 on a failed test, exit 2 and say why on a folder
+# that is not a build or a bad degree, exit 1 on a degree without tests (skips without python3).
 add_test(NAME device_scripts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/device_scripts.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(device_scripts PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # device_scripts.sh — the device scripts' parts that run without a GPU:
 # scripts/device-gpu-tests.sh's stamp_lines gives each line back exactly after its stamp (a last
-# line without a newline too). Skips (77) where python3 is missing.
+# line without a newline too); the script on a fake build folder (ctest entries that pass and
+# fail, labelled tp2) gives exit 1 on a failure, its summary and a stamped copy of ctest's output;
+# a folder that is not a build, a build without the degree's tests and a bad degree exit non-zero
+# and say why; no run leaves a process or its temporary folder behind. Skips (77) where python3
+# or ctest is missing.
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
 repo=${1:?usage: device_scripts.sh REPO_ROOT}
 gpu_tests=$repo/scripts/device-gpu-tests.sh
-command -v python3 > /dev/null || { echo "python3 missing: skipped"; exit 77; }
+for tool in python3 ctest; do
+  command -v "$tool" > /dev/null || { echo "$tool missing: skipped"; exit 77; }
+done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 failures=0
@@ -30,6 +36,78 @@ grep -qvE '^ {0,4}[0-9]+\.[0-9]{2} ' "$scratch/stamped.txt" &&
 sed 's/^.\{9\}//' "$scratch/stamped.txt" > "$scratch/back.txt" # (cut would add a newline)
 cmp -s "$scratch/in.txt" "$scratch/back.txt" ||
   fail "stamp_lines: the text after the stamps differs from the input: $(cmp "$scratch/in.txt" "$scratch/back.txt" 2>&1)"
+
+# 2. device-gpu-tests.sh on fake build folders (no GPU: nvidia-smi's errors land in its logs)
+# fake_build DIR ENTRY...: a folder ctest reads, each ENTRY "NAME LABEL EXIT" a test printing a
+# line with a backslash and a percent sign and exiting EXIT
+fake_build() {
+  local dir=$1 name label code
+  shift
+  mkdir -p "$dir"
+  echo "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" > "$dir/CMakeCache.txt"
+  : > "$dir/CTestTestfile.cmake"
+  for entry in "$@"; do
+    read -r name label code <<< "$entry"
+    printf 'add_test(%s "sh" "-c" "echo %s says back\\\\slash 100%%%%; exit %s")\n' \
+      "$name" "$name" "$code" >> "$dir/CTestTestfile.cmake"
+    printf 'set_tests_properties(%s PROPERTIES LABELS "%s")\n' "$name" "$label" \
+      >> "$dir/CTestTestfile.cmake"
+  done
+}
+# gpu_tests_run NAME BUILD DEGREES: runs the script with its own OUT and TMPDIR; rc, stdout and
+# stderr in $scratch/NAME.{rc,out,err}; fails the check if it left a process or a folder behind
+gpu_tests_run() {
+  local name=$1 tmp=$scratch/$1.tmp
+  mkdir -p "$tmp"
+  OUT=$scratch/$name.outdir TMPDIR=$tmp GPU_TESTS_BUDGET_S=120 \
+    timeout 100 bash "$gpu_tests" "$2" "$3" > "$scratch/$name.out" 2> "$scratch/$name.err"
+  echo $? > "$scratch/$name.rc"
+  sleep 0.2
+  if pgrep -f "device-gpu-tests.sh $2" > /dev/null; then
+    fail "$name: a process of the script is still running: $(pgrep -af "device-gpu-tests.sh $2")"
+    pkill -f "device-gpu-tests.sh $2"
+  fi
+  [ -z "$(ls -A "$tmp")" ] || fail "$name: left its temporary folder: $(ls "$tmp")"
+}
+rc_of() { cat "$scratch/$1.rc"; }
+
+fake_build "$scratch/good" "t_one_tp2_shared tp2 0" "t_two_tp2_shared tp2 0" "t_tp4_shared tp4 0"
+gpu_tests_run good "$scratch/good" 2
+[ "$(rc_of good)" = 0 ] || fail "good: exit $(rc_of good), not 0: $(cat "$scratch/good.out" "$scratch/good.err")"
+grep -q '^TP 2: 2 selected: 2 passed, 0 failed, 0 timed out, 0 skipped, 0 not run;' "$scratch/good.out" ||
+  fail "good: no summary line of 2 passed: $(cat "$scratch/good.out")"
+if tar xzf "$scratch/good.outdir/gpu-tests.tgz" -C "$scratch/good.outdir"; then
+  logs=$scratch/good.outdir/gpu-tests
+  sed 's/^.\{9\}//' "$logs/tp2-stamped.txt" | cmp -s - <(tail -n +2 "$logs/tp2.txt") ||
+    fail "good: tp2-stamped.txt is not tp2.txt's ctest output, stamped"
+  grep -q 'says back\\slash 100%' "$logs/tp2.txt" || fail "good: the tests' output is not in tp2.txt"
+  [ -e "$logs/load.txt" ] || fail "good: no load.txt"
+else
+  fail "good: no gpu-tests.tgz"
+fi
+
+fake_build "$scratch/bad" "t_ok_tp2_shared tp2 0" "t_failing_tp2_shared tp2 1"
+gpu_tests_run bad "$scratch/bad" 2
+[ "$(rc_of bad)" = 1 ] || fail "bad: a failing test gives exit $(rc_of bad), not 1"
+grep -q '^TP 2: 2 selected: 1 passed, 1 failed' "$scratch/bad.out" ||
+  fail "bad: no summary line of 1 failed: $(cat "$scratch/bad.out")"
+
+gpu_tests_run nobuild "$scratch/no-such-build" 2
+[ "$(rc_of nobuild)" = 2 ] || fail "nobuild: a missing build folder gives exit $(rc_of nobuild), not 2"
+grep -q 'not a build folder' "$scratch/nobuild.err" ||
+  fail "nobuild: no message saying why: $(cat "$scratch/nobuild.err")"
+
+gpu_tests_run notests "$scratch/good" 8
+[ "$(rc_of notests)" = 1 ] || fail "notests: a degree without tests gives exit $(rc_of notests), not 1"
+grep -q '^TP 8: no test labelled tp8' "$scratch/notests.out" ||
+  fail "notests: no line saying TP 8 has no tests: $(cat "$scratch/notests.out")"
+
+for degree in 3 "2 x" 16 ","; do
+  gpu_tests_run baddegree "$scratch/good" "$degree"
+  [ "$(rc_of baddegree)" = 2 ] || fail "degree '$degree': exit $(rc_of baddegree), not 2"
+  grep -q "degree.* '[^']*': each one of 2, 4, 8" "$scratch/baddegree.err" ||
+    fail "degree '$degree': no message saying why: $(cat "$scratch/baddegree.err")"
+done
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device scripts: all checks passed"
