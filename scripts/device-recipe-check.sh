@@ -19,8 +19,10 @@
 #
 # usage: scripts/device-recipe-check.sh OLD_BUILD NEW_BUILD
 #   SERIAL=1           run the old and new sides one after the other (default: at once)
-#   PARTS="tests runs" the parts to run (tests: 1, runs: 2; default both); 3 compares whatever
-#                      the parts left in $OUT/recipe-check (a second call may add the other part)
+#   PARTS="tests runs" the parts to run, space- or comma-separated (tests: 1, runs: 2; default
+#                      both; another word exits 2); 3 compares the parts this call ran and says
+#                      which did not run (each call writes its own $OUT/recipe-check.tgz: a
+#                      second call with the same OUT replaces the first's)
 #   TESTS_EXCLUDE=RE   GPU tests left out (default '^gpu_quant$': the quantizer's own
 #                      test, 2 of the suite's 3.5 minutes, code issue 29 does not touch)
 set -uo pipefail
@@ -29,6 +31,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 usage="usage: device-recipe-check.sh OLD_BUILD NEW_BUILD"
 old=${1:?$usage}
 new=${2:?$usage}
+parts=${PARTS:-tests runs}
+read -ra part_list <<< "${parts//,/ }"
+if ((${#part_list[@]} == 0)); then
+  echo "device-recipe-check.sh: PARTS='$parts' names no part (tests, runs)" >&2
+  exit 2
+fi
+parts=" ${part_list[*]} "
+for part in "${part_list[@]}"; do
+  case $part in
+    tests | runs) ;;
+    *)
+      echo "device-recipe-check.sh: PARTS: '$part' is not a part (tests, runs)" >&2
+      exit 2
+      ;;
+  esac
+done
 for b in "$old" "$new"; do [ -x "$b/tpbench" ] || { echo "no tpbench in $b" >&2; exit 2; }; done
 old=$(realpath "$old")
 new=$(realpath "$new")
@@ -78,7 +96,6 @@ gpu_tests() { # $1: plain or shared
     > "$work/gpu-$mode-$SIDE.log" 2>&1
   echo "gpu tests ($mode, $SIDE) exit $?"
 }
-parts=" ${PARTS:-tests runs} "
 if [[ $parts = *" tests "* ]]; then
   both gpu_tests plain
   both gpu_tests shared

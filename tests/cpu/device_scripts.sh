@@ -4,12 +4,14 @@
 # line without a newline too); the script on a fake build folder (ctest entries that pass and
 # fail, labelled tp2) gives exit 1 on a failure, its summary and a stamped copy of ctest's output;
 # a folder that is not a build, a build without the degree's tests and a bad degree exit non-zero
-# and say why; no run leaves a process or its temporary folder behind. Skips (77) where python3
+# and say why; no run leaves a process or its temporary folder behind. scripts/device-recipe-check.sh
+# refuses a PARTS word it does not know (exit 2, before running anything). Skips (77) where python3
 # or ctest is missing.
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
 repo=${1:?usage: device_scripts.sh REPO_ROOT}
 gpu_tests=$repo/scripts/device-gpu-tests.sh
+recipe_check=$repo/scripts/device-recipe-check.sh
 for tool in python3 ctest; do
   command -v "$tool" > /dev/null || { echo "$tool missing: skipped"; exit 77; }
 done
@@ -108,6 +110,30 @@ for degree in 3 "2 x" 16 ","; do
   grep -q "degree.* '[^']*': each one of 2, 4, 8" "$scratch/baddegree.err" ||
     fail "degree '$degree': no message saying why: $(cat "$scratch/baddegree.err")"
 done
+
+# 3. device-recipe-check.sh's PARTS: a word it does not know stops it before anything runs
+for side in old new; do
+  mkdir -p "$scratch/rc-$side"
+  printf '#!/bin/sh\necho "tpbench stub: $*" >> "%s/rc-ran"\nexit 1\n' "$scratch" \
+    > "$scratch/rc-$side/tpbench"
+  chmod +x "$scratch/rc-$side/tpbench"
+done
+for parts in bogus "tests,bogus" "run" " "; do
+  rm -rf "$scratch/rc-out" "$scratch/rc-ran"
+  PARTS=$parts OUT=$scratch/rc-out timeout 60 bash "$recipe_check" "$scratch/rc-old" \
+    "$scratch/rc-new" > "$scratch/rc.out" 2> "$scratch/rc.err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "PARTS='$parts': exit $rc, not 2: $(cat "$scratch/rc.out" "$scratch/rc.err")"
+  grep -q "PARTS" "$scratch/rc.err" || fail "PARTS='$parts': no message saying why: $(cat "$scratch/rc.err")"
+  [ ! -e "$scratch/rc-ran" ] && [ ! -e "$scratch/rc-out" ] || fail "PARTS='$parts': it ran something"
+done
+# ... and PARTS=runs runs the runs (a stub that fails them) and no GPU test
+rm -rf "$scratch/rc-out" "$scratch/rc-ran"
+PARTS=runs OUT=$scratch/rc-out timeout 60 bash "$recipe_check" "$scratch/rc-old" "$scratch/rc-new" \
+  > "$scratch/rc.out" 2> "$scratch/rc.err"
+grep -q '^tpbench stub: ops' "$scratch/rc-ran" 2> /dev/null || fail "PARTS=runs: tpbench ops did not run"
+grep -q '^plain: the GPU tests did not run' "$scratch/rc.out" ||
+  fail "PARTS=runs: the comparison does not say the GPU tests did not run: $(cat "$scratch/rc.out")"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device scripts: all checks passed"
