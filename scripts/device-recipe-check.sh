@@ -168,9 +168,13 @@ def test_outputs(log):
 
 print("== GPU tests: old against new (output masked) ==")
 for mode in ("plain", "shared"):
-    logs = [os.path.join(work, f"gpu-{mode}-{side}.log") for side in ("old", "new")]
-    if not all(os.path.exists(p) for p in logs):
-        print(f"{mode}: the GPU tests did not run in this part")
+    missing = [side for side in ("old", "new")
+               if not os.path.exists(os.path.join(work, f"gpu-{mode}-{side}.log"))]
+    if len(missing) == 2:
+        print(f"{mode}: the GPU tests did not run in this call")
+        continue
+    if missing:
+        print(f"{mode}: MISSING: no {missing[0]} side's log (gpu-{mode}-{missing[0]}.log)")
         continue
     o = test_outputs(os.path.join(work, f"gpu-{mode}-old.log"))
     n = test_outputs(os.path.join(work, f"gpu-{mode}-new.log"))
@@ -206,18 +210,27 @@ QUERIES = {
 def rows(db, sql):
     con = sqlite3.connect(db)
     try:
-        # 12 digits: the GPU sums a check's squared errors with atomicAdd across warps
+        # rel_err to 12 digits: the GPU sums a check's squared errors with atomicAdd across warps
         # (kernels/tp_copy.cu, compare_kernel), so two runs of the same bits may differ in the
-        # last few of a double's 17; counts and maxima are exact
-        return [tuple("%.12g" % v if isinstance(v, float) else v for v in r) for r in con.execute(sql)]
+        # last few of a double's 17; every other value (counts, maxima, tolerances, bytes, some
+        # of them stored as floats) is compared whole
+        cur = con.execute(sql)
+        rounded = [d[0] == "rel_err" for d in cur.description]
+        return [tuple("%.12g" % v if r and isinstance(v, float) else "%.17g" % v if isinstance(v, float)
+                      else v for r, v in zip(rounded, row)) for row in cur]
     finally:
         con.close()
 
 print("\n== ops and run: old against new (timings left out) ==")
 for name in ("ops-tp1", "ops-tp2", "run-tp1", "run-tp2", "trace"):
     dbs = [os.path.join(work, f"{side}-{name}.db") for side in ("old", "new")]
-    if not all(os.path.exists(d) for d in dbs):
-        print(f"{name}: a database is missing")
+    missing = [side for side, d in zip(("old", "new"), dbs) if not os.path.exists(d)]
+    if len(missing) == 2:
+        print(f"{name}: not run in this call (no database on either side)")
+        continue
+    if missing:
+        print(f"{name}: MISSING: no {missing[0]} side's database ({missing[0]}-{name}.db; "
+              f"its log: {missing[0]}-{name}.log)")
         continue
     statuses = rows(dbs[1], "select status, count(*) from configs group by status")
     print(f"{name}: new configs " + ", ".join(f"{s} {n}" for s, n in statuses))

@@ -5,7 +5,9 @@
 # fail, labelled tp2) gives exit 1 on a failure, its summary and a stamped copy of ctest's output;
 # a folder that is not a build, a build without the degree's tests and a bad degree exit non-zero
 # and say why; no run leaves a process or its temporary folder behind. scripts/device-recipe-check.sh
-# refuses a PARTS word it does not know (exit 2, before running anything). Skips (77) where python3
+# refuses a PARTS word it does not know (exit 2, before running anything); its comparison (the
+# python of step 3) reads rel_err to 12 digits and every other value whole (a count or a byte
+# total stored as a float, a maximum), and names the side whose log or database is missing. Skips (77) where python3
 # or ctest is missing.
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
@@ -125,7 +127,7 @@ for parts in bogus "tests,bogus" "run" " "; do
   rc=$?
   [ "$rc" = 2 ] || fail "PARTS='$parts': exit $rc, not 2: $(cat "$scratch/rc.out" "$scratch/rc.err")"
   grep -q "PARTS" "$scratch/rc.err" || fail "PARTS='$parts': no message saying why: $(cat "$scratch/rc.err")"
-  [ ! -e "$scratch/rc-ran" ] && [ ! -e "$scratch/rc-out" ] || fail "PARTS='$parts': it ran something"
+  if [ -e "$scratch/rc-ran" ] || [ -e "$scratch/rc-out" ]; then fail "PARTS='$parts': it ran something"; fi
 done
 # ... and PARTS=runs runs the runs (a stub that fails them) and no GPU test
 rm -rf "$scratch/rc-out" "$scratch/rc-ran"
@@ -134,6 +136,65 @@ PARTS=runs OUT=$scratch/rc-out timeout 60 bash "$recipe_check" "$scratch/rc-old"
 grep -q '^tpbench stub: ops' "$scratch/rc-ran" 2> /dev/null || fail "PARTS=runs: tpbench ops did not run"
 grep -q '^plain: the GPU tests did not run' "$scratch/rc.out" ||
   fail "PARTS=runs: the comparison does not say the GPU tests did not run: $(cat "$scratch/rc.out")"
+
+# 4. the comparison, on folders made here
+sed -n "/^python3 - \"\$work\" << 'PY'\$/,/^PY\$/p" "$recipe_check" | sed '1d;$d' > "$scratch/compare.py"
+[ -s "$scratch/compare.py" ] || fail "no comparison heredoc in device-recipe-check.sh"
+# make_db PATH REL_ERR MAX_ABS_ERR BYTES_MOVED ELEMENTS: one configuration with a check and a result
+make_db() {
+  python3 - "$@" << 'PY'
+import sqlite3, sys
+path, rel, mae, moved, elements = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+c = sqlite3.connect(path)
+c.executescript("""
+create table configs (id integer primary key, config_key text, status text, reason text);
+create table schedules (config_id int, seq int, op text, schedule text, engine text, chunks int, reason text);
+create table checks (config_id int, seq int, output text, rule text, status text, elements int, nonfinite int,
+                     differ int, rel_err real, max_abs_err real, tolerance real, reason text);
+create table results (config_id int, numerics text, numerics_reason text, rel_err real, max_abs_err real,
+                      fused int, bytes_moved real, workspace_bytes int, alloc_peak_bytes int);
+create table traces (config_id int, evidence text, evidence_message text);
+insert into configs values (1, 'kind=op;tp=2', 'ok', null);
+""")
+c.execute("insert into checks values (1, 0, 'y', 'vs fp64', 'ok', ?, 0, 0, ?, ?, 0.01, null)", (elements, rel, mae))
+c.execute("insert into results values (1, 'ok', null, ?, ?, 1, ?, 0, 0)", (rel, mae, moved))
+c.commit()
+PY
+}
+cmp_dir=$scratch/cmp
+mkdir -p "$cmp_dir"
+# ops-tp1: rel_err differs in its 16th digit only (atomicAdd's order): the same
+make_db "$cmp_dir/old-ops-tp1.db" 0.0123456789012345 0.5 786432 1024
+make_db "$cmp_dir/new-ops-tp1.db" 0.0123456789012347 0.5 786432 1024
+# ops-tp2: a byte total stored as a float, 1e13 against 1e13 + 1: differs
+make_db "$cmp_dir/old-ops-tp2.db" 0.01 0.5 10000000000000 1024
+make_db "$cmp_dir/new-ops-tp2.db" 0.01 0.5 10000000000001 1024
+# run-tp1: a maximum differing in its 14th digit: differs
+make_db "$cmp_dir/old-run-tp1.db" 0.01 0.12345678901234 786432 1024
+make_db "$cmp_dir/new-run-tp1.db" 0.01 0.12345678901237 786432 1024
+# run-tp2: a count: differs; trace: the old side's database is missing
+make_db "$cmp_dir/old-run-tp2.db" 0.01 0.5 786432 1024
+make_db "$cmp_dir/new-run-tp2.db" 0.01 0.5 786432 1025
+make_db "$cmp_dir/new-trace.db" 0.01 0.5 786432 1024
+# the GPU tests: plain ran on the new side only
+echo "1: hello" > "$cmp_dir/gpu-plain-new.log"
+python3 "$scratch/compare.py" "$cmp_dir" > "$scratch/cmp.out" 2>&1 || fail "the comparison failed: $(cat "$scratch/cmp.out")"
+section() { sed -n "/^$1:/,/^[a-z0-9-]*:/p" "$scratch/cmp.out"; }
+section ops-tp1 | grep -qE '^  checks +same' ||
+  fail "rel_err differing in its 16th digit reads as a difference: $(section ops-tp1)"
+section ops-tp1 | grep -qE '^  numerics +same' ||
+  fail "rel_err differing in its 16th digit reads as a difference: $(section ops-tp1)"
+section ops-tp2 | grep -qE '^  numerics +DIFFERS' ||
+  fail "bytes_moved 1e13 against 1e13 + 1 reads the same: $(section ops-tp2)"
+section run-tp1 | grep -qE '^  checks +DIFFERS' ||
+  fail "max_abs_err differing in its 14th digit reads the same: $(section run-tp1)"
+section run-tp2 | grep -qE '^  checks +DIFFERS' || fail "elements 1024 against 1025 reads the same: $(section run-tp2)"
+grep -q '^trace: MISSING: no old side' "$scratch/cmp.out" ||
+  fail "a database missing on one side is not named: $(grep '^trace' "$scratch/cmp.out")"
+grep -q '^plain: MISSING: no old side' "$scratch/cmp.out" ||
+  fail "a GPU log missing on one side is not named: $(grep '^plain' "$scratch/cmp.out")"
+grep -q '^shared: the GPU tests did not run' "$scratch/cmp.out" ||
+  fail "GPU tests run on neither side are not said so: $(grep '^shared' "$scratch/cmp.out")"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device scripts: all checks passed"
