@@ -69,7 +69,7 @@ gpu_tests_run() {
   sleep 0.2
   if pgrep -f "device-gpu-tests.sh $2" > /dev/null; then
     fail "$name: a process of the script is still running: $(pgrep -af "device-gpu-tests.sh $2")"
-    pkill -f "device-gpu-tests.sh $2"
+    pgrep -f "device-gpu-tests.sh $2" | xargs -r kill
   fi
   [ -z "$(ls -A "$tmp")" ] || fail "$name: left its temporary folder: $(ls "$tmp")"
 }
