@@ -18,7 +18,8 @@
 # usage: scripts/device-gpu-tests.sh BUILD_DIR [DEGREES]
 #   DEGREES: 2, 4 and/or 8, space- or comma-separated [default: "2 4 8"]
 #   after a build in the same device command, leave it room: GPU_TESTS_BUDGET_S=$((540 - SECONDS))
-#   exit: 0 when every selected test passed or skipped, 1 otherwise (failed, timed out, not run)
+#   exit: 0 when every selected test passed or skipped, 1 otherwise (failed, timed out, not run,
+#   a degree without tests), 2 on bad usage (a degree not 2, 4 or 8, a folder that is not a build)
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,6 +27,24 @@ build=${1:?usage: device-gpu-tests.sh BUILD_DIR [DEGREES]}
 degrees=${2:-2 4 8}
 degrees=${degrees//,/ }
 budget=${GPU_TESTS_BUDGET_S:-480}
+read -ra asked <<< "$degrees"
+if ((${#asked[@]} == 0)); then
+  echo "device-gpu-tests.sh: no degree in '$2': each one of 2, 4, 8" >&2
+  exit 2
+fi
+for degree in "${asked[@]}"; do
+  case $degree in
+    2 | 4 | 8) ;;
+    *)
+      echo "device-gpu-tests.sh: degree '$degree': each one of 2, 4, 8" >&2
+      exit 2
+      ;;
+  esac
+done
+if [ ! -f "$build/CTestTestfile.cmake" ]; then
+  echo "device-gpu-tests.sh: $build is not a build folder (no CTestTestfile.cmake)" >&2
+  exit 2
+fi
 out=${OUT:-/tmp/tpbench-out}
 # the logs live outside $OUT (which brings back a few files only) and travel in one tarball
 work=$(mktemp -d "${TMPDIR:-/tmp}/tpbench-gpu-tests.XXXXXX")
@@ -36,16 +55,6 @@ tp_device_checkout_at_build_path "$build"
 build=$(cd "$build" && pwd)
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$log/host.txt" 2>&1
 
-read -ra asked <<< "$degrees"
-for degree in "${asked[@]}"; do
-  case $degree in
-    2 | 4 | 8) ;;
-    *)
-      echo "device-gpu-tests.sh: degree '$degree': each one of 2, 4, 8" >&2
-      exit 2
-      ;;
-  esac
-done
 
 # The tests ctest selects for label tpN (one name per line).
 selected_tests() {
@@ -72,13 +81,18 @@ summarize() { # degree file seconds share selected
   grep -E '^ *[0-9]+/[0-9]+ Test .*\*\*\*(Failed|Timeout|Exception|Not Run)' "$file" | sed 's/^/    /'
 }
 
-# Each line prefixed with the seconds since the degree began (bash's clock, no extra tool).
+# Each line prefixed with the seconds since the degree began (bash's clock, no extra tool); a
+# last line without a newline (a killed ctest's) is kept, as it came.
 stamp_lines() {
   local t0=${EPOCHREALTIME/./} line cs
   while IFS= read -r line; do
     cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
     printf '%5d.%02d %s\n' $((cs / 100)) $((cs % 100)) "$line"
   done
+  if [ -n "$line" ]; then
+    cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
+    printf '%5d.%02d %s' $((cs / 100)) $((cs % 100)) "$line"
+  fi
 }
 
 # The GPU's utilisation and memory, and the host's load, every 2 s while the tests run.
@@ -103,6 +117,12 @@ for ((i = 0; i < ${#todo[@]}; ++i)); do
   share=$(((deadline - now) / (${#todo[@]} - i)))
   file=$log/tp$degree.txt
   selected=$(selected_tests "$degree" | tee "$log/tp$degree-tests.txt" | wc -l)
+  if ((selected == 0)); then
+    echo "TP $degree: no test labelled tp$degree in $build (a build without CUDA?)" |
+      tee -a "$log/summary.txt"
+    rc=1
+    continue
+  fi
   if ((share < 30)); then
     echo "TP $degree: $selected selected, not started: ${share} s left of the ${budget} s budget" |
       tee -a "$log/summary.txt"

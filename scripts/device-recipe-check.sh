@@ -19,8 +19,10 @@
 #
 # usage: scripts/device-recipe-check.sh OLD_BUILD NEW_BUILD
 #   SERIAL=1           run the old and new sides one after the other (default: at once)
-#   PARTS="tests runs" the parts to run (tests: 1, runs: 2; default both); 3 compares whatever
-#                      the parts left in $OUT/recipe-check (a second call may add the other part)
+#   PARTS="tests runs" the parts to run, space- or comma-separated (tests: 1, runs: 2; default
+#                      both; another word exits 2); 3 compares the parts this call ran and says
+#                      which did not run (each call writes its own $OUT/recipe-check.tgz: a
+#                      second call with the same OUT replaces the first's)
 #   TESTS_EXCLUDE=RE   GPU tests left out (default '^gpu_quant$': the quantizer's own
 #                      test, 2 of the suite's 3.5 minutes, code issue 29 does not touch)
 set -uo pipefail
@@ -29,6 +31,22 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 usage="usage: device-recipe-check.sh OLD_BUILD NEW_BUILD"
 old=${1:?$usage}
 new=${2:?$usage}
+parts=${PARTS:-tests runs}
+read -ra part_list <<< "${parts//,/ }"
+if ((${#part_list[@]} == 0)); then
+  echo "device-recipe-check.sh: PARTS='$parts' names no part (tests, runs)" >&2
+  exit 2
+fi
+parts=" ${part_list[*]} "
+for part in "${part_list[@]}"; do
+  case $part in
+    tests | runs) ;;
+    *)
+      echo "device-recipe-check.sh: PARTS: '$part' is not a part (tests, runs)" >&2
+      exit 2
+      ;;
+  esac
+done
 for b in "$old" "$new"; do [ -x "$b/tpbench" ] || { echo "no tpbench in $b" >&2; exit 2; }; done
 old=$(realpath "$old")
 new=$(realpath "$new")
@@ -78,7 +96,6 @@ gpu_tests() { # $1: plain or shared
     > "$work/gpu-$mode-$SIDE.log" 2>&1
   echo "gpu tests ($mode, $SIDE) exit $?"
 }
-parts=" ${PARTS:-tests runs} "
 if [[ $parts = *" tests "* ]]; then
   both gpu_tests plain
   both gpu_tests shared
@@ -151,9 +168,13 @@ def test_outputs(log):
 
 print("== GPU tests: old against new (output masked) ==")
 for mode in ("plain", "shared"):
-    logs = [os.path.join(work, f"gpu-{mode}-{side}.log") for side in ("old", "new")]
-    if not all(os.path.exists(p) for p in logs):
-        print(f"{mode}: the GPU tests did not run in this part")
+    missing = [side for side in ("old", "new")
+               if not os.path.exists(os.path.join(work, f"gpu-{mode}-{side}.log"))]
+    if len(missing) == 2:
+        print(f"{mode}: the GPU tests did not run in this call")
+        continue
+    if missing:
+        print(f"{mode}: MISSING: no {missing[0]} side's log (gpu-{mode}-{missing[0]}.log)")
         continue
     o = test_outputs(os.path.join(work, f"gpu-{mode}-old.log"))
     n = test_outputs(os.path.join(work, f"gpu-{mode}-new.log"))
@@ -189,18 +210,27 @@ QUERIES = {
 def rows(db, sql):
     con = sqlite3.connect(db)
     try:
-        # 12 digits: the GPU sums a check's squared errors with atomicAdd across warps
+        # rel_err to 12 digits: the GPU sums a check's squared errors with atomicAdd across warps
         # (kernels/tp_copy.cu, compare_kernel), so two runs of the same bits may differ in the
-        # last few of a double's 17; counts and maxima are exact
-        return [tuple("%.12g" % v if isinstance(v, float) else v for v in r) for r in con.execute(sql)]
+        # last few of a double's 17; every other value (counts, maxima, tolerances, bytes, some
+        # of them stored as floats) is compared whole
+        cur = con.execute(sql)
+        rounded = [d[0] == "rel_err" for d in cur.description]
+        return [tuple("%.12g" % v if r and isinstance(v, float) else "%.17g" % v if isinstance(v, float)
+                      else v for r, v in zip(rounded, row)) for row in cur]
     finally:
         con.close()
 
 print("\n== ops and run: old against new (timings left out) ==")
 for name in ("ops-tp1", "ops-tp2", "run-tp1", "run-tp2", "trace"):
     dbs = [os.path.join(work, f"{side}-{name}.db") for side in ("old", "new")]
-    if not all(os.path.exists(d) for d in dbs):
-        print(f"{name}: a database is missing")
+    missing = [side for side, d in zip(("old", "new"), dbs) if not os.path.exists(d)]
+    if len(missing) == 2:
+        print(f"{name}: not run in this call (no database on either side)")
+        continue
+    if missing:
+        print(f"{name}: MISSING: no {missing[0]} side's database ({missing[0]}-{name}.db; "
+              f"its log: {missing[0]}-{name}.log)")
         continue
     statuses = rows(dbs[1], "select status, count(*) from configs group by status")
     print(f"{name}: new configs " + ", ".join(f"{s} {n}" for s, n in statuses))

@@ -57,3 +57,11 @@ add_dependencies(test_front_door tpbench)
 tp_add_cpu_test(test_main_job SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_job.c LIBS tp_store)
 target_compile_definitions(test_main_job PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_main_job tpbench)
+
+# The device scripts' parts that run without a GPU (tests/cpu/device_scripts.sh): device-gpu-tests.sh's
+# time stamps keep every line as it came, exit 1 on a failed test, exit 2 and say why on a folder
+# that is not a build or a bad degree, exit 1 on a degree without tests; device-recipe-check.sh
+# refuses an unknown PARTS word, its comparison rounds rel_err only and names a missing side
+# (skips without python3 or ctest).
+add_test(NAME device_scripts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/device_scripts.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(device_scripts PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 120)
