@@ -31,7 +31,7 @@
  * them (amax agreed where a scale spans ranks, then quantized), moves the
  * fp8 payload with its scales, places the scales (and the wgrad's column
  * pieces) in the whole's layout and runs cuBLASLt's scaled GEMMs; the
- * formats are rows of it (tp_quant.h's format table).
+ * formats are rows of it (tp_quant.h's formats).
  */
 #ifndef TP_RECIPE_H
 #define TP_RECIPE_H

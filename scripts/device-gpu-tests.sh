@@ -84,13 +84,13 @@ summarize() { # degree file seconds share selected
 # Each line prefixed with the seconds since the degree began (bash's clock, no extra tool); a
 # last line without a newline (a killed ctest's) is kept, as it came.
 stamp_lines() {
-  local t0=${EPOCHREALTIME/./} line cs
+  local t0=${EPOCHREALTIME//[!0-9]/} line cs
   while IFS= read -r line; do
-    cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
+    cs=$(((${EPOCHREALTIME//[!0-9]/} - t0) / 10000))
     printf '%5d.%02d %s\n' $((cs / 100)) $((cs % 100)) "$line"
   done
   if [ -n "$line" ]; then
-    cs=$(((${EPOCHREALTIME/./} - t0) / 10000))
+    cs=$(((${EPOCHREALTIME//[!0-9]/} - t0) / 10000))
     printf '%5d.%02d %s' $((cs / 100)) $((cs % 100)) "$line"
   fi
 }
