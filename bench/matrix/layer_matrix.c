@@ -1135,11 +1135,38 @@ static int configuration_width(const tp_layer_matrix *m) {
   return width;
 }
 
+/* Widths of the columns a value can outgrow: at least the usual ones (a model name past 11,
+ * a tp or dp past 999) so that the columns after them stay in line. */
+typedef struct matrix_widths {
+  int model, layer, tp, dp;
+} matrix_widths;
+
+static int digits(long long v) {
+  int n = 1;
+  for (; v >= 10 || v <= -10; v /= 10) ++n;
+  return v < 0 ? n + 1 : n;
+}
+
+static int at_least(int width, int len) { return len > width ? len : width; }
+
+static matrix_widths matrix_column_widths(const tp_layer_matrix *m) {
+  matrix_widths w = {11, 9, 3, 3};
+  for (int i = 0; i < m->n_configs; ++i) {
+    const tp_config_axes *a = &m->configs[i].axes;
+    w.model = at_least(w.model, (int)strlen(a->model));
+    w.layer = at_least(w.layer, (int)strlen(a->op_or_layer));
+    w.tp = at_least(w.tp, digits(a->tp));
+    w.dp = at_least(w.dp, digits(m->cases[m->configs[i].case_index].dp));
+  }
+  return w;
+}
+
 void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
   const int width = configuration_width(m);
-  fprintf(out, "%-5s %-11s %-9s %3s %3s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10s  %s\n",
-          "case", "model", "layer", "tp", "dp", "BxS", "tokens", "dtype", "sp", "pass", "graph",
-          "saved", "ac", width, "configuration", "GFLOP", "status");
+  const matrix_widths w = matrix_column_widths(m);
+  fprintf(out, "%-5s %-*s %-*s %*s %*s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10s  %s\n",
+          "case", w.model, "model", w.layer, "layer", w.tp, "tp", w.dp, "dp", "BxS", "tokens",
+          "dtype", "sp", "pass", "graph", "saved", "ac", width, "configuration", "GFLOP", "status");
   int plan_time = 0;
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_layer_config *cfg = &m->configs[i];
@@ -1164,11 +1191,11 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
       snprintf(among, sizeof among, " (replayed among %s tokens)", a->graph_sizes);
     if (at_plan || (!cfg->rejected && a->graph_sizes)) note = among;
     fprintf(out,
-            "%-5d %-11s %-9s %3d %3d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10.1f  %s%s\n",
-            cfg->case_index, a->model, a->op_or_layer, a->tp, c->dp, bxs, (long long)a->tokens,
-            a->dtype, a->sp ? "on" : "off", a->pass, tp_layer_graph_name(c),
-            a->save_gathered ? "on" : "off", tp_ac_name(c->ac), width, what, cfg->flops / 1e9,
-            status, note);
+            "%-5d %-*s %-*s %*d %*d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10.1f  %s%s\n",
+            cfg->case_index, w.model, a->model, w.layer, a->op_or_layer, w.tp, a->tp, w.dp, c->dp,
+            bxs, (long long)a->tokens, a->dtype, a->sp ? "on" : "off", a->pass,
+            tp_layer_graph_name(c), a->save_gathered ? "on" : "off", tp_ac_name(c->ac), width, what,
+            cfg->flops / 1e9, status, note);
   }
   fprintf(out,
           "%d cases, %d configurations: %d to run, %d rejected, %d planned (host of %d GPUs)\n",

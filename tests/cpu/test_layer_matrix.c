@@ -826,6 +826,37 @@ static void test_symm_axis(void **state) {
   expect_usage("symm=nccl,nccl", "axis symm: 'nccl' is listed twice");
 }
 
+/* A tp past 999 (or a long model name) widens its column, header and rows alike: the columns
+ * after it stay in line (a fixed width of 3 pushed every row of `--gpus 4096` one out). */
+static void test_wide_values_keep_columns_in_line(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  one_case(spec_with("model=debug", "layer=ffn", "seqlen=2048", "pass=fwd", "graph=off", "tp=4096",
+                     NULL),
+           4096, &m);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  tp_layer_matrix_print(&m, 4096, f);
+  fclose(f);
+  /* the header's "BxS" starts where each row's "1x2048" does */
+  const char *eol = strchr(text, '\n');
+  assert_non_null(eol);
+  const long header_bxs = (long)(strstr(text, "BxS") - text);
+  const char *row = eol + 1;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const char *bxs = strstr(row, " 1x2048 ");
+    const char *row_end = strchr(row, '\n');
+    assert_true(bxs && row_end && bxs < row_end);
+    assert_int_equal((long)(bxs + 1 - row), header_bxs);
+    assert_non_null(strstr(row, " 4096 "));
+    row = row_end + 1;
+  }
+  free(text);
+  tp_layer_matrix_free(&m);
+}
+
 /* `run` drops the planned configurations (listing each) and keeps the rest
  * with their cases renumbered: the 2 x 2 mesh goes on a host of 2, every ac
  * mode stays. */
@@ -1218,6 +1249,7 @@ int main(void) {
       cmocka_unit_test(test_dist_gemm_rules),
       cmocka_unit_test(test_empty_spec_is_usage),
       cmocka_unit_test(test_chunks_and_schedules),
+      cmocka_unit_test(test_wide_values_keep_columns_in_line),
       cmocka_unit_test(test_stock_axis),
       cmocka_unit_test(test_symm_axis),
       cmocka_unit_test(test_tp_default_and_list),
