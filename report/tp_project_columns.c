@@ -16,34 +16,9 @@
 
 #include "report/tp_project_internal.h"
 #include "report/tp_report_util.h"
+#include "report/tp_table_cell.h"
 
 static const double MIB = 1048576.0;
-
-typedef enum { PCELL_NONE, PCELL_TEXT, PCELL_NUM, PCELL_INT } pcell_type;
-
-/* One value of one row: text, number (NaN: none) or integer. */
-typedef struct {
-  pcell_type type;
-  const char *text;
-  double num;
-  int64_t i;
-  char buf[64]; /* text composed for the cell */
-} pcell;
-
-static void set_text(pcell *c, const char *text) {
-  c->type = text ? PCELL_TEXT : PCELL_NONE;
-  c->text = text;
-}
-
-static void set_num(pcell *c, double value) {
-  c->type = isfinite(value) ? PCELL_NUM : PCELL_NONE;
-  c->num = value;
-}
-
-static void set_int(pcell *c, int64_t value) {
-  c->type = PCELL_INT;
-  c->i = value;
-}
 
 enum {
   PCOL_MD = 1,     /* in markdown's full table (--columns all) */
@@ -56,7 +31,7 @@ typedef enum { SUM_NONE, SUM_RESULT, SUM_TP, SUM_NOTE, SUM_STOCK_ERR, SUM_DIST_E
 
 /* Reads a column's value of a row; markdown is set for the markdown table, which hides a
  * shard's GEMM figures when no shard was formed, as it always did. */
-typedef void (*pcell_getter)(const tp_projected *p, int markdown, pcell *out);
+typedef void (*pcell_getter)(const tp_projected *p, int markdown, tp_cell *out);
 
 typedef struct {
   const char *name;      /* CSV header, JSON key, --columns name */
@@ -79,260 +54,259 @@ static double if_shard(const tp_projected *p, int markdown, double value) {
   return !markdown || p->row.m ? value : NAN;
 }
 
-static void get_result(const tp_projected *p, int md, pcell *c) {
+static void get_result(const tp_projected *p, int md, tp_cell *c) {
   (void)p, (void)md;
-  set_text(c, "predicted");
+  tp_cell_set_text(c, "predicted");
 }
 
-static void get_model(const tp_projected *p, int md, pcell *c) {
+static void get_model(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, p->row.shape.model);
+  tp_cell_set_text(c, p->row.shape.model);
 }
 
-static void get_proj(const tp_projected *p, int md, pcell *c) {
+static void get_proj(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, p->row.shape.proj);
+  tp_cell_set_text(c, p->row.shape.proj);
 }
 
-static void get_op(const tp_projected *p, int md, pcell *c) {
+static void get_op(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, tp_op_name(p->row.shape.op));
+  tp_cell_set_text(c, tp_op_name(p->row.shape.op));
 }
 
-static void get_tokens(const tp_projected *p, int md, pcell *c) {
+static void get_tokens(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.shape.tokens);
+  tp_cell_set_int(c, p->row.shape.tokens);
 }
 
-static void get_dtype(const tp_projected *p, int md, pcell *c) {
+static void get_dtype(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, tp_dtype_name(p->row.shape.dtype));
+  tp_cell_set_text(c, tp_dtype_name(p->row.shape.dtype));
 }
 
-static void get_tp(const tp_projected *p, int md, pcell *c) {
+static void get_tp(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.tp);
+  tp_cell_set_int(c, p->row.tp);
 }
 
-static void get_m(const tp_projected *p, int md, pcell *c) {
+static void get_m(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.m);
+  tp_cell_set_int(c, p->row.m);
 }
 
-static void get_n(const tp_projected *p, int md, pcell *c) {
+static void get_n(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.n);
+  tp_cell_set_int(c, p->row.n);
 }
 
-static void get_k(const tp_projected *p, int md, pcell *c) {
+static void get_k(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.k);
+  tp_cell_set_int(c, p->row.k);
 }
 
 /* "4096×3072×4096": the rank's shard; none where the degree does not divide the shape. */
-static void get_shard(const tp_projected *p, int md, pcell *c) {
+static void get_shard(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
   const tp_project_row *r = &p->row;
   if (!r->m) {
-    c->type = PCELL_NONE;
+    c->type = TP_CELL_NONE;
     return;
   }
   snprintf(c->buf, sizeof c->buf, "%lld×%lld×%lld", (long long)r->m, (long long)r->n,
            (long long)r->k);
-  c->type = PCELL_TEXT; /* the cell's own text, never NULL */
-  c->text = c->buf;
+  tp_cell_set_own_text(c);
 }
 
-static void get_gemm_gflop(const tp_projected *p, int md, pcell *c) {
+static void get_gemm_gflop(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.gemm.flops / 1e9);
+  tp_cell_set_num(c, p->row.gemm.flops / 1e9);
 }
 
-static void get_gemm_us(const tp_projected *p, int md, pcell *c) {
-  set_num(c, if_shard(p, md, p->row.gemm.us));
+static void get_gemm_us(const tp_projected *p, int md, tp_cell *c) {
+  tp_cell_set_num(c, if_shard(p, md, p->row.gemm.us));
 }
 
-static void get_gemm_tflops(const tp_projected *p, int md, pcell *c) {
-  set_num(c, if_shard(p, md, p->row.gemm.tflops));
+static void get_gemm_tflops(const tp_projected *p, int md, tp_cell *c) {
+  tp_cell_set_num(c, if_shard(p, md, p->row.gemm.tflops));
 }
 
-static void get_gemm_exact(const tp_projected *p, int md, pcell *c) {
+static void get_gemm_exact(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.gemm.exact);
+  tp_cell_set_int(c, p->row.gemm.exact);
 }
 
-static void get_gemm_source(const tp_projected *p, int md, pcell *c) {
-  set_text(c, !md || p->row.m ? p->row.gemm.source : "");
+static void get_gemm_source(const tp_projected *p, int md, tp_cell *c) {
+  tp_cell_set_text(c, !md || p->row.m ? p->row.gemm.source : "");
 }
 
-static void get_gemm_lo(const tp_projected *p, int md, pcell *c) {
+static void get_gemm_lo(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.gemm.lo_id);
+  tp_cell_set_int(c, p->row.gemm.lo_id);
 }
 
-static void get_gemm_hi(const tp_projected *p, int md, pcell *c) {
+static void get_gemm_hi(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.gemm.hi_id);
+  tp_cell_set_int(c, p->row.gemm.hi_id);
 }
 
-static void get_volume_bytes(const tp_projected *p, int md, pcell *c) {
+static void get_volume_bytes(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.coll.bytes);
+  tp_cell_set_num(c, p->row.coll.bytes);
 }
 
-static void get_volume_mib(const tp_projected *p, int md, pcell *c) {
+static void get_volume_mib(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.coll.bytes / MIB);
+  tp_cell_set_num(c, p->row.coll.bytes / MIB);
 }
 
-static void get_nccl_gbps(const tp_projected *p, int md, pcell *c) {
+static void get_nccl_gbps(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.coll.gbps);
+  tp_cell_set_num(c, p->row.coll.gbps);
 }
 
-static void get_nccl_latency(const tp_projected *p, int md, pcell *c) {
+static void get_nccl_latency(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.coll.latency_us);
+  tp_cell_set_num(c, p->row.coll.latency_us);
 }
 
-static void get_collective_us(const tp_projected *p, int md, pcell *c) {
+static void get_collective_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.coll.us);
+  tp_cell_set_num(c, p->row.coll.us);
 }
 
-static void get_collective_line(const tp_projected *p, int md, pcell *c) {
+static void get_collective_line(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, p->row.coll.source);
+  tp_cell_set_text(c, p->row.coll.source);
 }
 
-static void get_chunks(const tp_projected *p, int md, pcell *c) {
+static void get_chunks(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.pipe.chunks);
+  tp_cell_set_int(c, p->row.pipe.chunks);
 }
 
-static void get_chunk_rows(const tp_projected *p, int md, pcell *c) {
+static void get_chunk_rows(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.pipe.chunk_rows);
+  tp_cell_set_int(c, p->row.pipe.chunk_rows);
 }
 
-static void get_chunk_gemm_us(const tp_projected *p, int md, pcell *c) {
+static void get_chunk_gemm_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.chunk_gemm.us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.chunk_gemm.us));
 }
 
-static void get_chunk_gemm_source(const tp_projected *p, int md, pcell *c) {
+static void get_chunk_gemm_source(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, ran(p) ? p->row.pipe.chunk_gemm.source : "");
+  tp_cell_set_text(c, ran(p) ? p->row.pipe.chunk_gemm.source : "");
 }
 
-static void get_chunk_bytes(const tp_projected *p, int md, pcell *c) {
+static void get_chunk_bytes(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.push.bytes));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.push.bytes));
 }
 
-static void get_chunk_mib(const tp_projected *p, int md, pcell *c) {
+static void get_chunk_mib(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.push.bytes / MIB));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.push.bytes / MIB));
 }
 
-static void get_push_gbps(const tp_projected *p, int md, pcell *c) {
+static void get_push_gbps(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.push.gbps));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.push.gbps));
 }
 
-static void get_push_latency(const tp_projected *p, int md, pcell *c) {
+static void get_push_latency(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.push.latency_us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.push.latency_us));
 }
 
-static void get_push_us(const tp_projected *p, int md, pcell *c) {
+static void get_push_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.push.us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.push.us));
 }
 
-static void get_push_line(const tp_projected *p, int md, pcell *c) {
+static void get_push_line(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, ran(p) ? p->row.pipe.push.source : "");
+  tp_cell_set_text(c, ran(p) ? p->row.pipe.push.source : "");
 }
 
-static void get_gemms(const tp_projected *p, int md, pcell *c) {
+static void get_gemms(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.pipe.gemms);
+  tp_cell_set_int(c, p->row.pipe.gemms);
 }
 
-static void get_pushes(const tp_projected *p, int md, pcell *c) {
+static void get_pushes(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->row.pipe.pushes);
+  tp_cell_set_int(c, p->row.pipe.pushes);
 }
 
-static void get_local_us(const tp_projected *p, int md, pcell *c) {
+static void get_local_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.local_us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.local_us));
 }
 
-static void get_stall_us(const tp_projected *p, int md, pcell *c) {
+static void get_stall_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.stall_us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.stall_us));
 }
 
-static void get_drain_us(const tp_projected *p, int md, pcell *c) {
+static void get_drain_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, if_ran(p, p->row.pipe.drain_us));
+  tp_cell_set_num(c, if_ran(p, p->row.pipe.drain_us));
 }
 
-static void get_stock_us(const tp_projected *p, int md, pcell *c) {
+static void get_stock_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.stock_us);
+  tp_cell_set_num(c, p->row.stock_us);
 }
 
-static void get_dist_us(const tp_projected *p, int md, pcell *c) {
+static void get_dist_us(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.dist_us);
+  tp_cell_set_num(c, p->row.dist_us);
 }
 
-static void get_speedup(const tp_projected *p, int md, pcell *c) {
+static void get_speedup(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->row.speedup);
+  tp_cell_set_num(c, p->row.speedup);
 }
 
-static void get_note(const tp_projected *p, int md, pcell *c) {
+static void get_note(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_text(c, p->row.note);
+  tp_cell_set_text(c, p->row.note);
 }
 
-static void get_stock_measured(const tp_projected *p, int md, pcell *c) {
+static void get_stock_measured(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->stock_id ? p->stock_measured_us : NAN);
+  tp_cell_set_num(c, p->stock_id ? p->stock_measured_us : NAN);
 }
 
-static void get_stock_config(const tp_projected *p, int md, pcell *c) {
+static void get_stock_config(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->stock_id);
+  tp_cell_set_int(c, p->stock_id);
 }
 
-static void get_stock_error(const tp_projected *p, int md, pcell *c) {
+static void get_stock_error(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->stock_err_pct);
+  tp_cell_set_num(c, p->stock_err_pct);
 }
 
-static void get_dist_measured(const tp_projected *p, int md, pcell *c) {
+static void get_dist_measured(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->dist_id ? p->dist_measured_us : NAN);
+  tp_cell_set_num(c, p->dist_id ? p->dist_measured_us : NAN);
 }
 
-static void get_dist_config(const tp_projected *p, int md, pcell *c) {
+static void get_dist_config(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->dist_id);
+  tp_cell_set_int(c, p->dist_id);
 }
 
-static void get_dist_error(const tp_projected *p, int md, pcell *c) {
+static void get_dist_error(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_num(c, p->dist_err_pct);
+  tp_cell_set_num(c, p->dist_err_pct);
 }
 
-static void get_dist_stock_path(const tp_projected *p, int md, pcell *c) {
+static void get_dist_stock_path(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
-  set_int(c, p->dist_stock_path);
+  tp_cell_set_int(c, p->dist_stock_path);
 }
 
 /* ---- the registry --------------------------------------------------------------------- */
@@ -444,22 +418,9 @@ tp_rc tp_project_columns_pick(const char *spec, tp_report_format fmt, tp_project
 
 /* ---- rendering ------------------------------------------------------------------------ */
 
-static void cell_of(const pcolumn *col, const tp_projected *p, int markdown, pcell *c) {
-  memset(c, 0, offsetof(pcell, buf));
+static void cell_of(const pcolumn *col, const tp_projected *p, int markdown, tp_cell *c) {
+  tp_cell_clear(c);
   col->get(p, markdown, c);
-}
-
-static void md_cell(FILE *out, const pcolumn *col, const pcell *c) {
-  char buf[32];
-  switch (c->type) {
-  case PCELL_NONE: tp_md_cell(out, "-"); break;
-  case PCELL_TEXT: tp_md_cell(out, c->text); break;
-  case PCELL_NUM: tp_md_num(out, c->num, col->md_decimals); break;
-  case PCELL_INT:
-    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
-    tp_md_cell(out, buf);
-    break;
-  }
 }
 
 void tp_project_md_rows(FILE *out, const tp_project_data *data, const tp_project_columns *cols) {
@@ -469,29 +430,14 @@ void tp_project_md_rows(FILE *out, const tp_project_data *data, const tp_project
   for (int i = 0; i < cols->count; i++)
     fputs(registry[cols->index[i]].flags & PCOL_NUMBER ? "|---:" : "|---", out);
   fputs("|\n", out);
-  pcell c;
+  tp_cell c;
   for (size_t r = 0; r < data->n_rows; r++) {
     for (int i = 0; i < cols->count; i++) {
       const pcolumn *col = &registry[cols->index[i]];
       cell_of(col, &data->rows[r], 1, &c);
-      md_cell(out, col, &c);
+      tp_cell_md(out, &c, col->md_decimals, "");
     }
     fputs("|\n", out);
-  }
-}
-
-static void csv_cell(FILE *out, const pcolumn *col, const pcell *c, int first) {
-  char buf[64];
-  switch (c->type) {
-  case PCELL_NONE: tp_csv_field(out, "", first); break;
-  case PCELL_TEXT: tp_csv_field(out, c->text, first); break;
-  case PCELL_NUM:
-    tp_csv_field(out, tp_fmt_num(buf, sizeof buf, c->num, col->csv_decimals), first);
-    break;
-  case PCELL_INT:
-    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
-    tp_csv_field(out, buf, first);
-    break;
   }
 }
 
@@ -501,11 +447,11 @@ void tp_project_csv_header(FILE *out, const tp_project_columns *cols) {
 }
 
 void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_columns *cols) {
-  pcell c;
+  tp_cell c;
   for (int i = 0; i < cols->count; i++) {
     const pcolumn *col = &registry[cols->index[i]];
     cell_of(col, p, 0, &c);
-    csv_cell(out, col, &c, i == 0);
+    tp_cell_csv(out, &c, col->csv_decimals, i == 0);
   }
   fputs("\n", out);
 }
@@ -521,42 +467,32 @@ void tp_project_csv_summary(FILE *out, const tp_project_csv_summary_line *s,
                             const tp_project_columns *cols) {
   /* unlabelled, its figures would read as one more prediction's */
   if (!has_summary_label(cols)) return;
-  pcell c;
+  tp_cell c;
   for (int i = 0; i < cols->count; i++) {
     const pcolumn *col = &registry[cols->index[i]];
-    memset(&c, 0, offsetof(pcell, buf));
+    tp_cell_clear(&c);
     switch (col->summary) {
     case SUM_NONE: break;
-    case SUM_RESULT: set_text(&c, s->result); break;
-    case SUM_TP: set_int(&c, s->tp); break;
-    case SUM_NOTE: set_text(&c, s->note); break;
-    case SUM_STOCK_ERR: set_num(&c, s->stock_pct); break;
-    case SUM_DIST_ERR: set_num(&c, s->dist_pct); break;
+    case SUM_RESULT: tp_cell_set_text(&c, s->result); break;
+    case SUM_TP: tp_cell_set_int(&c, s->tp); break;
+    case SUM_NOTE: tp_cell_set_text(&c, s->note); break;
+    case SUM_STOCK_ERR: tp_cell_set_num(&c, s->stock_pct); break;
+    case SUM_DIST_ERR: tp_cell_set_num(&c, s->dist_pct); break;
     }
-    csv_cell(out, col, &c, i == 0);
+    tp_cell_csv(out, &c, col->csv_decimals, i == 0);
   }
   fputs("\n", out);
-}
-
-static json_t *json_cell(const pcell *c) {
-  switch (c->type) {
-  case PCELL_NONE: return json_null();
-  case PCELL_TEXT: return tp_json_str(c->text);
-  case PCELL_NUM: return tp_json_real(c->num);
-  case PCELL_INT: return json_integer(c->i);
-  }
-  return json_null();
 }
 
 json_t *tp_project_json_flat_row(tp_json_builder *jb, const tp_projected *p,
                                  const tp_project_columns *cols) {
   json_t *o = json_object();
   if (!o) return NULL;
-  pcell c;
+  tp_cell c;
   for (int i = 0; i < cols->count; i++) {
     const pcolumn *col = &registry[cols->index[i]];
     cell_of(col, p, 0, &c);
-    tp_json_set(jb, o, col->name, json_cell(&c));
+    tp_json_set(jb, o, col->name, tp_cell_json(&c));
   }
   return o;
 }

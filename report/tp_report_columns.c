@@ -14,45 +14,7 @@
 #include <string.h>
 
 #include "report/tp_report_internal.h"
-
-/* ---- cells ---------------------------------------------------------------- */
-
-typedef enum { CELL_NONE, CELL_TEXT, CELL_NUM, CELL_INT, CELL_BOOL, CELL_SCI } cell_type;
-
-/* One value of one row: text, number (NaN: none), integer or boolean. */
-typedef struct {
-  cell_type type;
-  const char *text;
-  double num;
-  int64_t i;
-  char buf[1200]; /* text composed for the cell */
-} cell;
-
-static void set_text(cell *c, const char *text) {
-  c->type = text ? CELL_TEXT : CELL_NONE;
-  c->text = text;
-}
-
-/* The text the cell composed in its own buffer. */
-static void set_own_text(cell *c) {
-  c->type = CELL_TEXT;
-  c->text = c->buf;
-}
-
-static void set_num(cell *c, double value) {
-  c->type = isfinite(value) ? CELL_NUM : CELL_NONE;
-  c->num = value;
-}
-
-static void set_int(cell *c, int64_t value) {
-  c->type = CELL_INT;
-  c->i = value;
-}
-
-static void set_bool(cell *c, int value) {
-  c->type = CELL_BOOL;
-  c->i = value != 0;
-}
+#include "report/tp_table_cell.h"
 
 /* ---- where values come from ------------------------------------------------- */
 
@@ -66,7 +28,7 @@ typedef enum {
   SRC_CUSTOM     /* get() */
 } source;
 
-typedef void (*cell_getter)(const report *rep, const table_row *row, cell *out);
+typedef void (*cell_getter)(const report *rep, const table_row *row, tp_cell *out);
 
 enum {
   COL_RUN = 2,    /* the run's, not the row's: JSON keeps it in "run" */
@@ -86,29 +48,29 @@ typedef struct {
 
 static const config *dist_of(const table_row *row) { return &row->dist; }
 
-static void get_run_id(const report *rep, const table_row *row, cell *c) {
+static void get_run_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)row;
-  set_int(c, rep->run.id);
+  tp_cell_set_int(c, rep->run.id);
 }
 
-static void get_schedule_requested(const report *rep, const table_row *row, cell *c) {
+static void get_schedule_requested(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, dist_of(row)->present ? dist_of(row)->schedule : NULL);
+  tp_cell_set_text(c, dist_of(row)->present ? dist_of(row)->schedule : NULL);
 }
 
-static void get_chunks_requested(const report *rep, const table_row *row, cell *c) {
+static void get_chunks_requested(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  if (dist_of(row)->present) set_int(c, dist_of(row)->chunks);
-  else c->type = CELL_NONE;
+  if (dist_of(row)->present) tp_cell_set_int(c, dist_of(row)->chunks);
+  else c->type = TP_CELL_NONE;
 }
 
-static void get_schedule_ran(const report *rep, const table_row *row, cell *c) {
+static void get_schedule_ran(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, dist_of(row)->ran);
+  tp_cell_set_text(c, dist_of(row)->ran);
 }
 
 /* What ran, or what was asked for when nothing ran. */
-static void md_schedule(const report *rep, const table_row *row, cell *c) {
+static void md_schedule(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   const config *d = dist_of(row);
   if (d->ran) snprintf(c->buf, sizeof c->buf, "%s", d->ran);
@@ -117,37 +79,37 @@ static void md_schedule(const report *rep, const table_row *row, cell *c) {
   else if (d->present && d->schedule)
     snprintf(c->buf, sizeof c->buf, "%s (requested)", d->schedule);
   else c->buf[0] = '\0';
-  set_text(c, c->buf[0] ? c->buf : NULL);
+  tp_cell_set_text(c, c->buf[0] ? c->buf : NULL);
 }
 
 /* "1.25 (1.21–1.29)", with "no difference" when the interval holds 1. */
-static void with_interval(cell *c, double value, double lo, double hi) {
+static void with_interval(tp_cell *c, double value, double lo, double hi) {
   if (!isfinite(value)) {
-    c->type = CELL_NONE;
+    c->type = TP_CELL_NONE;
     return;
   }
   if (!isfinite(lo) || !isfinite(hi)) snprintf(c->buf, sizeof c->buf, "%.2f", value);
   else
     snprintf(c->buf, sizeof c->buf, "%.2f (%.2f–%.2f%s)", value, lo, hi,
              lo <= 1.0 && 1.0 <= hi ? ", no difference" : "");
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
-static void md_speedup(const report *rep, const table_row *row, cell *c) {
+static void md_speedup(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   with_interval(c, row->speedup, row->speedup_lo, row->speedup_hi);
 }
 
-static void md_dist_over_bound(const report *rep, const table_row *row, cell *c) {
+static void md_dist_over_bound(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   with_interval(c, row->dist_over_bound, row->bound_lo, row->bound_hi);
 }
 
 /* A number of the dist_gemm configuration's result, blank unless it ran. */
 /* The stock configuration's own figures (the bf16-vs-fp8 table: at TP 1 only stock runs). */
-static void get_stock_tokens_per_s(const report *rep, const table_row *row, cell *c) {
+static void get_stock_tokens_per_s(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.tokens_per_s : NAN);
+  tp_cell_set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.tokens_per_s : NAN);
 }
 
 /* The collective alone of the faster stock's own variant (plain or window). */
@@ -164,213 +126,217 @@ static double stock_unaccounted_ms(const table_row *row) {
   return row->best_stock_ms - (row->gemm_ms + own_comm_ms(row));
 }
 
-static void get_stock_unaccounted_ms(const report *rep, const table_row *row, cell *c) {
+static void get_stock_unaccounted_ms(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, stock_unaccounted_ms(row));
+  tp_cell_set_num(c, stock_unaccounted_ms(row));
 }
 
 /* ... as a share of the collectives' own time. */
-static void get_stock_unaccounted_of_comm(const report *rep, const table_row *row, cell *c) {
+static void get_stock_unaccounted_of_comm(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, own_comm_ms(row) > 0 ? stock_unaccounted_ms(row) / own_comm_ms(row) : NAN);
+  tp_cell_set_num(c, own_comm_ms(row) > 0 ? stock_unaccounted_ms(row) / own_comm_ms(row) : NAN);
 }
 
 /* "plain" or "window": the stock variant the speedup divides by. */
-static void get_best_stock(const report *rep, const table_row *row, cell *c) {
+static void get_best_stock(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, !row->best_stock ? NULL : row->best_stock == &row->stock_window ? "window" : "plain");
+  tp_cell_set_text(c, !row->best_stock                        ? NULL
+                      : row->best_stock == &row->stock_window ? "window"
+                                                              : "plain");
 }
 
 /* ... and the collective alone the bound takes. */
-static void get_best_comm(const report *rep, const table_row *row, cell *c) {
+static void get_best_comm(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, !row->best_comm ? NULL : row->best_comm == &row->comm_window ? "window" : "plain");
+  tp_cell_set_text(c, !row->best_comm                       ? NULL
+                      : row->best_comm == &row->comm_window ? "window"
+                                                            : "plain");
 }
 
 /* dist_gemm over the GEMM alone (the no-collective variant): how far above
  * its compute the fused configuration sits. */
-static void get_dist_over_gemm(const report *rep, const table_row *row, cell *c) {
+static void get_dist_over_gemm(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, row->gemm_ms > 0 ? row->dist_ms / row->gemm_ms : NAN);
+  tp_cell_set_num(c, row->gemm_ms > 0 ? row->dist_ms / row->gemm_ms : NAN);
 }
 
 static double mib_of(const config *k, double bytes) {
   return tp_report_ran_ok(k) ? bytes / (1024.0 * 1024.0) : NAN;
 }
 
-static void get_stock_peak_mib(const report *rep, const table_row *row, cell *c) {
+static void get_stock_peak_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->stock, row->stock.peak_mem_bytes));
+  tp_cell_set_num(c, mib_of(&row->stock, row->stock.peak_mem_bytes));
 }
 
-static void get_dist_peak_mib(const report *rep, const table_row *row, cell *c) {
+static void get_dist_peak_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->dist, row->dist.peak_mem_bytes));
+  tp_cell_set_num(c, mib_of(&row->dist, row->dist.peak_mem_bytes));
 }
 
-static void get_stock_workspace_mib(const report *rep, const table_row *row, cell *c) {
+static void get_stock_workspace_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->stock, row->stock.workspace_bytes));
+  tp_cell_set_num(c, mib_of(&row->stock, row->stock.workspace_bytes));
 }
 
 /* The worst error of the stock configuration's checks: for an fp8 dtype the
  * output against the unquantized bf16 operands (what quantization costs). */
-static void get_stock_rel_err(const report *rep, const table_row *row, cell *c) {
+static void get_stock_rel_err(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.rel_err : NAN);
-  if (c->type == CELL_NUM) c->type = CELL_SCI;
+  tp_cell_set_num(c, tp_report_ran_ok(&row->stock) ? row->stock.rel_err : NAN);
+  if (c->type == TP_CELL_NUM) c->type = TP_CELL_SCI;
 }
 
-static void get_dist_tokens_per_s(const report *rep, const table_row *row, cell *c) {
+static void get_dist_tokens_per_s(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN);
+  tp_cell_set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tokens_per_s : NAN);
 }
 
-static void get_dist_tflops(const report *rep, const table_row *row, cell *c) {
+static void get_dist_tflops(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tflops : NAN);
+  tp_cell_set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.tflops : NAN);
 }
 
-static void get_rel_err(const report *rep, const table_row *row, cell *c) {
+static void get_rel_err(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.rel_err : NAN);
-  if (c->type == CELL_NUM) c->type = CELL_SCI;
+  tp_cell_set_num(c, tp_report_ran_ok(&row->dist) ? row->dist.rel_err : NAN);
+  if (c->type == TP_CELL_NUM) c->type = TP_CELL_SCI;
 }
 
-static void md_rel_err(const report *rep, const table_row *row, cell *c) {
+static void md_rel_err(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   const config *d = &row->dist;
   if (!tp_report_ran_ok(d) || !isfinite(d->rel_err)) {
-    c->type = CELL_NONE;
+    c->type = TP_CELL_NONE;
     return;
   }
   char num[64];
   snprintf(c->buf, sizeof c->buf, "%s (%s)", tp_fmt_sci(num, sizeof num, d->rel_err),
            d->numerics_ref ? d->numerics_ref : "?");
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
-static void get_numerics_ref(const report *rep, const table_row *row, cell *c) {
+static void get_numerics_ref(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, tp_report_ran_ok(&row->dist) ? row->dist.numerics_ref : NULL);
+  tp_cell_set_text(c, tp_report_ran_ok(&row->dist) ? row->dist.numerics_ref : NULL);
 }
 
-static void get_status(const report *rep, const table_row *row, cell *c) {
+static void get_status(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, row->status);
+  tp_cell_set_text(c, row->status);
 }
 
-static void md_status(const report *rep, const table_row *row, cell *c) {
+static void md_status(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   if (row->note) snprintf(c->buf, sizeof c->buf, "%s: %s", row->status, row->note);
   else snprintf(c->buf, sizeof c->buf, "%s", row->status);
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
-static void get_reason(const report *rep, const table_row *row, cell *c) {
+static void get_reason(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, row->note);
+  tp_cell_set_text(c, row->note);
 }
 
-static void get_evidence(const report *rep, const table_row *row, cell *c) {
+static void get_evidence(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, row->evidence[0] ? row->evidence : NULL);
+  tp_cell_set_text(c, row->evidence[0] ? row->evidence : NULL);
 }
 
-static void get_stock_path(const report *rep, const table_row *row, cell *c) {
+static void get_stock_path(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  if (row->both_ok) set_bool(c, row->stock_path);
-  else c->type = CELL_NONE;
+  if (row->both_ok) tp_cell_set_bool(c, row->stock_path);
+  else c->type = TP_CELL_NONE;
 }
 
-static void get_rank_skew_pct(const report *rep, const table_row *row, cell *c) {
+static void get_rank_skew_pct(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.rank_skew : NAN);
+  tp_cell_set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.rank_skew : NAN);
 }
 
-static void get_host_stall_pct(const report *rep, const table_row *row, cell *c) {
+static void get_host_stall_pct(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.host_stall : NAN);
+  tp_cell_set_num(c, tp_report_ran_ok(&row->dist) ? 100.0 * row->dist.host_stall : NAN);
 }
 
-static void id_of(const config *c, cell *out) {
-  if (c->present) set_int(out, c->id);
-  else out->type = CELL_NONE;
+static void id_of(const config *c, tp_cell *out) {
+  if (c->present) tp_cell_set_int(out, c->id);
+  else out->type = TP_CELL_NONE;
 }
 
-static void get_config_id(const report *rep, const table_row *row, cell *c) {
+static void get_config_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(tp_report_case_of(row), c);
 }
 
-static void get_dist_id(const report *rep, const table_row *row, cell *c) {
+static void get_dist_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->dist, c);
 }
 
-static void get_stock_id(const report *rep, const table_row *row, cell *c) {
+static void get_stock_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->stock, c);
 }
 
-static void get_gemm_id(const report *rep, const table_row *row, cell *c) {
+static void get_gemm_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->gemm, c);
 }
 
-static void get_comm_id(const report *rep, const table_row *row, cell *c) {
+static void get_comm_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->comm, c);
 }
 
-static void get_stock_window_id(const report *rep, const table_row *row, cell *c) {
+static void get_stock_window_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->stock_window, c);
 }
 
-static void get_comm_window_id(const report *rep, const table_row *row, cell *c) {
+static void get_comm_window_id(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   id_of(&row->comm_window, c);
 }
 
-static void get_short_key(const report *rep, const table_row *row, cell *c) {
+static void get_short_key(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, row->short_key[0] ? row->short_key : NULL);
+  tp_cell_set_text(c, row->short_key[0] ? row->short_key : NULL);
 }
 
-static void get_config_key(const report *rep, const table_row *row, cell *c) {
+static void get_config_key(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_text(c, tp_report_case_of(row)->config_key);
+  tp_cell_set_text(c, tp_report_case_of(row)->config_key);
 }
 
 /* A toy model's row: the headline keeps it apart (report/tp_report.h). */
-static void get_toy(const report *rep, const table_row *row, cell *c) {
-  set_bool(c, tp_report_row_is_toy(rep, row));
+static void get_toy(const report *rep, const table_row *row, tp_cell *c) {
+  tp_cell_set_bool(c, tp_report_row_is_toy(rep, row));
 }
 
-static void get_traced(const report *rep, const table_row *row, cell *c) {
+static void get_traced(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_bool(c, row->dist.has_trace);
+  tp_cell_set_bool(c, row->dist.has_trace);
 }
 
-static void get_label(const report *rep, const table_row *row, cell *c) {
+static void get_label(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   tp_config_axes axes = tp_report_axes_of(tp_report_case_of(row));
   tp_config_label(c->buf, sizeof c->buf, &axes);
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
 /* "ag_linear qkv", "attention". */
-static void get_op(const report *rep, const table_row *row, cell *c) {
+static void get_op(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   const config *k = tp_report_case_of(row);
   snprintf(c->buf, sizeof c->buf, "%s%s%s", k->layer ? k->layer : "",
            k->proj && *k->proj ? " " : "", k->proj ? k->proj : "");
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
 /* Tokens, and the GEMM's M×N×K of an op (one rank's) or B×S of a layer. */
-static void get_shape(const report *rep, const table_row *row, cell *c) {
+static void get_shape(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   const config *k = tp_report_case_of(row);
   if (k->m > 0)
@@ -380,12 +346,12 @@ static void get_shape(const report *rep, const table_row *row, cell *c) {
     snprintf(c->buf, sizeof c->buf, "T=%lld (%lld×%lld)", (long long)k->tokens, (long long)k->batch,
              (long long)k->seqlen);
   else snprintf(c->buf, sizeof c->buf, "T=%lld", (long long)k->tokens);
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
 /* "sp", "no-sp graph save-gathered", "sp dp2 ac-full graph among 2048,4096 rs-nccl",
  * "sp comm-fp8 fsdp-traffic symm-nccl". */
-static void get_options(const report *rep, const table_row *row, cell *c) {
+static void get_options(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   const config *k = tp_report_case_of(row);
   char dp[24] = "";
@@ -399,46 +365,46 @@ static void get_options(const report *rep, const table_row *row, cell *c) {
            k->graph_sizes ? k->graph_sizes : "", rs_nccl ? " rs-nccl" : "",
            k->comm_dtype ? " comm-" : "", k->comm_dtype ? k->comm_dtype : "",
            k->fsdp_traffic ? " fsdp-traffic" : "", symm_nccl ? " symm-nccl" : "");
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
 /* dist_gemm's symmetric memory: "ipc" (rows before schema 007 too) or "nccl"; empty without a
  * dist_gemm configuration. */
-static void get_symm(const report *rep, const table_row *row, cell *c) {
+static void get_symm(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
   if (!row->dist.present) return;
   snprintf(c->buf, sizeof c->buf, "%.8s", row->dist.symm ? row->dist.symm : "ipc");
-  set_own_text(c);
+  tp_cell_set_own_text(c);
 }
 
-static void get_stock_traffic_mib(const report *rep, const table_row *row, cell *c) {
+static void get_stock_traffic_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->stock, row->stock.traffic_bytes));
+  tp_cell_set_num(c, mib_of(&row->stock, row->stock.traffic_bytes));
 }
 
-static void get_dist_traffic_mib(const report *rep, const table_row *row, cell *c) {
+static void get_dist_traffic_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->dist, row->dist.traffic_bytes));
+  tp_cell_set_num(c, mib_of(&row->dist, row->dist.traffic_bytes));
 }
 
-static void get_stock_activation_mib(const report *rep, const table_row *row, cell *c) {
+static void get_stock_activation_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->stock, row->stock.activation_bytes));
+  tp_cell_set_num(c, mib_of(&row->stock, row->stock.activation_bytes));
 }
 
-static void get_dist_activation_mib(const report *rep, const table_row *row, cell *c) {
+static void get_dist_activation_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->dist, row->dist.activation_bytes));
+  tp_cell_set_num(c, mib_of(&row->dist, row->dist.activation_bytes));
 }
 
-static void get_stock_alloc_peak_mib(const report *rep, const table_row *row, cell *c) {
+static void get_stock_alloc_peak_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->stock, row->stock.alloc_peak_bytes));
+  tp_cell_set_num(c, mib_of(&row->stock, row->stock.alloc_peak_bytes));
 }
 
-static void get_dist_alloc_peak_mib(const report *rep, const table_row *row, cell *c) {
+static void get_dist_alloc_peak_mib(const report *rep, const table_row *row, tp_cell *c) {
   (void)rep;
-  set_num(c, mib_of(&row->dist, row->dist.alloc_peak_bytes));
+  tp_cell_set_num(c, mib_of(&row->dist, row->dist.alloc_peak_bytes));
 }
 
 #define ROW_NUM(name, header, field, csv_dec, md_dec)                                              \
@@ -583,8 +549,8 @@ static const char *const compact[] = {"config_id",    "short_key", "model",    "
                                       "~overlap_pct", "status"};
 
 static void cell_of(const column *col, const report *rep, const table_row *row, int markdown,
-                    cell *c) {
-  memset(c, 0, offsetof(cell, buf));
+                    tp_cell *c) {
+  tp_cell_clear(c);
   c->buf[0] = '\0';
   const config *k = tp_report_case_of(row);
   const char *base_row = (const char *)row, *base_cfg = (const char *)k,
@@ -594,15 +560,15 @@ static void cell_of(const column *col, const report *rep, const table_row *row, 
     return;
   }
   switch (col->src) {
-  case SRC_ROW_NUM: set_num(c, *(const double *)(base_row + col->offset)); break;
-  case SRC_AXIS_TEXT: set_text(c, *(char *const *)(base_cfg + col->offset)); break;
-  case SRC_AXIS_INT: set_int(c, *(const int64_t *)(base_cfg + col->offset)); break;
-  case SRC_AXIS_BOOL: set_bool(c, *(const int64_t *)(base_cfg + col->offset) != 0); break;
-  case SRC_RUN_TEXT: set_text(c, *(char *const *)(base_run + col->offset)); break;
+  case SRC_ROW_NUM: tp_cell_set_num(c, *(const double *)(base_row + col->offset)); break;
+  case SRC_AXIS_TEXT: tp_cell_set_text(c, *(char *const *)(base_cfg + col->offset)); break;
+  case SRC_AXIS_INT: tp_cell_set_int(c, *(const int64_t *)(base_cfg + col->offset)); break;
+  case SRC_AXIS_BOOL: tp_cell_set_bool(c, *(const int64_t *)(base_cfg + col->offset) != 0); break;
+  case SRC_RUN_TEXT: tp_cell_set_text(c, *(char *const *)(base_run + col->offset)); break;
   case SRC_RUN_INT: {
     int64_t v = *(const int64_t *)(base_run + col->offset);
-    if (v >= 0) set_int(c, v);
-    else c->type = CELL_NONE;
+    if (v >= 0) tp_cell_set_int(c, v);
+    else c->type = TP_CELL_NONE;
     break;
   }
   case SRC_CUSTOM: col->get(rep, row, c); break;
@@ -626,13 +592,13 @@ static tp_rc add_column(column_set *set, int index) {
 
 /* Whether the column's value differs between rows (as markdown shows it). */
 static int varies(const report *rep, int index) {
-  cell first, other;
+  tp_cell first, other;
   for (size_t i = 0; i < rep->n_rows; i++) {
-    cell *c = i == 0 ? &first : &other;
+    tp_cell *c = i == 0 ? &first : &other;
     cell_of(&registry[index], rep, &rep->rows[i], 1, c);
     if (i == 0) continue;
     int same = c->type == first.type &&
-               (c->type == CELL_TEXT ? !strcmp(c->text, first.text) : c->i == first.i);
+               (c->type == TP_CELL_TEXT ? !strcmp(c->text, first.text) : c->i == first.i);
     if (!same) return 1;
   }
   return 0;
@@ -682,21 +648,6 @@ tp_rc tp_report_columns_pick(const char *spec, tp_report_format fmt, const repor
 
 /* ---- markdown --------------------------------------------------------------- */
 
-static void md_cell(FILE *out, const column *col, const cell *c) {
-  char buf[64];
-  switch (c->type) {
-  case CELL_NONE: tp_md_cell(out, "-"); break;
-  case CELL_TEXT: tp_md_cell(out, c->text[0] ? c->text : "-"); break;
-  case CELL_NUM: tp_md_num(out, c->num, col->md_decimals); break;
-  case CELL_SCI: tp_md_cell(out, tp_fmt_sci(buf, sizeof buf, c->num)); break;
-  case CELL_INT:
-    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
-    tp_md_cell(out, buf);
-    break;
-  case CELL_BOOL: tp_md_cell(out, c->i ? "yes" : "no"); break;
-  }
-}
-
 void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols) {
   for (int i = 0; i < cols->count; i++) tp_md_cell(out, registry[cols->index[i]].md_header);
   fputs("|\n", out);
@@ -704,12 +655,12 @@ void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols) {
   for (int i = 0; i < cols->count; i++)
     fputs(registry[cols->index[i]].flags & COL_NUMBER ? "|---:" : "|---", out);
   fputs("|\n", out);
-  cell c;
+  tp_cell c;
   for (size_t r = 0; r < rep->n_rows; r++) {
     for (int i = 0; i < cols->count; i++) {
       const column *col = &registry[cols->index[i]];
       cell_of(col, rep, &rep->rows[r], 1, &c);
-      md_cell(out, col, &c);
+      tp_cell_md(out, &c, col->md_decimals, "-");
     }
     fputs("|\n", out);
   }
@@ -717,32 +668,15 @@ void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols) {
 
 /* ---- CSV -------------------------------------------------------------------- */
 
-static void csv_cell(FILE *out, const column *col, const cell *c, int first) {
-  char buf[64];
-  switch (c->type) {
-  case CELL_NONE: tp_csv_field(out, "", first); break;
-  case CELL_TEXT: tp_csv_field(out, c->text, first); break;
-  case CELL_NUM:
-    tp_csv_field(out, tp_fmt_num(buf, sizeof buf, c->num, col->csv_decimals), first);
-    break;
-  case CELL_SCI: tp_csv_field(out, tp_fmt_sci(buf, sizeof buf, c->num), first); break;
-  case CELL_INT:
-  case CELL_BOOL:
-    snprintf(buf, sizeof buf, "%lld", (long long)c->i);
-    tp_csv_field(out, buf, first);
-    break;
-  }
-}
-
 void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
   for (int i = 0; i < cols->count; i++) tp_csv_field(out, registry[cols->index[i]].name, i == 0);
   fputs("\r\n", out);
-  cell c;
+  tp_cell c;
   for (size_t r = 0; r < rep->n_rows; r++) {
     for (int i = 0; i < cols->count; i++) {
       const column *col = &registry[cols->index[i]];
       cell_of(col, rep, &rep->rows[r], 0, &c);
-      csv_cell(out, col, &c, i == 0);
+      tp_cell_csv(out, &c, col->csv_decimals, i == 0);
     }
     fputs("\r\n", out);
   }
@@ -750,27 +684,15 @@ void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
 
 /* ---- JSON ------------------------------------------------------------------- */
 
-static json_t *json_cell(const cell *c) {
-  switch (c->type) {
-  case CELL_NONE: return json_null();
-  case CELL_TEXT: return tp_json_str(c->text);
-  case CELL_NUM:
-  case CELL_SCI: return tp_json_real(c->num);
-  case CELL_INT: return json_integer(c->i);
-  case CELL_BOOL: return json_boolean(c->i);
-  }
-  return json_null();
-}
-
 json_t *tp_report_json_row(tp_json_builder *jb, const report *rep, const table_row *row,
                            const column_set *cols) {
   json_t *o = json_object();
   if (!o) return NULL;
-  cell c;
+  tp_cell c;
   for (int i = 0; i < cols->count; i++) {
     const column *col = &registry[cols->index[i]];
     cell_of(col, rep, row, 0, &c);
-    tp_json_set(jb, o, col->name, json_cell(&c));
+    tp_json_set(jb, o, col->name, tp_cell_json(&c));
   }
   return o;
 }
