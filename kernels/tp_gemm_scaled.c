@@ -111,23 +111,16 @@ static cudaDataType_t cuda_fp8_type(tp_fp8_type t) {
   return t == TP_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
-/* cuBLASLt's scale mode of an operand of this format and role. */
-static int32_t scale_mode(tp_quant_format f, tp_quant_role role) {
-  switch (f) {
-  case TP_QFMT_FP8: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-  case TP_QFMT_FP8_ROW: return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-  case TP_QFMT_FP8_BLOCK:
-    return role == TP_QROLE_ACT ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
-                                : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-  default: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
-  }
-}
+/* cuBLASLt's scale mode of each format's roles (indexed by tp_quant_role), from its row. */
+#define SCALE_MODE(layout, block_rows, block_cols, mode) CUBLASLT_MATMUL_MATRIX_SCALE_##mode
+#define SCALE_MODES_ROW(format, dtype, encoding, agreement, act, weight)                           \
+  [format] = {SCALE_MODE act, SCALE_MODE weight},
+static const int32_t scale_modes[TP_QFMT_COUNT][2] = {TP_QUANT_FORMAT_LIST(SCALE_MODES_ROW)};
+#undef SCALE_MODES_ROW
+#undef SCALE_MODE
 
-static const char *scale_mode_name(tp_quant_format f, tp_quant_role role) {
-  tp_scale_shape s;
-  if (tp_quant_scale_shape(f, role, 1, 1, &s) != TP_OK) return "?";
-  return tp_scale_layout_name(s.layout);
-}
+/* cuBLASLt's scale mode of an operand of this format (known: key_of checks) and role. */
+static int32_t scale_mode(tp_quant_format f, tp_quant_role role) { return scale_modes[f][role]; }
 
 /* "sm_90, cuBLASLt 13.0.2" of the current device. */
 static tp_rc describe_platform(char *buf, size_t cap) {
@@ -152,19 +145,19 @@ static tp_rc reject(const scaled_key *k, const char *answer, char *reason, size_
     snprintf(msg, sizeof msg,
              "%s GEMM (weight scales %s, activation scales %s) m=%lld n=%lld k=%lld is not "
              "supported on %s: cublasLtMatmulAlgoGetHeuristic %s",
-             tp_quant_format_name(f), scale_mode_name(f, TP_QROLE_WEIGHT),
-             scale_mode_name(f, TP_QROLE_ACT), (long long)k->m, (long long)k->n, (long long)k->k,
-             platform, answer);
+             tp_quant_format_name(f), tp_quant_scale_mode_name(f, TP_QROLE_WEIGHT),
+             tp_quant_scale_mode_name(f, TP_QROLE_ACT), (long long)k->m, (long long)k->n,
+             (long long)k->k, platform, answer);
   else
     snprintf(msg, sizeof msg,
              "%s %s GEMM (A %s scales %s, B %s scales %s) m=%lld n=%lld k=%lld is not "
              "supported on %s: cublasLtMatmulAlgoGetHeuristic %s",
              tp_quant_format_name(f), tp_gemm_scaled_kind_name(kind),
              tp_fp8_type_name(tp_gemm_scaled_elem(kind, 0)),
-             scale_mode_name(f, tp_gemm_scaled_role(kind, 0)),
+             tp_quant_scale_mode_name(f, tp_gemm_scaled_role(kind, 0)),
              tp_fp8_type_name(tp_gemm_scaled_elem(kind, 1)),
-             scale_mode_name(f, tp_gemm_scaled_role(kind, 1)), (long long)k->m, (long long)k->n,
-             (long long)k->k, platform, answer);
+             tp_quant_scale_mode_name(f, tp_gemm_scaled_role(kind, 1)), (long long)k->m,
+             (long long)k->n, (long long)k->k, platform, answer);
   if (reason && cap > 0) snprintf(reason, cap, "%s", msg);
   return TP_FAIL(TP_EREJECT, "%s", msg);
 }

@@ -9,9 +9,10 @@
  * version spent most of its time in a 64-bit division and modulo per
  * element, and one CUDA block per 32-element scale block). Every scale
  * block that lies inside one row is reduced where its elements are held:
- *   mxfp8 (1x32) and fp8-block activations (1x128): 4 or 16 neighbouring
- *     lanes of a warp own one block; they reduce its amax with shuffles,
- *     the first stores the scale, each converts its own 8 elements.
+ *   1x32 (mxfp8), 1x64 and 1x128 blocks (fp8-block activations): 4, 8 or
+ *     16 neighbouring lanes of a warp own one block; they reduce its amax
+ *     with shuffles, the first stores the scale, each converts its own 8
+ *     elements.
  *   fp8-row: one CUDA block per row, its vectors held in registers across
  *     the block's amax reduction, then converted (one read of the row).
  *   fp8 (tensorwise): a first pass reduces the amax (a block reduction and
@@ -32,8 +33,8 @@
  * tiles through shared memory, stored transposed (16-byte chunks swizzled
  * against bank conflicts), converted a half-warp per transposed row with the
  * same scale rules, division and conversion as above, so its bits are the
- * quantizer's on the transposed tensor. 1x128 and 1x32 blocks reduce their
- * amax inside the tile; fp8-row's scales come from a column amax pass (one
+ * quantizer's on the transposed tensor. 1x32, 1x64 and 1x128 blocks reduce
+ * their amax inside the tile; fp8-row's scales come from a column amax pass (one
  * atomic per column per 64+ rows), fp8's from the tensor amax pass (or an
  * agreed amax: dY's, shared with its quantization along N).
  * tp_quant_transpose_enqueue, a plain tiled transpose of 16-bit elements,
@@ -186,7 +187,7 @@ template <int G> __device__ __forceinline__ float group_max(float v) {
  * that `writes`, returned as the float every element is divided by. */
 __device__ __forceinline__ float block_scale(const tp_scale_shape &s, tp_fp8_type t, float amax,
                                              int64_t off, bool writes, void *scales) {
-  if (s.layout == TP_SCALE_VEC32_E8M0) {
+  if (s.encoding == TP_SCALE_E8M0) {
     const uint8_t byte = tp_quant_scale_e8m0(t, amax);
     if (writes) static_cast<uint8_t *>(scales)[off] = byte;
     return tp_e8m0_value(byte);
@@ -196,7 +197,7 @@ __device__ __forceinline__ float block_scale(const tp_scale_shape &s, tp_fp8_typ
   return scale;
 }
 
-/* ---- 1 x (8 G) scale blocks: mxfp8 (G = 4), fp8-block activations (G = 16) ------------------
+/* ---- 1 x (8 G) scale blocks: mxfp8 (G = 4), 1 x 64 (G = 8), fp8-block activations (G = 16) ---
  */
 
 /* Thread slot i of a row holds columns [8 i, 8 i + 8); the G slots of scale
@@ -466,25 +467,30 @@ tp_rc enqueue_any_blocks(const tp_quant_args *a, const tp_scale_shape &s, cudaSt
   return TP_OK;
 }
 
+/* The kernels follow the format's row: its scale layout and block shape. */
 template <typename T> tp_rc enqueue_typed(const tp_quant_args *a, cudaStream_t st) {
-  if (a->format == TP_QFMT_FP8) return enqueue_tensorwise<T>(a, st);
   tp_scale_shape s;
   TP_TRY(tp_quant_scale_shape(a->format, a->role, a->rows, a->cols, &s));
-  /* Only padded layouts (VEC32's tiles, BLK128's K-block count) have entries no block writes. */
+  if (s.layout == TP_SCALE_SCALAR) return enqueue_tensorwise<T>(a, st);
+  /* Only padded layouts (TILED's tiles, BLK's K-block count) have entries no block writes. */
   if (s.stored != s.grid_rows * s.grid_cols)
     TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), st));
   if (s.block_rows == 1 && s.block_cols == 4 * kVec) return enqueue_segments<T, 4>(a, s, st);
   if (s.block_rows == 1 && s.block_cols == 16 * kVec) return enqueue_segments<T, 16>(a, s, st);
-  if (a->format == TP_QFMT_FP8_ROW) {
+  if (s.layout == TP_SCALE_OUTER_VEC) {
     bool done = false;
     TP_TRY(enqueue_rows<T>(a, st, &done));
     if (done) return TP_OK;
   }
+  /* 1 x 64 blocks after the row kernel: a row-scaled operand of 64 columns
+   * keeps that kernel (one of 32 or 128 columns takes the segments above). */
+  if (s.block_rows == 1 && s.block_cols == 8 * kVec) return enqueue_segments<T, 8>(a, s, st);
   return enqueue_any_blocks<T>(a, s, st);
 }
 
 template <typename T> tp_rc local_amax_typed(const tp_quant_args *a, float *amax, cudaStream_t st) {
-  if (a->format == TP_QFMT_FP8) return enqueue_tensor_amax(view_of<T>(a, true), amax, st);
+  if (tp_quant_format_agreement(a->format) == TP_AMAX_AGREE_TENSOR)
+    return enqueue_tensor_amax(view_of<T>(a, true), amax, st);
   const view<T> v = view_of<T>(a, false);
   TP_CHECK_LAUNCH((rows_amax_kernel<T><<<static_cast<unsigned>(clamp_grid(v.rows, kMaxGridX)),
                                          threads_for(ceil_div(v.cols, kVec), kRowThreads), 0, st>>>(
@@ -646,7 +652,7 @@ tp_rc launch_transpose_quantize(const tp_quant_args *a, const tsource &src, cons
 tp_rc enqueue_transpose_quantize(const tp_quant_args *a, const tsource &src,
                                  const tp_scale_shape &s, cudaStream_t st) {
   float *scales = static_cast<float *>(a->scales);
-  if (a->format == TP_QFMT_FP8) {
+  if (s.layout == TP_SCALE_SCALAR) {
     if (!a->agreed_amax) {
       view<__nv_bfloat16> v{src.x, src.rows, src.cols, src.ld, src.x_fast, false};
       if (src.ld == src.cols)
@@ -657,7 +663,7 @@ tp_rc enqueue_transpose_quantize(const tp_quant_args *a, const tsource &src,
         enqueue_scales_of_amax(a->agreed_amax ? a->agreed_amax : scales, scales, 1, a->elem, st));
     return launch_transpose_quantize<tscale::given_tensor, 1>(a, src, s, st);
   }
-  if (a->format == TP_QFMT_FP8_ROW) {
+  if (s.layout == TP_SCALE_OUTER_VEC) {
     if (!a->agreed_amax) TP_TRY(enqueue_cols_amax(src, scales, st));
     TP_TRY(enqueue_scales_of_amax(a->agreed_amax ? a->agreed_amax : scales, scales, s.rows, a->elem,
                                   st));
@@ -666,6 +672,7 @@ tp_rc enqueue_transpose_quantize(const tp_quant_args *a, const tsource &src,
   if (s.stored != s.grid_rows * s.grid_cols)
     TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), st));
   if (s.block_cols == 4 * kVec) return launch_transpose_quantize<tscale::blocks, 4>(a, src, s, st);
+  if (s.block_cols == 8 * kVec) return launch_transpose_quantize<tscale::blocks, 8>(a, src, s, st);
   if (s.block_cols == 16 * kVec)
     return launch_transpose_quantize<tscale::blocks, 16>(a, src, s, st);
   return TP_FAIL(TP_EINTERNAL, "transpose-quantize: no fused kernel for %s blocks of %lld",
@@ -706,7 +713,7 @@ extern "C" tp_rc tp_quant_local_amax_enqueue(const tp_quant_args *a, float *amax
                                              cudaStream_t stream) {
   TP_TRY(tp_quant_args_check(a));
   if (!amax) return TP_FAIL(TP_EINTERNAL, "local amax: no output buffer");
-  if (a->format != TP_QFMT_FP8 && a->format != TP_QFMT_FP8_ROW)
+  if (tp_quant_format_agreement(a->format) == TP_AMAX_LOCAL)
     return TP_FAIL(TP_EINTERNAL, "%s has no amax to agree on (its blocks are local)",
                    tp_quant_format_name(a->format));
   if (a->in_dtype == TP_BF16) return local_amax_typed<__nv_bfloat16>(a, amax, stream);
@@ -746,7 +753,7 @@ extern "C" tp_rc tp_quant_transpose_quantize_enqueue(const tp_quant_args *a, cud
   tp_scale_shape s;
   TP_TRY(tp_quant_scale_shape(a->format, a->role, a->cols, a->rows, &s));
   /* tensorwise has one "block", the whole tensor: its scale comes first (below) */
-  if (s.block_rows != 1 && a->format != TP_QFMT_FP8)
+  if (s.block_rows != 1 && s.layout != TP_SCALE_SCALAR)
     return TP_FAIL(TP_EINTERNAL,
                    "transpose-quantize: %s %s blocks span %lld rows of the transpose (transpose, "
                    "then tp_quant_enqueue)",
@@ -854,8 +861,9 @@ extern "C" tp_rc tp_quant_transpose_local_amax_enqueue(const tp_quant_args *a, f
     return TP_FAIL(TP_EINTERNAL, "transposed local amax: bf16 in and an output buffer needed");
   const tsource src{static_cast<const __nv_bfloat16 *>(a->x), a->rows, a->cols, a->ld,
                     aligned(a->x, 16) && (a->rows == 1 || (a->ld * 2) % 16 == 0)};
-  if (a->format == TP_QFMT_FP8_ROW) return enqueue_cols_amax(src, amax, stream);
-  if (a->format != TP_QFMT_FP8)
+  const tp_amax_agreement agreement = tp_quant_format_agreement(a->format);
+  if (agreement == TP_AMAX_AGREE_ROWS) return enqueue_cols_amax(src, amax, stream);
+  if (agreement != TP_AMAX_AGREE_TENSOR)
     return TP_FAIL(TP_EINTERNAL, "%s has no amax to agree on (its blocks are local)",
                    tp_quant_format_name(a->format));
   return tp_quant_local_amax_enqueue(a, amax, stream); /* the tensor's amax is its transpose's */

@@ -8,14 +8,15 @@
  * Operands. Both GEMM operands are row-major with K inner: the activation
  * X[T, K] (role ACT, rows are tokens) and the weight W[N, K] (role WEIGHT,
  * rows are output channels). Every format blocks along K, so one code path
- * quantizes both; only fp8-block gives the two roles different blocks.
+ * quantizes both; a format may give the two roles different blocks
+ * (fp8-block does).
  *
- *   format     data  scale                      block (rows x cols)       cuBLASLt mode
- *   fp8        E4M3  fp32, one per tensor       rows x cols               SCALAR_32F
- *   fp8-row    E4M3  fp32, one per row          1 x cols                  OUTER_VEC_32F
- *   fp8-block  E4M3  fp32, ACT 1x128 blocks     1 x 128                   VEC128_32F
- *                          WEIGHT 128x128       128 x 128                 BLK128x128_32F
- *   mxfp8      E4M3  E8M0, 32 along K           1 x 32                    VEC32_UE8M0
+ * The formats are the rows of TP_QUANT_FORMAT_LIST (below): fp8 (one fp32
+ * scale per tensor), fp8-row (one per row), fp8-block (1x128 activation and
+ * 128x128 weight blocks, DeepSeek-V3) and mxfp8 (1x32 blocks, E8M0 scales,
+ * OCP MX). Each row gives the format's dtype, scale encoding and amax
+ * agreement and, per role, the stored scale layout, the block one scale
+ * covers and cuBLASLt's scale mode.
  *
  * Blocks at the end of a row or column may be partial (ceil division); the
  * scale then covers the elements present.
@@ -43,22 +44,24 @@
  * E5M2); the sign of a zero is kept (-0 and negative values that round to
  * zero give 0x80); NaN gives 0x7F. Dequantized: x ≈ value(q) · s.
  *
- * Stored scale layouts (exactly what cuBLASLt reads for the mode; offsets in
- * elements of the scale type; gr, gc index the logical scale grid of a
- * [rows, cols] operand, grid = ceil(rows / block_rows) x ceil(cols /
- * block_cols)):
- *   SCALAR_32F      1 float.
- *   OUTER_VEC_32F   rows floats, offset gr.
- *   VEC128_32F      outer (row) index fastest: offset gr + gc · rows,
- *                   rows · ceil(cols / 128) floats.
- *   BLK128x128_32F  K-block index fastest, the K-block count padded to a
- *                   multiple of 4: offset gc + gr · ld, ld = round_up(
- *                   ceil(cols / 128), 4); ceil(rows / 128) · ld floats.
- *   VEC32_UE8M0     cuBLASLt's tiled 1D block-scaling layout: 128 x 4 tiles
- *                   of 512 bytes, tile (gr / 128, gc / 4) at 512 · ((gr / 128)
- *                   · col_tiles + gc / 4), col_tiles = ceil(grid_cols / 4);
- *                   inside a tile (gr % 32) · 16 + ((gr % 128) / 32) · 4 +
- *                   gc % 4. round_up(rows, 128) · 4 · col_tiles bytes.
+ * Stored scale layouts (tp_scale_layout: exactly what cuBLASLt reads for the
+ * modes named; offsets in elements of the scale type; gr, gc index the
+ * logical scale grid of a [rows, cols] operand, grid = ceil(rows /
+ * block_rows) x ceil(cols / block_cols)). None depends on the block's size,
+ * so a format with another block reuses one:
+ *   SCALAR (SCALAR_32F)      1 scale.
+ *   OUTER_VEC (OUTER_VEC_32F) rows scales, offset gr.
+ *   VEC (VEC128_32F)         1 x B blocks, outer (row) index fastest: offset
+ *                            gr + gc · rows, rows · ceil(cols / B) scales.
+ *   BLK (BLK128x128_32F)     K-block index fastest, the K-block count padded
+ *                            to a multiple of 4: offset gc + gr · ld, ld =
+ *                            round_up(ceil(cols / B), 4); grid_rows · ld.
+ *   TILED (VEC32_UE8M0)      1 x B blocks in cuBLASLt's tiled 1D block-scaling
+ *                            layout: 128 x 4 tiles of 512 scales, tile (gr /
+ *                            128, gc / 4) at 512 · ((gr / 128) · col_tiles +
+ *                            gc / 4), col_tiles = ceil(grid_cols / 4); inside
+ *                            a tile (gr % 32) · 16 + ((gr % 128) / 32) · 4 +
+ *                            gc % 4. round_up(rows, 128) · 4 · col_tiles.
  * Padding entries are written as zero bytes. The quantizer writes the layout
  * of the tensor it is given: a shard's scales follow the shard's own layout
  * (so a row shard's VEC128 or VEC32 scales are not a contiguous piece of the
@@ -91,13 +94,64 @@ extern "C" {
 #define TP_QUANT_FN static inline
 #endif
 
+/* How a scale grid is stored (the header comment gives each one's offsets). */
 typedef enum {
-  TP_QFMT_FP8 = 0,   /* tensorwise */
-  TP_QFMT_FP8_ROW,   /* rowwise: per row of X, per output channel of W */
-  TP_QFMT_FP8_BLOCK, /* ACT 1x128, WEIGHT 128x128 (DeepSeek-V3) */
-  TP_QFMT_MXFP8,     /* OCP MX: 1x32, E8M0 scales */
-  TP_QFMT_COUNT
-} tp_quant_format;
+  TP_SCALE_SCALAR = 0, /* one scale */
+  TP_SCALE_OUTER_VEC,  /* one per row */
+  TP_SCALE_VEC,        /* 1 x B blocks, the row index fastest */
+  TP_SCALE_BLK,        /* B x B blocks, the K-block index fastest, padded to 4 */
+  TP_SCALE_TILED       /* 1 x B blocks in cuBLASLt's 128 x 4 tiles */
+} tp_scale_layout;
+
+/* What a stored scale is: a float, or an E8M0 power of two (one byte). */
+typedef enum { TP_SCALE_F32 = 0, TP_SCALE_E8M0 } tp_scale_encoding;
+
+/* Who must agree on an amax before a shard can be quantized like the whole. */
+typedef enum {
+  TP_AMAX_LOCAL = 0,    /* nothing: every scale block lies inside one shard */
+  TP_AMAX_AGREE_TENSOR, /* one float: an all-reduce max of the shards' tensor amax */
+  TP_AMAX_AGREE_ROWS /* one float per row: an all-reduce max of the rows' amax (fp8-row, K split) */
+} tp_amax_agreement;
+
+/* A block dimension of TP_QUANT_FORMAT_LIST that is the operand's whole dimension. */
+enum { TP_QUANT_WHOLE = 0 };
+
+/* The quantized formats, one row each: everything that differs between them.
+ *
+ *   X(FORMAT, DTYPE, ENCODING, AGREEMENT,
+ *     (ACT_LAYOUT, ACT_BLOCK_ROWS, ACT_BLOCK_COLS, ACT_MODE),
+ *     (WEIGHT_LAYOUT, WEIGHT_BLOCK_ROWS, WEIGHT_BLOCK_COLS, WEIGHT_MODE))
+ *
+ * FORMAT: the tp_quant_format value; DTYPE: the fp8 dtype of common/tp_vocab.h
+ * that selects it (its name is the format's). ENCODING: tp_scale_encoding.
+ * AGREEMENT: what the ranks agree on when a split dimension lies inside one
+ * scale block (a TP_QUANT_WHOLE block dimension): the tensor amax, every
+ * row's, or nothing (no block dimension is whole: a split that would cut a
+ * block is rejected instead). Per role (ACT, WEIGHT), in parentheses (a
+ * reader expands them with a macro of four parameters): the stored layout
+ * (tp_scale_layout), the block one scale covers (rows x cols, TP_QUANT_WHOLE
+ * for a whole dimension) and cuBLASLt's scale mode, CUBLASLT_MATMUL_MATRIX_
+ * SCALE_<MODE> (tp_gemm_scaled.c; the name in its messages).
+ *
+ * The quantizers pick their kernels from the layout and the block (device:
+ * SCALAR, OUTER_VEC, 1 x 32, 1 x 64 or 1 x 128 blocks have their own; any
+ * other block runs the one-CUDA-block-per-scale-block kernel, and is refused
+ * by the fused transpose-quantize of the backward). tp_quant_scale_shape
+ * gives a format's shapes from its row. */
+#define TP_QUANT_FORMAT_LIST(X)                                                                    \
+  X(TP_QFMT_FP8, TP_FP8, TP_SCALE_F32, TP_AMAX_AGREE_TENSOR,                                       \
+    (TP_SCALE_SCALAR, TP_QUANT_WHOLE, TP_QUANT_WHOLE, SCALAR_32F),                                 \
+    (TP_SCALE_SCALAR, TP_QUANT_WHOLE, TP_QUANT_WHOLE, SCALAR_32F))                                 \
+  X(TP_QFMT_FP8_ROW, TP_FP8_ROW, TP_SCALE_F32, TP_AMAX_AGREE_ROWS,                                 \
+    (TP_SCALE_OUTER_VEC, 1, TP_QUANT_WHOLE, OUTER_VEC_32F),                                        \
+    (TP_SCALE_OUTER_VEC, 1, TP_QUANT_WHOLE, OUTER_VEC_32F))                                        \
+  X(TP_QFMT_FP8_BLOCK, TP_FP8_BLOCK, TP_SCALE_F32, TP_AMAX_LOCAL,                                  \
+    (TP_SCALE_VEC, 1, 128, VEC128_32F), (TP_SCALE_BLK, 128, 128, BLK128x128_32F))                  \
+  X(TP_QFMT_MXFP8, TP_MXFP8, TP_SCALE_E8M0, TP_AMAX_LOCAL, (TP_SCALE_TILED, 1, 32, VEC32_UE8M0),   \
+    (TP_SCALE_TILED, 1, 32, VEC32_UE8M0))
+
+#define TP_QUANT_FORMAT_ENUM(format, ...) format,
+typedef enum { TP_QUANT_FORMAT_LIST(TP_QUANT_FORMAT_ENUM) TP_QFMT_COUNT } tp_quant_format;
 
 typedef enum { TP_FP8_E4M3 = 0, TP_FP8_E5M2 = 1 } tp_fp8_type;
 
@@ -106,31 +160,17 @@ typedef enum {
   TP_QROLE_WEIGHT = 1 /* W[N, K]: rows are output channels */
 } tp_quant_role;
 
-typedef enum {
-  TP_SCALE_SCALAR_F32 = 0,
-  TP_SCALE_OUTER_VEC_F32,
-  TP_SCALE_VEC128_F32,
-  TP_SCALE_BLK128_F32,
-  TP_SCALE_VEC32_E8M0
-} tp_scale_layout;
-
 /* The scales of one [rows, cols] operand (tp_quant_scale_shape). */
 typedef struct tp_scale_shape {
   tp_scale_layout layout;
+  tp_scale_encoding encoding;
   int64_t rows, cols;             /* the operand */
   int64_t block_rows, block_cols; /* elements one scale covers (a partial last block fewer) */
   int64_t grid_rows, grid_cols;   /* the logical scale grid */
-  int64_t ld;                     /* BLK128: padded K-block count; VEC32: column tiles; else 0 */
+  int64_t ld;                     /* BLK: padded K-block count; TILED: column tiles; else 0 */
   int64_t stored;                 /* elements of the stored buffer, padding included */
   size_t elem_bytes;              /* 4 (fp32) or 1 (E8M0) */
 } tp_scale_shape;
-
-/* Who must agree on an amax before a shard can be quantized like the whole. */
-typedef enum {
-  TP_AMAX_LOCAL = 0,    /* nothing: every scale block lies inside one shard */
-  TP_AMAX_AGREE_TENSOR, /* one float: an all-reduce max of the shards' tensor amax */
-  TP_AMAX_AGREE_ROWS /* one float per row: an all-reduce max of the rows' amax (fp8-row, K split) */
-} tp_amax_agreement;
 
 /* How a tensor is split over the TP ranks (shard r of TP takes the r-th
  * equal part of the split dimension). */
@@ -168,11 +208,16 @@ const char *tp_quant_format_name(tp_quant_format f); /* "fp8", "fp8-row", "fp8-b
 const char *tp_fp8_type_name(tp_fp8_type t);         /* "e4m3", "e5m2" */
 const char *tp_quant_role_name(tp_quant_role r);     /* "activation", "weight" */
 const char *tp_shard_layout_name(tp_shard_layout l); /* e.g. "activation rows" */
-const char *tp_scale_layout_name(tp_scale_layout l); /* cuBLASLt's name, e.g. "VEC128_32F" */
+/* cuBLASLt's scale mode of the format's role, e.g. "VEC128_32F" ("?" for an unknown format). */
+const char *tp_quant_scale_mode_name(tp_quant_format f, tp_quant_role role);
 
-/* The format of an fp8 dtype of the matrix (common/tp_vocab.h): TP_FP8 ->
- * fp8, ... TP_MXFP8 -> mxfp8. TP_EINTERNAL for bf16, fp32 or another value. */
+/* The format of an fp8 dtype of the matrix (common/tp_vocab.h): its row's
+ * DTYPE. TP_EINTERNAL for bf16, fp32 or another value. */
 TP_MUST_CHECK tp_rc tp_quant_format_of(tp_dtype dt, tp_quant_format *out);
+
+/* The row's AGREEMENT: what a split dimension inside a scale block makes the
+ * ranks agree on (TP_AMAX_LOCAL for an unknown format). */
+tp_amax_agreement tp_quant_format_agreement(tp_quant_format f);
 
 /* The role a shard layout splits (ACT or WEIGHT) and whether it splits rows. */
 tp_quant_role tp_shard_layout_role(tp_shard_layout l);
@@ -218,11 +263,11 @@ TP_QUANT_FN float tp_e8m0_value(uint8_t byte) {
 /* Offset, in scale elements, of logical scale (gr, gc) in the stored buffer. */
 TP_QUANT_FN int64_t tp_scale_offset(const tp_scale_shape *s, int64_t gr, int64_t gc) {
   switch (s->layout) {
-  case TP_SCALE_SCALAR_F32: return 0;
-  case TP_SCALE_OUTER_VEC_F32: return gr;
-  case TP_SCALE_VEC128_F32: return gr + gc * s->rows;
-  case TP_SCALE_BLK128_F32: return gc + gr * s->ld;
-  case TP_SCALE_VEC32_E8M0:
+  case TP_SCALE_SCALAR: return 0;
+  case TP_SCALE_OUTER_VEC: return gr;
+  case TP_SCALE_VEC: return gr + gc * s->rows;
+  case TP_SCALE_BLK: return gc + gr * s->ld;
+  case TP_SCALE_TILED:
     return 512 * ((gr / 128) * s->ld + gc / 4) + (gr % 32) * 16 + ((gr % 128) / 32) * 4 + gc % 4;
   }
   return 0;
@@ -329,7 +374,7 @@ size_t tp_scale_gather_bytes(const tp_scale_gather *g);
  * grid columns), that rank's own layout.
  * Tensorwise: rank 0's float (every rank holds the agreed one). */
 TP_QUANT_FN int64_t tp_scale_gathered_offset(const tp_scale_gather *g, int64_t gr, int64_t gc) {
-  if (g->shard.layout == TP_SCALE_SCALAR_F32) return 0;
+  if (g->shard.layout == TP_SCALE_SCALAR) return 0;
   const int64_t stride = g->rank_stride ? g->rank_stride : g->shard.stored;
   if (g->by_cols) {
     const int64_t per_col = g->shard.grid_cols;
@@ -346,8 +391,9 @@ void tp_quant_replace_gathered_ref(const tp_scale_gather *g, const void *gathere
  */
 
 /* args' fields are consistent (known format, role, element and input types,
- * positive dimensions, ld >= cols, buffers present, agreed_amax only for fp8
- * and fp8-row); TP_EINTERNAL with what is wrong otherwise. */
+ * positive dimensions, ld >= cols, buffers present, agreed_amax only for a
+ * format with an agreement: fp8 and fp8-row); TP_EINTERNAL with what is wrong
+ * otherwise. */
 TP_MUST_CHECK tp_rc tp_quant_args_check(const tp_quant_args *a);
 
 /* fp32 to fp8, round to nearest even, saturating (see the header comment). */
@@ -356,8 +402,8 @@ uint8_t tp_fp8_encode(tp_fp8_type t, float v);
 float tp_fp8_decode(tp_fp8_type t, uint8_t byte);
 
 /* The amax the ranks would agree on, from this tensor alone: for fp8 one
- * float (max |x|), for fp8-row one per row. Only a->x is read (q and
- * scales may be NULL). TP_EINTERNAL for other formats. */
+ * float (max |x|), for fp8-row one per row (the row's AGREEMENT). Only a->x
+ * is read (q and scales may be NULL). TP_EINTERNAL for formats without one. */
 TP_MUST_CHECK tp_rc tp_quant_local_amax_ref(const tp_quant_args *a, float *amax);
 
 /* Quantizes a->x into a->q and a->scales (padding zeroed). */

@@ -18,18 +18,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* ---- the formats' rows -----------------------------------------------------------------------
+ */
+
+/* How one role's scales are laid out (a row of TP_QUANT_FORMAT_LIST, per role). */
+typedef struct role_scales {
+  tp_scale_layout layout;
+  int64_t block_rows, block_cols; /* TP_QUANT_WHOLE: the operand's whole dimension */
+  const char *mode_name;          /* cuBLASLt's scale mode */
+} role_scales;
+
+typedef struct format_row {
+  tp_dtype dtype;
+  tp_scale_encoding encoding;
+  tp_amax_agreement agreement;
+  role_scales role[2]; /* indexed by tp_quant_role */
+} format_row;
+
+#define ROLE_SCALES(layout, block_rows, block_cols, mode)                                          \
+  { layout, block_rows, block_cols, #mode }
+#define FORMAT_ROW(format, dtype, encoding, agreement, act, weight)                                \
+  [format] = {dtype, encoding, agreement, {ROLE_SCALES act, ROLE_SCALES weight}},
+static const format_row format_rows[TP_QFMT_COUNT] = {TP_QUANT_FORMAT_LIST(FORMAT_ROW)};
+#undef FORMAT_ROW
+#undef ROLE_SCALES
+
+#define COUNT_FP8_DTYPE(value, name, class) +TP_VOCAB_FP8_##class
+_Static_assert(0 TP_DTYPE_LIST(COUNT_FP8_DTYPE) == TP_QFMT_COUNT,
+               "every fp8 dtype of TP_DTYPE_LIST has its row in TP_QUANT_FORMAT_LIST");
+#undef COUNT_FP8_DTYPE
+
+/* The row of f; NULL for an unknown format. */
+static const format_row *row_of(tp_quant_format f) {
+  return (int)f >= 0 && f < TP_QFMT_COUNT ? &format_rows[f] : NULL;
+}
+
 /* ---- names ------------------------------------------------------------------------------------
  */
 
 const char *tp_quant_format_name(tp_quant_format f) {
-  switch (f) {
-  case TP_QFMT_FP8: return "fp8";
-  case TP_QFMT_FP8_ROW: return "fp8-row";
-  case TP_QFMT_FP8_BLOCK: return "fp8-block";
-  case TP_QFMT_MXFP8: return "mxfp8";
-  case TP_QFMT_COUNT: break;
-  }
-  return "?";
+  const format_row *row = row_of(f);
+  return row ? tp_dtype_name(row->dtype) : "?";
 }
 
 const char *tp_fp8_type_name(tp_fp8_type t) { return t == TP_FP8_E4M3 ? "e4m3" : "e5m2"; }
@@ -49,25 +78,24 @@ const char *tp_shard_layout_name(tp_shard_layout l) {
   return "?";
 }
 
-const char *tp_scale_layout_name(tp_scale_layout l) {
-  switch (l) {
-  case TP_SCALE_SCALAR_F32: return "SCALAR_32F";
-  case TP_SCALE_OUTER_VEC_F32: return "OUTER_VEC_32F";
-  case TP_SCALE_VEC128_F32: return "VEC128_32F";
-  case TP_SCALE_BLK128_F32: return "BLK128x128_32F";
-  case TP_SCALE_VEC32_E8M0: return "VEC32_UE8M0";
-  }
-  return "?";
+const char *tp_quant_scale_mode_name(tp_quant_format f, tp_quant_role role) {
+  const format_row *row = row_of(f);
+  if (!row || (role != TP_QROLE_ACT && role != TP_QROLE_WEIGHT)) return "?";
+  return row->role[role].mode_name;
 }
 
 tp_rc tp_quant_format_of(tp_dtype dt, tp_quant_format *out) {
-  switch (dt) {
-  case TP_FP8: *out = TP_QFMT_FP8; return TP_OK;
-  case TP_FP8_ROW: *out = TP_QFMT_FP8_ROW; return TP_OK;
-  case TP_FP8_BLOCK: *out = TP_QFMT_FP8_BLOCK; return TP_OK;
-  case TP_MXFP8: *out = TP_QFMT_MXFP8; return TP_OK;
-  default: return TP_FAIL(TP_EINTERNAL, "dtype %s is not an fp8 format", tp_dtype_name(dt));
-  }
+  for (int f = 0; f < TP_QFMT_COUNT; ++f)
+    if (format_rows[f].dtype == dt) {
+      *out = (tp_quant_format)f;
+      return TP_OK;
+    }
+  return TP_FAIL(TP_EINTERNAL, "dtype %s is not an fp8 format", tp_dtype_name(dt));
+}
+
+tp_amax_agreement tp_quant_format_agreement(tp_quant_format f) {
+  const format_row *row = row_of(f);
+  return row ? row->agreement : TP_AMAX_LOCAL;
 }
 
 tp_quant_role tp_shard_layout_role(tp_shard_layout l) {
@@ -91,43 +119,26 @@ tp_rc tp_quant_scale_shape(tp_quant_format f, tp_quant_role role, int64_t rows, 
                    (long long)rows, (long long)cols);
   if (role != TP_QROLE_ACT && role != TP_QROLE_WEIGHT)
     return TP_FAIL(TP_EINTERNAL, "unknown quantization role %d", (int)role);
+  const format_row *row = row_of(f);
+  if (!row) return TP_FAIL(TP_EINTERNAL, "unknown quantization format %d", (int)f);
+  const role_scales *r = &row->role[role];
   tp_scale_shape s;
   memset(&s, 0, sizeof s);
   s.rows = rows;
   s.cols = cols;
-  s.elem_bytes = 4;
-  switch (f) {
-  case TP_QFMT_FP8:
-    s.layout = TP_SCALE_SCALAR_F32;
-    s.block_rows = rows;
-    s.block_cols = cols;
-    break;
-  case TP_QFMT_FP8_ROW:
-    s.layout = TP_SCALE_OUTER_VEC_F32;
-    s.block_rows = 1;
-    s.block_cols = cols;
-    break;
-  case TP_QFMT_FP8_BLOCK:
-    s.layout = role == TP_QROLE_ACT ? TP_SCALE_VEC128_F32 : TP_SCALE_BLK128_F32;
-    s.block_rows = role == TP_QROLE_ACT ? 1 : 128;
-    s.block_cols = 128;
-    break;
-  case TP_QFMT_MXFP8:
-    s.layout = TP_SCALE_VEC32_E8M0;
-    s.block_rows = 1;
-    s.block_cols = 32;
-    s.elem_bytes = 1;
-    break;
-  default: return TP_FAIL(TP_EINTERNAL, "unknown quantization format %d", (int)f);
-  }
+  s.layout = r->layout;
+  s.encoding = row->encoding;
+  s.elem_bytes = row->encoding == TP_SCALE_E8M0 ? 1 : 4;
+  s.block_rows = r->block_rows == TP_QUANT_WHOLE ? rows : r->block_rows;
+  s.block_cols = r->block_cols == TP_QUANT_WHOLE ? cols : r->block_cols;
   s.grid_rows = ceil_div(rows, s.block_rows);
   s.grid_cols = ceil_div(cols, s.block_cols);
   switch (s.layout) {
-  case TP_SCALE_BLK128_F32:
+  case TP_SCALE_BLK:
     s.ld = round_up(s.grid_cols, 4);
     s.stored = s.grid_rows * s.ld;
     break;
-  case TP_SCALE_VEC32_E8M0:
+  case TP_SCALE_TILED:
     s.ld = ceil_div(s.grid_cols, 4);
     s.stored = round_up(rows, 128) * 4 * s.ld;
     break;
@@ -141,7 +152,7 @@ size_t tp_quant_scale_bytes(const tp_scale_shape *s) { return (size_t)s->stored 
 
 float tp_quant_scale_at(const tp_scale_shape *s, const void *scales, int64_t gr, int64_t gc) {
   int64_t off = tp_scale_offset(s, gr, gc);
-  if (s->layout == TP_SCALE_VEC32_E8M0) return tp_e8m0_value(((const uint8_t *)scales)[off]);
+  if (s->encoding == TP_SCALE_E8M0) return tp_e8m0_value(((const uint8_t *)scales)[off]);
   return ((const float *)scales)[off];
 }
 
@@ -261,12 +272,10 @@ tp_rc tp_quant_split_check(tp_quant_format f, tp_shard_layout layout, int64_t ro
                         (long long)dim, tp);
   if (tp == 1) return TP_OK;
   const int64_t shard = dim / tp;
-  if (f == TP_QFMT_FP8) {
-    if (agreement) *agreement = TP_AMAX_AGREE_TENSOR;
-    return TP_OK;
-  }
-  if (f == TP_QFMT_FP8_ROW && !by_rows) { /* one scale spans every rank's part of a row */
-    if (agreement) *agreement = TP_AMAX_AGREE_ROWS;
+  const role_scales *r = &row_of(f)->role[tp_shard_layout_role(layout)];
+  if ((by_rows ? r->block_rows : r->block_cols) == TP_QUANT_WHOLE) {
+    /* one scale spans every rank's part: the ranks agree on its amax first */
+    if (agreement) *agreement = row_of(f)->agreement;
     return TP_OK;
   }
   if (shard % block != 0)
@@ -351,7 +360,7 @@ tp_rc tp_quant_args_check(const tp_quant_args *a) {
                    (long long)a->cols, (long long)a->ld);
   if (!a->x || !a->q || !a->scales)
     return TP_FAIL(TP_EINTERNAL, "quantize: missing input, data or scale buffer");
-  if (a->agreed_amax && a->format != TP_QFMT_FP8 && a->format != TP_QFMT_FP8_ROW)
+  if (a->agreed_amax && format_rows[a->format].agreement == TP_AMAX_LOCAL)
     return TP_FAIL(TP_EINTERNAL, "quantize: %s takes no agreed amax (its blocks are local)",
                    tp_quant_format_name(a->format));
   return TP_OK;
@@ -395,13 +404,12 @@ tp_rc tp_quant_local_amax_ref(const tp_quant_args *a, float *amax) {
   if (!in.q) in.q = &unused;
   if (!in.scales) in.scales = &unused;
   TP_TRY(tp_quant_args_check(&in));
-  if (a->format == TP_QFMT_FP8) {
-    *amax = region_amax(a, (region){0, a->rows, 0, a->cols});
-    return TP_OK;
-  }
-  if (a->format == TP_QFMT_FP8_ROW) {
+  switch (format_rows[a->format].agreement) {
+  case TP_AMAX_AGREE_TENSOR: *amax = region_amax(a, (region){0, a->rows, 0, a->cols}); return TP_OK;
+  case TP_AMAX_AGREE_ROWS:
     for (int64_t r = 0; r < a->rows; ++r) amax[r] = region_amax(a, (region){r, r + 1, 0, a->cols});
     return TP_OK;
+  case TP_AMAX_LOCAL: break;
   }
   return TP_FAIL(TP_EINTERNAL, "%s has no amax to agree on (its blocks are local)",
                  tp_quant_format_name(a->format));
@@ -412,10 +420,11 @@ static void quantize_block(const tp_quant_args *a, const tp_scale_shape *s, int6
                            int64_t gc) {
   const region g = block_region(s, gr, gc);
   float amax = region_amax(a, g);
-  if (a->agreed_amax) amax = a->agreed_amax[a->format == TP_QFMT_FP8 ? 0 : gr];
+  if (a->agreed_amax)
+    amax = a->agreed_amax[format_rows[a->format].agreement == TP_AMAX_AGREE_TENSOR ? 0 : gr];
   const int64_t off = tp_scale_offset(s, gr, gc);
   float scale;
-  if (s->layout == TP_SCALE_VEC32_E8M0) {
+  if (s->encoding == TP_SCALE_E8M0) {
     const uint8_t byte = tp_quant_scale_e8m0(a->elem, amax);
     ((uint8_t *)a->scales)[off] = byte;
     scale = tp_e8m0_value(byte);

@@ -12,7 +12,8 @@
  * fails the invariant on row-split layouts, where the real one passes); and
  * the shard rule rejecting straddling shapes with a reason that names the
  * format, the dimension, the block and the shard size, and accepting the
- * aligned ones. The coverage counted is printed. The scaled GEMM's accuracy
+ * aligned ones; every row of TP_QUANT_FORMAT_LIST against what the code
+ * makes of it. The coverage counted is printed. The scaled GEMM's accuracy
  * model: which devices get the reduced-precision MMA term, the dot's
  * magnitudes on a hand-checked case, and its bound holding for a simulated
  * 14-bit aligning accumulator where the fp32 model's does not.
@@ -257,7 +258,7 @@ static void test_block_act_layout(void **state) {
     for (int kb = 0; kb < 2; ++kb) x[r * 256 + kb * 128 + 7] = 448.0f * (float)(1 + r * 2 + kb);
   quant_buf b;
   quant_buf_init(&b, TP_QFMT_FP8_BLOCK, TP_QROLE_ACT, TP_FP8_E4M3, x, TP_FP32, 2, 256, 256);
-  assert_int_equal(b.shape.layout, TP_SCALE_VEC128_F32);
+  assert_int_equal(b.shape.layout, TP_SCALE_VEC);
   assert_int_equal(b.shape.stored, 4);
   quantize_checked(&b);
   const float *s = b.scales;
@@ -278,7 +279,7 @@ static void test_block_weight_layout(void **state) {
       x[(gr * 128 + 5) * cols + gc * 128 + 9] = 448.0f * (float)(1 + gr * 3 + gc);
   quant_buf b;
   quant_buf_init(&b, TP_QFMT_FP8_BLOCK, TP_QROLE_WEIGHT, TP_FP8_E4M3, x, TP_FP32, rows, cols, cols);
-  assert_int_equal(b.shape.layout, TP_SCALE_BLK128_F32);
+  assert_int_equal(b.shape.layout, TP_SCALE_BLK);
   assert_int_equal(b.shape.ld, 4);
   assert_int_equal(b.shape.stored, 8);
   quantize_checked(&b);
@@ -353,6 +354,114 @@ static void test_bf16_input(void **state) {
   }
   free(x);
   free(xb);
+}
+
+/* ---- the formats' rows ----------------------------------------------------------------------
+ *
+ * Every row of TP_QUANT_FORMAT_LIST, read here on its own, against what the
+ * code does with it: the format of the row's dtype and its name, the scale
+ * shape per role (layout, encoding, block), cuBLASLt's mode name, the
+ * agreement the shard rule asks for, and the reference quantizer's scale of
+ * every block of the row's shape. A row the code ignores fails here. */
+
+typedef struct row_role {
+  tp_scale_layout layout;
+  int64_t block_rows, block_cols;
+  const char *mode;
+} row_role;
+
+typedef struct format_row {
+  tp_quant_format format;
+  tp_dtype dtype;
+  tp_scale_encoding encoding;
+  tp_amax_agreement agreement;
+  row_role role[2];
+} format_row;
+
+#define ROW_ROLE(layout, block_rows, block_cols, mode)                                             \
+  { layout, block_rows, block_cols, #mode }
+#define FORMAT_ROW(format, dtype, encoding, agreement, act, weight)                                \
+  {format, dtype, encoding, agreement, {ROW_ROLE act, ROW_ROLE weight}},
+static const format_row FORMAT_ROWS[] = {TP_QUANT_FORMAT_LIST(FORMAT_ROW)};
+#undef FORMAT_ROW
+#undef ROW_ROLE
+
+/* The agreement a split of a TP_QUANT_WHOLE block dimension needs follows from the blocks. */
+static void check_agreement_column(const format_row *row) {
+  for (int role = 0; role < 2; ++role) {
+    const row_role *r = &row->role[role];
+    const int whole_rows = r->block_rows == TP_QUANT_WHOLE,
+              whole_cols = r->block_cols == TP_QUANT_WHOLE;
+    if (row->agreement == TP_AMAX_AGREE_TENSOR) assert_true(whole_rows && whole_cols);
+    if (row->agreement == TP_AMAX_AGREE_ROWS) assert_true(r->block_rows == 1 && whole_cols);
+    if (row->agreement == TP_AMAX_LOCAL) assert_true(!whole_rows && !whole_cols);
+  }
+}
+
+/* Every block's stored scale is the scale of the amax over the row's block. */
+static void check_reference_blocks(const format_row *row, tp_quant_role role) {
+  const int64_t rows = 300, cols = 200; /* partial blocks at both ends */
+  const row_role *r = &row->role[role];
+  const int64_t br = r->block_rows == TP_QUANT_WHOLE ? rows : r->block_rows;
+  const int64_t bc = r->block_cols == TP_QUANT_WHOLE ? cols : r->block_cols;
+  float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+  assert_non_null(x);
+  fill_random(x, rows, cols, 29u + (uint64_t)row->format);
+  quant_buf b;
+  quant_buf_init(&b, row->format, role, TP_FP8_E4M3, x, TP_FP32, rows, cols, cols);
+  assert_int_equal(b.shape.layout, r->layout);
+  assert_int_equal(b.shape.encoding, row->encoding);
+  assert_int_equal(b.shape.elem_bytes, row->encoding == TP_SCALE_E8M0 ? 1 : 4);
+  assert_int_equal(b.shape.block_rows, br);
+  assert_int_equal(b.shape.block_cols, bc);
+  quantize_checked(&b);
+  for (int64_t gr = 0; gr * br < rows; ++gr)
+    for (int64_t gc = 0; gc * bc < cols; ++gc) {
+      float amax = 0.0f;
+      for (int64_t i = gr * br; i < rows && i < (gr + 1) * br; ++i)
+        for (int64_t j = gc * bc; j < cols && j < (gc + 1) * bc; ++j)
+          amax = fmaxf(amax, fabsf(x[i * cols + j]));
+      const float want = row->encoding == TP_SCALE_E8M0
+                             ? tp_e8m0_value(tp_quant_scale_e8m0(TP_FP8_E4M3, amax))
+                             : tp_quant_scale_f32(TP_FP8_E4M3, amax);
+      assert_int_equal(float_bits(tp_quant_scale_at(&b.shape, b.scales, gr, gc)), float_bits(want));
+    }
+  quant_buf_free(&b);
+  free(x);
+}
+
+static void test_rows_match_code(void **state) {
+  (void)state;
+  assert_int_equal(sizeof FORMAT_ROWS / sizeof FORMAT_ROWS[0], TP_QFMT_COUNT);
+  for (int i = 0; i < TP_QFMT_COUNT; ++i) {
+    const format_row *row = &FORMAT_ROWS[i];
+    assert_int_equal(row->format, i); /* the rows are the enum's order */
+    assert_true(tp_dtype_is_fp8(row->dtype));
+    tp_quant_format f;
+    assert_int_equal(tp_quant_format_of(row->dtype, &f), TP_OK);
+    assert_int_equal(f, row->format);
+    assert_string_equal(tp_quant_format_name(f), tp_dtype_name(row->dtype));
+    assert_int_equal(tp_quant_format_agreement(f), row->agreement);
+    check_agreement_column(row);
+    for (int role = 0; role < 2; ++role) {
+      assert_string_equal(tp_quant_scale_mode_name(f, (tp_quant_role)role), row->role[role].mode);
+      check_reference_blocks(row, (tp_quant_role)role);
+    }
+    for (int l = 0; l < TP_SHARD_COUNT; ++l) {
+      const row_role *r = &row->role[tp_shard_layout_role((tp_shard_layout)l)];
+      const int64_t block =
+          tp_shard_layout_splits_rows((tp_shard_layout)l) ? r->block_rows : r->block_cols;
+      tp_amax_agreement agreement = TP_AMAX_LOCAL;
+      assert_int_equal(
+          tp_quant_shard_check(f, (tp_shard_layout)l, 256, 256, 2, &agreement, NULL, 0), TP_OK);
+      assert_int_equal(agreement, block == TP_QUANT_WHOLE ? row->agreement : TP_AMAX_LOCAL);
+    }
+  }
+  for (int dt = 0; dt < TP_N_DTYPES; ++dt) { /* every fp8 dtype has its row */
+    tp_quant_format f;
+    if (tp_dtype_is_fp8((tp_dtype)dt))
+      assert_int_equal(tp_quant_format_of((tp_dtype)dt, &f), TP_OK);
+  }
 }
 
 static void test_bad_arguments_refused(void **state) {
@@ -486,14 +595,19 @@ static long shard_mismatches(const quantizer *qz, tp_quant_format f, tp_shard_la
  * block along it; the other one not a multiple of any block (partial blocks). */
 static void combo_shape(tp_quant_format f, tp_shard_layout l, int tp, int64_t *rows,
                         int64_t *cols) {
-  if (tp_shard_layout_splits_rows(l)) {
-    const int weight_blocks = f == TP_QFMT_FP8_BLOCK && l == TP_SHARD_WEIGHT_ROWS;
-    *rows = (int64_t)tp * (weight_blocks ? 128 : 40);
-    *cols = 200;
-  } else {
-    *rows = 72;
-    *cols = (int64_t)tp * (f == TP_QFMT_FP8_BLOCK ? 128 : f == TP_QFMT_MXFP8 ? 64 : 24);
-  }
+  /* the block along the split, from the format's row: a shard holds whole
+   * blocks, at least 64 elements of them; a whole-dimension or one-row block
+   * (agreed or local anyway) takes 40 rows or 24 columns */
+  const int64_t probe = 1 << 20;
+  tp_scale_shape s;
+  assert_int_equal(tp_quant_scale_shape(f, tp_shard_layout_role(l), probe, probe, &s), TP_OK);
+  const int by_rows = tp_shard_layout_splits_rows(l);
+  const int64_t block = by_rows ? s.block_rows : s.block_cols;
+  int64_t per = block;
+  while (per < 64) per *= 2;
+  if (block == 1 || block == probe) per = by_rows ? 40 : 24;
+  *rows = by_rows ? (int64_t)tp * per : 72;
+  *cols = by_rows ? 200 : (int64_t)tp * per;
 }
 
 /* Random data, then the adversary: the tensor's largest |x| at the last
@@ -774,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_block_weight_layout),
       cmocka_unit_test(test_mx_rule_and_layout),
       cmocka_unit_test(test_bf16_input),
+      cmocka_unit_test(test_rows_match_code),
       cmocka_unit_test(test_bad_arguments_refused),
       cmocka_unit_test(test_shard_invariance),
       cmocka_unit_test(test_flattening_quantizer_fails),

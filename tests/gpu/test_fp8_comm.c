@@ -227,7 +227,7 @@ static void test_replace_on_device(void **state) {
         assert_memory_equal(ref, dev, whole);
         /* planted fault: each rank's buffer taken one element shorter (an off-by-one in the
          * rank stride; reads stay inside the gathered buffer); tensorwise reads rank 0 only */
-        if (sg.g.shard.layout != TP_SCALE_SCALAR_F32) {
+        if (sg.g.shard.layout != TP_SCALE_SCALAR) {
           tp_scale_gather off = sg.g;
           off.shard.stored -= 1;
           check_rc(tp_quant_replace_gathered_enqueue(&off, sg.s_gath, sg.s_placed, 0), "fault");
