@@ -43,7 +43,9 @@ static const format_row format_rows[TP_QFMT_COUNT] = {TP_QUANT_FORMAT_LIST(FORMA
 #undef FORMAT_ROW
 #undef ROLE_SCALES
 
-#define COUNT_FP8_DTYPE(value, name, class) +TP_VOCAB_FP8_##class
+/* a term of the sum below: parentheses around it would break the sum */
+#define COUNT_FP8_DTYPE(value, name, class)                                                        \
+  +TP_VOCAB_FP8_##class /* NOLINT(bugprone-macro-parentheses) */
 _Static_assert(0 TP_DTYPE_LIST(COUNT_FP8_DTYPE) == TP_QFMT_COUNT,
                "every fp8 dtype of TP_DTYPE_LIST has its row in TP_QUANT_FORMAT_LIST");
 #undef COUNT_FP8_DTYPE
