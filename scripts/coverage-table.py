@@ -15,6 +15,8 @@ what the database holds for that path there:
   rejected: RULE      nothing ran; the rule of the most frequent rejection
                       (+N other rules: how many more there were)
   not run             the database holds no configuration of that path there
+  n/a: WHY            the path does not exist there (ops and drift have no
+                      dp axis; nothing travels at TP 1; dp > 1 needs a mesh)
 
 Nothing in the table is typed by hand: every cell is counted from the
 database. Exit status: 0 when no cell failed, 1 when one did, 2 on bad usage
@@ -84,6 +86,19 @@ ROWS = [
 FAILED = "('failed', 'oom', 'timeout')"
 
 
+def not_applicable(group, path, heading):
+    """Why a path cannot exist in a column, or None: these cells say so instead of "not run"
+    (a rule of the commands, not a result: nothing is counted for them)."""
+    mesh = heading.startswith("dp ")
+    if group in ("ops", "drift") and mesh:
+        return f"n/a: `{group}` has no dp axis"
+    if group == "ops" and path.startswith("comm_dtype") and heading == "TP 1":
+        return "n/a: nothing travels at TP 1"
+    if path == "FSDP mesh (dp > 1)" and not mesh:
+        return "n/a: dp = 1 in this column"
+    return None
+
+
 def cell(db, where):
     """One cell: counts of the configurations matching `where`."""
     by_status = dict(db.execute(
@@ -129,19 +144,23 @@ def short(reason, width=48):
 def drift_row(db):
     """Per column: drift's NCCL-order steps against the stock of the same run, bit for bit."""
     cells, bad_total = [], 0
-    for _, where in COLUMNS:
+    for heading, where in COLUMNS:
+        why = not_applicable("drift", "", heading)
         others = db.execute(
-            f"SELECT c.id, c.rs_sum, c.status, c.run_id FROM configs c WHERE c.kind = 'drift' "
-            f"AND c.backend = 'dist_gemm' AND {where} ORDER BY c.id").fetchall()
+            f"SELECT c.id, c.rs_sum, c.status, c.run_id, c.reason FROM configs c "
+            f"WHERE c.kind = 'drift' AND c.backend = 'dist_gemm' AND {where} ORDER BY c.id").fetchall()
         stocks = db.execute(
             f"SELECT c.id, c.status, c.run_id FROM configs c WHERE c.kind = 'drift' "
             f"AND c.backend = 'stock' AND {where} ORDER BY c.id").fetchall()
         if not stocks and not others:
-            cells.append("not run")
+            cells.append(why or "not run")
             continue
         parts, bad = [], 0
-        for cid, rs_sum, status, run in others:
+        for cid, rs_sum, status, run, reason in others:
             # a rule's refusal is no failure; a failure, timeout or oom is
+            if status == "rejected":
+                parts.append(f"{rs_sum}: rejected: {short(reason)}")
+                continue
             if status != "ok":
                 parts.append(f"{rs_sum}: {status}")
                 bad += status in ("failed", "oom", "timeout")
@@ -217,8 +236,11 @@ def main(argv):
     failures = 0
     for group, path, where in ROWS:
         cells = []
-        for _, col in COLUMNS:
+        for heading, col in COLUMNS:
             text, bad = cell(db, f"({where}) AND {col}")
+            why = not_applicable(group, path, heading)
+            if why and text == "not run":
+                text = why
             cells.append(text)
             failures += bad
         print(f"| {group} | {path} | " + " | ".join(cells) + " |")

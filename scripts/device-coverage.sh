@@ -105,23 +105,32 @@ layers_degree() {
     --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=ffn --axis seqlen=512 --axis graph=off \
     --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
+  # auto's own choice in a layer (on these shapes it may take the stock path: recorded as such)
+  layers "run-tp$tp-auto" 1 "$tp" --axis layer=attention,block --axis seqlen=512 --axis graph=off \
+    --axis pass=fwd+bwd --axis backend=dist_gemm --axis schedule=auto
 }
 mesh() { # mesh DP TP
   layers "run-dp$1-tp$2" "$1" "$2" --axis layer=ffn,block --axis batch=4 --axis seqlen=256 \
     --axis ac=none,full --axis graph=off --axis pass=fwd+bwd --axis backend=stock,dist_gemm \
     --axis schedule=ce,sm
 }
+mesh_more() { # mesh_more DP TP: attention, SP off, selective recomputation and auto on a mesh
+  layers "run-dp$1-tp$2-more" "$1" "$2" --axis layer=attention,ffn --axis batch=4 --axis seqlen=256 \
+    --axis sp=on,off --axis ac=selective --axis graph=off --axis pass=fwd+bwd \
+    --axis backend=stock,dist_gemm --axis schedule=auto,ce,sm
+}
 
 # Lanes side by side, the largest degrees first; LANES picks some (default
-# the TP > 1 lanes a-g; h adds TP 1).
+# a-h: TP 8, 4, 2, the meshes (two lanes), drift, and TP 1 last).
 lane_a() { ops_degree 8; }
 lane_b() { ops_degree 4; }
 lane_c() { ops_degree 2; layers_degree 2; }
 lane_d() { layers_degree 8; }
 lane_e() { layers_degree 4; }
 lane_f() { mesh 2 2; mesh 2 4; mesh 4 2; }
+lane_f2() { mesh_more 2 2; mesh_more 2 4; mesh_more 4 2; }
 lane_g() { drift drift-tp8 8; drift drift-tp4 4; drift drift-tp2 2; }
-lane_h() { ops_degree 1; layers_degree 1; }
+lane_h() { ops_degree 1; layers_degree 1; drift drift-tp1 1; }
 # Short calls: one mesh a lane; fp32 and traced windows at TP 4 and 8.
 lane_m1() { mesh 2 2; }
 lane_m2() { mesh 2 4; }
@@ -132,7 +141,7 @@ lane_fp32() {
 }
 lane_trace() { ops_trace 4; ops_trace 8; }
 
-for lane in ${LANES:-a b c d e f g}; do
+for lane in ${LANES:-a b c d e f f2 g h}; do
   "lane_$lane" > "$work/lane-$lane.log" 2>&1 &
 done
 wait
