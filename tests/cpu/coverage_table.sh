@@ -104,6 +104,22 @@ rc=$?
 grep -q '| ops | dist_gemm ce | [^|]*| ok [0-9]* · [0-9]* checks · [0-9]* rejected |' "$scratch/table.md" ||
   fail "the dist_gemm ce row's ok cells do not count their rejections"
 
+# 9. a path that cannot exist in a column says n/a and why; one that does exist there after all
+#    is counted, never hidden behind the n/a
+grep -q '^| ops | comm_dtype fp8 | n/a: nothing travels at TP 1 |' "$scratch/table.md" ||
+  fail "comm_dtype at TP 1 does not read n/a"
+grep '^| ops | dist_gemm ce |' "$scratch/table.md" | grep -q '| n/a: `ops` has no dp axis |$' ||
+  fail "ops on a mesh does not read n/a"
+grep -q '^| run | FSDP mesh (dp > 1) | n/a: dp = 1 in this column |' "$scratch/table.md" ||
+  fail "dp > 1 at dp 1 does not read n/a"
+cp "$scratch/healed.db" "$scratch/na.db"
+sql "$scratch/na.db" "UPDATE configs SET dp = 2 WHERE id = (SELECT id FROM configs WHERE
+  status = 'ok' AND tp = 2 AND dp = 1 AND backend = 'dist_gemm' AND schedule = 'ce'
+  AND coalesce(proj, '') <> '' ORDER BY id LIMIT 1)"
+python3 "$script" "$scratch/na.db" > "$scratch/na.md"
+grep '^| ops | dist_gemm ce |' "$scratch/na.md" | grep -q '| ok 1 · [0-9]* checks[^|]* | n/a' ||
+  fail "a configuration in an n/a cell is not counted: $(grep '^| ops | dist_gemm ce |' "$scratch/na.md")"
+
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
   exit 1
