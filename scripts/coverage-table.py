@@ -19,8 +19,9 @@ what the database holds for that path there:
                       dp axis; nothing travels at TP 1; dp > 1 needs a mesh)
 
 Nothing in the table is typed by hand: every cell is counted from the
-database. Exit status: 0 when no cell failed, 1 when one did, 2 on bad usage
-or an unreadable database.
+database. Exit status: 0 when no cell failed, 1 when one did (or a
+configuration of a degree or mesh no column shows failed: a line after the
+table names them), 2 on bad usage or an unreadable database.
 
 usage: scripts/coverage-table.py COVERAGE_DB
 """
@@ -176,9 +177,14 @@ def drift_row(db):
                 bad += same != steps or steps == 0
             else:
                 parts.append(f"epilogue: {same}/{steps} bit-identical")
+        # stock's own failures count whatever the others did: with every dist_gemm refused (TP 1)
+        # or compared with another stock of the run (--repeat 2), nothing above reports them
+        stock_bad = sum(st in ("failed", "oom", "timeout") for _, st, _ in stocks)
         if not others:
             parts.append("stock only: " + ", ".join(sorted({st for _, st, _ in stocks})))
-            bad += sum(st in ("failed", "oom", "timeout") for _, st, _ in stocks)
+        elif stock_bad or all(status == "rejected" for _, _, status, _, _ in others):
+            parts.append("stock: " + (", ".join(sorted({st for _, st, _ in stocks})) or "none"))
+        bad += stock_bad
         cells.append("; ".join(parts) + (" FAILED" if bad else ""))
         bad_total += bad
     return cells, bad_total
@@ -247,6 +253,13 @@ def main(argv):
     cells, bad = drift_row(db)
     failures += bad
     print("| drift | 10 steps vs stock | " + " | ".join(cells) + " |")
+    # a failure no column holds (another degree or mesh) still fails the table
+    outside = db.execute(
+        f"SELECT c.tp, c.dp, count(DISTINCT c.id) FROM configs c LEFT JOIN checks k "
+        f"ON k.config_id = c.id AND k.status = 'failed' WHERE NOT ("
+        + " OR ".join(f"({col})" for _, col in COLUMNS) + f") AND (c.status IN {FAILED} OR "
+        f"(c.status = 'ok' AND k.config_id IS NOT NULL)) GROUP BY c.tp, c.dp "
+        f"ORDER BY c.dp, c.tp").fetchall()
     totals = dict(db.execute("SELECT status, count(*) FROM configs GROUP BY status").fetchall())
     checks = dict(db.execute("SELECT status, count(*) FROM checks GROUP BY status").fetchall())
     evidence = dict(db.execute(
@@ -258,6 +271,10 @@ def main(argv):
                                                                       "not checked")) +
           "; traced schedule evidence: " + ", ".join(
               f"{s} {evidence.get(s, 0)}" for s in ("ok", "failed", "not checked")))
+    if outside:
+        print("FAILED outside the table's columns: " + ", ".join(
+            f"{n} at dp {dp} × tp {tp}" for tp, dp, n in outside))
+        failures += sum(n for _, _, n in outside)
     return 1 if failures else 0
 
 

@@ -120,6 +120,48 @@ python3 "$script" "$scratch/na.db" > "$scratch/na.md"
 grep '^| ops | dist_gemm ce |' "$scratch/na.md" | grep -q '| ok 1 · [0-9]* checks[^|]* | n/a' ||
   fail "a configuration in an n/a cell is not counted: $(grep '^| ops | dist_gemm ce |' "$scratch/na.md")"
 
+# 10. drift where every dist_gemm configuration was refused (as at TP 1): stock's failure still
+#     fails the cell and the exit status, and a stock that trained is shown
+cp "$scratch/healed.db" "$scratch/tp1drift.db"
+sql "$scratch/tp1drift.db" "UPDATE configs SET status = 'rejected', reason = 'dist_gemm needs TP > 1'
+  WHERE kind = 'drift' AND backend = 'dist_gemm' AND tp = 2"
+python3 "$script" "$scratch/tp1drift.db" > "$scratch/tp1drift.md"
+rc=$?
+[ "$rc" -eq 0 ] || fail "drift with dist_gemm refused and stock ok exits $rc, not 0"
+grep '^| drift ' "$scratch/tp1drift.md" | grep -q 'rejected: dist_gemm needs TP › 1; stock: ok |' ||
+  fail "drift with dist_gemm refused does not show its stock: $(grep '^| drift ' "$scratch/tp1drift.md")"
+sql "$scratch/tp1drift.db" "UPDATE configs SET status = 'oom', reason = 'planted' WHERE kind = 'drift'
+  AND backend = 'stock' AND tp = 2"
+python3 "$script" "$scratch/tp1drift.db" > "$scratch/tp1drift.md"
+rc=$?
+[ "$rc" -eq 1 ] || fail "a failed drift stock beside refused dist_gemm exits $rc, not 1"
+grep '^| drift ' "$scratch/tp1drift.md" | grep -q 'stock: oom FAILED |' ||
+  fail "a failed drift stock beside refused dist_gemm is not shown FAILED"
+
+# 11. a failure at a degree or mesh no column shows (TP 16, dp 8) still fails the exit status and
+#     is named under the table; a failed check there too
+for plant in "tp = 16" "dp = 8"; do
+  cp "$scratch/healed.db" "$scratch/outside.db"
+  sql "$scratch/outside.db" "UPDATE configs SET status = 'failed', reason = 'planted', $plant WHERE
+    id = (SELECT id FROM configs WHERE status = 'ok' AND kind = 'layer' ORDER BY id LIMIT 1)"
+  python3 "$script" "$scratch/outside.db" > "$scratch/outside.md"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "a failed configuration at $plant exits $rc, not 1"
+  grep -q '^FAILED outside the table.s columns: 1 at ' "$scratch/outside.md" ||
+    fail "a failed configuration at $plant is not named under the table"
+done
+cp "$scratch/healed.db" "$scratch/outside.db"
+sql "$scratch/outside.db" "UPDATE configs SET tp = 16 WHERE id = (SELECT c.id FROM configs c JOIN
+  checks k ON k.config_id = c.id WHERE c.status = 'ok' ORDER BY c.id LIMIT 1)"
+python3 "$script" "$scratch/outside.db" > /dev/null
+rc=$?
+[ "$rc" -eq 0 ] || fail "an ok configuration at TP 16 exits $rc, not 0"
+sql "$scratch/outside.db" "UPDATE checks SET status = 'failed', reason = 'planted' WHERE config_id =
+  (SELECT id FROM configs WHERE tp = 16)"
+python3 "$script" "$scratch/outside.db" > /dev/null
+rc=$?
+[ "$rc" -eq 1 ] || fail "a failed check at TP 16 exits $rc, not 1"
+
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
   exit 1
