@@ -105,8 +105,10 @@ layers_degree() {
     --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers "run-tp$tp-fsdp" 1 "$tp" --axis layer=ffn --axis seqlen=512 --axis graph=off \
     --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
-  # auto's own choice in a layer (on these shapes it may take the stock path: recorded as such)
-  layers "run-tp$tp-auto" 1 "$tp" --axis layer=attention,block --axis seqlen=512 --axis graph=off \
+  layers_auto "$tp"
+}
+layers_auto() { # auto's own choice in a layer (on these shapes it may take the stock path: recorded)
+  layers "run-tp$1-auto" 1 "$1" --axis layer=attention,block --axis seqlen=512 --axis graph=off \
     --axis pass=fwd+bwd --axis backend=dist_gemm --axis schedule=auto
 }
 mesh() { # mesh DP TP
@@ -140,6 +142,9 @@ lane_fp32() {
   ops ops-tp8-fp32 8 --projs qkv,w13,wo --dtype fp32 --schedule ce,sm --pass fwd,fwd+bwd
 }
 lane_trace() { ops_trace 4; ops_trace 8; }
+# What the default set gained after the committed database's runs: auto in the layers, drift
+# at TP 1 (with lane f2, the meshes' second run).
+lane_added() { layers_auto 8; layers_auto 4; layers_auto 2; layers_auto 1; drift drift-tp1 1; }
 
 for lane in ${LANES:-a b c d e f f2 g h}; do
   "lane_$lane" > "$work/lane-$lane.log" 2>&1 &
