@@ -162,6 +162,23 @@ python3 "$script" "$scratch/outside.db" > /dev/null
 rc=$?
 [ "$rc" -eq 1 ] || fail "a failed check at TP 16 exits $rc, not 1"
 
+# 12. coverage-page.py writes the script's table into a page between its markers: the committed
+#     page comes back unchanged; a planted failure reaches the page and the exit status
+cp "$page" "$scratch/page-copy.md"
+python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/page-copy.md"
+rc=$?
+[ "$rc" -eq 0 ] || fail "coverage-page.py on the committed database exits $rc, not 0"
+cmp -s "$page" "$scratch/page-copy.md" || fail "coverage-page.py changed the committed page"
+python3 "$repo/scripts/coverage-page.py" "$scratch/planted.db" "$scratch/page-copy.md"
+rc=$?
+[ "$rc" -eq 1 ] || fail "coverage-page.py on a planted failure exits $rc, not 1"
+grep -q '| ops | dist_gemm ce |.*1 FAILED' "$scratch/page-copy.md" ||
+  fail "the planted failure did not reach the page"
+echo "no markers" > "$scratch/bare.md"
+python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/bare.md" 2> /dev/null
+rc=$?
+[ "$rc" -eq 2 ] || fail "a page without markers exits $rc, not 2"
+
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
   exit 1
