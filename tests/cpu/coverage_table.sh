@@ -163,7 +163,8 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "a failed check at TP 16 exits $rc, not 1"
 
 # 12. coverage-page.py writes the script's table into a page between its markers: the committed
-#     page comes back unchanged; a planted failure reaches the page and the exit status
+#     page comes back unchanged; a planted failure reaches the page and the exit status; a page
+#     without markers, or a table script that died halfway, exits 2 and leaves the page alone
 cp "$page" "$scratch/page-copy.md"
 python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/page-copy.md"
 rc=$?
@@ -178,6 +179,15 @@ echo "no markers" > "$scratch/bare.md"
 python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/bare.md" 2> /dev/null
 rc=$?
 [ "$rc" -eq 2 ] || fail "a page without markers exits $rc, not 2"
+# a table script that dies halfway (here: no traces table) also exits 1; its cut table must not
+# reach the page
+cp "$db" "$scratch/no-traces.db"
+sql "$scratch/no-traces.db" "DROP TABLE traces"
+cp "$page" "$scratch/page-copy.md"
+python3 "$repo/scripts/coverage-page.py" "$scratch/no-traces.db" "$scratch/page-copy.md" 2> /dev/null
+rc=$?
+[ "$rc" -eq 2 ] || fail "coverage-page.py after a crash of the table script exits $rc, not 2"
+cmp -s "$page" "$scratch/page-copy.md" || fail "a crashed table script's output reached the page"
 
 if [ "$failures" -ne 0 ]; then
   echo "coverage_table: $failures failure(s)"
