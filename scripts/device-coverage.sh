@@ -10,7 +10,8 @@
 # under a deadline so the whole call ends in time. Each finished database is
 # appended at once to $OUT/coverage.tar (a kill loses only what was running),
 # with its stderr. Then every database is imported into one, coverage.db, and
-# `scripts/coverage-table.py` prints the table the README shows.
+# `scripts/coverage-table.py` prints the table docs/coverage.md shows
+# (`scripts/coverage-page.py coverage.db` writes it there).
 #
 # usage: scripts/device-coverage.sh BUILD_DIR [SECONDS]   (default 480)
 #   LANES="a b" runs some lanes only (see the lane_* functions).
