@@ -1198,9 +1198,9 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
             cfg->flops / 1e9, status, note);
   }
   fprintf(out,
-          "%d cases, %d configurations: %d to run, %d rejected, %d planned (host of %d GPUs)\n",
+          "%d cases, %d configurations: %d to run, %d rejected, %d planned (host of %d GPU%s)\n",
           m->n_cases, m->n_configs, tp_layer_runnable(m), tp_layer_rejected(m), tp_layer_planned(m),
-          gpus);
+          gpus, gpus == 1 ? "" : "s");
   fprintf(out,
           "tpbench run also rejects, with the reason: dist_gemm without peer access between the "
           "GPUs%s.\n",

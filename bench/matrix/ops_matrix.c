@@ -742,7 +742,8 @@ void tp_ops_matrix_print(const tp_ops_matrix *matrix, FILE *out) {
   const int planned = tp_ops_planned(matrix), runnable = tp_ops_runnable(matrix);
   fprintf(out, "%d configurations, %d to run, %d rejected, %d planned", matrix->n_configs, runnable,
           matrix->n_configs - runnable - planned, planned);
-  if (matrix->host_gpus > 0) fprintf(out, " (host of %d GPUs)", matrix->host_gpus);
+  if (matrix->host_gpus > 0)
+    fprintf(out, " (host of %d GPU%s)", matrix->host_gpus, matrix->host_gpus == 1 ? "" : "s");
   fprintf(out, "\n");
   for (int i = 0; i < matrix->n_configs; i++)
     if (!matrix->configs[i].rejected && matrix->configs[i].symm == TP_SYMM_NCCL) {

@@ -387,6 +387,15 @@ static void test_matrix_planned(void **state) {
   assert_non_null(strstr(r.out, "rejected: dp 1 x tp 2 needs a job of 2 workers; this one has 4 "
                                 "(--gpus 2)\n"));
   rp_free(&r);
+  /* one GPU: "host of 1 GPU" (no plural for one) */
+  r = tpbench("matrix", "--gpus", "1", "--axis", "model=debug", "--axis", "layer=ffn", "--axis",
+              "seqlen=2048", "--axis", "pass=fwd", "--axis", "graph=off", "--tp", "1", NULL);
+  rp_expect(&r, 0, "0 planned (host of 1 GPU)\n", NULL);
+  rp_free(&r);
+  r = tpbench("matrix", "--for", "ops", "--gpus", "1", "--models", "debug", "--projs", "qkv",
+              "--tp", "1", NULL);
+  rp_expect(&r, 0, "0 planned (host of 1 GPU)\n", NULL);
+  rp_free(&r);
   /* dp 2 x tp 2: valid, planned for the GPUs on a host of 2; never "run" as dp 1. */
   r = tpbench("matrix", "--axis", "model=debug", "--axis", "layer=ffn", "--axis", "seqlen=2048",
               "--axis", "batch=2", "--axis", "pass=fwd", "--axis", "graph=off", "--axis", "dp=2",
