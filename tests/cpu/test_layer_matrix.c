@@ -168,6 +168,15 @@ static void test_layer_flops(void **state) {
 }
 
 /* One case's configurations of a spec, expanded at tp_default. */
+/* The listing `matrix` prints for m on a host of gpus, into *text (the caller frees it). */
+static void listing(const tp_layer_matrix *m, int gpus, char **text) {
+  size_t len = 0;
+  FILE *f = open_memstream(text, &len);
+  assert_non_null(f);
+  tp_layer_matrix_print(m, gpus, f);
+  fclose(f);
+}
+
 static void one_case(tp_layer_spec s, int tp_default, tp_layer_matrix *m) {
   expand_ok(&s, tp_default, m);
   assert_int_equal(m->n_cases, 1);
@@ -282,14 +291,9 @@ static void test_chunks_and_schedules(void **state) {
   }
   assert_string_equal(m.configs[2].axes.schedule, "auto");
   assert_int_equal(m.configs[3].axes.chunks, 3);
-  FILE *f = tmpfile();
-  assert_non_null(f);
-  tp_layer_matrix_print(&m, 2, f);
-  char *text = calloc(1, 65536);
-  rewind(f);
-  size_t got = fread(text, 1, 65535, f);
-  fclose(f);
-  assert_true(got > 0);
+  char *text = NULL;
+  listing(&m, 2, &text);
+  assert_true(strlen(text) > 0);
   assert_non_null(strstr(text, "dist_gemm multimem chunks=4"));
   assert_non_null(strstr(text, "the kernels decide at plan time"));
   assert_non_null(strstr(text, "1 cases, 25 configurations: 15 to run, 10 rejected"));
@@ -806,11 +810,7 @@ static void test_symm_axis(void **state) {
   tp_case_key(&m.configs[2].axes, other, sizeof other);
   assert_string_equal(key, other);
   char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  assert_non_null(f);
-  tp_layer_matrix_print(&m, 2, f);
-  fclose(f);
+  listing(&m, 2, &text);
   const char *row = strstr(text, "dist_gemm ce chunks=0 symm=nccl");
   assert_non_null(row);
   const char *eol = strchr(row, '\n');
@@ -835,11 +835,7 @@ static void test_wide_values_keep_columns_in_line(void **state) {
                      NULL),
            4096, &m);
   char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  assert_non_null(f);
-  tp_layer_matrix_print(&m, 4096, f);
-  fclose(f);
+  listing(&m, 4096, &text);
   /* the header's "BxS" starts where each row's "1x2048" does */
   const char *eol = strchr(text, '\n');
   assert_non_null(eol);
@@ -1017,11 +1013,7 @@ static void test_graph_mixed_expansion(void **state) {
   }
   /* The listing says which sizes a configuration is replayed among. */
   char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  assert_non_null(f);
-  tp_layer_matrix_print(&m, 2, f);
-  fclose(f);
+  listing(&m, 2, &text);
   assert_non_null(strstr(text, "mixed"));
   assert_non_null(strstr(text, "run (replayed among 2048,4096 tokens)"));
   free(text);
@@ -1030,10 +1022,7 @@ static void test_graph_mixed_expansion(void **state) {
   s = spec_with("model=8b", "layer=ffn", "seqlen=2048,4096", "pass=fwd", "graph=mixed", "tp=2",
                 "stock=window", NULL);
   expand_ok(&s, 2, &m);
-  f = open_memstream(&text, &len);
-  assert_non_null(f);
-  tp_layer_matrix_print(&m, 2, f);
-  fclose(f);
+  listing(&m, 2, &text);
   assert_non_null(strstr(text, "stock nccl-window"));
   assert_non_null(strstr(text, "run (the kernels decide at plan time whether this host runs it; "
                                "replayed among 2048,4096 tokens)"));
