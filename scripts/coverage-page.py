@@ -13,6 +13,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 START = "<!-- coverage table: scripts/coverage-table.py writes it -->\n"
 END = "<!-- end of the coverage table -->"
@@ -43,6 +44,10 @@ def main(argv):
         print("coverage-page.py: coverage-table.py printed no whole table; the page is left "
               "alone", file=sys.stderr)
         return 2
+    if page.is_symlink() or not page.is_file():
+        print(f"coverage-page.py: {page}: not a regular file; the page is left alone",
+              file=sys.stderr)
+        return 2
     try:
         text = page.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as e:
@@ -55,7 +60,17 @@ def main(argv):
     tail = rest[rest.index(END):]
     new = head + START + table.stdout + tail
     if new != text:
-        page.write_text(new, encoding="utf-8")
+        # written beside the page and renamed over it: a cut write never leaves half a page
+        fd, tmp = tempfile.mkstemp(dir=page.parent, prefix=f".{page.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(new)
+            os.chmod(tmp, page.stat().st_mode & 0o7777)
+            os.replace(tmp, page)
+        except OSError as e:
+            os.unlink(tmp)
+            print(f"coverage-page.py: {page}: {e}", file=sys.stderr)
+            return 2
     return table.returncode
 
 

@@ -175,6 +175,13 @@ rc=$?
 [ "$rc" -eq 1 ] || fail "coverage-page.py on a planted failure exits $rc, not 1"
 grep -q '| ops | dist_gemm ce |.*1 FAILED' "$scratch/page-copy.md" ||
   fail "the planted failure did not reach the page"
+ln -s "$scratch/page-copy.md" "$scratch/link.md"
+cp "$scratch/page-copy.md" "$scratch/before-link.md"
+python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/link.md" 2> /dev/null
+rc=$?
+[ "$rc" -eq 2 ] || fail "a page named through a symbolic link exits $rc, not 2"
+cmp -s "$scratch/page-copy.md" "$scratch/before-link.md" && [ -L "$scratch/link.md" ] ||
+  fail "a page named through a symbolic link was written"
 echo "no markers" > "$scratch/bare.md"
 python3 "$repo/scripts/coverage-page.py" "$db" "$scratch/bare.md" 2> /dev/null
 rc=$?
