@@ -19,6 +19,10 @@ typedef struct tp_link_args {
   int iters;             /* timed transfers per point; default 20 */
   int warmup;            /* untimed transfers per point; default 3 */
   int sm_blocks;         /* blocks of the copy kernel; default 16 */
+  tp_int_list gemm_gaps; /* GEMMs between gaps (bench/gpu/link_pacing.h): the gaps, % of the
+                            back-to-back time; default 25,50,100,200 */
+  int settle_ms;         /* GEMMs between gaps: least time of each warm-up and timed phase;
+                            default 300 */
 } tp_link_args;
 
 /* Fills args with the defaults above. */
