@@ -406,7 +406,8 @@ static void test_predict_by_hand(void **state) {
   assert_close(r.dist_us, 103.0);
   assert_close(r.speedup, 160.0 / 103.0);
   assert_string_equal(r.note, "");
-  assert_close(tp_project_stock_us(90.0, 76.0), 166.0);
+  assert_close(tp_project_stock_us(90.0, 1.0, 76.0), 166.0);
+  assert_close(tp_project_stock_us(90.0, 0.9, 76.0), 157.0);
   /* 512 tokens: 256 rows of 8 KiB per rank, under 4 MiB: auto's stock path */
   tp_project_shape small = shape_of("qkv", TP_OP_AG_LINEAR, 512, 6144, 4096);
   tp_project_predict(&in, &small, 2, &r);
@@ -909,13 +910,14 @@ static const char COMPACT_HEADER[] =
 static const char FULL_HEADER[] =
     "\n| result | model | proj | op | tokens | dtype | tp | shard M×N×K | GEMM (µs) | GEMM "
     "TFLOP/s | GEMM source | V (MiB) | NCCL GB/s | NCCL latency (µs) | collective (µs) | "
-    "collective line | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
+    "collective line | stock GEMM pace p | pace source | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
     "(MiB) | push (µs) | push line | GEMMs | pushes | local traffic per chunk (µs) | stall "
     "(µs) | drain (µs) | stock (µs) | dist_gemm (µs) | speedup | note |\n";
 static const char CSV_FULL_HEADER[] =
     "result,model,proj,op,tokens,dtype,tp,m,n,k,gemm_gflop,gemm_us,gemm_tflops,gemm_exact,"
     "gemm_source,gemm_lo_config,gemm_hi_config,volume_bytes,nccl_gbps,nccl_latency_us,"
-    "collective_us,collective_line,chunks,chunk_rows,chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
+    "collective_us,collective_line,pace_factor,pace_gap_pct,pace_source,chunks,chunk_rows,"
+    "chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
     "push_gbps,push_latency_us,push_us,push_line,gemms,pushes,local_us,stall_us,drain_us,"
     "stock_us,dist_us,speedup,note,stock_measured_us,stock_config,stock_error_pct,"
     "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\n";
