@@ -441,6 +441,45 @@ static void test_predict_refusals(void **state) {
 
 /* ---- the error summary ------------------------------------------------------------------ */
 
+/* Two probed shapes: 100 GFLOP (back to back 100 µs; gaps 50 %: 96, 100 %: 94) and 1000 GFLOP
+ * (1000 µs; 100 %: 900, 200 %: 880); a third, 10 GFLOP, lacks its gap-0 point. */
+static const tp_project_pace_point PACE[] = {
+    {1, 1e10, 100.0, 50.0}, {2, 1e11, 0.0, 100.0},  {3, 1e11, 50.0, 96.0},
+    {4, 1e11, 100.0, 94.0}, {5, 1e12, 0.0, 1000.0}, {6, 1e12, 100.0, 900.0},
+    {7, 1e12, 200.0, 880.0}};
+
+static void test_pace_factor(void **state) {
+  (void)state;
+  const tp_project_pacing pacing = {PACE, sizeof PACE / sizeof PACE[0]};
+  tp_project_pace_est est;
+  /* at a probed shape and gap: that point over its back-to-back one */
+  tp_project_pace(&pacing, 1e11, 100.0, 50.0, &est);
+  assert_close(est.gap_pct, 50.0);
+  assert_close(est.factor, 0.96);
+  /* between the gaps (75 %): 0.95 at 100 GFLOP, 0.925 at 1000; halfway in log FLOPs */
+  tp_project_pace(&pacing, sqrt(1e11 * 1e12), 200.0, 150.0, &est);
+  assert_close(est.factor, 0.9375);
+  assert_int_equal(est.lo_id, 4);
+  assert_int_equal(est.hi_id, 6);
+  /* above the largest gap it is held; above the largest shape too (the source says so) */
+  tp_project_pace(&pacing, 1e11, 100.0, 500.0, &est);
+  assert_close(est.factor, 0.94);
+  tp_project_pace(&pacing, 1e13, 1000.0, 1000.0, &est);
+  assert_close(est.factor, 0.9);
+  assert_non_null(strstr(est.source, "held"));
+  /* below the smallest usable shape (the 10 GFLOP one has no gap 0): 100 GFLOP's held */
+  tp_project_pace(&pacing, 1e9, 100.0, 100.0, &est);
+  assert_close(est.factor, 0.94);
+  /* back to back (no gap) and no probe: 1 */
+  tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
+  assert_close(est.factor, 1.0);
+  const tp_project_pacing none = {NULL, 0};
+  tp_project_pace(&none, 1e11, 100.0, 50.0, &est);
+  assert_close(est.factor, 1.0);
+  assert_int_equal(est.lo_id, 0);
+  assert_non_null(strstr(est.source, "no GEMMs-between-gaps probe"));
+}
+
 static void test_error_summary(void **state) {
   (void)state;
   /* a NaN (no pair) and a row measured under 0.1 ms are left out */
@@ -473,16 +512,18 @@ static void put(tp_store *s, int64_t run, const tp_config_axes *axes, double med
   if (tp_store_put_config(s, run, &rec, &id) != TP_OK) fail_msg("%s", tp_last_error());
 }
 
-static int64_t begin(tp_store *s, const char *command) {
+static int64_t begin_on(tp_store *s, const char *command, const char *gpu) {
   tp_run_info info = {.commit = "0123456789abcdef",
                       .host = "synthetic",
-                      .gpu_name = "GPU",
+                      .gpu_name = gpu,
                       .gpu_count = 2,
                       .command = command};
   int64_t run = 0;
   if (tp_store_begin_run(s, &info, &run) != TP_OK) fail_msg("%s", tp_last_error());
   return run;
 }
+
+static int64_t begin(tp_store *s, const char *command) { return begin_on(s, command, "GPU"); }
 
 static void put_link(tp_store *s, int64_t run, const char *kind, const tp_project_link_point *p,
                      int n) {
@@ -673,6 +714,66 @@ static void test_validation_on_synthetic_db(void **state) {
   assert_true(isfinite(stock_med) && isfinite(dist_med));
   free(text);
   fx_rmdir(&d.dir);
+}
+
+/* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
+static void put_pacing(const char *db, const char *gpu) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  int64_t run = begin_on(s, "link --gpus 1", gpu);
+  const int gaps[] = {0, 100};
+  const double us[] = {100.0, 80.0};
+  for (int i = 0; i < 2; i++) {
+    char layer[32];
+    snprintf(layer, sizeof layer, "gemm_gap_%d", gaps[i]);
+    tp_config_axes a = {.kind = "link",
+                        .op_or_layer = layer,
+                        .backend = "cublaslt",
+                        .tp = 1,
+                        .m = 4096,
+                        .n = 4096,
+                        .k = 4096,
+                        .dtype = "bf16",
+                        .pass = "fwd"};
+    put(s, run, &a, us[i], TP_FUSED_NA);
+  }
+  tp_store_close(s);
+}
+
+/* The synthetic shapes (make_synth) with GEMMs between gaps on the link probe's GPU: stock's
+ * GEMM paced (T = 4096: gap 60 %, p = 0.88, stock 148; T = 8192: gap 50 %, p = 0.9, stock 280);
+ * the same probe on another GPU is not read, and the output says so. */
+static void test_pace_on_synthetic_db(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  for (int other_gpu = 0; other_gpu < 2; other_gpu++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, other_gpu ? "OTHER GPU" : "GPU");
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+    assert_int_equal(rc, TP_OK);
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *rows = json_object_get(root, "rows"), *inputs = json_object_get(root, "inputs");
+    json_t *first = json_array_get(rows, 0), *second = json_array_get(rows, 1);
+    assert_close(json_real_value(json_object_get(first, "stock_us")), other_gpu ? 160.0 : 148.0);
+    assert_close(json_real_value(json_object_get(second, "stock_us")), other_gpu ? 300.0 : 280.0);
+    assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")),
+                 other_gpu ? 1.0 : 0.88);
+    assert_int_equal(json_is_null(json_object_get(inputs, "pace_run")), other_gpu);
+    assert_int_equal(json_is_null(json_object_get(inputs, "pace_not_read")), !other_gpu);
+    json_decref(root);
+    free(text);
+    text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+    assert_int_equal(rc, TP_OK);
+    assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
+                                           : "### GEMMs between gaps (run 3)"));
+    free(text);
+    fx_rmdir(&d.dir);
+  }
 }
 
 static void test_bad_inputs(void **state) {
@@ -1041,6 +1142,8 @@ int main(void) {
       cmocka_unit_test(test_pipeline_scatter_by_hand),
       cmocka_unit_test(test_predict_by_hand),
       cmocka_unit_test(test_predict_refusals),
+      cmocka_unit_test(test_pace_factor),
+      cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),
