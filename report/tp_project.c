@@ -361,15 +361,14 @@ static int shape_ratio(const tp_project_pace_point *pts, size_t begin, size_t en
   }
   if (!base || !lo) return 0;
   double t = lo->time_us;
-  if (hi)
-    t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
+  if (hi) t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
   *ratio = t / base->time_us;
   *id = hi ? hi->config_id : lo->config_id;
   return 1;
 }
 
-void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us,
-                     double coll_us, tp_project_pace_est *est) {
+void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us, double coll_us,
+                     tp_project_pace_est *est) {
   memset(est, 0, sizeof *est);
   est->factor = 1.0;
   est->gap_pct = 100.0 * coll_us / gemm_us;

@@ -159,8 +159,8 @@ typedef struct tp_project_pace_est {
 
 /* p for a GEMM of flops FLOPs taking gemm_us back to back, each call following a collective of
  * coll_us (model point 4). A shape without its gap-0 point is skipped; none usable: p = 1. */
-void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us,
-                     double coll_us, tp_project_pace_est *est);
+void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us, double coll_us,
+                     tp_project_pace_est *est);
 
 /* The fused pipeline's fixed costs (model point 6). */
 typedef enum {

@@ -6,8 +6,12 @@
 #include <stdio.h>
 
 void tp_link_args_defaults(tp_link_args *args) {
-  *args = (tp_link_args){
-      .db = "tpbench.db", .small_kib = 64, .iters = 20, .warmup = 3, .sm_blocks = 16, .settle_ms = 300};
+  *args = (tp_link_args){.db = "tpbench.db",
+                         .small_kib = 64,
+                         .iters = 20,
+                         .warmup = 3,
+                         .sm_blocks = 16,
+                         .settle_ms = 300};
   TP_EXPECT_OK(tp_int_list_set(&args->sizes_mib, "8,32,128,256", 1, 4096));
   TP_EXPECT_OK(tp_int_list_set(&args->gemm_gaps, "25,50,100,200", 0, 1000));
 }

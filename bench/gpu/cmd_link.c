@@ -240,8 +240,7 @@ static tp_rc prepare_buffers(tp_worker_ctx *ctx, size_t max_bytes) {
 }
 
 /* The transports and the latencies (2 ranks or more). */
-static tp_rc probe_links(tp_worker_ctx *ctx, const link_job *job, tp_store *store,
-                         int64_t run_id) {
+static tp_rc probe_links(tp_worker_ctx *ctx, const link_job *job, tp_store *store, int64_t run_id) {
   size_t sizes[TP_LIST_MAX + 1], max_bytes = 0;
   const int n_sizes = sweep_sizes(job, sizes);
   for (int i = 0; i < n_sizes; ++i)

@@ -23,8 +23,8 @@ enum { MAX_CALLS = 4096, CALIBRATION_CALLS = 5 };
 typedef struct pacing_state {
   int64_t m, n, k;
   void *x, *w, *y;
-  cudaEvent_t ev[2 * MAX_CALLS];
-  int n_events;
+  cudaEvent_t before[MAX_CALLS], after[MAX_CALLS]; /* around each timed GEMM */
+  int n_events;                                    /* pairs created */
   double *mine, *all;
 } pacing_state;
 
@@ -49,14 +49,14 @@ static tp_rc enqueue_gemm(tp_group *g, const pacing_state *s) {
 static tp_rc run_calls(tp_group *g, pacing_state *s, uint64_t gap_ns, int calls, int timed) {
   for (int i = 0; i < calls; ++i) {
     if (gap_ns > 0) TP_CUDA(tp_launch_delay(gap_ns, g->main_stream));
-    if (timed) TP_CUDA(cudaEventRecord(s->ev[2 * i], g->main_stream));
+    if (timed) TP_CUDA(cudaEventRecord(s->before[i], g->main_stream));
     TP_TRY(enqueue_gemm(g, s));
-    if (timed) TP_CUDA(cudaEventRecord(s->ev[2 * i + 1], g->main_stream));
+    if (timed) TP_CUDA(cudaEventRecord(s->after[i], g->main_stream));
   }
   TP_CUDA(cudaStreamSynchronize(g->main_stream));
   for (int i = 0; timed && i < calls; ++i) {
     float ms = 0;
-    TP_CUDA(cudaEventElapsedTime(&ms, s->ev[2 * i], s->ev[2 * i + 1]));
+    TP_CUDA(cudaEventElapsedTime(&ms, s->before[i], s->after[i]));
     s->mine[i] = 1000.0 * (double)ms;
   }
   return TP_OK;
@@ -136,8 +136,8 @@ static tp_rc probe_gap(tp_worker_ctx *ctx, const tp_pacing_plan *plan, tp_store 
                        double *median_us) {
   const uint64_t gap_ns = (uint64_t)llround(estimate_us * 10.0 * gap_pct);
   const double per_call_us = estimate_us * (1.0 + gap_pct / 100.0);
-  TP_TRY(run_calls(ctx->group, s, gap_ns, calls_for(plan->settle_ms, per_call_us, plan->warmup),
-                   0));
+  TP_TRY(
+      run_calls(ctx->group, s, gap_ns, calls_for(plan->settle_ms, per_call_us, plan->warmup), 0));
   const int calls = calls_for(plan->settle_ms, per_call_us, plan->iters);
   TP_TRY(tp_rdzv_barrier(ctx->rdzv));
   TP_TRY(run_calls(ctx->group, s, gap_ns, calls, 1));
@@ -202,13 +202,16 @@ tp_rc tp_pacing_probe(tp_worker_ctx *ctx, const tp_pacing_plan *plan, tp_store *
   s->mine = calloc(MAX_CALLS, sizeof(double));
   s->all = calloc((size_t)MAX_CALLS * (size_t)ctx->world, sizeof(double));
   tp_rc rc = s->mine && s->all ? TP_OK : TP_FAIL(TP_EOOM, "no host memory for the pacing probe");
-  while (rc == TP_OK && s->n_events < 2 * MAX_CALLS) {
-    const cudaError_t err = cudaEventCreate(&s->ev[s->n_events]);
+  while (rc == TP_OK && s->n_events < MAX_CALLS) {
+    cudaError_t err = cudaEventCreate(&s->before[s->n_events]);
+    if (err == cudaSuccess) {
+      err = cudaEventCreate(&s->after[s->n_events]);
+      if (err != cudaSuccess) cudaEventDestroy(s->before[s->n_events]);
+    }
     if (err != cudaSuccess)
       rc = TP_FAIL(TP_ECUDA, "cudaEventCreate failed (%s:%d): %s", __FILE__, __LINE__,
                    cudaGetErrorString(err));
-    else
-      ++s->n_events;
+    else ++s->n_events;
   }
   if (rc == TP_OK && ctx->rank == 0)
     printf("\nGEMMs between gaps (bf16; gap: a spin before each call, %% of the back-to-back "
@@ -219,7 +222,10 @@ tp_rc tp_pacing_probe(tp_worker_ctx *ctx, const tp_pacing_plan *plan, tp_store *
     if (rc == TP_OK) rc = probe_shape(ctx, plan, store, run_id, s);
     free_operands(s);
   }
-  for (int i = 0; i < s->n_events; ++i) cudaEventDestroy(s->ev[i]);
+  for (int i = 0; i < s->n_events; ++i) {
+    cudaEventDestroy(s->before[i]);
+    cudaEventDestroy(s->after[i]);
+  }
   free(s->mine);
   free(s->all);
   free(s);

@@ -37,7 +37,7 @@ typedef struct tp_pacing_plan {
 
 /* Runs the probe on every rank of ctx (each on its own GPU; every rank calls it), stores each
  * point in store (rank 0's; NULL elsewhere) under run_id and prints a table on rank 0. */
-TP_MUST_CHECK tp_rc tp_pacing_probe(tp_worker_ctx *ctx, const tp_pacing_plan *plan,
-                                    tp_store *store, int64_t run_id);
+TP_MUST_CHECK tp_rc tp_pacing_probe(tp_worker_ctx *ctx, const tp_pacing_plan *plan, tp_store *store,
+                                    int64_t run_id);
 
 #endif /* TP_LINK_PACING_H */

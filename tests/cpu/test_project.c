@@ -444,9 +444,8 @@ static void test_predict_refusals(void **state) {
 /* Two probed shapes: 100 GFLOP (back to back 100 µs; gaps 50 %: 96, 100 %: 94) and 1000 GFLOP
  * (1000 µs; 100 %: 900, 200 %: 880); a third, 10 GFLOP, lacks its gap-0 point. */
 static const tp_project_pace_point PACE[] = {
-    {1, 1e10, 100.0, 50.0}, {2, 1e11, 0.0, 100.0},  {3, 1e11, 50.0, 96.0},
-    {4, 1e11, 100.0, 94.0}, {5, 1e12, 0.0, 1000.0}, {6, 1e12, 100.0, 900.0},
-    {7, 1e12, 200.0, 880.0}};
+    {1, 1e10, 100.0, 50.0}, {2, 1e11, 0.0, 100.0},   {3, 1e11, 50.0, 96.0},  {4, 1e11, 100.0, 94.0},
+    {5, 1e12, 0.0, 1000.0}, {6, 1e12, 100.0, 900.0}, {7, 1e12, 200.0, 880.0}};
 
 static void test_pace_factor(void **state) {
   (void)state;
@@ -1011,7 +1010,8 @@ static const char COMPACT_HEADER[] =
 static const char FULL_HEADER[] =
     "\n| result | model | proj | op | tokens | dtype | tp | shard M×N×K | GEMM (µs) | GEMM "
     "TFLOP/s | GEMM source | V (MiB) | NCCL GB/s | NCCL latency (µs) | collective (µs) | "
-    "collective line | stock GEMM pace p | pace source | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
+    "collective line | stock GEMM pace p | pace source | chunks C | chunk rows R | chunk GEMM (µs) "
+    "| chunk GEMM source | push "
     "(MiB) | push (µs) | push line | GEMMs | pushes | local traffic per chunk (µs) | stall "
     "(µs) | drain (µs) | stock (µs) | dist_gemm (µs) | speedup | note |\n";
 static const char CSV_FULL_HEADER[] =
