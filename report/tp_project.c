@@ -384,7 +384,9 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
     const int side = shape_flops > flops;
     double ratio = NAN;
     int64_t point = 0;
-    const int wanted = side == 0 || isnan(f[1]); /* above: the first, the nearest */
+    /* above: the first, the nearest; a shape of no FLOPs (an axis 0 or negative) has no place
+     * on the log-FLOPs line: skipped */
+    const int wanted = (side == 0 || isnan(f[1])) && shape_flops > 0 && isfinite(shape_flops);
     if (wanted && shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)) {
       r[side] = ratio;
       f[side] = shape_flops;

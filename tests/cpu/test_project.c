@@ -472,6 +472,17 @@ static void test_pace_factor(void **state) {
   /* back to back (no gap) and no probe: 1 */
   tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
   assert_close(est.factor, 1.0);
+  /* a shape of 0 FLOPs (a row with M, N or K 0) has no log: skipped, not a NaN p */
+  const tp_project_pace_point zero[] = {{11, 0.0, 0.0, 10.0},    {12, 0.0, 100.0, 5.0},
+                                        {13, 1e12, 0.0, 1000.0}, {14, 1e12, 100.0, 900.0}};
+  const tp_project_pacing with_zero = {zero, sizeof zero / sizeof zero[0]};
+  tp_project_pace(&with_zero, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 0.9);
+  assert_int_equal(est.lo_id, 14);
+  const tp_project_pace_point negative[] = {{15, -1e11, 0.0, 10.0}, {16, -1e11, 100.0, 5.0}};
+  const tp_project_pacing with_negative = {negative, 2};
+  tp_project_pace(&with_negative, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 1.0);
   const tp_project_pacing none = {NULL, 0};
   tp_project_pace(&none, 1e11, 100.0, 50.0, &est);
   assert_close(est.factor, 1.0);
