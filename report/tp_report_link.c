@@ -185,6 +185,10 @@ static void md_gemm_gaps(FILE *out, const link_points *pts) {
               "back-to-back time, %lld ranks\n\n| M×N×K | gap (%%) | GEMM (us) | over back to "
               "back | id | key |\n|---|---:|---:|---:|---:|---|\n",
               (long long)ranks);
+    const link_point *prev = rows > 1 ? &pts->items[i - 1] : NULL;
+    if (!prev || !prev->is_gemm || prev->share_bytes != p->share_bytes ||
+        prev->gemm_n != p->gemm_n || prev->gemm_k != p->gemm_k)
+      base = NAN; /* a shape of its own: only its own back-to-back time */
     if (!strcmp(p->kind, "gemm_gap_0")) base = p->time_us;
     char buf[96];
     snprintf(buf, sizeof buf, "%lld×%lld×%lld", (long long)p->share_bytes, (long long)p->gemm_n,
