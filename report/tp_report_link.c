@@ -235,7 +235,8 @@ static void write_markdown(FILE *out, const report *rep, const link_points *pts)
 
 static const char *const csv_columns[] = {"run_id", "commit", "kind",    "ranks",      "size_bytes",
                                           "count",  "dtype",  "time_us", "algbw_gbps", "busbw_gbps",
-                                          "p10_us", "p90_us", "samples", "config_id",  "short_key"};
+                                          "p10_us", "p90_us", "samples", "config_id",  "short_key",
+                                          "gemm_m", "gemm_n", "gemm_k"};
 
 static void write_csv(FILE *out, const report *rep, const link_points *pts) {
   for (size_t i = 0; i < sizeof csv_columns / sizeof csv_columns[0]; i++)
@@ -260,6 +261,15 @@ static void write_csv(FILE *out, const report *rep, const link_points *pts) {
     tp_csv_int(out, p->samples);
     tp_csv_int(out, p->id);
     tp_csv_field(out, p->short_key, 0);
+    /* a GEMM between gaps: its shape (the three shapes' points of one gap differ only here) */
+    for (int axis = 0; axis < 3; axis++) {
+      if (!p->is_gemm) {
+        tp_csv_field(out, "", 0);
+        continue;
+      }
+      const int64_t v = axis == 0 ? p->share_bytes : axis == 1 ? p->gemm_n : p->gemm_k;
+      tp_csv_int(out, v);
+    }
     fputs("\r\n", out);
   }
 }

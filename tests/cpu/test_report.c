@@ -1654,6 +1654,17 @@ static void test_link_run_gemm_gaps(void **state) {
   /* a shape without its gap-0 point has no ratio: not one over another shape's time */
   assert_non_null(strstr(text, "| 8192×8192×8192 | 50 | 700.00 | - |"));
   free(text);
+  /* CSV: a GEMM's shape in columns of its own (the shapes' points of one gap differ only
+   * there), empty for a transfer */
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_CSV, mem), TP_OK);
+  fclose(mem);
+  assert_non_null(strstr(text, ",config_id,short_key,gemm_m,gemm_n,gemm_k\r\n"));
+  assert_non_null(strstr(text, ",8192,8192,8192\r\n"));
+  assert_non_null(strstr(text, ",4096,4096,4096\r\n"));
+  assert_non_null(strstr(text, "ce_push,1,8388608,"));
+  assert_non_null(strstr(strstr(text, "ce_push,1,8388608,"), ",,,\r\n"));
+  free(text);
   mem = open_memstream(&text, &len);
   assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_JSON, mem), TP_OK);
   fclose(mem);
