@@ -722,6 +722,10 @@ static void test_config_label(void **state) {
       {"'link', 'copy-engine', '', 'ce_push', '', 0, 'bf16', 'fwd', 2, '', 0, 0, 0, 8388608, 0, 0, "
        "0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "ce_push 8 MiB bf16 fwd tp=2 copy-engine"},
+      /* a link probe's GEMM between gaps: the GEMM's M×N×K, not a size in bytes */
+      {"'link', 'cublaslt', '', 'gemm_gap_25', '', 0, 'bf16', 'fwd', 1, '', 0, 0, 0, 8192, 8192, "
+       "4096, 0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
+       "gemm_gap_25 8192×8192×4096 bf16 fwd tp=1 cublaslt"},
       /* schema 006's composition axes away from their defaults */
       {"'layer', 'dist_gemm', 'llama3-8b', 'block', NULL, 4096, 'bf16', 'fwd+bwd', 2, 'ce', 0, 2, "
        "2048, 0, 0, 0, 0, 1, 1, 0, 2, 'full', '2048,4096', 'nccl', NULL, 0, "
