@@ -373,7 +373,15 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
   est->factor = 1.0;
   est->gap_pct = 100.0 * coll_us / gemm_us;
   snprintf(est->source, sizeof est->source, "no GEMMs-between-gaps probe: back to back");
-  if (!pacing || pacing->n == 0 || !isfinite(est->gap_pct) || !(flops > 0)) return;
+  if (!pacing || pacing->n == 0) return;
+  /* a probe there is: say why it is not read rather than that there is none */
+  if (!isfinite(est->gap_pct) || !(flops > 0)) {
+    snprintf(est->source, sizeof est->source,
+             "no gap: the GEMM's or the collective's time is unknown: back to back");
+    return;
+  }
+  snprintf(est->source, sizeof est->source,
+           "no probed shape timed back to back (gap 0): back to back");
   /* the usable shapes just below and above flops (by FLOP count) */
   double r[2] = {NAN, NAN}, f[2] = {NAN, NAN};
   int64_t id[2] = {0, 0};

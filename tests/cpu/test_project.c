@@ -483,6 +483,12 @@ static void test_pace_factor(void **state) {
   const tp_project_pacing with_negative = {negative, 2};
   tp_project_pace(&with_negative, 1e11, 100.0, 100.0, &est);
   assert_close(est.factor, 1.0);
+  assert_non_null(strstr(est.source, "no probed shape timed back to back"));
+  /* a probe, but no gap to read it at (the collective's time unknown): said, not "no probe" */
+  tp_project_pace(&pacing, 1e11, 100.0, NAN, &est);
+  assert_close(est.factor, 1.0);
+  assert_null(strstr(est.source, "no GEMMs-between-gaps probe"));
+  assert_non_null(strstr(est.source, "unknown"));
   const tp_project_pacing none = {NULL, 0};
   tp_project_pace(&none, 1e11, 100.0, 50.0, &est);
   assert_close(est.factor, 1.0);
