@@ -791,6 +791,9 @@ static void test_pace_on_synthetic_db(void **state) {
     assert_int_equal(rc, TP_OK);
     assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
                                            : "### GEMMs between gaps (run 3)"));
+    /* the model line states the stock the rows price: the GEMM paced */
+    assert_non_null(strstr(text, "stock = G·p + c"));
+    assert_null(strstr(text, "stock = G + "));
     free(text);
     fx_rmdir(&d.dir);
   }
