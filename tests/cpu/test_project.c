@@ -473,8 +473,10 @@ static void test_pace_factor(void **state) {
   tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
   assert_close(est.factor, 1.0);
   /* a shape of 0 FLOPs (a row with M, N or K 0) has no log: skipped, not a NaN p */
-  const tp_project_pace_point zero[] = {{11, 0.0, 0.0, 10.0},    {12, 0.0, 100.0, 5.0},
-                                        {13, 1e12, 0.0, 1000.0}, {14, 1e12, 100.0, 900.0}};
+  const tp_project_pace_point zero[] = {{11, 0.0, 0.0, 10.0},
+                                        {12, 0.0, 100.0, 5.0},
+                                        {13, 1e12, 0.0, 1000.0},
+                                        {14, 1e12, 100.0, 900.0}};
   const tp_project_pacing with_zero = {zero, sizeof zero / sizeof zero[0]};
   tp_project_pace(&with_zero, 1e11, 100.0, 100.0, &est);
   assert_close(est.factor, 0.9);
@@ -823,8 +825,8 @@ static void test_pace_run_needs_back_to_back(void **state) {
     json_t *root = json_loads(text, 0, &jerr);
     if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
     json_t *first = json_array_get(json_object_get(root, "rows"), 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "inputs"), "pace_run")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "inputs"), "pace_run")), 3);
     assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
     assert_close(json_real_value(json_object_get(first, "stock_us")), 148.0);
     json_decref(root);
