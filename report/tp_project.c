@@ -373,7 +373,15 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
   est->factor = 1.0;
   est->gap_pct = 100.0 * coll_us / gemm_us;
   snprintf(est->source, sizeof est->source, "no GEMMs-between-gaps probe: back to back");
-  if (!pacing || pacing->n == 0 || !isfinite(est->gap_pct) || !(flops > 0)) return;
+  if (!pacing || pacing->n == 0) return;
+  /* a probe there is: say why it is not read rather than that there is none */
+  if (!isfinite(est->gap_pct) || !(flops > 0)) {
+    snprintf(est->source, sizeof est->source,
+             "no gap: the GEMM's or the collective's time is unknown: back to back");
+    return;
+  }
+  snprintf(est->source, sizeof est->source,
+           "no probed shape timed back to back (gap 0): back to back");
   /* the usable shapes just below and above flops (by FLOP count) */
   double r[2] = {NAN, NAN}, f[2] = {NAN, NAN};
   int64_t id[2] = {0, 0};
@@ -384,7 +392,9 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
     const int side = shape_flops > flops;
     double ratio = NAN;
     int64_t point = 0;
-    const int wanted = side == 0 || isnan(f[1]); /* above: the first, the nearest */
+    /* above: the first, the nearest; a shape of no FLOPs (an axis 0 or negative) has no place
+     * on the log-FLOPs line: skipped */
+    const int wanted = (side == 0 || isnan(f[1])) && shape_flops > 0 && isfinite(shape_flops);
     if (wanted && shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)) {
       r[side] = ratio;
       f[side] = shape_flops;

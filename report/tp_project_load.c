@@ -53,19 +53,27 @@ static const char points_sql[] =
     "c.run_id = ?1 AND c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 GROUP BY 2, 3 "
     "ORDER BY 2, 3";
 
-/* Runs of GEMMs between gaps, one without test knobs before any with them, the latest first. */
+/* A layer of the GEMMs between gaps as the probe writes it: gemm_gap_<whole percent>, no
+ * leading zero, sign or exponent ('gemm_gap_00' is no second gap 0, 'gemm_gap_1e1' no 10). */
+#define PACE_LAYER                                                                                 \
+  "c.layer GLOB 'gemm_gap_[0-9]*' AND c.layer = 'gemm_gap_' || "                                   \
+  "CAST(CAST(substr(c.layer, 10) AS INTEGER) AS TEXT)"
+
+/* Runs of GEMMs between gaps that timed a shape back to back (gap 0: without it no point of
+ * the run has a ratio), one without test knobs before any with them, the latest first. */
 static const char pace_runs_sql[] =
     "SELECT DISTINCT c.run_id, coalesce(u.gpu_name, ''), coalesce(u.test_knobs, ''), "
     "coalesce(u.test_knobs, '') <> '' AS knobs FROM configs c JOIN results r ON r.config_id = "
     "c.id JOIN runs u ON u.id = c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND "
-    "r.median_us > 0 AND c.layer GLOB 'gemm_gap_[0-9]*' AND ?1 >= 0 ORDER BY 4, 1 DESC";
+    "r.median_us > 0 AND c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 AND "
+    "?1 >= 0 ORDER BY 4, 1 DESC";
 
 /* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins. */
 static const char pace_points_sql[] =
     "SELECT max(c.id), 2.0 * c.m * c.n * c.k AS flops, CAST(substr(c.layer, 10) AS REAL) AS gap, "
     "r.median_us FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 AND "
-    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.layer GLOB "
-    "'gemm_gap_[0-9]*' GROUP BY 2, 3 ORDER BY 2, 3";
+    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND " PACE_LAYER
+    " GROUP BY 2, 3 ORDER BY 2, 3";
 
 /* The measured rows a prediction is held to: plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window

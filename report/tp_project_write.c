@@ -22,7 +22,9 @@ static const char MODEL_MD[] =
     "of its shape, else the rate interpolated by FLOPs (below the measured FLOPs: linear from "
     "the kernel cost k at 0 FLOPs). V = (W − 1)/W of the gathered tensor crosses each rank's "
     "links at the link probe's per-GPU bandwidth and latency for that size (an NVSwitch host: "
-    "the same at every W). stock = G + the NCCL collective of V. dist_gemm = the fused op's "
+    "the same at every W). stock = G·p + c, c the NCCL collective of V, p the pace factor (G "
+    "after an idle gap of c over G back to back, from the GEMMs between gaps; 1 without "
+    "them). dist_gemm = the fused op's "
     "copy and main streams simulated in the code's order with the chunks auto picks: barrier b, "
     "pushes, flag waits (w when met, else h after the push lands), chunk GEMMs, on the "
     "reduce-scatter side the reduce pass and the C read at the local memory rate and the "
@@ -35,7 +37,7 @@ static const char DEGREE_MD[] =
     "the rest of R) or W·C GEMMs of R rows (reduce-scatter side), each at the rate of its own "
     "FLOPs; from W = 3 a reduce pass per chunk over W − 1 partials (W·R·N·bytes read and "
     "written); one barrier per op. Held at their probed values whatever W: NCCL's per-call "
-    "latency, the barrier, h, w, k.\n\n";
+    "latency, the barrier, h, w, k. Stock's pace factor p follows the gap c/G.\n\n";
 
 static void md_int(FILE *out, int64_t v) {
   char buf[32];

@@ -185,6 +185,10 @@ static void md_gemm_gaps(FILE *out, const link_points *pts) {
               "back-to-back time, %lld ranks\n\n| M×N×K | gap (%%) | GEMM (us) | over back to "
               "back | id | key |\n|---|---:|---:|---:|---:|---|\n",
               (long long)ranks);
+    const link_point *prev = rows > 1 ? &pts->items[i - 1] : NULL;
+    if (!prev || !prev->is_gemm || prev->share_bytes != p->share_bytes ||
+        prev->gemm_n != p->gemm_n || prev->gemm_k != p->gemm_k)
+      base = NAN; /* a shape of its own: only its own back-to-back time */
     if (!strcmp(p->kind, "gemm_gap_0")) base = p->time_us;
     char buf[96];
     snprintf(buf, sizeof buf, "%lld×%lld×%lld", (long long)p->share_bytes, (long long)p->gemm_n,
@@ -231,7 +235,8 @@ static void write_markdown(FILE *out, const report *rep, const link_points *pts)
 
 static const char *const csv_columns[] = {"run_id", "commit", "kind",    "ranks",      "size_bytes",
                                           "count",  "dtype",  "time_us", "algbw_gbps", "busbw_gbps",
-                                          "p10_us", "p90_us", "samples", "config_id",  "short_key"};
+                                          "p10_us", "p90_us", "samples", "config_id",  "short_key",
+                                          "gemm_m", "gemm_n", "gemm_k"};
 
 static void write_csv(FILE *out, const report *rep, const link_points *pts) {
   for (size_t i = 0; i < sizeof csv_columns / sizeof csv_columns[0]; i++)
@@ -256,6 +261,15 @@ static void write_csv(FILE *out, const report *rep, const link_points *pts) {
     tp_csv_int(out, p->samples);
     tp_csv_int(out, p->id);
     tp_csv_field(out, p->short_key, 0);
+    /* a GEMM between gaps: its shape (the three shapes' points of one gap differ only here) */
+    for (int axis = 0; axis < 3; axis++) {
+      if (!p->is_gemm) {
+        tp_csv_field(out, "", 0);
+        continue;
+      }
+      const int64_t v = axis == 0 ? p->share_bytes : axis == 1 ? p->gemm_n : p->gemm_k;
+      tp_csv_int(out, v);
+    }
     fputs("\r\n", out);
   }
 }

@@ -3,6 +3,7 @@
  */
 #include "bench/cli/link_args.h"
 
+#include <math.h>
 #include <stdio.h>
 
 void tp_link_args_defaults(tp_link_args *args) {
@@ -63,4 +64,11 @@ tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_sh
   if (*help_shown) return TP_OK;
   TP_TRY(reject_repeated("sizes", &args->sizes_mib));
   return reject_repeated("gemm-gaps", &args->gemm_gaps);
+}
+
+int tp_link_pacing_calls(double settle_ms, double per_call_us, int least, int most) {
+  double n = per_call_us > 0 ? ceil(settle_ms * 1000.0 / per_call_us) : (double)most;
+  if (!(n >= least)) n = least; /* NaN too */
+  if (n > most) n = most;
+  return (int)n;
 }

@@ -33,4 +33,10 @@ void tp_link_args_defaults(tp_link_args *args);
  * 0); a mistake is TP_EUSAGE with the message on stderr (exit 2). */
 TP_MUST_CHECK tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown);
 
+/* GEMMs between gaps (bench/gpu/link_pacing.h): the calls of one phase, enough to cover
+ * settle_ms at per_call_us each, at least least (--iters, --warmup) and at most most (the
+ * events and samples the probe holds, whatever --iters asks); a per-call time that is not
+ * positive: most. */
+int tp_link_pacing_calls(double settle_ms, double per_call_us, int least, int most);
+
 #endif /* TP_LINK_ARGS_H */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench/cli/link_args.h"
 #include "bench/stats/stats.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
@@ -62,11 +63,10 @@ static tp_rc run_calls(tp_group *g, pacing_state *s, uint64_t gap_ns, int calls,
   return TP_OK;
 }
 
-/* The calls that cover settle_ms at per_call_us each, at least least, at most MAX_CALLS. */
+/* The calls that cover settle_ms at per_call_us each, at least least, at most MAX_CALLS (the
+ * events and samples held: --iters up to 10000 asks for more). */
 static int calls_for(double settle_ms, double per_call_us, int least) {
-  double n = ceil(settle_ms * 1000.0 / per_call_us);
-  if (n > MAX_CALLS) n = MAX_CALLS;
-  return n < least ? least : (int)n;
+  return tp_link_pacing_calls(settle_ms, per_call_us, least, MAX_CALLS);
 }
 
 /* The slowest rank's time per call, then its statistics. */

@@ -472,6 +472,25 @@ static void test_pace_factor(void **state) {
   /* back to back (no gap) and no probe: 1 */
   tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
   assert_close(est.factor, 1.0);
+  /* a shape of 0 FLOPs (a row with M, N or K 0) has no log: skipped, not a NaN p */
+  const tp_project_pace_point zero[] = {{11, 0.0, 0.0, 10.0},
+                                        {12, 0.0, 100.0, 5.0},
+                                        {13, 1e12, 0.0, 1000.0},
+                                        {14, 1e12, 100.0, 900.0}};
+  const tp_project_pacing with_zero = {zero, sizeof zero / sizeof zero[0]};
+  tp_project_pace(&with_zero, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 0.9);
+  assert_int_equal(est.lo_id, 14);
+  const tp_project_pace_point negative[] = {{15, -1e11, 0.0, 10.0}, {16, -1e11, 100.0, 5.0}};
+  const tp_project_pacing with_negative = {negative, 2};
+  tp_project_pace(&with_negative, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 1.0);
+  assert_non_null(strstr(est.source, "no probed shape timed back to back"));
+  /* a probe, but no gap to read it at (the collective's time unknown): said, not "no probe" */
+  tp_project_pace(&pacing, 1e11, 100.0, NAN, &est);
+  assert_close(est.factor, 1.0);
+  assert_null(strstr(est.source, "no GEMMs-between-gaps probe"));
+  assert_non_null(strstr(est.source, "unknown"));
   const tp_project_pacing none = {NULL, 0};
   tp_project_pace(&none, 1e11, 100.0, 50.0, &est);
   assert_close(est.factor, 1.0);
@@ -716,17 +735,15 @@ static void test_validation_on_synthetic_db(void **state) {
 }
 
 /* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
-static void put_pacing(const char *db, const char *gpu) {
+/* A run of GEMMs between gaps on gpu: the 4096³ GEMM's points of layers[i] taking us[i]. */
+static void put_pacing_points(const char *db, const char *gpu, const char *const *layers,
+                              const double *us, int n) {
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
   int64_t run = begin_on(s, "link --gpus 1", gpu);
-  const int gaps[] = {0, 100};
-  const double us[] = {100.0, 80.0};
-  for (int i = 0; i < 2; i++) {
-    char layer[32];
-    snprintf(layer, sizeof layer, "gemm_gap_%d", gaps[i]);
+  for (int i = 0; i < n; i++) {
     tp_config_axes a = {.kind = "link",
-                        .op_or_layer = layer,
+                        .op_or_layer = layers[i],
                         .backend = "cublaslt",
                         .tp = 1,
                         .m = 4096,
@@ -737,6 +754,12 @@ static void put_pacing(const char *db, const char *gpu) {
     put(s, run, &a, us[i], TP_FUSED_NA);
   }
   tp_store_close(s);
+}
+
+static void put_pacing(const char *db, const char *gpu) {
+  const char *const layers[] = {"gemm_gap_0", "gemm_gap_100"};
+  const double us[] = {100.0, 80.0};
+  put_pacing_points(db, gpu, layers, us, 2);
 }
 
 /* The synthetic shapes (make_synth) with GEMMs between gaps on the link probe's GPU: stock's
@@ -770,6 +793,43 @@ static void test_pace_on_synthetic_db(void **state) {
     assert_int_equal(rc, TP_OK);
     assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
                                            : "### GEMMs between gaps (run 3)"));
+    /* the model line states the stock the rows price: the GEMM paced */
+    assert_non_null(strstr(text, "stock = G·p + c"));
+    assert_null(strstr(text, "stock = G + "));
+    free(text);
+    fx_rmdir(&d.dir);
+  }
+}
+
+/* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
+ * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1') is no probe to read: the earlier whole
+ * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
+ * misread as gap 0. */
+static void test_pace_run_needs_back_to_back(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  const char *const gap_only[] = {"gemm_gap_100"};
+  const char *const misnamed[] = {"gemm_gap_00", "gemm_gap_1e1", "gemm_gap_100"};
+  const double us[] = {50.0, 10.0, 50.0};
+  for (int later = 0; later < 2; later++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, "GPU"); /* run 3 */
+    if (later == 0) put_pacing_points(d.db, "GPU", gap_only, us, 1);
+    else put_pacing_points(d.db, "GPU", misnamed, us, 3);
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+    assert_int_equal(rc, TP_OK);
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *first = json_array_get(json_object_get(root, "rows"), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "inputs"), "pace_run")), 3);
+    assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
+    assert_close(json_real_value(json_object_get(first, "stock_us")), 148.0);
+    json_decref(root);
     free(text);
     fx_rmdir(&d.dir);
   }
@@ -1144,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(test_predict_refusals),
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_pace_on_synthetic_db),
+      cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),

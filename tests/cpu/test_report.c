@@ -722,6 +722,10 @@ static void test_config_label(void **state) {
       {"'link', 'copy-engine', '', 'ce_push', '', 0, 'bf16', 'fwd', 2, '', 0, 0, 0, 8388608, 0, 0, "
        "0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "ce_push 8 MiB bf16 fwd tp=2 copy-engine"},
+      /* a link probe's GEMM between gaps: the GEMM's M×N×K, not a size in bytes */
+      {"'link', 'cublaslt', '', 'gemm_gap_25', '', 0, 'bf16', 'fwd', 1, '', 0, 0, 0, 8192, 8192, "
+       "4096, 0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
+       "gemm_gap_25 8192×8192×4096 bf16 fwd tp=1 cublaslt"},
       /* schema 006's composition axes away from their defaults */
       {"'layer', 'dist_gemm', 'llama3-8b', 'block', NULL, 4096, 'bf16', 'fwd+bwd', 2, 'ce', 0, 2, "
        "2048, 0, 0, 0, 0, 1, 1, 0, 2, 'full', '2048,4096', 'nccl', NULL, 0, "
@@ -1616,7 +1620,8 @@ static void test_link_run_gemm_gaps(void **state) {
     double us;
   } points[] = {{"ce_push", 8388608, 0, 0, 27.5},
                 {"gemm_gap_100", 4096, 4096, 4096, 80.0},
-                {"gemm_gap_0", 4096, 4096, 4096, 100.0}};
+                {"gemm_gap_0", 4096, 4096, 4096, 100.0},
+                {"gemm_gap_50", 8192, 8192, 8192, 700.0}}; /* no back to back of its own */
   for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
     tp_config_axes a = {.kind = "link",
                         .op_or_layer = points[i].layer,
@@ -1650,6 +1655,19 @@ static void test_link_run_gemm_gaps(void **state) {
   assert_non_null(second);
   assert_true(first < second);
   assert_null(strstr(text, "### gemm_gap"));
+  /* a shape without its gap-0 point has no ratio: not one over another shape's time */
+  assert_non_null(strstr(text, "| 8192×8192×8192 | 50 | 700.00 | - |"));
+  free(text);
+  /* CSV: a GEMM's shape in columns of its own (the shapes' points of one gap differ only
+   * there), empty for a transfer */
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_CSV, mem), TP_OK);
+  fclose(mem);
+  assert_non_null(strstr(text, ",config_id,short_key,gemm_m,gemm_n,gemm_k\r\n"));
+  assert_non_null(strstr(text, ",8192,8192,8192\r\n"));
+  assert_non_null(strstr(text, ",4096,4096,4096\r\n"));
+  assert_non_null(strstr(text, "ce_push,1,8388608,"));
+  assert_non_null(strstr(strstr(text, "ce_push,1,8388608,"), ",,,\r\n"));
   free(text);
   mem = open_memstream(&text, &len);
   assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_JSON, mem), TP_OK);
@@ -1659,7 +1677,7 @@ static void test_link_run_gemm_gaps(void **state) {
   free(text);
   assert_non_null(root);
   json_t *list = json_object_get(root, "link");
-  assert_int_equal(json_array_size(list), 3);
+  assert_int_equal(json_array_size(list), 4);
   json_t *gemm = json_array_get(list, 2);
   assert_string_equal(json_string_value(json_object_get(gemm, "kind")), "gemm_gap_100");
   assert_true(json_is_null(json_object_get(gemm, "size_bytes")));
