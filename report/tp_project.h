@@ -153,7 +153,8 @@ typedef struct tp_project_pacing {
 typedef struct tp_project_pace_est {
   double factor;        /* p: 1 without points */
   double gap_pct;       /* the collective's time over the GEMM's, % */
-  int64_t lo_id, hi_id; /* the points read (gap 0 of a shape and the gap's): 0 without */
+  int64_t lo_id, hi_id; /* the gap's point read of the shape below and of the shape above
+                           (the same one when a shape is held); 0: none read */
   char source[160];
 } tp_project_pace_est;
 

@@ -68,12 +68,13 @@ static const char pace_runs_sql[] =
     "r.median_us > 0 AND c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 AND "
     "?1 >= 0 ORDER BY 4, 1 DESC";
 
-/* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins. */
+/* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins; a
+ * shape without FLOPs (M, N or K not positive) is no point. */
 static const char pace_points_sql[] =
     "SELECT max(c.id), 2.0 * c.m * c.n * c.k AS flops, CAST(substr(c.layer, 10) AS REAL) AS gap, "
     "r.median_us FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 AND "
-    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND " PACE_LAYER
-    " GROUP BY 2, 3 ORDER BY 2, 3";
+    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND c.k > 0 "
+    "AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
 
 /* The measured rows a prediction is held to: plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window

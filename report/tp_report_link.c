@@ -182,9 +182,9 @@ static void md_gemm_gaps(FILE *out, const link_points *pts) {
     if (rows++ == 0)
       fprintf(out,
               "\n### GEMMs between gaps: a bf16 GEMM after an idle gap of a share of its "
-              "back-to-back time, %lld ranks\n\n| M×N×K | gap (%%) | GEMM (us) | over back to "
+              "back-to-back time, %lld rank%s\n\n| M×N×K | gap (%%) | GEMM (us) | over back to "
               "back | id | key |\n|---|---:|---:|---:|---:|---|\n",
-              (long long)ranks);
+              (long long)ranks, ranks == 1 ? "" : "s");
     const link_point *prev = rows > 1 ? &pts->items[i - 1] : NULL;
     if (!prev || !prev->is_gemm || prev->share_bytes != p->share_bytes ||
         prev->gemm_n != p->gemm_n || prev->gemm_k != p->gemm_k)

@@ -835,6 +835,63 @@ static void test_pace_run_needs_back_to_back(void **state) {
   }
 }
 
+static int table_rows_after(const char *text, const char *heading) {
+  const char *at = strstr(text, heading);
+  if (!at) return -1;
+  const char *line = strstr(at, "\n|---");
+  if (!line) return -1;
+  int rows = 0;
+  for (line = strchr(line + 1, '\n'); line && line[1] == '|'; line = strchr(line + 1, '\n')) rows++;
+  return rows;
+}
+
+/* A probed shape without FLOPs (M not positive: a damaged row) is no point of the probe: the
+ * inputs' points and the markdown's table leave it out, and p is the whole shape's. */
+static void test_pace_points_skip_shapes_without_flops(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 1, &s), TP_OK);
+  int64_t run = begin_on(s, "link --gpus 1", "GPU");
+  const int64_t rows[] = {4096, -4096};
+  const char *const layers[] = {"gemm_gap_0", "gemm_gap_100"};
+  const double us[] = {100.0, 80.0};
+  for (int shape = 0; shape < 2; shape++)
+    for (int i = 0; i < 2; i++) {
+      tp_config_axes a = {.kind = "link",
+                          .op_or_layer = layers[i],
+                          .backend = "cublaslt",
+                          .tp = 1,
+                          .m = rows[shape],
+                          .n = 4096,
+                          .k = 4096,
+                          .dtype = "bf16",
+                          .pass = "fwd"};
+      put(s, run, &a, us[i] * (shape + 1), TP_FUSED_NA);
+    }
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+  assert_int_equal(rc, TP_OK);
+  json_error_t jerr;
+  json_t *root = json_loads(text, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  assert_int_equal(json_array_size(json_object_get(json_object_get(root, "inputs"), "pace_points")),
+                   2);
+  json_t *first = json_array_get(json_object_get(root, "rows"), 0);
+  assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
+  json_decref(root);
+  free(text);
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_int_equal(table_rows_after(text, "### GEMMs between gaps (run 3)"), 2);
+  free(text);
+  fx_rmdir(&d.dir);
+}
+
 static void test_bad_inputs(void **state) {
   (void)state;
   synth_db d;
@@ -946,16 +1003,6 @@ static int64_t default_shapes(const char *db) {
 }
 
 /* The rows of the markdown table that follows heading. */
-static int table_rows_after(const char *text, const char *heading) {
-  const char *at = strstr(text, heading);
-  if (!at) return -1;
-  const char *line = strstr(at, "\n|---");
-  if (!line) return -1;
-  int rows = 0;
-  for (line = strchr(line + 1, '\n'); line && line[1] == '|'; line = strchr(line + 1, '\n')) rows++;
-  return rows;
-}
-
 static void test_sample_db_validation_table(void **state) {
   (void)state;
   if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
@@ -1205,6 +1252,7 @@ int main(void) {
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
+      cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),

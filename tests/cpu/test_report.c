@@ -1648,6 +1648,7 @@ static void test_link_run_gemm_gaps(void **state) {
   fclose(mem);
   assert_non_null(strstr(text, "### ce_push"));
   assert_non_null(strstr(text, "### GEMMs between gaps"));
+  assert_non_null(strstr(text, "back-to-back time, 1 rank\n")); /* one GPU: "rank" */
   /* back to back first, then the gap: 80 over 100 */
   const char *first = strstr(text, "| 4096×4096×4096 | 0 | 100.00 | 1.000 |");
   const char *second = strstr(text, "| 4096×4096×4096 | 100 | 80.00 | 0.800 |");
