@@ -60,9 +60,6 @@ tp_rc tp_report_is_link_run(tp_store *store, int64_t run_id, int *is_link) {
 
 static int is_collective(const char *kind) { return !strncmp(kind, "nccl_", 5); }
 
-/* The GEMMs between gaps (bench/gpu/link_pacing.h): a GEMM's time, no bytes on a link. */
-static int is_gemm_gap(const char *kind) { return !strncmp(kind, "gemm_gap_", 9); }
-
 static double element_bytes(const char *dtype) { return !strcmp(dtype, "fp32") ? 4.0 : 2.0; }
 
 /* nccl-tests' size, count, algbw and busbw of a point. */
@@ -103,7 +100,7 @@ static tp_rc take_point(sqlite3_stmt *st, link_points *pts) {
   p->p10_us = real_or_nan(st, 7);
   p->p90_us = real_or_nan(st, 8);
   p->samples = sqlite3_column_int64(st, 9);
-  p->is_gemm = is_gemm_gap(p->kind);
+  p->is_gemm = tp_link_is_gemm_gap(p->kind);
   p->gemm_n = sqlite3_column_int64(st, 10);
   p->gemm_k = sqlite3_column_int64(st, 11);
   derive_point(p);

@@ -13,7 +13,6 @@
 
 #include <cmocka.h>
 
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +22,6 @@
 #include "tests/gpu/gpu_harness.h"
 
 static char tpbench_exe[] = TP_BUILD_DIR "/tpbench";
-
-static int64_t query_int(const char *db_path, const char *sql) {
-  sqlite3 *db = NULL;
-  int64_t v = -1;
-  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-      v = sqlite3_column_int64(s, 0);
-    else printf("query %s: %s\n", sql, sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(db);
-  return v;
-}
 
 /* `tpbench link` at `world` ranks, small and short (the points' presence is what is checked). */
 static void run_link(int world, char *db, size_t cap) {
@@ -65,15 +50,15 @@ static void expect_gemm_points(const char *db, int world) {
            "'link' AND c.status = 'ok' AND c.layer GLOB 'gemm_gap_*' AND c.tp = %d AND c.m > 0 "
            "AND c.n > 0 AND c.k > 0 AND r.median_us > 0 AND r.n_samples >= 3",
            world);
-  assert_int_equal(query_int(db, sql), 9);
-  assert_int_equal(query_int(db, "SELECT count(DISTINCT layer) FROM configs WHERE layer IN "
-                                 "('gemm_gap_0', 'gemm_gap_50', 'gemm_gap_100')"),
+  assert_int_equal(gpu_query_int(db, sql), 9);
+  assert_int_equal(gpu_query_int(db, "SELECT count(DISTINCT layer) FROM configs WHERE layer IN "
+                                     "('gemm_gap_0', 'gemm_gap_50', 'gemm_gap_100')"),
                    3);
   /* every sample of every point stored (one set: the slowest rank's) */
-  assert_int_equal(query_int(db,
-                             "SELECT count(*) FROM configs c WHERE c.layer GLOB 'gemm_gap_*' "
-                             "AND (SELECT count(*) FROM samples s WHERE s.config_id = c.id) < 3"),
-                   0);
+  assert_int_equal(
+      gpu_query_int(db, "SELECT count(*) FROM configs c WHERE c.layer GLOB 'gemm_gap_*' "
+                        "AND (SELECT count(*) FROM samples s WHERE s.config_id = c.id) < 3"),
+      0);
   /* `report` shows them as GEMMs, in a table of their own */
   rp_result r = rp_run_exe(tpbench_exe, 60, NULL, "report", "--run", "1", "--db", db, NULL);
   rp_expect(&r, 0, "### GEMMs between gaps", NULL);
@@ -88,8 +73,8 @@ static void test_gemm_gaps_alone(void **state) {
   run_link(world, db, sizeof db);
   expect_gemm_points(db, world);
   /* one GPU: nothing but the GEMMs */
-  assert_int_equal(query_int(db, "SELECT count(*) FROM configs WHERE layer NOT GLOB 'gemm_gap_*'"),
-                   0);
+  assert_int_equal(
+      gpu_query_int(db, "SELECT count(*) FROM configs WHERE layer NOT GLOB 'gemm_gap_*'"), 0);
 }
 
 static void test_probe_then_gemm_gaps(void **state) {
@@ -103,7 +88,7 @@ static void test_probe_then_gemm_gaps(void **state) {
            "SELECT count(*) FROM configs WHERE kind = 'link' AND status = 'ok' AND tp = %d AND "
            "layer NOT GLOB 'gemm_gap_*'",
            world);
-  assert_int_equal(query_int(db, sql), 5 * 2 + 3);
+  assert_int_equal(gpu_query_int(db, sql), 5 * 2 + 3);
 }
 
 int main(int argc, char **argv) {
