@@ -19,6 +19,7 @@ static const char POINTS_SQL[] =
     "FROM configs c JOIN runs r ON r.id = c.run_id JOIN results x ON x.config_id = c.id "
     "WHERE c.kind = 'link' AND c.status = 'ok' "
     "AND c.layer NOT IN ('barrier', 'flag_round_trip', 'flag_wait') " /* latencies, no bytes */
+    "AND c.layer NOT GLOB 'gemm_gap_*' " /* GEMMs between gaps: no bytes either */
     "ORDER BY r.started_at, r.id, c.layer, c.m, c.id";
 
 static const char *text(sqlite3_stmt *st, int col) {

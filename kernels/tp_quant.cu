@@ -475,8 +475,12 @@ template <typename T> tp_rc enqueue_typed(const tp_quant_args *a, cudaStream_t s
   /* Only padded layouts (TILED's tiles, BLK's K-block count) have entries no block writes. */
   if (s.stored != s.grid_rows * s.grid_cols)
     TP_CUDA(cudaMemsetAsync(a->scales, 0, tp_quant_scale_bytes(&s), st));
-  if (s.block_rows == 1 && s.block_cols == 4 * kVec) return enqueue_segments<T, 4>(a, s, st);
-  if (s.block_rows == 1 && s.block_cols == 16 * kVec) return enqueue_segments<T, 16>(a, s, st);
+  /* The warp-segment kernels find each block's amax themselves: an agreed
+   * amax (fp8-row's row scales, K split: a rank's K of 32 or 128 columns is
+   * one such block) takes the row kernel or the any-block one, which read it. */
+  const bool segments = s.block_rows == 1 && !a->agreed_amax;
+  if (segments && s.block_cols == 4 * kVec) return enqueue_segments<T, 4>(a, s, st);
+  if (segments && s.block_cols == 16 * kVec) return enqueue_segments<T, 16>(a, s, st);
   if (s.layout == TP_SCALE_OUTER_VEC) {
     bool done = false;
     TP_TRY(enqueue_rows<T>(a, st, &done));
@@ -484,7 +488,7 @@ template <typename T> tp_rc enqueue_typed(const tp_quant_args *a, cudaStream_t s
   }
   /* 1 x 64 blocks after the row kernel: a row-scaled operand of 64 columns
    * keeps that kernel (one of 32 or 128 columns takes the segments above). */
-  if (s.block_rows == 1 && s.block_cols == 8 * kVec) return enqueue_segments<T, 8>(a, s, st);
+  if (segments && s.block_cols == 8 * kVec) return enqueue_segments<T, 8>(a, s, st);
   return enqueue_any_blocks<T>(a, s, st);
 }
 

@@ -344,7 +344,80 @@ void tp_project_resolve_costs(const tp_project_link_curve *links, const char *gp
 
 /* ---- stock (point 4) ----------------------------------------------------------- */
 
-double tp_project_stock_us(double gemm_us, double coll_us) { return gemm_us + coll_us; }
+double tp_project_stock_us(double gemm_us, double pace_factor, double coll_us) {
+  return gemm_us * pace_factor + coll_us;
+}
+
+/* One probed shape (points [begin, end) of one FLOP count): its time after a gap of gap_pct
+ * over its back-to-back time, linear between the probed gaps, the largest held above. 0
+ * without a gap-0 point. */
+static int shape_ratio(const tp_project_pace_point *pts, size_t begin, size_t end, double gap_pct,
+                       double *ratio, int64_t *id) {
+  const tp_project_pace_point *base = NULL, *lo = NULL, *hi = NULL;
+  for (size_t i = begin; i < end; i++) {
+    if (pts[i].gap_pct == 0 && pts[i].time_us > 0) base = &pts[i];
+    if (pts[i].gap_pct <= gap_pct) lo = &pts[i];
+    else if (!hi) hi = &pts[i];
+  }
+  if (!base || !lo) return 0;
+  double t = lo->time_us;
+  if (hi) t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
+  *ratio = t / base->time_us;
+  *id = hi ? hi->config_id : lo->config_id;
+  return 1;
+}
+
+void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us, double coll_us,
+                     tp_project_pace_est *est) {
+  memset(est, 0, sizeof *est);
+  est->factor = 1.0;
+  est->gap_pct = 100.0 * coll_us / gemm_us;
+  snprintf(est->source, sizeof est->source, "no GEMMs-between-gaps probe: back to back");
+  if (!pacing || pacing->n == 0) return;
+  /* a probe there is: say why it is not read rather than that there is none */
+  if (!isfinite(est->gap_pct) || !(flops > 0)) {
+    snprintf(est->source, sizeof est->source,
+             "no gap: the GEMM's or the collective's time is unknown: back to back");
+    return;
+  }
+  snprintf(est->source, sizeof est->source,
+           "no probed shape timed back to back (gap 0): back to back");
+  /* the usable shapes just below and above flops (by FLOP count) */
+  double r[2] = {NAN, NAN}, f[2] = {NAN, NAN};
+  int64_t id[2] = {0, 0};
+  for (size_t begin = 0; begin < pacing->n;) {
+    size_t end = begin;
+    while (end < pacing->n && pacing->points[end].flops == pacing->points[begin].flops) end++;
+    const double shape_flops = pacing->points[begin].flops;
+    const int side = shape_flops > flops;
+    double ratio = NAN;
+    int64_t point = 0;
+    /* above: the first, the nearest; a shape of no FLOPs (an axis 0 or negative) has no place
+     * on the log-FLOPs line: skipped */
+    const int wanted = (side == 0 || isnan(f[1])) && shape_flops > 0 && isfinite(shape_flops);
+    if (wanted && shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)) {
+      r[side] = ratio;
+      f[side] = shape_flops;
+      id[side] = point;
+    }
+    begin = end;
+  }
+  if (isnan(r[0]) && isnan(r[1])) return;
+  if (isnan(r[0]) || isnan(r[1])) {
+    const int side = isnan(r[0]);
+    est->factor = r[side];
+    est->lo_id = est->hi_id = id[side];
+    snprintf(est->source, sizeof est->source, "gap %.0f %%: config %lld (%.0f GFLOP, held)",
+             est->gap_pct, (long long)id[side], f[side] / 1e9);
+    return;
+  }
+  const double t = (log(flops) - log(f[0])) / (log(f[1]) - log(f[0]));
+  est->factor = r[0] + (r[1] - r[0]) * t;
+  est->lo_id = id[0];
+  est->hi_id = id[1];
+  snprintf(est->source, sizeof est->source, "gap %.0f %%: configs %lld, %lld (%.0f..%.0f GFLOP)",
+           est->gap_pct, (long long)id[0], (long long)id[1], f[0] / 1e9, f[1] / 1e9);
+}
 
 /* Bytes an element takes on the links: an fp8 recipe gathers its quantized input (one byte,
  * comm_dtype=fp8, the default; the scales, under 1 % of the bytes, are left out) and
@@ -538,7 +611,8 @@ void tp_project_predict(const tp_project_inputs *in, const tp_project_shape *sha
   tp_link_kind coll = gathers ? TP_LINK_NCCL_ALL_GATHER : TP_LINK_NCCL_REDUCE_SCATTER;
   tp_project_link_time(&in->links[coll], tp_project_volume_bytes(shape, tp), in->link_gbps,
                        &row->coll);
-  row->stock_us = tp_project_stock_us(row->gemm.us, row->coll.us);
+  tp_project_pace(&in->pacing, row->gemm.flops, row->gemm.us, row->coll.us, &row->pace);
+  row->stock_us = tp_project_stock_us(row->gemm.us, row->pace.factor, row->coll.us);
   tp_project_dist_pipeline(in, shape, tp, 0, &row->pipe);
   row->dist_us = row->pipe.stock_path ? row->stock_us : row->pipe.total_us;
   row->speedup = row->stock_us / row->dist_us;

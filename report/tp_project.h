@@ -30,9 +30,17 @@
  *     latency). On an NVSwitch host every rank's links run at the per-GPU bandwidth whatever W
  *     is, so the curve measured on a pair holds at TP 4 and 8. --link-gbps replaces the
  *     bandwidth of every transport (the probe's latency stays when there is a probe, else 0).
- *  4. stock = G(T rows) + the NCCL collective's time at V (nccl_all_gather or
+ *  4. stock = G(T rows)·p + the NCCL collective's time c at V (nccl_all_gather or
  *     nccl_reduce_scatter): the GEMM and the collective do not overlap; NCCL's latency is the
- *     probe's at its degree, the same at every W.
+ *     probe's at its degree, the same at every W. p, the pace factor, is how much faster a
+ *     GEMM runs when each call follows a gap of c than back to back (the GEMM-alone rows): the
+ *     GPU's clock, held down by a GEMM's power, recovers while the collective keeps few SMs
+ *     busy. It comes from `tpbench link`'s GEMMs between gaps (bench/gpu/link_pacing.h) on
+ *     the link probe's GPU: per probed shape, its time after a gap of g % of its back-to-back
+ *     time over the back-to-back time, linear in g between the probed gaps (the largest gap's
+ *     held above), and linear in log FLOPs between the two probed shapes around the GEMM's
+ *     FLOPs (the nearest one's held outside). Without such a probe p = 1 (the output says
+ *     so).
  *  5. dist_gemm = the fused op's two streams per rank, simulated in the order the code issues
  *     them (kernels/tp_linear_fused.c), every rank alike. C = the chunks `auto` picks
  *     (common/tp_chunk_rule.h), S = T / W rows per rank, R = S / C rows a chunk.
@@ -61,9 +69,12 @@
  *          the GPU's datasheet HBM bandwidth, else the terms are left out (the note says so).
  *  Degree-dependent: V = (W − 1)/W·T·width·e; (W − 1)·C pushes and waits per op; 1 + (W − 1)·C
  *  GEMMs on the all-gather side, W·C on the reduce-scatter side, of R = T/(W·C) rows; the
- *  reduce pass from W = 3. Left out: links shared by concurrent pushes, NCCL choosing another
- *  algorithm or paying more steps at another degree, a barrier waiting longer for the slowest
- *  of more ranks, GEMMs running at other clocks next to a collective, the backward pass.
+ *  reduce pass from W = 3; stock's pace factor through the gap c/G, which falls with W at a
+ *  fixed shape when the collective's time falls less than the GEMM's. Left out: links shared by
+ *  concurrent pushes, NCCL choosing another algorithm or paying more steps at another degree, a
+ *  barrier waiting longer for the slowest of more ranks, a collective drawing more or less
+ *  power than the probe's idle gap, dist_gemm's GEMMs at other clocks beside its pushes, the
+ *  backward pass.
  *
  * Times are µs, bandwidths GB/s (10⁹ bytes/s), rates TFLOP/s. Pure C over the store.
  */
@@ -125,6 +136,33 @@ typedef struct tp_project_link_curve {
   size_t n;
 } tp_project_link_curve;
 
+/* One point of the GEMMs between gaps (model point 4): a shape's median after a gap of
+ * gap_pct % of its back-to-back time before each call (gap 0: back to back). */
+typedef struct tp_project_pace_point {
+  int64_t config_id;
+  double flops, gap_pct, time_us;
+} tp_project_pace_point;
+
+/* Every point of one probe run, sorted by FLOPs, then gap (no two alike); n = 0: none. */
+typedef struct tp_project_pacing {
+  const tp_project_pace_point *points;
+  size_t n;
+} tp_project_pacing;
+
+/* Stock's pace factor of one GEMM and what it was read from. */
+typedef struct tp_project_pace_est {
+  double factor;        /* p: 1 without points */
+  double gap_pct;       /* the collective's time over the GEMM's, % */
+  int64_t lo_id, hi_id; /* the gap's point read of the shape below and of the shape above
+                           (the same one when a shape is held); 0: none read */
+  char source[160];
+} tp_project_pace_est;
+
+/* p for a GEMM of flops FLOPs taking gemm_us back to back, each call following a collective of
+ * coll_us (model point 4). A shape without its gap-0 point is skipped; none usable: p = 1. */
+void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us, double coll_us,
+                     tp_project_pace_est *est);
+
 /* The fused pipeline's fixed costs (model point 6). */
 typedef enum {
   TP_COST_PUSH_LATENCY = 0, /* L, µs */
@@ -158,6 +196,7 @@ typedef struct tp_project_inputs {
   size_t n_gemms;
   tp_project_link_curve links[TP_LINK_KINDS];
   tp_project_cost costs[TP_COST_KINDS];
+  tp_project_pacing pacing; /* stock's GEMMs between collectives (n = 0: p = 1) */
   double link_gbps; /* > 0: the bandwidth of every transport (--link-gbps); 0: the probe's */
 } tp_project_inputs;
 
@@ -199,6 +238,7 @@ typedef struct tp_project_row {
   int64_t m, n, k; /* the rank's shard */
   tp_project_gemm_est gemm;
   tp_project_link_est coll;          /* the stock path's NCCL collective over V */
+  tp_project_pace_est pace;          /* stock's GEMM: gemm.us · pace.factor */
   tp_project_pipeline pipe;          /* dist_gemm's pipeline */
   double stock_us, dist_us, speedup; /* NaN: not projected (note says why) */
   char note[160];
@@ -217,8 +257,8 @@ void tp_project_gemm_time(const tp_project_gemm *gemms, size_t n_gemms, int64_t 
 void tp_project_link_time(const tp_project_link_curve *curve, double bytes, double gbps_override,
                           tp_project_link_est *est);
 
-/* stock = GEMM + collective (model point 4). */
-double tp_project_stock_us(double gemm_us, double coll_us);
+/* stock = GEMM · pace factor + collective (model point 4). */
+double tp_project_stock_us(double gemm_us, double pace_factor, double coll_us);
 
 /* The fused pipeline (model point 5) of shape at degree tp, whose shard is m×n×k, with chunks
  * chunks (0: the count auto picks). pipe->total_us is NaN when an input is missing. */

@@ -179,6 +179,21 @@ static void get_collective_line(const tp_projected *p, int md, tp_cell *c) {
   tp_cell_set_text(c, p->row.coll.source);
 }
 
+static void get_pace_factor(const tp_projected *p, int md, tp_cell *c) {
+  (void)md;
+  tp_cell_set_num(c, p->row.pace.factor);
+}
+
+static void get_pace_gap(const tp_projected *p, int md, tp_cell *c) {
+  (void)md;
+  tp_cell_set_num(c, p->row.pace.gap_pct);
+}
+
+static void get_pace_source(const tp_projected *p, int md, tp_cell *c) {
+  (void)md;
+  tp_cell_set_text(c, p->row.pace.source);
+}
+
 static void get_chunks(const tp_projected *p, int md, tp_cell *c) {
   (void)md;
   tp_cell_set_int(c, p->row.pipe.chunks);
@@ -342,6 +357,9 @@ static const pcolumn registry[] = {
     NUM("nccl_latency_us", "NCCL latency (µs)", MD_CSV, 1, 3, get_nccl_latency),
     NUM("collective_us", "collective (µs)", MD_CSV, 1, 3, get_collective_us),
     TEXT("collective_line", "collective line", MD_CSV, get_collective_line),
+    NUM("pace_factor", "stock GEMM pace p", MD_CSV, 3, 4, get_pace_factor),
+    NUM("pace_gap_pct", "gap c/G (%)", PCOL_CSV, 1, 1, get_pace_gap),
+    TEXT("pace_source", "pace source", MD_CSV, get_pace_source),
     NUM("chunks", "chunks C", MD_CSV, 0, 0, get_chunks),
     NUM("chunk_rows", "chunk rows R", MD_CSV, 0, 0, get_chunk_rows),
     NUM("chunk_gemm_us", "chunk GEMM (µs)", MD_CSV, 1, 3, get_chunk_gemm_us),

@@ -41,6 +41,13 @@ typedef struct {
   char link_host[128], link_gpu[128], link_gpu_name[128];
   char link_knobs[256]; /* the probe run's test knobs; "": none */
   tp_project_cost costs[TP_COST_KINDS];
+  /* GEMMs between gaps (model point 4): the latest probe run on the link probe's GPU, one
+   * without test knobs before any with them; pace_run 0: none (pace_skipped: one on another
+   * GPU, which is not read) */
+  tp_project_pace_point *pace;
+  size_t n_pace, pace_cap;
+  int64_t pace_run;
+  char pace_gpu[128], pace_knobs[256], pace_skipped[200];
   tp_projected *rows; /* shape-major, then the request's degrees */
   size_t n_rows;
   tp_project_check *checks; /* the degrees with a measured row, in the request's order */

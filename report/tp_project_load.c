@@ -53,6 +53,29 @@ static const char points_sql[] =
     "c.run_id = ?1 AND c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 GROUP BY 2, 3 "
     "ORDER BY 2, 3";
 
+/* A layer of the GEMMs between gaps as the probe writes it: gemm_gap_<whole percent>, no
+ * leading zero, sign or exponent ('gemm_gap_00' is no second gap 0, 'gemm_gap_1e1' no 10). */
+#define PACE_LAYER                                                                                 \
+  "c.layer GLOB 'gemm_gap_[0-9]*' AND c.layer = 'gemm_gap_' || "                                   \
+  "CAST(CAST(substr(c.layer, 10) AS INTEGER) AS TEXT)"
+
+/* Runs of GEMMs between gaps that timed a shape back to back (gap 0: without it no point of
+ * the run has a ratio), one without test knobs before any with them, the latest first. */
+static const char pace_runs_sql[] =
+    "SELECT DISTINCT c.run_id, coalesce(u.gpu_name, ''), coalesce(u.test_knobs, ''), "
+    "coalesce(u.test_knobs, '') <> '' AS knobs FROM configs c JOIN results r ON r.config_id = "
+    "c.id JOIN runs u ON u.id = c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND "
+    "r.median_us > 0 AND c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 AND "
+    "?1 >= 0 ORDER BY 4, 1 DESC";
+
+/* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins; a
+ * shape without FLOPs (M, N or K not positive) is no point. */
+static const char pace_points_sql[] =
+    "SELECT max(c.id), 2.0 * c.m * c.n * c.k AS flops, CAST(substr(c.layer, 10) AS REAL) AS gap, "
+    "r.median_us FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 AND "
+    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND c.k > 0 "
+    "AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
+
 /* The measured rows a prediction is held to: plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window
  * variant) and dist_gemm auto or ce over the IPC heap (the probe's pushes),
@@ -181,6 +204,46 @@ static tp_rc take_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   return TP_OK;
 }
 
+/* The first pacing run on the link probe's GPU (any GPU without a probe); the first of
+ * another GPU is named, not read. */
+static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  if (data->pace_run) return TP_OK;
+  char gpu[128];
+  copy_text(st, 1, gpu, sizeof gpu);
+  if (data->link_run && strcmp(gpu, data->link_gpu_name) != 0) {
+    if (!data->pace_skipped[0])
+      snprintf(data->pace_skipped, sizeof data->pace_skipped, "run %lld on %.80s",
+               (long long)sqlite3_column_int64(st, 0), gpu);
+    return TP_OK;
+  }
+  data->pace_run = sqlite3_column_int64(st, 0);
+  snprintf(data->pace_gpu, sizeof data->pace_gpu, "%s", gpu);
+  copy_text(st, 2, data->pace_knobs, sizeof data->pace_knobs);
+  return TP_OK;
+}
+
+static tp_rc take_pace_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  (void)ctx;
+  tp_project_pace_point *grown =
+      tp_grow_array(data->pace, &data->pace_cap, data->n_pace, sizeof *grown);
+  if (!grown) return out_of_memory();
+  data->pace = grown;
+  tp_project_pace_point *p = &grown[data->n_pace++];
+  p->config_id = sqlite3_column_int64(st, 0);
+  p->flops = sqlite3_column_double(st, 1);
+  p->gap_pct = sqlite3_column_double(st, 2);
+  p->time_us = sqlite3_column_double(st, 3);
+  return TP_OK;
+}
+
+static tp_rc load_pacing(tp_store *store, tp_project_data *data) {
+  TP_TRY(each_row(store, pace_runs_sql, "the GEMMs between gaps", 0, 0, take_pace_run, data, NULL));
+  if (!data->pace_run) return TP_OK;
+  return each_row(store, pace_points_sql, "the GEMMs between gaps' points", data->pace_run, 0,
+                  take_pace_point, data, NULL);
+}
+
 static tp_rc check_run(tp_store *store, int64_t run_id) {
   static const char sql[] = "SELECT count(*) FROM runs WHERE id = ?1";
   sqlite3_stmt *st = NULL;
@@ -240,6 +303,7 @@ tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project
   if (req->shapes) TP_TRY(copy_shapes(req, data));
   else TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, 0, take_shape, data, NULL));
   TP_TRY(load_link(store, req, data));
+  TP_TRY(load_pacing(store, data));
   tp_project_inputs in = tp_project_inputs_of(data, req->link_gbps);
   tp_project_resolve_costs(in.links, data->link_run ? data->link_gpu_name : NULL, data->costs);
   return TP_OK;
@@ -252,6 +316,7 @@ tp_project_inputs tp_project_inputs_of(const tp_project_data *data, double link_
     in.links[kind].n = data->n_points[kind];
   }
   memcpy(in.costs, data->costs, sizeof in.costs);
+  in.pacing = (tp_project_pacing){data->pace, data->n_pace};
   return in;
 }
 
@@ -386,6 +451,7 @@ void tp_project_data_free(tp_project_data *data) {
   free(data->shapes);
   free(data->gemms);
   for (int kind = 0; kind < TP_LINK_KINDS; kind++) free(data->points[kind]);
+  free(data->pace);
   free(data->rows);
   free(data->checks);
   memset(data, 0, sizeof *data);

@@ -22,7 +22,9 @@ static const char MODEL_MD[] =
     "of its shape, else the rate interpolated by FLOPs (below the measured FLOPs: linear from "
     "the kernel cost k at 0 FLOPs). V = (W − 1)/W of the gathered tensor crosses each rank's "
     "links at the link probe's per-GPU bandwidth and latency for that size (an NVSwitch host: "
-    "the same at every W). stock = G + the NCCL collective of V. dist_gemm = the fused op's "
+    "the same at every W). stock = G·p + c, c the NCCL collective of V, p the pace factor (G "
+    "after an idle gap of c over G back to back, from the GEMMs between gaps; 1 without "
+    "them). dist_gemm = the fused op's "
     "copy and main streams simulated in the code's order with the chunks auto picks: barrier b, "
     "pushes, flag waits (w when met, else h after the push lands), chunk GEMMs, on the "
     "reduce-scatter side the reduce pass and the C read at the local memory rate and the "
@@ -35,7 +37,7 @@ static const char DEGREE_MD[] =
     "the rest of R) or W·C GEMMs of R rows (reduce-scatter side), each at the rate of its own "
     "FLOPs; from W = 3 a reduce pass per chunk over W − 1 partials (W·R·N·bytes read and "
     "written); one barrier per op. Held at their probed values whatever W: NCCL's per-call "
-    "latency, the barrier, h, w, k.\n\n";
+    "latency, the barrier, h, w, k. Stock's pace factor p follows the gap c/G.\n\n";
 
 static void md_int(FILE *out, int64_t v) {
   char buf[32];
@@ -67,11 +69,27 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   } else fputs("none", out);
   if (req->link_gbps > 0)
     fprintf(out, "; bandwidth --link-gbps %g for every transport", req->link_gbps);
+  fputs(". GEMMs between gaps (stock's pace factor p): ", out);
+  if (data->pace_run) {
+    fprintf(out, "run %lld (", (long long)data->pace_run);
+    tp_md_text(out, data->pace_gpu);
+    fputs(")", out);
+  } else fputs("none, p = 1 (`tpbench link` measures them)", out);
+  if (!data->pace_run && data->pace_skipped[0]) {
+    fputs("; not read: ", out);
+    tp_md_text(out, data->pace_skipped);
+    fputs(", not the link probe's GPU", out);
+  }
   fputs(".\n\n", out);
   if (data->link_knobs[0]) {
     fputs("**The link probe ran with test knobs in force** (", out);
     tp_md_text(out, data->link_knobs);
     fputs("): its timings are not the hardware's.\n\n", out);
+  }
+  if (data->pace_run && data->pace_knobs[0]) {
+    fputs("**The GEMMs between gaps ran with test knobs in force** (", out);
+    tp_md_text(out, data->pace_knobs);
+    fputs("): their timings are not the hardware's.\n\n", out);
   }
   fputs(MODEL_MD, out);
   fputs(DEGREE_MD, out);
@@ -109,6 +127,30 @@ static void md_points(FILE *out, const tp_project_data *data) {
       tp_md_num(out, p->bytes > 0 ? p->bytes / p->time_us / 1e3 : NAN, 1);
       fputs("|\n", out);
     }
+  fputs("\n", out);
+}
+
+static void md_pace_points(FILE *out, const tp_project_data *data) {
+  if (!data->pace_run) return;
+  fprintf(out, "### GEMMs between gaps (run %lld)\n\n", (long long)data->pace_run);
+  fputs("| config | GFLOP | gap (% of back to back) | GEMM (µs) | over back to back |\n"
+        "|---:|---:|---:|---:|---:|\n",
+        out);
+  double base = NAN, base_flops = NAN;
+  for (size_t i = 0; i < data->n_pace; i++) {
+    const tp_project_pace_point *p = &data->pace[i];
+    if (p->flops != base_flops) {
+      base = NAN;
+      base_flops = p->flops;
+    }
+    if (p->gap_pct == 0) base = p->time_us;
+    md_int(out, p->config_id);
+    tp_md_num(out, p->flops / 1e9, 0);
+    tp_md_num(out, p->gap_pct, 0);
+    tp_md_num(out, p->time_us, 1);
+    tp_md_num(out, p->time_us / base, 3);
+    fputs("|\n", out);
+  }
   fputs("\n", out);
 }
 
@@ -189,6 +231,7 @@ static void write_markdown(FILE *out, const tp_project_request *req, const tp_pr
   md_header(out, req, data);
   md_costs(out, data);
   md_points(out, data);
+  md_pace_points(out, data);
   md_predictions(out, data, cols, req->columns != NULL);
   for (size_t i = 0; i < data->n_checks; i++) md_check(out, data, &data->checks[i]);
   if (data->n_checks == 0)
@@ -281,6 +324,16 @@ static json_t *json_pipeline(tp_json_builder *jb, const tp_project_pipeline *p) 
   return o;
 }
 
+static json_t *json_pace(tp_json_builder *jb, const tp_project_pace_est *pace) {
+  json_t *o = json_object();
+  tp_json_set(jb, o, "factor", tp_json_real(pace->factor));
+  tp_json_set(jb, o, "gap_pct", tp_json_real(pace->gap_pct));
+  tp_json_set(jb, o, "lo_config", pace->lo_id ? json_integer(pace->lo_id) : json_null());
+  tp_json_set(jb, o, "hi_config", pace->hi_id ? json_integer(pace->hi_id) : json_null());
+  tp_json_set(jb, o, "source", tp_json_str(pace->source));
+  return o;
+}
+
 static json_t *json_row(tp_json_builder *jb, const tp_projected *p) {
   const tp_project_row *r = &p->row;
   json_t *o = json_object();
@@ -293,6 +346,7 @@ static json_t *json_row(tp_json_builder *jb, const tp_projected *p) {
   tp_json_set(jb, o, "tp", json_integer(r->tp));
   tp_json_set(jb, o, "gemm", json_gemm(jb, r));
   tp_json_set(jb, o, "collective", json_link(jb, &r->coll));
+  tp_json_set(jb, o, "pace", json_pace(jb, &r->pace));
   tp_json_set(jb, o, "pipeline", json_pipeline(jb, &r->pipe));
   tp_json_set(jb, o, "stock_us", tp_json_real(r->stock_us));
   tp_json_set(jb, o, "dist_us", tp_json_real(r->dist_us));
@@ -300,6 +354,20 @@ static json_t *json_row(tp_json_builder *jb, const tp_projected *p) {
   tp_json_set(jb, o, "note", tp_json_str(r->note));
   tp_json_set(jb, o, "measured", json_measured(jb, p));
   return o;
+}
+
+static json_t *json_pace_points(tp_json_builder *jb, const tp_project_data *data) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < data->n_pace; i++) {
+    const tp_project_pace_point *p = &data->pace[i];
+    json_t *o = json_object();
+    tp_json_set(jb, o, "config_id", json_integer(p->config_id));
+    tp_json_set(jb, o, "flops", tp_json_real(p->flops));
+    tp_json_set(jb, o, "gap_pct", tp_json_real(p->gap_pct));
+    tp_json_set(jb, o, "time_us", tp_json_real(p->time_us));
+    tp_json_append(jb, a, o);
+  }
+  return a;
 }
 
 static json_t *json_points(tp_json_builder *jb, const tp_project_data *data) {
@@ -376,6 +444,13 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "shapes_from", tp_json_str(req->shapes ? "presets" : "database"));
   tp_json_set(jb, o, "link_gbps", req->link_gbps > 0 ? tp_json_real(req->link_gbps) : json_null());
   tp_json_set(jb, o, "link_points", json_points(jb, data));
+  tp_json_set(jb, o, "pace_run", data->pace_run ? json_integer(data->pace_run) : json_null());
+  tp_json_set(jb, o, "pace_gpu", tp_json_str(data->pace_run ? data->pace_gpu : NULL));
+  tp_json_set(jb, o, "pace_test_knobs",
+              tp_json_str(data->pace_run && data->pace_knobs[0] ? data->pace_knobs : NULL));
+  tp_json_set(jb, o, "pace_not_read",
+              tp_json_str(!data->pace_run && data->pace_skipped[0] ? data->pace_skipped : NULL));
+  tp_json_set(jb, o, "pace_points", json_pace_points(jb, data));
   tp_json_set(jb, o, "costs", json_costs(jb, data));
   return o;
 }

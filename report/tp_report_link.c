@@ -23,6 +23,8 @@
 /* One measured point. */
 typedef struct {
   int64_t id, ranks, share_bytes, samples;
+  int64_t gemm_n, gemm_k; /* a GEMM between gaps (is_gemm): M is share_bytes' column */
+  int is_gemm;
   char kind[48], dtype[16];
   char short_key[TP_SHORT_KEY_LEN + 1];
   double time_us, p10_us, p90_us;
@@ -62,6 +64,10 @@ static double element_bytes(const char *dtype) { return !strcmp(dtype, "fp32") ?
 
 /* nccl-tests' size, count, algbw and busbw of a point. */
 static void derive_point(link_point *p) {
+  if (p->is_gemm) {
+    p->size_bytes = p->count = p->algbw_gbps = p->busbw_gbps = NAN;
+    return;
+  }
   int collective = is_collective(p->kind);
   p->size_bytes = (double)p->share_bytes * (collective ? (double)p->ranks : 1.0);
   p->count = p->size_bytes / element_bytes(p->dtype);
@@ -94,6 +100,9 @@ static tp_rc take_point(sqlite3_stmt *st, link_points *pts) {
   p->p10_us = real_or_nan(st, 7);
   p->p90_us = real_or_nan(st, 8);
   p->samples = sqlite3_column_int64(st, 9);
+  p->is_gemm = tp_link_is_gemm_gap(p->kind);
+  p->gemm_n = sqlite3_column_int64(st, 10);
+  p->gemm_k = sqlite3_column_int64(st, 11);
   derive_point(p);
   return TP_OK;
 }
@@ -102,10 +111,12 @@ static tp_rc take_point(sqlite3_stmt *st, link_points *pts) {
 static tp_rc load_points(tp_store *store, int64_t run_id, link_points *pts) {
   static const char sql[] =
       "SELECT c.id, c.config_key, c.layer, c.tp, c.m, c.dtype, r.median_us, r.p10_us, r.p90_us, "
-      "r.n_samples FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ? AND "
+      "r.n_samples, c.n, c.k FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = "
+      "? AND "
       "c.kind = 'link' AND c.status = 'ok' ORDER BY CASE c.layer WHEN 'ce_push' THEN 0 WHEN "
       "'sm_push' THEN 1 WHEN 'nccl_all_gather' THEN 2 WHEN 'nccl_reduce_scatter' THEN 3 ELSE 4 "
-      "END, c.layer, c.m, c.id";
+      "END, c.layer GLOB 'gemm_gap_*', CASE WHEN c.layer GLOB 'gemm_gap_*' THEN '' ELSE c.layer "
+      "END, c.m, c.n, c.k, CAST(substr(c.layer, 10) AS INTEGER), c.id";
   sqlite3 *db = tp_store_db(store);
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -155,12 +166,49 @@ static void md_point(FILE *out, const link_point *p) {
   fputs("|\n", out);
 }
 
-static void write_markdown(FILE *out, const report *rep, const link_points *pts) {
-  tp_report_md_header(out, rep, "link probe");
+/* The GEMMs between gaps: one table, each point beside its shape's back-to-back time. */
+static void md_gemm_gaps(FILE *out, const link_points *pts) {
+  double base = NAN;
+  int64_t ranks = 0;
+  int rows = 0;
+  for (size_t i = 0; i < pts->n; i++)
+    if (pts->items[i].is_gemm) ranks = pts->items[i].ranks;
   for (size_t i = 0; i < pts->n; i++) {
     const link_point *p = &pts->items[i];
-    if (i == 0 || strcmp(p->kind, pts->items[i - 1].kind) != 0) {
-      fprintf(out, "%s### ", i ? "\n" : "");
+    if (!p->is_gemm) continue;
+    if (rows++ == 0)
+      fprintf(out,
+              "\n### GEMMs between gaps: a bf16 GEMM after an idle gap of a share of its "
+              "back-to-back time, %lld rank%s\n\n| M×N×K | gap (%%) | GEMM (us) | over back to "
+              "back | id | key |\n|---|---:|---:|---:|---:|---|\n",
+              (long long)ranks, ranks == 1 ? "" : "s");
+    const link_point *prev = rows > 1 ? &pts->items[i - 1] : NULL;
+    if (!prev || !prev->is_gemm || prev->share_bytes != p->share_bytes ||
+        prev->gemm_n != p->gemm_n || prev->gemm_k != p->gemm_k)
+      base = NAN; /* a shape of its own: only its own back-to-back time */
+    if (!strcmp(p->kind, "gemm_gap_0")) base = p->time_us;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%lld×%lld×%lld", (long long)p->share_bytes, (long long)p->gemm_n,
+             (long long)p->gemm_k);
+    tp_md_cell(out, buf);
+    tp_md_cell(out, p->kind + 9);
+    tp_md_num(out, p->time_us, 2);
+    tp_md_num(out, p->time_us / base, 3);
+    snprintf(buf, sizeof buf, "%lld", (long long)p->id);
+    tp_md_cell(out, buf);
+    tp_md_cell(out, p->short_key);
+    fputs("|\n", out);
+  }
+}
+
+static void write_markdown(FILE *out, const report *rep, const link_points *pts) {
+  tp_report_md_header(out, rep, "link probe");
+  size_t shown = 0;
+  for (size_t i = 0; i < pts->n; i++) {
+    const link_point *p = &pts->items[i];
+    if (p->is_gemm) continue;
+    if (shown++ == 0 || strcmp(p->kind, pts->items[i - 1].kind) != 0) {
+      fprintf(out, "%s### ", shown > 1 ? "\n" : "");
       tp_md_text(out, p->kind);
       fputs(": ", out);
       tp_md_text(out, kind_title(p->kind));
@@ -171,6 +219,7 @@ static void write_markdown(FILE *out, const report *rep, const link_points *pts)
     }
     md_point(out, p);
   }
+  md_gemm_gaps(out, pts);
   if (pts->n == 0) fputs("(no link point of this run ran)\n", out);
   fputs("\nAs nccl-tests counts them: size is what one collective moves in all (all-gather's "
         "output, reduce-scatter's input) or one rank's push; time is the slowest rank's median "
@@ -183,7 +232,8 @@ static void write_markdown(FILE *out, const report *rep, const link_points *pts)
 
 static const char *const csv_columns[] = {"run_id", "commit", "kind",    "ranks",      "size_bytes",
                                           "count",  "dtype",  "time_us", "algbw_gbps", "busbw_gbps",
-                                          "p10_us", "p90_us", "samples", "config_id",  "short_key"};
+                                          "p10_us", "p90_us", "samples", "config_id",  "short_key",
+                                          "gemm_m", "gemm_n", "gemm_k"};
 
 static void write_csv(FILE *out, const report *rep, const link_points *pts) {
   for (size_t i = 0; i < sizeof csv_columns / sizeof csv_columns[0]; i++)
@@ -208,6 +258,15 @@ static void write_csv(FILE *out, const report *rep, const link_points *pts) {
     tp_csv_int(out, p->samples);
     tp_csv_int(out, p->id);
     tp_csv_field(out, p->short_key, 0);
+    /* a GEMM between gaps: its shape (the three shapes' points of one gap differ only here) */
+    for (int axis = 0; axis < 3; axis++) {
+      if (!p->is_gemm) {
+        tp_csv_field(out, "", 0);
+        continue;
+      }
+      const int64_t v = axis == 0 ? p->share_bytes : axis == 1 ? p->gemm_n : p->gemm_k;
+      tp_csv_int(out, v);
+    }
     fputs("\r\n", out);
   }
 }
@@ -228,6 +287,11 @@ static json_t *json_point(tp_json_builder *jb, const link_point *p) {
   tp_json_set(jb, o, "samples", json_integer(p->samples));
   tp_json_set(jb, o, "config_id", json_integer(p->id));
   tp_json_set(jb, o, "short_key", tp_json_str(p->short_key));
+  if (p->is_gemm) {
+    tp_json_set(jb, o, "gemm_m", json_integer(p->share_bytes));
+    tp_json_set(jb, o, "gemm_n", json_integer(p->gemm_n));
+    tp_json_set(jb, o, "gemm_k", json_integer(p->gemm_k));
+  }
   return o;
 }
 

@@ -398,15 +398,21 @@ static void append_method(char *buf, size_t cap, size_t *len, const tp_config_ax
   }
 }
 
+int tp_link_is_gemm_gap(const char *layer) {
+  return layer && !strncmp(layer, "gemm_gap_", strlen("gemm_gap_"));
+}
+
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {
   if (cap == 0) return;
   buf[0] = '\0';
   size_t len = 0;
   int is_link = axes->kind && !strcmp(axes->kind, "link");
+  /* a link probe's GEMM between gaps (bench/gpu/link_pacing.h): a GEMM's M×N×K, no bytes */
+  int is_gemm_gap = is_link && tp_link_is_gemm_gap(axes->op_or_layer);
   append_word(buf, cap, &len, axes->model);
   append_word(buf, cap, &len, axes->op_or_layer);
   append_word(buf, cap, &len, axes->proj);
-  append_shape(buf, cap, &len, axes, is_link);
+  append_shape(buf, cap, &len, axes, is_link && !is_gemm_gap);
   append_word(buf, cap, &len, axes->dtype);
   append_word(buf, cap, &len, axes->pass);
   if (axes->tp > 0) {

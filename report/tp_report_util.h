@@ -149,6 +149,10 @@ void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
  * projection, tokens and tp, and so is left out. */
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes);
 
+/* A link probe layer of the GEMMs between gaps (bench/gpu/link_pacing.h: "gemm_gap_<pct>"): a
+ * GEMM's time, no bytes on a link. */
+int tp_link_is_gemm_gap(const char *layer);
+
 /* Median of v[0..n), sorting v in place; NaN for n == 0. */
 double tp_median(double *v, size_t n);
 

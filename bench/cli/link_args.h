@@ -19,6 +19,10 @@ typedef struct tp_link_args {
   int iters;             /* timed transfers per point; default 20 */
   int warmup;            /* untimed transfers per point; default 3 */
   int sm_blocks;         /* blocks of the copy kernel; default 16 */
+  tp_int_list gemm_gaps; /* GEMMs between gaps (bench/gpu/link_pacing.h): the gaps, % of the
+                            back-to-back time; default 25,50,100,200 */
+  int settle_ms;         /* GEMMs between gaps: least time of each warm-up and timed phase;
+                            default 300 */
 } tp_link_args;
 
 /* Fills args with the defaults above. */
@@ -28,5 +32,11 @@ void tp_link_args_defaults(tp_link_args *args);
  * defaults on entry. --help prints them and sets *help_shown (TP_OK, exit
  * 0); a mistake is TP_EUSAGE with the message on stderr (exit 2). */
 TP_MUST_CHECK tp_rc tp_link_args_parse(int argc, char **argv, tp_link_args *args, int *help_shown);
+
+/* GEMMs between gaps (bench/gpu/link_pacing.h): the calls of one phase, enough to cover
+ * settle_ms at per_call_us each, at least least (--iters, --warmup) and at most most (the
+ * events and samples the probe holds, whatever --iters asks); a per-call time that is not
+ * positive: most. */
+int tp_link_pacing_calls(double settle_ms, double per_call_us, int least, int most);
 
 #endif /* TP_LINK_ARGS_H */

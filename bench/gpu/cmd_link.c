@@ -7,7 +7,8 @@
  * reduce-scatter (the stock path), every rank sending at once as in the
  * ops, and a copy within one GPU (the local memory the reduce-scatter
  * side's sums read); then the per-call latencies of a fused op's barrier
- * and flags (link_latency.h). Each point is a configuration of kind "link"
+ * and flags (link_latency.h), and last the GEMMs between gaps (link_pacing.h;
+ * on one GPU only these). Each point is a configuration of kind "link"
  * in the database (median, p10, p90 of back-to-back timed calls, bytes
  * moved), so reports can bound the fused ops by measured ceilings and
  * `tpbench project` can price their per-chunk costs, not datasheets.
@@ -23,6 +24,7 @@
 #include "bench/cli/link_args.h"
 #include "bench/gpu/job.h"
 #include "bench/gpu/link_latency.h"
+#include "bench/gpu/link_pacing.h"
 #include "bench/gpu/worker_group.h"
 #include "bench/launch/launcher.h"
 #include "bench/stats/stats.h"
@@ -57,6 +59,7 @@ typedef struct link_job {
   tp_int_list sizes_mib;
   int small_kib;
   int iters, warmup, sm_blocks;
+  tp_pacing_plan pacing;
   char *command_line;
 } link_job;
 
@@ -236,15 +239,13 @@ static tp_rc prepare_buffers(tp_worker_ctx *ctx, size_t max_bytes) {
   return TP_OK;
 }
 
-static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
+/* The transports and the latencies (2 ranks or more). */
+static tp_rc probe_links(tp_worker_ctx *ctx, const link_job *job, tp_store *store, int64_t run_id) {
   size_t sizes[TP_LIST_MAX + 1], max_bytes = 0;
   const int n_sizes = sweep_sizes(job, sizes);
   for (int i = 0; i < n_sizes; ++i)
     if (sizes[i] > max_bytes) max_bytes = sizes[i];
   TP_TRY(prepare_buffers(ctx, max_bytes));
-  tp_store *store = NULL;
-  int64_t run_id = 0;
-  TP_TRY(begin_run(ctx, job, &store, &run_id));
   cudaEvent_t *marks = calloc((size_t)job->iters + 1, sizeof(cudaEvent_t));
   double *mine = calloc((size_t)job->iters, sizeof(double));
   double *all = calloc((size_t)job->iters * (size_t)ctx->world, sizeof(double));
@@ -259,15 +260,26 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
   for (int s = 0; rc == TP_OK && s < n_sizes; ++s)
     rc = probe_size(ctx, job, store, run_id, sizes[s], marks, mine, all);
   if (rc == TP_OK) rc = probe_latencies(ctx, job, store, run_id, marks, mine, all);
-  if (store) {
-    if (rc == TP_OK) rc = tp_store_finish_run(store, run_id);
-    tp_store_close(store);
-  }
   for (int i = 0; marks && i <= job->iters; ++i)
     if (marks[i]) cudaEventDestroy(marks[i]);
   free(marks);
   free(mine);
   free(all);
+  return rc;
+}
+
+/* Every probe: the links' on two ranks or more, then the GEMMs between gaps (one GPU: only
+ * those). */
+static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
+  tp_store *store = NULL;
+  int64_t run_id = 0;
+  TP_TRY(begin_run(ctx, job, &store, &run_id));
+  tp_rc rc = ctx->world > 1 ? probe_links(ctx, job, store, run_id) : TP_OK;
+  if (rc == TP_OK) rc = tp_pacing_probe(ctx, &job->pacing, store, run_id);
+  if (store) {
+    if (rc == TP_OK) rc = tp_store_finish_run(store, run_id);
+    tp_store_close(store);
+  }
   fflush(stdout);
   return rc;
 }
@@ -276,8 +288,6 @@ static int link_worker(const tp_launch_env *env, void *arg) {
   const link_job *job = arg;
   tp_worker_ctx ctx;
   tp_rc rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK && env->world < 2)
-    rc = TP_FAIL(TP_EREJECT, "the link probe needs at least 2 GPUs (%d here)", env->world);
   if (rc == TP_OK) rc = probe_all(&ctx, job);
   if (rc != TP_OK)
     fprintf(stderr, "tpbench link: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
@@ -296,7 +306,11 @@ int tp_cmd_link(int argc, char **argv) {
                   .small_kib = args.small_kib,
                   .iters = args.iters,
                   .warmup = args.warmup,
-                  .sm_blocks = args.sm_blocks};
+                  .sm_blocks = args.sm_blocks,
+                  .pacing = {.gaps_pct = args.gemm_gaps,
+                             .iters = args.iters,
+                             .warmup = args.warmup,
+                             .settle_ms = args.settle_ms}};
   const int gpus = args.gpus;
   int precheck = tp_job_precheck_database("link", job.db);
   if (precheck != TP_EXIT_OK) return precheck;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/cli/cli.h"
+#include "bench/cli/link_args.h"
 
 typedef struct parsed {
   int iters;
@@ -228,12 +229,26 @@ static void test_help_markdown(void **state) {
   assert_int_equal(help, 1);
 }
 
+/* link's GEMMs between gaps: a phase covers the settle time, at least --iters calls and never
+ * more than the probe holds events and samples for (--iters goes to 10000, the probe holds
+ * 4096: more was written past its arrays). */
+static void test_link_pacing_calls(void **state) {
+  (void)state;
+  assert_int_equal(tp_link_pacing_calls(300.0, 1000.0, 20, 4096), 300);
+  assert_int_equal(tp_link_pacing_calls(300.0, 1e6, 20, 4096), 20);
+  assert_int_equal(tp_link_pacing_calls(300.0, 1.0, 20, 4096), 4096);
+  assert_int_equal(tp_link_pacing_calls(300.0, 1e6, 5000, 4096), 4096);
+  assert_int_equal(tp_link_pacing_calls(300.0, 1e6, 10000, 4096), 4096);
+  assert_int_equal(tp_link_pacing_calls(300.0, 0.0, 20, 4096), 4096);
+  assert_int_equal(tp_link_pacing_calls(300.0, -1.0, 20, 4096), 4096);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_value_forms),         cmocka_unit_test(test_whole_numbers),
       cmocka_unit_test(test_unknown_and_missing), cmocka_unit_test(test_lists),
       cmocka_unit_test(test_positional),          cmocka_unit_test(test_help),
-      cmocka_unit_test(test_help_markdown),
+      cmocka_unit_test(test_help_markdown),       cmocka_unit_test(test_link_pacing_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

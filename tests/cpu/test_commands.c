@@ -731,6 +731,13 @@ static void test_link_parses_first(void **state) {
    * has no GPU: a complaint about it here would mean the check came after) */
   RUN_EXPECT(2, NULL, "tpbench link: --sizes: 8 is listed twice", "link", "--sizes", "8,8");
   RUN_EXPECT(2, NULL, "--sizes: 32 is listed twice", "link", "--sizes", "32,8,32", "--gpus", "2");
+  /* the GEMMs between gaps: a gap is a share of the GEMM's time, 0 to 1000 %, each once */
+  RUN_EXPECT(0, "--gemm-gaps LIST", NULL, "link", "--help");
+  RUN_EXPECT(2, NULL, "tpbench link: --gemm-gaps: 50 is listed twice", "link", "--gemm-gaps",
+             "50,100,50");
+  RUN_EXPECT(2, NULL, "--gemm-gaps", "link", "--gemm-gaps", "1001");
+  RUN_EXPECT(2, NULL, "--gemm-gaps", "link", "--gemm-gaps", "-5");
+  RUN_EXPECT(2, NULL, "--settle-ms", "link", "--settle-ms", "0");
 }
 
 int main(void) {

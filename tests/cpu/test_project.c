@@ -406,7 +406,8 @@ static void test_predict_by_hand(void **state) {
   assert_close(r.dist_us, 103.0);
   assert_close(r.speedup, 160.0 / 103.0);
   assert_string_equal(r.note, "");
-  assert_close(tp_project_stock_us(90.0, 76.0), 166.0);
+  assert_close(tp_project_stock_us(90.0, 1.0, 76.0), 166.0);
+  assert_close(tp_project_stock_us(90.0, 0.9, 76.0), 157.0);
   /* 512 tokens: 256 rows of 8 KiB per rank, under 4 MiB: auto's stock path */
   tp_project_shape small = shape_of("qkv", TP_OP_AG_LINEAR, 512, 6144, 4096);
   tp_project_predict(&in, &small, 2, &r);
@@ -440,6 +441,63 @@ static void test_predict_refusals(void **state) {
 
 /* ---- the error summary ------------------------------------------------------------------ */
 
+/* Two probed shapes: 100 GFLOP (back to back 100 µs; gaps 50 %: 96, 100 %: 94) and 1000 GFLOP
+ * (1000 µs; 100 %: 900, 200 %: 880); a third, 10 GFLOP, lacks its gap-0 point. */
+static const tp_project_pace_point PACE[] = {
+    {1, 1e10, 100.0, 50.0}, {2, 1e11, 0.0, 100.0},   {3, 1e11, 50.0, 96.0},  {4, 1e11, 100.0, 94.0},
+    {5, 1e12, 0.0, 1000.0}, {6, 1e12, 100.0, 900.0}, {7, 1e12, 200.0, 880.0}};
+
+static void test_pace_factor(void **state) {
+  (void)state;
+  const tp_project_pacing pacing = {PACE, sizeof PACE / sizeof PACE[0]};
+  tp_project_pace_est est;
+  /* at a probed shape and gap: that point over its back-to-back one */
+  tp_project_pace(&pacing, 1e11, 100.0, 50.0, &est);
+  assert_close(est.gap_pct, 50.0);
+  assert_close(est.factor, 0.96);
+  /* between the gaps (75 %): 0.95 at 100 GFLOP, 0.925 at 1000; halfway in log FLOPs */
+  tp_project_pace(&pacing, sqrt(1e11 * 1e12), 200.0, 150.0, &est);
+  assert_close(est.factor, 0.9375);
+  assert_int_equal(est.lo_id, 4);
+  assert_int_equal(est.hi_id, 6);
+  /* above the largest gap it is held; above the largest shape too (the source says so) */
+  tp_project_pace(&pacing, 1e11, 100.0, 500.0, &est);
+  assert_close(est.factor, 0.94);
+  tp_project_pace(&pacing, 1e13, 1000.0, 1000.0, &est);
+  assert_close(est.factor, 0.9);
+  assert_non_null(strstr(est.source, "held"));
+  /* below the smallest usable shape (the 10 GFLOP one has no gap 0): 100 GFLOP's held */
+  tp_project_pace(&pacing, 1e9, 100.0, 100.0, &est);
+  assert_close(est.factor, 0.94);
+  /* back to back (no gap) and no probe: 1 */
+  tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
+  assert_close(est.factor, 1.0);
+  /* a shape of 0 FLOPs (a row with M, N or K 0) has no log: skipped, not a NaN p */
+  const tp_project_pace_point zero[] = {{11, 0.0, 0.0, 10.0},
+                                        {12, 0.0, 100.0, 5.0},
+                                        {13, 1e12, 0.0, 1000.0},
+                                        {14, 1e12, 100.0, 900.0}};
+  const tp_project_pacing with_zero = {zero, sizeof zero / sizeof zero[0]};
+  tp_project_pace(&with_zero, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 0.9);
+  assert_int_equal(est.lo_id, 14);
+  const tp_project_pace_point negative[] = {{15, -1e11, 0.0, 10.0}, {16, -1e11, 100.0, 5.0}};
+  const tp_project_pacing with_negative = {negative, 2};
+  tp_project_pace(&with_negative, 1e11, 100.0, 100.0, &est);
+  assert_close(est.factor, 1.0);
+  assert_non_null(strstr(est.source, "no probed shape timed back to back"));
+  /* a probe, but no gap to read it at (the collective's time unknown): said, not "no probe" */
+  tp_project_pace(&pacing, 1e11, 100.0, NAN, &est);
+  assert_close(est.factor, 1.0);
+  assert_null(strstr(est.source, "no GEMMs-between-gaps probe"));
+  assert_non_null(strstr(est.source, "unknown"));
+  const tp_project_pacing none = {NULL, 0};
+  tp_project_pace(&none, 1e11, 100.0, 50.0, &est);
+  assert_close(est.factor, 1.0);
+  assert_int_equal(est.lo_id, 0);
+  assert_non_null(strstr(est.source, "no GEMMs-between-gaps probe"));
+}
+
 static void test_error_summary(void **state) {
   (void)state;
   /* a NaN (no pair) and a row measured under 0.1 ms are left out */
@@ -472,16 +530,18 @@ static void put(tp_store *s, int64_t run, const tp_config_axes *axes, double med
   if (tp_store_put_config(s, run, &rec, &id) != TP_OK) fail_msg("%s", tp_last_error());
 }
 
-static int64_t begin(tp_store *s, const char *command) {
+static int64_t begin_on(tp_store *s, const char *command, const char *gpu) {
   tp_run_info info = {.commit = "0123456789abcdef",
                       .host = "synthetic",
-                      .gpu_name = "GPU",
+                      .gpu_name = gpu,
                       .gpu_count = 2,
                       .command = command};
   int64_t run = 0;
   if (tp_store_begin_run(s, &info, &run) != TP_OK) fail_msg("%s", tp_last_error());
   return run;
 }
+
+static int64_t begin(tp_store *s, const char *command) { return begin_on(s, command, "GPU"); }
 
 static void put_link(tp_store *s, int64_t run, const char *kind, const tp_project_link_point *p,
                      int n) {
@@ -674,6 +734,164 @@ static void test_validation_on_synthetic_db(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
+/* A run of GEMMs between gaps on gpu: the 4096³ GEMM's points of layers[i] taking us[i]. */
+static void put_pacing_points(const char *db, const char *gpu, const char *const *layers,
+                              const double *us, int n) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  int64_t run = begin_on(s, "link --gpus 1", gpu);
+  for (int i = 0; i < n; i++) {
+    tp_config_axes a = {.kind = "link",
+                        .op_or_layer = layers[i],
+                        .backend = "cublaslt",
+                        .tp = 1,
+                        .m = 4096,
+                        .n = 4096,
+                        .k = 4096,
+                        .dtype = "bf16",
+                        .pass = "fwd"};
+    put(s, run, &a, us[i], TP_FUSED_NA);
+  }
+  tp_store_close(s);
+}
+
+static void put_pacing(const char *db, const char *gpu) {
+  const char *const layers[] = {"gemm_gap_0", "gemm_gap_100"};
+  const double us[] = {100.0, 80.0};
+  put_pacing_points(db, gpu, layers, us, 2);
+}
+
+/* The synthetic shapes (make_synth) with GEMMs between gaps on the link probe's GPU: stock's
+ * GEMM paced (T = 4096: gap 60 %, p = 0.88, stock 148; T = 8192: gap 50 %, p = 0.9, stock 280);
+ * the same probe on another GPU is not read, and the output says so. */
+static void test_pace_on_synthetic_db(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  for (int other_gpu = 0; other_gpu < 2; other_gpu++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, other_gpu ? "OTHER GPU" : "GPU");
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+    assert_int_equal(rc, TP_OK);
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *rows = json_object_get(root, "rows"), *inputs = json_object_get(root, "inputs");
+    json_t *first = json_array_get(rows, 0), *second = json_array_get(rows, 1);
+    assert_close(json_real_value(json_object_get(first, "stock_us")), other_gpu ? 160.0 : 148.0);
+    assert_close(json_real_value(json_object_get(second, "stock_us")), other_gpu ? 300.0 : 280.0);
+    assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")),
+                 other_gpu ? 1.0 : 0.88);
+    assert_int_equal(json_is_null(json_object_get(inputs, "pace_run")), other_gpu);
+    assert_int_equal(json_is_null(json_object_get(inputs, "pace_not_read")), !other_gpu);
+    json_decref(root);
+    free(text);
+    text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+    assert_int_equal(rc, TP_OK);
+    assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
+                                           : "### GEMMs between gaps (run 3)"));
+    /* the model line states the stock the rows price: the GEMM paced */
+    assert_non_null(strstr(text, "stock = G·p + c"));
+    assert_null(strstr(text, "stock = G + "));
+    free(text);
+    fx_rmdir(&d.dir);
+  }
+}
+
+/* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
+ * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1') is no probe to read: the earlier whole
+ * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
+ * misread as gap 0. */
+static void test_pace_run_needs_back_to_back(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  const char *const gap_only[] = {"gemm_gap_100"};
+  const char *const misnamed[] = {"gemm_gap_00", "gemm_gap_1e1", "gemm_gap_100"};
+  const double us[] = {50.0, 10.0, 50.0};
+  for (int later = 0; later < 2; later++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, "GPU"); /* run 3 */
+    if (later == 0) put_pacing_points(d.db, "GPU", gap_only, us, 1);
+    else put_pacing_points(d.db, "GPU", misnamed, us, 3);
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+    assert_int_equal(rc, TP_OK);
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *first = json_array_get(json_object_get(root, "rows"), 0);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "inputs"), "pace_run")), 3);
+    assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
+    assert_close(json_real_value(json_object_get(first, "stock_us")), 148.0);
+    json_decref(root);
+    free(text);
+    fx_rmdir(&d.dir);
+  }
+}
+
+static int table_rows_after(const char *text, const char *heading) {
+  const char *at = strstr(text, heading);
+  if (!at) return -1;
+  const char *line = strstr(at, "\n|---");
+  if (!line) return -1;
+  int rows = 0;
+  for (line = strchr(line + 1, '\n'); line && line[1] == '|'; line = strchr(line + 1, '\n')) rows++;
+  return rows;
+}
+
+/* A probed shape without FLOPs (M not positive: a damaged row) is no point of the probe: the
+ * inputs' points and the markdown's table leave it out, and p is the whole shape's. */
+static void test_pace_points_skip_shapes_without_flops(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 1, &s), TP_OK);
+  int64_t run = begin_on(s, "link --gpus 1", "GPU");
+  const int64_t rows[] = {4096, -4096};
+  const char *const layers[] = {"gemm_gap_0", "gemm_gap_100"};
+  const double us[] = {100.0, 80.0};
+  for (int shape = 0; shape < 2; shape++)
+    for (int i = 0; i < 2; i++) {
+      tp_config_axes a = {.kind = "link",
+                          .op_or_layer = layers[i],
+                          .backend = "cublaslt",
+                          .tp = 1,
+                          .m = rows[shape],
+                          .n = 4096,
+                          .k = 4096,
+                          .dtype = "bf16",
+                          .pass = "fwd"};
+      put(s, run, &a, us[i] * (shape + 1), TP_FUSED_NA);
+    }
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
+  assert_int_equal(rc, TP_OK);
+  json_error_t jerr;
+  json_t *root = json_loads(text, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  assert_int_equal(json_array_size(json_object_get(json_object_get(root, "inputs"), "pace_points")),
+                   2);
+  json_t *first = json_array_get(json_object_get(root, "rows"), 0);
+  assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
+  json_decref(root);
+  free(text);
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_int_equal(table_rows_after(text, "### GEMMs between gaps (run 3)"), 2);
+  free(text);
+  fx_rmdir(&d.dir);
+}
+
 static void test_bad_inputs(void **state) {
   (void)state;
   synth_db d;
@@ -785,16 +1003,6 @@ static int64_t default_shapes(const char *db) {
 }
 
 /* The rows of the markdown table that follows heading. */
-static int table_rows_after(const char *text, const char *heading) {
-  const char *at = strstr(text, heading);
-  if (!at) return -1;
-  const char *line = strstr(at, "\n|---");
-  if (!line) return -1;
-  int rows = 0;
-  for (line = strchr(line + 1, '\n'); line && line[1] == '|'; line = strchr(line + 1, '\n')) rows++;
-  return rows;
-}
-
 static void test_sample_db_validation_table(void **state) {
   (void)state;
   if (access(FX_SAMPLE_DB, R_OK) != 0) skip();
@@ -909,13 +1117,15 @@ static const char COMPACT_HEADER[] =
 static const char FULL_HEADER[] =
     "\n| result | model | proj | op | tokens | dtype | tp | shard M×N×K | GEMM (µs) | GEMM "
     "TFLOP/s | GEMM source | V (MiB) | NCCL GB/s | NCCL latency (µs) | collective (µs) | "
-    "collective line | chunks C | chunk rows R | chunk GEMM (µs) | chunk GEMM source | push "
+    "collective line | stock GEMM pace p | pace source | chunks C | chunk rows R | chunk GEMM (µs) "
+    "| chunk GEMM source | push "
     "(MiB) | push (µs) | push line | GEMMs | pushes | local traffic per chunk (µs) | stall "
     "(µs) | drain (µs) | stock (µs) | dist_gemm (µs) | speedup | note |\n";
 static const char CSV_FULL_HEADER[] =
     "result,model,proj,op,tokens,dtype,tp,m,n,k,gemm_gflop,gemm_us,gemm_tflops,gemm_exact,"
     "gemm_source,gemm_lo_config,gemm_hi_config,volume_bytes,nccl_gbps,nccl_latency_us,"
-    "collective_us,collective_line,chunks,chunk_rows,chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
+    "collective_us,collective_line,pace_factor,pace_gap_pct,pace_source,chunks,chunk_rows,"
+    "chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
     "push_gbps,push_latency_us,push_us,push_line,gemms,pushes,local_us,stall_us,drain_us,"
     "stock_us,dist_us,speedup,note,stock_measured_us,stock_config,stock_error_pct,"
     "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\n";
@@ -1039,6 +1249,10 @@ int main(void) {
       cmocka_unit_test(test_pipeline_scatter_by_hand),
       cmocka_unit_test(test_predict_by_hand),
       cmocka_unit_test(test_predict_refusals),
+      cmocka_unit_test(test_pace_factor),
+      cmocka_unit_test(test_pace_on_synthetic_db),
+      cmocka_unit_test(test_pace_run_needs_back_to_back),
+      cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
       cmocka_unit_test(test_bad_inputs),

@@ -208,7 +208,8 @@ static int remove_fixture(void **state) {
   char path[600];
   const char *names[] = {"report.db",      "report.db-wal", "report.db-shm", "empty.db",
                          "empty.db-wal",   "empty.db-shm",  "hostile.db",    "hostile.db-wal",
-                         "hostile.db-shm", "window.db",     "window.db-wal", "window.db-shm"};
+                         "hostile.db-shm", "window.db",     "window.db-wal", "window.db-shm",
+                         "gaps.db",        "gaps.db-wal",   "gaps.db-shm"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", f->dir, names[i]);
     unlink(path);
@@ -721,6 +722,10 @@ static void test_config_label(void **state) {
       {"'link', 'copy-engine', '', 'ce_push', '', 0, 'bf16', 'fwd', 2, '', 0, 0, 0, 8388608, 0, 0, "
        "0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
        "ce_push 8 MiB bf16 fwd tp=2 copy-engine"},
+      /* a link probe's GEMM between gaps: the GEMM's M×N×K, not a size in bytes */
+      {"'link', 'cublaslt', '', 'gemm_gap_25', '', 0, 'bf16', 'fwd', 1, '', 0, 0, 0, 8192, 8192, "
+       "4096, 0, 0, 0, 0, 1, 'none', NULL, NULL, NULL, 0, NULL",
+       "gemm_gap_25 8192×8192×4096 bf16 fwd tp=1 cublaslt"},
       /* schema 006's composition axes away from their defaults */
       {"'layer', 'dist_gemm', 'llama3-8b', 'block', NULL, 4096, 'bf16', 'fwd+bwd', 2, 'ce', 0, 2, "
        "2048, 0, 0, 0, 0, 1, 1, 0, 2, 'full', '2048,4096', 'nccl', NULL, 0, "
@@ -1597,6 +1602,92 @@ static void test_runs(void **state) {
   free(md);
 }
 
+/* A link run's GEMMs between gaps (bench/gpu/link_pacing.h) are GEMMs: a table of their own
+ * (shape, gap, time over back to back), never a transfer row with a size and a bandwidth. */
+static void test_link_run_gemm_gaps(void **state) {
+  const fixture *f = *state;
+  char path[600];
+  snprintf(path, sizeof path, "%s/gaps.db", f->dir);
+  unlink(path);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open(path, 1, &store), TP_OK);
+  tp_run_info info = {.commit = "eeee", .command = "link", .gpu_name = "NVIDIA H200"};
+  int64_t run = 0;
+  assert_int_equal(tp_store_begin_run(store, &info, &run), TP_OK);
+  const struct {
+    const char *layer;
+    int64_t m, n, k;
+    double us;
+  } points[] = {{"ce_push", 8388608, 0, 0, 27.5},
+                {"gemm_gap_100", 4096, 4096, 4096, 80.0},
+                {"gemm_gap_0", 4096, 4096, 4096, 100.0},
+                {"gemm_gap_50", 8192, 8192, 8192, 700.0}}; /* no back to back of its own */
+  for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+    tp_config_axes a = {.kind = "link",
+                        .op_or_layer = points[i].layer,
+                        .backend = "x",
+                        .tp = 1,
+                        .m = points[i].m,
+                        .n = points[i].n,
+                        .k = points[i].k,
+                        .dtype = "bf16",
+                        .pass = "fwd"};
+    tp_result r = {.n_samples = 1, .median_us = points[i].us};
+    r.p10_us = r.p90_us = r.mean_us = r.min_us = r.max_us = points[i].us;
+    r.cv = r.tokens_per_s = r.tflops = r.flops = r.bytes_moved = r.max_abs_err = r.rel_err = NAN;
+    tp_config_record rec = {.axes = &a, .status = TP_STATUS_OK, .result = &r};
+    assert_int_equal(tp_store_put_config(store, run, &rec, NULL), TP_OK);
+  }
+  tp_store_close(store);
+  assert_int_equal(tp_store_open_readonly(path, &store), TP_OK);
+  tp_report_filter filter = {.run_id = run};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_MARKDOWN, mem), TP_OK);
+  fclose(mem);
+  assert_non_null(strstr(text, "### ce_push"));
+  assert_non_null(strstr(text, "### GEMMs between gaps"));
+  assert_non_null(strstr(text, "back-to-back time, 1 rank\n")); /* one GPU: "rank" */
+  /* back to back first, then the gap: 80 over 100 */
+  const char *first = strstr(text, "| 4096×4096×4096 | 0 | 100.00 | 1.000 |");
+  const char *second = strstr(text, "| 4096×4096×4096 | 100 | 80.00 | 0.800 |");
+  assert_non_null(first);
+  assert_non_null(second);
+  assert_true(first < second);
+  assert_null(strstr(text, "### gemm_gap"));
+  /* a shape without its gap-0 point has no ratio: not one over another shape's time */
+  assert_non_null(strstr(text, "| 8192×8192×8192 | 50 | 700.00 | - |"));
+  free(text);
+  /* CSV: a GEMM's shape in columns of its own (the shapes' points of one gap differ only
+   * there), empty for a transfer */
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_CSV, mem), TP_OK);
+  fclose(mem);
+  assert_non_null(strstr(text, ",config_id,short_key,gemm_m,gemm_n,gemm_k\r\n"));
+  assert_non_null(strstr(text, ",8192,8192,8192\r\n"));
+  assert_non_null(strstr(text, ",4096,4096,4096\r\n"));
+  assert_non_null(strstr(text, "ce_push,1,8388608,"));
+  assert_non_null(strstr(strstr(text, "ce_push,1,8388608,"), ",,,\r\n"));
+  free(text);
+  mem = open_memstream(&text, &len);
+  assert_int_equal(tp_report_throughput(store, &filter, TP_FMT_JSON, mem), TP_OK);
+  fclose(mem);
+  json_error_t err;
+  json_t *root = json_loads(text, 0, &err);
+  free(text);
+  assert_non_null(root);
+  json_t *list = json_object_get(root, "link");
+  assert_int_equal(json_array_size(list), 4);
+  json_t *gemm = json_array_get(list, 2);
+  assert_string_equal(json_string_value(json_object_get(gemm, "kind")), "gemm_gap_100");
+  assert_true(json_is_null(json_object_get(gemm, "size_bytes")));
+  assert_true(json_is_null(json_object_get(gemm, "busbw_gbps")));
+  assert_int_equal(json_integer_value(json_object_get(gemm, "gemm_k")), 4096);
+  json_decref(root);
+  tp_store_close(store);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_json_rows_and_speedups),
@@ -1625,6 +1716,7 @@ int main(void) {
       cmocka_unit_test(test_faster_stock_passed_its_checks),
       cmocka_unit_test(test_old_runs_read_as_before),
       cmocka_unit_test(test_link_run_table),
+      cmocka_unit_test_setup_teardown(test_link_run_gemm_gaps, make_fixture, remove_fixture),
       cmocka_unit_test(test_runs),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);

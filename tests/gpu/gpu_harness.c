@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,4 +391,18 @@ int gpu_run_tp_tests(const char *group, const gpu_tp_test *tests, size_t n_tests
   free(cases);
   free(units);
   return all_skipped ? GPU_TEST_SKIP : failed;
+}
+
+int64_t gpu_query_int(const char *db_path, const char *sql) {
+  sqlite3 *db = NULL;
+  int64_t v = -1;
+  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+      v = sqlite3_column_int64(s, 0);
+    else printf("query %s: %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return v;
 }

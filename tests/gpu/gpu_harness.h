@@ -100,4 +100,8 @@ float gpu_bf16_to_float(uint16_t v);
 void gpu_fill_host(tp_dtype dt, void *buf, size_t count, uint64_t seed, float scale);
 double gpu_host_value(tp_dtype dt, const void *buf, size_t index);
 
+/* The first column of the first row sql gives on the database at db_path, opened read-only;
+ * -1 (the error printed) when it cannot be read. */
+int64_t gpu_query_int(const char *db_path, const char *sql);
+
 #endif

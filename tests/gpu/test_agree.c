@@ -50,7 +50,6 @@
 
 #include <cmocka.h>
 
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,20 +279,6 @@ static void run_planted(int world, int failing_rank, size_t threshold) {
 /* ---- the database ---------------------------------------------------------------------- */
 
 /* The first column of the first row of sql (one integer); -1 when none. */
-static int64_t query_int(const char *db_path, const char *sql) {
-  sqlite3 *db = NULL;
-  int64_t v = -1;
-  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-      v = sqlite3_column_int64(s, 0);
-    else printf("query %s: %s\n", sql, sqlite3_errmsg(db));
-    sqlite3_finalize(s);
-  }
-  sqlite3_close(db);
-  return v;
-}
-
 static void fresh_db(char *path, size_t cap, const char *name) {
   char dir[] = "/tmp/tpbench-agree-XXXXXX";
   assert_non_null(mkdtemp(dir));
@@ -338,16 +323,19 @@ static void drift_hangs(int gpus, const char *knob) {
   assert_non_null(strstr(err, "recorded as timed out with its 2 finished step(s)"));
   assert_null(strstr(err, "killed by signal")); /* the watchdog's exit, not a crash */
   rp_free(&r);
-  assert_int_equal(query_int(db, "SELECT count(*) FROM configs WHERE kind = 'drift' AND status = "
+  assert_int_equal(gpu_query_int(db,
+                                 "SELECT count(*) FROM configs WHERE kind = 'drift' AND status = "
                                  "'timeout' AND reason LIKE '%after 2 of 5 steps%'"),
                    1);
-  assert_int_equal(query_int(db, "SELECT count(*) FROM drift_steps d JOIN configs c ON c.id = "
+  assert_int_equal(gpu_query_int(db,
+                                 "SELECT count(*) FROM drift_steps d JOIN configs c ON c.id = "
                                  "d.config_id WHERE c.status = 'timeout' AND d.step IN (0, 1) AND "
                                  "d.loss IS NOT NULL"),
                    2);
-  assert_int_equal(query_int(db, "SELECT count(*) FROM drift_steps"), 2);
+  assert_int_equal(gpu_query_int(db, "SELECT count(*) FROM drift_steps"), 2);
   assert_int_equal(
-      query_int(db, "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_HANG_STEP=%'"),
+      gpu_query_int(db,
+                    "SELECT count(*) FROM runs WHERE test_knobs LIKE '%TPBENCH_TEST_HANG_STEP=%'"),
       1);
   r = rp_run_exe(tpbench_exe, 60, NULL, "drift", "--show", "latest", "--db", db, NULL);
   rp_expect(&r, 1, "2 steps stored before it stopped", NULL);
@@ -385,25 +373,26 @@ static void ops_fail_per_configuration(int world) {
   assert_true(r.status == 0 || r.status == 1); /* finished, not ended by the watchdog (124) */
   assert_null(strstr(r.err ? r.err : "", "did not finish within"));
   rp_free(&r);
-  const int64_t windows = query_int(db, "SELECT count(*) FROM configs WHERE (schedule = "
-                                        "'nccl-window' OR backend = 'dist_gemm') AND status <> "
-                                        "'rejected'");
+  const int64_t windows = gpu_query_int(db, "SELECT count(*) FROM configs WHERE (schedule = "
+                                            "'nccl-window' OR backend = 'dist_gemm') AND status <> "
+                                            "'rejected'");
   char sql[320];
   snprintf(sql, sizeof sql,
            "SELECT count(*) FROM configs WHERE (schedule = 'nccl-window' OR backend = "
            "'dist_gemm') AND status = 'oom' AND reason LIKE '%%%s%%'",
            says);
-  const int64_t oom = query_int(db, sql);
+  const int64_t oom = gpu_query_int(db, sql);
   printf("window and dist_gemm configurations: %lld, oom naming \"%s\": %lld\n", (long long)windows,
          says, (long long)oom);
   assert_true(windows > 0);
   assert_int_equal(oom, windows);
-  assert_true(query_int(db, "SELECT count(*) FROM configs WHERE backend = 'stock' AND schedule IS "
+  assert_true(gpu_query_int(db,
+                            "SELECT count(*) FROM configs WHERE backend = 'stock' AND schedule IS "
                             "NULL AND status = 'ok'") > 0);
   snprintf(knob_row, sizeof knob_row,
            "SELECT count(*) FROM runs WHERE test_knobs LIKE '%%TPBENCH_TEST_FAIL_ALLOC=%d:0%%'",
            failing);
-  assert_int_equal(query_int(db, knob_row), 1);
+  assert_int_equal(gpu_query_int(db, knob_row), 1);
 }
 
 /* ---- the tests, one case per TP degree ---------------------------------------------------- */

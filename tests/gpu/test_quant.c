@@ -22,7 +22,9 @@
  * - Shard invariance on the device: for every format x shard layout x TP in
  *   {2, 4, 8}, each shard quantized from its slice of the tensor (with the
  *   amax agreement the shard rule asks for, reduced on the device) gives the
- *   whole's data and logical scales bit for bit, on adversarial data.
+ *   whole's data and logical scales bit for bit, on adversarial data; the
+ *   same with K shards of 32, 64 and 128 columns (the warp-segment kernels'
+ *   widths: fp8-row's agreed row amax must reach them).
  * - The scaled GEMM of every format cuBLASLt supports here against a float64
  *   CPU product of the DEQUANTIZED operands (so quantization error is not
  *   counted), element by element, with the tolerance of tp_quant.h's
@@ -581,6 +583,45 @@ static void test_shard_invariance_on_device(void **state) {
   assert_int_equal(combos, TP_QFMT_COUNT * TP_SHARD_COUNT * N_TP);
 }
 
+/* The same on narrow K shards: a rank's K of 32, 64 or 128 columns is a whole row of a 1 x 32,
+ * 1 x 64 or 1 x 128 block, the widths of the warp-segment kernels; fp8-row's row scales split
+ * along K must still take the agreed amax there (a kernel that finds its own gives each rank its
+ * local row scale). Every K layout x format x TP the shard rule accepts. */
+static void test_shard_invariance_narrow_k(void **state) {
+  (void)state;
+  const tp_shard_layout layouts[] = {TP_SHARD_ACT_COLS, TP_SHARD_WEIGHT_COLS};
+  const int64_t widths[] = {32, 64, 128};
+  int combos = 0;
+  for (int f = 0; f < TP_QFMT_COUNT; ++f)
+    for (int li = 0; li < 2; ++li)
+      for (int ti = 0; ti < N_TP; ++ti)
+        for (int wi = 0; wi < 3; ++wi) {
+          const int tp = TP_DEGREES[ti];
+          const int64_t rows = 256, cols = widths[wi] * tp;
+          if (tp_quant_shard_check((tp_quant_format)f, layouts[li], rows, cols, tp, NULL, NULL,
+                                   0) != TP_OK)
+            continue; /* a block would straddle ranks: refused, nothing to compare */
+          uint16_t *x = random_bf16(rows, cols, 900 + (uint64_t)combos);
+          make_adversarial(x, layouts[li], tp, rows, cols);
+          void *dx = dev_upload(x, sizeof(uint16_t) * (size_t)(rows * cols));
+          for (int t = 0; t < 2; ++t) {
+            const long bad = device_shard_mismatches((tp_quant_format)f, layouts[li],
+                                                     (tp_fp8_type)t, tp, rows, cols, dx);
+            if (bad)
+              fail_msg("%s, %s, TP %d, %lld columns a rank, %s: %ld mismatches",
+                       tp_quant_format_name((tp_quant_format)f), tp_shard_layout_name(layouts[li]),
+                       tp, (long long)widths[wi], tp_fp8_type_name((tp_fp8_type)t), bad);
+          }
+          cudaFree(dx);
+          free(x);
+          ++combos;
+        }
+  printf("  shard invariance on narrow K shards (32, 64, 128 columns a rank): %d combinations, "
+         "all bit-identical\n",
+         combos);
+  assert_true(combos > 0);
+}
+
 /* ---- the scaled GEMM --------------------------------------------------------------------------
  */
 
@@ -770,6 +811,7 @@ int main(void) {
       cmocka_unit_test(test_transpose_quantize_edges),
       cmocka_unit_test(test_transpose_quantize_op_shapes),
       cmocka_unit_test(test_shard_invariance_on_device),
+      cmocka_unit_test(test_shard_invariance_narrow_k),
       cmocka_unit_test(test_scaled_gemm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
