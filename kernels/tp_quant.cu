@@ -12,7 +12,8 @@
  *   1x32 (mxfp8), 1x64 and 1x128 blocks (fp8-block activations): 4, 8 or
  *     16 neighbouring lanes of a warp own one block; they reduce its amax
  *     with shuffles, the first stores the scale, each converts its own 8
- *     elements.
+ *     elements. An agreed amax never comes here (these lanes find their
+ *     own): fp8-row with K split into 32 or 128 columns takes the row kernel.
  *   fp8-row: one CUDA block per row, its vectors held in registers across
  *     the block's amax reduction, then converted (one read of the row).
  *   fp8 (tensorwise): a first pass reduces the amax (a block reduction and

@@ -108,9 +108,11 @@ layers_degree() {
     --axis fsdp_traffic=on --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=ce,sm
   layers_auto "$tp"
 }
-layers_auto() { # auto's own choice in a layer (on these shapes it may take the stock path: recorded)
+# auto's own choice in a layer (on these shapes it may take the stock path: recorded); stock runs
+# beside it because a layer's numerics checks compare with the case's stock configuration
+layers_auto() {
   layers "run-tp$1-auto" 1 "$1" --axis layer=attention,block --axis seqlen=512 --axis graph=off \
-    --axis pass=fwd+bwd --axis backend=dist_gemm --axis schedule=auto
+    --axis pass=fwd+bwd --axis backend=stock,dist_gemm --axis schedule=auto
 }
 mesh() { # mesh DP TP
   layers "run-dp$1-tp$2" "$1" "$2" --axis layer=ffn,block --axis batch=4 --axis seqlen=256 \
