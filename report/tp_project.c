@@ -348,23 +348,32 @@ double tp_project_stock_us(double gemm_us, double pace_factor, double coll_us) {
   return gemm_us * pace_factor + coll_us;
 }
 
+/* A pace ratio outside these bounds is no clock effect but a broken point (a GPU's clock
+ * moves GEMM time by some percent, never by half). */
+#define TP_PACE_RATIO_MIN 0.5
+#define TP_PACE_RATIO_MAX 1.5
+
+typedef enum { SHAPE_NO_BASE, SHAPE_OK, SHAPE_IMPLAUSIBLE } shape_read;
+
 /* One probed shape (points [begin, end) of one FLOP count): its time after a gap of gap_pct
- * over its back-to-back time, linear between the probed gaps, the largest held above. 0
- * without a gap-0 point. */
-static int shape_ratio(const tp_project_pace_point *pts, size_t begin, size_t end, double gap_pct,
-                       double *ratio, int64_t *id) {
+ * over its back-to-back time, linear between the probed gaps, the largest held above. *id is
+ * the point at or above the gap; a ratio outside [TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX] is
+ * not read. */
+static shape_read shape_ratio(const tp_project_pace_point *pts, size_t begin, size_t end,
+                              double gap_pct, double *ratio, int64_t *id) {
   const tp_project_pace_point *base = NULL, *lo = NULL, *hi = NULL;
   for (size_t i = begin; i < end; i++) {
     if (pts[i].gap_pct == 0 && pts[i].time_us > 0) base = &pts[i];
     if (pts[i].gap_pct <= gap_pct) lo = &pts[i];
     else if (!hi) hi = &pts[i];
   }
-  if (!base || !lo) return 0;
+  if (!base || !lo) return SHAPE_NO_BASE;
   double t = lo->time_us;
   if (hi) t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
   *ratio = t / base->time_us;
   *id = hi ? hi->config_id : lo->config_id;
-  return 1;
+  if (!(*ratio >= TP_PACE_RATIO_MIN && *ratio <= TP_PACE_RATIO_MAX)) return SHAPE_IMPLAUSIBLE;
+  return SHAPE_OK;
 }
 
 void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_us, double coll_us,
@@ -383,8 +392,8 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
   snprintf(est->source, sizeof est->source,
            "no probed shape timed back to back (gap 0): back to back");
   /* the usable shapes just below and above flops (by FLOP count) */
-  double r[2] = {NAN, NAN}, f[2] = {NAN, NAN};
-  int64_t id[2] = {0, 0};
+  double r[2] = {NAN, NAN}, f[2] = {NAN, NAN}, implausible_ratio = NAN;
+  int64_t id[2] = {0, 0}, implausible = 0; /* the first shape whose ratio was refused */
   for (size_t begin = 0; begin < pacing->n;) {
     size_t end = begin;
     while (end < pacing->n && pacing->points[end].flops == pacing->points[begin].flops) end++;
@@ -395,14 +404,26 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
     /* above: the first, the nearest; a shape of no FLOPs (an axis 0 or negative) has no place
      * on the log-FLOPs line: skipped */
     const int wanted = (side == 0 || isnan(f[1])) && shape_flops > 0 && isfinite(shape_flops);
-    if (wanted && shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)) {
+    const shape_read got =
+        wanted ? shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)
+               : SHAPE_NO_BASE;
+    if (got == SHAPE_OK) {
       r[side] = ratio;
       f[side] = shape_flops;
       id[side] = point;
+    } else if (got == SHAPE_IMPLAUSIBLE && !implausible) {
+      implausible = point;
+      implausible_ratio = ratio;
     }
     begin = end;
   }
-  if (isnan(r[0]) && isnan(r[1])) return;
+  if (isnan(r[0]) && isnan(r[1])) {
+    if (implausible)
+      snprintf(est->source, sizeof est->source,
+               "probed ratio %.3g (config %lld) outside %.1f..%.1f, not read: back to back",
+               implausible_ratio, (long long)implausible, TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX);
+    return;
+  }
   if (isnan(r[0]) || isnan(r[1])) {
     const int side = isnan(r[0]);
     est->factor = r[side];

@@ -72,7 +72,8 @@ static const char pace_runs_sql[] =
  * shape without FLOPs (M, N or K not positive) is no point. */
 static const char pace_points_sql[] =
     "SELECT max(c.id), 2.0 * c.m * c.n * c.k AS flops, CAST(substr(c.layer, 10) AS REAL) AS gap, "
-    "r.median_us FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 AND "
+    "r.median_us, c.layer FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 "
+    "AND "
     "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND c.k > 0 "
     "AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
 
@@ -204,17 +205,18 @@ static tp_rc take_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   return TP_OK;
 }
 
-/* The first pacing run on the link probe's GPU (any GPU without a probe); the first of
- * another GPU is named, not read. */
+/* The first pacing run on the link probe's GPU; the first of another GPU, or any without a
+ * link probe (no GPU to match: --link-gbps), is named, not read. */
 static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)ctx;
   if (data->pace_run) return TP_OK;
   char gpu[128];
   copy_text(st, 1, gpu, sizeof gpu);
-  if (data->link_run && strcmp(gpu, data->link_gpu_name) != 0) {
+  if (!data->link_run || strcmp(gpu, data->link_gpu_name) != 0) {
     if (!data->pace_skipped[0])
-      snprintf(data->pace_skipped, sizeof data->pace_skipped, "run %lld on %.80s",
-               (long long)sqlite3_column_int64(st, 0), gpu);
+      snprintf(data->pace_skipped, sizeof data->pace_skipped, "run %lld on %.80s, %s",
+               (long long)sqlite3_column_int64(st, 0), gpu,
+               data->link_run ? "not the link probe's GPU" : "and no link probe's GPU to match");
     return TP_OK;
   }
   data->pace_run = sqlite3_column_int64(st, 0);
@@ -225,6 +227,10 @@ static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
 
 static tp_rc take_pace_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)ctx;
+  /* report's predicate of a gap layer, and a time (SQL's "> 0" lets an infinity through) */
+  const double time_us = sqlite3_column_double(st, 3);
+  if (!tp_link_is_gemm_gap((const char *)sqlite3_column_text(st, 4)) || !isfinite(time_us))
+    return TP_OK;
   tp_project_pace_point *grown =
       tp_grow_array(data->pace, &data->pace_cap, data->n_pace, sizeof *grown);
   if (!grown) return out_of_memory();

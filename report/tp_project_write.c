@@ -78,7 +78,6 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   if (!data->pace_run && data->pace_skipped[0]) {
     fputs("; not read: ", out);
     tp_md_text(out, data->pace_skipped);
-    fputs(", not the link probe's GPU", out);
   }
   fputs(".\n\n", out);
   if (data->link_knobs[0]) {

@@ -17,7 +17,9 @@
 
 const char *tp_fmt_num(char *buf, size_t cap, double value, int decimals) {
   if (!isfinite(value)) return "";
-  snprintf(buf, cap, "%.*f", decimals, value);
+  int n = snprintf(buf, cap, "%.*f", decimals, value);
+  /* a value too long for the buffer in fixed notation: in exponent notation, never cut */
+  if (n < 0 || (size_t)n >= cap) snprintf(buf, cap, "%.6g", value);
   return buf;
 }
 
@@ -399,7 +401,12 @@ static void append_method(char *buf, size_t cap, size_t *len, const tp_config_ax
 }
 
 int tp_link_is_gemm_gap(const char *layer) {
-  return layer && !strncmp(layer, "gemm_gap_", strlen("gemm_gap_"));
+  static const char prefix[] = "gemm_gap_";
+  if (!layer || strncmp(layer, prefix, strlen(prefix)) != 0) return 0;
+  /* a whole percent as the probe writes it: digits, no sign, no leading zero, at most 6 */
+  const char *digits = layer + strlen(prefix);
+  size_t n = strspn(digits, "0123456789");
+  return n > 0 && n <= 6 && digits[n] == '\0' && (digits[0] != '0' || n == 1);
 }
 
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes) {

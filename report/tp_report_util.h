@@ -149,8 +149,9 @@ void tp_axes_from_row(struct sqlite3_stmt *st, int col, tp_config_axes *axes);
  * projection, tokens and tp, and so is left out. */
 void tp_config_label(char *buf, size_t cap, const tp_config_axes *axes);
 
-/* A link probe layer of the GEMMs between gaps (bench/gpu/link_pacing.h: "gemm_gap_<pct>"): a
- * GEMM's time, no bytes on a link. */
+/* A link probe layer of the GEMMs between gaps (bench/gpu/link_pacing.h: "gemm_gap_<pct>", the
+ * whole percent in at most 6 digits, no sign or leading zero): a GEMM's time, no bytes on a link.
+ * report and project read the same layers through it. */
 int tp_link_is_gemm_gap(const char *layer);
 
 /* Median of v[0..n), sorting v in place; NaN for n == 0. */

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -801,6 +802,80 @@ static void test_pace_on_synthetic_db(void **state) {
   }
 }
 
+/* The first row's pace factor, stock and pace source of a JSON projection (TP 2). */
+static void first_row_pace(const char *db, const tp_project_request *req, double *factor,
+                           double *stock, char *source, size_t cap, char *not_read, size_t nr_cap) {
+  tp_rc rc;
+  char *text = project_to_text(db, req, TP_FMT_JSON, &rc);
+  assert_int_equal(rc, TP_OK);
+  json_error_t jerr;
+  json_t *root = json_loads(text, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  json_t *first = json_array_get(json_object_get(root, "rows"), 0);
+  json_t *pace = json_object_get(first, "pace");
+  *factor = json_real_value(json_object_get(pace, "factor"));
+  *stock = json_real_value(json_object_get(first, "stock_us"));
+  const char *src = json_string_value(json_object_get(pace, "source"));
+  snprintf(source, cap, "%s", src ? src : "");
+  const char *nr =
+      json_string_value(json_object_get(json_object_get(root, "inputs"), "pace_not_read"));
+  snprintf(not_read, nr_cap, "%s", nr ? nr : "");
+  json_decref(root);
+  free(text);
+}
+
+/* Broken points never pace stock: an infinite back-to-back time (SQL's "> 0" lets it through)
+ * leaves the shape without a gap-0 point; a ratio no clock gives (a gap point of 1e-300 or
+ * 1e300 µs) is refused by name. Stock stays G + c = 160 µs, never 0·G + c or 1e297·G + c. */
+static void test_pace_broken_points(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  const char *const layers[] = {"gemm_gap_0", "gemm_gap_100"};
+  const double cases[][2] = {{100.0, 80.0}, {100.0, 1e-300}, {100.0, 1e300}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing_points(d.db, "GPU", layers, cases[i], 2);
+    if (i == 0) { /* the store writes no infinity: a database edited by hand does */
+      sqlite3 *db = NULL;
+      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+      assert_int_equal(sqlite3_exec(db,
+                                    "UPDATE results SET median_us = 9e999 WHERE config_id IN "
+                                    "(SELECT id FROM configs WHERE layer = 'gemm_gap_0')",
+                                    NULL, NULL, NULL),
+                       SQLITE_OK);
+      assert_int_equal(sqlite3_changes(db), 1);
+      sqlite3_close(db);
+    }
+    double factor = 0, stock = 0;
+    char source[256], not_read[256];
+    first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+    assert_close(factor, 1.0);
+    assert_close(stock, 160.0);
+    assert_non_null(strstr(source, i == 0 ? "no probed shape timed back to back"
+                                          : "outside 0.5..1.5, not read"));
+    fx_rmdir(&d.dir);
+  }
+}
+
+/* Without a link probe (--link-gbps) there is no GPU to match the GEMMs between gaps with: a
+ * probe of whatever GPU is named, not read (p = 1, stock 160). */
+static void test_pace_needs_link_probe_gpu(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .link_gbps = 100.0};
+  synth_db d;
+  make_synth(&d, 0);
+  put_pacing(d.db, "OTHER GPU");
+  double factor = 0, stock = 0;
+  char source[256], not_read[256];
+  first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+  assert_close(factor, 1.0);
+  assert_non_null(strstr(not_read, "on OTHER GPU, and no link probe's GPU to match"));
+  fx_rmdir(&d.dir);
+}
+
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
  * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1') is no probe to read: the earlier whole
  * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
@@ -1252,6 +1327,8 @@ int main(void) {
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
+      cmocka_unit_test(test_pace_broken_points),
+      cmocka_unit_test(test_pace_needs_link_probe_gpu),
       cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),

@@ -1602,6 +1602,31 @@ static void test_runs(void **state) {
   free(md);
 }
 
+/* One predicate names the layers of GEMMs between gaps for report and project: the probe's own
+ * spelling only (a whole percent, no sign, letters or leading zero). */
+static void test_gemm_gap_layer_names(void **state) {
+  (void)state;
+  const char *const yes[] = {"gemm_gap_0", "gemm_gap_25", "gemm_gap_1000", "gemm_gap_999999"};
+  const char *const no[] = {
+      "gemm_gap_",   "gemm_gap_abc",     "gemm_gap_-7", "gemm_gap_00", "gemm_gap_1e1",
+      "gemm_gap_5x", "gemm_gap_1000000", "gemm_gaps_5", "ce_push",     NULL};
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+    if (!tp_link_is_gemm_gap(yes[i])) fail_msg("%s is a gap layer", yes[i]);
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+    if (tp_link_is_gemm_gap(no[i])) fail_msg("%s is no gap layer", no[i] ? no[i] : "NULL");
+}
+
+/* A number too long for its buffer in fixed notation comes out whole in exponent notation,
+ * never as its first digits. */
+static void test_fmt_num_never_cuts(void **state) {
+  (void)state;
+  char buf[64];
+  assert_string_equal(tp_fmt_num(buf, sizeof buf, 1.5e300, 4), "1.5e+300");
+  assert_string_equal(tp_fmt_num(buf, sizeof buf, -2e70, 1), "-2e+70");
+  assert_string_equal(tp_fmt_num(buf, sizeof buf, 0.9413, 4), "0.9413");
+  assert_string_equal(tp_fmt_num(buf, sizeof buf, NAN, 4), "");
+}
+
 /* A link run's GEMMs between gaps (bench/gpu/link_pacing.h) are GEMMs: a table of their own
  * (shape, gap, time over back to back), never a transfer row with a size and a bandwidth. */
 static void test_link_run_gemm_gaps(void **state) {
@@ -1717,6 +1742,8 @@ int main(void) {
       cmocka_unit_test(test_old_runs_read_as_before),
       cmocka_unit_test(test_link_run_table),
       cmocka_unit_test_setup_teardown(test_link_run_gemm_gaps, make_fixture, remove_fixture),
+      cmocka_unit_test(test_gemm_gap_layer_names),
+      cmocka_unit_test(test_fmt_num_never_cuts),
       cmocka_unit_test(test_runs),
   };
   return cmocka_run_group_tests_name("report", tests, make_fixture, remove_fixture);
