@@ -221,6 +221,7 @@ static void write_markdown(FILE *out, const report *rep, const link_points *pts)
   }
   md_gemm_gaps(out, pts);
   if (pts->n == 0) fputs("(no link point of this run ran)\n", out);
+  if (shown == 0) return; /* no transfer: nothing the bandwidth conventions apply to */
   fputs("\nAs nccl-tests counts them: size is what one collective moves in all (all-gather's "
         "output, reduce-scatter's input) or one rank's push; time is the slowest rank's median "
         "per transfer; algbw = size / time; busbw = algbw · (ranks − 1) / ranks for the "

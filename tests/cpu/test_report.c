@@ -1683,6 +1683,8 @@ static void test_link_run_gemm_gaps(void **state) {
   assert_null(strstr(text, "### gemm_gap"));
   /* a shape without its gap-0 point has no ratio: not one over another shape's time */
   assert_non_null(strstr(text, "| 8192×8192×8192 | 50 | 700.00 | - |"));
+  /* a transfer ran: its conventions follow (a run of GEMMs alone has none: docs/projection.md) */
+  assert_non_null(strstr(text, "\nAs nccl-tests counts them:"));
   free(text);
   /* CSV: a GEMM's shape in columns of its own (the shapes' points of one gap differ only
    * there), empty for a transfer */
