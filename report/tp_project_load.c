@@ -73,9 +73,8 @@ static const char pace_runs_sql[] =
 static const char pace_points_sql[] =
     "SELECT max(c.id), 2.0 * c.m * c.n * c.k AS flops, CAST(substr(c.layer, 10) AS REAL) AS gap, "
     "r.median_us, c.layer FROM configs c JOIN results r ON r.config_id = c.id WHERE c.run_id = ?1 "
-    "AND "
-    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND c.k > 0 "
-    "AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
+    "AND c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND "
+    "c.k > 0 AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
 
 /* The measured rows a prediction is held to: plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window

@@ -30,18 +30,8 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv 2>&1 |
   tee "$work/host.txt" >>"$summary"
 
-# step NAME CMD...: runs CMD, its output into NAME.txt and the summary.
-step() {
-  local name=$1
-  shift
-  echo "== $name: $*" | tee -a "$summary"
-  "$@" >"$work/$name.txt" 2>&1
-  local rc=$?
-  cat "$work/$name.txt" >>"$summary"
-  echo "== $name exit $rc" | tee -a "$summary"
-  [ "$rc" -eq 0 ] || status=1
-  return "$rc"
-}
+# step NAME CMD...: CMD's output into NAME.txt and the summary; a failure fails the script.
+step() { tp_device_step "$work" "$summary" "$@" || status=1; }
 
 step probe-1 timeout 120 "$tpbench" link --gpus 1 --db "$work/gemm-gaps.db"
 step probe-2 timeout 120 "$tpbench" link --gpus 1 --db "$work/gemm-gaps.db"

@@ -38,18 +38,8 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee "$work/host.txt"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
-# step NAME CMD...: runs CMD, its output into NAME.txt and the summary.
-step() {
-  local name=$1
-  shift
-  echo "== $name: $*" | tee -a "$summary"
-  "$@" >"$work/$name.txt" 2>&1
-  local rc=$?
-  cat "$work/$name.txt" >>"$summary"
-  echo "== $name exit $rc" | tee -a "$summary"
-  [ "$rc" -eq 0 ] || status=1
-  return "$rc"
-}
+# step NAME CMD...: CMD's output into NAME.txt and the summary; a failure fails the script.
+step() { tp_device_step "$work" "$summary" "$@" || status=1; }
 
 # A database of the TP 1 GEMMs (and, with --gemms, the new ones) and a probe.
 project_db() {

@@ -44,3 +44,17 @@ tp_device_checkout_at_build_path() {
     mkdir -p "$(dirname "$src_abs")" && ln -s "$PWD" "$src_abs"
   fi
 }
+
+# One step of a device script: runs CMD, its output into WORK/NAME.txt and
+# onto SUMMARY between "== NAME" lines; returns CMD's status.
+# usage: tp_device_step WORK SUMMARY NAME CMD...
+tp_device_step() {
+  local work=$1 summary=$2 name=$3
+  shift 3
+  echo "== $name: $*" | tee -a "$summary"
+  "$@" >"$work/$name.txt" 2>&1
+  local rc=$?
+  cat "$work/$name.txt" >>"$summary"
+  echo "== $name exit $rc" | tee -a "$summary"
+  return "$rc"
+}

@@ -659,18 +659,25 @@ static char *project_to_text(const char *db, const tp_project_request *req, tp_r
   return text;
 }
 
+/* project's JSON output of req on db, parsed (the run must succeed). */
+static json_t *project_json(const char *db, const tp_project_request *req) {
+  tp_rc rc;
+  char *text = project_to_text(db, req, TP_FMT_JSON, &rc);
+  assert_int_equal(rc, TP_OK);
+  json_error_t jerr;
+  json_t *root = json_loads(text, 0, &jerr);
+  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  free(text);
+  return root;
+}
+
 static void test_validation_on_synthetic_db(void **state) {
   (void)state;
   synth_db d;
   make_synth(&d, 1);
   const int tps[] = {2, 4};
   tp_project_request req = {.tps = tps, .n_tps = 2};
-  tp_rc rc;
-  char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
-  assert_int_equal(rc, TP_OK);
-  json_error_t jerr;
-  json_t *root = json_loads(text, 0, &jerr);
-  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  json_t *root = project_json(d.db, &req);
   json_t *rows = json_object_get(root, "rows");
   assert_int_equal(json_array_size(rows), 4); /* two shapes × two degrees */
   json_t *first = json_array_get(rows, 0), *m = json_object_get(first, "measured");
@@ -697,8 +704,8 @@ static void test_validation_on_synthetic_db(void **state) {
   assert_close(json_real_value(json_object_get(cd, "worst_error_pct")), -16.0);
   assert_close(json_real_value(json_object_get(cd, "median_abs_error_pct")), 16.0);
   json_decref(root);
-  free(text);
-  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "### Validation at TP 2: predicted against measured"));
   assert_null(strstr(text, "### Validation at TP 4"));
@@ -774,12 +781,7 @@ static void test_pace_on_synthetic_db(void **state) {
     synth_db d;
     make_synth(&d, 1);
     put_pacing(d.db, other_gpu ? "OTHER GPU" : "GPU");
-    tp_rc rc;
-    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
-    assert_int_equal(rc, TP_OK);
-    json_error_t jerr;
-    json_t *root = json_loads(text, 0, &jerr);
-    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *root = project_json(d.db, &req);
     json_t *rows = json_object_get(root, "rows"), *inputs = json_object_get(root, "inputs");
     json_t *first = json_array_get(rows, 0), *second = json_array_get(rows, 1);
     assert_close(json_real_value(json_object_get(first, "stock_us")), other_gpu ? 160.0 : 148.0);
@@ -789,8 +791,8 @@ static void test_pace_on_synthetic_db(void **state) {
     assert_int_equal(json_is_null(json_object_get(inputs, "pace_run")), other_gpu);
     assert_int_equal(json_is_null(json_object_get(inputs, "pace_not_read")), !other_gpu);
     json_decref(root);
-    free(text);
-    text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
     assert_int_equal(rc, TP_OK);
     assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
                                            : "### GEMMs between gaps (run 3)"));
@@ -805,12 +807,7 @@ static void test_pace_on_synthetic_db(void **state) {
 /* The first row's pace factor, stock and pace source of a JSON projection (TP 2). */
 static void first_row_pace(const char *db, const tp_project_request *req, double *factor,
                            double *stock, char *source, size_t cap, char *not_read, size_t nr_cap) {
-  tp_rc rc;
-  char *text = project_to_text(db, req, TP_FMT_JSON, &rc);
-  assert_int_equal(rc, TP_OK);
-  json_error_t jerr;
-  json_t *root = json_loads(text, 0, &jerr);
-  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  json_t *root = project_json(db, req);
   json_t *first = json_array_get(json_object_get(root, "rows"), 0);
   json_t *pace = json_object_get(first, "pace");
   *factor = json_real_value(json_object_get(pace, "factor"));
@@ -821,7 +818,6 @@ static void first_row_pace(const char *db, const tp_project_request *req, double
       json_string_value(json_object_get(json_object_get(root, "inputs"), "pace_not_read"));
   snprintf(not_read, nr_cap, "%s", nr ? nr : "");
   json_decref(root);
-  free(text);
 }
 
 /* Broken points never pace stock: an infinite back-to-back time (SQL's "> 0" lets it through)
@@ -893,19 +889,13 @@ static void test_pace_run_needs_back_to_back(void **state) {
     put_pacing(d.db, "GPU"); /* run 3 */
     if (later == 0) put_pacing_points(d.db, "GPU", gap_only, us, 1);
     else put_pacing_points(d.db, "GPU", misnamed, us, 3);
-    tp_rc rc;
-    char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
-    assert_int_equal(rc, TP_OK);
-    json_error_t jerr;
-    json_t *root = json_loads(text, 0, &jerr);
-    if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+    json_t *root = project_json(d.db, &req);
     json_t *first = json_array_get(json_object_get(root, "rows"), 0);
     assert_int_equal(
         json_integer_value(json_object_get(json_object_get(root, "inputs"), "pace_run")), 3);
     assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
     assert_close(json_real_value(json_object_get(first, "stock_us")), 148.0);
     json_decref(root);
-    free(text);
     fx_rmdir(&d.dir);
   }
 }
@@ -948,19 +938,14 @@ static void test_pace_points_skip_shapes_without_flops(void **state) {
   tp_store_close(s);
   const int tps[] = {2};
   tp_project_request req = {.tps = tps, .n_tps = 1};
-  tp_rc rc;
-  char *text = project_to_text(d.db, &req, TP_FMT_JSON, &rc);
-  assert_int_equal(rc, TP_OK);
-  json_error_t jerr;
-  json_t *root = json_loads(text, 0, &jerr);
-  if (!root) fail_msg("not JSON: %s\n%s", jerr.text, text);
+  json_t *root = project_json(d.db, &req);
   assert_int_equal(json_array_size(json_object_get(json_object_get(root, "inputs"), "pace_points")),
                    2);
   json_t *first = json_array_get(json_object_get(root, "rows"), 0);
   assert_close(json_real_value(json_object_get(json_object_get(first, "pace"), "factor")), 0.88);
   json_decref(root);
-  free(text);
-  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
   assert_int_equal(rc, TP_OK);
   assert_int_equal(table_rows_after(text, "### GEMMs between gaps (run 3)"), 2);
   free(text);
