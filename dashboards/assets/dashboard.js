@@ -930,7 +930,10 @@
     var table = clear(byId("tp-link-table"));
     var info = clear(byId("tp-link-info"));
     if (!entry) {
-      host.appendChild(el("div", { "class": "empty" }, "no `tpbench link` run in this database"));
+      // GEMMs between gaps and the per-call latencies move no bytes: `tpbench report` shows them
+      host.appendChild(el("div", { "class": "empty" },
+        "no transfer of a `tpbench link` run in this database (its GEMMs between gaps and " +
+        "latencies are not charted: `tpbench report` shows them)"));
       return;
     }
     var r = entry.run;
