@@ -355,12 +355,18 @@ double tp_project_stock_us(double gemm_us, double pace_factor, double coll_us) {
 
 typedef enum { SHAPE_NO_BASE, SHAPE_OK, SHAPE_IMPLAUSIBLE } shape_read;
 
+/* The points one shape's ratio was read from: "config 754" at a probed gap, "configs 754+755"
+ * between two. */
+typedef struct shape_points {
+  int64_t id;    /* the point of the larger gap read (the JSON's config) */
+  char text[48]; /* every point read, for the source */
+} shape_points;
+
 /* One probed shape (points [begin, end) of one FLOP count): its time after a gap of gap_pct
- * over its back-to-back time, linear between the probed gaps, the largest held above. *id is
- * the point at or above the gap; a ratio outside [TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX] is
- * not read. */
+ * over its back-to-back time, linear between the probed gaps, the largest held above. A ratio
+ * outside [TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX] is not read. */
 static shape_read shape_ratio(const tp_project_pace_point *pts, size_t begin, size_t end,
-                              double gap_pct, double *ratio, int64_t *id) {
+                              double gap_pct, double *ratio, shape_points *read) {
   const tp_project_pace_point *base = NULL, *lo = NULL, *hi = NULL;
   for (size_t i = begin; i < end; i++) {
     if (pts[i].gap_pct == 0 && pts[i].time_us > 0) base = &pts[i];
@@ -369,9 +375,15 @@ static shape_read shape_ratio(const tp_project_pace_point *pts, size_t begin, si
   }
   if (!base || !lo) return SHAPE_NO_BASE;
   double t = lo->time_us;
-  if (hi) t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
+  const int between = hi && gap_pct > lo->gap_pct;
+  if (between)
+    t += (hi->time_us - lo->time_us) * (gap_pct - lo->gap_pct) / (hi->gap_pct - lo->gap_pct);
   *ratio = t / base->time_us;
-  *id = hi ? hi->config_id : lo->config_id;
+  read->id = between ? hi->config_id : lo->config_id;
+  if (between)
+    snprintf(read->text, sizeof read->text, "configs %lld+%lld", (long long)lo->config_id,
+             (long long)hi->config_id);
+  else snprintf(read->text, sizeof read->text, "config %lld", (long long)lo->config_id);
   if (!(*ratio >= TP_PACE_RATIO_MIN && *ratio <= TP_PACE_RATIO_MAX)) return SHAPE_IMPLAUSIBLE;
   return SHAPE_OK;
 }
@@ -393,51 +405,51 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
            "no probed shape timed back to back (gap 0): back to back");
   /* the usable shapes just below and above flops (by FLOP count) */
   double r[2] = {NAN, NAN}, f[2] = {NAN, NAN}, implausible_ratio = NAN;
-  int64_t id[2] = {0, 0}, implausible = 0; /* the first shape whose ratio was refused */
+  shape_points used[2] = {{0}, {0}}, implausible = {0}; /* implausible: the first refused */
   for (size_t begin = 0; begin < pacing->n;) {
     size_t end = begin;
     while (end < pacing->n && pacing->points[end].flops == pacing->points[begin].flops) end++;
     const double shape_flops = pacing->points[begin].flops;
     const int side = shape_flops > flops;
     double ratio = NAN;
-    int64_t point = 0;
+    shape_points points = {0};
     /* above: the first, the nearest; a shape of no FLOPs (an axis 0 or negative) has no place
      * on the log-FLOPs line: skipped */
     const int wanted = (side == 0 || isnan(f[1])) && shape_flops > 0 && isfinite(shape_flops);
     const shape_read got =
-        wanted ? shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &point)
+        wanted ? shape_ratio(pacing->points, begin, end, est->gap_pct, &ratio, &points)
                : SHAPE_NO_BASE;
     if (got == SHAPE_OK) {
       r[side] = ratio;
       f[side] = shape_flops;
-      id[side] = point;
-    } else if (got == SHAPE_IMPLAUSIBLE && !implausible) {
-      implausible = point;
+      used[side] = points;
+    } else if (got == SHAPE_IMPLAUSIBLE && !implausible.id) {
+      implausible = points;
       implausible_ratio = ratio;
     }
     begin = end;
   }
   if (isnan(r[0]) && isnan(r[1])) {
-    if (implausible)
+    if (implausible.id)
       snprintf(est->source, sizeof est->source,
-               "probed ratio %.3g (config %lld) outside %.1f..%.1f, not read: back to back",
-               implausible_ratio, (long long)implausible, TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX);
+               "probed ratio %.3g (%s) outside %.1f..%.1f, not read: back to back",
+               implausible_ratio, implausible.text, TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX);
     return;
   }
   if (isnan(r[0]) || isnan(r[1])) {
     const int side = isnan(r[0]);
     est->factor = r[side];
-    est->lo_id = est->hi_id = id[side];
-    snprintf(est->source, sizeof est->source, "gap %.0f %%: config %lld (%.0f GFLOP, held)",
-             est->gap_pct, (long long)id[side], f[side] / 1e9);
+    est->lo_id = est->hi_id = used[side].id;
+    snprintf(est->source, sizeof est->source, "gap %.0f %%: %s (%.0f GFLOP, held)", est->gap_pct,
+             used[side].text, f[side] / 1e9);
     return;
   }
   const double t = (log(flops) - log(f[0])) / (log(f[1]) - log(f[0]));
   est->factor = r[0] + (r[1] - r[0]) * t;
-  est->lo_id = id[0];
-  est->hi_id = id[1];
-  snprintf(est->source, sizeof est->source, "gap %.0f %%: configs %lld, %lld (%.0f..%.0f GFLOP)",
-           est->gap_pct, (long long)id[0], (long long)id[1], f[0] / 1e9, f[1] / 1e9);
+  est->lo_id = used[0].id;
+  est->hi_id = used[1].id;
+  snprintf(est->source, sizeof est->source, "gap %.0f %%: %s; %s (%.0f..%.0f GFLOP)", est->gap_pct,
+           used[0].text, used[1].text, f[0] / 1e9, f[1] / 1e9);
 }
 
 /* Bytes an element takes on the links: an fp8 recipe gathers its quantized input (one byte,

@@ -456,11 +456,15 @@ static void test_pace_factor(void **state) {
   tp_project_pace(&pacing, 1e11, 100.0, 50.0, &est);
   assert_close(est.gap_pct, 50.0);
   assert_close(est.factor, 0.96);
+  assert_int_equal(est.lo_id, 3); /* the point read, not the next gap's */
+  assert_non_null(strstr(est.source, ": config 3; configs 5+6"));
   /* between the gaps (75 %): 0.95 at 100 GFLOP, 0.925 at 1000; halfway in log FLOPs */
   tp_project_pace(&pacing, sqrt(1e11 * 1e12), 200.0, 150.0, &est);
   assert_close(est.factor, 0.9375);
   assert_int_equal(est.lo_id, 4);
   assert_int_equal(est.hi_id, 6);
+  /* both gaps read of each shape are named */
+  assert_non_null(strstr(est.source, "configs 3+4; configs 5+6"));
   /* above the largest gap it is held; above the largest shape too (the source says so) */
   tp_project_pace(&pacing, 1e11, 100.0, 500.0, &est);
   assert_close(est.factor, 0.94);
