@@ -227,7 +227,11 @@ def main(argv):
                   f"(no configs.dp, ...): run `tpbench migrate --db {argv[1]}` first",
                   file=sys.stderr)
             return 2
-        runs = db.execute("SELECT count(*), group_concat(DISTINCT commit_sha) FROM runs").fetchone()
+        # a binary built from a tree with uncommitted changes is no commit's: said beside it
+        runs = db.execute(
+            "SELECT count(*), group_concat(DISTINCT coalesce(commit_sha, 'unknown') || "
+            "CASE WHEN dirty THEN ' built with uncommitted changes' ELSE '' END) FROM runs"
+        ).fetchone()
         shared = db.execute("SELECT count(*) FROM runs WHERE test_knobs LIKE "
                             "'%TPBENCH_TEST_SHARE_GPU%'").fetchone()[0]
     except sqlite3.Error as e:

@@ -15,6 +15,19 @@ if [ -e "$out" ] && [ ! -f "$out" ]; then
   echo "pack-build.sh: $out exists and is not a plain file" >&2
   exit 2
 fi
+# A binary built before the last commit records the commit before it, marked dirty: every run it
+# makes would be filed under the wrong commit. Refused unless PACK_ANY_BUILD=1.
+info=$build/generated/tp_buildinfo.h
+built=$(sed -n 's/^#define TP_BUILD_COMMIT "\(.*\)"$/\1/p' "$info" 2> /dev/null || true)
+dirty=$(sed -n 's/^#define TP_BUILD_DIRTY \([01]\)$/\1/p' "$info" 2> /dev/null || true)
+head=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse HEAD 2> /dev/null || echo unknown)
+if [ "${PACK_ANY_BUILD:-0}" != 1 ] && { [ "$built" != "$head" ] || [ "$dirty" != 0 ]; }; then
+  state=$([ "$dirty" = 0 ] && echo "" || echo " with uncommitted changes")
+  echo "pack-build.sh: $build was built from ${built:-an unknown commit}$state," \
+    "not from HEAD $head with a clean tree: commit, rebuild (cmake --build $build), then pack" \
+    "(PACK_ANY_BUILD=1 packs it all the same)" >&2
+  exit 2
+fi
 mkdir -p "$(dirname "$out")"
 parts=(tpbench lib tests/gpu CMakeCache.txt CTestTestfile.cmake tests/CTestTestfile.cmake
   tests/cpu/CTestTestfile.cmake)

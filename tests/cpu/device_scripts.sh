@@ -8,7 +8,8 @@
 # refuses a PARTS word it does not know (exit 2, before running anything); its comparison (the
 # python of step 3) reads rel_err to 12 digits and every other value whole (a count or a byte
 # total stored as a float, a maximum), and names the side whose log or database is missing. Skips (77) where python3
-# or ctest is missing.
+# or ctest is missing. scripts/pack-build.sh refuses a build folder not built from HEAD with a clean
+# tree (exit 2, no archive, the reason said).
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
 repo=${1:?usage: device_scripts.sh REPO_ROOT}
@@ -195,6 +196,33 @@ grep -q '^plain: MISSING: no old side' "$scratch/cmp.out" ||
   fail "a GPU log missing on one side is not named: $(grep '^plain' "$scratch/cmp.out")"
 grep -q '^shared: the GPU tests did not run' "$scratch/cmp.out" ||
   fail "GPU tests run on neither side are not said so: $(grep '^shared' "$scratch/cmp.out")"
+
+# scripts/pack-build.sh packs only a build of HEAD with a clean tree: a binary built before the
+# last commit would file its runs under the commit before it, marked dirty. A fake build folder
+# (a tpbench, its build info) of HEAD dirty, of another commit, and of none: refused, exit 2,
+# no archive; PACK_ANY_BUILD=1 lets it past the guard.
+pack=$repo/scripts/pack-build.sh
+head_sha=$(git -C "$repo" rev-parse HEAD 2> /dev/null)
+if [ -n "$head_sha" ]; then
+  fake=$scratch/fake-build
+  mkdir -p "$fake/generated"
+  printf '#!/bin/sh\n' > "$fake/tpbench" && chmod +x "$fake/tpbench"
+  for info in "$head_sha 1" "0123456789abcdef0123456789abcdef01234567 0" "none"; do
+    rm -f "$fake/generated/tp_buildinfo.h" "$scratch/pack.tar.xz"
+    read -r sha dirty <<< "$info"
+    [ "$sha" = none ] ||
+      printf '#define TP_BUILD_COMMIT "%s"\n#define TP_BUILD_DIRTY %s\n' "$sha" "$dirty" > "$fake/generated/tp_buildinfo.h"
+    bash "$pack" "$fake" "$scratch/pack.tar.xz" > "$scratch/pack.out" 2>&1
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "pack-build.sh of a build of ($info) exits $rc, not 2"
+    [ -e "$scratch/pack.tar.xz" ] && fail "pack-build.sh of a build of ($info) wrote an archive"
+    grep -q "not from HEAD $head_sha with a clean tree" "$scratch/pack.out" ||
+      fail "pack-build.sh of a build of ($info) does not say why: $(cat "$scratch/pack.out")"
+  done
+  # (the fake has no GPU tests to pack: past the guard it fails on them, which is all it shows)
+  PACK_ANY_BUILD=1 bash "$pack" "$fake" "$scratch/pack.tar.xz" > "$scratch/pack.out" 2>&1
+  grep -q "not from HEAD" "$scratch/pack.out" && fail "PACK_ANY_BUILD=1 is refused all the same"
+fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device scripts: all checks passed"
