@@ -16,18 +16,39 @@ if [ -e "$out" ] && [ ! -f "$out" ]; then
   exit 2
 fi
 # A binary built before the last commit records the commit before it, marked dirty: every run it
-# makes would be filed under the wrong commit. Refused unless PACK_ANY_BUILD=1.
-info=$build/generated/tp_buildinfo.h
-built=$(sed -n 's/^#define TP_BUILD_COMMIT "\(.*\)"$/\1/p' "$info" 2> /dev/null || true)
-dirty=$(sed -n 's/^#define TP_BUILD_DIRTY \([01]\)$/\1/p' "$info" 2> /dev/null || true)
+# makes would be filed under the wrong commit. Refused unless PACK_ANY_BUILD=1. The binary itself
+# says what it records (`tpbench --version`): generated/tp_buildinfo.h is rewritten before the
+# binary is linked, so after a cut or failed build, or `--target tp_buildinfo` alone, it names
+# HEAD while the binary still records the commit before.
+version=$(timeout 20 "$build/tpbench" --version 2> /dev/null | head -n 1 || true)
+built=$(sed -n 's/^tpbench [^ ]* (commit \([^,)]*\)\(, with uncommitted changes\)\{0,1\})$/\1/p' <<< "$version")
+dirty=
+if [ -n "$built" ]; then
+  case $version in *", with uncommitted changes)") dirty=1 ;; *) dirty=0 ;; esac
+fi
 head=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse HEAD 2> /dev/null || echo unknown)
 if [ "${PACK_ANY_BUILD:-0}" != 1 ] && { [ "$built" != "$head" ] || [ "$dirty" != 0 ]; }; then
-  state=$([ "$dirty" = 0 ] && echo "" || echo " with uncommitted changes")
-  echo "pack-build.sh: $build was built from ${built:-an unknown commit}$state," \
+  if [ -z "$built" ]; then
+    what="does not say what it was built from (\`$build/tpbench --version\`: ${version:-nothing})"
+  else
+    what="was built from $built$([ "$dirty" = 0 ] || echo " with uncommitted changes")"
+  fi
+  echo "pack-build.sh: $build/tpbench $what," \
     "not from HEAD $head with a clean tree: commit, rebuild (cmake --build $build), then pack" \
     "(PACK_ANY_BUILD=1 packs it all the same)" >&2
   exit 2
 fi
+abs=$(cd "$build" && pwd)
+# an absolute build folder is packed from /, a relative one from here; one above here (..) is
+# neither: staged at $stage/.. it would land outside the stage (over a folder of that name beside
+# it, its binaries stripped), and tar would drop the ../ from the archive's names
+if [[ $build = /* ]]; then rel=${abs#/}; else rel=$build; fi
+case /$rel/ in
+  */../*)
+    echo "pack-build.sh: $build is above this folder: give it as an absolute path ($abs)" >&2
+    exit 2
+    ;;
+esac
 mkdir -p "$(dirname "$out")"
 parts=(tpbench lib tests/gpu CMakeCache.txt CTestTestfile.cmake tests/CTestTestfile.cmake
   tests/cpu/CTestTestfile.cmake)
@@ -35,9 +56,6 @@ parts=(tpbench lib tests/gpu CMakeCache.txt CTestTestfile.cmake tests/CTestTestf
 # a copy is stripped, never the build folder itself (a binary may be running)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage" "$stage.xz"' EXIT
-abs=$(cd "$build" && pwd)
-# an absolute build folder is packed from /, a relative one from here
-if [[ $build = /* ]]; then rel=${abs#/}; else rel=$build; fi
 mkdir -p "$stage/$rel"
 (cd "$abs" && tar cf - --exclude=CMakeFiles --exclude='*.a' "${parts[@]}") | tar xf - -C "$stage/$rel"
 strip --strip-debug "$stage/$rel/tpbench" "$stage/$rel"/tests/gpu/gpu_* \

@@ -198,20 +198,30 @@ grep -q '^shared: the GPU tests did not run' "$scratch/cmp.out" ||
   fail "GPU tests run on neither side are not said so: $(grep '^shared' "$scratch/cmp.out")"
 
 # scripts/pack-build.sh packs only a build of HEAD with a clean tree: a binary built before the
-# last commit would file its runs under the commit before it, marked dirty. A fake build folder
-# (a tpbench, its build info) of HEAD dirty, of another commit, and of none: refused, exit 2,
-# no archive; PACK_ANY_BUILD=1 lets it past the guard.
+# last commit would file its runs under the commit before it, marked dirty. What the binary says
+# (`tpbench --version`) counts, not generated/tp_buildinfo.h, which a cut build or `--target
+# tp_buildinfo` rewrites to HEAD without relinking the binary. A fake build folder (a tpbench
+# that says its commit) of HEAD dirty, of another commit, of none, and of HEAD dirty beside a
+# build info of HEAD clean: refused, exit 2, no archive; PACK_ANY_BUILD=1 lets it past the guard.
+# A relative build folder above the current one (../build) is refused: staged, it lands outside
+# the stage.
 pack=$repo/scripts/pack-build.sh
 head_sha=$(git -C "$repo" rev-parse HEAD 2> /dev/null)
 if [ -n "$head_sha" ]; then
   fake=$scratch/fake-build
   mkdir -p "$fake/generated"
-  printf '#!/bin/sh\n' > "$fake/tpbench" && chmod +x "$fake/tpbench"
-  for info in "$head_sha 1" "0123456789abcdef0123456789abcdef01234567 0" "none"; do
+  for info in "$head_sha 1" "0123456789abcdef0123456789abcdef01234567 0" "none" "$head_sha 1 info-clean"; do
     rm -f "$fake/generated/tp_buildinfo.h" "$scratch/pack.tar.xz"
-    read -r sha dirty <<< "$info"
-    [ "$sha" = none ] ||
+    read -r sha dirty header <<< "$info"
+    if [ "$sha" = none ]; then
+      printf '#!/bin/sh\n' > "$fake/tpbench"
+    else
+      printf '#!/bin/sh\necho "tpbench 0.1.0 (commit %s%s)"\n' "$sha" \
+        "$([ "$dirty" = 1 ] && echo ", with uncommitted changes")" > "$fake/tpbench"
+      [ "$header" = info-clean ] && dirty=0
       printf '#define TP_BUILD_COMMIT "%s"\n#define TP_BUILD_DIRTY %s\n' "$sha" "$dirty" > "$fake/generated/tp_buildinfo.h"
+    fi
+    chmod +x "$fake/tpbench"
     bash "$pack" "$fake" "$scratch/pack.tar.xz" > "$scratch/pack.out" 2>&1
     rc=$?
     [ "$rc" -eq 2 ] || fail "pack-build.sh of a build of ($info) exits $rc, not 2"
@@ -222,6 +232,15 @@ if [ -n "$head_sha" ]; then
   # (the fake has no GPU tests to pack: past the guard it fails on them, which is all it shows)
   PACK_ANY_BUILD=1 bash "$pack" "$fake" "$scratch/pack.tar.xz" > "$scratch/pack.out" 2>&1
   grep -q "not from HEAD" "$scratch/pack.out" && fail "PACK_ANY_BUILD=1 is refused all the same"
+  # a build of HEAD, clean, given as ../NAME: refused, nothing staged beside the stage
+  printf '#!/bin/sh\necho "tpbench 0.1.0 (commit %s)"\n' "$head_sha" > "$fake/tpbench"
+  mkdir -p "$scratch/below"
+  (cd "$scratch/below" && TMPDIR=$scratch/below bash "$pack" ../fake-build "$scratch/pack.tar.xz") \
+    > "$scratch/pack.out" 2>&1
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "pack-build.sh of ../fake-build exits $rc, not 2: $(cat "$scratch/pack.out")"
+  grep -q "above this folder" "$scratch/pack.out" ||
+    fail "pack-build.sh of ../fake-build does not say why: $(cat "$scratch/pack.out")"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
