@@ -359,7 +359,7 @@ typedef enum { SHAPE_NO_BASE, SHAPE_OK, SHAPE_IMPLAUSIBLE } shape_read;
  * between two. */
 typedef struct shape_points {
   int64_t id;    /* the point of the larger gap read (the JSON's config) */
-  char text[48]; /* every point read, for the source */
+  char text[64]; /* every point read, for the source */
 } shape_points;
 
 /* One probed shape (points [begin, end) of one FLOP count): its time after a gap of gap_pct
@@ -436,11 +436,14 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
                implausible_ratio, implausible.text, TP_PACE_RATIO_MIN, TP_PACE_RATIO_MAX);
     return;
   }
+  /* a gap under 10 % keeps a decimal: "gap 0 %" would read as back to back */
+  char gap[32];
+  tp_fmt_num(gap, sizeof gap, est->gap_pct, est->gap_pct < 10 ? 1 : 0);
   if (isnan(r[0]) || isnan(r[1])) {
     const int side = isnan(r[0]);
     est->factor = r[side];
     est->lo_id = est->hi_id = used[side].id;
-    snprintf(est->source, sizeof est->source, "gap %.0f %%: %s (%.0f GFLOP, held)", est->gap_pct,
+    snprintf(est->source, sizeof est->source, "gap %s %%: %s (%.0f GFLOP, held)", gap,
              used[side].text, f[side] / 1e9);
     return;
   }
@@ -448,7 +451,7 @@ void tp_project_pace(const tp_project_pacing *pacing, double flops, double gemm_
   est->factor = r[0] + (r[1] - r[0]) * t;
   est->lo_id = used[0].id;
   est->hi_id = used[1].id;
-  snprintf(est->source, sizeof est->source, "gap %.0f %%: %s; %s (%.0f..%.0f GFLOP)", est->gap_pct,
+  snprintf(est->source, sizeof est->source, "gap %s %%: %s; %s (%.0f..%.0f GFLOP)", gap,
            used[0].text, used[1].text, f[0] / 1e9, f[1] / 1e9);
 }
 

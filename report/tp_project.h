@@ -155,7 +155,7 @@ typedef struct tp_project_pace_est {
   double gap_pct;       /* the collective's time over the GEMM's, % */
   int64_t lo_id, hi_id; /* the gap's point read of the shape below and of the shape above
                            (the same one when a shape is held); 0: none read */
-  char source[160];
+  char source[256];
 } tp_project_pace_est;
 
 /* p for a GEMM of flops FLOPs taking gemm_us back to back, each call following a collective of

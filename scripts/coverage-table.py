@@ -229,9 +229,10 @@ def main(argv):
             return 2
         # a binary built from a tree with uncommitted changes is no commit's: said beside it
         runs = db.execute(
-            "SELECT count(*), group_concat(DISTINCT coalesce(commit_sha, 'unknown') || "
-            "CASE WHEN dirty THEN ' built with uncommitted changes' ELSE '' END) FROM runs"
-        ).fetchone()
+            "SELECT count(*), (SELECT group_concat(name, ', ') FROM (SELECT DISTINCT "
+            "coalesce(nullif(commit_sha, ''), 'unknown') || CASE WHEN dirty THEN "
+            "' built with uncommitted changes' ELSE '' END AS name FROM runs ORDER BY name)) "
+            "FROM runs").fetchone()
         shared = db.execute("SELECT count(*) FROM runs WHERE test_knobs LIKE "
                             "'%TPBENCH_TEST_SHARE_GPU%'").fetchone()[0]
     except sqlite3.Error as e:

@@ -41,6 +41,8 @@ if [ "${GPU_TESTS:-1}" != 0 ]; then
   step gpu-link timeout 200 "$build/tests/gpu/gpu_link" --tp 1
   TPBENCH_TEST_SHARE_GPU=1 step gpu-link-tp2 timeout 200 "$build/tests/gpu/gpu_link" --tp 2
   step gpu-quant timeout 300 "$build/tests/gpu/gpu_quant"
+else
+  echo "== GPU tests left out (GPU_TESTS=0)" | tee -a "$summary"
 fi
 
 # The sample with the single-GPU GEMMs, with and without the probe.

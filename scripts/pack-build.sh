@@ -16,7 +16,9 @@ if [ -e "$out" ] && [ ! -f "$out" ]; then
   exit 2
 fi
 # A binary built before the last commit records the commit before it, marked dirty: every run it
-# makes would be filed under the wrong commit. Refused unless PACK_ANY_BUILD=1. The binary itself
+# makes would be filed under the wrong commit. One of an older commit would run beside scripts
+# and examples (the checkout a device call carries) of another. Both refused unless
+# PACK_ANY_BUILD=1. The binary itself
 # says what it records (`tpbench --version`): generated/tp_buildinfo.h is rewritten before the
 # binary is linked, so after a cut or failed build, or `--target tp_buildinfo` alone, it names
 # HEAD while the binary still records the commit before.

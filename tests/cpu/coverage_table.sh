@@ -64,6 +64,11 @@ python3 "$script" "$scratch/dirty.db" | grep -q '^[0-9]* runs (commit [0-9a-f]* 
   fail "a dirty build's run is not said to be one"
 sql "$scratch/dirty.db" "UPDATE runs SET dirty = 0"
 python3 "$script" "$scratch/dirty.db" | grep -q 'uncommitted' && fail "a clean build is said to be dirty"
+# one commit's runs, built clean and dirty: both named, apart
+sql "$scratch/dirty.db" "UPDATE runs SET dirty = 1 WHERE id = (SELECT min(id) FROM runs)"
+python3 "$script" "$scratch/dirty.db" |
+  grep -qE '^[0-9]+ runs \(commit ([0-9a-f]+), \1 built with uncommitted changes\); ' ||
+  fail "one commit's clean and dirty runs are not named apart: $(python3 "$script" "$scratch/dirty.db" | tail -n 1)"
 
 # 4. bad usage and a foreign file
 python3 "$script" > /dev/null 2>&1

@@ -12,7 +12,7 @@
 # tree (exit 2, no archive, the reason said).
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
-repo=${1:?usage: device_scripts.sh REPO_ROOT}
+repo=$(cd "${1:?usage: device_scripts.sh REPO_ROOT}" && pwd)
 gpu_tests=$repo/scripts/device-gpu-tests.sh
 recipe_check=$repo/scripts/device-recipe-check.sh
 for tool in python3 ctest; do

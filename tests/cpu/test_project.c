@@ -474,6 +474,9 @@ static void test_pace_factor(void **state) {
   /* below the smallest usable shape (the 10 GFLOP one has no gap 0): 100 GFLOP's held */
   tp_project_pace(&pacing, 1e9, 100.0, 100.0, &est);
   assert_close(est.factor, 0.94);
+  /* a small gap keeps a decimal in the source (not "gap 0 %", which reads as back to back) */
+  tp_project_pace(&pacing, 1e11, 1000.0, 3.0, &est);
+  assert_non_null(strstr(est.source, "gap 0.3 %: configs 2+3"));
   /* back to back (no gap) and no probe: 1 */
   tp_project_pace(&pacing, 1e11, 100.0, 0.0, &est);
   assert_close(est.factor, 1.0);
