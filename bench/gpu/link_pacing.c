@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "bench/cli/link_args.h"
+#include "bench/gpu/harness.h"
 #include "bench/stats/stats.h"
 #include "kernels/tp_cuda_check.h"
 #include "kernels/tp_device.h"
@@ -104,14 +105,7 @@ static tp_rc record_point(tp_store *store, int64_t run_id, int world, const paci
   axes.pass = "fwd";
   const double flops = 2.0 * (double)s->m * (double)s->n * (double)s->k;
   tp_result res = {0};
-  res.n_samples = calls;
-  res.median_us = st->median;
-  res.p10_us = st->p10;
-  res.p90_us = st->p90;
-  res.mean_us = st->mean;
-  res.min_us = st->min;
-  res.max_us = st->max;
-  res.cv = st->cv;
+  tp_result_set_stats(&res, st); /* st is of the calls' slowest-rank times: n = calls */
   res.tokens_per_s = NAN;
   res.flops = flops;
   res.tflops = flops / (st->median * 1e-6) / 1e12;
