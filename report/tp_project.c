@@ -552,7 +552,7 @@ void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shap
                               int chunks, tp_project_pipeline *pipe) {
   memset(pipe, 0, sizeof *pipe);
   pipe->total_us = pipe->gemm_sum_us = pipe->stall_us = pipe->drain_us = NAN;
-  pipe->chunk_gemm.us = pipe->push.us = NAN;
+  pipe->shard_gemm.us = pipe->chunk_gemm.us = pipe->push.us = NAN;
   const int gathers = tp_op_gathers(shape->op);
   const size_t e = tp_dtype_bytes(shape->dtype);
   const int64_t rows = shape->tokens / tp, width = gathers ? shape->k : shape->n;
@@ -571,6 +571,7 @@ void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shap
   tp_project_gemm_est shard;
   tp_project_gemm_time(in->gemms, in->n_gemms, rows, n, k, shape->n_weights, shape->dtype, kernel,
                        &shard);
+  if (gathers) pipe->shard_gemm = shard;
   tp_project_gemm_time(in->gemms, in->n_gemms, r, n, k, shape->n_weights, shape->dtype, kernel,
                        &pipe->chunk_gemm);
   tp_project_link_time(&in->links[TP_LINK_CE_PUSH], (double)(r * width) * (double)e, in->link_gbps,

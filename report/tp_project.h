@@ -221,6 +221,8 @@ typedef struct tp_project_pipeline {
   int64_t chunk_rows;       /* R = T / (W·C) */
   int pushes, waits, gemms; /* per rank and op: (W − 1)·C, (W − 1)·C, the GEMM kernels */
   int stock_path;           /* auto takes the stock path here: dist_gemm = stock */
+  tp_project_gemm_est shard_gemm; /* G(S): the all-gather side's local shard (unused on the
+                                     reduce-scatter side: flops 0) */
   tp_project_gemm_est chunk_gemm; /* G(R) */
   tp_project_link_est push;       /* one chunk's push */
   double local_us;    /* reduce-scatter side: one chunk's local traffic (reduce pass, C read) */
@@ -307,6 +309,8 @@ typedef struct tp_project_request {
   size_t n_shapes;
   const char *columns; /* --columns of the predictions: NULL the format's default (markdown a
                           compact table, CSV and JSON every field), "all" every input, or names */
+  int gemms; /* 1: write every GEMM the predictions read (tp_project_report's GEMM list, CSV)
+                instead of the report */
 } tp_project_request;
 
 /* Checks a --columns value (tp_project_request.columns) before any database is read: TP_OK for
@@ -324,6 +328,11 @@ TP_MUST_CHECK tp_rc tp_project_check_columns(const char *columns);
  * table of what was predicted; the costs, validation and summaries whatever the columns).
  * TP_EUSAGE, with the message naming what is wrong: an unknown column, no such run, no GEMM
  * rows, no link probe without --link-gbps. Nothing is written to out on an error.
+ * With req->gemms the output is instead the GEMM list, CSV whatever fmt: one line per GEMM a
+ * prediction reads (stock's G(T); dist_gemm's G(S) on the all-gather side and G(R)), its
+ * shape as `tpbench ops --shape` takes it (M, N per weight, K, op; at TP 1 the shard is the
+ * whole), whether a row measured that exact shape and the time read or estimated, so the
+ * estimated ones can be measured on one GPU and read exactly.
  */
 TP_MUST_CHECK tp_rc tp_project_report(tp_store *store, const tp_project_request *req,
                                       tp_report_format fmt, FILE *out);

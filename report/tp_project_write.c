@@ -39,6 +39,66 @@ static const char DEGREE_MD[] =
     "written); one barrier per op. Held at their probed values whatever W: NCCL's per-call "
     "latency, the barrier, h, w, k. Stock's pace factor p follows the gap c/G.\n\n";
 
+/* ---- the GEMMs the predictions read (model point 2) ----------------------------- */
+
+/* One GEMM a prediction reads: its role, its rows (M; N and K are the row's shard) and its
+ * time, read or estimated. */
+typedef struct {
+  const char *role; /* "stock": G(T); "shard": the all-gather side's G(S); "chunk": G(R) */
+  int64_t m;
+  const tp_project_gemm_est *est;
+} gemm_use;
+
+/* The GEMMs row reads; 0 when the degree was not projected (no GEMM timed). */
+static size_t gemm_uses(const tp_project_row *row, gemm_use uses[3]) {
+  size_t n = 0;
+  if (row->gemm.flops > 0) uses[n++] = (gemm_use){"stock", row->m, &row->gemm};
+  if (row->pipe.shard_gemm.flops > 0)
+    uses[n++] = (gemm_use){"shard", row->shape.tokens / row->tp, &row->pipe.shard_gemm};
+  if (row->pipe.chunk_gemm.flops > 0)
+    uses[n++] = (gemm_use){"chunk", row->pipe.chunk_rows, &row->pipe.chunk_gemm};
+  return n;
+}
+
+/* How many GEMMs the predictions read, and how many of them a row of their exact shape gives. */
+static void count_gemms(const tp_project_data *data, size_t *read, size_t *exact) {
+  *read = *exact = 0;
+  for (size_t i = 0; i < data->n_rows; i++) {
+    gemm_use uses[3];
+    size_t n = gemm_uses(&data->rows[i].row, uses);
+    *read += n;
+    for (size_t u = 0; u < n; u++) *exact += uses[u].est->exact != 0;
+  }
+}
+
+/* The GEMM list (req->gemms): a line per GEMM read, its shape as `ops --shape` takes it. */
+static void write_gemms(FILE *out, const tp_project_data *data) {
+  fputs("model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source\n", out);
+  for (size_t i = 0; i < data->n_rows; i++) {
+    const tp_project_row *r = &data->rows[i].row;
+    gemm_use uses[3];
+    size_t n = gemm_uses(r, uses);
+    for (size_t u = 0; u < n; u++) {
+      tp_csv_field(out, r->shape.model, 1);
+      tp_csv_field(out, r->shape.proj, 0);
+      tp_csv_int(out, r->shape.tokens);
+      tp_csv_int(out, r->tp);
+      tp_csv_field(out, uses[u].role, 0);
+      tp_csv_field(out, tp_dtype_name(r->shape.dtype), 0);
+      tp_csv_int(out, uses[u].m);
+      tp_csv_int(out, r->n);
+      tp_csv_int(out, r->k);
+      tp_csv_field(out, tp_op_name(r->shape.op), 0);
+      tp_csv_int(out, r->shape.n_weights);
+      tp_csv_num(out, uses[u].est->flops / 1e9, 3);
+      tp_csv_int(out, uses[u].est->exact);
+      tp_csv_num(out, uses[u].est->us, 3);
+      tp_csv_field(out, uses[u].est->source, 0);
+      fputc('\n', out);
+    }
+  }
+}
+
 static void md_int(FILE *out, int64_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%lld", (long long)v);
@@ -59,7 +119,12 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   if (req->run_id) fprintf(out, "run %lld", (long long)req->run_id);
   else fputs("every run (the latest row per shard shape)", out);
   if (req->gemm_tp) fprintf(out, " measured at TP %d", req->gemm_tp);
-  fprintf(out, ", %zu shard shapes. Link probe: ", data->n_gemms);
+  size_t read, exact;
+  count_gemms(data, &read, &exact);
+  fprintf(out,
+          ", %zu shard shapes; of the %zu GEMMs the predictions read, %zu are rows of their exact "
+          "shape, %zu estimated from FLOPs (`--gemms` lists each). Link probe: ",
+          data->n_gemms, read, exact, read - exact);
   if (data->link_run) {
     fprintf(out, "run %lld (", (long long)data->link_run);
     tp_md_text(out, data->link_host);
@@ -435,6 +500,10 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "gemm_run", req->run_id ? json_integer(req->run_id) : json_null());
   tp_json_set(jb, o, "gemm_tp", req->gemm_tp ? json_integer(req->gemm_tp) : json_null());
   tp_json_set(jb, o, "gemm_shard_shapes", json_integer((json_int_t)data->n_gemms));
+  size_t read, exact;
+  count_gemms(data, &read, &exact);
+  tp_json_set(jb, o, "gemms_read", json_integer((json_int_t)read));
+  tp_json_set(jb, o, "gemms_exact", json_integer((json_int_t)exact));
   tp_json_set(jb, o, "link_run", data->link_run ? json_integer(data->link_run) : json_null());
   tp_json_set(jb, o, "link_host", tp_json_str(data->link_run ? data->link_host : NULL));
   tp_json_set(jb, o, "link_gpu", tp_json_str(data->link_run ? data->link_gpu : NULL));
@@ -489,7 +558,8 @@ tp_rc tp_project_report(tp_store *store, const tp_project_request *req, tp_repor
   tp_rc rc = tp_project_load(store, req, &data);
   if (rc == TP_OK) rc = tp_project_compute(store, req, &data);
   if (rc == TP_OK) {
-    if (fmt == TP_FMT_JSON) rc = write_json(out, req, &data, &cols);
+    if (req->gemms) write_gemms(out, &data);
+    else if (fmt == TP_FMT_JSON) rc = write_json(out, req, &data, &cols);
     else if (fmt == TP_FMT_CSV) write_csv(out, &data, &cols);
     else write_markdown(out, req, &data, &cols);
   }

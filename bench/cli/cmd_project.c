@@ -27,6 +27,7 @@ typedef struct project_args {
   tp_str_list models; /* count 0: not given */
   tp_int_list tokens; /* count 0: not given */
   const char *columns;
+  int gemms;
 } project_args;
 
 /* --models / --tokens: what the other defaults to when only one is given. */
@@ -57,11 +58,16 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        "and json every field). all: every input of each row (md's full table). Names: the CSV's "
        "headers, and md's shard, volume_mib, chunk_mib",
        0, 0, NULL},
+      {"gemms", TP_OPT_FLAG, &a->gemms, NULL,
+       "instead of the report, every GEMM the predictions read as CSV: role (stock, shard, "
+       "chunk), shape as `ops --shape` takes it, exact (a row of that shape) or estimated, time",
+       0, 0, NULL},
   };
   const tp_command cmd = {
       .name = "project",
       .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--gemm-tp N] "
-               "[--models M,...] [--tokens T,...] [--format md|csv|json] [--columns LIST|all]",
+               "[--models M,...] [--tokens T,...] [--format md|csv|json] [--columns LIST|all] "
+               "[--gemms]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
                  "(or of the presets' projections: --models, --tokens) at other TP degrees (an\n"
                  "NVSwitch host) from its GEMM-alone rates and its link probe, showing every\n"
@@ -162,10 +168,16 @@ static tp_rc preset_shapes(const project_args *a, tp_project_shape *shapes, size
 static tp_rc project(const project_args *a) {
   tp_report_format fmt;
   double gbps = 0;
-  tp_rc rc = tp_report_format_parse(a->format, &fmt);
+  tp_rc rc = tp_report_format_parse(a->format ? a->format : "md", &fmt);
   if (rc != TP_OK) {
     tp_print_error("project");
     return rc;
+  }
+  /* the GEMM list is CSV and has columns of its own */
+  if (a->gemms && ((a->format && fmt != TP_FMT_CSV) || a->columns)) {
+    fprintf(stderr, "tpbench project: --gemms writes its own CSV: --%s does not apply to it\n",
+            a->columns ? "columns" : "format");
+    return TP_FAIL(TP_EUSAGE, "--gemms with --%s", a->columns ? "columns" : "format");
   }
   TP_TRY(parse_gbps(a->link_gbps, &gbps));
   TP_TRY(check_repeats(a));
@@ -192,7 +204,8 @@ static tp_rc project(const project_args *a) {
                             .tps = tps,
                             .n_tps = a->tp.count,
                             .link_gbps = gbps,
-                            .columns = a->columns};
+                            .columns = a->columns,
+                            .gemms = a->gemms};
   const size_t cap = (size_t)TP_LIST_MAX * TP_LIST_MAX * 4; /* models × tokens × 4 projections */
   tp_project_shape *shapes = NULL;
   if (a->models.count || a->tokens.count) {
@@ -213,7 +226,7 @@ static tp_rc project(const project_args *a) {
 }
 
 int tp_cmd_project(int argc, char **argv) {
-  project_args args = {.db = "tpbench.db", .format = "md", .tp = {3, {2, 4, 8}}};
+  project_args args = {.db = "tpbench.db", .tp = {3, {2, 4, 8}}}; /* format NULL: md */
   int help = 0;
   tp_rc rc = parse_args(argc, argv, &args, &help);
   if (rc != TP_OK || help) return tp_exit_for(rc);

@@ -78,3 +78,8 @@ target_link_libraries(test_demo_db PRIVATE ${JANSSON_STATIC})
 target_compile_definitions(test_demo_db PRIVATE TPBENCH_EXE="$<TARGET_FILE:tpbench>")
 add_dependencies(test_demo_db tpbench)
 set_tests_properties(test_demo_db PROPERTIES SKIP_RETURN_CODE 77)
+# scripts/gemm-model-check.py: project --gemms' estimates against GEMM rows planted at known
+# ratios (skips without python3).
+add_test(NAME gemm_model_check COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/gemm_model_check.sh
+                                       ${CMAKE_SOURCE_DIR} $<TARGET_FILE:tpbench>)
+set_tests_properties(gemm_model_check PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)

@@ -751,6 +751,51 @@ static void test_validation_on_synthetic_db(void **state) {
 
 /* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
 /* A run of GEMMs between gaps on gpu: the 4096³ GEMM's points of layers[i] taking us[i]. */
+/* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
+ * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
+ * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
+ * all rows. The markdown header counts them. */
+static void test_gemm_list(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemms = 1};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc); /* CSV whatever the format */
+  assert_int_equal(rc, TP_OK);
+  static const char *const want[] = {
+      "model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source",
+      "m,qkv,4096,2,stock,bf16,4096,3072,4096,ag_linear,1,103.079,1,100.000,config ",
+      "m,qkv,4096,2,shard,bf16,2048,3072,4096,ag_linear,1,51.540,0,50.000,",
+      "m,qkv,4096,2,chunk,bf16,2048,3072,4096,ag_linear,1,51.540,0,50.000,",
+      "m,qkv,8192,2,stock,bf16,8192,3072,4096,ag_linear,1,206.158,1,200.000,config ",
+      "m,qkv,8192,2,shard,bf16,4096,3072,4096,ag_linear,1,103.079,1,100.000,config ",
+      "m,qkv,8192,2,chunk,bf16,4096,3072,4096,ag_linear,1,103.079,1,100.000,config "};
+  const char *line = text;
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    if (strncmp(line, want[i], strlen(want[i])) != 0)
+      fail_msg("line %zu: want '%s...', got:\n%s", i, want[i], line);
+    line = strchr(line, '\n');
+    assert_non_null(line);
+    line++;
+  }
+  assert_string_equal(line, "");
+  free(text);
+  req.gemms = 0;
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "of the 6 GEMMs the predictions read, 4 are rows of their exact "
+                               "shape, 2 estimated from FLOPs (`--gemms` lists each)"));
+  free(text);
+  json_t *root = project_json(d.db, &req);
+  json_t *inputs = json_object_get(root, "inputs");
+  assert_int_equal(json_integer_value(json_object_get(inputs, "gemms_read")), 6);
+  assert_int_equal(json_integer_value(json_object_get(inputs, "gemms_exact")), 4);
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
 static void put_pacing_points(const char *db, const char *gpu, const char *const *layers,
                               const double *us, int n) {
   tp_store *s = NULL;
@@ -1317,6 +1362,7 @@ int main(void) {
       cmocka_unit_test(test_predict_by_hand),
       cmocka_unit_test(test_predict_refusals),
       cmocka_unit_test(test_pace_factor),
+      cmocka_unit_test(test_gemm_list),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),

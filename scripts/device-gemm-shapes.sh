@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# device-gemm-shapes.sh — the GEMMs of the TP 4/8 prediction, measured on one GPU, everything
+# under $OUT (gemm-shapes.tgz beside summary.md):
+#   1. `tpbench ops --tp 1` of the presets' projections (MODELS × TOKENS): the GEMM rates
+#      `project --gemm-tp 1` reads (inputs.db);
+#   2. `project --gemms` over them with the sample's link probe (its kernel cost k): every GEMM
+#      the TP 4 and 8 predictions read, each a row of its exact shape or estimated (gemms.csv);
+#   3. every estimated shape alone, `ops --tp 1 --shape M,N,K,OP`, in runs of a few shapes each
+#      (an axis list holds 511 characters) (shapes.db);
+#   4. the prediction before and after those rows are added (before.csv, after.csv, after.md),
+#      and scripts/gemm-model-check.py's table of estimated over measured (check.txt).
+# One GPU does all of it: every GEMM of a TP W prediction is a single GPU's. The GEMMs and the
+# prediction are the card's; the link costs are the sample's pair (H200), as in
+# docs/projection.md.
+#
+# usage: scripts/device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS]
+#   MODELS default 8b,70b,405b; TOKENS default 4096,8192,16384,32768
+#   exit 0 when every step passed, 1 otherwise
+set -uo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+build=${1:?usage: device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS]}
+models=${2:-8b,70b,405b}
+tokens=${3:-4096,8192,16384,32768}
+out=${OUT:-/tmp/tpbench-out}
+work="$out/gemm-shapes"
+mkdir -p "$work"
+tp_device_env
+tp_device_checkout_at_build_path "$build"
+repo=$(tp_repo_root)
+tpbench="$build/tpbench"
+summary="$out/summary.md"
+: >"$summary"
+status=0
+step() { tp_device_step "$work" "$summary" "$@" || status=1; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv 2>&1 |
+  tee "$work/host.txt" >>"$summary"
+common=(--gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet)
+request=(--tp "4,8" --gemm-tp 1 --models "$models" --tokens "$tokens")
+
+step inputs "$tpbench" ops "${common[@]}" --models "$models" --tokens "$tokens" \
+  --db "$work/inputs.db"
+cp "$repo/examples/tpbench-h200-sample.db" "$work/predict.db"
+"$tpbench" import "$work/inputs.db" --db "$work/predict.db" >/dev/null || status=1
+"$tpbench" project --db "$work/predict.db" "${request[@]}" --gemms >"$work/gemms.csv" || status=1
+"$tpbench" project --db "$work/predict.db" "${request[@]}" --format csv >"$work/before.csv" ||
+  status=1
+
+# The estimated shapes, once each (fields 7-10 and 13 come before the quoted source), packed
+# into runs whose --shape list stays under the axis's 511 characters.
+awk -F, 'NR > 1 && $13 == 0 { print $7 "," $8 "," $9 "," $10 }' "$work/gemms.csv" | sort -u \
+  >"$work/estimated.txt"
+echo "estimated GEMM shapes: $(wc -l <"$work/estimated.txt")" | tee -a "$summary"
+batch=() length=0 index=0
+measure_batch() {
+  ((${#batch[@]})) || return 0
+  index=$((index + 1))
+  local args=()
+  for shape in "${batch[@]}"; do args+=(--shape "$shape"); done
+  step "shapes-$index" "$tpbench" ops "${common[@]}" "${args[@]}" --db "$work/shapes.db"
+  batch=() length=0
+}
+while read -r shape; do
+  ((length + ${#shape} + 1 > 480)) && measure_batch
+  batch+=("$shape")
+  length=$((length + ${#shape} + 1))
+done <"$work/estimated.txt"
+measure_batch
+
+cp "$work/predict.db" "$work/exact.db"
+"$tpbench" import "$work/shapes.db" --db "$work/exact.db" >/dev/null || status=1
+"$tpbench" project --db "$work/exact.db" "${request[@]}" --format csv >"$work/after.csv" ||
+  status=1
+"$tpbench" project --db "$work/exact.db" "${request[@]}" >"$work/after.md" || status=1
+if command -v python3 >/dev/null; then
+  step check python3 "$repo/scripts/gemm-model-check.py" "$work/gemms.csv" "$work/shapes.db" \
+    --predictions "$work/before.csv" "$work/after.csv"
+else
+  echo "== check: no python3 here: run scripts/gemm-model-check.py on the archive" |
+    tee -a "$summary"
+fi
+tar czf "$out/gemm-shapes.tgz" -C "$out" gemm-shapes
+exit "$status"
