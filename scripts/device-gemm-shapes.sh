@@ -56,8 +56,8 @@ batch=() length=0 index=0
 measure_batch() {
   ((${#batch[@]})) || return 0
   index=$((index + 1))
-  local args=()
-  for shape in "${batch[@]}"; do args+=(--shape "$shape"); done
+  local args=() one
+  for one in "${batch[@]}"; do args+=(--shape "$one"); done
   step "shapes-$index" "$tpbench" ops "${common[@]}" "${args[@]}" --db "$work/shapes.db"
   batch=() length=0
 }
