@@ -11,8 +11,8 @@
 # stderr as a terminal shows them). Expected output matches line for line after
 # trailing blanks are dropped, except that a line "..." stands for any number of
 # lines and "…" inside a line for any text. Every command runs with bash in a
-# scratch folder per page that holds copies of examples/ (the sample databases)
-# and tests/data/, and build/tpbench, with `tpbench` first on PATH, in the page's order (a page's
+# scratch folder per page that holds copies of examples/ (the sample databases),
+# tests/data/ and scripts/*.py, and build/tpbench, with `tpbench` first on PATH, in the page's order (a page's
 # commands share the folder). A command must exit 0: a page shows another
 # status with `; echo "exit $?"`. Any other fenced block that runs tpbench (but
 # ```text, for help texts, and ```markdown, for page source) must
@@ -182,6 +182,8 @@ run_page() { # $1 page path
   mkdir -p "$scratch/build"
   cp -r "$root/examples" "$scratch/examples"
   if [ -d "$root/tests/data" ]; then mkdir -p "$scratch/tests" && cp -r "$root/tests/data" "$scratch/tests/data"; fi
+  # the analysis scripts a page runs on the databases (python3 scripts/NAME.py)
+  mkdir -p "$scratch/scripts" && cp "$root"/scripts/*.py "$scratch/scripts/"
   ln -s "$exe" "$scratch/build/tpbench"
   local n line first status
   declare -A replace=()
