@@ -9,7 +9,8 @@
 # python of step 3) reads rel_err to 12 digits and every other value whole (a count or a byte
 # total stored as a float, a maximum), and names the side whose log or database is missing. Skips (77) where python3
 # or ctest is missing. scripts/pack-build.sh refuses a build folder not built from HEAD with a clean
-# tree (exit 2, no archive, the reason said).
+# tree (exit 2, no archive, the reason said). scripts/device-gemm-shapes.sh measures each shape
+# `project --gemms` estimates once, in --shape lists within the axis limit (a stub tpbench).
 # usage: device_scripts.sh REPO_ROOT
 set -uo pipefail
 repo=$(cd "${1:?usage: device_scripts.sh REPO_ROOT}" && pwd)
@@ -242,6 +243,48 @@ if [ -n "$head_sha" ]; then
   grep -q "above this folder" "$scratch/pack.out" ||
     fail "pack-build.sh of ../fake-build does not say why: $(cat "$scratch/pack.out")"
 fi
+
+# 6. scripts/device-gemm-shapes.sh measures every estimated shape `project --gemms` lists exactly
+#    once, in runs whose --shape list stays within the axis's 511 characters (its batch loop
+#    once overwrote the shape being read: some shapes twice, others never). A stub tpbench lists
+#    40 estimated shapes (and one exact, never measured) and logs each `ops` call's shapes.
+stub=$scratch/gs-build
+mkdir -p "$stub"
+echo "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" > "$stub/CMakeCache.txt"
+cat > "$stub/tpbench" << STUB
+#!/usr/bin/env bash
+case "\$1 \$*" in
+  "project "*--gemms*)
+    echo "model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source"
+    for i in \$(seq 1 40); do
+      echo "m,qkv,4096,8,chunk,bf16,\$((512 * i)),12345,16384,ag_linear_multi,2,1.0,0,9.0,\"a, b\""
+    done
+    echo "m,wo,4096,8,stock,bf16,4096,4096,512,linear_rs,1,1.0,1,9.0,config 7" ;;
+  "ops "*)
+    line=""
+    prev=""
+    for a in "\$@"; do
+      [ "\$prev" = --shape ] && line="\$line\$a,"
+      prev=\$a
+    done
+    echo "\$line" >> "$scratch/gs-shapes.log" ;;
+esac
+exit 0
+STUB
+chmod +x "$stub/tpbench"
+: > "$scratch/gs-shapes.log"
+OUT=$scratch/gs-out timeout 60 bash "$repo/scripts/device-gemm-shapes.sh" "$stub" > "$scratch/gs.out" 2>&1
+# the first ops call is the TP 1 inputs (no --shape): an empty line
+measured=$(tail -n +2 "$scratch/gs-shapes.log" | tr ',' '\n' | grep . | paste -d, - - - - | grep -c .)
+unique=$(tail -n +2 "$scratch/gs-shapes.log" | tr ',' '\n' | grep . | paste -d, - - - - | sort -u | grep -c .)
+[ "$measured" = 40 ] && [ "$unique" = 40 ] ||
+  fail "device-gemm-shapes.sh measured $measured shapes ($unique distinct), not the 40 estimated once each: $(head -c 600 "$scratch/gs-shapes.log")"
+grep -q '4096,4096,512,linear_rs' "$scratch/gs-shapes.log" &&
+  fail "device-gemm-shapes.sh measured a shape the prediction reads exactly"
+longest=$(tail -n +2 "$scratch/gs-shapes.log" | awk '{ if (length($0) > n) n = length($0) } END { print n + 0 }')
+[ "$longest" -le 511 ] || fail "device-gemm-shapes.sh gave one ops call $longest characters of shapes"
+batches=$(tail -n +2 "$scratch/gs-shapes.log" | grep -c .)
+[ "$batches" -ge 2 ] || fail "40 shapes of about 30 characters in $batches ops call(s): no batching seen"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "device scripts: all checks passed"
