@@ -13,15 +13,17 @@
 # prediction are the card's; the link costs are the sample's pair (H200), as in
 # docs/projection.md.
 #
-# usage: scripts/device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS]
-#   MODELS default 8b,70b,405b; TOKENS default 4096,8192,16384,32768
+# usage: scripts/device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS] [DEGREES]
+#   MODELS default 8b,70b,405b; TOKENS default 4096,8192,16384,32768; DEGREES default 4,8 (2,4,8
+#   also measures the TP 2 validation's shard and chunk GEMMs)
 #   exit 0 when every step passed, 1 otherwise
 set -uo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-build=${1:?usage: device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS]}
+build=${1:?usage: device-gemm-shapes.sh BUILD_DIR [MODELS] [TOKENS] [DEGREES]}
 models=${2:-8b,70b,405b}
 tokens=${3:-4096,8192,16384,32768}
+degrees=${4:-4,8}
 out=${OUT:-/tmp/tpbench-out}
 work="$out/gemm-shapes"
 mkdir -p "$work"
@@ -37,7 +39,7 @@ step() { tp_device_step "$work" "$summary" "$@" || status=1; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv 2>&1 |
   tee "$work/host.txt" >>"$summary"
 common=(--gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet)
-request=(--tp "4,8" --gemm-tp 1 --models "$models" --tokens "$tokens")
+request=(--tp "$degrees" --gemm-tp 1 --models "$models" --tokens "$tokens")
 
 step inputs "$tpbench" ops "${common[@]}" --models "$models" --tokens "$tokens" \
   --db "$work/inputs.db"
