@@ -87,15 +87,16 @@ def print_gemm_table(errors):
 
 
 def prediction_change(before_path, after_path):
-    needed = ("result", "model", "proj", "tokens", "tp", "stock_us", "dist_us", "speedup")
+    needed = ("result", "model", "proj", "op", "dtype", "tokens", "tp", "stock_us", "dist_us",
+              "speedup")
     before, after = read_csv(before_path, needed), read_csv(after_path, needed)
 
-    def keyed(rows):
-        return {(r["model"], r["proj"], r["tokens"], r["tp"]): r for r in rows
-                if r["result"] == "predicted" and r["speedup"]}
+    def keyed(rows):  # a database's shapes may differ in op or dtype alone
+        return {(r["model"], r["proj"], r["tokens"], r["tp"], r["op"], r["dtype"]): r
+                for r in rows if r["result"] == "predicted" and r["speedup"]}
 
     b, a = keyed(before), keyed(after)
-    common = sorted(set(b) & set(a), key=lambda k: (int(k[3]), k[0], k[1], int(k[2])))
+    common = sorted(set(b) & set(a), key=lambda k: (int(k[3]), k[0], k[1], int(k[2]), k[4:]))
     if not common:
         fail(f"{before_path} and {after_path} share no predicted row")
     print("\n| TP | shapes | stock, median change | dist_gemm, median change | "
