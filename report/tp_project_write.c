@@ -60,15 +60,24 @@ static size_t gemm_uses(const tp_project_row *row, gemm_use uses[3]) {
   return n;
 }
 
-/* How many GEMMs the predictions read, and how many of them a row of their exact shape gives. */
-static void count_gemms(const tp_project_data *data, size_t *read, size_t *exact) {
-  *read = *exact = 0;
+/* The GEMMs the predictions read: a row of their exact shape gives some, FLOPs estimate the
+ * others but those without a time (no GEMM row of their dtype). */
+typedef struct {
+  size_t read, exact, untimed;
+} gemm_counts;
+
+static gemm_counts count_gemms(const tp_project_data *data) {
+  gemm_counts c = {0};
   for (size_t i = 0; i < data->n_rows; i++) {
     gemm_use uses[3];
     size_t n = gemm_uses(&data->rows[i].row, uses);
-    *read += n;
-    for (size_t u = 0; u < n; u++) *exact += uses[u].est->exact != 0;
+    c.read += n;
+    for (size_t u = 0; u < n; u++) {
+      c.exact += uses[u].est->exact != 0;
+      c.untimed += isnan(uses[u].est->us);
+    }
   }
+  return c;
 }
 
 /* The GEMM list (req->gemms): a line per GEMM read, its shape as `ops --shape` takes it. */
@@ -119,12 +128,14 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   if (req->run_id) fprintf(out, "run %lld", (long long)req->run_id);
   else fputs("every run (the latest row per shard shape)", out);
   if (req->gemm_tp) fprintf(out, " measured at TP %d", req->gemm_tp);
-  size_t read, exact;
-  count_gemms(data, &read, &exact);
+  const gemm_counts gemms = count_gemms(data);
   fprintf(out,
           ", %zu shard shapes; of the %zu GEMMs the predictions read, %zu are rows of their exact "
-          "shape, %zu estimated from FLOPs (`--gemms` lists each). Link probe: ",
-          data->n_gemms, read, exact, read - exact);
+          "shape, %zu estimated from FLOPs",
+          data->n_gemms, gemms.read, gemms.exact, gemms.read - gemms.exact - gemms.untimed);
+  if (gemms.untimed)
+    fprintf(out, ", %zu without a time (no GEMM row of their dtype)", gemms.untimed);
+  fputs(" (`--gemms` lists each). Link probe: ", out);
   if (data->link_run) {
     fprintf(out, "run %lld (", (long long)data->link_run);
     tp_md_text(out, data->link_host);
@@ -500,10 +511,10 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "gemm_run", req->run_id ? json_integer(req->run_id) : json_null());
   tp_json_set(jb, o, "gemm_tp", req->gemm_tp ? json_integer(req->gemm_tp) : json_null());
   tp_json_set(jb, o, "gemm_shard_shapes", json_integer((json_int_t)data->n_gemms));
-  size_t read, exact;
-  count_gemms(data, &read, &exact);
-  tp_json_set(jb, o, "gemms_read", json_integer((json_int_t)read));
-  tp_json_set(jb, o, "gemms_exact", json_integer((json_int_t)exact));
+  const gemm_counts gemms = count_gemms(data);
+  tp_json_set(jb, o, "gemms_read", json_integer((json_int_t)gemms.read));
+  tp_json_set(jb, o, "gemms_exact", json_integer((json_int_t)gemms.exact));
+  tp_json_set(jb, o, "gemms_untimed", json_integer((json_int_t)gemms.untimed));
   tp_json_set(jb, o, "link_run", data->link_run ? json_integer(data->link_run) : json_null());
   tp_json_set(jb, o, "link_host", tp_json_str(data->link_run ? data->link_host : NULL));
   tp_json_set(jb, o, "link_gpu", tp_json_str(data->link_run ? data->link_gpu : NULL));

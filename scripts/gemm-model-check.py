@@ -29,11 +29,18 @@ def fail(message, code=2):
 
 
 def read_csv(path, needed):
+    """The rows of path, each with its line number under "line"; exit 2 when path cannot be
+    read, has no rows or lacks a needed column."""
+    rows = []
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            for row in reader:
+                rows.append(dict(row, line=reader.line_num))
     except OSError as e:
         fail(f"{path}: {e.strerror}")
+    except (UnicodeDecodeError, csv.Error) as e:
+        fail(f"{path}: not a CSV ({e})")
     if not rows:
         fail(f"{path}: no lines after the header")
     missing = [c for c in needed if c not in rows[0]]
@@ -55,21 +62,35 @@ def measured_gemms(path):
     return {(d, m, n, k, w): (us, cid) for d, m, n, k, w, us, cid in rows}
 
 
-def gemm_errors(gemms, measured):
+def estimated_gemm(path, g):
+    """An estimated GEMM's key (dtype, m, n, k, weights), degree and time; exit 2 naming the
+    line when a field is missing or not a number, or the time is not above 0 (project leaves
+    it empty where no GEMM row has the dtype)."""
+    try:
+        key = (g["dtype"], *(int(g[field]) for field in ("m", "n", "k", "weights")))
+        tp, us = int(g["tp"]), float(g["us"] or "nan")
+    except (TypeError, ValueError):
+        fail(f"{path}: line {g['line']}: a field is missing or not a number")
+    if not (math.isfinite(us) and us > 0):
+        fail(f"{path}: line {g['line']}: no estimated time (us '{g['us']}': {g['source']})")
+    return key, tp, us
+
+
+def gemm_errors(path, gemms, measured):
     """{(role, tp): [(error %, label)]} of the estimated GEMMs; the shapes not measured."""
     errors, unmeasured = {}, set()
     for g in gemms:
         if g["exact"] == "1":
             continue
-        key = (g["dtype"], int(g["m"]), int(g["n"]), int(g["k"]), int(g["weights"]))
+        key, tp, estimate = estimated_gemm(path, g)
         if key not in measured:
             unmeasured.add(f"{g['m']},{g['n']},{g['k']},{g['op']} ({g['dtype']})")
             continue
         us, cid = measured[key]
-        err = 100.0 * (float(g["us"]) / us - 1.0)
+        err = 100.0 * (estimate / us - 1.0)
         label = (f"{g['model']} {g['proj']} {g['tokens']}: {g['m']}×{g['n']}×{g['k']} "
-                 f"{float(g['us']):.1f} vs {us:.1f} µs (config {cid})")
-        errors.setdefault((g["role"], int(g["tp"])), []).append((err, label))
+                 f"{estimate:.1f} vs {us:.1f} µs (config {cid})")
+        errors.setdefault((g["role"], tp), []).append((err, label))
     return errors, unmeasured
 
 
@@ -87,15 +108,16 @@ def print_gemm_table(errors):
 
 
 def prediction_change(before_path, after_path):
-    needed = ("result", "model", "proj", "tokens", "tp", "stock_us", "dist_us", "speedup")
+    needed = ("result", "model", "proj", "op", "dtype", "tokens", "tp", "stock_us", "dist_us",
+              "speedup")
     before, after = read_csv(before_path, needed), read_csv(after_path, needed)
 
-    def keyed(rows):
-        return {(r["model"], r["proj"], r["tokens"], r["tp"]): r for r in rows
-                if r["result"] == "predicted" and r["speedup"]}
+    def keyed(rows):  # a database's shapes may differ in op or dtype alone
+        return {(r["model"], r["proj"], r["tokens"], r["tp"], r["op"], r["dtype"]): r
+                for r in rows if r["result"] == "predicted" and r["speedup"]}
 
     b, a = keyed(before), keyed(after)
-    common = sorted(set(b) & set(a), key=lambda k: (int(k[3]), k[0], k[1], int(k[2])))
+    common = sorted(set(b) & set(a), key=lambda k: (int(k[3]), k[0], k[1], int(k[2]), k[4:]))
     if not common:
         fail(f"{before_path} and {after_path} share no predicted row")
     print("\n| TP | shapes | stock, median change | dist_gemm, median change | "
@@ -119,8 +141,8 @@ def main(argv):
         fail("usage: gemm-model-check.py GEMMS_CSV MEASURED_DB "
              "[--predictions BEFORE.csv AFTER.csv]")
     gemms = read_csv(argv[1], ("model", "proj", "tokens", "tp", "role", "dtype", "m", "n", "k",
-                               "op", "weights", "exact", "us"))
-    errors, unmeasured = gemm_errors(gemms, measured_gemms(argv[2]))
+                               "op", "weights", "exact", "us", "source"))
+    errors, unmeasured = gemm_errors(argv[1], gemms, measured_gemms(argv[2]))
     if unmeasured:
         fail(f"{len(unmeasured)} estimated GEMM shapes have no GEMM-alone row in {argv[2]}: "
              + "; ".join(sorted(unmeasured)[:5]) + (" ..." if len(unmeasured) > 5 else ""), 1)

@@ -52,7 +52,8 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
       {"tokens", TP_OPT_INT_LIST, &a->tokens, "T,...",
        "tokens of the presets' shapes (default with --models: 4096,8192,16384,32768)", 1, 1LL << 30,
        NULL},
-      {"format", TP_OPT_STRING, &a->format, "FMT", "output format", 0, 0, "md|csv|json"},
+      {"format", TP_OPT_STRING, &a->format, "FMT",
+       "output format (md when not given; --gemms: csv only)", 0, 0, "md|csv|json"},
       {"columns", TP_OPT_STRING, &a->columns, "LIST",
        "columns of the predictions, comma-separated, or all (default: md a compact table; csv "
        "and json every field). all: every input of each row (md's full table). Names: the CSV's "

@@ -3,9 +3,10 @@
 # (the H200 pair's link probe, single-GPU GEMMs of 8B) at TP 4 and 8, against GEMM-alone rows
 # planted at known ratios to the estimates: every estimated GEMM 25 % slower reads −20.0 % in
 # every role and degree; one shape twice as slow is that group's worst, named; a shape with no
-# row exits 1 naming it; the same prediction twice changes nothing. `--gemms` refuses --format
-# json and --columns (exit 2); the script refuses a CSV of another kind and a file that is not a
-# database (exit 2). Skips (77) where python3 is missing.
+# row exits 1 naming it; the same prediction twice changes nothing, nor rows of another dtype
+# in AFTER alone. `--gemms` refuses --format json and --columns (exit 2); the script refuses a
+# CSV of another kind, a line without a time or number (naming it, no traceback) and a file that
+# is not a database (exit 2). Skips (77) where python3 is missing.
 # usage: gemm_model_check.sh REPO_ROOT TPBENCH
 set -uo pipefail
 repo=${1:?usage: gemm_model_check.sh REPO_ROOT TPBENCH}
@@ -93,6 +94,48 @@ python3 "$script" "$scratch/gemms.csv" "$scratch/even.db" --predictions "$scratc
   "$scratch/pred.csv" > "$scratch/same.md" || fail "--predictions: exit $?"
 same_rows=$(grep -c '^| [48] | 8 | +0.0 % | +0.0 % | +0.0 % |' "$scratch/same.md")
 [ "$same_rows" = 2 ] || fail "the same prediction twice must change nothing: $(tail -n 4 "$scratch/same.md")"
+
+# a database's shapes in two dtypes share model, proj, tokens and TP: AFTER's fp8 copy of every
+# row (twice the time) is no change of the bf16 rows, nor a shape of BEFORE
+python3 - "$scratch/pred.csv" "$scratch/two-dtypes.csv" << 'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    for r in rows:
+        if r["result"] == "predicted" and r["speedup"]:
+            w.writerow(dict(r, dtype="fp8", stock_us=2 * float(r["stock_us"]),
+                            dist_us=float(r["dist_us"]), speedup=2 * float(r["speedup"])))
+PY
+python3 "$script" "$scratch/gemms.csv" "$scratch/even.db" --predictions "$scratch/pred.csv" \
+  "$scratch/two-dtypes.csv" > "$scratch/dtypes.md" || fail "--predictions, two dtypes: exit $?"
+same_rows=$(grep -c '^| [48] | 8 | +0.0 % | +0.0 % | +0.0 % |' "$scratch/dtypes.md")
+[ "$same_rows" = 2 ] || fail "AFTER's rows of another dtype changed BEFORE's: $(tail -n 4 "$scratch/dtypes.md")"
+
+# a line the script cannot read: no time (what project writes for a dtype without GEMM rows), a
+# shape that is not a number, a line cut short: exit 2 naming the line, no traceback
+for bad in "us=" "m=2048x" "cut"; do
+  python3 - "$scratch/gemms.csv" "$scratch/bad.csv" "$bad" << 'PY'
+import csv, sys
+lines = list(csv.reader(open(sys.argv[1], newline="")))
+header, edit = lines[0], sys.argv[3]
+line = next(r for r in lines[1:] if r[header.index("exact")] == "0")
+if edit == "cut":
+    del line[header.index("n"):]
+else:
+    name, value = edit.split("=")
+    line[header.index(name)] = value
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(lines)
+PY
+  python3 "$script" "$scratch/bad.csv" "$scratch/even.db" > /dev/null 2> "$scratch/bad.err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "an unreadable line ($bad): exit $rc, not 2: $(tail -n 1 "$scratch/bad.err")"
+  grep -q 'bad.csv: line 2:' "$scratch/bad.err" || fail "an unreadable line ($bad): not named: $(tail -n 1 "$scratch/bad.err")"
+  grep -q Traceback "$scratch/bad.err" && fail "an unreadable line ($bad): a traceback"
+done
 
 python3 "$script" "$scratch/pred.csv" "$scratch/even.db" > /dev/null 2> "$scratch/kind.err"
 rc=$?

@@ -749,8 +749,6 @@ static void test_validation_on_synthetic_db(void **state) {
   fx_rmdir(&d.dir);
 }
 
-/* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
-/* A run of GEMMs between gaps on gpu: the 4096³ GEMM's points of layers[i] taking us[i]. */
 /* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
  * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
  * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
@@ -796,6 +794,48 @@ static void test_gemm_list(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* A shape whose dtype has no GEMM row (an fp8 copy of the synthetic shape) reads three GEMMs
+ * without a time: listed with us empty, and counted apart from the estimated ones. */
+static void test_gemm_list_untimed(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  const int tps[] = {2};
+  tp_project_shape shapes[2] = {{.model = "m",
+                                 .proj = "qkv",
+                                 .op = TP_OP_AG_LINEAR,
+                                 .dtype = TP_BF16,
+                                 .tokens = 4096,
+                                 .n = 6144,
+                                 .k = 4096,
+                                 .n_weights = 1}};
+  shapes[1] = shapes[0];
+  shapes[1].dtype = TP_FP8;
+  tp_project_request req = {.tps = tps, .n_tps = 1, .shapes = shapes, .n_shapes = 2, .gemms = 1};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "\nm,qkv,4096,2,chunk,fp8,2048,3072,4096,ag_linear,1,51.540,0,,no "
+                               "GEMM rows of dtype fp8\n"));
+  free(text);
+  req.gemms = 0;
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  if (!strstr(text, "of the 6 GEMMs the predictions read, 1 are rows of their exact shape, 2 "
+                    "estimated from FLOPs, 3 without a time (no GEMM row of their dtype)"))
+    fail_msg("the header's counts:\n%.1500s", text);
+  free(text);
+  json_t *root = project_json(d.db, &req);
+  json_t *inputs = json_object_get(root, "inputs");
+  assert_int_equal(json_integer_value(json_object_get(inputs, "gemms_read")), 6);
+  assert_int_equal(json_integer_value(json_object_get(inputs, "gemms_exact")), 1);
+  assert_int_equal(json_integer_value(json_object_get(inputs, "gemms_untimed")), 3);
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
+/* One probed shape on gpu: back to back 100 µs, after a gap of its time 80 µs. */
+/* A run of GEMMs between gaps on gpu: the 4096³ GEMM's points of layers[i] taking us[i]. */
 static void put_pacing_points(const char *db, const char *gpu, const char *const *layers,
                               const double *us, int n) {
   tp_store *s = NULL;
@@ -1363,6 +1403,7 @@ int main(void) {
       cmocka_unit_test(test_predict_refusals),
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_gemm_list),
+      cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),
