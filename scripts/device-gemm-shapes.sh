@@ -70,6 +70,12 @@ while read -r shape; do
 done <"$work/estimated.txt"
 measure_batch
 
+if [ ! -s "$work/estimated.txt" ]; then
+  echo "== nothing estimated: every GEMM the prediction reads is a row of its exact shape" |
+    tee -a "$summary"
+  tar czf "$out/gemm-shapes.tgz" -C "$out" gemm-shapes
+  exit "$status"
+fi
 cp "$work/predict.db" "$work/exact.db"
 "$tpbench" import "$work/shapes.db" --db "$work/exact.db" >/dev/null || status=1
 "$tpbench" project --db "$work/exact.db" "${request[@]}" --format csv >"$work/after.csv" ||
