@@ -576,6 +576,7 @@ void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shap
                        &pipe->chunk_gemm);
   tp_project_link_time(&in->links[TP_LINK_CE_PUSH], (double)(r * width) * (double)e, in->link_gbps,
                        &pipe->push);
+  pipe->shard_rows = rows;
   pipe->chunk_rows = r;
   pipe->pushes = pipe->waits = (tp - 1) * pipe->chunks;
   pipe->gemms = gathers ? 1 + (tp - 1) * pipe->chunks : tp * pipe->chunks;

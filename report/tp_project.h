@@ -218,6 +218,7 @@ typedef struct tp_project_link_est {
 /* The fused pipeline of one op at one degree (model point 5), and its parts. */
 typedef struct tp_project_pipeline {
   int chunks;               /* C per rank's shard; 0: not run (note says why) */
+  int64_t shard_rows;       /* S = T / W: the all-gather side's local GEMM */
   int64_t chunk_rows;       /* R = T / (W·C) */
   int pushes, waits, gemms; /* per rank and op: (W − 1)·C, (W − 1)·C, the GEMM kernels */
   int stock_path;           /* auto takes the stock path here: dist_gemm = stock */

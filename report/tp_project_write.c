@@ -54,7 +54,7 @@ static size_t gemm_uses(const tp_project_row *row, gemm_use uses[3]) {
   size_t n = 0;
   if (row->gemm.flops > 0) uses[n++] = (gemm_use){"stock", row->m, &row->gemm};
   if (row->pipe.shard_gemm.flops > 0)
-    uses[n++] = (gemm_use){"shard", row->shape.tokens / row->tp, &row->pipe.shard_gemm};
+    uses[n++] = (gemm_use){"shard", row->pipe.shard_rows, &row->pipe.shard_gemm};
   if (row->pipe.chunk_gemm.flops > 0)
     uses[n++] = (gemm_use){"chunk", row->pipe.chunk_rows, &row->pipe.chunk_gemm};
   return n;

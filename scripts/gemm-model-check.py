@@ -112,11 +112,21 @@ def prediction_change(before_path, after_path):
               "speedup")
     before, after = read_csv(before_path, needed), read_csv(after_path, needed)
 
-    def keyed(rows):  # a database's shapes may differ in op or dtype alone
-        return {(r["model"], r["proj"], r["tokens"], r["tp"], r["op"], r["dtype"]): r
+    def times(path, r):  # stock, dist_gemm and speedup, each a number above 0, else exit 2
+        try:
+            values = tuple(float(r[field]) for field in ("stock_us", "dist_us", "speedup"))
+            int(r["tp"])
+        except (TypeError, ValueError):
+            fail(f"{path}: line {r['line']}: a field is missing or not a number")
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            fail(f"{path}: line {r['line']}: a time or speedup that is not above 0")
+        return r
+
+    def keyed(path, rows):  # a database's shapes may differ in op or dtype alone
+        return {(r["model"], r["proj"], r["tokens"], r["tp"], r["op"], r["dtype"]): times(path, r)
                 for r in rows if r["result"] == "predicted" and r["speedup"]}
 
-    b, a = keyed(before), keyed(after)
+    b, a = keyed(before_path, before), keyed(after_path, after)
     common = sorted(set(b) & set(a), key=lambda k: (int(k[3]), k[0], k[1], int(k[2]), k[4:]))
     if not common:
         fail(f"{before_path} and {after_path} share no predicted row")

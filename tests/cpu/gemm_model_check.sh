@@ -6,7 +6,8 @@
 # row exits 1 naming it; the same prediction twice changes nothing, nor rows of another dtype
 # in AFTER alone. `--gemms` refuses --format json and --columns (exit 2); the script refuses a
 # CSV of another kind, a line without a time or number (naming it, no traceback) and a file that
-# is not a database (exit 2). Skips (77) where python3 is missing.
+# is not a database (exit 2), and a prediction of BEFORE or AFTER it cannot read (exit 2, the
+# line named). Skips (77) where python3 is missing.
 # usage: gemm_model_check.sh REPO_ROOT TPBENCH
 set -uo pipefail
 repo=${1:?usage: gemm_model_check.sh REPO_ROOT TPBENCH}
@@ -135,6 +136,26 @@ PY
   [ "$rc" = 2 ] || fail "an unreadable line ($bad): exit $rc, not 2: $(tail -n 1 "$scratch/bad.err")"
   grep -q 'bad.csv: line 2:' "$scratch/bad.err" || fail "an unreadable line ($bad): not named: $(tail -n 1 "$scratch/bad.err")"
   grep -q Traceback "$scratch/bad.err" && fail "an unreadable line ($bad): a traceback"
+done
+
+# a prediction the script cannot read (AFTER's first prediction without a dist_gemm time, or with
+# a speedup of 0): exit 2 naming the line, no traceback
+for bad in "dist_us=" "speedup=0"; do
+  python3 - "$scratch/pred.csv" "$scratch/bad-pred.csv" "$bad" << 'PY'
+import csv, sys
+lines = list(csv.reader(open(sys.argv[1], newline="")))
+header = lines[0]
+name, value = sys.argv[3].split("=")
+lines[1][header.index(name)] = value
+csv.writer(open(sys.argv[2], "w", newline="")).writerows(lines)
+PY
+  python3 "$script" "$scratch/gemms.csv" "$scratch/even.db" --predictions "$scratch/pred.csv" \
+    "$scratch/bad-pred.csv" > /dev/null 2> "$scratch/bad-pred.err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "an unreadable prediction ($bad): exit $rc, not 2: $(tail -n 1 "$scratch/bad-pred.err")"
+  grep -q 'bad-pred.csv: line 2:' "$scratch/bad-pred.err" ||
+    fail "an unreadable prediction ($bad): not named: $(tail -n 1 "$scratch/bad-pred.err")"
+  grep -q Traceback "$scratch/bad-pred.err" && fail "an unreadable prediction ($bad): a traceback"
 done
 
 python3 "$script" "$scratch/pred.csv" "$scratch/even.db" > /dev/null 2> "$scratch/kind.err"
