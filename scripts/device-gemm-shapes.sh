@@ -6,7 +6,8 @@
 #   2. `project --gemms` over them with the sample's link probe (its kernel cost k): every GEMM
 #      the TP 4 and 8 predictions read, each a row of its exact shape or estimated (gemms.csv);
 #   3. every estimated shape alone, `ops --tp 1 --shape M,N,K,OP`, in runs of a few shapes each
-#      (an axis list holds 511 characters) (shapes.db);
+#      (an axis list holds 511 characters; scripts/lib.sh's tp_measure_estimated_gemms)
+#      (shapes.db);
 #   4. the prediction before and after those rows are added (before.csv, after.csv, after.md),
 #      and scripts/gemm-model-check.py's table of estimated over measured (check.txt).
 # One GPU does all of it: every GEMM of a TP W prediction is a single GPU's. The GEMMs and the
@@ -45,30 +46,14 @@ step inputs "$tpbench" ops "${common[@]}" --models "$models" --tokens "$tokens" 
   --db "$work/inputs.db"
 cp "$repo/examples/tpbench-h200-sample.db" "$work/predict.db"
 "$tpbench" import "$work/inputs.db" --db "$work/predict.db" >/dev/null || status=1
-"$tpbench" project --db "$work/predict.db" "${request[@]}" --gemms >"$work/gemms.csv" || status=1
 "$tpbench" project --db "$work/predict.db" "${request[@]}" --format csv >"$work/before.csv" ||
   status=1
 
-# The estimated shapes, once each (fields 7-10 and 13 come before the quoted source), packed
-# into runs whose --shape list stays under the axis's 511 characters.
-awk -F, 'NR > 1 && $13 == 0 { print $7 "," $8 "," $9 "," $10 }' "$work/gemms.csv" | sort -u \
-  >"$work/estimated.txt"
+# The estimated shapes, once each, per dtype in runs of a few (scripts/lib.sh)
+step measure-gemms tp_measure_estimated_gemms "$tpbench" "$work/predict.db" "$work/shapes.db" \
+  "$work" "${request[@]}"
+cat "$work/measure-gemms.log" >>"$summary"
 echo "estimated GEMM shapes: $(wc -l <"$work/estimated.txt")" | tee -a "$summary"
-batch=() length=0 index=0
-measure_batch() {
-  ((${#batch[@]})) || return 0
-  index=$((index + 1))
-  local args=() one
-  for one in "${batch[@]}"; do args+=(--shape "$one"); done
-  step "shapes-$index" "$tpbench" ops "${common[@]}" "${args[@]}" --db "$work/shapes.db"
-  batch=() length=0
-}
-while read -r shape; do
-  ((length + ${#shape} + 1 > 480)) && measure_batch
-  batch+=("$shape")
-  length=$((length + ${#shape} + 1))
-done <"$work/estimated.txt"
-measure_batch
 
 if [ ! -s "$work/estimated.txt" ]; then
   echo "== nothing estimated: every GEMM the prediction reads is a row of its exact shape" |

@@ -58,3 +58,47 @@ tp_device_step() {
   echo "== $name exit $rc" | tee -a "$summary"
   return "$rc"
 }
+
+# Measures alone on this host's first GPU every GEMM `tpbench project` estimates for a request
+# (its `--gemms` list, exact 0: no row of that shape), so that the request then reads each one
+# exactly: per dtype, `ops --tp 1 --shape M,N,K,OP` runs whose shape list stays under the
+# axis's 511 characters, into WRITE_DB. WORK gets the list (gemms.csv), the shapes
+# (estimated.txt: "DTYPE M,N,K,OP" once each) and the ops output (measure-gemms.log).
+# usage: tp_measure_estimated_gemms BIN READ_DB WRITE_DB WORK PROJECT_OPTIONS...
+#   returns 1 if project or an ops run failed
+tp_measure_estimated_gemms() {
+  local bin=$1 read_db=$2 write_db=$3 work=$4
+  shift 4
+  "$bin" project --db "$read_db" "$@" --gemms >"$work/gemms.csv" || return 1
+  # fields 6-10 and 13 come before the quoted source
+  awk -F, 'NR > 1 && $13 == 0 { print $6, $7 "," $8 "," $9 "," $10 }' "$work/gemms.csv" |
+    sort -u >"$work/estimated.txt"
+  : >"$work/measure-gemms.log"
+  local rc=0 dtype shape current="" length=0 batch=()
+  while read -r dtype shape <&3; do
+    if ((${#batch[@]})) && { [ "$dtype" != "$current" ] || ((length + ${#shape} + 1 > 480)); }; then
+      tp_ops_shapes "$bin" "$write_db" "$current" "$work/measure-gemms.log" "${batch[@]}" || rc=1
+      batch=()
+      length=0
+    fi
+    current=$dtype
+    batch+=("$shape")
+    length=$((length + ${#shape} + 1))
+  done 3<"$work/estimated.txt"
+  if ((${#batch[@]})); then
+    tp_ops_shapes "$bin" "$write_db" "$current" "$work/measure-gemms.log" "${batch[@]}" || rc=1
+  fi
+  return "$rc"
+}
+
+# One `ops` run of bare GEMM shapes at TP 1 (the GEMM alone and stock) in DTYPE, into DB; its
+# output appended to LOG.
+# usage: tp_ops_shapes BIN DB DTYPE LOG SHAPE...
+tp_ops_shapes() {
+  local bin=$1 db=$2 dtype=$3 log=$4 one args=()
+  shift 4
+  for one in "$@"; do args+=(--shape "$one"); done
+  echo "== ops --dtype $dtype, $# shapes" >>"$log"
+  "$bin" ops --gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet \
+    --dtype "$dtype" "${args[@]}" --db "$db" >>"$log" 2>&1 </dev/null
+}

@@ -4,9 +4,11 @@
 #   - Several GPUs: `tpbench run` (the layers, quick preset) into tpbench.db and its table.
 #   - One GPU: tensor parallelism needs two, so no wall of rejected TP 2 configurations: the
 #     GEMM alone and stock at TP 1 (`tpbench ops` on its default models and projections at
-#     8192 tokens, bf16 and the fp8 recipes), a short table of them, then `tpbench project`'s
-#     TP 2, 4 and 8 from those GEMM rates, marked as predicted (its compact table; the command
-#     that shows every input, --columns all, follows it).
+#     8192 tokens, bf16 and the fp8 recipes), a short table of them, then every shard and chunk
+#     GEMM the TP 2, 4 and 8 prediction reads, each alone (scripts/lib.sh's
+#     tp_measure_estimated_gemms), then `tpbench project`'s TP 2, 4 and 8 from those GEMMs,
+#     marked as predicted (its compact table; the command that shows every input, --columns
+#     all, follows it).
 #   - No GPU (or a build without CUDA): says so and shows the sample database's report
 #     (examples/tpbench-h200-sample.db, measured on two H200s), marked as the sample's; exits 1,
 #     since nothing was measured here.
@@ -78,8 +80,8 @@ one_gpu() {
   cat << MSG
 run.sh: one GPU. Tensor parallelism needs two or more, so this host measures what one GPU can
 show: the GEMM alone and stock at TP 1 (no collective: NCCL copies on one rank) for the
-default models and projections at 8192 tokens, in bf16 and the fp8 recipes, into $db; then
-predicts TP 2, 4 and 8 from those GEMM rates.
+default models and projections at 8192 tokens, in bf16 and the fp8 recipes, and each shard
+and chunk GEMM of TP 2, 4 and 8 alone, into $db; then predicts TP 2, 4 and 8 from those GEMMs.
 MSG
   # its full table (every rejected TP 2 configuration) stays in the database; the short one below
   local rc=0
@@ -89,12 +91,23 @@ MSG
   echo "== Measured on this GPU, TP 1 (stock = the GEMM after a one-rank collective)"
   "$bin" report --db "$db" \
     --columns model,proj,tokens,dtype,stock_ms,gemm_ms,stock_tokens_per_s,stock_rel_err || true
+  # every GEMM the prediction reads (each rank's shard and chunks) is one GPU's: measured here,
+  # so that none is estimated from the FLOPs of the whole ones above
+  local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps") work shapes
+  work=$(mktemp -d)
+  tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || rc=1
+  shapes=$(wc -l < "$work/estimated.txt" 2> /dev/null || echo 0)
+  echo
+  echo "== Measured on this GPU: the $shapes GEMM shapes of the TP 2, 4 and 8 shards and chunks"
+  echo "   that the rows above do not hold, each alone (ops --shape; in $db)"
+  [ "$rc" -eq 0 ] || tail -n 20 "$work/measure-gemms.log"
+  rm -rf "$work"
   echo
   echo "== PREDICTED, not measured: TP 2, 4 and 8 on an NVSwitch host (tpbench project), from the"
-  echo "   GEMM rates above and an assumed link of $link_gbps GB/s per GPU (the copy-engine peak"
-  echo "   the sample's probe measured on two H200s; TPBENCH_LINK_GBPS sets another)"
+  echo "   GEMMs above and an assumed link of $link_gbps GB/s per GPU (the copy-engine peak the"
+  echo "   sample's probe measured on two H200s; TPBENCH_LINK_GBPS sets another)"
   local project_rc=0
-  "$bin" project --db "$db" --tp 2,4,8 --gemm-tp 1 --link-gbps "$link_gbps" || project_rc=$?
+  "$bin" project --db "$db" "${request[@]}" || project_rc=$?
   # the compact table fits a terminal; the inputs of each row are a command away (quoted so
   # that it pastes whatever the paths hold)
   if [ "$project_rc" -eq 0 ]; then

@@ -5,8 +5,9 @@
  *   - none: it says so, prints the sample database's report marked as the
  *     sample's (the real binary), and exits 1;
  *   - one: `tpbench ops` at TP 1 (the GEMM alone and stock), the short
- *     table, then `tpbench project` for TP 2, 4, 8 marked as predicted —
- *     never a TP 2 matrix of rejections;
+ *     table, every GEMM shape `project --gemms` lists as estimated measured
+ *     alone (per dtype, once each), then `tpbench project` for TP 2, 4, 8
+ *     marked as predicted — never a TP 2 matrix of rejections;
  *   - several: `tpbench run` as before; arguments go to `tpbench run` as
  *     they are.
  * GPUs are faked by an nvidia-smi stub on PATH; for one and several, a stub
@@ -44,15 +45,27 @@ static int write_script(const char *path, const char *text) {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   if (!f || fx_mkdir(&f->dir, "tp_main_job") != 0) return -1;
-  char bin_dir[600], stub[700];
+  char bin_dir[600], stub[1400];
   fx_path(&f->dir, "bin", bin_dir, sizeof bin_dir);
   if (mkdir(bin_dir, 0755) != 0) return -1;
   fx_path(&f->dir, "bin/nvidia-smi", f->smi, sizeof f->smi);
   fx_path(&f->dir, "tpbench-stub", f->bin, sizeof f->bin);
   fx_path(&f->dir, "calls.log", f->log, sizeof f->log);
   fx_path(&f->dir, "job.db", f->db, sizeof f->db);
-  /* a tpbench that writes each command it is given on a line of the log */
-  snprintf(stub, sizeof stub, "#!/bin/sh\necho \"$*\" >> '%s'\n", f->log);
+  /* a tpbench that writes each command it is given on a line of the log; asked for project's
+   * GEMM list, two shapes estimated in bf16 (one of them listed twice), one in fp8-row and one
+   * exact */
+  snprintf(stub, sizeof stub,
+           "#!/bin/sh\necho \"$*\" >> '%s'\n"
+           "case \"$*\" in *--gemms*)\n"
+           "echo 'model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source'\n"
+           "echo 'm,qkv,8192,2,shard,bf16,4096,3072,4096,ag_linear,1,1.0,0,9.0,\"a, b\"'\n"
+           "echo 'm,qkv,8192,2,chunk,bf16,4096,3072,4096,ag_linear,1,1.0,0,9.0,\"a, b\"'\n"
+           "echo 'm,w2,8192,8,stock,bf16,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
+           "echo 'm,w2,8192,8,stock,fp8-row,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
+           "echo 'm,wo,8192,2,stock,bf16,8192,4096,2048,linear_rs,1,1.0,1,9.0,config 3' ;;\n"
+           "esac\n",
+           f->log);
   if (write_script(f->bin, stub) != 0) return -1;
   snprintf(f->path_env, sizeof f->path_env, "PATH=%s:/usr/bin:/bin", bin_dir);
   *state = f;
@@ -138,7 +151,19 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
     return;
   }
   assert_non_null(strstr(ops, "--dtype bf16,fp8,fp8-row,fp8-block --stock plain"));
-  assert_non_null(strstr(project, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389"));
+  assert_non_null(strstr(project, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389 --gemms\n"));
+  /* the estimated shapes measured alone, per dtype, once each, the exact one not; then the
+   * prediction reads them */
+  const char *bf16 = strstr(project, "--dtype bf16 --shape 4096,3072,4096,ag_linear --shape "
+                                     "8192,4096,1792,linear_rs --db ");
+  const char *fp8 = strstr(project, "--dtype fp8-row --shape 8192,4096,1792,linear_rs --db ");
+  const char *predict = strstr(project, "project --db ");
+  if (predict) predict = strstr(predict + 1, "project --db ");
+  if (!bf16 || !fp8 || !predict || bf16 > predict || fp8 > predict)
+    fail_msg("expected the estimated shapes measured per dtype, then the prediction:\n%s", log);
+  assert_null(strstr(log, "8192,4096,2048"));
+  assert_non_null(strstr(predict, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389\n"));
+  assert_non_null(strstr(r.out, "== Measured on this GPU: the 3 GEMM shapes"));
   /* project's compact table (its default), and the way to every input said */
   assert_null(strstr(project, "--columns"));
   assert_non_null(strstr(r.out, "--link-gbps 389 --columns all\n"));
