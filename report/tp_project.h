@@ -307,6 +307,8 @@ typedef struct tp_project_request {
   int n_tps;
   double link_gbps;               /* > 0: --link-gbps */
   const tp_project_shape *shapes; /* NULL: every op shape the database measured; else these */
+  int64_t shapes_run; /* > 0 (shapes NULL): only the op shapes this run measured (GEMM rows as
+                         run_id says), e.g. a job's own ops beside its bare GEMM shapes */
   size_t n_shapes;
   const char *columns; /* --columns of the predictions: NULL the format's default (markdown a
                           compact table, CSV and JSON every field), "all" every input, or names */

@@ -19,12 +19,13 @@
   "c.status = 'ok' AND c.pass = 'fwd' "                                                            \
   "AND c.layer IN ('ag_linear', 'ag_linear_multi', 'linear_rs') AND (?1 = 0 OR c.run_id = ?1)"
 
-/* Distinct global shapes, in the order they were first measured (the matrix's order). */
+/* Distinct global shapes, in the order they were first measured (the matrix's order); ?2 > 0:
+ * of that run only. */
 static const char shapes_sql[] =
     "SELECT coalesce(c.model, ''), coalesce(c.proj, ''), c.layer, c.dtype, c.tokens, "
     "CASE WHEN c.layer = 'linear_rs' THEN c.n ELSE c.n * c.tp END AS gn, "
     "CASE WHEN c.layer = 'linear_rs' THEN c.k * c.tp ELSE c.k END AS gk, c.n_weights, min(c.id) "
-    "FROM configs c WHERE c.kind IN ('op', 'gemm') AND " OPS_FWD
+    "FROM configs c WHERE c.kind IN ('op', 'gemm') AND (?2 = 0 OR c.run_id = ?2) AND " OPS_FWD
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
 
 /* The latest GEMM alone per shard shape. */
@@ -306,7 +307,17 @@ tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project
                    scope, tp_store_path(store));
   }
   if (req->shapes) TP_TRY(copy_shapes(req, data));
-  else TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, 0, take_shape, data, NULL));
+  else {
+    if (req->shapes_run) TP_TRY(check_run(store, req->shapes_run));
+    TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, req->shapes_run, take_shape,
+                    data, NULL));
+    if (req->shapes_run && data->n_shapes == 0)
+      return TP_FAIL(TP_EUSAGE,
+                     "project: run %lld of %s measured no op shape (pass fwd, of ag_linear, "
+                     "ag_linear_multi or linear_rs)%s",
+                     (long long)req->shapes_run, tp_store_path(store),
+                     req->run_id ? " within --run" : "");
+  }
   TP_TRY(load_link(store, req, data));
   TP_TRY(load_pacing(store, data));
   tp_project_inputs in = tp_project_inputs_of(data, req->link_gbps);

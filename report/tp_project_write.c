@@ -123,6 +123,8 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   for (int i = 0; i < req->n_tps; i++) fprintf(out, "%s %d", i ? "," : "", req->tps[i]);
   fputs(". Shapes: ", out);
   if (req->shapes) fprintf(out, "%zu from the model presets", data->n_shapes);
+  else if (req->shapes_run)
+    fprintf(out, "the %zu run %lld measured", data->n_shapes, (long long)req->shapes_run);
   else fprintf(out, "the %zu the database measured", data->n_shapes);
   fputs(". GEMM rates: GEMM-alone rows (pass fwd) of ", out);
   if (req->run_id) fprintf(out, "run %lld", (long long)req->run_id);
@@ -521,6 +523,8 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "link_test_knobs",
               tp_json_str(data->link_run && data->link_knobs[0] ? data->link_knobs : NULL));
   tp_json_set(jb, o, "shapes_from", tp_json_str(req->shapes ? "presets" : "database"));
+  tp_json_set(jb, o, "shapes_run",
+              req->shapes_run && !req->shapes ? json_integer(req->shapes_run) : json_null());
   tp_json_set(jb, o, "link_gbps", req->link_gbps > 0 ? tp_json_real(req->link_gbps) : json_null());
   tp_json_set(jb, o, "link_points", json_points(jb, data));
   tp_json_set(jb, o, "pace_run", data->pace_run ? json_integer(data->pace_run) : json_null());

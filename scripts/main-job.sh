@@ -74,6 +74,12 @@ MSG
   exit 1
 }
 
+# The id of the database's last run; 0 when it has none (or does not exist yet).
+last_run_id() {
+  { "$bin" runs --db "$db" --format csv 2> /dev/null || true; } |
+    awk -F, 'NR > 1 { id = $1 } END { print id + 0 }'
+}
+
 one_gpu() {
   local quiet=()
   [ -t 2 ] || quiet=(--quiet) # a log gets the tables, not a line per configuration
@@ -84,16 +90,24 @@ default models and projections at 8192 tokens, in bf16 and the fp8 recipes, and 
 and chunk GEMM of TP 2, 4 and 8 alone, into $db; then predicts TP 2, 4 and 8 from those GEMMs.
 MSG
   # its full table (every rejected TP 2 configuration) stays in the database; the short one below
-  local rc=0
+  local rc=0 before ops_run
+  before=$(last_run_id)
   "$bin" ops --gpus 1 --tp 1 --tokens 8192 --dtype bf16,fp8,fp8-row,fp8-block --stock plain \
     --pass fwd --db "$db" "${quiet[@]}" > /dev/null || rc=$?
+  ops_run=$(last_run_id)
+  if [ "$ops_run" -le "$before" ]; then
+    echo "main-job.sh: tpbench ops recorded no run in $db (exit $rc)" >&2
+    exit "$((rc ? rc : 1))"
+  fi
   echo
   echo "== Measured on this GPU, TP 1 (stock = the GEMM after a one-rank collective)"
   "$bin" report --db "$db" \
     --columns model,proj,tokens,dtype,stock_ms,gemm_ms,stock_tokens_per_s,stock_rel_err || true
   # every GEMM the prediction reads (each rank's shard and chunks) is one GPU's: measured here,
   # so that none is estimated from the FLOPs of the whole ones above
-  local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps") work shapes
+  # the shapes are this job's ops run's (the GEMM shapes measured below are not predicted)
+  local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps" --shapes-run "$ops_run")
+  local work shapes
   work=$(mktemp -d)
   tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || rc=1
   shapes=$(wc -l < "$work/estimated.txt" 2> /dev/null || echo 0)
@@ -112,8 +126,9 @@ MSG
   # that it pastes whatever the paths hold)
   if [ "$project_rc" -eq 0 ]; then
     echo "== Every input of each prediction (GEMM times and their rows, collective, pipeline):"
-    printf '   %q project --db %q --tp 2,4,8 --gemm-tp 1 --link-gbps %q --columns all\n' \
-      "$bin" "$db" "$link_gbps"
+    printf '   %q project --db %q --tp 2,4,8 --gemm-tp 1 --link-gbps %q --shapes-run %q' \
+      "$bin" "$db" "$link_gbps" "$ops_run"
+    echo ' --columns all'
   fi
   # ops' status first (a configuration that failed is kept and shown), then project's
   if [ "$rc" -eq 0 ]; then rc=$project_rc; fi

@@ -23,6 +23,7 @@ typedef struct project_args {
   tp_int_list tp;
   const char *link_gbps;
   long long run;
+  long long shapes_run;
   int gemm_tp;
   tp_str_list models; /* count 0: not given */
   tp_int_list tokens; /* count 0: not given */
@@ -43,6 +44,10 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        NULL},
       {"run", TP_OPT_INT64, &a->run, "N",
        "read GEMM rows, shapes and measured rows of this run only (0: every run)", 0, 0, NULL},
+      {"shapes-run", TP_OPT_INT64, &a->shapes_run, "N",
+       "predict only the op shapes run N measured (GEMM rows from every run, or --run's); not "
+       "with --models/--tokens",
+       0, 0, NULL},
       {"gemm-tp", TP_OPT_INT, &a->gemm_tp, "N",
        "GEMM rates only from rows measured at TP N (1: single-GPU GEMMs; 0: any)", 0, 64, NULL},
       {"models", TP_OPT_STR_LIST, &a->models, "M,...",
@@ -66,9 +71,9 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
   };
   const tp_command cmd = {
       .name = "project",
-      .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] [--gemm-tp N] "
-               "[--models M,...] [--tokens T,...] [--format md|csv|json] [--columns LIST|all] "
-               "[--gemms]",
+      .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] "
+               "[--shapes-run N] [--gemm-tp N] [--models M,...] [--tokens T,...] "
+               "[--format md|csv|json] [--columns LIST|all] [--gemms]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
                  "(or of the presets' projections: --models, --tokens) at other TP degrees (an\n"
                  "NVSwitch host) from its GEMM-alone rates and its link probe, showing every\n"
@@ -187,9 +192,16 @@ static tp_rc project(const project_args *a) {
     tp_print_error("project");
     return rc;
   }
-  if (a->run < 0) {
-    fprintf(stderr, "tpbench project: --run: %lld is not a run id\n", a->run);
-    return TP_FAIL(TP_EUSAGE, "--run: %lld is not a run id", a->run);
+  if (a->run < 0 || a->shapes_run < 0) {
+    const char *name = a->run < 0 ? "run" : "shapes-run";
+    long long value = a->run < 0 ? a->run : a->shapes_run;
+    fprintf(stderr, "tpbench project: --%s: %lld is not a run id\n", name, value);
+    return TP_FAIL(TP_EUSAGE, "--%s: %lld is not a run id", name, value);
+  }
+  if (a->shapes_run && (a->models.count || a->tokens.count)) {
+    fprintf(stderr, "tpbench project: --shapes-run picks the database's shapes; --models and "
+                    "--tokens give presets' instead: not both\n");
+    return TP_FAIL(TP_EUSAGE, "--shapes-run with --models or --tokens");
   }
   int tps[TP_LIST_MAX];
   for (int i = 0; i < a->tp.count; i++) {
@@ -201,6 +213,7 @@ static tp_rc project(const project_args *a) {
       }
   }
   tp_project_request req = {.run_id = a->run,
+                            .shapes_run = a->shapes_run,
                             .gemm_tp = a->gemm_tp,
                             .tps = tps,
                             .n_tps = a->tp.count,

@@ -45,7 +45,7 @@ static int write_script(const char *path, const char *text) {
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
   if (!f || fx_mkdir(&f->dir, "tp_main_job") != 0) return -1;
-  char bin_dir[600], stub[1400];
+  char bin_dir[600], stub[2400];
   fx_path(&f->dir, "bin", bin_dir, sizeof bin_dir);
   if (mkdir(bin_dir, 0755) != 0) return -1;
   fx_path(&f->dir, "bin/nvidia-smi", f->smi, sizeof f->smi);
@@ -64,8 +64,10 @@ static int setup(void **state) {
            "echo 'm,w2,8192,8,stock,bf16,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
            "echo 'm,w2,8192,8,stock,fp8-row,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
            "echo 'm,wo,8192,2,stock,bf16,8192,4096,2048,linear_rs,1,1.0,1,9.0,config 3' ;;\n"
+           /* the runs: none before ops, run 7 once ops has run */
+           "runs*) grep -q '^ops ' '%s' && printf 'run_id,uuid\\n7,u\\n' ;;\n"
            "esac\n",
-           f->log);
+           f->log, f->log);
   if (write_script(f->bin, stub) != 0) return -1;
   snprintf(f->path_env, sizeof f->path_env, "PATH=%s:/usr/bin:/bin", bin_dir);
   *state = f;
@@ -151,7 +153,8 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
     return;
   }
   assert_non_null(strstr(ops, "--dtype bf16,fp8,fp8-row,fp8-block --stock plain"));
-  assert_non_null(strstr(project, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389 --gemms\n"));
+  assert_non_null(
+      strstr(project, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389 --shapes-run 7 --gemms\n"));
   /* the estimated shapes measured alone, per dtype, once each, the exact one not; then the
    * prediction reads them */
   const char *bf16 = strstr(project, "--dtype bf16 --shape 4096,3072,4096,ag_linear --shape "
@@ -162,11 +165,12 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
   if (!bf16 || !fp8 || !predict || bf16 > predict || fp8 > predict)
     fail_msg("expected the estimated shapes measured per dtype, then the prediction:\n%s", log);
   assert_null(strstr(log, "8192,4096,2048"));
-  assert_non_null(strstr(predict, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389\n"));
+  /* the prediction of this job's ops run's shapes only, not of the bare GEMM shapes */
+  assert_non_null(strstr(predict, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389 --shapes-run 7\n"));
   assert_non_null(strstr(r.out, "== Measured on this GPU: the 3 GEMM shapes"));
   /* project's compact table (its default), and the way to every input said */
   assert_null(strstr(project, "--columns"));
-  assert_non_null(strstr(r.out, "--link-gbps 389 --columns all\n"));
+  assert_non_null(strstr(r.out, "--link-gbps 389 --shapes-run 7 --columns all\n"));
   assert_null(strstr(log, "run --db")); /* no TP 2 matrix of rejections */
   free(log);
   rp_free(&r);

@@ -749,6 +749,59 @@ static void test_validation_on_synthetic_db(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* --shapes-run: the op shapes of one run only (a job's ops beside the bare GEMM shapes it
+ * measured for the rates); a run of no op shape and a run that does not exist are refused. */
+static void test_shapes_run(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
+  int64_t bare = begin(s, "ops"); /* run 3: a bare GEMM shape at TP 1 */
+  tp_config_axes g = {.kind = "gemm",
+                      .model = "shape",
+                      .op_or_layer = "ag_linear",
+                      .proj = "1536x4096",
+                      .backend = "cublaslt",
+                      .tp = 1,
+                      .tokens = 2048,
+                      .m = 2048,
+                      .n = 1536,
+                      .k = 4096,
+                      .dtype = "bf16",
+                      .n_weights = 1,
+                      .sp = 1,
+                      .pass = "fwd"};
+  put(s, bare, &g, 25.0, TP_FUSED_NA);
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "Shapes: the 3 the database measured."));
+  assert_non_null(strstr(text, "| 1536x4096 |"));
+  free(text);
+  req.shapes_run = 1;
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "Shapes: the 2 run 1 measured."));
+  assert_null(strstr(text, "1536x4096"));
+  free(text);
+  req.shapes_run = 2; /* the link probe */
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "run 2 of"));
+  assert_non_null(strstr(tp_last_error(), "measured no op shape"));
+  free(text);
+  req.shapes_run = 99;
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "no run 99"));
+  free(text);
+  fx_rmdir(&d.dir);
+}
+
 /* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
  * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
  * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
@@ -1403,6 +1456,7 @@ int main(void) {
       cmocka_unit_test(test_predict_refusals),
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_gemm_list),
+      cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
