@@ -74,10 +74,11 @@ MSG
   exit 1
 }
 
-# The id of the database's last run; 0 when it has none (or does not exist yet).
+# The id of the database's last run (the largest: `runs` lists them by start time, which a run
+# imported from a host whose clock ran ahead puts last); 0 when it has none (or no database).
 last_run_id() {
   { "$bin" runs --db "$db" --format csv 2> /dev/null || true; } |
-    awk -F, 'NR > 1 { id = $1 } END { print id + 0 }'
+    awk -F, 'NR > 1 && $1 + 0 > id { id = $1 + 0 } END { print id + 0 }'
 }
 
 one_gpu() {
@@ -107,14 +108,19 @@ MSG
   # so that none is estimated from the FLOPs of the whole ones above
   # the shapes are this job's ops run's (the GEMM shapes measured below are not predicted)
   local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps" --shapes-run "$ops_run")
-  local work shapes
+  local work shapes measure_rc=0
   work=$(mktemp -d)
-  tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || rc=1
-  shapes=$(wc -l < "$work/estimated.txt" 2> /dev/null || echo 0)
+  tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || measure_rc=1
   echo
-  echo "== Measured on this GPU: the $shapes GEMM shapes of the TP 2, 4 and 8 shards and chunks"
-  echo "   that the rows above do not hold, each alone (ops --shape; in $db)"
-  [ "$rc" -eq 0 ] || tail -n 20 "$work/measure-gemms.log"
+  if [ -f "$work/estimated.txt" ]; then
+    shapes=$(wc -l < "$work/estimated.txt")
+    echo "== Measured on this GPU: the $shapes GEMM shapes of the TP 2, 4 and 8 shards and chunks"
+    echo "   that the rows above do not hold, each alone (ops --shape; in $db)"
+    if [ "$measure_rc" -ne 0 ]; then tail -n 20 "$work/measure-gemms.log"; fi
+  else
+    echo "== Nothing measured alone: tpbench project --gemms failed, so the prediction below (if"
+    echo "   it runs) estimates its shard and chunk GEMMs from FLOPs"
+  fi
   rm -rf "$work"
   echo
   echo "== PREDICTED, not measured: TP 2, 4 and 8 on an NVSwitch host (tpbench project), from the"
@@ -130,7 +136,9 @@ MSG
       "$bin" "$db" "$link_gbps" "$ops_run"
     echo ' --columns all'
   fi
-  # ops' status first (a configuration that failed is kept and shown), then project's
+  # ops' status first (a configuration that failed is kept and shown), then measuring's, then
+  # project's
+  if [ "$rc" -eq 0 ]; then rc=$measure_rc; fi
   if [ "$rc" -eq 0 ]; then rc=$project_rc; fi
   exit "$rc"
 }
