@@ -309,14 +309,19 @@ tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project
   if (req->shapes) TP_TRY(copy_shapes(req, data));
   else {
     if (req->shapes_run) TP_TRY(check_run(store, req->shapes_run));
+    /* --run keeps the shapes to its own run too: another run's would be none */
+    if (req->shapes_run && req->run_id && req->shapes_run != req->run_id)
+      return TP_FAIL(TP_EUSAGE,
+                     "project: --shapes-run %lld and --run %lld: --run reads the shapes of run "
+                     "%lld only (leave --run out for GEMM rows of every run)",
+                     (long long)req->shapes_run, (long long)req->run_id, (long long)req->run_id);
     TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, req->shapes_run, take_shape,
                     data, NULL));
     if (req->shapes_run && data->n_shapes == 0)
       return TP_FAIL(TP_EUSAGE,
                      "project: run %lld of %s measured no op shape (pass fwd, of ag_linear, "
-                     "ag_linear_multi or linear_rs)%s",
-                     (long long)req->shapes_run, tp_store_path(store),
-                     req->run_id ? " within --run" : "");
+                     "ag_linear_multi or linear_rs)",
+                     (long long)req->shapes_run, tp_store_path(store));
   }
   TP_TRY(load_link(store, req, data));
   TP_TRY(load_pacing(store, data));

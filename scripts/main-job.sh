@@ -4,8 +4,8 @@
 #   - Several GPUs: `tpbench run` (the layers, quick preset) into tpbench.db and its table.
 #   - One GPU: tensor parallelism needs two, so no wall of rejected TP 2 configurations: the
 #     GEMM alone and stock at TP 1 (`tpbench ops` on its default models and projections at
-#     8192 tokens, bf16 and the fp8 recipes), a short table of them, then every shard and chunk
-#     GEMM the TP 2, 4 and 8 prediction reads, each alone (scripts/lib.sh's
+#     8192 tokens, bf16 and the fp8 recipes), a short table of them, then every stock, shard
+#     and chunk GEMM the TP 2, 4 and 8 prediction reads, each alone (scripts/lib.sh's
 #     tp_measure_estimated_gemms), then `tpbench project`'s TP 2, 4 and 8 from those GEMMs,
 #     marked as predicted (its compact table; the command that shows every input, --columns
 #     all, follows it).
@@ -74,10 +74,11 @@ MSG
   exit 1
 }
 
-# The id of the database's last run; 0 when it has none (or does not exist yet).
+# The id of the database's last run (the largest: `runs` lists them by start time, which a run
+# imported from a host whose clock ran ahead puts last); 0 when it has none (or no database).
 last_run_id() {
   { "$bin" runs --db "$db" --format csv 2> /dev/null || true; } |
-    awk -F, 'NR > 1 { id = $1 } END { print id + 0 }'
+    awk -F, 'NR > 1 && $1 + 0 > id { id = $1 + 0 } END { print id + 0 }'
 }
 
 one_gpu() {
@@ -86,8 +87,9 @@ one_gpu() {
   cat << MSG
 run.sh: one GPU. Tensor parallelism needs two or more, so this host measures what one GPU can
 show: the GEMM alone and stock at TP 1 (no collective: NCCL copies on one rank) for the
-default models and projections at 8192 tokens, in bf16 and the fp8 recipes, and each shard
-and chunk GEMM of TP 2, 4 and 8 alone, into $db; then predicts TP 2, 4 and 8 from those GEMMs.
+default models and projections at 8192 tokens, in bf16 and the fp8 recipes, and each stock,
+shard and chunk GEMM of TP 2, 4 and 8 alone, into $db; then predicts TP 2, 4 and 8 from those
+GEMMs.
 MSG
   # its full table (every rejected TP 2 configuration) stays in the database; the short one below
   local rc=0 before ops_run
@@ -103,18 +105,23 @@ MSG
   echo "== Measured on this GPU, TP 1 (stock = the GEMM after a one-rank collective)"
   "$bin" report --db "$db" \
     --columns model,proj,tokens,dtype,stock_ms,gemm_ms,stock_tokens_per_s,stock_rel_err || true
-  # every GEMM the prediction reads (each rank's shard and chunks) is one GPU's: measured here,
+  # every GEMM the prediction reads (each rank's stock GEMM, shard and chunks) is one GPU's: measured here,
   # so that none is estimated from the FLOPs of the whole ones above
   # the shapes are this job's ops run's (the GEMM shapes measured below are not predicted)
   local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps" --shapes-run "$ops_run")
-  local work shapes
+  local work shapes measure_rc=0
   work=$(mktemp -d)
-  tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || rc=1
-  shapes=$(wc -l < "$work/estimated.txt" 2> /dev/null || echo 0)
+  tp_measure_estimated_gemms "$bin" "$db" "$db" "$work" "${request[@]}" || measure_rc=1
   echo
-  echo "== Measured on this GPU: the $shapes GEMM shapes of the TP 2, 4 and 8 shards and chunks"
-  echo "   that the rows above do not hold, each alone (ops --shape; in $db)"
-  [ "$rc" -eq 0 ] || tail -n 20 "$work/measure-gemms.log"
+  if [ -f "$work/estimated.txt" ]; then
+    shapes=$(wc -l < "$work/estimated.txt")
+    echo "== Measured on this GPU: the $shapes GEMM shapes of TP 2, 4 and 8 (stock's, the shards'"
+    echo "   and the chunks') that the rows above do not hold, each alone (ops --shape; in $db)"
+    if [ "$measure_rc" -ne 0 ]; then tail -n 20 "$work/measure-gemms.log"; fi
+  else
+    echo "== Nothing measured alone: tpbench project --gemms failed, so the prediction below (if"
+    echo "   it runs) estimates its GEMMs from FLOPs"
+  fi
   rm -rf "$work"
   echo
   echo "== PREDICTED, not measured: TP 2, 4 and 8 on an NVSwitch host (tpbench project), from the"
@@ -130,7 +137,9 @@ MSG
       "$bin" "$db" "$link_gbps" "$ops_run"
     echo ' --columns all'
   fi
-  # ops' status first (a configuration that failed is kept and shown), then project's
+  # ops' status first (a configuration that failed is kept and shown), then measuring's, then
+  # project's
+  if [ "$rc" -eq 0 ]; then rc=$measure_rc; fi
   if [ "$rc" -eq 0 ]; then rc=$project_rc; fi
   exit "$rc"
 }

@@ -54,18 +54,22 @@ static int setup(void **state) {
   fx_path(&f->dir, "job.db", f->db, sizeof f->db);
   /* a tpbench that writes each command it is given on a line of the log; asked for project's
    * GEMM list, two shapes estimated in bf16 (one of them listed twice), one in fp8-row and one
-   * exact */
+   * exact (STUB_GEMMS_RC set: it fails, listing nothing) */
   snprintf(stub, sizeof stub,
            "#!/bin/sh\necho \"$*\" >> '%s'\n"
            "case \"$*\" in *--gemms*)\n"
+           "[ -z \"$STUB_GEMMS_RC\" ] || exit \"$STUB_GEMMS_RC\"\n"
            "echo 'model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source'\n"
            "echo 'm,qkv,8192,2,shard,bf16,4096,3072,4096,ag_linear,1,1.0,0,9.0,\"a, b\"'\n"
            "echo 'm,qkv,8192,2,chunk,bf16,4096,3072,4096,ag_linear,1,1.0,0,9.0,\"a, b\"'\n"
            "echo 'm,w2,8192,8,stock,bf16,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
            "echo 'm,w2,8192,8,stock,fp8-row,8192,4096,1792,linear_rs,1,1.0,0,9.0,x'\n"
            "echo 'm,wo,8192,2,stock,bf16,8192,4096,2048,linear_rs,1,1.0,1,9.0,config 3' ;;\n"
-           /* the runs: none before ops, run 7 once ops has run */
-           "runs*) grep -q '^ops ' '%s' && printf 'run_id,uuid\\n7,u\\n' ;;\n"
+           /* the runs, oldest first as `runs` lists them: STUB_RUNS=BEFORE/AFTER ops has run
+            * (default none before, run 7 after) */
+           "runs*) runs=\"${STUB_RUNS:-/7,u\\n}\"\n"
+           "  grep -q '^ops ' '%s' && runs=${runs#*/} || runs=${runs%%%%/*}\n"
+           "  printf 'run_id,uuid\\n%%b' \"$runs\" ;;\n"
            "esac\n",
            f->log, f->log);
   if (write_script(f->bin, stub) != 0) return -1;
@@ -181,6 +185,36 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
   rp_free(&r);
 }
 
+/* `runs` lists them by start time, which a run imported from a host whose clock ran ahead
+ * breaks: the ops run is the largest id, not the last line. */
+static void test_one_gpu_finds_its_ops_run_by_id(void **state) {
+  fixture *f = *state;
+  fake_gpus(f, 1);
+  rp_result r = main_job(f, NULL, "STUB_RUNS=1,u\\n2,u\\n/1,u\\n3,u\\n2,u\\n", NULL);
+  rp_expect(&r, 0, "run.sh: one GPU.", NULL);
+  char *log = calls(f);
+  assert_non_null(strstr(log, "--shapes-run 3 --gemms\n"));
+  assert_non_null(strstr(log, "--link-gbps 389 --shapes-run 3\n"));
+  free(log);
+  rp_free(&r);
+}
+
+/* project --gemms failing: nothing measured alone, said so; the prediction still runs (it
+ * estimates those GEMMs) and the job exits 1 (ops passed). */
+static void test_one_gpu_gemm_list_fails(void **state) {
+  fixture *f = *state;
+  fake_gpus(f, 1);
+  rp_result r = main_job(f, NULL, "STUB_GEMMS_RC=2", NULL);
+  rp_expect(&r, 1, "== PREDICTED, not measured: TP 2, 4 and 8", NULL);
+  assert_non_null(strstr(r.out, "project --gemms failed"));
+  assert_null(strstr(r.err, "No such file"));
+  char *log = calls(f);
+  assert_null(strstr(log, "--shape "));
+  assert_non_null(strstr(log, "--link-gbps 389 --shapes-run 7\n"));
+  free(log);
+  rp_free(&r);
+}
+
 static void test_several_gpus_run_the_layers(void **state) {
   fixture *f = *state;
   fake_gpus(f, 2);
@@ -207,6 +241,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_gpu_shows_the_sample),
       cmocka_unit_test(test_one_gpu_measures_tp1_and_predicts),
+      cmocka_unit_test(test_one_gpu_finds_its_ops_run_by_id),
+      cmocka_unit_test(test_one_gpu_gemm_list_fails),
       cmocka_unit_test(test_several_gpus_run_the_layers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -799,6 +799,26 @@ static void test_shapes_run(void **state) {
   assert_int_equal(rc, TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "no run 99"));
   free(text);
+  /* the command: a run id, the database's shapes, and not another run than --run's (whose
+   * shapes --run already keeps: run 1 measured op shapes, run 3 one bare GEMM shape) */
+  rp_result r = tpbench("project", "--db", d.db, "--shapes-run", "-1", "--link-gbps", "100", NULL);
+  rp_expect(&r, 2, NULL, "--shapes-run: -1 is not a run id");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--shapes-run", "1", "--models", "8b", NULL);
+  rp_expect(&r, 2, NULL, "--shapes-run picks the database's shapes");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--shapes-run", "1", "--run", "3", "--link-gbps", "100",
+              NULL);
+  rp_expect(&r, 2, NULL, "--shapes-run 1 and --run 3: --run reads the shapes of run 3 only");
+  free(r.out);
+  free(r.err);
+  r = tpbench("project", "--db", d.db, "--shapes-run", "1", "--link-gbps", "100", "--format",
+              "json", NULL);
+  rp_expect(&r, 0, "\"shapes_run\": 1", NULL);
+  free(r.out);
+  free(r.err);
   fx_rmdir(&d.dir);
 }
 
