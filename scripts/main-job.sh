@@ -103,7 +103,7 @@ MSG
   fi
   echo
   echo "== Measured on this GPU, TP 1 (stock = the GEMM after a one-rank collective)"
-  "$bin" report --db "$db" \
+  "$bin" report --db "$db" --run "$ops_run" \
     --columns model,proj,tokens,dtype,stock_ms,gemm_ms,stock_tokens_per_s,stock_rel_err || true
   # every GEMM the prediction reads (each rank's stock GEMM, shard and chunks) is one GPU's: measured here,
   # so that none is estimated from the FLOPs of the whole ones above

@@ -45,8 +45,8 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
       {"run", TP_OPT_INT64, &a->run, "N",
        "read GEMM rows, shapes and measured rows of this run only (0: every run)", 0, 0, NULL},
       {"shapes-run", TP_OPT_INT64, &a->shapes_run, "N",
-       "predict only the op shapes run N measured (GEMM rows from every run, or --run's); not "
-       "with --models/--tokens",
+       "predict only the op shapes run N measured (GEMM rows from every run); not with "
+       "--models/--tokens, nor with --run of another run (--run reads its own shapes only)",
        0, 0, NULL},
       {"gemm-tp", TP_OPT_INT, &a->gemm_tp, "N",
        "GEMM rates only from rows measured at TP N (1: single-GPU GEMMs; 0: any)", 0, 64, NULL},
