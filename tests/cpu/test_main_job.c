@@ -166,8 +166,11 @@ static void test_one_gpu_measures_tp1_and_predicts(void **state) {
   const char *fp8 = strstr(project, "--dtype fp8-row --shape 8192,4096,1792,linear_rs --db ");
   const char *predict = strstr(project, "project --db ");
   if (predict) predict = strstr(predict + 1, "project --db ");
-  if (!bf16 || !fp8 || !predict || bf16 > predict || fp8 > predict)
+  if (!bf16 || !fp8 || !predict || bf16 > predict || fp8 > predict) {
     fail_msg("expected the estimated shapes measured per dtype, then the prediction:\n%s", log);
+    free(log);
+    return;
+  }
   assert_null(strstr(log, "8192,4096,2048"));
   /* the prediction of this job's ops run's shapes only, not of the bare GEMM shapes */
   assert_non_null(strstr(predict, "--tp 2,4,8 --gemm-tp 1 --link-gbps 389 --shapes-run 7\n"));
