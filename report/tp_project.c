@@ -568,10 +568,9 @@ void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shap
   }
   const int64_t r = rows / pipe->chunks;
   const double kernel = in->costs[TP_COST_KERNEL].value;
-  tp_project_gemm_est shard;
-  tp_project_gemm_time(in->gemms, in->n_gemms, rows, n, k, shape->n_weights, shape->dtype, kernel,
-                       &shard);
-  if (gathers) pipe->shard_gemm = shard;
+  if (gathers) /* the reduce-scatter side runs only chunk GEMMs */
+    tp_project_gemm_time(in->gemms, in->n_gemms, rows, n, k, shape->n_weights, shape->dtype, kernel,
+                         &pipe->shard_gemm);
   tp_project_gemm_time(in->gemms, in->n_gemms, r, n, k, shape->n_weights, shape->dtype, kernel,
                        &pipe->chunk_gemm);
   tp_project_link_time(&in->links[TP_LINK_CE_PUSH], (double)(r * width) * (double)e, in->link_gbps,
@@ -583,7 +582,7 @@ void tp_project_dist_pipeline(const tp_project_inputs *in, const tp_project_shap
   pipe->local_us = gathers ? 0 : local_traffic_us(in, tp, (double)(r * shape->n) * (double)e);
   const sim_in s = {.tp = tp,
                     .chunks = pipe->chunks,
-                    .shard_gemm_us = shard.us,
+                    .shard_gemm_us = pipe->shard_gemm.us,
                     .chunk_gemm_us = pipe->chunk_gemm.us,
                     .push_us = pipe->push.us,
                     .local_us = pipe->local_us,
