@@ -39,11 +39,9 @@ step() { tp_device_step "$work" "$summary" "$@" || status=1; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv 2>&1 |
   tee "$work/host.txt" >>"$summary"
-common=(--gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet)
 request=(--tp "$degrees" --gemm-tp 1 --models "$models" --tokens "$tokens")
 
-step inputs "$tpbench" ops "${common[@]}" --models "$models" --tokens "$tokens" \
-  --db "$work/inputs.db"
+step inputs tp_ops_gemms "$tpbench" --models "$models" --tokens "$tokens" --db "$work/inputs.db"
 cp "$repo/examples/tpbench-h200-sample.db" "$work/predict.db"
 "$tpbench" import "$work/inputs.db" --db "$work/predict.db" >/dev/null || status=1
 "$tpbench" project --db "$work/predict.db" "${request[@]}" --format csv >"$work/before.csv" ||

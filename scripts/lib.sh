@@ -91,14 +91,22 @@ tp_measure_estimated_gemms() {
   return "$rc"
 }
 
-# One `ops` run of bare GEMM shapes at TP 1 (the GEMM alone and stock) in DTYPE, into DB; its
-# output appended to LOG.
+# `tpbench ops` as GEMM rates are measured: one GPU, TP 1 (the GEMM alone and stock), forward,
+# plain stock, 5 warm-up and 20 measured iterations in 2 rounds, quiet; ARGS say what (models
+# and tokens, or shapes, and the database).
+# usage: tp_ops_gemms BIN ARGS...
+tp_ops_gemms() {
+  local bin=$1
+  shift
+  "$bin" ops --gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet "$@"
+}
+
+# One `ops` run of bare GEMM shapes in DTYPE, into DB; its output appended to LOG.
 # usage: tp_ops_shapes BIN DB DTYPE LOG SHAPE...
 tp_ops_shapes() {
   local bin=$1 db=$2 dtype=$3 log=$4 one args=()
   shift 4
   for one in "$@"; do args+=(--shape "$one"); done
   echo "== ops --dtype $dtype, $# shapes" >>"$log"
-  "$bin" ops --gpus 1 --tp 1 --pass fwd --stock plain --warmup 5 --iters 20 --rounds 2 --quiet \
-    --dtype "$dtype" "${args[@]}" --db "$db" >>"$log" 2>&1 </dev/null
+  tp_ops_gemms "$bin" --dtype "$dtype" "${args[@]}" --db "$db" >>"$log" 2>&1 </dev/null
 }
