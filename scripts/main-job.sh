@@ -105,9 +105,9 @@ MSG
   echo "== Measured on this GPU, TP 1 (stock = the GEMM after a one-rank collective)"
   "$bin" report --db "$db" --run "$ops_run" \
     --columns model,proj,tokens,dtype,stock_ms,gemm_ms,stock_tokens_per_s,stock_rel_err || true
-  # every GEMM the prediction reads (each rank's stock GEMM, shard and chunks) is one GPU's: measured here,
-  # so that none is estimated from the FLOPs of the whole ones above
-  # the shapes are this job's ops run's (the GEMM shapes measured below are not predicted)
+  # every GEMM the prediction reads (each rank's stock GEMM, shard and chunks) is one GPU's:
+  # measured here, so that none is estimated from the FLOPs of the whole ones above; the shapes
+  # predicted are this job's ops run's, not the bare GEMM shapes measured for the rates
   local request=(--tp "2,4,8" --gemm-tp 1 --link-gbps "$link_gbps" --shapes-run "$ops_run")
   local work shapes measure_rc=0
   work=$(mktemp -d)
