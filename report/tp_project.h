@@ -299,11 +299,13 @@ TP_MUST_CHECK tp_rc tp_project_summarise_errors(const double *errors, const doub
 
 /* What `tpbench project` was asked. */
 typedef struct tp_project_request {
-  int64_t run_id; /* 0: every run (the latest row per shard shape); else GEMM rows, shapes and
-                     measured rows of this run only */
-  int gemm_tp;    /* > 0: GEMM rates only from rows measured at this degree (1: single-GPU
-                     GEMMs, so TP 2 is predicted without its own shard rows); 0: any */
-  const int *tps; /* the degrees, each >= 2 */
+  int64_t run_id;       /* 0: every run (the latest row per shard shape); else GEMM rows, shapes and
+                           measured rows of this run only */
+  int gemm_tp;          /* > 0: GEMM rates only from rows measured at this degree (1: single-GPU
+                           GEMMs, so TP 2 is predicted without its own shard rows); 0: any */
+  const char *gemm_gpu; /* GEMM rates only from rows of this GPU (runs.gpu_name); NULL: the GPU
+                           of the latest GEMM row. Two cards' rates never mix */
+  const int *tps;       /* the degrees, each >= 2 */
   int n_tps;
   double link_gbps;               /* > 0: --link-gbps */
   const tp_project_shape *shapes; /* NULL: every op shape the database measured; else these */
@@ -330,7 +332,8 @@ TP_MUST_CHECK tp_rc tp_project_check_columns(const char *columns);
  * |error|) in fmt; the predictions in req->columns' columns (markdown's default: a compact
  * table of what was predicted; the costs, validation and summaries whatever the columns).
  * TP_EUSAGE, with the message naming what is wrong: an unknown column, no such run, no GEMM
- * rows, no link probe without --link-gbps. Nothing is written to out on an error.
+ * rows (or none on req->gemm_gpu: the GPUs that have some named), no link probe without
+ * --link-gbps. Nothing is written to out on an error.
  * With req->gemms the output is instead the GEMM list, CSV whatever fmt: one line per GEMM a
  * prediction reads (stock's G(T); dist_gemm's G(S) on the all-gather side and G(R)), its
  * shape as `tpbench ops --shape` takes it (M, N per weight, K, op; at TP 1 the shard is the

@@ -35,6 +35,13 @@ typedef struct {
   size_t n_shapes, shapes_cap;
   tp_project_gemm *gemms;
   size_t n_gemms, gemms_cap;
+  /* The GPU the GEMM rows are read from ("" a run that named none: still one card); the rows
+   * of the request's scope on other GPUs are counted, not read. */
+  char gemm_gpu[128];
+  int gemm_gpu_found;
+  int gemm_other_gpus;
+  int64_t gemm_other_rows;
+  char gemm_other_names[320]; /* "NAME (N rows), ..." */
   tp_project_link_point *points[TP_LINK_KINDS];
   size_t n_points[TP_LINK_KINDS], points_cap[TP_LINK_KINDS];
   int64_t link_run; /* 0: no probe */

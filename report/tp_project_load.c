@@ -28,13 +28,22 @@ static const char shapes_sql[] =
     "FROM configs c WHERE c.kind IN ('op', 'gemm') AND (?2 = 0 OR c.run_id = ?2) AND " OPS_FWD
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
 
-/* The latest GEMM alone per shard shape. */
+/* The GEMM-alone rows of the request's scope (?1 run, ?2 degree). */
+#define GEMMS_IN_SCOPE                                                                             \
+  "FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = c.run_id "       \
+  "WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) AND " OPS_FWD
+
+/* The GPUs those rows ran on, the one of the latest row first, with their row counts. */
+static const char gemm_gpus_sql[] =
+    "SELECT coalesce(u.gpu_name, ''), count(*), max(c.id) " GEMMS_IN_SCOPE
+    " GROUP BY 1 ORDER BY 3 DESC";
+
+/* The latest GEMM alone per shard shape on one GPU (?3): rates of two cards never mix. */
 static const char gemms_sql[] =
     "SELECT id, run_id, m, n, k, n_weights, dtype, median_us FROM (SELECT c.id, c.run_id, c.m, "
     "c.n, c.k, c.n_weights, c.dtype, r.median_us, row_number() OVER (PARTITION BY c.m, c.n, c.k, "
-    "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick FROM configs c JOIN results r ON "
-    "r.config_id = c.id WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) "
-    "AND " OPS_FWD ") WHERE pick = 1 ORDER BY id";
+    "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick " GEMMS_IN_SCOPE
+    " AND coalesce(u.gpu_name, '') = ?3) WHERE pick = 1 ORDER BY id";
 
 /* The latest probe run, one without test knobs (ranks sharing a GPU, planted delays: timings
  * that mean nothing) before any with them. */
@@ -104,17 +113,28 @@ static tp_rc prepare(tp_store *store, const char *sql, const char *what, sqlite3
 
 typedef tp_rc (*row_fn)(sqlite3_stmt *st, tp_project_data *data, void *ctx);
 
-/* Runs sql with ?1 = run (and ?2 = param2 where the statement has it), calling take on every
- * row. */
-static tp_rc each_row(tp_store *store, const char *sql, const char *what, int64_t run,
-                      int64_t param2, row_fn take, tp_project_data *data, void *ctx) {
+/* A statement's parameters: ?1 a run, ?2 a second integer, ?3 a text, where it has them. */
+typedef struct {
+  int64_t run, param2;
+  const char *text3;
+} query_params;
+
+static int bind_params(sqlite3_stmt *st, query_params q) {
+  const int n = sqlite3_bind_parameter_count(st);
+  return sqlite3_bind_int64(st, 1, q.run) == SQLITE_OK &&
+         (n < 2 || sqlite3_bind_int64(st, 2, q.param2) == SQLITE_OK) &&
+         (n < 3 ||
+          sqlite3_bind_text(st, 3, q.text3 ? q.text3 : "", -1, SQLITE_STATIC) == SQLITE_OK);
+}
+
+/* Runs sql with the parameters q, calling take on every row. */
+static tp_rc each_row(tp_store *store, const char *sql, const char *what, query_params q,
+                      row_fn take, tp_project_data *data, void *ctx) {
   sqlite3_stmt *st = NULL;
   TP_TRY(prepare(store, sql, what, &st));
   tp_rc rc = TP_OK;
   int step = SQLITE_DONE;
-  if (sqlite3_bind_int64(st, 1, run) != SQLITE_OK ||
-      (sqlite3_bind_parameter_count(st) >= 2 && sqlite3_bind_int64(st, 2, param2) != SQLITE_OK))
-    step = SQLITE_ERROR;
+  if (!bind_params(st, q)) step = SQLITE_ERROR;
   else
     while (rc == TP_OK && (step = sqlite3_step(st)) == SQLITE_ROW) rc = take(st, data, ctx);
   if (rc == TP_OK && step != SQLITE_DONE)
@@ -175,6 +195,28 @@ static tp_rc take_gemm(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   g->n_weights = sqlite3_column_int64(st, 5);
   g->dtype = (tp_dtype)dtype;
   g->median_us = sqlite3_column_double(st, 7);
+  return TP_OK;
+}
+
+/* A GPU of the scope's GEMM rows (gemm_gpus_sql): the one asked for (ctx, a name), else the
+ * first (the latest row's), is read; every other is counted and named. */
+static tp_rc take_gemm_gpu(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
+  const char *wanted = ctx;
+  char gpu[128];
+  copy_text(st, 0, gpu, sizeof gpu);
+  const int64_t rows = sqlite3_column_int64(st, 1);
+  if (!data->gemm_gpu_found && (wanted ? strcmp(gpu, wanted) == 0 : 1)) {
+    snprintf(data->gemm_gpu, sizeof data->gemm_gpu, "%s", gpu);
+    data->gemm_gpu_found = 1;
+    return TP_OK;
+  }
+  data->gemm_other_gpus++;
+  data->gemm_other_rows += rows;
+  size_t used = strlen(data->gemm_other_names);
+  if (used < sizeof data->gemm_other_names)
+    snprintf(data->gemm_other_names + used, sizeof data->gemm_other_names - used,
+             "%s%s (%lld rows)", used ? ", " : "", gpu[0] ? gpu : "a GPU of no name",
+             (long long)rows);
   return TP_OK;
 }
 
@@ -244,10 +286,11 @@ static tp_rc take_pace_point(sqlite3_stmt *st, tp_project_data *data, void *ctx)
 }
 
 static tp_rc load_pacing(tp_store *store, tp_project_data *data) {
-  TP_TRY(each_row(store, pace_runs_sql, "the GEMMs between gaps", 0, 0, take_pace_run, data, NULL));
+  TP_TRY(each_row(store, pace_runs_sql, "the GEMMs between gaps", (query_params){0}, take_pace_run,
+                  data, NULL));
   if (!data->pace_run) return TP_OK;
-  return each_row(store, pace_points_sql, "the GEMMs between gaps' points", data->pace_run, 0,
-                  take_pace_point, data, NULL);
+  return each_row(store, pace_points_sql, "the GEMMs between gaps' points",
+                  (query_params){.run = data->pace_run}, take_pace_point, data, NULL);
 }
 
 static tp_rc check_run(tp_store *store, int64_t run_id) {
@@ -268,7 +311,8 @@ static tp_rc check_run(tp_store *store, int64_t run_id) {
 }
 
 static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_project_data *data) {
-  TP_TRY(each_row(store, link_run_sql, "the latest link probe", 0, 0, take_link_run, data, NULL));
+  TP_TRY(each_row(store, link_run_sql, "the latest link probe", (query_params){0}, take_link_run,
+                  data, NULL));
   if (data->link_run == 0) {
     if (req->link_gbps > 0) return TP_OK;
     return TP_FAIL(TP_EUSAGE,
@@ -276,8 +320,8 @@ static tp_rc load_link(tp_store *store, const tp_project_request *req, tp_projec
                    "--link-gbps)",
                    tp_store_path(store));
   }
-  return each_row(store, points_sql, "the link probe's points", data->link_run, 0, take_point, data,
-                  NULL);
+  return each_row(store, points_sql, "the link probe's points",
+                  (query_params){.run = data->link_run}, take_point, data, NULL);
 }
 
 /* The request's own shapes (from model presets), in its order. */
@@ -289,23 +333,40 @@ static tp_rc copy_shapes(const tp_project_request *req, tp_project_data *data) {
   return TP_OK;
 }
 
+/* The GEMM rows of the request's scope on one GPU (--gemm-gpu, else the latest row's); the
+ * other GPUs' rows counted. */
+static tp_rc load_gemms(tp_store *store, const tp_project_request *req, tp_project_data *data) {
+  const query_params gemm_scope = {.run = req->run_id, .param2 = req->gemm_tp};
+  TP_TRY(each_row(store, gemm_gpus_sql, "the GEMM rows' GPUs", gemm_scope, take_gemm_gpu, data,
+                  (void *)req->gemm_gpu));
+  if (req->gemm_gpu && !data->gemm_gpu_found && data->gemm_other_gpus)
+    return TP_FAIL(
+        TP_EUSAGE,
+        "project: no GEMM rows on GPU '%s' in %s (--gemm-gpu takes the name `tpbench runs` "
+        "shows before the ×); the GEMM rows there are of: %s",
+        req->gemm_gpu, tp_store_path(store), data->gemm_other_names);
+  if (data->gemm_gpu_found) {
+    query_params on_gpu = gemm_scope;
+    on_gpu.text3 = data->gemm_gpu;
+    TP_TRY(each_row(store, gemms_sql, "the GEMM rows", on_gpu, take_gemm, data, NULL));
+  }
+  if (data->n_gemms > 0) return TP_OK;
+  char scope[96] = "";
+  size_t used = 0;
+  if (req->run_id)
+    used = (size_t)snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
+  if (req->gemm_tp && used < sizeof scope)
+    snprintf(scope + used, sizeof scope - used, " at TP %d", req->gemm_tp);
+  return TP_FAIL(TP_EUSAGE,
+                 "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
+                 "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",
+                 scope, tp_store_path(store));
+}
+
 tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project_data *data) {
   memset(data, 0, sizeof *data);
   if (req->run_id != 0) TP_TRY(check_run(store, req->run_id));
-  TP_TRY(each_row(store, gemms_sql, "the GEMM rows", req->run_id, req->gemm_tp, take_gemm, data,
-                  NULL));
-  if (data->n_gemms == 0) {
-    char scope[96] = "";
-    size_t used = 0;
-    if (req->run_id)
-      used = (size_t)snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
-    if (req->gemm_tp && used < sizeof scope)
-      snprintf(scope + used, sizeof scope - used, " at TP %d", req->gemm_tp);
-    return TP_FAIL(TP_EUSAGE,
-                   "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
-                   "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",
-                   scope, tp_store_path(store));
-  }
+  TP_TRY(load_gemms(store, req, data));
   if (req->shapes) TP_TRY(copy_shapes(req, data));
   else {
     if (req->shapes_run) TP_TRY(check_run(store, req->shapes_run));
@@ -315,8 +376,9 @@ tp_rc tp_project_load(tp_store *store, const tp_project_request *req, tp_project
                      "project: --shapes-run %lld and --run %lld: --run reads the shapes of run "
                      "%lld only (leave --run out for GEMM rows of every run)",
                      (long long)req->shapes_run, (long long)req->run_id, (long long)req->run_id);
-    TP_TRY(each_row(store, shapes_sql, "the op shapes", req->run_id, req->shapes_run, take_shape,
-                    data, NULL));
+    TP_TRY(each_row(store, shapes_sql, "the op shapes",
+                    (query_params){.run = req->run_id, .param2 = req->shapes_run}, take_shape, data,
+                    NULL));
     if (req->shapes_run && data->n_shapes == 0)
       return TP_FAIL(TP_EUSAGE,
                      "project: run %lld of %s measured no op shape (pass fwd, of ag_linear, "

@@ -130,6 +130,13 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   if (req->run_id) fprintf(out, "run %lld", (long long)req->run_id);
   else fputs("every run (the latest row per shard shape)", out);
   if (req->gemm_tp) fprintf(out, " measured at TP %d", req->gemm_tp);
+  fputs(" on ", out);
+  tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+  if (data->gemm_other_gpus) {
+    fputs(" (not read: the rows of other GPUs, ", out);
+    tp_md_text(out, data->gemm_other_names);
+    fputs("; `--gemm-gpu` picks the card)", out);
+  }
   const gemm_counts gemms = count_gemms(data);
   fprintf(out,
           ", %zu shard shapes; of the %zu GEMMs the predictions read, %zu are rows of their exact "
@@ -158,6 +165,13 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
     tp_md_text(out, data->pace_skipped);
   }
   fputs(".\n\n", out);
+  if (data->link_run && strcmp(data->link_gpu_name, data->gemm_gpu) != 0) {
+    fputs("**The GEMM rates and the link probe are of different GPUs** (GEMMs: ", out);
+    tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+    fputs("; link probe: ", out);
+    tp_md_text(out, data->link_gpu_name[0] ? data->link_gpu_name : "a GPU of no name");
+    fputs("): the prediction is of neither card.\n\n", out);
+  }
   if (data->link_knobs[0]) {
     fputs("**The link probe ran with test knobs in force** (", out);
     tp_md_text(out, data->link_knobs);
@@ -512,6 +526,10 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "tp", tps);
   tp_json_set(jb, o, "gemm_run", req->run_id ? json_integer(req->run_id) : json_null());
   tp_json_set(jb, o, "gemm_tp", req->gemm_tp ? json_integer(req->gemm_tp) : json_null());
+  tp_json_set(jb, o, "gemm_gpu", tp_json_str(data->gemm_gpu));
+  tp_json_set(jb, o, "gemm_rows_other_gpus", json_integer((json_int_t)data->gemm_other_rows));
+  tp_json_set(jb, o, "gemm_other_gpus",
+              tp_json_str(data->gemm_other_gpus ? data->gemm_other_names : NULL));
   tp_json_set(jb, o, "gemm_shard_shapes", json_integer((json_int_t)data->n_gemms));
   const gemm_counts gemms = count_gemms(data);
   tp_json_set(jb, o, "gemms_read", json_integer((json_int_t)gemms.read));

@@ -25,6 +25,7 @@ typedef struct project_args {
   long long run;
   long long shapes_run;
   int gemm_tp;
+  const char *gemm_gpu;
   tp_str_list models; /* count 0: not given */
   tp_int_list tokens; /* count 0: not given */
   const char *columns;
@@ -50,6 +51,10 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
        0, 0, NULL},
       {"gemm-tp", TP_OPT_INT, &a->gemm_tp, "N",
        "GEMM rates only from rows measured at TP N (1: single-GPU GEMMs; 0: any)", 0, 64, NULL},
+      {"gemm-gpu", TP_OPT_STRING, &a->gemm_gpu, "NAME",
+       "GEMM rates only from rows of this GPU, the name `tpbench runs` shows before the × "
+       "(default: the GPU of the latest GEMM row; other GPUs' rows are counted, never mixed in)",
+       0, 0, NULL},
       {"models", TP_OPT_STR_LIST, &a->models, "M,...",
        "predict these presets' qkv, wo, w13, w2 (default with --tokens: 8b,70b,405b) instead of "
        "the database's shapes",
@@ -72,7 +77,7 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
   const tp_command cmd = {
       .name = "project",
       .usage = "tpbench project [--db PATH] [--tp 2,4,8] [--link-gbps X] [--run N] "
-               "[--shapes-run N] [--gemm-tp N] [--models M,...] [--tokens T,...] "
+               "[--shapes-run N] [--gemm-tp N] [--gemm-gpu NAME] [--models M,...] [--tokens T,...] "
                "[--format md|csv|json] [--columns LIST|all] [--gemms]",
       .summary = "Predicts the stock and dist_gemm time of every op shape the database measured\n"
                  "(or of the presets' projections: --models, --tokens) at other TP degrees (an\n"
@@ -215,6 +220,7 @@ static tp_rc project(const project_args *a) {
   tp_project_request req = {.run_id = a->run,
                             .shapes_run = a->shapes_run,
                             .gemm_tp = a->gemm_tp,
+                            .gemm_gpu = a->gemm_gpu,
                             .tps = tps,
                             .n_tps = a->tp.count,
                             .link_gbps = gbps,

@@ -822,6 +822,73 @@ static void test_shapes_run(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* GEMM rates of one card only: a later run on another GPU holds a TP 1 GEMM of another shape.
+ * By default its GPU (the latest row's) is read alone, the first GPU's row counted and named;
+ * --gemm-gpu picks the first (the one row of 4096 × 6144 × 4096: stock 135 at TP 2, as in
+ * test_validation_on_synthetic_db); a GPU without rows is refused naming those with some. Mixed,
+ * both rows would be read (2 shard shapes) whichever GPU was asked for. */
+static void test_gemm_gpu(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
+  int64_t other = begin_on(s, "ops", "OTHER GPU");
+  tp_config_axes g = {.kind = "gemm",
+                      .model = "m",
+                      .op_or_layer = "ag_linear",
+                      .proj = "qkv",
+                      .backend = "cublaslt",
+                      .tp = 1,
+                      .tokens = 8192,
+                      .m = 8192,
+                      .n = 6144,
+                      .k = 4096,
+                      .dtype = "bf16",
+                      .n_weights = 1,
+                      .sp = 1,
+                      .pass = "fwd"};
+  put(s, other, &g, 30.0, TP_FUSED_NA);
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 1);
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 rows)");
+  json_decref(root);
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "measured at TP 1 on OTHER GPU (not read: the rows of other GPUs, "
+                               "GPU (1 rows); `--gemm-gpu` picks the card), 1 shard shapes;"));
+  assert_non_null(strstr(text, "**The GEMM rates and the link probe are of different GPUs** "
+                               "(GEMMs: OTHER GPU; link probe: GPU)"));
+  free(text);
+  req.gemm_gpu = "GPU";
+  root = project_json(d.db, &req);
+  in = json_object_get(root, "inputs");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+  assert_close(json_real_value(
+                   json_object_get(json_array_get(json_object_get(root, "rows"), 0), "stock_us")),
+               135.0);
+  json_decref(root);
+  text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_null(strstr(text, "of different GPUs"));
+  free(text);
+  rp_result r = tpbench("project", "--db", d.db, "--tp", "2", "--gemm-tp", "1", "--gemm-gpu",
+                        "NO SUCH GPU", NULL);
+  rp_expect(&r, 2, NULL, "no GEMM rows on GPU 'NO SUCH GPU' in ");
+  assert_non_null(strstr(r.err, "the GEMM rows there are of: OTHER GPU (1 rows), GPU (1 rows)"));
+  free(r.out);
+  free(r.err);
+  fx_rmdir(&d.dir);
+}
+
 /* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
  * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
  * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
@@ -1477,6 +1544,7 @@ int main(void) {
       cmocka_unit_test(test_pace_factor),
       cmocka_unit_test(test_gemm_list),
       cmocka_unit_test(test_shapes_run),
+      cmocka_unit_test(test_gemm_gpu),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
