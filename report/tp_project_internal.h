@@ -37,7 +37,8 @@ typedef struct {
   size_t n_gemms, gemms_cap;
   /* The GPU the GEMM rows are read from ("" a run that named none: still one card); the rows
    * of the request's scope on other GPUs are counted, not read. */
-  char gemm_gpu[128];
+  char gemm_gpu[128];   /* cut to fit: the rows are picked by gemm_gpu_key */
+  int64_t gemm_gpu_key; /* the GPU's latest GEMM row in the scope */
   int gemm_gpu_found;
   int gemm_other_gpus;
   int64_t gemm_other_rows;

@@ -889,6 +889,57 @@ static void test_gemm_gpu(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* make_synth's database and a later ops run on gpu holding the TP 1 GEMM of test_gemm_gpu (30 µs
+ * for 8192 × 6144 × 4096); its run id. */
+static int64_t put_other_gpu_gemm(const char *db, const char *gpu) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  int64_t run = begin_on(s, "ops", gpu);
+  tp_config_axes g = {.kind = "gemm",
+                      .model = "m",
+                      .op_or_layer = "ag_linear",
+                      .proj = "qkv",
+                      .backend = "cublaslt",
+                      .tp = 1,
+                      .tokens = 8192,
+                      .m = 8192,
+                      .n = 6144,
+                      .k = 4096,
+                      .dtype = "bf16",
+                      .n_weights = 1,
+                      .sp = 1,
+                      .pass = "fwd"};
+  put(s, run, &g, 30.0, TP_FUSED_NA);
+  tp_store_close(s);
+  return run;
+}
+
+/* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
+ * latest row's GPU is read by default and --gemm-gpu of the whole name finds it (both once
+ * compared the cut copy with the stored name, matched nothing and refused: "no GEMM rows"). */
+static void test_gemm_gpu_long_name(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  char gpu[201];
+  memset(gpu, 'x', sizeof gpu - 1);
+  memcpy(gpu, "NVIDIA LONG ", 12);
+  gpu[sizeof gpu - 1] = '\0';
+  put_other_gpu_gemm(d.db, gpu);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  for (int asked = 0; asked < 2; asked++) {
+    req.gemm_gpu = asked ? gpu : NULL;
+    json_t *root = project_json(d.db, &req);
+    json_t *in = json_object_get(root, "inputs");
+    assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+    assert_int_equal(strncmp(json_string_value(json_object_get(in, "gemm_gpu")), gpu, 127), 0);
+    assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 rows)");
+    json_decref(root);
+  }
+  fx_rmdir(&d.dir);
+}
+
 /* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
  * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
  * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
@@ -1545,6 +1596,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_list),
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
+      cmocka_unit_test(test_gemm_gpu_long_name),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
