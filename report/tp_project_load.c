@@ -28,10 +28,16 @@ static const char shapes_sql[] =
     "FROM configs c WHERE c.kind IN ('op', 'gemm') AND (?2 = 0 OR c.run_id = ?2) AND " OPS_FWD
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
 
-/* The GEMM-alone rows of the request's scope (?1 run, ?2 degree). */
+/* ", 'bf16'" for each dtype this binary knows (tp_dtype_vocab): a GEMM row of another is never
+ * read (take_gemm), so it neither picks the GPU nor counts. */
+#define KNOWN_DTYPE(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, ", '" name "'")
+
+/* The GEMM-alone rows of the request's scope (?1 run, ?2 degree). (NULL heads the dtype list:
+ * a dtype of none of the names compares NULL, which WHERE takes as false.) */
 #define GEMMS_IN_SCOPE                                                                             \
   "FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = c.run_id "       \
-  "WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) AND " OPS_FWD
+  "WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) AND c.dtype IN "            \
+  "(NULL" TP_DTYPE_LIST(KNOWN_DTYPE) ") AND " OPS_FWD
 
 /* The GPUs those rows ran on, the one of the latest row first: the name, the row count, the
  * latest row (the GPU's key for gemms_sql) and whether the name is ?3 (--gemm-gpu). Names are

@@ -940,6 +940,36 @@ static void test_gemm_gpu_long_name(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* A GEMM row of a dtype this binary does not know is never read, so it does not pick the GPU
+ * either: a later run whose only GEMM row is of such a dtype leaves the first GPU's rows read
+ * (it once picked that run's GPU, read nothing and refused: "no GEMM rows"), and is not counted
+ * among the other GPUs' rows. */
+static void test_gemm_gpu_unknown_dtype(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  put_other_gpu_gemm(d.db, "NEWER GPU");
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "UPDATE configs SET dtype = 'fp4-future' WHERE run_id = (SELECT "
+                                "id FROM runs WHERE gpu_name = 'NEWER GPU')",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 0);
+  assert_true(json_is_null(json_object_get(in, "gemm_other_gpus")));
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
 /* --gemms: every GEMM the predictions read, by role, with the rows of its own shape marked
  * exact. The synthetic shapes at TP 2 (one chunk a rank): T = 4096 reads G(4096) (a row),
  * G(2048) twice (shard and chunk: no row, estimated); T = 8192 reads G(8192) and G(4096) twice,
@@ -1597,6 +1627,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
       cmocka_unit_test(test_gemm_gpu_long_name),
+      cmocka_unit_test(test_gemm_gpu_unknown_dtype),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
