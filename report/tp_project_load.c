@@ -210,7 +210,8 @@ static tp_rc take_gemm(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
 }
 
 /* A GPU of the scope's GEMM rows (gemm_gpus_sql): the one asked for (ctx, a name: SQL compared
- * it), else the first (the latest row's), is read; every other is counted and named. */
+ * it), else the first (the latest row's), is read; every other is counted and named, whole
+ * entries only while they leave room for the tail gemm_others_done writes. */
 static tp_rc take_gemm_gpu(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   const int wanted = ctx ? sqlite3_column_int(st, 3) : 1;
   char gpu[128];
@@ -224,12 +225,28 @@ static tp_rc take_gemm_gpu(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   }
   data->gemm_other_gpus++;
   data->gemm_other_rows += rows;
-  size_t used = strlen(data->gemm_other_names);
-  if (used < sizeof data->gemm_other_names)
-    snprintf(data->gemm_other_names + used, sizeof data->gemm_other_names - used,
-             "%s%s (%lld rows)", used ? ", " : "", gpu[0] ? gpu : "a GPU of no name",
-             (long long)rows);
+  char entry[sizeof gpu + 48];
+  snprintf(entry, sizeof entry, "%s%s (%lld %s)", data->gemm_other_listed ? ", " : "",
+           gpu[0] ? gpu : "a GPU of no name", (long long)rows, rows == 1 ? "row" : "rows");
+  const size_t used = strlen(data->gemm_other_names), tail = 64;
+  if (data->gemm_other_listed == data->gemm_other_gpus - 1 &&
+      used + strlen(entry) + tail < sizeof data->gemm_other_names) {
+    memcpy(data->gemm_other_names + used, entry, strlen(entry) + 1);
+    data->gemm_other_listed++;
+    data->gemm_other_listed_rows += rows;
+  }
   return TP_OK;
+}
+
+/* The other GPUs that did not fit in the names, counted at their end. */
+static void gemm_others_done(tp_project_data *data) {
+  const int more = data->gemm_other_gpus - data->gemm_other_listed;
+  if (more == 0) return;
+  const int64_t rows = data->gemm_other_rows - data->gemm_other_listed_rows;
+  const size_t used = strlen(data->gemm_other_names);
+  snprintf(data->gemm_other_names + used, sizeof data->gemm_other_names - used,
+           "%s%d more GPU%s (%lld %s)", data->gemm_other_listed ? ", and " : "", more,
+           more == 1 ? "" : "s", (long long)rows, rows == 1 ? "row" : "rows");
 }
 
 static tp_rc take_link_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
@@ -353,6 +370,7 @@ static tp_rc load_gemms(tp_store *store, const tp_project_request *req, tp_proje
   gpus.text3 = req->gemm_gpu ? req->gemm_gpu : "";
   TP_TRY(each_row(store, gemm_gpus_sql, "the GEMM rows' GPUs", gpus, take_gemm_gpu, data,
                   (void *)req->gemm_gpu));
+  gemm_others_done(data);
   if (req->gemm_gpu && !data->gemm_gpu_found && data->gemm_other_gpus)
     return TP_FAIL(
         TP_EUSAGE,

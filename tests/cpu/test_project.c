@@ -857,13 +857,13 @@ static void test_gemm_gpu(void **state) {
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 1);
-  assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 rows)");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
   json_decref(root);
   tp_rc rc;
   char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "measured at TP 1 on OTHER GPU (not read: the rows of other GPUs, "
-                               "GPU (1 rows); `--gemm-gpu` picks the card), 1 shard shapes;"));
+                               "GPU (1 row); `--gemm-gpu` picks the card), 1 shard shapes;"));
   assert_non_null(strstr(text, "**The GEMM rates and the link probe are of different GPUs** "
                                "(GEMMs: OTHER GPU; link probe: GPU)"));
   free(text);
@@ -883,7 +883,7 @@ static void test_gemm_gpu(void **state) {
   rp_result r = tpbench("project", "--db", d.db, "--tp", "2", "--gemm-tp", "1", "--gemm-gpu",
                         "NO SUCH GPU", NULL);
   rp_expect(&r, 2, NULL, "no GEMM rows on GPU 'NO SUCH GPU' in ");
-  assert_non_null(strstr(r.err, "the GEMM rows there are of: OTHER GPU (1 rows), GPU (1 rows)"));
+  assert_non_null(strstr(r.err, "the GEMM rows there are of: OTHER GPU (1 row), GPU (1 row)"));
   free(r.out);
   free(r.err);
   fx_rmdir(&d.dir);
@@ -934,7 +934,7 @@ static void test_gemm_gpu_long_name(void **state) {
     json_t *in = json_object_get(root, "inputs");
     assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
     assert_int_equal(strncmp(json_string_value(json_object_get(in, "gemm_gpu")), gpu, 127), 0);
-    assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 rows)");
+    assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
     json_decref(root);
   }
   fx_rmdir(&d.dir);
@@ -966,6 +966,41 @@ static void test_gemm_gpu_unknown_dtype(void **state) {
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 0);
   assert_true(json_is_null(json_object_get(in, "gemm_other_gpus")));
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
+/* Many other GPUs: the names list keeps whole entries, latest first, and counts the rest
+ * (", and N more GPUs (M rows)") rather than ending inside a name (or inside a character: a
+ * cut "é" came out as U+FFFD) with no word of the GPUs left out. */
+static void test_gemm_gpu_many_others(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  enum { N_OTHERS = 12 };
+  for (int i = 0; i < N_OTHERS; i++) {
+    char gpu[64];
+    snprintf(gpu, sizeof gpu, "NVIDIA H100 80GB HBM3 ééééé #%02d", i);
+    put_other_gpu_gemm(d.db, gpu);
+  }
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1, .gemm_gpu = "GPU"};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), N_OTHERS);
+  const char *names = json_string_value(json_object_get(in, "gemm_other_gpus"));
+  assert_non_null(names);
+  assert_null(strstr(names, "\xef\xbf\xbd")); /* no U+FFFD */
+  /* every entry listed is whole, and the count of the rest closes the list */
+  int listed = 0;
+  for (const char *p = names; (p = strstr(p, " (1 row")) != NULL; p++) listed++;
+  assert_true(listed >= 2 && listed < N_OTHERS);
+  char tail[64];
+  const int more = N_OTHERS - listed;
+  snprintf(tail, sizeof tail, ", and %d more GPUs (%d rows)", more, more);
+  assert_non_null(strstr(names, tail));
+  assert_int_equal(strlen(strstr(names, tail)), strlen(tail));
+  assert_non_null(strstr(names, "NVIDIA H100 80GB HBM3 ééééé #11 (1 row), "));
   json_decref(root);
   fx_rmdir(&d.dir);
 }
@@ -1628,6 +1663,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_gpu),
       cmocka_unit_test(test_gemm_gpu_long_name),
       cmocka_unit_test(test_gemm_gpu_unknown_dtype),
+      cmocka_unit_test(test_gemm_gpu_many_others),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
