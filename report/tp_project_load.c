@@ -249,6 +249,15 @@ static void gemm_others_done(tp_project_data *data) {
            more == 1 ? "" : "s", (long long)rows, rows == 1 ? "row" : "rows");
 }
 
+/* " of run N at TP W": the scope of the request's GEMM rows, for a message. */
+static const char *gemm_scope(const tp_project_request *req, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (req->run_id) used = (size_t)snprintf(buf, cap, " of run %lld", (long long)req->run_id);
+  if (req->gemm_tp && used < cap) snprintf(buf + used, cap - used, " at TP %d", req->gemm_tp);
+  return buf;
+}
+
 static tp_rc take_link_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)ctx;
   data->link_run = sqlite3_column_int64(st, 0);
@@ -365,30 +374,25 @@ static tp_rc copy_shapes(const tp_project_request *req, tp_project_data *data) {
 /* The GEMM rows of the request's scope on one GPU (--gemm-gpu, else the latest row's); the
  * other GPUs' rows counted. */
 static tp_rc load_gemms(tp_store *store, const tp_project_request *req, tp_project_data *data) {
-  const query_params gemm_scope = {.run = req->run_id, .param2 = req->gemm_tp};
-  query_params gpus = gemm_scope;
+  const query_params gemm_scope_params = {.run = req->run_id, .param2 = req->gemm_tp};
+  query_params gpus = gemm_scope_params;
   gpus.text3 = req->gemm_gpu ? req->gemm_gpu : "";
   TP_TRY(each_row(store, gemm_gpus_sql, "the GEMM rows' GPUs", gpus, take_gemm_gpu, data,
                   (void *)req->gemm_gpu));
   gemm_others_done(data);
+  char scope[96];
+  gemm_scope(req, scope, sizeof scope);
   if (req->gemm_gpu && !data->gemm_gpu_found && data->gemm_other_gpus)
-    return TP_FAIL(
-        TP_EUSAGE,
-        "project: no GEMM rows on GPU '%s' in %s (--gemm-gpu takes the name `tpbench runs` "
-        "shows before the ×); the GEMM rows there are of: %s",
-        req->gemm_gpu, tp_store_path(store), data->gemm_other_names);
+    return TP_FAIL(TP_EUSAGE,
+                   "project: no GEMM rows%s on GPU '%s' in %s (--gemm-gpu takes the name "
+                   "`tpbench runs` shows before the ×); the GEMM rows%s there are of: %s",
+                   scope, req->gemm_gpu, tp_store_path(store), scope, data->gemm_other_names);
   if (data->gemm_gpu_found) {
-    query_params on_gpu = gemm_scope;
+    query_params on_gpu = gemm_scope_params;
     on_gpu.param3 = data->gemm_gpu_key;
     TP_TRY(each_row(store, gemms_sql, "the GEMM rows", on_gpu, take_gemm, data, NULL));
   }
   if (data->n_gemms > 0) return TP_OK;
-  char scope[96] = "";
-  size_t used = 0;
-  if (req->run_id)
-    used = (size_t)snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
-  if (req->gemm_tp && used < sizeof scope)
-    snprintf(scope + used, sizeof scope - used, " at TP %d", req->gemm_tp);
   return TP_FAIL(TP_EUSAGE,
                  "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
                  "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",

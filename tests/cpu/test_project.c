@@ -882,8 +882,16 @@ static void test_gemm_gpu(void **state) {
   free(text);
   rp_result r = tpbench("project", "--db", d.db, "--tp", "2", "--gemm-tp", "1", "--gemm-gpu",
                         "NO SUCH GPU", NULL);
-  rp_expect(&r, 2, NULL, "no GEMM rows on GPU 'NO SUCH GPU' in ");
-  assert_non_null(strstr(r.err, "the GEMM rows there are of: OTHER GPU (1 row), GPU (1 row)"));
+  rp_expect(&r, 2, NULL, "no GEMM rows at TP 1 on GPU 'NO SUCH GPU' in ");
+  assert_non_null(
+      strstr(r.err, "the GEMM rows at TP 1 there are of: OTHER GPU (1 row), GPU (1 row)"));
+  free(r.out);
+  free(r.err);
+  /* --run of the first GPU's run and --gemm-gpu of the other: refused in the run's scope (the
+   * database holds OTHER GPU's rows, the run none) */
+  r = tpbench("project", "--db", d.db, "--tp", "2", "--run", "1", "--gemm-gpu", "OTHER GPU", NULL);
+  rp_expect(&r, 2, NULL, "no GEMM rows of run 1 on GPU 'OTHER GPU' in ");
+  assert_non_null(strstr(r.err, "the GEMM rows of run 1 there are of: GPU (3 rows)"));
   free(r.out);
   free(r.err);
   fx_rmdir(&d.dir);
