@@ -37,11 +37,14 @@ typedef struct {
   size_t n_gemms, gemms_cap;
   /* The GPU the GEMM rows are read from ("" a run that named none: still one card); the rows
    * of the request's scope on other GPUs are counted, not read. */
-  char gemm_gpu[128];
+  char gemm_gpu[128];   /* cut to fit: the rows are picked by gemm_gpu_key */
+  int64_t gemm_gpu_key; /* the GPU's latest GEMM row in the scope */
   int gemm_gpu_found;
-  int gemm_other_gpus;
-  int64_t gemm_other_rows;
-  char gemm_other_names[320]; /* "NAME (N rows), ..." */
+  int gemm_other_gpus, gemm_other_listed;
+  int64_t gemm_other_rows, gemm_other_listed_rows;
+  /* "NAME (N rows), ...", whole entries only; those that did not fit: ", and N more GPUs (M
+   * rows)" */
+  char gemm_other_names[320];
   tp_project_link_point *points[TP_LINK_KINDS];
   size_t n_points[TP_LINK_KINDS], points_cap[TP_LINK_KINDS];
   int64_t link_run; /* 0: no probe */

@@ -28,22 +28,32 @@ static const char shapes_sql[] =
     "FROM configs c WHERE c.kind IN ('op', 'gemm') AND (?2 = 0 OR c.run_id = ?2) AND " OPS_FWD
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
 
-/* The GEMM-alone rows of the request's scope (?1 run, ?2 degree). */
+/* ", 'bf16'" for each dtype this binary knows (tp_dtype_vocab): a GEMM row of another is never
+ * read (take_gemm), so it neither picks the GPU nor counts. */
+#define KNOWN_DTYPE(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, ", '" name "'")
+
+/* The GEMM-alone rows of the request's scope (?1 run, ?2 degree). (NULL heads the dtype list:
+ * a dtype of none of the names compares NULL, which WHERE takes as false.) */
 #define GEMMS_IN_SCOPE                                                                             \
   "FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = c.run_id "       \
-  "WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) AND " OPS_FWD
+  "WHERE c.kind = 'gemm' AND r.median_us > 0 AND (?2 = 0 OR c.tp = ?2) AND c.dtype IN "            \
+  "(NULL" TP_DTYPE_LIST(KNOWN_DTYPE) ") AND " OPS_FWD
 
-/* The GPUs those rows ran on, the one of the latest row first, with their row counts. */
+/* The GPUs those rows ran on, the one of the latest row first: the name, the row count, the
+ * latest row (the GPU's key for gemms_sql) and whether the name is ?3 (--gemm-gpu). Names are
+ * compared here, whole: the copies C keeps are cut to their buffers. */
 static const char gemm_gpus_sql[] =
-    "SELECT coalesce(u.gpu_name, ''), count(*), max(c.id) " GEMMS_IN_SCOPE
-    " GROUP BY 1 ORDER BY 3 DESC";
+    "SELECT coalesce(u.gpu_name, ''), count(*), max(c.id), coalesce(u.gpu_name, '') = "
+    "?3 " GEMMS_IN_SCOPE " GROUP BY 1 ORDER BY 3 DESC";
 
-/* The latest GEMM alone per shard shape on one GPU (?3): rates of two cards never mix. */
+/* The latest GEMM alone per shard shape on one GPU, the one config ?3 ran on: rates of two
+ * cards never mix. */
 static const char gemms_sql[] =
     "SELECT id, run_id, m, n, k, n_weights, dtype, median_us FROM (SELECT c.id, c.run_id, c.m, "
     "c.n, c.k, c.n_weights, c.dtype, r.median_us, row_number() OVER (PARTITION BY c.m, c.n, c.k, "
     "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick " GEMMS_IN_SCOPE
-    " AND coalesce(u.gpu_name, '') = ?3) WHERE pick = 1 ORDER BY id";
+    " AND coalesce(u.gpu_name, '') = (SELECT coalesce(g.gpu_name, '') FROM configs gc LEFT JOIN "
+    "runs g ON g.id = gc.run_id WHERE gc.id = ?3)) WHERE pick = 1 ORDER BY id";
 
 /* The latest probe run, one without test knobs (ranks sharing a GPU, planted delays: timings
  * that mean nothing) before any with them. */
@@ -113,9 +123,10 @@ static tp_rc prepare(tp_store *store, const char *sql, const char *what, sqlite3
 
 typedef tp_rc (*row_fn)(sqlite3_stmt *st, tp_project_data *data, void *ctx);
 
-/* A statement's parameters: ?1 a run, ?2 a second integer, ?3 a text, where it has them. */
+/* A statement's parameters: ?1 a run, ?2 a second integer, ?3 a text (text3) or else an integer
+ * (param3), where it has them. */
 typedef struct {
-  int64_t run, param2;
+  int64_t run, param2, param3;
   const char *text3;
 } query_params;
 
@@ -123,8 +134,8 @@ static int bind_params(sqlite3_stmt *st, query_params q) {
   const int n = sqlite3_bind_parameter_count(st);
   return sqlite3_bind_int64(st, 1, q.run) == SQLITE_OK &&
          (n < 2 || sqlite3_bind_int64(st, 2, q.param2) == SQLITE_OK) &&
-         (n < 3 ||
-          sqlite3_bind_text(st, 3, q.text3 ? q.text3 : "", -1, SQLITE_STATIC) == SQLITE_OK);
+         (n < 3 || (q.text3 ? sqlite3_bind_text(st, 3, q.text3, -1, SQLITE_STATIC)
+                            : sqlite3_bind_int64(st, 3, q.param3)) == SQLITE_OK);
 }
 
 /* Runs sql with the parameters q, calling take on every row. */
@@ -198,26 +209,53 @@ static tp_rc take_gemm(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   return TP_OK;
 }
 
-/* A GPU of the scope's GEMM rows (gemm_gpus_sql): the one asked for (ctx, a name), else the
- * first (the latest row's), is read; every other is counted and named. */
+/* A GPU of the scope's GEMM rows (gemm_gpus_sql): the one asked for (ctx, a name: SQL compared
+ * it), else the first (the latest row's), is read; every other is counted and named, whole
+ * entries only while they leave room for the tail gemm_others_done writes. */
 static tp_rc take_gemm_gpu(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
-  const char *wanted = ctx;
+  const int wanted = ctx ? sqlite3_column_int(st, 3) : 1;
   char gpu[128];
   copy_text(st, 0, gpu, sizeof gpu);
   const int64_t rows = sqlite3_column_int64(st, 1);
-  if (!data->gemm_gpu_found && (wanted ? strcmp(gpu, wanted) == 0 : 1)) {
+  if (!data->gemm_gpu_found && wanted) {
     snprintf(data->gemm_gpu, sizeof data->gemm_gpu, "%s", gpu);
+    data->gemm_gpu_key = sqlite3_column_int64(st, 2);
     data->gemm_gpu_found = 1;
     return TP_OK;
   }
   data->gemm_other_gpus++;
   data->gemm_other_rows += rows;
-  size_t used = strlen(data->gemm_other_names);
-  if (used < sizeof data->gemm_other_names)
-    snprintf(data->gemm_other_names + used, sizeof data->gemm_other_names - used,
-             "%s%s (%lld rows)", used ? ", " : "", gpu[0] ? gpu : "a GPU of no name",
-             (long long)rows);
+  char entry[sizeof gpu + 48];
+  snprintf(entry, sizeof entry, "%s%s (%lld %s)", data->gemm_other_listed ? ", " : "",
+           gpu[0] ? gpu : "a GPU of no name", (long long)rows, rows == 1 ? "row" : "rows");
+  const size_t used = strlen(data->gemm_other_names), tail = 64;
+  if (data->gemm_other_listed == data->gemm_other_gpus - 1 &&
+      used + strlen(entry) + tail < sizeof data->gemm_other_names) {
+    memcpy(data->gemm_other_names + used, entry, strlen(entry) + 1);
+    data->gemm_other_listed++;
+    data->gemm_other_listed_rows += rows;
+  }
   return TP_OK;
+}
+
+/* The other GPUs that did not fit in the names, counted at their end. */
+static void gemm_others_done(tp_project_data *data) {
+  const int more = data->gemm_other_gpus - data->gemm_other_listed;
+  if (more == 0) return;
+  const int64_t rows = data->gemm_other_rows - data->gemm_other_listed_rows;
+  const size_t used = strlen(data->gemm_other_names);
+  snprintf(data->gemm_other_names + used, sizeof data->gemm_other_names - used,
+           "%s%d more GPU%s (%lld %s)", data->gemm_other_listed ? ", and " : "", more,
+           more == 1 ? "" : "s", (long long)rows, rows == 1 ? "row" : "rows");
+}
+
+/* " of run N at TP W": the scope of the request's GEMM rows, for a message. */
+static const char *gemm_scope(const tp_project_request *req, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (req->run_id) used = (size_t)snprintf(buf, cap, " of run %lld", (long long)req->run_id);
+  if (req->gemm_tp && used < cap) snprintf(buf + used, cap - used, " at TP %d", req->gemm_tp);
+  return buf;
 }
 
 static tp_rc take_link_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
@@ -336,27 +374,25 @@ static tp_rc copy_shapes(const tp_project_request *req, tp_project_data *data) {
 /* The GEMM rows of the request's scope on one GPU (--gemm-gpu, else the latest row's); the
  * other GPUs' rows counted. */
 static tp_rc load_gemms(tp_store *store, const tp_project_request *req, tp_project_data *data) {
-  const query_params gemm_scope = {.run = req->run_id, .param2 = req->gemm_tp};
-  TP_TRY(each_row(store, gemm_gpus_sql, "the GEMM rows' GPUs", gemm_scope, take_gemm_gpu, data,
+  const query_params gemm_scope_params = {.run = req->run_id, .param2 = req->gemm_tp};
+  query_params gpus = gemm_scope_params;
+  gpus.text3 = req->gemm_gpu ? req->gemm_gpu : "";
+  TP_TRY(each_row(store, gemm_gpus_sql, "the GEMM rows' GPUs", gpus, take_gemm_gpu, data,
                   (void *)req->gemm_gpu));
+  gemm_others_done(data);
+  char scope[96];
+  gemm_scope(req, scope, sizeof scope);
   if (req->gemm_gpu && !data->gemm_gpu_found && data->gemm_other_gpus)
-    return TP_FAIL(
-        TP_EUSAGE,
-        "project: no GEMM rows on GPU '%s' in %s (--gemm-gpu takes the name `tpbench runs` "
-        "shows before the ×); the GEMM rows there are of: %s",
-        req->gemm_gpu, tp_store_path(store), data->gemm_other_names);
+    return TP_FAIL(TP_EUSAGE,
+                   "project: no GEMM rows%s on GPU '%s' in %s (--gemm-gpu takes the name "
+                   "`tpbench runs` shows before the ×); the GEMM rows%s there are of: %s",
+                   scope, req->gemm_gpu, tp_store_path(store), scope, data->gemm_other_names);
   if (data->gemm_gpu_found) {
-    query_params on_gpu = gemm_scope;
-    on_gpu.text3 = data->gemm_gpu;
+    query_params on_gpu = gemm_scope_params;
+    on_gpu.param3 = data->gemm_gpu_key;
     TP_TRY(each_row(store, gemms_sql, "the GEMM rows", on_gpu, take_gemm, data, NULL));
   }
   if (data->n_gemms > 0) return TP_OK;
-  char scope[96] = "";
-  size_t used = 0;
-  if (req->run_id)
-    used = (size_t)snprintf(scope, sizeof scope, " of run %lld", (long long)req->run_id);
-  if (req->gemm_tp && used < sizeof scope)
-    snprintf(scope + used, sizeof scope - used, " at TP %d", req->gemm_tp);
   return TP_FAIL(TP_EUSAGE,
                  "project: no GEMM rows%s in %s (kind gemm, pass fwd, of ag_linear, "
                  "ag_linear_multi or linear_rs: 'tpbench ops' measures them as the GEMM alone)",

@@ -857,13 +857,13 @@ static void test_gemm_gpu(void **state) {
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 1);
-  assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 rows)");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
   json_decref(root);
   tp_rc rc;
   char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "measured at TP 1 on OTHER GPU (not read: the rows of other GPUs, "
-                               "GPU (1 rows); `--gemm-gpu` picks the card), 1 shard shapes;"));
+                               "GPU (1 row); `--gemm-gpu` picks the card), 1 shard shapes;"));
   assert_non_null(strstr(text, "**The GEMM rates and the link probe are of different GPUs** "
                                "(GEMMs: OTHER GPU; link probe: GPU)"));
   free(text);
@@ -882,10 +882,134 @@ static void test_gemm_gpu(void **state) {
   free(text);
   rp_result r = tpbench("project", "--db", d.db, "--tp", "2", "--gemm-tp", "1", "--gemm-gpu",
                         "NO SUCH GPU", NULL);
-  rp_expect(&r, 2, NULL, "no GEMM rows on GPU 'NO SUCH GPU' in ");
-  assert_non_null(strstr(r.err, "the GEMM rows there are of: OTHER GPU (1 rows), GPU (1 rows)"));
+  rp_expect(&r, 2, NULL, "no GEMM rows at TP 1 on GPU 'NO SUCH GPU' in ");
+  assert_non_null(
+      strstr(r.err, "the GEMM rows at TP 1 there are of: OTHER GPU (1 row), GPU (1 row)"));
   free(r.out);
   free(r.err);
+  /* --run of the first GPU's run and --gemm-gpu of the other: refused in the run's scope (the
+   * database holds OTHER GPU's rows, the run none) */
+  r = tpbench("project", "--db", d.db, "--tp", "2", "--run", "1", "--gemm-gpu", "OTHER GPU", NULL);
+  rp_expect(&r, 2, NULL, "no GEMM rows of run 1 on GPU 'OTHER GPU' in ");
+  assert_non_null(strstr(r.err, "the GEMM rows of run 1 there are of: GPU (3 rows)"));
+  free(r.out);
+  free(r.err);
+  fx_rmdir(&d.dir);
+}
+
+/* make_synth's database and a later ops run on gpu holding the TP 1 GEMM of test_gemm_gpu (30 µs
+ * for 8192 × 6144 × 4096); its run id. */
+static int64_t put_other_gpu_gemm(const char *db, const char *gpu) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  int64_t run = begin_on(s, "ops", gpu);
+  tp_config_axes g = {.kind = "gemm",
+                      .model = "m",
+                      .op_or_layer = "ag_linear",
+                      .proj = "qkv",
+                      .backend = "cublaslt",
+                      .tp = 1,
+                      .tokens = 8192,
+                      .m = 8192,
+                      .n = 6144,
+                      .k = 4096,
+                      .dtype = "bf16",
+                      .n_weights = 1,
+                      .sp = 1,
+                      .pass = "fwd"};
+  put(s, run, &g, 30.0, TP_FUSED_NA);
+  tp_store_close(s);
+  return run;
+}
+
+/* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
+ * latest row's GPU is read by default and --gemm-gpu of the whole name finds it (both once
+ * compared the cut copy with the stored name, matched nothing and refused: "no GEMM rows"). */
+static void test_gemm_gpu_long_name(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  char gpu[201];
+  memset(gpu, 'x', sizeof gpu - 1);
+  memcpy(gpu, "NVIDIA LONG ", 12);
+  gpu[sizeof gpu - 1] = '\0';
+  put_other_gpu_gemm(d.db, gpu);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  for (int asked = 0; asked < 2; asked++) {
+    req.gemm_gpu = asked ? gpu : NULL;
+    json_t *root = project_json(d.db, &req);
+    json_t *in = json_object_get(root, "inputs");
+    assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+    assert_int_equal(strncmp(json_string_value(json_object_get(in, "gemm_gpu")), gpu, 127), 0);
+    assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
+    json_decref(root);
+  }
+  fx_rmdir(&d.dir);
+}
+
+/* A GEMM row of a dtype this binary does not know is never read, so it does not pick the GPU
+ * either: a later run whose only GEMM row is of such a dtype leaves the first GPU's rows read
+ * (it once picked that run's GPU, read nothing and refused: "no GEMM rows"), and is not counted
+ * among the other GPUs' rows. */
+static void test_gemm_gpu_unknown_dtype(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  put_other_gpu_gemm(d.db, "NEWER GPU");
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "UPDATE configs SET dtype = 'fp4-future' WHERE run_id = (SELECT "
+                                "id FROM runs WHERE gpu_name = 'NEWER GPU')",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 0);
+  assert_true(json_is_null(json_object_get(in, "gemm_other_gpus")));
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
+/* Many other GPUs: the names list keeps whole entries, latest first, and counts the rest
+ * (", and N more GPUs (M rows)") rather than ending inside a name (or inside a character: a
+ * cut "é" came out as U+FFFD) with no word of the GPUs left out. */
+static void test_gemm_gpu_many_others(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  enum { N_OTHERS = 12 };
+  for (int i = 0; i < N_OTHERS; i++) {
+    char gpu[64];
+    snprintf(gpu, sizeof gpu, "NVIDIA H100 80GB HBM3 ééééé #%02d", i);
+    put_other_gpu_gemm(d.db, gpu);
+  }
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1, .gemm_gpu = "GPU"};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), N_OTHERS);
+  const char *names = json_string_value(json_object_get(in, "gemm_other_gpus"));
+  assert_non_null(names);
+  assert_null(strstr(names, "\xef\xbf\xbd")); /* no U+FFFD */
+  /* every entry listed is whole, and the count of the rest closes the list */
+  int listed = 0;
+  for (const char *p = names; (p = strstr(p, " (1 row")) != NULL; p++) listed++;
+  assert_true(listed >= 2 && listed < N_OTHERS);
+  char tail[64];
+  const int more = N_OTHERS - listed;
+  snprintf(tail, sizeof tail, ", and %d more GPUs (%d rows)", more, more);
+  assert_non_null(strstr(names, tail));
+  assert_int_equal(strlen(strstr(names, tail)), strlen(tail));
+  assert_non_null(strstr(names, "NVIDIA H100 80GB HBM3 ééééé #11 (1 row), "));
+  json_decref(root);
   fx_rmdir(&d.dir);
 }
 
@@ -1545,6 +1669,9 @@ int main(void) {
       cmocka_unit_test(test_gemm_list),
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
+      cmocka_unit_test(test_gemm_gpu_long_name),
+      cmocka_unit_test(test_gemm_gpu_unknown_dtype),
+      cmocka_unit_test(test_gemm_gpu_many_others),
       cmocka_unit_test(test_gemm_list_untimed),
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
