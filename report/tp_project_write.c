@@ -538,6 +538,11 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "link_run", data->link_run ? json_integer(data->link_run) : json_null());
   tp_json_set(jb, o, "link_host", tp_json_str(data->link_run ? data->link_host : NULL));
   tp_json_set(jb, o, "link_gpu", tp_json_str(data->link_run ? data->link_gpu : NULL));
+  tp_json_set(jb, o, "link_gpu_name", tp_json_str(data->link_run ? data->link_gpu_name : NULL));
+  /* the bold line's test, for a reader of the JSON: GEMMs and link costs of one card */
+  tp_json_set(jb, o, "gemm_gpu_is_link_gpu",
+              data->link_run ? json_boolean(strcmp(data->link_gpu_name, data->gemm_gpu) == 0)
+                             : json_null());
   tp_json_set(jb, o, "link_test_knobs",
               tp_json_str(data->link_run && data->link_knobs[0] ? data->link_knobs : NULL));
   tp_json_set(jb, o, "shapes_from", tp_json_str(req->shapes ? "presets" : "database"));

@@ -855,6 +855,8 @@ static void test_gemm_gpu(void **state) {
   json_t *root = project_json(d.db, &req);
   json_t *in = json_object_get(root, "inputs");
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
+  assert_string_equal(json_string_value(json_object_get(in, "link_gpu_name")), "GPU");
+  assert_true(json_is_false(json_object_get(in, "gemm_gpu_is_link_gpu")));
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 1);
   assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
@@ -871,6 +873,7 @@ static void test_gemm_gpu(void **state) {
   root = project_json(d.db, &req);
   in = json_object_get(root, "inputs");
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
+  assert_true(json_is_true(json_object_get(in, "gemm_gpu_is_link_gpu")));
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_close(json_real_value(
                    json_object_get(json_array_get(json_object_get(root, "rows"), 0), "stock_us")),
@@ -971,6 +974,7 @@ static void test_gemm_gpu_unknown_dtype(void **state) {
   json_t *root = project_json(d.db, &req);
   json_t *in = json_object_get(root, "inputs");
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
+  assert_true(json_is_true(json_object_get(in, "gemm_gpu_is_link_gpu")));
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 0);
   assert_true(json_is_null(json_object_get(in, "gemm_other_gpus")));
