@@ -21,6 +21,7 @@ typedef struct {
   double stock_measured_us, dist_measured_us;
   double stock_err_pct, dist_err_pct; /* (predicted − measured) / measured; NaN: no pair */
   int dist_stock_path;                /* the measured dist_gemm took the stock path */
+  int other_gpu_rows; /* measured rows of this shape and degree on another GPU: not compared */
 } tp_projected;
 
 /* One degree's validation: the error summary of each backend over its shapes. */
@@ -58,7 +59,9 @@ typedef struct {
   size_t n_pace, pace_cap;
   int64_t pace_run;
   char pace_gpu[128], pace_knobs[256], pace_skipped[200];
-  tp_projected *rows; /* shape-major, then the request's degrees */
+  int64_t measured_other_gpu; /* measured rows at a projected degree on another GPU than the
+                                 GEMM rows': a prediction is judged on its own card only */
+  tp_projected *rows;         /* shape-major, then the request's degrees */
   size_t n_rows;
   tp_project_check *checks; /* the degrees with a measured row, in the request's order */
   size_t n_checks;

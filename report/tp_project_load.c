@@ -96,14 +96,17 @@ static const char pace_points_sql[] =
     "AND c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.m > 0 AND c.n > 0 AND "
     "c.k > 0 AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
 
-/* The measured rows a prediction is held to: plain stock (the projection
+/* The measured rows a prediction is held to (column 5: ran on the GEMM rows' GPU, the
+ * config ?12's; a row of another card is counted, never compared): plain stock (the projection
  * models plain NCCL from the link probe's collectives, not the nccl-window
  * variant) and dist_gemm auto or ce over the IPC heap (the probe's pushes),
  * with the stored dtype's bytes on the links (comm_dtype none or bf16, not an
  * fp8 dtype's quantized gather: schemas/007_transport.sql). */
 static const char measured_sql[] =
-    "SELECT c.id, c.backend, r.median_us, r.fused FROM configs c JOIN results r ON r.config_id = "
-    "c.id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
+    "SELECT c.id, c.backend, r.median_us, r.fused, coalesce(u.gpu_name, '') = (SELECT "
+    "coalesce(g.gpu_name, '') FROM configs gc LEFT JOIN runs g ON g.id = gc.run_id WHERE gc.id "
+    "= ?12) FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = "
+    "c.run_id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
     " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND c.dtype = "
     "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND c.n_weights = "
     "?11 AND ((c.backend = 'stock' AND coalesce(c.schedule, '') <> 'nccl-window') OR (c.backend = "
@@ -448,6 +451,10 @@ static double err_pct(double predicted, double measured) {
 static tp_rc take_measured(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)data;
   tp_projected *p = ctx;
+  if (!sqlite3_column_int(st, 4)) {
+    p->other_gpu_rows++;
+    return TP_OK;
+  }
   const unsigned char *backend = sqlite3_column_text(st, 1);
   int stock = backend && !strcmp((const char *)backend, "stock");
   if (stock ? p->stock_id : p->dist_id) return TP_OK; /* the first is the one (ORDER BY) */
@@ -464,7 +471,8 @@ static tp_rc take_measured(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   return TP_OK;
 }
 
-static tp_rc bind_shape(sqlite3_stmt *st, const tp_project_row *r, int64_t run_id) {
+static tp_rc bind_shape(sqlite3_stmt *st, const tp_project_row *r, int64_t run_id,
+                        int64_t gemm_gpu_key) {
   const tp_project_shape *s = &r->shape;
   int ok = sqlite3_bind_int64(st, 1, run_id) == SQLITE_OK &&
            sqlite3_bind_text(st, 2, s->model, -1, SQLITE_STATIC) == SQLITE_OK &&
@@ -476,17 +484,19 @@ static tp_rc bind_shape(sqlite3_stmt *st, const tp_project_row *r, int64_t run_i
            sqlite3_bind_int64(st, 8, r->m) == SQLITE_OK &&
            sqlite3_bind_int64(st, 9, r->n) == SQLITE_OK &&
            sqlite3_bind_int64(st, 10, r->k) == SQLITE_OK &&
-           sqlite3_bind_int64(st, 11, s->n_weights) == SQLITE_OK;
+           sqlite3_bind_int64(st, 11, s->n_weights) == SQLITE_OK &&
+           sqlite3_bind_int64(st, 12, gemm_gpu_key) == SQLITE_OK;
   return ok ? TP_OK : TP_FAIL(TP_ESQLITE, "project: binding a shape to the measured-row query");
 }
 
 /* Fills p's measured side from the database (nothing when the degree was not measured). */
-static tp_rc read_measured(tp_store *store, sqlite3_stmt *st, int64_t run_id, tp_projected *p) {
+static tp_rc read_measured(tp_store *store, sqlite3_stmt *st, int64_t run_id, int64_t gemm_gpu_key,
+                           tp_projected *p) {
   if (p->row.m == 0) return TP_OK; /* not projected: no shard to match */
   if (sqlite3_reset(st) != SQLITE_OK || sqlite3_clear_bindings(st) != SQLITE_OK)
     return TP_FAIL(TP_ESQLITE, "%s: resetting the measured-row query: %s", tp_store_path(store),
                    sqlite3_errmsg(tp_store_db(store)));
-  TP_TRY(bind_shape(st, &p->row, run_id));
+  TP_TRY(bind_shape(st, &p->row, run_id, gemm_gpu_key));
   int step;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) TP_TRY(take_measured(st, NULL, p));
   if (step != SQLITE_DONE)
@@ -559,7 +569,8 @@ tp_rc tp_project_compute(tp_store *store, const tp_project_request *req, tp_proj
       tp_project_predict(&in, &data->shapes[s], req->tps[t], &p->row);
       p->stock_err_pct = p->dist_err_pct = NAN;
       p->stock_measured_us = p->dist_measured_us = NAN;
-      rc = read_measured(store, st, req->run_id, p);
+      rc = read_measured(store, st, req->run_id, data->gemm_gpu_key, p);
+      data->measured_other_gpu += p->other_gpu_rows;
     }
   sqlite3_finalize(st);
   if (rc == TP_OK) rc = check_degrees(req, data);

@@ -327,8 +327,14 @@ static void write_markdown(FILE *out, const tp_project_request *req, const tp_pr
   for (size_t i = 0; i < data->n_checks; i++) md_check(out, data, &data->checks[i]);
   if (data->n_checks == 0)
     fputs("No validation: the database holds no stock or dist_gemm row (pass fwd) at a projected "
-          "degree.\n",
+          "degree on the GEMM rows' GPU.\n",
           out);
+  if (data->measured_other_gpu) {
+    fprintf(out, "\nNot compared: %lld measured row%s at a projected degree on another GPU than ",
+            (long long)data->measured_other_gpu, data->measured_other_gpu == 1 ? "" : "s");
+    tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+    fputs(" (the GEMM rows'): a prediction is judged on its own card only.\n", out);
+  }
 }
 
 /* ---- CSV: one line per prediction, its measurement beside it; then the error summary -- */
@@ -531,6 +537,8 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "gemm_other_gpus",
               tp_json_str(data->gemm_other_gpus ? data->gemm_other_names : NULL));
   tp_json_set(jb, o, "gemm_shard_shapes", json_integer((json_int_t)data->n_gemms));
+  tp_json_set(jb, o, "measured_rows_other_gpus",
+              json_integer((json_int_t)data->measured_other_gpu));
   const gemm_counts gemms = count_gemms(data);
   tp_json_set(jb, o, "gemms_read", json_integer((json_int_t)gemms.read));
   tp_json_set(jb, o, "gemms_exact", json_integer((json_int_t)gemms.exact));

@@ -857,6 +857,10 @@ static void test_gemm_gpu(void **state) {
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
   assert_string_equal(json_string_value(json_object_get(in, "link_gpu_name")), "GPU");
   assert_true(json_is_false(json_object_get(in, "gemm_gpu_is_link_gpu")));
+  /* the TP 2 rows were measured on GPU: not compared with OTHER GPU's prediction (stock and
+   * dist_gemm of the two shapes) */
+  assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 4);
+  assert_int_equal(json_array_size(json_object_get(root, "validation")), 0);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 1);
   assert_string_equal(json_string_value(json_object_get(in, "gemm_other_gpus")), "GPU (1 row)");
@@ -868,12 +872,17 @@ static void test_gemm_gpu(void **state) {
                                "GPU (1 row); `--gemm-gpu` picks the card), 1 shard shapes;"));
   assert_non_null(strstr(text, "**The GEMM rates and the link probe are of different GPUs** "
                                "(GEMMs: OTHER GPU; link probe: GPU)"));
+  assert_non_null(strstr(text, "Not compared: 4 measured rows at a projected degree on another "
+                               "GPU than OTHER GPU (the GEMM rows'): a prediction is judged on "
+                               "its own card only."));
   free(text);
   req.gemm_gpu = "GPU";
   root = project_json(d.db, &req);
   in = json_object_get(root, "inputs");
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
   assert_true(json_is_true(json_object_get(in, "gemm_gpu_is_link_gpu")));
+  assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 0);
+  assert_int_equal(json_array_size(json_object_get(root, "validation")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_close(json_real_value(
                    json_object_get(json_array_get(json_object_get(root, "rows"), 0), "stock_us")),
@@ -975,6 +984,8 @@ static void test_gemm_gpu_unknown_dtype(void **state) {
   json_t *in = json_object_get(root, "inputs");
   assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "GPU");
   assert_true(json_is_true(json_object_get(in, "gemm_gpu_is_link_gpu")));
+  assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 0);
+  assert_int_equal(json_array_size(json_object_get(root, "validation")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_rows_other_gpus")), 0);
   assert_true(json_is_null(json_object_get(in, "gemm_other_gpus")));
