@@ -822,18 +822,12 @@ static void test_shapes_run(void **state) {
   fx_rmdir(&d.dir);
 }
 
-/* GEMM rates of one card only: a later run on another GPU holds a TP 1 GEMM of another shape.
- * By default its GPU (the latest row's) is read alone, the first GPU's row counted and named;
- * --gemm-gpu picks the first (the one row of 4096 × 6144 × 4096: stock 135 at TP 2, as in
- * test_validation_on_synthetic_db); a GPU without rows is refused naming those with some. Mixed,
- * both rows would be read (2 shard shapes) whichever GPU was asked for. */
-static void test_gemm_gpu(void **state) {
-  (void)state;
-  synth_db d;
-  make_synth(&d, 1);
+/* make_synth's database and a later ops run on gpu holding a TP 1 GEMM of another shape (30 µs
+ * for 8192 × 6144 × 4096); its run id. */
+static int64_t put_other_gpu_gemm(const char *db, const char *gpu) {
   tp_store *s = NULL;
-  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
-  int64_t other = begin_on(s, "ops", "OTHER GPU");
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  int64_t run = begin_on(s, "ops", gpu);
   tp_config_axes g = {.kind = "gemm",
                       .model = "m",
                       .op_or_layer = "ag_linear",
@@ -848,8 +842,21 @@ static void test_gemm_gpu(void **state) {
                       .n_weights = 1,
                       .sp = 1,
                       .pass = "fwd"};
-  put(s, other, &g, 30.0, TP_FUSED_NA);
+  put(s, run, &g, 30.0, TP_FUSED_NA);
   tp_store_close(s);
+  return run;
+}
+
+/* GEMM rates of one card only: a later run on another GPU holds a TP 1 GEMM of another shape.
+ * By default its GPU (the latest row's) is read alone, the first GPU's row counted and named;
+ * --gemm-gpu picks the first (the one row of 4096 × 6144 × 4096: stock 135 at TP 2, as in
+ * test_validation_on_synthetic_db); a GPU without rows is refused naming those with some. Mixed,
+ * both rows would be read (2 shard shapes) whichever GPU was asked for. */
+static void test_gemm_gpu(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  put_other_gpu_gemm(d.db, "OTHER GPU");
   const int tps[] = {2};
   tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
   json_t *root = project_json(d.db, &req);
@@ -907,31 +914,6 @@ static void test_gemm_gpu(void **state) {
   free(r.out);
   free(r.err);
   fx_rmdir(&d.dir);
-}
-
-/* make_synth's database and a later ops run on gpu holding the TP 1 GEMM of test_gemm_gpu (30 µs
- * for 8192 × 6144 × 4096); its run id. */
-static int64_t put_other_gpu_gemm(const char *db, const char *gpu) {
-  tp_store *s = NULL;
-  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
-  int64_t run = begin_on(s, "ops", gpu);
-  tp_config_axes g = {.kind = "gemm",
-                      .model = "m",
-                      .op_or_layer = "ag_linear",
-                      .proj = "qkv",
-                      .backend = "cublaslt",
-                      .tp = 1,
-                      .tokens = 8192,
-                      .m = 8192,
-                      .n = 6144,
-                      .k = 4096,
-                      .dtype = "bf16",
-                      .n_weights = 1,
-                      .sp = 1,
-                      .pass = "fwd"};
-  put(s, run, &g, 30.0, TP_FUSED_NA);
-  tp_store_close(s);
-  return run;
 }
 
 /* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
