@@ -28,6 +28,11 @@ static const char shapes_sql[] =
     "FROM configs c WHERE c.kind IN ('op', 'gemm') AND (?2 = 0 OR c.run_id = ?2) AND " OPS_FWD
     " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 ORDER BY 9";
 
+/* The GPU name of the run that measured a config (the parameter PARAM), "" for none. */
+#define GPU_OF_CONFIG(param)                                                                       \
+  "(SELECT coalesce(g.gpu_name, '') FROM configs gc LEFT JOIN runs g ON g.id = gc.run_id WHERE "   \
+  "gc.id = " param ")"
+
 /* ", 'bf16'" for each dtype this binary knows (tp_dtype_vocab): a GEMM row of another is never
  * read (take_gemm), so it neither picks the GPU nor counts. */
 #define KNOWN_DTYPE(value, name, class) TP_VOCAB_IF(TP_VOCAB_ASKED_##class, ", '" name "'")
@@ -52,8 +57,7 @@ static const char gemms_sql[] =
     "SELECT id, run_id, m, n, k, n_weights, dtype, median_us FROM (SELECT c.id, c.run_id, c.m, "
     "c.n, c.k, c.n_weights, c.dtype, r.median_us, row_number() OVER (PARTITION BY c.m, c.n, c.k, "
     "c.n_weights, c.dtype ORDER BY c.id DESC) AS pick " GEMMS_IN_SCOPE
-    " AND coalesce(u.gpu_name, '') = (SELECT coalesce(g.gpu_name, '') FROM configs gc LEFT JOIN "
-    "runs g ON g.id = gc.run_id WHERE gc.id = ?3)) WHERE pick = 1 ORDER BY id";
+    " AND coalesce(u.gpu_name, '') = " GPU_OF_CONFIG("?3") ") WHERE pick = 1 ORDER BY id";
 
 /* The latest probe run, one without test knobs (ranks sharing a GPU, planted delays: timings
  * that mean nothing) before any with them. */
@@ -103,16 +107,19 @@ static const char pace_points_sql[] =
  * with the stored dtype's bytes on the links (comm_dtype none or bf16, not an
  * fp8 dtype's quantized gather: schemas/007_transport.sql). */
 static const char measured_sql[] =
-    "SELECT c.id, c.backend, r.median_us, r.fused, coalesce(u.gpu_name, '') = (SELECT "
-    "coalesce(g.gpu_name, '') FROM configs gc LEFT JOIN runs g ON g.id = gc.run_id WHERE gc.id "
-    "= ?12) FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = "
-    "c.run_id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
-    " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND c.dtype = "
-    "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND c.n_weights = "
-    "?11 AND ((c.backend = 'stock' AND coalesce(c.schedule, '') <> 'nccl-window') OR (c.backend = "
-    "'dist_gemm' AND c.schedule IN ('auto', 'ce') AND coalesce(c.symm, 'ipc') = 'ipc')) AND "
-    "coalesce(c.comm_dtype, 'bf16') = 'bf16' "
-    "ORDER BY c.backend, c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC";
+    "SELECT c.id, c.backend, r.median_us, r.fused, coalesce(u.gpu_name, '') = " GPU_OF_CONFIG(
+        "?12") " FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = "
+               "c.run_id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
+               " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND "
+               "c.dtype = "
+               "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND "
+               "c.n_weights = "
+               "?11 AND ((c.backend = 'stock' AND coalesce(c.schedule, '') <> 'nccl-window') OR "
+               "(c.backend = "
+               "'dist_gemm' AND c.schedule IN ('auto', 'ce') AND coalesce(c.symm, 'ipc') = 'ipc')) "
+               "AND "
+               "coalesce(c.comm_dtype, 'bf16') = 'bf16' "
+               "ORDER BY c.backend, c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC";
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "project: out of memory"); }
 

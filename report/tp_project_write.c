@@ -114,6 +114,16 @@ static void md_int(FILE *out, int64_t v) {
   tp_md_cell(out, buf);
 }
 
+/* A GPU's name as the output shows it (a run may have recorded none). */
+static const char *gpu_label(const char *gpu_name) {
+  return gpu_name[0] ? gpu_name : "a GPU of no name";
+}
+
+/* The GEMM rates and the link probe's costs are of one card. */
+static int gemm_gpu_is_link_gpu(const tp_project_data *data) {
+  return strcmp(data->link_gpu_name, data->gemm_gpu) == 0;
+}
+
 static void md_header(FILE *out, const tp_project_request *req, const tp_project_data *data) {
   fputs("## Prediction of stock and dist_gemm (tpbench project)\n\n"
         "**A prediction, not a measurement**: every stock and dist_gemm time below is computed "
@@ -131,7 +141,7 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   else fputs("every run (the latest row per shard shape)", out);
   if (req->gemm_tp) fprintf(out, " measured at TP %d", req->gemm_tp);
   fputs(" on ", out);
-  tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+  tp_md_text(out, gpu_label(data->gemm_gpu));
   if (data->gemm_other_gpus) {
     fputs(" (not read: the rows of other GPUs, ", out);
     tp_md_text(out, data->gemm_other_names);
@@ -165,11 +175,11 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
     tp_md_text(out, data->pace_skipped);
   }
   fputs(".\n\n", out);
-  if (data->link_run && strcmp(data->link_gpu_name, data->gemm_gpu) != 0) {
+  if (data->link_run && !gemm_gpu_is_link_gpu(data)) {
     fputs("**The GEMM rates and the link probe are of different GPUs** (GEMMs: ", out);
-    tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+    tp_md_text(out, gpu_label(data->gemm_gpu));
     fputs("; link probe: ", out);
-    tp_md_text(out, data->link_gpu_name[0] ? data->link_gpu_name : "a GPU of no name");
+    tp_md_text(out, gpu_label(data->link_gpu_name));
     fputs("): the prediction is of neither card.\n\n", out);
   }
   if (data->link_knobs[0]) {
@@ -332,7 +342,7 @@ static void write_markdown(FILE *out, const tp_project_request *req, const tp_pr
   if (data->measured_other_gpu) {
     fprintf(out, "\nNot compared: %lld measured row%s at a projected degree on another GPU than ",
             (long long)data->measured_other_gpu, data->measured_other_gpu == 1 ? "" : "s");
-    tp_md_text(out, data->gemm_gpu[0] ? data->gemm_gpu : "a GPU of no name");
+    tp_md_text(out, gpu_label(data->gemm_gpu));
     fputs(" (the GEMM rows'): a prediction is judged on its own card only.\n", out);
   }
 }
@@ -549,8 +559,7 @@ static json_t *json_inputs(tp_json_builder *jb, const tp_project_request *req,
   tp_json_set(jb, o, "link_gpu_name", tp_json_str(data->link_run ? data->link_gpu_name : NULL));
   /* the bold line's test, for a reader of the JSON: GEMMs and link costs of one card */
   tp_json_set(jb, o, "gemm_gpu_is_link_gpu",
-              data->link_run ? json_boolean(strcmp(data->link_gpu_name, data->gemm_gpu) == 0)
-                             : json_null());
+              data->link_run ? json_boolean(gemm_gpu_is_link_gpu(data)) : json_null());
   tp_json_set(jb, o, "link_test_knobs",
               tp_json_str(data->link_run && data->link_knobs[0] ? data->link_knobs : NULL));
   tp_json_set(jb, o, "shapes_from", tp_json_str(req->shapes ? "presets" : "database"));
