@@ -21,7 +21,8 @@ typedef struct {
   double stock_measured_us, dist_measured_us;
   double stock_err_pct, dist_err_pct; /* (predicted − measured) / measured; NaN: no pair */
   int dist_stock_path;                /* the measured dist_gemm took the stock path */
-  int other_gpu_rows; /* measured rows of this shape and degree on another GPU: not compared */
+  int other_gpu_rows; /* rows of this shape and degree on another GPU the validation would take
+                        there (one per backend and GPU): not compared */
 } tp_projected;
 
 /* One degree's validation: the error summary of each backend over its shapes. */

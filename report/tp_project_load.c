@@ -101,25 +101,25 @@ static const char pace_points_sql[] =
     "c.k > 0 AND " PACE_LAYER " GROUP BY 2, 3 ORDER BY 2, 3";
 
 /* The measured rows a prediction is held to (column 5: ran on the GEMM rows' GPU, the
- * config ?12's; a row of another card is counted, never compared): plain stock (the projection
- * models plain NCCL from the link probe's collectives, not the nccl-window
- * variant) and dist_gemm auto or ce over the IPC heap (the probe's pushes),
- * with the stored dtype's bytes on the links (comm_dtype none or bf16, not an
- * fp8 dtype's quantized gather: schemas/007_transport.sql). */
+ * config ?12's; column 6: the row the validation would take of its backend on its GPU, the
+ * first by the ORDER BY — a row of another card is counted, never compared, and only that one:
+ * an older repeat or a ce row beside auto would not have been compared on any card): plain
+ * stock (the projection models plain NCCL from the link probe's collectives, not the
+ * nccl-window variant) and dist_gemm auto or ce over the IPC heap (the probe's pushes), with
+ * the stored dtype's bytes on the links (comm_dtype none or bf16, not an fp8 dtype's quantized
+ * gather: schemas/007_transport.sql). */
+#define MEASURED_ORDER "c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC"
 static const char measured_sql[] =
     "SELECT c.id, c.backend, r.median_us, r.fused, coalesce(u.gpu_name, '') = " GPU_OF_CONFIG(
-        "?12") " FROM configs c JOIN results r ON r.config_id = c.id LEFT JOIN runs u ON u.id = "
-               "c.run_id WHERE c.kind = 'op' AND r.median_us > 0 AND " OPS_FWD
-               " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 AND c.layer = ?4 AND "
-               "c.dtype = "
-               "?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 AND c.n = ?9 AND c.k = ?10 AND "
-               "c.n_weights = "
-               "?11 AND ((c.backend = 'stock' AND coalesce(c.schedule, '') <> 'nccl-window') OR "
-               "(c.backend = "
-               "'dist_gemm' AND c.schedule IN ('auto', 'ce') AND coalesce(c.symm, 'ipc') = 'ipc')) "
-               "AND "
-               "coalesce(c.comm_dtype, 'bf16') = 'bf16' "
-               "ORDER BY c.backend, c.schedule = 'auto' DESC, c.chunks = 0 DESC, c.id DESC";
+        "?12") ", row_number() OVER (PARTITION BY c.backend, coalesce(u.gpu_name, '') ORDER "
+               "BY " MEASURED_ORDER ") = 1 FROM configs c JOIN results r ON r.config_id = c.id "
+               "LEFT JOIN runs u ON u.id = c.run_id WHERE c.kind = 'op' AND r.median_us > 0 "
+               "AND " OPS_FWD " AND coalesce(c.model, '') = ?2 AND coalesce(c.proj, '') = ?3 "
+               "AND c.layer = ?4 AND c.dtype = ?5 AND c.tokens = ?6 AND c.tp = ?7 AND c.m = ?8 "
+               "AND c.n = ?9 AND c.k = ?10 AND c.n_weights = ?11 AND ((c.backend = 'stock' AND "
+               "coalesce(c.schedule, '') <> 'nccl-window') OR (c.backend = 'dist_gemm' AND "
+               "c.schedule IN ('auto', 'ce') AND coalesce(c.symm, 'ipc') = 'ipc')) AND "
+               "coalesce(c.comm_dtype, 'bf16') = 'bf16' ORDER BY c.backend, " MEASURED_ORDER;
 
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "project: out of memory"); }
 
@@ -459,7 +459,7 @@ static tp_rc take_measured(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)data;
   tp_projected *p = ctx;
   if (!sqlite3_column_int(st, 4)) {
-    p->other_gpu_rows++;
+    p->other_gpu_rows += sqlite3_column_int(st, 5); /* the one the validation would take */
     return TP_OK;
   }
   const unsigned char *backend = sqlite3_column_text(st, 1);

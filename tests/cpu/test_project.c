@@ -916,6 +916,60 @@ static void test_gemm_gpu(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* The rows not compared are those the validation would have read on their own card: per shape,
+ * degree, backend and GPU the one it takes. A repeat of GPU's TP 2 rows in a later run and a
+ * dist_gemm ce row beside auto (neither ever compared: the latest auto row is) count nothing
+ * (the count was 11: every row); a third GPU's stock and dist_gemm of one shape count 2. */
+static void test_not_compared_counts_the_rows_read(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
+  int64_t again = begin(s, "ops");
+  put_shape(s, again, 4096, 100.0, 200.0, 80.0);
+  put_shape(s, again, 8192, 200.0, 250.0, 250.0);
+  tp_config_axes ce = {.kind = "op",
+                       .model = "m",
+                       .op_or_layer = "ag_linear",
+                       .proj = "qkv",
+                       .backend = "dist_gemm",
+                       .schedule = "ce",
+                       .tp = 2,
+                       .tokens = 4096,
+                       .m = 4096,
+                       .n = 3072,
+                       .k = 4096,
+                       .dtype = "bf16",
+                       .n_weights = 1,
+                       .sp = 1,
+                       .pass = "fwd"};
+  put(s, again, &ce, 90.0, TP_FUSED_ALL);
+  put_shape(s, begin_on(s, "ops", "THIRD GPU"), 4096, 100.0, 200.0, 80.0);
+  tp_store_close(s);
+  put_other_gpu_gemm(d.db, "OTHER GPU");
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
+  json_t *root = project_json(d.db, &req);
+  json_t *in = json_object_get(root, "inputs");
+  assert_string_equal(json_string_value(json_object_get(in, "gemm_gpu")), "OTHER GPU");
+  assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 6);
+  json_decref(root);
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "Not compared: 6 measured rows at a projected degree"));
+  free(text);
+  /* on GPU: its 2 shapes compared, THIRD GPU's 2 rows not */
+  req.gemm_gpu = "GPU";
+  root = project_json(d.db, &req);
+  in = json_object_get(root, "inputs");
+  assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 2);
+  assert_int_equal(json_array_size(json_object_get(root, "validation")), 1);
+  json_decref(root);
+  fx_rmdir(&d.dir);
+}
+
 /* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
  * latest row's GPU is read by default and --gemm-gpu of the whole name finds it (both once
  * compared the cut copy with the stored name, matched nothing and refused: "no GEMM rows"). */
@@ -1666,6 +1720,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_list),
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
+      cmocka_unit_test(test_not_compared_counts_the_rows_read),
       cmocka_unit_test(test_gemm_gpu_long_name),
       cmocka_unit_test(test_gemm_gpu_unknown_dtype),
       cmocka_unit_test(test_gemm_gpu_many_others),
