@@ -566,24 +566,31 @@ static void put_link(tp_store *s, int64_t run, const char *kind, const tp_projec
   }
 }
 
+/* The synthetic model's qkv (ag_linear, K 4096, bf16, one weight, SP, forward) at degree tp:
+ * M = tokens rows, N out features per rank. */
+static tp_config_axes synth_axes(const char *kind, const char *backend, int tp, int64_t tokens,
+                                 int64_t n) {
+  return (tp_config_axes){.kind = kind,
+                          .model = "m",
+                          .op_or_layer = "ag_linear",
+                          .proj = "qkv",
+                          .backend = backend,
+                          .tp = tp,
+                          .tokens = tokens,
+                          .m = tokens,
+                          .n = n,
+                          .k = 4096,
+                          .dtype = "bf16",
+                          .n_weights = 1,
+                          .sp = 1,
+                          .pass = "fwd"};
+}
+
 /* One ag_linear shape at TP 2 of `tokens`: its GEMM alone and measured stock, dist_gemm (auto)
  * and rows the validation must not read (the sm schedule, symm=nccl, comm_dtype fp8). */
 static void put_shape(tp_store *s, int64_t run, int64_t tokens, double gemm, double stock,
                       double dist) {
-  tp_config_axes a = {.kind = "gemm",
-                      .model = "m",
-                      .op_or_layer = "ag_linear",
-                      .proj = "qkv",
-                      .backend = "cublaslt",
-                      .tp = 2,
-                      .tokens = tokens,
-                      .m = tokens,
-                      .n = 3072,
-                      .k = 4096,
-                      .dtype = "bf16",
-                      .n_weights = 1,
-                      .sp = 1,
-                      .pass = "fwd"};
+  tp_config_axes a = synth_axes("gemm", "cublaslt", 2, tokens, 3072);
   put(s, run, &a, gemm, TP_FUSED_NA);
   a.kind = "op";
   a.backend = "stock";
@@ -628,20 +635,7 @@ static void make_synth(synth_db *d, int with_link) {
   put_shape(s, ops, 4096, 100.0, 200.0, 80.0);
   put_shape(s, ops, 8192, 200.0, 250.0, 250.0);
   /* a single-GPU GEMM of the first shape's whole weight: the rate --gemm-tp 1 reads */
-  tp_config_axes one = {.kind = "gemm",
-                        .model = "m",
-                        .op_or_layer = "ag_linear",
-                        .proj = "qkv",
-                        .backend = "cublaslt",
-                        .tp = 1,
-                        .tokens = 4096,
-                        .m = 4096,
-                        .n = 6144,
-                        .k = 4096,
-                        .dtype = "bf16",
-                        .n_weights = 1,
-                        .sp = 1,
-                        .pass = "fwd"};
+  tp_config_axes one = synth_axes("gemm", "cublaslt", 1, 4096, 6144);
   put(s, ops, &one, 150.0, TP_FUSED_NA);
   if (with_link) {
     int64_t link = begin(s, "link");
@@ -758,20 +752,9 @@ static void test_shapes_run(void **state) {
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
   int64_t bare = begin(s, "ops"); /* run 3: a bare GEMM shape at TP 1 */
-  tp_config_axes g = {.kind = "gemm",
-                      .model = "shape",
-                      .op_or_layer = "ag_linear",
-                      .proj = "1536x4096",
-                      .backend = "cublaslt",
-                      .tp = 1,
-                      .tokens = 2048,
-                      .m = 2048,
-                      .n = 1536,
-                      .k = 4096,
-                      .dtype = "bf16",
-                      .n_weights = 1,
-                      .sp = 1,
-                      .pass = "fwd"};
+  tp_config_axes g = synth_axes("gemm", "cublaslt", 1, 2048, 1536);
+  g.model = "shape";
+  g.proj = "1536x4096";
   put(s, bare, &g, 25.0, TP_FUSED_NA);
   tp_store_close(s);
   const int tps[] = {2};
@@ -828,20 +811,7 @@ static int64_t put_other_gpu_gemm(const char *db, const char *gpu) {
   tp_store *s = NULL;
   assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
   int64_t run = begin_on(s, "ops", gpu);
-  tp_config_axes g = {.kind = "gemm",
-                      .model = "m",
-                      .op_or_layer = "ag_linear",
-                      .proj = "qkv",
-                      .backend = "cublaslt",
-                      .tp = 1,
-                      .tokens = 8192,
-                      .m = 8192,
-                      .n = 6144,
-                      .k = 4096,
-                      .dtype = "bf16",
-                      .n_weights = 1,
-                      .sp = 1,
-                      .pass = "fwd"};
+  tp_config_axes g = synth_axes("gemm", "cublaslt", 1, 8192, 6144);
   put(s, run, &g, 30.0, TP_FUSED_NA);
   tp_store_close(s);
   return run;
@@ -929,21 +899,8 @@ static void test_not_compared_counts_the_rows_read(void **state) {
   int64_t again = begin(s, "ops");
   put_shape(s, again, 4096, 100.0, 200.0, 80.0);
   put_shape(s, again, 8192, 200.0, 250.0, 250.0);
-  tp_config_axes ce = {.kind = "op",
-                       .model = "m",
-                       .op_or_layer = "ag_linear",
-                       .proj = "qkv",
-                       .backend = "dist_gemm",
-                       .schedule = "ce",
-                       .tp = 2,
-                       .tokens = 4096,
-                       .m = 4096,
-                       .n = 3072,
-                       .k = 4096,
-                       .dtype = "bf16",
-                       .n_weights = 1,
-                       .sp = 1,
-                       .pass = "fwd"};
+  tp_config_axes ce = synth_axes("op", "dist_gemm", 2, 4096, 3072);
+  ce.schedule = "ce";
   put(s, again, &ce, 90.0, TP_FUSED_ALL);
   put_shape(s, begin_on(s, "ops", "THIRD GPU"), 4096, 100.0, 200.0, 80.0);
   tp_store_close(s);
