@@ -36,7 +36,7 @@
  *     GEMM runs when each call follows a gap of c than back to back (the GEMM-alone rows): the
  *     GPU's clock, held down by a GEMM's power, recovers while the collective keeps few SMs
  *     busy. It comes from `tpbench link`'s GEMMs between gaps (bench/gpu/link_pacing.h) on
- *     the link probe's GPU: per probed shape, its time after a gap of g % of its back-to-back
+ *     the GEMM rows' GPU (their card's clock): per probed shape, its time after a gap of g % of its back-to-back
  *     time over the back-to-back time, linear in g between the probed gaps (the largest gap's
  *     held above), and linear in log FLOPs between the two probed shapes around the GEMM's
  *     FLOPs (the nearest one's held outside). Without such a probe p = 1 (the output says

@@ -53,7 +53,7 @@ typedef struct {
   char link_host[128], link_gpu[128], link_gpu_name[128];
   char link_knobs[256]; /* the probe run's test knobs; "": none */
   tp_project_cost costs[TP_COST_KINDS];
-  /* GEMMs between gaps (model point 4): the latest probe run on the link probe's GPU, one
+  /* GEMMs between gaps (model point 4): the latest probe run on the GEMM rows' GPU, one
    * without test knobs before any with them; pace_run 0: none (pace_skipped: one on another
    * GPU, which is not read) */
   tp_project_pace_point *pace;

@@ -84,13 +84,15 @@ static const char points_sql[] =
   "CAST(CAST(substr(c.layer, 10) AS INTEGER) AS TEXT)"
 
 /* Runs of GEMMs between gaps that timed a shape back to back (gap 0: without it no point of
- * the run has a ratio), one without test knobs before any with them, the latest first. */
+ * the run has a ratio), one without test knobs before any with them, the latest first; the
+ * last column: on the GPU of config ?1 (the GEMM rows' latest). */
 static const char pace_runs_sql[] =
     "SELECT DISTINCT c.run_id, coalesce(u.gpu_name, ''), coalesce(u.test_knobs, ''), "
-    "coalesce(u.test_knobs, '') <> '' AS knobs FROM configs c JOIN results r ON r.config_id = "
-    "c.id JOIN runs u ON u.id = c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND "
-    "r.median_us > 0 AND c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 AND "
-    "?1 >= 0 ORDER BY 4, 1 DESC";
+    "coalesce(u.test_knobs, '') <> '' AS knobs, coalesce(u.gpu_name, '') = (SELECT "
+    "coalesce(g.gpu_name, '') FROM configs gc JOIN runs g ON g.id = gc.run_id WHERE gc.id = ?1) "
+    "FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON u.id = c.run_id WHERE "
+    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.layer = 'gemm_gap_0' AND "
+    "c.m > 0 AND c.n > 0 AND c.k > 0 ORDER BY 4, 1 DESC";
 
 /* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins; a
  * shape without FLOPs (M, N or K not positive) is no point. */
@@ -295,18 +297,18 @@ static tp_rc take_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   return TP_OK;
 }
 
-/* The first pacing run on the link probe's GPU; the first of another GPU, or any without a
- * link probe (no GPU to match: --link-gbps), is named, not read. */
+/* The first pacing run on the GEMM rows' GPU (p scales those GEMMs: their card's clock); the
+ * first of another GPU is named, not read. Names compared in SQL (column 4), never cut. */
 static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)ctx;
   if (data->pace_run) return TP_OK;
   char gpu[128];
   copy_text(st, 1, gpu, sizeof gpu);
-  if (!data->link_run || strcmp(gpu, data->link_gpu_name) != 0) {
+  if (!sqlite3_column_int(st, 4)) {
     if (!data->pace_skipped[0])
-      snprintf(data->pace_skipped, sizeof data->pace_skipped, "run %lld on %.80s, %s",
-               (long long)sqlite3_column_int64(st, 0), gpu,
-               data->link_run ? "not the link probe's GPU" : "and no link probe's GPU to match");
+      snprintf(data->pace_skipped, sizeof data->pace_skipped,
+               "run %lld on %.80s, not the GEMM rows' GPU", (long long)sqlite3_column_int64(st, 0),
+               gpu);
     return TP_OK;
   }
   data->pace_run = sqlite3_column_int64(st, 0);
@@ -334,8 +336,8 @@ static tp_rc take_pace_point(sqlite3_stmt *st, tp_project_data *data, void *ctx)
 }
 
 static tp_rc load_pacing(tp_store *store, tp_project_data *data) {
-  TP_TRY(each_row(store, pace_runs_sql, "the GEMMs between gaps", (query_params){0}, take_pace_run,
-                  data, NULL));
+  TP_TRY(each_row(store, pace_runs_sql, "the GEMMs between gaps",
+                  (query_params){.run = data->gemm_gpu_key}, take_pace_run, data, NULL));
   if (!data->pace_run) return TP_OK;
   return each_row(store, pace_points_sql, "the GEMMs between gaps' points",
                   (query_params){.run = data->pace_run}, take_pace_point, data, NULL);

@@ -5,7 +5,7 @@
 # sharing the GPU) and of the quantizer (gpu_quant); then `tpbench project` on the sample
 # (examples/tpbench-h200-sample.db with examples/tpbench-h200-tp1-gemm.db) with and without the
 # probe: the TP 2 validation's error summary both ways and the TP 4/8 prediction. project reads
-# the probe only when it ran on the link probe's GPU (the sample's: an H200); elsewhere the
+# the probe only when it ran on the GEMM rows' GPU (the sample's: an H200); elsewhere the
 # summary says it was not read, and the validation is unchanged.
 #
 # The probe runs first, alone on the GPU: a GEMM beside other work would not time its clock.

@@ -626,6 +626,14 @@ typedef struct {
  *   T = 8192: V 32 MiB, G 200, collective 100: stock 300; one chunk of 4096 rows (G 100),
  *             push 50: dist_gemm max(100 + 10, 20 + 50 + 10) + 100 = 210.
  * Measured: stock 200 and 250 (−20 %, +20 %), dist_gemm 80 and 250 (+37.5 %, −16 %). */
+/* The synthetic link probe: NCCL's all-gather and reduce-scatter and the copy engine's push. */
+static void add_link_probe(tp_store *s, const char *gpu) {
+  int64_t link = begin_on(s, "link", gpu);
+  put_link(s, link, "nccl_all_gather", AG, 2);
+  put_link(s, link, "nccl_reduce_scatter", RS, 2);
+  put_link(s, link, "ce_push", CE, 2);
+}
+
 static void make_synth(synth_db *d, int with_link) {
   assert_int_equal(fx_mkdir(&d->dir, "tp_project"), 0);
   fx_path(&d->dir, "synth.db", d->db, sizeof d->db);
@@ -637,12 +645,15 @@ static void make_synth(synth_db *d, int with_link) {
   /* a single-GPU GEMM of the first shape's whole weight: the rate --gemm-tp 1 reads */
   tp_config_axes one = synth_axes("gemm", "cublaslt", 1, 4096, 6144);
   put(s, ops, &one, 150.0, TP_FUSED_NA);
-  if (with_link) {
-    int64_t link = begin(s, "link");
-    put_link(s, link, "nccl_all_gather", AG, 2);
-    put_link(s, link, "nccl_reduce_scatter", RS, 2);
-    put_link(s, link, "ce_push", CE, 2);
-  }
+  if (with_link) add_link_probe(s, "GPU");
+  tp_store_close(s);
+}
+
+/* A link probe run on gpu, written into db after its other runs. */
+static void put_link_run_on(const char *db, const char *gpu) {
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 1, &s), TP_OK);
+  add_link_probe(s, gpu);
   tp_store_close(s);
 }
 
@@ -1134,7 +1145,7 @@ static void put_pacing(const char *db, const char *gpu) {
   put_pacing_points(db, gpu, layers, us, 2);
 }
 
-/* The synthetic shapes (make_synth) with GEMMs between gaps on the link probe's GPU: stock's
+/* The synthetic shapes (make_synth) with GEMMs between gaps on the GEMM rows' GPU: stock's
  * GEMM paced (T = 4096: gap 60 %, p = 0.88, stock 148; T = 8192: gap 50 %, p = 0.9, stock 280);
  * the same probe on another GPU is not read, and the output says so. */
 static void test_pace_on_synthetic_db(void **state) {
@@ -1158,7 +1169,7 @@ static void test_pace_on_synthetic_db(void **state) {
     tp_rc rc;
     char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
     assert_int_equal(rc, TP_OK);
-    assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the link probe's"
+    assert_non_null(strstr(text, other_gpu ? "not read: run 3 on OTHER GPU, not the GEMM rows'"
                                            : "### GEMMs between gaps (run 3)"));
     /* the model line states the stock the rows price: the GEMM paced */
     assert_non_null(strstr(text, "stock = G·p + c"));
@@ -1219,21 +1230,31 @@ static void test_pace_broken_points(void **state) {
   }
 }
 
-/* Without a link probe (--link-gbps) there is no GPU to match the GEMMs between gaps with: a
- * probe of whatever GPU is named, not read (p = 1, stock 160). */
-static void test_pace_needs_link_probe_gpu(void **state) {
+/* p scales the GEMM rows' time, so it is their card's: a probe on the GEMMs' GPU is read with
+ * --link-gbps (no link probe) and beside a link probe of another card; a probe on any other
+ * GPU, the link probe's included, is named and not read. */
+static void test_pace_follows_gemm_gpu(void **state) {
   (void)state;
   const int tps[] = {2};
-  tp_project_request req = {.tps = tps, .n_tps = 1, .link_gbps = 100.0};
-  synth_db d;
-  make_synth(&d, 0);
-  put_pacing(d.db, "OTHER GPU");
-  double factor = 0, stock = 0;
-  char source[256], not_read[256];
-  first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
-  assert_close(factor, 1.0);
-  assert_non_null(strstr(not_read, "on OTHER GPU, and no link probe's GPU to match"));
-  fx_rmdir(&d.dir);
+  for (int with_link = 0; with_link < 2; with_link++)
+    for (int on_gemm_gpu = 0; on_gemm_gpu < 2; on_gemm_gpu++) {
+      tp_project_request req = {.tps = tps, .n_tps = 1, .link_gbps = with_link ? 0.0 : 100.0};
+      synth_db d;
+      make_synth(&d, 0);
+      if (with_link) put_link_run_on(d.db, "OTHER GPU");
+      put_pacing(d.db, on_gemm_gpu ? "GPU" : "OTHER GPU");
+      double factor = 0, stock = 0;
+      char source[256], not_read[256];
+      first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+      if (on_gemm_gpu) {
+        assert_true(factor < 1.0);
+        assert_string_equal(not_read, "");
+      } else {
+        assert_close(factor, 1.0);
+        assert_non_null(strstr(not_read, "on OTHER GPU, not the GEMM rows' GPU"));
+      }
+      fx_rmdir(&d.dir);
+    }
 }
 
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
@@ -1685,7 +1706,7 @@ int main(void) {
       cmocka_unit_test(test_pace_on_synthetic_db),
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),
-      cmocka_unit_test(test_pace_needs_link_probe_gpu),
+      cmocka_unit_test(test_pace_follows_gemm_gpu),
       cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
