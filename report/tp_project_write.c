@@ -365,10 +365,32 @@ static void csv_check(FILE *out, const tp_project_check *c, const tp_project_col
   tp_project_csv_summary(out, &line, cols);
 }
 
+/* Rows measured on another GPU than the GEMM rows' (never compared), a line per degree that has
+ * some: without it a CSV reader takes a missing error summary for rows never measured. */
+static void csv_not_compared(FILE *out, const tp_project_data *data,
+                             const tp_project_columns *cols) {
+  for (size_t i = 0; i < data->n_rows; i++) {
+    int seen_before = 0, rows = 0;
+    for (size_t j = 0; j < i; j++) seen_before |= data->rows[j].row.tp == data->rows[i].row.tp;
+    if (seen_before) continue;
+    for (size_t j = i; j < data->n_rows; j++)
+      if (data->rows[j].row.tp == data->rows[i].row.tp) rows += data->rows[j].other_gpu_rows;
+    if (rows == 0) continue;
+    char note[300];
+    snprintf(note, sizeof note,
+             "%d measured rows at TP %d on another GPU than %.128s (the GEMM rows'), not "
+             "compared: a prediction is judged on its own card only",
+             rows, data->rows[i].row.tp, gpu_label(data->gemm_gpu));
+    tp_project_csv_summary_line line = {"not_compared", data->rows[i].row.tp, NAN, NAN, note};
+    tp_project_csv_summary(out, &line, cols);
+  }
+}
+
 static void write_csv(FILE *out, const tp_project_data *data, const tp_project_columns *cols) {
   tp_project_csv_header(out, cols);
   for (size_t i = 0; i < data->n_rows; i++) tp_project_csv_row(out, &data->rows[i], cols);
   for (size_t i = 0; i < data->n_checks; i++) csv_check(out, &data->checks[i], cols);
+  csv_not_compared(out, data, cols);
 }
 
 /* ---- JSON --------------------------------------------------------------------- */

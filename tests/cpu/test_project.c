@@ -864,6 +864,13 @@ static void test_gemm_gpu(void **state) {
                                "GPU than OTHER GPU (the GEMM rows'): a prediction is judged on "
                                "its own card only."));
   free(text);
+  /* CSV says it too, a summary line of its own at the degree (none with GPU's GEMMs below) */
+  text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "\nnot_compared,"));
+  assert_non_null(strstr(text, "\"4 measured rows at TP 2 on another GPU than OTHER GPU (the "
+                               "GEMM rows'), not compared"));
+  free(text);
   req.gemm_gpu = "GPU";
   root = project_json(d.db, &req);
   in = json_object_get(root, "inputs");
@@ -871,6 +878,10 @@ static void test_gemm_gpu(void **state) {
   assert_true(json_is_true(json_object_get(in, "gemm_gpu_is_link_gpu")));
   assert_int_equal(json_integer_value(json_object_get(in, "measured_rows_other_gpus")), 0);
   assert_int_equal(json_array_size(json_object_get(root, "validation")), 1);
+  char *csv = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_null(strstr(csv, "not_compared"));
+  free(csv);
   assert_int_equal(json_integer_value(json_object_get(in, "gemm_shard_shapes")), 1);
   assert_close(json_real_value(
                    json_object_get(json_array_get(json_object_get(root, "rows"), 0), "stock_us")),
