@@ -167,7 +167,7 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   fputs(". GEMMs between gaps (stock's pace factor p): ", out);
   if (data->pace_run) {
     fprintf(out, "run %lld (", (long long)data->pace_run);
-    tp_md_text(out, data->pace_gpu);
+    tp_md_text(out, gpu_label(data->pace_gpu));
     fputs(")", out);
   } else fputs("none, p = 1 (`tpbench link` measures them)", out);
   if (!data->pace_run && data->pace_skipped[0]) {

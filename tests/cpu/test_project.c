@@ -1268,6 +1268,43 @@ static void test_pace_follows_gemm_gpu(void **state) {
     }
 }
 
+/* A GPU of no recorded name is one card on both sides, as the GEMM rows and the validation read
+ * it (GPU_OF_CONFIG): GEMM rows whose run is gone (a database edited by hand) are of "", and a
+ * probe run of no name paces them (p 0.88, stock 148; the probe was refused, "run 3 on , not
+ * the GEMM rows' GPU"). A probe of no name beside named GEMMs is named "a GPU of no name". */
+static void test_pace_gpu_of_no_name(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  for (int gemms_named = 0; gemms_named < 2; gemms_named++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, NULL); /* run 3 */
+    if (!gemms_named) {
+      sqlite3 *db = NULL;
+      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+      assert_int_equal(
+          sqlite3_exec(db, "UPDATE configs SET run_id = 99 WHERE kind = 'gemm'", NULL, NULL, NULL),
+          SQLITE_OK);
+      sqlite3_close(db);
+    }
+    double factor = 0, stock = 0;
+    char source[256], not_read[256];
+    first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+    assert_close(factor, gemms_named ? 1.0 : 0.88);
+    assert_close(stock, gemms_named ? 160.0 : 148.0);
+    assert_string_equal(not_read,
+                        gemms_named ? "run 3 on a GPU of no name, not the GEMM rows' GPU" : "");
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+    assert_int_equal(rc, TP_OK);
+    if (!gemms_named)
+      assert_non_null(strstr(text, "(stock's pace factor p): run 3 (a GPU of no name)."));
+    free(text);
+    fx_rmdir(&d.dir);
+  }
+}
+
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
  * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1') is no probe to read: the earlier whole
  * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
@@ -1718,6 +1755,7 @@ int main(void) {
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),
       cmocka_unit_test(test_pace_follows_gemm_gpu),
+      cmocka_unit_test(test_pace_gpu_of_no_name),
       cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
