@@ -378,9 +378,9 @@ static void csv_not_compared(FILE *out, const tp_project_data *data,
     if (rows == 0) continue;
     char note[300];
     snprintf(note, sizeof note,
-             "%d measured rows at TP %d on another GPU than %.128s (the GEMM rows'), not "
+             "%d measured row%s at TP %d on another GPU than %.128s (the GEMM rows'), not "
              "compared: a prediction is judged on its own card only",
-             rows, data->rows[i].row.tp, gpu_label(data->gemm_gpu));
+             rows, rows == 1 ? "" : "s", data->rows[i].row.tp, gpu_label(data->gemm_gpu));
     tp_project_csv_summary_line line = {"not_compared", data->rows[i].row.tp, NAN, NAN, note};
     tp_project_csv_summary(out, &line, cols);
   }

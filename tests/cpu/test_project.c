@@ -949,6 +949,29 @@ static void test_not_compared_counts_the_rows_read(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* One row of another card is "1 measured row" in the CSV's not_compared line, as in markdown's
+ * "Not compared" (it said "1 measured rows"). */
+static void test_csv_not_compared_one_row(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
+  tp_config_axes stock = synth_axes("op", "stock", 2, 4096, 3072);
+  put(s, begin_on(s, "ops", "OTHER GPU"), &stock, 200.0, TP_FUSED_NA);
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_gpu = "GPU", .columns = "result,tp,note"};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "\nnot_compared,2,\"1 measured row at TP 2 on another GPU than GPU "
+                               "(the GEMM rows'), not compared: a prediction is judged on its own "
+                               "card only\"\n"));
+  free(text);
+  fx_rmdir(&d.dir);
+}
+
 /* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
  * latest row's GPU is read by default and --gemm-gpu of the whole name finds it (both once
  * compared the cut copy with the stored name, matched nothing and refused: "no GEMM rows"). */
@@ -1747,6 +1770,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
       cmocka_unit_test(test_not_compared_counts_the_rows_read),
+      cmocka_unit_test(test_csv_not_compared_one_row),
       cmocka_unit_test(test_gemm_gpu_long_name),
       cmocka_unit_test(test_gemm_gpu_unknown_dtype),
       cmocka_unit_test(test_gemm_gpu_many_others),
