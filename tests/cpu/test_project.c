@@ -1749,6 +1749,30 @@ static void test_columns(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* A CSV of one column writes an empty value as "": a blank line is no field to a CSV reader
+ * (Python's csv reads [], pandas skips it), so the predictions of no note or no measurement and
+ * the summaries' empty figures would lose their lines (--columns note wrote "note\n\n\n"). */
+static void test_csv_one_column_empty_values(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  const int tps[] = {2, 4};
+  const char *const columns[] = {"note", "stock_error_pct", "dist_error_pct"};
+  for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
+    tp_project_request req = {.tps = tps, .n_tps = 2, .columns = columns[i]};
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+    assert_int_equal(rc, TP_OK);
+    assert_null(strstr(text, "\n\n"));
+    int lines = 0;
+    for (const char *at = text; (at = strchr(at, '\n')); at++) lines++;
+    assert_int_equal(lines, 5);                /* the header and the four predictions */
+    assert_non_null(strstr(text, "\n\"\"\n")); /* TP 4: no note, nothing measured */
+    free(text);
+  }
+  fx_rmdir(&d.dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_exact_row),
@@ -1788,6 +1812,7 @@ int main(void) {
       cmocka_unit_test(test_sample_db_validation_table),
       cmocka_unit_test(test_prediction_ignores_judged_rows),
       cmocka_unit_test(test_columns),
+      cmocka_unit_test(test_csv_one_column_empty_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
