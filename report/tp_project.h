@@ -36,11 +36,11 @@
  *     GEMM runs when each call follows a gap of c than back to back (the GEMM-alone rows): the
  *     GPU's clock, held down by a GEMM's power, recovers while the collective keeps few SMs
  *     busy. It comes from `tpbench link`'s GEMMs between gaps (bench/gpu/link_pacing.h) on
- *     the GEMM rows' GPU (their card's clock): per probed shape, its time after a gap of g % of its back-to-back
- *     time over the back-to-back time, linear in g between the probed gaps (the largest gap's
- *     held above), and linear in log FLOPs between the two probed shapes around the GEMM's
- *     FLOPs (the nearest one's held outside). Without such a probe p = 1 (the output says
- *     so).
+ *     the GEMM rows' GPU (their card's clock): per probed shape, its time after a gap of g %
+ *     of its back-to-back time over the back-to-back time, linear in g between the probed gaps
+ *     (the largest gap's held above), and linear in log FLOPs between the two probed shapes
+ *     around the GEMM's FLOPs (the nearest one's held outside). Without such a probe p = 1
+ *     (the output says so).
  *  5. dist_gemm = the fused op's two streams per rank, simulated in the order the code issues
  *     them (kernels/tp_linear_fused.c), every rank alike. C = the chunks `auto` picks
  *     (common/tp_chunk_rule.h), S = T / W rows per rank, R = S / C rows a chunk.

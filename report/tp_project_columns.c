@@ -464,12 +464,19 @@ void tp_project_csv_header(FILE *out, const tp_project_columns *cols) {
   fputs("\n", out);
 }
 
+/* A CSV field of column i; a line's only field, empty, as "": a blank line is no field to a
+ * CSV reader (Python's csv reads none, pandas skips the line). */
+static void csv_cell(FILE *out, const tp_cell *c, const tp_project_columns *cols, int i) {
+  const int empty = c->type == TP_CELL_NONE || (c->type == TP_CELL_TEXT && !c->text[0]);
+  if (cols->count == 1 && empty) fputs("\"\"", out);
+  else tp_cell_csv(out, c, registry[cols->index[i]].csv_decimals, i == 0);
+}
+
 void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_columns *cols) {
   tp_cell c;
   for (int i = 0; i < cols->count; i++) {
-    const pcolumn *col = &registry[cols->index[i]];
-    cell_of(col, p, 0, &c);
-    tp_cell_csv(out, &c, col->csv_decimals, i == 0);
+    cell_of(&registry[cols->index[i]], p, 0, &c);
+    csv_cell(out, &c, cols, i);
   }
   fputs("\n", out);
 }
@@ -497,7 +504,7 @@ void tp_project_csv_summary(FILE *out, const tp_project_csv_summary_line *s,
     case SUM_STOCK_ERR: tp_cell_set_num(&c, s->stock_pct); break;
     case SUM_DIST_ERR: tp_cell_set_num(&c, s->dist_pct); break;
     }
-    tp_cell_csv(out, &c, col->csv_decimals, i == 0);
+    csv_cell(out, &c, cols, i);
   }
   fputs("\n", out);
 }

@@ -111,7 +111,7 @@ void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_colum
  * those names when chosen; every other column empty. Nothing without the result column, which
  * tells the line from a prediction. */
 typedef struct {
-  const char *result; /* "error_median", "error_worst_abs" */
+  const char *result; /* "error_median", "error_worst_abs", "not_compared" */
   int tp;
   double stock_pct, dist_pct;
   const char *note;

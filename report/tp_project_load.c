@@ -85,14 +85,14 @@ static const char points_sql[] =
 
 /* Runs of GEMMs between gaps that timed a shape back to back (gap 0: without it no point of
  * the run has a ratio), one without test knobs before any with them, the latest first; the
- * last column: on the GPU of config ?1 (the GEMM rows' latest). */
+ * last column: on the GPU of config ?1 (the GEMM rows' latest), named as gemms_sql and
+ * measured_sql name it ("" for a run of none, or none left). */
 static const char pace_runs_sql[] =
     "SELECT DISTINCT c.run_id, coalesce(u.gpu_name, ''), coalesce(u.test_knobs, ''), "
-    "coalesce(u.test_knobs, '') <> '' AS knobs, coalesce(u.gpu_name, '') = (SELECT "
-    "coalesce(g.gpu_name, '') FROM configs gc JOIN runs g ON g.id = gc.run_id WHERE gc.id = ?1) "
-    "FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON u.id = c.run_id WHERE "
-    "c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND c.layer = 'gemm_gap_0' AND "
-    "c.m > 0 AND c.n > 0 AND c.k > 0 ORDER BY 4, 1 DESC";
+    "coalesce(u.test_knobs, '') <> '' AS knobs, coalesce(u.gpu_name, '') = " GPU_OF_CONFIG(
+        "?1") " FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON u.id = "
+              "c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND "
+              "c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 ORDER BY 4, 1 DESC";
 
 /* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins; a
  * shape without FLOPs (M, N or K not positive) is no point. */
@@ -308,7 +308,7 @@ static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
     if (!data->pace_skipped[0])
       snprintf(data->pace_skipped, sizeof data->pace_skipped,
                "run %lld on %.80s, not the GEMM rows' GPU", (long long)sqlite3_column_int64(st, 0),
-               gpu);
+               gpu[0] ? gpu : "a GPU of no name");
     return TP_OK;
   }
   data->pace_run = sqlite3_column_int64(st, 0);

@@ -167,7 +167,7 @@ static void md_header(FILE *out, const tp_project_request *req, const tp_project
   fputs(". GEMMs between gaps (stock's pace factor p): ", out);
   if (data->pace_run) {
     fprintf(out, "run %lld (", (long long)data->pace_run);
-    tp_md_text(out, data->pace_gpu);
+    tp_md_text(out, gpu_label(data->pace_gpu));
     fputs(")", out);
   } else fputs("none, p = 1 (`tpbench link` measures them)", out);
   if (!data->pace_run && data->pace_skipped[0]) {
@@ -378,9 +378,9 @@ static void csv_not_compared(FILE *out, const tp_project_data *data,
     if (rows == 0) continue;
     char note[300];
     snprintf(note, sizeof note,
-             "%d measured rows at TP %d on another GPU than %.128s (the GEMM rows'), not "
+             "%d measured row%s at TP %d on another GPU than %.128s (the GEMM rows'), not "
              "compared: a prediction is judged on its own card only",
-             rows, data->rows[i].row.tp, gpu_label(data->gemm_gpu));
+             rows, rows == 1 ? "" : "s", data->rows[i].row.tp, gpu_label(data->gemm_gpu));
     tp_project_csv_summary_line line = {"not_compared", data->rows[i].row.tp, NAN, NAN, note};
     tp_project_csv_summary(out, &line, cols);
   }

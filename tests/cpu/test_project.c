@@ -949,6 +949,29 @@ static void test_not_compared_counts_the_rows_read(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* One row of another card is "1 measured row" in the CSV's not_compared line, as in markdown's
+ * "Not compared" (it said "1 measured rows"). */
+static void test_csv_not_compared_one_row(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(d.db, 0, &s), TP_OK);
+  tp_config_axes stock = synth_axes("op", "stock", 2, 4096, 3072);
+  put(s, begin_on(s, "ops", "OTHER GPU"), &stock, 200.0, TP_FUSED_NA);
+  tp_store_close(s);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_gpu = "GPU", .columns = "result,tp,note"};
+  tp_rc rc;
+  char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+  assert_int_equal(rc, TP_OK);
+  assert_non_null(strstr(text, "\nnot_compared,2,\"1 measured row at TP 2 on another GPU than GPU "
+                               "(the GEMM rows'), not compared: a prediction is judged on its own "
+                               "card only\"\n"));
+  free(text);
+  fx_rmdir(&d.dir);
+}
+
 /* A GPU name longer than the copy project keeps (127 bytes) still picks its own rows: the
  * latest row's GPU is read by default and --gemm-gpu of the whole name finds it (both once
  * compared the cut copy with the stored name, matched nothing and refused: "no GEMM rows"). */
@@ -1266,6 +1289,43 @@ static void test_pace_follows_gemm_gpu(void **state) {
       }
       fx_rmdir(&d.dir);
     }
+}
+
+/* A GPU of no recorded name is one card on both sides, as the GEMM rows and the validation read
+ * it (GPU_OF_CONFIG): GEMM rows whose run is gone (a database edited by hand) are of "", and a
+ * probe run of no name paces them (p 0.88, stock 148; the probe was refused, "run 3 on , not
+ * the GEMM rows' GPU"). A probe of no name beside named GEMMs is named "a GPU of no name". */
+static void test_pace_gpu_of_no_name(void **state) {
+  (void)state;
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1};
+  for (int gemms_named = 0; gemms_named < 2; gemms_named++) {
+    synth_db d;
+    make_synth(&d, 1);
+    put_pacing(d.db, NULL); /* run 3 */
+    if (!gemms_named) {
+      sqlite3 *db = NULL;
+      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+      assert_int_equal(
+          sqlite3_exec(db, "UPDATE configs SET run_id = 99 WHERE kind = 'gemm'", NULL, NULL, NULL),
+          SQLITE_OK);
+      sqlite3_close(db);
+    }
+    double factor = 0, stock = 0;
+    char source[256], not_read[256];
+    first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+    assert_close(factor, gemms_named ? 1.0 : 0.88);
+    assert_close(stock, gemms_named ? 160.0 : 148.0);
+    assert_string_equal(not_read,
+                        gemms_named ? "run 3 on a GPU of no name, not the GEMM rows' GPU" : "");
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
+    assert_int_equal(rc, TP_OK);
+    if (!gemms_named)
+      assert_non_null(strstr(text, "(stock's pace factor p): run 3 (a GPU of no name)."));
+    free(text);
+    fx_rmdir(&d.dir);
+  }
 }
 
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
@@ -1689,6 +1749,30 @@ static void test_columns(void **state) {
   fx_rmdir(&d.dir);
 }
 
+/* A CSV of one column writes an empty value as "": a blank line is no field to a CSV reader
+ * (Python's csv reads [], pandas skips it), so the predictions of no note or no measurement and
+ * the summaries' empty figures would lose their lines (--columns note wrote "note\n\n\n"). */
+static void test_csv_one_column_empty_values(void **state) {
+  (void)state;
+  synth_db d;
+  make_synth(&d, 1);
+  const int tps[] = {2, 4};
+  const char *const columns[] = {"note", "stock_error_pct", "dist_error_pct"};
+  for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
+    tp_project_request req = {.tps = tps, .n_tps = 2, .columns = columns[i]};
+    tp_rc rc;
+    char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
+    assert_int_equal(rc, TP_OK);
+    assert_null(strstr(text, "\n\n"));
+    int lines = 0;
+    for (const char *at = text; (at = strchr(at, '\n')); at++) lines++;
+    assert_int_equal(lines, 5);                /* the header and the four predictions */
+    assert_non_null(strstr(text, "\n\"\"\n")); /* TP 4: no note, nothing measured */
+    free(text);
+  }
+  fx_rmdir(&d.dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_exact_row),
@@ -1710,6 +1794,7 @@ int main(void) {
       cmocka_unit_test(test_shapes_run),
       cmocka_unit_test(test_gemm_gpu),
       cmocka_unit_test(test_not_compared_counts_the_rows_read),
+      cmocka_unit_test(test_csv_not_compared_one_row),
       cmocka_unit_test(test_gemm_gpu_long_name),
       cmocka_unit_test(test_gemm_gpu_unknown_dtype),
       cmocka_unit_test(test_gemm_gpu_many_others),
@@ -1718,6 +1803,7 @@ int main(void) {
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),
       cmocka_unit_test(test_pace_follows_gemm_gpu),
+      cmocka_unit_test(test_pace_gpu_of_no_name),
       cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
       cmocka_unit_test(test_validation_on_synthetic_db),
@@ -1726,6 +1812,7 @@ int main(void) {
       cmocka_unit_test(test_sample_db_validation_table),
       cmocka_unit_test(test_prediction_ignores_judged_rows),
       cmocka_unit_test(test_columns),
+      cmocka_unit_test(test_csv_one_column_empty_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
