@@ -464,12 +464,9 @@ void tp_project_csv_header(FILE *out, const tp_project_columns *cols) {
   fputs("\n", out);
 }
 
-/* A CSV field of column i; a line's only field, empty, as "": a blank line is no field to a
- * CSV reader (Python's csv reads none, pandas skips the line). */
+/* A CSV field of column i (tp_cell_csv writes a line's only field, empty, as ""). */
 static void csv_cell(FILE *out, const tp_cell *c, const tp_project_columns *cols, int i) {
-  const int empty = c->type == TP_CELL_NONE || (c->type == TP_CELL_TEXT && !c->text[0]);
-  if (cols->count == 1 && empty) fputs("\"\"", out);
-  else tp_cell_csv(out, c, registry[cols->index[i]].csv_decimals, i == 0);
+  tp_cell_csv(out, c, registry[cols->index[i]].csv_decimals, i, cols->count);
 }
 
 void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_columns *cols) {

@@ -676,7 +676,7 @@ void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
     for (int i = 0; i < cols->count; i++) {
       const column *col = &registry[cols->index[i]];
       cell_of(col, rep, &rep->rows[r], 0, &c);
-      tp_cell_csv(out, &c, col->csv_decimals, i == 0);
+      tp_cell_csv(out, &c, col->csv_decimals, i, cols->count);
     }
     fputs("\r\n", out);
   }

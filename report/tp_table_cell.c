@@ -51,7 +51,13 @@ void tp_cell_md(FILE *out, const tp_cell *c, int decimals, const char *empty_tex
   }
 }
 
-void tp_cell_csv(FILE *out, const tp_cell *c, int decimals, int first) {
+void tp_cell_csv(FILE *out, const tp_cell *c, int decimals, int index, int count) {
+  const int first = index == 0;
+  const int empty = c->type == TP_CELL_NONE || (c->type == TP_CELL_TEXT && !c->text[0]);
+  if (count == 1 && empty) {
+    fputs("\"\"", out);
+    return;
+  }
   char buf[64];
   switch (c->type) {
   case TP_CELL_NONE: tp_csv_field(out, "", first); break;

@@ -40,8 +40,9 @@ void tp_cell_set_bool(tp_cell *c, int value);
 
 /* Markdown: "-" for none; `empty_text` for a text cell that is "". */
 void tp_cell_md(FILE *out, const tp_cell *c, int decimals, const char *empty_text);
-/* CSV: "" for none, integers and booleans as integers. */
-void tp_cell_csv(FILE *out, const tp_cell *c, int decimals, int first);
+/* CSV: "" for none, integers and booleans as integers; field `index` of a line of `count`: a
+ * line's only field, empty, is written "" (a blank line is no field to a CSV reader). */
+void tp_cell_csv(FILE *out, const tp_cell *c, int decimals, int index, int count);
 /* JSON: null for none. */
 json_t *tp_cell_json(const tp_cell *c);
 
