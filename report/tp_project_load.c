@@ -83,16 +83,17 @@ static const char points_sql[] =
   "c.layer GLOB 'gemm_gap_[0-9]*' AND c.layer = 'gemm_gap_' || "                                   \
   "CAST(CAST(substr(c.layer, 10) AS INTEGER) AS TEXT)"
 
-/* Runs of GEMMs between gaps that timed a shape back to back (gap 0: without it no point of
- * the run has a ratio), one without test knobs before any with them, the latest first; the
- * last column: on the GPU of config ?1 (the GEMM rows' latest), named as gemms_sql and
- * measured_sql name it ("" for a run of none, or none left). */
+/* Runs of GEMMs between gaps that timed a shape back to back (gap 0, a finite time: without
+ * it no point of the run has a ratio), one without test knobs before any with them, the latest
+ * first; the last column: on the GPU of config ?1 (the GEMM rows' latest), named as gemms_sql
+ * and measured_sql name it ("" for a run of none, or none left). */
 static const char pace_runs_sql[] =
     "SELECT DISTINCT c.run_id, coalesce(u.gpu_name, ''), coalesce(u.test_knobs, ''), "
     "coalesce(u.test_knobs, '') <> '' AS knobs, coalesce(u.gpu_name, '') = " GPU_OF_CONFIG(
         "?1") " FROM configs c JOIN results r ON r.config_id = c.id JOIN runs u ON u.id = "
               "c.run_id WHERE c.kind = 'link' AND c.status = 'ok' AND r.median_us > 0 AND "
-              "c.layer = 'gemm_gap_0' AND c.m > 0 AND c.n > 0 AND c.k > 0 ORDER BY 4, 1 DESC";
+              "c.layer = 'gemm_gap_0' AND r.median_us < 9e999 AND c.m > 0 AND c.n > 0 AND c.k > 0 "
+              "ORDER BY 4, 1 DESC";
 
 /* A run's GEMMs between gaps: FLOPs, gap (%), median; the latest of a shape and gap wins; a
  * shape without FLOPs (M, N or K not positive) is no point. */

@@ -1258,8 +1258,9 @@ static void test_pace_broken_points(void **state) {
     first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
     assert_close(factor, 1.0);
     assert_close(stock, 160.0);
-    assert_non_null(strstr(source, i == 0 ? "no probed shape timed back to back"
-                                          : "outside 0.5..1.5, not read"));
+    /* the run of an infinite gap-0 time is no probe at all */
+    assert_non_null(
+        strstr(source, i == 0 ? "no GEMMs-between-gaps probe" : "outside 0.5..1.5, not read"));
     fx_rmdir(&d.dir);
   }
 }
@@ -1329,7 +1330,8 @@ static void test_pace_gpu_of_no_name(void **state) {
 }
 
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
- * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1') is no probe to read: the earlier whole
+ * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1'; a gap-0 time of infinity) is no probe
+ * to read: the earlier whole
  * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
  * misread as gap 0. */
 static void test_pace_run_needs_back_to_back(void **state) {
@@ -1339,12 +1341,24 @@ static void test_pace_run_needs_back_to_back(void **state) {
   const char *const gap_only[] = {"gemm_gap_100"};
   const char *const misnamed[] = {"gemm_gap_00", "gemm_gap_1e1", "gemm_gap_100"};
   const double us[] = {50.0, 10.0, 50.0};
-  for (int later = 0; later < 2; later++) {
+  for (int later = 0; later < 3; later++) {
     synth_db d;
     make_synth(&d, 1);
     put_pacing(d.db, "GPU"); /* run 3 */
     if (later == 0) put_pacing_points(d.db, "GPU", gap_only, us, 1);
-    else put_pacing_points(d.db, "GPU", misnamed, us, 3);
+    else if (later == 1) put_pacing_points(d.db, "GPU", misnamed, us, 3);
+    else { /* a back-to-back time of infinity (a hand-edited database): no time at all */
+      put_pacing(d.db, "GPU");
+      sqlite3 *db = NULL;
+      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
+      assert_int_equal(sqlite3_exec(db,
+                                    "UPDATE results SET median_us = 9e999 WHERE config_id = "
+                                    "(SELECT max(id) FROM configs WHERE layer = 'gemm_gap_0')",
+                                    NULL, NULL, NULL),
+                       SQLITE_OK);
+      assert_int_equal(sqlite3_changes(db), 1);
+      sqlite3_close(db);
+    }
     json_t *root = project_json(d.db, &req);
     json_t *first = json_array_get(json_object_get(root, "rows"), 0);
     assert_int_equal(
