@@ -614,6 +614,14 @@ static void put_shape(tp_store *s, int64_t run, int64_t tokens, double gemm, dou
   put(s, run, &a, 1.0, TP_FUSED_NA);
 }
 
+/* The synthetic link probe: NCCL's all-gather and reduce-scatter and the copy engine's push. */
+static void add_link_probe(tp_store *s, const char *gpu) {
+  int64_t link = begin_on(s, "link", gpu);
+  put_link(s, link, "nccl_all_gather", AG, 2);
+  put_link(s, link, "nccl_reduce_scatter", RS, 2);
+  put_link(s, link, "ce_push", CE, 2);
+}
+
 typedef struct {
   fx_dir dir;
   char db[600];
@@ -626,14 +634,6 @@ typedef struct {
  *   T = 8192: V 32 MiB, G 200, collective 100: stock 300; one chunk of 4096 rows (G 100),
  *             push 50: dist_gemm max(100 + 10, 20 + 50 + 10) + 100 = 210.
  * Measured: stock 200 and 250 (−20 %, +20 %), dist_gemm 80 and 250 (+37.5 %, −16 %). */
-/* The synthetic link probe: NCCL's all-gather and reduce-scatter and the copy engine's push. */
-static void add_link_probe(tp_store *s, const char *gpu) {
-  int64_t link = begin_on(s, "link", gpu);
-  put_link(s, link, "nccl_all_gather", AG, 2);
-  put_link(s, link, "nccl_reduce_scatter", RS, 2);
-  put_link(s, link, "ce_push", CE, 2);
-}
-
 static void make_synth(synth_db *d, int with_link) {
   assert_int_equal(fx_mkdir(&d->dir, "tp_project"), 0);
   fx_path(&d->dir, "synth.db", d->db, sizeof d->db);
@@ -669,6 +669,17 @@ static char *project_to_text(const char *db, const tp_project_request *req, tp_r
   fclose(mem);
   tp_store_close(s);
   return text;
+}
+
+/* An edit no store call makes (a database changed by hand: an infinity, a foreign dtype, a run
+ * gone), run on db with plain SQLite; the rows it changed. */
+static int edit_by_hand(const char *db_path, const char *sql) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  const int changed = sqlite3_changes(db);
+  sqlite3_close(db);
+  return changed;
 }
 
 /* project's JSON output of req on db, parsed (the run must succeed). */
@@ -1007,15 +1018,9 @@ static void test_gemm_gpu_unknown_dtype(void **state) {
   synth_db d;
   make_synth(&d, 1);
   put_other_gpu_gemm(d.db, "NEWER GPU");
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db,
-                                "UPDATE configs SET dtype = 'fp4-future' WHERE run_id = (SELECT "
-                                "id FROM runs WHERE gpu_name = 'NEWER GPU')",
-                                NULL, NULL, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_changes(db), 1);
-  sqlite3_close(db);
+  assert_int_equal(edit_by_hand(d.db, "UPDATE configs SET dtype = 'fp4-future' WHERE run_id = "
+                                      "(SELECT id FROM runs WHERE gpu_name = 'NEWER GPU')"),
+                   1);
   const int tps[] = {2};
   tp_project_request req = {.tps = tps, .n_tps = 1, .gemm_tp = 1};
   json_t *root = project_json(d.db, &req);
@@ -1242,17 +1247,10 @@ static void test_pace_broken_points(void **state) {
     synth_db d;
     make_synth(&d, 1);
     put_pacing_points(d.db, "GPU", layers, cases[i], 2);
-    if (i == 0) { /* the store writes no infinity: a database edited by hand does */
-      sqlite3 *db = NULL;
-      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
-      assert_int_equal(sqlite3_exec(db,
-                                    "UPDATE results SET median_us = 9e999 WHERE config_id IN "
-                                    "(SELECT id FROM configs WHERE layer = 'gemm_gap_0')",
-                                    NULL, NULL, NULL),
-                       SQLITE_OK);
-      assert_int_equal(sqlite3_changes(db), 1);
-      sqlite3_close(db);
-    }
+    if (i == 0) /* the store writes no infinity: a database edited by hand does */
+      assert_int_equal(edit_by_hand(d.db, "UPDATE results SET median_us = 9e999 WHERE config_id "
+                                          "IN (SELECT id FROM configs WHERE layer = 'gemm_gap_0')"),
+                       1);
     double factor = 0, stock = 0;
     char source[256], not_read[256];
     first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
@@ -1304,14 +1302,7 @@ static void test_pace_gpu_of_no_name(void **state) {
     synth_db d;
     make_synth(&d, 1);
     put_pacing(d.db, NULL); /* run 3 */
-    if (!gemms_named) {
-      sqlite3 *db = NULL;
-      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
-      assert_int_equal(
-          sqlite3_exec(db, "UPDATE configs SET run_id = 99 WHERE kind = 'gemm'", NULL, NULL, NULL),
-          SQLITE_OK);
-      sqlite3_close(db);
-    }
+    if (!gemms_named) edit_by_hand(d.db, "UPDATE configs SET run_id = 99 WHERE kind = 'gemm'");
     double factor = 0, stock = 0;
     char source[256], not_read[256];
     first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
@@ -1331,9 +1322,8 @@ static void test_pace_gpu_of_no_name(void **state) {
 
 /* A later run whose points give no back-to-back time of a shape (no gemm_gap_0; layers the
  * probe never writes: 'gemm_gap_00', 'gemm_gap_1e1'; a gap-0 time of infinity) is no probe
- * to read: the earlier whole
- * run (3) paces stock, not p = 1 under a header naming the later run, nor a ratio over a point
- * misread as gap 0. */
+ * to read: the earlier whole run (3) paces stock, not p = 1 under a header naming the later
+ * run, nor a ratio over a point misread as gap 0. */
 static void test_pace_run_needs_back_to_back(void **state) {
   (void)state;
   const int tps[] = {2};
@@ -1349,15 +1339,10 @@ static void test_pace_run_needs_back_to_back(void **state) {
     else if (later == 1) put_pacing_points(d.db, "GPU", misnamed, us, 3);
     else { /* a back-to-back time of infinity (a hand-edited database): no time at all */
       put_pacing(d.db, "GPU");
-      sqlite3 *db = NULL;
-      assert_int_equal(sqlite3_open(d.db, &db), SQLITE_OK);
-      assert_int_equal(sqlite3_exec(db,
-                                    "UPDATE results SET median_us = 9e999 WHERE config_id = "
-                                    "(SELECT max(id) FROM configs WHERE layer = 'gemm_gap_0')",
-                                    NULL, NULL, NULL),
-                       SQLITE_OK);
-      assert_int_equal(sqlite3_changes(db), 1);
-      sqlite3_close(db);
+      assert_int_equal(edit_by_hand(d.db, "UPDATE results SET median_us = 9e999 WHERE config_id = "
+                                          "(SELECT max(id) FROM configs WHERE layer = "
+                                          "'gemm_gap_0')"),
+                       1);
     }
     json_t *root = project_json(d.db, &req);
     json_t *first = json_array_get(json_object_get(root, "rows"), 0);
