@@ -308,7 +308,7 @@ static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   if (!sqlite3_column_int(st, 4)) {
     if (!data->pace_skipped[0])
       snprintf(data->pace_skipped, sizeof data->pace_skipped,
-               "run %lld on %.80s, not the GEMM rows' GPU", (long long)sqlite3_column_int64(st, 0),
+               "run %lld on %s, not the GEMM rows' GPU", (long long)sqlite3_column_int64(st, 0),
                gpu[0] ? gpu : "a GPU of no name");
     return TP_OK;
   }
