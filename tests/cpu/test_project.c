@@ -759,7 +759,7 @@ static void test_validation_on_synthetic_db(void **state) {
   const double stock_med = strtod(after_note + strlen("or more\",,,"), &end);
   assert_memory_equal(end, ",,,", 3);
   const double dist_med = strtod(end + 3, &end);
-  assert_memory_equal(end, ",\n", 2);
+  assert_memory_equal(end, ",\r\n", 3); /* CRLF: RFC 4180, as every CSV of tpbench */
   assert_true(isfinite(stock_med) && isfinite(dist_med));
   free(text);
   fx_rmdir(&d.dir);
@@ -978,7 +978,7 @@ static void test_csv_not_compared_one_row(void **state) {
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "\nnot_compared,2,\"1 measured row at TP 2 on another GPU than GPU "
                                "(the GEMM rows'), not compared: a prediction is judged on its own "
-                               "card only\"\n"));
+                               "card only\"\r\n"));
   free(text);
   fx_rmdir(&d.dir);
 }
@@ -1138,7 +1138,7 @@ static void test_gemm_list_untimed(void **state) {
   char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
   assert_int_equal(rc, TP_OK);
   assert_non_null(strstr(text, "\nm,qkv,4096,2,chunk,fp8,2048,3072,4096,ag_linear,1,51.540,0,,no "
-                               "GEMM rows of dtype fp8\n"));
+                               "GEMM rows of dtype fp8\r\n"));
   free(text);
   req.gemms = 0;
   text = project_to_text(d.db, &req, TP_FMT_MARKDOWN, &rc);
@@ -1647,7 +1647,7 @@ static const char CSV_FULL_HEADER[] =
     "chunk_gemm_us,chunk_gemm_source,chunk_bytes,"
     "push_gbps,push_latency_us,push_us,push_line,gemms,pushes,local_us,stall_us,drain_us,"
     "stock_us,dist_us,speedup,note,stock_measured_us,stock_config,stock_error_pct,"
-    "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\n";
+    "dist_measured_us,dist_config,dist_error_pct,dist_stock_path\r\n";
 
 /* The longest line of the predictions table (from its heading to the blank line after it). */
 static size_t widest_prediction_line(const char *md) {
@@ -1700,8 +1700,8 @@ static void test_columns(void **state) {
   }
   r = tpbench("project", "--db", d.db, "--tp", "2", "--format", "csv", "--columns",
               "tokens,shard,speedup,result", NULL);
-  rp_expect(&r, 0, "tokens,shard,speedup,result\n4096,4096×3072×4096,", NULL);
-  assert_non_null(strstr(r.out, "\n,,,error_median\n")); /* the summary, labelled */
+  rp_expect(&r, 0, "tokens,shard,speedup,result\r\n4096,4096×3072×4096,", NULL);
+  assert_non_null(strstr(r.out, "\n,,,error_median\r\n")); /* the summary, labelled */
   free(r.out);
   free(r.err);
   r = tpbench("project", "--db", d.db, "--tp", "2", "--format", "json", "--columns",
@@ -1769,8 +1769,8 @@ static void test_csv_one_column_empty_values(void **state) {
     assert_null(strstr(text, "\n\n"));
     int lines = 0;
     for (const char *at = text; (at = strchr(at, '\n')); at++) lines++;
-    assert_int_equal(lines, 5);                /* the header and the four predictions */
-    assert_non_null(strstr(text, "\n\"\"\n")); /* TP 4: no note, nothing measured */
+    assert_int_equal(lines, 5);                  /* the header and the four predictions */
+    assert_non_null(strstr(text, "\n\"\"\r\n")); /* TP 4: no note, nothing measured */
     free(text);
   }
   fx_rmdir(&d.dir);
