@@ -1226,12 +1226,7 @@ static tp_rc write_json(FILE *out, const report *rep, const column_set *cols) {
     json_decref(rows);
     json_decref(skipped);
   }
-  tp_rc rc = TP_OK;
-  if (jb.failed) rc = TP_FAIL(TP_EOOM, "report: building the JSON document failed (out of memory)");
-  else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
-    rc = TP_FAIL(TP_EIO, "report: writing the JSON document failed");
-  json_decref(root);
-  return rc;
+  return tp_json_write_document(out, root, &jb, "report");
 }
 
 /* ---- entry points ------------------------------------------------------- */

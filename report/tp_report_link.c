@@ -308,12 +308,7 @@ static tp_rc write_json(FILE *out, const report *rep, const link_points *pts) {
   } else {
     json_decref(list);
   }
-  tp_rc rc = TP_OK;
-  if (jb.failed) rc = TP_FAIL(TP_EOOM, "report: building the JSON document failed (out of memory)");
-  else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
-    rc = TP_FAIL(TP_EIO, "report: writing the JSON document failed");
-  json_decref(root);
-  return rc;
+  return tp_json_write_document(out, root, &jb, "report");
 }
 
 tp_rc tp_report_link(tp_store *store, const report *rep, tp_report_format fmt, FILE *out) {

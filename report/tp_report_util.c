@@ -215,6 +215,16 @@ json_t *tp_json_str(const char *s) {
 
 json_t *tp_json_real(double value) { return isfinite(value) ? json_real(value) : json_null(); }
 
+tp_rc tp_json_write_document(FILE *out, json_t *root, const tp_json_builder *jb, const char *who) {
+  tp_rc rc = TP_OK;
+  if (jb->failed)
+    rc = TP_FAIL(TP_EOOM, "%s: building the JSON document failed (out of memory)", who);
+  else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
+    rc = TP_FAIL(TP_EIO, "%s: writing the JSON document failed", who);
+  json_decref(root);
+  return rc;
+}
+
 /* ---- labels and statistics ---------------------------------------------- */
 
 /* Appends " text" (or "text" at the start) when text is set. */

@@ -92,6 +92,13 @@ json_t *tp_json_str(const char *s);
 /* A number, or null when not finite (JSON has no NaN). */
 json_t *tp_json_real(double value);
 
+/* Writes root (indented by 2) and a newline to out, then releases root. A
+ * failure starts with who: "who: building the JSON document failed (out of
+ * memory)" when jb saw one, "who: writing the JSON document failed" when the
+ * write failed. */
+TP_MUST_CHECK tp_rc tp_json_write_document(FILE *out, json_t *root, const tp_json_builder *jb,
+                                           const char *who);
+
 /* ---- --columns ---- */
 
 /* A --columns list (comma-separated names, each once) read against a table's column names,

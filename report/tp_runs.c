@@ -207,12 +207,7 @@ static tp_rc write_json(FILE *out, const run_list *list) {
     tp_json_append(&jb, runs, json_line(&jb, &list->items[i]));
   if (root) tp_json_set(&jb, root, "runs", runs);
   else json_decref(runs);
-  tp_rc rc = TP_OK;
-  if (jb.failed) rc = TP_FAIL(TP_EOOM, "runs: building the JSON document failed (out of memory)");
-  else if (json_dumpf(root, out, JSON_INDENT(2)) != 0 || fputc('\n', out) == EOF)
-    rc = TP_FAIL(TP_EIO, "runs: writing the JSON document failed");
-  json_decref(root);
-  return rc;
+  return tp_json_write_document(out, root, &jb, "runs");
 }
 
 tp_rc tp_report_runs(tp_store *store, tp_report_format fmt, FILE *out) {

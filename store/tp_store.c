@@ -1261,6 +1261,27 @@ tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what) {
   return exec_sql(store->db, store->path, sql, what);
 }
 
+tp_rc tp_store_prepare(tp_store *store, const char *sql, const char *what, sqlite3_stmt **stmt) {
+  if (sqlite3_prepare_v2(store->db, sql, -1, stmt, NULL) != SQLITE_OK) {
+    *stmt = NULL;
+    return TP_STORE_SQL_FAIL(store, "preparing %s", what);
+  }
+  return TP_OK;
+}
+
+tp_rc tp_store_step_done(tp_store *store, sqlite3_stmt *stmt, int bind_rc, const char *what) {
+  tp_rc rc = TP_OK;
+  if (bind_rc != SQLITE_OK) rc = TP_STORE_SQL_FAIL(store, "binding %s", what);
+  else if (sqlite3_step(stmt) != SQLITE_DONE) rc = TP_STORE_SQL_FAIL(store, "%s", what);
+  sqlite3_reset(stmt); /* returns the step's error again: already reported */
+  sqlite3_clear_bindings(stmt);
+  return rc;
+}
+
+int tp_store_bind_real_or_null(sqlite3_stmt *stmt, int col, double value) {
+  return isfinite(value) ? sqlite3_bind_double(stmt, col, value) : sqlite3_bind_null(stmt, col);
+}
+
 tp_rc tp_store_context(const char *file, int line, tp_rc rc, const char *fmt, ...) {
   char prefix[512];
   va_list ap;

@@ -34,6 +34,21 @@ TP_MUST_CHECK tp_rc tp_store_sql_fail(const char *file, int line, tp_store *stor
  * "path: what: sqlite's message". */
 TP_MUST_CHECK tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what);
 
+/* Prepares sql on the store's connection; a failure says "preparing what"
+ * (`what` names the statement, never its SQL) and leaves *stmt NULL. */
+TP_MUST_CHECK tp_rc tp_store_prepare(tp_store *store, const char *sql, const char *what,
+                                     sqlite3_stmt **stmt);
+
+/* Steps a statement that returns no rows after its binds (bind_rc: the first
+ * bind's failure, or SQLITE_OK), then resets it and clears its bindings for
+ * reuse, on failure too. A failure says "binding what" or "what". */
+TP_MUST_CHECK tp_rc tp_store_step_done(tp_store *store, sqlite3_stmt *stmt, int bind_rc,
+                                       const char *what);
+
+/* Binds value at col, or NULL for NaN or an infinity: "not measured". Returns
+ * SQLite's code. */
+int tp_store_bind_real_or_null(sqlite3_stmt *stmt, int col, double value);
+
 /* Rolls back an open transaction after a failure, keeping that failure's
  * message (a failed rollback is only logged). */
 void tp_store_rollback(tp_store *store);

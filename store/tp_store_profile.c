@@ -14,28 +14,6 @@
 #include "common/tp_array.h"
 #include "store/tp_store_internal.h"
 
-static tp_rc prepare(tp_store *s, const char *sql, const char *what, sqlite3_stmt **stmt) {
-  if (sqlite3_prepare_v2(tp_store_db(s), sql, -1, stmt, NULL) != SQLITE_OK) {
-    *stmt = NULL;
-    return TP_STORE_SQL_FAIL(s, "preparing %s", what);
-  }
-  return TP_OK;
-}
-
-/* Steps a statement that returns no rows, then resets it for reuse. */
-static tp_rc step_done(tp_store *s, sqlite3_stmt *st, int bind_rc, const char *what) {
-  tp_rc rc = TP_OK;
-  if (bind_rc != SQLITE_OK) rc = TP_STORE_SQL_FAIL(s, "binding %s", what);
-  else if (sqlite3_step(st) != SQLITE_DONE) rc = TP_STORE_SQL_FAIL(s, "%s", what);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return rc;
-}
-
-static int bind_real(sqlite3_stmt *st, int col, double v) {
-  return isfinite(v) ? sqlite3_bind_double(st, col, v) : sqlite3_bind_null(st, col);
-}
-
 static int bind_text(sqlite3_stmt *st, int col, const char *text) {
   return text && *text ? sqlite3_bind_text(st, col, text, -1, SQLITE_TRANSIENT)
                        : sqlite3_bind_null(st, col);
@@ -43,11 +21,12 @@ static int bind_text(sqlite3_stmt *st, int col, const char *text) {
 
 static tp_rc put_header(tp_store *s, int64_t config_id, const tp_profile_record *r) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "INSERT INTO profiles (config_id, selector, processes, ranks, windows, "
-                 "exit_status, gpu_name, baseline_method, baseline_step_us, profiled_step_us, "
-                 "overhead_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 "the profile row", &st));
+  TP_TRY(tp_store_prepare(
+      s,
+      "INSERT INTO profiles (config_id, selector, processes, ranks, windows, "
+      "exit_status, gpu_name, baseline_method, baseline_step_us, profiled_step_us, "
+      "overhead_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "the profile row", &st));
   int b = sqlite3_bind_int64(st, 1, config_id);
   b = b ? b : sqlite3_bind_text(st, 2, r->selector, -1, SQLITE_TRANSIENT);
   b = b ? b : sqlite3_bind_int64(st, 3, r->processes);
@@ -56,22 +35,23 @@ static tp_rc put_header(tp_store *s, int64_t config_id, const tp_profile_record 
   b = b ? b : sqlite3_bind_int(st, 6, r->exit_status);
   b = b ? b : bind_text(st, 7, r->gpu_name);
   b = b ? b : bind_text(st, 8, r->baseline_method);
-  b = b ? b : bind_real(st, 9, r->baseline_step_us);
-  b = b ? b : bind_real(st, 10, r->profiled_step_us);
-  b = b ? b : bind_real(st, 11, r->overhead_pct);
-  tp_rc rc = step_done(s, st, b, "inserting the profile row");
+  b = b ? b : tp_store_bind_real_or_null(st, 9, r->baseline_step_us);
+  b = b ? b : tp_store_bind_real_or_null(st, 10, r->profiled_step_us);
+  b = b ? b : tp_store_bind_real_or_null(st, 11, r->overhead_pct);
+  tp_rc rc = tp_store_step_done(s, st, b, "inserting the profile row");
   sqlite3_finalize(st);
   return rc;
 }
 
 static tp_rc put_steps(tp_store *s, int64_t config_id, const tp_profile_record *r) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "INSERT INTO profile_steps (config_id, rank, step, name, host_start_ns, "
-                 "host_end_ns, start_ns, end_ns, comm_ns, compute_ns, sync_ns, other_ns, idle_ns, "
-                 "overlap_ns, exposed_ns, kernels, empty) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 "a profile step", &st));
+  TP_TRY(tp_store_prepare(
+      s,
+      "INSERT INTO profile_steps (config_id, rank, step, name, host_start_ns, "
+      "host_end_ns, start_ns, end_ns, comm_ns, compute_ns, sync_ns, other_ns, idle_ns, "
+      "overlap_ns, exposed_ns, kernels, empty) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "a profile step", &st));
   tp_rc rc = TP_OK;
   for (size_t i = 0; rc == TP_OK && i < r->n_steps; ++i) {
     const tp_profile_step_row *p = &r->steps[i];
@@ -86,7 +66,7 @@ static tp_rc put_steps(tp_store *s, int64_t config_id, const tp_profile_record *
       b = sqlite3_bind_int64(st, 5 + k, (int64_t)ns[k]);
     b = b ? b : sqlite3_bind_int64(st, 16, p->kernels);
     b = b ? b : sqlite3_bind_int(st, 17, p->empty ? 1 : 0);
-    rc = step_done(s, st, b, "inserting a profile step");
+    rc = tp_store_step_done(s, st, b, "inserting a profile step");
   }
   sqlite3_finalize(st);
   return rc;
@@ -94,11 +74,12 @@ static tp_rc put_steps(tp_store *s, int64_t config_id, const tp_profile_record *
 
 static tp_rc put_schedules(tp_store *s, int64_t config_id, const tp_profile_record *r) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "INSERT INTO profile_schedules (config_id, rank, range_name, ranges, "
-                 "nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, comm_ns, gemm_ns, "
-                 "transport) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 "a profile schedule", &st));
+  TP_TRY(tp_store_prepare(
+      s,
+      "INSERT INTO profile_schedules (config_id, rank, range_name, ranges, "
+      "nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, comm_ns, gemm_ns, "
+      "transport) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "a profile schedule", &st));
   tp_rc rc = TP_OK;
   for (size_t i = 0; rc == TP_OK && i < r->n_schedules; ++i) {
     const tp_profile_schedule_row *p = &r->schedules[i];
@@ -113,7 +94,7 @@ static tp_rc put_schedules(tp_store *s, int64_t config_id, const tp_profile_reco
     b = b ? b : sqlite3_bind_int64(st, 9, (int64_t)p->comm_ns);
     b = b ? b : sqlite3_bind_int64(st, 10, (int64_t)p->gemm_ns);
     b = b ? b : sqlite3_bind_text(st, 11, p->transport, -1, SQLITE_TRANSIENT);
-    rc = step_done(s, st, b, "inserting a profile schedule");
+    rc = tp_store_step_done(s, st, b, "inserting a profile schedule");
   }
   sqlite3_finalize(st);
   return rc;
@@ -121,10 +102,11 @@ static tp_rc put_schedules(tp_store *s, int64_t config_id, const tp_profile_reco
 
 static tp_rc put_kernels(tp_store *s, int64_t config_id, const tp_profile_record *r) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "INSERT INTO profile_kernels (config_id, name, category, count, total_ns) "
-                 "VALUES (?, ?, ?, ?, ?)",
-                 "a profile kernel", &st));
+  TP_TRY(
+      tp_store_prepare(s,
+                       "INSERT INTO profile_kernels (config_id, name, category, count, total_ns) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       "a profile kernel", &st));
   tp_rc rc = TP_OK;
   for (size_t i = 0; rc == TP_OK && i < r->n_kernels; ++i) {
     const tp_profile_kernel_row *k = &r->kernels[i];
@@ -133,7 +115,7 @@ static tp_rc put_kernels(tp_store *s, int64_t config_id, const tp_profile_record
     b = b ? b : sqlite3_bind_text(st, 3, k->category, -1, SQLITE_TRANSIENT);
     b = b ? b : sqlite3_bind_int64(st, 4, k->count);
     b = b ? b : sqlite3_bind_int64(st, 5, (int64_t)k->total_ns);
-    rc = step_done(s, st, b, "inserting a profile kernel");
+    rc = tp_store_step_done(s, st, b, "inserting a profile kernel");
   }
   sqlite3_finalize(st);
   return rc;
@@ -166,11 +148,12 @@ static double real_or_nan(sqlite3_stmt *st, int col) {
 
 static tp_rc get_header(tp_store *s, int64_t config_id, tp_profile_record *r, int *found) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s,
-                 "SELECT selector, processes, ranks, exit_status, gpu_name, baseline_method, "
-                 "baseline_step_us, profiled_step_us, overhead_pct FROM profiles "
-                 "WHERE config_id = ?",
-                 "the profile lookup", &st));
+  TP_TRY(
+      tp_store_prepare(s,
+                       "SELECT selector, processes, ranks, exit_status, gpu_name, baseline_method, "
+                       "baseline_step_us, profiled_step_us, overhead_pct FROM profiles "
+                       "WHERE config_id = ?",
+                       "the profile lookup", &st));
   tp_rc rc = TP_OK;
   int step = sqlite3_bind_int64(st, 1, config_id) == SQLITE_OK ? sqlite3_step(st) : SQLITE_ERROR;
   if (step == SQLITE_ROW) {
@@ -229,7 +212,7 @@ static void read_kernel(sqlite3_stmt *st, tp_profile_kernel_row *k) {
 static tp_rc read_rows(tp_store *s, int64_t config_id, const char *sql, const char *what,
                        void **items, size_t *n, size_t size, void (*read)(sqlite3_stmt *, void *)) {
   sqlite3_stmt *st = NULL;
-  TP_TRY(prepare(s, sql, what, &st));
+  TP_TRY(tp_store_prepare(s, sql, what, &st));
   size_t cap = 0;
   tp_rc rc = TP_OK;
   int step = sqlite3_bind_int64(st, 1, config_id) == SQLITE_OK ? SQLITE_OK : SQLITE_ERROR;

@@ -29,30 +29,12 @@ static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "store: out of memory
 /* Only this file's SQL goes through here, on the trace and configuration
  * tables: SQLite's message names what is missing, the SQL stays out. */
 static tp_rc prepare(tp_store *s, const char *sql, sqlite3_stmt **stmt) {
-  if (sqlite3_prepare_v2(tp_store_db(s), sql, -1, stmt, NULL) != SQLITE_OK) {
-    *stmt = NULL;
-    return TP_STORE_SQL_FAIL(s, "preparing a statement on the trace or configuration tables");
-  }
-  return TP_OK;
-}
-
-/* Steps a statement that returns no rows, then resets it for reuse. */
-static tp_rc step_done(tp_store *s, sqlite3_stmt *stmt, int bind_rc, const char *what) {
-  tp_rc out = TP_OK;
-  if (bind_rc != SQLITE_OK) out = TP_STORE_SQL_FAIL(s, "binding %s", what);
-  else if (sqlite3_step(stmt) != SQLITE_DONE) out = TP_STORE_SQL_FAIL(s, "%s", what);
-  sqlite3_reset(stmt);
-  sqlite3_clear_bindings(stmt);
-  return out;
+  return tp_store_prepare(s, sql, "a statement on the trace or configuration tables", stmt);
 }
 
 static int bind_text_or_null(sqlite3_stmt *stmt, int col, const char *text) {
   return text ? sqlite3_bind_text(stmt, col, text, -1, SQLITE_STATIC)
               : sqlite3_bind_null(stmt, col);
-}
-
-static int bind_real_or_null(sqlite3_stmt *stmt, int col, double value) {
-  return isfinite(value) ? sqlite3_bind_double(stmt, col, value) : sqlite3_bind_null(stmt, col);
 }
 
 static double real_or_nan(sqlite3_stmt *stmt, int col) {
@@ -234,8 +216,9 @@ static tp_rc lookup_or_add(interner *in, const char *text, int64_t *id) {
   sqlite3_reset(in->find);
   if (step == SQLITE_ROW) return TP_OK;
   if (step != SQLITE_DONE) return TP_STORE_SQL_FAIL(s, "looking up the name \"%.60s\"", text);
-  TP_TRY(step_done(s, in->insert, sqlite3_bind_text(in->insert, 1, text, -1, SQLITE_STATIC),
-                   "adding a name to strings"));
+  TP_TRY(tp_store_step_done(s, in->insert,
+                            sqlite3_bind_text(in->insert, 1, text, -1, SQLITE_STATIC),
+                            "adding a name to strings"));
   *id = sqlite3_last_insert_rowid(tp_store_db(s));
   return TP_OK;
 }
@@ -291,7 +274,7 @@ static tp_rc insert_events(tp_store *s, int64_t config_id, const tp_trace_record
     b = b ? b
           : (e->peer_device < 0 ? sqlite3_bind_null(ev, 13)
                                 : sqlite3_bind_int(ev, 13, e->peer_device));
-    rc = step_done(s, ev, b, "inserting into events");
+    rc = tp_store_step_done(s, ev, b, "inserting into events");
   }
   sqlite3_finalize(ev);
   sqlite3_finalize(in.find);
@@ -321,9 +304,9 @@ static tp_rc insert_overlap(tp_store *s, int64_t config_id, const tp_trace_recor
     b = b ? b : sqlite3_bind_int64(st, 8, (int64_t)o->overlap_ns);
     b = b ? b : sqlite3_bind_int64(st, 9, (int64_t)o->exposed_ns);
     /* A percentage of nothing is no percentage: NULL, not 0. */
-    b = b ? b : bind_real_or_null(st, 10, o->comm_ns > 0 ? o->overlap_pct : NAN);
+    b = b ? b : tp_store_bind_real_or_null(st, 10, o->comm_ns > 0 ? o->overlap_pct : NAN);
     b = b ? b : sqlite3_bind_int64(st, 11, (int64_t)o->sync_ns);
-    rc = step_done(s, st, b, "inserting into overlap");
+    rc = tp_store_step_done(s, st, b, "inserting into overlap");
   }
   sqlite3_finalize(st);
   return rc;
@@ -341,9 +324,9 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
       (isfinite(traced) && isfinite(untraced) && untraced > 0) ? traced / untraced - 1.0 : NAN;
   int b = sqlite3_bind_int64(st, 1, config_id);
   b = b ? b : sqlite3_bind_int(st, 2, rec->traced_iters);
-  b = b ? b : bind_real_or_null(st, 3, traced);
-  b = b ? b : bind_real_or_null(st, 4, untraced);
-  b = b ? b : bind_real_or_null(st, 5, overhead);
+  b = b ? b : tp_store_bind_real_or_null(st, 3, traced);
+  b = b ? b : tp_store_bind_real_or_null(st, 4, untraced);
+  b = b ? b : tp_store_bind_real_or_null(st, 5, overhead);
   const char *word = evidence_word(rec);
   /* evidence_ok, for readers of version 2: 1 only for "ok" */
   b = b ? b : sqlite3_bind_int(st, 6, is_ok(word));
@@ -354,7 +337,7 @@ static tp_rc insert_trace_row(tp_store *s, int64_t config_id, const tp_trace_rec
   b = b ? b : sqlite3_bind_int64(st, 8, (int64_t)rec->dropped_records);
   b = b ? b : sqlite3_bind_int64(st, 9, rec->clock_offset_ns);
   b = b ? b : sqlite3_bind_text(st, 10, word, -1, SQLITE_STATIC);
-  tp_rc rc = step_done(s, st, b, "inserting into traces");
+  tp_rc rc = tp_store_step_done(s, st, b, "inserting into traces");
   sqlite3_finalize(st);
   return rc;
 }
@@ -374,7 +357,7 @@ static tp_rc update_schedules(tp_store *s, int64_t config_id, const tp_trace_rec
     b = b ? b : bind_text_or_null(st, 2, op->message && *op->message ? op->message : NULL);
     b = b ? b : sqlite3_bind_int64(st, 3, config_id);
     b = b ? b : sqlite3_bind_int(st, 4, op->seq);
-    rc = step_done(s, st, b, "recording an op's evidence in schedules");
+    rc = tp_store_step_done(s, st, b, "recording an op's evidence in schedules");
     if (rc == TP_OK && sqlite3_changes(tp_store_db(s)) != 1)
       rc = TP_FAIL(TP_EINTERNAL,
                    "trace record: evidence for op %d, but configuration %lld has no schedules row "

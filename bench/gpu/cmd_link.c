@@ -284,15 +284,14 @@ static tp_rc probe_all(tp_worker_ctx *ctx, const link_job *job) {
   return rc;
 }
 
+/* The probes take no traced windows: the collector stays NULL. */
+static tp_rc run_probes(tp_worker_ctx *ctx, tp_collector *collector, void *arg) {
+  (void)collector;
+  return probe_all(ctx, arg);
+}
+
 static int link_worker(const tp_launch_env *env, void *arg) {
-  const link_job *job = arg;
-  tp_worker_ctx ctx;
-  tp_rc rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK) rc = probe_all(&ctx, job);
-  if (rc != TP_OK)
-    fprintf(stderr, "tpbench link: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
-  tp_worker_leave(&ctx);
-  return rc == TP_OK ? 0 : 1;
+  return tp_worker_run(env, "link", 0, run_probes, arg);
 }
 
 int tp_cmd_link(int argc, char **argv) {

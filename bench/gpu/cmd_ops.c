@@ -32,23 +32,14 @@ typedef struct ops_job {
   tp_job_progress *progress; /* shared with the workers */
 } ops_job;
 
-static int ops_worker_entry(const tp_launch_env *env, void *arg) {
+static tp_rc run_ops_share(tp_worker_ctx *ctx, tp_collector *collector, void *arg) {
   ops_job *job = arg;
-  tp_worker_ctx ctx;
-  memset(&ctx, 0, sizeof ctx);
-  tp_collector *collector = NULL;
-  tp_rc rc = TP_OK;
-  /* The collector (and NVTX's injection) must be in place before any NVTX
-   * call and before the GPU work it is to see. */
-  if (job->opts.trace) rc = tp_collector_start(env->rank, &collector);
-  if (rc == TP_OK) rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
-  if (rc == TP_OK)
-    rc = tp_ops_worker_main(&ctx, &job->matrix, &job->opts, collector, job->progress);
-  if (rc != TP_OK)
-    fprintf(stderr, "tpbench ops: rank %d: %s: %s\n", env->rank, tp_rc_name(rc), tp_last_error());
-  tp_worker_leave(&ctx);
-  if (collector) tp_collector_stop(collector);
-  return rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+  return tp_ops_worker_main(ctx, &job->matrix, &job->opts, collector, job->progress);
+}
+
+static int ops_worker_entry(const tp_launch_env *env, void *arg) {
+  const ops_job *job = arg;
+  return tp_worker_run(env, "ops", job->opts.trace, run_ops_share, arg);
 }
 
 /* Token counts the op benchmark was asked for must split evenly over the TP

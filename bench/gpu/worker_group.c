@@ -80,3 +80,22 @@ void tp_worker_leave(tp_worker_ctx *ctx) {
   if (ctx->rdzv) tp_rdzv_close(ctx->rdzv);
   ctx->rdzv = NULL;
 }
+
+int tp_worker_run(const tp_launch_env *env, const char *cmd, int trace, tp_worker_body body,
+                  void *arg) {
+  tp_worker_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  tp_collector *collector = NULL;
+  tp_rc rc = TP_OK;
+  /* The collector (and NVTX's injection) must be in place before any NVTX
+   * call and before the GPU work it is to see. */
+  if (trace) rc = tp_collector_start(env->rank, &collector);
+  if (rc == TP_OK) rc = tp_worker_join(env, TP_WORKER_RENDEZVOUS_TIMEOUT_MS, &ctx);
+  if (rc == TP_OK) rc = body(&ctx, collector, arg);
+  if (rc != TP_OK)
+    fprintf(stderr, "tpbench %s: rank %d: %s: %s\n", cmd, env->rank, tp_rc_name(rc),
+            tp_last_error());
+  tp_worker_leave(&ctx);
+  if (collector) tp_collector_stop(collector);
+  return rc == TP_OK ? TP_EXIT_OK : TP_EXIT_FAILURE;
+}

@@ -8,6 +8,7 @@
 
 #include "bench/launch/launcher.h"
 #include "bench/launch/rendezvous.h"
+#include "collectors/tp_collector.h"
 #include "kernels/tp_group.h"
 
 typedef struct tp_worker_ctx {
@@ -27,6 +28,18 @@ enum { TP_WORKER_RENDEZVOUS_TIMEOUT_MS = 120000 };
  * the steps. */
 TP_MUST_CHECK tp_rc tp_worker_join(const tp_launch_env *env, int timeout_ms, tp_worker_ctx *out);
 void tp_worker_leave(tp_worker_ctx *ctx);
+
+/* A worker's share of the job once it is in its group; collector is NULL
+ * when the job traces nothing. */
+typedef tp_rc (*tp_worker_body)(tp_worker_ctx *ctx, tp_collector *collector, void *arg);
+
+/* One worker of `tpbench CMD` from start to end: the collector started when
+ * trace is set, the group joined, body(ctx, collector, arg), the group left
+ * and the collector stopped. A failure is printed on stderr as "tpbench CMD:
+ * rank R: CODE: message". Returns the worker's exit status, TP_EXIT_OK or
+ * TP_EXIT_FAILURE. */
+int tp_worker_run(const tp_launch_env *env, const char *cmd, int trace, tp_worker_body body,
+                  void *arg);
 
 /* An all-gather over the rendezvous, shaped as tp_exchange_fn. */
 TP_MUST_CHECK tp_rc tp_worker_exchange(void *rdzv, const void *send, size_t bytes, void *recv);
