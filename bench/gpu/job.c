@@ -147,17 +147,19 @@ static void format_uuid(const unsigned char b[16], char *out, size_t cap) {
 }
 
 /* This rank's facts: CUDA for the GPU's identity, nvidia-smi for its clocks
- * and power limit. */
+ * and power limit. The GPU is the group's device, not local_rank's: ranks
+ * sharing one GPU (TPBENCH_TEST_SHARE_GPU) all run on device 0. */
 static void local_facts(const tp_worker_ctx *ctx, tp_host_facts *f) {
   memset(f, 0, sizeof *f);
   f->rank = ctx->rank;
   f->local_rank = ctx->local_rank;
   if (gethostname(f->host, sizeof f->host) != 0) snprintf(f->host, sizeof f->host, "unknown");
   f->host[sizeof f->host - 1] = '\0';
+  const int device = ctx->group ? ctx->group->device : ctx->local_rank;
   struct cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, ctx->local_rank) == cudaSuccess)
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
     format_uuid((const unsigned char *)prop.uuid.bytes, f->gpu_uuid, sizeof f->gpu_uuid);
-  if (cudaDeviceGetPCIBusId(f->pci_bus_id, sizeof f->pci_bus_id, ctx->local_rank) != cudaSuccess)
+  if (cudaDeviceGetPCIBusId(f->pci_bus_id, sizeof f->pci_bus_id, device) != cudaSuccess)
     f->pci_bus_id[0] = '\0';
   for (char *c = f->pci_bus_id; *c; c++)
     if (*c >= 'A' && *c <= 'F') *c = (char)(*c - 'A' + 'a');

@@ -344,6 +344,17 @@ static void drift_hangs(int gpus, const char *knob) {
 
 /* ---- ops at TP > 1: the planted failure per configuration -------------------------------- */
 
+/* Every rank of the run names the GPU it ran on: one GPU for ranks sharing device 0 (each
+ * once read the device of its local rank, which does not exist there: "GPU ?, PCI ?"), a GPU
+ * each otherwise. */
+static void ranks_name_their_gpus(const char *db, int world) {
+  assert_int_equal(gpu_query_int(db, "SELECT count(*) FROM run_ranks WHERE gpu_uuid IS NOT NULL "
+                                     "AND pci_bus_id IS NOT NULL"),
+                   world);
+  assert_int_equal(gpu_query_int(db, "SELECT count(DISTINCT gpu_uuid) FROM run_ranks"),
+                   gpu_share_one_device() ? 1 : world);
+}
+
 /* `tpbench ops` at TP `world` with every window and workspace allocation of the last rank
  * failing (windows only where NCCL gives them: not to ranks made hosts of their own). */
 static void ops_fail_per_configuration(int world) {
@@ -393,6 +404,7 @@ static void ops_fail_per_configuration(int world) {
            "SELECT count(*) FROM runs WHERE test_knobs LIKE '%%TPBENCH_TEST_FAIL_ALLOC=%d:0%%'",
            failing);
   assert_int_equal(gpu_query_int(db, knob_row), 1);
+  ranks_name_their_gpus(db, world);
 }
 
 /* ---- the tests, one case per TP degree ---------------------------------------------------- */
