@@ -1766,6 +1766,8 @@ static void test_csv_one_column_empty_values(void **state) {
     tp_rc rc;
     char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
     assert_int_equal(rc, TP_OK);
+    /* no blank line, CRLF (RFC 4180) or LF: "\n\n" alone no longer sees one */
+    assert_null(strstr(text, "\n\r\n"));
     assert_null(strstr(text, "\n\n"));
     int lines = 0;
     for (const char *at = text; (at = strchr(at, '\n')); at++) lines++;
