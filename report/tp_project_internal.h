@@ -59,7 +59,8 @@ typedef struct {
   tp_project_pace_point *pace;
   size_t n_pace, pace_cap;
   int64_t pace_run;
-  char pace_gpu[128], pace_knobs[256], pace_skipped[256];
+  char pace_gpu[128], pace_knobs[256];
+  char pace_skipped[320]; /* "run N on NAME, not ...": a driver's name (up to 255 bytes) whole */
   int64_t measured_other_gpu; /* measured rows at a projected degree on another GPU than the
                                  GEMM rows': a prediction is judged on its own card only */
   tp_projected *rows;         /* shape-major, then the request's degrees */

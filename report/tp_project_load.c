@@ -303,15 +303,17 @@ static tp_rc take_point(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
 static tp_rc take_pace_run(sqlite3_stmt *st, tp_project_data *data, void *ctx) {
   (void)ctx;
   if (data->pace_run) return TP_OK;
-  char gpu[128];
-  copy_text(st, 1, gpu, sizeof gpu);
   if (!sqlite3_column_int(st, 4)) {
+    /* the column's text, not a copy cut to pace_gpu's size: a driver's name whole */
+    const unsigned char *name = sqlite3_column_text(st, 1);
     if (!data->pace_skipped[0])
       snprintf(data->pace_skipped, sizeof data->pace_skipped,
                "run %lld on %s, not the GEMM rows' GPU", (long long)sqlite3_column_int64(st, 0),
-               gpu[0] ? gpu : "a GPU of no name");
+               name && *name ? (const char *)name : "a GPU of no name");
     return TP_OK;
   }
+  char gpu[128];
+  copy_text(st, 1, gpu, sizeof gpu);
   data->pace_run = sqlite3_column_int64(st, 0);
   snprintf(data->pace_gpu, sizeof data->pace_gpu, "%s", gpu);
   copy_text(st, 2, data->pace_knobs, sizeof data->pace_knobs);

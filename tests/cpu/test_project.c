@@ -1294,6 +1294,28 @@ static void test_pace_follows_gemm_gpu(void **state) {
     }
 }
 
+/* A name as long as a driver gives (cudaDeviceProp.name: up to 255 bytes), its last character
+ * a two-byte one: the "not read" note names it whole, never cut at 127 bytes (mid-character). */
+static void test_pace_not_read_names_a_long_gpu_whole(void **state) {
+  (void)state;
+  char name[256];
+  memset(name, 'X', 253);
+  memcpy(name + 253, "\xc3\xa9", 3); /* "é" and the terminator: 255 bytes */
+  char want[400];
+  snprintf(want, sizeof want, "on %s, not the GEMM rows' GPU", name);
+  const int tps[] = {2};
+  tp_project_request req = {.tps = tps, .n_tps = 1, .link_gbps = 100.0};
+  synth_db d;
+  make_synth(&d, 0);
+  put_pacing(d.db, name);
+  double factor = 0, stock = 0;
+  char source[256], not_read[512];
+  first_row_pace(d.db, &req, &factor, &stock, source, sizeof source, not_read, sizeof not_read);
+  assert_close(factor, 1.0);
+  if (!strstr(not_read, want)) fail_msg("not read: %s", not_read);
+  fx_rmdir(&d.dir);
+}
+
 /* A GPU of no recorded name is one card on both sides, as the GEMM rows and the validation read
  * it (GPU_OF_CONFIG): GEMM rows whose run is gone (a database edited by hand) are of "", and a
  * probe run of no name paces them (p 0.88, stock 148; the probe was refused, "run 3 on , not
@@ -1766,6 +1788,8 @@ static void test_csv_one_column_empty_values(void **state) {
     tp_rc rc;
     char *text = project_to_text(d.db, &req, TP_FMT_CSV, &rc);
     assert_int_equal(rc, TP_OK);
+    /* no blank line, CRLF (RFC 4180) or LF: "\n\n" alone no longer sees one */
+    assert_null(strstr(text, "\n\r\n"));
     assert_null(strstr(text, "\n\n"));
     int lines = 0;
     for (const char *at = text; (at = strchr(at, '\n')); at++) lines++;
@@ -1806,6 +1830,7 @@ int main(void) {
       cmocka_unit_test(test_pace_run_needs_back_to_back),
       cmocka_unit_test(test_pace_broken_points),
       cmocka_unit_test(test_pace_follows_gemm_gpu),
+      cmocka_unit_test(test_pace_not_read_names_a_long_gpu_whole),
       cmocka_unit_test(test_pace_gpu_of_no_name),
       cmocka_unit_test(test_pace_points_skip_shapes_without_flops),
       cmocka_unit_test(test_error_summary),
