@@ -255,11 +255,12 @@ cat > "$stub/tpbench" << STUB
 #!/usr/bin/env bash
 case "\$1 \$*" in
   "project "*--gemms*)
-    echo "model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source"
+    # CRLF line ends, as project writes its CSV
+    printf '%s\r\n' "model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source"
     for i in \$(seq 1 40); do
-      echo "m,qkv,4096,8,chunk,bf16,\$((512 * i)),12345,16384,ag_linear_multi,2,1.0,0,9.0,\"a, b\""
+      printf '%s\r\n' "m,qkv,4096,8,chunk,bf16,\$((512 * i)),12345,16384,ag_linear_multi,2,1.0,0,9.0,\"a, b\""
     done
-    echo "m,wo,4096,8,stock,bf16,4096,4096,512,linear_rs,1,1.0,1,9.0,config 7" ;;
+    printf '%s\r\n' "m,wo,4096,8,stock,bf16,4096,4096,512,linear_rs,1,1.0,1,9.0,config 7" ;;
   "ops "*)
     line=""
     prev=""
