@@ -1625,7 +1625,7 @@ static void csv_header(FILE *out) {
       tp_csv_field(out, name, 0);
     }
   tp_csv_field(out, "note", 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
 }
 
 static void csv_measure(FILE *out, const measured *x) {
@@ -1666,7 +1666,7 @@ static void write_csv(FILE *out, const comparison *c) {
     else tp_csv_field(out, "", 0);
     for (int m = 0; m < N_MEASURES; m++) csv_measure(out, &row->m[m]);
     tp_csv_field(out, row->note, 0);
-    fputs("\r\n", out);
+    tp_csv_end_line(out);
   }
 }
 

@@ -507,13 +507,14 @@ static void csv_step(FILE *out, const tp_drift_run *run, const tp_drift_series *
   csv_real(out, s->grad_norm[k]);
   csv_real(out, s->grad_norm[k] - ref_norm);
   tp_csv_field(out, tp_drift_match_name(mn), 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
 }
 
 static void print_csv(const tp_drift_run *run, FILE *out) {
   fputs("run_id,step,configuration,config_id,reference_config_id,reference_loss,loss,loss_diff,"
-        "loss_bits,reference_grad_norm,grad_norm,grad_norm_diff,grad_norm_bits\r\n",
+        "loss_bits,reference_grad_norm,grad_norm,grad_norm_diff,grad_norm_bits",
         out);
+  tp_csv_end_line(out);
   for (int i = 0; i < run->n_series; ++i) {
     const tp_drift_series *s = &run->series[i];
     for (int k = 0; trained(s) && k < s->n_steps; ++k) csv_step(out, run, s, k);

@@ -212,7 +212,7 @@ static void csv_history(FILE *out, const history *h) {
       "median_ms",  "p10_ms",    "p90_ms",    "cv_pct", "vs_first_pct", "vs_previous_pct"};
   for (size_t i = 0; i < sizeof columns / sizeof *columns; i++)
     tp_csv_field(out, columns[i], i == 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
   for (size_t i = 0; i < h->n_rows; i++) {
     const history_row *r = &h->rows[i];
     tp_csv_field(out, h->key, 1);
@@ -233,7 +233,7 @@ static void csv_history(FILE *out, const history *h) {
     tp_csv_num(out, r->cv * 100.0, 3);
     tp_csv_num(out, r->vs_first * 100.0, 2);
     tp_csv_num(out, r->vs_previous * 100.0, 2);
-    fputs("\r\n", out);
+    tp_csv_end_line(out);
   }
 }
 

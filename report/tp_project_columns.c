@@ -461,7 +461,7 @@ void tp_project_md_rows(FILE *out, const tp_project_data *data, const tp_project
 
 void tp_project_csv_header(FILE *out, const tp_project_columns *cols) {
   for (int i = 0; i < cols->count; i++) tp_csv_field(out, registry[cols->index[i]].name, i == 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
 }
 
 /* A CSV field of column i (tp_cell_csv writes a line's only field, empty, as ""). */
@@ -475,7 +475,7 @@ void tp_project_csv_row(FILE *out, const tp_projected *p, const tp_project_colum
     cell_of(&registry[cols->index[i]], p, 0, &c);
     csv_cell(out, &c, cols, i);
   }
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
 }
 
 /* Whether the chosen columns hold the one a summary line is labelled in. */
@@ -503,7 +503,7 @@ void tp_project_csv_summary(FILE *out, const tp_project_csv_summary_line *s,
     }
     csv_cell(out, &c, cols, i);
   }
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
 }
 
 json_t *tp_project_json_flat_row(tp_json_builder *jb, const tp_projected *p,

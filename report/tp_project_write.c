@@ -82,7 +82,8 @@ static gemm_counts count_gemms(const tp_project_data *data) {
 
 /* The GEMM list (req->gemms): a line per GEMM read, its shape as `ops --shape` takes it. */
 static void write_gemms(FILE *out, const tp_project_data *data) {
-  fputs("model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source\r\n", out);
+  fputs("model,proj,tokens,tp,role,dtype,m,n,k,op,weights,gflop,exact,us,source", out);
+  tp_csv_end_line(out);
   for (size_t i = 0; i < data->n_rows; i++) {
     const tp_project_row *r = &data->rows[i].row;
     gemm_use uses[3];
@@ -103,7 +104,7 @@ static void write_gemms(FILE *out, const tp_project_data *data) {
       tp_csv_int(out, uses[u].est->exact);
       tp_csv_num(out, uses[u].est->us, 3);
       tp_csv_field(out, uses[u].est->source, 0);
-      fputs("\r\n", out);
+      tp_csv_end_line(out);
     }
   }
 }

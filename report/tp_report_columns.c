@@ -670,7 +670,7 @@ void tp_report_md_rows(FILE *out, const report *rep, const column_set *cols) {
 
 void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
   for (int i = 0; i < cols->count; i++) tp_csv_field(out, registry[cols->index[i]].name, i == 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
   tp_cell c;
   for (size_t r = 0; r < rep->n_rows; r++) {
     for (int i = 0; i < cols->count; i++) {
@@ -678,7 +678,7 @@ void tp_report_csv_rows(FILE *out, const report *rep, const column_set *cols) {
       cell_of(col, rep, &rep->rows[r], 0, &c);
       tp_cell_csv(out, &c, col->csv_decimals, i, cols->count);
     }
-    fputs("\r\n", out);
+    tp_csv_end_line(out);
   }
 }
 

@@ -239,7 +239,7 @@ static const char *const csv_columns[] = {"run_id", "commit", "kind",    "ranks"
 static void write_csv(FILE *out, const report *rep, const link_points *pts) {
   for (size_t i = 0; i < sizeof csv_columns / sizeof csv_columns[0]; i++)
     tp_csv_field(out, csv_columns[i], i == 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
   for (size_t i = 0; i < pts->n; i++) {
     const link_point *p = &pts->items[i];
     char buf[32];
@@ -268,7 +268,7 @@ static void write_csv(FILE *out, const report *rep, const link_points *pts) {
       const int64_t v = axis == 0 ? p->share_bytes : axis == 1 ? p->gemm_n : p->gemm_k;
       tp_csv_int(out, v);
     }
-    fputs("\r\n", out);
+    tp_csv_end_line(out);
   }
 }
 

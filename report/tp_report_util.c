@@ -171,6 +171,8 @@ void tp_csv_int(FILE *out, int64_t value) {
   tp_csv_field(out, buf, 0);
 }
 
+void tp_csv_end_line(FILE *out) { fputs("\r\n", out); }
+
 /* ---- JSON --------------------------------------------------------------- */
 
 void tp_json_set(tp_json_builder *jb, json_t *obj, const char *key, json_t *value) {

@@ -69,6 +69,9 @@ void tp_csv_num(FILE *out, double value, int decimals);
 /* An integer field, preceded by ','. */
 void tp_csv_int(FILE *out, int64_t value);
 
+/* Ends a CSV line: CRLF, RFC 4180's line end, the one every CSV of tpbench writes. */
+void tp_csv_end_line(FILE *out);
+
 /* ---- JSON ---- */
 
 /* Remembers the first failure (out of memory) so builder code stays

@@ -151,7 +151,7 @@ static const char *const csv_columns[] = {
 static void write_csv(FILE *out, const run_list *list) {
   for (size_t i = 0; i < sizeof csv_columns / sizeof csv_columns[0]; i++)
     tp_csv_field(out, csv_columns[i], i == 0);
-  fputs("\r\n", out);
+  tp_csv_end_line(out);
   for (size_t i = 0; i < list->n; i++) {
     const run_line *l = &list->items[i];
     char buf[32];
@@ -172,7 +172,7 @@ static void write_csv(FILE *out, const run_list *list) {
     tp_csv_int(out, l->failed);
     tp_csv_int(out, l->rejected);
     tp_csv_field(out, status_of(l), 0);
-    fputs("\r\n", out);
+    tp_csv_end_line(out);
   }
 }
 
