@@ -60,7 +60,8 @@ rc=$?
 # 3b. a run built from a tree with uncommitted changes is said so beside its commit
 cp "$scratch/healed.db" "$scratch/dirty.db"
 sql "$scratch/dirty.db" "UPDATE runs SET dirty = 1 WHERE id = (SELECT min(id) FROM runs)"
-python3 "$script" "$scratch/dirty.db" | grep -q '^[0-9]* runs (commit [0-9a-f]* built with uncommitted changes' ||
+python3 "$script" "$scratch/dirty.db" |
+  grep -qE '^[0-9]+ runs \(commit ([0-9a-f]+, )*[0-9a-f]+ built with uncommitted changes[);]' ||
   fail "a dirty build's run is not said to be one"
 sql "$scratch/dirty.db" "UPDATE runs SET dirty = 0"
 python3 "$script" "$scratch/dirty.db" | grep -q 'uncommitted' && fail "a clean build is said to be dirty"
