@@ -279,14 +279,26 @@ static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
   return TP_FAIL(why, "%s: cannot read: %s", path, sqlite3_errmsg(db));
 }
 
+/* Whether path has a -wal beside it. */
+static int has_wal_file(const char *path) {
+  char wal[4096];
+  struct stat st;
+  return snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && stat(wal, &st) == 0;
+}
+
 /* Looks at an existing file without changing anything on disk: an immutable
- * connection takes no locks and never creates -wal/-shm/-journal files. */
+ * connection takes no locks and never creates -wal/-shm/-journal files. It
+ * reads the main file alone, so a file with a -wal beside it is read through
+ * the -wal instead (read-only): what was committed may still be there (a
+ * writer still connected, a checkpoint a full disk stopped), and the main
+ * file alone may then be older than the database or torn. */
 static tp_rc sniff_existing_file(const char *path, int64_t *version) {
-  char *uri = file_uri(path, "?immutable=1");
+  char *uri = file_uri(path, has_wal_file(path) ? "?mode=ro" : "?immutable=1");
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", path);
   sqlite3 *db = NULL;
   int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
+  if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
   if (rc != SQLITE_OK) {
     tp_rc why = db ? tp_rc_for_path_errno(sqlite3_system_errno(db)) : TP_EIO;
     tp_rc out = TP_FAIL(why, "%s: cannot open for reading: %s", path,

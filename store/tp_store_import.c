@@ -3,11 +3,12 @@
  * (tp_store_import in tp_store.h): how the results of a Slurm job array, each
  * job with its own database, end up in one file.
  *
- * The source is looked at first through tp_store_probe (immutable, read-only:
- * a foreign or empty file, a newer schema or a schema unlike the migrations'
- * is refused before the store is touched), then ATTACHed read-only, so the whole
- * copy is SQL inside one transaction of the store's connection: either every
- * new run arrives with everything it holds, or nothing does. The source is
+ * The source is looked at first through tp_store_probe (read-only, through its
+ * -wal when it has one: a foreign or empty file, a newer schema or a schema
+ * unlike the migrations' is refused before the store is touched), then
+ * ATTACHed read-only, so the whole copy is SQL inside one transaction of the
+ * store's connection: either every new run arrives with everything it holds,
+ * or nothing does. The source is
  * read so that nothing is left beside it (tp_store_read_mode): a WAL file
  * without -wal is attached immutable, watched by the guard while it is read
  * and checked once more before the commit, since an immutable attachment
