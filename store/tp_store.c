@@ -358,6 +358,26 @@ static tp_rc check_migrations(void) {
 
 /* ---- opening: read-write, migrate, WAL ---------------------------------- */
 
+/* The folder path is in ("." for a bare name), into dir. */
+static void folder_of(const char *path, char *dir, size_t cap) {
+  snprintf(dir, cap, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, cap, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+}
+
+/* Why a database that does not exist yet could not be made there: the folder's errno when the
+ * user cannot write it (EACCES, EROFS), else 0. SQLite retries a failed create read-only, so
+ * the errno it keeps is that retry's ENOENT, which names the wrong cause. */
+static int why_not_created(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 || errno != ENOENT) return 0;
+  char dir[4096];
+  folder_of(path, dir, sizeof dir);
+  return access(dir, W_OK | X_OK) == 0 ? 0 : errno;
+}
+
 static tp_rc open_read_write(tp_store *s, int create) {
   char *uri = file_uri(s->path, "");
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
@@ -366,6 +386,8 @@ static tp_rc open_read_write(tp_store *s, int create) {
   free(uri);
   if (rc != SQLITE_OK) {
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
+    int folder = create ? why_not_created(s->path) : 0;
+    if (folder) sys = folder;
     tp_rc why = tp_rc_for_path_errno(sys);
     return TP_FAIL(why, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), sys ? ": " : "",
@@ -481,11 +503,7 @@ tp_rc tp_store_journal_for(uint64_t fs_type, const char *override, tp_store_jour
  * -wal and -shm files live beside it). A statfs that fails keeps WAL. */
 static tp_rc choose_journal(const tp_store *s, tp_store_journal *out) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", s->path);
-  char *slash = strrchr(dir, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == dir) dir[1] = '\0';
-  else *slash = '\0';
+  folder_of(s->path, dir, sizeof dir);
   struct statfs fs;
   uint64_t type = statfs(dir, &fs) == 0 ? (uint64_t)fs.f_type : 0;
   return tp_store_journal_for(type, getenv("TPBENCH_DB_JOURNAL"), out);

@@ -392,6 +392,30 @@ static void test_database_in_a_read_only_folder_is_readable(void **state) {
   }
 }
 
+/* A new database in a folder the user cannot write: the message says why (permission), not
+ * "No such file or directory" (SQLite's read-only retry leaves ENOENT as the last errno), and
+ * nothing is made. */
+static void test_new_database_in_a_read_only_folder_says_why(void **state) {
+  scratch *s = *state;
+  make_current(s);
+  char ro[512], target[600], exe[600];
+  assert_int_equal(mkdir(in_dir(s, "ro", ro), 0755), 0);
+  snprintf(target, sizeof target, "%s/new.db", ro);
+  assert_int_equal(chmod(s->current, 0644), 0);
+  assert_int_equal(chmod(ro, 0555), 0);
+  assert_int_equal(chmod(s->dir.path, 0755), 0);
+  assert_int_equal(fx_copy(TPBENCH_EXE, in_dir(s, "tpbench", exe)), 0);
+  assert_int_equal(chmod(exe, 0755), 0);
+  char *argv[] = {exe, "import", s->current, "--db", target, NULL};
+  static char out[1 << 14];
+  int status = run_as_reader(argv, out, sizeof out);
+  chmod(ro, 0755);
+  if (status != 2) fail_msg("import into a read-only folder: exit %d: %s", status, out);
+  expect_in(out, "Permission denied", "import into a read-only folder");
+  if (strstr(out, "No such file")) fail_msg("misleading: %s", out);
+  assert_false(file_exists(target));
+}
+
 /* ---- 4: hostile databases -------------------------------------------------- */
 
 /* A tpbench database whose runs table is a view that never ends. */
@@ -633,6 +657,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_readers_leave_wal_and_rollback_databases_alone, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_readonly_store_cannot_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_new_database_in_a_read_only_folder_says_why, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_database_in_a_read_only_folder_is_readable, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_recursive_view_is_refused_quickly, setup, teardown),
