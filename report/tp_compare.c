@@ -1263,6 +1263,15 @@ static size_t used_runs(const side *s) {
   return used;
 }
 
+/* Whether a run the side's figures come from (its used runs; every run when none was used)
+ * was built from a tree with uncommitted changes: the representative alone may be clean. */
+static int side_dirty(const side *s) {
+  size_t used = used_runs(s);
+  for (size_t i = 0; i < s->n_runs; i++)
+    if ((s->runs[i].used || used == 0) && s->runs[i].dirty == 1) return 1;
+  return 0;
+}
+
 /* The run that describes a side: its latest used run, or its latest. */
 static const side_run *representative(const side *s) {
   for (size_t i = s->n_runs; i-- > 0;)
@@ -1303,8 +1312,9 @@ static void md_runs(FILE *out, const side *s) {
     const side_run *r = &s->runs[i];
     if (!r->used && used > 0) continue;
     fprintf(out, "%s %lld", k++ ? "," : "", (long long)r->id);
-    if (r->rounds > 0) fprintf(out, " (%lld rounds)", (long long)r->rounds);
-    else fputs(" (before rounds: one sample)", out);
+    const char *dirty = r->dirty == 1 ? ", dirty tree" : "";
+    if (r->rounds > 0) fprintf(out, " (%lld rounds%s)", (long long)r->rounds, dirty);
+    else fprintf(out, " (before rounds: one sample%s)", dirty);
   }
   if (used > 0 && used < s->n_runs)
     fprintf(out, " [%zu more run%s named: nothing in common, or link probes only]",
@@ -1419,7 +1429,7 @@ static void md_warnings(FILE *out, const comparison *c) {
   if (!same_text(b->cuda, h->cuda) || !same_text(b->nccl, h->nccl) ||
       !same_text(b->cublas, h->cublas))
     fputs("\n> **Note**: library versions differ between the sides.\n", out);
-  if (b->dirty == 1 || h->dirty == 1)
+  if (side_dirty(&c->base) || side_dirty(&c->head))
     fputs("\n> **Note**: a side was built from a tree with uncommitted changes.\n", out);
   md_knobs(out, &c->base, NULL);
   md_knobs(out, &c->head, &c->base);
@@ -1923,7 +1933,7 @@ static void junit_side(FILE *out, const char *which, const side *s) {
   snprintf(buf, sizeof buf, "%lld", (long long)r->gpu_count);
   junit_property(out, name, r->gpu_count >= 0 ? buf : NULL);
   snprintf(name, sizeof name, "%s.dirty", which);
-  junit_property(out, name, r->dirty == 1 ? "true" : "false");
+  junit_property(out, name, side_dirty(s) ? "true" : "false");
 }
 
 /* Why a row is skipped (nothing gated it); NULL when it was judged. */

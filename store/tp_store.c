@@ -279,14 +279,26 @@ static tp_rc explain_unreadable(sqlite3 *db, const char *path, tp_rc rc) {
   return TP_FAIL(why, "%s: cannot read: %s", path, sqlite3_errmsg(db));
 }
 
+/* Whether path has a -wal beside it. */
+static int has_wal_file(const char *path) {
+  char wal[4096];
+  struct stat st;
+  return snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && stat(wal, &st) == 0;
+}
+
 /* Looks at an existing file without changing anything on disk: an immutable
- * connection takes no locks and never creates -wal/-shm/-journal files. */
+ * connection takes no locks and never creates -wal/-shm/-journal files. It
+ * reads the main file alone, so a file with a -wal beside it is read through
+ * the -wal instead (read-only): what was committed may still be there (a
+ * writer still connected, a checkpoint a full disk stopped), and the main
+ * file alone may then be older than the database or torn. */
 static tp_rc sniff_existing_file(const char *path, int64_t *version) {
-  char *uri = file_uri(path, "?immutable=1");
+  char *uri = file_uri(path, has_wal_file(path) ? "?mode=ro" : "?immutable=1");
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", path);
   sqlite3 *db = NULL;
   int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   free(uri);
+  if (rc == SQLITE_OK) rc = sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
   if (rc != SQLITE_OK) {
     tp_rc why = db ? tp_rc_for_path_errno(sqlite3_system_errno(db)) : TP_EIO;
     tp_rc out = TP_FAIL(why, "%s: cannot open for reading: %s", path,
@@ -346,6 +358,26 @@ static tp_rc check_migrations(void) {
 
 /* ---- opening: read-write, migrate, WAL ---------------------------------- */
 
+/* The folder path is in ("." for a bare name), into dir. */
+static void folder_of(const char *path, char *dir, size_t cap) {
+  snprintf(dir, cap, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, cap, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+}
+
+/* Why a database that does not exist yet could not be made there: the folder's errno when the
+ * user cannot write it (EACCES, EROFS), else 0. SQLite retries a failed create read-only, so
+ * the errno it keeps is that retry's ENOENT, which names the wrong cause. */
+static int why_not_created(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 || errno != ENOENT) return 0;
+  char dir[4096];
+  folder_of(path, dir, sizeof dir);
+  return access(dir, W_OK | X_OK) == 0 ? 0 : errno;
+}
+
 static tp_rc open_read_write(tp_store *s, int create) {
   char *uri = file_uri(s->path, "");
   if (!uri) return TP_FAIL(TP_EOOM, "%s: out of memory", s->path);
@@ -354,6 +386,8 @@ static tp_rc open_read_write(tp_store *s, int create) {
   free(uri);
   if (rc != SQLITE_OK) {
     int sys = s->db ? sqlite3_system_errno(s->db) : 0;
+    int folder = create ? why_not_created(s->path) : 0;
+    if (folder) sys = folder;
     tp_rc why = tp_rc_for_path_errno(sys);
     return TP_FAIL(why, "%s: cannot %s database: %s%s%s", s->path, create ? "create" : "open",
                    s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), sys ? ": " : "",
@@ -469,11 +503,7 @@ tp_rc tp_store_journal_for(uint64_t fs_type, const char *override, tp_store_jour
  * -wal and -shm files live beside it). A statfs that fails keeps WAL. */
 static tp_rc choose_journal(const tp_store *s, tp_store_journal *out) {
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", s->path);
-  char *slash = strrchr(dir, '/');
-  if (!slash) snprintf(dir, sizeof dir, ".");
-  else if (slash == dir) dir[1] = '\0';
-  else *slash = '\0';
+  folder_of(s->path, dir, sizeof dir);
   struct statfs fs;
   uint64_t type = statfs(dir, &fs) == 0 ? (uint64_t)fs.f_type : 0;
   return tp_store_journal_for(type, getenv("TPBENCH_DB_JOURNAL"), out);

@@ -3,11 +3,12 @@
  * (tp_store_import in tp_store.h): how the results of a Slurm job array, each
  * job with its own database, end up in one file.
  *
- * The source is looked at first through tp_store_probe (immutable, read-only:
- * a foreign or empty file, a newer schema or a schema unlike the migrations'
- * is refused before the store is touched), then ATTACHed read-only, so the whole
- * copy is SQL inside one transaction of the store's connection: either every
- * new run arrives with everything it holds, or nothing does. The source is
+ * The source is looked at first through tp_store_probe (read-only, through its
+ * -wal when it has one: a foreign or empty file, a newer schema or a schema
+ * unlike the migrations' is refused before the store is touched), then
+ * ATTACHed read-only, so the whole copy is SQL inside one transaction of the
+ * store's connection: either every new run arrives with everything it holds,
+ * or nothing does. The source is
  * read so that nothing is left beside it (tp_store_read_mode): a WAL file
  * without -wal is attached immutable, watched by the guard while it is read
  * and checked once more before the commit, since an immutable attachment
@@ -69,6 +70,10 @@ typedef struct detail_table {
   const char *added_v3; /* columns migration 003 added (NULL: none) */
   const char *added_v6; /* columns migration 006 added (NULL: none) */
   const char *added_v7; /* columns migration 007 added (NULL: none) */
+  /* A column migration 003 added and filled from the rows' older columns (NULL: none), and
+   * its value as 003's UPDATE computes it: a source before 003 gets it the same way, so a
+   * row reads alike whether its source was migrated before the import or not. */
+  const char *filled_v3, *filled_v3_value;
 } detail_table;
 
 static const detail_table details[] = {
@@ -76,37 +81,38 @@ static const detail_table details[] = {
      "n_samples, median_us, p10_us, p90_us, mean_us, min_us, max_us, cv, tokens_per_s, tflops, "
      "flops, bytes_moved, workspace_bytes, peak_mem_bytes, max_abs_err, rel_err, numerics_ref",
      "n_rounds, ci_lo_us, ci_hi_us, rank_skew, host_stall_frac, numerics, numerics_reason, fused",
-     "activation_bytes, alloc_peak_bytes", "traffic_bytes"},
-    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us", NULL, NULL},
+     "activation_bytes, alloc_peak_bytes", "traffic_bytes", NULL, NULL},
+    {"samples", "samples", 1, "rank, iter, time_us", "round, host_us", NULL, NULL, NULL, NULL},
     {"schedules", "schedules", 1, "seq, op, schedule, engine, chunks, reason",
-     "evidence, evidence_message", NULL, NULL},
+     "evidence, evidence_message", NULL, NULL, NULL, NULL},
     {"overlap", "overlap rows", 2,
      "rank, window, window_start_ns, window_end_ns, comm_ns, compute_ns, overlap_ns, exposed_ns, "
      "overlap_pct",
-     "sync_ns", NULL, NULL},
+     "sync_ns", NULL, NULL, NULL, NULL},
     {"traces", "traces", 2,
      "traced_iters, traced_median_us, untraced_median_us, overhead, evidence_ok, "
      "evidence_message, dropped_records, clock_offset_ns, recorded_at",
-     "evidence", NULL, NULL},
-    {"windows", "round windows", 3, "round, position, median_us", NULL, NULL, NULL},
+     "evidence", NULL, NULL, "evidence", "CASE evidence_ok WHEN 1 THEN 'ok' ELSE 'failed' END"},
+    {"windows", "round windows", 3, "round, position, median_us", NULL, NULL, NULL, NULL, NULL},
     {"checks", "numerics checks", 3,
      "seq, output, rule, status, elements, nonfinite, differ, rel_err, max_abs_err, tolerance, "
      "reason",
-     NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL},
     {"profiles", "profiles", 5,
      "selector, processes, ranks, windows, exit_status, gpu_name, baseline_method, "
      "baseline_step_us, profiled_step_us, overhead_pct",
-     NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL},
     {"profile_steps", "profile steps", 5,
      "rank, step, name, host_start_ns, host_end_ns, start_ns, end_ns, comm_ns, compute_ns, "
      "sync_ns, other_ns, idle_ns, overlap_ns, exposed_ns, kernels, empty",
-     NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL},
     {"profile_schedules", "profile schedules", 5,
      "rank, range_name, ranges, nccl_kernels, ce_copies, sm_copy_kernels, multicast_kernels, "
      "comm_ns, gemm_ns, transport",
-     NULL, NULL, NULL},
-    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL, NULL, NULL},
-    {"drift_steps", "drift steps", 6, "step, loss, grad_norm", NULL, NULL, NULL},
+     NULL, NULL, NULL, NULL, NULL},
+    {"profile_kernels", "profile kernels", 5, "name, category, count, total_ns", NULL, NULL, NULL,
+     NULL, NULL},
+    {"drift_steps", "drift steps", 6, "step, loss, grad_norm", NULL, NULL, NULL, NULL, NULL},
 };
 
 /* Trace names are matched by text: string ids differ between files. */
@@ -415,11 +421,13 @@ static tp_rc copy_detail(tp_store *s, const detail_table *d, int64_t version, in
   snprintf(cols, sizeof cols, "%s%s%s%s%s%s%s", d->columns, more ? ", " : "",
            more ? d->added_v3 : "", more6 ? ", " : "", more6 ? d->added_v6 : "", more7 ? ", " : "",
            more7 ? d->added_v7 : "");
+  const int fill = version < 3 && d->filled_v3;
   /* the source's columns need no prefix: the id map's are old_id and new_id */
   snprintf(sql, sizeof sql,
-           "INSERT INTO main.%s (config_id, %s) SELECT m.new_id, %s FROM tp_src.%s t "
+           "INSERT INTO main.%s (config_id, %s%s%s) SELECT m.new_id, %s%s%s FROM tp_src.%s t "
            "JOIN temp.tp_import_map m ON m.old_id = t.config_id",
-           d->table, cols, cols, d->table);
+           d->table, cols, fill ? ", " : "", fill ? d->filled_v3 : "", cols, fill ? ", " : "",
+           fill ? d->filled_v3_value : "", d->table);
   return copy_rows(s, sql, d->what, count);
 }
 

@@ -699,6 +699,34 @@ static void test_latest_run_decides(void **state) {
   assert_int_equal(sum.regressed, 1);
 }
 
+/* A side's runs pooled from a tree with uncommitted changes are said, whichever of its runs it
+ * was: the head commit ran twice, the earlier run dirty; the later (clean) one describes the
+ * side, and its samples and the dirty run's are pooled alike. */
+static void test_dirty_run_of_a_side_is_said(void **state) {
+  fixture *f = *state;
+  char db[600], sql[256];
+  int64_t base = 0, head = 0;
+  two_runs(f, "dirty.db", db, sizeof db, &base, &head);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  fx_synth_run again = {.commit = "2222bbbb", .started_at = "2026-12-02T12:00:00Z", .seed = 504};
+  assert_true(fx_put_synth_run(s, &again, f->configs, f->n_configs) > 0);
+  tp_store_close(s);
+  snprintf(sql, sizeof sql, "UPDATE runs SET dirty = 1 WHERE id = %lld", (long long)head);
+  exec_on(db, sql);
+  tp_compare_summary sum;
+  char *md = capture_on(db, "1111", "2222", NULL, TP_COMPARE_MD, &sum, TP_OK);
+  if (!strstr(md, "> **Note**: a side was built from a tree with uncommitted changes"))
+    fail_msg("no dirty-tree note:\n%s", md);
+  assert_non_null(strstr(md, " (3 rounds, dirty tree),")); /* which run, in the head's list */
+  free(md);
+  char *xml = capture_on(db, "1111", "2222", NULL, TP_COMPARE_JUNIT, &sum, TP_OK);
+  if (!strstr(xml, "<property name=\"head.dirty\" value=\"true\"/>"))
+    fail_msg("head.dirty is not true:\n%.2000s", xml);
+  assert_non_null(strstr(xml, "<property name=\"base.dirty\" value=\"false\"/>"));
+  free(xml);
+}
+
 /* Different GPU model, count or driver: refused unless allowed. */
 static void test_mixed_hardware_refused(void **state) {
   fixture *f = *state;
@@ -1558,6 +1586,7 @@ int main(void) {
       cmocka_unit_test(test_stock_path_rows),
       cmocka_unit_test(test_failure_in_head_regresses),
       cmocka_unit_test(test_latest_run_decides),
+      cmocka_unit_test(test_dirty_run_of_a_side_is_said),
       cmocka_unit_test(test_mixed_hardware_refused),
       cmocka_unit_test(test_filters),
       cmocka_unit_test(test_references_gate_only_when_asked),

@@ -9,6 +9,8 @@
  *   byte-for-byte as they were, with no -wal/-shm/-journal beside them, and
  *   name `tpbench migrate` for an older schema; `tpbench migrate` does it;
  * - a database in a read-only folder is still readable;
+ * - a WAL database whose last commits are still in its -wal is read as the
+ *   -wal says (a migrated schema is not called older);
  * - a database whose "runs" is a recursive view is refused within seconds
  *   by report and import (the schema is checked first), and a query that
  *   runs away on a good database is stopped by the time limit;
@@ -390,6 +392,30 @@ static void test_database_in_a_read_only_folder_is_readable(void **state) {
   }
 }
 
+/* A new database in a folder the user cannot write: the message says why (permission), not
+ * "No such file or directory" (SQLite's read-only retry leaves ENOENT as the last errno), and
+ * nothing is made. */
+static void test_new_database_in_a_read_only_folder_says_why(void **state) {
+  scratch *s = *state;
+  make_current(s);
+  char ro[512], target[600], exe[600];
+  assert_int_equal(mkdir(in_dir(s, "ro", ro), 0755), 0);
+  snprintf(target, sizeof target, "%s/new.db", ro);
+  assert_int_equal(chmod(s->current, 0644), 0);
+  assert_int_equal(chmod(ro, 0555), 0);
+  assert_int_equal(chmod(s->dir.path, 0755), 0);
+  assert_int_equal(fx_copy(TPBENCH_EXE, in_dir(s, "tpbench", exe)), 0);
+  assert_int_equal(chmod(exe, 0755), 0);
+  char *argv[] = {exe, "import", s->current, "--db", target, NULL};
+  static char out[1 << 14];
+  int status = run_as_reader(argv, out, sizeof out);
+  chmod(ro, 0755);
+  if (status != 2) fail_msg("import into a read-only folder: exit %d: %s", status, out);
+  expect_in(out, "Permission denied", "import into a read-only folder");
+  if (strstr(out, "No such file")) fail_msg("misleading: %s", out);
+  assert_false(file_exists(target));
+}
+
 /* ---- 4: hostile databases -------------------------------------------------- */
 
 /* A tpbench database whose runs table is a view that never ends. */
@@ -514,6 +540,55 @@ static void test_reader_stops_when_a_writer_shows_up(void **state) {
   assert_nothing_beside(s->current);
 }
 
+/* The schema version the main file alone says (an immutable look, the -wal unread). */
+static int64_t main_file_version(const char *path) {
+  char uri[700];
+  snprintf(uri, sizeof uri, "file:%s?immutable=1", path);
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t version = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+  return version;
+}
+
+/* A WAL database whose last commits are still in its -wal (a writer still connected, or a
+ * checkpoint that a full disk stopped) is what the -wal says: here a writer migrated it from
+ * version 2 and is still connected, the main file alone still says 2. Readers, the probe and
+ * migrate must see 7, not refuse an "older schema" or migrate it again. */
+static void test_wal_holds_what_the_main_file_lacks(void **state) {
+  scratch *s = *state;
+  char path[512], wal[600];
+  make_v2(in_dir(s, "walonly.db", path));
+  raw_exec(path, "PRAGMA journal_mode = WAL");
+  tp_store *writer = NULL;
+  assert_int_equal(tp_store_open(path, 0, &writer), TP_OK);
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  assert_true(file_exists(wal));
+  assert_int_equal(main_file_version(path), 2); /* the scenario: the main file lags */
+  const int newest = tp_store_schema_version();
+
+  int version = 0;
+  if (tp_store_probe(path, &version) != TP_OK) fail_msg("probe: %s", tp_last_error());
+  assert_int_equal(version, newest);
+  tp_store *reader = NULL;
+  if (tp_store_open_readonly(path, &reader) != TP_OK) fail_msg("reader: %s", tp_last_error());
+  assert_int_equal(tp_store_version(reader), newest);
+  tp_store_close(reader);
+  rp_result r = tpbench(60, "runs", "--db", path, NULL);
+  if (r.status != 0) fail_msg("runs: %d %s", r.status, r.err);
+  rp_free(&r);
+  r = tpbench(60, "migrate", "--db", path, NULL);
+  assert_int_equal(r.status, 0);
+  expect_in(r.out, "nothing to do", "migrate of a database the -wal brought up to date");
+  rp_free(&r);
+  tp_store_close(writer);
+}
+
 /* ---- import and its source ------------------------------------------------- */
 
 static void test_import_leaves_nothing_beside_its_source(void **state) {
@@ -582,6 +657,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_readers_leave_wal_and_rollback_databases_alone, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_readonly_store_cannot_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_new_database_in_a_read_only_folder_says_why, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_database_in_a_read_only_folder_is_readable, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_recursive_view_is_refused_quickly, setup, teardown),
@@ -589,6 +666,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_runaway_query_is_stopped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reader_stops_when_a_writer_shows_up, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wal_holds_what_the_main_file_lacks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_import_leaves_nothing_beside_its_source, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_store_errors_are_sentences, setup, teardown),

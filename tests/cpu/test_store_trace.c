@@ -16,6 +16,7 @@
 
 #include <sys/stat.h>
 
+#include "schemas/tp_schemas.h"
 #include "store/tp_store.h"
 #include "tests/cpu/fixture_db.h"
 
@@ -675,6 +676,42 @@ static void test_import_keeps_schema_3(void **state) {
   tp_store_close(dst);
 }
 
+/* A source at schema 2 (the real run with migration 002 applied by hand) whose traces say
+ * only evidence_ok: import fills in the three-state evidence as migration 003 does for the
+ * rows it finds, so a failed trace reads failed whether the source was migrated first or
+ * not (compare's failure, report's evidence column). */
+static void test_import_schema_2_trace_evidence(void **state) {
+  scratch *s = *state;
+  const char *v2 = path(s, 2, "v2src.db");
+  assert_int_equal(fx_copy(FX_REAL_DB, v2), 0);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(v2, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, tp_migrations[1].sql, NULL, NULL, NULL), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "PRAGMA user_version = 2; INSERT INTO traces (config_id, traced_iters, "
+                   "evidence_ok, evidence_message) SELECT id, 3, id % 2, CASE id % 2 WHEN 0 "
+                   "THEN 'planted: no fused kernel' END FROM configs WHERE backend = "
+                   "'dist_gemm' AND status = 'ok' ORDER BY id LIMIT 2; COMMIT",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+
+  tp_store *dst = open_new(s, "v2dst.db");
+  tp_import_stats st;
+  assert_int_equal(tp_store_import(dst, v2, &st), TP_OK);
+  assert_int_equal(st.runs_imported, 1);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM traces"), 2);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM traces WHERE evidence_ok = 0 AND "
+                               "evidence = 'failed'"),
+                   1);
+  assert_int_equal(fx_int(dst, "SELECT count(*) FROM traces WHERE evidence_ok = 1 AND "
+                               "evidence = 'ok'"),
+                   1);
+  tp_store_close(dst);
+}
+
 static void test_import_refusals(void **state) {
   scratch *s = *state;
   write_text(path(s, 2, "notes.txt"), "these are not the results you are looking for\n");
@@ -735,6 +772,7 @@ int main(void) {
       cmocka_unit_test(test_import_is_idempotent),
       cmocka_unit_test(test_import_version_1_source),
       cmocka_unit_test(test_import_keeps_schema_3),
+      cmocka_unit_test(test_import_schema_2_trace_evidence),
       cmocka_unit_test(test_import_refusals),
       cmocka_unit_test(test_import_rolls_back),
   };
