@@ -533,6 +533,7 @@ typedef struct tp_import_stats {
   int runs_seen;     /* runs in the source */
   int runs_imported; /* ... copied into the store */
   int runs_present;  /* ... already in the store (same uuid): skipped */
+  int runs_updated;  /* ... in the store unfinished, grown in the source: replaced */
   int64_t configs, samples, events;
   int64_t drift_steps; /* rows of drift_steps copied (schema 006) */
 } tp_import_stats;
@@ -542,7 +543,9 @@ typedef struct tp_import_stats {
  * traces (events, strings, overlap), in one transaction: all or nothing.
  * Runs are matched by runs.uuid (for a source still at schema version 1, by
  * the label migration 002 would give them), so importing the same file again
- * adds nothing. Rows get new ids in the store; everything else is copied as
+ * adds nothing; a run the store holds unfinished (finished_at NULL) is replaced
+ * under its id when the source's copy has grown (more configurations, or as
+ * many and finished). Rows get new ids in the store; everything else is copied as
  * is. The source is opened read-only and never changed.
  *
  * Nothing is left beside the source (see tp_store_open_readonly), and every

@@ -17,7 +17,12 @@
  *
  * A run is the unit of identity. Its uuid (schemas/002_trace.sql) travels
  * with it; a run already in the store is skipped whole, which is what makes a
- * second import of the same file a no-op. Rows get new ids here: a temporary
+ * second import of the same file a no-op. One exception: a copy the store
+ * holds of a run that was unfinished when imported (no finished_at) is
+ * replaced, under its id, when the source's run has grown since (more
+ * configurations, or as many and finished): a job array's databases imported
+ * while some jobs still ran get the rest of their results on the next import.
+ * Rows get new ids here: a temporary
  * table maps each imported configuration's source id to its new id, and the
  * tables below configurations are copied through that map in one statement
  * each. Trace names are matched by text, since string ids differ between
@@ -230,7 +235,9 @@ static tp_rc check_source_again(tp_store *s, const char *src_path, int64_t *vers
 typedef struct {
   tp_store *store;
   sqlite3_stmt *present;      /* is a uuid in the store? */
-  sqlite3_stmt *insert_run;   /* copy one run, giving its uuid */
+  sqlite3_stmt *grown;        /* the store's unfinished copy of a run the source has more of */
+  sqlite3_stmt *drop_run;     /* delete one run of the store, with all below it */
+  sqlite3_stmt *insert_run;   /* copy one run, giving its uuid (and its id, or NULL: a new one) */
   sqlite3_stmt *insert_ranks; /* its ranks' hosts (schema 4 on); NULL before */
   sqlite3_stmt *list_configs; /* configurations of one source run */
   sqlite3_stmt *insert_config;
@@ -242,11 +249,21 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
   tp_store *s = im->store;
   char sql[1536], cols[512];
   TP_TRY(prepare(s, "SELECT 1 FROM main.runs WHERE uuid = ?", "the run lookup", &im->present));
+  TP_TRY(prepare(s,
+                 "SELECT d.id FROM main.runs d JOIN tp_src.runs r ON r.id = ?2 "
+                 "CROSS JOIN (SELECT count(*) AS n FROM tp_src.configs WHERE run_id = ?2) src "
+                 "WHERE d.uuid = ?1 AND d.finished_at IS NULL AND src.n >= "
+                 "(SELECT count(*) FROM main.configs WHERE run_id = d.id) AND "
+                 "(r.finished_at IS NOT NULL OR src.n > "
+                 "(SELECT count(*) FROM main.configs WHERE run_id = d.id))",
+                 "the grown-run lookup", &im->grown));
+  TP_TRY(
+      prepare(s, "DELETE FROM main.runs WHERE id = ?", "the stale run's removal", &im->drop_run));
   snprintf(cols, sizeof cols, "%s%s%s%s%s", run_columns, version >= 3 ? ", " : "",
            version >= 3 ? run_columns_v3 : "", version >= 4 ? ", " : "",
            version >= 4 ? run_columns_v4 : "");
   snprintf(sql, sizeof sql,
-           "INSERT INTO main.runs (%s, uuid) SELECT %s, ?2 FROM tp_src.runs "
+           "INSERT INTO main.runs (id, %s, uuid) SELECT ?3, %s, ?2 FROM tp_src.runs "
            "WHERE id = ?1",
            cols, cols);
   TP_TRY(prepare(s, sql, "the run copy", &im->insert_run));
@@ -273,6 +290,8 @@ static tp_rc prepare_importer(importer *im, int64_t version) {
 
 static void finalize_importer(importer *im) {
   sqlite3_finalize(im->present);
+  sqlite3_finalize(im->grown);
+  sqlite3_finalize(im->drop_run);
   sqlite3_finalize(im->insert_run);
   sqlite3_finalize(im->insert_ranks);
   sqlite3_finalize(im->list_configs);
@@ -300,6 +319,20 @@ static tp_rc uuid_present(importer *im, const char *uuid, int *present) {
   return TP_OK;
 }
 
+/* The id of the store's unfinished copy of source run old_run when the source holds more of it
+ * (0: none, or nothing to add). */
+static tp_rc grown_copy(importer *im, const char *uuid, int64_t old_run, int64_t *stale) {
+  int step = sqlite3_bind_text(im->grown, 1, uuid, -1, SQLITE_STATIC);
+  step = step == SQLITE_OK ? sqlite3_bind_int64(im->grown, 2, old_run) : step;
+  step = step == SQLITE_OK ? sqlite3_step(im->grown) : step;
+  *stale = step == SQLITE_ROW ? sqlite3_column_int64(im->grown, 0) : 0;
+  sqlite3_reset(im->grown);
+  sqlite3_clear_bindings(im->grown);
+  if (step != SQLITE_ROW && step != SQLITE_DONE)
+    return TP_STORE_SQL_FAIL(im->store, "import: comparing run %s with the store's copy", uuid);
+  return TP_OK;
+}
+
 static tp_rc copy_config(importer *im, int64_t old_id, int64_t new_run) {
   sqlite3_int64 new_id = 0;
   int b = sqlite3_bind_int64(im->insert_config, 1, old_id);
@@ -313,9 +346,13 @@ static tp_rc copy_config(importer *im, int64_t old_id, int64_t new_run) {
   return TP_OK;
 }
 
-static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid) {
+/* Copies source run old_run with everything below it, as run keep_id of the store (0: a new id). */
+static tp_rc copy_run(importer *im, int64_t old_run, const char *uuid, int64_t keep_id) {
   int b = sqlite3_bind_int64(im->insert_run, 1, old_run);
   b = b ? b : sqlite3_bind_text(im->insert_run, 2, uuid, -1, SQLITE_STATIC);
+  b = b             ? b
+      : keep_id > 0 ? sqlite3_bind_int64(im->insert_run, 3, keep_id)
+                    : sqlite3_bind_null(im->insert_run, 3);
   TP_TRY(step_reset(im, im->insert_run, b, "copying a run"));
   int64_t new_run = sqlite3_last_insert_rowid(tp_store_db(im->store));
   if (im->insert_ranks) {
@@ -402,11 +439,22 @@ static tp_rc copy_new_runs(tp_store *s, int64_t version, tp_import_stats *stats)
   tp_rc rc = prepare_importer(&im, version);
   for (size_t i = 0; rc == TP_OK && i < n; i++) {
     int present = 0;
+    int64_t stale = 0;
     stats->runs_seen++;
     rc = uuid_present(&im, runs[i].uuid, &present);
-    if (rc == TP_OK && present) stats->runs_present++;
-    else if (rc == TP_OK) rc = copy_run(&im, runs[i].id, runs[i].uuid);
-    if (rc == TP_OK && !present) stats->runs_imported++;
+    if (rc == TP_OK && present) rc = grown_copy(&im, runs[i].uuid, runs[i].id, &stale);
+    if (rc == TP_OK && stale) {
+      /* the cascade takes its configurations, their rows and its ranks */
+      rc = step_reset(&im, im.drop_run, sqlite3_bind_int64(im.drop_run, 1, stale),
+                      "removing the store's unfinished copy of a run");
+      if (rc == TP_OK) rc = copy_run(&im, runs[i].id, runs[i].uuid, stale);
+      if (rc == TP_OK) stats->runs_updated++;
+    } else if (rc == TP_OK && present) {
+      stats->runs_present++;
+    } else if (rc == TP_OK) {
+      rc = copy_run(&im, runs[i].id, runs[i].uuid, 0);
+      if (rc == TP_OK) stats->runs_imported++;
+    }
   }
   finalize_importer(&im);
   free_runs(runs, n);
@@ -456,7 +504,7 @@ static tp_rc import_attached(tp_store *s, const char *src_path, tp_import_stats 
                        "DELETE FROM temp.tp_import_map",
                        "import: making the table of new configuration ids"));
   TP_TRY(copy_new_runs(s, version, stats));
-  if (stats->runs_imported == 0) return TP_OK;
+  if (stats->runs_imported + stats->runs_updated == 0) return TP_OK;
   return copy_details(s, version, stats);
 }
 

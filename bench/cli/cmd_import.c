@@ -8,7 +8,8 @@
  * tables), is missing or has a newer schema is refused (exit 2) and the
  * target stays byte-for-byte as it was, or is not created. Each file is then one transaction;
  * runs already present (same run uuid) are skipped, so importing a file
- * twice adds nothing.
+ * twice adds nothing, except a run imported unfinished that has grown since:
+ * it is replaced (tp_store_import says when).
  */
 #include <stdio.h>
 
@@ -69,10 +70,14 @@ static tp_rc import_all(const import_args *a) {
     char drift[48] = ""; /* named only when there are any: other imports read as before */
     if (st.drift_steps > 0)
       snprintf(drift, sizeof drift, ", %lld drift steps", (long long)st.drift_steps);
+    char updated[96] = ""; /* likewise */
+    if (st.runs_updated > 0)
+      snprintf(updated, sizeof updated, ", %d updated (unfinished here, grown in the source)",
+               st.runs_updated);
     printf("%s: %d run%s imported (%lld configurations, %lld samples, %lld trace events%s), "
-           "%d already present\n",
+           "%d already present%s\n",
            a->sources[i], st.runs_imported, st.runs_imported == 1 ? "" : "s", (long long)st.configs,
-           (long long)st.samples, (long long)st.events, drift, st.runs_present);
+           (long long)st.samples, (long long)st.events, drift, st.runs_present, updated);
   }
   tp_store_close(store);
   return rc;

@@ -837,6 +837,82 @@ static void test_import_keeps_system(void **state) {
   tp_store_close(dst);
 }
 
+/* One configuration of the demo, with samples on two ranks, into run. */
+static void put_demo_config(tp_store *store, int64_t run, int chunks) {
+  tp_config_axes axes = demo_axes();
+  axes.chunks = chunks;
+  tp_result result = demo_result();
+  double times[3] = {1500, 1510, 1490};
+  tp_samples sets[2] = {{0, 3, times, NULL, NULL}, {1, 3, times, NULL, NULL}};
+  tp_config_record rec = {.axes = &axes,
+                          .status = TP_STATUS_OK,
+                          .result = &result,
+                          .samples = sets,
+                          .n_sample_sets = 2};
+  if (tp_store_put_config(store, run, &rec, NULL) != TP_OK) fail_msg("%s", tp_last_error());
+}
+
+/* Imports src into dst; the stats must read imported, present, updated. */
+static void import_expect(tp_store *dst, const char *src, int imported, int present, int updated) {
+  tp_import_stats st;
+  if (tp_store_import(dst, src, &st) != TP_OK) fail_msg("import: %s", tp_last_error());
+  if (st.runs_imported != imported || st.runs_present != present || st.runs_updated != updated)
+    fail_msg("import of %s: %d imported, %d present, %d updated; expected %d, %d, %d", src,
+             st.runs_imported, st.runs_present, st.runs_updated, imported, present, updated);
+}
+
+/* A job array imported while a job still ran: its run, unfinished in the store, is replaced
+ * under its id once the source holds more (a configuration more, then its end), and only then;
+ * nothing of it is doubled (configurations, samples, ranks). */
+static void test_import_updates_a_grown_run(void **state) {
+  scratch *s = *state;
+  char job[600], other_path[600]; /* path_in's buffer is one for every name */
+  snprintf(job, sizeof job, "%s", path_in(s, "job.db"));
+  snprintf(other_path, sizeof other_path, "%s", path_in(s, "other.db"));
+  tp_store *src = open_new(s, "job.db");
+  int64_t run = begin_demo_run(src);
+  const tp_rank_host ranks[] = {{0, 0, "node01", "GPU-a", NULL, 0, 0, NAN},
+                                {1, 0, "node02", "GPU-b", NULL, 0, 0, NAN}};
+  tp_run_system sys = {"Slurm", "77", "70", "7", NULL, NULL, NULL, ranks, 2};
+  assert_int_equal(tp_store_put_system(src, run, &sys), TP_OK);
+  put_demo_config(src, run, 1);
+  tp_store_close(src);
+
+  tp_store *dst = open_new(s, "all.db");
+  tp_store *other = open_new(s, "other.db"); /* a run of its own first: ids differ from job's */
+  begin_demo_run(other);
+  tp_store_close(other);
+  import_expect(dst, other_path, 1, 0, 0);
+  import_expect(dst, job, 1, 0, 0);
+  const char *job_run = "SELECT id FROM runs WHERE slurm_job_id = '77'";
+  const int64_t id = count(dst, job_run);
+  assert_int_equal(id, 2);
+  import_expect(dst, job, 0, 1, 0); /* not grown: nothing to do */
+
+  src = NULL;
+  assert_int_equal(tp_store_open(job, 0, &src), TP_OK);
+  put_demo_config(src, run, 2);
+  tp_store_close(src);
+  import_expect(dst, job, 0, 0, 1);
+  assert_int_equal(count(dst, job_run), id);
+  assert_int_equal(count(dst, "SELECT count(*) FROM configs WHERE run_id = 2"), 2);
+  assert_int_equal(count(dst, "SELECT count(*) FROM samples JOIN configs c ON c.id = config_id "
+                              "WHERE c.run_id = 2"),
+                   12);
+  assert_int_equal(count(dst, "SELECT count(*) FROM run_ranks WHERE run_id = 2"), 2);
+  assert_int_equal(count(dst, "SELECT count(*) FROM runs WHERE id = 2 AND finished_at IS NULL"), 1);
+
+  assert_int_equal(tp_store_open(job, 0, &src), TP_OK);
+  assert_int_equal(tp_store_finish_run(src, run), TP_OK);
+  tp_store_close(src);
+  import_expect(dst, job, 0, 0, 1); /* as many configurations, and finished */
+  assert_int_equal(count(dst, "SELECT count(*) FROM runs WHERE id = 2 AND finished_at IS NULL"), 0);
+  assert_int_equal(count(dst, "SELECT count(*) FROM configs WHERE run_id = 2"), 2);
+  assert_int_equal(count(dst, "SELECT count(*) FROM runs"), 2);
+  import_expect(dst, job, 0, 1, 0); /* finished here: never replaced again */
+  tp_store_close(dst);
+}
+
 /* Schema 006's composition axes: absent from the key at their defaults (a key
  * made before them still matches), named in it otherwise, rs_sum in the whole
  * key only; stored in their columns with the drift steps and the memory
@@ -1053,6 +1129,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_find_run, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_put_system, make_scratch, remove_scratch),
       cmocka_unit_test_setup_teardown(test_import_keeps_system, make_scratch, remove_scratch),
+      cmocka_unit_test_setup_teardown(test_import_updates_a_grown_run, make_scratch,
+                                      remove_scratch),
       cmocka_unit_test_setup_teardown(test_composition_axes_and_drift, make_scratch,
                                       remove_scratch),
       cmocka_unit_test_setup_teardown(test_transport_axes, make_scratch, remove_scratch),
