@@ -11,11 +11,22 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- values ------------------------------------------------------------ */
+
+int tp_cli_decimal(const char *text, double *out) {
+  if (!text || strpbrk(text, "xXpP")) return 0; /* hexadecimal's digits and exponent */
+  char *end = NULL;
+  errno = 0;
+  const double value = strtod(text, &end);
+  if (end == text || *end != '\0' || errno == ERANGE || !isfinite(value)) return 0;
+  *out = value;
+  return 1;
+}
 
 const char *tp_cli_last_message(void) { return tp_last_message(); }
 

@@ -93,6 +93,10 @@ TP_MUST_CHECK tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv,
                                  const char **positional, int max_positional, int *n_positional,
                                  int *help_shown);
 
+/* A finite decimal number, the whole of text, into *out: 1; else 0 (*out untouched). strtod
+ * alone would also take hexadecimal ("0x10"), "inf" and "nan": no option means those. */
+int tp_cli_decimal(const char *text, double *out);
+
 /* This thread's last error message without its "file:line: " prefix: the
  * form to show a user ("--iters: 'abc' is not a whole number"). */
 const char *tp_cli_last_message(void);

@@ -10,8 +10,6 @@
  * comparison for a regression or a pass. A pass that gated no test stays 0
  * and says so on stderr whatever the format.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -96,10 +94,8 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
 
 /* A number in (lo, hi) from text; what names it in the message. */
 static int parse_number(const char *what, const char *text, double lo, double hi, double *out) {
-  char *end = NULL;
-  errno = 0;
-  double value = strtod(text, &end);
-  if (end == text || *end || errno || !isfinite(value) || value < lo || value >= hi) {
+  double value = 0;
+  if (!tp_cli_decimal(text, &value) || value < lo || value >= hi) {
     fprintf(stderr, "tpbench compare: %s: '%s' is not a number in [%g, %g)\n", what, text, lo, hi);
     return -1;
   }

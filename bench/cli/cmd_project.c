@@ -6,8 +6,6 @@
  * (bench/matrix/presets.h), so models and token counts nobody measured can be predicted. Reads
  * the database only; needs no GPU.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,12 +94,8 @@ static tp_rc parse_args(int argc, char **argv, project_args *a, int *help) {
 static tp_rc parse_gbps(const char *text, double *out) {
   *out = 0;
   if (!text) return TP_OK;
-  char *end = NULL;
-  errno = 0;
-  double v = strtod(text, &end);
-  /* decimal only: strtod also reads hexadecimal ("0x10"), which no other option takes */
-  const int hex = strpbrk(text, "xX") != NULL;
-  if (end == text || *end != '\0' || errno != 0 || hex || !isfinite(v) || v < 1e-3 || v > 1e6) {
+  double v = 0;
+  if (!tp_cli_decimal(text, &v) || v < 1e-3 || v > 1e6) {
     fprintf(stderr,
             "tpbench project: --link-gbps: '%s' is not a bandwidth in GB/s (a decimal number "
             "from 0.001 to 1000000)\n",

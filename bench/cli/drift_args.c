@@ -4,8 +4,6 @@
  */
 #include "bench/cli/drift_args.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +43,8 @@ static tp_rc parse_lr(tp_drift_args *a) {
     a->lr = TP_DRIFT_ADAMW_DEFAULT_LR;
     return TP_OK;
   }
-  errno = 0;
-  char *end = NULL;
-  const double lr = strtod(a->lr_text, &end);
-  if (end == a->lr_text || *end != '\0' || errno == ERANGE || !isfinite(lr) || lr <= 0 || lr > 1e6)
+  double lr = 0;
+  if (!tp_cli_decimal(a->lr_text, &lr) || lr <= 0 || lr > 1e6)
     return usage("--lr: '%s' is not a learning rate (a number in (0, 1e6])", a->lr_text);
   a->lr = lr;
   return TP_OK;

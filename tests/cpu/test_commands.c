@@ -154,6 +154,11 @@ static void test_compare_exit_status(void **state) {
   RUN_EXPECT(2, NULL, "--threshold: 'x'", "compare", "cafe0001", "cafe0002", "--db", db,
              "--threshold", "x");
   RUN_EXPECT(2, NULL, "--alpha", "compare", "cafe0001", "cafe0002", "--db", db, "--alpha", "1");
+  /* decimal only: strtod alone reads 0x10 as 16 and 0x1p-4 as 0.0625 */
+  RUN_EXPECT(2, NULL, "--threshold: '0x10'", "compare", "cafe0001", "cafe0002", "--db", db,
+             "--threshold", "0x10");
+  RUN_EXPECT(2, NULL, "--alpha: '0x1p-4'", "compare", "cafe0001", "cafe0002", "--db", db, "--alpha",
+             "0x1p-4");
   RUN_EXPECT(2, NULL, "--pass", "compare", "cafe0001", "cafe0002", "--db", db, "--pass", "up");
   RUN_EXPECT(2, NULL, "no database at", "compare", "a", "b", "--db", "/nonexistent/x.db");
   RUN_EXPECT(2, NULL, "unexpected argument", "compare", "a", "b", "c", "--db", db);

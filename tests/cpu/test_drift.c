@@ -124,6 +124,7 @@ static void test_rejections(void **state) {
       {{"--lr", "nan"}, "is not a learning rate"},
       {{"--lr", "1e7"}, "is not a learning rate"},
       {{"--lr", "1e-3x"}, "is not a learning rate"},
+      {{"--lr", "0x1p-10"}, "is not a learning rate"}, /* strtod alone: 2^-10 */
       {{"--steps", "0"}, "--steps: 0 is out of range"},
       {{"--layers", "0"}, "--layers: 0 is out of range"},
       {{"--layer", "mlp"}, "'mlp' is not one of attention|ffn|block"},
