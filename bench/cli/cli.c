@@ -382,8 +382,11 @@ tp_rc tp_cli_parse(const tp_command *cmd, int argc, char **argv, const char **po
       return usage_error(cmd, "unknown option '%s' (options are spelled --name)", arg);
     } else if (n_pos < max_positional) {
       positional[n_pos++] = arg;
+    } else if (max_positional == 0) {
+      return usage_error(cmd, "unexpected argument '%s' (%s takes options only)", arg, cmd->name);
     } else {
-      return usage_error(cmd, "unexpected argument '%s'", arg);
+      return usage_error(cmd, "unexpected argument '%s' (%s takes at most %d)", arg, cmd->name,
+                         max_positional);
     }
   }
   if (n_positional) *n_positional = n_pos;

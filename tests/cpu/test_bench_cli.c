@@ -158,6 +158,9 @@ static void test_positional(void **state) {
   int n = -1;
   assert_int_equal(parse(&p, NULL, 0, &n, NULL, "stray", NULL), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "unexpected argument 'stray'"));
+  assert_non_null(strstr(tp_last_error(), "takes options only"));
+  assert_int_equal(parse(&p, pos, 2, &n, NULL, "a", "b", "c", NULL), TP_EUSAGE);
+  assert_non_null(strstr(tp_last_error(), "unexpected argument 'c' (demo takes at most 2)"));
   assert_int_equal(parse(&p, pos, 2, &n, NULL, "a", "--iters", "3", "--", "--b", NULL), TP_OK);
   assert_int_equal(n, 2);
   assert_string_equal(pos[0], "a");
