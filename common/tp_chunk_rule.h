@@ -19,7 +19,11 @@ enum {
   /* Below this many bytes per rank and transfer, auto takes the stock path: on the H200 pair
    * fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock (fixed costs: barrier, flags, copy
    * dispatch), ops moving 8 MiB and more at 1.0-1.5x (docs/dev/PERF.md). */
-  TP_AUTO_FUSE_MIN_BYTES = 4 << 20
+  TP_AUTO_FUSE_MIN_BYTES = 4 << 20,
+  /* The most chunks a rank's shard may be asked in: the flag slots of one phase
+   * (kernels/tp_linear_internal.h's LINEAR_PHASE_CHUNKS, which the plan asserts it equals); the
+   * plan refuses more, so the matrices of `ops` and `run` reject them first. */
+  TP_DIST_MAX_CHUNKS = 32
 };
 
 /* The chunk count auto picks and the model figures behind it. */

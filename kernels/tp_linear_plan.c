@@ -17,6 +17,9 @@
 #include "kernels/tp_recipe.h"
 #include "kernels/tp_window.h"
 
+_Static_assert((int)LINEAR_PHASE_CHUNKS == (int)TP_DIST_MAX_CHUNKS,
+               "the matrices reject chunks past TP_DIST_MAX_CHUNKS: the phase's chunks");
+
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
    * probe in docs/dev/PERF.md), close to the copy engine with few SMs taken */

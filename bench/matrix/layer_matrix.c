@@ -17,12 +17,12 @@
 
 #include "bench/matrix/matrix_file.h"
 #include "bench/matrix/placement.h"
+#include "common/tp_chunk_rule.h"
 #include "kernels/tp_recipe_rules.h"
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define MAX_TOKENS (1LL << 30)
 #define MAX_CONFIGS 200000
-#define MAX_DIST_CHUNKS 32 /* kernels/tp_linear.c: chunks of one phase */
 
 /* ---- the axes ------------------------------------------------------------------------- */
 
@@ -451,8 +451,8 @@ static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason,
     return 1;
   }
   int64_t per_rank = c->tokens / c->dp / c->tp;
-  if (chunks > MAX_DIST_CHUNKS) {
-    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, MAX_DIST_CHUNKS);
+  if (chunks > TP_DIST_MAX_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
     return 1;
   }
   if (chunks > 0 && per_rank % chunks != 0) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench/matrix/matrix_file.h"
+#include "common/tp_chunk_rule.h"
 #include "kernels/tp_quant.h"
 #include "kernels/tp_recipe_rules.h"
 
@@ -380,6 +381,10 @@ static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int c
     return 1;
   }
   int64_t per_rank = c->tokens / c->tp;
+  if (chunks > TP_DIST_MAX_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
+    return 1;
+  }
   if (chunks > 0 && per_rank % chunks != 0) {
     snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
              chunks);

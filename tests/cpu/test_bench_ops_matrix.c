@@ -223,6 +223,30 @@ static void test_rejections(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* chunks past the 32 of one phase (kernels/tp_linear_plan.c refuses them at plan time) are
+ * rejected here as `run`'s matrix rejects them, never listed as run: 64 divides the rows, so
+ * only the range says no. */
+static void test_dist_chunks_range(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "2", "ce", "32,33,48,64");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 5 + 4);
+  assert_false(m.configs[2].rejected);
+  assert_int_equal(m.configs[2].axes.chunks, 32);
+  const int chunks[] = {33, 48, 64};
+  for (int i = 0; i < 3; i++) {
+    const tp_ops_config *c = &m.configs[3 + i];
+    assert_int_equal(c->axes.chunks, chunks[i]);
+    assert_true(c->rejected);
+    assert_false(c->planned);
+    char want[64];
+    snprintf(want, sizeof want, "chunks %d outside 1..32", chunks[i]);
+    assert_string_equal(c->reason, want);
+  }
+  tp_ops_matrix_free(&m);
+}
+
 static void expect_usage(tp_ops_spec s, const char *needle) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
@@ -575,6 +599,7 @@ int main(void) {
       cmocka_unit_test(test_tp4_and_tp8),
       cmocka_unit_test(test_schedules_times_chunks),
       cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_dist_chunks_range),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_plan_print),
       cmocka_unit_test(test_preset_keys_unchanged),
