@@ -463,6 +463,42 @@ static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason,
   return 0;
 }
 
+/* sm's copy kernel pushes 16-byte vectors: each projection's plan refuses sm where a chunk is
+ * not a whole number of them (common/tp_chunk_rule.h); the reason names the projection, as the
+ * block's plan does. Every projection moves rows dim wide (qkv and w13 gather x, wo and w2
+ * scatter partials of the output). An fp8 layer's schedule is its projections' bf16 base plans'
+ * (kernels/tp_linear_fp8_comm.c): the forward's shard in one chunk. */
+static int sm_chunk_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
+                              char *reason, size_t cap) {
+  if (schedule != TP_SCHED_SM || c->tp < 2) return 0;
+  const tp_model_preset *m = c->model;
+  const int fp8 = tp_dtype_is_fp8(c->dtype);
+  const tp_dtype dtype = fp8 ? TP_BF16 : c->dtype;
+  const int64_t q = (int64_t)m->n_heads * m->head_dim;
+  const struct {
+    const char *name;
+    int has, gather, n_weights;
+    int64_t n, k;
+  } projs[] = {
+      {"qkv", layer_has_attention(c->layer), 1, 1, q + 2LL * m->n_kv_heads * m->head_dim, m->dim},
+      {"wo", layer_has_attention(c->layer), 0, 1, m->dim, q},
+      {"w13", layer_has_ffn(c->layer), 1, 2, m->ffn_hidden, m->dim},
+      {"w2", layer_has_ffn(c->layer), 0, 1, m->dim, m->ffn_hidden},
+  };
+  const size_t row_bytes = (size_t)m->dim * tp_dtype_bytes(dtype);
+  for (int i = 0; i < COUNT_OF(projs); ++i) {
+    if (!projs[i].has) continue;
+    const size_t bad = tp_sm_unaligned_chunk(
+        projs[i].gather, fp8 ? 0 : tp_pass_has_backward(c->pass), c->tp, c->tokens / c->dp / c->tp,
+        row_bytes, fp8 ? 1 : chunks, projs[i].n, projs[i].k, projs[i].n_weights, dtype);
+    if (!bad) continue;
+    snprintf(reason, cap, "%s: sm: chunk size not a multiple of %d bytes (%zu bytes)",
+             projs[i].name, TP_SM_CHUNK_ALIGN, bad);
+    return 1;
+  }
+  return 0;
+}
+
 /* The placement contracts of the composition this configuration runs. */
 static int placement_rejection(const tp_layer_case *c, int fused, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
@@ -556,6 +592,8 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
     cfg.rejected =
         recipe_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = sm_chunk_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 

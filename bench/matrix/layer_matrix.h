@@ -193,7 +193,9 @@ typedef struct tp_layer_matrix {
  *   - save_gathered=on with pass fwd (no backward to reuse it) or SP off
  *     (nothing is gathered);
  *   - dist_gemm with SP off, at TP 1, with chunks that do not divide the
- *     tokens per rank or outside 1..32;
+ *     tokens per rank or outside 1..32; schedule sm where a projection's
+ *     chunk (as asked, or auto's count) is not a whole number of 16-byte
+ *     vectors (common/tp_chunk_rule.h);
  *   - the collective alone at TP 1;
  *   - a composition whose placement contracts do not hold (placement.h),
  *     on the TP group and on the dp × tp mesh (batch not divisible by dp,

@@ -394,6 +394,24 @@ static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int c
   return tp_recipe_dist_rejection(&rc, schedule, chunks, reason, cap);
 }
 
+/* sm's copy kernel pushes 16-byte vectors: the plan refuses sm where a chunk is not a whole
+ * number of them (common/tp_chunk_rule.h). An fp8 dtype's schedule is its bf16 base plan's
+ * (kernels/tp_linear_fp8_comm.c): the forward's shard of bf16 rows in one chunk. */
+static int sm_chunk_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
+                              size_t cap) {
+  if (schedule != TP_SCHED_SM || c->tp < 2) return 0;
+  const int fp8 = tp_dtype_is_fp8(c->dtype), gather = tp_op_gathers(c->proj.op);
+  const tp_dtype dtype = fp8 ? TP_BF16 : c->dtype;
+  const size_t row_bytes = (size_t)(gather ? c->proj.k : c->proj.n) * tp_dtype_bytes(dtype);
+  const size_t bad = tp_sm_unaligned_chunk(gather, fp8 ? 0 : tp_pass_has_backward(c->pass), c->tp,
+                                           c->tokens / c->tp, row_bytes, fp8 ? 1 : chunks,
+                                           c->proj.n, c->proj.k, c->proj.n_weights, dtype);
+  if (!bad) return 0;
+  snprintf(reason, cap, "sm: chunk size not a multiple of %d bytes (%zu bytes)", TP_SM_CHUNK_ALIGN,
+           bad);
+  return 1;
+}
+
 static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
   if (c->tp > 1) return 0;
   snprintf(reason, cap, "TP 1 has no collective to time");
@@ -486,6 +504,8 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
   if (!cfg.rejected)
     cfg.rejected =
         tp_recipe_symm_rejection(c->dtype, symm, TP_RECIPE_FOR_OP, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = sm_chunk_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 

@@ -247,6 +247,38 @@ static void test_dist_chunks_range(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* sm's copy kernel moves 16-byte vectors: the plan refuses sm where a chunk is not a whole number
+ * of them (kernels/tp_linear_plan.c), so the matrix rejects it first, never lists it as run. K
+ * 4100 makes 8200-byte bf16 rows: 2049 rows per rank (one chunk: auto's too) are not 16-byte
+ * whole; 2048 rows in auto's 4 chunks or in 32 are. ce has no such rule. */
+static void test_sm_chunk_alignment(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", "4098x4096x4100,4096x4096x4100"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "schedule", "sm,ce"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "chunks", "0,1,32"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "plain"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 2);
+  for (int i = 0; i < m.n_configs; i++) {
+    const tp_ops_config *c = &m.configs[i];
+    const int sm = c->backend == TP_BACKEND_DIST && c->schedule == TP_SCHED_SM;
+    if (sm && c->axes.tokens == 4098 && c->axes.chunks < 32) {
+      assert_true(c->rejected);
+      assert_false(c->planned);
+      assert_string_equal(c->reason, "sm: chunk size not a multiple of 16 bytes (16801800 bytes)");
+    } else if (c->backend == TP_BACKEND_DIST && c->axes.tokens == 4098 && c->axes.chunks == 32) {
+      assert_string_equal(c->reason, "tokens per rank 2049 not divisible by chunks 32");
+    } else if (c->rejected) {
+      fail_msg("%s tokens %lld chunks %d rejected: %s", c->axes.backend, (long long)c->axes.tokens,
+               c->axes.chunks, c->reason);
+    }
+  }
+  tp_ops_matrix_free(&m);
+}
+
 static void expect_usage(tp_ops_spec s, const char *needle) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
@@ -600,6 +632,7 @@ int main(void) {
       cmocka_unit_test(test_schedules_times_chunks),
       cmocka_unit_test(test_rejections),
       cmocka_unit_test(test_dist_chunks_range),
+      cmocka_unit_test(test_sm_chunk_alignment),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_plan_print),
       cmocka_unit_test(test_preset_keys_unchanged),
