@@ -184,6 +184,8 @@ typedef struct tp_layer_matrix {
  * Expands spec (tp.count == 0: TP tp_default, over dp when one dp value is given) into *out, free
  * with tp_layer_matrix_free. The matrix holds copies of its models: it does not point into spec.
  * Rejections, each with its reason:
+ *   - a mesh (dp · tp) of more than TP_MAX_GROUP_RANKS ranks: a job's world
+ *     is one group, which holds no more (common/tp_vocab.h);
  *   - attention or block of a model whose attention is not expressible here
  *     (tp_model_preset.no_attention);
  *   - seqlen not divisible by TP with SP on (the sequence is sharded in whole

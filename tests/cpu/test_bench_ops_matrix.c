@@ -279,6 +279,25 @@ static void test_sm_chunk_alignment(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* A TP group holds at most 16 ranks (kernels/tp_device.h: its symmetric heap maps every peer),
+ * yet tp takes 1..64: past 16 every configuration is rejected with that reason, never listed
+ * as run (or planned) for a job that could not even form its group. */
+static void test_tp_beyond_group_ranks(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "16,32,64", "", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(tp_ops_reject_world(&m, 32), 6); /* tp 16; 32 and 64 by the rule */
+  for (int i = 0; i < m.n_configs; i++) {
+    const tp_ops_config *c = &m.configs[i];
+    assert_true(c->rejected);
+    assert_false(c->planned);
+    if (c->axes.tp == 16) assert_non_null(strstr(c->reason, "needs a job of 16 workers"));
+    else assert_non_null(strstr(c->reason, "a tpbench group holds at most 16 ranks"));
+  }
+  tp_ops_matrix_free(&m);
+}
+
 static void expect_usage(tp_ops_spec s, const char *needle) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
@@ -633,6 +652,7 @@ int main(void) {
       cmocka_unit_test(test_rejections),
       cmocka_unit_test(test_dist_chunks_range),
       cmocka_unit_test(test_sm_chunk_alignment),
+      cmocka_unit_test(test_tp_beyond_group_ranks),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_plan_print),
       cmocka_unit_test(test_preset_keys_unchanged),

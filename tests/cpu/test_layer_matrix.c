@@ -706,6 +706,29 @@ static void test_dp_mesh_expansion(void **state) {
 }
 
 /* The mesh's rules: batch split over dp, FSDP's shard of each parameter. */
+/* A job's world is one group (its symmetric heap maps every peer: at most 16 ranks,
+ * kernels/tp_device.h), so a mesh of more than 16 ranks is rejected with that reason whatever
+ * the host, never listed as run or as planned for a larger host. */
+static void test_mesh_beyond_group_ranks(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=32", "pass=fwd",
+                              "graph=off", "tp=1,16,32", "dp=1,32", NULL);
+  expand_ok(&s, 32, &m);
+  tp_layer_reject_world(&m, 32);
+  int beyond = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const int ranks = m.cases[cfg->case_index].dp * cfg->axes.tp;
+    if (ranks <= 16) continue;
+    ++beyond;
+    assert_false(cfg->planned);
+    expect_reason(cfg, "a tpbench group holds at most 16 ranks");
+  }
+  assert_true(beyond > 0);
+  tp_layer_matrix_free(&m);
+}
+
 static void test_dp_rules(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -1286,6 +1309,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_file_not_regular),
       cmocka_unit_test(test_dp_mesh_expansion),
       cmocka_unit_test(test_dp_rules),
+      cmocka_unit_test(test_mesh_beyond_group_ranks),
       cmocka_unit_test(test_fsdp_axis),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
