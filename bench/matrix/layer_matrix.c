@@ -443,6 +443,7 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
              "and never gathered");
     return 1;
   }
+  if (c->save_gathered && tp_recipe_save_gathered_rejection(c->dtype, reason, cap)) return 1;
   if (mesh_rejection(c, reason, cap)) return 1;
   return recipe_rejection(c, reason, cap);
 }

@@ -376,6 +376,7 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
              "no backward");
     return 1;
   }
+  if (c->save_gathered && tp_recipe_save_gathered_rejection(c->dtype, reason, cap)) return 1;
   const tp_recipe_case rc = recipe_case_of(c);
   return tp_recipe_rejection(&rc, NULL, reason, cap);
 }
