@@ -43,3 +43,23 @@ tp_chunk_choice tp_auto_chunks(int gather, int world, int64_t rows, size_t row_b
 int tp_auto_fuses(int64_t rows, size_t row_bytes) {
   return (double)rows * (double)row_bytes >= (double)TP_AUTO_FUSE_MIN_BYTES;
 }
+
+size_t tp_sm_unaligned_chunk(int gather, int backward, int world, int64_t rows, size_t row_bytes,
+                             int chunks, int64_t out_features, int64_t in_features, int n_weights,
+                             tp_dtype dtype) {
+  int fwd = chunks, bwd = chunks;
+  if (chunks == 0) {
+    fwd =
+        tp_auto_chunks(gather, world, rows, row_bytes, out_features, in_features, n_weights, dtype)
+            .chunks;
+    bwd = backward ? tp_auto_chunks(!gather, world, rows, row_bytes, out_features, in_features,
+                                    n_weights, dtype)
+                         .chunks
+                   : 1;
+  }
+  if (fwd < 1 || bwd < 1) return 0; /* no chunk: the chunk rules reject it */
+  const size_t fwd_bytes = (size_t)(rows / fwd) * row_bytes;
+  const size_t bwd_bytes = (size_t)(rows / bwd) * row_bytes;
+  if (fwd_bytes % TP_SM_CHUNK_ALIGN != 0) return fwd_bytes;
+  return bwd_bytes % TP_SM_CHUNK_ALIGN != 0 ? bwd_bytes : 0;
+}

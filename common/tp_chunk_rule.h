@@ -19,7 +19,14 @@ enum {
   /* Below this many bytes per rank and transfer, auto takes the stock path: on the H200 pair
    * fused layers moving 0.5-1 MiB ran at 0.3-0.9x of stock (fixed costs: barrier, flags, copy
    * dispatch), ops moving 8 MiB and more at 1.0-1.5x (docs/dev/PERF.md). */
-  TP_AUTO_FUSE_MIN_BYTES = 4 << 20
+  TP_AUTO_FUSE_MIN_BYTES = 4 << 20,
+  /* The most chunks a rank's shard may be asked in: the flag slots of one phase
+   * (kernels/tp_linear_internal.h's LINEAR_PHASE_CHUNKS, which the plan asserts it equals); the
+   * plan refuses more, so the matrices of `ops` and `run` reject them first. */
+  TP_DIST_MAX_CHUNKS = 32,
+  /* The sm schedule's copy kernel moves 16-byte vectors: every chunk it pushes must be a whole
+   * number of them (the plan refuses sm otherwise). */
+  TP_SM_CHUNK_ALIGN = 16
 };
 
 /* The chunk count auto picks and the model figures behind it. */
@@ -45,5 +52,17 @@ tp_chunk_choice tp_auto_chunks(int gather, int world, int64_t rows, size_t row_b
 /* Whether auto fuses a transfer of rows × row_bytes per rank (>= TP_AUTO_FUSE_MIN_BYTES), or
  * takes the stock path. */
 int tp_auto_fuses(int64_t rows, size_t row_bytes);
+
+/*
+ * The bytes of a chunk the sm schedule cannot push (not a multiple of TP_SM_CHUNK_ALIGN), 0
+ * when it can push them all: rows rows per rank of row_bytes each, in chunks > 0 as asked on
+ * both sides, or (chunks 0) in auto's counts, tp_auto_chunks's for the side `gather` and, with
+ * the backward, for the other side (whose pipeline the backward runs). The rule of the plan's
+ * chunk counts (kernels/tp_linear_plan.c), asked by the matrices of `ops` and `run` so that
+ * they reject what the plan would.
+ */
+size_t tp_sm_unaligned_chunk(int gather, int backward, int world, int64_t rows, size_t row_bytes,
+                             int chunks, int64_t out_features, int64_t in_features, int n_weights,
+                             tp_dtype dtype);
 
 #endif /* TP_CHUNK_RULE_H */

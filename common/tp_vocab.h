@@ -255,6 +255,11 @@ static inline const char *tp_stock_schedule_axis(tp_stock_variant variant) {
  * "nccl"); the other backends store none. */
 typedef enum { TP_SYMM_IPC = 0, TP_SYMM_NCCL } tp_symm_transport;
 
+/* The most ranks one tpbench group holds (kernels/tp_device.h's TP_MAX_WORLD is this): its
+ * symmetric heap and signal pads map every peer. A job's world is one group, so its workers
+ * (run: the dp x tp mesh; ops: the TP degree) are at most this many. */
+enum { TP_MAX_GROUP_RANKS = 16 };
+
 /* "ipc", "nccl"; "?" for another value. */
 const char *tp_symm_transport_name(tp_symm_transport transport);
 

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 enum {
-  TP_MAX_WORLD = 16,
+  TP_MAX_WORLD = TP_MAX_GROUP_RANKS, /* common/tp_vocab.h: the matrices reject larger groups */
   TP_MAX_CHUNKS = 64,
   /* Signal pad layout, in 32-bit slots. */
   TP_SIG_BARRIER = 0,                                            /* [src] */

@@ -92,7 +92,12 @@ static tp_rc fp8_plan(const tp_group *g, tp_linear_plan *p, tp_schedule requeste
     snprintf(p->reason, sizeof p->reason, "%s", why);
     return TP_FAIL(TP_EREJECT, "%s", why);
   }
-  d->save_gathered = 0; /* the recipe gathers fp8 again rather than keep a bf16 copy */
+  /* the recipe gathers fp8 again rather than keep a bf16 copy: asked to keep one, it would
+   * run as save_gathered=off under save_gathered=on's key (the matrices reject it first) */
+  if (d->save_gathered && tp_recipe_save_gathered_rejection(d->dtype, why, sizeof why)) {
+    snprintf(p->reason, sizeof p->reason, "%s", why);
+    return TP_FAIL(TP_EREJECT, "%s", why);
+  }
   p->state = calloc(1, sizeof *p->state);
   if (!p->state) return TP_FAIL(TP_EOOM, "no host memory for an fp8 plan");
   const tp_fp8_linear_desc fd = {d->dtype,        d->op,        d->tokens,   d->in_features,

@@ -17,6 +17,9 @@
 #include "kernels/tp_recipe.h"
 #include "kernels/tp_window.h"
 
+_Static_assert((int)LINEAR_PHASE_CHUNKS == (int)TP_DIST_MAX_CHUNKS,
+               "the matrices reject chunks past TP_DIST_MAX_CHUNKS: the phase's chunks");
+
 enum {
   /* 16 blocks of 1024 threads push 282-342 GB/s over NVLink (the link
    * probe in docs/dev/PERF.md), close to the copy engine with few SMs taken */
@@ -193,9 +196,12 @@ static tp_rc dist_chunks(const tp_group *g, tp_schedule requested, int chunks, s
   }
   const size_t chunk_bytes = (size_t)(p->shard_rows / chunks) * row_bytes;
   const size_t bwd_chunk_bytes = (size_t)(p->shard_rows / bwd_chunks) * row_bytes;
-  if (requested == TP_SCHED_SM && (chunk_bytes % 16 != 0 || bwd_chunk_bytes % 16 != 0)) {
+  /* the rule of tp_sm_unaligned_chunk (common/tp_chunk_rule.h), which the matrices ask */
+  if (requested == TP_SCHED_SM &&
+      (chunk_bytes % TP_SM_CHUNK_ALIGN != 0 || bwd_chunk_bytes % TP_SM_CHUNK_ALIGN != 0)) {
     char num[64];
-    snprintf(num, sizeof num, "%zu bytes", chunk_bytes % 16 ? chunk_bytes : bwd_chunk_bytes);
+    snprintf(num, sizeof num, "%zu bytes",
+             chunk_bytes % TP_SM_CHUNK_ALIGN ? chunk_bytes : bwd_chunk_bytes);
     return reject(p, "sm: chunk size not a multiple of 16 bytes (%s)", num);
   }
   if (d->backward) {

@@ -111,6 +111,15 @@ int tp_recipe_window_rejection(tp_dtype dtype, tp_recipe_scope scope, char *reas
   return 1;
 }
 
+int tp_recipe_save_gathered_rejection(tp_dtype dtype, char *reason, size_t cap) {
+  if (!tp_dtype_is_fp8(dtype)) return 0;
+  snprintf(reason, cap,
+           "%s save_gathered=on: the fp8 recipe keeps no gathered copy for the backward (it "
+           "gathers the quantized shard again), so it would run as save_gathered=off",
+           tp_dtype_name(dtype));
+  return 1;
+}
+
 int tp_recipe_symm_rejection(tp_dtype dtype, tp_symm_transport symm, tp_recipe_scope scope,
                              char *reason, size_t cap) {
   if (!tp_dtype_is_fp8(dtype) || symm != TP_SYMM_NCCL) return 0;

@@ -82,6 +82,12 @@ typedef enum { TP_RECIPE_FOR_OP = 0, TP_RECIPE_FOR_LAYER } tp_recipe_scope;
  * (nccl-window) cannot run the dtype (the fp8 formats have none). */
 int tp_recipe_window_rejection(tp_dtype dtype, tp_recipe_scope scope, char *reason, size_t cap);
 
+/* 1 with the reason when the dtype cannot keep the forward's gathered input
+ * for the backward (save_gathered=on): the fp8 formats keep no gathered copy,
+ * they gather the quantized shard again, so the configuration would run as
+ * save_gathered=off. 0 for bf16 and fp32. */
+int tp_recipe_save_gathered_rejection(tp_dtype dtype, char *reason, size_t cap);
+
 /* 1 with the reason when dist_gemm's symmetric memory `symm` cannot carry the
  * dtype's pushes (the fp8 ones run over the CUDA-IPC heap only). */
 int tp_recipe_symm_rejection(tp_dtype dtype, tp_symm_transport symm, tp_recipe_scope scope,

@@ -121,10 +121,13 @@ static int print_ops_plan(int argc, char **argv, const matrix_own *own, const tp
   if (rc == TP_OK && !help) {
     /* --gpus N as `ops --gpus N` takes it (tp default and job size), as for run above */
     tp_ops_spec spec = tp_ops_args_spec(args, own->gpus);
-    rc = tp_ops_expand(&spec, &matrix);
-    if (rc != TP_OK) {
-      fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
-    } else {
+    /* what `ops` refuses before it runs (exit 2), refused here alike (the check says why) */
+    rc = tp_ops_check_tokens_divisible("matrix", &spec);
+    if (rc == TP_OK) {
+      rc = tp_ops_expand(&spec, &matrix);
+      if (rc != TP_OK) fprintf(stderr, "tpbench matrix: %s\n", tp_last_message());
+    }
+    if (rc == TP_OK) {
       tp_ops_reject_world(&matrix, own->gpus);
       tp_ops_matrix_print(&matrix, stdout);
     }

@@ -21,6 +21,7 @@ static tp_rc print_plan(const tp_ops_args *args) {
    * `matrix`): N is the TP of a missing tp axis and the world of the job's own rule. */
   const int gpus = args->gpus > 0 ? args->gpus : TP_OPS_LIST_DEFAULT_TP;
   tp_ops_spec spec = tp_ops_args_spec(args, gpus);
+  TP_TRY(tp_ops_check_tokens_divisible("ops", &spec)); /* as the CUDA build's ops refuses it */
   tp_ops_matrix matrix;
   tp_rc rc = tp_ops_expand(&spec, &matrix);
   if (rc != TP_OK) {

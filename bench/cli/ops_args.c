@@ -31,6 +31,19 @@ tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default) {
   return spec;
 }
 
+tp_rc tp_ops_check_tokens_divisible(const char *cmd, const tp_ops_spec *spec) {
+  if (spec->shapes.count > 0) return TP_OK;
+  for (int i = 0; i < spec->tokens.count; ++i)
+    for (int j = 0; j < spec->tp.count; ++j)
+      if (spec->tp.items[j] > 0 && spec->tokens.items[i] % spec->tp.items[j] != 0) {
+        fprintf(stderr, "tpbench %s: --tokens %lld is not divisible by the TP degree %lld\n", cmd,
+                spec->tokens.items[i], spec->tp.items[j]);
+        return TP_FAIL(TP_EUSAGE, "--tokens %lld is not divisible by the TP degree %lld",
+                       spec->tokens.items[i], spec->tp.items[j]);
+      }
+  return TP_OK;
+}
+
 enum {
   N_OWN_BEFORE = 2, /* --db, --gpus: listed before the matrix options */
   N_OWN_AFTER = 7,  /* --warmup ... --list */

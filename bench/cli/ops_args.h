@@ -65,4 +65,14 @@ TP_MUST_CHECK tp_rc tp_ops_matrix_args_parse(const char *cmd, int argc, char **a
 /* The spec to expand: args->spec, with --tp set to tp_default if not given. */
 tp_ops_spec tp_ops_args_spec(const tp_ops_args *args, int tp_default);
 
+/* Token counts that do not split evenly over the TP degrees of spec (the
+ * expanded one: a missing --tp is the job's workers) are a mistake in the
+ * command line, refused before any GPU time is spent rather than a matrix of
+ * rejected rows: TP_EUSAGE, "tpbench CMD: --tokens T is not divisible by the
+ * TP degree W" on stderr. `ops` asks it before it runs, `ops --list` and
+ * `matrix --for ops` before they print, so the plan says what ops does.
+ * Shapes (--shape) replace the tokens: an M that does not divide is a
+ * rejected configuration, with its reason. */
+TP_MUST_CHECK tp_rc tp_ops_check_tokens_divisible(const char *cmd, const tp_ops_spec *spec);
+
 #endif /* TP_OPS_ARGS_H */

@@ -42,23 +42,6 @@ static int ops_worker_entry(const tp_launch_env *env, void *arg) {
   return tp_worker_run(env, "ops", job->opts.trace, run_ops_share, arg);
 }
 
-/* Token counts the op benchmark was asked for must split evenly over the TP
- * degrees asked for: a mistake in the command line, reported before any GPU
- * time is spent (exit 2), rather than a matrix of rejected rows. Shapes
- * (--shape) replace the tokens list: an M that does not divide is a rejected
- * configuration, with its reason. */
-static int check_tokens_divisible(const tp_ops_spec *spec) {
-  if (spec->shapes.count > 0) return TP_EXIT_OK;
-  for (int i = 0; i < spec->tokens.count; ++i)
-    for (int j = 0; j < spec->tp.count; ++j)
-      if (spec->tp.items[j] > 0 && spec->tokens.items[i] % spec->tp.items[j] != 0) {
-        fprintf(stderr, "tpbench ops: --tokens %lld is not divisible by the TP degree %lld\n",
-                spec->tokens.items[i], spec->tp.items[j]);
-        return TP_EXIT_USAGE;
-      }
-  return TP_EXIT_OK;
-}
-
 int tp_cmd_ops(int argc, char **argv) {
   tp_ops_args args;
   tp_ops_args_defaults(&args);
@@ -72,6 +55,7 @@ int tp_cmd_ops(int argc, char **argv) {
      * `matrix`): N is the TP of a missing tp axis and the world of the job's own rule. */
     const int gpus = args.gpus > 0 ? args.gpus : TP_OPS_LIST_DEFAULT_TP;
     tp_ops_spec spec = tp_ops_args_spec(&args, gpus);
+    if (tp_ops_check_tokens_divisible("ops", &spec) != TP_OK) return TP_EXIT_USAGE;
     if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
       fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
       return TP_EXIT_USAGE;
@@ -81,7 +65,9 @@ int tp_cmd_ops(int argc, char **argv) {
     tp_ops_matrix_free(&job.matrix);
     return TP_EXIT_OK;
   }
-  if (args.spec.tp.count > 0 && check_tokens_divisible(&args.spec) != TP_EXIT_OK)
+  /* the tokens asked for must split over the TP degrees asked for: refused before any GPU time
+   * (the job's workers, below, stand for a missing --tp) */
+  if (args.spec.tp.count > 0 && tp_ops_check_tokens_divisible("ops", &args.spec) != TP_OK)
     return TP_EXIT_USAGE;
   int precheck = tp_job_precheck_database("ops", args.db);
   if (precheck != TP_EXIT_OK) return precheck;
@@ -89,7 +75,7 @@ int tp_cmd_ops(int argc, char **argv) {
   const int counted = tp_job_world("ops", args.gpus, &world, &external);
   if (counted != TP_EXIT_OK) return counted;
   tp_ops_spec spec = tp_ops_args_spec(&args, world);
-  if (check_tokens_divisible(&spec) != TP_EXIT_OK) return TP_EXIT_USAGE;
+  if (tp_ops_check_tokens_divisible("ops", &spec) != TP_OK) return TP_EXIT_USAGE;
   if (tp_ops_expand(&spec, &job.matrix) != TP_OK) {
     fprintf(stderr, "tpbench ops: %s\n", tp_last_error());
     return TP_EXIT_USAGE;

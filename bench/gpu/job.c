@@ -23,6 +23,19 @@
 #include "store/tp_store.h"
 #include "tp_buildinfo.h"
 
+/* A job's world is one group (kernels/tp_group.h), which holds at most TP_MAX_GROUP_RANKS
+ * ranks: a larger job could not form it, every worker would fail there (or wait at the
+ * rendezvous for peers that give up). Refused before any worker starts. */
+static int check_world(const char *cmd, int world) {
+  if (world <= TP_MAX_GROUP_RANKS) return TP_EXIT_OK;
+  fprintf(stderr,
+          "tpbench %s: a job of %d workers: a tpbench group holds at most %d ranks (its symmetric "
+          "heap and signal pads map every peer); start at most %d (--gpus, or the launcher's "
+          "task count)\n",
+          cmd, world, TP_MAX_GROUP_RANKS, TP_MAX_GROUP_RANKS);
+  return TP_EXIT_USAGE;
+}
+
 int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
   tp_launch_env env;
   *world = 0;
@@ -33,7 +46,7 @@ int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
   }
   if (*external) {
     *world = env.world;
-    return TP_EXIT_OK;
+    return check_world(cmd, *world);
   }
   int devices = tp_count_devices_in_child();
   if (devices == 0) {
@@ -46,7 +59,7 @@ int tp_job_world(const char *cmd, int gpus, int *world, int *external) {
     return TP_EXIT_FAILURE;
   }
   *world = gpus > 0 ? gpus : devices;
-  return TP_EXIT_OK;
+  return check_world(cmd, *world);
 }
 
 int tp_job_precheck_database(const char *cmd, const char *path) {

@@ -18,7 +18,8 @@
  * (*external = 1), else gpus or every visible GPU, counted in a child.
  * Returns the exit status (bench/cli/commands.h): TP_EXIT_OK, or after a
  * message on stderr TP_EXIT_USAGE (a malformed launcher environment) or
- * TP_EXIT_FAILURE (no GPU, fewer GPUs than asked for). */
+ * TP_EXIT_FAILURE (no GPU, fewer GPUs than asked for); TP_EXIT_USAGE too for
+ * a world of more than TP_MAX_GROUP_RANKS workers (one group cannot hold them). */
 TP_MUST_CHECK int tp_job_world(const char *cmd, int gpus, int *world, int *external);
 
 /* Before any GPU is counted: an existing file must be a tpbench database

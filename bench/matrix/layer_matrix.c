@@ -17,12 +17,12 @@
 
 #include "bench/matrix/matrix_file.h"
 #include "bench/matrix/placement.h"
+#include "common/tp_chunk_rule.h"
 #include "kernels/tp_recipe_rules.h"
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define MAX_TOKENS (1LL << 30)
 #define MAX_CONFIGS 200000
-#define MAX_DIST_CHUNKS 32 /* kernels/tp_linear.c: chunks of one phase */
 
 /* ---- the axes ------------------------------------------------------------------------- */
 
@@ -392,6 +392,14 @@ static int recipe_dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedu
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
+  if ((int64_t)c->dp * c->tp > TP_MAX_GROUP_RANKS) {
+    snprintf(reason, cap,
+             "dp %d x tp %d is %lld ranks: a tpbench group holds at most %d ranks (a job's world "
+             "is one group; its symmetric heap and signal pads map every peer: "
+             "kernels/tp_device.h)",
+             c->dp, c->tp, (long long)c->dp * c->tp, TP_MAX_GROUP_RANKS);
+    return 1;
+  }
   if (layer_has_attention(c->layer) && m->no_attention) {
     snprintf(reason, cap, "%s: %s", m->name, m->no_attention);
     return 1;
@@ -435,6 +443,7 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
              "and never gathered");
     return 1;
   }
+  if (c->save_gathered && tp_recipe_save_gathered_rejection(c->dtype, reason, cap)) return 1;
   if (mesh_rejection(c, reason, cap)) return 1;
   return recipe_rejection(c, reason, cap);
 }
@@ -451,13 +460,49 @@ static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason,
     return 1;
   }
   int64_t per_rank = c->tokens / c->dp / c->tp;
-  if (chunks > MAX_DIST_CHUNKS) {
-    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, MAX_DIST_CHUNKS);
+  if (chunks > TP_DIST_MAX_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
     return 1;
   }
   if (chunks > 0 && per_rank % chunks != 0) {
     snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
              chunks);
+    return 1;
+  }
+  return 0;
+}
+
+/* sm's copy kernel pushes 16-byte vectors: each projection's plan refuses sm where a chunk is
+ * not a whole number of them (common/tp_chunk_rule.h); the reason names the projection, as the
+ * block's plan does. Every projection moves rows dim wide (qkv and w13 gather x, wo and w2
+ * scatter partials of the output). An fp8 layer's schedule is its projections' bf16 base plans'
+ * (kernels/tp_linear_fp8_comm.c): the forward's shard in one chunk. */
+static int sm_chunk_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
+                              char *reason, size_t cap) {
+  if (schedule != TP_SCHED_SM || c->tp < 2) return 0;
+  const tp_model_preset *m = c->model;
+  const int fp8 = tp_dtype_is_fp8(c->dtype);
+  const tp_dtype dtype = fp8 ? TP_BF16 : c->dtype;
+  const int64_t q = (int64_t)m->n_heads * m->head_dim;
+  const struct {
+    const char *name;
+    int has, gather, n_weights;
+    int64_t n, k;
+  } projs[] = {
+      {"qkv", layer_has_attention(c->layer), 1, 1, q + 2LL * m->n_kv_heads * m->head_dim, m->dim},
+      {"wo", layer_has_attention(c->layer), 0, 1, m->dim, q},
+      {"w13", layer_has_ffn(c->layer), 1, 2, m->ffn_hidden, m->dim},
+      {"w2", layer_has_ffn(c->layer), 0, 1, m->dim, m->ffn_hidden},
+  };
+  const size_t row_bytes = (size_t)m->dim * tp_dtype_bytes(dtype);
+  for (int i = 0; i < COUNT_OF(projs); ++i) {
+    if (!projs[i].has) continue;
+    const size_t bad = tp_sm_unaligned_chunk(
+        projs[i].gather, fp8 ? 0 : tp_pass_has_backward(c->pass), c->tp, c->tokens / c->dp / c->tp,
+        row_bytes, fp8 ? 1 : chunks, projs[i].n, projs[i].k, projs[i].n_weights, dtype);
+    if (!bad) continue;
+    snprintf(reason, cap, "%s: sm: chunk size not a multiple of %d bytes (%zu bytes)",
+             projs[i].name, TP_SM_CHUNK_ALIGN, bad);
     return 1;
   }
   return 0;
@@ -556,6 +601,8 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
     cfg.rejected =
         recipe_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected) cfg.rejected = placement_rejection(c, 1, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = sm_chunk_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 

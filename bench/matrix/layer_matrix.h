@@ -184,6 +184,8 @@ typedef struct tp_layer_matrix {
  * Expands spec (tp.count == 0: TP tp_default, over dp when one dp value is given) into *out, free
  * with tp_layer_matrix_free. The matrix holds copies of its models: it does not point into spec.
  * Rejections, each with its reason:
+ *   - a mesh (dp · tp) of more than TP_MAX_GROUP_RANKS ranks: a job's world
+ *     is one group, which holds no more (common/tp_vocab.h);
  *   - attention or block of a model whose attention is not expressible here
  *     (tp_model_preset.no_attention);
  *   - seqlen not divisible by TP with SP on (the sequence is sharded in whole
@@ -193,7 +195,9 @@ typedef struct tp_layer_matrix {
  *   - save_gathered=on with pass fwd (no backward to reuse it) or SP off
  *     (nothing is gathered);
  *   - dist_gemm with SP off, at TP 1, with chunks that do not divide the
- *     tokens per rank or outside 1..32;
+ *     tokens per rank or outside 1..32; schedule sm where a projection's
+ *     chunk (as asked, or auto's count) is not a whole number of 16-byte
+ *     vectors (common/tp_chunk_rule.h);
  *   - the collective alone at TP 1;
  *   - a composition whose placement contracts do not hold (placement.h),
  *     on the TP group and on the dp × tp mesh (batch not divisible by dp,

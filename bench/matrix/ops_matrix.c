@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bench/matrix/matrix_file.h"
+#include "common/tp_chunk_rule.h"
 #include "kernels/tp_quant.h"
 #include "kernels/tp_recipe_rules.h"
 
@@ -338,6 +339,13 @@ static tp_recipe_case recipe_case_of(const tp_ops_case *c) {
 
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
+  if (c->tp > TP_MAX_GROUP_RANKS) {
+    snprintf(reason, cap,
+             "TP %d: a tpbench group holds at most %d ranks (its symmetric heap and signal pads "
+             "map every peer: kernels/tp_device.h)",
+             c->tp, TP_MAX_GROUP_RANKS);
+    return 1;
+  }
   const int attention_proj = strcmp(c->proj.name, "qkv") == 0 || strcmp(c->proj.name, "wo") == 0;
   if (attention_proj && c->model->no_attention) {
     snprintf(reason, cap, "%s: %s", c->model->name, c->model->no_attention);
@@ -368,6 +376,7 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
              "no backward");
     return 1;
   }
+  if (c->save_gathered && tp_recipe_save_gathered_rejection(c->dtype, reason, cap)) return 1;
   const tp_recipe_case rc = recipe_case_of(c);
   return tp_recipe_rejection(&rc, NULL, reason, cap);
 }
@@ -380,6 +389,10 @@ static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int c
     return 1;
   }
   int64_t per_rank = c->tokens / c->tp;
+  if (chunks > TP_DIST_MAX_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
+    return 1;
+  }
   if (chunks > 0 && per_rank % chunks != 0) {
     snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
              chunks);
@@ -387,6 +400,24 @@ static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int c
   }
   const tp_recipe_case rc = recipe_case_of(c);
   return tp_recipe_dist_rejection(&rc, schedule, chunks, reason, cap);
+}
+
+/* sm's copy kernel pushes 16-byte vectors: the plan refuses sm where a chunk is not a whole
+ * number of them (common/tp_chunk_rule.h). An fp8 dtype's schedule is its bf16 base plan's
+ * (kernels/tp_linear_fp8_comm.c): the forward's shard of bf16 rows in one chunk. */
+static int sm_chunk_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
+                              size_t cap) {
+  if (schedule != TP_SCHED_SM || c->tp < 2) return 0;
+  const int fp8 = tp_dtype_is_fp8(c->dtype), gather = tp_op_gathers(c->proj.op);
+  const tp_dtype dtype = fp8 ? TP_BF16 : c->dtype;
+  const size_t row_bytes = (size_t)(gather ? c->proj.k : c->proj.n) * tp_dtype_bytes(dtype);
+  const size_t bad = tp_sm_unaligned_chunk(gather, fp8 ? 0 : tp_pass_has_backward(c->pass), c->tp,
+                                           c->tokens / c->tp, row_bytes, fp8 ? 1 : chunks,
+                                           c->proj.n, c->proj.k, c->proj.n_weights, dtype);
+  if (!bad) return 0;
+  snprintf(reason, cap, "sm: chunk size not a multiple of %d bytes (%zu bytes)", TP_SM_CHUNK_ALIGN,
+           bad);
+  return 1;
 }
 
 static int comm_rejection(const tp_ops_case *c, char *reason, size_t cap) {
@@ -481,6 +512,8 @@ static tp_ops_config make_dist_gemm(const tp_ops_case *c, int case_index, tp_sch
   if (!cfg.rejected)
     cfg.rejected =
         tp_recipe_symm_rejection(c->dtype, symm, TP_RECIPE_FOR_OP, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = sm_chunk_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   return cfg;
 }
 

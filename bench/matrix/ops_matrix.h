@@ -14,7 +14,11 @@
  * (the two references that bound a fused op). A configuration that cannot
  * run on these shapes is kept, marked rejected with its reason, so the
  * database records why it was not measured; names the tool does not know are
- * usage errors instead. The fp8 dtypes (fp8, fp8-row, fp8-block, mxfp8) are
+ * usage errors instead. A TP degree past TP_MAX_GROUP_RANKS (common/tp_vocab.h)
+ * is rejected: no group holds it. dist_gemm is rejected at TP 1, with chunks past 32 or
+ * not dividing the rows per rank, and with schedule sm where a chunk is not a
+ * whole number of 16-byte vectors (common/tp_chunk_rule.h), as the plan would.
+ * The fp8 dtypes (fp8, fp8-row, fp8-block, mxfp8) are
  * held to their recipe's rules, kernels/tp_recipe_rules.h, which the plan asks
  * too (the shard rule of each quantized operand, every pass; at TP > 1
  * comm_dtype on the all-gather side, dist_gemm with comm_dtype fp8 and one

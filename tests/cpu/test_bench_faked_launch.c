@@ -186,11 +186,45 @@ static void test_faked_slurm_malformed(void **state) {
   assert_int_equal(access(never, F_OK), -1);
 }
 
+/* A job of more than 16 workers cannot form its group (a tpbench group holds at most 16 ranks:
+ * kernels/tp_device.h): each rank refuses it at once (exit 2, the reason), before the
+ * rendezvous where it would otherwise wait for its peers; nothing is started or written. */
+static void test_faked_world_beyond_group_ranks(void **state) {
+  (void)state;
+  if (!TP_TEST_CUDA_BUILD) skip(); /* the build without CUDA says so instead */
+  int port = 0;
+  assert_int_equal(tp_find_free_port(&port), TP_OK);
+  char port_var[32], secret_var[80];
+  snprintf(port_var, sizeof port_var, "MASTER_PORT=%d", port);
+  snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
+  char *env[] = {"SLURM_STEP_ID=0",
+                 "SLURM_PROCID=0",
+                 "SLURM_NTASKS=32",
+                 "SLURM_LOCALID=0",
+                 "SLURM_NODELIST=localhost",
+                 "SLURM_JOB_ID=4243",
+                 port_var,
+                 secret_var,
+                 NULL};
+  rank_run r;
+  char never[64];
+  snprintf(never, sizeof never, "/tmp/tp_faked_launch_wide-%ld.db", (long)getpid());
+  start_rank(&r, env, never);
+  char *err = NULL;
+  int status = finish_rank(&r, &err);
+  if (!err) fail_msg("exit %d and no stderr", status);
+  else if (status != 2 || !strstr(err, "a job of 32 workers: a tpbench group holds at most 16"))
+    fail_msg("exit %d, stderr: %s", status, err);
+  free(err);
+  assert_int_equal(access(never, F_OK), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_faked_slurm),
       cmocka_unit_test(test_faked_open_mpi),
       cmocka_unit_test(test_faked_slurm_malformed),
+      cmocka_unit_test(test_faked_world_beyond_group_ranks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

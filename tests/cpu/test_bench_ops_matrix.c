@@ -223,6 +223,81 @@ static void test_rejections(void **state) {
   tp_ops_matrix_free(&m);
 }
 
+/* chunks past the 32 of one phase (kernels/tp_linear_plan.c refuses them at plan time) are
+ * rejected here as `run`'s matrix rejects them, never listed as run: 64 divides the rows, so
+ * only the range says no. */
+static void test_dist_chunks_range(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "2", "ce", "32,33,48,64");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_configs, 5 + 4);
+  assert_false(m.configs[2].rejected);
+  assert_int_equal(m.configs[2].axes.chunks, 32);
+  const int chunks[] = {33, 48, 64};
+  for (int i = 0; i < 3; i++) {
+    const tp_ops_config *c = &m.configs[3 + i];
+    assert_int_equal(c->axes.chunks, chunks[i]);
+    assert_true(c->rejected);
+    assert_false(c->planned);
+    char want[64];
+    snprintf(want, sizeof want, "chunks %d outside 1..32", chunks[i]);
+    assert_string_equal(c->reason, want);
+  }
+  tp_ops_matrix_free(&m);
+}
+
+/* sm's copy kernel moves 16-byte vectors: the plan refuses sm where a chunk is not a whole number
+ * of them (kernels/tp_linear_plan.c), so the matrix rejects it first, never lists it as run. K
+ * 4100 makes 8200-byte bf16 rows: 2049 rows per rank (one chunk: auto's too) are not 16-byte
+ * whole; 2048 rows in auto's 4 chunks or in 32 are. ce has no such rule. */
+static void test_sm_chunk_alignment(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "shape", "4098x4096x4100,4096x4096x4100"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "schedule", "sm,ce"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "chunks", "0,1,32"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "stock", "plain"), TP_OK);
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(m.n_cases, 2);
+  for (int i = 0; i < m.n_configs; i++) {
+    const tp_ops_config *c = &m.configs[i];
+    const int sm = c->backend == TP_BACKEND_DIST && c->schedule == TP_SCHED_SM;
+    if (sm && c->axes.tokens == 4098 && c->axes.chunks < 32) {
+      assert_true(c->rejected);
+      assert_false(c->planned);
+      assert_string_equal(c->reason, "sm: chunk size not a multiple of 16 bytes (16801800 bytes)");
+    } else if (c->backend == TP_BACKEND_DIST && c->axes.tokens == 4098 && c->axes.chunks == 32) {
+      assert_string_equal(c->reason, "tokens per rank 2049 not divisible by chunks 32");
+    } else if (c->rejected) {
+      fail_msg("%s tokens %lld chunks %d rejected: %s", c->axes.backend, (long long)c->axes.tokens,
+               c->axes.chunks, c->reason);
+    }
+  }
+  tp_ops_matrix_free(&m);
+}
+
+/* A TP group holds at most 16 ranks (kernels/tp_device.h: its symmetric heap maps every peer),
+ * yet tp takes 1..64: past 16 every configuration is rejected with that reason, never listed
+ * as run (or planned) for a job that could not even form its group. */
+static void test_tp_beyond_group_ranks(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s = spec_with("8b", "qkv", "4096", "16,32,64", "", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  assert_int_equal(tp_ops_reject_world(&m, 32), 6); /* tp 16; 32 and 64 by the rule */
+  for (int i = 0; i < m.n_configs; i++) {
+    const tp_ops_config *c = &m.configs[i];
+    assert_true(c->rejected);
+    assert_false(c->planned);
+    if (c->axes.tp == 16) assert_non_null(strstr(c->reason, "needs a job of 16 workers"));
+    else assert_non_null(strstr(c->reason, "a tpbench group holds at most 16 ranks"));
+  }
+  tp_ops_matrix_free(&m);
+}
+
 static void expect_usage(tp_ops_spec s, const char *needle) {
   tp_ops_matrix m;
   assert_int_equal(tp_ops_expand(&s, &m), TP_EUSAGE);
@@ -575,6 +650,9 @@ int main(void) {
       cmocka_unit_test(test_tp4_and_tp8),
       cmocka_unit_test(test_schedules_times_chunks),
       cmocka_unit_test(test_rejections),
+      cmocka_unit_test(test_dist_chunks_range),
+      cmocka_unit_test(test_sm_chunk_alignment),
+      cmocka_unit_test(test_tp_beyond_group_ranks),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_plan_print),
       cmocka_unit_test(test_preset_keys_unchanged),

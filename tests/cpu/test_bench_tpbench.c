@@ -147,6 +147,25 @@ static void test_ops_list(void **state) {
   rp_free(&r);
 }
 
+/* ops refuses token counts that do not split over the TP degrees before any GPU time (exit 2:
+ * test_ops_bad_input); its plan without a GPU, ops --list and matrix --for ops, says the same
+ * for the same options (flags, --axis or the tp a missing --tp stands for), never a list of
+ * rejected rows that ops would not store. A shape's M that does not divide stays a rejection. */
+static void test_ops_plan_refuses_indivisible_tokens(void **state) {
+  (void)state;
+  const char *want = "--tokens 4095 is not divisible by the TP degree 2";
+  RUN_EXPECT(2, NULL, want, "ops", "--list", "--models", "debug", "--projs", "qkv", "--tokens",
+             "4095", "--tp", "2");
+  RUN_EXPECT(2, NULL, want, "matrix", "--for", "ops", "--models", "debug", "--projs", "qkv",
+             "--tokens", "4095", "--tp", "2");
+  RUN_EXPECT(2, NULL, want, "matrix", "--for", "ops", "--models", "debug", "--projs", "qkv",
+             "--axis", "tokens=4096,4095");
+  RUN_EXPECT(2, NULL, "--tokens 4096 is not divisible by the TP degree 3", "ops", "--list",
+             "--models", "debug", "--projs", "qkv", "--tokens", "4096", "--gpus", "3");
+  RUN_EXPECT(0, "rejected: tokens 4095 not divisible by TP 2", NULL, "ops", "--list", "--shape",
+             "4095,512,256", "--tp", "2");
+}
+
 static void test_report_missing_db(void **state) {
   (void)state;
   rp_result r = run_tpbench("report", "--db", "/nonexistent/tpbench.db", NULL);
@@ -457,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_ops_usage_errors),
       cmocka_unit_test(test_ops_bad_input),
       cmocka_unit_test(test_ops_list),
+      cmocka_unit_test(test_ops_plan_refuses_indivisible_tokens),
       cmocka_unit_test(test_report_missing_db),
       cmocka_unit_test(test_report_table),
       cmocka_unit_test(test_unusable_databases_exit_2),

@@ -469,6 +469,63 @@ static void expand_layers(tp_layer_matrix *m, const char *first, ...) {
   if (tp_layer_expand(&s, 1, m) != TP_OK) fail_msg("expand: %s", tp_last_message());
 }
 
+/* save_gathered=on asks the all-gather side's backward to reuse the forward's gathered input;
+ * the fp8 recipe keeps no gathered copy (it gathers the quantized shard again:
+ * kernels/tp_linear_fp8_recipe.c clears the flag), so an fp8 configuration with it would run
+ * exactly as save_gathered=off under another key. It is rejected with that reason, in ops
+ * (qkv, w13) and in run's layers alike, at every TP; bf16 keeps it. */
+static void test_fp8_save_gathered_rejected(void **state) {
+  (void)state;
+  tp_ops_spec s;
+  tp_ops_spec_defaults(&s);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "model", "8b"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "proj", "qkv,w13"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "1,2"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "dtype", "bf16,fp8,fp8-row,fp8-block,mxfp8"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "pass", "bwd,fwd+bwd"), TP_OK);
+  assert_int_equal(tp_ops_spec_set_axis(&s, "save_gathered", "on"), TP_OK);
+  tp_ops_matrix m;
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  int fp8 = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_ops_config *cfg = &m.configs[i];
+    const tp_ops_case *c = &m.cases[cfg->case_index];
+    assert_int_equal(cfg->axes.save_gathered, 1);
+    if (!tp_dtype_is_fp8(c->dtype)) {
+      if (cfg->rejected) assert_null(strstr(cfg->reason, "save_gathered"));
+      continue;
+    }
+    ++fp8;
+    assert_true(cfg->rejected);
+    assert_false(cfg->planned);
+    if (!strstr(cfg->reason, "save_gathered=on: the fp8 recipe keeps no gathered copy"))
+      fail_msg("%s %s tp %d: %s", cfg->axes.dtype, cfg->axes.backend, c->tp, cfg->reason);
+  }
+  assert_true(fp8 > 0);
+  tp_ops_matrix_free(&m);
+
+  tp_layer_matrix l;
+  expand_layers(&l, "model=8b", "layer=attention,ffn,block", "dtype=bf16,fp8,fp8-block", "tp=1,2",
+                "pass=fwd+bwd", "sp=on", "graph=off", "seqlen=4096", "save_gathered=on", NULL);
+  fp8 = 0;
+  for (int i = 0; i < l.n_configs; ++i) {
+    const tp_layer_config *cfg = &l.configs[i];
+    const tp_layer_case *c = &l.cases[cfg->case_index];
+    if (!tp_dtype_is_fp8(c->dtype)) {
+      if (cfg->rejected) assert_null(strstr(cfg->reason, "save_gathered"));
+      continue;
+    }
+    ++fp8;
+    assert_true(cfg->rejected);
+    if (!strstr(cfg->reason, "save_gathered=on: the fp8 recipe keeps no gathered copy"))
+      fail_msg("%s %s %s tp %d: %s", cfg->axes.op_or_layer, cfg->axes.dtype, cfg->axes.backend,
+               c->tp, cfg->reason);
+  }
+  assert_true(fp8 > 0);
+  tp_layer_matrix_free(&l);
+}
+
 static void test_layers_tp1(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -721,6 +778,7 @@ int main(void) {
       cmocka_unit_test(test_placement_rejections),
       cmocka_unit_test(test_matrix_shows_rule),
       cmocka_unit_test(test_comm_dtype_axis),
+      cmocka_unit_test(test_fp8_save_gathered_rejected),
       cmocka_unit_test(test_layers_tp1),
       cmocka_unit_test(test_layers_tp_over_1),
       cmocka_unit_test(test_layers_fsdp_rejected),

@@ -472,6 +472,40 @@ static void test_matrix_file_models(void **state) {
   assert_int_equal(t.defined.models[0].vocab, 0);
 }
 
+/* sm's copy kernel moves 16-byte vectors: the plan (kernels/tp_linear_plan.c) refuses sm where a
+ * chunk is not a whole number of them, so the matrix rejects it first, naming the projection,
+ * never lists it as run. A model 100 wide moves 200-byte bf16 rows: 1 row per rank (seqlen 2)
+ * is not 16-byte whole, 2048 rows are; ce has no such rule. */
+static void test_sm_chunk_alignment(void **state) {
+  (void)state;
+  tp_layer_spec s;
+  const char *text = "{\"models\": {\"narrow\": {\"dim\": 100, \"n_heads\": 2, \"n_kv_heads\": 2,"
+                     " \"head_dim\": 50, \"ffn_hidden\": 200}},\n"
+                     " \"axes\": {\"model\": \"narrow\", \"layer\": \"ffn\", \"seqlen\": [2, 4096],"
+                     " \"pass\": [\"fwd\", \"fwd+bwd\"], \"graph\": false, \"stock\": \"plain\","
+                     " \"schedule\": [\"sm\", \"ce\"], \"chunks\": [0, 1]}}";
+  assert_int_equal(load_text(text, NULL, &s), TP_OK);
+  tp_layer_matrix m;
+  expand_ok(&s, 2, &m);
+  assert_int_equal(m.n_cases, 4);
+  for (int ci = 0; ci < m.n_cases; ++ci) {
+    const tp_layer_case *c = &m.cases[ci];
+    assert_int_equal(c->n_configs, 7);
+    for (int i = c->first_config; i < c->first_config + c->n_configs; ++i) {
+      const tp_layer_config *cfg = &m.configs[i];
+      const int sm = cfg->backend == TP_BACKEND_DIST && cfg->schedule == TP_SCHED_SM;
+      if (sm && c->seqlen == 2) {
+        assert_false(cfg->planned);
+        expect_reason(cfg, "w13: sm: chunk size not a multiple of 16 bytes (200 bytes)");
+      } else if (cfg->rejected) {
+        fail_msg("%s %s seqlen %d rejected: %s", cfg->axes.backend,
+                 cfg->axes.schedule ? cfg->axes.schedule : "-", c->seqlen, cfg->reason);
+      }
+    }
+  }
+  tp_layer_matrix_free(&m);
+}
+
 /* DeepSeek-V3's MLA is refused for attention and block with the reason; its
  * dense FFN runs. */
 static void test_no_attention_model(void **state) {
@@ -672,6 +706,29 @@ static void test_dp_mesh_expansion(void **state) {
 }
 
 /* The mesh's rules: batch split over dp, FSDP's shard of each parameter. */
+/* A job's world is one group (its symmetric heap maps every peer: at most 16 ranks,
+ * kernels/tp_device.h), so a mesh of more than 16 ranks is rejected with that reason whatever
+ * the host, never listed as run or as planned for a larger host. */
+static void test_mesh_beyond_group_ranks(void **state) {
+  (void)state;
+  tp_layer_matrix m;
+  tp_layer_spec s = spec_with("model=8b", "layer=ffn", "seqlen=4096", "batch=32", "pass=fwd",
+                              "graph=off", "tp=1,16,32", "dp=1,32", NULL);
+  expand_ok(&s, 32, &m);
+  tp_layer_reject_world(&m, 32);
+  int beyond = 0;
+  for (int i = 0; i < m.n_configs; ++i) {
+    const tp_layer_config *cfg = &m.configs[i];
+    const int ranks = m.cases[cfg->case_index].dp * cfg->axes.tp;
+    if (ranks <= 16) continue;
+    ++beyond;
+    assert_false(cfg->planned);
+    expect_reason(cfg, "a tpbench group holds at most 16 ranks");
+  }
+  assert_true(beyond > 0);
+  tp_layer_matrix_free(&m);
+}
+
 static void test_dp_rules(void **state) {
   (void)state;
   tp_layer_matrix m;
@@ -1238,6 +1295,7 @@ int main(void) {
       cmocka_unit_test(test_dist_gemm_rules),
       cmocka_unit_test(test_empty_spec_is_usage),
       cmocka_unit_test(test_chunks_and_schedules),
+      cmocka_unit_test(test_sm_chunk_alignment),
       cmocka_unit_test(test_wide_values_keep_columns_in_line),
       cmocka_unit_test(test_stock_axis),
       cmocka_unit_test(test_symm_axis),
@@ -1251,6 +1309,7 @@ int main(void) {
       cmocka_unit_test(test_matrix_file_not_regular),
       cmocka_unit_test(test_dp_mesh_expansion),
       cmocka_unit_test(test_dp_rules),
+      cmocka_unit_test(test_mesh_beyond_group_ranks),
       cmocka_unit_test(test_fsdp_axis),
       cmocka_unit_test(test_ac_rules),
       cmocka_unit_test(test_drop_planned),
