@@ -78,6 +78,15 @@ const char *tp_stock_variant_name(tp_stock_variant variant) {
   return name_at(stock_names, COUNT_OF(stock_names), (int)variant);
 }
 
+int tp_group_size_rejection(const char *what, long long ranks, char *reason, size_t cap) {
+  if (ranks <= TP_MAX_GROUP_RANKS) return 0;
+  snprintf(reason, cap,
+           "%s: a tpbench group holds at most %d ranks (a job's world is one group; its symmetric "
+           "heap and signal pads map every peer: kernels/tp_device.h)",
+           what, TP_MAX_GROUP_RANKS);
+  return 1;
+}
+
 const char *tp_symm_transport_name(tp_symm_transport transport) {
   return name_at(symm_names, COUNT_OF(symm_names), (int)transport);
 }

@@ -260,6 +260,10 @@ typedef enum { TP_SYMM_IPC = 0, TP_SYMM_NCCL } tp_symm_transport;
  * (run: the dp x tp mesh; ops: the TP degree) are at most this many. */
 enum { TP_MAX_GROUP_RANKS = 16 };
 
+/* 1 with the reason ("WHAT: a tpbench group holds at most 16 ranks (...)") when ranks exceed
+ * TP_MAX_GROUP_RANKS; 0 otherwise. The one wording of the rule for the matrices and the job. */
+int tp_group_size_rejection(const char *what, long long ranks, char *reason, size_t cap);
+
 /* "ipc", "nccl"; "?" for another value. */
 const char *tp_symm_transport_name(tp_symm_transport transport);
 

@@ -27,12 +27,11 @@
  * ranks: a larger job could not form it, every worker would fail there (or wait at the
  * rendezvous for peers that give up). Refused before any worker starts. */
 static int check_world(const char *cmd, int world) {
-  if (world <= TP_MAX_GROUP_RANKS) return TP_EXIT_OK;
-  fprintf(stderr,
-          "tpbench %s: a job of %d workers: a tpbench group holds at most %d ranks (its symmetric "
-          "heap and signal pads map every peer); start at most %d (--gpus, or the launcher's "
-          "task count)\n",
-          cmd, world, TP_MAX_GROUP_RANKS, TP_MAX_GROUP_RANKS);
+  char what[48], reason[256];
+  snprintf(what, sizeof what, "a job of %d workers", world);
+  if (!tp_group_size_rejection(what, world, reason, sizeof reason)) return TP_EXIT_OK;
+  fprintf(stderr, "tpbench %s: %s; start at most %d (--gpus, or the launcher's task count)\n", cmd,
+          reason, TP_MAX_GROUP_RANKS);
   return TP_EXIT_USAGE;
 }
 

@@ -392,14 +392,10 @@ static int recipe_dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedu
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   const tp_model_preset *m = c->model;
-  if ((int64_t)c->dp * c->tp > TP_MAX_GROUP_RANKS) {
-    snprintf(reason, cap,
-             "dp %d x tp %d is %lld ranks: a tpbench group holds at most %d ranks (a job's world "
-             "is one group; its symmetric heap and signal pads map every peer: "
-             "kernels/tp_device.h)",
-             c->dp, c->tp, (long long)c->dp * c->tp, TP_MAX_GROUP_RANKS);
-    return 1;
-  }
+  const long long ranks = (long long)c->dp * c->tp;
+  char what[64];
+  snprintf(what, sizeof what, "dp %d x tp %d is %lld ranks", c->dp, c->tp, ranks);
+  if (tp_group_size_rejection(what, ranks, reason, cap)) return 1;
   if (layer_has_attention(c->layer) && m->no_attention) {
     snprintf(reason, cap, "%s: %s", m->name, m->no_attention);
     return 1;

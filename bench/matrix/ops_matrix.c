@@ -339,13 +339,9 @@ static tp_recipe_case recipe_case_of(const tp_ops_case *c) {
 
 /* Why no configuration of the case can run; 0 if they can. */
 static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
-  if (c->tp > TP_MAX_GROUP_RANKS) {
-    snprintf(reason, cap,
-             "TP %d: a tpbench group holds at most %d ranks (its symmetric heap and signal pads "
-             "map every peer: kernels/tp_device.h)",
-             c->tp, TP_MAX_GROUP_RANKS);
-    return 1;
-  }
+  char what[32];
+  snprintf(what, sizeof what, "TP %d", c->tp);
+  if (tp_group_size_rejection(what, c->tp, reason, cap)) return 1;
   const int attention_proj = strcmp(c->proj.name, "qkv") == 0 || strcmp(c->proj.name, "wo") == 0;
   if (attention_proj && c->model->no_attention) {
     snprintf(reason, cap, "%s: %s", c->model->name, c->model->no_attention);
