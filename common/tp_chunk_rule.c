@@ -1,8 +1,11 @@
 /*
- * tp_chunk_rule.c — dist_gemm auto's chunk count and its fuse-or-stock threshold
- * (tp_chunk_rule.h), shared by the plan and the projection.
+ * tp_chunk_rule.c — dist_gemm auto's chunk count and its fuse-or-stock threshold, and the
+ * schedules and chunk counts dist_gemm takes (tp_chunk_rule.h), shared by the plan, the
+ * projection and the matrices.
  */
 #include "common/tp_chunk_rule.h"
+
+#include <stdio.h>
 
 /* Rates of the chunk-count model, measured on the reference H200 pair: a copy-engine push
  * moves about 350 GB/s at these sizes (the link probe in docs/dev/PERF.md: 306-389 GB/s from 8 to
@@ -62,4 +65,34 @@ size_t tp_sm_unaligned_chunk(int gather, int backward, int world, int64_t rows, 
   const size_t bwd_bytes = (size_t)(rows / bwd) * row_bytes;
   if (fwd_bytes % TP_SM_CHUNK_ALIGN != 0) return fwd_bytes;
   return bwd_bytes % TP_SM_CHUNK_ALIGN != 0 ? bwd_bytes : 0;
+}
+
+int tp_dist_rejection(tp_schedule schedule, int world, int64_t rows_per_rank, int chunks,
+                      char *reason, size_t cap) {
+  if (world < 2) {
+    snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to gather or scatter");
+    return 1;
+  }
+  if (schedule == TP_SCHED_MULTIMEM) {
+    snprintf(reason, cap,
+             "multimem: not implemented in this build (its NVLink multicast kernels are not "
+             "written; ce and sm push to every peer)");
+    return 1;
+  }
+  if (schedule == TP_SCHED_RING && world > 2) {
+    snprintf(reason, cap,
+             "ring: beyond TP 2 the ring must forward received chunks to the next neighbour, "
+             "which is not built yet; ce and sm push to every peer directly");
+    return 1;
+  }
+  if (chunks < 0 || chunks > TP_DIST_MAX_CHUNKS) {
+    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
+    return 1;
+  }
+  if (chunks > 0 && rows_per_rank % chunks != 0) {
+    snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d",
+             (long long)rows_per_rank, chunks);
+    return 1;
+  }
+  return 0;
 }

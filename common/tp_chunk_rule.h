@@ -1,8 +1,10 @@
 /*
  * tp_chunk_rule.h — how dist_gemm's `auto` schedule chooses its chunk count, and when it leaves
- * an op to the stock path. One rule, two readers: the plan runs it (kernels/tp_linear_plan.c)
- * and `tpbench project` predicts with it (report/tp_project.c), so a prediction pipelines the
- * chunks the op would really run. Pure arithmetic; no CUDA.
+ * an op to the stock path; which schedules and chunk counts dist_gemm takes at all. One rule,
+ * several readers: the plan runs it (kernels/tp_linear_plan.c), `tpbench project` predicts with
+ * it (report/tp_project.c), so a prediction pipelines the chunks the op would really run, and the
+ * matrices of `ops` and `run` ask it, so that they reject at config time what the plan would.
+ * Pure arithmetic; no CUDA.
  */
 #ifndef TP_CHUNK_RULE_H
 #define TP_CHUNK_RULE_H
@@ -64,5 +66,15 @@ int tp_auto_fuses(int64_t rows, size_t row_bytes);
 size_t tp_sm_unaligned_chunk(int gather, int backward, int world, int64_t rows, size_t row_bytes,
                              int chunks, int64_t out_features, int64_t in_features, int n_weights,
                              tp_dtype dtype);
+
+/*
+ * 1 with the reason in reason[cap] when dist_gemm cannot run `schedule` (as asked; auto, ce, sm,
+ * ring or multimem) at degree world with rows_per_rank rows per rank in `chunks` chunks (0:
+ * auto's): TP 1 (nothing to gather or scatter), multimem (no multicast kernels in this build),
+ * the ring beyond TP 2 (no forwarding), chunks outside 1..TP_DIST_MAX_CHUNKS or not dividing
+ * the rows. 0 when none of these rules it out; the GPU may still (peer access, NCCL's answer).
+ */
+int tp_dist_rejection(tp_schedule schedule, int world, int64_t rows_per_rank, int chunks,
+                      char *reason, size_t cap);
 
 #endif /* TP_CHUNK_RULE_H */

@@ -29,16 +29,10 @@ extern "C" {
 #define TP_VOCAB_ASKED_ELEMENT 1
 #define TP_VOCAB_ASKED_FP8 1
 #define TP_VOCAB_ASKED_ASKED 1
-#define TP_VOCAB_ASKED_PLANNED 1
 #define TP_VOCAB_ASKED_RECORDED 0
 /* TP_VOCAB_FP8_<CLASS>: a dtype that is an fp8 recipe rather than an element type. */
 #define TP_VOCAB_FP8_ELEMENT 0
 #define TP_VOCAB_FP8_FP8 1
-/* TP_VOCAB_PLANNED_<CLASS>: a schedule the kernels accept or refuse only at plan time (what the
- * GPU and the runtime offer), so the host's matrix cannot say whether it runs. */
-#define TP_VOCAB_PLANNED_ASKED 0
-#define TP_VOCAB_PLANNED_PLANNED 1
-#define TP_VOCAB_PLANNED_RECORDED 0
 
 /* TP_VOCAB_IF(COND, text...): the text where COND expands to 1, nothing where it is 0. The extra
  * level lets COND (a TP_VOCAB_<PROPERTY>_<CLASS> name) expand before it is pasted. */
@@ -158,8 +152,8 @@ static inline int tp_backend_is_reference(tp_backend backend) {
 
 /* dist_gemm's schedules. AUTO lets the plan choose; the fused schedules (CE: copy-engine pushes,
  * SM: copy kernels, RING: neighbour pushes, MULTIMEM: NVLink multicast) are the user's to ask
- * for (ASKED; PLANNED where only the plan can tell whether it runs: the ring at TP 2 only,
- * multimem where the GPUs offer multicast). NCCL is what the stock path runs (and what AUTO records
+ * for (ASKED; the ring runs at TP 2 only, multimem not in this build: tp_dist_rejection in
+ * common/tp_chunk_rule.h). NCCL is what the stock path runs (and what AUTO records
  * when it does not fuse); NCCL_WINDOW is the stock path's second variant: the same NCCL collectives
  * on buffers registered as NCCL symmetric windows (kernels/tp_window.h). Both are RECORDED only:
  * "nccl" is never asked for, "nccl-window" is asked as the stock variant (tp_stock_vocab). */
@@ -167,24 +161,14 @@ static inline int tp_backend_is_reference(tp_backend backend) {
   X(TP_SCHED_AUTO, "auto", ASKED)                                                                  \
   X(TP_SCHED_CE, "ce", ASKED)                                                                      \
   X(TP_SCHED_SM, "sm", ASKED)                                                                      \
-  X(TP_SCHED_RING, "ring", PLANNED)                                                                \
-  X(TP_SCHED_MULTIMEM, "multimem", PLANNED)                                                        \
+  X(TP_SCHED_RING, "ring", ASKED)                                                                  \
+  X(TP_SCHED_MULTIMEM, "multimem", ASKED)                                                          \
   X(TP_SCHED_NCCL, "nccl", RECORDED)                                                               \
   X(TP_SCHED_NCCL_WINDOW, "nccl-window", RECORDED)
 
 typedef enum { TP_SCHEDULE_LIST(TP_VOCAB_ENUM) } tp_schedule;
 
-/* Bit s set for each schedule s of the PLANNED class. */
-#define TP_VOCAB_PLANNED_BIT(value, name, class) | ((unsigned)TP_VOCAB_PLANNED_##class << (value))
-enum {
-  TP_N_SCHEDULES = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT),
-  TP_SCHEDULE_PLANNED_MASK = (int)(0u TP_SCHEDULE_LIST(TP_VOCAB_PLANNED_BIT))
-};
-
-/* A schedule the kernels accept or refuse only at plan time (the PLANNED class). */
-static inline int tp_schedule_is_planned(tp_schedule s) {
-  return (unsigned)s < (unsigned)TP_N_SCHEDULES && (((unsigned)TP_SCHEDULE_PLANNED_MASK >> s) & 1u);
-}
+enum { TP_N_SCHEDULES = 0 TP_SCHEDULE_LIST(TP_VOCAB_COUNT) };
 
 /* The names of TP_SCHEDULE_LIST, indexed by tp_schedule; the asked ones come first. */
 extern const char *const tp_schedule_names[TP_N_SCHEDULES];

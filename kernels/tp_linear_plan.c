@@ -143,28 +143,18 @@ static size_t stock_scratch(const tp_linear_desc *d) {
 
 /* ---- the fused schedule --------------------------------------------------------------- */
 
-/* What rules dist_gemm out here, whatever the chunks. */
-static tp_rc dist_check(const tp_group *g, tp_schedule requested, tp_linear_plan *p) {
+/* What rules dist_gemm out here: the window variant, SP off, then the rule the matrices ask
+ * too (common/tp_chunk_rule.h: TP 1, multimem, the ring beyond TP 2, the chunk count). */
+static tp_rc dist_check(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   if (requested == TP_SCHED_NCCL_WINDOW)
     return reject(p, "nccl-window: %s",
                   "the stock path's variant on NCCL symmetric windows, not a dist_gemm schedule");
-  if (g->world < 2) return reject(p, "dist_gemm needs TP > 1: %s", "nothing to gather or scatter");
-  if (!p->desc.sp)
+  if (!p->desc.sp && g->world > 1)
     return reject(p, "dist_gemm needs sequence parallelism: %s",
                   "with SP off the input is replicated and there is nothing to gather");
-  if (requested == TP_SCHED_MULTIMEM) {
-    if (!g->multicast_supported)
-      return reject(p, "multimem: %s", "this device does not report NVLink multicast support");
-    if (g->multicast_disabled)
-      return reject(p, "multimem: %s",
-                    "NVLink multicast is disabled in this environment (NCCL_NVLS_ENABLE=0 / "
-                    "TORCH_SYMM_MEM_DISABLE_MULTICAST=1 / NVSHMEM_DISABLE_NVLS=1)");
-    return reject(p, "multimem: %s", "not implemented in this build");
-  }
-  if (requested == TP_SCHED_RING && g->world > 2)
-    return reject(p, "ring: %s",
-                  "beyond TP 2 the ring must forward received chunks to the next neighbour, "
-                  "which is not built yet; ce and sm push to every peer directly");
+  char why[sizeof p->reason];
+  if (tp_dist_rejection(requested, g->world, p->shard_rows, chunks, why, sizeof why))
+    return reject(p, "%s", why);
   return TP_OK;
 }
 
@@ -184,13 +174,7 @@ static tp_rc dist_chunks(const tp_group *g, tp_schedule requested, int chunks, s
     bwd_chunks = d->backward ? auto_chunks(d, !gather, g->world, p->shard_rows, row_bytes, bwd_why,
                                            sizeof bwd_why)
                              : 1;
-  } else {
-    char num[96];
-    snprintf(num, sizeof num, "%d chunks, %lld rows per rank", chunks, (long long)p->shard_rows);
-    if (chunks > LINEAR_PHASE_CHUNKS || chunks < 1)
-      return reject(p, "chunks outside 1..32 (%s)", num);
-    if (p->shard_rows % chunks != 0)
-      return reject(p, "rows per rank not divisible by chunks (%s)", num);
+  } else { /* in 1..LINEAR_PHASE_CHUNKS, dividing the rows: dist_check asked */
     snprintf(why, cap, "%d chunk(s) as requested", chunks);
     snprintf(bwd_why, sizeof bwd_why, "%d chunk(s) as requested", chunks);
   }
@@ -260,7 +244,7 @@ static void dist_name_transport(tp_linear_plan *p) {
 
 static tp_rc resolve_dist(const tp_group *g, tp_schedule requested, int chunks, tp_linear_plan *p) {
   const tp_linear_desc *d = &p->desc;
-  TP_TRY(dist_check(g, requested, p));
+  TP_TRY(dist_check(g, requested, chunks, p));
   const size_t row_bytes =
       (size_t)(tp_op_gathers(d->op) ? d->in_features : d->out_features) * tp_dtype_bytes(d->dtype);
   char chunk_why[420] = "";

@@ -297,33 +297,26 @@ static const char *role_name(tp_backend backend) {
   return "?";
 }
 
-#define PLAN_TIME_SCHEDULE                                                                         \
-  "run if the kernels take the schedule at plan time (ring: TP 2; multimem: multicast)"
-
 #define WINDOW_AT_PREPARE                                                                          \
   "run if NCCL's runtime has symmetric memory on the communicator (asked at prepare time; NCCL "   \
   "up to 2.28.3: not at TP 1)"
 
 /* What only the GPU side decides about a configuration no rule rejects. */
-typedef enum { DECIDED_HERE = 0, DECIDED_AT_PLAN, DECIDED_BY_NCCL } decided;
+typedef enum { DECIDED_HERE = 0, DECIDED_BY_NCCL } decided;
 
 /* The verdict text of a configuration. */
 static void verdict_of(int rejected, int planned, const char *reason, decided later, char *buf,
                        size_t cap) {
   if (planned) snprintf(buf, cap, "planned: %s", reason);
   else if (rejected) snprintf(buf, cap, "rejected: %s", reason);
-  else
-    snprintf(buf, cap, "%s",
-             later == DECIDED_AT_PLAN   ? PLAN_TIME_SCHEDULE
-             : later == DECIDED_BY_NCCL ? WINDOW_AT_PREPARE
-                                        : "run");
+  else snprintf(buf, cap, "%s", later == DECIDED_BY_NCCL ? WINDOW_AT_PREPARE : "run");
 }
 
 /* dist_gemm's schedule, stock's (and the collective alone's) nccl-window, else "-". */
 static const char *schedule_cell(const char *schedule) { return schedule ? schedule : "-"; }
 
-static decided schedule_at_plan_time(tp_backend backend, tp_schedule s) {
-  if (backend == TP_BACKEND_DIST && tp_schedule_is_planned(s)) return DECIDED_AT_PLAN;
+/* Who decides a configuration no rule rejects: NCCL for the window variant, else the rules. */
+static decided decider_of(tp_schedule s) {
   return s == TP_SCHED_NCCL_WINDOW ? DECIDED_BY_NCCL : DECIDED_HERE;
 }
 
@@ -401,8 +394,8 @@ static tp_rc run_points(table *t, const tp_layer_matrix *m) {
                             c->save_gathered ? "on" : "off",
                             tp_ac_name(c->ac),
                             c->fsdp_traffic ? "on" : "off"};
-    verdict_of(cfg->rejected, cfg->planned, cfg->reason,
-               schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
+    verdict_of(cfg->rejected, cfg->planned, cfg->reason, decider_of(cfg->schedule), verdict,
+               sizeof verdict);
     mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);
     TP_TRY(add_point(t, values, verdict));
   }
@@ -495,8 +488,8 @@ static tp_rc ops_points(table *t, const tp_ops_matrix *m) {
                             cfg->axes.comm_dtype ? cfg->axes.comm_dtype : "-",
                             cfg->axes.pass,
                             cfg->axes.save_gathered ? "on" : "off"};
-    verdict_of(cfg->rejected, cfg->planned, cfg->reason,
-               schedule_at_plan_time(cfg->backend, cfg->schedule), verdict, sizeof verdict);
+    verdict_of(cfg->rejected, cfg->planned, cfg->reason, decider_of(cfg->schedule), verdict,
+               sizeof verdict);
     mxfp8_verdict(cfg->rejected, cfg->axes.dtype, verdict, sizeof verdict);
     TP_TRY(add_point(t, values, verdict));
   }

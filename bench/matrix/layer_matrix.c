@@ -444,28 +444,15 @@ static int case_rejection(const tp_layer_case *c, char *reason, size_t cap) {
   return recipe_rejection(c, reason, cap);
 }
 
-static int dist_gemm_rejection(const tp_layer_case *c, int chunks, char *reason, size_t cap) {
+static int dist_gemm_rejection(const tp_layer_case *c, tp_schedule schedule, int chunks,
+                               char *reason, size_t cap) {
   if (!c->sp) {
     snprintf(reason, cap,
              "dist_gemm needs sequence parallelism: its fused ops take and give sequence-sharded "
              "rows; with SP off the activations are replicated (stock only)");
     return 1;
   }
-  if (c->tp == 1) {
-    snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to gather or scatter");
-    return 1;
-  }
-  int64_t per_rank = c->tokens / c->dp / c->tp;
-  if (chunks > TP_DIST_MAX_CHUNKS) {
-    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
-    return 1;
-  }
-  if (chunks > 0 && per_rank % chunks != 0) {
-    snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
-             chunks);
-    return 1;
-  }
-  return 0;
+  return tp_dist_rejection(schedule, c->tp, c->tokens / c->dp / c->tp, chunks, reason, cap);
 }
 
 /* sm's copy kernel pushes 16-byte vectors: each projection's plan refuses sm where a chunk is
@@ -592,7 +579,8 @@ static tp_layer_config make_dist_gemm(const tp_layer_case *c, int case_index, tp
   cfg.axes.symm = tp_symm_transport_name(symm); /* keyed only away from ipc */
   cfg.axes.schedule = tp_schedule_name(schedule);
   cfg.axes.chunks = chunks;
-  if (!cfg.rejected) cfg.rejected = dist_gemm_rejection(c, chunks, cfg.reason, sizeof cfg.reason);
+  if (!cfg.rejected)
+    cfg.rejected = dist_gemm_rejection(c, schedule, chunks, cfg.reason, sizeof cfg.reason);
   if (!cfg.rejected)
     cfg.rejected =
         recipe_dist_gemm_rejection(c, schedule, chunks, symm, cfg.reason, sizeof cfg.reason);
@@ -1142,12 +1130,10 @@ static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
-/* Schedules that the kernels accept or refuse at plan time, by the host (the
- * nccl-window variant and symm=nccl: as NCCL's runtime answers for the
- * communicator). */
+/* Configurations the kernels accept or refuse at plan time, by the host: the nccl-window
+ * variant and symm=nccl, as NCCL's runtime answers for the communicator. */
 static int decided_at_plan_time(const tp_layer_config *cfg) {
-  return (cfg->backend == TP_BACKEND_DIST &&
-          (tp_schedule_is_planned(cfg->schedule) || cfg->symm == TP_SYMM_NCCL)) ||
+  return (cfg->backend == TP_BACKEND_DIST && cfg->symm == TP_SYMM_NCCL) ||
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
 
@@ -1225,7 +1211,7 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     const int at_plan = !cfg->rejected && decided_at_plan_time(cfg);
     plan_time += at_plan;
     static const char kernels_decide[] =
-        "the kernels decide at plan time whether this host runs it";
+        "NCCL's runtime decides at plan time whether this host runs it";
     if (at_plan && a->graph_sizes)
       snprintf(among, sizeof among, " (%s; replayed among %s tokens)", kernels_decide,
                a->graph_sizes);
@@ -1247,7 +1233,9 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
   fprintf(out,
           "tpbench run also rejects, with the reason: dist_gemm without peer access between the "
           "GPUs%s.\n",
-          plan_time ? ", and a schedule the kernels refuse on that host at plan time" : "");
+          plan_time ? ", and nccl-window or symm=nccl where NCCL's runtime offers no symmetric "
+                      "memory on that host (asked at plan time)"
+                    : "");
   for (int i = 0; i < m->n_cases; ++i)
     if (tp_dtype_is_fp8(m->cases[i].dtype)) {
       fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "

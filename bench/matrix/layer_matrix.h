@@ -73,7 +73,7 @@
  * here, without a GPU, and kept as rejections with their reason (the list is
  * tp_layer_expand's); rules only the machine can decide are applied by `run`
  * (tp_layer_reject_world, tp_layer_reject_no_peer_access) or by the kernels at
- * plan time (multimem without multicast, ring), whose rejection is recorded.
+ * plan time (NCCL's answer for nccl-window and symm=nccl), whose rejection is recorded.
  * Pure C, no CUDA.
  */
 #ifndef TP_LAYER_MATRIX_H

@@ -379,21 +379,7 @@ static int case_rejection(const tp_ops_case *c, char *reason, size_t cap) {
 
 static int dist_gemm_rejection(const tp_ops_case *c, tp_schedule schedule, int chunks, char *reason,
                                size_t cap) {
-  if (c->tp == 1) {
-    snprintf(reason, cap, "dist_gemm needs TP > 1: nothing to %s",
-             c->proj.op == TP_OP_LINEAR_RS ? "reduce-scatter" : "gather");
-    return 1;
-  }
-  int64_t per_rank = c->tokens / c->tp;
-  if (chunks > TP_DIST_MAX_CHUNKS) {
-    snprintf(reason, cap, "chunks %d outside 1..%d", chunks, TP_DIST_MAX_CHUNKS);
-    return 1;
-  }
-  if (chunks > 0 && per_rank % chunks != 0) {
-    snprintf(reason, cap, "tokens per rank %lld not divisible by chunks %d", (long long)per_rank,
-             chunks);
-    return 1;
-  }
+  if (tp_dist_rejection(schedule, c->tp, c->tokens / c->tp, chunks, reason, cap)) return 1;
   const tp_recipe_case rc = recipe_case_of(c);
   return tp_recipe_dist_rejection(&rc, schedule, chunks, reason, cap);
 }

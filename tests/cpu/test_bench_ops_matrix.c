@@ -159,12 +159,16 @@ static void test_schedules_times_chunks(void **state) {
   assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
   assert_int_equal(m.n_cases, 1);
   assert_int_equal(m.n_configs, 5 + 9);
-  /* multimem is the GPU side's to judge: not rejected here. */
-  assert_int_equal(tp_ops_runnable(&m), 14);
+  /* multimem has no kernels in this build: rejected here, as the plan would, with the reason */
+  assert_int_equal(tp_ops_runnable(&m), 11);
   assert_string_equal(m.configs[2].axes.schedule, "ce");
   assert_int_equal(m.configs[3].axes.chunks, 2);
   assert_string_equal(m.configs[10].axes.schedule, "multimem");
   assert_int_equal(m.configs[10].axes.chunks, 4);
+  for (int i = 8; i <= 10; i++) {
+    assert_true(m.configs[i].rejected);
+    assert_non_null(strstr(m.configs[i].reason, "multimem: not implemented in this build"));
+  }
   tp_ops_matrix_free(&m);
 }
 
@@ -204,9 +208,9 @@ static void test_rejections(void **state) {
   assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_STOCK)->rejected);
   assert_false(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_GEMM_ONLY)->rejected);
   assert_string_equal(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_DIST)->reason,
-                      "dist_gemm needs TP > 1: nothing to gather");
+                      "dist_gemm needs TP > 1: nothing to gather or scatter");
   assert_string_equal(find(&m, "llama3-8b", "w2", 4096, 1, TP_BACKEND_DIST)->reason,
-                      "dist_gemm needs TP > 1: nothing to reduce-scatter");
+                      "dist_gemm needs TP > 1: nothing to gather or scatter");
   assert_true(find(&m, "llama3-8b", "qkv", 4096, 1, TP_BACKEND_COMM_ONLY)->rejected);
   /* the window stock at TP 1 is NCCL's to judge (its runtime's symmetric support): run */
   for (int i = 0; i < m.n_configs; i++)
@@ -244,6 +248,27 @@ static void test_dist_chunks_range(void **state) {
     snprintf(want, sizeof want, "chunks %d outside 1..32", chunks[i]);
     assert_string_equal(c->reason, want);
   }
+  tp_ops_matrix_free(&m);
+}
+
+/* The ring forwards nothing yet: the plan refuses it beyond TP 2 (common/tp_chunk_rule.h's
+ * tp_dist_rejection, which both ask), so the matrix rejects it there with the plan's words and
+ * lists it as run at TP 2 only. */
+static void test_ring_beyond_tp2(void **state) {
+  (void)state;
+  tp_ops_matrix m;
+  tp_ops_spec s = spec_with("8b", "qkv,wo", "4096", "2,4,8", "ring", "");
+  assert_int_equal(tp_ops_expand(&s, &m), TP_OK);
+  const int tps[] = {2, 4, 8};
+  for (int i = 0; i < 3; i++)
+    for (int p = 0; p < 2; p++) {
+      const tp_ops_config *c =
+          find(&m, "llama3-8b", p ? "wo" : "qkv", 4096, tps[i], TP_BACKEND_DIST);
+      assert_non_null(c);
+      assert_int_equal(c->rejected, tps[i] > 2);
+      assert_false(c->planned);
+      if (tps[i] > 2) assert_non_null(strstr(c->reason, "ring: beyond TP 2 the ring must forward"));
+    }
   tp_ops_matrix_free(&m);
 }
 
@@ -651,6 +676,7 @@ int main(void) {
       cmocka_unit_test(test_schedules_times_chunks),
       cmocka_unit_test(test_rejections),
       cmocka_unit_test(test_dist_chunks_range),
+      cmocka_unit_test(test_ring_beyond_tp2),
       cmocka_unit_test(test_sm_chunk_alignment),
       cmocka_unit_test(test_tp_beyond_group_ranks),
       cmocka_unit_test(test_usage_errors),

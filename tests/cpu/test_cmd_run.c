@@ -537,7 +537,7 @@ static void test_composition_table_in_readme(void **state) {
   /* every ac mode runs where its rules let it (fwd+bwd; full without save_gathered), and dp 2
    * at TP 1, with fsdp_traffic off and on: the run row's last two columns (ac, fsdp_traffic)
    * are every value */
-  const char *run_row = strstr(r.out, "\n| run | * | * | -, auto, ce, sm | 1, 2 | * |");
+  const char *run_row = strstr(r.out, "\n| run | * | * | -, auto, ce, sm, ring | 1, 2 | * |");
   assert_non_null(run_row);
   const char *row_end = strchr(run_row + 1, '\n');
   assert_non_null(row_end);
