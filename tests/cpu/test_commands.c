@@ -165,6 +165,27 @@ static void test_compare_exit_status(void **state) {
   RUN_EXPECT(0, "Welch", NULL, "compare", "--help");
 }
 
+/* Copies of one run on both sides, two against ten (the same run imported under new ids):
+ * identical measurements, so nothing changed even at --threshold 0. Without rounds each copy is
+ * one sample of each ratio and of the time; ten copies summed as they come averaged to a
+ * neighbouring value, and compare flagged most dist_gemm rows (p 0.015 on a spread of 1e-33). */
+static void test_compare_copies_of_one_run(void **state) {
+  fixture *f = *state;
+  char db[600];
+  fx_path(&f->dir, "copies.db", db, sizeof db);
+  assert_int_equal(fx_copy(FX_REAL_DB, db), 0);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  fx_change same = {1.0, 0.0};
+  for (int i = 0; i < 12; i++)
+    assert_true(fx_synthesise_run(s, 1, i < 2 ? "c0de0002" : "c0de0010", scaled, &same, 1) > 0);
+  tp_store_close(s);
+  RUN_EXPECT(0, "0 regressed (0 failed in head), 0 improved, 72 unchanged", NULL, "compare",
+             "c0de0002", "c0de0010", "--db", db, "--threshold", "0");
+  RUN_EXPECT(0, "0 regressed (0 failed in head), 0 improved, 72 unchanged", NULL, "compare",
+             "c0de0010", "c0de0002", "--db", db, "--threshold", "0");
+}
+
 /* ---- history ------------------------------------------------------------------------ */
 
 static void test_history_command(void **state) {
@@ -748,6 +769,7 @@ static void test_link_parses_first(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_exit_status),
+      cmocka_unit_test(test_compare_copies_of_one_run),
       cmocka_unit_test(test_history_command),
       cmocka_unit_test(test_history_by_short_key),
       cmocka_unit_test(test_runs_command),
