@@ -92,6 +92,10 @@ int tp_store_version(const tp_store *store);
 /* The path the store was opened with, for messages. */
 const char *tp_store_path(const tp_store *store);
 
+/* The files SQLite keeps beside a database, by the suffix added to its path. */
+enum { TP_STORE_N_SIDE_FILES = 3 };
+extern const char *const tp_store_side_suffixes[TP_STORE_N_SIDE_FILES];
+
 /* What describes one invocation of tpbench on one machine. */
 typedef struct tp_run_info {
   const char *commit; /* git commit the binary was built from */
