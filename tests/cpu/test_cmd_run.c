@@ -128,6 +128,12 @@ static void test_one_matrix_interface(void **state) {
   assert_string_equal(r.out, same.out);
   rp_free(&same);
   rp_free(&r);
+  /* A model's name in any case, the file's as a preset's ("8B"): listed as defined. */
+  r = tpbench("matrix", "--for", "ops", "--matrix", path, "--tokens", "4096", "--projs", "w2",
+              "--models", "MyModel,8B", NULL);
+  rp_expect(&r, 0, "12 configurations, 12 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "mymodel     w2   linear_rs"));
+  rp_free(&r);
   /* The file's axes of the other command are refused, naming the command's own. */
   r = tpbench("ops", "--list", "--matrix", path, "--axis", "layer=ffn", NULL);
   rp_expect(&r, 2, NULL, "tpbench ops: unknown axis 'layer' for ops (valid: model, proj, tokens");
