@@ -248,6 +248,12 @@ enum { TP_MAX_GROUP_RANKS = 16 };
  * TP_MAX_GROUP_RANKS; 0 otherwise. The one wording of the rule for the matrices and the job. */
 int tp_group_size_rejection(const char *what, long long ranks, char *reason, size_t cap);
 
+/* The largest TP degree a matrix takes, and DP degree of run's mesh, however it is typed (--tp,
+ * --axis tp=, a matrix file's axes.tp): one bound, so a value is accepted or refused the same
+ * way whichever form gives it. Past TP_MAX_GROUP_RANKS a degree parses and its configurations
+ * are rejected with tp_group_size_rejection's reason. */
+enum { TP_MAX_DEGREE = 4096 };
+
 /* "ipc", "nccl"; "?" for another value. */
 const char *tp_symm_transport_name(tp_symm_transport transport);
 

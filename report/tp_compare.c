@@ -108,19 +108,28 @@ static double t_quantile_975(double df) {
 
 /* ---- Welch's test --------------------------------------------------------------- */
 
+/* The mean of v[0..n) (n >= 1) and its sum of squared deviations, both taken about the first
+ * value: a sample whose values are all equal (copies of one run pooled) has that value as its
+ * mean and no spread, exactly. Summed as they come, ten copies of x can average to x's
+ * neighbour, and the tiny spread that leaves made identical measurements "significant". */
+static void moments(const double *v, size_t n, double *mean, double *sq) {
+  double shift = v[0], sum = 0;
+  for (size_t i = 1; i < n; i++) sum += v[i] - shift;
+  double offset = sum / (double)n;
+  *sq = 0;
+  for (size_t i = 0; i < n; i++) *sq += (v[i] - shift - offset) * (v[i] - shift - offset);
+  *mean = shift + offset;
+}
+
 static tp_rc mean_and_variance(const double *v, size_t n, const char *which, double *mean,
                                double *var) {
   if (!v || n < 2)
     return TP_FAIL(TP_EUSAGE, "Welch test: sample %s needs two values or more (%zu)", which, n);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     if (!isfinite(v[i]))
       return TP_FAIL(TP_EUSAGE, "Welch test: value %zu of sample %s is not finite", i, which);
-    sum += v[i];
-  }
-  *mean = sum / (double)n;
   double sq = 0;
-  for (size_t i = 0; i < n; i++) sq += (v[i] - *mean) * (v[i] - *mean);
+  moments(v, n, mean, &sq);
   *var = sq / (double)(n - 1);
   return TP_OK;
 }
@@ -953,9 +962,9 @@ static tp_rc check_hardware(comparison *c) {
 
 static double geometric_mean(const samples *s) {
   if (s->n == 0) return NAN;
-  double sum = 0;
-  for (size_t i = 0; i < s->n; i++) sum += s->v[i];
-  return exp(sum / (double)s->n);
+  double mean = 0, sq = 0;
+  moments(s->v, s->n, &mean, &sq);
+  return exp(mean);
 }
 
 /* The 95 % interval of the geometric mean of s (log samples), from
@@ -964,9 +973,7 @@ static void geometric_interval(const samples *s, double *lo, double *hi) {
   *lo = *hi = NAN;
   if (s->n < 2) return;
   double mean = 0, sq = 0;
-  for (size_t i = 0; i < s->n; i++) mean += s->v[i];
-  mean /= (double)s->n;
-  for (size_t i = 0; i < s->n; i++) sq += (s->v[i] - mean) * (s->v[i] - mean);
+  moments(s->v, s->n, &mean, &sq);
   double half = t_quantile_975((double)(s->n - 1)) * sqrt(sq / (double)(s->n - 1) / (double)s->n);
   *lo = exp(mean - half);
   *hi = exp(mean + half);

@@ -51,10 +51,12 @@ typedef struct tp_welch {
 } tp_welch;
 
 /* Welch's test of b[0..nb) against a[0..na). Both samples need two values
- * or more (a variance); NaN and infinities are refused. When both variances
- * are 0 the difference is exact: p is 1 for equal means, 0 otherwise, and
- * the interval is the difference itself. TP_EUSAGE for too few or
- * non-finite values. */
+ * or more (a variance); NaN and infinities are refused. A sample of equal
+ * values (copies of one run) has exactly that value as its mean and
+ * variance 0, however many copies. When both variances are 0 the difference
+ * is exact: p is 1 for equal means (identical measurements never differ),
+ * 0 otherwise, and the interval is the difference itself. TP_EUSAGE for too
+ * few or non-finite values. */
 TP_MUST_CHECK tp_rc tp_welch_test(const double *a, size_t na, const double *b, size_t nb,
                                   tp_welch *out);
 

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/tp_store.h"
+
 static tp_rc out_of_memory(void) { return TP_FAIL(TP_EOOM, "output file: out of memory"); }
 
 /* "a FIFO" for a file type that may not be replaced. */
@@ -57,8 +59,6 @@ static int same_file(const char *a, const char *b) {
   return same;
 }
 
-static const char *const side_suffixes[] = {"-wal", "-shm", "-journal"};
-
 static tp_rc refuse_side_file(const char *path, const char *side) {
   return TP_FAIL(TP_EUSAGE, "%s: this is the database's side file %s; refusing to overwrite it",
                  path, side);
@@ -70,8 +70,8 @@ static tp_rc check_side_files_of(const char *path, const char *spelling) {
   char *side = malloc(cap);
   if (!side) return out_of_memory();
   tp_rc rc = TP_OK;
-  for (size_t i = 0; i < sizeof side_suffixes / sizeof side_suffixes[0] && rc == TP_OK; i++) {
-    snprintf(side, cap, "%s%s", spelling, side_suffixes[i]);
+  for (size_t i = 0; i < TP_STORE_N_SIDE_FILES && rc == TP_OK; i++) {
+    snprintf(side, cap, "%s%s", spelling, tp_store_side_suffixes[i]);
     if (same_file(path, side)) rc = refuse_side_file(path, side);
   }
   free(side);
@@ -84,9 +84,9 @@ static tp_rc check_side_files_of(const char *path, const char *spelling) {
  * inode, whatever the side files of --db are called. */
 static tp_rc check_side_file_of_alias(const char *path, const struct stat *db_st) {
   size_t len = strlen(path);
-  for (size_t i = 0; i < sizeof side_suffixes / sizeof side_suffixes[0]; i++) {
-    size_t suffix = strlen(side_suffixes[i]);
-    if (len <= suffix || strcmp(path + len - suffix, side_suffixes[i]) != 0) continue;
+  for (size_t i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    size_t suffix = strlen(tp_store_side_suffixes[i]);
+    if (len <= suffix || strcmp(path + len - suffix, tp_store_side_suffixes[i]) != 0) continue;
     char *alias = strndup(path, len - suffix);
     if (!alias) return out_of_memory();
     struct stat st;

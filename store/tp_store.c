@@ -560,6 +560,8 @@ int tp_store_version(const tp_store *store) { return store ? store->version : 0;
 
 const char *tp_store_path(const tp_store *store) { return store ? store->path : ""; }
 
+const char *const tp_store_side_suffixes[TP_STORE_N_SIDE_FILES] = {"-wal", "-shm", "-journal"};
+
 tp_rc tp_store_open(const char *path, int create, tp_store **out) {
   if (!out) return TP_FAIL(TP_EINTERNAL, "tp_store_open: out is NULL");
   *out = NULL;

@@ -92,6 +92,10 @@ int tp_store_version(const tp_store *store);
 /* The path the store was opened with, for messages. */
 const char *tp_store_path(const tp_store *store);
 
+/* The files SQLite keeps beside a database, by the suffix added to its path. */
+enum { TP_STORE_N_SIDE_FILES = 3 };
+extern const char *const tp_store_side_suffixes[TP_STORE_N_SIDE_FILES];
+
 /* What describes one invocation of tpbench on one machine. */
 typedef struct tp_run_info {
   const char *commit; /* git commit the binary was built from */
@@ -553,7 +557,9 @@ typedef struct tp_import_stats {
  *
  * Errors: TP_EFOREIGN when the source is not a tpbench database (an empty
  * one included), has a newer schema or fails tp_store_probe's schema check
- * (checked before anything is written: the store is untouched); TP_EUSAGE
+ * (checked before anything is written: the store is untouched), or when a
+ * database error of the copy comes with the source failing SQLite's
+ * quick_check (damaged past what the probe reads); TP_EUSAGE
  * when it is missing or not readable (as tp_store_probe says) or is the
  * store's own file; TP_EIO when reading it fails or another program wrote
  * to it during the import; TP_ETIMEOUT when reading it ran past the time

@@ -521,6 +521,32 @@ static tp_rc import_in_transaction(tp_store *store, const char *src_path, tp_rea
   return rc;
 }
 
+/* A database error during the copy, said as the source's when the source fails SQLite's own
+ * check: a file damaged past what tp_store_probe reads (its header, schema and identity) passes
+ * the probe and fails only when the copy reaches the damage. That is bad input, as a foreign
+ * file is (TP_EFOREIGN); any other error stays as it was. */
+static tp_rc blame_damaged_source(tp_store *store, const char *src_path, tp_rc rc) {
+  if (rc != TP_ESQLITE) return rc;
+  sqlite3 *db = tp_store_db(store);
+  sqlite3_stmt *st = NULL;
+  char why[200] = "";
+  int damaged = 0;
+  if (sqlite3_prepare_v2(db, "PRAGMA tp_src.quick_check(1)", -1, &st, NULL) == SQLITE_OK) {
+    int step = sqlite3_step(st);
+    const unsigned char *text = step == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    int code = sqlite3_errcode(db) & 0xff;
+    if (text) damaged = strcmp((const char *)text, "ok") != 0;
+    else damaged = code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
+    snprintf(why, sizeof why, "%s", text ? (const char *)text : sqlite3_errmsg(db));
+    for (char *c = why; *c; c++)
+      if (*c == '\n') *c = ' '; /* the check's report is lines */
+  }
+  sqlite3_finalize(st);
+  if (!damaged) return rc;
+  return TP_FAIL(TP_EFOREIGN, "%s is damaged (SQLite's check: %s); not a readable tpbench database",
+                 src_path, why);
+}
+
 tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats) {
   tp_import_stats local = {0};
   if (!stats) stats = &local;
@@ -535,6 +561,7 @@ tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *st
   tp_query_limit guard;
   tp_query_limit_start(&guard, tp_store_db(store), src_path, mode == TP_READ_IMMUTABLE);
   tp_rc rc = import_in_transaction(store, src_path, mode, &before, stats);
+  rc = blame_damaged_source(store, src_path, rc);
   tp_query_limit_stop(&guard);
   detach_source(store);
   char why[160];

@@ -9,9 +9,16 @@
  * target stays byte-for-byte as it was, or is not created. Each file is then one transaction;
  * runs already present (same run uuid) are skipped, so importing a file
  * twice adds nothing, except a run imported unfinished that has grown since:
- * it is replaced (tp_store_import says when).
+ * it is replaced (tp_store_import says when). A file damaged past its first
+ * pages fails during the copy, also exit 2. An import that fails before any
+ * file went in removes the target when it made it (and the side files it
+ * made), never a file that was there before.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
@@ -53,19 +60,67 @@ static tp_rc check_sources(const import_args *a) {
   return TP_OK;
 }
 
+/* The target as the import found it: made here (empty, by O_EXCL, so never a file another
+ * program made meanwhile, which tp_store_open then makes a database) when the path did not
+ * exist, and which of its side files were there before. */
+typedef struct new_target {
+  int made;
+  struct stat made_as;
+  int side_was_there[TP_STORE_N_SIDE_FILES];
+} new_target;
+
+/* Whether db's side file i fits buf (a cut name would be another file's). */
+static int side_path(const char *db, int i, char *buf, size_t cap) {
+  int n = snprintf(buf, cap, "%s%s", db, tp_store_side_suffixes[i]);
+  return n >= 0 && (size_t)n < cap;
+}
+
+static void make_target(const char *db, new_target *t) {
+  *t = (new_target){0};
+  char side[4200];
+  struct stat st;
+  for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    t->side_was_there[i] =
+        !side_path(db, i, side, sizeof side) || lstat(side, &st) == 0 || errno != ENOENT;
+  }
+  int fd = open(db, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return; /* there already, or not to be made: tp_store_open says why */
+  t->made = fstat(fd, &t->made_as) == 0;
+  (void)close(fd);
+}
+
+/* After a failure that left nothing in the target: removes what make_target made, the store
+ * closed (SQLite's side files of the new database included), and nothing that was there. */
+static void unmake_target(const char *db, const new_target *t) {
+  if (!t->made) return;
+  struct stat st;
+  if (lstat(db, &st) == 0 && st.st_dev == t->made_as.st_dev && st.st_ino == t->made_as.st_ino)
+    (void)unlink(db);
+  char side[4200];
+  for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    if (!t->side_was_there[i] && side_path(db, i, side, sizeof side)) (void)unlink(side);
+  }
+}
+
 static tp_rc import_all(const import_args *a) {
   tp_store *store = NULL;
+  new_target target;
+  make_target(a->db, &target);
   tp_rc rc = tp_store_open(a->db, 1, &store);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench import: cannot open '%s': %s\n", a->db, tp_cli_last_message());
+    unmake_target(a->db, &target);
     return rc;
   }
-  for (int i = 0; i < a->n_sources && rc == TP_OK; i++) {
+  for (int i = 0; i < a->n_sources; i++) {
     tp_import_stats st;
     rc = tp_store_import(store, a->sources[i], &st);
     if (rc != TP_OK) {
       tp_print_error("import");
-      break;
+      tp_store_close(store);
+      /* an earlier file went in (and was said to): the target keeps it */
+      if (i == 0) unmake_target(a->db, &target);
+      return rc;
     }
     char drift[48] = ""; /* named only when there are any: other imports read as before */
     if (st.drift_steps > 0)
@@ -80,7 +135,7 @@ static tp_rc import_all(const import_args *a) {
            (long long)st.samples, (long long)st.events, drift, st.runs_present, updated);
   }
   tp_store_close(store);
-  return rc;
+  return TP_OK;
 }
 
 int tp_cmd_import(int argc, char **argv) {

@@ -84,7 +84,7 @@ static const ops_axis ops_axes[] = {
     {"proj", offsetof(tp_ops_spec, projs), 0, 0, 0},
     {"tokens", offsetof(tp_ops_spec, tokens), 1, 1, 1 << 24},
     {"dtype", offsetof(tp_ops_spec, dtypes), 0, 0, 0},
-    {"tp", offsetof(tp_ops_spec, tp), 1, 1, 64},
+    {"tp", offsetof(tp_ops_spec, tp), 1, 1, TP_MAX_DEGREE},
     {"schedule", offsetof(tp_ops_spec, schedules), 0, 0, 0},
     {"chunks", offsetof(tp_ops_spec, chunks), 1, 0, 64},
     {"pass", offsetof(tp_ops_spec, passes), 0, 0, 0},
@@ -287,7 +287,7 @@ static tp_rc resolve_shapes(const tp_ops_spec *spec, resolved_spec *r) {
 
 static tp_rc resolve_numbers(const tp_ops_spec *spec, resolved_spec *r) {
   if (r->n_shapes == 0) TP_TRY(check_numbers(&spec->tokens, 1, MAX_TOKENS, "tokens"));
-  TP_TRY(check_numbers(&spec->tp, 1, 4096, "tp"));
+  TP_TRY(check_numbers(&spec->tp, 1, TP_MAX_DEGREE, "tp"));
   TP_TRY(check_numbers(&spec->chunks, 0, 1 << 20, "chunks"));
   r->n_tokens = spec->tokens.count;
   r->n_tp = spec->tp.count;

@@ -76,7 +76,7 @@ const char *const *tp_ops_axis_names(int *count);
 
 /* Replaces one axis's list with the comma-separated values (checked when the
  * matrix is expanded; numbers against the ranges of the matching flags:
- * tokens 1..16777216, tp 1..64, chunks 0..64) and marks it given. TP_EUSAGE
+ * tokens 1..16777216, tp 1..TP_MAX_DEGREE, chunks 0..64) and marks it given. TP_EUSAGE
  * for an axis ops does not have (naming ops' axes), an empty or malformed
  * list; spec is unchanged then. */
 TP_MUST_CHECK tp_rc tp_ops_spec_set_axis(tp_ops_spec *spec, const char *axis, const char *values);

@@ -77,10 +77,14 @@ static void preset_names(char *buf, size_t cap) {
   }
 }
 
+/* The one rule for model names: they match in any case, a preset's, its alias, the reserved
+ * TP_SHAPE_MODEL and a user's model alike ("8B" is llama3-8b, "MyModel" is mymodel). */
+static int same_model_name(const char *a, const char *b) { return strcasecmp(a, b) == 0; }
+
 static const tp_model_preset *find_preset(const char *name) {
   for (int i = 0; i < N_PRESETS; i++) {
     const char *alias = short_alias(presets[i].name);
-    if (strcasecmp(name, presets[i].name) == 0 || (alias && strcasecmp(name, alias) == 0))
+    if (same_model_name(name, presets[i].name) || (alias && same_model_name(name, alias)))
       return &presets[i];
   }
   return NULL;
@@ -115,11 +119,11 @@ static tp_rc check_model_name(const tp_model_set *set, const char *name) {
   if (find_preset(name))
     return TP_FAIL(TP_EUSAGE, "model name '%s' is a preset's (%s); choose another", name,
                    find_preset(name)->name);
-  if (strcasecmp(name, TP_SHAPE_MODEL) == 0)
+  if (same_model_name(name, TP_SHAPE_MODEL))
     return TP_FAIL(TP_EUSAGE, "model name '%s' is reserved for `ops --shape`", name);
   for (int i = 0; i < set->count; i++)
-    if (strcmp(set->models[i].name, name) == 0)
-      return TP_FAIL(TP_EUSAGE, "model '%s' is defined twice", name);
+    if (same_model_name(set->models[i].name, name))
+      return TP_FAIL(TP_EUSAGE, "model '%s' is defined twice (as '%s')", name, set->models[i].name);
   return TP_OK;
 }
 
@@ -156,7 +160,7 @@ tp_rc tp_model_set_add(tp_model_set *set, const tp_model_preset *m) {
 
 tp_rc tp_model_find(const tp_model_set *set, const char *name, const tp_model_preset **out) {
   for (int i = 0; set && i < set->count; i++)
-    if (strcmp(set->models[i].name, name) == 0) {
+    if (same_model_name(set->models[i].name, name)) {
       *out = &set->models[i];
       return TP_OK;
     }

@@ -61,7 +61,8 @@ typedef struct tp_model_set {
 
 /* Checks model and appends a copy to set. The rules: a name of 1 to 47
  * characters from [A-Za-z0-9._-] that is neither a preset's name or alias
- * (any case), nor TP_SHAPE_MODEL, nor already in set; dim, n_heads, n_kv_heads,
+ * (any case), nor TP_SHAPE_MODEL, nor already in set (any case: names match
+ * in any case, so "MyModel" and "mymodel" are one model); dim, n_heads, n_kv_heads,
  * head_dim and ffn_hidden whole numbers in [1, 1048576]; head_dim even (RoPE
  * rotates pairs); n_heads a multiple of n_kv_heads (grouped-query attention);
  * n_layers and vocab 0 (not given) or in [1, 1048576]; no_attention NULL. Unlike
@@ -70,8 +71,8 @@ typedef struct tp_model_set {
  * unchanged), also when set is full. */
 TP_MUST_CHECK tp_rc tp_model_set_add(tp_model_set *set, const tp_model_preset *model);
 
-/* Finds name among set's models (exact name; set may be NULL) and then the
- * presets (tp_preset_find). TP_EUSAGE listing the valid names, the set's
+/* Finds name among set's models (any case, as presets are found; set may be
+ * NULL) and then the presets (tp_preset_find). TP_EUSAGE listing the valid names, the set's
  * too, if none matches. */
 TP_MUST_CHECK tp_rc tp_model_find(const tp_model_set *set, const char *name,
                                   const tp_model_preset **out);

@@ -305,8 +305,8 @@ static void test_sm_chunk_alignment(void **state) {
 }
 
 /* A TP group holds at most 16 ranks (kernels/tp_device.h: its symmetric heap maps every peer),
- * yet tp takes 1..64: past 16 every configuration is rejected with that reason, never listed
- * as run (or planned) for a job that could not even form its group. */
+ * yet tp takes up to TP_MAX_DEGREE: past 16 every configuration is rejected with that reason, never
+ * listed as run (or planned) for a job that could not even form its group. */
 static void test_tp_beyond_group_ranks(void **state) {
   (void)state;
   tp_ops_matrix m;
@@ -494,8 +494,11 @@ static void test_axes(void **state) {
   assert_non_null(strstr(tp_last_error(), "unknown axis 'layer' for ops (valid: model, proj, "
                                           "tokens, dtype, tp, schedule, chunks, pass, "
                                           "save_gathered, shape, stock, symm, comm_dtype)"));
-  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "65"), TP_EUSAGE);
+  /* tp's one bound, TP_MAX_DEGREE (4096), as for the --tp flag and run's axis */
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "4097"), TP_EUSAGE);
   assert_non_null(strstr(tp_last_error(), "axis tp:"));
+  assert_int_equal(tp_ops_spec_set_axis(&s, "tp", "4096"), TP_OK);
+  tp_ops_spec_defaults(&s);
   assert_int_equal(tp_ops_spec_set_axis(&s, "tokens", "4096"), TP_OK);
   assert_int_equal(s.tokens.count, 1);
   assert_int_equal(s.given, 1u << 2);

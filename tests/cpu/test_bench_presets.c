@@ -121,6 +121,8 @@ static void test_model_set_rules(void **state) {
   m.n_heads = 64;
   assert_int_equal(tp_model_set_add(&set, &m), TP_OK);
   expect_refused(&set, good_model("mymodel"), "defined twice");
+  /* names match in any case, a user's as a preset's: "MyModel" is mymodel */
+  expect_refused(&set, good_model("MyModel"), "model 'MyModel' is defined twice (as 'mymodel')");
   expect_refused(&set, good_model("8b"), "is a preset's (llama3-8b)");
   expect_refused(&set, good_model("LLAMA3-70B"), "is a preset's (llama3-70b)");
   expect_refused(&set, good_model("Qwen2.5-72B"), "is a preset's");
@@ -166,7 +168,14 @@ static void test_model_find(void **state) {
   assert_int_equal(tp_model_find(&set, "mymodel", &found), TP_OK);
   assert_ptr_equal(found, &set.models[0]);
   assert_int_equal(found->ffn_hidden, 1000);
+  /* any case, as presets are found ("8B", "LLAMA3-70B"); the name stays as defined */
+  found = NULL;
+  assert_int_equal(tp_model_find(&set, "MyModel", &found), TP_OK);
+  assert_ptr_equal(found, &set.models[0]);
+  assert_string_equal(found->name, "mymodel");
   assert_int_equal(tp_model_find(&set, "8b", &found), TP_OK);
+  assert_string_equal(found->name, "llama3-8b");
+  assert_int_equal(tp_model_find(&set, "8B", &found), TP_OK);
   assert_string_equal(found->name, "llama3-8b");
   assert_int_equal(tp_model_find(NULL, "mixtral-8x7b", &found), TP_OK);
   assert_int_equal(tp_model_find(NULL, "mymodel", &found), TP_EUSAGE);

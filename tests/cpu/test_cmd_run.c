@@ -128,6 +128,12 @@ static void test_one_matrix_interface(void **state) {
   assert_string_equal(r.out, same.out);
   rp_free(&same);
   rp_free(&r);
+  /* A model's name in any case, the file's as a preset's ("8B"): listed as defined. */
+  r = tpbench("matrix", "--for", "ops", "--matrix", path, "--tokens", "4096", "--projs", "w2",
+              "--models", "MyModel,8B", NULL);
+  rp_expect(&r, 0, "12 configurations, 12 to run, 0 rejected", NULL);
+  assert_non_null(strstr(r.out, "mymodel     w2   linear_rs"));
+  rp_free(&r);
   /* The file's axes of the other command are refused, naming the command's own. */
   r = tpbench("ops", "--list", "--matrix", path, "--axis", "layer=ffn", NULL);
   rp_expect(&r, 2, NULL, "tpbench ops: unknown axis 'layer' for ops (valid: model, proj, tokens");
@@ -572,6 +578,49 @@ static void test_composition_table_in_readme(void **state) {
                 "--composition", "--tp", "2", NULL);
 }
 
+/* A TP degree is one rule however it is typed: --tp V and --axis tp=V list the same for run and
+ * for ops. Past a group's 16 ranks both reach the matrix's rejection with its reason (run's --tp
+ * stopped at 64 with a usage error where --axis tp= took up to 4096, ops' both at 64); past the
+ * one bound, TP_MAX_DEGREE, both are refused (2). */
+static void test_tp_typed_either_way(void **state) {
+  (void)state;
+  static const char *const run_axes[] = {"--axis", "model=debug", "--axis", "layer=ffn",
+                                         "--axis", "seqlen=2048", "--axis", "pass=fwd",
+                                         "--axis", "graph=off"};
+  static const char *const ops_axes[] = {"--for",   "ops", "--models", "debug",
+                                         "--projs", "qkv", "--tokens", "409600"};
+  static const char *const values[] = {"100", "4096", "4097"};
+  for (int owner = 0; owner < 2; owner++) {
+    const char *const *axes = owner ? ops_axes : run_axes;
+    const int n_axes = owner ? 8 : 10;
+    for (size_t v = 0; v < sizeof values / sizeof *values; v++) {
+      rp_result forms[2];
+      for (int form = 0; form < 2; form++) {
+        char axis[32];
+        snprintf(axis, sizeof axis, "tp=%s", values[v]);
+        char *argv[16] = {TPBENCH_EXE, "matrix"};
+        int n = 2;
+        for (int i = 0; i < n_axes; i++) argv[n++] = (char *)axes[i];
+        argv[n++] = form ? "--axis" : "--tp";
+        argv[n++] = form ? axis : (char *)values[v];
+        argv[n] = NULL;
+        forms[form] = rp_run(argv, 60);
+      }
+      const int past_bound = v == 2;
+      for (int form = 0; form < 2; form++) {
+        if (forms[form].status != (past_bound ? 2 : 0))
+          fail_msg("%s tp %s (%s): exit %d: %s", owner ? "ops" : "run", values[v],
+                   form ? "--axis" : "--tp", forms[form].status, forms[form].err);
+        if (past_bound) assert_non_null(strstr(forms[form].err, "4097 is out of range [1, 4096]"));
+        else assert_non_null(strstr(forms[form].out, "a tpbench group holds at most 16 ranks"));
+      }
+      assert_string_equal(forms[0].out, forms[1].out);
+      rp_free(&forms[0]);
+      rp_free(&forms[1]);
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matrix_quick),
@@ -584,6 +633,7 @@ int main(void) {
       cmocka_unit_test(test_one_matrix_interface),
       cmocka_unit_test(test_ops_shape),
       cmocka_unit_test(test_matrix_planned),
+      cmocka_unit_test(test_tp_typed_either_way),
       cmocka_unit_test(test_matrix_columns_line_up),
       cmocka_unit_test(test_composition_table_in_readme),
   };

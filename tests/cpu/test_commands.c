@@ -165,6 +165,27 @@ static void test_compare_exit_status(void **state) {
   RUN_EXPECT(0, "Welch", NULL, "compare", "--help");
 }
 
+/* Copies of one run on both sides, two against ten (the same run imported under new ids):
+ * identical measurements, so nothing changed even at --threshold 0. Without rounds each copy is
+ * one sample of each ratio and of the time; ten copies summed as they come averaged to a
+ * neighbouring value, and compare flagged most dist_gemm rows (p 0.015 on a spread of 1e-33). */
+static void test_compare_copies_of_one_run(void **state) {
+  fixture *f = *state;
+  char db[600];
+  fx_path(&f->dir, "copies.db", db, sizeof db);
+  assert_int_equal(fx_copy(FX_REAL_DB, db), 0);
+  tp_store *s = NULL;
+  assert_int_equal(tp_store_open(db, 0, &s), TP_OK);
+  fx_change same = {1.0, 0.0};
+  for (int i = 0; i < 12; i++)
+    assert_true(fx_synthesise_run(s, 1, i < 2 ? "c0de0002" : "c0de0010", scaled, &same, 1) > 0);
+  tp_store_close(s);
+  RUN_EXPECT(0, "0 regressed (0 failed in head), 0 improved, 72 unchanged", NULL, "compare",
+             "c0de0002", "c0de0010", "--db", db, "--threshold", "0");
+  RUN_EXPECT(0, "0 regressed (0 failed in head), 0 improved, 72 unchanged", NULL, "compare",
+             "c0de0010", "c0de0002", "--db", db, "--threshold", "0");
+}
+
 /* ---- history ------------------------------------------------------------------------ */
 
 static void test_history_command(void **state) {
@@ -400,6 +421,74 @@ static void test_import_command(void **state) {
              NULL, "compare", "feed0001", "feed0002", "--db", target);
   RUN_EXPECT(2, NULL, "name at least one database", "import", "--db", target);
   RUN_EXPECT(2, NULL, "no such database", "import", "/nonexistent/x.db", "--db", target);
+}
+
+/* A copy of the fixture with eight pages in its middle overwritten: its header, schema and
+ * identity read as tpbench's (the probe passes), and the copy fails where it reaches the damage. */
+static void damaged_copy(const fixture *f, const char *path) {
+  assert_int_equal(fx_copy(f->db, path), 0);
+  FILE *db = fopen(path, "r+b");
+  assert_non_null(db);
+  assert_int_equal(fseek(db, 0, SEEK_END), 0);
+  long middle = ftell(db) / 2 / 4096 * 4096;
+  assert_true(middle > 16L * 4096);
+  assert_int_equal(fseek(db, middle, SEEK_SET), 0);
+  static unsigned char junk[8 * 4096];
+  memset(junk, 0xff, sizeof junk);
+  assert_int_equal(fwrite(junk, 1, sizeof junk, db), sizeof junk);
+  assert_int_equal(fclose(db), 0);
+}
+
+/* A source damaged mid-file is bad input like the other refusals (2, not 1), and an import that
+ * fails before anything went in takes back the target it made (it left an empty database); a
+ * target that was there before stays, byte for byte, and so does one an earlier file went into. */
+static void test_import_damaged_source(void **state) {
+  fixture *f = *state;
+  char damaged[600], fresh[600], kept[600], side[700];
+  fx_path(&f->dir, "damaged.db", damaged, sizeof damaged);
+  fx_path(&f->dir, "fresh.db", fresh, sizeof fresh);
+  fx_path(&f->dir, "kept.db", kept, sizeof kept);
+  damaged_copy(f, damaged);
+
+  RUN_EXPECT(2, NULL, "damaged.db is damaged", "import", damaged, "--db", fresh);
+  assert_false(exists(fresh));
+  for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    snprintf(side, sizeof side, "%s%s", fresh, tp_store_side_suffixes[i]);
+    assert_false(exists(side));
+  }
+
+  tp_store *store = NULL; /* a database of no runs, there before the import */
+  assert_int_equal(tp_store_open(kept, 1, &store), TP_OK);
+  tp_store_close(store);
+  size_t len_before = 0, len_after = 0;
+  unsigned char *before = fx_read_all(kept, &len_before);
+  RUN_EXPECT(2, NULL, "damaged.db is damaged", "import", damaged, "--db", kept);
+  assert_true(exists(kept));
+  unsigned char *after = fx_read_all(kept, &len_after);
+  assert_int_equal(len_before, len_after);
+  assert_memory_equal(before, after, len_before);
+  free(before);
+  free(after);
+
+  /* An empty file that was there is the user's: made a database, not removed. */
+  FILE *empty = fopen(fresh, "w");
+  assert_non_null(empty);
+  assert_int_equal(fclose(empty), 0);
+  RUN_EXPECT(2, NULL, "damaged.db is damaged", "import", damaged, "--db", fresh);
+  assert_true(exists(fresh));
+  assert_int_equal(unlink(fresh), 0);
+
+  /* The first file went in (and was said to): the target keeps it. */
+  char other[600];
+  fx_path(&f->dir, "other.db", other, sizeof other);
+  assert_int_equal(tp_store_open(other, 1, &store), TP_OK);
+  fx_synth_config configs[FX_SYNTH_MAX_CONFIGS];
+  size_t n = fx_synth_standard_cases(configs);
+  fx_synth_run run = {.commit = "cafe0009", .started_at = "2026-12-01T10:00:00Z", .seed = 9};
+  assert_true(fx_put_synth_run(store, &run, configs, n) > 0);
+  tp_store_close(store);
+  RUN_EXPECT(2, "1 run imported", "damaged.db is damaged", "import", other, damaged, "--db", fresh);
+  RUN_EXPECT(0, "cafe0009", NULL, "runs", "--db", fresh);
 }
 
 /* ---- dashboard ------------------------------------------------------------------------------ */
@@ -748,6 +837,7 @@ static void test_link_parses_first(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_exit_status),
+      cmocka_unit_test(test_compare_copies_of_one_run),
       cmocka_unit_test(test_history_command),
       cmocka_unit_test(test_history_by_short_key),
       cmocka_unit_test(test_runs_command),
@@ -756,6 +846,7 @@ int main(void) {
       cmocka_unit_test(test_trace_command),
       cmocka_unit_test(test_trace_kineto_all_or_nothing),
       cmocka_unit_test(test_import_command),
+      cmocka_unit_test(test_import_damaged_source),
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
       cmocka_unit_test(test_dashboard_out_refuses),

@@ -300,6 +300,29 @@ static void test_welch_edges(void **state) {
   assert_int_equal(tp_welch_test(other, 2, with_inf, 2, &w), TP_EUSAGE);
 }
 
+/* Copies of one value on both sides, two against ten (one run pooled twice and ten times): the
+ * same measurement, so no difference and p = 1. Summed as they come, ten copies of this x average
+ * to its neighbour; the spread that left (1e-33) made p 0.015, and compare --threshold 0 flagged
+ * identical runs. Distinct values without spread stay exact (p = 0, test_welch_edges). */
+static void test_welch_copies_of_one_value(void **state) {
+  (void)state;
+  const double x = 0.09531017980432493; /* log 1.1 */
+  double two[] = {x, x}, ten[10], sum = 0;
+  for (size_t i = 0; i < 10; i++) ten[i] = x;
+  for (size_t i = 0; i < 10; i++) sum += ten[i];
+  assert_true(sum / 10 != x); /* the case this test is about */
+  tp_welch w;
+  assert_int_equal(tp_welch_test(two, 2, ten, 10, &w), TP_OK);
+  assert_true(w.diff == 0);
+  assert_true(w.se == 0);
+  assert_true(w.p == 1);
+  assert_int_equal(tp_welch_test(ten, 10, two, 2, &w), TP_OK);
+  assert_true(w.diff == 0);
+  assert_true(w.p == 1);
+  assert_int_equal(tp_welch_test(ten, 10, ten, 7, &w), TP_OK);
+  assert_true(w.p == 1);
+}
+
 static void test_benjamini_hochberg(void **state) {
   (void)state;
   double p[] = {0.01, 0.04, 0.03, 0.005}, adj[4];
@@ -1578,6 +1601,7 @@ int main(void) {
       cmocka_unit_test(test_student_t),
       cmocka_unit_test(test_welch_by_hand),
       cmocka_unit_test(test_welch_edges),
+      cmocka_unit_test(test_welch_copies_of_one_value),
       cmocka_unit_test(test_benjamini_hochberg),
       cmocka_unit_test(test_identical_runs_are_clean),
       cmocka_unit_test(test_slowdown_is_flagged),
