@@ -491,6 +491,29 @@ static void test_import_damaged_source(void **state) {
   RUN_EXPECT(0, "cafe0009", NULL, "runs", "--db", fresh);
 }
 
+/* Damage that leaves the pages whole can still break a row: a status its schema's CHECK
+ * refuses. SQLite's check of a read-only file says "ok" (it leaves CHECK constraints out), so
+ * only the copy's insert sees it: bad input all the same (2, not 1), the target not made. */
+static void test_import_row_its_schema_refuses(void **state) {
+  fixture *f = *state;
+  char refused[600], fresh[600];
+  fx_path(&f->dir, "refused.db", refused, sizeof refused);
+  fx_path(&f->dir, "fresh-refused.db", fresh, sizeof fresh);
+  assert_int_equal(fx_copy(f->db, refused), 0);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(refused, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "PRAGMA ignore_check_constraints = 1;"
+                                "UPDATE configs SET status = 'bogus' "
+                                "WHERE id = (SELECT min(id) FROM configs)",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+
+  RUN_EXPECT(2, NULL, "refused.db is damaged", "import", refused, "--db", fresh);
+  assert_false(exists(fresh));
+}
+
 /* ---- dashboard ------------------------------------------------------------------------------ */
 
 static void test_dashboard_command(void **state) {
@@ -847,6 +870,7 @@ int main(void) {
       cmocka_unit_test(test_trace_kineto_all_or_nothing),
       cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_import_damaged_source),
+      cmocka_unit_test(test_import_row_its_schema_refuses),
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
       cmocka_unit_test(test_dashboard_out_refuses),
