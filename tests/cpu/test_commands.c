@@ -186,6 +186,36 @@ static void test_compare_copies_of_one_run(void **state) {
              "c0de0010", "c0de0002", "--db", db, "--threshold", "0");
 }
 
+/* --model names a model as everywhere else: a preset by its name or short alias, a user's model
+ * (a matrix file's) by its name, in any case (presets.h). compare took only the stored name,
+ * exactly ("8b" matched nothing: exit 2), and report a user's model only in its stored case. */
+static void test_model_filters_any_case(void **state) {
+  fixture *f = *state;
+  char db[600];
+  fx_path(&f->dir, "named.db", db, sizeof db);
+  assert_int_equal(fx_copy(f->db, db), 0);
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "llama3-8b");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "8b");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "LLAMA3-8B");
+  sqlite3 *h = NULL;
+  assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(h, "UPDATE configs SET model = 'MyModel' WHERE model = 'llama3-8b'",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_close(h), SQLITE_OK);
+  RUN_EXPECT(0, "| MyModel |", NULL, "report", "--db", db, "--model", "MyModel", "--run", "2");
+  RUN_EXPECT(0, "| MyModel |", NULL, "report", "--db", db, "--model", "mymodel", "--run", "2");
+  RUN_EXPECT(0, "model=\"MyModel\"", NULL, "report", "--db", db, "--model", "MYMODEL", "--run", "2",
+             "--format", "openmetrics");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "MYMODEL");
+  RUN_EXPECT(2, NULL, "nothing compared", "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "llama3-8b");
+}
+
 /* ---- history ------------------------------------------------------------------------ */
 
 static void test_history_command(void **state) {
@@ -861,6 +891,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_exit_status),
       cmocka_unit_test(test_compare_copies_of_one_run),
+      cmocka_unit_test(test_model_filters_any_case),
       cmocka_unit_test(test_history_command),
       cmocka_unit_test(test_history_by_short_key),
       cmocka_unit_test(test_runs_command),
