@@ -544,6 +544,38 @@ static void test_import_row_its_schema_refuses(void **state) {
   assert_false(exists(fresh));
 }
 
+/* --db a symbolic link to a file not there yet (a relative one, through a second link): the
+ * store creates the file where the links lead, so a failed import removes that file and its
+ * side files (it made them) and keeps the links (they were there). It removed the path it was
+ * given only, and left an empty database where the links lead. */
+static void test_import_through_a_dangling_link(void **state) {
+  fixture *f = *state;
+  char damaged[600], link[600], hop[600], dest[600], side[700];
+  fx_path(&f->dir, "damaged-for-link.db", damaged, sizeof damaged);
+  fx_path(&f->dir, "import-link.db", link, sizeof link);
+  fx_path(&f->dir, "import-hop.db", hop, sizeof hop);
+  fx_path(&f->dir, "import-landing.db", dest, sizeof dest);
+  damaged_copy(f, damaged);
+  assert_int_equal(symlink("import-hop.db", link), 0);
+  assert_int_equal(symlink("import-landing.db", hop), 0);
+
+  RUN_EXPECT(2, NULL, "damaged-for-link.db is damaged", "import", damaged, "--db", link);
+  assert_false(exists(dest));
+  for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    snprintf(side, sizeof side, "%s%s", dest, tp_store_side_suffixes[i]);
+    assert_false(exists(side));
+  }
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(lstat(hop, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+
+  /* A good file goes in through the links as before. */
+  RUN_EXPECT(0, "3 runs imported", NULL, "import", f->db, "--db", link);
+  assert_true(exists(dest));
+}
+
 /* ---- dashboard ------------------------------------------------------------------------------ */
 
 static void test_dashboard_command(void **state) {
@@ -902,6 +934,7 @@ int main(void) {
       cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_import_damaged_source),
       cmocka_unit_test(test_import_row_its_schema_refuses),
+      cmocka_unit_test(test_import_through_a_dangling_link),
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
       cmocka_unit_test(test_dashboard_out_refuses),
