@@ -813,7 +813,8 @@ static int matches(const char *want, const char *have) {
 }
 
 static int passes_filter(const tp_compare_filter *f, const entry *e) {
-  return matches(f->model, e->model) && matches(f->layer, e->layer) && matches(f->pass, e->pass) &&
+  const int model = !f->model || !*f->model || (e->model && !strcasecmp(f->model, e->model));
+  return model && matches(f->layer, e->layer) && matches(f->pass, e->pass) &&
          matches(f->dtype, e->dtype) && matches(f->backend, e->backend) &&
          matches(f->kind, e->kind);
 }

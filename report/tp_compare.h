@@ -73,6 +73,8 @@ TP_MUST_CHECK tp_rc tp_bh_adjust(const double *p, size_t n, double *adjusted);
 
 /* Which rows are shown (and tested): NULL fields match everything. The
  * references that ratios need are read whatever the filter. */
+/* Each NULL or "": any. model: a model's name in any case (model names match so); the others
+ * exactly. */
 typedef struct tp_compare_filter {
   const char *model, *layer, *pass, *dtype, *backend, *kind;
 } tp_compare_filter;

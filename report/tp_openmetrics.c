@@ -89,7 +89,8 @@ static const char family_sql[] =
     "CAST(c.tp AS TEXT), c.dtype, c.pass, c.config_key FROM configs c JOIN results r ON "
     "r.config_id = c.id WHERE c.id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION "
     "BY config_key ORDER BY status = 'ok' DESC, id DESC) AS pick FROM configs WHERE run_id = ?1) "
-    "WHERE pick = 1) AND c.status = 'ok' AND c.kind <> 'drift' AND (?2 IS NULL OR c.model = ?2) "
+    "WHERE pick = 1) AND c.status = 'ok' AND c.kind <> 'drift' AND (?2 IS NULL OR c.model = ?2 "
+    "COLLATE NOCASE) "
     "AND (?3 IS NULL OR c.layer = ?3) AND (?4 IS NULL OR c.pass = ?4) AND (?5 IS NULL OR "
     "c.dtype = ?5) ORDER BY c.id";
 

@@ -306,7 +306,8 @@ static tp_rc bind_filter(reader *r, sqlite3_stmt *s, int64_t run_id, const tp_re
 }
 
 #define FILTER_SQL                                                                                 \
-  "(?2 IS NULL OR model = ?2) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR pass = ?4) AND "   \
+  "(?2 IS NULL OR model = ?2 COLLATE NOCASE) AND (?3 IS NULL OR layer = ?3) AND (?4 IS NULL OR "   \
+  "pass = ?4) AND "                                                                                \
   "(?5 IS NULL OR dtype = ?5)"
 
 /* A row's references in its case (c: the table with its run_id and

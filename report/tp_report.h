@@ -24,7 +24,7 @@ TP_MUST_CHECK tp_rc tp_report_format_parse(const char *name, tp_report_format *o
 typedef struct tp_report_filter {
   int64_t run_id;     /* 0: the latest run (or the run of commit, if given) */
   const char *commit; /* prefix of a commit sha, or NULL */
-  const char *model;  /* NULL: any */
+  const char *model;  /* NULL: any; a model's name in any case (model names match so) */
   const char *layer;
   const char *pass;
   const char *dtype;

@@ -59,6 +59,10 @@ struct tp_store {
   sqlite3_stmt *insert_window;
   sqlite3_stmt *insert_check;
   sqlite3_stmt *insert_drift_step;
+  /* SQLite's extended code and message of the last failure said through tp_store_sql_fail or
+   * tp_store_exec, until tp_store_take_failure (0, "": none) */
+  int failed_code;
+  char failed_msg[256];
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -1280,17 +1284,35 @@ tp_rc tp_store_put_config(tp_store *store, int64_t run_id, const tp_config_recor
 
 /* ---- shared with the store's other files (tp_store_internal.h) ---------- */
 
+/* Keeps SQLite's code and message of the failure just seen on store's connection. */
+static void note_failure(tp_store *store) {
+  store->failed_code = store->db ? sqlite3_extended_errcode(store->db) : SQLITE_NOMEM;
+  snprintf(store->failed_msg, sizeof store->failed_msg, "%s",
+           store->db ? sqlite3_errmsg(store->db) : "out of memory");
+}
+
 tp_rc tp_store_sql_fail(const char *file, int line, tp_store *store, const char *fmt, ...) {
   char what[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
+  note_failure(store);
   return sql_fail_at(file, line, store->db, store->path, &store->limit, "%s", what);
 }
 
 tp_rc tp_store_exec(tp_store *store, const char *sql, const char *what) {
-  return exec_sql(store->db, store->path, sql, what);
+  tp_rc rc = exec_sql(store->db, store->path, sql, what);
+  if (rc != TP_OK) note_failure(store); /* SQLite's code and message stay until the next call */
+  return rc;
+}
+
+int tp_store_take_failure(tp_store *store, char *msg, size_t cap) {
+  const int code = store->failed_code;
+  if (msg && cap) snprintf(msg, cap, "%s", store->failed_msg);
+  store->failed_code = 0;
+  store->failed_msg[0] = '\0';
+  return code;
 }
 
 tp_rc tp_store_prepare(tp_store *store, const char *sql, const char *what, sqlite3_stmt **stmt) {

@@ -559,7 +559,8 @@ typedef struct tp_import_stats {
  * one included), has a newer schema or fails tp_store_probe's schema check
  * (checked before anything is written: the store is untouched), or when a
  * database error of the copy comes with the source failing SQLite's
- * quick_check (damaged past what the probe reads); TP_EUSAGE
+ * quick_check or is a CHECK or NOT NULL constraint refusing one of its rows
+ * (damaged past what the probe reads); TP_EUSAGE
  * when it is missing or not readable (as tp_store_probe says) or is the
  * store's own file; TP_EIO when reading it fails or another program wrote
  * to it during the import; TP_ETIMEOUT when reading it ran past the time

@@ -521,15 +521,20 @@ static tp_rc import_in_transaction(tp_store *store, const char *src_path, tp_rea
   return rc;
 }
 
-/* A database error during the copy, said as the source's when the source fails SQLite's own
- * check: a file damaged past what tp_store_probe reads (its header, schema and identity) passes
- * the probe and fails only when the copy reaches the damage. That is bad input, as a foreign
- * file is (TP_EFOREIGN); any other error stays as it was. */
+/* A database error during the copy, said as the source's when the source is damaged: a file
+ * damaged past what tp_store_probe reads (its header, schema and identity) passes the probe and
+ * fails only when the copy reaches the damage. That is bad input, as a foreign file is
+ * (TP_EFOREIGN); any other error stays as it was. Damaged: SQLite's check of the source finds
+ * fault, or the copy's insert refused one of its rows for its values (a CHECK or NOT NULL
+ * constraint of the schema it was vetted to have), which that check of a read-only file leaves
+ * out (CHECK constraints). */
 static tp_rc blame_damaged_source(tp_store *store, const char *src_path, tp_rc rc) {
+  char refused[256] = "";
+  const int failed = tp_store_take_failure(store, refused, sizeof refused);
   if (rc != TP_ESQLITE) return rc;
   sqlite3 *db = tp_store_db(store);
   sqlite3_stmt *st = NULL;
-  char why[200] = "";
+  char why[320] = "";
   int damaged = 0;
   if (sqlite3_prepare_v2(db, "PRAGMA tp_src.quick_check(1)", -1, &st, NULL) == SQLITE_OK) {
     int step = sqlite3_step(st);
@@ -537,14 +542,19 @@ static tp_rc blame_damaged_source(tp_store *store, const char *src_path, tp_rc r
     int code = sqlite3_errcode(db) & 0xff;
     if (text) damaged = strcmp((const char *)text, "ok") != 0;
     else damaged = code == SQLITE_CORRUPT || code == SQLITE_NOTADB;
-    snprintf(why, sizeof why, "%s", text ? (const char *)text : sqlite3_errmsg(db));
-    for (char *c = why; *c; c++)
-      if (*c == '\n') *c = ' '; /* the check's report is lines */
+    snprintf(why, sizeof why, "SQLite's check: %s", text ? (const char *)text : sqlite3_errmsg(db));
   }
   sqlite3_finalize(st);
+  /* CHECK and NOT NULL judge the row's own values, which the source and the store's schema
+   * share; a trigger's or a key's refusal may be the store's (left as it was) */
+  if (!damaged && (failed == SQLITE_CONSTRAINT_CHECK || failed == SQLITE_CONSTRAINT_NOTNULL)) {
+    damaged = 1;
+    snprintf(why, sizeof why, "a row its schema refuses: %s", refused);
+  }
   if (!damaged) return rc;
-  return TP_FAIL(TP_EFOREIGN, "%s is damaged (SQLite's check: %s); not a readable tpbench database",
-                 src_path, why);
+  for (char *c = why; *c; c++)
+    if (*c == '\n') *c = ' '; /* the check's report is lines */
+  return TP_FAIL(TP_EFOREIGN, "%s is damaged (%s); not a readable tpbench database", src_path, why);
 }
 
 tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *stats) {
@@ -552,6 +562,7 @@ tp_rc tp_store_import(tp_store *store, const char *src_path, tp_import_stats *st
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
   if (!store || !src_path) return TP_FAIL(TP_EINTERNAL, "tp_store_import: NULL argument");
+  (void)tp_store_take_failure(store, NULL, 0); /* an earlier call's, not this import's */
   TP_TRY(tp_store_probe(src_path, NULL));
   TP_TRY(check_not_same_file(store, src_path));
   tp_read_mode mode = tp_store_read_mode(src_path);

@@ -49,6 +49,11 @@ TP_MUST_CHECK tp_rc tp_store_step_done(tp_store *store, sqlite3_stmt *stmt, int 
  * SQLite's code. */
 int tp_store_bind_real_or_null(sqlite3_stmt *stmt, int col, double value);
 
+/* SQLite's extended code of the last failure said through TP_STORE_SQL_FAIL or tp_store_exec
+ * since the previous call (0: none), with SQLite's message in msg[cap] (msg may be NULL); the
+ * failure is forgotten then. Lets a caller tell what SQLite refused after a rollback. */
+int tp_store_take_failure(tp_store *store, char *msg, size_t cap);
+
 /* Rolls back an open transaction after a failure, keeping that failure's
  * message (a failed rollback is only logged). */
 void tp_store_rollback(tp_store *store);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,45 @@ static tp_rc prepare_on(sqlite3 *db, const char *path, const char *sql, const ch
   return TP_FAIL(TP_ESQLITE, "%s: %s: %s", path, what, sqlite3_errmsg(db));
 }
 
+/* A table's columns are the migrations', by name (as SQLite matches names: in any case) and in
+ * order: its SQL text is not compared (spacing and comments may differ), but a column renamed,
+ * missing or added (a byte of the schema damaged, an edit by hand) would fail the first query
+ * naming it, inside a reader or halfway through an import. */
+static tp_rc compare_columns(sqlite3 *db, const char *schema, sqlite3 *mem, const char *path,
+                             const char *table) {
+  static const char sql[] = "SELECT name FROM pragma_table_info(?1, ?2) ORDER BY cid";
+  sqlite3_stmt *want = NULL, *got = NULL;
+  tp_rc rc = prepare_on(mem, path, sql, "listing the columns tpbench expects", &want);
+  if (rc == TP_OK) rc = prepare_on(db, path, sql, "reading a table's columns", &got);
+  if (rc == TP_OK && (sqlite3_bind_text(want, 1, table, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+                      sqlite3_bind_text(want, 2, "main", -1, SQLITE_STATIC) != SQLITE_OK ||
+                      sqlite3_bind_text(got, 1, table, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+                      sqlite3_bind_text(got, 2, schema, -1, SQLITE_TRANSIENT) != SQLITE_OK))
+    rc = TP_FAIL(TP_ESQLITE, "%s: reading the columns of %s: %s", path, table, sqlite3_errmsg(db));
+  for (int col = 1; rc == TP_OK; col++) {
+    const int w = sqlite3_step(want), g = sqlite3_step(got);
+    if (w != SQLITE_ROW && w != SQLITE_DONE)
+      rc = TP_FAIL(TP_ESQLITE, "%s: listing the columns tpbench expects: %s", path,
+                   sqlite3_errmsg(mem));
+    else if (g != SQLITE_ROW && g != SQLITE_DONE)
+      rc =
+          TP_FAIL(TP_ESQLITE, "%s: reading the columns of %s: %s", path, table, sqlite3_errmsg(db));
+    else if (w == SQLITE_DONE && g == SQLITE_DONE) break;
+    else if (w == SQLITE_DONE)
+      rc = refuse(path, "the table %s has a column %s that tpbench's migrations do not make", table,
+                  text_or_empty(got, 0));
+    else if (g == SQLITE_DONE)
+      rc = refuse(path, "the table %s has no column %s, which tpbench's migrations make", table,
+                  text_or_empty(want, 0));
+    else if (strcasecmp(text_or_empty(got, 0), text_or_empty(want, 0)) != 0)
+      rc = refuse(path, "column %d of the table %s is %s where tpbench's migrations make %s", col,
+                  table, text_or_empty(got, 0), text_or_empty(want, 0));
+  }
+  sqlite3_finalize(want);
+  sqlite3_finalize(got);
+  return rc;
+}
+
 static tp_rc compare_objects(sqlite3 *db, const char *schema, const char *path, sqlite3 *mem) {
   char sql[160];
   snprintf(sql, sizeof sql, "SELECT type, tbl_name, sql FROM \"%s\".sqlite_schema WHERE name = ?",
@@ -120,6 +160,8 @@ static tp_rc compare_objects(sqlite3 *db, const char *schema, const char *path, 
       rc = TP_FAIL(TP_ESQLITE, "%s: reading the schema: %s", path, sqlite3_errmsg(db));
     else rc = compare_object(path, want, got);
     sqlite3_reset(got);
+    if (rc == TP_OK && strcmp(text_or_empty(want, 0), "table") == 0)
+      rc = compare_columns(db, schema, mem, path, text_or_empty(want, 1));
   }
   if (rc == TP_OK && step != SQLITE_DONE)
     rc = TP_FAIL(TP_ESQLITE, "%s: listing the schema tpbench expects: %s", path,

@@ -15,6 +15,7 @@
 
 #include "bench/cli/cli.h"
 #include "bench/cli/commands.h"
+#include "bench/matrix/presets.h"
 #include "report/tp_compare.h"
 
 enum { EXIT_REGRESSED = 1, EXIT_BAD = 2 };
@@ -55,7 +56,8 @@ static tp_rc parse_args(int argc, char **argv, compare_args *a, int *help) {
        0, 0, NULL},
       {"allow-mixed-hardware", TP_OPT_FLAG, &a->allow_mixed_hardware, NULL,
        "compare runs on different GPUs, GPU counts or drivers (refused otherwise)", 0, 0, NULL},
-      {"model", TP_OPT_STRING, &f->model, "NAME", "only configurations of this model", 0, 0, NULL},
+      {"model", TP_OPT_STRING, &f->model, "NAME",
+       "only configurations of this model (8b, llama3-8b, a matrix file's; any case)", 0, 0, NULL},
       {"layer", TP_OPT_STRING, &f->layer, "NAME", "only this op or layer", 0, 0, NULL},
       {"pass", TP_OPT_STRING, &f->pass, "PASS", "only this pass", 0, 0, "fwd|bwd|fwd+bwd"},
       {"dtype", TP_OPT_STRING, &f->dtype, "TYPE", "only this data type", 0, 0, NULL},
@@ -133,6 +135,7 @@ int tp_cmd_compare(int argc, char **argv) {
                     "Try 'tpbench compare --help'.\n");
     return EXIT_BAD;
   }
+  a.filter.model = tp_model_filter_name(a.filter.model); /* "8b" finds llama3-8b's rows */
   tp_compare_options opt = {.gate_references = a.gate_references,
                             .allow_mixed_hardware = a.allow_mixed_hardware,
                             .filter = a.filter,

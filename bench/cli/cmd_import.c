@@ -16,7 +16,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,9 +64,12 @@ static tp_rc check_sources(const import_args *a) {
 
 /* The target as the import found it: made here (empty, by O_EXCL, so never a file another
  * program made meanwhile, which tp_store_open then makes a database) when the path did not
- * exist, and which of its side files were there before. */
+ * exist, and which of its side files were there before. The file made is the one the path
+ * names in the end: --db may be a symbolic link to a file not there yet, which the store would
+ * create through the link (and SQLite keeps side files beside the file a link leads to). */
 typedef struct new_target {
   int made;
+  char path[PATH_MAX]; /* the file made: db, or where its links lead */
   struct stat made_as;
   int side_was_there[TP_STORE_N_SIDE_FILES];
 } new_target;
@@ -75,30 +80,57 @@ static int side_path(const char *db, int i, char *buf, size_t cap) {
   return n >= 0 && (size_t)n < cap;
 }
 
+/* Where a file created at db lands: db itself, or, db being a symbolic link (to another, ...),
+ * the path the last link names, relative to its own folder. 0 when that path exists or cannot
+ * be told (a loop, a name too long): nothing to make then. */
+static int landing_path(const char *db, char *out, size_t cap) {
+  if (snprintf(out, cap, "%s", db) >= (int)cap) return 0;
+  for (int hop = 0; hop < 40; hop++) {
+    struct stat st;
+    if (lstat(out, &st) != 0) return errno == ENOENT;
+    if (!S_ISLNK(st.st_mode)) return 0;
+    char link[PATH_MAX];
+    const ssize_t n = readlink(out, link, sizeof link - 1);
+    if (n <= 0) return 0;
+    link[n] = '\0';
+    const char *slash = strrchr(out, '/');
+    char next[PATH_MAX];
+    const int len = link[0] == '/' || !slash
+                        ? snprintf(next, sizeof next, "%s", link)
+                        : snprintf(next, sizeof next, "%.*s/%s", (int)(slash - out), out, link);
+    if (len < 0 || (size_t)len >= sizeof next || (size_t)len >= cap) return 0;
+    memcpy(out, next, (size_t)len + 1);
+  }
+  return 0;
+}
+
 static void make_target(const char *db, new_target *t) {
   *t = (new_target){0};
-  char side[4200];
+  if (!landing_path(db, t->path, sizeof t->path)) return; /* there already: tp_store_open's */
+  char side[PATH_MAX + 16];
   struct stat st;
   for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
     t->side_was_there[i] =
-        !side_path(db, i, side, sizeof side) || lstat(side, &st) == 0 || errno != ENOENT;
+        !side_path(t->path, i, side, sizeof side) || lstat(side, &st) == 0 || errno != ENOENT;
   }
-  int fd = open(db, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(t->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return; /* there already, or not to be made: tp_store_open says why */
   t->made = fstat(fd, &t->made_as) == 0;
   (void)close(fd);
 }
 
 /* After a failure that left nothing in the target: removes what make_target made, the store
- * closed (SQLite's side files of the new database included), and nothing that was there. */
-static void unmake_target(const char *db, const new_target *t) {
+ * closed (SQLite's side files of the new database included), and nothing that was there: not
+ * the side files either when the file is no longer the one made (another program's now). */
+static void unmake_target(const new_target *t) {
   if (!t->made) return;
   struct stat st;
-  if (lstat(db, &st) == 0 && st.st_dev == t->made_as.st_dev && st.st_ino == t->made_as.st_ino)
-    (void)unlink(db);
-  char side[4200];
+  if (lstat(t->path, &st) != 0 || st.st_dev != t->made_as.st_dev ||
+      st.st_ino != t->made_as.st_ino || unlink(t->path) != 0)
+    return;
+  char side[PATH_MAX + 16];
   for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
-    if (!t->side_was_there[i] && side_path(db, i, side, sizeof side)) (void)unlink(side);
+    if (!t->side_was_there[i] && side_path(t->path, i, side, sizeof side)) (void)unlink(side);
   }
 }
 
@@ -109,7 +141,7 @@ static tp_rc import_all(const import_args *a) {
   tp_rc rc = tp_store_open(a->db, 1, &store);
   if (rc != TP_OK) {
     fprintf(stderr, "tpbench import: cannot open '%s': %s\n", a->db, tp_cli_last_message());
-    unmake_target(a->db, &target);
+    unmake_target(&target);
     return rc;
   }
   for (int i = 0; i < a->n_sources; i++) {
@@ -119,7 +151,7 @@ static tp_rc import_all(const import_args *a) {
       tp_print_error("import");
       tp_store_close(store);
       /* an earlier file went in (and was said to): the target keeps it */
-      if (i == 0) unmake_target(a->db, &target);
+      if (i == 0) unmake_target(&target);
       return rc;
     }
     char drift[48] = ""; /* named only when there are any: other imports read as before */

@@ -66,13 +66,6 @@ static tp_rc parse_args(int argc, char **argv, report_args *a, int *help) {
   return tp_cli_parse(&cmd, argc, argv, NULL, 0, NULL, help);
 }
 
-/* The model filter by canonical name, so "8b" finds "llama3-8b" rows. */
-static const char *canonical_model(const char *name) {
-  const tp_model_preset *preset = NULL;
-  if (!name || tp_preset_find(name, &preset) != TP_OK) return name;
-  return preset->name;
-}
-
 /* The run a reader means, 0 when none can be found (the table says why). */
 static int64_t latest_run(tp_store *store, const report_args *a) {
   int64_t run = 0;
@@ -162,7 +155,7 @@ static tp_rc print_report(const report_args *a) {
   }
   tp_report_filter filter = {.run_id = a->run,
                              .commit = a->commit,
-                             .model = canonical_model(a->model),
+                             .model = tp_model_filter_name(a->model),
                              .layer = a->layer,
                              .pass = a->pass,
                              .dtype = a->dtype,

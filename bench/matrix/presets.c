@@ -90,6 +90,11 @@ static const tp_model_preset *find_preset(const char *name) {
   return NULL;
 }
 
+const char *tp_model_filter_name(const char *name) {
+  const tp_model_preset *preset = name ? find_preset(name) : NULL;
+  return preset ? preset->name : name;
+}
+
 tp_rc tp_preset_find(const char *name, const tp_model_preset **out) {
   const tp_model_preset *found = find_preset(name);
   if (found) {

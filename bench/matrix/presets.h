@@ -50,6 +50,12 @@ typedef struct tp_model_preset {
  * case-insensitive). TP_EUSAGE listing the valid names if none matches. */
 TP_MUST_CHECK tp_rc tp_preset_find(const char *name, const tp_model_preset **out);
 
+/* The name a --model filter of stored results (report's, compare's) looks for: a preset's
+ * canonical name for any of its names or its alias, in any case ("8b": "llama3-8b"); any other
+ * name as given, which the filters match in any case, as model names are matched everywhere
+ * ("mymodel" finds a matrix file's "MyModel"). NULL stays NULL. */
+const char *tp_model_filter_name(const char *name);
+
 /* All presets, smallest first: *count receives their number. */
 const tp_model_preset *tp_presets(int *count);
 

@@ -186,6 +186,36 @@ static void test_compare_copies_of_one_run(void **state) {
              "c0de0010", "c0de0002", "--db", db, "--threshold", "0");
 }
 
+/* --model names a model as everywhere else: a preset by its name or short alias, a user's model
+ * (a matrix file's) by its name, in any case (presets.h). compare took only the stored name,
+ * exactly ("8b" matched nothing: exit 2), and report a user's model only in its stored case. */
+static void test_model_filters_any_case(void **state) {
+  fixture *f = *state;
+  char db[600];
+  fx_path(&f->dir, "named.db", db, sizeof db);
+  assert_int_equal(fx_copy(f->db, db), 0);
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "llama3-8b");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "8b");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "LLAMA3-8B");
+  sqlite3 *h = NULL;
+  assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(h, "UPDATE configs SET model = 'MyModel' WHERE model = 'llama3-8b'",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_close(h), SQLITE_OK);
+  RUN_EXPECT(0, "| MyModel |", NULL, "report", "--db", db, "--model", "MyModel", "--run", "2");
+  RUN_EXPECT(0, "| MyModel |", NULL, "report", "--db", db, "--model", "mymodel", "--run", "2");
+  RUN_EXPECT(0, "model=\"MyModel\"", NULL, "report", "--db", db, "--model", "MYMODEL", "--run", "2",
+             "--format", "openmetrics");
+  RUN_EXPECT(0, "information only", NULL, "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "MYMODEL");
+  RUN_EXPECT(2, NULL, "nothing compared", "compare", "feed0001", "feed0002", "--db", db, "--model",
+             "llama3-8b");
+}
+
 /* ---- history ------------------------------------------------------------------------ */
 
 static void test_history_command(void **state) {
@@ -489,6 +519,61 @@ static void test_import_damaged_source(void **state) {
   tp_store_close(store);
   RUN_EXPECT(2, "1 run imported", "damaged.db is damaged", "import", other, damaged, "--db", fresh);
   RUN_EXPECT(0, "cafe0009", NULL, "runs", "--db", fresh);
+}
+
+/* Damage that leaves the pages whole can still break a row: a status its schema's CHECK
+ * refuses. SQLite's check of a read-only file says "ok" (it leaves CHECK constraints out), so
+ * only the copy's insert sees it: bad input all the same (2, not 1), the target not made. */
+static void test_import_row_its_schema_refuses(void **state) {
+  fixture *f = *state;
+  char refused[600], fresh[600];
+  fx_path(&f->dir, "refused.db", refused, sizeof refused);
+  fx_path(&f->dir, "fresh-refused.db", fresh, sizeof fresh);
+  assert_int_equal(fx_copy(f->db, refused), 0);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(refused, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db,
+                                "PRAGMA ignore_check_constraints = 1;"
+                                "UPDATE configs SET status = 'bogus' "
+                                "WHERE id = (SELECT min(id) FROM configs)",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+
+  RUN_EXPECT(2, NULL, "refused.db is damaged", "import", refused, "--db", fresh);
+  assert_false(exists(fresh));
+}
+
+/* --db a symbolic link to a file not there yet (a relative one, through a second link): the
+ * store creates the file where the links lead, so a failed import removes that file and its
+ * side files (it made them) and keeps the links (they were there). It removed the path it was
+ * given only, and left an empty database where the links lead. */
+static void test_import_through_a_dangling_link(void **state) {
+  fixture *f = *state;
+  char damaged[600], link[600], hop[600], dest[600], side[700];
+  fx_path(&f->dir, "damaged-for-link.db", damaged, sizeof damaged);
+  fx_path(&f->dir, "import-link.db", link, sizeof link);
+  fx_path(&f->dir, "import-hop.db", hop, sizeof hop);
+  fx_path(&f->dir, "import-landing.db", dest, sizeof dest);
+  damaged_copy(f, damaged);
+  assert_int_equal(symlink("import-hop.db", link), 0);
+  assert_int_equal(symlink("import-landing.db", hop), 0);
+
+  RUN_EXPECT(2, NULL, "damaged-for-link.db is damaged", "import", damaged, "--db", link);
+  assert_false(exists(dest));
+  for (int i = 0; i < TP_STORE_N_SIDE_FILES; i++) {
+    snprintf(side, sizeof side, "%s%s", dest, tp_store_side_suffixes[i]);
+    assert_false(exists(side));
+  }
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(lstat(hop, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+
+  /* A good file goes in through the links as before. */
+  RUN_EXPECT(0, "3 runs imported", NULL, "import", f->db, "--db", link);
+  assert_true(exists(dest));
 }
 
 /* ---- dashboard ------------------------------------------------------------------------------ */
@@ -838,6 +923,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_exit_status),
       cmocka_unit_test(test_compare_copies_of_one_run),
+      cmocka_unit_test(test_model_filters_any_case),
       cmocka_unit_test(test_history_command),
       cmocka_unit_test(test_history_by_short_key),
       cmocka_unit_test(test_runs_command),
@@ -847,6 +933,8 @@ int main(void) {
       cmocka_unit_test(test_trace_kineto_all_or_nothing),
       cmocka_unit_test(test_import_command),
       cmocka_unit_test(test_import_damaged_source),
+      cmocka_unit_test(test_import_row_its_schema_refuses),
+      cmocka_unit_test(test_import_through_a_dangling_link),
       cmocka_unit_test(test_dashboard_command),
       cmocka_unit_test(test_trace_out_refuses),
       cmocka_unit_test(test_dashboard_out_refuses),

@@ -14,6 +14,8 @@
  * - a database whose "runs" is a recursive view is refused within seconds
  *   by report and import (the schema is checked first), and a query that
  *   runs away on a good database is stopped by the time limit;
+ * - a table whose column is not the migrations' (the schema's text damaged)
+ *   is refused (exit 2) by report and import before a query names it;
  * - import leaves nothing beside its source;
  * - store errors are sentences: no C file:line, no SQL.
  *
@@ -488,6 +490,37 @@ static void test_changed_view_or_extra_trigger_is_refused(void **state) {
   assert_null(store);
 }
 
+/* A table's column that is not the migrations' (one byte of the schema's text damaged, or edited
+ * by hand): refused like a changed view, with exit 2, before any query names the column. The
+ * check compared a table's name and kind alone, so report and the dashboard failed (exit 1) on
+ * "no such column: launcher" and import on preparing its copy. */
+static void test_changed_column_is_refused(void **state) {
+  scratch *s = *state;
+  make_current(s);
+  char path[512], target[512];
+  assert_int_equal(fx_copy(s->current, in_dir(s, "column.db", path)), 0);
+  raw_exec(path, "PRAGMA journal_mode = DELETE; PRAGMA writable_schema = ON; "
+                 "UPDATE sqlite_schema SET sql = replace(sql, 'launcher TEXT', 'launchxr TEXT') "
+                 "WHERE name = 'runs'");
+  snapshot before = take(path);
+  tp_store *store = NULL;
+  assert_int_equal(tp_store_open_readonly(path, &store), TP_EFOREIGN);
+  expect_in(tp_last_error(), "launcher", "a renamed column");
+  assert_null(store);
+  in_dir(s, "column-target.db", target);
+  const char *commands[][5] = {{"report", "--db", path, NULL, NULL},
+                               {"import", path, "--db", target, NULL}};
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    rp_result r = tpbench(30, commands[i][0], commands[i][1], commands[i][2], commands[i][3], NULL);
+    if (r.status != 2) fail_msg("%s: status %d, expected 2: %s", commands[i][0], r.status, r.err);
+    expect_in(r.err, "launcher", commands[i][0]);
+    rp_free(&r);
+  }
+  assert_false(file_exists(target));
+  assert_unchanged(path, &before);
+  free(before.bytes);
+}
+
 static int step_counting(sqlite3_stmt *st) {
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}
@@ -664,6 +697,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_recursive_view_is_refused_quickly, setup, teardown),
       cmocka_unit_test_setup_teardown(test_changed_view_or_extra_trigger_is_refused, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_changed_column_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_runaway_query_is_stopped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reader_stops_when_a_writer_shows_up, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wal_holds_what_the_main_file_lacks, setup, teardown),
