@@ -1130,9 +1130,9 @@ static void describe(const tp_layer_config *cfg, char *buf, size_t cap) {
   else snprintf(buf, cap, "%s %s", cfg->axes.kind, cfg->axes.backend);
 }
 
-/* Configurations the kernels accept or refuse at plan time, by the host: the nccl-window
+/* Configurations the worker accepts or refuses at prepare time, by the host: the nccl-window
  * variant and symm=nccl, as NCCL's runtime answers for the communicator. */
-static int decided_at_plan_time(const tp_layer_config *cfg) {
+static int decided_at_prepare_time(const tp_layer_config *cfg) {
   return (cfg->backend == TP_BACKEND_DIST && cfg->symm == TP_SYMM_NCCL) ||
          cfg->schedule == TP_SCHED_NCCL_WINDOW;
 }
@@ -1196,7 +1196,7 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
   fprintf(out, "%-5s %-*s %-*s %*s %*s %-10s %7s %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10s  %s\n",
           "case", w.model, "model", w.layer, "layer", w.tp, "tp", w.dp, "dp", "BxS", "tokens",
           "dtype", "sp", "pass", "graph", "saved", "ac", width, "configuration", "GFLOP", "status");
-  int plan_time = 0;
+  int prepare_time = 0;
   for (int i = 0; i < m->n_configs; ++i) {
     const tp_layer_config *cfg = &m->configs[i];
     const tp_layer_case *c = &m->cases[cfg->case_index];
@@ -1208,17 +1208,17 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
     const char *note = cfg->rejected ? cfg->reason : "";
     char among[TP_LAYER_SIZES_TEXT + 96];
     /* both said where both hold: a mix's configuration the kernels may still refuse */
-    const int at_plan = !cfg->rejected && decided_at_plan_time(cfg);
-    plan_time += at_plan;
-    static const char kernels_decide[] =
-        "NCCL's runtime decides at plan time whether this host runs it";
-    if (at_plan && a->graph_sizes)
-      snprintf(among, sizeof among, " (%s; replayed among %s tokens)", kernels_decide,
+    const int at_prepare = !cfg->rejected && decided_at_prepare_time(cfg);
+    prepare_time += at_prepare;
+    static const char nccl_decides[] =
+        "NCCL's runtime decides at prepare time whether this host runs it";
+    if (at_prepare && a->graph_sizes)
+      snprintf(among, sizeof among, " (%s; replayed among %s tokens)", nccl_decides,
                a->graph_sizes);
-    else if (at_plan) snprintf(among, sizeof among, " (%s)", kernels_decide);
+    else if (at_prepare) snprintf(among, sizeof among, " (%s)", nccl_decides);
     else if (!cfg->rejected && a->graph_sizes)
       snprintf(among, sizeof among, " (replayed among %s tokens)", a->graph_sizes);
-    if (at_plan || (!cfg->rejected && a->graph_sizes)) note = among;
+    if (at_prepare || (!cfg->rejected && a->graph_sizes)) note = among;
     fprintf(out,
             "%-5d %-*s %-*s %*d %*d %-10s %7lld %-5s %-3s %-7s %-5s %-5s %-9s %-*s %10.1f  %s%s\n",
             cfg->case_index, w.model, a->model, w.layer, a->op_or_layer, w.tp, a->tp, w.dp, c->dp,
@@ -1233,9 +1233,9 @@ void tp_layer_matrix_print(const tp_layer_matrix *m, int gpus, FILE *out) {
   fprintf(out,
           "tpbench run also rejects, with the reason: dist_gemm without peer access between the "
           "GPUs%s.\n",
-          plan_time ? ", and nccl-window or symm=nccl where NCCL's runtime offers no symmetric "
-                      "memory on that host (asked at plan time)"
-                    : "");
+          prepare_time ? ", and nccl-window or symm=nccl where NCCL's runtime offers no symmetric "
+                         "memory on that host (asked at prepare time)"
+                       : "");
   for (int i = 0; i < m->n_cases; ++i)
     if (tp_dtype_is_fp8(m->cases[i].dtype)) {
       fprintf(out, "decided on the GPU: whether cuBLASLt runs an fp8 format's scale modes there "

@@ -299,7 +299,7 @@ static void test_chunks_and_schedules(void **state) {
   listing(&m, 2, &text);
   assert_true(strlen(text) > 0);
   assert_non_null(strstr(text, "dist_gemm multimem chunks=4"));
-  assert_non_null(strstr(text, "NCCL's runtime decides at plan time"));
+  assert_non_null(strstr(text, "NCCL's runtime decides at prepare time"));
   assert_non_null(strstr(text, "1 cases, 25 configurations: 13 to run, 12 rejected"));
   assert_non_null(strstr(text, "layer stock nccl-window"));
   assert_non_null(strstr(text, "comm nccl nccl-window"));
@@ -875,7 +875,7 @@ static void test_symm_axis(void **state) {
   const char *row = strstr(text, "dist_gemm ce chunks=0 symm=nccl");
   assert_non_null(row);
   const char *eol = strchr(row, '\n');
-  const char *note = strstr(row, "NCCL's runtime decides at plan time");
+  const char *note = strstr(row, "NCCL's runtime decides at prepare time");
   assert_true(note && eol && note < eol);
   free(text);
   tp_layer_matrix_free(&m);
@@ -1086,7 +1086,7 @@ static void test_graph_mixed_expansion(void **state) {
   listing(&m, 2, &text);
   assert_non_null(strstr(text, "stock nccl-window"));
   assert_non_null(strstr(text,
-                         "run (NCCL's runtime decides at plan time whether this host runs it; "
+                         "run (NCCL's runtime decides at prepare time whether this host runs it; "
                          "replayed among 2048,4096 tokens)"));
   free(text);
   tp_layer_matrix_free(&m);
