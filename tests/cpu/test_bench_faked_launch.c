@@ -107,14 +107,24 @@ static void run_two_ranks(char *const env0[], char *const env1[], const char *la
   rmdir(dir);
 }
 
+/* The rendezvous' variables every faked task of one job shares: a free port and the secret. */
+typedef struct job_vars {
+  char port[32], secret[80];
+} job_vars;
+
+static void make_job_vars(job_vars *v) {
+  int port = 0;
+  assert_int_equal(tp_find_free_port(&port), TP_OK);
+  snprintf(v->port, sizeof v->port, "MASTER_PORT=%d", port);
+  snprintf(v->secret, sizeof v->secret, "TPBENCH_JOB_SECRET=%s", SECRET);
+}
+
 static void test_faked_slurm(void **state) {
   (void)state;
   if (TP_TEST_CUDA_BUILD && gpu_present()) skip();
-  int port = 0;
-  assert_int_equal(tp_find_free_port(&port), TP_OK);
-  char port_var[32], secret_var[80];
-  snprintf(port_var, sizeof port_var, "MASTER_PORT=%d", port);
-  snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
+  job_vars v;
+  make_job_vars(&v);
+  char *port_var = v.port, *secret_var = v.secret;
   char *env0[] = {"SLURM_STEP_ID=0",
                   "SLURM_PROCID=0",
                   "SLURM_NTASKS=2",
@@ -139,11 +149,9 @@ static void test_faked_slurm(void **state) {
 static void test_faked_open_mpi(void **state) {
   (void)state;
   if (TP_TEST_CUDA_BUILD && gpu_present()) skip();
-  int port = 0;
-  assert_int_equal(tp_find_free_port(&port), TP_OK);
-  char port_var[32], secret_var[80];
-  snprintf(port_var, sizeof port_var, "MASTER_PORT=%d", port);
-  snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
+  job_vars v;
+  make_job_vars(&v);
+  char *port_var = v.port, *secret_var = v.secret;
   char *env0[] = {"OMPI_COMM_WORLD_RANK=0",
                   "OMPI_COMM_WORLD_SIZE=2",
                   "OMPI_COMM_WORLD_LOCAL_RANK=0",
@@ -192,11 +200,9 @@ static void test_faked_slurm_malformed(void **state) {
 static void test_faked_world_beyond_group_ranks(void **state) {
   (void)state;
   if (!TP_TEST_CUDA_BUILD) skip(); /* the build without CUDA says so instead */
-  int port = 0;
-  assert_int_equal(tp_find_free_port(&port), TP_OK);
-  char port_var[32], secret_var[80];
-  snprintf(port_var, sizeof port_var, "MASTER_PORT=%d", port);
-  snprintf(secret_var, sizeof secret_var, "TPBENCH_JOB_SECRET=%s", SECRET);
+  job_vars v;
+  make_job_vars(&v);
+  char *port_var = v.port, *secret_var = v.secret;
   char *env[] = {"SLURM_STEP_ID=0",
                  "SLURM_PROCID=0",
                  "SLURM_NTASKS=32",
